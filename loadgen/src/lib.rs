@@ -1,0 +1,1 @@
+//! connstorm loadgen crate (being built).

@@ -1,0 +1,1 @@
+//! connstorm results crate (being built).

@@ -1,0 +1,1 @@
+//! connstorm server crate (being built).

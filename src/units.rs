@@ -1,0 +1,131 @@
+//! Parsers for the units used on the command line: durations (`30s`, `500ms`, `2m`), connection
+//! rates (`20k/s`, `2000/s`, `1M/min`, `1000000cpm`), CPU lists (`0-3,8`), byte counts.
+//! Each returns a message that says what is wrong and an example of what works; clap shows it and
+//! exits with code 2.
+
+use std::time::Duration;
+
+/// Parses a duration with a unit: `30s`, `500ms`, `2m`, `1h`, `1m30s`, `250us`.
+///
+/// # Errors
+/// A message when there is no unit, the number is not a number, or the duration is zero.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let t = s.trim();
+    if t.parse::<f64>().is_ok() {
+        return Err(format!("duration {s:?} has no unit: write e.g. `{t}s` or `{t}ms`"));
+    }
+    let d = humantime::parse_duration(t)
+        .map_err(|e| format!("invalid duration {s:?} ({e}): write e.g. `30s`, `500ms` or `2m`"))?;
+    Ok(d)
+}
+
+/// Like [`parse_duration`] but zero is refused.
+///
+/// # Errors
+/// See [`parse_duration`]; also zero.
+pub fn parse_positive_duration(s: &str) -> Result<Duration, String> {
+    let d = parse_duration(s)?;
+    if d.is_zero() {
+        return Err(format!("duration {s:?} is zero: give a positive duration, e.g. `10s`"));
+    }
+    Ok(d)
+}
+
+/// Parses a connection rate into connections per second.
+///
+/// Accepted forms: `20000`, `20000/s`, `20k/s`, `1.5k`, `1M/min`, `1000000/min`, `1000000cpm`
+/// (`k` = 1e3, `M`/`m` = 1e6, before the `/`).
+///
+/// # Errors
+/// A message for zero, negative, non-finite or unparsable rates.
+pub fn parse_rate(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let lower = t.to_ascii_lowercase();
+    let (num, per_sec_divisor) = if let Some(n) = lower.strip_suffix("/s") {
+        (n.to_string(), 1.0)
+    } else if let Some(n) = lower.strip_suffix("/sec") {
+        (n.to_string(), 1.0)
+    } else if let Some(n) = lower.strip_suffix("/min") {
+        (n.to_string(), 60.0)
+    } else if let Some(n) = lower.strip_suffix("cpm") {
+        (n.to_string(), 60.0)
+    } else {
+        (lower.clone(), 1.0)
+    };
+    let num = num.trim();
+    let (digits, mult) = match num.chars().last() {
+        Some('k') => (&num[..num.len() - 1], 1e3),
+        Some('m') => (&num[..num.len() - 1], 1e6),
+        _ => (num, 1.0),
+    };
+    let v: f64 = digits.trim().parse().map_err(|_| {
+        format!("invalid rate {s:?}: write connections per second like `20k/s` or `2000/s`, or per minute like `1M/min`")
+    })?;
+    let rate = v * mult / per_sec_divisor;
+    if !rate.is_finite() || rate <= 0.0 {
+        return Err(format!("rate {s:?} must be above zero connections per second, e.g. `2000/s`"));
+    }
+    Ok(rate)
+}
+
+/// Parses a non-empty CPU list (`0-3,8`).
+///
+/// # Errors
+/// The cpulist parser's message.
+pub fn parse_cpus(s: &str) -> Result<Vec<usize>, String> {
+    tuning::cpulist::parse_nonempty(s).map_err(|e| e.to_string())
+}
+
+/// Parses a byte count: `64`, `4k`/`4KiB` (1024), `1M`/`1MiB`.
+///
+/// # Errors
+/// A message for unparsable input.
+pub fn parse_bytes(s: &str) -> Result<u64, String> {
+    let t = s.trim().to_ascii_lowercase();
+    let t = t.trim_end_matches("ib").trim_end_matches('b');
+    let (digits, mult) = match t.chars().last() {
+        Some('k') => (&t[..t.len() - 1], 1024u64),
+        Some('m') => (&t[..t.len() - 1], 1024 * 1024),
+        Some('g') => (&t[..t.len() - 1], 1024 * 1024 * 1024),
+        _ => (t, 1),
+    };
+    let v: u64 = digits.trim().parse().map_err(|_| {
+        format!("invalid byte count {s:?}: write e.g. `64`, `4k` or `1MiB`")
+    })?;
+    v.checked_mul(mult).ok_or_else(|| format!("byte count {s:?} is too large"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_in_every_form() {
+        assert_eq!(parse_rate("20k/s").unwrap(), 20_000.0);
+        assert_eq!(parse_rate("2000/s").unwrap(), 2000.0);
+        assert_eq!(parse_rate("2000").unwrap(), 2000.0);
+        assert_eq!(parse_rate("1M/min").unwrap(), 1_000_000.0 / 60.0);
+        assert_eq!(parse_rate("1000000cpm").unwrap(), 1_000_000.0 / 60.0);
+        assert!(parse_rate("0/s").is_err());
+        assert!(parse_rate("-5/s").is_err());
+        assert!(parse_rate("fast").is_err());
+        assert!(parse_rate("nan").is_err());
+    }
+
+    #[test]
+    fn durations_need_units() {
+        assert_eq!(parse_duration("30s").unwrap(), Duration::from_secs(30));
+        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+        assert!(parse_duration("30").unwrap_err().contains("no unit"));
+        assert!(parse_duration("abc").is_err());
+        assert!(parse_positive_duration("0s").is_err());
+    }
+
+    #[test]
+    fn bytes() {
+        assert_eq!(parse_bytes("64").unwrap(), 64);
+        assert_eq!(parse_bytes("4k").unwrap(), 4096);
+        assert_eq!(parse_bytes("1MiB").unwrap(), 1 << 20);
+        assert!(parse_bytes("x").is_err());
+    }
+}
