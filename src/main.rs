@@ -13,6 +13,7 @@ use std::io::Write;
 
 use clap::Parser;
 
+mod bench;
 mod cli;
 mod cmd;
 mod signals;

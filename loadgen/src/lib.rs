@@ -1,1 +1,48 @@
-//! connstorm loadgen crate (being built).
+//! `loadgen`: connstorm's load generator. It opens TCP connections at an intended rate (open
+//! loop) or a fixed concurrency (closed loop) and measures how long handshakes take.
+//!
+//! # Moving parts
+//! - [`LoadConfig`] ([`config`]): targets, [`Pattern`], durations, CPUs, [`CloseMode`], sources.
+//! - One pinned worker thread per CPU ([`worker`]): its own mio poll (epoll) plus a timerfd for
+//!   sub-millisecond waits, its own slice of the open-loop [`schedule`], a preallocated slab of
+//!   attempt [`slot`]s, its own counters and HdrHistograms ([`stats`]). The hot path (`attempt.rs`)
+//!   allocates nothing and shares nothing; failures are counted by errno in a fixed array
+//!   ([`failures`]).
+//! - Once per second each worker sends its second's counters and handshake histogram over a
+//!   channel; [`run`] merges them into a [`TimelineRow`] for the caller's callback, and at the end
+//!   merges the workers' histograms and counters into a [`LoadReport`] ([`report`]).
+//! - [`ports`] estimates the ephemeral-port budget before a run; [`rlimit`] raises
+//!   RLIMIT_NOFILE for callers that want it (the library never touches process-wide state: no
+//!   signal handlers, no rlimits).
+//!
+//! # Data flow
+//! `run(cfg, stop, on_second)` → validate → spawn + pin workers → barrier → common start time
+//! (CLOCK_MONOTONIC, shared by all threads) → workers run warm-up + duration + drain → per-second
+//! rows → join → merged [`LoadReport`].
+//!
+//! Open loop follows the wrk2 method: latency counts from the *intended* start, so a stalled
+//! server or a late generator shows as latency, not as silently lower load (no coordinated
+//! omission).
+
+#![forbid(unsafe_code)]
+
+mod attempt;
+pub mod clock;
+pub mod config;
+pub mod error;
+pub mod failures;
+pub mod ports;
+pub mod report;
+pub mod rlimit;
+mod run;
+pub mod schedule;
+pub mod slot;
+pub mod stats;
+pub mod worker;
+
+pub use config::{Arrival, CloseMode, LoadConfig, Pattern};
+pub use error::LoadError;
+pub use report::{
+    HistogramSummary, LoadReport, LoadWorkerReport, TimelineRow, Totals, PERCENTILES,
+};
+pub use run::run;

@@ -1,1 +1,29 @@
-//! connstorm results crate (being built).
+//! connstorm's results: the run record and everything read from it.
+//!
+//! Moving parts, in data-flow order:
+//! - [`record`]: [`record::RunRecord`], one versioned JSON document per run, written atomically
+//!   by the binary (which converts server/load reports and host facts into it) and read back
+//!   with errors that name the file and what is wrong.
+//! - [`histogram`]: latency histograms (ns) stored as HdrHistogram V2 + DEFLATE in base64, and
+//!   the figures read from them (percentiles, buckets).
+//! - [`hlog`]: HdrHistogram interval logs (`.hlog`) for other HdrHistogram tools.
+//! - [`report`]: per-record reports as text, Markdown, JSON or CSV.
+//! - [`stats`] and [`compare`]: A/B comparison of trial sets with confidence intervals.
+//! - [`sweep`]: the knee of a capacity sweep under a latency SLO.
+//! - [`plot`]: SVG/PNG pictures (latency spectrum, timeline, worker share, A/B, sweep).
+//!
+//! This crate does not depend on the other connstorm crates: it only knows the record.
+
+#![forbid(unsafe_code)]
+
+pub mod compare;
+pub mod histogram;
+pub mod hlog;
+pub mod plot;
+pub mod record;
+pub mod report;
+pub mod stats;
+pub mod sweep;
+pub mod timestamp;
+
+pub use record::{RecordError, RunRecord, SCHEMA_VERSION};

@@ -1,1 +1,44 @@
-//! connstorm server crate (being built).
+//! `connstorm-server`: a per-core TCP accept server built to measure how fast a host accepts new
+//! connections.
+//!
+//! # Moving parts
+//! - [`ServerConfig`] ([`config`]) says where to listen, which CPUs to use, which event engine,
+//!   what to do with each accepted connection ([`Mode`]) and how to steer flows ([`Steer`]).
+//! - [`listener`] creates one `SO_REUSEPORT` listener per CPU, in CPU order, on the calling thread
+//!   (so bind errors come back before any thread runs), and applies CPU steering ([`steer`]).
+//! - [`shard`] runs one worker thread per CPU, pinned with sched_setaffinity(2), owning its
+//!   listener and its event loop: [`engine::uring`] (io_uring multishot accept, one ring per
+//!   worker) or [`engine::epoll`] (mio, edge-triggered). [`engine::probe`] decides which one
+//!   `EngineChoice::Auto` gets.
+//! - Workers count into plain integers ([`counts`]) and publish them to their own cache line every
+//!   few milliseconds; [`Server::stats`] reads those ([`LiveStats`]).
+//! - [`Server::stop`] ends the run without resetting any completed handshake ([`drain`]): every
+//!   listener gets a classic BPF socket filter that drops new SYNs, the workers keep accepting for
+//!   [`drain::DRAIN_GRACE`], accept what is left until EAGAIN, close the listener and return their
+//!   [`WorkerReport`]s, merged into a [`ServerReport`].
+//!
+//! # Data flow
+//! `ServerConfig` → [`Server::start`] (validate CPUs, probe engine, bind listeners, spawn pinned
+//! workers, wait until each is ready) → workers loop: accept → mode action (close / RST / greet /
+//! hold) → counters → [`Server::stop`] → [`ServerReport`].
+//!
+//! The library does **not** change RLIMIT_NOFILE by itself (that is process-wide state): callers
+//! that want the whole hard limit call [`rlimit::raise_nofile`] first, as `connstorm server` does.
+
+pub mod config;
+pub mod counts;
+pub mod drain;
+pub mod engine;
+pub mod error;
+pub mod listener;
+pub mod report;
+pub mod rlimit;
+mod server;
+pub mod shard;
+pub mod steer;
+mod sys;
+
+pub use config::{EngineChoice, Mode, ServerConfig, Steer};
+pub use error::ServerError;
+pub use report::{Engine, LiveStats, ServerReport, SteeringUsed, WorkerReport};
+pub use server::Server;

@@ -1,13 +1,114 @@
-//! `connstorm plot` (not built yet).
+//! `connstorm plot`: draw run records to SVG or PNG.
+
+use std::path::{Path, PathBuf};
+
+use results::plot::{self, Kind, Named, PlotError};
+use results::record::RunRecord;
+
+use super::report::read_record;
+use crate::cli::bad_input;
+
+/// What to draw.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum KindArg {
+    /// Handshake latency by percentile (log scale of 1/(1-p)), records overlaid.
+    Spectrum,
+    /// Connections per minute over time.
+    Timeline,
+    /// Share of accepted connections per server worker.
+    Workers,
+    /// A vs B trials (A files -- B files): connections/s and handshake p99.
+    Ab,
+    /// Sweep: offered vs achieved rate and handshake p99.
+    Sweep,
+}
 
 /// Options of `connstorm plot`.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Run record files (side A for `--kind ab`).
+    #[arg(value_name = "RECORD", required = true)]
+    pub records: Vec<PathBuf>,
+    /// Side B's records for `--kind ab`, after `--`.
+    #[arg(value_name = "B", last = true)]
+    pub b: Vec<PathBuf>,
+    /// Output picture: FILE.svg or FILE.png (1000×600).
+    #[arg(long, short, value_name = "FILE")]
+    pub output: PathBuf,
+    /// What to draw.
+    #[arg(long, value_enum, default_value = "spectrum")]
+    pub kind: KindArg,
+}
+
+/// Legend names: the label, with the file name added where labels are empty or repeated
+/// (except for A/B plots, where a side's trials share their label on purpose).
+fn names(records: &[(PathBuf, RunRecord)], keep_repeats: bool) -> Vec<String> {
+    let stem = |p: &Path| {
+        p.file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    };
+    records
+        .iter()
+        .map(|(path, rec)| {
+            let repeated = records.iter().filter(|(_, r)| r.label == rec.label).count() > 1;
+            if rec.label.is_empty() {
+                stem(path)
+            } else if repeated && !keep_repeats {
+                format!("{} ({})", rec.label, stem(path))
+            } else {
+                rec.label.clone()
+            }
+        })
+        .collect()
+}
+
+fn side(recs: &[(PathBuf, RunRecord)], keep_repeats: bool) -> Vec<Named<'_>> {
+    recs.iter()
+        .zip(names(recs, keep_repeats))
+        .map(|((_, record), name)| Named { name, record })
+        .collect()
+}
+
+fn load(paths: &[PathBuf]) -> anyhow::Result<Vec<(PathBuf, RunRecord)>> {
+    paths
+        .iter()
+        .map(|p| Ok((p.clone(), read_record(p)?)))
+        .collect()
+}
 
 /// Runs `connstorm plot`.
 ///
 /// # Errors
-/// Always, until it is built.
-pub fn run(_args: Args) -> anyhow::Result<i32> {
-    anyhow::bail!("connstorm plot is not built yet")
+/// Bad input (exit 2) for unreadable records, an output name that is not `.svg`/`.png`,
+/// records with nothing to draw, or B files without `--kind ab`; an error if drawing or
+/// writing fails.
+pub fn run(args: Args) -> anyhow::Result<i32> {
+    let kind = match args.kind {
+        KindArg::Spectrum => Kind::Spectrum,
+        KindArg::Timeline => Kind::Timeline,
+        KindArg::Workers => Kind::Workers,
+        KindArg::Ab => Kind::Ab,
+        KindArg::Sweep => Kind::Sweep,
+    };
+    if kind != Kind::Ab && !args.b.is_empty() {
+        return Err(bad_input(
+            "records after `--` are side B of an A/B plot: add `--kind ab`, or drop the `--`",
+        ));
+    }
+    if kind == Kind::Ab && args.b.is_empty() {
+        return Err(bad_input("`--kind ab` needs both sides: `connstorm plot --kind ab -o ab.svg A1.json A2.json -- B1.json B2.json`"));
+    }
+    let a = load(&args.records)?;
+    let b = load(&args.b)?;
+    let keep = kind == Kind::Ab;
+    let (sa, sb) = (side(&a, keep), side(&b, keep));
+    match plot::write(kind, &sa, &sb, &args.output) {
+        Ok(()) => {
+            eprintln!("connstorm: wrote {}", args.output.display());
+            Ok(0)
+        }
+        Err(e @ (PlotError::Format { .. } | PlotError::Empty(_))) => Err(bad_input(e.to_string())),
+        Err(e) => Err(e.into()),
+    }
 }

@@ -1,13 +1,96 @@
-//! `connstorm report` (not built yet).
+//! `connstorm report`: print reports for run records, optionally write `.hlog` interval logs.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+use results::record::RunRecord;
+use results::report::{self, Format};
+
+use crate::cli::bad_input;
+
+/// Output formats of `connstorm report`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FormatArg {
+    /// Aligned plain text.
+    Text,
+    /// GitHub-flavoured Markdown.
+    Markdown,
+    /// JSON array, one object per record.
+    Json,
+    /// CSV, one row per record and phase.
+    Csv,
+}
 
 /// Options of `connstorm report`.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Run record files (JSON written by `connstorm bench`, `sweep` or `ab`).
+    #[arg(value_name = "RECORD", required = true)]
+    pub records: Vec<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: FormatArg,
+    /// Latency bucket edges for the bucket table (share of connections per bucket), increasing,
+    /// with units.
+    #[arg(
+        long,
+        value_name = "EDGES",
+        default_value = "50us,100us,250us,500us,1ms,2.5ms,5ms,10ms,100ms,1s"
+    )]
+    pub buckets: String,
+    /// Also write HdrHistogram interval logs into DIR: one `<record>.<phase>.hlog` per phase,
+    /// handshake untagged, service and first byte tagged (for HistogramLogProcessor).
+    #[arg(long, value_name = "DIR")]
+    pub hlog: Option<PathBuf>,
+    /// Write the report to PATH instead of stdout (`-` = stdout).
+    #[arg(long, short, value_name = "PATH", default_value = "-")]
+    pub output: PathBuf,
+}
+
+/// Reads a record; a missing or bad file is bad input (exit code 2).
+pub(crate) fn read_record(path: &Path) -> anyhow::Result<RunRecord> {
+    RunRecord::read(path).map_err(|e| bad_input(e.to_string()))
+}
+
+/// Writes command output to stdout (`-`) or a file.
+pub(crate) fn write_output(output: &Path, text: &str) -> anyhow::Result<()> {
+    if output == Path::new("-") {
+        let mut out = std::io::stdout().lock();
+        out.write_all(text.as_bytes())?;
+        out.flush()?;
+        Ok(())
+    } else {
+        std::fs::write(output, text).with_context(|| format!("cannot write {}", output.display()))
+    }
+}
 
 /// Runs `connstorm report`.
 ///
 /// # Errors
-/// Always, until it is built.
-pub fn run(_args: Args) -> anyhow::Result<i32> {
-    anyhow::bail!("connstorm report is not built yet")
+/// Bad input (exit 2) for unreadable or invalid records and bad `--buckets`; an I/O error
+/// writing the output or the interval logs.
+pub fn run(args: Args) -> anyhow::Result<i32> {
+    let edges = report::parse_bucket_edges(&args.buckets).map_err(|e| bad_input(e.to_string()))?;
+    let mut reports = Vec::new();
+    for path in &args.records {
+        let rec = read_record(path)?;
+        let file = path.display().to_string();
+        reports.push(report::build(&rec, &file, &edges).map_err(|e| bad_input(e.to_string()))?);
+        if let Some(dir) = &args.hlog {
+            let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("run");
+            let written = results::hlog::write_all(&rec, stem, dir)?;
+            for p in written {
+                eprintln!("connstorm: wrote {}", p.display());
+            }
+        }
+    }
+    let format = match args.format {
+        FormatArg::Text => Format::Text,
+        FormatArg::Markdown => Format::Markdown,
+        FormatArg::Json => Format::Json,
+        FormatArg::Csv => Format::Csv,
+    };
+    write_output(&args.output, &report::render(&reports, format))?;
+    Ok(0)
 }

@@ -53,7 +53,10 @@ pub fn parse(list: &str) -> Result<Vec<usize>, CpuListError> {
     if trimmed.is_empty() {
         return Ok(cpus);
     }
-    let syntax = |part: &str| CpuListError::Syntax { list: list.to_string(), part: part.to_string() };
+    let syntax = |part: &str| CpuListError::Syntax {
+        list: list.to_string(),
+        part: part.to_string(),
+    };
     for part in trimmed.split(',') {
         let part = part.trim();
         let (range, stride) = match part.split_once(':') {
@@ -82,10 +85,16 @@ pub fn parse(list: &str) -> Result<Vec<usize>, CpuListError> {
             }
         };
         if hi < lo {
-            return Err(CpuListError::Reversed { list: list.to_string(), part: part.to_string() });
+            return Err(CpuListError::Reversed {
+                list: list.to_string(),
+                part: part.to_string(),
+            });
         }
         if hi > MAX_CPU {
-            return Err(CpuListError::TooLarge { list: list.to_string(), cpu: hi });
+            return Err(CpuListError::TooLarge {
+                list: list.to_string(),
+                cpu: hi,
+            });
         }
         for cpu in lo..=hi {
             let keep = match stride {

@@ -1,4 +1,34 @@
-//! connstorm tuning crate (being built): reads and changes the host.
+//! `tuning`: everything connstorm reads from or changes on a Linux host.
+//!
+//! Moving parts, all reading from a root path (`/` on a real host, a fixture tree in tests):
+//! - host model: [`topology`] (CPUs, SMT, packages, NUMA nodes, isolated/nohz_full CPUs),
+//!   [`cmdline`] (`/proc/cmdline` isolation parameters), [`nic`] (queue IRQs, affinity, RPS/XPS),
+//!   [`host::HostFacts`] (what a run record says about the host);
+//! - [`counters`]: TCP counters from `/proc/<thread-self>/net` and per-run deltas;
+//! - [`placement`]: the CPU planner behind `--cpus auto`;
+//! - sysctls: [`sysctl`] (key validation, per-netns vs global, read/write), [`preset`] (preset and
+//!   sysctl.conf files), [`plan`] (check → plan → apply → revert) and [`snapshot`] (the saved
+//!   values, written atomically);
+//! - [`irq`]: IRQ → CPU plans; [`kconfig`]: kernel config audit; [`doctor`]: one-screen summary
+//!   built from [`finding::Finding`]s; [`netns`]: entering a named network namespace (setns).
+//!
+//! Data flows one way: readers produce plain structs, planners turn them into plans, and only
+//! [`plan`] and [`irq`] write to the host — always after saving a [`snapshot::Snapshot`].
 #![forbid(unsafe_code)]
 
+pub mod cmdline;
+pub mod counters;
 pub mod cpulist;
+pub mod doctor;
+pub mod finding;
+pub mod host;
+pub mod irq;
+pub mod kconfig;
+pub mod netns;
+pub mod nic;
+pub mod placement;
+pub mod plan;
+pub mod preset;
+pub mod snapshot;
+pub mod sysctl;
+pub mod topology;

@@ -1,0 +1,350 @@
+//! The life of one connection attempt on a worker: start (socket, options, connect, register),
+//! handshake completion or failure, the optional read phase, close, timeout.
+//!
+//! Syscalls per attempt in the common case: socket(2) (SOCK_NONBLOCK|SOCK_CLOEXEC in one call),
+//! setsockopt(SO_LINGER) only for `--close rst`, setsockopt(IP_BIND_ADDRESS_NO_PORT) + bind(2)
+//! only with sources, connect(2), epoll_ctl(ADD) (skipped when connect completes at once, which
+//! loopback often does), close(2). No getsockopt(SO_ERROR) on success: tcp_poll() reports EPOLLOUT
+//! for a connecting socket only once it is established and sets EPOLLERR on failure (net/ipv4/tcp.c),
+//! so SO_ERROR is read only when EPOLLERR/EPOLLHUP are set. close(2) removes the descriptor from
+//! the epoll set (epoll(7), "Questions and answers" 6), so there is no EPOLL_CTL_DEL.
+
+use std::io::Read;
+use std::time::Duration;
+
+use mio::event::Event;
+use mio::unix::SourceFd;
+use mio::{Interest, Token};
+use nix::sys::socket::{setsockopt, sockopt};
+use socket2::{Socket, Type};
+
+use crate::config::{CloseMode, Pattern};
+use crate::slot::Phase;
+use crate::worker::Worker;
+
+/// Not an errno the kernel returns for these sockets: the server closed before `expect_bytes`
+/// arrived (counted as `ENODATA`).
+const SHORT_GREETING: i32 = libc::ENODATA;
+
+impl Worker<'_> {
+    /// Starts every attempt that is due at `now`; returns a fresh `now`.
+    pub(crate) fn start_due(&mut self, mut now: u64) -> u64 {
+        match self.cfg.pattern {
+            Pattern::Open { .. } => {
+                while let Some(t) = self.schedule.as_ref().and_then(|s| s.peek()) {
+                    if t > now {
+                        break;
+                    }
+                    if self.slab.is_full() && now - t <= self.timeout_ns {
+                        break; // wait for a free slot (the start will be late)
+                    }
+                    if let Some(s) = self.schedule.as_mut() {
+                        s.advance();
+                    }
+                    if self.slab.is_full() {
+                        // Waited a whole connect timeout for a slot: drop it.
+                        let measured = t >= self.win.measure_ns;
+                        bump(
+                            &mut self.total,
+                            &mut self.measured,
+                            &mut self.second,
+                            measured,
+                            |c| {
+                                c.dropped += 1;
+                                c.offered += 1;
+                            },
+                        );
+                        continue;
+                    }
+                    self.start(t, now);
+                    now = crate::clock::now_ns();
+                }
+            }
+            Pattern::Closed { .. } => {
+                if now >= self.win.start_ns {
+                    // Bounded: attempts that fail at once (e.g. ECONNREFUSED from connect(2))
+                    // free their slot again, and the loop must get back to its clock and stop flag.
+                    for _ in 0..self.slab.capacity() {
+                        if self.slab.is_full() {
+                            break;
+                        }
+                        self.start(now, now);
+                        now = crate::clock::now_ns();
+                    }
+                }
+            }
+        }
+        now
+    }
+
+    /// Starts one attempt intended at `intended` (a slot is free).
+    fn start(&mut self, intended: u64, now: u64) {
+        let measured = intended >= self.win.measure_ns;
+        let late = matches!(self.cfg.pattern, Pattern::Open { .. })
+            && now.saturating_sub(intended) > self.late_ns;
+        bump(
+            &mut self.total,
+            &mut self.measured,
+            &mut self.second,
+            measured,
+            |c| {
+                c.attempts += 1;
+                c.offered += 1;
+                c.late += u64::from(late);
+            },
+        );
+        let Some(i) = self.slab.alloc() else { return };
+        {
+            let s = self.slab.get(i);
+            s.intended_ns = intended;
+            s.start_ns = now;
+            s.deadline_ns = now + self.timeout_ns;
+            s.read = 0;
+            s.phase = Phase::Connecting;
+            s.measured = measured;
+        }
+        let sock = match Socket::new(self.domain, Type::STREAM.nonblocking(), None) {
+            Ok(s) => s,
+            Err(e) => return self.fail(i, errno(&e)),
+        };
+        if let Err(e) = self.prepare(&sock) {
+            return self.fail(i, errno(&e));
+        }
+        let target = &self.targets[self.rr % self.targets.len()];
+        self.rr = self.rr.wrapping_add(1);
+        match sock.connect(target) {
+            Ok(()) => {
+                self.slab.get(i).sock = Some(sock);
+                if self.needs_read {
+                    if let Err(e) = self.register(i, Interest::READABLE) {
+                        return self.fail(i, errno(&e));
+                    }
+                }
+                self.connected(i, crate::clock::now_ns(), false);
+            }
+            Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {
+                self.slab.get(i).sock = Some(sock);
+                let interest = if self.needs_read {
+                    Interest::WRITABLE | Interest::READABLE
+                } else {
+                    Interest::WRITABLE
+                };
+                if let Err(e) = self.register(i, interest) {
+                    self.fail(i, errno(&e));
+                }
+            }
+            Err(e) => self.fail(i, errno(&e)),
+        }
+    }
+
+    /// Socket options before connect: SO_LINGER 0 for RST close, the source address.
+    fn prepare(&self, sock: &Socket) -> std::io::Result<()> {
+        if self.cfg.close == CloseMode::Rst {
+            sock.set_linger(Some(Duration::ZERO))?;
+        }
+        if !self.sources.is_empty() {
+            setsockopt(sock, sockopt::IpBindAddressNoPort, &true)?;
+            sock.bind(&self.sources[self.rr % self.sources.len()])?;
+        }
+        Ok(())
+    }
+
+    fn register(&mut self, i: usize, interest: Interest) -> std::io::Result<()> {
+        use std::os::fd::AsRawFd;
+        let fd = self
+            .slab
+            .get(i)
+            .sock
+            .as_ref()
+            .map(|s| s.as_raw_fd())
+            .unwrap_or(-1);
+        self.poll
+            .registry()
+            .register(&mut SourceFd(&fd), Token(i), interest)
+    }
+
+    /// Handles a readiness event of slot `i` seen at `t`.
+    pub(crate) fn on_event(&mut self, i: usize, ev: &Event, t: u64) {
+        if i >= self.slab.capacity() {
+            return;
+        }
+        match self.slab.get(i).phase {
+            Phase::Free => {}
+            Phase::Connecting => {
+                if ev.is_error() || ev.is_write_closed() {
+                    let err = self
+                        .slab
+                        .get(i)
+                        .sock
+                        .as_ref()
+                        .and_then(|s| s.take_error().ok().flatten());
+                    let code = err
+                        .and_then(|e| e.raw_os_error())
+                        .unwrap_or(libc::ECONNRESET);
+                    self.fail(i, code);
+                } else if ev.is_writable() {
+                    self.connected(i, t, ev.is_readable());
+                }
+            }
+            Phase::Reading => self.read(i, t),
+        }
+    }
+
+    /// The handshake of slot `i` completed at `t`.
+    fn connected(&mut self, i: usize, t: u64, readable: bool) {
+        let (intended, start, measured) = {
+            let s = self.slab.get(i);
+            (s.intended_ns, s.start_ns, s.measured)
+        };
+        let hs = t.saturating_sub(intended).max(1);
+        self.sec_handshake.saturating_record(hs);
+        if measured {
+            self.handshake.saturating_record(hs);
+            self.service
+                .saturating_record(t.saturating_sub(start).max(1));
+        }
+        bump(
+            &mut self.total,
+            &mut self.measured,
+            &mut self.second,
+            measured,
+            |c| c.successes += 1,
+        );
+        if !self.needs_read {
+            return self.finish(i);
+        }
+        {
+            let s = self.slab.get(i);
+            s.phase = Phase::Reading;
+            s.deadline_ns = t + self.timeout_ns;
+        }
+        self.slab.requeue(i);
+        if readable {
+            self.read(i, t);
+        }
+    }
+
+    /// Reads what slot `i` has (edge-triggered: until EAGAIN or done).
+    fn read(&mut self, i: usize, t: u64) {
+        let mut buf = [0u8; 2048];
+        loop {
+            let r = match self.slab.get(i).sock.as_mut() {
+                Some(mut sock) => Read::read(&mut sock, &mut buf),
+                None => return,
+            };
+            match r {
+                Ok(0) => {
+                    let short = self
+                        .cfg
+                        .expect_bytes
+                        .is_some_and(|n| self.slab.get(i).read < n);
+                    if short {
+                        self.post_fail(i, SHORT_GREETING);
+                    } else {
+                        self.finish(i);
+                    }
+                    return;
+                }
+                Ok(n) => {
+                    let s = self.slab.get(i);
+                    let before = s.read;
+                    s.read = s.read.saturating_add(n as u32);
+                    let (after, intended, measured) = (s.read, s.intended_ns, s.measured);
+                    if let Some(want) = self.cfg.expect_bytes {
+                        if before < want && after >= want {
+                            if measured {
+                                self.first_byte
+                                    .saturating_record(t.saturating_sub(intended).max(1));
+                            }
+                            if self.cfg.close != CloseMode::Server {
+                                return self.finish(i);
+                            }
+                        }
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return self.post_fail(i, errno(&e)),
+            }
+        }
+    }
+
+    /// Times out every slot whose deadline has passed.
+    pub(crate) fn expire(&mut self, now: u64) {
+        while let Some(i) = self.slab.oldest() {
+            let s = self.slab.get(i);
+            if s.deadline_ns > now {
+                break;
+            }
+            match s.phase {
+                Phase::Reading => self.post_fail(i, libc::ETIMEDOUT),
+                _ => self.fail(i, libc::ETIMEDOUT),
+            }
+        }
+    }
+
+    /// Closes every slot in flight (interrupted run) and counts it `abandoned`.
+    pub(crate) fn abandon_all(&mut self) {
+        while let Some(i) = self.slab.oldest() {
+            let measured = self.slab.get(i).measured;
+            let connecting = self.slab.get(i).phase == Phase::Connecting;
+            if connecting {
+                bump(
+                    &mut self.total,
+                    &mut self.measured,
+                    &mut self.second,
+                    measured,
+                    |c| c.abandoned += 1,
+                );
+            }
+            self.finish(i);
+        }
+    }
+
+    /// The handshake of slot `i` failed with `errno`.
+    fn fail(&mut self, i: usize, errno: i32) {
+        let measured = self.slab.get(i).measured;
+        bump(
+            &mut self.total,
+            &mut self.measured,
+            &mut self.second,
+            measured,
+            |c| c.failures.count(errno),
+        );
+        self.finish(i);
+    }
+
+    /// Slot `i` failed after its handshake.
+    fn post_fail(&mut self, i: usize, errno: i32) {
+        if self.slab.get(i).measured {
+            self.post_connect.count(errno);
+        }
+        self.finish(i);
+    }
+
+    /// Closes slot `i`'s socket (RST or FIN per the close mode, set up at start) and frees the slot.
+    fn finish(&mut self, i: usize) {
+        self.slab.get(i).sock = None;
+        self.slab.release(i);
+    }
+}
+
+/// Applies `f` to the whole-run, the current-second and (when measured) the measured counters.
+#[inline]
+fn bump(
+    total: &mut crate::stats::Counters,
+    measured_c: &mut crate::stats::Counters,
+    second: &mut crate::stats::Counters,
+    measured: bool,
+    f: impl Fn(&mut crate::stats::Counters),
+) {
+    f(total);
+    f(second);
+    if measured {
+        f(measured_c);
+    }
+}
+
+fn errno(e: &std::io::Error) -> i32 {
+    e.raw_os_error().unwrap_or(0)
+}

@@ -1,0 +1,268 @@
+//! What a load run does: targets, open or closed loop, durations, CPUs, close mode, sources.
+
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::LoadError;
+
+/// How attempts arrive.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Pattern {
+    /// Open loop: attempts start at intended times from a schedule, whatever the server does
+    /// (the wrk2 method; no coordinated omission). The rate is split evenly across workers.
+    Open {
+        /// Offered rate for the whole run, connections per second (> 0, finite).
+        rate_per_sec: f64,
+        /// Spacing of the intended start times.
+        arrival: Arrival,
+    },
+    /// Closed loop: `concurrency` attempts always in flight (split across workers); a new one starts
+    /// as soon as one ends. The server's speed sets the rate.
+    Closed {
+        /// Attempts in flight for the whole run (>= 1, at least one per worker is used).
+        concurrency: u32,
+    },
+}
+
+/// Spacing of intended start times in open loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Arrival {
+    /// Fixed spacing `1/rate`; worker `w` of `N` takes global slots `w, w+N, w+2N, ...`, so the
+    /// merged schedule is evenly spaced (staggered phases, no bursts).
+    #[default]
+    Uniform,
+    /// Exponential gaps with mean `N/rate` per worker (a Poisson process; the merged stream of
+    /// independent Poisson processes is Poisson at the total rate). Seeded per worker, so runs repeat.
+    Poisson,
+}
+
+/// How the client ends each connection once the handshake (and the optional read) is done.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum CloseMode {
+    /// `SO_LINGER {on, 0}` then close(2): the kernel sends RST, no TIME_WAIT anywhere (socket(7)).
+    /// Not what well-behaved clients do, but it frees ports at once. The default.
+    #[default]
+    Rst,
+    /// Client closes first (FIN): TIME_WAIT (60 s, TCP_TIMEWAIT_LEN) stays on the client, which
+    /// limits each (source IP, destination IP, destination port) triple to about
+    /// `ip_local_port_range size / 60 s` new connections per second.
+    Fin,
+    /// Wait for the server's FIN (read(2) returns 0), then close: TIME_WAIT stays on the server.
+    /// The attempt holds its in-flight slot until then (bounded by the connect timeout).
+    Server,
+}
+
+impl CloseMode {
+    /// The CLI / report name: `rst`, `fin` or `server`.
+    pub fn name(self) -> &'static str {
+        match self {
+            CloseMode::Rst => "rst",
+            CloseMode::Fin => "fin",
+            CloseMode::Server => "server",
+        }
+    }
+}
+
+/// A load run. See the field docs for units and defaults (the CLI's defaults are given).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoadConfig {
+    /// Servers to connect to; attempts go round-robin over them. Non-empty.
+    pub targets: Vec<SocketAddr>,
+    /// Open loop (rate) or closed loop (concurrency).
+    pub pattern: Pattern,
+    /// The measured part of the run (after the warm-up). Non-zero.
+    pub duration: Duration,
+    /// Run before the measured part, excluded from the measured numbers but counted in
+    /// `LoadReport::total`. May be zero. CLI default 2 s.
+    pub warmup: Duration,
+    /// One pinned worker thread per CPU (sched_setaffinity(2)). Non-empty, no duplicates.
+    pub cpus: Vec<usize>,
+    /// How connections end.
+    pub close: CloseMode,
+    /// Source addresses, used round-robin with IP_BIND_ADDRESS_NO_PORT (Linux 4.2, ip(7)).
+    /// Empty = let the kernel choose (no bind(2) call). Each must be of the same family as every
+    /// target.
+    pub sources: Vec<IpAddr>,
+    /// How long one attempt may wait for its handshake, counted from its socket(2) call; past it
+    /// the attempt is closed and counted `ETIMEDOUT`. With `expect_bytes` or [`CloseMode::Server`]
+    /// the read phase gets the same budget again. It also bounds the drain after the run (see
+    /// [`crate::run`]) and sets the histograms' range. Non-zero; CLI default 3 s.
+    pub connect_timeout: Duration,
+    /// Read this many bytes after the handshake and record first-byte latency (intended start →
+    /// N bytes read): for servers that greet (write right after accept). `None` = read nothing.
+    pub expect_bytes: Option<u32>,
+    /// Open loop: at most this many attempts in flight for the whole run (split evenly across
+    /// workers, at least one each). Each costs a file descriptor, so keep it below RLIMIT_NOFILE.
+    /// A due attempt that finds no free slot waits (counted `late` when it starts later than
+    /// `late_threshold`) and is dropped (counted `dropped`, never started) once its intended start
+    /// is older than `connect_timeout`. Ignored in closed loop.
+    pub max_in_flight: usize,
+    /// An open-loop attempt that starts more than this after its intended time is counted `late`
+    /// (its latency is still measured from the intended time). CLI default 1 ms.
+    pub late_threshold: Duration,
+}
+
+impl LoadConfig {
+    /// Checks the config before any thread starts.
+    ///
+    /// # Errors
+    /// [`LoadError::Config`] naming the field and how to fix it.
+    pub fn validate(&self) -> Result<(), LoadError> {
+        let bad = |msg: String| Err(LoadError::Config(msg));
+        if self.targets.is_empty() {
+            return bad("no target: give at least one HOST:PORT to connect to".into());
+        }
+        if self.cpus.is_empty() {
+            return bad("no CPU: give at least one CPU for a worker, e.g. `0`".into());
+        }
+        let mut cpus = self.cpus.clone();
+        cpus.sort_unstable();
+        cpus.dedup();
+        if cpus.len() != self.cpus.len() {
+            return bad(format!(
+                "CPU list {:?} repeats a CPU: name each CPU once",
+                self.cpus
+            ));
+        }
+        match self.pattern {
+            Pattern::Open { rate_per_sec, .. } => {
+                if !rate_per_sec.is_finite() || rate_per_sec <= 0.0 {
+                    return bad(format!(
+                        "rate {rate_per_sec} must be a positive number of connections per second"
+                    ));
+                }
+                if self.max_in_flight == 0 {
+                    return bad("max_in_flight is 0: allow at least one attempt in flight".into());
+                }
+            }
+            Pattern::Closed { concurrency } => {
+                if concurrency == 0 {
+                    return bad("concurrency is 0: keep at least one attempt in flight".into());
+                }
+            }
+        }
+        if self.duration.is_zero() {
+            return bad("duration is zero: give a positive duration, e.g. 10 s".into());
+        }
+        if self.connect_timeout.is_zero() {
+            return bad("connect timeout is zero: give a positive timeout, e.g. 3 s".into());
+        }
+        if self.expect_bytes == Some(0) {
+            return bad("expect_bytes is 0: give at least 1 byte, or none".into());
+        }
+        let v4 = self.targets[0].is_ipv4();
+        if self.targets.iter().any(|t| t.is_ipv4() != v4) {
+            return bad("targets mix IPv4 and IPv6: use one family per run".into());
+        }
+        if let Some(s) = self.sources.iter().find(|s| s.is_ipv4() != v4) {
+            return bad(format!(
+                "source {s} is not of the targets' address family: use {} sources",
+                if v4 { "IPv4" } else { "IPv6" }
+            ));
+        }
+        Ok(())
+    }
+
+    /// Number of workers (one per CPU).
+    pub fn workers(&self) -> usize {
+        self.cpus.len()
+    }
+
+    /// The in-flight bound of worker `w` (of [`Self::workers`]): `max_in_flight` or the closed-loop
+    /// concurrency split as evenly as possible, at least 1.
+    pub fn slots_for(&self, w: usize) -> usize {
+        let n = self.workers().max(1);
+        let total = match self.pattern {
+            Pattern::Open { .. } => self.max_in_flight,
+            Pattern::Closed { concurrency } => concurrency as usize,
+        };
+        (total / n + usize::from(w < total % n)).max(1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg() -> LoadConfig {
+        LoadConfig {
+            targets: vec!["127.0.0.1:9".parse().unwrap()],
+            pattern: Pattern::Open {
+                rate_per_sec: 100.0,
+                arrival: Arrival::Uniform,
+            },
+            duration: Duration::from_secs(1),
+            warmup: Duration::ZERO,
+            cpus: vec![0, 1, 2],
+            close: CloseMode::Rst,
+            sources: vec![],
+            connect_timeout: Duration::from_secs(1),
+            expect_bytes: None,
+            max_in_flight: 10,
+            late_threshold: Duration::from_millis(1),
+        }
+    }
+
+    #[test]
+    fn slots_split_evenly_with_remainder_first() {
+        let c = cfg();
+        assert_eq!(
+            (0..3).map(|w| c.slots_for(w)).collect::<Vec<_>>(),
+            [4, 3, 3]
+        );
+        let c = LoadConfig {
+            pattern: Pattern::Closed { concurrency: 2 },
+            ..cfg()
+        };
+        assert_eq!(
+            (0..3).map(|w| c.slots_for(w)).collect::<Vec<_>>(),
+            [1, 1, 1]
+        );
+    }
+
+    #[test]
+    fn validation_names_the_problem() {
+        assert!(cfg().validate().is_ok());
+        let e = LoadConfig {
+            cpus: vec![1, 1],
+            ..cfg()
+        }
+        .validate()
+        .unwrap_err();
+        assert!(e.to_string().contains("repeats"), "{e}");
+        let e = LoadConfig {
+            sources: vec!["::1".parse().unwrap()],
+            ..cfg()
+        }
+        .validate()
+        .unwrap_err();
+        assert!(e.to_string().contains("family"), "{e}");
+        let e = LoadConfig {
+            pattern: Pattern::Closed { concurrency: 0 },
+            ..cfg()
+        }
+        .validate();
+        assert!(e.is_err());
+        let nan = Pattern::Open {
+            rate_per_sec: f64::NAN,
+            arrival: Arrival::Poisson,
+        };
+        assert!(LoadConfig {
+            pattern: nan,
+            ..cfg()
+        }
+        .validate()
+        .is_err());
+        assert!(LoadConfig {
+            targets: vec![],
+            ..cfg()
+        }
+        .validate()
+        .is_err());
+    }
+}

@@ -1,0 +1,206 @@
+//! What a load run returns: measured counts, failures by cause, merged latency histograms, the
+//! per-second timeline and per-worker CPU time.
+
+use std::collections::BTreeMap;
+
+use hdrhistogram::Histogram;
+use serde::{Serialize, Serializer};
+
+use crate::config::{CloseMode, Pattern};
+
+/// The percentiles every report prints: p50, p90, p99, p99.9, p99.99 and the maximum (100).
+pub const PERCENTILES: [f64; 6] = [50.0, 90.0, 99.0, 99.9, 99.99, 100.0];
+
+/// Counts over the whole run including warm-up, for exact cross-checks against the kernel's
+/// counters (e.g. `Tcp.ActiveOpens` delta == attempts that reached connect(2)).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Totals {
+    /// Attempts started (socket(2) called).
+    pub attempts: u64,
+    /// Attempts whose handshake completed.
+    pub successes: u64,
+    /// Failed attempts by errno name.
+    pub failures: BTreeMap<String, u64>,
+    /// Attempts that started more than `late_threshold` after their intended time.
+    pub late: u64,
+    /// Intended starts never started: no free in-flight slot until `connect_timeout` after the
+    /// intended time.
+    pub dropped: u64,
+    /// Attempts still in flight when the run was interrupted (neither success nor failure).
+    pub abandoned: u64,
+}
+
+/// One second of the run (warm-up included, flagged).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct TimelineRow {
+    /// Seconds since the start of the run (warm-up included): this row covers `[t, t+1)`.
+    pub t_secs: u64,
+    /// True when the second lies (at least partly) in the warm-up.
+    pub warmup: bool,
+    /// Intended starts that fell due in this second (open loop; attempts started in closed loop).
+    pub offered: u64,
+    /// Attempts started.
+    pub attempts: u64,
+    /// Handshakes completed.
+    pub successes: u64,
+    /// Attempts failed.
+    pub failures: u64,
+    /// Late starts.
+    pub late: u64,
+    /// Dropped starts.
+    pub dropped: u64,
+    /// Median handshake latency (intended start → connected) of this second's successes, ns.
+    pub p50_ns: u64,
+    /// 99th percentile of the same, ns.
+    pub p99_ns: u64,
+}
+
+/// One worker's share.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct LoadWorkerReport {
+    /// The CPU it was pinned to.
+    pub cpu: usize,
+    /// Attempts started (whole run).
+    pub attempts: u64,
+    /// Handshakes completed (whole run).
+    pub successes: u64,
+    /// Failed attempts (whole run).
+    pub failures: u64,
+    /// User CPU time of the worker thread, ns (getrusage(2) RUSAGE_THREAD).
+    pub cpu_user_ns: u64,
+    /// System CPU time of the worker thread, ns.
+    pub cpu_sys_ns: u64,
+    /// Wall time of the worker's loop, ns.
+    pub wall_ns: u64,
+}
+
+/// The result of [`crate::run`]. Measured numbers exclude the warm-up; `total` includes it.
+#[derive(Debug, Clone, Serialize)]
+pub struct LoadReport {
+    /// How connections were closed.
+    pub close: CloseMode,
+    /// Open (rate) or closed (concurrency) loop.
+    pub pattern: Pattern,
+    /// Length of the measured window that ran, seconds (shorter than the duration when interrupted).
+    pub measured_secs: f64,
+    /// Offered rate, connections per second (open loop only).
+    pub offered_per_sec: Option<f64>,
+    /// Successful handshakes per second over the measured window.
+    pub achieved_per_sec: f64,
+    /// Measured attempts (intended start inside the measured window).
+    pub attempts: u64,
+    /// Measured successes.
+    pub successes: u64,
+    /// Measured failures by errno name (`ETIMEDOUT` = our connect timeout).
+    pub failures: BTreeMap<String, u64>,
+    /// Failures after a completed handshake (reading `expect_bytes` or waiting for the server's
+    /// FIN), by errno name; these attempts count as successes above.
+    pub post_connect_failures: BTreeMap<String, u64>,
+    /// Measured late starts.
+    pub late: u64,
+    /// Measured dropped starts.
+    pub dropped: u64,
+    /// Whole-run counts including warm-up.
+    pub total: Totals,
+    /// Handshake latency, ns: intended start → connect completed (measured successes).
+    #[serde(serialize_with = "summary")]
+    pub handshake: Histogram<u64>,
+    /// Service latency, ns: socket(2) call → connect completed.
+    #[serde(serialize_with = "summary")]
+    pub service: Histogram<u64>,
+    /// First-byte latency, ns: intended start → `expect_bytes` read (only with `expect_bytes`).
+    #[serde(serialize_with = "summary_opt")]
+    pub first_byte: Option<Histogram<u64>>,
+    /// One row per second, warm-up included.
+    pub timeline: Vec<TimelineRow>,
+    /// Per worker, in CPU-list order.
+    pub workers: Vec<LoadWorkerReport>,
+    /// True when the stop flag ended the run early.
+    pub interrupted: bool,
+}
+
+impl LoadReport {
+    /// Connections per minute: measured successes × 60 / measured seconds (0 when nothing was
+    /// measured).
+    pub fn cpm(&self) -> f64 {
+        self.achieved_per_sec * 60.0
+    }
+
+    /// Measured failures, all causes.
+    pub fn failures_total(&self) -> u64 {
+        self.failures.values().sum()
+    }
+}
+
+/// A histogram as the reports print it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HistogramSummary {
+    /// Recorded values.
+    pub count: u64,
+    /// Smallest value, ns (0 when empty).
+    pub min_ns: u64,
+    /// Mean, ns.
+    pub mean_ns: f64,
+    /// Standard deviation, ns.
+    pub stdev_ns: f64,
+    /// `(percentile, value_ns)` for each of [`PERCENTILES`] (100 = max).
+    pub percentiles: Vec<(f64, u64)>,
+}
+
+impl HistogramSummary {
+    /// Summarises a histogram of nanoseconds.
+    pub fn of(h: &Histogram<u64>) -> HistogramSummary {
+        let empty = h.is_empty();
+        HistogramSummary {
+            count: h.len(),
+            min_ns: if empty { 0 } else { h.min() },
+            mean_ns: if empty { 0.0 } else { h.mean() },
+            stdev_ns: if empty { 0.0 } else { h.stdev() },
+            percentiles: PERCENTILES
+                .iter()
+                .map(|&p| {
+                    (
+                        p,
+                        if empty {
+                            0
+                        } else if p >= 100.0 {
+                            h.max()
+                        } else {
+                            h.value_at_percentile(p)
+                        },
+                    )
+                })
+                .collect(),
+        }
+    }
+}
+
+fn summary<S: Serializer>(h: &Histogram<u64>, s: S) -> Result<S::Ok, S::Error> {
+    HistogramSummary::of(h).serialize(s)
+}
+
+fn summary_opt<S: Serializer>(h: &Option<Histogram<u64>>, s: S) -> Result<S::Ok, S::Error> {
+    h.as_ref().map(HistogramSummary::of).serialize(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summary_has_every_percentile_and_the_max() {
+        let mut h = Histogram::<u64>::new_with_bounds(1, 10_000_000, 3).unwrap();
+        for v in 1..=1000u64 {
+            h.record(v * 1000).unwrap();
+        }
+        let s = HistogramSummary::of(&h);
+        assert_eq!(s.count, 1000);
+        assert_eq!(s.percentiles.len(), PERCENTILES.len());
+        let p50 = s.percentiles[0].1;
+        assert!((499_000..=501_000).contains(&p50), "{p50}");
+        assert!(s.percentiles[5].1 >= 1_000_000);
+        let empty = HistogramSummary::of(&Histogram::<u64>::new(3).unwrap());
+        assert_eq!(empty.count, 0);
+        assert!(empty.percentiles.iter().all(|&(_, v)| v == 0));
+    }
+}

@@ -1,0 +1,331 @@
+//! [`run`]: start the workers together, merge their seconds into the timeline, merge their
+//! results into the report.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::AtomicBool;
+use std::sync::mpsc;
+use std::sync::{Condvar, Mutex};
+
+use hdrhistogram::Histogram;
+
+use crate::clock::now_ns;
+use crate::config::{LoadConfig, Pattern};
+use crate::error::LoadError;
+use crate::failures::Failures;
+use crate::report::{LoadReport, TimelineRow, Totals};
+use crate::stats::{Counters, Second};
+use crate::worker::{pin, Window, Worker, WorkerResult};
+
+const SEC: u64 = 1_000_000_000;
+/// Time between "every worker is ready" and the common start, ns: lets every worker reach its
+/// loop before the first intended start.
+const START_DELAY_NS: u64 = 5_000_000;
+
+/// Runs a load and returns its report.
+///
+/// Workers start together at a common CLOCK_MONOTONIC instant, run `warmup + duration`, then
+/// drain: no new attempt starts, and the attempts in flight end by their own deadlines (at most
+/// one `connect_timeout` per phase), so that every attempt is either a success or a failure and
+/// the totals match the kernel's counters exactly. `on_second` is called on the calling thread
+/// with each second of the run (warm-up included) once every worker has reported it; seconds at
+/// the end (drain, uneven worker ends) arrive after the workers end. When `stop` turns true the
+/// workers stop within one wake-up (at most one second), close what is in flight (counted
+/// `abandoned`) and the report is marked `interrupted`.
+///
+/// Never installs signal handlers or changes rlimits (see [`crate::rlimit`]).
+///
+/// # Errors
+/// [`LoadError::Config`] for an invalid config; [`LoadError::Pin`], [`LoadError::EventLoop`],
+/// [`LoadError::Spawn`] when a worker cannot be set up (then no attempt is made); and
+/// [`LoadError::WorkerPanicked`].
+pub fn run(
+    cfg: &LoadConfig,
+    stop: &AtomicBool,
+    on_second: &mut dyn FnMut(&TimelineRow),
+) -> Result<LoadReport, LoadError> {
+    cfg.validate()?;
+    let n = cfg.workers();
+    let (tx, rx) = mpsc::channel::<Second>();
+    let (ready_tx, ready_rx) = mpsc::channel::<Result<(), LoadError>>();
+    // `Some(0)` = abort, `Some(t)` = start at t.
+    let go: (Mutex<Option<u64>>, Condvar) = (Mutex::new(None), Condvar::new());
+    let warmup_ns = dur_ns(cfg.warmup);
+    let duration_ns = dur_ns(cfg.duration);
+
+    std::thread::scope(|scope| {
+        let mut handles = Vec::with_capacity(n);
+        let mut spawn_error = None;
+        for (index, &cpu) in cfg.cpus.iter().enumerate() {
+            let (tx, ready_tx, go) = (tx.clone(), ready_tx.clone(), &go);
+            let spawned = std::thread::Builder::new()
+                .name(format!("load-cpu{cpu}"))
+                .spawn_scoped(scope, move || {
+                    let worker = pin(cpu).and_then(|()| Worker::new(cfg, index));
+                    let mut worker = match worker {
+                        Ok(w) => {
+                            let _ = ready_tx.send(Ok(()));
+                            w
+                        }
+                        Err(e) => {
+                            let _ = ready_tx.send(Err(e));
+                            return None;
+                        }
+                    };
+                    let start_ns = wait_go(go)?;
+                    worker.begin(Window {
+                        start_ns,
+                        measure_ns: start_ns + warmup_ns,
+                        end_ns: start_ns + warmup_ns + duration_ns,
+                    });
+                    Some(worker.run(stop, &tx))
+                });
+            match spawned {
+                Ok(h) => handles.push(h),
+                Err(source) => {
+                    spawn_error = Some(LoadError::Spawn { cpu, source });
+                    break;
+                }
+            }
+        }
+        drop(tx);
+        drop(ready_tx);
+        let mut first_error = spawn_error;
+        for _ in 0..handles.len() {
+            match ready_rx.recv() {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    first_error.get_or_insert(e);
+                }
+                Err(_) => break,
+            }
+        }
+        let start_ns = if first_error.is_some() {
+            0
+        } else {
+            now_ns() + START_DELAY_NS
+        };
+        *go.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(start_ns);
+        go.1.notify_all();
+
+        let mut timeline = Vec::new();
+        let mut merger = SecondMerger::new(
+            n,
+            start_ns,
+            start_ns + warmup_ns,
+            start_ns + warmup_ns + duration_ns,
+        );
+        for second in rx {
+            merger.add(second, &mut |row| {
+                on_second(&row);
+                timeline.push(row);
+            });
+        }
+        merger.finish(&mut |row| {
+            on_second(&row);
+            timeline.push(row);
+        });
+
+        let mut results = Vec::with_capacity(n);
+        for (h, &cpu) in handles.into_iter().zip(&cfg.cpus) {
+            match h.join() {
+                Ok(Some(mut r)) => {
+                    r.report.cpu = cpu;
+                    results.push(r);
+                }
+                Ok(None) => {}
+                Err(_) => {
+                    first_error.get_or_insert(LoadError::WorkerPanicked { cpu });
+                }
+            }
+        }
+        if let Some(e) = first_error {
+            return Err(e);
+        }
+        Ok(assemble(
+            cfg,
+            start_ns + warmup_ns,
+            duration_ns,
+            results,
+            timeline,
+        ))
+    })
+}
+
+fn wait_go(go: &(Mutex<Option<u64>>, Condvar)) -> Option<u64> {
+    let mut g = go.0.lock().unwrap_or_else(|p| p.into_inner());
+    while g.is_none() {
+        g = go.1.wait(g).unwrap_or_else(|p| p.into_inner());
+    }
+    g.filter(|&t| t != 0)
+}
+
+fn dur_ns(d: std::time::Duration) -> u64 {
+    d.as_nanos().min(u128::from(u64::MAX / 4)) as u64
+}
+
+/// Merges the workers' results.
+fn assemble(
+    cfg: &LoadConfig,
+    measure_ns: u64,
+    duration_ns: u64,
+    results: Vec<WorkerResult>,
+    timeline: Vec<TimelineRow>,
+) -> LoadReport {
+    let mut total = Counters::default();
+    let mut measured = Counters::default();
+    let mut post = Failures::default();
+    let mut handshake: Option<Histogram<u64>> = None;
+    let mut service: Option<Histogram<u64>> = None;
+    let mut first_byte: Option<Histogram<u64>> = None;
+    let interrupted = results.iter().any(|r| r.interrupted);
+    let ended = results
+        .iter()
+        .map(|r| r.ended_ns)
+        .max()
+        .unwrap_or(measure_ns);
+    let mut workers = Vec::with_capacity(results.len());
+    for r in results {
+        total.add(&r.total);
+        measured.add(&r.measured);
+        post.add(&r.post_connect);
+        merge(&mut handshake, r.handshake);
+        merge(&mut service, r.service);
+        merge(&mut first_byte, r.first_byte);
+        workers.push(r.report);
+    }
+    let measured_ns = if interrupted {
+        ended
+            .min(measure_ns + duration_ns)
+            .saturating_sub(measure_ns)
+    } else {
+        duration_ns
+    };
+    let measured_secs = measured_ns as f64 / 1e9;
+    let empty = || crate::stats::latency_histogram(2);
+    LoadReport {
+        close: cfg.close,
+        pattern: cfg.pattern,
+        measured_secs,
+        offered_per_sec: match cfg.pattern {
+            Pattern::Open { rate_per_sec, .. } => Some(rate_per_sec),
+            Pattern::Closed { .. } => None,
+        },
+        achieved_per_sec: if measured_secs > 0.0 {
+            measured.successes as f64 / measured_secs
+        } else {
+            0.0
+        },
+        attempts: measured.attempts,
+        successes: measured.successes,
+        failures: measured.failures.to_map(),
+        post_connect_failures: post.to_map(),
+        late: measured.late,
+        dropped: measured.dropped,
+        total: Totals {
+            attempts: total.attempts,
+            successes: total.successes,
+            failures: total.failures.to_map(),
+            late: total.late,
+            dropped: total.dropped,
+            abandoned: total.abandoned,
+        },
+        handshake: handshake.unwrap_or_else(empty),
+        service: service.unwrap_or_else(empty),
+        first_byte: if cfg.expect_bytes.is_some() {
+            Some(first_byte.unwrap_or_else(empty))
+        } else {
+            None
+        },
+        timeline,
+        workers,
+        interrupted,
+    }
+}
+
+fn merge(into: &mut Option<Histogram<u64>>, h: Histogram<u64>) {
+    match into {
+        // Same bounds on every worker: add cannot fail.
+        Some(acc) => acc.add(&h).expect("histograms with equal bounds add"),
+        None => *into = Some(h),
+    }
+}
+
+/// Collects the workers' seconds and emits each second, in order, once all workers sent it.
+struct SecondMerger {
+    workers: usize,
+    start_ns: u64,
+    measure_ns: u64,
+    end_ns: u64,
+    pending: BTreeMap<u64, (usize, Counters, Histogram<u64>)>,
+}
+
+impl SecondMerger {
+    fn new(workers: usize, start_ns: u64, measure_ns: u64, end_ns: u64) -> SecondMerger {
+        SecondMerger {
+            workers,
+            start_ns,
+            measure_ns,
+            end_ns,
+            pending: BTreeMap::new(),
+        }
+    }
+
+    fn add(&mut self, s: Second, emit: &mut dyn FnMut(TimelineRow)) {
+        let complete = {
+            let e = self
+                .pending
+                .entry(s.t_secs)
+                .or_insert_with(|| (0, Counters::default(), s.handshake.clone()));
+            if e.0 > 0 {
+                e.2.add(&s.handshake)
+                    .expect("histograms with equal bounds add");
+            }
+            e.0 += 1;
+            e.1.add(&s.counters);
+            e.0 == self.workers
+        };
+        if complete {
+            // Seconds complete in order (each worker sends its seconds in order).
+            while let Some((&t, _)) = self.pending.first_key_value() {
+                if self.pending[&t].0 < self.workers {
+                    break;
+                }
+                let (_, c, h) = self.pending.remove(&t).expect("present");
+                emit(self.row(t, &c, &h));
+            }
+        }
+    }
+
+    fn finish(&mut self, emit: &mut dyn FnMut(TimelineRow)) {
+        for (t, (_, c, h)) in std::mem::take(&mut self.pending) {
+            // A drain second after the end in which nothing happened is not worth a row.
+            let idle = c.attempts + c.successes + c.failures.total() + c.dropped == 0;
+            if idle && self.start_ns + t * SEC >= self.end_ns {
+                continue;
+            }
+            emit(self.row(t, &c, &h));
+        }
+    }
+
+    fn row(&self, t: u64, c: &Counters, h: &Histogram<u64>) -> TimelineRow {
+        let q = |p: f64| {
+            if h.is_empty() {
+                0
+            } else {
+                h.value_at_percentile(p)
+            }
+        };
+        TimelineRow {
+            t_secs: t,
+            warmup: self.start_ns + t * SEC < self.measure_ns,
+            offered: c.offered,
+            attempts: c.attempts,
+            successes: c.successes,
+            failures: c.failures.total(),
+            late: c.late,
+            dropped: c.dropped,
+            p50_ns: q(50.0),
+            p99_ns: q(99.0),
+        }
+    }
+}

@@ -1,0 +1,344 @@
+//! One pinned load worker: its event loop, its share of the schedule, its slots and histograms.
+//!
+//! # Waiting for the next intended start
+//! mio's `Poll::poll` timeout is rounded up to whole milliseconds (epoll_wait(2) takes ms), which
+//! would start attempts up to 1 ms late. The worker therefore registers a timerfd (timerfd_create(2),
+//! CLOCK_MONOTONIC, armed with TFD_TIMER_ABSTIME at the exact next deadline; hrtimer-backed, no
+//! timer slack) in its poll and blocks in epoll_wait without a timeout. When the next deadline is
+//! less than [`SPIN_NS`] away it polls with a zero timeout instead (a short busy wait: a timer
+//! round trip costs about as much). Typical start accuracy is the wake-up latency, a few to tens of
+//! µs; starts later than `late_threshold` are counted `late`. The timerfd is re-armed only when
+//! the deadline moves earlier or the armed one has passed (one timerfd_settime per wait at most).
+
+use std::os::fd::{AsRawFd, RawFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::Sender;
+
+use hdrhistogram::Histogram;
+use mio::unix::SourceFd;
+use mio::{Events, Interest, Poll, Token};
+use nix::sys::time::TimeSpec;
+use nix::sys::timerfd::{ClockId, Expiration, TimerFd, TimerFlags, TimerSetTimeFlags};
+use socket2::{Domain, SockAddr};
+
+use crate::clock::{now_ns, thread_cpu_ns};
+use crate::config::{CloseMode, LoadConfig, Pattern};
+use crate::error::LoadError;
+use crate::failures::Failures;
+use crate::report::LoadWorkerReport;
+use crate::schedule::Schedule;
+use crate::slot::Slab;
+use crate::stats::{latency_histogram, Counters, Second};
+
+/// Below this distance to the next deadline the worker polls with a zero timeout instead of arming
+/// its timerfd, ns.
+pub const SPIN_NS: u64 = 2_000;
+
+const TIMER: Token = Token(usize::MAX);
+const SEC: u64 = 1_000_000_000;
+/// Seed of the Poisson arrivals (runs repeat exactly).
+const POISSON_SEED: u64 = 0x636f_6e6e_7374_6f72;
+
+/// When a worker runs, in CLOCK_MONOTONIC ns.
+#[derive(Debug, Clone, Copy)]
+pub struct Window {
+    /// Start of the run (warm-up starts here).
+    pub start_ns: u64,
+    /// Start of the measured part.
+    pub measure_ns: u64,
+    /// End of the run: no attempt starts at or after it.
+    pub end_ns: u64,
+}
+
+/// What a worker hands back when it ends.
+#[derive(Debug)]
+pub struct WorkerResult {
+    /// Whole run.
+    pub total: Counters,
+    /// Measured window only.
+    pub measured: Counters,
+    /// Measured post-handshake failures.
+    pub post_connect: Failures,
+    /// Measured handshake latency, ns.
+    pub handshake: Histogram<u64>,
+    /// Measured service latency, ns.
+    pub service: Histogram<u64>,
+    /// Measured first-byte latency, ns.
+    pub first_byte: Histogram<u64>,
+    /// CPU and totals of this worker.
+    pub report: LoadWorkerReport,
+    /// The stop flag ended it.
+    pub interrupted: bool,
+    /// When its loop ended, ns.
+    pub ended_ns: u64,
+}
+
+/// A worker's state. Built on its own thread after pinning.
+pub struct Worker<'a> {
+    pub(crate) cfg: &'a LoadConfig,
+    pub(crate) win: Window,
+    pub(crate) poll: Poll,
+    pub(crate) timer: TimerFd,
+    pub(crate) armed_ns: u64,
+    pub(crate) slab: Slab,
+    pub(crate) schedule: Option<Schedule>,
+    pub(crate) index: usize,
+    pub(crate) domain: Domain,
+    pub(crate) targets: Vec<SockAddr>,
+    pub(crate) sources: Vec<SockAddr>,
+    pub(crate) rr: usize,
+    pub(crate) needs_read: bool,
+    pub(crate) timeout_ns: u64,
+    pub(crate) late_ns: u64,
+    pub(crate) total: Counters,
+    pub(crate) measured: Counters,
+    pub(crate) second: Counters,
+    pub(crate) post_connect: Failures,
+    pub(crate) handshake: Histogram<u64>,
+    pub(crate) service: Histogram<u64>,
+    pub(crate) first_byte: Histogram<u64>,
+    pub(crate) sec_handshake: Histogram<u64>,
+    pub(crate) high_ns: u64,
+}
+
+/// Pins the calling thread to `cpu` (sched_setaffinity(2) on the calling thread).
+///
+/// # Errors
+/// [`LoadError::Pin`] when the CPU is not usable.
+pub fn pin(cpu: usize) -> Result<(), LoadError> {
+    let mut set = nix::sched::CpuSet::new();
+    set.set(cpu)
+        .map_err(|errno| LoadError::Pin { cpu, errno })?;
+    nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set)
+        .map_err(|errno| LoadError::Pin { cpu, errno })
+}
+
+impl<'a> Worker<'a> {
+    /// Sets up worker `index` (already pinned): poll, timerfd, slots, histograms. Its window is
+    /// set by [`Worker::begin`].
+    ///
+    /// # Errors
+    /// [`LoadError::EventLoop`] when epoll or the timerfd cannot be created or registered.
+    pub fn new(cfg: &'a LoadConfig, index: usize) -> Result<Worker<'a>, LoadError> {
+        let win = Window {
+            start_ns: 0,
+            measure_ns: 0,
+            end_ns: 0,
+        };
+        let cpu = cfg.cpus[index];
+        let poll = Poll::new().map_err(|source| LoadError::EventLoop {
+            cpu,
+            what: "epoll_create1",
+            source,
+        })?;
+        let timer = TimerFd::new(
+            ClockId::CLOCK_MONOTONIC,
+            TimerFlags::TFD_NONBLOCK | TimerFlags::TFD_CLOEXEC,
+        )
+        .map_err(|e| LoadError::EventLoop {
+            cpu,
+            what: "timerfd_create",
+            source: e.into(),
+        })?;
+        let tfd: RawFd = timer.as_fd_raw();
+        poll.registry()
+            .register(&mut SourceFd(&tfd), TIMER, Interest::READABLE)
+            .map_err(|source| LoadError::EventLoop {
+                cpu,
+                what: "epoll_ctl(timerfd)",
+                source,
+            })?;
+        let timeout_ns = cfg.connect_timeout.as_nanos().min(u128::from(u64::MAX / 4)) as u64;
+        // Handshake latency counts from the intended start: up to the drop limit (one timeout) of
+        // waiting plus one timeout of handshake; first byte adds the read phase.
+        let high_ns = timeout_ns.saturating_mul(3).saturating_add(SEC);
+        Ok(Worker {
+            cfg,
+            win,
+            poll,
+            timer,
+            armed_ns: 0,
+            slab: Slab::new(cfg.slots_for(index)),
+            schedule: None,
+            index,
+            domain: Domain::for_address(cfg.targets[0]),
+            targets: cfg.targets.iter().map(|&t| SockAddr::from(t)).collect(),
+            sources: cfg
+                .sources
+                .iter()
+                .map(|&ip| SockAddr::from(std::net::SocketAddr::new(ip, 0)))
+                .collect(),
+            rr: index,
+            needs_read: cfg.expect_bytes.is_some() || cfg.close == CloseMode::Server,
+            timeout_ns,
+            late_ns: cfg.late_threshold.as_nanos().min(u128::from(u64::MAX)) as u64,
+            total: Counters::default(),
+            measured: Counters::default(),
+            second: Counters::default(),
+            post_connect: Failures::default(),
+            handshake: latency_histogram(high_ns),
+            service: latency_histogram(high_ns),
+            first_byte: latency_histogram(high_ns),
+            sec_handshake: latency_histogram(high_ns),
+            high_ns,
+        })
+    }
+
+    /// Sets the run's window (common to all workers) and this worker's share of the schedule.
+    pub fn begin(&mut self, win: Window) {
+        self.win = win;
+        self.schedule = match self.cfg.pattern {
+            Pattern::Open {
+                rate_per_sec,
+                arrival,
+            } => Some(Schedule::new(
+                arrival,
+                rate_per_sec,
+                self.index,
+                self.cfg.workers(),
+                win.start_ns,
+                win.end_ns,
+                POISSON_SEED,
+            )),
+            Pattern::Closed { .. } => None,
+        };
+    }
+
+    /// Runs the loop until the end of the window and the drain, or until `stop` turns true.
+    /// Sends one [`Second`] per second of the run to `tx`.
+    pub fn run(mut self, stop: &AtomicBool, tx: &Sender<Second>) -> WorkerResult {
+        let (user0, sys0) = thread_cpu_ns();
+        let wall0 = now_ns();
+        let mut events = Events::with_capacity(1024);
+        let mut next_tick = self.win.start_ns + SEC;
+        let mut interrupted = false;
+        loop {
+            let mut now = now_ns();
+            if stop.load(Ordering::Relaxed) {
+                interrupted = true;
+                break;
+            }
+            while now >= next_tick {
+                self.flush_second(next_tick, tx);
+                next_tick += SEC;
+            }
+            let draining = now >= self.win.end_ns;
+            if draining && self.slab.in_flight() == 0 {
+                break;
+            }
+            self.expire(now);
+            if !draining {
+                now = self.start_due(now);
+            }
+            let target = self.next_wake(next_tick, draining);
+            let timeout = if target <= now + SPIN_NS {
+                Some(std::time::Duration::ZERO)
+            } else {
+                self.arm(target, now);
+                None
+            };
+            if let Err(e) = self.poll.poll(&mut events, timeout) {
+                if e.kind() == std::io::ErrorKind::Interrupted {
+                    continue;
+                }
+                // epoll_wait only fails with EINTR, or EBADF/EFAULT/EINVAL (bugs).
+                panic!("epoll_wait failed: {e}");
+            }
+            let t = now_ns();
+            for ev in events.iter() {
+                if ev.token() == TIMER {
+                    self.armed_ns = 0;
+                } else {
+                    self.on_event(ev.token().0, ev, t);
+                }
+            }
+        }
+        let ended = now_ns();
+        if interrupted {
+            self.abandon_all();
+        }
+        self.flush_second(next_tick, tx);
+        let (user1, sys1) = thread_cpu_ns();
+        WorkerResult {
+            report: LoadWorkerReport {
+                cpu: 0,
+                attempts: self.total.attempts,
+                successes: self.total.successes,
+                failures: self.total.failures.total(),
+                cpu_user_ns: user1.saturating_sub(user0),
+                cpu_sys_ns: sys1.saturating_sub(sys0),
+                wall_ns: ended.saturating_sub(wall0),
+            },
+            total: self.total,
+            measured: self.measured,
+            post_connect: self.post_connect,
+            handshake: self.handshake,
+            service: self.service,
+            first_byte: self.first_byte,
+            interrupted,
+            ended_ns: ended,
+        }
+    }
+
+    /// The earliest of: the next second tick, the end of the window, the next intended start (when
+    /// a slot is free), the start of a closed loop, the oldest in-flight deadline.
+    fn next_wake(&mut self, next_tick: u64, draining: bool) -> u64 {
+        let mut target = next_tick;
+        if !draining {
+            target = target.min(self.win.end_ns);
+            match &self.schedule {
+                Some(s) if !self.slab.is_full() => {
+                    if let Some(t) = s.peek() {
+                        target = target.min(t);
+                    }
+                }
+                // Closed loop: a free slot means start now (or at the start of the run).
+                None if !self.slab.is_full() => target = target.min(self.win.start_ns),
+                _ => {}
+            }
+        }
+        if let Some(i) = self.slab.oldest() {
+            target = target.min(self.slab.get(i).deadline_ns);
+        }
+        target
+    }
+
+    /// Arms the timerfd at `target` unless an armed, still pending expiry is already at or before it.
+    fn arm(&mut self, target: u64, now: u64) {
+        if self.armed_ns != 0 && self.armed_ns > now && self.armed_ns <= target {
+            return;
+        }
+        let ts = TimeSpec::new((target / SEC) as i64, (target % SEC) as i64);
+        // timerfd_settime only fails for a bad fd or a bad timespec; neither can happen here.
+        self.timer
+            .set(
+                Expiration::OneShot(ts),
+                TimerSetTimeFlags::TFD_TIMER_ABSTIME,
+            )
+            .expect("timerfd_settime");
+        self.armed_ns = target;
+    }
+
+    fn flush_second(&mut self, tick_end: u64, tx: &Sender<Second>) {
+        let t_secs = (tick_end - SEC).saturating_sub(self.win.start_ns) / SEC;
+        let counters = std::mem::take(&mut self.second);
+        let fresh = latency_histogram(self.high_ns);
+        let handshake = std::mem::replace(&mut self.sec_handshake, fresh);
+        // The receiver lives until every worker has ended; a send error cannot happen.
+        let _ = tx.send(Second {
+            t_secs,
+            counters,
+            handshake,
+        });
+    }
+}
+
+trait RawTimer {
+    fn as_fd_raw(&self) -> RawFd;
+}
+
+impl RawTimer for TimerFd {
+    fn as_fd_raw(&self) -> RawFd {
+        std::os::fd::AsFd::as_fd(self).as_raw_fd()
+    }
+}

@@ -1,0 +1,121 @@
+//! Test helpers: a small accept-loop server on a thread, and a config builder.
+
+use std::io::Write;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use loadgen::{Arrival, CloseMode, LoadConfig, Pattern};
+
+/// What the test server does with each accepted connection.
+#[derive(Debug, Clone, Copy)]
+pub enum ServerMode {
+    /// Close at once.
+    Close,
+    /// Keep every connection open until the server stops.
+    Hold,
+    /// Write `n` bytes, then close.
+    Greet(usize),
+    /// Close each connection this long after accepting it.
+    CloseAfter(Duration),
+}
+
+/// An accept loop on its own thread (std TcpListener, non-blocking accept with short naps).
+pub struct TestServer {
+    pub addr: SocketAddr,
+    pub accepted: Arc<AtomicU64>,
+    /// Distinct peer (client source) addresses seen.
+    pub peers: Arc<std::sync::Mutex<std::collections::BTreeSet<std::net::IpAddr>>>,
+    stop: Arc<AtomicBool>,
+    handle: Option<JoinHandle<()>>,
+}
+
+impl TestServer {
+    /// Binds 127.0.0.1:0 in the calling thread's namespace and starts accepting.
+    pub fn start(mode: ServerMode) -> TestServer {
+        let l = TcpListener::bind("127.0.0.1:0").expect("bind test server");
+        l.set_nonblocking(true).unwrap();
+        let addr = l.local_addr().unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let accepted = Arc::new(AtomicU64::new(0));
+        let peers = Arc::new(std::sync::Mutex::new(std::collections::BTreeSet::new()));
+        let (s, a, p) = (stop.clone(), accepted.clone(), peers.clone());
+        let handle = std::thread::spawn(move || {
+            let mut held: Vec<TcpStream> = Vec::new();
+            let mut timed: std::collections::VecDeque<(Instant, TcpStream)> = Default::default();
+            while !s.load(Ordering::Relaxed) {
+                match l.accept() {
+                    Ok((mut c, peer)) => {
+                        a.fetch_add(1, Ordering::Relaxed);
+                        p.lock().unwrap().insert(peer.ip());
+                        match mode {
+                            ServerMode::Close => drop(c),
+                            ServerMode::Hold => held.push(c),
+                            ServerMode::Greet(n) => {
+                                let _ = c.write_all(&vec![b'g'; n]);
+                            }
+                            ServerMode::CloseAfter(d) => timed.push_back((Instant::now() + d, c)),
+                        }
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                        std::thread::sleep(Duration::from_micros(200))
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(1)),
+                }
+                while timed.front().is_some_and(|(t, _)| *t <= Instant::now()) {
+                    timed.pop_front();
+                }
+            }
+        });
+        TestServer {
+            addr,
+            accepted,
+            peers,
+            stop,
+            handle: Some(handle),
+        }
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+/// An open-loop config against `target` on the first allowed CPU.
+pub fn open(target: SocketAddr, rate_per_sec: f64, duration: Duration) -> LoadConfig {
+    LoadConfig {
+        targets: vec![target],
+        pattern: Pattern::Open {
+            rate_per_sec,
+            arrival: Arrival::Uniform,
+        },
+        duration,
+        warmup: Duration::ZERO,
+        cpus: vec![testkit::allowed_cpus()[0]],
+        close: CloseMode::Rst,
+        sources: vec![],
+        connect_timeout: Duration::from_secs(1),
+        expect_bytes: None,
+        max_in_flight: 1000,
+        late_threshold: Duration::from_millis(1),
+    }
+}
+
+/// Runs a config without a stop and with the timeline discarded.
+pub fn run(cfg: &LoadConfig) -> loadgen::LoadReport {
+    let stop = AtomicBool::new(false);
+    loadgen::run(cfg, &stop, &mut |_| {}).expect("load run")
+}
+
+/// A port on 127.0.0.1 where nothing listens (bound, then closed).
+pub fn closed_port() -> SocketAddr {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap()
+}

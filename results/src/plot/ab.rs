@@ -1,0 +1,107 @@
+//! A vs B trials: one panel per metric (connections/s, handshake p99), each trial a dot,
+//! each side's median a bar.
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use super::{color, headroom, DrawResult, Named, Problem};
+use crate::compare::{metric_values, METRICS};
+use crate::stats::median;
+
+/// The panels: index into [`METRICS`] and axis label.
+const PANELS: [(usize, &str); 2] = [
+    (0, "connections/s (higher is better)"),
+    (2, "handshake p99 (µs, lower is better)"),
+];
+
+fn values(side: &[Named<'_>], metric: usize) -> Vec<f64> {
+    side.iter()
+        .filter_map(|r| metric_values(r.record)[metric])
+        .collect()
+}
+
+fn side_name(side: &[Named<'_>], fallback: &str) -> String {
+    let mut names: Vec<&str> = side.iter().map(|r| r.name.as_str()).collect();
+    names.dedup();
+    if names.len() == 1 {
+        format!("{fallback}: {}", names[0])
+    } else {
+        fallback.to_string()
+    }
+}
+
+/// Draws the A/B panels; `a` and `b` are the two sides' trials.
+pub fn draw<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    a: &[Named<'_>],
+    b: &[Named<'_>],
+) -> DrawResult
+where
+    DB::ErrorType: 'static,
+{
+    if a.is_empty() || b.is_empty() {
+        return Err(Problem::Empty(
+            "an A/B plot needs records on both sides (A files -- B files)".into(),
+        ));
+    }
+    let names = [side_name(a, "A"), side_name(b, "B")];
+    let root = root.titled("A/B trials (dots) and medians (bars)", ("sans-serif", 24))?;
+    let panels = root.split_evenly((1, PANELS.len()));
+    for (area, (metric, label)) in panels.iter().zip(PANELS) {
+        let sides = [values(a, metric), values(b, metric)];
+        if sides.iter().any(Vec::is_empty) {
+            return Err(Problem::Empty(format!(
+                "{} is missing from the records",
+                METRICS[metric].0
+            )));
+        }
+        let max = sides.iter().flatten().copied().fold(0.0, f64::max);
+        let mut chart = ChartBuilder::on(area)
+            .margin(15)
+            .x_label_area_size(45)
+            .y_label_area_size(80)
+            .build_cartesian_2d(-0.5..1.5, 0.0..headroom(max, 1.0))?;
+        let label_names = names.clone();
+        chart
+            .configure_mesh()
+            .y_desc(label)
+            .x_desc("side")
+            .x_labels(2)
+            .x_label_formatter(&move |x: &f64| {
+                if (x - x.round()).abs() > 1e-6 {
+                    return String::new();
+                }
+                label_names
+                    .get(x.round() as usize)
+                    .cloned()
+                    .unwrap_or_default()
+            })
+            .disable_x_mesh()
+            .draw()?;
+        for (s, vals) in sides.iter().enumerate() {
+            let c = color(s);
+            let n = vals.len() as f64;
+            chart.draw_series(vals.iter().enumerate().map(|(i, &v)| {
+                let x = s as f64 - 0.2 + 0.4 * (i as f64 + 0.5) / n;
+                Circle::new((x, v), 5, c.filled())
+            }))?;
+            let m = median(vals);
+            chart
+                .draw_series(std::iter::once(PathElement::new(
+                    vec![(s as f64 - 0.3, m), (s as f64 + 0.3, m)],
+                    c.stroke_width(3),
+                )))?
+                .label(format!("{} median {m:.1}", names[s]))
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(3))
+                });
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::LowerRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .draw()?;
+    }
+    Ok(())
+}

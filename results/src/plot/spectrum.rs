@@ -1,0 +1,136 @@
+//! Latency percentile spectrum: latency against percentile, x on a log scale of 1/(1-p).
+
+use hdrhistogram::Histogram;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use super::{color, headroom, latency_unit, DrawResult, Named, Problem};
+use crate::compare::latency_phase;
+use crate::record::Latency;
+
+/// Highest x drawn: 10^-5 tail, i.e. p99.999.
+const MAX_NINES: f64 = 5.0;
+
+/// Label of x = log10(1/(1-p)): `0%`, `90%`, `99%`, `99.9%`, `99.99%`.
+pub fn percentile_label(x: f64) -> String {
+    let p = 100.0 * (1.0 - 10f64.powf(-x));
+    let decimals = (x.round() as i64 - 2).clamp(0, 6) as usize;
+    format!("{p:.decimals$}%")
+}
+
+/// Points (x = log10(1/(1-p)), latency ns) of a histogram up to the deepest percentile its
+/// sample count supports (at most p99.999).
+pub fn points(h: &Histogram<u64>) -> Vec<(f64, f64)> {
+    let max_x = (h.len() as f64).log10().clamp(0.0, MAX_NINES);
+    let steps = (max_x * 50.0).ceil() as usize;
+    (0..=steps)
+        .map(|i| {
+            let x = max_x * i as f64 / steps.max(1) as f64;
+            let q = 1.0 - 10f64.powf(-x);
+            (x, h.value_at_quantile(q) as f64)
+        })
+        .collect()
+}
+
+/// Draws the spectrum: handshake latency of each record's latency phase; with one record,
+/// also its service and first-byte latency.
+pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, records: &[Named<'_>]) -> DrawResult
+where
+    DB::ErrorType: 'static,
+{
+    let kinds: &[Latency] = if records.len() == 1 {
+        &Latency::ALL
+    } else {
+        &[Latency::Handshake]
+    };
+    let mut series = Vec::new();
+    for r in records {
+        let Some(phase) = latency_phase(r.record) else {
+            continue;
+        };
+        for &which in kinds {
+            let Ok(Some(h)) = phase.histograms.decode(which) else {
+                continue;
+            };
+            if h.is_empty() {
+                continue;
+            }
+            series.push((
+                format!("{} {} ({})", r.name, which.name(), phase.name),
+                points(&h),
+            ));
+        }
+    }
+    if series.is_empty() {
+        return Err(Problem::Empty("no record has latency samples".into()));
+    }
+    let max_ns = series
+        .iter()
+        .flat_map(|(_, p)| p.iter().map(|&(_, y)| y))
+        .fold(0.0, f64::max);
+    let max_x = series
+        .iter()
+        .flat_map(|(_, p)| p.last().map(|&(x, _)| x))
+        .fold(1.0, f64::max);
+    let (unit, div) = latency_unit(max_ns);
+    let mut chart = ChartBuilder::on(root)
+        .caption("Latency by percentile", ("sans-serif", 24))
+        .margin(15)
+        .x_label_area_size(45)
+        .y_label_area_size(70)
+        .build_cartesian_2d(0.0..max_x, 0.0..headroom(max_ns / div, 1.0))?;
+    chart
+        .configure_mesh()
+        .x_desc("percentile (log scale of 1/(1-p))")
+        .y_desc(format!("latency ({unit})"))
+        .x_labels(max_x.ceil() as usize + 1)
+        .x_label_formatter(&|x| percentile_label(*x))
+        .draw()?;
+    for (i, (name, pts)) in series.into_iter().enumerate() {
+        let c = color(i);
+        chart
+            .draw_series(LineSeries::new(
+                pts.into_iter().map(|(x, y)| (x, y / div)),
+                c.stroke_width(2),
+            ))?
+            .label(name)
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_name_the_usual_percentiles() {
+        let labels: Vec<_> = [0.0, 1.0, 2.0, 3.0, 4.0]
+            .iter()
+            .map(|&x| percentile_label(x))
+            .collect();
+        assert_eq!(labels, ["0%", "90%", "99%", "99.9%", "99.99%"]);
+        assert_eq!(percentile_label(std::f64::consts::LOG10_2), "50%");
+    }
+
+    #[test]
+    fn points_rise_and_stop_where_samples_run_out() {
+        let mut h = crate::histogram::new_latency_histogram();
+        for v in 1..=1_000u64 {
+            h.record(v * 1_000).unwrap();
+        }
+        let p = points(&h);
+        assert!(
+            (p.last().unwrap().0 - 3.0).abs() < 1e-9,
+            "1000 samples reach p99.9"
+        );
+        assert!(p.windows(2).all(|w| w[0].1 <= w[1].1));
+        assert_eq!(p.last().unwrap().1, h.value_at_quantile(0.999) as f64);
+    }
+}

@@ -1,0 +1,232 @@
+//! Plot content checks: the SVG is parsed for its texts and shapes, not compared by pixels.
+
+use super::*;
+use crate::record::{Arrival, Histograms, Pattern, PhaseRecord};
+
+/// The texts of an SVG's `<text>` elements, unescaped.
+pub(crate) fn texts(svg: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = svg;
+    while let Some(start) = rest.find("<text") {
+        let after = &rest[start..];
+        let Some(open_end) = after.find('>') else {
+            break;
+        };
+        let Some(close) = after.find("</text>") else {
+            break;
+        };
+        let t = after[open_end + 1..close]
+            .replace("&lt;", "<")
+            .replace("&gt;", ">")
+            .replace("&amp;", "&");
+        out.push(t);
+        rest = &after[close + 7..];
+    }
+    out
+}
+
+fn has_text(svg: &str, needle: &str) -> bool {
+    texts(svg).iter().any(|t| t.contains(needle))
+}
+
+fn named<'a>(name: &str, record: &'a RunRecord) -> Named<'a> {
+    Named {
+        name: name.into(),
+        record,
+    }
+}
+
+#[test]
+fn spectrum_overlays_records_with_percentile_and_unit_labels() {
+    let a = RunRecord::example();
+    let mut b = RunRecord::example();
+    b.phases[1].histograms = a.phases[0].histograms.clone();
+    let svg = svg(
+        Kind::Spectrum,
+        &[named("kernel-a", &a), named("kernel-b", &b)],
+        &[],
+    )
+    .unwrap();
+    for needle in [
+        "latency (µs)",
+        "percentile",
+        "90%",
+        "99%",
+        "99.9%",
+        "kernel-a handshake (latency)",
+        "kernel-b handshake (latency)",
+    ] {
+        assert!(
+            has_text(&svg, needle),
+            "{needle:?} missing from {:?}",
+            texts(&svg)
+        );
+    }
+    assert!(svg.matches("<polyline").count() >= 2, "one line per record");
+    assert!(
+        !has_text(&svg, "service"),
+        "several records: handshake only"
+    );
+    // One record: all its latency kinds.
+    let one = svg_of(Kind::Spectrum, &a);
+    assert!(has_text(&one, "kernel service (latency)"));
+}
+
+fn svg_of(kind: Kind, rec: &RunRecord) -> String {
+    svg(kind, &[named("kernel", rec)], &[]).unwrap()
+}
+
+#[test]
+fn timeline_shows_cpm_per_phase_over_seconds() {
+    let rec = RunRecord::example();
+    let svg = svg_of(Kind::Timeline, &rec);
+    for needle in [
+        "connections per minute (CPM)",
+        "time (s)",
+        "kernel peak",
+        "kernel latency",
+    ] {
+        assert!(
+            has_text(&svg, needle),
+            "{needle:?} missing from {:?}",
+            texts(&svg)
+        );
+    }
+    let mut empty = rec.clone();
+    empty.phases.iter_mut().for_each(|p| p.timeline.clear());
+    assert!(matches!(
+        svg_err(Kind::Timeline, &empty),
+        PlotError::Empty(_)
+    ));
+}
+
+fn svg_err(kind: Kind, rec: &RunRecord) -> PlotError {
+    svg(kind, &[named("kernel", rec)], &[]).unwrap_err()
+}
+
+#[test]
+fn workers_plot_has_a_bar_per_worker() {
+    let mut rec = RunRecord::example();
+    let server = rec.phases[0].server.as_mut().unwrap();
+    server.workers = (0..4)
+        .map(|cpu| crate::record::WorkerAccepts {
+            cpu,
+            accepted: 100 + cpu as u64,
+        })
+        .collect();
+    let svg = svg_of(Kind::Workers, &rec);
+    for needle in [
+        "share of accepted connections (%)",
+        "cpu 0",
+        "cpu 3",
+        "kernel (peak)",
+    ] {
+        assert!(
+            has_text(&svg, needle),
+            "{needle:?} missing from {:?}",
+            texts(&svg)
+        );
+    }
+    // Four bars plus the legend swatch (plotters draws filled rectangles as <rect>).
+    assert!(
+        svg.matches("<rect").count() >= 5,
+        "{}",
+        svg.matches("<rect").count()
+    );
+}
+
+#[test]
+fn ab_plot_names_both_sides_and_metrics() {
+    let rec = RunRecord::example();
+    let a = [named("off", &rec), named("off", &rec)];
+    let b = [named("on", &rec), named("on", &rec)];
+    let svg = svg(Kind::Ab, &a, &b).unwrap();
+    for needle in [
+        "connections/s (higher is better)",
+        "handshake p99 (µs, lower is better)",
+        "A: off",
+        "B: on",
+    ] {
+        assert!(
+            has_text(&svg, needle),
+            "{needle:?} missing from {:?}",
+            texts(&svg)
+        );
+    }
+    assert!(
+        svg.matches("<circle").count() >= 8,
+        "a dot per trial per panel"
+    );
+    assert!(matches!(
+        super::svg(Kind::Ab, &a, &[]),
+        Err(PlotError::Empty(_))
+    ));
+}
+
+/// A sweep record: open-loop steps at 1k..5k/s, latency rising with the rate.
+fn sweep_record() -> RunRecord {
+    let mut rec = RunRecord::example();
+    rec.phases = (1..=5u64)
+        .map(|i| {
+            let mut h = crate::histogram::new_latency_histogram();
+            h.record_n(20_000 * i * i, 100).unwrap();
+            let rate = 1_000.0 * i as f64;
+            PhaseRecord {
+                name: format!("step-{i}"),
+                pattern: Pattern::Open {
+                    rate_per_sec: rate,
+                    arrival: Arrival::Uniform,
+                },
+                offered_per_sec: Some(rate),
+                achieved_per_sec: rate.min(3_500.0),
+                attempts: 100,
+                successes: 100,
+                histograms: Histograms::encode(&h, &h, None),
+                ..PhaseRecord::default()
+            }
+        })
+        .collect();
+    rec
+}
+
+#[test]
+fn sweep_plot_has_both_axes_with_units() {
+    let svg = svg_of(Kind::Sweep, &sweep_record());
+    for needle in [
+        "offered rate (connections/s)",
+        "achieved rate (connections/s)",
+        "handshake p99 (µs)",
+        "kernel achieved",
+        "kernel handshake p99",
+        "achieved = offered",
+    ] {
+        assert!(
+            has_text(&svg, needle),
+            "{needle:?} missing from {:?}",
+            texts(&svg)
+        );
+    }
+    assert!(svg.matches("<polyline").count() >= 3);
+}
+
+#[test]
+fn png_is_written_and_other_extensions_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let rec = RunRecord::example();
+    let path = dir.path().join("spectrum.png");
+    write(Kind::Spectrum, &[named("kernel", &rec)], &[], &path).unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
+    let width = u32::from_be_bytes(bytes[16..20].try_into().unwrap());
+    let height = u32::from_be_bytes(bytes[20..24].try_into().unwrap());
+    assert_eq!((width, height), SIZE);
+    let err = write(
+        Kind::Spectrum,
+        &[named("kernel", &rec)],
+        &[],
+        &dir.path().join("x.gif"),
+    )
+    .unwrap_err();
+    assert!(matches!(err, PlotError::Format { .. }), "{err}");
+    assert!(err.to_string().contains("x.gif"));
+}

@@ -1,0 +1,357 @@
+//! The run record: one versioned JSON document per run, written atomically.
+//!
+//! Shape (fields and units in `docs/record-schema.md`):
+//! ```text
+//! RunRecord { schema_version, label, config, run: RunInfo, host: HostInfo,
+//!             phases: [PhaseRecord { pattern, rates, counts, failures, histograms,
+//!                                    timeline, server, load_workers, cpu, counters,
+//!                                    cross_check }],
+//!             baseline, warnings }
+//! ```
+//! The binary fills the plain pub fields (from `ServerReport`, `LoadReport`, host facts) and
+//! calls [`RunRecord::write_atomic`]; readers call [`RunRecord::read`], which checks the schema
+//! version and that every histogram decodes, and names the file in every error.
+
+mod error;
+mod example;
+mod phase;
+mod run;
+
+use std::fs;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+pub use error::RecordError;
+pub use phase::{
+    is_drop_counter, Arrival, CpuUsage, CrossCheck, Histograms, Latency, LoadWorker, Pattern,
+    PhaseRecord, ServerSide, SideCpu, TimelineRow, WorkerAccepts,
+};
+pub use run::{Baseline, HostInfo, NumaNode, RunInfo};
+
+use crate::timestamp;
+
+/// The record format this build writes and reads. Bumped on any change that old readers would
+/// misread; adding an optional field does not bump it.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Oldest record format this build still reads.
+pub const OLDEST_READABLE_SCHEMA_VERSION: u32 = 1;
+
+/// One run: what was asked, what ran, on which host, and what was measured per phase.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// Format version, [`SCHEMA_VERSION`] when written by this build.
+    pub schema_version: u32,
+    /// User's label for the run (`--label`), may be empty; also part of the file name.
+    pub label: String,
+    /// The full configuration the command ran with (as the binary serialized it).
+    pub config: serde_json::Value,
+    /// What ran.
+    pub run: RunInfo,
+    /// The host.
+    pub host: HostInfo,
+    /// The load runs, in the order they ran.
+    pub phases: Vec<PhaseRecord>,
+    /// Kernel floor measured in the same run (`bench --baseline`).
+    pub baseline: Option<Baseline>,
+    /// Things a reader must know to trust the numbers (drops, fallbacks, count mismatches).
+    pub warnings: Vec<String>,
+}
+
+impl Default for RunRecord {
+    fn default() -> Self {
+        RunRecord {
+            schema_version: SCHEMA_VERSION,
+            label: String::new(),
+            config: serde_json::Value::Null,
+            run: RunInfo::default(),
+            host: HostInfo::default(),
+            phases: Vec::new(),
+            baseline: None,
+            warnings: Vec::new(),
+        }
+    }
+}
+
+impl RunRecord {
+    /// An empty record of the current schema version with a label and config; fill the rest.
+    pub fn new(label: impl Into<String>, config: serde_json::Value) -> RunRecord {
+        RunRecord {
+            label: label.into(),
+            config,
+            ..RunRecord::default()
+        }
+    }
+
+    /// The phase with this name.
+    pub fn phase(&self, name: &str) -> Option<&PhaseRecord> {
+        self.phases.iter().find(|p| p.name == name)
+    }
+
+    /// The record as pretty-printed JSON (what [`RunRecord::write_atomic`] writes).
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("a record is plain data and always serializes")
+    }
+
+    /// The file name for this record with a given random part:
+    /// `<started_at as 2026-11-29T22-15-03Z>-<label>-<random>.json`.
+    ///
+    /// The label is cut to 64 characters and anything but `A-Z a-z 0-9 . _ -` becomes `-`; an
+    /// empty label becomes `run`. A `started_at` that is not RFC 3339 is replaced by now.
+    pub fn file_name(&self, random: &str) -> String {
+        let stamp = timestamp::file_stamp(&self.run.started_at).unwrap_or_else(|| {
+            let now = timestamp::rfc3339_utc(std::time::SystemTime::now());
+            timestamp::file_stamp(&now).expect("rfc3339_utc output has the file-stamp shape")
+        });
+        let label: String = self
+            .label
+            .chars()
+            .take(64)
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || "._-".contains(c) {
+                    c
+                } else {
+                    '-'
+                }
+            })
+            .collect();
+        let label = if label.is_empty() {
+            "run".to_string()
+        } else {
+            label
+        };
+        format!("{stamp}-{label}-{random}.json")
+    }
+
+    /// Writes the record under `dir` (created if missing) and returns the file's path.
+    ///
+    /// Atomic: the JSON goes to a temporary file in `dir`, is fsynced, renamed to its final
+    /// name ([`RunRecord::file_name`] with 8 random hex digits), and the directory is fsynced;
+    /// a reader never sees a partial record, and a crash leaves at most a `.tmp` file.
+    ///
+    /// # Errors
+    /// [`RecordError::CreateDir`] if `dir` cannot be created, [`RecordError::Write`] if writing,
+    /// syncing or renaming fails (the temporary file is removed).
+    pub fn write_atomic(&self, dir: &Path) -> Result<PathBuf, RecordError> {
+        fs::create_dir_all(dir).map_err(|source| RecordError::CreateDir {
+            dir: dir.to_path_buf(),
+            source,
+        })?;
+        let name = self.file_name(&format!("{:08x}", rand::random::<u32>()));
+        let path = dir.join(&name);
+        let tmp = dir.join(format!(".{name}.tmp"));
+        let json = self.to_json();
+        let written = (|| {
+            let mut f = fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&tmp)?;
+            f.write_all(json.as_bytes())?;
+            f.write_all(b"\n")?;
+            f.sync_all()
+        })();
+        if let Err(source) = written {
+            let _ = fs::remove_file(&tmp);
+            return Err(RecordError::Write { path: tmp, source });
+        }
+        if let Err(source) = fs::rename(&tmp, &path) {
+            let _ = fs::remove_file(&tmp);
+            return Err(RecordError::Write { path, source });
+        }
+        fs::File::open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(|source| RecordError::Write {
+                path: dir.to_path_buf(),
+                source,
+            })?;
+        Ok(path)
+    }
+
+    /// Reads and checks a record file.
+    ///
+    /// # Errors
+    /// Each names the file: [`RecordError::Read`] (cannot open), [`RecordError::Empty`],
+    /// [`RecordError::Truncated`], [`RecordError::NotJson`], [`RecordError::NoSchemaVersion`],
+    /// [`RecordError::NewerSchema`] / [`RecordError::OlderSchema`], [`RecordError::Invalid`]
+    /// (missing field or wrong type, the message names the field), [`RecordError::Histogram`]
+    /// (a histogram does not decode).
+    pub fn read(path: &Path) -> Result<RunRecord, RecordError> {
+        let bytes = fs::read(path).map_err(|source| RecordError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        RunRecord::from_slice(&bytes, path)
+    }
+
+    /// Parses and checks record JSON; `path` is only used in errors.
+    ///
+    /// # Errors
+    /// As [`RunRecord::read`], without [`RecordError::Read`].
+    pub fn from_json(text: &str, path: &Path) -> Result<RunRecord, RecordError> {
+        RunRecord::from_slice(text.as_bytes(), path)
+    }
+
+    /// [`RunRecord::from_json`] on bytes (which need not be UTF-8: non-JSON is
+    /// [`RecordError::NotJson`]).
+    ///
+    /// # Errors
+    /// As [`RunRecord::from_json`].
+    pub fn from_slice(bytes: &[u8], path: &Path) -> Result<RunRecord, RecordError> {
+        let path_buf = || path.to_path_buf();
+        if bytes.trim_ascii().is_empty() {
+            return Err(RecordError::Empty { path: path_buf() });
+        }
+        let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| {
+            if e.is_eof() {
+                RecordError::Truncated {
+                    path: path_buf(),
+                    line: e.line(),
+                    column: e.column(),
+                }
+            } else {
+                RecordError::NotJson {
+                    path: path_buf(),
+                    source: e,
+                }
+            }
+        })?;
+        let found = value
+            .get("schema_version")
+            .and_then(serde_json::Value::as_u64)
+            .ok_or_else(|| RecordError::NoSchemaVersion { path: path_buf() })?;
+        if found > u64::from(SCHEMA_VERSION) {
+            return Err(RecordError::NewerSchema {
+                path: path_buf(),
+                found,
+                supported: SCHEMA_VERSION,
+            });
+        }
+        if found < u64::from(OLDEST_READABLE_SCHEMA_VERSION) {
+            return Err(RecordError::OlderSchema {
+                path: path_buf(),
+                found,
+                supported: OLDEST_READABLE_SCHEMA_VERSION,
+            });
+        }
+        let record: RunRecord =
+            serde_json::from_value(value).map_err(|source| RecordError::Invalid {
+                path: path_buf(),
+                source,
+            })?;
+        for phase in &record.phases {
+            for which in Latency::ALL {
+                if let Err(source) = phase.histograms.decode(which) {
+                    return Err(RecordError::Histogram {
+                        path: path_buf(),
+                        phase: phase.name.clone(),
+                        which: which.name(),
+                        source,
+                    });
+                }
+            }
+        }
+        Ok(record)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn write_then_read_gives_the_same_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let rec = RunRecord::example();
+        let path = rec.write_atomic(&dir.path().join("runs")).unwrap();
+        assert_eq!(RunRecord::read(&path).unwrap(), rec);
+        let name = path.file_name().unwrap().to_str().unwrap();
+        assert!(name.starts_with("2026-11-29T22-15-03Z-example-"), "{name}");
+        // Nothing but the record is left in the directory.
+        let entries: Vec<_> = fs::read_dir(path.parent().unwrap()).unwrap().collect();
+        assert_eq!(entries.len(), 1);
+    }
+
+    #[test]
+    fn file_name_sanitizes_the_label() {
+        let mut rec = RunRecord::example();
+        rec.label = "kernel 6.12/patched".into();
+        assert_eq!(
+            rec.file_name("ab"),
+            "2026-11-29T22-15-03Z-kernel-6.12-patched-ab.json"
+        );
+        rec.label.clear();
+        assert!(rec.file_name("ab").ends_with("-run-ab.json"));
+    }
+
+    #[test]
+    fn write_into_an_unwritable_place_names_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("plain-file");
+        fs::write(&file, "x").unwrap();
+        let err = RunRecord::example()
+            .write_atomic(&file.join("runs"))
+            .unwrap_err();
+        assert!(matches!(err, RecordError::CreateDir { .. }), "{err}");
+        assert!(err.to_string().contains("plain-file"), "{err}");
+    }
+
+    fn read_err(text: &str) -> RecordError {
+        RunRecord::from_json(text, Path::new("/runs/x.json")).unwrap_err()
+    }
+
+    type Expect = fn(&RecordError) -> bool;
+
+    #[test]
+    fn bad_inputs_get_their_own_error_naming_the_file() {
+        let good = RunRecord::example().to_json();
+        let cases: Vec<(String, Expect)> = vec![
+            (String::new(), |e| matches!(e, RecordError::Empty { .. })),
+            (good[..good.len() / 2].to_string(), |e| {
+                matches!(e, RecordError::Truncated { .. })
+            }),
+            ("PNG\u{1}garbage".into(), |e| {
+                matches!(e, RecordError::NotJson { .. })
+            }),
+            ("{\"label\": 1}".into(), |e| {
+                matches!(e, RecordError::NoSchemaVersion { .. })
+            }),
+            (
+                good.replacen("\"schema_version\": 1", "\"schema_version\": 2", 1),
+                |e| matches!(e, RecordError::NewerSchema { found: 2, .. }),
+            ),
+            (
+                good.replacen("\"schema_version\": 1", "\"schema_version\": 0", 1),
+                |e| matches!(e, RecordError::OlderSchema { found: 0, .. }),
+            ),
+            (good.replacen("\"phases\"", "\"phasez\"", 1), |e| {
+                matches!(e, RecordError::Invalid { .. }) && e.to_string().contains("phases")
+            }),
+        ];
+        for (text, expected) in cases {
+            let err = read_err(&text);
+            assert!(expected(&err), "unexpected error {err:?} for {text:.60}");
+            assert!(err.to_string().contains("/runs/x.json"), "{err}");
+        }
+    }
+
+    #[test]
+    fn a_damaged_histogram_is_reported_with_its_phase() {
+        let mut rec = RunRecord::example();
+        rec.phases[1].histograms.service = "AAAA".into();
+        let err = read_err(&rec.to_json());
+        let msg = err.to_string();
+        assert!(
+            matches!(
+                err,
+                RecordError::Histogram {
+                    which: "service",
+                    ..
+                }
+            ),
+            "{msg}"
+        );
+        assert!(msg.contains("latency.service"), "{msg}");
+    }
+}

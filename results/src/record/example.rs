@@ -1,0 +1,170 @@
+//! A small, deterministic, synthetic record for tests, docs and golden files.
+
+use std::collections::BTreeMap;
+
+use hdrhistogram::Histogram;
+use rand::rngs::StdRng;
+use rand::{Rng as _, SeedableRng as _};
+
+use super::{
+    Arrival, CpuUsage, CrossCheck, Histograms, HostInfo, LoadWorker, NumaNode, Pattern,
+    PhaseRecord, RunInfo, RunRecord, ServerSide, SideCpu, TimelineRow, WorkerAccepts,
+};
+use crate::histogram::new_latency_histogram;
+
+/// Latency samples (ns): `base_ns` plus an exponential tail of mean `tail_ns`, and one sample
+/// in a thousand 1–3 ms late.
+fn latencies(rng: &mut StdRng, n: u64, base_ns: f64, tail_ns: f64) -> Histogram<u64> {
+    let mut h = new_latency_histogram();
+    for _ in 0..n {
+        let u: f64 = rng.gen_range(f64::EPSILON..1.0);
+        let mut v = base_ns - u.ln() * tail_ns;
+        if rng.gen_ratio(1, 1_000) {
+            v += rng.gen_range(1e6..3e6);
+        }
+        h.saturating_record(v as u64);
+    }
+    h
+}
+
+fn phase(
+    rng: &mut StdRng,
+    name: &str,
+    pattern: Pattern,
+    successes_per_sec: u64,
+    secs: u64,
+) -> PhaseRecord {
+    let successes = successes_per_sec * secs;
+    let refused = secs; // one ECONNREFUSED a second
+    let handshake = latencies(rng, successes, 30_000.0, 15_000.0);
+    let service = latencies(rng, successes, 20_000.0, 10_000.0);
+    let timeline = (1..=secs)
+        .map(|t| TimelineRow {
+            t_secs: t as f64,
+            attempts: successes_per_sec + 1,
+            successes: successes_per_sec,
+            failures: BTreeMap::from([("ECONNREFUSED".to_string(), 1)]),
+            p50_ns: handshake.value_at_quantile(0.5),
+            p99_ns: handshake.value_at_quantile(0.99),
+        })
+        .collect();
+    let offered = match pattern {
+        Pattern::Open { rate_per_sec, .. } => Some(rate_per_sec),
+        Pattern::Closed { .. } => None,
+    };
+    let wall_ns = secs * 1_000_000_000;
+    PhaseRecord {
+        name: name.to_string(),
+        pattern,
+        offered_per_sec: offered,
+        achieved_per_sec: successes as f64 / secs as f64,
+        cpm: successes as f64 * 60.0 / secs as f64,
+        measured_secs: secs as f64,
+        attempts: successes + refused,
+        successes,
+        failures: BTreeMap::from([("ECONNREFUSED".to_string(), refused)]),
+        late: 0,
+        dropped: 0,
+        histograms: Histograms::encode(&handshake, &service, None),
+        timeline,
+        server: Some(ServerSide {
+            workers: vec![WorkerAccepts {
+                cpu: 0,
+                accepted: successes,
+            }],
+            accept_errors: BTreeMap::new(),
+        }),
+        load_workers: vec![LoadWorker {
+            cpu: 1,
+            attempts: successes + refused,
+            successes,
+        }],
+        cpu: CpuUsage {
+            server: Some(SideCpu::new(
+                wall_ns / 50,
+                wall_ns * 6 / 10,
+                wall_ns,
+                1,
+                successes,
+            )),
+            load: SideCpu::new(wall_ns / 40, wall_ns * 9 / 10, wall_ns, 1, successes),
+        },
+        counters: BTreeMap::from([
+            ("Tcp.ActiveOpens".to_string(), (successes + refused) as i64),
+            ("Tcp.PassiveOpens".to_string(), successes as i64),
+            ("TcpExt.ListenOverflows".to_string(), 0),
+            ("softnet.dropped".to_string(), 0),
+        ]),
+        cross_check: Some(CrossCheck {
+            server_accepted: Some(successes),
+            load_successes: successes,
+            kernel_passive_opens: Some(successes as i64),
+            kernel_active_opens: Some((successes + refused) as i64),
+            agree: true,
+            note: "exact: separate network namespaces".to_string(),
+        }),
+    }
+}
+
+impl RunRecord {
+    /// A small, deterministic, synthetic record: a `peak` phase (closed loop, 2,000/s for 3 s)
+    /// and a `latency` phase (open loop at 1,600/s for 3 s), label `example`, started
+    /// `2026-11-29T22:15:03Z`. For tests and examples; the numbers mean nothing.
+    pub fn example() -> RunRecord {
+        let mut rng = StdRng::seed_from_u64(0x5eed);
+        let peak = phase(
+            &mut rng,
+            "peak",
+            Pattern::Closed { concurrency: 64 },
+            2_000,
+            3,
+        );
+        let latency = phase(
+            &mut rng,
+            "latency",
+            Pattern::Open {
+                rate_per_sec: 1_600.0,
+                arrival: Arrival::Poisson,
+            },
+            1_600,
+            3,
+        );
+        RunRecord {
+            label: "example".to_string(),
+            config: serde_json::json!({ "duration": "6s", "engine": "auto", "close": "rst" }),
+            run: RunInfo {
+                command: "bench".to_string(),
+                engine: "epoll".to_string(),
+                engine_fallback_reason: Some("io_uring disabled (example)".to_string()),
+                steering: "none".to_string(),
+                server_cpus: vec![0],
+                load_cpus: vec![1],
+                close_mode: "rst".to_string(),
+                server_mode: "close".to_string(),
+                netns: true,
+                rtt_ns: None,
+                target: None,
+                connstorm_version: "0.1.0".to_string(),
+                git_commit: "0000000".to_string(),
+                interrupted: false,
+                started_at: "2026-11-29T22:15:03Z".to_string(),
+                wall_secs: 7.5,
+            },
+            host: HostInfo {
+                hostname: Some("example".to_string()),
+                kernel_release: Some("6.12.0-example".to_string()),
+                cmdline: Some("isolcpus=1".to_string()),
+                cpu_model: Some("Example CPU".to_string()),
+                online_cpus: vec![0, 1],
+                isolated_cpus: vec![1],
+                numa_nodes: vec![NumaNode {
+                    id: 0,
+                    cpus: vec![0, 1],
+                }],
+                sysctls: BTreeMap::from([("net.core.somaxconn".to_string(), "4096".to_string())]),
+            },
+            phases: vec![peak, latency],
+            ..RunRecord::default()
+        }
+    }
+}

@@ -1,0 +1,327 @@
+//! One load run inside a record: [`PhaseRecord`] and its parts.
+
+use std::collections::BTreeMap;
+
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+use crate::histogram::{self, HistogramError};
+
+/// How load was offered in a phase.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Pattern {
+    /// Open loop: attempts start at intended times regardless of completions (no coordinated
+    /// omission); latency is measured from the intended start.
+    Open {
+        /// Intended attempts per second.
+        rate_per_sec: f64,
+        /// Inter-arrival times: `"uniform"` or `"poisson"`.
+        arrival: Arrival,
+    },
+    /// Closed loop: a fixed number of connections in flight; a new attempt starts when one
+    /// completes. Measures the peak rate.
+    Closed {
+        /// Connections in flight.
+        concurrency: u32,
+    },
+}
+
+/// Arrival process of an open-loop phase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Arrival {
+    /// Evenly spaced attempts.
+    #[default]
+    Uniform,
+    /// Exponentially distributed gaps (a Poisson process).
+    Poisson,
+}
+
+impl Default for Pattern {
+    fn default() -> Self {
+        Pattern::Closed { concurrency: 0 }
+    }
+}
+
+/// Which latency histogram of a phase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Latency {
+    /// Intended start of the attempt → connect completion (SYN-ACK received).
+    Handshake,
+    /// `socket()` call → connect completion.
+    Service,
+    /// Intended start → first byte from the server (includes accept-queue wait).
+    FirstByte,
+}
+
+impl Latency {
+    /// All three, in report order.
+    pub const ALL: [Latency; 3] = [Latency::Handshake, Latency::Service, Latency::FirstByte];
+
+    /// The field name in the record: `handshake`, `service`, `first_byte`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Latency::Handshake => "handshake",
+            Latency::Service => "service",
+            Latency::FirstByte => "first_byte",
+        }
+    }
+}
+
+/// A phase's histograms, each HdrHistogram V2 + DEFLATE in base64 ([`crate::histogram::encode`]),
+/// values in nanoseconds, covering the measured part only (warm-up excluded).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Histograms {
+    /// Handshake latency (intended start → connect completion).
+    pub handshake: String,
+    /// Service latency (`socket()` → connect completion).
+    pub service: String,
+    /// Time to first byte; `None` unless the server greets (`--mode greet`).
+    pub first_byte: Option<String>,
+}
+
+impl Histograms {
+    /// Encodes the histograms of a phase.
+    pub fn encode(
+        handshake: &Histogram<u64>,
+        service: &Histogram<u64>,
+        first_byte: Option<&Histogram<u64>>,
+    ) -> Histograms {
+        Histograms {
+            handshake: histogram::encode(handshake),
+            service: histogram::encode(service),
+            first_byte: first_byte.map(histogram::encode),
+        }
+    }
+
+    /// The encoded text of one histogram (`None`: first byte was not measured).
+    pub fn encoded(&self, which: Latency) -> Option<&str> {
+        match which {
+            Latency::Handshake => Some(&self.handshake),
+            Latency::Service => Some(&self.service),
+            Latency::FirstByte => self.first_byte.as_deref(),
+        }
+    }
+
+    /// Decodes one histogram (`Ok(None)`: not measured).
+    ///
+    /// # Errors
+    /// The stored text is not a V2 histogram in base64.
+    pub fn decode(&self, which: Latency) -> Result<Option<Histogram<u64>>, HistogramError> {
+        self.encoded(which).map(histogram::decode).transpose()
+    }
+}
+
+/// One second of a phase (measured part), as the load generator saw it.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct TimelineRow {
+    /// End of this second, seconds since the measured part began (1.0, 2.0, ...).
+    pub t_secs: f64,
+    /// Attempts started in this second.
+    pub attempts: u64,
+    /// Handshakes completed in this second.
+    pub successes: u64,
+    /// Failed attempts by errno name.
+    pub failures: BTreeMap<String, u64>,
+    /// Median handshake latency of this second, ns (0 with no successes).
+    pub p50_ns: u64,
+    /// 99th percentile handshake latency of this second, ns.
+    pub p99_ns: u64,
+}
+
+/// The server side of a phase (absent with `--target`: the server is not ours).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ServerSide {
+    /// Connections each worker accepted, in listener order.
+    pub workers: Vec<WorkerAccepts>,
+    /// accept() errors by errno name, all workers.
+    pub accept_errors: BTreeMap<String, u64>,
+}
+
+impl ServerSide {
+    /// Connections accepted by all workers.
+    pub fn accepted(&self) -> u64 {
+        self.workers.iter().map(|w| w.accepted).sum()
+    }
+}
+
+/// Accepts of one server worker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct WorkerAccepts {
+    /// CPU the worker was pinned to.
+    pub cpu: usize,
+    /// Connections it accepted.
+    pub accepted: u64,
+}
+
+/// Work done by one load worker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct LoadWorker {
+    /// CPU the worker was pinned to.
+    pub cpu: usize,
+    /// Attempts it started (measured part).
+    pub attempts: u64,
+    /// Handshakes it completed (measured part).
+    pub successes: u64,
+}
+
+/// CPU time one side used during the measured part.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct SideCpu {
+    /// User CPU time of the side's threads, ns.
+    pub user_ns: u64,
+    /// System CPU time of the side's threads, ns (includes softirq work done in their context).
+    pub sys_ns: u64,
+    /// Wall time the CPU time was taken over, ns.
+    pub wall_ns: u64,
+    /// CPUs the side ran on (for utilisation: `sys_ns / (wall_ns × cpus)`).
+    pub cpus: usize,
+    /// User CPU µs per successful connection.
+    pub us_per_conn_user: f64,
+    /// System CPU µs per successful connection.
+    pub us_per_conn_sys: f64,
+}
+
+impl SideCpu {
+    /// Builds the figures from CPU times and the number of connections they served.
+    ///
+    /// Per-connection figures are 0 when `connections` is 0.
+    pub fn new(user_ns: u64, sys_ns: u64, wall_ns: u64, cpus: usize, connections: u64) -> SideCpu {
+        let per = |ns: u64| {
+            if connections == 0 {
+                0.0
+            } else {
+                ns as f64 / 1e3 / connections as f64
+            }
+        };
+        SideCpu {
+            user_ns,
+            sys_ns,
+            wall_ns,
+            cpus,
+            us_per_conn_user: per(user_ns),
+            us_per_conn_sys: per(sys_ns),
+        }
+    }
+
+    /// User + system CPU µs per connection.
+    pub fn us_per_conn(&self) -> f64 {
+        self.us_per_conn_user + self.us_per_conn_sys
+    }
+
+    /// System time as a percentage of the side's CPU capacity (`sys_ns / (wall_ns × cpus)`),
+    /// 0..=100; 0 when `wall_ns` or `cpus` is 0.
+    pub fn sys_pct(&self) -> f64 {
+        let cap = self.wall_ns as f64 * self.cpus as f64;
+        if cap <= 0.0 {
+            0.0
+        } else {
+            self.sys_ns as f64 / cap * 100.0
+        }
+    }
+}
+
+/// CPU time of both sides.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct CpuUsage {
+    /// The server's workers (`None` with `--target`).
+    pub server: Option<SideCpu>,
+    /// The load generator's workers.
+    pub load: SideCpu,
+}
+
+/// Our counts checked against the kernel's for the same span (warm-up included).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct CrossCheck {
+    /// Connections the server accepted (`None` with `--target`).
+    pub server_accepted: Option<u64>,
+    /// Handshakes the load generator completed.
+    pub load_successes: u64,
+    /// Delta of `Tcp.PassiveOpens` (server namespace).
+    pub kernel_passive_opens: Option<i64>,
+    /// Delta of `Tcp.ActiveOpens` (load namespace).
+    pub kernel_active_opens: Option<i64>,
+    /// All present counts agree (exactly in `--netns`, within other traffic on the host).
+    pub agree: bool,
+    /// How they were compared and why they differ, for people.
+    pub note: String,
+}
+
+/// One load run: bench has `"peak"` (closed loop) and `"latency"` (open loop); a sweep has one
+/// phase per step (`"step-1"`, ...).
+///
+/// Counts cover the measured part (warm-up excluded) unless a field says otherwise.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct PhaseRecord {
+    /// Phase name: `"peak"`, `"latency"`, `"step-3"`, ...
+    pub name: String,
+    /// How load was offered.
+    pub pattern: Pattern,
+    /// Offered attempts per second (open loop); `None` for closed loop.
+    pub offered_per_sec: Option<f64>,
+    /// Successful handshakes per second.
+    pub achieved_per_sec: f64,
+    /// Successful handshakes per minute (`achieved_per_sec × 60`).
+    pub cpm: f64,
+    /// Length of the measured part, seconds.
+    pub measured_secs: f64,
+    /// Attempts started.
+    pub attempts: u64,
+    /// Handshakes completed.
+    pub successes: u64,
+    /// Failed attempts by errno name (`"ECONNREFUSED"`, `"ETIMEDOUT"`, `"EADDRNOTAVAIL"`, ...).
+    pub failures: BTreeMap<String, u64>,
+    /// Open loop: attempts started later than intended because the generator fell behind.
+    pub late: u64,
+    /// Open loop: intended attempts not started (in-flight bound reached).
+    pub dropped: u64,
+    /// Latency histograms (ns).
+    pub histograms: Histograms,
+    /// Per-second rows of the measured part.
+    pub timeline: Vec<TimelineRow>,
+    /// Server side (`None` with `--target`).
+    pub server: Option<ServerSide>,
+    /// Load workers.
+    pub load_workers: Vec<LoadWorker>,
+    /// CPU time per side.
+    pub cpu: CpuUsage,
+    /// Kernel counter deltas over the phase (warm-up included): `"Tcp.ActiveOpens"`,
+    /// `"TcpExt.ListenOverflows"`, `"softnet.dropped"`, ...
+    pub counters: BTreeMap<String, i64>,
+    /// Our counts against the kernel's.
+    pub cross_check: Option<CrossCheck>,
+}
+
+impl PhaseRecord {
+    /// Failed attempts, all causes.
+    pub fn failed(&self) -> u64 {
+        self.failures.values().sum()
+    }
+
+    /// Failed attempts as a fraction of attempts (0 with no attempts).
+    pub fn error_ratio(&self) -> f64 {
+        if self.attempts == 0 {
+            0.0
+        } else {
+            self.failed() as f64 / self.attempts as f64
+        }
+    }
+
+    /// Non-zero drop counters among [`PhaseRecord::counters`] (names containing `Drop`,
+    /// `Overflow`, `dropped`, `Retrans`, `Cookies`/`Syncookies`), in name order.
+    pub fn drops(&self) -> Vec<(&str, i64)> {
+        self.counters
+            .iter()
+            .filter(|(k, v)| **v != 0 && is_drop_counter(k))
+            .map(|(k, v)| (k.as_str(), *v))
+            .collect()
+    }
+}
+
+/// Whether a counter name denotes lost or retried handshakes (a different experiment).
+pub fn is_drop_counter(name: &str) -> bool {
+    ["Drop", "Overflow", "dropped", "Retrans", "ookies"]
+        .iter()
+        .any(|p| name.contains(p))
+}

@@ -1,0 +1,87 @@
+//! What ran and where: [`RunInfo`], [`HostInfo`], [`Baseline`].
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// What ran: the choices the tool made or was given, as they really were at run time.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct RunInfo {
+    /// The subcommand that wrote the record: `"bench"`, `"sweep"`, `"ab"`, `"load"`.
+    pub command: String,
+    /// Accept engine that ran on the server: `"io_uring"` or `"epoll"` (empty with `--target`:
+    /// the server is not ours).
+    pub engine: String,
+    /// Why `auto` fell back to epoll (e.g. `"io_uring disabled by kernel.io_uring_disabled=2"`).
+    pub engine_fallback_reason: Option<String>,
+    /// Connection steering in force: `"none"`, `"incoming_cpu"` or `"reuseport_cbpf"`.
+    pub steering: String,
+    /// CPUs running server workers, in listener order (empty with `--target`).
+    pub server_cpus: Vec<usize>,
+    /// CPUs running load workers.
+    pub load_cpus: Vec<usize>,
+    /// How the client ends a connection: `"rst"`, `"fin"` or `"server"` (server closes first).
+    pub close_mode: String,
+    /// What the server does after accept: `"close"`, `"rst"`, `"greet:<bytes>"` or `"hold"`.
+    pub server_mode: String,
+    /// Server and load ran in two network namespaces joined by a veth pair (`--netns`).
+    pub netns: bool,
+    /// Added round-trip time through netem, ns (`--rtt`); `None` when none was added.
+    pub rtt_ns: Option<u64>,
+    /// External server benchmarked (`--target HOST:PORT`); `None` for our own server.
+    pub target: Option<String>,
+    /// connstorm's version, e.g. `"0.1.0"`.
+    pub connstorm_version: String,
+    /// Git commit connstorm was built from (`"unknown"` outside a git checkout).
+    pub git_commit: String,
+    /// The run was stopped early (Ctrl-C): the figures cover only what ran.
+    pub interrupted: bool,
+    /// When the run started, RFC 3339 UTC (`2026-11-29T22:15:03Z`); see
+    /// [`crate::timestamp::rfc3339_utc`].
+    pub started_at: String,
+    /// Wall-clock length of the whole run in seconds, including warm-up and set-up.
+    pub wall_secs: f64,
+}
+
+/// The host the run measured (the server's host for `bench`; the load host for `--target`).
+///
+/// Every field is what could be read; unreadable facts are `None` or empty.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct HostInfo {
+    /// Host name.
+    pub hostname: Option<String>,
+    /// Kernel release (`uname -r`, /proc/sys/kernel/osrelease).
+    pub kernel_release: Option<String>,
+    /// Kernel command line (/proc/cmdline), trimmed.
+    pub cmdline: Option<String>,
+    /// CPU model name (/proc/cpuinfo `model name`).
+    pub cpu_model: Option<String>,
+    /// Online CPUs (/sys/devices/system/cpu/online).
+    pub online_cpus: Vec<usize>,
+    /// Isolated CPUs (/sys/devices/system/cpu/isolated, isolcpus=).
+    pub isolated_cpus: Vec<usize>,
+    /// NUMA nodes with their CPUs (/sys/devices/system/node/node*/cpulist).
+    pub numa_nodes: Vec<NumaNode>,
+    /// The sysctls that matter for accept rate, name → value as read (e.g.
+    /// `"net.core.somaxconn" → "4096"`).
+    pub sysctls: BTreeMap<String, String>,
+}
+
+/// One NUMA node and its CPUs.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct NumaNode {
+    /// Node number.
+    pub id: usize,
+    /// CPUs of the node.
+    pub cpus: Vec<usize>,
+}
+
+/// The kernel floor measured in the same run (`bench --baseline`): a minimal blocking
+/// socket/connect/close loop against accept/close on the same CPUs.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct Baseline {
+    /// Connections per second the blocking pair reached.
+    pub floor_per_sec: f64,
+    /// connstorm's peak divided by the floor (1.0 = as fast as the kernel floor).
+    pub ratio: f64,
+}

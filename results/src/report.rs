@@ -1,0 +1,353 @@
+//! Reports on run records: the figures of each phase, ready to print as text, Markdown, JSON or
+//! CSV.
+//!
+//! [`build`] turns a [`RunRecord`] into a [`RecordReport`] (decoding histograms, computing
+//! percentiles and bucket shares); [`render`] prints a list of them in a [`Format`].
+
+mod csv;
+mod document;
+pub mod table;
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::histogram::{self, Bucket, LatencySummary};
+use crate::record::{
+    Baseline, CpuUsage, CrossCheck, HostInfo, Latency, Pattern, PhaseRecord, RunInfo, RunRecord,
+    ServerSide,
+};
+use crate::sweep::parse_latency_ns;
+
+pub use document::blocks;
+
+/// Output formats of `connstorm report`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Aligned plain text for a terminal.
+    Text,
+    /// GitHub-flavoured Markdown.
+    Markdown,
+    /// The [`RecordReport`]s as a JSON array.
+    Json,
+    /// One row per record and phase, a header row first.
+    Csv,
+}
+
+/// Why a report could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    /// A histogram in the record does not decode.
+    #[error("{file}: histogram {phase}.{which} does not decode: {source}; the record is damaged: re-run the benchmark")]
+    Histogram {
+        /// The record file (or label).
+        file: String,
+        /// Phase name.
+        phase: String,
+        /// `handshake`, `service` or `first_byte`.
+        which: &'static str,
+        /// The decoder's complaint.
+        #[source]
+        source: histogram::HistogramError,
+    },
+    /// Bucket edges could not be parsed.
+    #[error("invalid bucket edges {text:?}: {why}; write increasing latencies with units, e.g. `100us,250us,1ms,10ms`")]
+    Buckets {
+        /// What was given.
+        text: String,
+        /// What is wrong.
+        why: String,
+    },
+}
+
+/// One latency histogram of a phase, summarized.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LatencyReport {
+    /// `handshake`, `service` or `first_byte`.
+    pub which: &'static str,
+    /// Percentiles, max, mean, stddev (ns).
+    pub summary: LatencySummary,
+    /// Share of connections per bucket.
+    pub buckets: Vec<Bucket>,
+}
+
+/// One phase, summarized.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PhaseReport {
+    /// Phase name.
+    pub name: String,
+    /// `open, 1600/s poisson` or `closed, 64 in flight`.
+    pub pattern: String,
+    /// Offered attempts/s (open loop).
+    pub offered_per_sec: Option<f64>,
+    /// Successful handshakes/s.
+    pub achieved_per_sec: f64,
+    /// Successful handshakes per minute.
+    pub cpm: f64,
+    /// `achieved / offered` (open loop).
+    pub achieved_ratio: Option<f64>,
+    /// Measured seconds.
+    pub measured_secs: f64,
+    /// Attempts started.
+    pub attempts: u64,
+    /// Handshakes completed.
+    pub successes: u64,
+    /// Failures by errno name.
+    pub failures: BTreeMap<String, u64>,
+    /// Attempts started late (open loop).
+    pub late: u64,
+    /// Attempts never started (open loop).
+    pub dropped: u64,
+    /// Latency histograms that were measured.
+    pub latency: Vec<LatencyReport>,
+    /// CPU time per side.
+    pub cpu: CpuUsage,
+    /// Kernel counter deltas.
+    pub counters: BTreeMap<String, i64>,
+    /// Non-zero drop counters (each also a warning).
+    pub drops: Vec<(String, i64)>,
+    /// Server side.
+    pub server: Option<ServerSide>,
+    /// Our counts against the kernel's.
+    pub cross_check: Option<CrossCheck>,
+}
+
+/// One record, summarized.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RecordReport {
+    /// The file it was read from (empty if none).
+    pub file: String,
+    /// The record's label.
+    pub label: String,
+    /// What ran.
+    pub run: RunInfo,
+    /// The host.
+    pub host: HostInfo,
+    /// Phases in run order.
+    pub phases: Vec<PhaseReport>,
+    /// Kernel floor, if measured.
+    pub baseline: Option<Baseline>,
+    /// The record's warnings plus one per non-zero drop counter.
+    pub warnings: Vec<String>,
+}
+
+/// Describes a load pattern for people: `open, 1600/s poisson` / `closed, 64 in flight`.
+pub fn describe_pattern(p: &Pattern) -> String {
+    match p {
+        Pattern::Open {
+            rate_per_sec,
+            arrival,
+        } => {
+            let arrival = serde_json::to_value(arrival)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default();
+            format!("open loop, {rate_per_sec:.0}/s {arrival}")
+        }
+        Pattern::Closed { concurrency } => format!("closed loop, {concurrency} in flight"),
+    }
+}
+
+fn phase_report(file: &str, p: &PhaseRecord, edges_ns: &[u64]) -> Result<PhaseReport, ReportError> {
+    let mut latency = Vec::new();
+    for which in Latency::ALL {
+        let h = p
+            .histograms
+            .decode(which)
+            .map_err(|source| ReportError::Histogram {
+                file: file.to_string(),
+                phase: p.name.clone(),
+                which: which.name(),
+                source,
+            })?;
+        if let Some(h) = h {
+            latency.push(LatencyReport {
+                which: which.name(),
+                summary: LatencySummary::of(&h),
+                buckets: histogram::buckets(&h, edges_ns),
+            });
+        }
+    }
+    Ok(PhaseReport {
+        name: p.name.clone(),
+        pattern: describe_pattern(&p.pattern),
+        offered_per_sec: p.offered_per_sec,
+        achieved_per_sec: p.achieved_per_sec,
+        cpm: p.cpm,
+        achieved_ratio: p
+            .offered_per_sec
+            .filter(|&o| o > 0.0)
+            .map(|o| p.achieved_per_sec / o),
+        measured_secs: p.measured_secs,
+        attempts: p.attempts,
+        successes: p.successes,
+        failures: p.failures.clone(),
+        late: p.late,
+        dropped: p.dropped,
+        latency,
+        cpu: p.cpu,
+        counters: p.counters.clone(),
+        drops: p
+            .drops()
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect(),
+        server: p.server.clone(),
+        cross_check: p.cross_check.clone(),
+    })
+}
+
+/// Summarizes a record; `file` is where it came from (for output and errors), `edges_ns` the
+/// latency bucket edges (see [`histogram::buckets`]).
+///
+/// # Errors
+/// [`ReportError::Histogram`] if a histogram does not decode (never for a record that
+/// [`RunRecord::read`] accepted).
+pub fn build(rec: &RunRecord, file: &str, edges_ns: &[u64]) -> Result<RecordReport, ReportError> {
+    let phases = rec
+        .phases
+        .iter()
+        .map(|p| phase_report(file, p, edges_ns))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut warnings = rec.warnings.clone();
+    for p in &phases {
+        for (name, v) in &p.drops {
+            let w = format!("phase {}: {name} = {v}: the kernel dropped or retried handshakes, so this run measured a different experiment", p.name);
+            if !warnings.contains(&w) {
+                warnings.push(w);
+            }
+        }
+    }
+    if rec.run.interrupted {
+        warnings.push("the run was interrupted (Ctrl-C): figures cover only what ran".into());
+    }
+    Ok(RecordReport {
+        file: file.to_string(),
+        label: rec.label.clone(),
+        run: rec.run.clone(),
+        host: rec.host.clone(),
+        phases,
+        baseline: rec.baseline,
+        warnings,
+    })
+}
+
+/// Parses bucket edges: comma-separated latencies with units (`100us,250us,1ms`), strictly
+/// increasing, above zero. Returns ns.
+///
+/// # Errors
+/// [`ReportError::Buckets`] naming the bad edge.
+pub fn parse_bucket_edges(text: &str) -> Result<Vec<u64>, ReportError> {
+    let err = |why: String| ReportError::Buckets {
+        text: text.to_string(),
+        why,
+    };
+    let mut edges = Vec::new();
+    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let ns = parse_latency_ns(part).ok_or_else(|| {
+            err(format!(
+                "{part:?} is not a latency with a unit (ns, us, ms, s)"
+            ))
+        })?;
+        if ns == 0 {
+            return Err(err(format!("{part:?} is zero")));
+        }
+        if edges.last().is_some_and(|&last| ns <= last) {
+            return Err(err(format!("{part:?} is not above the edge before it")));
+        }
+        edges.push(ns);
+    }
+    if edges.is_empty() {
+        return Err(err("no edges given".into()));
+    }
+    Ok(edges)
+}
+
+/// Renders reports in a format.
+pub fn render(reports: &[RecordReport], format: Format) -> String {
+    match format {
+        Format::Text => table::to_text(&blocks(reports)),
+        Format::Markdown => table::to_markdown(&blocks(reports)),
+        Format::Json => {
+            serde_json::to_string_pretty(reports)
+                .expect("reports are plain data and always serialize")
+                + "\n"
+        }
+        Format::Csv => csv::to_csv(reports),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::histogram::DEFAULT_BUCKET_EDGES_NS;
+
+    #[test]
+    fn bucket_edges_parse_and_refuse_disorder() {
+        assert_eq!(
+            parse_bucket_edges("100us, 250us,1ms").unwrap(),
+            vec![100_000, 250_000, 1_000_000]
+        );
+        for bad in ["1ms,100us", "100", "", "0us", "1ms,1ms"] {
+            assert!(parse_bucket_edges(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn report_has_every_phase_and_latency_and_warns_on_drops() {
+        let mut rec = RunRecord::example();
+        rec.phases[0]
+            .counters
+            .insert("TcpExt.ListenDrops".into(), 7);
+        let r = build(&rec, "x.json", &DEFAULT_BUCKET_EDGES_NS).unwrap();
+        assert_eq!(r.phases.len(), 2);
+        let peak = &r.phases[0];
+        assert_eq!(
+            peak.latency.iter().map(|l| l.which).collect::<Vec<_>>(),
+            ["handshake", "service"]
+        );
+        assert_eq!(
+            peak.latency[0].buckets.len(),
+            DEFAULT_BUCKET_EDGES_NS.len() + 1
+        );
+        assert_eq!(peak.drops, vec![("TcpExt.ListenDrops".to_string(), 7)]);
+        assert!(
+            r.warnings.iter().any(|w| w.contains("ListenDrops = 7")),
+            "{:?}",
+            r.warnings
+        );
+        let lat = &r.phases[1];
+        assert!((lat.achieved_ratio.unwrap() - 1.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn every_format_shows_the_figures() {
+        let rec = RunRecord::example();
+        let r = build(&rec, "x.json", &[100_000, 1_000_000]).unwrap();
+        let p99 = histogram::format_ns(r.phases[1].latency[0].summary.p99_ns as f64);
+        let text = render(std::slice::from_ref(&r), Format::Text);
+        for needle in [
+            "CPM",
+            "conn/s",
+            "p99.99",
+            "stddev",
+            "ECONNREFUSED",
+            "µs per conn",
+            &p99,
+            "< 100.0µs",
+            "6.12.0-example",
+        ] {
+            assert!(text.contains(needle), "text lacks {needle:?}:\n{text}");
+        }
+        let md = render(std::slice::from_ref(&r), Format::Markdown);
+        assert!(md.contains("|---|") && md.contains(&p99), "{md}");
+        let json: serde_json::Value =
+            serde_json::from_str(&render(std::slice::from_ref(&r), Format::Json)).unwrap();
+        assert_eq!(
+            json[0]["phases"][1]["latency"][0]["summary"]["p99_ns"],
+            r.phases[1].latency[0].summary.p99_ns
+        );
+        let csv = render(std::slice::from_ref(&r), Format::Csv);
+        assert_eq!(csv.lines().count(), 3, "{csv}");
+    }
+}

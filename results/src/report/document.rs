@@ -1,0 +1,292 @@
+//! The report as a document (headings, lines, tables), shared by text and Markdown output.
+
+use std::collections::BTreeMap;
+
+use super::table::{Block, Table};
+use super::{PhaseReport, RecordReport};
+use crate::histogram::format_ns;
+use crate::record::SideCpu;
+
+/// Formats a CPU list compactly: `0-3,8,10-11`.
+pub fn cpulist(cpus: &[usize]) -> String {
+    let mut v = cpus.to_vec();
+    v.sort_unstable();
+    v.dedup();
+    let mut parts = Vec::new();
+    let mut i = 0;
+    while i < v.len() {
+        let mut j = i;
+        while j + 1 < v.len() && v[j + 1] == v[j] + 1 {
+            j += 1;
+        }
+        parts.push(if i == j {
+            v[i].to_string()
+        } else {
+            format!("{}-{}", v[i], v[j])
+        });
+        i = j + 1;
+    }
+    if parts.is_empty() {
+        "-".into()
+    } else {
+        parts.join(",")
+    }
+}
+
+fn errno_list(m: &BTreeMap<String, u64>) -> String {
+    if m.is_empty() {
+        return "none".into();
+    }
+    m.iter()
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn host_blocks(r: &RecordReport, out: &mut Vec<Block>) {
+    let run = &r.run;
+    let mut what = format!(
+        "engine {}{}, steering {}, close {}, server mode {}, server CPUs {}, load CPUs {}",
+        or_dash(&run.engine),
+        run.engine_fallback_reason
+            .as_ref()
+            .map(|w| format!(" (fallback: {w})"))
+            .unwrap_or_default(),
+        or_dash(&run.steering),
+        or_dash(&run.close_mode),
+        or_dash(&run.server_mode),
+        cpulist(&run.server_cpus),
+        cpulist(&run.load_cpus),
+    );
+    if run.netns {
+        what.push_str(", separate network namespaces");
+    }
+    if let Some(rtt) = run.rtt_ns {
+        what.push_str(&format!(", added RTT {}", format_ns(rtt as f64)));
+    }
+    if let Some(t) = &run.target {
+        what.push_str(&format!(", target {t}"));
+    }
+    out.push(Block::Line(what));
+    out.push(Block::Line(format!(
+        "connstorm {} ({}), started {}, wall {:.1} s{}",
+        or_dash(&run.connstorm_version),
+        or_dash(&run.git_commit),
+        or_dash(&run.started_at),
+        run.wall_secs,
+        if run.interrupted { ", INTERRUPTED" } else { "" }
+    )));
+    let h = &r.host;
+    let numa: Vec<String> = h
+        .numa_nodes
+        .iter()
+        .map(|n| format!("{}:{}", n.id, cpulist(&n.cpus)))
+        .collect();
+    out.push(Block::Line(format!(
+        "host {}: kernel {}, CPU {}, online CPUs {}, isolated CPUs {}, NUMA {}",
+        h.hostname.as_deref().unwrap_or("?"),
+        h.kernel_release.as_deref().unwrap_or("?"),
+        h.cpu_model.as_deref().unwrap_or("?"),
+        cpulist(&h.online_cpus),
+        cpulist(&h.isolated_cpus),
+        if numa.is_empty() {
+            "-".into()
+        } else {
+            numa.join(" ")
+        },
+    )));
+    if let Some(c) = &h.cmdline {
+        out.push(Block::Line(format!("cmdline: {c}")));
+    }
+    if !h.sysctls.is_empty() {
+        let s: Vec<String> = h.sysctls.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        out.push(Block::Line(format!("sysctls: {}", s.join(" "))));
+    }
+    if let Some(b) = r.baseline {
+        out.push(Block::Line(format!(
+            "kernel floor (blocking pair): {:.0} conn/s; connstorm peak = {:.2} × floor",
+            b.floor_per_sec, b.ratio
+        )));
+    }
+}
+
+fn or_dash(s: &str) -> &str {
+    if s.is_empty() {
+        "-"
+    } else {
+        s
+    }
+}
+
+fn latency_blocks(p: &PhaseReport, out: &mut Vec<Block>) {
+    if p.latency.is_empty() {
+        return;
+    }
+    let mut t = Table::new([
+        "latency", "p50", "p90", "p99", "p99.9", "p99.99", "max", "mean", "stddev", "samples",
+    ]);
+    for l in &p.latency {
+        let s = &l.summary;
+        let mut row = vec![l.which.to_string()];
+        row.extend(s.percentiles().iter().map(|(_, v)| format_ns(*v as f64)));
+        row.extend([
+            format_ns(s.max_ns as f64),
+            format_ns(s.mean_ns),
+            format_ns(s.stddev_ns),
+            s.count.to_string(),
+        ]);
+        t.row(row);
+    }
+    out.push(Block::Table(t));
+    let first = &p.latency[0];
+    let mut headers = vec!["latency bucket".to_string()];
+    headers.extend(p.latency.iter().map(|l| format!("{} share", l.which)));
+    let mut b = Table::new(headers);
+    for (i, bucket) in first.buckets.iter().enumerate() {
+        let range = match bucket.hi_ns {
+            Some(hi) if bucket.lo_ns == 0 => format!("< {}", format_ns(hi as f64)),
+            Some(hi) => format!(
+                "{} – {}",
+                format_ns(bucket.lo_ns as f64),
+                format_ns(hi as f64)
+            ),
+            None => format!(">= {}", format_ns(bucket.lo_ns as f64)),
+        };
+        let mut row = vec![range];
+        row.extend(
+            p.latency
+                .iter()
+                .map(|l| format!("{:.3}%", l.buckets[i].share * 100.0)),
+        );
+        b.row(row);
+    }
+    out.push(Block::Table(b));
+}
+
+fn cpu_row(t: &mut Table, side: &str, c: &SideCpu) {
+    t.row([
+        side.to_string(),
+        format!("{:.2}", c.us_per_conn_user),
+        format!("{:.2}", c.us_per_conn_sys),
+        format!("{:.2}", c.us_per_conn()),
+        format!("{:.1}%", c.sys_pct()),
+    ]);
+}
+
+fn phase_blocks(p: &PhaseReport, out: &mut Vec<Block>) {
+    out.push(Block::Heading(
+        2,
+        format!(
+            "phase {}: {}, {:.1} s measured",
+            p.name, p.pattern, p.measured_secs
+        ),
+    ));
+    let offered = match (p.offered_per_sec, p.achieved_ratio) {
+        (Some(o), Some(r)) => format!(
+            "offered {o:.1} conn/s, achieved {:.2}% of offered",
+            r * 100.0
+        ),
+        _ => "closed loop (no offered rate)".to_string(),
+    };
+    out.push(Block::Line(format!(
+        "rate: {:.0} CPM = {:.1} conn/s; {offered}",
+        p.cpm, p.achieved_per_sec
+    )));
+    let failed: u64 = p.failures.values().sum();
+    out.push(Block::Line(format!(
+        "attempts {}, successes {}, failed {} ({}), late {}, dropped {}",
+        p.attempts,
+        p.successes,
+        failed,
+        errno_list(&p.failures),
+        p.late,
+        p.dropped
+    )));
+    latency_blocks(p, out);
+    let mut cpu = Table::new(["CPU µs per conn", "user", "sys", "total", "sys%"]);
+    if let Some(s) = &p.cpu.server {
+        cpu_row(&mut cpu, "server", s);
+    }
+    cpu_row(&mut cpu, "load", &p.cpu.load);
+    out.push(Block::Table(cpu));
+    if let Some(s) = &p.server {
+        let total = s.accepted().max(1) as f64;
+        let shares: Vec<String> = s
+            .workers
+            .iter()
+            .map(|w| format!("cpu{} {:.1}%", w.cpu, w.accepted as f64 / total * 100.0))
+            .collect();
+        out.push(Block::Line(format!(
+            "server accepted {} ({}); accept errors: {}",
+            s.accepted(),
+            shares.join(", "),
+            errno_list(&s.accept_errors)
+        )));
+    }
+    if !p.counters.is_empty() {
+        let c: Vec<String> = p
+            .counters
+            .iter()
+            .map(|(k, v)| format!("{k} {v:+}"))
+            .collect();
+        out.push(Block::Line(format!("kernel counters: {}", c.join(", "))));
+    }
+    if let Some(x) = &p.cross_check {
+        let opt = |v: Option<i64>| v.map_or("-".to_string(), |v| v.to_string());
+        let line = format!(
+            "cross-check: server accepted {}, load successes {}, kernel PassiveOpens {}, ActiveOpens {}: {}{}",
+            x.server_accepted.map_or("-".to_string(), |v| v.to_string()),
+            x.load_successes,
+            opt(x.kernel_passive_opens),
+            opt(x.kernel_active_opens),
+            if x.agree { "agree" } else { "DISAGREE" },
+            if x.note.is_empty() { String::new() } else { format!(" ({})", x.note) }
+        );
+        out.push(if x.agree {
+            Block::Line(line)
+        } else {
+            Block::Warning(line)
+        });
+    }
+}
+
+/// The document for a list of record reports.
+pub fn blocks(reports: &[RecordReport]) -> Vec<Block> {
+    let mut out = Vec::new();
+    for r in reports {
+        let title = if r.label.is_empty() {
+            "run".to_string()
+        } else {
+            format!("run {}", r.label)
+        };
+        let file = if r.file.is_empty() {
+            String::new()
+        } else {
+            format!(" — {}", r.file)
+        };
+        out.push(Block::Heading(
+            1,
+            format!("{title} ({}){file}", or_dash(&r.run.command)),
+        ));
+        host_blocks(r, &mut out);
+        for w in &r.warnings {
+            out.push(Block::Warning(w.clone()));
+        }
+        for p in &r.phases {
+            phase_blocks(p, &mut out);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpulists_are_compact() {
+        assert_eq!(cpulist(&[0, 1, 2, 3, 8, 10, 11]), "0-3,8,10-11");
+        assert_eq!(cpulist(&[5]), "5");
+        assert_eq!(cpulist(&[]), "-");
+    }
+}

@@ -1,0 +1,72 @@
+//! Stopping without resetting a completed handshake.
+//!
+//! Closing a listener aborts the children still in its accept queue (inet_csk_listen_stop; with
+//! `SO_REUSEPORT` they are only migrated to a sibling when `net.ipv4.tcp_migrate_req=1`, Linux
+//! 5.14, Documentation/networking/ip-sysctl.rst), and shutdown(SHUT_RD) on a listener goes through
+//! the same path. listen(fd, 0) does not stop SYNs either (a backlog of 0 still admits one).
+//! So a stop works in four steps, per worker:
+//!
+//! 1. attach a classic BPF **socket filter** (SO_ATTACH_FILTER, socket(7)) to the listener that
+//!    drops segments with SYN set and ACK clear. TCP runs a listener's filter in tcp_v4_rcv /
+//!    tcp_v6_rcv (tcp_filter → sk_filter_trim_cap) with `skb->data` at the TCP header, after the
+//!    reuseport group picked the listener; the final ACK of a handshake in SYN_RECV is filtered by
+//!    the same listener (`req->rsk_listener`) and passes. A dropped SYN is retransmitted by the
+//!    client after ~1 s and then refused (RST) because the listener is gone, so the client sees
+//!    ECONNREFUSED or a timeout, never a reset of an established connection;
+//! 2. keep accepting for [`DRAIN_GRACE`], so handshakes already in SYN_RECV (SYN-ACK sent) can
+//!    complete and be accepted;
+//! 3. accept until EAGAIN;
+//! 4. close the listener.
+//!
+//! Residual window (documented, not closed): a handshake whose final ACK arrives later than
+//! [`DRAIN_GRACE`] after step 1 (RTT above that, or a lost SYN-ACK) is completed by the kernel
+//! after step 3 and reset at step 4. Children inherit the filter (sk_clone_lock copies
+//! `sk_filter`); it only drops pure SYNs, which an established socket never needs.
+
+use std::io;
+use std::time::Duration;
+
+use socket2::{SockFilter, Socket};
+
+/// How long workers keep accepting after new SYNs are blocked: covers handshakes in SYN_RECV on
+/// paths with an RTT up to ~200 ms. It is also the minimum time [`crate::Server::stop`] takes.
+pub const DRAIN_GRACE: Duration = Duration::from_millis(200);
+
+const BPF_LD_B_ABS: u16 = 0x10 | 0x20; // BPF_LD (0) | BPF_B | BPF_ABS
+const BPF_ALU_AND_K: u16 = 0x04 | 0x50; // BPF_ALU | BPF_AND | BPF_K
+const BPF_JMP_JEQ_K: u16 = 0x05 | 0x10; // BPF_JMP | BPF_JEQ | BPF_K
+const BPF_RET_K: u16 = 0x06; // BPF_RET | BPF_K
+/// TCP flags byte offset in the TCP header, and its SYN / ACK bits (RFC 9293).
+const TCP_FLAGS_OFFSET: u32 = 13;
+const TCP_SYN: u32 = 0x02;
+const TCP_ACK: u32 = 0x10;
+
+/// The SYN-dropping socket filter: `ldb [13]; and #(SYN|ACK); jeq #SYN, drop, keep`.
+pub fn syn_drop_program() -> [SockFilter; 5] {
+    [
+        SockFilter::new(BPF_LD_B_ABS, 0, 0, TCP_FLAGS_OFFSET),
+        SockFilter::new(BPF_ALU_AND_K, 0, 0, TCP_SYN | TCP_ACK),
+        SockFilter::new(BPF_JMP_JEQ_K, 0, 1, TCP_SYN),
+        SockFilter::new(BPF_RET_K, 0, 0, 0),
+        SockFilter::new(BPF_RET_K, 0, 0, u32::MAX),
+    ]
+}
+
+/// Step 1 above: makes `listener` drop new SYNs from now on.
+///
+/// # Errors
+/// The errno of setsockopt(SO_ATTACH_FILTER) (ENOMEM; EPERM if a filter was locked with
+/// SO_LOCK_FILTER).
+pub fn block_new_syns(listener: &Socket) -> io::Result<()> {
+    listener.attach_filter(&syn_drop_program())
+}
+
+/// Completed handshakes waiting in `listener`'s accept queue (TCP_INFO `tcpi_unacked` of a
+/// listening socket).
+///
+/// # Errors
+/// The errno of getsockopt(TCP_INFO).
+pub fn accept_queue_len(listener: &Socket) -> io::Result<u32> {
+    use std::os::fd::AsFd;
+    crate::sys::accept_queue_len(listener.as_fd())
+}

@@ -1,0 +1,246 @@
+//! The epoll engine (mio, edge-triggered): the fallback where io_uring cannot run.
+//!
+//! Every wake-up of the listener accepts (accept4(SOCK_NONBLOCK|SOCK_CLOEXEC), done by mio) until
+//! WouldBlock, since an edge-triggered listener is not reported again for connections already
+//! queued. EMFILE/ENFILE (and unexpected errors) stop accepting for [`super::BACKOFF`], then the
+//! worker tries again without waiting for a new event; transient errors are counted and the loop
+//! goes on. Connections that need more than one step (a greeting that did not fit the send buffer,
+//! a held connection) live in a table indexed by fd (grown by doubling, so no allocation per
+//! connection in steady state).
+
+use std::io::{ErrorKind, Read, Write};
+use std::os::fd::AsRawFd;
+use std::time::{Duration, Instant};
+
+use mio::net::{TcpListener, TcpStream};
+use mio::{Events, Interest, Poll, Token};
+use socket2::SockRef;
+
+use super::{classify, AcceptFailure, BACKOFF};
+use crate::config::Mode;
+use crate::error::ServerError;
+use crate::shard::{Ctx, Ready, WAIT_MAX};
+
+const LISTENER: Token = Token(usize::MAX);
+/// How long a stopping worker keeps writing unfinished greetings.
+const FINISH_MAX: Duration = Duration::from_secs(2);
+
+struct Conn {
+    stream: TcpStream,
+    /// Bytes of the greeting already sent (`Mode::Greet`).
+    sent: usize,
+}
+
+struct EpollLoop<'c> {
+    ctx: &'c mut Ctx,
+    poll: Poll,
+    listener: Option<TcpListener>,
+    conns: Vec<Option<Conn>>,
+    open: usize,
+    backoff_until: Option<Instant>,
+    scratch: Box<[u8]>,
+}
+
+/// Runs the epoll engine on the calling (pinned) worker thread until the stop drain is done.
+/// Calls `ready` once: `Ok(None)` when accepting, or the setup error.
+pub fn run(ctx: &mut Ctx, ready: impl FnOnce(Ready)) {
+    let cpu = ctx.cpu;
+    let poll = match Poll::new() {
+        Ok(p) => p,
+        Err(source) => return ready(Err(ServerError::Poll { cpu, source })),
+    };
+    let Some(sock) = ctx.listener.take() else { return ready(Ok(None)) };
+    if let Err(source) = sock.set_nonblocking(true) {
+        return ready(Err(ServerError::Poll { cpu, source }));
+    }
+    let mut listener = TcpListener::from_std(sock.into());
+    if let Err(source) = poll.registry().register(&mut listener, LISTENER, Interest::READABLE) {
+        return ready(Err(ServerError::Poll { cpu, source }));
+    }
+    let mut l = EpollLoop {
+        ctx,
+        poll,
+        listener: Some(listener),
+        conns: Vec::new(),
+        open: 0,
+        backoff_until: None,
+        scratch: vec![0; 4096].into_boxed_slice(),
+    };
+    ready(Ok(None));
+    l.run_loop();
+}
+
+impl EpollLoop<'_> {
+    fn run_loop(&mut self) {
+        let mut events = Events::with_capacity(1024);
+        let mut grace_until: Option<Instant> = None;
+        let mut finish_until: Option<Instant> = None;
+        loop {
+            let now = Instant::now();
+            let mut timeout = WAIT_MAX;
+            if let Some(b) = self.backoff_until {
+                timeout = timeout.min(b.saturating_duration_since(now));
+            }
+            if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
+                if e.kind() != ErrorKind::Interrupted {
+                    self.ctx.counts.error(e.raw_os_error().unwrap_or(libc::EIO));
+                    std::thread::sleep(BACKOFF);
+                }
+            }
+            for ev in events.iter() {
+                if ev.token() == LISTENER {
+                    if self.backoff_until.is_none() {
+                        self.accept_all();
+                    }
+                } else {
+                    self.on_event(ev.token().0);
+                }
+            }
+            let now = Instant::now();
+            if self.backoff_until.is_some_and(|b| now >= b) {
+                self.backoff_until = None;
+                self.accept_all();
+            }
+            self.ctx.maybe_publish(now);
+            if finish_until.is_some_and(|f| now >= f || self.open == 0) {
+                break;
+            }
+            if grace_until.is_none() && self.ctx.draining() {
+                if let Some(l) = self.listener.as_ref() {
+                    if let Err(e) = crate::drain::block_new_syns(&SockRef::from(l)) {
+                        self.ctx.counts.error(e.raw_os_error().unwrap_or(libc::EIO));
+                    }
+                }
+                grace_until = Some(now + self.ctx.grace());
+            }
+            if finish_until.is_none() && grace_until.is_some_and(|g| now >= g) {
+                self.final_drain();
+                finish_until = Some(now + FINISH_MAX);
+                if self.open == 0 {
+                    break;
+                }
+            }
+        }
+        // Whatever is still open (held connections, greetings not finished in time) is closed.
+        self.conns.clear();
+    }
+
+    fn accept_all(&mut self) {
+        loop {
+            let Some(l) = self.listener.as_ref() else { return };
+            match l.accept() {
+                Ok((stream, _)) => {
+                    self.ctx.counts.accepted += 1;
+                    self.on_conn(stream);
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+                Err(e) => {
+                    let errno = e.raw_os_error().unwrap_or(libc::EIO);
+                    self.ctx.counts.error(errno);
+                    if let AcceptFailure::Backoff(emfile) = classify(errno) {
+                        self.ctx.counts.emfile_backoffs += u64::from(emfile);
+                        self.backoff_until = Some(Instant::now() + BACKOFF);
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Stop: accept until EAGAIN, count what cannot be accepted, close the listener; held
+    /// connections are closed.
+    fn final_drain(&mut self) {
+        self.backoff_until = None;
+        self.accept_all();
+        if let Some(mut l) = self.listener.take() {
+            if self.backoff_until.is_some() {
+                let left = crate::drain::accept_queue_len(&SockRef::from(&l)).unwrap_or(0);
+                self.ctx.counts.left_in_queue += u64::from(left);
+            }
+            let _ = self.poll.registry().deregister(&mut l);
+        }
+        self.backoff_until = None;
+        if self.ctx.mode == Mode::Hold {
+            for slot in &mut self.conns {
+                if slot.take().is_some() {
+                    self.open -= 1;
+                }
+            }
+        }
+    }
+
+    fn on_conn(&mut self, stream: TcpStream) {
+        match self.ctx.mode {
+            Mode::Close => drop(stream),
+            Mode::Rst => {
+                if let Err(e) = SockRef::from(&stream).set_linger(Some(Duration::ZERO)) {
+                    self.ctx.counts.error(e.raw_os_error().unwrap_or(libc::EIO));
+                }
+                drop(stream);
+            }
+            Mode::Greet { .. } => {
+                let mut conn = Conn { stream, sent: 0 };
+                if !self.write_greeting(&mut conn) {
+                    self.keep(conn, Interest::WRITABLE);
+                }
+            }
+            Mode::Hold => self.keep(Conn { stream, sent: 0 }, Interest::READABLE),
+        }
+    }
+
+    /// Writes the rest of the greeting; true when the connection is done (all sent or failed).
+    fn write_greeting(&mut self, conn: &mut Conn) -> bool {
+        while conn.sent < self.ctx.greet.len() {
+            match (&conn.stream).write(&self.ctx.greet[conn.sent..]) {
+                Ok(n) => conn.sent += n,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return false,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => {
+                    self.ctx.counts.error(e.raw_os_error().unwrap_or(libc::EIO));
+                    return true;
+                }
+            }
+        }
+        true
+    }
+
+    fn keep(&mut self, mut conn: Conn, interest: Interest) {
+        let fd = conn.stream.as_raw_fd() as usize;
+        if let Err(e) = self.poll.registry().register(&mut conn.stream, Token(fd), interest) {
+            self.ctx.counts.error(e.raw_os_error().unwrap_or(libc::EIO));
+            return;
+        }
+        if fd >= self.conns.len() {
+            self.conns.resize_with((fd + 1).next_power_of_two(), || None);
+        }
+        self.conns[fd] = Some(conn);
+        self.open += 1;
+    }
+
+    fn on_event(&mut self, fd: usize) {
+        let Some(mut conn) = self.conns.get_mut(fd).and_then(Option::take) else { return };
+        let done = match self.ctx.mode {
+            Mode::Greet { .. } => self.write_greeting(&mut conn),
+            _ => self.read_discard(&mut conn),
+        };
+        if done {
+            self.open -= 1;
+            let _ = self.poll.registry().deregister(&mut conn.stream);
+        } else {
+            self.conns[fd] = Some(conn);
+        }
+    }
+
+    /// Reads and drops what a held connection sent; true at EOF or error (close it).
+    fn read_discard(&mut self, conn: &mut Conn) -> bool {
+        loop {
+            match (&conn.stream).read(&mut self.scratch) {
+                Ok(0) => return true,
+                Ok(_) => {}
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return false,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(_) => return true,
+            }
+        }
+    }
+}

@@ -1,0 +1,416 @@
+//! The io_uring engine: one ring per worker, created on the worker thread.
+//!
+//! - Setup flags: SINGLE_ISSUER + DEFER_TASKRUN (Linux 6.1), else COOP_TASKRUN + TASKRUN_FLAG
+//!   (5.19), else none (io_uring_setup(2)). SQ [`SQ_ENTRIES`], CQ [`CQ_ENTRIES`] so a multishot
+//!   burst does not overflow it (an overflow would end the multishot request; it is re-armed).
+//! - One multishot accept (IORING_ACCEPT_MULTISHOT, 5.19) on the listener. A CQE without
+//!   IORING_CQE_F_MORE ends it: re-armed at once after a success or a transient error, after an
+//!   IORING_OP_TIMEOUT of [`super::BACKOFF`] after EMFILE/ENFILE (counted) or another error.
+//!   ECANCELED means we cancelled it at stop. (io_uring_multishot(7), io_uring/net.c io_accept.)
+//! - Per connection, through the ring: Close (`close`), SO_LINGER 0 then Close (`rst`; the
+//!   setsockopt is a syscall), Send with MSG_WAITALL (short sends are retried by the kernel for
+//!   stream sockets) hard-linked to Close (`greet`), or a one-shot PollAdd(POLLIN|POLLRDHUP)
+//!   (`hold`; data is read and dropped with recv(MSG_DONTWAIT), EOF/HUP/error closes).
+//! - No per-connection allocation and no slab: every in-flight operation is named by its
+//!   `user_data` = kind << 56 | fd, and the only memory an SQE points to is the worker's greeting
+//!   buffer and its back-off timespec, both alive until every CQE arrived (or leaked if the kernel
+//!   has not completed them [`FINISH_MAX`] after the stop).
+//!
+//! Unsafe here: pushing SQEs (the kernel reads the memory they point to) and turning raw fds from
+//! accept CQEs into borrowed/owned fds.
+
+use std::mem::MaybeUninit;
+use std::os::fd::{BorrowedFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
+use std::time::{Duration, Instant};
+
+use io_uring::{cqueue, opcode, squeue, types, IoUring};
+use socket2::SockRef;
+
+use super::{classify, AcceptFailure, BACKOFF};
+use crate::config::Mode;
+use crate::error::ServerError;
+use crate::shard::{Ctx, Ready, WAIT_MAX};
+
+/// Submission queue entries per ring.
+pub const SQ_ENTRIES: u32 = 256;
+/// Completion queue entries per ring (16 × SQ): room for multishot accept bursts plus the
+/// close/send completions they cause.
+pub const CQ_ENTRIES: u32 = 4096;
+/// How long a stopping worker waits for its last CQEs.
+pub const FINISH_MAX: Duration = Duration::from_secs(2);
+
+const ACCEPT: u64 = 1 << 56;
+const CLOSE: u64 = 2 << 56;
+const SEND: u64 = 3 << 56;
+const POLL: u64 = 4 << 56;
+const TIMEOUT: u64 = 5 << 56;
+const CANCEL: u64 = 6 << 56;
+const KIND_MASK: u64 = 0xff << 56;
+const POLL_EVENTS: u32 = (libc::POLLIN | libc::POLLRDHUP) as u32;
+const POLL_GONE: i32 = (libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR) as i32;
+
+fn ud(kind: u64, fd: RawFd) -> u64 {
+    kind | u64::from(fd as u32)
+}
+
+/// Builds a ring with the best setup flags this kernel accepts and names them.
+///
+/// # Errors
+/// The io_uring_setup(2) error of the last attempt.
+pub fn build_ring() -> std::io::Result<(IoUring, &'static str)> {
+    let einval = |e: &std::io::Error| e.raw_os_error() == Some(libc::EINVAL);
+    match IoUring::builder()
+        .setup_single_issuer()
+        .setup_defer_taskrun()
+        .setup_cqsize(CQ_ENTRIES)
+        .build(SQ_ENTRIES)
+    {
+        Ok(r) => return Ok((r, "single_issuer+defer_taskrun")),
+        Err(e) if !einval(&e) => return Err(e),
+        Err(_) => {}
+    }
+    match IoUring::builder().setup_coop_taskrun().setup_taskrun_flag().setup_cqsize(CQ_ENTRIES).build(SQ_ENTRIES) {
+        Ok(r) => return Ok((r, "coop_taskrun")),
+        Err(e) if !einval(&e) => return Err(e),
+        Err(_) => {}
+    }
+    Ok((IoUring::builder().setup_cqsize(CQ_ENTRIES).build(SQ_ENTRIES)?, "none"))
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Phase {
+    Running,
+    Grace(Instant),
+    Cancelling,
+    Finishing(Instant),
+}
+
+struct Uring<'c> {
+    ctx: &'c mut Ctx,
+    ring: IoUring,
+    listener_fd: RawFd,
+    /// SQEs pushed whose (last) CQE has not arrived; the multishot accept is tracked apart.
+    in_flight: usize,
+    accept_armed: bool,
+    accepting: bool,
+    backoff_pending: bool,
+    backoff_ts: Box<types::Timespec>,
+    held: Vec<bool>,
+    scratch: Box<[MaybeUninit<u8>]>,
+}
+
+/// Runs the io_uring engine on the calling (pinned) worker thread until the stop drain is done.
+/// Calls `ready` once: `Ok(Some(setup flags))` when accepting, or the setup error.
+pub fn run(ctx: &mut Ctx, ready: impl FnOnce(Ready)) {
+    let (ring, flags) = match build_ring() {
+        Ok(r) => r,
+        Err(source) => return ready(Err(ServerError::Ring { cpu: ctx.cpu, source })),
+    };
+    let Some(listener) = ctx.listener.as_ref() else { return ready(Ok(Some(flags))) };
+    // Blocking for the multishot accept (it polls by itself); made non-blocking for the final
+    // synchronous drain.
+    if let Err(source) = listener.set_nonblocking(false) {
+        return ready(Err(ServerError::Ring { cpu: ctx.cpu, source }));
+    }
+    let listener_fd = std::os::fd::AsRawFd::as_raw_fd(listener);
+    let held = if ctx.mode == Mode::Hold { vec![false; crate::rlimit::nofile_soft()] } else { Vec::new() };
+    let mut u = Uring {
+        ctx,
+        ring,
+        listener_fd,
+        in_flight: 0,
+        accept_armed: false,
+        accepting: true,
+        backoff_pending: false,
+        backoff_ts: Box::new(types::Timespec::from(BACKOFF)),
+        held,
+        scratch: vec![MaybeUninit::uninit(); 4096].into_boxed_slice(),
+    };
+    u.arm_accept();
+    ready(Ok(Some(flags)));
+    u.run_loop();
+}
+
+impl Uring<'_> {
+    fn run_loop(&mut self) {
+        let wait_ts = types::Timespec::from(WAIT_MAX);
+        let args = types::SubmitArgs::new().timespec(&wait_ts);
+        let mut phase = Phase::Running;
+        loop {
+            if let Err(e) = self.ring.submitter().submit_with_args(1, &args) {
+                match e.raw_os_error() {
+                    Some(libc::ETIME | libc::EINTR | libc::EBUSY | libc::EAGAIN) => {}
+                    other => {
+                        self.ctx.counts.error(other.unwrap_or(libc::EIO));
+                        std::thread::sleep(BACKOFF);
+                    }
+                }
+            }
+            self.reap();
+            let now = Instant::now();
+            self.ctx.maybe_publish(now);
+            phase = match phase {
+                Phase::Running if self.ctx.draining() => {
+                    if let Some(l) = self.ctx.listener.as_ref() {
+                        if let Err(e) = crate::drain::block_new_syns(l) {
+                            self.ctx.counts.error(e.raw_os_error().unwrap_or(libc::EIO));
+                        }
+                    }
+                    Phase::Grace(now + self.ctx.grace())
+                }
+                Phase::Grace(until) if now >= until => {
+                    self.accepting = false;
+                    if self.accept_armed {
+                        let cancel = opcode::AsyncCancel::new(ud(ACCEPT, self.listener_fd)).build().user_data(CANCEL);
+                        if !self.push(&[cancel]) {
+                            self.accept_armed = false; // cannot happen in practice; do not wait forever
+                        }
+                    }
+                    Phase::Cancelling
+                }
+                Phase::Cancelling if !self.accept_armed && !self.backoff_pending => {
+                    self.final_drain();
+                    self.release_held();
+                    Phase::Finishing(now + FINISH_MAX)
+                }
+                Phase::Finishing(_) if self.in_flight == 0 => break,
+                Phase::Finishing(until) if now >= until => {
+                    // The kernel still holds SQEs that may point at these: never free them.
+                    std::mem::forget(std::mem::take(&mut self.ctx.greet));
+                    std::mem::forget(std::mem::replace(&mut self.backoff_ts, Box::new(types::Timespec::new())));
+                    break;
+                }
+                p => p,
+            };
+        }
+    }
+
+    /// Handles every CQE available now (in batches, so handlers can push SQEs).
+    fn reap(&mut self) {
+        let mut batch = [(0u64, 0i32, 0u32); 128];
+        loop {
+            let mut n = 0;
+            for cqe in self.ring.completion() {
+                batch[n] = (cqe.user_data(), cqe.result(), cqe.flags());
+                n += 1;
+                if n == batch.len() {
+                    break;
+                }
+            }
+            if n == 0 {
+                return;
+            }
+            for &(data, res, flags) in &batch[..n] {
+                self.complete(data, res, flags);
+            }
+        }
+    }
+
+    fn complete(&mut self, data: u64, res: i32, flags: u32) {
+        let fd = (data & 0xffff_ffff) as u32 as RawFd;
+        match data & KIND_MASK {
+            ACCEPT => self.on_accept(res, flags),
+            TIMEOUT => {
+                self.in_flight -= 1;
+                self.backoff_pending = false;
+                if self.accepting && !self.accept_armed {
+                    self.arm_accept();
+                }
+            }
+            CLOSE | SEND => {
+                self.in_flight -= 1;
+                if res < 0 && res != -libc::ECANCELED {
+                    self.ctx.counts.error(-res);
+                }
+            }
+            POLL => {
+                self.in_flight -= 1;
+                self.on_poll(fd, res);
+            }
+            _ => self.in_flight -= 1, // CANCEL: ENOENT/EALREADY are fine
+        }
+    }
+
+    fn on_accept(&mut self, res: i32, flags: u32) {
+        if !cqueue::more(flags) {
+            self.accept_armed = false;
+        }
+        let mut backoff = false;
+        if res >= 0 {
+            self.ctx.counts.accepted += 1;
+            self.on_conn(res);
+        } else if res != -libc::ECANCELED {
+            let errno = -res;
+            self.ctx.counts.error(errno);
+            if let AcceptFailure::Backoff(emfile) = classify(errno) {
+                self.ctx.counts.emfile_backoffs += u64::from(emfile);
+                backoff = true;
+            }
+        }
+        if self.accepting && !self.accept_armed && !self.backoff_pending {
+            if backoff {
+                self.arm_backoff();
+            } else {
+                self.arm_accept();
+            }
+        }
+    }
+
+    fn arm_accept(&mut self) {
+        let e = opcode::AcceptMulti::new(types::Fd(self.listener_fd))
+            .flags(libc::SOCK_CLOEXEC)
+            .build()
+            .user_data(ud(ACCEPT, self.listener_fd));
+        if self.push(&[e]) {
+            self.in_flight -= 1; // tracked by accept_armed instead
+            self.accept_armed = true;
+        } else {
+            self.arm_backoff();
+        }
+    }
+
+    fn arm_backoff(&mut self) {
+        let ts: *const types::Timespec = &*self.backoff_ts;
+        let e = opcode::Timeout::new(ts).build().user_data(TIMEOUT);
+        self.backoff_pending = self.push(&[e]);
+    }
+
+    /// What the mode says to do with a freshly accepted descriptor.
+    fn on_conn(&mut self, fd: RawFd) {
+        match self.ctx.mode {
+            Mode::Close => self.close(fd),
+            Mode::Rst => {
+                // SAFETY: fd was just returned by accept and is owned by this worker until the
+                // Close below completes.
+                let b = unsafe { BorrowedFd::borrow_raw(fd) };
+                if let Err(e) = SockRef::from(&b).set_linger(Some(Duration::ZERO)) {
+                    self.ctx.counts.error(e.raw_os_error().unwrap_or(libc::EIO));
+                }
+                self.close(fd);
+            }
+            Mode::Greet { .. } => {
+                let send = opcode::Send::new(types::Fd(fd), self.ctx.greet.as_ptr(), self.ctx.greet.len() as u32)
+                    .flags(libc::MSG_NOSIGNAL | libc::MSG_WAITALL)
+                    .build()
+                    .user_data(ud(SEND, fd))
+                    .flags(squeue::Flags::IO_HARDLINK);
+                let close = opcode::Close::new(types::Fd(fd)).build().user_data(ud(CLOSE, fd));
+                if !self.push(&[send, close]) {
+                    close_now(fd);
+                }
+            }
+            Mode::Hold => {
+                let i = fd as usize;
+                if i >= self.held.len() {
+                    self.held.resize(i + 1, false);
+                }
+                self.held[i] = true;
+                self.poll(fd);
+            }
+        }
+    }
+
+    fn close(&mut self, fd: RawFd) {
+        let e = opcode::Close::new(types::Fd(fd)).build().user_data(ud(CLOSE, fd));
+        if !self.push(&[e]) {
+            close_now(fd);
+        }
+    }
+
+    fn poll(&mut self, fd: RawFd) {
+        let e = opcode::PollAdd::new(types::Fd(fd), POLL_EVENTS).build().user_data(ud(POLL, fd));
+        if !self.push(&[e]) {
+            self.unhold(fd);
+            close_now(fd);
+        }
+    }
+
+    fn unhold(&mut self, fd: RawFd) {
+        if let Some(h) = self.held.get_mut(fd as usize) {
+            *h = false;
+        }
+    }
+
+    /// A held connection became readable or hung up.
+    fn on_poll(&mut self, fd: RawFd, res: i32) {
+        if res >= 0 && res & POLL_GONE == 0 {
+            // SAFETY: fd is a held connection of this worker (closed only after this returns).
+            let b = unsafe { BorrowedFd::borrow_raw(fd) };
+            let sock = SockRef::from(&b);
+            for _ in 0..16 {
+                match sock.recv_with_flags(&mut self.scratch, libc::MSG_DONTWAIT) {
+                    Ok(0) => break,
+                    Ok(_) => continue,
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return self.poll(fd),
+                    Err(_) => break,
+                }
+            }
+        }
+        self.unhold(fd);
+        self.close(fd);
+    }
+
+    /// Accepts what is left in the queue (the multishot accept is gone), then closes the listener.
+    fn final_drain(&mut self) {
+        let Some(listener) = self.ctx.listener.take() else { return };
+        if let Err(e) = listener.set_nonblocking(true) {
+            self.ctx.counts.error(e.raw_os_error().unwrap_or(libc::EIO));
+            self.ctx.counts.left_in_queue += u64::from(crate::drain::accept_queue_len(&listener).unwrap_or(0));
+            return;
+        }
+        loop {
+            match listener.accept() {
+                Ok((sock, _)) => {
+                    self.ctx.counts.accepted += 1;
+                    self.on_conn(sock.into_raw_fd());
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(e) => {
+                    let errno = e.raw_os_error().unwrap_or(libc::EIO);
+                    self.ctx.counts.error(errno);
+                    if classify(errno) != AcceptFailure::Transient {
+                        self.ctx.counts.left_in_queue +=
+                            u64::from(crate::drain::accept_queue_len(&listener).unwrap_or(0));
+                        break;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Stop: held connections get shutdown(SHUT_RDWR), so their polls complete and close them.
+    fn release_held(&mut self) {
+        for fd in 0..self.held.len() {
+            if self.held[fd] {
+                // SAFETY: fd is a held connection of this worker, open until its poll completes.
+                let b = unsafe { BorrowedFd::borrow_raw(fd as RawFd) };
+                let _ = SockRef::from(&b).shutdown(std::net::Shutdown::Both);
+            }
+        }
+    }
+
+    /// Pushes `entries` as one group (adjacent in the SQ, as links need), submitting first when
+    /// the SQ lacks room. False when there is still no room (the caller then acts synchronously).
+    fn push(&mut self, entries: &[squeue::Entry]) -> bool {
+        for _ in 0..4 {
+            // SAFETY: every entry names an fd this worker owns until the entry's CQE, and points
+            // at no memory except `self.ctx.greet` (Send) and `self.backoff_ts` (Timeout), which
+            // stay alive until all CQEs arrived (run_loop waits for in_flight == 0, or leaks
+            // them).
+            let pushed = unsafe { self.ring.submission().push_multiple(entries) };
+            if pushed.is_ok() {
+                self.in_flight += entries.len();
+                return true;
+            }
+            if self.ring.submit().is_err() {
+                std::thread::yield_now();
+            }
+        }
+        false
+    }
+}
+
+fn close_now(fd: RawFd) {
+    // SAFETY: fd came from accept and no queued operation refers to it.
+    drop(unsafe { OwnedFd::from_raw_fd(fd) });
+}

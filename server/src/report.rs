@@ -1,0 +1,139 @@
+//! What a run reports: live totals ([`LiveStats`]) and the final [`ServerReport`].
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::net::SocketAddr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::Mode;
+
+/// The event engine that actually ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Engine {
+    /// io_uring with multishot accept (Linux 5.19+).
+    IoUring,
+    /// epoll through mio, edge-triggered.
+    Epoll,
+}
+
+impl fmt::Display for Engine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Engine::IoUring => "io_uring",
+            Engine::Epoll => "epoll",
+        })
+    }
+}
+
+/// The steering mechanism that was installed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SteeringUsed {
+    /// None: the kernel's 4-tuple hash picks the listener.
+    None,
+    /// SO_INCOMING_CPU on every listener (reuseport groups honour it since Linux 6.1).
+    IncomingCpu,
+    /// SO_ATTACH_REUSEPORT_CBPF: SKF_AD_CPU mapped to the listener index (Linux 4.5+).
+    ReuseportCbpf,
+}
+
+impl fmt::Display for SteeringUsed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            SteeringUsed::None => "none",
+            SteeringUsed::IncomingCpu => "so_incoming_cpu",
+            SteeringUsed::ReuseportCbpf => "reuseport_cbpf",
+        })
+    }
+}
+
+/// Totals so far, as last published by the workers (at most ~10 ms old while a worker is busy,
+/// up to one wait period (50 ms) when idle).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LiveStats {
+    /// Connections accepted per worker, in `ServerConfig::cpus` order.
+    pub accepted_per_worker: Vec<u64>,
+    /// Errors of all workers (accept, send and close failures).
+    pub errors_total: u64,
+}
+
+impl LiveStats {
+    /// Sum of [`LiveStats::accepted_per_worker`].
+    pub fn accepted(&self) -> u64 {
+        self.accepted_per_worker.iter().sum()
+    }
+}
+
+/// The final report of one worker.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkerReport {
+    /// CPU the worker was pinned to.
+    pub cpu: usize,
+    /// Connections accepted (including those accepted while draining at stop).
+    pub accepted: u64,
+    /// Failures by errno name (`"EMFILE"`, `"ECONNABORTED"`, ...): accept, and the greeting send
+    /// and close of accepted connections.
+    pub errors: BTreeMap<String, u64>,
+    /// How many times accepting paused for the EMFILE/ENFILE back-off (~10 ms each).
+    pub emfile_backoffs: u64,
+    /// User CPU time of the worker thread, ns (getrusage(2) RUSAGE_THREAD).
+    pub cpu_user_ns: u64,
+    /// System CPU time of the worker thread, ns (getrusage(2) RUSAGE_THREAD).
+    pub cpu_sys_ns: u64,
+    /// Connections still queued when the listener closed that could not be accepted (EMFILE while
+    /// draining); the kernel resets those. Zero in a clean stop.
+    pub left_in_queue: u64,
+}
+
+/// The final report of a server run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServerReport {
+    /// Engine that ran.
+    pub engine: Engine,
+    /// Steering that was installed.
+    pub steering: SteeringUsed,
+    /// Why `auto` fell back to epoll, if it did.
+    pub fallback_reason: Option<String>,
+    /// io_uring setup flags the rings got (`"single_issuer+defer_taskrun"`, `"coop_taskrun"`,
+    /// `"none"`); `None` for epoll.
+    pub ring_setup: Option<String>,
+    /// Mode of the run.
+    pub mode: Mode,
+    /// Address the listeners were bound to (real port).
+    pub listen: SocketAddr,
+    /// listen(2) backlog asked for per listener (the kernel caps it at net.core.somaxconn).
+    pub backlog: u32,
+    /// One report per worker, in CPU-list order.
+    pub workers: Vec<WorkerReport>,
+    /// From the moment all listeners listened to the moment the last worker exited (includes the
+    /// stop drain), ns.
+    pub wall_time_ns: u64,
+    /// True when the run was ended by a signal rather than by its planned duration (set by the
+    /// caller; [`crate::Server::stop`] leaves it false).
+    pub interrupted: bool,
+}
+
+impl ServerReport {
+    /// Connections accepted by all workers.
+    pub fn accepted(&self) -> u64 {
+        self.workers.iter().map(|w| w.accepted).sum()
+    }
+
+    /// Errors of all workers by errno name.
+    pub fn errors(&self) -> BTreeMap<String, u64> {
+        let mut all = BTreeMap::new();
+        for w in &self.workers {
+            for (k, v) in &w.errors {
+                *all.entry(k.clone()).or_insert(0) += v;
+            }
+        }
+        all
+    }
+
+    /// Wall time in seconds.
+    pub fn wall_time_secs(&self) -> f64 {
+        self.wall_time_ns as f64 / 1e9
+    }
+}

@@ -1,0 +1,264 @@
+//! [`Server`]: start, watch and stop a run.
+
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use crate::config::{EngineChoice, Mode, ServerConfig, MAX_GREET_BYTES};
+use crate::error::ServerError;
+use crate::report::{Engine, LiveStats, ServerReport, SteeringUsed, WorkerReport};
+use crate::shard::{self, Shared, WorkerSpec};
+
+/// A running server: one pinned worker per CPU, each with its own `SO_REUSEPORT` listener.
+///
+/// Dropping it without [`Server::stop`] stops it the same way and discards the report.
+#[derive(Debug)]
+pub struct Server {
+    shared: Arc<Shared>,
+    handles: Vec<JoinHandle<WorkerReport>>,
+    cpus: Vec<usize>,
+    local_addr: SocketAddr,
+    engine: Engine,
+    fallback_reason: Option<String>,
+    ring_setup: Option<String>,
+    steering: SteeringUsed,
+    mode: Mode,
+    backlog: u32,
+    started: Instant,
+}
+
+impl Server {
+    /// Starts the server and returns once every listener listens and every worker is pinned and
+    /// waiting in its event loop.
+    ///
+    /// Steps: validate `cpus` (non-empty, no duplicates, online and in this process's affinity
+    /// mask); pick the engine (`Auto`: [`crate::engine::probe::io_uring`], else epoll with
+    /// [`Server::fallback_reason`]); bind the listeners in CPU order ([`crate::listener`]);
+    /// install steering ([`crate::steer`]); spawn the workers. Does not touch RLIMIT_NOFILE (see
+    /// [`crate::rlimit::raise_nofile`]).
+    ///
+    /// # Errors
+    /// A [`ServerError`] saying what and how to fix; threads already started are stopped and
+    /// joined and listeners closed before it returns.
+    pub fn start(cfg: ServerConfig) -> Result<Server, ServerError> {
+        validate_cpus(&cfg.cpus)?;
+        if let Mode::Greet { bytes } = cfg.mode {
+            assert!(
+                (1..=MAX_GREET_BYTES).contains(&bytes),
+                "Mode::Greet bytes must be 1..={MAX_GREET_BYTES} (Mode::from_str checks this)"
+            );
+        }
+        let (engine, fallback_reason) = match cfg.engine {
+            EngineChoice::Epoll => (Engine::Epoll, None),
+            EngineChoice::IoUring => match crate::engine::probe::io_uring() {
+                Ok(()) => (Engine::IoUring, None),
+                Err(reason) => return Err(ServerError::IoUringUnavailable { reason }),
+            },
+            EngineChoice::Auto => match crate::engine::probe::io_uring() {
+                Ok(()) => (Engine::IoUring, None),
+                Err(reason) => (Engine::Epoll, Some(reason)),
+            },
+        };
+        let (listeners, local_addr) = crate::listener::bind_group(cfg.listen, cfg.cpus.len(), cfg.backlog)?;
+        let steering = crate::steer::install(&listeners, &cfg.cpus, cfg.steer, local_addr)?;
+        let shared = Arc::new(Shared::new(cfg.cpus.len()));
+        let started = Instant::now();
+        let mut server = Server {
+            shared: Arc::clone(&shared),
+            handles: Vec::with_capacity(cfg.cpus.len()),
+            cpus: cfg.cpus.clone(),
+            local_addr,
+            engine,
+            fallback_reason,
+            ring_setup: None,
+            steering,
+            mode: cfg.mode,
+            backlog: cfg.backlog,
+            started,
+        };
+        let (tx, rx) = mpsc::channel();
+        let mut failure = None;
+        for (index, (listener, &cpu)) in listeners.into_iter().zip(&cfg.cpus).enumerate() {
+            let spec = WorkerSpec { cpu, index, listener, mode: cfg.mode, engine };
+            match shard::spawn(spec, Arc::clone(&shared), tx.clone()) {
+                Ok(h) => server.handles.push(h),
+                Err(e) => {
+                    failure = Some(e);
+                    break;
+                }
+            }
+        }
+        drop(tx);
+        for _ in 0..server.handles.len() {
+            match rx.recv() {
+                Ok((_, Ok(flags))) => server.ring_setup = flags.map(str::to_string),
+                Ok((_, Err(e))) => {
+                    failure.get_or_insert(e);
+                }
+                Err(_) => break, // a worker died before reporting; its join reports it
+            }
+        }
+        if let Some(e) = failure {
+            shared.abort.store(true, Ordering::Relaxed);
+            drop(server); // stops and joins the workers that did start
+            return Err(e);
+        }
+        server.started = Instant::now();
+        Ok(server)
+    }
+
+    /// The address the listeners are bound to, with the real port.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// The engine that runs.
+    pub fn engine(&self) -> Engine {
+        self.engine
+    }
+
+    /// Why `EngineChoice::Auto` fell back to epoll, if it did.
+    pub fn fallback_reason(&self) -> Option<&str> {
+        self.fallback_reason.as_deref()
+    }
+
+    /// The steering that was installed.
+    pub fn steering(&self) -> SteeringUsed {
+        self.steering
+    }
+
+    /// The CPUs of the workers, in order.
+    pub fn cpus(&self) -> &[usize] {
+        &self.cpus
+    }
+
+    /// Totals published by the workers so far (cheap: one relaxed load per worker).
+    pub fn stats(&self) -> LiveStats {
+        LiveStats {
+            accepted_per_worker: self.shared.slots.iter().map(|s| s.accepted.load(Ordering::Relaxed)).collect(),
+            errors_total: self.shared.slots.iter().map(|s| s.errors.load(Ordering::Relaxed)).sum(),
+        }
+    }
+
+    /// Stops the server without resetting completed handshakes (see [`crate::drain`]): blocks new
+    /// SYNs, keeps accepting for [`crate::drain::DRAIN_GRACE`], accepts until EAGAIN, closes the
+    /// listeners and held connections, joins the workers, and returns the report. Takes at least
+    /// `DRAIN_GRACE`.
+    ///
+    /// # Panics
+    /// Re-raises a worker thread's panic.
+    pub fn stop(mut self) -> ServerReport {
+        let workers = self.join_all();
+        ServerReport {
+            engine: self.engine,
+            steering: self.steering,
+            fallback_reason: self.fallback_reason.take(),
+            ring_setup: self.ring_setup.take(),
+            mode: self.mode,
+            listen: self.local_addr,
+            backlog: self.backlog,
+            workers,
+            wall_time_ns: u64::try_from(self.started.elapsed().as_nanos()).unwrap_or(u64::MAX),
+            interrupted: false,
+        }
+    }
+
+    fn join_all(&mut self) -> Vec<WorkerReport> {
+        self.shared.draining.store(true, Ordering::Relaxed);
+        let mut out = Vec::with_capacity(self.handles.len());
+        for h in self.handles.drain(..) {
+            match h.join() {
+                Ok(r) => out.push(r),
+                Err(p) => std::panic::resume_unwind(p),
+            }
+        }
+        out
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if !self.handles.is_empty() {
+            self.shared.draining.store(true, Ordering::Relaxed);
+            for h in self.handles.drain(..) {
+                let _ = h.join();
+            }
+        }
+    }
+}
+
+/// Checks that `cpus` is non-empty, has no duplicates, and that each CPU is online and allowed.
+fn validate_cpus(cpus: &[usize]) -> Result<(), ServerError> {
+    if cpus.is_empty() {
+        return Err(ServerError::NoCpus);
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for &c in cpus {
+        if !seen.insert(c) {
+            return Err(ServerError::DuplicateCpu { cpu: c });
+        }
+    }
+    let allowed = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)).ok();
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online").ok();
+    let online = online.as_deref().map(parse_cpulist);
+    let usable: Vec<usize> = (0..nix::sched::CpuSet::count())
+        .filter(|&c| allowed.as_ref().is_none_or(|s| s.is_set(c).unwrap_or(false)))
+        .filter(|&c| online.as_ref().is_none_or(|o| o.contains(&c)))
+        .collect();
+    for &c in cpus {
+        if !usable.contains(&c) {
+            return Err(ServerError::CpuUnavailable { cpu: c, usable: format_cpulist(&usable) });
+        }
+    }
+    Ok(())
+}
+
+/// Minimal cpulist reader for /sys/devices/system/cpu/online (`0-3,8`).
+fn parse_cpulist(s: &str) -> Vec<usize> {
+    let mut out = Vec::new();
+    for part in s.trim().split(',').filter(|p| !p.is_empty()) {
+        let (a, b) = part.split_once('-').unwrap_or((part, part));
+        if let (Ok(a), Ok(b)) = (a.trim().parse::<usize>(), b.trim().parse::<usize>()) {
+            out.extend(a..=b);
+        }
+    }
+    out
+}
+
+fn format_cpulist(cpus: &[usize]) -> String {
+    let mut parts = Vec::new();
+    let mut i = 0;
+    while i < cpus.len() {
+        let start = cpus[i];
+        while i + 1 < cpus.len() && cpus[i + 1] == cpus[i] + 1 {
+            i += 1;
+        }
+        parts.push(if cpus[i] == start { start.to_string() } else { format!("{start}-{}", cpus[i]) });
+        i += 1;
+    }
+    parts.join(",")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpulists_round_trip() {
+        assert_eq!(parse_cpulist("0-3,8\n"), vec![0, 1, 2, 3, 8]);
+        assert_eq!(format_cpulist(&[0, 1, 2, 3, 8, 10, 11]), "0-3,8,10-11");
+        assert_eq!(format_cpulist(&[]), "");
+    }
+
+    #[test]
+    fn bad_cpu_lists_are_refused_before_anything_starts() {
+        assert!(matches!(validate_cpus(&[]), Err(ServerError::NoCpus)));
+        assert!(matches!(validate_cpus(&[0, 0]), Err(ServerError::DuplicateCpu { cpu: 0 })));
+        let err = validate_cpus(&[4095]).unwrap_err();
+        assert!(matches!(err, ServerError::CpuUnavailable { cpu: 4095, .. }), "{err}");
+        assert!(err.is_bad_input());
+    }
+}

@@ -1,0 +1,133 @@
+//! CPU steering for the reuseport group: make the listener of the worker on CPU i receive the
+//! flows whose packets the kernel processed on CPU i (RSS queue → IRQ CPU → listener → worker).
+
+use std::fs;
+use std::net::SocketAddr;
+use std::os::fd::AsFd;
+
+use socket2::Socket;
+
+use crate::config::Steer;
+use crate::error::ServerError;
+use crate::report::SteeringUsed;
+
+/// SKF_AD_OFF + SKF_AD_CPU (include/uapi/linux/filter.h): the ancillary load of the current CPU.
+const SKF_AD_CPU_LOAD: u32 = (-0x1000i32 + 36) as u32;
+const BPF_LD_W_ABS: u16 = 0x20; // BPF_LD | BPF_W | BPF_ABS
+const BPF_JMP_JEQ_K: u16 = 0x05 | 0x10;
+const BPF_RET_K: u16 = 0x06;
+/// BPF_MAXINSNS (include/uapi/linux/bpf_common.h).
+const BPF_MAXINSNS: usize = 4096;
+
+/// Installs `steer` on `listeners` (one per CPU of `cpus`, in group order) and says what was used.
+///
+/// [`Steer::Cpu`] picks SO_INCOMING_CPU when the running kernel is 6.1 or later (reuseport groups
+/// ignored it on 4.6–6.0 until "soreuseport: Fix socket selection for SO_INCOMING_CPU"; stable
+/// backports cannot be detected, so older kernels get the CBPF program).
+///
+/// # Errors
+/// [`ServerError::Steering`] with the setsockopt errno.
+pub fn install(
+    listeners: &[Socket],
+    cpus: &[usize],
+    steer: Steer,
+    addr: SocketAddr,
+) -> Result<SteeringUsed, ServerError> {
+    let used = match steer {
+        Steer::None => return Ok(SteeringUsed::None),
+        Steer::IncomingCpu => SteeringUsed::IncomingCpu,
+        Steer::ReuseportCbpf => SteeringUsed::ReuseportCbpf,
+        Steer::Cpu => {
+            let release = fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+            if kernel_at_least(&release, (6, 1)) {
+                SteeringUsed::IncomingCpu
+            } else {
+                SteeringUsed::ReuseportCbpf
+            }
+        }
+    };
+    match used {
+        SteeringUsed::IncomingCpu => {
+            for (sock, &cpu) in listeners.iter().zip(cpus) {
+                sock.set_cpu_affinity(cpu).map_err(|source| ServerError::Steering {
+                    what: "SO_INCOMING_CPU",
+                    addr,
+                    source,
+                })?;
+            }
+        }
+        SteeringUsed::ReuseportCbpf => {
+            let prog = cpu_index_program(cpus);
+            if prog.len() > BPF_MAXINSNS {
+                return Err(ServerError::Steering {
+                    what: "SO_ATTACH_REUSEPORT_CBPF",
+                    addr,
+                    source: std::io::Error::other(format!(
+                        "{} CPUs need a program longer than BPF_MAXINSNS ({BPF_MAXINSNS})",
+                        cpus.len()
+                    )),
+                });
+            }
+            if let Some(first) = listeners.first() {
+                crate::sys::attach_reuseport_cbpf(first.as_fd(), &prog).map_err(|source| {
+                    ServerError::Steering { what: "SO_ATTACH_REUSEPORT_CBPF", addr, source }
+                })?;
+            }
+        }
+        SteeringUsed::None => {}
+    }
+    Ok(used)
+}
+
+/// The reuseport CBPF program: load the CPU number (SKF_AD_CPU), return the index of that CPU in
+/// `cpus` (= the listener's index in the group, since listeners join in `cpus` order), or
+/// `u32::MAX` for a CPU without a worker, which makes the kernel fall back to the 4-tuple hash
+/// (net/core/sock_reuseport.c, run_bpf_filter: index >= num_socks → NULL). `2 + 2 * cpus.len()`
+/// instructions.
+pub fn cpu_index_program(cpus: &[usize]) -> Vec<libc::sock_filter> {
+    let ins = |code, jt, jf, k| libc::sock_filter { code, jt, jf, k };
+    let mut prog = Vec::with_capacity(2 + 2 * cpus.len());
+    prog.push(ins(BPF_LD_W_ABS, 0, 0, SKF_AD_CPU_LOAD));
+    for (i, &cpu) in cpus.iter().enumerate() {
+        prog.push(ins(BPF_JMP_JEQ_K, 0, 1, cpu as u32));
+        prog.push(ins(BPF_RET_K, 0, 0, i as u32));
+    }
+    prog.push(ins(BPF_RET_K, 0, 0, u32::MAX));
+    prog
+}
+
+/// True when the kernel release string (`6.18.44-foo`) is at least `min` (major, minor).
+pub fn kernel_at_least(release: &str, min: (u32, u32)) -> bool {
+    let mut parts = release.trim().split(|c: char| !c.is_ascii_digit());
+    let major = parts.next().and_then(|p| p.parse::<u32>().ok());
+    let minor = parts.next().and_then(|p| p.parse::<u32>().ok());
+    match (major, minor) {
+        (Some(a), Some(b)) => (a, b) >= min,
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernel_versions_compare() {
+        assert!(kernel_at_least("6.18.44-fc-v657", (6, 1)));
+        assert!(kernel_at_least("6.1.0", (6, 1)));
+        assert!(!kernel_at_least("6.0.19", (6, 1)));
+        assert!(!kernel_at_least("5.19.0-rc1", (6, 1)));
+        assert!(kernel_at_least("10.0", (6, 1)));
+        assert!(!kernel_at_least("garbage", (6, 1)));
+    }
+
+    #[test]
+    fn program_maps_cpus_to_group_indices() {
+        let p = cpu_index_program(&[4, 9]);
+        assert_eq!(p.len(), 6);
+        assert_eq!(p[0].k, SKF_AD_CPU_LOAD);
+        assert_eq!((p[1].k, p[2].k), (4, 0));
+        assert_eq!((p[3].k, p[4].k), (9, 1));
+        assert_eq!(p[5].k, u32::MAX);
+    }
+}

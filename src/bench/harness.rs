@@ -1,0 +1,352 @@
+//! The in-process benchmark harness: one server (unless `--target` names an external one), then
+//! any number of load phases against it, each turned into a [`PhaseRecord`] with its kernel
+//! counter deltas, per-side CPU time and a cross-check of our counts against the kernel's.
+//! `bench`, `sweep` and `ab` are sequences of phases on this harness.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use results::record::{self as rec, PhaseRecord};
+use tuning::counters::{CounterDelta, Snapshot};
+
+use super::netns::{self, NsPair};
+use super::taskcpu;
+
+/// Everything fixed for the life of a harness.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Setup {
+    /// CPUs of the server workers (ignored with `target`).
+    pub server_cpus: Vec<usize>,
+    /// CPUs of the load workers.
+    pub load_cpus: Vec<usize>,
+    /// Server engine choice.
+    #[serde(serialize_with = "debug_str")]
+    pub engine: server::EngineChoice,
+    /// What the server does with each connection.
+    #[serde(serialize_with = "display_str")]
+    pub mode: server::Mode,
+    /// Listener backlog (capped by net.core.somaxconn).
+    pub backlog: u32,
+    /// How the client closes.
+    pub close: loadgen::CloseMode,
+    /// External server to load instead of an in-process one.
+    pub target: Option<SocketAddr>,
+    /// Run in two fresh namespaces joined by veth.
+    pub netns: bool,
+    /// netem RTT between the namespaces.
+    pub rtt: Option<Duration>,
+    /// Per-attempt connect timeout.
+    pub connect_timeout: Duration,
+    /// Bytes the client reads after connect (server greet mode).
+    pub expect_bytes: Option<u32>,
+}
+
+fn debug_str<T: std::fmt::Debug, S: serde::Serializer>(v: &T, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&format!("{v:?}").to_lowercase())
+}
+
+fn display_str<T: std::fmt::Display, S: serde::Serializer>(v: &T, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&v.to_string())
+}
+
+/// One load run on the harness.
+#[derive(Debug, Clone)]
+pub struct PhaseSpec {
+    /// Phase name in the record ("peak", "latency", "step-3", ...).
+    pub name: String,
+    /// Open or closed loop.
+    pub pattern: loadgen::Pattern,
+    /// Measured time.
+    pub duration: Duration,
+    /// Warm-up before the measured time (excluded from rates and latencies, included in the
+    /// cross-check because the kernel counts it).
+    pub warmup: Duration,
+}
+
+/// A running harness.
+pub struct Harness {
+    setup: Setup,
+    server: Option<server::Server>,
+    ns: Option<NsPair>,
+    target: SocketAddr,
+}
+
+impl std::fmt::Debug for Harness {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Harness").field("target", &self.target).field("netns", &self.ns).finish()
+    }
+}
+
+/// Which errnos mean the attempt failed before its SYN left (so the kernel's ActiveOpens did not
+/// count it): no socket, or no local port.
+const PRE_SYN_FAILURES: [&str; 5] = ["EADDRNOTAVAIL", "EMFILE", "ENFILE", "ENOBUFS", "EADDRINUSE"];
+
+impl Harness {
+    /// Creates the namespaces (with `--netns`) and starts the in-process server (without
+    /// `--target`).
+    ///
+    /// # Errors
+    /// Server start errors (bad CPU, address in use, io_uring forced but missing) and namespace
+    /// setup errors.
+    pub fn start(setup: Setup) -> anyhow::Result<Harness> {
+        let ns = if setup.netns { Some(NsPair::create(setup.rtt)?) } else { None };
+        let (server, target) = match setup.target {
+            Some(t) => (None, t),
+            None => {
+                let ip = if ns.is_some() { netns::SERVER_IP } else { IpAddr::V4(Ipv4Addr::LOCALHOST) };
+                let mut cfg = server::ServerConfig::new(SocketAddr::new(ip, 0), setup.server_cpus.clone());
+                cfg.engine = setup.engine;
+                cfg.mode = setup.mode;
+                cfg.backlog = setup.backlog;
+                let started = match &ns {
+                    Some(ns) => ns.enter_server(|| server::Server::start(cfg))?,
+                    None => server::Server::start(cfg),
+                };
+                let server = started.map_err(server_error)?;
+                if let Some(why) = server.fallback_reason() {
+                    eprintln!("connstorm: engine auto: using epoll because {why}");
+                }
+                let target = server.local_addr();
+                (Some(server), target)
+            }
+        };
+        Ok(Harness { setup, server, ns, target })
+    }
+
+    /// The address the load connects to.
+    pub fn target(&self) -> SocketAddr {
+        self.target
+    }
+
+    /// The in-process server, if any.
+    pub fn server(&self) -> Option<&server::Server> {
+        self.server.as_ref()
+    }
+
+    /// The setup.
+    pub fn setup(&self) -> &Setup {
+        &self.setup
+    }
+
+    fn counters_server(&self) -> anyhow::Result<Snapshot> {
+        match &self.ns {
+            Some(ns) => ns.enter_server(Snapshot::read_current)?.context("read server-namespace counters"),
+            None => Snapshot::read_current().context("read TCP counters"),
+        }
+    }
+
+    fn counters_load(&self) -> anyhow::Result<Option<Snapshot>> {
+        match &self.ns {
+            Some(ns) => Ok(Some(ns.enter_load(Snapshot::read_current)?.context("read load-namespace counters")?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Runs one load phase and returns its record part. `on_second` sees the loadgen's
+    /// per-second rows (for progress lines).
+    ///
+    /// # Errors
+    /// Load configuration errors and counter read errors.
+    pub fn run_phase(
+        &mut self,
+        spec: &PhaseSpec,
+        stop: &AtomicBool,
+        on_second: &mut dyn FnMut(&loadgen::TimelineRow),
+    ) -> anyhow::Result<(PhaseRecord, loadgen::LoadReport)> {
+        let cfg = loadgen::LoadConfig {
+            targets: vec![self.target],
+            pattern: spec.pattern,
+            duration: spec.duration,
+            warmup: spec.warmup,
+            cpus: self.setup.load_cpus.clone(),
+            close: self.setup.close,
+            sources: Vec::new(),
+            connect_timeout: self.setup.connect_timeout,
+            expect_bytes: self.setup.expect_bytes,
+            max_in_flight: max_in_flight(),
+            late_threshold: Duration::from_millis(1),
+        };
+        let srv_before = self.counters_server()?;
+        let load_before = self.counters_load()?;
+        let accepted_before = self.server.as_ref().map(|s| s.stats());
+        let cpu_before = taskcpu::sample();
+        let t0 = Instant::now();
+        let report = match &self.ns {
+            Some(ns) => ns.enter_load(|| loadgen::run(&cfg, stop, on_second))?,
+            None => loadgen::run(&cfg, stop, on_second),
+        }
+        .map_err(load_error)?;
+        // Let the server take what is still in its accept queues before counting.
+        let accepted_after = self.server.as_ref().map(|s| wait_for_accepts(s, accepted_before.as_ref(), report.total.successes));
+        let wall_ns = t0.elapsed().as_nanos() as u64;
+        let cpu_after = taskcpu::sample();
+        let srv_after = self.counters_server()?;
+        let load_after = self.counters_load()?;
+
+        let srv_delta = srv_after.delta(&srv_before);
+        let load_delta = match (&load_before, &load_after) {
+            (Some(b), Some(a)) => Some(a.delta(b)),
+            _ => None,
+        };
+        let mut counters = srv_delta.to_map();
+        if let Some(ld) = &load_delta {
+            for (k, v) in ld.to_map() {
+                *counters.entry(k).or_insert(0) += v;
+            }
+        }
+
+        let server_side = match (&accepted_before, &accepted_after) {
+            (Some(b), Some(a)) => Some(rec::ServerSide {
+                workers: self
+                    .setup
+                    .server_cpus
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &cpu)| rec::WorkerAccepts {
+                        cpu,
+                        accepted: a.accepted_per_worker.get(i).copied().unwrap_or(0)
+                            - b.accepted_per_worker.get(i).copied().unwrap_or(0),
+                    })
+                    .collect(),
+                accept_errors: {
+                    let n = a.errors_total.saturating_sub(b.errors_total);
+                    if n > 0 { [("all".to_string(), n)].into() } else { Default::default() }
+                },
+            }),
+            _ => None,
+        };
+        let connections = report.total.successes;
+        let server_cpu = taskcpu::delta(&cpu_before, &cpu_after, "accept-cpu");
+        // Load workers end with the phase, so their CPU time comes from their own
+        // getrusage(RUSAGE_THREAD) at exit, not from a /proc sample.
+        let load_cpu = taskcpu::Cpu {
+            user_ns: report.workers.iter().map(|w| w.cpu_user_ns).sum(),
+            sys_ns: report.workers.iter().map(|w| w.cpu_sys_ns).sum(),
+        };
+        let cpu = rec::CpuUsage {
+            server: self.server.as_ref().map(|_| {
+                rec::SideCpu::new(server_cpu.user_ns, server_cpu.sys_ns, wall_ns, self.setup.server_cpus.len(), connections)
+            }),
+            load: rec::SideCpu::new(load_cpu.user_ns, load_cpu.sys_ns, wall_ns, self.setup.load_cpus.len(), connections),
+        };
+        let cross_check = self.cross_check(&report, server_side.as_ref(), &srv_delta, load_delta.as_ref());
+        let phase = super::convert::phase_record(&spec.name, &report, server_side, cpu, counters, cross_check);
+        Ok((phase, report))
+    }
+
+    fn cross_check(
+        &self,
+        report: &loadgen::LoadReport,
+        server: Option<&rec::ServerSide>,
+        srv_delta: &CounterDelta,
+        load_delta: Option<&CounterDelta>,
+    ) -> rec::CrossCheck {
+        let exact = self.ns.is_some();
+        let passive = srv_delta.get("Tcp.PassiveOpens");
+        let active = load_delta.unwrap_or(srv_delta).get("Tcp.ActiveOpens");
+        let successes = report.total.successes;
+        let pre_syn: u64 = PRE_SYN_FAILURES.iter().map(|n| report.total.failures.get(*n).copied().unwrap_or(0)).sum();
+        let syns_sent = report.total.attempts.saturating_sub(pre_syn);
+        let accepted = server.map(|s| s.accepted());
+        let mut notes = Vec::new();
+        let mut agree = true;
+        let mut check = |what: &str, ours: u64, kernel: Option<i64>| {
+            let Some(k) = kernel else {
+                notes.push(format!("{what}: kernel counter unavailable"));
+                return;
+            };
+            let k = k.max(0) as u64;
+            if exact {
+                if k != ours {
+                    agree = false;
+                    notes.push(format!("{what}: ours {ours} != kernel {k}"));
+                }
+            } else if k < ours || k - ours > (ours / 100).max(50) {
+                // The host namespace also counts other traffic, so the kernel may be a little higher.
+                agree = false;
+                notes.push(format!("{what}: ours {ours} vs kernel {k} (host namespace: other traffic counts too)"));
+            }
+        };
+        check("load SYNs sent vs Tcp.ActiveOpens", syns_sent, active);
+        if let Some(acc) = accepted {
+            check("server accepts vs Tcp.PassiveOpens", acc, passive);
+            if acc != successes {
+                // Each handshake the client completed must have been accepted (we drain the queue).
+                agree = false;
+                notes.push(format!("server accepted {acc} but the load completed {successes} handshakes"));
+            }
+        } else {
+            // External target: our own successes are all we can compare on this side.
+        }
+        let note = if notes.is_empty() {
+            if exact {
+                "exact: server accepts = load handshakes = PassiveOpens; SYNs sent = ActiveOpens (private namespaces)".to_string()
+            } else {
+                "consistent with the host namespace's counters".to_string()
+            }
+        } else {
+            notes.join("; ")
+        };
+        rec::CrossCheck {
+            server_accepted: accepted,
+            load_successes: successes,
+            kernel_passive_opens: if self.server.is_some() { passive } else { None },
+            kernel_active_opens: active,
+            agree,
+            note,
+        }
+    }
+
+    /// Stops the server (draining its queues) and tears the namespaces down.
+    pub fn finish(mut self) -> Option<server::ServerReport> {
+        let report = self.server.take().map(|s| s.stop());
+        drop(self.ns.take());
+        report
+    }
+}
+
+/// In-flight bound for open loop: what the fd limit allows, leaving room for the server's fds.
+fn max_in_flight() -> usize {
+    let soft = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE).map(|(s, _)| s).unwrap_or(1024);
+    ((soft / 2).clamp(64, 16_384)) as usize
+}
+
+fn wait_for_accepts(server: &server::Server, before: Option<&server::LiveStats>, expected: u64) -> server::LiveStats {
+    let base = before.map(|b| b.accepted()).unwrap_or(0);
+    let deadline = Instant::now() + Duration::from_secs(2);
+    let mut last = server.stats();
+    let mut last_change = Instant::now();
+    loop {
+        let now = server.stats();
+        if now.accepted() - base >= expected || Instant::now() > deadline {
+            return now;
+        }
+        if now.accepted() != last.accepted() {
+            last_change = Instant::now();
+        }
+        if last_change.elapsed() > Duration::from_millis(500) {
+            return now;
+        }
+        last = now;
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Maps server start errors: configuration problems are bad input (exit 2).
+pub fn server_error(e: server::ServerError) -> anyhow::Error {
+    if e.is_bad_input() {
+        crate::cli::bad_input(e.to_string())
+    } else {
+        anyhow::Error::new(e).context("server")
+    }
+}
+
+/// Maps load errors: configuration problems are bad input (exit 2).
+pub fn load_error(e: loadgen::LoadError) -> anyhow::Error {
+    match e {
+        loadgen::LoadError::Config(m) => crate::cli::bad_input(m),
+        other => anyhow::Error::new(other).context("load generator"),
+    }
+}

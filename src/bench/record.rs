@@ -1,0 +1,53 @@
+//! Filling the run-record header: what ran, on which host.
+
+use std::path::Path;
+
+use results::record::{HostInfo, NumaNode, RunInfo, RunRecord};
+
+use super::harness::Harness;
+
+/// Host facts from `/` in the record's form (unreadable parts stay empty).
+pub fn host_info() -> HostInfo {
+    let f = tuning::host::HostFacts::read(Path::new("/"));
+    HostInfo {
+        hostname: f.hostname,
+        kernel_release: f.kernel_release,
+        cmdline: f.cmdline.map(|c| c.raw),
+        cpu_model: f.cpu_model,
+        online_cpus: f.online_cpus.unwrap_or_default(),
+        isolated_cpus: f.isolated_cpus.unwrap_or_default(),
+        numa_nodes: f
+            .numa_nodes
+            .unwrap_or_default()
+            .into_iter()
+            .map(|n| NumaNode { id: n.id, cpus: n.cpus })
+            .collect(),
+        sysctls: f.sysctls,
+    }
+}
+
+/// A record for `command` with the harness's setup and the host filled in.
+pub fn new_record(command: &str, label: &str, config: serde_json::Value, h: &Harness) -> RunRecord {
+    let s = h.setup();
+    let mut r = RunRecord::new(label, config);
+    r.run = RunInfo {
+        command: command.to_string(),
+        engine: h.server().map(|s| s.engine().to_string()).unwrap_or_else(|| "external".into()),
+        engine_fallback_reason: h.server().and_then(|s| s.fallback_reason().map(str::to_string)),
+        steering: h.server().map(|s| s.steering().to_string()).unwrap_or_else(|| "none".into()),
+        server_cpus: if s.target.is_some() { Vec::new() } else { s.server_cpus.clone() },
+        load_cpus: s.load_cpus.clone(),
+        close_mode: s.close.name().to_string(),
+        server_mode: if s.target.is_some() { "external".into() } else { s.mode.to_string() },
+        netns: s.netns,
+        rtt_ns: s.rtt.map(|d| d.as_nanos() as u64),
+        target: s.target.map(|t| t.to_string()),
+        connstorm_version: env!("CARGO_PKG_VERSION").to_string(),
+        git_commit: env!("CONNSTORM_GIT_COMMIT").to_string(),
+        interrupted: false,
+        started_at: results::timestamp::rfc3339_utc(std::time::SystemTime::now()),
+        wall_secs: 0.0,
+    };
+    r.host = host_info();
+    r
+}

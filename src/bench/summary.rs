@@ -1,0 +1,223 @@
+//! The ten-second summary `connstorm bench` prints, and the per-second progress lines.
+
+use std::fmt::Write as _;
+
+use results::histogram::{format_ns, LatencySummary};
+use results::record::{PhaseRecord, RunRecord};
+
+/// Counters shown in every summary (DESIGN.md, "Kernel counters"); any non-zero drop gets a
+/// warning line.
+pub const SHOWN_COUNTERS: [(&str, &str); 8] = [
+    ("TcpExt.ListenOverflows", "ListenOverflows"),
+    ("TcpExt.ListenDrops", "ListenDrops"),
+    ("TcpExt.TCPReqQFullDrop", "TCPReqQFullDrop"),
+    ("TcpExt.TCPReqQFullDoCookies", "TCPReqQFullDoCookies"),
+    ("TcpExt.SyncookiesSent", "SyncookiesSent"),
+    ("TcpExt.TCPSynRetrans", "TCPSynRetrans"),
+    ("TcpExt.TCPTimeWaitOverflow", "TCPTimeWaitOverflow"),
+    ("softnet.dropped", "softnet dropped"),
+];
+
+/// Thousands separators: `1234567` → `1,234,567`.
+pub fn group(n: f64) -> String {
+    let s = format!("{:.0}", n.max(0.0));
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn latency_line(name: &str, encoded: Option<&str>) -> Option<String> {
+    let h = results::histogram::decode(encoded?).ok()?;
+    if h.is_empty() {
+        return Some(format!("  {name:<10} (no samples)"));
+    }
+    let s = LatencySummary::of(&h);
+    Some(format!(
+        "  {name:<10} p50 {}  p90 {}  p99 {}  p99.9 {}  max {}  ({} samples)",
+        format_ns(s.p50_ns as f64),
+        format_ns(s.p90_ns as f64),
+        format_ns(s.p99_ns as f64),
+        format_ns(s.p999_ns as f64),
+        format_ns(s.max_ns as f64),
+        group(s.count as f64)
+    ))
+}
+
+fn pattern_text(p: &PhaseRecord) -> String {
+    match p.pattern {
+        results::record::Pattern::Closed { concurrency } => format!("closed loop, {concurrency} in flight"),
+        results::record::Pattern::Open { rate_per_sec, .. } => format!("open loop, {}/s offered", group(rate_per_sec)),
+    }
+}
+
+/// One phase: rate, achieved vs offered, latencies, failures, CPU per connection, cross-check.
+pub fn phase(out: &mut String, p: &PhaseRecord) {
+    let _ = writeln!(
+        out,
+        "{} ({}, {:.1} s measured): {} CPM = {} conn/s",
+        p.name,
+        pattern_text(p),
+        p.measured_secs,
+        group(p.cpm),
+        group(p.achieved_per_sec)
+    );
+    if let Some(offered) = p.offered_per_sec {
+        let pct = if offered > 0.0 { p.achieved_per_sec / offered * 100.0 } else { 0.0 };
+        let _ = writeln!(
+            out,
+            "  achieved {}/s of {}/s offered ({pct:.2}%), late starts {}, dropped starts {}",
+            group(p.achieved_per_sec),
+            group(offered),
+            group(p.late as f64),
+            group(p.dropped as f64)
+        );
+    }
+    for (name, enc) in [
+        ("handshake", Some(p.histograms.handshake.as_str())),
+        ("service", Some(p.histograms.service.as_str())),
+        ("first byte", p.histograms.first_byte.as_deref()),
+    ] {
+        if let Some(line) = latency_line(name, enc) {
+            let _ = writeln!(out, "{line}");
+        }
+    }
+    if p.failures.is_empty() {
+        let _ = writeln!(out, "  failures: none ({} attempts)", group(p.attempts as f64));
+    } else {
+        let list: Vec<String> = p.failures.iter().map(|(k, v)| format!("{k} {}", group(*v as f64))).collect();
+        let _ = writeln!(out, "  failures: {} of {} attempts: {}", group(p.failed() as f64), group(p.attempts as f64), list.join(", "));
+    }
+    let load = &p.cpu.load;
+    let mut cpu = format!(
+        "  CPU per connection: load {:.1} µs (user {:.1}, sys {:.1})",
+        load.us_per_conn(),
+        load.us_per_conn_user,
+        load.us_per_conn_sys
+    );
+    if let Some(s) = &p.cpu.server {
+        let _ = write!(cpu, "; server {:.1} µs (user {:.1}, sys {:.1})", s.us_per_conn(), s.us_per_conn_user, s.us_per_conn_sys);
+    }
+    let _ = writeln!(out, "{cpu}");
+    if let Some(c) = &p.cross_check {
+        let mark = if c.agree { "ok" } else { "MISMATCH" };
+        let _ = writeln!(
+            out,
+            "  cross-check [{mark}]: server accepts {}, load handshakes {}, kernel PassiveOpens {}, ActiveOpens {} — {}",
+            c.server_accepted.map(|v| group(v as f64)).unwrap_or_else(|| "-".into()),
+            group(c.load_successes as f64),
+            c.kernel_passive_opens.map(|v| group(v as f64)).unwrap_or_else(|| "-".into()),
+            c.kernel_active_opens.map(|v| group(v as f64)).unwrap_or_else(|| "-".into()),
+            c.note
+        );
+    }
+}
+
+/// Kernel counter deltas summed over phases, with warnings for non-zero drops.
+pub fn counters(out: &mut String, r: &RunRecord) {
+    let sum = |key: &str| -> i64 { r.phases.iter().map(|p| p.counters.get(key).copied().unwrap_or(0)).sum() };
+    let shown: Vec<String> = SHOWN_COUNTERS.iter().map(|(k, label)| format!("{label} {}", sum(k))).collect();
+    let _ = writeln!(out, "kernel counters (all phases): {}", shown.join(", "));
+}
+
+/// Warnings: drops, count mismatches, fallbacks, interruptions.
+pub fn warnings(r: &RunRecord) -> Vec<String> {
+    let mut w = Vec::new();
+    if r.run.interrupted {
+        w.push("run interrupted (Ctrl-C): numbers cover only what ran".to_string());
+    }
+    if let Some(why) = &r.run.engine_fallback_reason {
+        w.push(format!("engine auto fell back to epoll: {why}"));
+    }
+    for p in &r.phases {
+        for (k, v) in p.drops() {
+            w.push(format!("{}: kernel counter {k} rose by {v} — drops make this a different experiment", p.name));
+        }
+        if let Some(c) = &p.cross_check {
+            if !c.agree {
+                w.push(format!("{}: our counts disagree with the kernel's: {}", p.name, c.note));
+            }
+        }
+        if p.failed() > 0 {
+            w.push(format!("{}: {} failed attempts", p.name, group(p.failed() as f64)));
+        }
+    }
+    w
+}
+
+/// The whole summary.
+pub fn render(r: &RunRecord, record_path: Option<&std::path::Path>) -> String {
+    let mut out = String::new();
+    let run = &r.run;
+    let where_ = match (&run.target, run.netns) {
+        (Some(t), _) => format!("external target {t}"),
+        (None, true) => format!(
+            "two network namespaces over veth{}",
+            run.rtt_ns.map(|n| format!(", RTT {}", format_ns(n as f64))).unwrap_or_default()
+        ),
+        (None, false) => "loopback".to_string(),
+    };
+    let _ = writeln!(
+        out,
+        "connstorm bench: engine {} (steering {}), server CPUs [{}], load CPUs [{}], client close {}, server mode {}, {where_}",
+        run.engine,
+        run.steering,
+        tuning::cpulist::format(&run.server_cpus),
+        tuning::cpulist::format(&run.load_cpus),
+        run.close_mode,
+        run.server_mode
+    );
+    if let Some(peak) = r.phase("peak") {
+        let _ = writeln!(out, "peak: {} CPM = {} conn/s", group(peak.cpm), group(peak.achieved_per_sec));
+    }
+    for p in &r.phases {
+        phase(&mut out, p);
+    }
+    counters(&mut out, r);
+    if let Some(b) = &r.baseline {
+        let _ = writeln!(
+            out,
+            "baseline: kernel floor (blocking socket/connect/close vs accept/close on the same CPUs) {} conn/s; connstorm peak = {:.2} × floor",
+            group(b.floor_per_sec),
+            b.ratio
+        );
+    }
+    for w in &r.warnings {
+        let _ = writeln!(out, "warning: {w}");
+    }
+    if let Some(p) = record_path {
+        let _ = writeln!(out, "record: {}", p.display());
+    }
+    out
+}
+
+/// A progress line for one second of a phase.
+pub fn progress_line(phase: &str, row: &loadgen::TimelineRow) -> String {
+    format!(
+        "[{phase}{}] {:>3}s  offered {:>8}/s  achieved {:>8}/s  errors {:>6}  handshake p50 {}  p99 {}",
+        if row.warmup { " warm-up" } else { "" },
+        row.t_secs,
+        group(row.offered as f64),
+        group(row.successes as f64),
+        group(row.failures as f64),
+        format_ns(row.p50_ns as f64),
+        format_ns(row.p99_ns as f64)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thousands_are_grouped() {
+        assert_eq!(group(0.0), "0");
+        assert_eq!(group(999.0), "999");
+        assert_eq!(group(1000.0), "1,000");
+        assert_eq!(group(1234567.4), "1,234,567");
+    }
+}

@@ -1,0 +1,202 @@
+//! `connstorm report`, `compare` and `plot` end to end, on golden and synthetic records.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use results::record::RunRecord;
+
+fn golden() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("results/tests/data/golden-v1.json")
+}
+
+fn data(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("results/tests/data")
+        .join(name)
+}
+
+fn connstorm(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_connstorm"))
+        .args(args)
+        .output()
+        .expect("run connstorm")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn ok(args: &[&str]) -> String {
+    let o = connstorm(args);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "connstorm {args:?} failed: {}",
+        stderr(&o)
+    );
+    stdout(&o)
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+#[test]
+fn report_prints_rates_percentiles_buckets_and_drop_warnings() {
+    let g = golden();
+    let rec = RunRecord::read(&g).unwrap();
+    let phase = rec.phase("latency").unwrap();
+    let text = ok(&["report", s(&g), "--buckets", "250us,1ms"]);
+    for needle in [
+        "CPM",
+        "conn/s",
+        "p99.99",
+        "stddev",
+        "ETIMEDOUT 2",
+        "< 250.0µs",
+        ">= 1.00ms",
+        "WARNING",
+        "ListenOverflows",
+    ] {
+        assert!(text.contains(needle), "{needle:?} missing:\n{text}");
+    }
+    assert!(text.contains(&format!("{:.0} CPM", phase.cpm)), "{text}");
+
+    let json: serde_json::Value =
+        serde_json::from_str(&ok(&["report", s(&g), "--format", "json"])).unwrap();
+    let hs = phase
+        .histograms
+        .decode(results::record::Latency::Handshake)
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        json[0]["phases"][0]["latency"][0]["summary"]["p99_ns"],
+        hs.value_at_quantile(0.99)
+    );
+
+    let csv = ok(&["report", s(&g), "--format", "csv"]);
+    assert_eq!(csv.lines().count(), 1 + rec.phases.len());
+    assert!(ok(&["report", s(&g), "--format", "markdown"]).contains("|---|"));
+}
+
+#[test]
+fn report_writes_interval_logs() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = golden();
+    ok(&[
+        "report",
+        s(&g),
+        "--hlog",
+        s(dir.path()),
+        "-o",
+        s(&dir.path().join("report.txt")),
+    ]);
+    let hlog = std::fs::read_to_string(dir.path().join("golden-v1.latency.hlog")).unwrap();
+    assert!(hlog.contains("#[StartTime: "), "{hlog}");
+    assert_eq!(
+        hlog.lines().filter(|l| l.contains("HISTF")).count(),
+        3,
+        "handshake, service, first byte:\n{hlog}"
+    );
+    assert!(std::fs::read_to_string(dir.path().join("report.txt"))
+        .unwrap()
+        .contains("CPM"));
+}
+
+#[test]
+fn bad_record_files_exit_2_naming_the_file() {
+    for name in [
+        "newer-schema.json",
+        "truncated.json",
+        "garbage.json",
+        "missing-field.json",
+        "no-such-file.json",
+    ] {
+        let o = connstorm(&["report", s(&data(name))]);
+        assert_eq!(o.status.code(), Some(2), "{name}: {}", stderr(&o));
+        assert!(stderr(&o).contains(name), "{name}: {}", stderr(&o));
+    }
+    let o = connstorm(&["report", s(&golden()), "--buckets", "1ms,100us"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}
+
+/// Writes `n` trials of the example record with the connection rate scaled by `factor` and a
+/// little deterministic noise; returns their paths.
+fn trials(dir: &Path, label: &str, factor: f64, n: usize) -> Vec<PathBuf> {
+    (0..n)
+        .map(|i| {
+            let mut rec = RunRecord::example();
+            rec.label = label.into();
+            let noise = 1.0 + 0.005 * ((i as f64 * 2.3).sin());
+            for p in &mut rec.phases {
+                p.achieved_per_sec *= factor * noise;
+            }
+            rec.write_atomic(dir).unwrap()
+        })
+        .collect()
+}
+
+#[test]
+fn compare_detects_a_ten_percent_gain_and_says_how() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = trials(&dir.path().join("a"), "off", 1.0, 5);
+    let b = trials(&dir.path().join("b"), "on", 1.1, 5);
+    let mut args = vec!["compare"];
+    args.extend(a.iter().map(|p| s(p)));
+    args.push("--");
+    args.extend(b.iter().map(|p| s(p)));
+    let text = ok(&args);
+    let line = text.lines().find(|l| l.contains("connections/s")).unwrap();
+    assert!(line.contains("better") && line.contains("+10."), "{line}");
+    assert!(text.contains("bootstrap"), "{text}");
+    let p99 = text.lines().find(|l| l.contains("handshake p99")).unwrap();
+    assert!(p99.contains("no significant change"), "{p99}");
+
+    let mut args = vec!["compare", "--format", "json", "--a"];
+    args.extend(a.iter().map(|p| s(p)));
+    args.push("--b");
+    args.extend(a.iter().map(|p| s(p)));
+    let json: serde_json::Value = serde_json::from_str(&ok(&args)).unwrap();
+    assert_eq!(
+        json["metrics"][0]["verdict"], "no_significant_change",
+        "A vs A"
+    );
+
+    let md = ok(&["compare", s(&a[0]), s(&b[0]), "--format", "markdown"]);
+    assert!(
+        md.contains("| connections/s (higher is better) |") && md.contains("inconclusive"),
+        "{md}"
+    );
+    let o = connstorm(&["compare", s(&a[0])]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}
+
+#[test]
+fn plot_writes_svg_with_labelled_axes_and_refuses_unknown_formats() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("spectrum.svg");
+    ok(&["plot", s(&golden()), "-o", s(&out)]);
+    let svg = std::fs::read_to_string(&out).unwrap();
+    assert!(
+        svg.contains("latency (µs)") && svg.contains("99.9%") && svg.contains("golden handshake"),
+        "{svg:.400}"
+    );
+    let out = dir.path().join("timeline.png");
+    ok(&["plot", s(&golden()), "-o", s(&out), "--kind", "timeline"]);
+    assert!(std::fs::read(&out).unwrap().starts_with(b"\x89PNG"));
+    let o = connstorm(&["plot", s(&golden()), "-o", s(&dir.path().join("x.jpg"))]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let o = connstorm(&[
+        "plot",
+        s(&golden()),
+        "-o",
+        s(&dir.path().join("x.svg")),
+        "--kind",
+        "ab",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}

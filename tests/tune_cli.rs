@@ -1,0 +1,357 @@
+//! `connstorm tune` end to end: runs the binary. Anything that changes sysctls runs inside a
+//! network namespace created for the test (`unshare -n`), with per-netns keys only, and a
+//! `--state-dir` in a tempdir.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const BIN: &str = env!("CARGO_BIN_EXE_connstorm");
+
+fn run(args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .output()
+        .expect("run connstorm")
+}
+
+/// Runs a shell script in a fresh network namespace; `$BIN` is the connstorm binary.
+fn in_netns(script: &str) -> Output {
+    let out = Command::new("unshare")
+        .args(["-n", "sh", "-c", script])
+        .env("BIN", BIN)
+        .output()
+        .expect("unshare(1) is needed (util-linux) and root to create a network namespace");
+    out
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tuning/tests/fixtures")
+}
+
+#[test]
+fn check_prints_a_table_for_a_builtin_preset() {
+    let o = run(&["tune", "check", "--preset", "c1m-server"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let t = text(&o);
+    assert!(
+        t.contains("current") && t.contains("recommended") && t.contains("status"),
+        "{t}"
+    );
+    assert!(
+        t.contains("net.core.somaxconn") && t.contains("listen() backlogs"),
+        "{t}"
+    );
+}
+
+#[test]
+fn unknown_preset_and_bad_files_are_bad_input() {
+    let o = run(&["tune", "check", "--preset", "nope"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).contains("c1m-server"), "{}", text(&o));
+    let d = tempfile::tempdir().unwrap();
+    let bad = d.path().join("bad.toml");
+    std::fs::write(&bad, "name = \"x\"\n[[sysctl]]\nkey = \"net.core.somaxconn\"\nvalue = [1]\nreason = \"r\"\nsource = \"s\"\n").unwrap();
+    let o = run(&["tune", "check", "--file", bad.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).contains("bad.toml:4:"), "{}", text(&o));
+    let conf = d.path().join("x.conf");
+    std::fs::write(&conf, "net.core.somaxconn = 1\n../etc/passwd = 1\n").unwrap();
+    let o = run(&["tune", "check", "--file", conf.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).contains("x.conf:2:"), "{}", text(&o));
+}
+
+#[test]
+fn strict_check_exits_4_when_something_is_off() {
+    let d = tempfile::tempdir().unwrap();
+    let conf = d.path().join("off.conf");
+    std::fs::write(&conf, "net.ipv4.tcp_fin_timeout = 17\n").unwrap();
+    let o = in_netns(&format!(
+        "\"$BIN\" tune check --file {} --strict",
+        conf.display()
+    ));
+    assert_eq!(o.status.code(), Some(4), "{}", text(&o));
+    assert!(text(&o).contains("change"));
+}
+
+#[test]
+fn apply_revert_cycle_in_a_fresh_netns() {
+    let d = tempfile::tempdir().unwrap();
+    let conf = d.path().join("netns.conf");
+    std::fs::write(&conf, "net.ipv4.tcp_fin_timeout = 17\nnet.ipv4.ip_local_port_range = 20000 30000\nnet.core.netdev_max_backlog = 5000\n").unwrap();
+    let state = d.path().join("state");
+    let script = format!(
+        r#"set -e
+f=/proc/sys/net/ipv4/tcp_fin_timeout
+echo "before $(cat $f)"
+"$BIN" tune apply --file {conf} --state-dir {state}
+echo "noyes $(cat $f)"
+"$BIN" tune apply --file {conf} --state-dir {state} --yes
+echo "applied $(cat $f)"
+"$BIN" tune revert --state-dir {state}
+echo "reverted $(cat $f)"
+"$BIN" tune revert --state-dir {state}
+echo "again $(cat $f)"
+"#,
+        conf = conf.display(),
+        state = state.display()
+    );
+    let o = in_netns(&script);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    let val = |tag: &str| {
+        t.lines()
+            .find_map(|l| l.strip_prefix(&format!("{tag} ")))
+            .unwrap_or_else(|| panic!("{tag} in {t}"))
+            .to_string()
+    };
+    let before = val("before");
+    assert_ne!(before, "17");
+    assert_eq!(val("noyes"), before, "without --yes nothing changes");
+    assert_eq!(val("applied"), "17");
+    assert_eq!(val("reverted"), before);
+    assert_eq!(val("again"), before);
+    assert!(
+        t.contains("refused (global)"),
+        "netdev_max_backlog must be refused in a child netns: {t}"
+    );
+    assert!(
+        t.contains("0 restored, 2 already at the saved value"),
+        "second revert is a no-op: {t}"
+    );
+    let snaps: Vec<_> = std::fs::read_dir(&state).unwrap().collect();
+    assert_eq!(snaps.len(), 1);
+}
+
+#[test]
+fn revert_refuses_a_snapshot_from_another_boot_without_force() {
+    let d = tempfile::tempdir().unwrap();
+    let snap = d.path().join("snapshot-old.json");
+    std::fs::write(
+        &snap,
+        r#"{"format":1,"created_unix_secs":1,"boot_id":"00000000-0000-0000-0000-000000000000","netns":null,"what":"t",
+            "saved":[{"kind":"sysctl","key":"net.ipv4.tcp_fin_timeout","value":"42"}]}"#,
+    )
+    .unwrap();
+    let o = in_netns(&format!("\"$BIN\" tune revert {}", snap.display()));
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("--force"));
+    let o = in_netns(&format!(
+        "\"$BIN\" tune revert --force {} && cat /proc/sys/net/ipv4/tcp_fin_timeout",
+        snap.display()
+    ));
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).lines().last() == Some("42"),
+        "{}",
+        text(&o)
+    );
+}
+
+#[test]
+fn export_forms() {
+    let o = run(&[
+        "tune",
+        "export",
+        "--preset",
+        "loadgen-client",
+        "--as",
+        "sysctl-d",
+    ]);
+    assert_eq!(o.status.code(), Some(0));
+    let body = String::from_utf8_lossy(&o.stdout).to_string();
+    let back = tuning::preset::Preset::parse_sysctl_conf(&body, "export.conf").unwrap();
+    assert!(back
+        .sysctls
+        .iter()
+        .any(|e| e.key.as_str() == "net.ipv4.ip_local_port_range" && e.value == "1024 65535"));
+    let o = run(&["tune", "export", "--preset", "low-latency", "--as", "tuned"]);
+    let t = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        t.contains("[sysctl]") && t.contains("[bootloader]") && t.contains("skew_tick=1"),
+        "{t}"
+    );
+    let o = run(&[
+        "tune",
+        "export",
+        "--preset",
+        "low-latency",
+        "--as",
+        "cmdline",
+    ]);
+    assert!(String::from_utf8_lossy(&o.stdout).starts_with("skew_tick=1 "));
+}
+
+#[test]
+fn kernel_audit_on_fixture_configs() {
+    let k = fixtures().join("kconfig");
+    let o = run(&[
+        "tune",
+        "kernel",
+        "--profile",
+        "server",
+        "--config",
+        k.join("server.config").to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(text(&o).contains("CONFIG_HZ") && text(&o).contains("tick 4.0 ms"));
+    let o = run(&[
+        "tune",
+        "kernel",
+        "--profile",
+        "rt",
+        "--strict",
+        "--config",
+        k.join("server.config").to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(4), "{}", text(&o));
+    let o = run(&["tune", "kernel", "--config", "/nonexistent/config"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn doctor_on_a_fixture_root_and_irq_on_a_device_without_queues() {
+    let o = run(&[
+        "tune",
+        "check",
+        "--root",
+        fixtures().join("vm").to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let t = text(&o);
+    assert!(t.contains("RLIMIT_NOFILE soft 1024 hard 20000"), "{t}");
+    assert!(t.contains("ephemeral ports 32768-60999"), "{t}");
+    let o = run(&[
+        "tune",
+        "check",
+        "--strict",
+        "--root",
+        fixtures().join("vm").to_str().unwrap(),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(4),
+        "fd limit 1024 is a warning: {}",
+        text(&o)
+    );
+    let o = run(&["tune", "irq", "--dev", "lo", "--plan", "spread"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).contains("no queue IRQs"), "{}", text(&o));
+}
+
+#[test]
+fn apply_and_revert_with_netns_name() {
+    let name = format!("connstorm-test-{}", std::process::id());
+    let add = Command::new("ip")
+        .args(["netns", "add", &name])
+        .output()
+        .expect("iproute2 `ip` is needed");
+    assert!(add.status.success(), "ip netns add: {}", text(&add));
+    let d = tempfile::tempdir().unwrap();
+    let state = d.path().join("state");
+    let read = || {
+        let o = Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &name,
+                "cat",
+                "/proc/sys/net/ipv4/tcp_fin_timeout",
+            ])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout).trim().to_string()
+    };
+    let before = read();
+    let o = run(&[
+        "tune",
+        "apply",
+        "--preset",
+        "loadgen-client",
+        "--netns",
+        &name,
+        "--state-dir",
+        state.to_str().unwrap(),
+        "--yes",
+    ]);
+    let applied = read();
+    let r = run(&[
+        "tune",
+        "revert",
+        "--netns",
+        &name,
+        "--state-dir",
+        state.to_str().unwrap(),
+    ]);
+    let after = read();
+    let host_fin = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_fin_timeout").unwrap();
+    let _ = Command::new("ip").args(["netns", "delete", &name]).output();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(
+        text(&o).contains("global keys refused") && text(&o).contains("3 change(s) applied"),
+        "{}",
+        text(&o)
+    );
+    let fin: i64 = applied.parse().unwrap();
+    assert!(
+        fin <= 15,
+        "tcp_fin_timeout at most 15 after apply, got {applied}"
+    );
+    assert_eq!(r.status.code(), Some(0), "{}", text(&r));
+    assert_eq!(after, before);
+    assert_eq!(
+        host_fin.trim(),
+        before,
+        "the host namespace was not touched (both at their default)"
+    );
+    let bad = run(&[
+        "tune",
+        "apply",
+        "--preset",
+        "loadgen-client",
+        "--netns",
+        "../x",
+        "--yes",
+    ]);
+    assert_eq!(bad.status.code(), Some(2));
+}
+
+#[test]
+fn check_json_is_machine_readable() {
+    let o = run(&[
+        "tune",
+        "check",
+        "--preset",
+        "throughput",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = v.as_array().unwrap();
+    assert!(rows
+        .iter()
+        .any(|r| r["entry"]["key"] == "net.ipv4.tcp_rmem" && r["status"].is_string()));
+    let o = run(&[
+        "tune",
+        "check",
+        "--format",
+        "json",
+        "--root",
+        fixtures().join("vm").to_str().unwrap(),
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|f| f["topic"] == "limits" && f["severity"] == "warn"));
+}

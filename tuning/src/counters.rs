@@ -1,0 +1,436 @@
+//! The kernel's TCP counters of one network namespace, and per-run deltas.
+//!
+//! Sources (definitions in Documentation/networking/snmp_counter.rst and include/uapi/linux/snmp.h):
+//! - `<net_dir>/snmp` and `<net_dir>/netstat`: pairs of lines `Prefix: Name1 Name2 ...` /
+//!   `Prefix: v1 v2 ...`; every counter becomes `"Prefix.Name"` (`"Tcp.ActiveOpens"`,
+//!   `"TcpExt.ListenOverflows"`).
+//! - `<net_dir>/softnet_stat`: one row of hex columns per CPU (column 1 packets processed, 2 dropped
+//!   because the per-CPU backlog exceeded net.core.netdev_max_backlog, 3 time_squeeze, 10 RPS IPIs
+//!   received, 11 flow-limit hits); summed over CPUs as `"softnet.processed"`, `"softnet.dropped"`,
+//!   `"softnet.time_squeeze"`, `"softnet.received_rps"`, `"softnet.flow_limit_count"`.
+//!   softnet_stat is global (not per namespace) on every kernel.
+//! - `<net_dir>/sockstat`: gauges (`TCP: inuse orphan tw alloc mem`), kept apart from the counters
+//!   as `"sockstat.TCP.tw"` etc.
+//!
+//! All but softnet_stat are per network namespace. Namespaces are per thread and `/proc/net`
+//! follows the *main* thread, so read `/proc/thread-self/net` ([`DEFAULT_NET_DIR`]).
+
+use std::collections::BTreeMap;
+use std::io;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+/// The calling thread's network namespace's `/proc` net directory.
+pub const DEFAULT_NET_DIR: &str = "/proc/thread-self/net";
+
+/// `Tcp.ActiveOpens`: SYNs sent (client attempts).
+pub const ACTIVE_OPENS: &str = "Tcp.ActiveOpens";
+/// `Tcp.PassiveOpens`: SYNs received and answered (server side).
+pub const PASSIVE_OPENS: &str = "Tcp.PassiveOpens";
+/// `Tcp.AttemptFails`: failed handshakes (SYN-SENT/SYN-RCVD → CLOSED, SYN-RCVD → LISTEN).
+pub const ATTEMPT_FAILS: &str = "Tcp.AttemptFails";
+/// `Tcp.EstabResets`: RSTs on established / CLOSE-WAIT connections.
+pub const ESTAB_RESETS: &str = "Tcp.EstabResets";
+/// `TcpExt.ListenOverflows`: accept queue full when a SYN or final ACK arrived.
+pub const LISTEN_OVERFLOWS: &str = "TcpExt.ListenOverflows";
+/// `TcpExt.ListenDrops`: every drop at a listener (≥ ListenOverflows).
+pub const LISTEN_DROPS: &str = "TcpExt.ListenDrops";
+/// `TcpExt.TCPReqQFullDrop`: SYN queue full and syncookies off, SYN dropped.
+pub const REQ_Q_FULL_DROP: &str = "TcpExt.TCPReqQFullDrop";
+/// `TcpExt.TCPReqQFullDoCookies`: SYN queue full, a syncookie was sent instead.
+pub const REQ_Q_FULL_DO_COOKIES: &str = "TcpExt.TCPReqQFullDoCookies";
+/// `TcpExt.SyncookiesSent`: syncookies sent.
+pub const SYNCOOKIES_SENT: &str = "TcpExt.SyncookiesSent";
+/// `TcpExt.TCPSynRetrans`: SYN and SYN-ACK retransmits (hidden drops, 1 s latency modes).
+pub const SYN_RETRANS: &str = "TcpExt.TCPSynRetrans";
+/// `TcpExt.TCPTimeWaitOverflow`: net.ipv4.tcp_max_tw_buckets exceeded, TIME_WAIT not created.
+pub const TIME_WAIT_OVERFLOW: &str = "TcpExt.TCPTimeWaitOverflow";
+/// `TcpExt.TCPBacklogDrop`: socket backlog full while the socket was owned by user space.
+pub const BACKLOG_DROP: &str = "TcpExt.TCPBacklogDrop";
+/// `softnet.dropped`: packets dropped because a per-CPU input backlog exceeded netdev_max_backlog.
+pub const SOFTNET_DROPPED: &str = "softnet.dropped";
+/// `softnet.flow_limit_count`: packets dropped by RPS flow limits.
+pub const SOFTNET_FLOW_LIMIT: &str = "softnet.flow_limit_count";
+
+/// The counters whose non-zero delta makes a run "a different experiment" (DESIGN.md).
+pub const DROP_COUNTERS: &[&str] = &[
+    LISTEN_OVERFLOWS,
+    LISTEN_DROPS,
+    REQ_Q_FULL_DROP,
+    REQ_Q_FULL_DO_COOKIES,
+    SYNCOOKIES_SENT,
+    TIME_WAIT_OVERFLOW,
+    BACKLOG_DROP,
+    SOFTNET_DROPPED,
+    SOFTNET_FLOW_LIMIT,
+];
+
+/// The counters of one namespace at one instant.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Snapshot {
+    /// Monotonic counters: `"Tcp.*"`, `"TcpExt.*"`, `"Ip.*"`, ... and `"softnet.*"` (summed).
+    pub counters: BTreeMap<String, i64>,
+    /// Gauges from sockstat, e.g. `"sockstat.TCP.tw"` (TIME_WAIT sockets), `"sockstat.TCP.inuse"`.
+    pub gauges: BTreeMap<String, i64>,
+    /// softnet_stat per CPU row: `[processed, dropped, time_squeeze]`, in file order.
+    pub softnet_per_cpu: Vec<[i64; 3]>,
+}
+
+impl Snapshot {
+    /// Reads snmp, netstat, softnet_stat and sockstat from `net_dir` (e.g. [`DEFAULT_NET_DIR`] or a
+    /// fixture directory).
+    ///
+    /// # Errors
+    /// `io::Error` with the path in the message when snmp or netstat cannot be read, or
+    /// `InvalidData` naming file and line when a file is malformed. softnet_stat and sockstat are
+    /// optional (absent in some containers): missing means no `softnet.*` / gauges.
+    pub fn read(net_dir: &Path) -> io::Result<Snapshot> {
+        let mut snap = Snapshot::default();
+        for file in ["snmp", "netstat"] {
+            let path = net_dir.join(file);
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| io::Error::new(e.kind(), format!("read {}: {e}", path.display())))?;
+            parse_pairs(&text, &path, &mut snap.counters)?;
+        }
+        let softnet = net_dir.join("softnet_stat");
+        match std::fs::read_to_string(&softnet) {
+            Ok(text) => snap.parse_softnet(&text, &softnet)?,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => {
+                return Err(io::Error::new(
+                    e.kind(),
+                    format!("read {}: {e}", softnet.display()),
+                ))
+            }
+        }
+        let sockstat = net_dir.join("sockstat");
+        match std::fs::read_to_string(&sockstat) {
+            Ok(text) => parse_sockstat(&text, &mut snap.gauges),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => {
+                return Err(io::Error::new(
+                    e.kind(),
+                    format!("read {}: {e}", sockstat.display()),
+                ))
+            }
+        }
+        Ok(snap)
+    }
+
+    /// Reads the calling thread's namespace ([`DEFAULT_NET_DIR`]).
+    ///
+    /// # Errors
+    /// As [`Snapshot::read`].
+    pub fn read_current() -> io::Result<Snapshot> {
+        Snapshot::read(Path::new(DEFAULT_NET_DIR))
+    }
+
+    /// One counter's value, if this kernel has it.
+    pub fn get(&self, name: &str) -> Option<i64> {
+        self.counters.get(name).copied()
+    }
+
+    /// `self - before` for every counter present in both (counters that exist only on one side are
+    /// left out). Gauges are carried as their value at `self` under `"sockstat.*"` in
+    /// [`CounterDelta::gauges`].
+    pub fn delta(&self, before: &Snapshot) -> CounterDelta {
+        let values = self
+            .counters
+            .iter()
+            .filter_map(|(k, v)| {
+                before
+                    .counters
+                    .get(k)
+                    .map(|b| (k.clone(), v.wrapping_sub(*b)))
+            })
+            .collect();
+        CounterDelta {
+            values,
+            gauges: self.gauges.clone(),
+        }
+    }
+
+    fn parse_softnet(&mut self, text: &str, path: &Path) -> io::Result<()> {
+        let mut sums = [0i64; 5];
+        for (i, line) in text.lines().enumerate() {
+            let cols: Vec<&str> = line.split_whitespace().collect();
+            if cols.is_empty() {
+                continue;
+            }
+            let hex = |idx: usize| -> io::Result<i64> {
+                match cols.get(idx) {
+                    None => Ok(0),
+                    Some(c) => i64::from_str_radix(c, 16).map_err(|_| {
+                        bad_data(
+                            path,
+                            i + 1,
+                            &format!("column {} {c:?} is not hexadecimal", idx + 1),
+                        )
+                    }),
+                }
+            };
+            let row = [hex(0)?, hex(1)?, hex(2)?];
+            for (s, v) in sums
+                .iter_mut()
+                .zip([row[0], row[1], row[2], hex(9)?, hex(10)?])
+            {
+                *s += v;
+            }
+            self.softnet_per_cpu.push(row);
+        }
+        for (name, v) in [
+            "processed",
+            "dropped",
+            "time_squeeze",
+            "received_rps",
+            "flow_limit_count",
+        ]
+        .iter()
+        .zip(sums)
+        {
+            self.counters.insert(format!("softnet.{name}"), v);
+        }
+        Ok(())
+    }
+}
+
+fn bad_data(path: &Path, line: usize, what: &str) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!(
+            "{}:{line}: {what} (expected the kernel's `Prefix: names` / `Prefix: values` format)",
+            path.display()
+        ),
+    )
+}
+
+/// Parses the snmp/netstat header/value line pairs.
+fn parse_pairs(text: &str, path: &Path, out: &mut BTreeMap<String, i64>) -> io::Result<()> {
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    if !lines.len().is_multiple_of(2) {
+        return Err(bad_data(
+            path,
+            lines.len(),
+            "odd number of lines: a header without its values",
+        ));
+    }
+    for (i, pair) in lines.chunks(2).enumerate() {
+        let line_no = i * 2 + 1;
+        let (p1, names) = pair[0]
+            .split_once(':')
+            .ok_or_else(|| bad_data(path, line_no, "no `Prefix:`"))?;
+        let (p2, values) = pair[1]
+            .split_once(':')
+            .ok_or_else(|| bad_data(path, line_no + 1, "no `Prefix:`"))?;
+        if p1 != p2 {
+            return Err(bad_data(
+                path,
+                line_no + 1,
+                &format!("prefix {p2:?} does not match header {p1:?}"),
+            ));
+        }
+        let names: Vec<&str> = names.split_whitespace().collect();
+        let values: Vec<&str> = values.split_whitespace().collect();
+        if names.len() != values.len() {
+            return Err(bad_data(
+                path,
+                line_no + 1,
+                &format!("{} names but {} values", names.len(), values.len()),
+            ));
+        }
+        for (n, v) in names.iter().zip(values) {
+            let v: i64 = v.parse().map_err(|_| {
+                bad_data(
+                    path,
+                    line_no + 1,
+                    &format!("value {v:?} of {p1}.{n} is not an integer"),
+                )
+            })?;
+            out.insert(format!("{p1}.{n}"), v);
+        }
+    }
+    Ok(())
+}
+
+/// Parses sockstat (`TCP: inuse 1 orphan 0 tw 0 alloc 1 mem 199`); malformed parts are ignored
+/// (gauges are informational).
+fn parse_sockstat(text: &str, out: &mut BTreeMap<String, i64>) {
+    for line in text.lines() {
+        let Some((proto, rest)) = line.split_once(':') else {
+            continue;
+        };
+        let words: Vec<&str> = rest.split_whitespace().collect();
+        for kv in words.chunks(2) {
+            if let [k, v] = kv {
+                if let Ok(v) = v.parse::<i64>() {
+                    out.insert(format!("sockstat.{proto}.{k}"), v);
+                }
+            }
+        }
+    }
+}
+
+/// Counter changes between two [`Snapshot`]s (`after.delta(&before)`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CounterDelta {
+    values: BTreeMap<String, i64>,
+    gauges: BTreeMap<String, i64>,
+}
+
+impl CounterDelta {
+    /// The change of one counter (`"Tcp.ActiveOpens"`, `"softnet.dropped"`, ...), `None` when the
+    /// kernel does not have it.
+    pub fn get(&self, name: &str) -> Option<i64> {
+        self.values.get(name).copied()
+    }
+
+    fn or0(&self, name: &str) -> i64 {
+        self.get(name).unwrap_or(0)
+    }
+
+    /// Δ `Tcp.ActiveOpens` (0 if absent).
+    pub fn active_opens(&self) -> i64 {
+        self.or0(ACTIVE_OPENS)
+    }
+    /// Δ `Tcp.PassiveOpens` (0 if absent).
+    pub fn passive_opens(&self) -> i64 {
+        self.or0(PASSIVE_OPENS)
+    }
+    /// Δ `Tcp.AttemptFails` (0 if absent).
+    pub fn attempt_fails(&self) -> i64 {
+        self.or0(ATTEMPT_FAILS)
+    }
+    /// Δ `Tcp.EstabResets` (0 if absent).
+    pub fn estab_resets(&self) -> i64 {
+        self.or0(ESTAB_RESETS)
+    }
+    /// Δ `TcpExt.ListenOverflows` (0 if absent).
+    pub fn listen_overflows(&self) -> i64 {
+        self.or0(LISTEN_OVERFLOWS)
+    }
+    /// Δ `TcpExt.ListenDrops` (0 if absent).
+    pub fn listen_drops(&self) -> i64 {
+        self.or0(LISTEN_DROPS)
+    }
+    /// Δ `TcpExt.TCPReqQFullDrop` (0 if absent).
+    pub fn req_q_full_drop(&self) -> i64 {
+        self.or0(REQ_Q_FULL_DROP)
+    }
+    /// Δ `TcpExt.TCPReqQFullDoCookies` (0 if absent).
+    pub fn req_q_full_do_cookies(&self) -> i64 {
+        self.or0(REQ_Q_FULL_DO_COOKIES)
+    }
+    /// Δ `TcpExt.SyncookiesSent` (0 if absent).
+    pub fn syncookies_sent(&self) -> i64 {
+        self.or0(SYNCOOKIES_SENT)
+    }
+    /// Δ `TcpExt.TCPSynRetrans` (0 if absent).
+    pub fn syn_retrans(&self) -> i64 {
+        self.or0(SYN_RETRANS)
+    }
+    /// Δ `TcpExt.TCPTimeWaitOverflow` (0 if absent).
+    pub fn time_wait_overflow(&self) -> i64 {
+        self.or0(TIME_WAIT_OVERFLOW)
+    }
+    /// Δ `softnet.dropped`, summed over CPUs (0 if softnet_stat was not readable).
+    pub fn softnet_dropped(&self) -> i64 {
+        self.or0(SOFTNET_DROPPED)
+    }
+
+    /// The non-zero changes among [`DROP_COUNTERS`], in that order. Non-empty means the run left
+    /// the normal connection path (DESIGN.md: "a run with drops is a different experiment").
+    pub fn drops(&self) -> Vec<(String, i64)> {
+        DROP_COUNTERS
+            .iter()
+            .filter_map(|n| self.get(n).filter(|v| *v != 0).map(|v| (n.to_string(), v)))
+            .collect()
+    }
+
+    /// Every counter change, keyed by name (sockstat gauges are not included; see
+    /// [`CounterDelta::gauges`]).
+    pub fn to_map(&self) -> BTreeMap<String, i64> {
+        self.values.clone()
+    }
+
+    /// sockstat gauges at the end of the interval (`"sockstat.TCP.tw"`, ...).
+    pub fn gauges(&self) -> &BTreeMap<String, i64> {
+        &self.gauges
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write_net(dir: &Path, active: i64, overflows: i64, softnet_drop: u32) {
+        std::fs::write(
+            dir.join("snmp"),
+            format!("Ip: Forwarding DefaultTTL\nIp: 1 64\nTcp: RtoAlgorithm MaxConn ActiveOpens PassiveOpens\nTcp: 1 -1 {active} 7\n"),
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("netstat"),
+            format!("TcpExt: SyncookiesSent ListenOverflows ListenDrops\nTcpExt: 0 {overflows} {overflows}\n"),
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("softnet_stat"),
+            format!("0000000a {softnet_drop:08x} 00000001 0 0 0 0 0 0 00000002 00000000\n00000014 00000000 00000000\n"),
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("sockstat"),
+            "sockets: used 13\nTCP: inuse 1 orphan 0 tw 5 alloc 1 mem 199\n",
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn reads_fixture_and_computes_delta_and_drops() {
+        let a = tempfile::tempdir().unwrap();
+        let b = tempfile::tempdir().unwrap();
+        write_net(a.path(), 10, 0, 0);
+        write_net(b.path(), 25, 3, 0x11);
+        let before = Snapshot::read(a.path()).unwrap();
+        let after = Snapshot::read(b.path()).unwrap();
+        assert_eq!(before.get("Tcp.MaxConn"), Some(-1));
+        assert_eq!(after.get("softnet.processed"), Some(30));
+        assert_eq!(after.gauges.get("sockstat.TCP.tw"), Some(&5));
+        let d = after.delta(&before);
+        assert_eq!(d.active_opens(), 15);
+        assert_eq!(d.passive_opens(), 0);
+        assert_eq!(d.listen_overflows(), 3);
+        assert_eq!(d.softnet_dropped(), 0x11);
+        assert_eq!(
+            d.drops(),
+            vec![
+                (LISTEN_OVERFLOWS.to_string(), 3),
+                (LISTEN_DROPS.to_string(), 3),
+                (SOFTNET_DROPPED.to_string(), 0x11)
+            ]
+        );
+        assert_eq!(d.to_map().get("Ip.DefaultTTL"), Some(&0));
+        assert_eq!(d.get("TcpExt.NoSuchCounter"), None);
+    }
+
+    #[test]
+    fn malformed_files_name_file_and_line() {
+        let d = tempfile::tempdir().unwrap();
+        write_net(d.path(), 1, 0, 0);
+        std::fs::write(d.path().join("netstat"), "TcpExt: A B\nTcpExt: 1\n").unwrap();
+        let e = Snapshot::read(d.path()).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidData);
+        assert!(e.to_string().contains("netstat:2"), "{e}");
+        std::fs::write(d.path().join("netstat"), "TcpExt: A\nTcpExt: x\n").unwrap();
+        assert!(Snapshot::read(d.path())
+            .unwrap_err()
+            .to_string()
+            .contains("not an integer"));
+        std::fs::remove_file(d.path().join("snmp")).unwrap();
+        assert_eq!(
+            Snapshot::read(d.path()).unwrap_err().kind(),
+            io::ErrorKind::NotFound
+        );
+    }
+}

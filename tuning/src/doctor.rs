@@ -1,0 +1,142 @@
+//! The one-screen "doctor": everything that matters for a connection-rate run, as findings.
+//!
+//! Covers isolation (isolated / nohz_full CPUs, the process's allowed CPUs), IRQs delivered to
+//! isolated CPUs (`/proc/irq/N/effective_affinity_list`), irqbalance, accept-queue limits
+//! (somaxconn, tcp_max_syn_backlog), the ephemeral port range, syncookies, io_uring availability
+//! (kernel.io_uring_disabled, 6.6+), RLIMIT_NOFILE and fs.nr_open, and the kernel config
+//! findings of [`crate::kconfig`] for the server profile.
+
+use std::path::Path;
+
+use crate::finding::{Finding, Severity};
+use crate::host::HostFacts;
+use crate::kconfig::{self, KernelConfig, Profile, Runtime};
+use crate::{cpulist, nic};
+
+fn num(h: &HostFacts, key: &str) -> Option<i64> {
+    h.sysctls
+        .get(key)
+        .and_then(|v| v.split(' ').next())
+        .and_then(|v| v.parse().ok())
+}
+
+/// Runs every check under `root` and returns the findings, most severe first.
+pub fn run(root: &Path) -> Vec<Finding> {
+    let h = HostFacts::read(root);
+    let mut f: Vec<Finding> = h.findings.clone();
+    let isolated = h.isolated_cpus.clone().unwrap_or_default();
+    let online = h.online_cpus.clone().unwrap_or_default();
+    if isolated.is_empty() {
+        f.push(Finding::new(
+            Severity::Info,
+            "isolation",
+            format!(
+                "no isolated CPUs (online {}): workers share CPUs with the rest of the host",
+                cpulist::format(&online)
+            ),
+        ));
+    } else {
+        f.push(Finding::new(
+            Severity::Info,
+            "isolation",
+            format!(
+                "isolated CPUs {} (nohz_full {}) of online {}",
+                cpulist::format(&isolated),
+                cpulist::format(h.nohz_full_cpus.as_deref().unwrap_or(&[])),
+                cpulist::format(&online)
+            ),
+        ));
+        if let Some(a) = &h.allowed_cpus {
+            if !isolated.iter().all(|c| a.contains(c)) {
+                f.push(Finding::new(Severity::Warn, "isolation", format!(
+                    "this process may run only on {}: not every isolated CPU is usable (cpuset/taskset)", cpulist::format(a))));
+            }
+        }
+        let names = nic::irq_names(root);
+        let mut on_iso = Vec::new();
+        for irq in names.keys() {
+            let (aff, eff) = nic::irq_affinity(root, *irq);
+            if eff
+                .or(aff)
+                .is_some_and(|c| c.iter().any(|c| isolated.contains(c)))
+            {
+                on_iso.push(*irq);
+            }
+        }
+        if !on_iso.is_empty() {
+            f.push(Finding::new(Severity::Warn, "irq", format!(
+                "{} IRQ(s) are delivered to isolated CPUs (e.g. {:?}); move them with `connstorm tune irq --plan housekeeping`",
+                on_iso.len(), &on_iso[..on_iso.len().min(8)])));
+        }
+    }
+    let pids = nic::irqbalance_pids(root);
+    if !pids.is_empty() {
+        f.push(Finding::new(
+            Severity::Info,
+            "irq",
+            format!("irqbalance is running (pid {pids:?}); it rewrites IRQ affinities"),
+        ));
+    }
+    match num(&h, "net.core.somaxconn") {
+        Some(v) if v < 4096 => f.push(Finding::new(Severity::Warn, "sysctl", format!("net.core.somaxconn = {v}: listen backlogs are capped to it; raise it (preset c1m-server)"))),
+        Some(v) => f.push(Finding::new(Severity::Info, "sysctl", format!("net.core.somaxconn = {v} (caps every listen() backlog)"))),
+        None => {}
+    }
+    if let Some(v) = num(&h, "net.ipv4.tcp_max_syn_backlog") {
+        f.push(Finding::new(
+            Severity::Info,
+            "sysctl",
+            format!("net.ipv4.tcp_max_syn_backlog = {v} (matters only with syncookies off)"),
+        ));
+    }
+    match num(&h, "net.ipv4.tcp_syncookies") {
+        Some(1) => {}
+        Some(v) => f.push(Finding::new(Severity::Warn, "sysctl", format!("net.ipv4.tcp_syncookies = {v}: 0 drops SYNs on a full queue, 2 always sends cookies; 1 is the documented default"))),
+        None => {}
+    }
+    if let Some(range) = h.sysctls.get("net.ipv4.ip_local_port_range") {
+        let p: Vec<i64> = range.split(' ').filter_map(|x| x.parse().ok()).collect();
+        if let [lo, hi] = p[..] {
+            let n = hi - lo + 1;
+            let sev = if n < 28232 {
+                Severity::Warn
+            } else {
+                Severity::Info
+            };
+            f.push(Finding::new(sev, "ports", format!(
+                "ephemeral ports {lo}-{hi} ({n}): with client-first close and 60 s TIME_WAIT about {} connections/s per (src IP, dst IP, dst port)", n / 60)));
+        }
+    }
+    match num(&h, "kernel.io_uring_disabled") {
+        Some(0) | None => f.push(Finding::new(Severity::Info, "io_uring", "io_uring allowed (kernel.io_uring_disabled = 0 or absent before 6.6); a seccomp filter may still block it")),
+        Some(v) => f.push(Finding::new(Severity::Warn, "io_uring", format!("kernel.io_uring_disabled = {v}: io_uring is off{}; the server falls back to epoll", if v == 1 { " for processes outside kernel.io_uring_group" } else { "" }))),
+    }
+    if let Some((soft, hard)) = h.nofile {
+        let sev = if soft < 65536 {
+            Severity::Warn
+        } else {
+            Severity::Info
+        };
+        f.push(Finding::new(sev, "limits", format!(
+            "RLIMIT_NOFILE soft {soft} hard {hard}{}", if soft < 65536 { ": each connection holds a descriptor; raise it (ulimit -n, LimitNOFILE=) up to fs.nr_open" } else { "" })));
+    }
+    match KernelConfig::read_host(root) {
+        Ok(cfg) => {
+            let (rows, cross) = kconfig::audit(&cfg, Profile::Server, &Runtime::read(root, false));
+            for r in rows.into_iter().filter(|r| r.severity > Severity::Info) {
+                f.push(Finding::new(
+                    r.severity,
+                    "kconfig",
+                    format!(
+                        "{} = {} (server profile: {}): {}",
+                        r.item, r.current, r.recommended, r.why
+                    ),
+                ));
+            }
+            f.extend(cross);
+        }
+        Err(e) => f.push(Finding::new(Severity::Info, "kconfig", e.to_string())),
+    }
+    f.sort_by_key(|x| std::cmp::Reverse(x.severity));
+    f
+}

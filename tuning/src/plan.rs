@@ -1,0 +1,578 @@
+//! Check → plan → apply → revert for sysctl presets.
+//!
+//! [`check`] compares a [`Preset`] with the host and gives one [`Row`] per key with a
+//! [`Status`]. [`apply`] changes only the rows that need it: it first saves every value it will
+//! change in a [`Snapshot`] (written atomically), then writes key by key and reads each back. If a
+//! write or read-back fails, it restores the keys it already changed, in reverse order, and says
+//! so in [`ApplyError::WriteFailed`]. [`revert`] restores a snapshot; keys already at the saved
+//! value are left alone, so reverting twice is harmless.
+//!
+//! In *netns-only* mode (`--netns`, or when the process is not in the initial network
+//! namespace), global keys are [`Status::Refused`]: they would change the whole host
+//! (KERNEL-NOTES 4.3).
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::preset::{Entry, Op, Preset};
+use crate::snapshot::{Saved, Snapshot, SnapshotError};
+use crate::sysctl::{self, Key, Scope, SysctlError};
+
+/// Reads and writes sysctls; the seam where tests inject failures.
+pub trait SysctlIo {
+    /// Reads a key (normalized).
+    ///
+    /// # Errors
+    /// [`SysctlError`].
+    fn read(&self, key: &Key) -> Result<String, SysctlError>;
+    /// Writes a key.
+    ///
+    /// # Errors
+    /// [`SysctlError`].
+    fn write(&mut self, key: &Key, value: &str) -> Result<(), SysctlError>;
+    /// Whether the key's file has a write bit.
+    fn writable(&self, key: &Key) -> bool;
+}
+
+/// The real `/proc/sys` under a root (`/` on a host; the calling thread's network namespace
+/// decides which `net.*` values are seen).
+#[derive(Debug, Clone)]
+pub struct ProcSys {
+    /// Root directory.
+    pub root: PathBuf,
+}
+
+impl SysctlIo for ProcSys {
+    fn read(&self, key: &Key) -> Result<String, SysctlError> {
+        sysctl::read(&self.root, key)
+    }
+    fn write(&mut self, key: &Key, value: &str) -> Result<(), SysctlError> {
+        sysctl::write(&self.root, key, value)
+    }
+    fn writable(&self, key: &Key) -> bool {
+        sysctl::writable(&self.root, key)
+    }
+}
+
+/// The state of one key against its recommendation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Status {
+    /// Already as recommended (for at-least/at-most: within the limit).
+    Ok,
+    /// Differs; apply will set it.
+    Change,
+    /// The recommendation is below the current value of a limit set exactly (op `set`): apply
+    /// would lower it. Reported so a lowered limit is never a surprise.
+    Lower,
+    /// The key does not exist on this kernel.
+    Missing,
+    /// Missing, but the entry is optional: reported, never applied.
+    MissingOptional,
+    /// The file is read-only here.
+    ReadOnly,
+    /// Global key in netns-only mode: refused.
+    Refused,
+    /// Reading failed.
+    Unreadable(String),
+}
+
+impl Status {
+    /// True when `check --strict` should fail on it.
+    pub fn is_off(&self) -> bool {
+        !matches!(self, Status::Ok)
+    }
+    /// True when apply writes it.
+    pub fn needs_write(&self) -> bool {
+        matches!(self, Status::Change | Status::Lower)
+    }
+    /// Short label for tables.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Change => "change",
+            Status::Lower => "lower",
+            Status::Missing => "missing",
+            Status::MissingOptional => "missing (optional)",
+            Status::ReadOnly => "read-only",
+            Status::Refused => "refused (global)",
+            Status::Unreadable(_) => "unreadable",
+        }
+    }
+}
+
+/// One key checked against the host.
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    /// The preset entry.
+    pub entry: Entry,
+    /// Per-netns or global.
+    pub scope: Scope,
+    /// The current value, if readable.
+    pub current: Option<String>,
+    /// The comparison result.
+    pub status: Status,
+    /// The value apply writes: the recommended value, except for at-least/at-most entries with
+    /// several numbers (tcp_rmem), where each number is the max (min) of current and
+    /// recommended, so no field of a limit is lowered (raised).
+    pub target: String,
+    /// Why the status is what it is (empty when obvious).
+    pub note: String,
+}
+
+fn numbers(v: &str) -> Option<Vec<i64>> {
+    v.split(' ').map(|n| n.parse().ok()).collect()
+}
+
+/// Compares `current` with an entry. Returns `(status, note)`.
+fn compare(e: &Entry, current: &str) -> (Status, String) {
+    let (cur, want) = (numbers(current), numbers(&e.value));
+    match e.op {
+        Op::Set if current == e.value => (Status::Ok, String::new()),
+        Op::Set => match (cur, want) {
+            (Some(c), Some(w))
+                if c.len() == 1 && w.len() == 1 && w[0] < c[0] && is_limit(&e.key) =>
+            {
+                (
+                    Status::Lower,
+                    format!("would lower the limit from {current} to {}", e.value),
+                )
+            }
+            _ => (Status::Change, String::new()),
+        },
+        Op::AtLeast | Op::AtMost => {
+            let (Some(c), Some(w)) = (cur, want) else {
+                return (
+                    Status::Change,
+                    format!("current value {current:?} is not numeric"),
+                );
+            };
+            if c.len() != w.len() {
+                return (
+                    Status::Change,
+                    format!("current has {} numbers, recommended {}", c.len(), w.len()),
+                );
+            }
+            let fine = c
+                .iter()
+                .zip(&w)
+                .all(|(c, w)| if e.op == Op::AtLeast { c >= w } else { c <= w });
+            if !fine {
+                (Status::Change, String::new())
+            } else if current != e.value {
+                (
+                    Status::Ok,
+                    format!(
+                        "current {current} is beyond the recommended {}; kept",
+                        e.value
+                    ),
+                )
+            } else {
+                (Status::Ok, String::new())
+            }
+        }
+    }
+}
+
+/// The value to write for `e` given the current value (see [`Row::target`]).
+fn target_value(e: &Entry, current: Option<&str>) -> String {
+    let (Some(c), Some(w)) = (current.and_then(numbers), numbers(&e.value)) else {
+        return e.value.clone();
+    };
+    if e.op == Op::Set || c.len() != w.len() {
+        return e.value.clone();
+    }
+    let merged: Vec<String> = c
+        .iter()
+        .zip(&w)
+        .map(|(c, w)| {
+            if e.op == Op::AtLeast {
+                c.max(w)
+            } else {
+                c.min(w)
+            }
+            .to_string()
+        })
+        .collect();
+    merged.join(" ")
+}
+
+/// Keys whose value is a capacity limit (lowering them can break a running host).
+fn is_limit(key: &Key) -> bool {
+    let k = key.as_str();
+    [
+        "max",
+        "backlog",
+        "somaxconn",
+        "nr_open",
+        "buckets",
+        "entries",
+        "_mem",
+    ]
+    .iter()
+    .any(|p| k.contains(p))
+}
+
+/// Checks every entry of `preset` against the host through `io`.
+pub fn check(preset: &Preset, io: &dyn SysctlIo, netns_only: bool) -> Vec<Row> {
+    preset
+        .sysctls
+        .iter()
+        .map(|e| {
+            let scope = e.key.scope();
+            let (current, status, note) = match io.read(&e.key) {
+                Err(SysctlError::Missing { .. }) if e.optional => {
+                    (None, Status::MissingOptional, "not on this kernel; optional".to_string())
+                }
+                Err(SysctlError::Missing { .. }) => (
+                    None,
+                    if netns_only && scope == Scope::Global { Status::Refused } else { Status::Missing },
+                    if netns_only && scope == Scope::Global {
+                        "global key: not visible in this network namespace".into()
+                    } else {
+                        "not on this kernel (removed, renamed or not built); mark it optional or drop it".into()
+                    },
+                ),
+                Err(err) => (None, Status::Unreadable(err.to_string()), err.to_string()),
+                Ok(cur) => {
+                    let (mut status, mut note) = compare(e, &cur);
+                    if status.needs_write() && netns_only && scope == Scope::Global {
+                        status = Status::Refused;
+                        note = "global key: changing it would affect the whole host, refused in --netns mode".into();
+                    } else if status.needs_write() && !io.writable(&e.key) {
+                        status = Status::ReadOnly;
+                        note = "read-only here (global key in a child namespace, or a constant)".into();
+                    }
+                    (Some(cur), status, note)
+                }
+            };
+            let target = target_value(e, current.as_deref());
+            Row { entry: e.clone(), scope, current, status, note, target }
+        })
+        .collect()
+}
+
+/// What [`apply`] did.
+#[derive(Debug, Clone, Serialize)]
+pub struct ApplyReport {
+    /// The snapshot file (None when nothing needed changing).
+    pub snapshot: Option<PathBuf>,
+    /// Keys changed, with old and new values.
+    pub changed: Vec<(Key, String, String)>,
+    /// Rows not applied and why (refused, optional missing).
+    pub skipped: Vec<(Key, String)>,
+}
+
+/// Why [`apply`] stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyError {
+    /// Keys that must be applied cannot be (missing, read-only, unreadable); nothing was changed.
+    #[error("nothing changed: {} key(s) cannot be applied: {}; remove them, mark them optional (`optional = true` or a `-` prefix in sysctl.d files), or run where they exist", .keys.len(), .keys.iter().map(|(k, why)| format!("{k} ({why})")).collect::<Vec<_>>().join(", "))]
+    Blocked {
+        /// Key and why.
+        keys: Vec<(Key, String)>,
+    },
+    /// The snapshot could not be saved; nothing was changed.
+    #[error("nothing changed: could not save the snapshot: {0}")]
+    Snapshot(#[from] SnapshotError),
+    /// A write or read-back failed midway; what was changed before it was restored.
+    #[error("writing {key} failed: {cause}; restored {} key(s) already changed{}; snapshot kept at {}", .restored.len(), if .restore_failures.is_empty() { String::new() } else { format!(", but could NOT restore: {}", .restore_failures.iter().map(|(k, e)| format!("{k} ({e})")).collect::<Vec<_>>().join(", ")) }, .snapshot.display())]
+    WriteFailed {
+        /// The key that failed.
+        key: Key,
+        /// Why.
+        cause: String,
+        /// Keys restored to their saved value.
+        restored: Vec<Key>,
+        /// Keys that could not be restored (run `connstorm tune revert`).
+        restore_failures: Vec<(Key, String)>,
+        /// The snapshot file with the old values.
+        snapshot: PathBuf,
+    },
+}
+
+/// Applies the rows that need a write. `root` is used for the boot id; `state_dir` receives the
+/// snapshot; `what` labels it.
+///
+/// # Errors
+/// [`ApplyError`]; on every error the host holds the values it had before the call (except the
+/// keys listed in `restore_failures`).
+pub fn apply(
+    rows: &[Row],
+    io: &mut dyn SysctlIo,
+    root: &Path,
+    state_dir: &Path,
+    what: &str,
+) -> Result<ApplyReport, ApplyError> {
+    let blocked: Vec<(Key, String)> = rows
+        .iter()
+        .filter(|r| {
+            matches!(
+                r.status,
+                Status::Missing | Status::ReadOnly | Status::Unreadable(_)
+            )
+        })
+        .map(|r| (r.entry.key.clone(), r.status.label().to_string()))
+        .collect();
+    if !blocked.is_empty() {
+        return Err(ApplyError::Blocked { keys: blocked });
+    }
+    let skipped = rows
+        .iter()
+        .filter(|r| matches!(r.status, Status::Refused | Status::MissingOptional))
+        .map(|r| (r.entry.key.clone(), r.note.clone()))
+        .collect();
+    let todo: Vec<&Row> = rows.iter().filter(|r| r.status.needs_write()).collect();
+    if todo.is_empty() {
+        return Ok(ApplyReport {
+            snapshot: None,
+            changed: Vec::new(),
+            skipped,
+        });
+    }
+    let mut snap = Snapshot::new(root, what);
+    for r in &todo {
+        let value = r.current.clone().unwrap_or_default();
+        snap.saved.push(Saved::Sysctl {
+            key: r.entry.key.clone(),
+            value,
+        });
+    }
+    let snapshot = snap.write_atomic(state_dir)?;
+    let mut changed: Vec<(Key, String, String)> = Vec::new();
+    for r in &todo {
+        let key = &r.entry.key;
+        let old = r.current.clone().unwrap_or_default();
+        let result = io
+            .write(key, &r.target)
+            .map_err(|e| e.to_string())
+            .and_then(|()| {
+                let back = io.read(key).map_err(|e| e.to_string())?;
+                if back == r.target {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "read back {back:?} after writing {:?} (the kernel adjusted it)",
+                        r.target
+                    ))
+                }
+            });
+        // Record before checking so a half-applied key is restored too.
+        changed.push((key.clone(), old, r.target.clone()));
+        if let Err(cause) = result {
+            let (restored, restore_failures) = restore(
+                io,
+                changed.iter().rev().map(|(k, old, _)| (k, old.as_str())),
+            );
+            return Err(ApplyError::WriteFailed {
+                key: key.clone(),
+                cause,
+                restored,
+                restore_failures,
+                snapshot,
+            });
+        }
+    }
+    Ok(ApplyReport {
+        snapshot: Some(snapshot),
+        changed,
+        skipped,
+    })
+}
+
+/// Writes saved values back where they differ. Returns (restored, failures).
+fn restore<'a>(
+    io: &mut dyn SysctlIo,
+    items: impl Iterator<Item = (&'a Key, &'a str)>,
+) -> (Vec<Key>, Vec<(Key, String)>) {
+    let mut ok = Vec::new();
+    let mut failed = Vec::new();
+    for (key, old) in items {
+        if io.read(key).is_ok_and(|v| v == old) {
+            ok.push(key.clone());
+            continue;
+        }
+        match io.write(key, old).and_then(|()| io.read(key)) {
+            Ok(v) if v == old => ok.push(key.clone()),
+            Ok(v) => failed.push((key.clone(), format!("reads {v:?}, expected {old:?}"))),
+            Err(e) => failed.push((key.clone(), e.to_string())),
+        }
+    }
+    (ok, failed)
+}
+
+/// Why a revert was refused or incomplete.
+#[derive(Debug, thiserror::Error)]
+pub enum RevertError {
+    /// Snapshot from another boot.
+    #[error("snapshot was taken in boot {snapshot} but this is boot {current}: its values are stale (reboots reset sysctls); pass --force to restore them anyway")]
+    OtherBoot {
+        /// boot_id in the snapshot.
+        snapshot: String,
+        /// boot_id now.
+        current: String,
+    },
+    /// Snapshot from another network namespace.
+    #[error("snapshot belongs to network namespace {snapshot} but this process is in {current}; run revert in the same namespace (--netns), or pass --force")]
+    OtherNetns {
+        /// Namespace in the snapshot.
+        snapshot: String,
+        /// Namespace now.
+        current: String,
+    },
+    /// Some values could not be restored.
+    #[error("could not restore: {}", .0.iter().map(|(k, e)| format!("{k} ({e})")).collect::<Vec<_>>().join(", "))]
+    Incomplete(Vec<(String, String)>),
+}
+
+/// What [`revert`] did: keys written back, and keys already at their saved value.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct RevertReport {
+    /// Restored (were different).
+    pub restored: Vec<String>,
+    /// Already at the saved value.
+    pub unchanged: Vec<String>,
+}
+
+/// Restores the sysctls of a snapshot (IRQ entries are restored by `irq::revert`).
+///
+/// # Errors
+/// [`RevertError`]: another boot or namespace (unless `force`), or values that could not be
+/// written (the others are still restored).
+pub fn revert(
+    snap: &Snapshot,
+    io: &mut dyn SysctlIo,
+    root: &Path,
+    force: bool,
+) -> Result<RevertReport, RevertError> {
+    let current = crate::snapshot::boot_id(root);
+    if !force && snap.boot_id != current {
+        return Err(RevertError::OtherBoot {
+            snapshot: snap.boot_id.clone(),
+            current,
+        });
+    }
+    if let (false, Some(s), Some(c)) = (force, &snap.netns, crate::snapshot::current_netns()) {
+        if *s != c
+            && snap
+                .saved
+                .iter()
+                .any(|x| matches!(x, Saved::Sysctl { key, .. } if key.scope() == Scope::Netns))
+        {
+            return Err(RevertError::OtherNetns {
+                snapshot: s.clone(),
+                current: c,
+            });
+        }
+    }
+    let mut report = RevertReport::default();
+    let mut failures = Vec::new();
+    for s in snap.saved.iter().rev() {
+        let Saved::Sysctl { key, value } = s else {
+            continue;
+        };
+        if io.read(key).is_ok_and(|v| v == *value) {
+            report.unchanged.push(key.to_string());
+            continue;
+        }
+        let (ok, failed) = restore(io, std::iter::once((key, value.as_str())));
+        report.restored.extend(ok.iter().map(Key::to_string));
+        failures.extend(failed.into_iter().map(|(k, e)| (k.to_string(), e)));
+    }
+    if failures.is_empty() {
+        Ok(report)
+    } else {
+        Err(RevertError::Incomplete(failures))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(key: &str, value: &str, op: Op) -> Entry {
+        Entry {
+            key: Key::parse(key).unwrap(),
+            value: value.into(),
+            op,
+            optional: false,
+            reason: "r".into(),
+            source: "s".into(),
+            line: 1,
+        }
+    }
+
+    #[test]
+    fn limits_are_never_lowered_field_by_field() {
+        let e = entry("net.ipv4.tcp_rmem", "4096 262144 16777216", Op::AtLeast);
+        assert_eq!(compare(&e, "4096 131072 33554432").0, Status::Change);
+        assert_eq!(
+            target_value(&e, Some("4096 131072 33554432")),
+            "4096 262144 33554432"
+        );
+        assert_eq!(compare(&e, "8192 262144 16777216").0, Status::Ok);
+        let m = entry("net.ipv4.tcp_fin_timeout", "15", Op::AtMost);
+        assert_eq!(compare(&m, "60").0, Status::Change);
+        assert_eq!(target_value(&m, Some("60")), "15");
+        assert_eq!(compare(&m, "10").0, Status::Ok);
+        let s = entry("net.core.somaxconn", "128", Op::Set);
+        assert_eq!(compare(&s, "4096").0, Status::Lower);
+        assert_eq!(target_value(&s, Some("4096")), "128");
+        assert_eq!(
+            compare(&entry("net.ipv4.tcp_syncookies", "0", Op::Set), "1").0,
+            Status::Change
+        );
+    }
+
+    #[test]
+    fn check_on_a_fixture_reports_missing_read_only_and_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        let put = |k: &str, v: &str, mode: u32| {
+            let p = Key::parse(k).unwrap().path(d.path());
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(&p, v).unwrap();
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();
+        };
+        put("net.core.somaxconn", "4096\n", 0o644);
+        put("net.core.rmem_max", "212992\n", 0o444);
+        put("fs.nr_open", "1048576\n", 0o644);
+        let preset = Preset {
+            name: "t".into(),
+            description: String::new(),
+            origin: "t".into(),
+            sysctls: vec![
+                entry("net.core.somaxconn", "65535", Op::AtLeast),
+                entry("net.core.rmem_max", "16777216", Op::AtLeast),
+                entry("fs.nr_open", "2000000", Op::AtLeast),
+                entry("net.ipv4.tcp_tw_recycle", "1", Op::Set),
+            ],
+            cmdline: Vec::new(),
+        };
+        let io = ProcSys {
+            root: d.path().to_path_buf(),
+        };
+        let labels = |rows: Vec<Row>| rows.iter().map(|r| r.status.label()).collect::<Vec<_>>();
+        assert_eq!(
+            labels(check(&preset, &io, false)),
+            ["change", "read-only", "change", "missing"]
+        );
+        assert_eq!(
+            labels(check(&preset, &io, true)),
+            ["change", "refused (global)", "refused (global)", "missing"]
+        );
+        let mut w = io.clone();
+        let state = d.path().join("state");
+        let err = apply(&check(&preset, &io, false), &mut w, d.path(), &state, "t").unwrap_err();
+        assert!(
+            matches!(err, ApplyError::Blocked { ref keys } if keys.len() == 2),
+            "{err}"
+        );
+        assert!(!state.exists(), "a blocked apply writes no snapshot");
+        assert_eq!(
+            sysctl::read(d.path(), &Key::parse("net.core.somaxconn").unwrap()).unwrap(),
+            "4096"
+        );
+    }
+}

@@ -1,0 +1,443 @@
+//! Sysctl presets: connstorm's TOML preset files, and the plain sysctl.conf / sysctl.d files
+//! (sysctl.conf(5), sysctl.d(5)) that users already deploy.
+//!
+//! Preset format (the files in the repository's `presets/` directory):
+//! ```toml
+//! name = "c1m-server"
+//! description = "accept side of a connection-rate run"
+//!
+//! [[sysctl]]
+//! key = "net.core.somaxconn"
+//! value = 65535            # integer or string ("1024 65535")
+//! op = "at-least"          # "set" (default): exactly; "at-least": a limit never lowered; "at-most"
+//! optional = false         # true: missing on this kernel is reported but not an error
+//! reason = "listen() backlogs are capped to somaxconn"
+//! source = "Documentation/networking/ip-sysctl.rst"
+//!
+//! [[cmdline]]
+//! param = "skew_tick=1"
+//! reason = "..."
+//! source = "tuned network-latency"
+//! ```
+//! Unknown fields, wrong types, duplicate keys, invalid keys and garbage are errors naming
+//! `file:line`. In sysctl.conf files, `#` and `;` start comments and a leading `-` means "ignore
+//! a failure for this key" (procps-ng 3.3.17+ / systemd-sysctl), loaded as `optional`.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use toml::Spanned;
+
+use crate::sysctl::{Key, KeyError};
+
+/// How a recommended value relates to the current one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Op {
+    /// The value must be exactly this.
+    #[default]
+    Set,
+    /// A limit: the current value is fine when every number in it is ≥ the recommended one; a
+    /// preset never lowers it.
+    AtLeast,
+    /// The current value is fine when every number in it is ≤ the recommended one.
+    AtMost,
+}
+
+/// One recommended sysctl.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Entry {
+    /// The key.
+    pub key: Key,
+    /// Recommended value, whitespace-normalized.
+    pub value: String,
+    /// How to compare with the current value.
+    pub op: Op,
+    /// Missing on this kernel is not an error (sysctl.conf `-` prefix).
+    pub optional: bool,
+    /// Why.
+    pub reason: String,
+    /// Where the recommendation comes from (kernel doc, man page, tuned profile).
+    pub source: String,
+    /// Line in the preset file (1-based).
+    pub line: usize,
+}
+
+/// One recommended kernel command-line parameter (exported, never applied at run time).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CmdlineParam {
+    /// `name=value` or `name`.
+    pub param: String,
+    /// Why.
+    pub reason: String,
+    /// Where from.
+    pub source: String,
+}
+
+/// A loaded preset.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Preset {
+    /// Name (`c1m-server`; a sysctl.conf file is named after its file name).
+    pub name: String,
+    /// One line of what it is for.
+    pub description: String,
+    /// The file it came from (or `builtin:<name>`).
+    pub origin: String,
+    /// Sysctls, in file order.
+    pub sysctls: Vec<Entry>,
+    /// Kernel command-line parameters.
+    pub cmdline: Vec<CmdlineParam>,
+}
+
+/// A preset or sysctl.conf file is unusable. Every variant names the file and line.
+#[derive(Debug, thiserror::Error)]
+pub enum PresetError {
+    /// The file could not be read.
+    #[error("cannot read preset {path}: {source}")]
+    Read {
+        /// The file.
+        path: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// TOML syntax error, unknown field or wrong type.
+    #[error("{origin}:{line}: {message} (see presets/README.md for the format)")]
+    Syntax {
+        /// The file.
+        origin: String,
+        /// 1-based line.
+        line: usize,
+        /// What is wrong.
+        message: String,
+    },
+    /// An invalid sysctl key.
+    #[error("{origin}:{line}: {source}")]
+    Key {
+        /// The file.
+        origin: String,
+        /// 1-based line.
+        line: usize,
+        /// Why the key is invalid.
+        source: KeyError,
+    },
+    /// A value of the wrong type or shape.
+    #[error("{origin}:{line}: value of {key}: {message}")]
+    Value {
+        /// The file.
+        origin: String,
+        /// 1-based line.
+        line: usize,
+        /// The key.
+        key: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// The same key twice.
+    #[error("{origin}:{line}: duplicate key {key} (first at line {first_line}); keep one")]
+    Duplicate {
+        /// The file.
+        origin: String,
+        /// Line of the second occurrence.
+        line: usize,
+        /// Line of the first.
+        first_line: usize,
+        /// The key.
+        key: String,
+    },
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPreset {
+    name: String,
+    #[serde(default)]
+    description: String,
+    #[serde(default)]
+    sysctl: Vec<RawEntry>,
+    #[serde(default)]
+    cmdline: Vec<CmdlineParam>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawEntry {
+    key: Spanned<String>,
+    value: Spanned<toml::Value>,
+    #[serde(default)]
+    op: Op,
+    #[serde(default)]
+    optional: bool,
+    reason: String,
+    source: String,
+}
+
+fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].matches('\n').count() + 1
+}
+
+/// Checks a value's shape: non-empty, one line, at most 256 bytes; numbers for at-least/at-most.
+fn check_value(value: &str, op: Op) -> Result<String, String> {
+    let v = crate::sysctl::normalize(value);
+    if v.is_empty() {
+        return Err("empty value".into());
+    }
+    if value.contains('\n') || v.len() > 256 {
+        return Err("a value is one line of at most 256 bytes".into());
+    }
+    if op != Op::Set && v.split(' ').any(|n| n.parse::<i64>().is_err()) {
+        return Err(format!(
+            "{v:?} is not a number (or numbers) but op is at-least/at-most"
+        ));
+    }
+    Ok(v)
+}
+
+impl Preset {
+    /// Parses a preset in the TOML format. `origin` names the file in errors.
+    ///
+    /// # Errors
+    /// [`PresetError`] with `origin:line`.
+    pub fn parse_toml(text: &str, origin: &str) -> Result<Preset, PresetError> {
+        let raw: RawPreset = toml::from_str(text).map_err(|e| PresetError::Syntax {
+            origin: origin.to_string(),
+            line: e.span().map_or(1, |s| line_of(text, s.start)),
+            message: e.message().trim().to_string(),
+        })?;
+        let mut sysctls: Vec<Entry> = Vec::new();
+        for r in raw.sysctl {
+            let line = line_of(text, r.key.span().start);
+            let key = Key::parse(r.key.get_ref()).map_err(|source| PresetError::Key {
+                origin: origin.to_string(),
+                line,
+                source,
+            })?;
+            let vline = line_of(text, r.value.span().start);
+            let bad = |message: String| PresetError::Value {
+                origin: origin.to_string(),
+                line: vline,
+                key: key.to_string(),
+                message,
+            };
+            let text_value = match r.value.get_ref() {
+                toml::Value::Integer(i) => i.to_string(),
+                toml::Value::String(s) => s.clone(),
+                other => {
+                    return Err(bad(format!(
+                        "a {} is not a sysctl value: write an integer or a string",
+                        other.type_str()
+                    )))
+                }
+            };
+            let value = check_value(&text_value, r.op).map_err(bad)?;
+            if let Some(first) = sysctls.iter().find(|e| e.key == key) {
+                return Err(PresetError::Duplicate {
+                    origin: origin.to_string(),
+                    line,
+                    first_line: first.line,
+                    key: key.to_string(),
+                });
+            }
+            sysctls.push(Entry {
+                key,
+                value,
+                op: r.op,
+                optional: r.optional,
+                reason: r.reason,
+                source: r.source,
+                line,
+            });
+        }
+        Ok(Preset {
+            name: raw.name,
+            description: raw.description,
+            origin: origin.to_string(),
+            sysctls,
+            cmdline: raw.cmdline,
+        })
+    }
+
+    /// Parses a sysctl.conf / sysctl.d file: `key = value` lines, `#`/`;` comments, `-key = value`
+    /// for "ignore failure". Every entry gets `op = set` and `reason = "from <origin>"`.
+    ///
+    /// # Errors
+    /// [`PresetError`] with `origin:line` for a line without `=`, an invalid key (including `/`
+    /// separators and globs), an empty value, or a duplicate key.
+    pub fn parse_sysctl_conf(text: &str, origin: &str) -> Result<Preset, PresetError> {
+        let mut sysctls: Vec<Entry> = Vec::new();
+        for (i, raw_line) in text.lines().enumerate() {
+            let line = i + 1;
+            let l = raw_line.trim();
+            if l.is_empty() || l.starts_with('#') || l.starts_with(';') {
+                continue;
+            }
+            let (optional, l) = match l.strip_prefix('-') {
+                Some(rest) => (true, rest.trim_start()),
+                None => (false, l),
+            };
+            let (k, v) = l.split_once('=').ok_or_else(|| PresetError::Syntax {
+                origin: origin.to_string(),
+                line,
+                message: format!("{l:?} is not `key = value`"),
+            })?;
+            let key = Key::parse(k.trim()).map_err(|source| PresetError::Key {
+                origin: origin.to_string(),
+                line,
+                source,
+            })?;
+            let value = check_value(v, Op::Set).map_err(|message| PresetError::Value {
+                origin: origin.to_string(),
+                line,
+                key: key.to_string(),
+                message,
+            })?;
+            if let Some(first) = sysctls.iter().find(|e| e.key == key) {
+                return Err(PresetError::Duplicate {
+                    origin: origin.to_string(),
+                    line,
+                    first_line: first.line,
+                    key: key.to_string(),
+                });
+            }
+            sysctls.push(Entry {
+                key,
+                value,
+                op: Op::Set,
+                optional,
+                reason: format!("from {origin}"),
+                source: origin.to_string(),
+                line,
+            });
+        }
+        let name = Path::new(origin)
+            .file_stem()
+            .map_or(origin.to_string(), |s| s.to_string_lossy().to_string());
+        Ok(Preset {
+            name,
+            description: format!("sysctl file {origin}"),
+            origin: origin.to_string(),
+            sysctls,
+            cmdline: Vec::new(),
+        })
+    }
+
+    /// Loads a file: `*.toml` as a preset, anything else as a sysctl.conf file.
+    ///
+    /// # Errors
+    /// [`PresetError`].
+    pub fn load(path: &Path) -> Result<Preset, PresetError> {
+        let origin = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| PresetError::Read {
+            path: origin.clone(),
+            source,
+        })?;
+        if path.extension().is_some_and(|e| e == "toml") {
+            Preset::parse_toml(&text, &origin)
+        } else {
+            Preset::parse_sysctl_conf(&text, &origin)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"name = "t"
+description = "test"
+
+[[sysctl]]
+key = "net.core.somaxconn"
+value = 65535
+op = "at-least"
+reason = "r"
+source = "s"
+
+[[sysctl]]
+key = "net.ipv4.ip_local_port_range"
+value = "1024   65535"
+reason = "r"
+source = "s"
+
+[[cmdline]]
+param = "skew_tick=1"
+reason = "r"
+source = "s"
+"#;
+
+    #[test]
+    fn parses_a_good_preset() {
+        let p = Preset::parse_toml(GOOD, "t.toml").unwrap();
+        assert_eq!(p.sysctls.len(), 2);
+        assert_eq!(p.sysctls[0].op, Op::AtLeast);
+        assert_eq!(p.sysctls[0].value, "65535");
+        assert_eq!(p.sysctls[1].value, "1024 65535");
+        assert_eq!(p.sysctls[1].line, 12);
+        assert_eq!(p.cmdline[0].param, "skew_tick=1");
+    }
+
+    fn err(text: &str) -> String {
+        Preset::parse_toml(text, "bad.toml")
+            .unwrap_err()
+            .to_string()
+    }
+
+    #[test]
+    fn bad_presets_name_file_and_line() {
+        let unknown = GOOD.replace("op = \"at-least\"", "opp = \"at-least\"");
+        assert!(
+            err(&unknown).starts_with("bad.toml:7:"),
+            "{}",
+            err(&unknown)
+        );
+        assert!(err(&unknown).contains("opp"));
+        let wrong_type = GOOD.replace("value = 65535", "value = true");
+        assert!(
+            err(&wrong_type).starts_with("bad.toml:6:") && err(&wrong_type).contains("boolean"),
+            "{}",
+            err(&wrong_type)
+        );
+        let not_number = GOOD.replace("value = 65535", "value = \"lots\"");
+        assert!(err(&not_number).contains("not a number"));
+        let dup = GOOD.replace("net.ipv4.ip_local_port_range", "net.core.somaxconn");
+        assert!(
+            err(&dup)
+                .starts_with("bad.toml:12: duplicate key net.core.somaxconn (first at line 5)"),
+            "{}",
+            err(&dup)
+        );
+        let bad_key = GOOD.replace("net.core.somaxconn", "net/../../x");
+        assert!(
+            err(&bad_key).starts_with("bad.toml:5:"),
+            "{}",
+            err(&bad_key)
+        );
+        let garbage = format!("{GOOD}\n@@@ garbage\n");
+        assert!(
+            err(&garbage).starts_with("bad.toml:22:"),
+            "{}",
+            err(&garbage)
+        );
+        let bad_op = GOOD.replace("at-least", "sometimes");
+        assert!(err(&bad_op).starts_with("bad.toml:7:"), "{}", err(&bad_op));
+    }
+
+    #[test]
+    fn parses_sysctl_conf_with_comments_and_ignore_prefix() {
+        let text = "# c\n; c\n\nnet.core.somaxconn = 1024\n-net.ipv4.tcp_tw_recycle=1\nfs.file-max =  100 \n";
+        let p = Preset::parse_sysctl_conf(text, "/etc/sysctl.d/99-x.conf").unwrap();
+        assert_eq!(p.name, "99-x");
+        assert_eq!(p.sysctls.len(), 3);
+        assert!(p.sysctls[1].optional && !p.sysctls[0].optional);
+        assert_eq!(p.sysctls[2].value, "100");
+        assert_eq!(p.sysctls[2].line, 6);
+        let e = |t: &str| {
+            Preset::parse_sysctl_conf(t, "f.conf")
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(e("a.b = 1\nnonsense\n").starts_with("f.conf:2:"));
+        assert!(e("net/ipv4/x = 1\n").starts_with("f.conf:1:"));
+        assert!(e("a.b = 1\n\na.b = 2\n").contains("f.conf:3: duplicate key a.b (first at line 1)"));
+        assert!(e("a.b =   \n").contains("empty value"));
+    }
+}

@@ -1,0 +1,225 @@
+//! Shipped presets, and apply/revert for real inside network namespaces.
+
+use std::path::{Path, PathBuf};
+
+use tuning::plan::{self, ProcSys, Status, SysctlIo};
+use tuning::preset::Preset;
+use tuning::snapshot::Snapshot;
+use tuning::sysctl::{Key, SysctlError};
+
+fn presets_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../presets")
+}
+
+#[test]
+fn every_shipped_preset_parses_with_reasons_and_sources() {
+    let mut names = Vec::new();
+    for e in std::fs::read_dir(presets_dir()).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "toml") {
+            let preset = Preset::load(&p).unwrap();
+            assert!(!preset.sysctls.is_empty(), "{}", p.display());
+            for s in &preset.sysctls {
+                assert!(
+                    !s.reason.is_empty() && !s.source.is_empty(),
+                    "{}: {}",
+                    p.display(),
+                    s.key
+                );
+            }
+            names.push(preset.name);
+        }
+    }
+    names.sort();
+    assert_eq!(
+        names,
+        ["c1m-server", "loadgen-client", "low-latency", "throughput"]
+    );
+}
+
+/// Wraps the real /proc/sys and fails the write of one key.
+struct FailOn {
+    inner: ProcSys,
+    key: &'static str,
+}
+
+impl SysctlIo for FailOn {
+    fn read(&self, key: &Key) -> Result<String, SysctlError> {
+        self.inner.read(key)
+    }
+    fn write(&mut self, key: &Key, value: &str) -> Result<(), SysctlError> {
+        if key.as_str() == self.key {
+            return Err(SysctlError::Io {
+                op: "write",
+                key: key.clone(),
+                path: key.path(Path::new("/")),
+                source: std::io::Error::from_raw_os_error(libc_einval()),
+                hint: "injected",
+            });
+        }
+        self.inner.write(key, value)
+    }
+    fn writable(&self, key: &Key) -> bool {
+        self.inner.writable(key)
+    }
+}
+
+fn libc_einval() -> i32 {
+    22
+}
+
+const NETNS_FILE: &str = "net.core.somaxconn = 1234\nnet.ipv4.tcp_fin_timeout = 17\n\
+                          net.ipv4.ip_local_port_range = 20000 30000\nnet.ipv4.tcp_tw_reuse = 0\n";
+
+#[test]
+fn apply_and_revert_for_real_inside_a_netns() {
+    let state = tempfile::tempdir().unwrap();
+    let state_dir = state.path().to_path_buf();
+    NetNs::run(move |ns| {
+        let keys = [
+            "net.core.somaxconn",
+            "net.ipv4.tcp_fin_timeout",
+            "net.ipv4.ip_local_port_range",
+            "net.ipv4.tcp_tw_reuse",
+        ];
+        let before: Vec<String> = keys
+            .iter()
+            .map(|k| tuning::sysctl::normalize(&ns.sysctl(k)))
+            .collect();
+        let preset = Preset::parse_sysctl_conf(NETNS_FILE, "test.conf").unwrap();
+        let mut io = ProcSys { root: "/".into() };
+        let rows = plan::check(&preset, &io, true);
+        assert!(rows.iter().all(|r| r.status.needs_write()), "{rows:?}");
+        // somaxconn 1234 is below the namespace default: a lowered limit is reported as such.
+        let cur: i64 = before[0].parse().unwrap();
+        assert_eq!(
+            rows[0].status,
+            if cur > 1234 {
+                Status::Lower
+            } else {
+                Status::Change
+            }
+        );
+        assert_eq!(rows[1].status, Status::Change);
+        let rep = plan::apply(&rows, &mut io, Path::new("/"), &state_dir, "test").unwrap();
+        assert_eq!(rep.changed.len(), 4);
+        assert_eq!(ns.sysctl("net.core.somaxconn"), "1234");
+        assert_eq!(
+            tuning::sysctl::normalize(&ns.sysctl("net.ipv4.ip_local_port_range")),
+            "20000 30000"
+        );
+        assert!(plan::check(&preset, &io, true)
+            .iter()
+            .all(|r| r.status == Status::Ok));
+        let snap = Snapshot::read(&rep.snapshot.unwrap()).unwrap();
+        let r1 = plan::revert(&snap, &mut io, Path::new("/"), false).unwrap();
+        assert_eq!(r1.restored.len(), 4);
+        let after: Vec<String> = keys
+            .iter()
+            .map(|k| tuning::sysctl::normalize(&ns.sysctl(k)))
+            .collect();
+        assert_eq!(after, before);
+        let r2 = plan::revert(&snap, &mut io, Path::new("/"), false).unwrap();
+        assert!(
+            r2.restored.is_empty(),
+            "second revert must be a no-op: {r2:?}"
+        );
+        assert_eq!(r2.unchanged.len(), 4);
+        // Another boot is refused without --force.
+        let mut stale = snap.clone();
+        stale.boot_id = "00000000-0000-0000-0000-000000000000".into();
+        assert!(matches!(
+            plan::revert(&stale, &mut io, Path::new("/"), false),
+            Err(plan::RevertError::OtherBoot { .. })
+        ));
+        assert!(plan::revert(&stale, &mut io, Path::new("/"), true).is_ok());
+    });
+}
+
+#[test]
+fn a_write_failing_midway_restores_every_value() {
+    let state = tempfile::tempdir().unwrap();
+    let state_dir = state.path().to_path_buf();
+    NetNs::run(move |ns| {
+        let keys = [
+            "net.core.somaxconn",
+            "net.ipv4.tcp_fin_timeout",
+            "net.ipv4.ip_local_port_range",
+            "net.ipv4.tcp_tw_reuse",
+        ];
+        let before: Vec<String> = keys
+            .iter()
+            .map(|k| tuning::sysctl::normalize(&ns.sysctl(k)))
+            .collect();
+        let preset = Preset::parse_sysctl_conf(NETNS_FILE, "test.conf").unwrap();
+        let mut io = FailOn {
+            inner: ProcSys { root: "/".into() },
+            key: "net.ipv4.ip_local_port_range",
+        };
+        let rows = plan::check(&preset, &io, true);
+        let err = plan::apply(&rows, &mut io, Path::new("/"), &state_dir, "test").unwrap_err();
+        let plan::ApplyError::WriteFailed {
+            key,
+            restored,
+            restore_failures,
+            snapshot,
+            ..
+        } = &err
+        else {
+            panic!("unexpected {err}")
+        };
+        assert_eq!(key.as_str(), "net.ipv4.ip_local_port_range");
+        assert_eq!(restored.len(), 3);
+        assert!(restore_failures.is_empty());
+        assert!(snapshot.exists());
+        assert!(err.to_string().contains("restored 3 key(s)"), "{err}");
+        let after: Vec<String> = keys
+            .iter()
+            .map(|k| tuning::sysctl::normalize(&ns.sysctl(k)))
+            .collect();
+        assert_eq!(after, before);
+    });
+}
+
+#[test]
+fn netns_mode_refuses_global_keys_and_missing_keys_block_apply() {
+    let state = tempfile::tempdir().unwrap();
+    let state_dir = state.path().to_path_buf();
+    NetNs::run(move |ns| {
+        let before = ns.sysctl("net.core.somaxconn");
+        let text = "net.core.somaxconn = 999\nnet.core.netdev_max_backlog = 5000\nfs.nr_open = 2000000\n-net.ipv4.tcp_tw_recycle = 1\n";
+        let preset = Preset::parse_sysctl_conf(text, "g.conf").unwrap();
+        let mut io = ProcSys { root: "/".into() };
+        let rows = plan::check(&preset, &io, true);
+        let status: Vec<&str> = rows.iter().map(|r| r.status.label()).collect();
+        assert!(rows[0].status.needs_write());
+        assert_eq!(
+            status,
+            [
+                rows[0].status.label(),
+                "refused (global)",
+                "refused (global)",
+                "missing (optional)"
+            ]
+        );
+        let rep = plan::apply(&rows, &mut io, Path::new("/"), &state_dir, "t").unwrap();
+        assert_eq!(rep.changed.len(), 1);
+        assert_eq!(rep.skipped.len(), 3);
+        let snap = Snapshot::read(rep.snapshot.as_ref().unwrap()).unwrap();
+        plan::revert(&snap, &mut io, Path::new("/"), false).unwrap();
+        assert_eq!(ns.sysctl("net.core.somaxconn"), before);
+        // A non-optional missing key blocks the whole apply before any write.
+        let strict = Preset::parse_sysctl_conf(
+            "net.core.somaxconn = 999\nnet.ipv4.tcp_tw_recycle = 1\n",
+            "s.conf",
+        )
+        .unwrap();
+        let rows = plan::check(&strict, &io, true);
+        let err = plan::apply(&rows, &mut io, Path::new("/"), &state_dir, "t").unwrap_err();
+        assert!(matches!(err, plan::ApplyError::Blocked { .. }), "{err}");
+        assert!(err.to_string().contains("net.ipv4.tcp_tw_recycle"));
+        assert_eq!(ns.sysctl("net.core.somaxconn"), before);
+    });
+}
+
+use testkit::NetNs;
