@@ -265,7 +265,12 @@ fn closed_loop_against_nothing_ends_at_its_duration() {
     });
     assert!(elapsed < Duration::from_secs(3), "{elapsed:?}");
     assert!(report.attempts > 0);
-    assert_eq!(report.failures.get("ECONNREFUSED"), Some(&report.attempts), "{:?}", report.failures);
+    assert_eq!(
+        report.failures.get("ECONNREFUSED"),
+        Some(&report.attempts),
+        "{:?}",
+        report.failures
+    );
 }
 
 /// A listener that never accepts, with a backlog of 1: once its accept queue is full the kernel
@@ -275,7 +280,13 @@ fn closed_loop_against_nothing_ends_at_its_duration() {
 fn full_accept_queue_gives_etimedout_at_the_connect_timeout() {
     let (report, elapsed, overflows) = NetNs::run(|ns| {
         let l = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
-        l.bind(&"127.0.0.1:0".parse::<std::net::SocketAddr>().unwrap().into()).unwrap();
+        l.bind(
+            &"127.0.0.1:0"
+                .parse::<std::net::SocketAddr>()
+                .unwrap()
+                .into(),
+        )
+        .unwrap();
         l.listen(1).unwrap();
         let addr = l.local_addr().unwrap().as_socket().unwrap();
         let mut cfg = open(addr, 50.0, Duration::from_millis(400));
@@ -286,8 +297,16 @@ fn full_accept_queue_gives_etimedout_at_the_connect_timeout() {
     });
     let timed_out = report.failures.get("ETIMEDOUT").copied().unwrap_or(0);
     assert!(report.successes <= 2, "the queue holds 2: {report:?}");
-    assert_eq!(timed_out + report.successes, report.attempts, "{:?}", report.failures);
+    assert_eq!(
+        timed_out + report.successes,
+        report.attempts,
+        "{:?}",
+        report.failures
+    );
     assert!(timed_out >= 15, "{:?}", report.failures);
     assert!(overflows > 0, "the kernel dropped SYNs");
-    assert!(elapsed < Duration::from_millis(400 + 200 + 800), "drain bounded by the timeout: {elapsed:?}");
+    assert!(
+        elapsed < Duration::from_millis(400 + 200 + 800),
+        "drain bounded by the timeout: {elapsed:?}"
+    );
 }

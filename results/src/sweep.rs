@@ -229,6 +229,20 @@ pub struct Criteria {
     pub min_achieved_ratio: f64,
 }
 
+impl Criteria {
+    /// Default lowest achieved/offered ratio: 0.99.
+    pub const DEFAULT_MIN_ACHIEVED_RATIO: f64 = 0.99;
+
+    /// Criteria with the default achieved/offered floor (0.99).
+    pub fn new(slo: Slo, max_error_ratio: f64) -> Criteria {
+        Criteria {
+            slo,
+            max_error_ratio,
+            min_achieved_ratio: Self::DEFAULT_MIN_ACHIEVED_RATIO,
+        }
+    }
+}
+
 /// Whether one step meets the criteria.
 pub fn step_ok(step: &Step, c: &Criteria) -> bool {
     step.latency_ns.is_some_and(|l| c.slo.met_by(l))

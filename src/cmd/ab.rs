@@ -1,13 +1,193 @@
-//! `connstorm ab` (not built yet).
+//! `connstorm ab`: interleaved A/B benchmark trials for kernel-patch and sysctl validation.
+//!
+//! Trials run A, B, A, B, … (so slow drift — thermal, page cache, other tenants — hits both sides
+//! alike). Before each trial the side's setup runs: `--a-setup`/`--b-setup` shell commands and/or
+//! built-in toggles (`--toggle sysctl:KEY=VA,VB`, `--toggle sched-feature:NAME`). Toggles are
+//! restored to the values they had before the first trial when the run ends — normally, on
+//! failure, or on the first Ctrl-C (a second Ctrl-C exits at once and skips the restore);
+//! `--restore CMD` runs at the end for what setup commands changed. Every trial writes its own run
+//! record; the comparison uses `results::compare` (bootstrap 95% CI of the median's relative
+//! change).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{bail, Context};
+use clap::ValueEnum;
+use tuning::toggle::{Original, Side, Toggle};
+
+use crate::cli::bad_input;
+use crate::cmd::bench;
+
+/// Output format of the comparison.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// Aligned text.
+    Text,
+    /// Markdown (pastes into a PR or a mailing-list post).
+    Markdown,
+    /// JSON.
+    Json,
+}
 
 /// Options of `connstorm ab`.
-#[derive(Debug, clap::Args)]
-pub struct Args {}
+#[derive(Debug, Clone, clap::Args)]
+pub struct Args {
+    /// Trials per side (A and B each run this many times, interleaved).
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub trials: u32,
+    /// Shell command (sh -c) run before every A trial.
+    #[arg(long)]
+    pub a_setup: Option<String>,
+    /// Shell command (sh -c) run before every B trial.
+    #[arg(long)]
+    pub b_setup: Option<String>,
+    /// Shell command run once at the end (also after a failure or Ctrl-C).
+    #[arg(long)]
+    pub restore: Option<String>,
+    /// Built-in toggle: `sysctl:KEY=VA,VB` or `sched-feature:NAME` (A = on, B = off); repeatable.
+    #[arg(long = "toggle", value_parser = parse_toggle)]
+    pub toggles: Vec<Toggle>,
+    /// Host root for toggles (tests point it at fixture trees).
+    #[arg(long, default_value = "/", hide = true)]
+    pub root: PathBuf,
+    /// Comparison format on stdout.
+    #[arg(long = "compare-format", value_enum, default_value = "text")]
+    pub compare_format: Format,
+    /// The benchmark each trial runs (`connstorm bench` options).
+    #[command(flatten)]
+    pub bench: bench::Args,
+}
+
+fn parse_toggle(s: &str) -> Result<Toggle, String> {
+    Toggle::parse(s).map_err(|e| e.to_string())
+}
+
+/// Puts the toggles back; reports every failure.
+struct Restore<'a> {
+    root: &'a Path,
+    saved: Vec<(Toggle, Original)>,
+    command: Option<String>,
+}
+
+impl Restore<'_> {
+    fn run(&mut self) -> Vec<String> {
+        let mut errors = Vec::new();
+        for (t, orig) in self.saved.drain(..).rev() {
+            if let Err(e) = t.restore(self.root, &orig) {
+                errors.push(format!("could not restore {t:?}: {e}"));
+            }
+        }
+        if let Some(cmd) = self.command.take() {
+            if let Err(e) = shell(&cmd) {
+                errors.push(format!("--restore command failed: {e:#}"));
+            }
+        }
+        errors
+    }
+}
+
+impl Drop for Restore<'_> {
+    fn drop(&mut self) {
+        for e in self.run() {
+            eprintln!("connstorm: ab: {e}");
+        }
+    }
+}
+
+fn shell(cmd: &str) -> anyhow::Result<()> {
+    let status = Command::new("sh").arg("-c").arg(cmd).status().with_context(|| format!("run `{cmd}`"))?;
+    if !status.success() {
+        bail!("`{cmd}` exited with {status}");
+    }
+    Ok(())
+}
 
 /// Runs `connstorm ab`.
 ///
 /// # Errors
-/// Always, until it is built.
-pub fn run(_args: Args) -> anyhow::Result<i32> {
-    anyhow::bail!("connstorm ab is not built yet")
+/// Bad options (exit 2), a failing setup command or toggle (after restoring), bench failures.
+pub fn run(args: Args) -> anyhow::Result<i32> {
+    if args.a_setup.is_none() && args.b_setup.is_none() && args.toggles.is_empty() {
+        return Err(bad_input(
+            "nothing distinguishes A from B: give --a-setup/--b-setup commands or a --toggle (e.g. --toggle sysctl:net.ipv4.tcp_timestamps=1,0)",
+        ));
+    }
+    let setup = args.bench.setup.resolve()?;
+    let _ = server::rlimit::raise_nofile();
+    let stop = crate::signals::stop_flag().context("install signal handlers")?;
+    // Read every original value before changing anything.
+    let mut saved = Vec::new();
+    for t in &args.toggles {
+        let orig = t.read(&args.root).map_err(|e| bad_input(format!("toggle: {e}")))?;
+        saved.push((t.clone(), orig));
+    }
+    let mut restore = Restore { root: &args.root, saved, command: args.restore.clone() };
+    let mut a_records = Vec::new();
+    let mut b_records = Vec::new();
+    let mut outcome: anyhow::Result<()> = Ok(());
+    'trials: for i in 1..=args.trials {
+        for side in [Side::A, Side::B] {
+            if crate::signals::stopped(&stop) {
+                break 'trials;
+            }
+            let name = if side == Side::A { "A" } else { "B" };
+            let step = (|| -> anyhow::Result<()> {
+                for t in &args.toggles {
+                    t.set(&args.root, side).with_context(|| format!("set {}", t.describe(side)))?;
+                }
+                let cmd = if side == Side::A { &args.a_setup } else { &args.b_setup };
+                if let Some(cmd) = cmd {
+                    shell(cmd).with_context(|| format!("{name} setup"))?;
+                }
+                Ok(())
+            })();
+            if let Err(e) = step {
+                outcome = Err(e);
+                break 'trials;
+            }
+            eprintln!("[ab] trial {i}/{} side {name}", args.trials);
+            let mut trial = args.bench.clone();
+            let base = if trial.setup.label.is_empty() { String::new() } else { format!("{}-", trial.setup.label) };
+            trial.setup.label = format!("{base}{name}{i}");
+            match bench::execute(&trial, setup.clone(), &stop) {
+                Ok((record, path, result)) => {
+                    eprintln!("[ab] {name}{i}: peak {:.0} conn/s, record {}", record.phase("peak").map(|p| p.achieved_per_sec).unwrap_or(0.0), path.display());
+                    let interrupted = record.run.interrupted;
+                    if !interrupted {
+                        if side == Side::A { a_records.push(record) } else { b_records.push(record) }
+                    }
+                    if let Err(e) = result {
+                        outcome = Err(e);
+                        break 'trials;
+                    }
+                }
+                Err(e) => {
+                    outcome = Err(e);
+                    break 'trials;
+                }
+            }
+        }
+    }
+    let errors = restore.run();
+    for e in &errors {
+        eprintln!("connstorm: ab: {e}");
+    }
+    if !args.toggles.is_empty() && errors.is_empty() {
+        eprintln!("[ab] toggles restored to their original values");
+    }
+    if !a_records.is_empty() || !b_records.is_empty() {
+        let c = results::compare::compare(&a_records, &b_records);
+        let fmt = match args.compare_format {
+            Format::Text => results::compare::Format::Text,
+            Format::Markdown => results::compare::Format::Markdown,
+            Format::Json => results::compare::Format::Json,
+        };
+        print!("{}", results::compare::render(&c, fmt));
+    }
+    outcome?;
+    if !errors.is_empty() {
+        bail!("the run finished but {} setting(s) could not be restored (see above)", errors.len());
+    }
+    Ok(0)
 }

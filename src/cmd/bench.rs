@@ -43,34 +43,30 @@ impl From<Close> for loadgen::CloseMode {
     }
 }
 
-/// Options of `connstorm bench`.
+/// Options shared by `bench`, `sweep` and `ab`: where server and load run and how.
 #[derive(Debug, Clone, clap::Args)]
-pub struct Args {
-    /// Total measured time of both phases (40% peak, 60% latency), plus a warm-up of
-    /// min(1 s, duration/10) before each phase.
-    #[arg(long, default_value = "15s", value_parser = units::parse_positive_duration)]
-    pub duration: Duration,
-    /// Offered rate of the latency phase (e.g. `16.7k/s`, `1M/min`); default 80% of the
-    /// measured peak.
-    #[arg(long, value_parser = units::parse_rate)]
-    pub rate: Option<f64>,
-    /// Attempts in flight during the peak phase; default 32 per load CPU.
+#[group(skip)]
+pub struct SetupArgs {
+    /// Attempts in flight during the peak (closed-loop) phase; default 32 per load CPU.
     #[arg(long)]
     pub concurrency: Option<u32>,
-    /// CPUs of the server workers; default the first third (at least one) of the CPUs this
+    /// CPUs of the server workers, or `auto` (placement planner: isolated CPUs on the NIC's NUMA
+    /// node first, one per core). Default: the first third (at least one) of the CPUs this
     /// process may use.
-    #[arg(long, value_parser = units::parse_cpus)]
-    pub server_cpus: Option<Vec<usize>>,
-    /// CPUs of the load workers; default the remaining CPUs (the same CPU on a 1-CPU host).
-    #[arg(long, value_parser = units::parse_cpus)]
-    pub load_cpus: Option<Vec<usize>>,
+    #[arg(long)]
+    pub server_cpus: Option<String>,
+    /// CPUs of the load workers, or `auto`. Default: the CPUs not serving (the same CPU on a
+    /// 1-CPU host).
+    #[arg(long)]
+    pub load_cpus: Option<String>,
     /// Server event engine: auto (io_uring if it works here, else epoll), io-uring, epoll.
     #[arg(long, default_value = "auto", value_parser = parse_engine)]
     pub engine: server::EngineChoice,
     /// Client close mode.
     #[arg(long, value_enum, default_value = "rst")]
     pub close: Close,
-    /// Server mode: close (FIN), rst, greet[:BYTES] (then the client measures first-byte latency), hold.
+    /// Server mode: close (FIN), rst, greet[:BYTES] (the client then measures first-byte
+    /// latency), hold.
     #[arg(long, default_value = "close", value_parser = parse_mode)]
     pub mode: server::Mode,
     /// listen() backlog per listener (capped by net.core.somaxconn).
@@ -89,19 +85,71 @@ pub struct Args {
     /// Per-attempt connect timeout.
     #[arg(long, default_value = "3s", value_parser = units::parse_positive_duration)]
     pub connect_timeout: Duration,
+    /// Label stored in the record and its file name.
+    #[arg(long, default_value = "")]
+    pub label: String,
+    /// Directory for run records.
+    #[arg(long, default_value = "runs")]
+    pub out: PathBuf,
+}
+
+/// Options of `connstorm bench`.
+#[derive(Debug, Clone, clap::Args)]
+#[group(skip)]
+pub struct Args {
+    /// Total measured time of both phases (40% peak, 60% latency), plus a warm-up of
+    /// min(1 s, duration/10) before each phase.
+    #[arg(long, default_value = "15s", value_parser = units::parse_positive_duration)]
+    pub duration: Duration,
+    /// Offered rate of the latency phase (e.g. `16.7k/s`, `1M/min`); default 80% of the
+    /// measured peak.
+    #[arg(long, value_parser = units::parse_rate)]
+    pub rate: Option<f64>,
     /// Also measure the kernel floor (a blocking socket/connect/close pair on the same CPUs) and
     /// print connstorm's peak as a ratio of it.
     #[arg(long)]
     pub baseline: bool,
-    /// Label stored in the record and its file name.
-    #[arg(long, default_value = "")]
-    pub label: String,
-    /// Directory for the run record.
-    #[arg(long, default_value = "runs")]
-    pub out: PathBuf,
     /// Output format on stdout.
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
+    /// Where and how to run.
+    #[command(flatten)]
+    pub setup: SetupArgs,
+}
+
+impl SetupArgs {
+    /// Resolves the CPUs and builds the harness setup.
+    ///
+    /// # Errors
+    /// Bad input for CPU lists and option conflicts.
+    pub fn resolve(&self) -> anyhow::Result<Setup> {
+        if self.target.is_some() && self.netns {
+            return Err(bad_input("--target and --netns exclude each other: --netns runs connstorm's own server in a private namespace"));
+        }
+        let (server_cpus, load_cpus) = pick_cpus(self.server_cpus.as_deref(), self.load_cpus.as_deref(), self.target.is_some())?;
+        let expect_bytes = match self.mode {
+            server::Mode::Greet { bytes } => Some(bytes),
+            _ => None,
+        };
+        Ok(Setup {
+            server_cpus,
+            load_cpus,
+            engine: self.engine,
+            mode: self.mode,
+            backlog: self.backlog,
+            close: self.close.into(),
+            target: self.target,
+            netns: self.netns,
+            rtt: self.rtt,
+            connect_timeout: self.connect_timeout,
+            expect_bytes,
+        })
+    }
+
+    /// Closed-loop concurrency of the peak phase.
+    pub fn peak_concurrency(&self, load_cpus: usize) -> u32 {
+        self.concurrency.unwrap_or(32 * load_cpus.max(1) as u32)
+    }
 }
 
 fn parse_engine(s: &str) -> Result<server::EngineChoice, String> {
@@ -120,34 +168,62 @@ fn parse_target(s: &str) -> Result<std::net::SocketAddr, String> {
         .ok_or_else(|| format!("target {s:?} resolves to no address"))
 }
 
-/// Picks server and load CPUs: explicit lists win; otherwise the first third (at least one) of
-/// the allowed CPUs serve and the rest load.
+/// Picks server and load CPUs: explicit lists win; `auto` asks the placement planner
+/// (tuning::placement); otherwise the first third (at least one) of the allowed CPUs serve and the
+/// rest load.
 ///
 /// # Errors
-/// Bad input when the lists overlap or name CPUs this process may not use.
-pub fn pick_cpus(server: Option<Vec<usize>>, load: Option<Vec<usize>>, external: bool) -> anyhow::Result<(Vec<usize>, Vec<usize>)> {
+/// Bad input when a list does not parse, or names CPUs this process may not use.
+pub fn pick_cpus(server: Option<&str>, load: Option<&str>, external: bool) -> anyhow::Result<(Vec<usize>, Vec<usize>)> {
     let allowed = allowed_cpus();
-    for (what, list) in [("--server-cpus", &server), ("--load-cpus", &load)] {
-        if let Some(l) = list {
-            if let Some(c) = l.iter().find(|c| !allowed.contains(c)) {
-                return Err(bad_input(format!(
-                    "{what}: CPU {c} is offline, missing or outside this process's CPU affinity; usable CPUs: {}",
-                    tuning::cpulist::format(&allowed)
-                )));
+    let auto = server == Some("auto") || load == Some("auto");
+    let planned = if auto { Some(auto_placement(&allowed, external)?) } else { None };
+    let parse = |what: &str, s: Option<&str>, planned: Option<&Vec<usize>>| -> anyhow::Result<Option<Vec<usize>>> {
+        match s {
+            None => Ok(None),
+            Some("auto") => Ok(planned.cloned()),
+            Some(s) => {
+                let l = units::parse_cpus(s).map_err(|e| bad_input(format!("{what}: {e}")))?;
+                if let Some(c) = l.iter().find(|c| !allowed.contains(c)) {
+                    return Err(bad_input(format!(
+                        "{what}: CPU {c} is offline, missing or outside this process's CPU affinity; usable CPUs: {}",
+                        tuning::cpulist::format(&allowed)
+                    )));
+                }
+                Ok(Some(l))
             }
         }
-    }
+    };
+    let server = parse("--server-cpus", server, planned.as_ref().map(|p| &p.0))?;
+    let load = parse("--load-cpus", load, planned.as_ref().map(|p| &p.1))?;
     if external {
         let load = load.unwrap_or_else(|| allowed.clone());
         return Ok((Vec::new(), load));
     }
     let n_server = (allowed.len() / 3).max(1);
-    let server = server.unwrap_or_else(|| allowed[..n_server].to_vec());
+    let server = server.unwrap_or_else(|| allowed[..n_server.min(allowed.len())].to_vec());
     let load = load.unwrap_or_else(|| {
         let rest: Vec<usize> = allowed.iter().copied().filter(|c| !server.contains(c)).collect();
         if rest.is_empty() { server.clone() } else { rest }
     });
     Ok((server, load))
+}
+
+fn auto_placement(allowed: &[usize], external: bool) -> anyhow::Result<(Vec<usize>, Vec<usize>)> {
+    let topo = tuning::topology::Topology::read(std::path::Path::new("/")).context("read the CPU topology for `auto`")?;
+    let n = allowed.len();
+    let (server_workers, load_workers) = if external { (0, n.max(1)) } else { ((n / 3).max(1), (n - (n / 3).max(1)).max(1)) };
+    let req = tuning::placement::Request {
+        server_workers,
+        load_workers,
+        allowed: Some(allowed.to_vec()),
+        ..tuning::placement::Request::default()
+    };
+    let p = tuning::placement::plan(&topo, &req).map_err(|e| bad_input(format!("--cpus auto: {e}")))?;
+    for note in &p.notes {
+        eprintln!("connstorm: placement: {note}");
+    }
+    Ok((p.server, p.load))
 }
 
 fn allowed_cpus() -> Vec<usize> {
@@ -168,47 +244,52 @@ pub fn split_duration(total: Duration) -> (Duration, Duration, Duration) {
 /// # Errors
 /// Bad options (exit 2), server/load/namespace failures, record write failures.
 pub fn run(args: Args) -> anyhow::Result<i32> {
-    let (server_cpus, load_cpus) = pick_cpus(args.server_cpus.clone(), args.load_cpus.clone(), args.target.is_some())?;
-    if args.target.is_some() && args.netns {
-        return Err(bad_input("--target and --netns exclude each other: --netns runs connstorm's own server in a private namespace"));
-    }
+    let setup = args.setup.resolve()?;
     if args.duration < Duration::from_secs(1) {
         return Err(bad_input(format!("--duration {:?} is too short: give at least 1s", args.duration)));
     }
     let _ = server::rlimit::raise_nofile();
     let stop = crate::signals::stop_flag().context("install signal handlers")?;
+    let (record, path, result) = execute(&args, setup, &stop)?;
+    match args.format {
+        Format::Text => {
+            print!("{}", summary::render(&record, Some(&path)));
+        }
+        Format::Json => {
+            println!("{}", record.to_json());
+            eprintln!("record: {}", path.display());
+        }
+    }
+    result?;
+    Ok(0)
+}
+
+/// Runs the benchmark and writes its record; returns the record, its path, and the error that
+/// ended the run early, if any (the record is written even then).
+///
+/// # Errors
+/// When the harness cannot start or the record cannot be written.
+pub fn execute(
+    args: &Args,
+    setup: Setup,
+    stop: &std::sync::atomic::AtomicBool,
+) -> anyhow::Result<(results::RunRecord, PathBuf, anyhow::Result<()>)> {
+    let (server_cpus, load_cpus) = (setup.server_cpus.clone(), setup.load_cpus.clone());
     let (peak_d, lat_d, warmup) = split_duration(args.duration);
-    let expect_bytes = match args.mode {
-        server::Mode::Greet { bytes } => Some(bytes),
-        _ => None,
-    };
-    let setup = Setup {
-        server_cpus: server_cpus.clone(),
-        load_cpus: load_cpus.clone(),
-        engine: args.engine,
-        mode: args.mode,
-        backlog: args.backlog,
-        close: args.close.into(),
-        target: args.target,
-        netns: args.netns,
-        rtt: args.rtt,
-        connect_timeout: args.connect_timeout,
-        expect_bytes,
-    };
     let config = serde_json::json!({
         "duration_secs": args.duration.as_secs_f64(),
         "peak_secs": peak_d.as_secs_f64(),
         "latency_secs": lat_d.as_secs_f64(),
         "warmup_secs": warmup.as_secs_f64(),
         "rate_per_sec": args.rate,
-        "concurrency": args.concurrency,
+        "concurrency": args.setup.concurrency,
         "baseline": args.baseline,
         "setup": setup,
     });
     let started = Instant::now();
     let mut harness = Harness::start(setup)?;
-    let mut record = crate::bench::record::new_record("bench", &args.label, config, &harness);
-    let concurrency = args.concurrency.unwrap_or(32 * load_cpus.len() as u32);
+    let mut record = crate::bench::record::new_record("bench", &args.setup.label, config, &harness);
+    let concurrency = args.setup.peak_concurrency(load_cpus.len());
     let mut phases = vec![PhaseSpec {
         name: "peak".into(),
         pattern: loadgen::Pattern::Closed { concurrency },
@@ -218,12 +299,12 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let mut result = Ok(());
     let mut peak_rate = None;
     while let Some(spec) = phases.pop() {
-        if crate::signals::stopped(&stop) {
+        if crate::signals::stopped(stop) {
             break;
         }
         let name = spec.name.clone();
         let mut progress = |row: &loadgen::TimelineRow| eprintln!("{}", summary::progress_line(&name, row));
-        match harness.run_phase(&spec, &stop, &mut progress) {
+        match harness.run_phase(&spec, stop, &mut progress) {
             Ok((phase, report)) => {
                 if spec.name == "peak" && !report.interrupted {
                     peak_rate = Some(phase.achieved_per_sec);
@@ -249,18 +330,18 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         }
     }
     let server_report = harness.finish();
-    record.run.interrupted |= crate::signals::stopped(&stop);
+    record.run.interrupted |= crate::signals::stopped(stop);
     if let Some(sr) = &server_report {
         for (k, v) in sr.errors() {
             record.warnings.push(format!("server accept errors: {k} × {v}"));
         }
     }
     if args.baseline && !record.run.interrupted && result.is_ok() {
-        if args.target.is_some() {
+        if args.setup.target.is_some() {
             record.warnings.push("--baseline ignored with --target (the floor needs our own server side)".into());
         } else {
             eprintln!("[baseline] kernel floor: blocking pair for {:.1} s", peak_d.as_secs_f64());
-            let f = floor::run(std::net::Ipv4Addr::LOCALHOST.into(), &server_cpus, &load_cpus, peak_d, &stop)?;
+            let f = floor::run(std::net::Ipv4Addr::LOCALHOST.into(), &server_cpus, &load_cpus, peak_d, stop)?;
             if let Some(peak) = peak_rate {
                 record.baseline = Some(results::record::Baseline {
                     floor_per_sec: f.per_sec,
@@ -276,19 +357,9 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let mut warn = summary::warnings(&record);
     record.warnings.append(&mut warn);
     let path = record
-        .write_atomic(&args.out)
-        .with_context(|| format!("write the run record under {}", args.out.display()))?;
-    match args.format {
-        Format::Text => {
-            print!("{}", summary::render(&record, Some(&path)));
-        }
-        Format::Json => {
-            println!("{}", record.to_json());
-            eprintln!("record: {}", path.display());
-        }
-    }
-    result?;
-    Ok(0)
+        .write_atomic(&args.setup.out)
+        .with_context(|| format!("write the run record under {}", args.setup.out.display()))?;
+    Ok((record, path, result))
 }
 
 #[cfg(test)]

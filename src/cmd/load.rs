@@ -500,11 +500,8 @@ fn write_text(out: &mut dyn Write, r: &LoadReport) -> std::io::Result<()> {
     )?;
     for w in &r.workers {
         let per = |ns: u64| {
-            if w.attempts > 0 {
-                fmt_ns(ns / w.attempts)
-            } else {
-                "-".into()
-            }
+            ns.checked_div(w.attempts)
+                .map_or_else(|| "-".into(), fmt_ns)
         };
         writeln!(
             out,

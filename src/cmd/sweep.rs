@@ -1,13 +1,187 @@
-//! `connstorm sweep` (not built yet).
+//! `connstorm sweep`: capacity planning. Probes the peak (closed loop), then steps the offered rate
+//! in open loop from `--from` to `--to` of it, recording achieved rate, latency and errors per
+//! step, and reports the knee: the highest rate that meets the SLO — as CPM, connections/s and per
+//! server core. One run record holds every step as a phase (`step-1`, …).
+
+use std::fmt::Write as _;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use clap::ValueEnum;
+use results::sweep::{self, Criteria, Slo};
+
+use crate::bench::harness::{Harness, PhaseSpec};
+use crate::bench::summary::{self, group};
+use crate::cli::bad_input;
+use crate::cmd::bench::SetupArgs;
+use crate::units;
+
+/// Output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// A table and the knee.
+    Text,
+    /// The run record as JSON.
+    Json,
+}
 
 /// Options of `connstorm sweep`.
-#[derive(Debug, clap::Args)]
-pub struct Args {}
+#[derive(Debug, Clone, clap::Args)]
+pub struct Args {
+    /// Lowest offered rate, as a share of the probed peak.
+    #[arg(long, default_value = "10%")]
+    pub from: String,
+    /// Highest offered rate, as a share of the probed peak.
+    #[arg(long, default_value = "150%")]
+    pub to: String,
+    /// Number of steps from --from to --to (evenly spaced).
+    #[arg(long, default_value_t = 10)]
+    pub steps: usize,
+    /// Latency SLO on the handshake latency, e.g. `p99<1ms`, `p99.9<=500us`.
+    #[arg(long, default_value = "p99<1ms")]
+    pub slo: String,
+    /// Largest share of failed attempts a step may have and still count.
+    #[arg(long, default_value = "0.1%")]
+    pub max_errors: String,
+    /// Measured time of each step.
+    #[arg(long, default_value = "3s", value_parser = units::parse_positive_duration)]
+    pub step_duration: Duration,
+    /// Measured time of the peak probe.
+    #[arg(long, default_value = "3s", value_parser = units::parse_positive_duration)]
+    pub probe_duration: Duration,
+    /// Warm-up before the probe and each step.
+    #[arg(long, default_value = "500ms", value_parser = units::parse_duration)]
+    pub warmup: Duration,
+    /// Output format on stdout.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+    /// Where and how to run.
+    #[command(flatten)]
+    pub setup: SetupArgs,
+}
 
 /// Runs `connstorm sweep`.
 ///
 /// # Errors
-/// Always, until it is built.
-pub fn run(_args: Args) -> anyhow::Result<i32> {
-    anyhow::bail!("connstorm sweep is not built yet")
+/// Bad options (exit 2), harness failures, record write failures.
+pub fn run(args: Args) -> anyhow::Result<i32> {
+    let slo = Slo::parse(&args.slo).map_err(|e| bad_input(e.to_string()))?;
+    let from = sweep::parse_percent(&args.from).map_err(|e| bad_input(format!("--from: {e}")))?;
+    let to = sweep::parse_percent(&args.to).map_err(|e| bad_input(format!("--to: {e}")))?;
+    let max_err = sweep::parse_percent(&args.max_errors).map_err(|e| bad_input(format!("--max-errors: {e}")))?;
+    // Check the range before running anything (with a stand-in peak).
+    sweep::step_rates(1.0, from, to, args.steps).map_err(|e| bad_input(e.to_string()))?;
+    let setup = args.setup.resolve()?;
+    let _ = server::rlimit::raise_nofile();
+    let stop = crate::signals::stop_flag().context("install signal handlers")?;
+    let server_cores = setup.server_cpus.len();
+    let config = serde_json::json!({
+        "from": from, "to": to, "steps": args.steps, "slo": args.slo, "max_errors": max_err,
+        "step_secs": args.step_duration.as_secs_f64(), "probe_secs": args.probe_duration.as_secs_f64(),
+        "warmup_secs": args.warmup.as_secs_f64(), "setup": setup,
+    });
+    let started = Instant::now();
+    let load_cpus = setup.load_cpus.len();
+    let mut harness = Harness::start(setup)?;
+    let mut record = crate::bench::record::new_record("sweep", &args.setup.label, config, &harness);
+    let mut outcome: anyhow::Result<()> = Ok(());
+    let probe = PhaseSpec {
+        name: "peak".into(),
+        pattern: loadgen::Pattern::Closed { concurrency: args.setup.peak_concurrency(load_cpus) },
+        duration: args.probe_duration,
+        warmup: args.warmup,
+    };
+    let progress_for = |name: String| move |row: &loadgen::TimelineRow| eprintln!("{}", summary::progress_line(&name, row));
+    match harness.run_phase(&probe, &stop, &mut progress_for("peak".into())) {
+        Ok((phase, _)) => {
+            let peak = phase.achieved_per_sec;
+            record.phases.push(phase);
+            match sweep::step_rates(peak, from, to, args.steps) {
+                Ok(rates) => {
+                    for (i, rate) in rates.into_iter().enumerate() {
+                        if crate::signals::stopped(&stop) {
+                            break;
+                        }
+                        let spec = PhaseSpec {
+                            name: format!("step-{}", i + 1),
+                            pattern: loadgen::Pattern::Open { rate_per_sec: rate, arrival: loadgen::Arrival::Uniform },
+                            duration: args.step_duration,
+                            warmup: args.warmup,
+                        };
+                        match harness.run_phase(&spec, &stop, &mut progress_for(spec.name.clone())) {
+                            Ok((phase, _)) => record.phases.push(phase),
+                            Err(e) => {
+                                outcome = Err(e);
+                                break;
+                            }
+                        }
+                    }
+                }
+                Err(e) => record.warnings.push(format!("no steps run: {e}")),
+            }
+        }
+        Err(e) => outcome = Err(e),
+    }
+    drop(harness.finish());
+    record.run.interrupted = crate::signals::stopped(&stop);
+    record.run.wall_secs = started.elapsed().as_secs_f64();
+    let mut warn = summary::warnings(&record);
+    record.warnings.append(&mut warn);
+    let path = record
+        .write_atomic(&args.setup.out)
+        .with_context(|| format!("write the run record under {}", args.setup.out.display()))?;
+    let criteria = Criteria::new(slo.clone(), max_err);
+    let steps = sweep::steps_from_record(&record, slo.quantile);
+    let knee = sweep::knee(&steps, &criteria, server_cores);
+    match args.format {
+        Format::Json => {
+            println!("{}", record.to_json());
+            eprintln!("record: {}", path.display());
+        }
+        Format::Text => {
+            let mut out = String::new();
+            if let Some(p) = record.phase("peak") {
+                let _ = writeln!(out, "probed peak: {} CPM = {} conn/s (closed loop)", group(p.cpm), group(p.achieved_per_sec));
+            }
+            let _ = writeln!(out, "{:<8} {:>14} {:>14} {:>9} {:>12} {:>9}  meets {}", "step", "offered/s", "achieved/s", "achieved%", format!("p{}", slo.quantile * 100.0), "errors%", slo.text);
+            for s in &steps {
+                let lat = s.latency_ns.map(|n| results::histogram::format_ns(n as f64)).unwrap_or_else(|| "-".into());
+                let _ = writeln!(
+                    out,
+                    "{:<8} {:>14} {:>14} {:>8.2}% {:>12} {:>8.3}%  {}",
+                    s.name,
+                    group(s.offered_per_sec),
+                    group(s.achieved_per_sec),
+                    if s.offered_per_sec > 0.0 { s.achieved_per_sec / s.offered_per_sec * 100.0 } else { 0.0 },
+                    lat,
+                    s.error_ratio * 100.0,
+                    if sweep::step_ok(s, &criteria) { "yes" } else { "no" }
+                );
+            }
+            match &knee {
+                Some(k) => {
+                    let _ = writeln!(
+                        out,
+                        "knee: {} CPM = {} conn/s{} at {} (highest step meeting {} with ≤ {:.3}% errors)",
+                        group(k.cpm),
+                        group(k.step.achieved_per_sec),
+                        k.per_core_per_sec.map(|c| format!(" = {} conn/s per server core", group(c))).unwrap_or_default(),
+                        k.step.name,
+                        slo.text,
+                        max_err * 100.0
+                    );
+                }
+                None => {
+                    let _ = writeln!(out, "knee: no step met {} with ≤ {:.3}% errors — lower --from or relax --slo", slo.text, max_err * 100.0);
+                }
+            }
+            for w in &record.warnings {
+                let _ = writeln!(out, "warning: {w}");
+            }
+            let _ = writeln!(out, "record: {}", path.display());
+            print!("{out}");
+        }
+    }
+    outcome?;
+    Ok(0)
 }

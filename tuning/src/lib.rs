@@ -31,4 +31,5 @@ pub mod plan;
 pub mod preset;
 pub mod snapshot;
 pub mod sysctl;
+pub mod toggle;
 pub mod topology;

@@ -35,7 +35,14 @@ pub struct TestServer {
 impl TestServer {
     /// Binds 127.0.0.1:0 in the calling thread's namespace and starts accepting.
     pub fn start(mode: ServerMode) -> TestServer {
-        let l = TcpListener::bind("127.0.0.1:0").expect("bind test server");
+        // A deep accept queue, so a briefly starved accept thread on a loaded CI machine does not
+        // make the kernel drop SYNs (which would add 1 s retransmissions to the measurements).
+        let sock =
+            socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+        sock.bind(&SocketAddr::from(([127, 0, 0, 1], 0)).into())
+            .expect("bind test server");
+        sock.listen(4096).unwrap();
+        let l: TcpListener = sock.into();
         l.set_nonblocking(true).unwrap();
         let addr = l.local_addr().unwrap();
         let stop = Arc::new(AtomicBool::new(false));
@@ -101,7 +108,7 @@ pub fn open(target: SocketAddr, rate_per_sec: f64, duration: Duration) -> LoadCo
         cpus: vec![testkit::allowed_cpus()[0]],
         close: CloseMode::Rst,
         sources: vec![],
-        connect_timeout: Duration::from_secs(1),
+        connect_timeout: Duration::from_secs(3),
         expect_bytes: None,
         max_in_flight: 1000,
         late_threshold: Duration::from_millis(1),

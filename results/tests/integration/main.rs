@@ -2,5 +2,6 @@
 //! decoding (Python `hdrh`), comparisons on synthetic trial sets, plot contents.
 
 mod cross_impl;
+mod fuzz;
 mod golden;
 mod util;
