@@ -1,5 +1,5 @@
 //! Parsers for the units used on the command line: durations (`30s`, `500ms`, `2m`), connection
-//! rates (`20k/s`, `2000/s`, `1M/min`, `1000000cpm`), CPU lists (`0-3,8`), byte counts.
+//! rates (`20k/s`, `2000/s`, `1M/min`, `1000000cpm`) and CPU lists (`0-3,8`).
 //! Each returns a message that says what is wrong and an example of what works; clap shows it and
 //! exits with code 2.
 
@@ -76,25 +76,6 @@ pub fn parse_cpus(s: &str) -> Result<Vec<usize>, String> {
     tuning::cpulist::parse_nonempty(s).map_err(|e| e.to_string())
 }
 
-/// Parses a byte count: `64`, `4k`/`4KiB` (1024), `1M`/`1MiB`.
-///
-/// # Errors
-/// A message for unparsable input.
-pub fn parse_bytes(s: &str) -> Result<u64, String> {
-    let t = s.trim().to_ascii_lowercase();
-    let t = t.trim_end_matches("ib").trim_end_matches('b');
-    let (digits, mult) = match t.chars().last() {
-        Some('k') => (&t[..t.len() - 1], 1024u64),
-        Some('m') => (&t[..t.len() - 1], 1024 * 1024),
-        Some('g') => (&t[..t.len() - 1], 1024 * 1024 * 1024),
-        _ => (t, 1),
-    };
-    let v: u64 = digits.trim().parse().map_err(|_| {
-        format!("invalid byte count {s:?}: write e.g. `64`, `4k` or `1MiB`")
-    })?;
-    v.checked_mul(mult).ok_or_else(|| format!("byte count {s:?} is too large"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -119,13 +100,5 @@ mod tests {
         assert!(parse_duration("30").unwrap_err().contains("no unit"));
         assert!(parse_duration("abc").is_err());
         assert!(parse_positive_duration("0s").is_err());
-    }
-
-    #[test]
-    fn bytes() {
-        assert_eq!(parse_bytes("64").unwrap(), 64);
-        assert_eq!(parse_bytes("4k").unwrap(), 4096);
-        assert_eq!(parse_bytes("1MiB").unwrap(), 1 << 20);
-        assert!(parse_bytes("x").is_err());
     }
 }

@@ -116,7 +116,7 @@ fn group(n: f64) -> String {
 #[test]
 fn interrupted_run_still_writes_its_record() {
     let dir = tempfile::tempdir().unwrap();
-    let mut child = Command::new(bin())
+    let child = Command::new(bin())
         .args(["bench", "--netns", "--duration", "20s", "--out", dir.path().to_str().unwrap()])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -45,6 +45,8 @@ pub struct TimelineRow {
     pub successes: u64,
     /// Attempts failed.
     pub failures: u64,
+    /// The same failures by cause (errno name → count); empty when there were none.
+    pub failures_by_cause: BTreeMap<String, u64>,
     /// Late starts.
     pub late: u64,
     /// Dropped starts.

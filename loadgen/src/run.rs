@@ -291,20 +291,24 @@ impl SecondMerger {
                     break;
                 }
                 let (_, c, h) = self.pending.remove(&t).expect("present");
-                emit(self.row(t, &c, &h));
+                self.emit(t, &c, &h, emit);
             }
         }
     }
 
     fn finish(&mut self, emit: &mut dyn FnMut(TimelineRow)) {
         for (t, (_, c, h)) in std::mem::take(&mut self.pending) {
-            // A drain second after the end in which nothing happened is not worth a row.
-            let idle = c.attempts + c.successes + c.failures.total() + c.dropped == 0;
-            if idle && self.start_ns + t * SEC >= self.end_ns {
-                continue;
-            }
-            emit(self.row(t, &c, &h));
+            self.emit(t, &c, &h, emit);
         }
+    }
+
+    /// Emits a row, except a drain second after the end in which nothing happened.
+    fn emit(&self, t: u64, c: &Counters, h: &Histogram<u64>, emit: &mut dyn FnMut(TimelineRow)) {
+        let idle = c.attempts + c.successes + c.failures.total() + c.dropped == 0;
+        if idle && self.start_ns + t * SEC >= self.end_ns {
+            return;
+        }
+        emit(self.row(t, c, h));
     }
 
     fn row(&self, t: u64, c: &Counters, h: &Histogram<u64>) -> TimelineRow {
@@ -322,6 +326,7 @@ impl SecondMerger {
             attempts: c.attempts,
             successes: c.successes,
             failures: c.failures.total(),
+            failures_by_cause: c.failures.to_map(),
             late: c.late,
             dropped: c.dropped,
             p50_ns: q(50.0),

@@ -67,7 +67,9 @@ impl FromStr for EngineChoice {
             "auto" => Ok(EngineChoice::Auto),
             "io-uring" | "io_uring" | "uring" => Ok(EngineChoice::IoUring),
             "epoll" | "mio" => Ok(EngineChoice::Epoll),
-            _ => Err(format!("unknown engine {s:?}: use `auto`, `io-uring` or `epoll`")),
+            _ => Err(format!(
+                "unknown engine {s:?}: use `auto`, `io-uring` or `epoll`"
+            )),
         }
     }
 }
@@ -132,7 +134,9 @@ impl FromStr for Mode {
                 "greeting size {bytes} in {s:?} is out of range: give 1 to {MAX_GREET_BYTES} bytes"
             ));
         }
-        Ok(Mode::Greet { bytes: bytes as u32 })
+        Ok(Mode::Greet {
+            bytes: bytes as u32,
+        })
     }
 }
 
@@ -162,7 +166,9 @@ impl FromStr for Steer {
             "cpu" => Ok(Steer::Cpu),
             "incoming-cpu" => Ok(Steer::IncomingCpu),
             "cbpf" => Ok(Steer::ReuseportCbpf),
-            _ => Err(format!("unknown steering {s:?}: use `none`, `cpu`, `incoming-cpu` or `cbpf`")),
+            _ => Err(format!(
+                "unknown steering {s:?}: use `none`, `cpu`, `incoming-cpu` or `cbpf`"
+            )),
         }
     }
 }
@@ -173,22 +179,45 @@ mod tests {
 
     #[test]
     fn modes_parse_and_print_back() {
-        for m in [Mode::Close, Mode::Rst, Mode::Hold, Mode::Greet { bytes: 64 }] {
+        for m in [
+            Mode::Close,
+            Mode::Rst,
+            Mode::Hold,
+            Mode::Greet { bytes: 64 },
+        ] {
             assert_eq!(m.to_string().parse::<Mode>().unwrap(), m);
         }
         assert_eq!("greet".parse::<Mode>().unwrap(), Mode::Greet { bytes: 1 });
-        assert_eq!("greet:4k".parse::<Mode>().unwrap(), Mode::Greet { bytes: 4096 });
+        assert_eq!(
+            "greet:4k".parse::<Mode>().unwrap(),
+            Mode::Greet { bytes: 4096 }
+        );
         assert!("greet:0".parse::<Mode>().is_err());
-        assert!("greet:2048k".parse::<Mode>().unwrap_err().contains("out of range"));
+        assert!("greet:2048k"
+            .parse::<Mode>()
+            .unwrap_err()
+            .contains("out of range"));
         assert!("greet:x".parse::<Mode>().is_err());
-        assert!("linger".parse::<Mode>().unwrap_err().contains("unknown mode"));
+        assert!("linger"
+            .parse::<Mode>()
+            .unwrap_err()
+            .contains("unknown mode"));
     }
 
     #[test]
     fn engines_and_steering_parse() {
-        assert_eq!("io-uring".parse::<EngineChoice>().unwrap(), EngineChoice::IoUring);
-        assert_eq!("epoll".parse::<EngineChoice>().unwrap(), EngineChoice::Epoll);
-        assert!("kqueue".parse::<EngineChoice>().unwrap_err().contains("unknown engine"));
+        assert_eq!(
+            "io-uring".parse::<EngineChoice>().unwrap(),
+            EngineChoice::IoUring
+        );
+        assert_eq!(
+            "epoll".parse::<EngineChoice>().unwrap(),
+            EngineChoice::Epoll
+        );
+        assert!("kqueue"
+            .parse::<EngineChoice>()
+            .unwrap_err()
+            .contains("unknown engine"));
         assert_eq!("cpu".parse::<Steer>().unwrap(), Steer::Cpu);
         assert!("rss".parse::<Steer>().is_err());
     }

@@ -23,7 +23,13 @@ pub struct Counts {
 
 impl Default for Counts {
     fn default() -> Self {
-        Counts { accepted: 0, emfile_backoffs: 0, left_in_queue: 0, errors: [0; ERRNO_SLOTS], errors_total: 0 }
+        Counts {
+            accepted: 0,
+            emfile_backoffs: 0,
+            left_in_queue: 0,
+            errors: [0; ERRNO_SLOTS],
+            errors_total: 0,
+        }
     }
 }
 
@@ -43,7 +49,11 @@ impl Counts {
 
     /// How many times `errno` was counted.
     pub fn error_count(&self, errno: i32) -> u64 {
-        usize::try_from(errno).ok().and_then(|i| self.errors.get(i)).copied().unwrap_or(0)
+        usize::try_from(errno)
+            .ok()
+            .and_then(|i| self.errors.get(i))
+            .copied()
+            .unwrap_or(0)
     }
 
     /// The failures by errno name (`"EMFILE"`; unknown values as `"errno_N"`).

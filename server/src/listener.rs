@@ -19,20 +19,42 @@ use crate::error::ServerError;
 /// # Errors
 /// [`ServerError::AddrInUse`], [`ServerError::PermissionDenied`],
 /// [`ServerError::AddrNotAvailable`], or [`ServerError::Listener`] naming the failed call.
-pub fn bind_group(addr: SocketAddr, count: usize, backlog: u32) -> Result<(Vec<Socket>, SocketAddr), ServerError> {
+pub fn bind_group(
+    addr: SocketAddr,
+    count: usize,
+    backlog: u32,
+) -> Result<(Vec<Socket>, SocketAddr), ServerError> {
     let probe = TcpListener::bind(addr).map_err(|e| bind_error(addr, e))?;
-    let real = probe.local_addr().map_err(|source| ServerError::Listener { what: "getsockname(2)", addr, source })?;
+    let real = probe.local_addr().map_err(|source| ServerError::Listener {
+        what: "getsockname(2)",
+        addr,
+        source,
+    })?;
     drop(probe);
     let backlog = i32::try_from(backlog).unwrap_or(i32::MAX);
     let mut out = Vec::with_capacity(count);
     for _ in 0..count {
-        let fail = |what: &'static str| move |source| ServerError::Listener { what, addr: real, source };
-        let sock = Socket::new(Domain::for_address(real), Type::STREAM.cloexec(), Some(Protocol::TCP))
-            .map_err(fail("socket(2)"))?;
-        sock.set_reuse_address(true).map_err(fail("setsockopt(SO_REUSEADDR)"))?;
-        sock.set_reuse_port(true).map_err(fail("setsockopt(SO_REUSEPORT)"))?;
-        sock.set_nonblocking(true).map_err(fail("fcntl(O_NONBLOCK)"))?;
-        sock.bind(&SockAddr::from(real)).map_err(|e| bind_error(real, e))?;
+        let fail = |what: &'static str| {
+            move |source| ServerError::Listener {
+                what,
+                addr: real,
+                source,
+            }
+        };
+        let sock = Socket::new(
+            Domain::for_address(real),
+            Type::STREAM.cloexec(),
+            Some(Protocol::TCP),
+        )
+        .map_err(fail("socket(2)"))?;
+        sock.set_reuse_address(true)
+            .map_err(fail("setsockopt(SO_REUSEADDR)"))?;
+        sock.set_reuse_port(true)
+            .map_err(fail("setsockopt(SO_REUSEPORT)"))?;
+        sock.set_nonblocking(true)
+            .map_err(fail("fcntl(O_NONBLOCK)"))?;
+        sock.bind(&SockAddr::from(real))
+            .map_err(|e| bind_error(real, e))?;
         sock.listen(backlog).map_err(fail("listen(2)"))?;
         out.push(sock);
     }
@@ -44,7 +66,11 @@ fn bind_error(addr: SocketAddr, e: io::Error) -> ServerError {
         Some(libc::EADDRINUSE) => ServerError::AddrInUse { addr },
         Some(libc::EACCES) | Some(libc::EPERM) => ServerError::PermissionDenied { addr },
         Some(libc::EADDRNOTAVAIL) => ServerError::AddrNotAvailable { addr },
-        _ => ServerError::Listener { what: "bind(2)", addr, source: e },
+        _ => ServerError::Listener {
+            what: "bind(2)",
+            addr,
+            source: e,
+        },
     }
 }
 

@@ -62,7 +62,8 @@ impl Server {
                 Err(reason) => (Engine::Epoll, Some(reason)),
             },
         };
-        let (listeners, local_addr) = crate::listener::bind_group(cfg.listen, cfg.cpus.len(), cfg.backlog)?;
+        let (listeners, local_addr) =
+            crate::listener::bind_group(cfg.listen, cfg.cpus.len(), cfg.backlog)?;
         let steering = crate::steer::install(&listeners, &cfg.cpus, cfg.steer, local_addr)?;
         let shared = Arc::new(Shared::new(cfg.cpus.len()));
         let started = Instant::now();
@@ -82,7 +83,13 @@ impl Server {
         let (tx, rx) = mpsc::channel();
         let mut failure = None;
         for (index, (listener, &cpu)) in listeners.into_iter().zip(&cfg.cpus).enumerate() {
-            let spec = WorkerSpec { cpu, index, listener, mode: cfg.mode, engine };
+            let spec = WorkerSpec {
+                cpu,
+                index,
+                listener,
+                mode: cfg.mode,
+                engine,
+            };
             match shard::spawn(spec, Arc::clone(&shared), tx.clone()) {
                 Ok(h) => server.handles.push(h),
                 Err(e) => {
@@ -138,8 +145,18 @@ impl Server {
     /// Totals published by the workers so far (cheap: one relaxed load per worker).
     pub fn stats(&self) -> LiveStats {
         LiveStats {
-            accepted_per_worker: self.shared.slots.iter().map(|s| s.accepted.load(Ordering::Relaxed)).collect(),
-            errors_total: self.shared.slots.iter().map(|s| s.errors.load(Ordering::Relaxed)).sum(),
+            accepted_per_worker: self
+                .shared
+                .slots
+                .iter()
+                .map(|s| s.accepted.load(Ordering::Relaxed))
+                .collect(),
+            errors_total: self
+                .shared
+                .slots
+                .iter()
+                .map(|s| s.errors.load(Ordering::Relaxed))
+                .sum(),
         }
     }
 
@@ -205,12 +222,19 @@ fn validate_cpus(cpus: &[usize]) -> Result<(), ServerError> {
     let online = std::fs::read_to_string("/sys/devices/system/cpu/online").ok();
     let online = online.as_deref().map(parse_cpulist);
     let usable: Vec<usize> = (0..nix::sched::CpuSet::count())
-        .filter(|&c| allowed.as_ref().is_none_or(|s| s.is_set(c).unwrap_or(false)))
+        .filter(|&c| {
+            allowed
+                .as_ref()
+                .is_none_or(|s| s.is_set(c).unwrap_or(false))
+        })
         .filter(|&c| online.as_ref().is_none_or(|o| o.contains(&c)))
         .collect();
     for &c in cpus {
         if !usable.contains(&c) {
-            return Err(ServerError::CpuUnavailable { cpu: c, usable: format_cpulist(&usable) });
+            return Err(ServerError::CpuUnavailable {
+                cpu: c,
+                usable: format_cpulist(&usable),
+            });
         }
     }
     Ok(())
@@ -236,7 +260,11 @@ fn format_cpulist(cpus: &[usize]) -> String {
         while i + 1 < cpus.len() && cpus[i + 1] == cpus[i] + 1 {
             i += 1;
         }
-        parts.push(if cpus[i] == start { start.to_string() } else { format!("{start}-{}", cpus[i]) });
+        parts.push(if cpus[i] == start {
+            start.to_string()
+        } else {
+            format!("{start}-{}", cpus[i])
+        });
         i += 1;
     }
     parts.join(",")
@@ -256,9 +284,15 @@ mod tests {
     #[test]
     fn bad_cpu_lists_are_refused_before_anything_starts() {
         assert!(matches!(validate_cpus(&[]), Err(ServerError::NoCpus)));
-        assert!(matches!(validate_cpus(&[0, 0]), Err(ServerError::DuplicateCpu { cpu: 0 })));
+        assert!(matches!(
+            validate_cpus(&[0, 0]),
+            Err(ServerError::DuplicateCpu { cpu: 0 })
+        ));
         let err = validate_cpus(&[4095]).unwrap_err();
-        assert!(matches!(err, ServerError::CpuUnavailable { cpu: 4095, .. }), "{err}");
+        assert!(
+            matches!(err, ServerError::CpuUnavailable { cpu: 4095, .. }),
+            "{err}"
+        );
         assert!(err.is_bad_input());
     }
 }

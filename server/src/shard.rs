@@ -90,7 +90,8 @@ impl Ctx {
     pub fn publish(&mut self, now: Instant) {
         let slot = &self.shared.slots[self.index];
         slot.accepted.store(self.counts.accepted, Ordering::Relaxed);
-        slot.errors.store(self.counts.errors_total(), Ordering::Relaxed);
+        slot.errors
+            .store(self.counts.errors_total(), Ordering::Relaxed);
         self.last_publish = now;
     }
 
@@ -145,7 +146,13 @@ pub fn spawn(
 }
 
 fn run(spec: WorkerSpec, shared: Arc<Shared>, ready: Sender<(usize, Ready)>) -> WorkerReport {
-    let WorkerSpec { cpu, index, listener, mode, engine } = spec;
+    let WorkerSpec {
+        cpu,
+        index,
+        listener,
+        mode,
+        engine,
+    } = spec;
     let greet = match mode {
         Mode::Greet { bytes } => vec![b'*'; bytes as usize].into_boxed_slice(),
         _ => Box::default(),
@@ -161,7 +168,9 @@ fn run(spec: WorkerSpec, shared: Arc<Shared>, ready: Sender<(usize, Ready)>) -> 
         last_publish: Instant::now(),
     };
     let mut set = CpuSet::new();
-    let pinned = set.set(cpu).and_then(|()| sched_setaffinity(Pid::from_raw(0), &set));
+    let pinned = set
+        .set(cpu)
+        .and_then(|()| sched_setaffinity(Pid::from_raw(0), &set));
     if let Err(errno) = pinned {
         let _ = ready.send((index, Err(ServerError::Pin { cpu, errno })));
     } else {
@@ -191,5 +200,7 @@ fn run(spec: WorkerSpec, shared: Arc<Shared>, ready: Sender<(usize, Ready)>) -> 
 }
 
 fn timeval_ns(t: nix::sys::time::TimeVal) -> u64 {
-    (t.tv_sec() as u64).saturating_mul(1_000_000_000).saturating_add(t.tv_usec() as u64 * 1000)
+    (t.tv_sec() as u64)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(t.tv_usec() as u64 * 1000)
 }

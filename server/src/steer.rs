@@ -49,11 +49,12 @@ pub fn install(
     match used {
         SteeringUsed::IncomingCpu => {
             for (sock, &cpu) in listeners.iter().zip(cpus) {
-                sock.set_cpu_affinity(cpu).map_err(|source| ServerError::Steering {
-                    what: "SO_INCOMING_CPU",
-                    addr,
-                    source,
-                })?;
+                sock.set_cpu_affinity(cpu)
+                    .map_err(|source| ServerError::Steering {
+                        what: "SO_INCOMING_CPU",
+                        addr,
+                        source,
+                    })?;
             }
         }
         SteeringUsed::ReuseportCbpf => {
@@ -70,7 +71,11 @@ pub fn install(
             }
             if let Some(first) = listeners.first() {
                 crate::sys::attach_reuseport_cbpf(first.as_fd(), &prog).map_err(|source| {
-                    ServerError::Steering { what: "SO_ATTACH_REUSEPORT_CBPF", addr, source }
+                    ServerError::Steering {
+                        what: "SO_ATTACH_REUSEPORT_CBPF",
+                        addr,
+                        source,
+                    }
                 })?;
             }
         }

@@ -10,10 +10,16 @@ use std::os::fd::{AsRawFd, BorrowedFd};
 ///
 /// # Errors
 /// The setsockopt errno (EINVAL for a malformed program, ENOMEM).
-pub(crate) fn attach_reuseport_cbpf(fd: BorrowedFd<'_>, prog: &[libc::sock_filter]) -> io::Result<()> {
+pub(crate) fn attach_reuseport_cbpf(
+    fd: BorrowedFd<'_>,
+    prog: &[libc::sock_filter],
+) -> io::Result<()> {
     let len = u16::try_from(prog.len())
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "BPF program too long"))?;
-    let fprog = libc::sock_fprog { len, filter: prog.as_ptr().cast_mut() };
+    let fprog = libc::sock_fprog {
+        len,
+        filter: prog.as_ptr().cast_mut(),
+    };
     // SAFETY: `fprog` points to `prog`, which outlives the call; the kernel copies the program
     // during setsockopt and keeps no pointer to our memory. optlen is the size of sock_fprog.
     let rc = unsafe {

@@ -16,7 +16,12 @@ const N: u64 = 100;
 #[test]
 fn every_mode_accepts_exactly_n_and_the_kernel_agrees() {
     for engine in engines() {
-        for mode in [Mode::Close, Mode::Rst, Mode::Greet { bytes: 3000 }, Mode::Hold] {
+        for mode in [
+            Mode::Close,
+            Mode::Rst,
+            Mode::Greet { bytes: 3000 },
+            Mode::Hold,
+        ] {
             NetNs::run(move |ns| {
                 let before = ns.counter("Tcp.PassiveOpens");
                 let srv = Server::start(config(engine, cpus(1), mode)).unwrap();
@@ -26,39 +31,68 @@ fn every_mode_accepts_exactly_n_and_the_kernel_agrees() {
                     let c = match connect_from(1 + (i % 200) as u8, addr) {
                         Ok(c) => c,
                         // On loopback the server's RST can arrive before connect() returns.
-                        Err(e) if mode == Mode::Rst && e.kind() == ErrorKind::ConnectionReset => continue,
+                        Err(e) if mode == Mode::Rst && e.kind() == ErrorKind::ConnectionReset => {
+                            continue
+                        }
                         Err(e) => panic!("{engine:?} {mode}: connection {i}: {e}"),
                     };
                     match mode {
-                        Mode::Close => assert_eq!(read_all(&c).unwrap().len(), 0, "{engine:?}: FIN, no data"),
+                        Mode::Close => {
+                            assert_eq!(read_all(&c).unwrap().len(), 0, "{engine:?}: FIN, no data")
+                        }
                         Mode::Rst => {
                             let e = read_all(&c).unwrap_err();
                             assert_eq!(e.kind(), ErrorKind::ConnectionReset, "{engine:?} rst: {e}");
                         }
                         Mode::Greet { bytes } => {
                             let got = read_all(&c).unwrap();
-                            assert_eq!(got.len(), bytes as usize, "{engine:?}: whole greeting then FIN");
+                            assert_eq!(
+                                got.len(),
+                                bytes as usize,
+                                "{engine:?}: whole greeting then FIN"
+                            );
                         }
                         Mode::Hold => held.push(c),
                     }
                 }
                 if mode == Mode::Hold {
-                    assert_eq!(wait_accepted(&srv, N), N, "{engine:?}: all held connections accepted");
+                    assert_eq!(
+                        wait_accepted(&srv, N),
+                        N,
+                        "{engine:?}: all held connections accepted"
+                    );
                     // Held, not closed: the server sends nothing and keeps them open.
-                    held[0].set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+                    held[0]
+                        .set_read_timeout(Some(Duration::from_millis(50)))
+                        .unwrap();
                     let e = std::io::Read::read(&mut &held[0], &mut [0u8; 1]).unwrap_err();
-                    assert_eq!(e.kind(), ErrorKind::WouldBlock, "{engine:?}: held connection still open");
+                    assert_eq!(
+                        e.kind(),
+                        ErrorKind::WouldBlock,
+                        "{engine:?}: held connection still open"
+                    );
                     drop(held);
                 }
                 let report = srv.stop();
                 let after = ns.counter("Tcp.PassiveOpens");
                 assert_eq!(report.accepted(), N, "{engine:?} {mode}: {report:?}");
-                assert_eq!((after - before) as u64, N, "{engine:?} {mode}: PassiveOpens delta");
-                assert!(report.errors().is_empty(), "{engine:?} {mode}: {:?}", report.errors());
-                assert_eq!(report.engine.to_string(), match engine {
-                    server::EngineChoice::IoUring => "io_uring",
-                    _ => "epoll",
-                });
+                assert_eq!(
+                    (after - before) as u64,
+                    N,
+                    "{engine:?} {mode}: PassiveOpens delta"
+                );
+                assert!(
+                    report.errors().is_empty(),
+                    "{engine:?} {mode}: {:?}",
+                    report.errors()
+                );
+                assert_eq!(
+                    report.engine.to_string(),
+                    match engine {
+                        server::EngineChoice::IoUring => "io_uring",
+                        _ => "epoll",
+                    }
+                );
             });
         }
     }
@@ -79,11 +113,25 @@ fn two_workers_both_accept_and_their_counts_add_up() {
         let report = srv.stop();
         assert_eq!(report.workers.len(), 2);
         for w in &report.workers {
-            assert!(w.accepted > 0, "{engine:?}: worker on CPU {} got nothing: {report:?}", w.cpu);
+            assert!(
+                w.accepted > 0,
+                "{engine:?}: worker on CPU {} got nothing: {report:?}",
+                w.cpu
+            );
         }
         assert_eq!(report.accepted(), total, "{engine:?}");
-        assert_eq!(live.accepted_per_worker, report.workers.iter().map(|w| w.accepted).collect::<Vec<_>>());
-        assert_eq!(report.workers.iter().map(|w| w.cpu).collect::<Vec<_>>(), cpus(2));
+        assert_eq!(
+            live.accepted_per_worker,
+            report
+                .workers
+                .iter()
+                .map(|w| w.accepted)
+                .collect::<Vec<_>>()
+        );
+        assert_eq!(
+            report.workers.iter().map(|w| w.cpu).collect::<Vec<_>>(),
+            cpus(2)
+        );
     }
 }
 
@@ -102,14 +150,17 @@ fn stop_under_load_resets_no_completed_handshake() {
             let resets = Arc::new(AtomicU64::new(0));
             let clients: Vec<_> = (0..3u8)
                 .map(|t| {
-                    let (stop, connected, resets) = (stop.clone(), connected.clone(), resets.clone());
+                    let (stop, connected, resets) =
+                        (stop.clone(), connected.clone(), resets.clone());
                     std::thread::spawn(move || {
                         let deadline = Instant::now() + Duration::from_secs(8);
                         let mut i = 0u32;
                         while !stop.load(Ordering::Relaxed) && Instant::now() < deadline {
                             i += 1;
                             let src = 1 + t * 60 + (i % 60) as u8;
-                            let Ok(c) = connect_from(src, addr) else { continue };
+                            let Ok(c) = connect_from(src, addr) else {
+                                continue;
+                            };
                             connected.fetch_add(1, Ordering::Relaxed);
                             if let Err(e) = read_all(&c) {
                                 eprintln!("{engine:?}: connection {i} of client {t}: {e}");
@@ -127,9 +178,21 @@ fn stop_under_load_resets_no_completed_handshake() {
             }
             let after = ns.counter("Tcp.PassiveOpens");
             assert!(report.accepted() > 0, "{engine:?}: the load ran");
-            assert_eq!(resets.load(Ordering::Relaxed), 0, "{engine:?}: no client saw a reset");
-            assert_eq!(report.accepted(), connected.load(Ordering::Relaxed), "{engine:?}: {report:?}");
-            assert_eq!((after - before) as u64, report.accepted(), "{engine:?}: PassiveOpens delta");
+            assert_eq!(
+                resets.load(Ordering::Relaxed),
+                0,
+                "{engine:?}: no client saw a reset"
+            );
+            assert_eq!(
+                report.accepted(),
+                connected.load(Ordering::Relaxed),
+                "{engine:?}: {report:?}"
+            );
+            assert_eq!(
+                (after - before) as u64,
+                report.accepted(),
+                "{engine:?}: PassiveOpens delta"
+            );
             assert_eq!(report.workers[0].left_in_queue, 0);
         });
     }
@@ -146,7 +209,11 @@ fn cpu_steering_sends_flows_to_the_worker_on_their_cpu() {
             let mut cfg = config(engine, two.clone(), Mode::Close);
             cfg.steer = steer;
             let srv = Server::start(cfg).unwrap();
-            let expected = if steer == Steer::IncomingCpu { SteeringUsed::IncomingCpu } else { SteeringUsed::ReuseportCbpf };
+            let expected = if steer == Steer::IncomingCpu {
+                SteeringUsed::IncomingCpu
+            } else {
+                SteeringUsed::ReuseportCbpf
+            };
             assert_eq!(srv.steering(), expected);
             let addr = srv.local_addr();
             let per_cpu = 40u64;
@@ -162,11 +229,18 @@ fn cpu_steering_sends_flows_to_the_worker_on_their_cpu() {
                 })
                 .join()
                 .unwrap();
-                assert_eq!(wait_accepted(&srv, per_cpu * (i as u64 + 1)), per_cpu * (i as u64 + 1));
+                assert_eq!(
+                    wait_accepted(&srv, per_cpu * (i as u64 + 1)),
+                    per_cpu * (i as u64 + 1)
+                );
             }
             let report = srv.stop();
             let got: Vec<u64> = report.workers.iter().map(|w| w.accepted).collect();
-            assert_eq!(got, vec![per_cpu, per_cpu], "{engine:?} {steer:?}: each CPU's flows on its own worker");
+            assert_eq!(
+                got,
+                vec![per_cpu, per_cpu],
+                "{engine:?} {steer:?}: each CPU's flows on its own worker"
+            );
         }
     }
 }
@@ -178,7 +252,10 @@ fn taken_address_is_refused_and_nothing_runs() {
         let mut cfg = config(engine, cpus(1), Mode::Close);
         cfg.listen = first.local_addr();
         let err = Server::start(cfg).unwrap_err();
-        assert!(matches!(err, server::ServerError::AddrInUse { .. }), "{err}");
+        assert!(
+            matches!(err, server::ServerError::AddrInUse { .. }),
+            "{err}"
+        );
         assert!(err.is_bad_input());
         // The first server still takes every connection (the second never joined its group).
         for _ in 0..20 {

@@ -59,7 +59,7 @@ fn timeline_row(r: &loadgen::TimelineRow) -> rec::TimelineRow {
         t_secs: r.t_secs as f64,
         attempts: r.attempts,
         successes: r.successes,
-        failures: if r.failures > 0 { [("all".to_string(), r.failures)].into() } else { BTreeMap::new() },
+        failures: r.failures_by_cause.clone(),
         p50_ns: r.p50_ns,
         p99_ns: r.p99_ns,
     }

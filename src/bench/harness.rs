@@ -115,11 +115,6 @@ impl Harness {
         Ok(Harness { setup, server, ns, target })
     }
 
-    /// The address the load connects to.
-    pub fn target(&self) -> SocketAddr {
-        self.target
-    }
-
     /// The in-process server, if any.
     pub fn server(&self) -> Option<&server::Server> {
         self.server.as_ref()

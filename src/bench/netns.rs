@@ -19,8 +19,6 @@ use anyhow::{bail, Context};
 
 /// Server-side address inside the pair.
 pub const SERVER_IP: IpAddr = IpAddr::V4(Ipv4Addr::new(198, 18, 0, 1));
-/// Load-side address inside the pair.
-pub const LOAD_IP: IpAddr = IpAddr::V4(Ipv4Addr::new(198, 18, 0, 2));
 
 /// Two namespaces joined by veth; removed on drop.
 #[derive(Debug)]

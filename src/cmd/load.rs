@@ -363,14 +363,14 @@ fn plan_line(cfg: &LoadConfig) -> String {
     };
     let targets: Vec<String> = cfg.targets.iter().map(ToString::to_string).collect();
     format!(
-        "connstorm load: {what} to {} for {:?} (+{:?} warm-up) on CPUs {}, --close {}, {} source address(es), connect timeout {:?}",
+        "connstorm load: {what} to {} for {} (+{} warm-up) on CPUs {}, --close {}, {} source address(es), connect timeout {}",
         targets.join(","),
-        cfg.duration,
-        cfg.warmup,
+        humantime::format_duration(cfg.duration),
+        humantime::format_duration(cfg.warmup),
         tuning::cpulist::format(&cfg.cpus),
         cfg.close.name(),
         if cfg.sources.is_empty() { "kernel-chosen".to_string() } else { cfg.sources.len().to_string() },
-        cfg.connect_timeout,
+        humantime::format_duration(cfg.connect_timeout),
     )
 }
 

@@ -76,7 +76,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     };
     let stop = crate::signals::stop_flag().context("installing SIGINT/SIGTERM handlers")?;
     // The library leaves the process-wide fd limit alone; a server wants all of it.
-    let (_, nofile) = server::rlimit::raise_nofile().context("raising RLIMIT_NOFILE to its hard limit")?;
+    let (_, nofile) =
+        server::rlimit::raise_nofile().context("raising RLIMIT_NOFILE to its hard limit")?;
     let cfg = ServerConfig {
         listen: args.listen,
         cpus,
@@ -94,7 +95,10 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     })?;
     let mut err = std::io::stderr().lock();
     if let Some(why) = srv.fallback_reason() {
-        let _ = writeln!(err, "connstorm server: io_uring unavailable, using epoll: {why}");
+        let _ = writeln!(
+            err,
+            "connstorm server: io_uring unavailable, using epoll: {why}"
+        );
     }
     let _ = writeln!(
         err,
@@ -120,8 +124,12 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         }
         if now >= next_tick {
             let cur = srv.stats();
-            let per: Vec<u64> =
-                cur.accepted_per_worker.iter().zip(&last.accepted_per_worker).map(|(c, l)| c - l).collect();
+            let per: Vec<u64> = cur
+                .accepted_per_worker
+                .iter()
+                .zip(&last.accepted_per_worker)
+                .map(|(c, l)| c - l)
+                .collect();
             let _ = writeln!(
                 std::io::stderr(),
                 "t={:>4}s accepts/s {:>9} (per worker min {} max {}) total {} errors {}",
@@ -157,18 +165,34 @@ fn write_text(out: &mut impl Write, r: &ServerReport) -> std::io::Result<()> {
         out,
         "engine {}{}, steering {}, mode {}, listen {}, backlog {}{}",
         r.engine,
-        r.ring_setup.as_deref().map(|s| format!(" ({s})")).unwrap_or_default(),
+        r.ring_setup
+            .as_deref()
+            .map(|s| format!(" ({s})"))
+            .unwrap_or_default(),
         r.steering,
         r.mode,
         r.listen,
         r.backlog,
-        if r.interrupted { ", stopped by signal" } else { "" }
+        if r.interrupted {
+            ", stopped by signal"
+        } else {
+            ""
+        }
     )?;
     if let Some(why) = &r.fallback_reason {
         writeln!(out, "fell back to epoll: {why}")?;
     }
-    writeln!(out, "wall time {secs:.3} s, accepted {} ({:.1}/s)", r.accepted(), r.accepted() as f64 / secs)?;
-    writeln!(out, "{:>5} {:>12} {:>12} {:>9} {:>9} {:>8}  errors", "cpu", "accepted", "accepts/s", "user_s", "sys_s", "emfile")?;
+    writeln!(
+        out,
+        "wall time {secs:.3} s, accepted {} ({:.1}/s)",
+        r.accepted(),
+        r.accepted() as f64 / secs
+    )?;
+    writeln!(
+        out,
+        "{:>5} {:>12} {:>12} {:>9} {:>9} {:>8}  errors",
+        "cpu", "accepted", "accepts/s", "user_s", "sys_s", "emfile"
+    )?;
     for w in &r.workers {
         let errs: Vec<String> = w.errors.iter().map(|(k, v)| format!("{k}={v}")).collect();
         writeln!(
@@ -180,10 +204,18 @@ fn write_text(out: &mut impl Write, r: &ServerReport) -> std::io::Result<()> {
             w.cpu_user_ns as f64 / 1e9,
             w.cpu_sys_ns as f64 / 1e9,
             w.emfile_backoffs,
-            if errs.is_empty() { "-".to_string() } else { errs.join(" ") }
+            if errs.is_empty() {
+                "-".to_string()
+            } else {
+                errs.join(" ")
+            }
         )?;
         if w.left_in_queue > 0 {
-            writeln!(out, "      {} connections left in the accept queue at stop (reset by the kernel)", w.left_in_queue)?;
+            writeln!(
+                out,
+                "      {} connections left in the accept queue at stop (reset by the kernel)",
+                w.left_in_queue
+            )?;
         }
     }
     Ok(())
@@ -191,5 +223,7 @@ fn write_text(out: &mut impl Write, r: &ServerReport) -> std::io::Result<()> {
 
 fn allowed_cpus() -> anyhow::Result<Vec<usize>> {
     let set = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0))?;
-    Ok((0..nix::sched::CpuSet::count()).filter(|&c| set.is_set(c).unwrap_or(false)).collect())
+    Ok((0..nix::sched::CpuSet::count())
+        .filter(|&c| set.is_set(c).unwrap_or(false))
+        .collect())
 }

@@ -49,12 +49,17 @@ pub fn run(ctx: &mut Ctx, ready: impl FnOnce(Ready)) {
         Ok(p) => p,
         Err(source) => return ready(Err(ServerError::Poll { cpu, source })),
     };
-    let Some(sock) = ctx.listener.take() else { return ready(Ok(None)) };
+    let Some(sock) = ctx.listener.take() else {
+        return ready(Ok(None));
+    };
     if let Err(source) = sock.set_nonblocking(true) {
         return ready(Err(ServerError::Poll { cpu, source }));
     }
     let mut listener = TcpListener::from_std(sock.into());
-    if let Err(source) = poll.registry().register(&mut listener, LISTENER, Interest::READABLE) {
+    if let Err(source) = poll
+        .registry()
+        .register(&mut listener, LISTENER, Interest::READABLE)
+    {
         return ready(Err(ServerError::Poll { cpu, source }));
     }
     let mut l = EpollLoop {
@@ -127,7 +132,9 @@ impl EpollLoop<'_> {
 
     fn accept_all(&mut self) {
         loop {
-            let Some(l) = self.listener.as_ref() else { return };
+            let Some(l) = self.listener.as_ref() else {
+                return;
+            };
             match l.accept() {
                 Ok((stream, _)) => {
                     self.ctx.counts.accepted += 1;
@@ -206,19 +213,26 @@ impl EpollLoop<'_> {
 
     fn keep(&mut self, mut conn: Conn, interest: Interest) {
         let fd = conn.stream.as_raw_fd() as usize;
-        if let Err(e) = self.poll.registry().register(&mut conn.stream, Token(fd), interest) {
+        if let Err(e) = self
+            .poll
+            .registry()
+            .register(&mut conn.stream, Token(fd), interest)
+        {
             self.ctx.counts.error(e.raw_os_error().unwrap_or(libc::EIO));
             return;
         }
         if fd >= self.conns.len() {
-            self.conns.resize_with((fd + 1).next_power_of_two(), || None);
+            self.conns
+                .resize_with((fd + 1).next_power_of_two(), || None);
         }
         self.conns[fd] = Some(conn);
         self.open += 1;
     }
 
     fn on_event(&mut self, fd: usize) {
-        let Some(mut conn) = self.conns.get_mut(fd).and_then(Option::take) else { return };
+        let Some(mut conn) = self.conns.get_mut(fd).and_then(Option::take) else {
+            return;
+        };
         let done = match self.ctx.mode {
             Mode::Greet { .. } => self.write_greeting(&mut conn),
             _ => self.read_discard(&mut conn),

@@ -31,7 +31,9 @@ pub fn io_uring() -> Result<(), String> {
     };
     let mut probe = Probe::new();
     if let Err(e) = ring.submitter().register_probe(&mut probe) {
-        return Err(format!("IORING_REGISTER_PROBE failed ({e}): kernel older than 5.6, no multishot accept"));
+        return Err(format!(
+            "IORING_REGISTER_PROBE failed ({e}): kernel older than 5.6, no multishot accept"
+        ));
     }
     if !probe.is_supported(opcode::Socket::CODE) || !probe.is_supported(opcode::AcceptMulti::CODE) {
         return Err("kernel lacks multishot accept (needs Linux 5.19 or later)".into());

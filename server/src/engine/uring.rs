@@ -69,12 +69,22 @@ pub fn build_ring() -> std::io::Result<(IoUring, &'static str)> {
         Err(e) if !einval(&e) => return Err(e),
         Err(_) => {}
     }
-    match IoUring::builder().setup_coop_taskrun().setup_taskrun_flag().setup_cqsize(CQ_ENTRIES).build(SQ_ENTRIES) {
+    match IoUring::builder()
+        .setup_coop_taskrun()
+        .setup_taskrun_flag()
+        .setup_cqsize(CQ_ENTRIES)
+        .build(SQ_ENTRIES)
+    {
         Ok(r) => return Ok((r, "coop_taskrun")),
         Err(e) if !einval(&e) => return Err(e),
         Err(_) => {}
     }
-    Ok((IoUring::builder().setup_cqsize(CQ_ENTRIES).build(SQ_ENTRIES)?, "none"))
+    Ok((
+        IoUring::builder()
+            .setup_cqsize(CQ_ENTRIES)
+            .build(SQ_ENTRIES)?,
+        "none",
+    ))
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -104,16 +114,30 @@ struct Uring<'c> {
 pub fn run(ctx: &mut Ctx, ready: impl FnOnce(Ready)) {
     let (ring, flags) = match build_ring() {
         Ok(r) => r,
-        Err(source) => return ready(Err(ServerError::Ring { cpu: ctx.cpu, source })),
+        Err(source) => {
+            return ready(Err(ServerError::Ring {
+                cpu: ctx.cpu,
+                source,
+            }))
+        }
     };
-    let Some(listener) = ctx.listener.as_ref() else { return ready(Ok(Some(flags))) };
+    let Some(listener) = ctx.listener.as_ref() else {
+        return ready(Ok(Some(flags)));
+    };
     // Blocking for the multishot accept (it polls by itself); made non-blocking for the final
     // synchronous drain.
     if let Err(source) = listener.set_nonblocking(false) {
-        return ready(Err(ServerError::Ring { cpu: ctx.cpu, source }));
+        return ready(Err(ServerError::Ring {
+            cpu: ctx.cpu,
+            source,
+        }));
     }
     let listener_fd = std::os::fd::AsRawFd::as_raw_fd(listener);
-    let held = if ctx.mode == Mode::Hold { vec![false; crate::rlimit::nofile_soft()] } else { Vec::new() };
+    let held = if ctx.mode == Mode::Hold {
+        vec![false; crate::rlimit::nofile_soft()]
+    } else {
+        Vec::new()
+    };
     let mut u = Uring {
         ctx,
         ring,
@@ -161,7 +185,9 @@ impl Uring<'_> {
                 Phase::Grace(until) if now >= until => {
                     self.accepting = false;
                     if self.accept_armed {
-                        let cancel = opcode::AsyncCancel::new(ud(ACCEPT, self.listener_fd)).build().user_data(CANCEL);
+                        let cancel = opcode::AsyncCancel::new(ud(ACCEPT, self.listener_fd))
+                            .build()
+                            .user_data(CANCEL);
                         if !self.push(&[cancel]) {
                             self.accept_armed = false; // cannot happen in practice; do not wait forever
                         }
@@ -177,7 +203,10 @@ impl Uring<'_> {
                 Phase::Finishing(until) if now >= until => {
                     // The kernel still holds SQEs that may point at these: never free them.
                     std::mem::forget(std::mem::take(&mut self.ctx.greet));
-                    std::mem::forget(std::mem::replace(&mut self.backoff_ts, Box::new(types::Timespec::new())));
+                    std::mem::forget(std::mem::replace(
+                        &mut self.backoff_ts,
+                        Box::new(types::Timespec::new()),
+                    ));
                     break;
                 }
                 p => p,
@@ -289,12 +318,18 @@ impl Uring<'_> {
                 self.close(fd);
             }
             Mode::Greet { .. } => {
-                let send = opcode::Send::new(types::Fd(fd), self.ctx.greet.as_ptr(), self.ctx.greet.len() as u32)
-                    .flags(libc::MSG_NOSIGNAL | libc::MSG_WAITALL)
+                let send = opcode::Send::new(
+                    types::Fd(fd),
+                    self.ctx.greet.as_ptr(),
+                    self.ctx.greet.len() as u32,
+                )
+                .flags(libc::MSG_NOSIGNAL | libc::MSG_WAITALL)
+                .build()
+                .user_data(ud(SEND, fd))
+                .flags(squeue::Flags::IO_HARDLINK);
+                let close = opcode::Close::new(types::Fd(fd))
                     .build()
-                    .user_data(ud(SEND, fd))
-                    .flags(squeue::Flags::IO_HARDLINK);
-                let close = opcode::Close::new(types::Fd(fd)).build().user_data(ud(CLOSE, fd));
+                    .user_data(ud(CLOSE, fd));
                 if !self.push(&[send, close]) {
                     close_now(fd);
                 }
@@ -311,14 +346,18 @@ impl Uring<'_> {
     }
 
     fn close(&mut self, fd: RawFd) {
-        let e = opcode::Close::new(types::Fd(fd)).build().user_data(ud(CLOSE, fd));
+        let e = opcode::Close::new(types::Fd(fd))
+            .build()
+            .user_data(ud(CLOSE, fd));
         if !self.push(&[e]) {
             close_now(fd);
         }
     }
 
     fn poll(&mut self, fd: RawFd) {
-        let e = opcode::PollAdd::new(types::Fd(fd), POLL_EVENTS).build().user_data(ud(POLL, fd));
+        let e = opcode::PollAdd::new(types::Fd(fd), POLL_EVENTS)
+            .build()
+            .user_data(ud(POLL, fd));
         if !self.push(&[e]) {
             self.unhold(fd);
             close_now(fd);
@@ -352,10 +391,13 @@ impl Uring<'_> {
 
     /// Accepts what is left in the queue (the multishot accept is gone), then closes the listener.
     fn final_drain(&mut self) {
-        let Some(listener) = self.ctx.listener.take() else { return };
+        let Some(listener) = self.ctx.listener.take() else {
+            return;
+        };
         if let Err(e) = listener.set_nonblocking(true) {
             self.ctx.counts.error(e.raw_os_error().unwrap_or(libc::EIO));
-            self.ctx.counts.left_in_queue += u64::from(crate::drain::accept_queue_len(&listener).unwrap_or(0));
+            self.ctx.counts.left_in_queue +=
+                u64::from(crate::drain::accept_queue_len(&listener).unwrap_or(0));
             return;
         }
         loop {

@@ -33,14 +33,20 @@ pub fn config(engine: EngineChoice, cpus: Vec<usize>, mode: Mode) -> ServerConfi
 /// The first `n` CPUs this process may use; panics (never skips) when there are fewer.
 pub fn cpus(n: usize) -> Vec<usize> {
     let all = testkit::allowed_cpus();
-    assert!(all.len() >= n, "this test needs {n} usable CPUs, the process has {all:?}");
+    assert!(
+        all.len() >= n,
+        "this test needs {n} usable CPUs, the process has {all:?}"
+    );
     all[..n].to_vec()
 }
 
 /// Connects from `127.0.0.<src>` (many sources spread the reuseport hash).
 pub fn connect_from(src: u8, to: SocketAddr) -> io::Result<TcpStream> {
     let s = Socket::new(Domain::IPV4, Type::STREAM, None)?;
-    s.bind(&SockAddr::from(SocketAddr::new(IpAddr::V4(Ipv4Addr::new(127, 0, 0, src)), 0)))?;
+    s.bind(&SockAddr::from(SocketAddr::new(
+        IpAddr::V4(Ipv4Addr::new(127, 0, 0, src)),
+        0,
+    )))?;
     s.connect_timeout(&SockAddr::from(to), Duration::from_secs(3))?;
     Ok(s.into())
 }
