@@ -14,7 +14,11 @@ fn main() {
         .ok()
         .filter(|o| o.status.success())
         .is_some_and(|o| !o.stdout.is_empty());
-    let commit = if dirty && commit != "unknown" { format!("{commit}-dirty") } else { commit };
+    let commit = if dirty && commit != "unknown" {
+        format!("{commit}-dirty")
+    } else {
+        commit
+    };
     println!("cargo:rustc-env=CONNSTORM_GIT_COMMIT={commit}");
     println!("cargo:rerun-if-changed=.git/HEAD");
     println!("cargo:rerun-if-changed=.git/index");

@@ -9,6 +9,10 @@
 //! - `3` `connstorm load`: the run completed but every attempt failed;
 //! - `4` `connstorm tune check --strict`: something is off.
 
+// Doc comments of CLI options are the `--help` text, where `[sysctl]` or `greet[:BYTES]` mean
+// what they say, not intra-doc links.
+#![allow(rustdoc::broken_intra_doc_links)]
+
 use std::io::Write;
 
 use clap::Parser;
@@ -28,7 +32,9 @@ fn main() {
                 0
             } else {
                 let code = if err.downcast_ref::<cli::BadInput>().is_some()
-                    || err.chain().any(|c| c.downcast_ref::<cli::BadInput>().is_some())
+                    || err
+                        .chain()
+                        .any(|c| c.downcast_ref::<cli::BadInput>().is_some())
                 {
                     2
                 } else {

@@ -12,7 +12,9 @@ use std::time::Duration;
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let t = s.trim();
     if t.parse::<f64>().is_ok() {
-        return Err(format!("duration {s:?} has no unit: write e.g. `{t}s` or `{t}ms`"));
+        return Err(format!(
+            "duration {s:?} has no unit: write e.g. `{t}s` or `{t}ms`"
+        ));
     }
     let d = humantime::parse_duration(t)
         .map_err(|e| format!("invalid duration {s:?} ({e}): write e.g. `30s`, `500ms` or `2m`"))?;
@@ -26,7 +28,9 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 pub fn parse_positive_duration(s: &str) -> Result<Duration, String> {
     let d = parse_duration(s)?;
     if d.is_zero() {
-        return Err(format!("duration {s:?} is zero: give a positive duration, e.g. `10s`"));
+        return Err(format!(
+            "duration {s:?} is zero: give a positive duration, e.g. `10s`"
+        ));
     }
     Ok(d)
 }
@@ -63,7 +67,9 @@ pub fn parse_rate(s: &str) -> Result<f64, String> {
     })?;
     let rate = v * mult / per_sec_divisor;
     if !rate.is_finite() || rate <= 0.0 {
-        return Err(format!("rate {s:?} must be above zero connections per second, e.g. `2000/s`"));
+        return Err(format!(
+            "rate {s:?} must be above zero connections per second, e.g. `2000/s`"
+        ));
     }
     Ok(rate)
 }

@@ -14,12 +14,20 @@ fn bin() -> &'static str {
 }
 
 fn run(args: &[&str]) -> Output {
-    Command::new(bin()).args(args).output().expect("run connstorm")
+    Command::new(bin())
+        .args(args)
+        .output()
+        .expect("run connstorm")
 }
 
 fn records(dir: &Path) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map(|d| d.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "json")).collect())
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|x| x == "json"))
+                .collect()
+        })
         .unwrap_or_default();
     v.sort();
     v
@@ -36,17 +44,32 @@ fn io_uring_available() -> Result<(), String> {
 fn bench_netns_exact(engine: &str) {
     let dir = tempfile::tempdir().unwrap();
     let out = run(&[
-        "bench", "--netns", "--duration", "2s", "--engine", engine, "--format", "json", "--out",
-        dir.path().to_str().unwrap(), "--label", engine,
+        "bench",
+        "--netns",
+        "--duration",
+        "2s",
+        "--engine",
+        engine,
+        "--format",
+        "json",
+        "--out",
+        dir.path().to_str().unwrap(),
+        "--label",
+        engine,
     ]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "bench failed: {stderr}");
-    let printed: serde_json::Value = serde_json::from_slice(&out.stdout).expect("--format json prints the record");
+    let printed: serde_json::Value =
+        serde_json::from_slice(&out.stdout).expect("--format json prints the record");
     let files = records(dir.path());
     assert_eq!(files.len(), 1, "one record written");
     let rec = RunRecord::read(&files[0]).unwrap();
     assert_eq!(printed["run"]["engine"], rec.run.engine.as_str());
-    let want_engine = if engine == "io-uring" { "io_uring" } else { "epoll" };
+    let want_engine = if engine == "io-uring" {
+        "io_uring"
+    } else {
+        "epoll"
+    };
     assert_eq!(rec.run.engine, want_engine);
     assert!(rec.run.netns);
     assert!(!rec.run.interrupted);
@@ -58,17 +81,37 @@ fn bench_netns_exact(engine: &str) {
         assert!(server > 0, "{}: no connection", p.name);
         assert_eq!(server, c.load_successes, "{}", p.name);
         assert_eq!(c.kernel_passive_opens, Some(server as i64), "{}", p.name);
-        assert_eq!(c.kernel_active_opens, Some(server as i64 + p.failed() as i64), "{}", p.name);
-        assert_eq!(p.counters.get("Tcp.PassiveOpens").copied(), Some(server as i64));
+        assert_eq!(
+            c.kernel_active_opens,
+            Some(server as i64 + p.failed() as i64),
+            "{}",
+            p.name
+        );
+        assert_eq!(
+            p.counters.get("Tcp.PassiveOpens").copied(),
+            Some(server as i64)
+        );
         // The measured part is a subset of everything the kernel counted.
         assert!(p.successes <= server);
-        let h = p.histograms.decode(results::record::Latency::Handshake).unwrap().unwrap();
-        assert_eq!(h.len(), p.successes, "{}: one handshake sample per success", p.name);
+        let h = p
+            .histograms
+            .decode(results::record::Latency::Handshake)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            h.len(),
+            p.successes,
+            "{}: one handshake sample per success",
+            p.name
+        );
     }
     let lat = rec.phase("latency").unwrap();
     let offered = lat.offered_per_sec.unwrap();
     let peak = rec.phase("peak").unwrap().achieved_per_sec;
-    assert!((offered - 0.8 * peak).abs() < 1.0, "latency phase offers 80% of the peak: {offered} vs {peak}");
+    assert!(
+        (offered - 0.8 * peak).abs() < 1.0,
+        "latency phase offers 80% of the peak: {offered} vs {peak}"
+    );
 }
 
 #[test]
@@ -88,14 +131,31 @@ fn bench_in_namespaces_agrees_with_the_kernel_io_uring() {
 #[test]
 fn record_round_trips_with_the_printed_numbers() {
     let dir = tempfile::tempdir().unwrap();
-    let out = run(&["bench", "--netns", "--duration", "1s", "--out", dir.path().to_str().unwrap()]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = run(&[
+        "bench",
+        "--netns",
+        "--duration",
+        "1s",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8_lossy(&out.stdout);
     let rec = RunRecord::read(&records(dir.path())[0]).unwrap();
     let peak = rec.phase("peak").unwrap();
     let cpm = format!("peak: {} CPM", group(peak.cpm));
-    assert!(text.contains(&cpm), "summary shows the recorded peak {cpm:?}:\n{text}");
-    assert!(text.contains(&format!("record: {}", records(dir.path())[0].display())), "{text}");
+    assert!(
+        text.contains(&cpm),
+        "summary shows the recorded peak {cpm:?}:\n{text}"
+    );
+    assert!(
+        text.contains(&format!("record: {}", records(dir.path())[0].display())),
+        "{text}"
+    );
     // Written, read back, written again: the same document.
     let again = rec.write_atomic(&dir.path().join("again")).unwrap();
     assert_eq!(RunRecord::read(&again).unwrap(), rec);
@@ -117,17 +177,35 @@ fn group(n: f64) -> String {
 fn interrupted_run_still_writes_its_record() {
     let dir = tempfile::tempdir().unwrap();
     let child = Command::new(bin())
-        .args(["bench", "--netns", "--duration", "20s", "--out", dir.path().to_str().unwrap()])
+        .args([
+            "bench",
+            "--netns",
+            "--duration",
+            "20s",
+            "--out",
+            dir.path().to_str().unwrap(),
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(2500));
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGINT).unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
     let t = Instant::now();
     let out = child.wait_with_output().unwrap();
-    assert!(t.elapsed() < Duration::from_secs(10), "stops promptly after Ctrl-C");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        t.elapsed() < Duration::from_secs(10),
+        "stops promptly after Ctrl-C"
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let files = records(dir.path());
     assert_eq!(files.len(), 1);
     let rec = RunRecord::read(&files[0]).unwrap();
@@ -160,19 +238,39 @@ fn target_mode_loads_an_external_server() {
     });
     let dir = tempfile::tempdir().unwrap();
     let out = run(&[
-        "bench", "--target", &addr.to_string(), "--duration", "1s", "--concurrency", "4", "--load-cpus", "0",
-        "--out", dir.path().to_str().unwrap(),
+        "bench",
+        "--target",
+        &addr.to_string(),
+        "--duration",
+        "1s",
+        "--concurrency",
+        "4",
+        "--load-cpus",
+        "0",
+        "--out",
+        dir.path().to_str().unwrap(),
     ]);
     std::thread::sleep(Duration::from_millis(200));
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let accepted = acceptor.join().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let rec = RunRecord::read(&records(dir.path())[0]).unwrap();
     assert_eq!(rec.run.target.as_deref(), Some(addr.to_string().as_str()));
     assert_eq!(rec.run.engine, "external");
-    let total: u64 = rec.phases.iter().map(|p| p.cross_check.as_ref().unwrap().load_successes).sum();
+    let total: u64 = rec
+        .phases
+        .iter()
+        .map(|p| p.cross_check.as_ref().unwrap().load_successes)
+        .sum();
     assert!(total > 0);
-    assert_eq!(total, accepted, "every handshake we counted reached the external server");
+    assert_eq!(
+        total, accepted,
+        "every handshake we counted reached the external server"
+    );
     assert!(rec.phases.iter().all(|p| p.server.is_none()));
 }
 
@@ -198,7 +296,10 @@ fn bad_options_exit_2_with_one_clear_line() {
         let out = run(args);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert!(err.contains(needle), "{args:?}: expected {needle:?} in {err}");
+        assert!(
+            err.contains(needle),
+            "{args:?}: expected {needle:?} in {err}"
+        );
         assert!(out.stdout.is_empty(), "{args:?}: nothing on stdout");
     }
 }
@@ -217,33 +318,76 @@ fn ab_restores_toggles_after_success_and_failure() {
          echo fail-after=$(cat /proc/sys/net/ipv4/tcp_timestamps)",
         bin = bin()
     );
-    let out = Command::new("unshare").args(["-n", "sh", "-c", &script]).output().expect("unshare (util-linux)");
+    let out = Command::new("unshare")
+        .args(["-n", "sh", "-c", &script])
+        .output()
+        .expect("unshare (util-linux)");
     let text = String::from_utf8_lossy(&out.stdout);
     let err_ok = std::fs::read_to_string(dir.path().join("ok.err")).unwrap_or_default();
-    assert!(out.status.success(), "{text} {} {err_ok}", String::from_utf8_lossy(&out.stderr));
-    assert!(text.contains("ok-after=1"), "restored after a normal run: {text} {err_ok}");
-    assert!(text.contains("fail-rc=1"), "a failing setup fails the run: {text}");
-    assert!(text.contains("fail-after=1"), "restored after a failure: {text}");
+    assert!(
+        out.status.success(),
+        "{text} {} {err_ok}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("ok-after=1"),
+        "restored after a normal run: {text} {err_ok}"
+    );
+    assert!(
+        text.contains("fail-rc=1"),
+        "a failing setup fails the run: {text}"
+    );
+    assert!(
+        text.contains("fail-after=1"),
+        "restored after a failure: {text}"
+    );
     let fail_err = std::fs::read_to_string(dir.path().join("fail.err")).unwrap();
     assert!(fail_err.contains("B setup"), "{fail_err}");
-    assert_eq!(records(&dir.path().join("ok")).len(), 2, "one record per trial");
+    assert_eq!(
+        records(&dir.path().join("ok")).len(),
+        2,
+        "one record per trial"
+    );
 }
 
 #[test]
 fn sweep_finds_a_knee_in_its_own_record() {
     let dir = tempfile::tempdir().unwrap();
     let out = run(&[
-        "sweep", "--netns", "--steps", "2", "--from", "5%", "--to", "10%", "--step-duration", "1s",
-        "--probe-duration", "1s", "--slo", "p50<1s", "--out", dir.path().to_str().unwrap(),
+        "sweep",
+        "--netns",
+        "--steps",
+        "2",
+        "--from",
+        "5%",
+        "--to",
+        "10%",
+        "--step-duration",
+        "1s",
+        "--probe-duration",
+        "1s",
+        "--slo",
+        "p50<1s",
+        "--out",
+        dir.path().to_str().unwrap(),
     ]);
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let rec = RunRecord::read(&records(dir.path())[0]).unwrap();
     let names: Vec<&str> = rec.phases.iter().map(|p| p.name.as_str()).collect();
     assert_eq!(names, ["peak", "step-1", "step-2"]);
     assert!(text.contains("knee:"), "{text}");
     assert!(text.contains("CPM"), "{text}");
     for p in &rec.phases {
-        assert!(p.cross_check.as_ref().unwrap().agree, "{}: {:?}", p.name, p.cross_check);
+        assert!(
+            p.cross_check.as_ref().unwrap().agree,
+            "{}: {:?}",
+            p.name,
+            p.cross_check
+        );
     }
 }

@@ -26,13 +26,26 @@ pub fn phase_record(
         failures: report.failures.clone(),
         late: report.late,
         dropped: report.dropped,
-        histograms: rec::Histograms::encode(&report.handshake, &report.service, report.first_byte.as_ref()),
-        timeline: report.timeline.iter().filter(|r| !r.warmup).map(timeline_row).collect(),
+        histograms: rec::Histograms::encode(
+            &report.handshake,
+            &report.service,
+            report.first_byte.as_ref(),
+        ),
+        timeline: report
+            .timeline
+            .iter()
+            .filter(|r| !r.warmup)
+            .map(timeline_row)
+            .collect(),
         server,
         load_workers: report
             .workers
             .iter()
-            .map(|w| rec::LoadWorker { cpu: w.cpu, attempts: w.attempts, successes: w.successes })
+            .map(|w| rec::LoadWorker {
+                cpu: w.cpu,
+                attempts: w.attempts,
+                successes: w.successes,
+            })
             .collect(),
         cpu,
         counters,
@@ -43,7 +56,10 @@ pub fn phase_record(
 /// The record's form of a load pattern.
 pub fn pattern(p: loadgen::Pattern) -> rec::Pattern {
     match p {
-        loadgen::Pattern::Open { rate_per_sec, arrival } => rec::Pattern::Open {
+        loadgen::Pattern::Open {
+            rate_per_sec,
+            arrival,
+        } => rec::Pattern::Open {
             rate_per_sec,
             arrival: match arrival {
                 loadgen::Arrival::Uniform => rec::Arrival::Uniform,

@@ -48,9 +48,13 @@ pub fn run(
         let s = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
         s.set_reuse_port(true)?;
         s.set_reuse_address(true)?;
-        s.bind(&addr.into()).with_context(|| format!("floor: bind {addr}"))?;
+        s.bind(&addr.into())
+            .with_context(|| format!("floor: bind {addr}"))?;
         s.listen(4096)?;
-        addr = s.local_addr()?.as_socket().context("floor: listener address")?;
+        addr = s
+            .local_addr()?
+            .as_socket()
+            .context("floor: listener address")?;
         listeners.push(TcpListener::from(s));
     }
     let done = Arc::new(AtomicBool::new(false));
@@ -97,7 +101,9 @@ pub fn run(
     let mut connections = 0;
     let mut failures = 0;
     for c in clients {
-        let (ok, failed) = c.join().map_err(|_| anyhow::anyhow!("floor client thread panicked"))?;
+        let (ok, failed) = c
+            .join()
+            .map_err(|_| anyhow::anyhow!("floor client thread panicked"))?;
         connections += ok;
         failures += failed;
     }
@@ -107,7 +113,12 @@ pub fn run(
         let _ = s.join();
     }
     let _ = stop;
-    Ok(Floor { per_sec: connections as f64 / secs, connections, secs, failures })
+    Ok(Floor {
+        per_sec: connections as f64 / secs,
+        connections,
+        secs,
+        failures,
+    })
 }
 
 fn pin(cpu: usize) {

@@ -75,7 +75,10 @@ pub struct Harness {
 
 impl std::fmt::Debug for Harness {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Harness").field("target", &self.target).field("netns", &self.ns).finish()
+        f.debug_struct("Harness")
+            .field("target", &self.target)
+            .field("netns", &self.ns)
+            .finish()
     }
 }
 
@@ -91,12 +94,21 @@ impl Harness {
     /// Server start errors (bad CPU, address in use, io_uring forced but missing) and namespace
     /// setup errors.
     pub fn start(setup: Setup) -> anyhow::Result<Harness> {
-        let ns = if setup.netns { Some(NsPair::create(setup.rtt)?) } else { None };
+        let ns = if setup.netns {
+            Some(NsPair::create(setup.rtt)?)
+        } else {
+            None
+        };
         let (server, target) = match setup.target {
             Some(t) => (None, t),
             None => {
-                let ip = if ns.is_some() { netns::SERVER_IP } else { IpAddr::V4(Ipv4Addr::LOCALHOST) };
-                let mut cfg = server::ServerConfig::new(SocketAddr::new(ip, 0), setup.server_cpus.clone());
+                let ip = if ns.is_some() {
+                    netns::SERVER_IP
+                } else {
+                    IpAddr::V4(Ipv4Addr::LOCALHOST)
+                };
+                let mut cfg =
+                    server::ServerConfig::new(SocketAddr::new(ip, 0), setup.server_cpus.clone());
                 cfg.engine = setup.engine;
                 cfg.mode = setup.mode;
                 cfg.backlog = setup.backlog;
@@ -112,7 +124,12 @@ impl Harness {
                 (Some(server), target)
             }
         };
-        Ok(Harness { setup, server, ns, target })
+        Ok(Harness {
+            setup,
+            server,
+            ns,
+            target,
+        })
     }
 
     /// The in-process server, if any.
@@ -127,14 +144,19 @@ impl Harness {
 
     fn counters_server(&self) -> anyhow::Result<Snapshot> {
         match &self.ns {
-            Some(ns) => ns.enter_server(Snapshot::read_current)?.context("read server-namespace counters"),
+            Some(ns) => ns
+                .enter_server(Snapshot::read_current)?
+                .context("read server-namespace counters"),
             None => Snapshot::read_current().context("read TCP counters"),
         }
     }
 
     fn counters_load(&self) -> anyhow::Result<Option<Snapshot>> {
         match &self.ns {
-            Some(ns) => Ok(Some(ns.enter_load(Snapshot::read_current)?.context("read load-namespace counters")?)),
+            Some(ns) => Ok(Some(
+                ns.enter_load(Snapshot::read_current)?
+                    .context("read load-namespace counters")?,
+            )),
             None => Ok(None),
         }
     }
@@ -174,7 +196,10 @@ impl Harness {
         }
         .map_err(load_error)?;
         // Let the server take what is still in its accept queues before counting.
-        let accepted_after = self.server.as_ref().map(|s| wait_for_accepts(s, accepted_before.as_ref(), report.total.successes));
+        let accepted_after = self
+            .server
+            .as_ref()
+            .map(|s| wait_for_accepts(s, accepted_before.as_ref(), report.total.successes));
         let wall_ns = t0.elapsed().as_nanos() as u64;
         let cpu_after = taskcpu::sample();
         let srv_after = self.counters_server()?;
@@ -207,7 +232,11 @@ impl Harness {
                     .collect(),
                 accept_errors: {
                     let n = a.errors_total.saturating_sub(b.errors_total);
-                    if n > 0 { [("all".to_string(), n)].into() } else { Default::default() }
+                    if n > 0 {
+                        [("all".to_string(), n)].into()
+                    } else {
+                        Default::default()
+                    }
                 },
             }),
             _ => None,
@@ -222,12 +251,36 @@ impl Harness {
         };
         let cpu = rec::CpuUsage {
             server: self.server.as_ref().map(|_| {
-                rec::SideCpu::new(server_cpu.user_ns, server_cpu.sys_ns, wall_ns, self.setup.server_cpus.len(), connections)
+                rec::SideCpu::new(
+                    server_cpu.user_ns,
+                    server_cpu.sys_ns,
+                    wall_ns,
+                    self.setup.server_cpus.len(),
+                    connections,
+                )
             }),
-            load: rec::SideCpu::new(load_cpu.user_ns, load_cpu.sys_ns, wall_ns, self.setup.load_cpus.len(), connections),
+            load: rec::SideCpu::new(
+                load_cpu.user_ns,
+                load_cpu.sys_ns,
+                wall_ns,
+                self.setup.load_cpus.len(),
+                connections,
+            ),
         };
-        let cross_check = self.cross_check(&report, server_side.as_ref(), &srv_delta, load_delta.as_ref());
-        let phase = super::convert::phase_record(&spec.name, &report, server_side, cpu, counters, cross_check);
+        let cross_check = self.cross_check(
+            &report,
+            server_side.as_ref(),
+            &srv_delta,
+            load_delta.as_ref(),
+        );
+        let phase = super::convert::phase_record(
+            &spec.name,
+            &report,
+            server_side,
+            cpu,
+            counters,
+            cross_check,
+        );
         Ok((phase, report))
     }
 
@@ -242,7 +295,10 @@ impl Harness {
         let passive = srv_delta.get("Tcp.PassiveOpens");
         let active = load_delta.unwrap_or(srv_delta).get("Tcp.ActiveOpens");
         let successes = report.total.successes;
-        let pre_syn: u64 = PRE_SYN_FAILURES.iter().map(|n| report.total.failures.get(*n).copied().unwrap_or(0)).sum();
+        let pre_syn: u64 = PRE_SYN_FAILURES
+            .iter()
+            .map(|n| report.total.failures.get(*n).copied().unwrap_or(0))
+            .sum();
         let syns_sent = report.total.attempts.saturating_sub(pre_syn);
         let accepted = server.map(|s| s.accepted());
         let mut notes = Vec::new();
@@ -261,7 +317,9 @@ impl Harness {
             } else if k < ours || k - ours > (ours / 100).max(50) {
                 // The host namespace also counts other traffic, so the kernel may be a little higher.
                 agree = false;
-                notes.push(format!("{what}: ours {ours} vs kernel {k} (host namespace: other traffic counts too)"));
+                notes.push(format!(
+                    "{what}: ours {ours} vs kernel {k} (host namespace: other traffic counts too)"
+                ));
             }
         };
         check("load SYNs sent vs Tcp.ActiveOpens", syns_sent, active);
@@ -270,7 +328,9 @@ impl Harness {
             if acc != successes {
                 // Each handshake the client completed must have been accepted (we drain the queue).
                 agree = false;
-                notes.push(format!("server accepted {acc} but the load completed {successes} handshakes"));
+                notes.push(format!(
+                    "server accepted {acc} but the load completed {successes} handshakes"
+                ));
             }
         } else {
             // External target: our own successes are all we can compare on this side.
@@ -304,11 +364,17 @@ impl Harness {
 
 /// In-flight bound for open loop: what the fd limit allows, leaving room for the server's fds.
 fn max_in_flight() -> usize {
-    let soft = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE).map(|(s, _)| s).unwrap_or(1024);
+    let soft = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
+        .map(|(s, _)| s)
+        .unwrap_or(1024);
     ((soft / 2).clamp(64, 16_384)) as usize
 }
 
-fn wait_for_accepts(server: &server::Server, before: Option<&server::LiveStats>, expected: u64) -> server::LiveStats {
+fn wait_for_accepts(
+    server: &server::Server,
+    before: Option<&server::LiveStats>,
+    expected: u64,
+) -> server::LiveStats {
     let base = before.map(|b| b.accepted()).unwrap_or(0);
     let deadline = Instant::now() + Duration::from_secs(2);
     let mut last = server.stats();

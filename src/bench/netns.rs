@@ -65,9 +65,16 @@ impl NsPair {
             return Err(e);
         }
         // From here on, dropping the half-built pair removes both namespaces (and the veth in them).
-        let open = |n: &str| File::open(format!("/run/netns/{n}")).with_context(|| format!("open /run/netns/{n}"));
+        let open = |n: &str| {
+            File::open(format!("/run/netns/{n}")).with_context(|| format!("open /run/netns/{n}"))
+        };
         let pair = match (open(&server), open(&load)) {
-            (Ok(server_fd), Ok(load_fd)) => NsPair { server: server.clone(), load: load.clone(), server_fd, load_fd },
+            (Ok(server_fd), Ok(load_fd)) => NsPair {
+                server: server.clone(),
+                load: load.clone(),
+                server_fd,
+                load_fd,
+            },
             (Err(e), _) | (_, Err(e)) => {
                 let _ = ip(&["netns", "del", &server]);
                 let _ = ip(&["netns", "del", &load]);
@@ -76,15 +83,27 @@ impl NsPair {
         };
         let (vs, vl) = (format!("cs{pid}s"), format!("cs{pid}l"));
         let (vs, vl) = (truncate15(&vs), truncate15(&vl));
-        ip(&["link", "add", &vs, "netns", &server, "type", "veth", "peer", "name", &vl, "netns", &load])?;
-        for (ns, dev, addr) in [(&server, &vs, "198.18.0.1/30"), (&load, &vl, "198.18.0.2/30")] {
+        ip(&[
+            "link", "add", &vs, "netns", &server, "type", "veth", "peer", "name", &vl, "netns",
+            &load,
+        ])?;
+        for (ns, dev, addr) in [
+            (&server, &vs, "198.18.0.1/30"),
+            (&load, &vl, "198.18.0.2/30"),
+        ] {
             ip(&["-n", ns, "addr", "add", addr, "dev", dev])?;
             ip(&["-n", ns, "link", "set", dev, "up"])?;
             ip(&["-n", ns, "link", "set", "lo", "up"])?;
             if let Some(rtt) = rtt {
                 let half = format!("{}us", (rtt.as_micros() / 2).max(1));
-                run("ip", &["netns", "exec", ns, "tc", "qdisc", "add", "dev", dev, "root", "netem", "delay", &half, "limit", "100000"])
-                    .context("adding netem delay for --rtt (needs the sch_netem qdisc)")?;
+                run(
+                    "ip",
+                    &[
+                        "netns", "exec", ns, "tc", "qdisc", "add", "dev", dev, "root", "netem",
+                        "delay", &half, "limit", "100000",
+                    ],
+                )
+                .context("adding netem delay for --rtt (needs the sch_netem qdisc)")?;
             }
         }
         // The accept queue of a fresh namespace is capped at somaxconn 4096; these are our own
@@ -117,9 +136,11 @@ fn truncate15(s: &str) -> String {
 
 fn in_ns<T>(target: &File, f: impl FnOnce() -> T) -> anyhow::Result<T> {
     let home = File::open("/proc/thread-self/ns/net").context("open /proc/thread-self/ns/net")?;
-    nix::sched::setns(target.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET).context("setns into the benchmark namespace")?;
+    nix::sched::setns(target.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET)
+        .context("setns into the benchmark namespace")?;
     let out = f();
-    nix::sched::setns(home.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET).context("setns back to the original namespace")?;
+    nix::sched::setns(home.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET)
+        .context("setns back to the original namespace")?;
     Ok(out)
 }
 

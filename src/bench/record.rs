@@ -20,7 +20,10 @@ pub fn host_info() -> HostInfo {
             .numa_nodes
             .unwrap_or_default()
             .into_iter()
-            .map(|n| NumaNode { id: n.id, cpus: n.cpus })
+            .map(|n| NumaNode {
+                id: n.id,
+                cpus: n.cpus,
+            })
             .collect(),
         sysctls: f.sysctls,
     }
@@ -32,13 +35,29 @@ pub fn new_record(command: &str, label: &str, config: serde_json::Value, h: &Har
     let mut r = RunRecord::new(label, config);
     r.run = RunInfo {
         command: command.to_string(),
-        engine: h.server().map(|s| s.engine().to_string()).unwrap_or_else(|| "external".into()),
-        engine_fallback_reason: h.server().and_then(|s| s.fallback_reason().map(str::to_string)),
-        steering: h.server().map(|s| s.steering().to_string()).unwrap_or_else(|| "none".into()),
-        server_cpus: if s.target.is_some() { Vec::new() } else { s.server_cpus.clone() },
+        engine: h
+            .server()
+            .map(|s| s.engine().to_string())
+            .unwrap_or_else(|| "external".into()),
+        engine_fallback_reason: h
+            .server()
+            .and_then(|s| s.fallback_reason().map(str::to_string)),
+        steering: h
+            .server()
+            .map(|s| s.steering().to_string())
+            .unwrap_or_else(|| "none".into()),
+        server_cpus: if s.target.is_some() {
+            Vec::new()
+        } else {
+            s.server_cpus.clone()
+        },
         load_cpus: s.load_cpus.clone(),
         close_mode: s.close.name().to_string(),
-        server_mode: if s.target.is_some() { "external".into() } else { s.mode.to_string() },
+        server_mode: if s.target.is_some() {
+            "external".into()
+        } else {
+            s.mode.to_string()
+        },
         netns: s.netns,
         rtt_ns: s.rtt.map(|d| d.as_nanos() as u64),
         target: s.target.map(|t| t.to_string()),

@@ -50,8 +50,12 @@ fn latency_line(name: &str, encoded: Option<&str>) -> Option<String> {
 
 fn pattern_text(p: &PhaseRecord) -> String {
     match p.pattern {
-        results::record::Pattern::Closed { concurrency } => format!("closed loop, {concurrency} in flight"),
-        results::record::Pattern::Open { rate_per_sec, .. } => format!("open loop, {}/s offered", group(rate_per_sec)),
+        results::record::Pattern::Closed { concurrency } => {
+            format!("closed loop, {concurrency} in flight")
+        }
+        results::record::Pattern::Open { rate_per_sec, .. } => {
+            format!("open loop, {}/s offered", group(rate_per_sec))
+        }
     }
 }
 
@@ -67,7 +71,11 @@ pub fn phase(out: &mut String, p: &PhaseRecord) {
         group(p.achieved_per_sec)
     );
     if let Some(offered) = p.offered_per_sec {
-        let pct = if offered > 0.0 { p.achieved_per_sec / offered * 100.0 } else { 0.0 };
+        let pct = if offered > 0.0 {
+            p.achieved_per_sec / offered * 100.0
+        } else {
+            0.0
+        };
         let _ = writeln!(
             out,
             "  achieved {}/s of {}/s offered ({pct:.2}%), late starts {}, dropped starts {}",
@@ -87,10 +95,24 @@ pub fn phase(out: &mut String, p: &PhaseRecord) {
         }
     }
     if p.failures.is_empty() {
-        let _ = writeln!(out, "  failures: none ({} attempts)", group(p.attempts as f64));
+        let _ = writeln!(
+            out,
+            "  failures: none ({} attempts)",
+            group(p.attempts as f64)
+        );
     } else {
-        let list: Vec<String> = p.failures.iter().map(|(k, v)| format!("{k} {}", group(*v as f64))).collect();
-        let _ = writeln!(out, "  failures: {} of {} attempts: {}", group(p.failed() as f64), group(p.attempts as f64), list.join(", "));
+        let list: Vec<String> = p
+            .failures
+            .iter()
+            .map(|(k, v)| format!("{k} {}", group(*v as f64)))
+            .collect();
+        let _ = writeln!(
+            out,
+            "  failures: {} of {} attempts: {}",
+            group(p.failed() as f64),
+            group(p.attempts as f64),
+            list.join(", ")
+        );
     }
     let load = &p.cpu.load;
     let mut cpu = format!(
@@ -100,7 +122,13 @@ pub fn phase(out: &mut String, p: &PhaseRecord) {
         load.us_per_conn_sys
     );
     if let Some(s) = &p.cpu.server {
-        let _ = write!(cpu, "; server {:.1} µs (user {:.1}, sys {:.1})", s.us_per_conn(), s.us_per_conn_user, s.us_per_conn_sys);
+        let _ = write!(
+            cpu,
+            "; server {:.1} µs (user {:.1}, sys {:.1})",
+            s.us_per_conn(),
+            s.us_per_conn_user,
+            s.us_per_conn_sys
+        );
     }
     let _ = writeln!(out, "{cpu}");
     if let Some(c) = &p.cross_check {
@@ -119,8 +147,16 @@ pub fn phase(out: &mut String, p: &PhaseRecord) {
 
 /// Kernel counter deltas summed over phases, with warnings for non-zero drops.
 pub fn counters(out: &mut String, r: &RunRecord) {
-    let sum = |key: &str| -> i64 { r.phases.iter().map(|p| p.counters.get(key).copied().unwrap_or(0)).sum() };
-    let shown: Vec<String> = SHOWN_COUNTERS.iter().map(|(k, label)| format!("{label} {}", sum(k))).collect();
+    let sum = |key: &str| -> i64 {
+        r.phases
+            .iter()
+            .map(|p| p.counters.get(key).copied().unwrap_or(0))
+            .sum()
+    };
+    let shown: Vec<String> = SHOWN_COUNTERS
+        .iter()
+        .map(|(k, label)| format!("{label} {}", sum(k)))
+        .collect();
     let _ = writeln!(out, "kernel counters (all phases): {}", shown.join(", "));
 }
 
@@ -135,15 +171,25 @@ pub fn warnings(r: &RunRecord) -> Vec<String> {
     }
     for p in &r.phases {
         for (k, v) in p.drops() {
-            w.push(format!("{}: kernel counter {k} rose by {v} — drops make this a different experiment", p.name));
+            w.push(format!(
+                "{}: kernel counter {k} rose by {v} — drops make this a different experiment",
+                p.name
+            ));
         }
         if let Some(c) = &p.cross_check {
             if !c.agree {
-                w.push(format!("{}: our counts disagree with the kernel's: {}", p.name, c.note));
+                w.push(format!(
+                    "{}: our counts disagree with the kernel's: {}",
+                    p.name, c.note
+                ));
             }
         }
         if p.failed() > 0 {
-            w.push(format!("{}: {} failed attempts", p.name, group(p.failed() as f64)));
+            w.push(format!(
+                "{}: {} failed attempts",
+                p.name,
+                group(p.failed() as f64)
+            ));
         }
     }
     w
@@ -157,7 +203,9 @@ pub fn render(r: &RunRecord, record_path: Option<&std::path::Path>) -> String {
         (Some(t), _) => format!("external target {t}"),
         (None, true) => format!(
             "two network namespaces over veth{}",
-            run.rtt_ns.map(|n| format!(", RTT {}", format_ns(n as f64))).unwrap_or_default()
+            run.rtt_ns
+                .map(|n| format!(", RTT {}", format_ns(n as f64)))
+                .unwrap_or_default()
         ),
         (None, false) => "loopback".to_string(),
     };
@@ -172,7 +220,12 @@ pub fn render(r: &RunRecord, record_path: Option<&std::path::Path>) -> String {
         run.server_mode
     );
     if let Some(peak) = r.phase("peak") {
-        let _ = writeln!(out, "peak: {} CPM = {} conn/s", group(peak.cpm), group(peak.achieved_per_sec));
+        let _ = writeln!(
+            out,
+            "peak: {} CPM = {} conn/s",
+            group(peak.cpm),
+            group(peak.achieved_per_sec)
+        );
     }
     for p in &r.phases {
         phase(&mut out, p);

@@ -22,25 +22,53 @@ pub struct Sample {
 }
 
 fn ticks_to_ns(ticks: u64) -> u64 {
-    let hz = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK).ok().flatten().unwrap_or(100) as u64;
+    let hz = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
+        .ok()
+        .flatten()
+        .unwrap_or(100) as u64;
     ticks.saturating_mul(1_000_000_000) / hz.max(1)
 }
 
 /// Reads every thread of this process. Unreadable threads (ended meanwhile) are skipped.
 pub fn sample() -> Sample {
     let mut threads = BTreeMap::new();
-    let Ok(dir) = std::fs::read_dir("/proc/self/task") else { return Sample { threads } };
+    let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
+        return Sample { threads };
+    };
     for entry in dir.flatten() {
-        let Some(tid) = entry.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
+        let Some(tid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
         // comm is in parentheses and may contain spaces; fields after the last ')' are positional.
-        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else { continue };
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+            continue;
+        };
         let name = stat[open + 1..close].to_string();
         let rest: Vec<&str> = stat[close + 1..].split_whitespace().collect();
         // rest[0] is field 3 (state); utime is field 14, stime field 15.
-        let (Some(u), Some(s)) = (rest.get(11), rest.get(12)) else { continue };
-        let (Ok(u), Ok(s)) = (u.parse::<u64>(), s.parse::<u64>()) else { continue };
-        threads.insert(tid, (name, Cpu { user_ns: ticks_to_ns(u), sys_ns: ticks_to_ns(s) }));
+        let (Some(u), Some(s)) = (rest.get(11), rest.get(12)) else {
+            continue;
+        };
+        let (Ok(u), Ok(s)) = (u.parse::<u64>(), s.parse::<u64>()) else {
+            continue;
+        };
+        threads.insert(
+            tid,
+            (
+                name,
+                Cpu {
+                    user_ns: ticks_to_ns(u),
+                    sys_ns: ticks_to_ns(s),
+                },
+            ),
+        );
     }
     Sample { threads }
 }

@@ -96,7 +96,11 @@ impl Drop for Restore<'_> {
 }
 
 fn shell(cmd: &str) -> anyhow::Result<()> {
-    let status = Command::new("sh").arg("-c").arg(cmd).status().with_context(|| format!("run `{cmd}`"))?;
+    let status = Command::new("sh")
+        .arg("-c")
+        .arg(cmd)
+        .status()
+        .with_context(|| format!("run `{cmd}`"))?;
     if !status.success() {
         bail!("`{cmd}` exited with {status}");
     }
@@ -119,10 +123,16 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     // Read every original value before changing anything.
     let mut saved = Vec::new();
     for t in &args.toggles {
-        let orig = t.read(&args.root).map_err(|e| bad_input(format!("toggle: {e}")))?;
+        let orig = t
+            .read(&args.root)
+            .map_err(|e| bad_input(format!("toggle: {e}")))?;
         saved.push((t.clone(), orig));
     }
-    let mut restore = Restore { root: &args.root, saved, command: args.restore.clone() };
+    let mut restore = Restore {
+        root: &args.root,
+        saved,
+        command: args.restore.clone(),
+    };
     let mut a_records = Vec::new();
     let mut b_records = Vec::new();
     let mut outcome: anyhow::Result<()> = Ok(());
@@ -134,9 +144,14 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             let name = if side == Side::A { "A" } else { "B" };
             let step = (|| -> anyhow::Result<()> {
                 for t in &args.toggles {
-                    t.set(&args.root, side).with_context(|| format!("set {}", t.describe(side)))?;
+                    t.set(&args.root, side)
+                        .with_context(|| format!("set {}", t.describe(side)))?;
                 }
-                let cmd = if side == Side::A { &args.a_setup } else { &args.b_setup };
+                let cmd = if side == Side::A {
+                    &args.a_setup
+                } else {
+                    &args.b_setup
+                };
                 if let Some(cmd) = cmd {
                     shell(cmd).with_context(|| format!("{name} setup"))?;
                 }
@@ -148,14 +163,29 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             }
             eprintln!("[ab] trial {i}/{} side {name}", args.trials);
             let mut trial = args.bench.clone();
-            let base = if trial.setup.label.is_empty() { String::new() } else { format!("{}-", trial.setup.label) };
+            let base = if trial.setup.label.is_empty() {
+                String::new()
+            } else {
+                format!("{}-", trial.setup.label)
+            };
             trial.setup.label = format!("{base}{name}{i}");
             match bench::execute(&trial, setup.clone(), &stop) {
                 Ok((record, path, result)) => {
-                    eprintln!("[ab] {name}{i}: peak {:.0} conn/s, record {}", record.phase("peak").map(|p| p.achieved_per_sec).unwrap_or(0.0), path.display());
+                    eprintln!(
+                        "[ab] {name}{i}: peak {:.0} conn/s, record {}",
+                        record
+                            .phase("peak")
+                            .map(|p| p.achieved_per_sec)
+                            .unwrap_or(0.0),
+                        path.display()
+                    );
                     let interrupted = record.run.interrupted;
                     if !interrupted {
-                        if side == Side::A { a_records.push(record) } else { b_records.push(record) }
+                        if side == Side::A {
+                            a_records.push(record)
+                        } else {
+                            b_records.push(record)
+                        }
                     }
                     if let Err(e) = result {
                         outcome = Err(e);
@@ -187,7 +217,10 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     }
     outcome?;
     if !errors.is_empty() {
-        bail!("the run finished but {} setting(s) could not be restored (see above)", errors.len());
+        bail!(
+            "the run finished but {} setting(s) could not be restored (see above)",
+            errors.len()
+        );
     }
     Ok(0)
 }

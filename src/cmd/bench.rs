@@ -126,7 +126,11 @@ impl SetupArgs {
         if self.target.is_some() && self.netns {
             return Err(bad_input("--target and --netns exclude each other: --netns runs connstorm's own server in a private namespace"));
         }
-        let (server_cpus, load_cpus) = pick_cpus(self.server_cpus.as_deref(), self.load_cpus.as_deref(), self.target.is_some())?;
+        let (server_cpus, load_cpus) = pick_cpus(
+            self.server_cpus.as_deref(),
+            self.load_cpus.as_deref(),
+            self.target.is_some(),
+        )?;
         let expect_bytes = match self.mode {
             server::Mode::Greet { bytes } => Some(bytes),
             _ => None,
@@ -174,11 +178,22 @@ fn parse_target(s: &str) -> Result<std::net::SocketAddr, String> {
 ///
 /// # Errors
 /// Bad input when a list does not parse, or names CPUs this process may not use.
-pub fn pick_cpus(server: Option<&str>, load: Option<&str>, external: bool) -> anyhow::Result<(Vec<usize>, Vec<usize>)> {
+pub fn pick_cpus(
+    server: Option<&str>,
+    load: Option<&str>,
+    external: bool,
+) -> anyhow::Result<(Vec<usize>, Vec<usize>)> {
     let allowed = allowed_cpus();
     let auto = server == Some("auto") || load == Some("auto");
-    let planned = if auto { Some(auto_placement(&allowed, external)?) } else { None };
-    let parse = |what: &str, s: Option<&str>, planned: Option<&Vec<usize>>| -> anyhow::Result<Option<Vec<usize>>> {
+    let planned = if auto {
+        Some(auto_placement(&allowed, external)?)
+    } else {
+        None
+    };
+    let parse = |what: &str,
+                 s: Option<&str>,
+                 planned: Option<&Vec<usize>>|
+     -> anyhow::Result<Option<Vec<usize>>> {
         match s {
             None => Ok(None),
             Some("auto") => Ok(planned.cloned()),
@@ -203,23 +218,37 @@ pub fn pick_cpus(server: Option<&str>, load: Option<&str>, external: bool) -> an
     let n_server = (allowed.len() / 3).max(1);
     let server = server.unwrap_or_else(|| allowed[..n_server.min(allowed.len())].to_vec());
     let load = load.unwrap_or_else(|| {
-        let rest: Vec<usize> = allowed.iter().copied().filter(|c| !server.contains(c)).collect();
-        if rest.is_empty() { server.clone() } else { rest }
+        let rest: Vec<usize> = allowed
+            .iter()
+            .copied()
+            .filter(|c| !server.contains(c))
+            .collect();
+        if rest.is_empty() {
+            server.clone()
+        } else {
+            rest
+        }
     });
     Ok((server, load))
 }
 
 fn auto_placement(allowed: &[usize], external: bool) -> anyhow::Result<(Vec<usize>, Vec<usize>)> {
-    let topo = tuning::topology::Topology::read(std::path::Path::new("/")).context("read the CPU topology for `auto`")?;
+    let topo = tuning::topology::Topology::read(std::path::Path::new("/"))
+        .context("read the CPU topology for `auto`")?;
     let n = allowed.len();
-    let (server_workers, load_workers) = if external { (0, n.max(1)) } else { ((n / 3).max(1), (n - (n / 3).max(1)).max(1)) };
+    let (server_workers, load_workers) = if external {
+        (0, n.max(1))
+    } else {
+        ((n / 3).max(1), (n - (n / 3).max(1)).max(1))
+    };
     let req = tuning::placement::Request {
         server_workers,
         load_workers,
         allowed: Some(allowed.to_vec()),
         ..tuning::placement::Request::default()
     };
-    let p = tuning::placement::plan(&topo, &req).map_err(|e| bad_input(format!("--cpus auto: {e}")))?;
+    let p =
+        tuning::placement::plan(&topo, &req).map_err(|e| bad_input(format!("--cpus auto: {e}")))?;
     for note in &p.notes {
         eprintln!("connstorm: placement: {note}");
     }
@@ -227,9 +256,16 @@ fn auto_placement(allowed: &[usize], external: bool) -> anyhow::Result<(Vec<usiz
 }
 
 fn allowed_cpus() -> Vec<usize> {
-    let set = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)).unwrap_or_else(|_| nix::sched::CpuSet::new());
-    let cpus: Vec<usize> = (0..nix::sched::CpuSet::count()).filter(|&c| set.is_set(c).unwrap_or(false)).collect();
-    if cpus.is_empty() { vec![0] } else { cpus }
+    let set = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0))
+        .unwrap_or_else(|_| nix::sched::CpuSet::new());
+    let cpus: Vec<usize> = (0..nix::sched::CpuSet::count())
+        .filter(|&c| set.is_set(c).unwrap_or(false))
+        .collect();
+    if cpus.is_empty() {
+        vec![0]
+    } else {
+        cpus
+    }
 }
 
 /// Splits the total duration into (peak, latency) measured times and the per-phase warm-up.
@@ -246,7 +282,10 @@ pub fn split_duration(total: Duration) -> (Duration, Duration, Duration) {
 pub fn run(args: Args) -> anyhow::Result<i32> {
     let setup = args.setup.resolve()?;
     if args.duration < Duration::from_secs(1) {
-        return Err(bad_input(format!("--duration {:?} is too short: give at least 1s", args.duration)));
+        return Err(bad_input(format!(
+            "--duration {:?} is too short: give at least 1s",
+            args.duration
+        )));
     }
     let _ = server::rlimit::raise_nofile();
     let stop = crate::signals::stop_flag().context("install signal handlers")?;
@@ -303,7 +342,8 @@ pub fn execute(
             break;
         }
         let name = spec.name.clone();
-        let mut progress = |row: &loadgen::TimelineRow| eprintln!("{}", summary::progress_line(&name, row));
+        let mut progress =
+            |row: &loadgen::TimelineRow| eprintln!("{}", summary::progress_line(&name, row));
         match harness.run_phase(&spec, stop, &mut progress) {
             Ok((phase, report)) => {
                 if spec.name == "peak" && !report.interrupted {
@@ -312,12 +352,17 @@ pub fn execute(
                     if rate > 0.0 {
                         phases.push(PhaseSpec {
                             name: "latency".into(),
-                            pattern: loadgen::Pattern::Open { rate_per_sec: rate, arrival: loadgen::Arrival::Uniform },
+                            pattern: loadgen::Pattern::Open {
+                                rate_per_sec: rate,
+                                arrival: loadgen::Arrival::Uniform,
+                            },
                             duration: lat_d,
                             warmup,
                         });
                     } else {
-                        record.warnings.push("peak phase completed no connection: latency phase skipped".into());
+                        record.warnings.push(
+                            "peak phase completed no connection: latency phase skipped".into(),
+                        );
                     }
                 }
                 record.run.interrupted |= report.interrupted;
@@ -333,23 +378,42 @@ pub fn execute(
     record.run.interrupted |= crate::signals::stopped(stop);
     if let Some(sr) = &server_report {
         for (k, v) in sr.errors() {
-            record.warnings.push(format!("server accept errors: {k} × {v}"));
+            record
+                .warnings
+                .push(format!("server accept errors: {k} × {v}"));
         }
     }
     if args.baseline && !record.run.interrupted && result.is_ok() {
         if args.setup.target.is_some() {
-            record.warnings.push("--baseline ignored with --target (the floor needs our own server side)".into());
+            record.warnings.push(
+                "--baseline ignored with --target (the floor needs our own server side)".into(),
+            );
         } else {
-            eprintln!("[baseline] kernel floor: blocking pair for {:.1} s", peak_d.as_secs_f64());
-            let f = floor::run(std::net::Ipv4Addr::LOCALHOST.into(), &server_cpus, &load_cpus, peak_d, stop)?;
+            eprintln!(
+                "[baseline] kernel floor: blocking pair for {:.1} s",
+                peak_d.as_secs_f64()
+            );
+            let f = floor::run(
+                std::net::Ipv4Addr::LOCALHOST.into(),
+                &server_cpus,
+                &load_cpus,
+                peak_d,
+                stop,
+            )?;
             if let Some(peak) = peak_rate {
                 record.baseline = Some(results::record::Baseline {
                     floor_per_sec: f.per_sec,
-                    ratio: if f.per_sec > 0.0 { peak / f.per_sec } else { 0.0 },
+                    ratio: if f.per_sec > 0.0 {
+                        peak / f.per_sec
+                    } else {
+                        0.0
+                    },
                 });
             }
             if f.failures > 0 {
-                record.warnings.push(format!("kernel floor: {} connect failures", f.failures));
+                record
+                    .warnings
+                    .push(format!("kernel floor: {} connect failures", f.failures));
             }
         }
     }

@@ -13,7 +13,12 @@ pub mod tune;
 use crate::cli::{Cli, Command};
 
 /// connstorm's version and the git commit it was built from (see build.rs).
-pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("CONNSTORM_GIT_COMMIT"), ")");
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("CONNSTORM_GIT_COMMIT"),
+    ")"
+);
 
 /// Runs the chosen subcommand and returns the process exit code.
 ///

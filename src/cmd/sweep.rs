@@ -68,7 +68,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let slo = Slo::parse(&args.slo).map_err(|e| bad_input(e.to_string()))?;
     let from = sweep::parse_percent(&args.from).map_err(|e| bad_input(format!("--from: {e}")))?;
     let to = sweep::parse_percent(&args.to).map_err(|e| bad_input(format!("--to: {e}")))?;
-    let max_err = sweep::parse_percent(&args.max_errors).map_err(|e| bad_input(format!("--max-errors: {e}")))?;
+    let max_err = sweep::parse_percent(&args.max_errors)
+        .map_err(|e| bad_input(format!("--max-errors: {e}")))?;
     // Check the range before running anything (with a stand-in peak).
     sweep::step_rates(1.0, from, to, args.steps).map_err(|e| bad_input(e.to_string()))?;
     let setup = args.setup.resolve()?;
@@ -87,11 +88,15 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let mut outcome: anyhow::Result<()> = Ok(());
     let probe = PhaseSpec {
         name: "peak".into(),
-        pattern: loadgen::Pattern::Closed { concurrency: args.setup.peak_concurrency(load_cpus) },
+        pattern: loadgen::Pattern::Closed {
+            concurrency: args.setup.peak_concurrency(load_cpus),
+        },
         duration: args.probe_duration,
         warmup: args.warmup,
     };
-    let progress_for = |name: String| move |row: &loadgen::TimelineRow| eprintln!("{}", summary::progress_line(&name, row));
+    let progress_for = |name: String| {
+        move |row: &loadgen::TimelineRow| eprintln!("{}", summary::progress_line(&name, row))
+    };
     match harness.run_phase(&probe, &stop, &mut progress_for("peak".into())) {
         Ok((phase, _)) => {
             let peak = phase.achieved_per_sec;
@@ -104,11 +109,15 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
                         }
                         let spec = PhaseSpec {
                             name: format!("step-{}", i + 1),
-                            pattern: loadgen::Pattern::Open { rate_per_sec: rate, arrival: loadgen::Arrival::Uniform },
+                            pattern: loadgen::Pattern::Open {
+                                rate_per_sec: rate,
+                                arrival: loadgen::Arrival::Uniform,
+                            },
                             duration: args.step_duration,
                             warmup: args.warmup,
                         };
-                        match harness.run_phase(&spec, &stop, &mut progress_for(spec.name.clone())) {
+                        match harness.run_phase(&spec, &stop, &mut progress_for(spec.name.clone()))
+                        {
                             Ok((phase, _)) => record.phases.push(phase),
                             Err(e) => {
                                 outcome = Err(e);
@@ -141,21 +150,47 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         Format::Text => {
             let mut out = String::new();
             if let Some(p) = record.phase("peak") {
-                let _ = writeln!(out, "probed peak: {} CPM = {} conn/s (closed loop)", group(p.cpm), group(p.achieved_per_sec));
+                let _ = writeln!(
+                    out,
+                    "probed peak: {} CPM = {} conn/s (closed loop)",
+                    group(p.cpm),
+                    group(p.achieved_per_sec)
+                );
             }
-            let _ = writeln!(out, "{:<8} {:>14} {:>14} {:>9} {:>12} {:>9}  meets {}", "step", "offered/s", "achieved/s", "achieved%", format!("p{}", slo.quantile * 100.0), "errors%", slo.text);
+            let _ = writeln!(
+                out,
+                "{:<8} {:>14} {:>14} {:>9} {:>12} {:>9}  meets {}",
+                "step",
+                "offered/s",
+                "achieved/s",
+                "achieved%",
+                format!("p{}", slo.quantile * 100.0),
+                "errors%",
+                slo.text
+            );
             for s in &steps {
-                let lat = s.latency_ns.map(|n| results::histogram::format_ns(n as f64)).unwrap_or_else(|| "-".into());
+                let lat = s
+                    .latency_ns
+                    .map(|n| results::histogram::format_ns(n as f64))
+                    .unwrap_or_else(|| "-".into());
                 let _ = writeln!(
                     out,
                     "{:<8} {:>14} {:>14} {:>8.2}% {:>12} {:>8.3}%  {}",
                     s.name,
                     group(s.offered_per_sec),
                     group(s.achieved_per_sec),
-                    if s.offered_per_sec > 0.0 { s.achieved_per_sec / s.offered_per_sec * 100.0 } else { 0.0 },
+                    if s.offered_per_sec > 0.0 {
+                        s.achieved_per_sec / s.offered_per_sec * 100.0
+                    } else {
+                        0.0
+                    },
                     lat,
                     s.error_ratio * 100.0,
-                    if sweep::step_ok(s, &criteria) { "yes" } else { "no" }
+                    if sweep::step_ok(s, &criteria) {
+                        "yes"
+                    } else {
+                        "no"
+                    }
                 );
             }
             match &knee {
@@ -172,7 +207,12 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
                     );
                 }
                 None => {
-                    let _ = writeln!(out, "knee: no step met {} with ≤ {:.3}% errors — lower --from or relax --slo", slo.text, max_err * 100.0);
+                    let _ = writeln!(
+                        out,
+                        "knee: no step met {} with ≤ {:.3}% errors — lower --from or relax --slo",
+                        slo.text,
+                        max_err * 100.0
+                    );
                 }
             }
             for w in &record.warnings {

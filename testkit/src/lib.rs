@@ -72,7 +72,8 @@ impl NetNs {
         let mut map = BTreeMap::new();
         for file in ["snmp", "netstat"] {
             let path = format!("/proc/thread-self/net/{file}");
-            let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {path}: {e}"));
+            let text =
+                std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {path}: {e}"));
             let lines: Vec<&str> = text.lines().collect();
             for pair in lines.chunks(2) {
                 let [names, values] = pair else { continue };
@@ -93,10 +94,9 @@ impl NetNs {
     /// # Panics
     /// If the counter does not exist on this kernel.
     pub fn counter(&self, name: &str) -> i64 {
-        *self
-            .counters()
-            .get(name)
-            .unwrap_or_else(|| panic!("no counter {name} in /proc/thread-self/net/{{snmp,netstat}}"))
+        *self.counters().get(name).unwrap_or_else(|| {
+            panic!("no counter {name} in /proc/thread-self/net/{{snmp,netstat}}")
+        })
     }
 
     /// Writes a per-namespace sysctl, e.g. `set_sysctl("net.ipv4.ip_local_port_range", "40000 40009")`.
@@ -123,8 +123,11 @@ impl NetNs {
 
 /// CPUs this process may run on (from sched_getaffinity(2)), ascending. Tests pin workers to these.
 pub fn allowed_cpus() -> Vec<usize> {
-    let set = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)).expect("sched_getaffinity");
-    (0..nix::sched::CpuSet::count()).filter(|&c| set.is_set(c).unwrap_or(false)).collect()
+    let set =
+        nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)).expect("sched_getaffinity");
+    (0..nix::sched::CpuSet::count())
+        .filter(|&c| set.is_set(c).unwrap_or(false))
+        .collect()
 }
 
 #[cfg(test)]
@@ -143,6 +146,9 @@ mod tests {
         });
         assert_eq!(before, 0, "a fresh namespace starts at zero");
         assert_eq!(after, 1);
-        assert_eq!(range.split_whitespace().collect::<Vec<_>>(), ["40000", "40009"]);
+        assert_eq!(
+            range.split_whitespace().collect::<Vec<_>>(),
+            ["40000", "40009"]
+        );
     }
 }

@@ -96,20 +96,39 @@ impl Toggle {
     /// # Errors
     /// [`ToggleError::Syntax`] or a key error.
     pub fn parse(text: &str) -> Result<Toggle, ToggleError> {
-        let syntax = |why: &str| ToggleError::Syntax { text: text.to_string(), why: why.to_string() };
+        let syntax = |why: &str| ToggleError::Syntax {
+            text: text.to_string(),
+            why: why.to_string(),
+        };
         if let Some(rest) = text.strip_prefix("sysctl:") {
-            let (key, values) = rest.split_once('=').ok_or_else(|| syntax("no `=` between key and values"))?;
-            let (a, b) = values.split_once(',').ok_or_else(|| syntax("give two values separated by `,`"))?;
+            let (key, values) = rest
+                .split_once('=')
+                .ok_or_else(|| syntax("no `=` between key and values"))?;
+            let (a, b) = values
+                .split_once(',')
+                .ok_or_else(|| syntax("give two values separated by `,`"))?;
             if a.trim().is_empty() || b.trim().is_empty() {
                 return Err(syntax("a value is empty"));
             }
-            Ok(Toggle::Sysctl { key: Key::parse(key.trim())?, a: a.trim().to_string(), b: b.trim().to_string() })
+            Ok(Toggle::Sysctl {
+                key: Key::parse(key.trim())?,
+                a: a.trim().to_string(),
+                b: b.trim().to_string(),
+            })
         } else if let Some(name) = text.strip_prefix("sched-feature:") {
             let name = name.trim().trim_start_matches("NO_");
-            if name.is_empty() || !name.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_') {
-                return Err(syntax("feature names are upper-case letters, digits and `_`"));
+            if name.is_empty()
+                || !name
+                    .chars()
+                    .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+            {
+                return Err(syntax(
+                    "feature names are upper-case letters, digits and `_`",
+                ));
             }
-            Ok(Toggle::SchedFeature { name: name.to_string() })
+            Ok(Toggle::SchedFeature {
+                name: name.to_string(),
+            })
         } else {
             Err(syntax("unknown toggle kind"))
         }
@@ -134,8 +153,13 @@ impl Toggle {
             Toggle::Sysctl { key, .. } => Ok(Original::Sysctl(sysctl::read(root, key)?)),
             Toggle::SchedFeature { name } => {
                 let path = root.join(SCHED_FEATURES);
-                let text = std::fs::read_to_string(&path)
-                    .map_err(|source| ToggleError::SchedFeatures { op: "read", path: path.clone(), source })?;
+                let text = std::fs::read_to_string(&path).map_err(|source| {
+                    ToggleError::SchedFeatures {
+                        op: "read",
+                        path: path.clone(),
+                        source,
+                    }
+                })?;
                 let no = format!("NO_{name}");
                 for f in text.split_whitespace() {
                     if f == name {
@@ -145,7 +169,10 @@ impl Toggle {
                         return Ok(Original::SchedFeature(false));
                     }
                 }
-                Err(ToggleError::UnknownFeature { name: name.clone(), path })
+                Err(ToggleError::UnknownFeature {
+                    name: name.clone(),
+                    path,
+                })
             }
         }
     }
@@ -165,10 +192,20 @@ impl Toggle {
     }
 
     fn set_feature(&self, root: &Path, on: bool) -> Result<(), ToggleError> {
-        let Toggle::SchedFeature { name } = self else { return Ok(()) };
+        let Toggle::SchedFeature { name } = self else {
+            return Ok(());
+        };
         let path = root.join(SCHED_FEATURES);
-        let word = if on { name.clone() } else { format!("NO_{name}") };
-        std::fs::write(&path, word).map_err(|source| ToggleError::SchedFeatures { op: "write", path, source })
+        let word = if on {
+            name.clone()
+        } else {
+            format!("NO_{name}")
+        };
+        std::fs::write(&path, word).map_err(|source| ToggleError::SchedFeatures {
+            op: "write",
+            path,
+            source,
+        })
     }
 
     /// Puts back what [`Toggle::read`] returned.
@@ -178,7 +215,9 @@ impl Toggle {
     pub fn restore(&self, root: &Path, original: &Original) -> Result<(), ToggleError> {
         match (self, original) {
             (Toggle::Sysctl { key, .. }, Original::Sysctl(v)) => Ok(sysctl::write(root, key, v)?),
-            (Toggle::SchedFeature { .. }, Original::SchedFeature(on)) => self.set_feature(root, *on),
+            (Toggle::SchedFeature { .. }, Original::SchedFeature(on)) => {
+                self.set_feature(root, *on)
+            }
             _ => Ok(()),
         }
     }
@@ -193,8 +232,19 @@ mod tests {
         let t = Toggle::parse("sysctl:net.ipv4.tcp_timestamps=1,0").unwrap();
         assert_eq!(t.describe(Side::B), "net.ipv4.tcp_timestamps=0");
         let t = Toggle::parse("sched-feature:NO_TTWU_QUEUE").unwrap();
-        assert_eq!(t, Toggle::SchedFeature { name: "TTWU_QUEUE".into() });
-        for bad in ["sysctl:net.ipv4.x", "sysctl:net.ipv4.x=1", "sysctl:../etc/passwd=1,2", "sched-feature:bad name", "knob:x"] {
+        assert_eq!(
+            t,
+            Toggle::SchedFeature {
+                name: "TTWU_QUEUE".into()
+            }
+        );
+        for bad in [
+            "sysctl:net.ipv4.x",
+            "sysctl:net.ipv4.x=1",
+            "sysctl:../etc/passwd=1,2",
+            "sched-feature:bad name",
+            "knob:x",
+        ] {
             assert!(Toggle::parse(bad).is_err(), "{bad}");
         }
     }
@@ -210,10 +260,14 @@ mod tests {
         t.set(dir.path(), Side::A).unwrap();
         // A real kernel parses the word and updates the list; the fixture just keeps the last write.
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "TTWU_QUEUE");
-        t.restore(dir.path(), &Original::SchedFeature(false)).unwrap();
+        t.restore(dir.path(), &Original::SchedFeature(false))
+            .unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "NO_TTWU_QUEUE");
         let missing = Toggle::parse("sched-feature:NOPE").unwrap();
         std::fs::write(&path, "HRTICK").unwrap();
-        assert!(matches!(missing.read(dir.path()), Err(ToggleError::UnknownFeature { .. })));
+        assert!(matches!(
+            missing.read(dir.path()),
+            Err(ToggleError::UnknownFeature { .. })
+        ));
     }
 }
