@@ -6,7 +6,7 @@
 //! - `1` the run failed (an I/O error, a failed check, a kernel refusal at run time);
 //! - `2` bad input: the command line, a preset or record file, or a host state the command cannot
 //!   work with (e.g. an offline CPU); the message says what and how to fix it;
-//! - `3` `connstorm load`: the run completed but every attempt failed;
+//! - `3` `connstorm load`: the run completed but no attempt succeeded (all failed or none could start);
 //! - `4` `connstorm tune check --strict`: something is off.
 
 // Doc comments of CLI options are the `--help` text, where `[sysctl]` or `greet[:BYTES]` mean

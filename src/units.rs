@@ -5,6 +5,9 @@
 
 use std::time::Duration;
 
+/// Longest duration any option accepts (30 days): keeps every deadline computation in range.
+pub const MAX_DURATION: Duration = Duration::from_secs(30 * 24 * 3600);
+
 /// Parses a duration with a unit: `30s`, `500ms`, `2m`, `1h`, `1m30s`, `250us`.
 ///
 /// # Errors
@@ -18,6 +21,11 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     }
     let d = humantime::parse_duration(t)
         .map_err(|e| format!("invalid duration {s:?} ({e}): write e.g. `30s`, `500ms` or `2m`"))?;
+    if d > MAX_DURATION {
+        return Err(format!(
+            "duration {s:?} is longer than the longest run connstorm accepts (30 days): give a shorter one"
+        ));
+    }
     Ok(d)
 }
 
@@ -74,12 +82,48 @@ pub fn parse_rate(s: &str) -> Result<f64, String> {
     Ok(rate)
 }
 
+/// Parses `HOST:PORT` (first resolved address); port 0 is refused (nothing can be connected to it).
+///
+/// # Errors
+/// A message for unparsable or unresolvable addresses and port 0.
+pub fn parse_target(s: &str) -> Result<std::net::SocketAddr, String> {
+    use std::net::ToSocketAddrs;
+    let addr = s
+        .trim()
+        .to_socket_addrs()
+        .map_err(|e| {
+            format!("invalid target {s:?} ({e}): write HOST:PORT, e.g. `127.0.0.1:9000` or `[::1]:9000`")
+        })?
+        .next()
+        .ok_or_else(|| format!("target {s:?} resolves to no address"))?;
+    if addr.port() == 0 {
+        return Err(format!(
+            "target {s:?} has port 0, which nothing listens on: give the server's port"
+        ));
+    }
+    Ok(addr)
+}
+
 /// Parses a non-empty CPU list (`0-3,8`).
 ///
 /// # Errors
 /// The cpulist parser's message.
 pub fn parse_cpus(s: &str) -> Result<Vec<usize>, String> {
-    tuning::cpulist::parse_nonempty(s).map_err(|e| e.to_string())
+    let cpus = tuning::cpulist::parse_nonempty(s).map_err(|e| e.to_string())?;
+    // The parser merges repeats (as the kernel does for sysfs lists); on the command line a
+    // repeated CPU is a typo that would silently run fewer workers than asked.
+    let mut named = 0usize;
+    for part in s.split(',') {
+        named += tuning::cpulist::parse(part)
+            .map_err(|e| e.to_string())?
+            .len();
+    }
+    if named != cpus.len() {
+        return Err(format!(
+            "CPU list {s:?} names a CPU more than once: list each CPU once (one worker per CPU)"
+        ));
+    }
+    Ok(cpus)
 }
 
 #[cfg(test)]
@@ -106,5 +150,22 @@ mod tests {
         assert!(parse_duration("30").unwrap_err().contains("no unit"));
         assert!(parse_duration("abc").is_err());
         assert!(parse_positive_duration("0s").is_err());
+        assert!(parse_duration("18446744073709551615s").is_err());
+        assert!(parse_duration("31days").unwrap_err().contains("30 days"));
+    }
+
+    #[test]
+    fn targets_need_a_real_port() {
+        assert_eq!(parse_target("127.0.0.1:9000").unwrap().port(), 9000);
+        assert!(parse_target("[::1]:0").unwrap_err().contains("port 0"));
+        assert!(parse_target("nohost").unwrap_err().contains("HOST:PORT"));
+    }
+
+    #[test]
+    fn cpu_lists_refuse_repeats() {
+        assert_eq!(parse_cpus("0-2,5").unwrap(), vec![0, 1, 2, 5]);
+        assert!(parse_cpus("0,0").unwrap_err().contains("more than once"));
+        assert!(parse_cpus("0-3,2").is_err());
+        assert!(parse_cpus("").is_err());
     }
 }

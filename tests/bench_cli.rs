@@ -147,7 +147,7 @@ fn record_round_trips_with_the_printed_numbers() {
     let text = String::from_utf8_lossy(&out.stdout);
     let rec = RunRecord::read(&records(dir.path())[0]).unwrap();
     let peak = rec.phase("peak").unwrap();
-    let cpm = format!("peak: {} CPM", group(peak.cpm));
+    let cpm = format!("PEAK: {} CPM", group(peak.cpm));
     assert!(
         text.contains(&cpm),
         "summary shows the recorded peak {cpm:?}:\n{text}"

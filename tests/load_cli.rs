@@ -250,3 +250,39 @@ fn sigint_ends_the_run_early_and_still_prints_the_report() {
     assert!(out.contains("INTERRUPTED"), "{out}");
     assert!(out.contains("handshake"), "{out}");
 }
+
+/// A generator that cannot keep its schedule (one worker offered 1M/s against a closed port) keeps
+/// printing its per-second lines, says plainly that it fell behind, and exits 3 when nothing
+/// succeeded.
+#[test]
+fn overloaded_generator_keeps_reporting_warns_and_exits_3_without_successes() {
+    let o = testkit::NetNs::run(|_| {
+        let target = closed_port();
+        connstorm(&[
+            "--target",
+            &target,
+            "--rate",
+            "1M/s",
+            "--duration",
+            "2s",
+            "--warmup",
+            "0s",
+            "--connect-timeout",
+            "100ms",
+            "--cpus",
+            &cpu(),
+        ])
+    });
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(3), "{out}\n{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("t=   0s") && stderr(&o).contains("t=   1s"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        out.contains("WARNING: the generator fell behind its schedule"),
+        "{out}"
+    );
+    assert!(out.contains("lower --rate, add --cpus"), "{out}");
+}

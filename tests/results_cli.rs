@@ -78,6 +78,9 @@ fn report_prints_rates_percentiles_buckets_and_drop_warnings() {
         hs.value_at_quantile(0.99)
     );
 
+    let all = ok(&["report", s(&g), "--all-counters"]);
+    assert!(all.contains("kernel counters:"), "{all}");
+
     let csv = ok(&["report", s(&g), "--format", "csv"]);
     assert_eq!(csv.lines().count(), 1 + rec.phases.len());
     assert!(ok(&["report", s(&g), "--format", "markdown"]).contains("|---|"));
@@ -152,9 +155,17 @@ fn compare_detects_a_ten_percent_gain_and_says_how() {
     let text = ok(&args);
     let line = text.lines().find(|l| l.contains("connections/s")).unwrap();
     assert!(line.contains("better") && line.contains("+10."), "{line}");
+    assert!(line.contains("peak phase"), "{line}");
+    let sys = text.lines().find(|l| l.contains("sys %")).unwrap();
+    assert!(sys.contains("peak phase"), "{sys}");
+    assert!(
+        text.contains("sys %: system CPU time") && text.contains("CPU capacity"),
+        "sys % is explained: {text}"
+    );
     assert!(text.contains("bootstrap"), "{text}");
     let p99 = text.lines().find(|l| l.contains("handshake p99")).unwrap();
     assert!(p99.contains("no significant change"), "{p99}");
+    assert!(p99.contains("latency phase"), "{p99}");
 
     let mut args = vec!["compare", "--format", "json", "--a"];
     args.extend(a.iter().map(|p| s(p)));
@@ -168,7 +179,8 @@ fn compare_detects_a_ten_percent_gain_and_says_how() {
 
     let md = ok(&["compare", s(&a[0]), s(&b[0]), "--format", "markdown"]);
     assert!(
-        md.contains("| connections/s (higher is better) |") && md.contains("inconclusive"),
+        md.contains("| connections/s (peak phase, higher is better) |")
+            && md.contains("inconclusive"),
         "{md}"
     );
     let o = connstorm(&["compare", s(&a[0])]);
@@ -182,7 +194,9 @@ fn plot_writes_svg_with_labelled_axes_and_refuses_unknown_formats() {
     ok(&["plot", s(&golden()), "-o", s(&out)]);
     let svg = std::fs::read_to_string(&out).unwrap();
     assert!(
-        svg.contains("latency (µs)") && svg.contains("99.9%") && svg.contains("golden handshake"),
+        svg.contains("latency (µs, log scale)")
+            && svg.contains("99.9%")
+            && svg.contains("golden handshake"),
         "{svg:.400}"
     );
     let out = dir.path().join("timeline.png");

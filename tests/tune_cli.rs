@@ -355,3 +355,159 @@ fn check_json_is_machine_readable() {
         .iter()
         .any(|f| f["topic"] == "limits" && f["severity"] == "warn"));
 }
+
+#[test]
+fn export_never_lowers_an_at_least_limit_on_a_fixture_root() {
+    let vm = fixtures().join("vm");
+    let current = std::fs::read_to_string(vm.join("proc/sys/fs/file-max")).unwrap();
+    let current = current.trim();
+    let o = run(&[
+        "tune",
+        "export",
+        "--preset",
+        "c1m-server",
+        "--as",
+        "sysctl-d",
+        "--root",
+        vm.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let body = String::from_utf8_lossy(&o.stdout).to_string();
+    let back = tuning::preset::Preset::parse_sysctl_conf(&body, "export.conf").unwrap();
+    let value = |k: &str| {
+        back.sysctls
+            .iter()
+            .find(|e| e.key.as_str() == k)
+            .map(|e| e.value.clone())
+            .unwrap_or_else(|| panic!("{k} missing from {body}"))
+    };
+    assert_eq!(value("fs.file-max"), current, "{body}");
+    assert!(
+        body.contains(&format!("this host has {current}")),
+        "the file says why: {body}"
+    );
+    // Below the recommendation (somaxconn 4096 in the fixture): the preset's value.
+    assert_eq!(value("net.core.somaxconn"), "65535");
+    let o = run(&[
+        "tune",
+        "export",
+        "--preset",
+        "c1m-server",
+        "--as",
+        "tuned",
+        "--root",
+        vm.to_str().unwrap(),
+    ]);
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("\nfs.file-max=>2097152\n"),
+        "{}",
+        text(&o)
+    );
+}
+
+#[test]
+fn export_comments_out_rt_throttling_off() {
+    let vm = fixtures().join("vm");
+    for (form, line) in [
+        ("sysctl-d", "# kernel.sched_rt_runtime_us = -1"),
+        ("tuned", "# kernel.sched_rt_runtime_us=-1"),
+    ] {
+        let o = run(&[
+            "tune",
+            "export",
+            "--preset",
+            "low-latency",
+            "--as",
+            form,
+            "--root",
+            vm.to_str().unwrap(),
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+        let body = String::from_utf8_lossy(&o.stdout);
+        assert!(body.lines().any(|l| l == line), "{form}: {body}");
+        assert!(
+            !body
+                .lines()
+                .any(|l| !l.starts_with('#') && l.contains("sched_rt_runtime_us")),
+            "{form}: {body}"
+        );
+    }
+    let o = run(&[
+        "tune",
+        "check",
+        "--preset",
+        "low-latency",
+        "--root",
+        vm.to_str().unwrap(),
+    ]);
+    let t = text(&o);
+    let row = t
+        .lines()
+        .find(|l| l.starts_with("kernel.sched_rt_runtime_us"))
+        .unwrap_or_else(|| panic!("{t}"));
+    assert!(row.contains("manual (not applied)"), "{row}");
+}
+
+/// Each header's column and the columns of the values under it: every header must start where
+/// its values start.
+fn assert_headers_over_values(table: &str, headers: &[&str]) {
+    let mut lines = table.lines();
+    let header = lines.next().unwrap();
+    let starts: Vec<usize> = headers
+        .iter()
+        .map(|h| {
+            header
+                .find(h)
+                .unwrap_or_else(|| panic!("{h:?} not in header {header:?}"))
+        })
+        .collect();
+    let rows: Vec<&str> = lines.collect();
+    assert!(!rows.is_empty(), "{table}");
+    for row in rows {
+        let chars: Vec<char> = row.chars().collect();
+        for (h, &s) in headers.iter().zip(&starts).skip(1) {
+            let col = header[..s].chars().count();
+            assert!(
+                chars.get(col).is_some_and(|c| !c.is_whitespace())
+                    && chars
+                        .get(col - 2..col)
+                        .is_some_and(|gap| gap.iter().all(|c| *c == ' ')),
+                "column {h:?} (at {col}) does not start a value in {row:?}\n{table}"
+            );
+        }
+    }
+}
+
+#[test]
+fn kernel_table_headers_sit_over_their_values() {
+    let k = fixtures().join("kconfig");
+    let o = run(&[
+        "tune",
+        "kernel",
+        "--profile",
+        "rt",
+        "--config",
+        k.join("server.config").to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let table: String = out
+        .lines()
+        .skip(1)
+        .take_while(|l| {
+            !["info ", "warn ", "error "]
+                .iter()
+                .any(|s| l.starts_with(s))
+        })
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_headers_over_values(&table, &["item", "current", "recommended", "status", "why"]);
+    let status_col = table.lines().next().unwrap().find("status").unwrap();
+    assert!(
+        table.lines().skip(1).all(|l| {
+            let s: String = l.chars().skip(status_col).take(3).collect();
+            s == "ok " || s == "off"
+        }),
+        "{table}"
+    );
+}

@@ -26,36 +26,82 @@ use crate::worker::Worker;
 /// arrived (counted as `ENODATA`).
 const SHORT_GREETING: i32 = libc::ENODATA;
 
+/// At most this many attempts start per loop turn. An overloaded worker (more due starts than it
+/// can make) still returns to its events, timeouts and per-second flush every few milliseconds.
+pub const START_BUDGET: usize = 64;
+
+/// At most this many expired slots are ended per loop turn (each costs a few syscalls).
+pub const EXPIRE_BUDGET: usize = 256;
+
+/// Where a connect whose deadline has passed really is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// The handshake completed (getpeername(2) succeeds, no pending error): a success.
+    Connected,
+    /// The connect failed with this errno (SO_ERROR, e.g. ECONNREFUSED).
+    Failed(i32),
+    /// Still in SYN-SENT: a real timeout.
+    Pending,
+}
+
+/// Decides from `SO_ERROR` (0 = none) and getpeername(2)'s result (`Ok` or its errno): a pending
+/// error is a failure; no error and a peer is a completed handshake; `ENOTCONN` (inet_getname()
+/// returns it for SYN-SENT and CLOSE) is a connect still waiting; any other getpeername error is a
+/// failure with that errno.
+pub fn verdict(so_error: i32, peer: Result<(), i32>) -> Verdict {
+    match (so_error, peer) {
+        (0, Ok(())) => Verdict::Connected,
+        (0, Err(libc::ENOTCONN)) => Verdict::Pending,
+        (0, Err(e)) => Verdict::Failed(e),
+        (e, _) => Verdict::Failed(e),
+    }
+}
+
+/// Asks the kernel where a connecting socket is: getsockopt(SO_ERROR), then getpeername(2). Two
+/// syscalls, only for attempts whose deadline has passed.
+pub fn probe(sock: &Socket) -> Verdict {
+    let so_error = match sock.take_error() {
+        Ok(None) => 0,
+        Ok(Some(e)) => errno(&e),
+        Err(e) => errno(&e),
+    };
+    if so_error != 0 {
+        return verdict(so_error, Ok(()));
+    }
+    verdict(0, sock.peer_addr().map(|_| ()).map_err(|e| errno(&e)))
+}
+
 impl Worker<'_> {
-    /// Starts every attempt that is due at `now`; returns a fresh `now`.
+    /// Starts the attempts that are due at `now`, at most [`START_BUDGET`] of them (the loop then
+    /// goes back to its events, timeouts and per-second flush before starting more); returns a
+    /// fresh `now`.
+    ///
+    /// Open loop: a due start that cannot begin within `connect_timeout` of its intended time is
+    /// dropped (counted, never started): either every in-flight slot stayed busy that long, or
+    /// the generator itself fell that far behind its schedule (starved of CPU). This bounds how
+    /// far behind a worker can fall, so it never spends its time starting attempts whose whole
+    /// timeout has already passed.
     pub(crate) fn start_due(&mut self, mut now: u64) -> u64 {
         match self.cfg.pattern {
             Pattern::Open { .. } => {
+                let mut budget = START_BUDGET;
                 while let Some(t) = self.schedule.as_ref().and_then(|s| s.peek()) {
                     if t > now {
                         break;
                     }
-                    if self.slab.is_full() && now - t <= self.timeout_ns {
-                        break; // wait for a free slot (the start will be late)
+                    let full = self.slab.is_full();
+                    let expired = now - t > self.timeout_ns;
+                    if !expired && (full || budget == 0) {
+                        break; // wait for a free slot / the next turn (the start will be late)
                     }
                     if let Some(s) = self.schedule.as_mut() {
                         s.advance();
                     }
-                    if self.slab.is_full() {
-                        // Waited a whole connect timeout for a slot: drop it.
-                        let measured = t >= self.win.measure_ns;
-                        bump(
-                            &mut self.total,
-                            &mut self.measured,
-                            &mut self.second,
-                            measured,
-                            |c| {
-                                c.dropped += 1;
-                                c.offered += 1;
-                            },
-                        );
+                    if expired {
+                        self.drop_start(t, full);
                         continue;
                     }
+                    budget -= 1;
                     self.start(t, now);
                     now = crate::clock::now_ns();
                 }
@@ -64,7 +110,7 @@ impl Worker<'_> {
                 if now >= self.win.start_ns {
                     // Bounded: attempts that fail at once (e.g. ECONNREFUSED from connect(2))
                     // free their slot again, and the loop must get back to its clock and stop flag.
-                    for _ in 0..self.slab.capacity() {
+                    for _ in 0..self.slab.capacity().min(START_BUDGET) {
                         if self.slab.is_full() {
                             break;
                         }
@@ -77,8 +123,37 @@ impl Worker<'_> {
         now
     }
 
+    /// Counts every intended start the schedule still holds as dropped: the window has ended and
+    /// the worker never got to them (it was behind). Keeps `offered = attempts + dropped`.
+    pub(crate) fn drop_rest(&mut self) {
+        while let Some(t) = self.schedule.as_ref().and_then(|s| s.peek()) {
+            if let Some(s) = self.schedule.as_mut() {
+                s.advance();
+            }
+            self.drop_start(t, false);
+        }
+    }
+
+    /// Counts the intended start `t` as dropped; `full`: because every in-flight slot was busy.
+    fn drop_start(&mut self, t: u64, full: bool) {
+        let measured = t >= self.win.measure_ns;
+        bump(
+            &mut self.total,
+            &mut self.measured,
+            &mut self.second,
+            measured,
+            |c| {
+                c.dropped += 1;
+                c.dropped_full += u64::from(full);
+                c.offered += 1;
+            },
+        );
+    }
+
     /// Starts one attempt intended at `intended` (a slot is free).
     fn start(&mut self, intended: u64, now: u64) {
+        // Callers check for a free slot; allocating first keeps attempts = successes + failures.
+        let Some(i) = self.slab.alloc() else { return };
         let measured = intended >= self.win.measure_ns;
         let late = matches!(self.cfg.pattern, Pattern::Open { .. })
             && now.saturating_sub(intended) > self.late_ns;
@@ -93,7 +168,6 @@ impl Worker<'_> {
                 c.late += u64::from(late);
             },
         );
-        let Some(i) = self.slab.alloc() else { return };
         {
             let s = self.slab.get(i);
             s.intended_ns = intended;
@@ -269,16 +343,34 @@ impl Worker<'_> {
         }
     }
 
-    /// Times out every slot whose deadline has passed.
+    /// Ends the slots whose deadline has passed, oldest first, at most [`EXPIRE_BUDGET`] per call
+    /// (the rest on the next turn, which then does not sleep).
+    ///
+    /// A deadline that has passed does not prove a timeout: a starved worker (or one with more
+    /// ready events than one epoll_wait returns) may look at an attempt long after the kernel
+    /// completed it. So the socket is asked first ([`probe`]): a completed handshake is a success
+    /// (its latency counts up to now), a failed one fails with its own errno, and only a connect
+    /// still in SYN-SENT is `ETIMEDOUT`. In the read phase, what has arrived is read first; only a
+    /// read still unfinished after that times out.
     pub(crate) fn expire(&mut self, now: u64) {
-        while let Some(i) = self.slab.oldest() {
+        for _ in 0..EXPIRE_BUDGET {
+            let Some(i) = self.slab.oldest() else { return };
             let s = self.slab.get(i);
             if s.deadline_ns > now {
-                break;
+                return;
             }
             match s.phase {
-                Phase::Reading => self.post_fail(i, libc::ETIMEDOUT),
-                _ => self.fail(i, libc::ETIMEDOUT),
+                Phase::Reading => {
+                    self.read(i, now);
+                    if self.slab.get(i).phase == Phase::Reading {
+                        self.post_fail(i, libc::ETIMEDOUT);
+                    }
+                }
+                _ => match s.sock.as_ref().map_or(Verdict::Pending, probe) {
+                    Verdict::Connected => self.connected(i, now, true),
+                    Verdict::Failed(code) => self.fail(i, code),
+                    Verdict::Pending => self.fail(i, libc::ETIMEDOUT),
+                },
             }
         }
     }
@@ -347,4 +439,69 @@ fn bump(
 
 fn errno(e: &std::io::Error) -> i32 {
     e.raw_os_error().unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use socket2::{Domain, SockAddr};
+    use std::net::SocketAddr;
+
+    #[test]
+    fn only_a_connect_without_error_and_without_peer_is_a_timeout() {
+        assert_eq!(verdict(0, Ok(())), Verdict::Connected);
+        assert_eq!(verdict(0, Err(libc::ENOTCONN)), Verdict::Pending);
+        assert_eq!(
+            verdict(libc::ECONNREFUSED, Err(libc::ENOTCONN)),
+            Verdict::Failed(libc::ECONNREFUSED)
+        );
+        assert_eq!(
+            verdict(libc::ECONNRESET, Ok(())),
+            Verdict::Failed(libc::ECONNRESET)
+        );
+        assert_eq!(verdict(0, Err(libc::EBADF)), Verdict::Failed(libc::EBADF));
+    }
+
+    fn connecting(to: &SocketAddr) -> Socket {
+        let s = Socket::new(Domain::IPV4, Type::STREAM.nonblocking(), None).unwrap();
+        match s.connect(&SockAddr::from(*to)) {
+            Ok(()) => {}
+            Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}
+            Err(e) => panic!("connect: {e}"),
+        }
+        s
+    }
+
+    /// Real sockets, never looked at through epoll: a completed handshake, a refused one, and
+    /// connects whose SYN the kernel dropped (full accept queue) are told apart by [`probe`].
+    #[test]
+    fn probe_tells_completed_refused_and_syn_sent_apart() {
+        let (verdicts, refused) = testkit::NetNs::run(|_| {
+            let l = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
+            l.bind(&SockAddr::from(SocketAddr::from(([127, 0, 0, 1], 0))))
+                .unwrap();
+            // Backlog 0, never accepting: the first connection fills the accept queue and the
+            // kernel drops later SYNs (retransmitted only after 1 s), so those stay in SYN-SENT.
+            l.listen(0).unwrap();
+            let addr = l.local_addr().unwrap().as_socket().unwrap();
+            let socks: Vec<Socket> = (0..4).map(|_| connecting(&addr)).collect();
+            let closed = {
+                let c = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+                c.local_addr().unwrap()
+            };
+            let r = connecting(&closed);
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            let v: Vec<Verdict> = socks.iter().map(probe).collect();
+            (v, probe(&r))
+        });
+        let connected = verdicts
+            .iter()
+            .filter(|&&v| v == Verdict::Connected)
+            .count();
+        let pending = verdicts.iter().filter(|&&v| v == Verdict::Pending).count();
+        assert!(connected >= 1, "{verdicts:?}");
+        assert!(pending >= 1, "{verdicts:?}");
+        assert_eq!(connected + pending, verdicts.len(), "{verdicts:?}");
+        assert_eq!(refused, Verdict::Failed(libc::ECONNREFUSED));
+    }
 }

@@ -7,6 +7,36 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::LoadError;
 
+/// Default open-loop in-flight bound per worker, see [`default_max_in_flight`].
+pub const IN_FLIGHT_PER_WORKER: usize = 2048;
+
+/// The default open-loop `max_in_flight` for `workers` workers at `rate_per_sec` with
+/// `connect_timeout`: what the rate needs if every attempt took its whole timeout
+/// (`rate × timeout`, rounded up), capped at [`IN_FLIGHT_PER_WORKER`] per worker, at least one
+/// per worker. Callers also keep it below RLIMIT_NOFILE.
+///
+/// Why a cap: an attempt in flight costs more than its descriptor. With tens of thousands of
+/// sockets open (most of them in the same port space) each new attempt costs several times the
+/// system time of one made with few in flight, so a generator that falls behind and lets
+/// attempts pile up gets slower still and does not recover. Normally a few per worker are in
+/// flight (loopback handshakes take tens of µs); starts beyond the cap wait and are dropped after
+/// `connect_timeout`, which the report counts and warns about.
+pub fn default_max_in_flight(
+    rate_per_sec: f64,
+    connect_timeout: Duration,
+    workers: usize,
+) -> usize {
+    let workers = workers.max(1);
+    let need = (rate_per_sec.max(0.0) * connect_timeout.as_secs_f64()).ceil();
+    let cap = IN_FLIGHT_PER_WORKER.saturating_mul(workers);
+    let need = if need.is_finite() && need < cap as f64 {
+        need as usize
+    } else {
+        cap
+    };
+    need.max(workers)
+}
+
 /// How attempts arrive.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
@@ -97,10 +127,12 @@ pub struct LoadConfig {
     /// N bytes read): for servers that greet (write right after accept). `None` = read nothing.
     pub expect_bytes: Option<u32>,
     /// Open loop: at most this many attempts in flight for the whole run (split evenly across
-    /// workers, at least one each). Each costs a file descriptor, so keep it below RLIMIT_NOFILE.
-    /// A due attempt that finds no free slot waits (counted `late` when it starts later than
-    /// `late_threshold`) and is dropped (counted `dropped`, never started) once its intended start
-    /// is older than `connect_timeout`. Ignored in closed loop.
+    /// workers, at least one each). Each costs a file descriptor, so keep it below RLIMIT_NOFILE;
+    /// the CLI's default is [`default_max_in_flight`]. A due attempt that finds no free slot
+    /// waits (counted `late` when it starts later than `late_threshold`) and is dropped (counted
+    /// `dropped`, never started) once its intended start is older than `connect_timeout`; so is
+    /// any due start the generator itself could not reach within `connect_timeout`. Ignored in
+    /// closed loop.
     pub max_in_flight: usize,
     /// An open-loop attempt that starts more than this after its intended time is counted `late`
     /// (its latency is still measured from the intended time). CLI default 1 ms.
@@ -206,6 +238,22 @@ mod tests {
             max_in_flight: 10,
             late_threshold: Duration::from_millis(1),
         }
+    }
+
+    #[test]
+    fn default_in_flight_follows_rate_times_timeout_but_is_capped() {
+        let t = Duration::from_secs(3);
+        assert_eq!(default_max_in_flight(100.0, t, 1), 300);
+        assert_eq!(default_max_in_flight(20_000.0, t, 1), IN_FLIGHT_PER_WORKER);
+        assert_eq!(
+            default_max_in_flight(20_000.0, t, 4),
+            4 * IN_FLIGHT_PER_WORKER
+        );
+        assert_eq!(default_max_in_flight(0.1, Duration::from_millis(1), 3), 3);
+        assert_eq!(
+            default_max_in_flight(f64::INFINITY, t, 2),
+            2 * IN_FLIGHT_PER_WORKER
+        );
     }
 
     #[test]

@@ -40,7 +40,7 @@ pub mod slot;
 pub mod stats;
 pub mod worker;
 
-pub use config::{Arrival, CloseMode, LoadConfig, Pattern};
+pub use config::{default_max_in_flight, Arrival, CloseMode, LoadConfig, Pattern};
 pub use error::LoadError;
 pub use report::{
     HistogramSummary, LoadReport, LoadWorkerReport, TimelineRow, Totals, PERCENTILES,

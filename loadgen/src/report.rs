@@ -23,8 +23,9 @@ pub struct Totals {
     pub failures: BTreeMap<String, u64>,
     /// Attempts that started more than `late_threshold` after their intended time.
     pub late: u64,
-    /// Intended starts never started: no free in-flight slot until `connect_timeout` after the
-    /// intended time.
+    /// Intended starts never started: not begun within `connect_timeout` of the intended time
+    /// (no free in-flight slot, or the generator fell that far behind), or still due when the
+    /// window ended.
     pub dropped: u64,
     /// Attempts still in flight when the run was interrupted (neither success nor failure).
     pub abandoned: u64,
@@ -89,6 +90,9 @@ pub struct LoadReport {
     pub offered_per_sec: Option<f64>,
     /// Successful handshakes per second over the measured window.
     pub achieved_per_sec: f64,
+    /// Measured intended starts that fell due (open loop): `attempts + dropped`. In closed loop
+    /// equal to `attempts`.
+    pub offered: u64,
     /// Measured attempts (intended start inside the measured window).
     pub attempts: u64,
     /// Measured successes.
@@ -100,8 +104,10 @@ pub struct LoadReport {
     pub post_connect_failures: BTreeMap<String, u64>,
     /// Measured late starts.
     pub late: u64,
-    /// Measured dropped starts.
+    /// Measured dropped starts (see [`Totals::dropped`]).
     pub dropped: u64,
+    /// The part of `dropped` that found every in-flight slot busy (`max_in_flight` reached).
+    pub dropped_in_flight_full: u64,
     /// Whole-run counts including warm-up.
     pub total: Totals,
     /// Handshake latency, ns: intended start → connect completed (measured successes).
@@ -131,6 +137,37 @@ impl LoadReport {
     /// Measured failures, all causes.
     pub fn failures_total(&self) -> u64 {
         self.failures.values().sum()
+    }
+
+    /// Open loop: a warning when the generator did not keep its schedule in the measured window
+    /// (more than 1% of starts later than `late_threshold`, or any start dropped), else `None`.
+    /// Then the achieved rate and the latencies describe the generator as much as the server.
+    pub fn schedule_warning(&self) -> Option<String> {
+        if !matches!(self.pattern, Pattern::Open { .. }) {
+            return None;
+        }
+        let late_pct = if self.attempts > 0 {
+            100.0 * self.late as f64 / self.attempts as f64
+        } else {
+            0.0
+        };
+        if late_pct <= 1.0 && self.dropped == 0 {
+            return None;
+        }
+        let full = if self.dropped_in_flight_full > 0 {
+            format!(
+                " ({} of the drops found every in-flight slot busy: a slow server holds them, or raise --max-in-flight)",
+                self.dropped_in_flight_full
+            )
+        } else {
+            String::new()
+        };
+        Some(format!(
+            "the generator fell behind its schedule: {late_pct:.1}% of starts late, {} of {} scheduled starts dropped{full} \
+             — achieved rate and latency reflect the generator, not only the server; lower --rate, add --cpus, \
+             or check for other load on the CPUs",
+            self.dropped, self.offered
+        ))
     }
 }
 

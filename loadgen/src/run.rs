@@ -215,12 +215,14 @@ fn assemble(
         } else {
             0.0
         },
+        offered: measured.offered,
         attempts: measured.attempts,
         successes: measured.successes,
         failures: measured.failures.to_map(),
         post_connect_failures: post.to_map(),
         late: measured.late,
         dropped: measured.dropped,
+        dropped_in_flight_full: measured.dropped_full,
         total: Totals {
             attempts: total.attempts,
             successes: total.successes,

@@ -18,8 +18,11 @@ pub struct Counters {
     pub failures: Failures,
     /// Late starts.
     pub late: u64,
-    /// Dropped starts.
+    /// Dropped starts (never started: not begun within `connect_timeout` of the intended time,
+    /// or still due when the window ended).
     pub dropped: u64,
+    /// The part of `dropped` that found every in-flight slot busy (the `max_in_flight` bound).
+    pub dropped_full: u64,
     /// In flight when interrupted.
     pub abandoned: u64,
 }
@@ -33,6 +36,7 @@ impl Counters {
         self.failures.add(&o.failures);
         self.late += o.late;
         self.dropped += o.dropped;
+        self.dropped_full += o.dropped_full;
         self.abandoned += o.abandoned;
     }
 }

@@ -212,8 +212,14 @@ impl<'a> Worker<'a> {
         let mut events = Events::with_capacity(1024);
         let mut next_tick = self.win.start_ns + SEC;
         let mut interrupted = false;
+        let mut rest_dropped = false;
+        // One turn: flush finished seconds; wait (timerfd / zero timeout) and handle readiness
+        // events; then expire deadlines; then start due attempts. Events come before timeouts, so
+        // a completion that is already reported is never taken for a timeout, and every step is
+        // bounded (START_BUDGET, EXPIRE_BUDGET, the events capacity), so even a worker that cannot
+        // keep up gets back here, and sends each second, within milliseconds.
         loop {
-            let mut now = now_ns();
+            let now = now_ns();
             if stop.load(Ordering::Relaxed) {
                 interrupted = true;
                 break;
@@ -223,12 +229,13 @@ impl<'a> Worker<'a> {
                 next_tick += SEC;
             }
             let draining = now >= self.win.end_ns;
+            if draining && !rest_dropped {
+                // Intended starts the worker never reached (it was behind) are dropped, counted.
+                self.drop_rest();
+                rest_dropped = true;
+            }
             if draining && self.slab.in_flight() == 0 {
                 break;
-            }
-            self.expire(now);
-            if !draining {
-                now = self.start_due(now);
             }
             let target = self.next_wake(next_tick, draining);
             let timeout = if target <= now + SPIN_NS {
@@ -251,6 +258,11 @@ impl<'a> Worker<'a> {
                 } else {
                     self.on_event(ev.token().0, ev, t);
                 }
+            }
+            let now = now_ns();
+            self.expire(now);
+            if now < self.win.end_ns {
+                self.start_due(now);
             }
         }
         let ended = now_ns();

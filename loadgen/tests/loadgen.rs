@@ -43,6 +43,7 @@ fn attempts_successes_and_active_opens_agree_exactly() {
         "failures: {:?}",
         report.total.failures
     );
+    assert!(report.achieved_per_sec <= report.offered_per_sec.unwrap());
     assert_eq!(
         accepted, report.total.successes,
         "server accepted every handshake"
@@ -73,6 +74,7 @@ fn open_loop_starts_the_scheduled_number_of_attempts() {
         "started {started}, want 4000 ± 1%"
     );
     assert_eq!(report.dropped, 0);
+    assert_eq!(report.offered, report.attempts);
     assert_eq!(report.offered_per_sec, Some(2000.0));
     let achieved = report.achieved_per_sec;
     assert!(
@@ -309,4 +311,85 @@ fn full_accept_queue_gives_etimedout_at_the_connect_timeout() {
         elapsed < Duration::from_millis(400 + 200 + 800),
         "drain bounded by the timeout: {elapsed:?}"
     );
+}
+
+/// A deadline that has passed does not prove a timeout. With a 20 µs connect timeout nearly every
+/// attempt's deadline has passed by the time its worker looks at it again, though loopback
+/// completes the handshake in that time. Every attempt counted ETIMEDOUT must be one the kernel
+/// did not complete (ActiveOpens − PassiveOpens), and every success one it did.
+#[test]
+fn a_handshake_done_before_the_worker_looks_is_a_success_not_etimedout() {
+    let (report, active, passive) = NetNs::run(|ns| {
+        let server = TestServer::start(ServerMode::Close);
+        let (a0, p0) = (
+            ns.counter("Tcp.ActiveOpens"),
+            ns.counter("Tcp.PassiveOpens"),
+        );
+        let mut cfg = open(server.addr, 2000.0, Duration::from_millis(500));
+        cfg.connect_timeout = Duration::from_micros(20);
+        let r = run(&cfg);
+        std::thread::sleep(Duration::from_millis(50));
+        (
+            r,
+            ns.counter("Tcp.ActiveOpens") - a0,
+            ns.counter("Tcp.PassiveOpens") - p0,
+        )
+    });
+    let t = &report.total;
+    let timed_out = t.failures.get("ETIMEDOUT").copied().unwrap_or(0) as i64;
+    let failed: u64 = t.failures.values().sum();
+    assert_eq!(t.attempts as i64, active, "attempts vs ActiveOpens");
+    assert_eq!(t.successes + failed, t.attempts, "{:?}", t.failures);
+    assert_eq!(
+        t.successes as i64, passive,
+        "successes vs PassiveOpens; failures {:?}",
+        t.failures
+    );
+    assert_eq!(
+        timed_out,
+        active - passive,
+        "ETIMEDOUT must be exactly the handshakes the kernel did not complete"
+    );
+    assert!(t.successes > t.attempts / 2, "{report:?}");
+}
+
+/// A worker that cannot keep its schedule (1M/s offered to one worker; every attempt is refused
+/// at once, so no in-flight bound stops it) still sends each second on time, accounts for every
+/// scheduled start (offered = attempts + dropped) and says it fell behind.
+#[test]
+fn an_overloaded_worker_still_reports_each_second_and_says_it_fell_behind() {
+    let (report, arrivals) = NetNs::run(|_| {
+        let mut cfg = open(closed_port(), 1_000_000.0, Duration::from_secs(2));
+        cfg.connect_timeout = Duration::from_millis(100);
+        let t0 = Instant::now();
+        let mut arrivals = Vec::new();
+        let r = loadgen::run(&cfg, &AtomicBool::new(false), &mut |row| {
+            arrivals.push((row.t_secs, t0.elapsed()));
+        })
+        .unwrap();
+        (r, arrivals)
+    });
+    for &(t, at) in &arrivals {
+        if t < 2 {
+            let due = Duration::from_secs(t + 1) + Duration::from_millis(600);
+            assert!(at < due, "second {t} arrived at {at:?}: {arrivals:?}");
+        }
+    }
+    assert!(arrivals.iter().any(|&(t, _)| t == 0), "{arrivals:?}");
+    assert_eq!(report.offered, report.attempts + report.dropped);
+    assert!(
+        (report.offered as f64 - 2e6).abs() < 2e4,
+        "every scheduled start is counted: {}",
+        report.offered
+    );
+    assert!(report.dropped > 0 && report.attempts > 0, "{report:?}");
+    assert_eq!(
+        report.failures.get("ECONNREFUSED"),
+        Some(&report.attempts),
+        "{:?}",
+        report.failures
+    );
+    assert!(report.achieved_per_sec <= report.offered_per_sec.unwrap());
+    let w = report.schedule_warning().expect("a warning");
+    assert!(w.contains("fell behind its schedule"), "{w}");
 }

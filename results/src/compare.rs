@@ -65,6 +65,10 @@ impl Verdict {
 pub struct MetricComparison {
     /// Metric name, e.g. `connections/s`, `handshake p99`.
     pub name: String,
+    /// Which phase of each record the metric reads: `peak` (the rate phase) or `latency` (the
+    /// latency phase), see [`rate_phase`] and [`latency_phase`]; empty when not from a record.
+    #[serde(default)]
+    pub phase: String,
     /// Unit of the values, e.g. `conn/s`, `µs`, `%`.
     pub unit: String,
     /// Which way is better.
@@ -105,6 +109,7 @@ pub fn compare_samples(
     };
     MetricComparison {
         name: name.to_string(),
+        phase: String::new(),
         unit: unit.to_string(),
         direction,
         a: Spread::of(a),
@@ -130,17 +135,27 @@ pub struct Comparison {
     pub notes: Vec<String>,
 }
 
-/// The metrics compared: name, unit, direction.
-pub const METRICS: [(&str, &str, Direction); 8] = [
-    ("connections/s", "conn/s", Direction::HigherIsBetter),
-    ("handshake p50", "µs", Direction::LowerIsBetter),
-    ("handshake p99", "µs", Direction::LowerIsBetter),
-    ("handshake max", "µs", Direction::LowerIsBetter),
-    ("first-byte p99", "µs", Direction::LowerIsBetter),
-    ("server CPU per conn", "µs", Direction::LowerIsBetter),
-    ("load CPU per conn", "µs", Direction::LowerIsBetter),
-    ("sys", "%", Direction::LowerIsBetter),
+/// The metrics compared: name, unit, direction, and the phase they are read from ([`PEAK`]:
+/// [`rate_phase`], [`LATENCY`]: [`latency_phase`]).
+pub const METRICS: [(&str, &str, Direction, &str); 8] = [
+    ("connections/s", "conn/s", Direction::HigherIsBetter, PEAK),
+    ("handshake p50", "µs", Direction::LowerIsBetter, LATENCY),
+    ("handshake p99", "µs", Direction::LowerIsBetter, LATENCY),
+    ("handshake max", "µs", Direction::LowerIsBetter, LATENCY),
+    ("first-byte p99", "µs", Direction::LowerIsBetter, LATENCY),
+    ("server CPU per conn", "µs", Direction::LowerIsBetter, PEAK),
+    ("load CPU per conn", "µs", Direction::LowerIsBetter, PEAK),
+    ("sys %", "%", Direction::LowerIsBetter, PEAK),
 ];
+
+/// Phase label of the metrics read from [`rate_phase`] (closed loop, as fast as it goes).
+pub const PEAK: &str = "peak";
+
+/// Phase label of the metrics read from [`latency_phase`] (open loop at a fixed offered rate).
+pub const LATENCY: &str = "latency";
+
+/// What `sys %` is, for the notes of a comparison.
+pub const SYS_PCT_MEANING: &str = "sys %: system CPU time of the server and load workers as a share of their CPU capacity (wall time × CPUs they ran on) during the peak phase; kernel work per connection shows here";
 
 /// The phase rate and CPU metrics are read from (see the module docs).
 pub fn rate_phase(rec: &RunRecord) -> Option<&PhaseRecord> {
@@ -199,6 +214,28 @@ pub fn metric_values(rec: &RunRecord) -> [Option<f64>; 8] {
     ]
 }
 
+/// Says which record phase each metric group was read from, naming the phases found.
+fn phase_note<'a>(recs: impl Iterator<Item = &'a RunRecord> + Clone) -> String {
+    let names = |pick: fn(&RunRecord) -> Option<&PhaseRecord>| {
+        let mut v: Vec<&str> = recs
+            .clone()
+            .filter_map(|r| pick(r).map(|p| p.name.as_str()))
+            .collect();
+        v.sort_unstable();
+        v.dedup();
+        if v.is_empty() {
+            "-".to_string()
+        } else {
+            v.join(", ")
+        }
+    };
+    format!(
+        "phases: \"{PEAK} phase\" metrics (rate, CPU, sys %) are read from record phase {} (closed loop, as fast as it goes); \"{LATENCY} phase\" metrics (handshake and first-byte latency) from phase {} (open loop at a fixed offered rate)",
+        names(rate_phase),
+        names(latency_phase)
+    )
+}
+
 /// Compares trial set `a` with trial set `b` on every metric of [`METRICS`] that all records
 /// have.
 pub fn compare(a: &[RunRecord], b: &[RunRecord]) -> Comparison {
@@ -206,15 +243,21 @@ pub fn compare(a: &[RunRecord], b: &[RunRecord]) -> Comparison {
     let vb: Vec<_> = b.iter().map(metric_values).collect();
     let mut metrics = Vec::new();
     let mut notes = Vec::new();
-    for (i, (name, unit, dir)) in METRICS.iter().enumerate() {
+    for (i, (name, unit, dir, phase)) in METRICS.iter().enumerate() {
         let sa: Option<Vec<f64>> = va.iter().map(|v| v[i]).collect();
         let sb: Option<Vec<f64>> = vb.iter().map(|v| v[i]).collect();
         match (sa, sb) {
             (Some(sa), Some(sb)) if !sa.is_empty() && !sb.is_empty() => {
-                metrics.push(compare_samples(name, unit, *dir, &sa, &sb));
+                let mut m = compare_samples(name, unit, *dir, &sa, &sb);
+                m.phase = (*phase).to_string();
+                metrics.push(m);
             }
             _ => notes.push(format!("{name}: not measured in every record, left out")),
         }
+    }
+    notes.push(phase_note(a.iter().chain(b)));
+    if metrics.iter().any(|m| m.name == "sys %") {
+        notes.push(SYS_PCT_MEANING.to_string());
     }
     for (side, recs) in [("A", a), ("B", b)] {
         let interrupted = recs.iter().filter(|r| r.run.interrupted).count();
@@ -341,5 +384,17 @@ mod tests {
             .unwrap();
         assert_eq!(p99.verdict, Verdict::NoSignificantChange);
         assert!(c.method.contains("bootstrap"));
+        assert_eq!((rate.phase.as_str(), p99.phase.as_str()), (PEAK, LATENCY));
+        assert!(c
+            .notes
+            .iter()
+            .any(|n| n.starts_with("sys %: system CPU time")));
+        assert!(
+            c.notes
+                .iter()
+                .any(|n| n.contains("from record phase peak") && n.contains("from phase latency")),
+            "{:?}",
+            c.notes
+        );
     }
 }

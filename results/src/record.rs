@@ -12,6 +12,7 @@
 //! calls [`RunRecord::write_atomic`]; readers call [`RunRecord::read`], which checks the schema
 //! version and that every histogram decodes, and names the file in every error.
 
+mod counter;
 mod error;
 mod example;
 mod phase;
@@ -23,10 +24,13 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+pub use counter::{
+    counter_meaning, describe_counter, is_drop_counter, is_retransmit_counter, KEY_COUNTERS,
+};
 pub use error::RecordError;
 pub use phase::{
-    is_drop_counter, Arrival, CpuUsage, CrossCheck, Histograms, Latency, LoadWorker, Pattern,
-    PhaseRecord, ServerSide, SideCpu, TimelineRow, WorkerAccepts,
+    Arrival, CpuUsage, CrossCheck, Histograms, Latency, LoadWorker, Pattern, PhaseRecord,
+    ServerSide, SideCpu, TimelineRow, WorkerAccepts,
 };
 pub use run::{Baseline, HostInfo, NumaNode, RunInfo};
 

@@ -14,8 +14,8 @@ use serde::Serialize;
 
 use crate::histogram::{self, Bucket, LatencySummary};
 use crate::record::{
-    Baseline, CpuUsage, CrossCheck, HostInfo, Latency, Pattern, PhaseRecord, RunInfo, RunRecord,
-    ServerSide,
+    describe_counter, is_retransmit_counter, Baseline, CpuUsage, CrossCheck, HostInfo, Latency,
+    Pattern, PhaseRecord, RunInfo, RunRecord, ServerSide,
 };
 use crate::sweep::parse_latency_ns;
 
@@ -32,6 +32,18 @@ pub enum Format {
     Json,
     /// One row per record and phase, a header row first.
     Csv,
+}
+
+/// Which kernel counters the text and Markdown reports list per phase (JSON and CSV keep all).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Counters {
+    /// The design's counters ([`crate::record::KEY_COUNTERS`]) always, plus any other non-zero drop, overflow or
+    /// retransmit counter ([`crate::record::is_drop_counter`]).
+    #[default]
+    Key,
+    /// Every counter in the record (a few hundred: all of `/proc/net/snmp`, `netstat`,
+    /// `softnet_stat`).
+    All,
 }
 
 /// Why a report could not be built.
@@ -127,7 +139,8 @@ pub struct RecordReport {
     pub phases: Vec<PhaseReport>,
     /// Kernel floor, if measured.
     pub baseline: Option<Baseline>,
-    /// The record's warnings plus one per non-zero drop counter.
+    /// Warnings derived from the record (interruption, one per non-zero drop counter), then the
+    /// record's stored warnings that do not repeat them.
     pub warnings: Vec<String>,
 }
 
@@ -209,18 +222,7 @@ pub fn build(rec: &RunRecord, file: &str, edges_ns: &[u64]) -> Result<RecordRepo
         .iter()
         .map(|p| phase_report(file, p, edges_ns))
         .collect::<Result<Vec<_>, _>>()?;
-    let mut warnings = rec.warnings.clone();
-    for p in &phases {
-        for (name, v) in &p.drops {
-            let w = format!("phase {}: {name} = {v}: the kernel dropped or retried handshakes, so this run measured a different experiment", p.name);
-            if !warnings.contains(&w) {
-                warnings.push(w);
-            }
-        }
-    }
-    if rec.run.interrupted {
-        warnings.push("the run was interrupted (Ctrl-C): figures cover only what ran".into());
-    }
+    let warnings = warnings(rec, &phases);
     Ok(RecordReport {
         file: file.to_string(),
         label: rec.label.clone(),
@@ -229,6 +231,69 @@ pub fn build(rec: &RunRecord, file: &str, edges_ns: &[u64]) -> Result<RecordRepo
         phases,
         baseline: rec.baseline,
         warnings,
+    })
+}
+
+/// The warning for one non-zero drop, overflow or retransmit counter of a phase.
+pub fn drop_warning(phase: &str, name: &str, value: i64) -> String {
+    let consequence = if is_retransmit_counter(name) {
+        "handshake latency includes retransmission timeouts"
+    } else {
+        "the kernel dropped or deferred handshakes, so this run measured a different experiment"
+    };
+    format!(
+        "phase {phase}: {name} = {value} — {}; {consequence}",
+        describe_counter(name, value)
+    )
+}
+
+/// The warnings of a report: the ones derived from the record (interrupted, one per non-zero
+/// drop counter), then the record's stored warnings that do not repeat a derived one.
+///
+/// A stored warning repeats a derived one when it names the same counter (records from older
+/// builds stored their own drop warnings), speaks of the interruption, or quotes the note of a
+/// cross-check the report already shows as failed.
+fn warnings(rec: &RunRecord, phases: &[PhaseReport]) -> Vec<String> {
+    let mut derived = Vec::new();
+    if rec.run.interrupted {
+        derived.push("the run was interrupted (Ctrl-C): figures cover only what ran".to_string());
+    }
+    let mut counters: Vec<&str> = Vec::new();
+    for p in phases {
+        for (name, v) in &p.drops {
+            counters.push(name);
+            derived.push(drop_warning(&p.name, name, *v));
+        }
+    }
+    let notes: Vec<&str> = phases
+        .iter()
+        .filter_map(|p| p.cross_check.as_ref())
+        .filter(|x| !x.agree && !x.note.is_empty())
+        .map(|x| x.note.as_str())
+        .collect();
+    let repeats = |w: &str| {
+        counters.iter().any(|c| {
+            w.contains(c)
+                || c.rsplit_once('.')
+                    .is_some_and(|(_, bare)| mentions_word(w, bare))
+        }) || (rec.run.interrupted && w.contains("interrupted"))
+            || notes.iter().any(|n| w.contains(n))
+    };
+    let mut out = derived;
+    for w in &rec.warnings {
+        if !repeats(w) && !out.contains(w) {
+            out.push(w.clone());
+        }
+    }
+    out
+}
+
+/// Whether `word` occurs in `text` as a whole word (not inside a longer name).
+fn mentions_word(text: &str, word: &str) -> bool {
+    text.match_indices(word).any(|(i, _)| {
+        let before = text[..i].chars().next_back();
+        let after = text[i + word.len()..].chars().next();
+        !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
     })
 }
 
@@ -263,11 +328,11 @@ pub fn parse_bucket_edges(text: &str) -> Result<Vec<u64>, ReportError> {
     Ok(edges)
 }
 
-/// Renders reports in a format.
-pub fn render(reports: &[RecordReport], format: Format) -> String {
+/// Renders reports in a format; `counters` picks the kernel counters text and Markdown list.
+pub fn render(reports: &[RecordReport], format: Format, counters: Counters) -> String {
     match format {
-        Format::Text => table::to_text(&blocks(reports)),
-        Format::Markdown => table::to_markdown(&blocks(reports)),
+        Format::Text => table::to_text(&blocks(reports, counters)),
+        Format::Markdown => table::to_markdown(&blocks(reports, counters)),
         Format::Json => {
             serde_json::to_string_pretty(reports)
                 .expect("reports are plain data and always serialize")
@@ -321,11 +386,89 @@ mod tests {
     }
 
     #[test]
+    fn stored_warnings_that_repeat_a_derived_one_are_dropped() {
+        let mut rec = RunRecord::example();
+        rec.run.interrupted = true;
+        rec.phases[0]
+            .counters
+            .insert("TcpExt.TCPSynRetrans".into(), 12);
+        rec.phases[1]
+            .counters
+            .insert("TcpExt.ListenOverflows".into(), 3);
+        rec.warnings = vec![
+            // As `bench` wrote them before it stopped storing derivable warnings.
+            "peak: kernel counter TcpExt.TCPSynRetrans rose by 12 — drops make this a different experiment".into(),
+            "latency: ListenOverflows 3".into(),
+            "run interrupted (Ctrl-C): numbers cover only what ran".into(),
+            // Not derivable: kept.
+            "engine auto fell back to epoll: io_uring disabled".into(),
+        ];
+        let r = build(&rec, "x.json", &[]).unwrap();
+        assert_eq!(r.warnings.len(), 4, "{:#?}", r.warnings);
+        assert!(r.warnings[0].contains("interrupted"));
+        assert!(r.warnings.iter().any(|w| w.contains(
+            "TCPSynRetrans = 12 — SYN or SYN-ACK retransmitted 12 times (a handshake packet was lost: ≥ 1 s on that handshake; or a SYN met a TIME_WAIT of the same 4-tuple, which Linux answers with an ACK and retransmits the SYN after a few ms)"
+        )), "{:#?}", r.warnings);
+        assert!(
+            !r.warnings
+                .iter()
+                .any(|w| w.contains("TCPSynRetrans") && w.contains("accept queue")),
+            "{:#?}",
+            r.warnings
+        );
+        assert!(r
+            .warnings
+            .iter()
+            .any(|w| w.contains("ListenOverflows = 3 — accept queue full")));
+        assert_eq!(
+            r.warnings[3],
+            "engine auto fell back to epoll: io_uring disabled"
+        );
+    }
+
+    #[test]
+    fn text_lists_key_and_nonzero_drop_counters_unless_asked_for_all() {
+        let mut rec = RunRecord::example();
+        let c = &mut rec.phases[0].counters;
+        for (k, v) in [
+            ("TcpExt.ListenOverflows", 0),
+            ("Tcp.PassiveOpens", 5000),
+            ("MPTcpExt.MPCapableSYNRX", 0),
+            ("Icmp.InErrors", 0),
+            ("TcpExt.TCPRcvQDrop", 2),
+            ("TcpExt.TCPOFODrop", 0),
+        ] {
+            c.insert(k.into(), v);
+        }
+        let r = build(&rec, "x.json", &[]).unwrap();
+        let text = render(std::slice::from_ref(&r), Format::Text, Counters::Key);
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("kernel counters:") && l.contains("PassiveOpens"))
+            .unwrap();
+        for shown in [
+            "TcpExt.ListenOverflows +0",
+            "Tcp.PassiveOpens +5000",
+            "TcpExt.TCPRcvQDrop +2",
+        ] {
+            assert!(line.contains(shown), "{shown} missing: {line}");
+        }
+        for hidden in ["MPTcp", "Icmp", "TCPOFODrop"] {
+            assert!(!line.contains(hidden), "{hidden} shown: {line}");
+        }
+        assert!(line.contains("--all-counters"), "{line}");
+        let all = render(std::slice::from_ref(&r), Format::Text, Counters::All);
+        assert!(all.contains("MPTcpExt.MPCapableSYNRX +0"), "{all}");
+        let json = render(std::slice::from_ref(&r), Format::Json, Counters::Key);
+        assert!(json.contains("MPTcpExt.MPCapableSYNRX"), "JSON keeps all");
+    }
+
+    #[test]
     fn every_format_shows_the_figures() {
         let rec = RunRecord::example();
         let r = build(&rec, "x.json", &[100_000, 1_000_000]).unwrap();
         let p99 = histogram::format_ns(r.phases[1].latency[0].summary.p99_ns as f64);
-        let text = render(std::slice::from_ref(&r), Format::Text);
+        let text = render(std::slice::from_ref(&r), Format::Text, Counters::Key);
         for needle in [
             "CPM",
             "conn/s",
@@ -339,15 +482,19 @@ mod tests {
         ] {
             assert!(text.contains(needle), "text lacks {needle:?}:\n{text}");
         }
-        let md = render(std::slice::from_ref(&r), Format::Markdown);
+        let md = render(std::slice::from_ref(&r), Format::Markdown, Counters::Key);
         assert!(md.contains("|---|") && md.contains(&p99), "{md}");
-        let json: serde_json::Value =
-            serde_json::from_str(&render(std::slice::from_ref(&r), Format::Json)).unwrap();
+        let json: serde_json::Value = serde_json::from_str(&render(
+            std::slice::from_ref(&r),
+            Format::Json,
+            Counters::Key,
+        ))
+        .unwrap();
         assert_eq!(
             json[0]["phases"][1]["latency"][0]["summary"]["p99_ns"],
             r.phases[1].latency[0].summary.p99_ns
         );
-        let csv = render(std::slice::from_ref(&r), Format::Csv);
+        let csv = render(std::slice::from_ref(&r), Format::Csv, Counters::Key);
         assert_eq!(csv.lines().count(), 3, "{csv}");
     }
 }

@@ -6,6 +6,7 @@ pub mod convert;
 pub mod floor;
 pub mod harness;
 pub mod netns;
+pub mod procstat;
 pub mod record;
 pub mod summary;
 pub mod taskcpu;

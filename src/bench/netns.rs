@@ -29,6 +29,7 @@ pub struct NsPair {
     pub load: String,
     server_fd: File,
     load_fd: File,
+    _forced_exit: crate::signals::HookGuard,
 }
 
 fn ip(args: &[&str]) -> anyhow::Result<()> {
@@ -69,12 +70,20 @@ impl NsPair {
             File::open(format!("/run/netns/{n}")).with_context(|| format!("open /run/netns/{n}"))
         };
         let pair = match (open(&server), open(&load)) {
-            (Ok(server_fd), Ok(load_fd)) => NsPair {
-                server: server.clone(),
-                load: load.clone(),
-                server_fd,
-                load_fd,
-            },
+            (Ok(server_fd), Ok(load_fd)) => {
+                let (s, l) = (server.clone(), load.clone());
+                NsPair {
+                    server: server.clone(),
+                    load: load.clone(),
+                    server_fd,
+                    load_fd,
+                    // A second Ctrl-C exits without unwinding: remove the namespaces then too.
+                    _forced_exit: crate::signals::on_forced_exit(move || {
+                        let _ = ip(&["netns", "del", &s]);
+                        let _ = ip(&["netns", "del", &l]);
+                    }),
+                }
+            }
             (Err(e), _) | (_, Err(e)) => {
                 let _ = ip(&["netns", "del", &server]);
                 let _ = ip(&["netns", "del", &load]);
@@ -96,14 +105,19 @@ impl NsPair {
             ip(&["-n", ns, "link", "set", "lo", "up"])?;
             if let Some(rtt) = rtt {
                 let half = format!("{}us", (rtt.as_micros() / 2).max(1));
-                run(
-                    "ip",
-                    &[
+                let out = Command::new("ip")
+                    .args([
                         "netns", "exec", ns, "tc", "qdisc", "add", "dev", dev, "root", "netem",
                         "delay", &half, "limit", "100000",
-                    ],
-                )
-                .context("adding netem delay for --rtt (needs the sch_netem qdisc)")?;
+                    ])
+                    .output()
+                    .context("cannot run `tc`: install iproute2")?;
+                if !out.status.success() {
+                    return Err(crate::cli::bad_input(format!(
+                        "--rtt needs the netem qdisc, which this kernel refused ({}): build or load sch_netem (CONFIG_NET_SCH_NETEM), or run without --rtt",
+                        String::from_utf8_lossy(&out.stderr).trim()
+                    )));
+                }
             }
         }
         // The accept queue of a fresh namespace is capped at somaxconn 4096; these are our own

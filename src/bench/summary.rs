@@ -135,7 +135,7 @@ pub fn phase(out: &mut String, p: &PhaseRecord) {
         let mark = if c.agree { "ok" } else { "MISMATCH" };
         let _ = writeln!(
             out,
-            "  cross-check [{mark}]: server accepts {}, load handshakes {}, kernel PassiveOpens {}, ActiveOpens {} — {}",
+            "  cross-check [{mark}] (incl. warm-up): server accepts {}, load handshakes {}, kernel PassiveOpens {}, ActiveOpens {} — {}",
             c.server_accepted.map(|v| group(v as f64)).unwrap_or_else(|| "-".into()),
             group(c.load_successes as f64),
             c.kernel_passive_opens.map(|v| group(v as f64)).unwrap_or_else(|| "-".into()),
@@ -160,8 +160,20 @@ pub fn counters(out: &mut String, r: &RunRecord) {
     let _ = writeln!(out, "kernel counters (all phases): {}", shown.join(", "));
 }
 
-/// Warnings: drops, count mismatches, fallbacks, interruptions.
-pub fn warnings(r: &RunRecord) -> Vec<String> {
+/// A non-zero drop or retransmit counter in words (meanings from `results::record`).
+fn counter_warning(name: &str, delta: i64) -> String {
+    let short = name.rsplit('.').next().unwrap_or(name);
+    let what = results::record::describe_counter(name, delta);
+    if results::record::is_retransmit_counter(name) {
+        format!("{short}: {what}")
+    } else {
+        format!("{short} +{delta}: {what} — drops make this a different experiment")
+    }
+}
+
+/// Warnings derived from the record itself (so old and new records read the same): interruption,
+/// engine fallback, kernel drops and retransmits, count mismatches, failures.
+pub fn derived_warnings(r: &RunRecord) -> Vec<String> {
     let mut w = Vec::new();
     if r.run.interrupted {
         w.push("run interrupted (Ctrl-C): numbers cover only what ran".to_string());
@@ -171,10 +183,10 @@ pub fn warnings(r: &RunRecord) -> Vec<String> {
     }
     for p in &r.phases {
         for (k, v) in p.drops() {
-            w.push(format!(
-                "{}: kernel counter {k} rose by {v} — drops make this a different experiment",
-                p.name
-            ));
+            // RetransSegs also counts data retransmits; the handshake ones are TCPSynRetrans.
+            if k != "Tcp.RetransSegs" {
+                w.push(format!("{}: {}", p.name, counter_warning(k, v)));
+            }
         }
         if let Some(c) = &p.cross_check {
             if !c.agree {
@@ -192,6 +204,13 @@ pub fn warnings(r: &RunRecord) -> Vec<String> {
             ));
         }
     }
+    w
+}
+
+/// Derived warnings followed by the ones stored in the record.
+pub fn warnings(r: &RunRecord) -> Vec<String> {
+    let mut w = derived_warnings(r);
+    w.extend(r.warnings.iter().cloned());
     w
 }
 
@@ -222,10 +241,27 @@ pub fn render(r: &RunRecord, record_path: Option<&std::path::Path>) -> String {
     if let Some(peak) = r.phase("peak") {
         let _ = writeln!(
             out,
-            "peak: {} CPM = {} conn/s",
+            "PEAK: {} CPM = {} conn/s{}",
             group(peak.cpm),
-            group(peak.achieved_per_sec)
+            group(peak.achieved_per_sec),
+            bottleneck(peak)
         );
+    }
+    if let Some(lat) = r.phase("latency") {
+        if let Some(h) = results::histogram::decode(&lat.histograms.handshake)
+            .ok()
+            .filter(|h| !h.is_empty())
+        {
+            let s = LatencySummary::of(&h);
+            let _ = writeln!(
+                out,
+                "LATENCY at {} conn/s: handshake p50 {}, p99 {}, max {}",
+                group(lat.achieved_per_sec),
+                format_ns(s.p50_ns as f64),
+                format_ns(s.p99_ns as f64),
+                format_ns(s.max_ns as f64)
+            );
+        }
     }
     for p in &r.phases {
         phase(&mut out, p);
@@ -239,13 +275,42 @@ pub fn render(r: &RunRecord, record_path: Option<&std::path::Path>) -> String {
             b.ratio
         );
     }
-    for w in &r.warnings {
+    for w in warnings(r) {
         let _ = writeln!(out, "warning: {w}");
     }
     if let Some(p) = record_path {
         let _ = writeln!(out, "record: {}", p.display());
     }
     out
+}
+
+/// Which side was busier during a closed-loop phase: the one near 100% limits the rate.
+fn bottleneck(p: &PhaseRecord) -> String {
+    let util = |c: &results::record::SideCpu| {
+        let cap = c.wall_ns as f64 * c.cpus as f64;
+        if cap > 0.0 {
+            (c.user_ns + c.sys_ns) as f64 / cap * 100.0
+        } else {
+            0.0
+        }
+    };
+    let load = util(&p.cpu.load);
+    match &p.cpu.server {
+        Some(s) => {
+            let server = util(s);
+            if load.max(server) < 85.0 {
+                format!(" (CPU busy: load {load:.0}%, server {server:.0}% — neither side saturated: raise --concurrency)")
+            } else {
+                let limit = if load >= server {
+                    "load side"
+                } else {
+                    "server side"
+                };
+                format!(" (CPU busy: load {load:.0}%, server {server:.0}% — the {limit} limits the peak)")
+            }
+        }
+        None => format!(" (load CPUs {load:.0}% busy)"),
+    }
 }
 
 /// A progress line for one second of a phase.

@@ -128,6 +128,18 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             .map_err(|e| bad_input(format!("toggle: {e}")))?;
         saved.push((t.clone(), orig));
     }
+    // A second Ctrl-C exits without unwinding: restore the toggles then too.
+    let _forced_exit = {
+        let (root, saved) = (args.root.clone(), saved.clone());
+        crate::signals::on_forced_exit(move || {
+            for (t, orig) in saved.iter().rev() {
+                match t.restore(&root, orig) {
+                    Ok(()) => eprintln!("connstorm: ab: restored {t:?}"),
+                    Err(e) => eprintln!("connstorm: ab: could not restore {t:?}: {e}"),
+                }
+            }
+        })
+    };
     let mut restore = Restore {
         root: &args.root,
         saved,

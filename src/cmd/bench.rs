@@ -165,11 +165,7 @@ fn parse_mode(s: &str) -> Result<server::Mode, String> {
 }
 
 fn parse_target(s: &str) -> Result<std::net::SocketAddr, String> {
-    use std::net::ToSocketAddrs;
-    s.to_socket_addrs()
-        .map_err(|e| format!("invalid target {s:?} ({e}): write HOST:PORT, e.g. 127.0.0.1:8080"))?
-        .next()
-        .ok_or_else(|| format!("target {s:?} resolves to no address"))
+    units::parse_target(s)
 }
 
 /// Picks server and load CPUs: explicit lists win; `auto` asks the placement planner
@@ -345,7 +341,9 @@ pub fn execute(
         let mut progress =
             |row: &loadgen::TimelineRow| eprintln!("{}", summary::progress_line(&name, row));
         match harness.run_phase(&spec, stop, &mut progress) {
-            Ok((phase, report)) => {
+            Ok(out) => {
+                let (phase, report) = (out.record, out.report);
+                record.warnings.extend(out.warnings);
                 if spec.name == "peak" && !report.interrupted {
                     peak_rate = Some(phase.achieved_per_sec);
                     let rate = args.rate.unwrap_or(phase.achieved_per_sec * 0.8);
@@ -418,8 +416,6 @@ pub fn execute(
         }
     }
     record.run.wall_secs = started.elapsed().as_secs_f64();
-    let mut warn = summary::warnings(&record);
-    record.warnings.append(&mut warn);
     let path = record
         .write_atomic(&args.setup.out)
         .with_context(|| format!("write the run record under {}", args.setup.out.display()))?;

@@ -3,10 +3,11 @@
 //!
 //! Exit codes: 0 the run completed (some attempts may have failed: see the report); 1 the run
 //! could not run; 2 bad input (including a CPU this process may not use); 3 the run completed
-//! but every attempt failed (e.g. nothing listens on the target).
+//! but no attempt of the whole run succeeded: every attempt failed (e.g. nothing listens on the
+//! target) or none could start (every scheduled start was dropped).
 
 use std::io::{IsTerminal, Write};
-use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
 use std::time::Duration;
 
@@ -23,7 +24,8 @@ const MAX_SOURCES: u128 = 65_536;
 
 /// Options of `connstorm load`.
 ///
-/// Exit codes: 0 completed; 1 could not run; 2 bad input; 3 completed but every attempt failed.
+/// Exit codes: 0 completed; 1 could not run; 2 bad input; 3 completed but every attempt failed
+/// or none could start.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Servers to connect to: HOST:PORT, comma-separated (IPv6 as `[::1]:9000`); attempts go
@@ -70,7 +72,10 @@ pub struct Args {
     #[arg(long, value_enum, default_value = "uniform")]
     pub arrival: ArrivalArg,
     /// Open loop: at most this many attempts in flight for the whole run (each holds a file
-    /// descriptor). Default: RLIMIT_NOFILE's hard limit minus 256.
+    /// descriptor); a start that finds none free waits, and is dropped after --connect-timeout.
+    /// Default: rate x connect timeout, at most 2048 per worker (thousands of sockets in flight
+    /// make every new attempt cost more system time, so a generator that falls behind would not
+    /// recover), and below RLIMIT_NOFILE's hard limit minus 256.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_in_flight: Option<u64>,
     /// Open loop: a start later than this after its scheduled time counts as `late`.
@@ -119,14 +124,7 @@ pub enum Format {
 }
 
 fn parse_target(s: &str) -> Result<SocketAddr, String> {
-    let mut addrs = s.trim().to_socket_addrs().map_err(|e| {
-        format!(
-            "invalid target {s:?} ({e}): write HOST:PORT, e.g. `127.0.0.1:9000` or `[::1]:9000`"
-        )
-    })?;
-    addrs
-        .next()
-        .ok_or_else(|| format!("target {s:?} resolves to no address"))
+    crate::units::parse_target(s)
 }
 
 /// One `--source` item: an address or an inclusive range `A-B` of one family.
@@ -221,26 +219,34 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     if let Some(b) = bar {
         b.finish_and_clear();
     }
+    let warnings: Vec<String> = report.schedule_warning().into_iter().collect();
     let mut out = std::io::stdout().lock();
     match args.format {
         Format::Json => {
             let json = serde_json::to_string_pretty(&JsonReport {
                 cpm: report.cpm(),
                 port_budget: budget.as_ref().ok(),
+                warnings: &warnings,
                 report: &report,
             })?;
             writeln!(out, "{json}")?;
+            for w in &warnings {
+                eprintln!("connstorm load: WARNING: {w}");
+            }
         }
-        Format::Text => write_text(&mut out, &report)?,
+        Format::Text => write_text(&mut out, &report, &warnings)?,
     }
     out.flush()?;
-    Ok(
-        if report.total.attempts > 0 && report.total.successes == 0 {
-            3
-        } else {
-            0
-        },
-    )
+    Ok(exit_code(&report))
+}
+
+/// 3 when no attempt of the whole run succeeded (all failed, or none could start), else 0.
+fn exit_code(report: &LoadReport) -> i32 {
+    if report.total.successes == 0 {
+        3
+    } else {
+        0
+    }
 }
 
 /// The report as `--format json` prints it.
@@ -248,6 +254,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
 struct JsonReport<'a> {
     cpm: f64,
     port_budget: Option<&'a loadgen::ports::PortBudget>,
+    /// The same WARNING lines as the text report (e.g. the generator fell behind its schedule).
+    warnings: &'a [String],
     #[serde(flatten)]
     report: &'a LoadReport,
 }
@@ -272,7 +280,17 @@ fn config(args: &Args, nofile: u64) -> anyhow::Result<LoadConfig> {
             )))
         }
         Some(m) => m,
-        None => fd_room,
+        None => match pattern {
+            Pattern::Open { rate_per_sec, .. } => {
+                let workers = args.cpus.as_ref().map_or_else(
+                    || allowed_cpus().map_or(1, |c| c.len()),
+                    |c| c.0.len(),
+                );
+                let d = loadgen::default_max_in_flight(rate_per_sec, args.connect_timeout, workers);
+                (d as u64).min(fd_room)
+            }
+            Pattern::Closed { .. } => fd_room,
+        },
     };
     if let Pattern::Closed { concurrency } = pattern {
         if u64::from(concurrency) > fd_room {
@@ -286,12 +304,22 @@ fn config(args: &Args, nofile: u64) -> anyhow::Result<LoadConfig> {
         Some(c) => c.0.clone(),
         None => allowed_cpus().context("reading this process's CPU affinity")?,
     };
-    let mut sources: Vec<IpAddr> = args
+    let mut seen = std::collections::HashSet::new();
+    let sources: Vec<IpAddr> = args
         .source
         .iter()
         .flat_map(|s| s.0.iter().copied())
+        .filter(|ip| seen.insert(*ip))
         .collect();
-    sources.dedup();
+    for ip in &sources {
+        // bind(2) to port 0 fails with EADDRNOTAVAIL for an address no interface has; catch that
+        // here rather than as a run full of "port exhaustion" failures.
+        if let Err(e) = std::net::UdpSocket::bind((*ip, 0)) {
+            return Err(bad_input(format!(
+                "--source {ip} is not an address of this host ({e}): use addresses of local interfaces (any 127.0.0.0/8 on loopback)"
+            )));
+        }
+    }
     let cfg = LoadConfig {
         targets: args.target.clone(),
         pattern,
@@ -406,7 +434,7 @@ fn fmt_ns(ns: u64) -> String {
     }
 }
 
-fn write_text(out: &mut dyn Write, r: &LoadReport) -> std::io::Result<()> {
+fn write_text(out: &mut dyn Write, r: &LoadReport, warnings: &[String]) -> std::io::Result<()> {
     let mode = match r.pattern {
         Pattern::Open { .. } => "open loop",
         Pattern::Closed { .. } => "closed loop",
@@ -445,6 +473,9 @@ fn write_text(out: &mut dyn Write, r: &LoadReport) -> std::io::Result<()> {
         r.late,
         r.dropped
     )?;
+    for w in warnings {
+        writeln!(out, "  WARNING: {w}")?;
+    }
     write_hist(
         out,
         "handshake (scheduled start -> connected)",

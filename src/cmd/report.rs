@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 use results::record::RunRecord;
-use results::report::{self, Format};
+use results::report::{self, Counters, Format};
 
 use crate::cli::bad_input;
 
@@ -39,6 +39,12 @@ pub struct Args {
         default_value = "50us,100us,250us,500us,1ms,2.5ms,5ms,10ms,100ms,1s"
     )]
     pub buckets: String,
+    /// List every kernel counter of each phase in text and Markdown (a few hundred). By default
+    /// only the design's counters (ListenOverflows, ListenDrops, TCPReqQFullDrop, ..., Tcp.*Opens,
+    /// softnet.dropped) and any other non-zero drop, overflow or retransmit counter are listed;
+    /// JSON and CSV always keep all.
+    #[arg(long)]
+    pub all_counters: bool,
     /// Also write HdrHistogram interval logs into DIR: one `<record>.<phase>.hlog` per phase,
     /// handshake untagged, service and first byte tagged (for HistogramLogProcessor).
     #[arg(long, value_name = "DIR")]
@@ -91,6 +97,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         FormatArg::Json => Format::Json,
         FormatArg::Csv => Format::Csv,
     };
-    write_output(&args.output, &report::render(&reports, format))?;
+    let counters = if args.all_counters {
+        Counters::All
+    } else {
+        Counters::Key
+    };
+    write_output(&args.output, &report::render(&reports, format, counters))?;
     Ok(0)
 }

@@ -29,14 +29,14 @@ pub enum Format {
 #[derive(Debug, Clone, clap::Args)]
 pub struct Args {
     /// Lowest offered rate, as a share of the probed peak.
-    #[arg(long, default_value = "10%")]
+    #[arg(long, default_value = "10%", allow_hyphen_values = true)]
     pub from: String,
     /// Highest offered rate, as a share of the probed peak.
-    #[arg(long, default_value = "150%")]
+    #[arg(long, default_value = "150%", allow_hyphen_values = true)]
     pub to: String,
-    /// Number of steps from --from to --to (evenly spaced).
-    #[arg(long, default_value_t = 10)]
-    pub steps: usize,
+    /// Number of steps from --from to --to (evenly spaced), 1 to 1000.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    pub steps: u64,
     /// Latency SLO on the handshake latency, e.g. `p99<1ms`, `p99.9<=500us`.
     #[arg(long, default_value = "p99<1ms")]
     pub slo: String,
@@ -70,8 +70,14 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let to = sweep::parse_percent(&args.to).map_err(|e| bad_input(format!("--to: {e}")))?;
     let max_err = sweep::parse_percent(&args.max_errors)
         .map_err(|e| bad_input(format!("--max-errors: {e}")))?;
+    if max_err > 1.0 {
+        return Err(bad_input(format!(
+            "--max-errors {} is above 100%: give a share of attempts, e.g. `0.1%`",
+            args.max_errors
+        )));
+    }
     // Check the range before running anything (with a stand-in peak).
-    sweep::step_rates(1.0, from, to, args.steps).map_err(|e| bad_input(e.to_string()))?;
+    sweep::step_rates(1.0, from, to, args.steps as usize).map_err(|e| bad_input(e.to_string()))?;
     let setup = args.setup.resolve()?;
     let _ = server::rlimit::raise_nofile();
     let stop = crate::signals::stop_flag().context("install signal handlers")?;
@@ -98,10 +104,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         move |row: &loadgen::TimelineRow| eprintln!("{}", summary::progress_line(&name, row))
     };
     match harness.run_phase(&probe, &stop, &mut progress_for("peak".into())) {
-        Ok((phase, _)) => {
-            let peak = phase.achieved_per_sec;
-            record.phases.push(phase);
-            match sweep::step_rates(peak, from, to, args.steps) {
+        Ok(out) => {
+            let peak = out.record.achieved_per_sec;
+            record.phases.push(out.record);
+            record.warnings.extend(out.warnings);
+            match sweep::step_rates(peak, from, to, args.steps as usize) {
                 Ok(rates) => {
                     for (i, rate) in rates.into_iter().enumerate() {
                         if crate::signals::stopped(&stop) {
@@ -118,7 +125,10 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
                         };
                         match harness.run_phase(&spec, &stop, &mut progress_for(spec.name.clone()))
                         {
-                            Ok((phase, _)) => record.phases.push(phase),
+                            Ok(out) => {
+                                record.phases.push(out.record);
+                                record.warnings.extend(out.warnings);
+                            }
                             Err(e) => {
                                 outcome = Err(e);
                                 break;
@@ -126,7 +136,10 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
                         }
                     }
                 }
-                Err(e) => record.warnings.push(format!("no steps run: {e}")),
+                Err(e) if !crate::signals::stopped(&stop) => {
+                    record.warnings.push(format!("no steps run: {e}"))
+                }
+                Err(_) => {}
             }
         }
         Err(e) => outcome = Err(e),
@@ -134,8 +147,6 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     drop(harness.finish());
     record.run.interrupted = crate::signals::stopped(&stop);
     record.run.wall_secs = started.elapsed().as_secs_f64();
-    let mut warn = summary::warnings(&record);
-    record.warnings.append(&mut warn);
     let path = record
         .write_atomic(&args.setup.out)
         .with_context(|| format!("write the run record under {}", args.setup.out.display()))?;
@@ -215,7 +226,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
                     );
                 }
             }
-            for w in &record.warnings {
+            for w in &summary::warnings(&record) {
                 let _ = writeln!(out, "warning: {w}");
             }
             let _ = writeln!(out, "record: {}", path.display());

@@ -93,6 +93,10 @@ pub enum Command {
         force: bool,
     },
     /// Print a preset as a sysctl.d file, a tuned profile or a kernel command line.
+    ///
+    /// Limits (`at-least`) are never lowered: a sysctl.d file gets the larger of the preset's
+    /// value and this host's current one, a tuned profile tuned's `>` (only if higher) prefix.
+    /// Entries marked manual (e.g. kernel.sched_rt_runtime_us = -1) are written commented out.
     Export {
         /// What to export.
         #[command(flatten)]
@@ -100,6 +104,9 @@ pub enum Command {
         /// Output form.
         #[arg(long = "as", value_enum)]
         format: ExportFormat,
+        /// Read current values under this root (for fixture trees).
+        #[arg(long, default_value = "/", hide = true)]
+        root: PathBuf,
     },
     /// Plan (and with --apply --yes, apply) IRQ → CPU affinity for a device's queue IRQs.
     Irq {
@@ -209,7 +216,11 @@ pub fn run(cmd: Command) -> anyhow::Result<i32> {
             netns,
             force,
         } => revert(snapshot, &state_dir, netns.as_deref(), force),
-        Command::Export { source, format } => export(&source, format),
+        Command::Export {
+            source,
+            format,
+            root,
+        } => export(&source, format, &root),
         Command::Irq {
             dev,
             plan,
@@ -262,37 +273,67 @@ fn op_sign(op: Op) -> &'static str {
     }
 }
 
-fn print_rows(out: &mut impl Write, rows: &[Row]) -> std::io::Result<()> {
-    let kw = rows
-        .iter()
-        .map(|r| r.entry.key.as_str().len())
-        .max()
-        .unwrap_or(3)
-        .max(3);
-    writeln!(
-        out,
-        "{:<kw$}  {:<6}  {:<22}  {:<22}  {:<18}  reason",
-        "key", "scope", "current", "recommended", "status"
-    )?;
+/// Writes an aligned table: every column as wide as its widest cell or header, two spaces
+/// apart, the last column (free text) unpadded. Widths count characters, not bytes.
+fn print_table(
+    out: &mut impl Write,
+    headers: &[&str],
+    rows: &[Vec<String>],
+) -> std::io::Result<()> {
+    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
     for r in rows {
-        let rec = format!("{}{}", op_sign(r.entry.op), r.entry.value);
-        let why = if r.note.is_empty() {
-            r.entry.reason.clone()
-        } else {
-            format!("{} — {}", r.note, r.entry.reason)
-        };
-        writeln!(
-            out,
-            "{:<kw$}  {:<6}  {:<22}  {:<22}  {:<18}  {}",
-            r.entry.key.as_str(),
-            r.scope.to_string(),
-            r.current.as_deref().unwrap_or("-"),
-            rec,
-            r.status.label(),
-            why
-        )?;
+        for (w, c) in widths.iter_mut().zip(r) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let line = |cells: &[String]| {
+        let last = cells.len().saturating_sub(1);
+        let padded: Vec<String> = cells
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                if i == last {
+                    c.clone()
+                } else {
+                    let fill = widths[i].saturating_sub(c.chars().count());
+                    format!("{c}{}", " ".repeat(fill))
+                }
+            })
+            .collect();
+        padded.join("  ").trim_end().to_string()
+    };
+    let header: Vec<String> = headers.iter().map(|h| (*h).to_string()).collect();
+    writeln!(out, "{}", line(&header))?;
+    for r in rows {
+        writeln!(out, "{}", line(r))?;
     }
     Ok(())
+}
+
+fn print_rows(out: &mut impl Write, rows: &[Row]) -> std::io::Result<()> {
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            let why = if r.note.is_empty() {
+                r.entry.reason.clone()
+            } else {
+                format!("{} — {}", r.note, r.entry.reason)
+            };
+            vec![
+                r.entry.key.as_str().to_string(),
+                r.scope.to_string(),
+                r.current.as_deref().unwrap_or("-").to_string(),
+                format!("{}{}", op_sign(r.entry.op), r.entry.value),
+                r.status.label().to_string(),
+                why,
+            ]
+        })
+        .collect();
+    print_table(
+        out,
+        &["key", "scope", "current", "recommended", "status", "reason"],
+        &cells,
+    )
 }
 
 fn print_findings(out: &mut impl Write, f: &[Finding]) -> std::io::Result<()> {
@@ -475,50 +516,14 @@ fn revert(
     Ok(0)
 }
 
-fn export(source: &Source, format: ExportFormat) -> anyhow::Result<i32> {
+fn export(source: &Source, format: ExportFormat, root: &Path) -> anyhow::Result<i32> {
     let p = require(source)?;
-    let mut out = std::io::stdout().lock();
-    match format {
-        ExportFormat::SysctlD => {
-            writeln!(out, "# connstorm preset {}: {}", p.name, p.description)?;
-            for e in &p.sysctls {
-                writeln!(out, "\n# {} ({})", e.reason, e.source)?;
-                if e.op != Op::Set {
-                    writeln!(
-                        out,
-                        "# recommended {} {}; this file sets it exactly",
-                        op_sign(e.op),
-                        e.value
-                    )?;
-                }
-                writeln!(
-                    out,
-                    "{}{} = {}",
-                    if e.optional { "-" } else { "" },
-                    e.key,
-                    e.value
-                )?;
-            }
-        }
-        ExportFormat::Tuned => {
-            writeln!(out, "# tuned.conf generated by connstorm from preset {}\n[main]\nsummary={}\n\n[sysctl]", p.name, p.description)?;
-            for e in &p.sysctls {
-                let v = if e.op == Op::AtLeast {
-                    format!(">{}", e.value)
-                } else {
-                    e.value.clone()
-                };
-                writeln!(out, "{}={}", e.key, v)?;
-            }
-            if !p.cmdline.is_empty() {
-                let params: Vec<&str> = p.cmdline.iter().map(|c| c.param.as_str()).collect();
-                writeln!(
-                    out,
-                    "\n[bootloader]\ncmdline_connstorm=+{}",
-                    params.join(" ")
-                )?;
-            }
-        }
+    let io = ProcSys {
+        root: root.to_path_buf(),
+    };
+    let text = match format {
+        ExportFormat::SysctlD => tuning::export::sysctl_d(&p, &io),
+        ExportFormat::Tuned => tuning::export::tuned(&p, &io),
         ExportFormat::Cmdline => {
             if p.cmdline.is_empty() {
                 eprintln!(
@@ -526,10 +531,10 @@ fn export(source: &Source, format: ExportFormat) -> anyhow::Result<i32> {
                     p.name
                 );
             }
-            let params: Vec<&str> = p.cmdline.iter().map(|c| c.param.as_str()).collect();
-            writeln!(out, "{}", params.join(" "))?;
+            format!("{}\n", tuning::export::cmdline(&p))
         }
-    }
+    };
+    std::io::stdout().lock().write_all(text.as_bytes())?;
     Ok(0)
 }
 
@@ -616,26 +621,28 @@ fn kernel(
     let (rows, findings) = kconfig::audit(&cfg, prof, &Runtime::read(root, false));
     let mut out = std::io::stdout().lock();
     writeln!(out, "kernel config {} for profile {prof:?}:", cfg.origin)?;
-    writeln!(
-        out,
-        "{:<38}  {:<28}  {:<34}  {:<5}  why",
-        "item", "current", "recommended", ""
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            vec![
+                r.item.clone(),
+                r.current.clone(),
+                r.recommended.clone(),
+                if r.severity == Severity::Info {
+                    "ok"
+                } else {
+                    "off"
+                }
+                .to_string(),
+                r.why.clone(),
+            ]
+        })
+        .collect();
+    print_table(
+        &mut out,
+        &["item", "current", "recommended", "status", "why"],
+        &cells,
     )?;
-    for r in &rows {
-        writeln!(
-            out,
-            "{:<38}  {:<28}  {:<34}  {:<5}  {}",
-            r.item,
-            r.current,
-            r.recommended,
-            if r.severity == Severity::Info {
-                "ok"
-            } else {
-                "off"
-            },
-            r.why
-        )?;
-    }
     print_findings(&mut out, &findings)?;
     let off = rows.iter().any(|r| r.severity > Severity::Info)
         || findings.iter().any(|f| f.severity > Severity::Info);

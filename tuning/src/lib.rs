@@ -8,7 +8,7 @@
 //! - [`placement`]: the CPU planner behind `--cpus auto`;
 //! - sysctls: [`sysctl`] (key validation, per-netns vs global, read/write), [`preset`] (preset and
 //!   sysctl.conf files), [`plan`] (check → plan → apply → revert) and [`snapshot`] (the saved
-//!   values, written atomically);
+//!   values, written atomically), [`export`] (presets as sysctl.d files and tuned profiles);
 //! - [`irq`]: IRQ → CPU plans; [`kconfig`]: kernel config audit; [`doctor`]: one-screen summary
 //!   built from [`finding::Finding`]s; [`netns`]: entering a named network namespace (setns).
 //!
@@ -20,6 +20,7 @@ pub mod cmdline;
 pub mod counters;
 pub mod cpulist;
 pub mod doctor;
+pub mod export;
 pub mod finding;
 pub mod host;
 pub mod irq;

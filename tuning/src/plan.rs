@@ -76,12 +76,15 @@ pub enum Status {
     Refused,
     /// Reading failed.
     Unreadable(String),
+    /// A `manual` entry differs: only right under the condition in its reason, so apply leaves
+    /// it to the user.
+    Manual,
 }
 
 impl Status {
     /// True when `check --strict` should fail on it.
     pub fn is_off(&self) -> bool {
-        !matches!(self, Status::Ok)
+        !matches!(self, Status::Ok | Status::Manual)
     }
     /// True when apply writes it.
     pub fn needs_write(&self) -> bool {
@@ -98,6 +101,7 @@ impl Status {
             Status::ReadOnly => "read-only",
             Status::Refused => "refused (global)",
             Status::Unreadable(_) => "unreadable",
+            Status::Manual => "manual (not applied)",
         }
     }
 }
@@ -176,7 +180,7 @@ fn compare(e: &Entry, current: &str) -> (Status, String) {
 }
 
 /// The value to write for `e` given the current value (see [`Row::target`]).
-fn target_value(e: &Entry, current: Option<&str>) -> String {
+pub(crate) fn target_value(e: &Entry, current: Option<&str>) -> String {
     let (Some(c), Some(w)) = (current.and_then(numbers), numbers(&e.value)) else {
         return e.value.clone();
     };
@@ -222,7 +226,7 @@ pub fn check(preset: &Preset, io: &dyn SysctlIo, netns_only: bool) -> Vec<Row> {
         .map(|e| {
             let scope = e.key.scope();
             let (current, status, note) = match io.read(&e.key) {
-                Err(SysctlError::Missing { .. }) if e.optional => {
+                Err(SysctlError::Missing { .. }) if e.optional || e.manual => {
                     (None, Status::MissingOptional, "not on this kernel; optional".to_string())
                 }
                 Err(SysctlError::Missing { .. }) => (
@@ -237,7 +241,10 @@ pub fn check(preset: &Preset, io: &dyn SysctlIo, netns_only: bool) -> Vec<Row> {
                 Err(err) => (None, Status::Unreadable(err.to_string()), err.to_string()),
                 Ok(cur) => {
                     let (mut status, mut note) = compare(e, &cur);
-                    if status.needs_write() && netns_only && scope == Scope::Global {
+                    if e.manual && status != Status::Ok {
+                        status = Status::Manual;
+                        note = "never applied: set it by hand when the reason holds".into();
+                    } else if status.needs_write() && netns_only && scope == Scope::Global {
                         status = Status::Refused;
                         note = "global key: changing it would affect the whole host, refused in --netns mode".into();
                     } else if status.needs_write() && !io.writable(&e.key) {
@@ -260,7 +267,7 @@ pub struct ApplyReport {
     pub snapshot: Option<PathBuf>,
     /// Keys changed, with old and new values.
     pub changed: Vec<(Key, String, String)>,
-    /// Rows not applied and why (refused, optional missing).
+    /// Rows not applied and why (refused, optional missing, manual).
     pub skipped: Vec<(Key, String)>,
 }
 
@@ -277,7 +284,7 @@ pub enum ApplyError {
     #[error("nothing changed: could not save the snapshot: {0}")]
     Snapshot(#[from] SnapshotError),
     /// A write or read-back failed midway; what was changed before it was restored.
-    #[error("writing {key} failed: {cause}; restored {} key(s) already changed{}; snapshot kept at {}", .restored.len(), if .restore_failures.is_empty() { String::new() } else { format!(", but could NOT restore: {}", .restore_failures.iter().map(|(k, e)| format!("{k} ({e})")).collect::<Vec<_>>().join(", ")) }, .snapshot.display())]
+    #[error("writing {key} failed: {cause}; restored {} key(s) already changed{}", .restored.len(), match .snapshot { None => "; nothing is left changed (snapshot removed)".to_string(), Some(s) => format!(", but could NOT restore: {}; run `connstorm tune revert {}`", .restore_failures.iter().map(|(k, e)| format!("{k} ({e})")).collect::<Vec<_>>().join(", "), s.display()) })]
     WriteFailed {
         /// The key that failed.
         key: Key,
@@ -287,8 +294,10 @@ pub enum ApplyError {
         restored: Vec<Key>,
         /// Keys that could not be restored (run `connstorm tune revert`).
         restore_failures: Vec<(Key, String)>,
-        /// The snapshot file with the old values.
-        snapshot: PathBuf,
+        /// The snapshot file with the old values, kept only when some key could not be restored
+        /// (otherwise it is removed, so it cannot shadow an earlier apply's snapshot for
+        /// `tune revert`).
+        snapshot: Option<PathBuf>,
     },
 }
 
@@ -320,7 +329,12 @@ pub fn apply(
     }
     let skipped = rows
         .iter()
-        .filter(|r| matches!(r.status, Status::Refused | Status::MissingOptional))
+        .filter(|r| {
+            matches!(
+                r.status,
+                Status::Refused | Status::MissingOptional | Status::Manual
+            )
+        })
         .map(|r| (r.entry.key.clone(), r.note.clone()))
         .collect();
     let todo: Vec<&Row> = rows.iter().filter(|r| r.status.needs_write()).collect();
@@ -365,6 +379,14 @@ pub fn apply(
                 io,
                 changed.iter().rev().map(|(k, old, _)| (k, old.as_str())),
             );
+            let snapshot = if restore_failures.is_empty() {
+                // Nothing is left changed: this snapshot must not become the one `tune revert`
+                // picks by default instead of an earlier, successful apply's.
+                let _ = std::fs::remove_file(&snapshot);
+                None
+            } else {
+                Some(snapshot)
+            };
             return Err(ApplyError::WriteFailed {
                 key: key.clone(),
                 cause,
@@ -497,6 +519,7 @@ mod tests {
             value: value.into(),
             op,
             optional: false,
+            manual: false,
             reason: "r".into(),
             source: "s".into(),
             line: 1,

@@ -11,6 +11,8 @@
 //! value = 65535            # integer or string ("1024 65535")
 //! op = "at-least"          # "set" (default): exactly; "at-least": a limit never lowered; "at-most"
 //! optional = false         # true: missing on this kernel is reported but not an error
+//! manual = false           # true: only right under the condition in `reason`; never applied,
+//!                          # exported commented out
 //! reason = "listen() backlogs are capped to somaxconn"
 //! source = "Documentation/networking/ip-sysctl.rst"
 //!
@@ -55,6 +57,10 @@ pub struct Entry {
     pub op: Op,
     /// Missing on this kernel is not an error (sysctl.conf `-` prefix).
     pub optional: bool,
+    /// Only right under a condition its reason states (e.g. isolated CPUs and a watchdog):
+    /// `check` shows it, `apply` never writes it, exports write it commented out.
+    #[serde(default)]
+    pub manual: bool,
     /// Why.
     pub reason: String,
     /// Where the recommendation comes from (kernel doc, man page, tuned profile).
@@ -167,6 +173,8 @@ struct RawEntry {
     op: Op,
     #[serde(default)]
     optional: bool,
+    #[serde(default)]
+    manual: bool,
     reason: String,
     source: String,
 }
@@ -242,6 +250,7 @@ impl Preset {
                 value,
                 op: r.op,
                 optional: r.optional,
+                manual: r.manual,
                 reason: r.reason,
                 source: r.source,
                 line,
@@ -303,6 +312,7 @@ impl Preset {
                 value,
                 op: Op::Set,
                 optional,
+                manual: false,
                 reason: format!("from {origin}"),
                 source: origin.to_string(),
                 line,

@@ -80,8 +80,13 @@ pub fn blocks(c: &Comparison) -> Vec<Block> {
             Direction::HigherIsBetter => "higher is better",
             Direction::LowerIsBetter => "lower is better",
         };
+        let label = if m.phase.is_empty() {
+            format!("{} ({better})", m.name)
+        } else {
+            format!("{} ({} phase, {better})", m.name, m.phase)
+        };
         t.row([
-            format!("{} ({better})", m.name),
+            label,
             side(&m.a),
             side(&m.b),
             pct(m.relative_change),
@@ -112,13 +117,14 @@ mod tests {
 
     #[test]
     fn text_names_the_method_metric_direction_and_verdict() {
-        let m = compare_samples(
+        let mut m = compare_samples(
             "connections/s",
             "conn/s",
             Direction::HigherIsBetter,
             &[100.0, 101.0, 99.0],
             &[110.0, 111.0, 109.0],
         );
+        m.phase = "peak".into();
         let c = Comparison {
             method: "95% CI ... percentile bootstrap".into(),
             a_labels: vec!["off".into(); 3],
@@ -130,14 +136,15 @@ mod tests {
         for needle in [
             "bootstrap",
             "off (3 trials)",
-            "connections/s (higher is better)",
+            "connections/s (peak phase, higher is better)",
             "+10.0%",
             "better",
             "100.0 [99.0 – 101.0] conn/s",
         ] {
             assert!(text.contains(needle), "{needle:?} missing:\n{text}");
         }
-        assert!(render(&c, Format::Markdown).contains("| connections/s (higher is better) |"));
+        assert!(render(&c, Format::Markdown)
+            .contains("| connections/s (peak phase, higher is better) |"));
         let json: serde_json::Value = serde_json::from_str(&render(&c, Format::Json)).unwrap();
         assert_eq!(json["metrics"][0]["verdict"], "better");
     }

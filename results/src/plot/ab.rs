@@ -10,8 +10,8 @@ use crate::stats::median;
 
 /// The panels: index into [`METRICS`] and axis label.
 const PANELS: [(usize, &str); 2] = [
-    (0, "connections/s (higher is better)"),
-    (2, "handshake p99 (µs, lower is better)"),
+    (0, "connections/s, peak phase (higher is better)"),
+    (2, "handshake p99, latency phase (µs, lower is better)"),
 ];
 
 fn values(side: &[Named<'_>], metric: usize) -> Vec<f64> {

@@ -4,12 +4,58 @@ use hdrhistogram::Histogram;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::{color, headroom, latency_unit, DrawResult, Named, Problem};
+use super::{color, latency_unit, DrawResult, Named, Problem};
 use crate::compare::latency_phase;
 use crate::record::Latency;
 
 /// Highest x drawn: 10^-5 tail, i.e. p99.999.
 const MAX_NINES: f64 = 5.0;
+
+/// Right margin, px: half the width of the widest x label (`99.999%`) plus some air.
+const RIGHT_MARGIN_PX: u32 = 45;
+
+/// The y range of a log axis holding `min..=max` (in the axis unit): from the power of ten at
+/// or below `min` (at least 0.001, so a zero latency still has a place) to 1.25 × `max`.
+pub fn y_range(min: f64, max: f64) -> (f64, f64) {
+    let min = if min.is_finite() && min > 0.0 {
+        min
+    } else {
+        1.0
+    };
+    let lo = 10f64.powf(min.log10().floor()).max(1e-3);
+    let hi = if max.is_finite() && max > lo {
+        max * 1.25
+    } else {
+        lo * 10.0
+    };
+    (lo, hi)
+}
+
+/// Labelled y values of a log axis: 1, 2 and 5 × each power of ten within `lo..=hi`.
+pub fn y_key_points(lo: f64, hi: f64) -> Vec<f64> {
+    let mut out = Vec::new();
+    let mut decade = 10f64.powf(lo.log10().floor());
+    while decade <= hi {
+        for m in [1.0, 2.0, 5.0] {
+            let v = decade * m;
+            if v >= lo * (1.0 - 1e-9) && v <= hi {
+                out.push(v);
+            }
+        }
+        decade *= 10.0;
+    }
+    out
+}
+
+/// An axis value without noise digits: `0.5`, `20`, `1500`.
+fn axis_value(v: f64) -> String {
+    if v >= 10.0 {
+        format!("{v:.0}")
+    } else {
+        let s = format!("{v:.3}");
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    }
+}
 
 /// Label of x = log10(1/(1-p)): `0%`, `90%`, `99%`, `99.9%`, `99.99%`.
 pub fn percentile_label(x: f64) -> String {
@@ -64,33 +110,41 @@ where
     if series.is_empty() {
         return Err(Problem::Empty("no record has latency samples".into()));
     }
-    let max_ns = series
-        .iter()
-        .flat_map(|(_, p)| p.iter().map(|&(_, y)| y))
-        .fold(0.0, f64::max);
+    let ys = || series.iter().flat_map(|(_, p)| p.iter().map(|&(_, y)| y));
+    let max_ns = ys().fold(0.0, f64::max);
+    let min_ns = ys().filter(|&y| y > 0.0).fold(f64::INFINITY, f64::min);
     let max_x = series
         .iter()
         .flat_map(|(_, p)| p.last().map(|&(x, _)| x))
         .fold(1.0, f64::max);
     let (unit, div) = latency_unit(max_ns);
+    let (y_lo, y_hi) = y_range(min_ns / div, max_ns / div);
     let mut chart = ChartBuilder::on(root)
         .caption("Latency by percentile", ("sans-serif", 24))
         .margin(15)
+        // Room for the last x label (`99.999%`), which is centred on the right edge.
+        .margin_right(RIGHT_MARGIN_PX)
         .x_label_area_size(45)
         .y_label_area_size(70)
-        .build_cartesian_2d(0.0..max_x, 0.0..headroom(max_ns / div, 1.0))?;
+        .build_cartesian_2d(
+            0.0..max_x,
+            (y_lo..y_hi)
+                .log_scale()
+                .with_key_points(y_key_points(y_lo, y_hi)),
+        )?;
     chart
         .configure_mesh()
         .x_desc("percentile (log scale of 1/(1-p))")
-        .y_desc(format!("latency ({unit})"))
+        .y_desc(format!("latency ({unit}, log scale)"))
         .x_labels(max_x.ceil() as usize + 1)
         .x_label_formatter(&|x| percentile_label(*x))
+        .y_label_formatter(&|y| axis_value(*y))
         .draw()?;
     for (i, (name, pts)) in series.into_iter().enumerate() {
         let c = color(i);
         chart
             .draw_series(LineSeries::new(
-                pts.into_iter().map(|(x, y)| (x, y / div)),
+                pts.into_iter().map(|(x, y)| (x, (y / div).max(y_lo))),
                 c.stroke_width(2),
             ))?
             .label(name)
@@ -117,6 +171,15 @@ mod tests {
             .collect();
         assert_eq!(labels, ["0%", "90%", "99%", "99.9%", "99.99%"]);
         assert_eq!(percentile_label(std::f64::consts::LOG10_2), "50%");
+    }
+
+    #[test]
+    fn y_range_spans_decades_from_a_power_of_ten() {
+        assert_eq!(y_range(23.0, 4_000.0), (10.0, 5_000.0));
+        assert_eq!(y_range(0.0, 0.0), (1.0, 10.0));
+        assert_eq!(y_key_points(10.0, 275.0), [10.0, 20.0, 50.0, 100.0, 200.0]);
+        assert_eq!(axis_value(0.5), "0.5");
+        assert_eq!(axis_value(2000.0), "2000");
     }
 
     #[test]

@@ -48,7 +48,7 @@ fn spectrum_overlays_records_with_percentile_and_unit_labels() {
     )
     .unwrap();
     for needle in [
-        "latency (µs)",
+        "latency (µs, log scale)",
         "percentile",
         "90%",
         "99%",
@@ -142,8 +142,8 @@ fn ab_plot_names_both_sides_and_metrics() {
     let b = [named("on", &rec), named("on", &rec)];
     let svg = svg(Kind::Ab, &a, &b).unwrap();
     for needle in [
-        "connections/s (higher is better)",
-        "handshake p99 (µs, lower is better)",
+        "connections/s, peak phase (higher is better)",
+        "handshake p99, latency phase (µs, lower is better)",
         "A: off",
         "B: on",
     ] {
@@ -229,4 +229,49 @@ fn png_is_written_and_other_extensions_are_refused() {
     .unwrap_err();
     assert!(matches!(err, PlotError::Format { .. }), "{err}");
     assert!(err.to_string().contains("x.gif"));
+}
+
+/// The x attribute and text of every `<text>` element.
+fn text_positions(svg: &str) -> Vec<(f64, String)> {
+    let mut out = Vec::new();
+    for (piece, text) in svg.split("<text").skip(1).zip(texts(svg)) {
+        let x = piece
+            .split_once(" x=\"")
+            .and_then(|(_, rest)| rest.split_once('"'))
+            .and_then(|(x, _)| x.parse().ok());
+        if let Some(x) = x {
+            out.push((x, text));
+        }
+    }
+    out
+}
+
+#[test]
+fn spectrum_last_percentile_label_is_not_cut_off() {
+    let mut rec = RunRecord::example();
+    let mut h = crate::histogram::new_latency_histogram();
+    for v in 1..=200_000u64 {
+        h.record(20_000 + v).unwrap();
+    }
+    rec.phases[1].histograms = Histograms::encode(&h, &h, None);
+    let svg = svg_of(Kind::Spectrum, &rec);
+    let (x, label) = text_positions(&svg)
+        .into_iter()
+        .find(|(_, t)| t.trim() == "99.999%")
+        .unwrap_or_else(|| panic!("no 99.999% label in {:?}", texts(&svg)));
+    // Centred on x; 7 characters of a 12-14 px font are under 50 px wide.
+    let half_width = 25.0;
+    assert!(
+        x + half_width <= f64::from(SIZE.0),
+        "{label:?} at x = {x} runs past the right edge {}",
+        SIZE.0
+    );
+    let y_labels: Vec<String> = texts(&svg)
+        .iter()
+        .map(|t| t.trim().to_string())
+        .filter(|t| t.parse::<f64>().is_ok())
+        .collect();
+    let mut unique = y_labels.clone();
+    unique.dedup();
+    assert_eq!(unique, y_labels, "no repeated y labels");
 }

@@ -313,15 +313,8 @@ impl PhaseRecord {
     pub fn drops(&self) -> Vec<(&str, i64)> {
         self.counters
             .iter()
-            .filter(|(k, v)| **v != 0 && is_drop_counter(k))
+            .filter(|(k, v)| **v != 0 && super::is_drop_counter(k))
             .map(|(k, v)| (k.as_str(), *v))
             .collect()
     }
-}
-
-/// Whether a counter name denotes lost or retried handshakes (a different experiment).
-pub fn is_drop_counter(name: &str) -> bool {
-    ["Drop", "Overflow", "dropped", "Retrans", "ookies"]
-        .iter()
-        .any(|p| name.contains(p))
 }

@@ -3,9 +3,9 @@
 use std::collections::BTreeMap;
 
 use super::table::{Block, Table};
-use super::{PhaseReport, RecordReport};
+use super::{Counters, PhaseReport, RecordReport};
 use crate::histogram::format_ns;
-use crate::record::SideCpu;
+use crate::record::{is_drop_counter, SideCpu, KEY_COUNTERS};
 
 /// Formats a CPU list compactly: `0-3,8,10-11`.
 pub fn cpulist(cpus: &[usize]) -> String {
@@ -173,7 +173,7 @@ fn cpu_row(t: &mut Table, side: &str, c: &SideCpu) {
     ]);
 }
 
-fn phase_blocks(p: &PhaseReport, out: &mut Vec<Block>) {
+fn phase_blocks(p: &PhaseReport, counters: Counters, out: &mut Vec<Block>) {
     out.push(Block::Heading(
         2,
         format!(
@@ -223,14 +223,7 @@ fn phase_blocks(p: &PhaseReport, out: &mut Vec<Block>) {
             errno_list(&s.accept_errors)
         )));
     }
-    if !p.counters.is_empty() {
-        let c: Vec<String> = p
-            .counters
-            .iter()
-            .map(|(k, v)| format!("{k} {v:+}"))
-            .collect();
-        out.push(Block::Line(format!("kernel counters: {}", c.join(", "))));
-    }
+    counter_blocks(p, counters, out);
     if let Some(x) = &p.cross_check {
         let opt = |v: Option<i64>| v.map_or("-".to_string(), |v| v.to_string());
         let line = format!(
@@ -250,8 +243,43 @@ fn phase_blocks(p: &PhaseReport, out: &mut Vec<Block>) {
     }
 }
 
-/// The document for a list of record reports.
-pub fn blocks(reports: &[RecordReport]) -> Vec<Block> {
+/// The kernel counters line of a phase: with [`Counters::Key`] the design's counters the record
+/// has (in their order) and other non-zero drop counters, then how many were left out.
+fn counter_blocks(p: &PhaseReport, counters: Counters, out: &mut Vec<Block>) {
+    if p.counters.is_empty() {
+        return;
+    }
+    let shown: Vec<(&str, i64)> = match counters {
+        Counters::All => p.counters.iter().map(|(k, v)| (k.as_str(), *v)).collect(),
+        Counters::Key => KEY_COUNTERS
+            .iter()
+            .filter_map(|k| p.counters.get(*k).map(|v| (*k, *v)))
+            .chain(
+                p.counters
+                    .iter()
+                    .filter(|(k, v)| {
+                        **v != 0 && is_drop_counter(k) && !KEY_COUNTERS.contains(&k.as_str())
+                    })
+                    .map(|(k, v)| (k.as_str(), *v)),
+            )
+            .collect(),
+    };
+    let listed = shown.len();
+    let c: Vec<String> = shown.iter().map(|(k, v)| format!("{k} {v:+}")).collect();
+    let hidden = p.counters.len().saturating_sub(listed);
+    let rest = if hidden > 0 {
+        format!(" ({hidden} more, zero or not drops: --all-counters lists them)")
+    } else {
+        String::new()
+    };
+    out.push(Block::Line(format!(
+        "kernel counters: {}{rest}",
+        c.join(", ")
+    )));
+}
+
+/// The document for a list of record reports; `counters` picks the kernel counters listed.
+pub fn blocks(reports: &[RecordReport], counters: Counters) -> Vec<Block> {
     let mut out = Vec::new();
     for r in reports {
         let title = if r.label.is_empty() {
@@ -273,7 +301,7 @@ pub fn blocks(reports: &[RecordReport]) -> Vec<Block> {
             out.push(Block::Warning(w.clone()));
         }
         for p in &r.phases {
-            phase_blocks(p, &mut out);
+            phase_blocks(p, counters, &mut out);
         }
     }
     out

@@ -171,7 +171,15 @@ fn a_write_failing_midway_restores_every_value() {
         assert_eq!(key.as_str(), "net.ipv4.ip_local_port_range");
         assert_eq!(restored.len(), 3);
         assert!(restore_failures.is_empty());
-        assert!(snapshot.exists());
+        assert!(
+            snapshot.is_none(),
+            "a fully rolled-back apply leaves no snapshot behind"
+        );
+        assert_eq!(
+            std::fs::read_dir(&state_dir).unwrap().count(),
+            0,
+            "so `tune revert` still finds an earlier apply's snapshot"
+        );
         assert!(err.to_string().contains("restored 3 key(s)"), "{err}");
         let after: Vec<String> = keys
             .iter()
