@@ -266,13 +266,27 @@ pub fn compare(a: &[RunRecord], b: &[RunRecord]) -> Comparison {
                 "{side}: {interrupted} trial(s) were interrupted (Ctrl-C)"
             ));
         }
-        let with_drops = recs
-            .iter()
-            .filter(|r| r.phases.iter().any(|p| !p.drops().is_empty()))
-            .count();
+        let flagged = |retransmit: bool| {
+            recs.iter()
+                .filter(|r| {
+                    r.phases.iter().any(|p| {
+                        p.drops()
+                            .iter()
+                            .any(|(k, _)| crate::record::is_retransmit_counter(k) == retransmit)
+                    })
+                })
+                .count()
+        };
+        let with_drops = flagged(false);
         if with_drops > 0 {
             notes.push(format!(
-                "{side}: {with_drops} trial(s) had kernel drops (accept queue, SYN backlog or softnet): a different experiment"
+                "{side}: {with_drops} trial(s) had kernel drops or overflows (see `connstorm report`): a different experiment"
+            ));
+        }
+        let with_retrans = flagged(true);
+        if with_retrans > 0 {
+            notes.push(format!(
+                "{side}: {with_retrans} trial(s) had SYN/SYN-ACK retransmits (see `connstorm report`)"
             ));
         }
     }

@@ -40,6 +40,10 @@ use crate::timestamp;
 /// misread; adding an optional field does not bump it.
 pub const SCHEMA_VERSION: u32 = 1;
 
+/// Largest record file [`RunRecord::read`] accepts (256 MiB; a 10-minute run's record is a few
+/// MiB): a device or a wrong file must not exhaust memory.
+pub const MAX_RECORD_BYTES: u64 = 256 << 20;
+
 /// Oldest record format this build still reads.
 pub const OLDEST_READABLE_SCHEMA_VERSION: u32 = 1;
 
@@ -182,10 +186,32 @@ impl RunRecord {
     /// (missing field or wrong type, the message names the field), [`RecordError::Histogram`]
     /// (a histogram does not decode).
     pub fn read(path: &Path) -> Result<RunRecord, RecordError> {
-        let bytes = fs::read(path).map_err(|source| RecordError::Read {
+        use std::io::Read as _;
+        let err = |source: std::io::Error| RecordError::Read {
             path: path.to_path_buf(),
             source,
-        })?;
+        };
+        let mut file = fs::File::open(path).map_err(err)?;
+        let meta = file.metadata().map_err(err)?;
+        if !meta.is_file() {
+            return Err(err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "not a regular file (a record is a .json file written by `connstorm bench`)",
+            )));
+        }
+        if meta.len() > MAX_RECORD_BYTES {
+            return Err(err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!(
+                    "{} bytes is larger than any run record ({MAX_RECORD_BYTES} bytes at most)",
+                    meta.len()
+                ),
+            )));
+        }
+        let mut bytes = Vec::with_capacity(meta.len() as usize);
+        file.take(MAX_RECORD_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .map_err(err)?;
         RunRecord::from_slice(&bytes, path)
     }
 
@@ -275,6 +301,15 @@ mod tests {
         // Nothing but the record is left in the directory.
         let entries: Vec<_> = fs::read_dir(path.parent().unwrap()).unwrap().collect();
         assert_eq!(entries.len(), 1);
+    }
+
+    #[test]
+    fn devices_and_directories_are_refused_without_reading_them() {
+        for p in ["/dev/zero", "/dev/urandom", "/tmp"] {
+            let err = RunRecord::read(Path::new(p)).unwrap_err();
+            assert!(matches!(err, RecordError::Read { .. }), "{p}: {err}");
+            assert!(err.to_string().contains(p), "{err}");
+        }
     }
 
     #[test]
