@@ -191,7 +191,7 @@ impl RunRecord {
             path: path.to_path_buf(),
             source,
         };
-        let mut file = fs::File::open(path).map_err(err)?;
+        let file = fs::File::open(path).map_err(err)?;
         let meta = file.metadata().map_err(err)?;
         if !meta.is_file() {
             return Err(err(std::io::Error::new(
