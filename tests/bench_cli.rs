@@ -291,6 +291,17 @@ fn bad_options_exit_2_with_one_clear_line() {
         (&["sweep", "--from", "90%", "--to", "10%"], "--from"),
         (&["ab", "--trials", "1"], "nothing distinguishes"),
         (&["ab", "--toggle", "sysctl:../etc/passwd=1,2"], "toggle"),
+        (
+            &[
+                "ab",
+                "--netns",
+                "--toggle",
+                "sysctl:net.ipv4.tcp_timestamps=1,0",
+            ],
+            "per network namespace",
+        ),
+        (&["bench", "--target", "127.0.0.1:0"], "port 0"),
+        (&["bench", "--server-cpus", "0,0"], "more than once"),
     ];
     for (args, needle) in cases {
         let out = run(args);

@@ -162,6 +162,13 @@ impl LoadReport {
         } else {
             String::new()
         };
+        if self.dropped == 0 {
+            return Some(format!(
+                "{late_pct:.1}% of starts were late (behind schedule by more than the late threshold, 1 ms by default): \
+                 their handshake latency includes that generator lag; all {} scheduled starts ran",
+                self.offered
+            ));
+        }
         Some(format!(
             "the generator fell behind its schedule: {late_pct:.1}% of starts late, {} of {} scheduled starts dropped{full} \
              — achieved rate and latency reflect the generator, not only the server; lower --rate, add --cpus, \

@@ -256,6 +256,20 @@ pub fn compare(a: &[RunRecord], b: &[RunRecord]) -> Comparison {
         }
     }
     notes.push(phase_note(a.iter().chain(b)));
+    let offered = |recs: &[RunRecord]| {
+        let v: Vec<f64> = recs
+            .iter()
+            .filter_map(|r| latency_phase(r).and_then(|p| p.offered_per_sec))
+            .collect();
+        (!v.is_empty()).then(|| stats::median(&v))
+    };
+    if let (Some(oa), Some(ob)) = (offered(a), offered(b)) {
+        if (oa - ob).abs() > 0.05 * oa.max(ob) {
+            notes.push(format!(
+                "latency figures compare different offered rates (A {oa:.0}/s, B {ob:.0}/s, medians; each side's latency phase ran at 80% of its own peak): latency depends on load, so give both sides the same --rate for a like-for-like latency comparison"
+            ));
+        }
+    }
     if metrics.iter().any(|m| m.name == "sys %") {
         notes.push(SYS_PCT_MEANING.to_string());
     }

@@ -411,12 +411,21 @@ impl Harness {
                 passive,
                 other_passive,
             );
+            let abandoned = report.total.abandoned;
             if acc != successes {
-                // Each handshake the client completed must have been accepted (we drain the queue).
-                agree = false;
-                notes.push(format!(
-                    "server accepted {acc} but the load completed {successes} handshakes"
-                ));
+                if report.interrupted && acc > successes && acc - successes <= abandoned {
+                    // Ctrl-C abandoned attempts whose handshake the server side had completed.
+                    notes.push(format!(
+                        "interrupted: {} of the {abandoned} attempts abandoned at Ctrl-C had completed their handshake on the server side",
+                        acc - successes
+                    ));
+                } else {
+                    // Each handshake the client completed must have been accepted (we drain the queue).
+                    agree = false;
+                    notes.push(format!(
+                        "server accepted {acc} but the load completed {successes} handshakes"
+                    ));
+                }
             }
         }
         let note = if notes.is_empty() {

@@ -60,6 +60,15 @@ impl NsPair {
         let pid = std::process::id();
         let server = format!("connstorm-{pid}-srv");
         let load = format!("connstorm-{pid}-load");
+        // Registered before the first namespace exists: a second Ctrl-C at any point of the
+        // setup must not leave one behind.
+        let forced_exit = {
+            let (s, l) = (server.clone(), load.clone());
+            crate::signals::on_forced_exit(move || {
+                let _ = ip(&["netns", "del", &s]);
+                let _ = ip(&["netns", "del", &l]);
+            })
+        };
         ip(&["netns", "add", &server])?;
         if let Err(e) = ip(&["netns", "add", &load]) {
             let _ = ip(&["netns", "del", &server]);
@@ -70,20 +79,13 @@ impl NsPair {
             File::open(format!("/run/netns/{n}")).with_context(|| format!("open /run/netns/{n}"))
         };
         let pair = match (open(&server), open(&load)) {
-            (Ok(server_fd), Ok(load_fd)) => {
-                let (s, l) = (server.clone(), load.clone());
-                NsPair {
-                    server: server.clone(),
-                    load: load.clone(),
-                    server_fd,
-                    load_fd,
-                    // A second Ctrl-C exits without unwinding: remove the namespaces then too.
-                    _forced_exit: crate::signals::on_forced_exit(move || {
-                        let _ = ip(&["netns", "del", &s]);
-                        let _ = ip(&["netns", "del", &l]);
-                    }),
-                }
-            }
+            (Ok(server_fd), Ok(load_fd)) => NsPair {
+                server: server.clone(),
+                load: load.clone(),
+                server_fd,
+                load_fd,
+                _forced_exit: forced_exit,
+            },
             (Err(e), _) | (_, Err(e)) => {
                 let _ = ip(&["netns", "del", &server]);
                 let _ = ip(&["netns", "del", &load]);

@@ -117,6 +117,18 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             "nothing distinguishes A from B: give --a-setup/--b-setup commands or a --toggle (e.g. --toggle sysctl:net.ipv4.tcp_timestamps=1,0)",
         ));
     }
+    if args.bench.setup.netns {
+        for t in &args.toggles {
+            if let Toggle::Sysctl { key, .. } = t {
+                if key.scope() == tuning::sysctl::Scope::Netns {
+                    return Err(bad_input(format!(
+                        "--toggle {}: this sysctl is per network namespace, and --netns runs every trial in fresh namespaces that never see it; drop --netns, or change it with --a-setup/--b-setup inside the namespaces",
+                        key.as_str()
+                    )));
+                }
+            }
+        }
+    }
     let setup = args.bench.setup.resolve()?;
     let _ = server::rlimit::raise_nofile();
     let stop = crate::signals::stop_flag().context("install signal handlers")?;

@@ -97,8 +97,8 @@ pub struct SetupArgs {
 #[derive(Debug, Clone, clap::Args)]
 #[group(skip)]
 pub struct Args {
-    /// Total measured time of both phases (40% peak, 60% latency), plus a warm-up of
-    /// min(1 s, duration/10) before each phase.
+    /// Total measured time of both phases (40% peak, 60% latency, in whole seconds from 3 s up),
+    /// plus a warm-up before each phase (1 s; duration/10 below 3 s).
     #[arg(long, default_value = "15s", value_parser = units::parse_positive_duration)]
     pub duration: Duration,
     /// Offered rate of the latency phase (e.g. `16.7k/s`, `1M/min`); default 80% of the
@@ -266,7 +266,14 @@ fn allowed_cpus() -> Vec<usize> {
 
 /// Splits the total duration into (peak, latency) measured times and the per-phase warm-up.
 pub fn split_duration(total: Duration) -> (Duration, Duration, Duration) {
-    let warmup = (total / 10).min(Duration::from_secs(1));
+    if total >= Duration::from_secs(3) {
+        // Whole seconds, so every per-second timeline row covers a full second.
+        let whole = total.as_secs();
+        let peak = ((whole as f64 * 0.4).round() as u64).max(1);
+        let latency = total - Duration::from_secs(peak);
+        return (Duration::from_secs(peak), latency, Duration::from_secs(1));
+    }
+    let warmup = total / 10;
     let peak = total.mul_f64(0.4);
     (peak, total - peak, warmup)
 }
@@ -431,7 +438,17 @@ mod tests {
         let (p, l, w) = split_duration(Duration::from_secs(15));
         assert_eq!(p + l, Duration::from_secs(15));
         assert_eq!(w, Duration::from_secs(1));
-        let (_, _, w) = split_duration(Duration::from_secs(5));
-        assert_eq!(w, Duration::from_millis(500));
+        let (p, l, w) = split_duration(Duration::from_secs(5));
+        assert_eq!(
+            (p, l, w),
+            (
+                Duration::from_secs(2),
+                Duration::from_secs(3),
+                Duration::from_secs(1)
+            )
+        );
+        let (p, l, w) = split_duration(Duration::from_secs(2));
+        assert_eq!(p + l, Duration::from_secs(2));
+        assert_eq!(w, Duration::from_millis(200));
     }
 }

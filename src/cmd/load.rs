@@ -348,6 +348,17 @@ fn allowed_cpus() -> anyhow::Result<Vec<usize>> {
         .collect())
 }
 
+/// The budget assumes no TIME_WAIT reuse; net.ipv4.tcp_tw_reuse (ip-sysctl.rst: 0 off, 1 on,
+/// 2 = loopback only, the default since 5.8) lets connect() reuse a TIME_WAIT port after
+/// tcp_tw_reuse_delay (1 s), which raises the real limit.
+fn tw_reuse_note() -> &'static str {
+    match std::fs::read_to_string("/proc/sys/net/ipv4/tcp_tw_reuse").map(|s| s.trim().to_string()) {
+        Ok(v) if v == "1" => " — tcp_tw_reuse=1 lets TIME_WAIT ports be reused after ~1 s, so the real limit is higher",
+        Ok(v) if v == "2" => " — on loopback targets tcp_tw_reuse=2 (the default) lets TIME_WAIT ports be reused after ~1 s, so the real limit is higher there",
+        _ => "",
+    }
+}
+
 fn warn_port_budget(cfg: &LoadConfig, b: &loadgen::ports::PortBudget) {
     let (lo, hi) = b.range;
     let fix =
@@ -358,8 +369,10 @@ fn warn_port_budget(cfg: &LoadConfig, b: &loadgen::ports::PortBudget) {
             eprintln!(
                 "connstorm load: warning: --rate {rate_per_sec:.0}/s exceeds the ephemeral-port budget of about \
                  {per_sec:.0}/s ({} ports [{lo}-{hi}] x {} source/target triples / 60 s TIME_WAIT with --close fin): \
-                 expect EADDRNOTAVAIL (port exhaustion); {fix}",
-                b.ports, b.triples
+                 expect EADDRNOTAVAIL (port exhaustion){}; {fix}",
+                b.ports,
+                b.triples,
+                tw_reuse_note()
             );
         }
     }

@@ -49,8 +49,9 @@ pub struct Args {
     /// Measured time of the peak probe.
     #[arg(long, default_value = "3s", value_parser = units::parse_positive_duration)]
     pub probe_duration: Duration,
-    /// Warm-up before the probe and each step.
-    #[arg(long, default_value = "500ms", value_parser = units::parse_duration)]
+    /// Warm-up before the probe and each step (whole seconds keep the per-second timeline
+    /// aligned with the measured window).
+    #[arg(long, default_value = "1s", value_parser = units::parse_duration)]
     pub warmup: Duration,
     /// Output format on stdout.
     #[arg(long, value_enum, default_value = "text")]

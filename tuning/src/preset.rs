@@ -293,6 +293,20 @@ impl Preset {
                 line,
                 source,
             })?;
+            if v.contains(" #") || v.contains("\t#") || v.contains(" ;") {
+                // sysctl.d(5), procps `sysctl -p` and systemd-sysctl treat only whole lines starting
+                // with `#` or `;` as comments: the rest would be written to the kernel as part of
+                // the value.
+                return Err(PresetError::Value {
+                    origin: origin.to_string(),
+                    line,
+                    key: key.to_string(),
+                    message: format!(
+                        "{:?} has a trailing comment, which sysctl.d does not allow (it would be written to the kernel as part of the value): put the comment on its own line",
+                        v.trim()
+                    ),
+                });
+            }
             let value = check_value(v, Op::Set).map_err(|message| PresetError::Value {
                 origin: origin.to_string(),
                 line,
@@ -351,6 +365,16 @@ impl Preset {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sysctl_conf_trailing_comment_is_refused_with_its_line() {
+        let err =
+            Preset::parse_sysctl_conf("# ok\nnet.ipv4.tcp_syncookies = 1 # trailing\n", "f.conf")
+                .unwrap_err()
+                .to_string();
+        assert!(err.contains("f.conf:2"), "{err}");
+        assert!(err.contains("own line"), "{err}");
+    }
 
     const GOOD: &str = r#"name = "t"
 description = "test"

@@ -47,7 +47,7 @@ const MEANINGS: &[(&str, &str)] = &[
     ("TcpExt.SyncookiesRecv", "ACKs that completed a handshake from a syncookie"),
     ("TcpExt.SyncookiesFailed", "ACKs with an invalid or expired syncookie: handshake dropped"),
     ("TcpExt.TCPSynRetrans", "SYN or SYN-ACK retransmitted (a handshake packet was lost: ≥ 1 s on that handshake; or a SYN met a TIME_WAIT of the same 4-tuple, which Linux answers with an ACK and retransmits the SYN after a few ms)"),
-    ("Tcp.RetransSegs", "segments retransmitted, in a handshake benchmark mostly SYN or SYN-ACK (a packet was lost or ignored; each lost handshake packet costs ≥ 1 s on that handshake)"),
+    ("Tcp.RetransSegs", "segments retransmitted, SYN and SYN-ACK retransmits included (see TCPSynRetrans for the handshake ones)"),
     ("TcpExt.TCPTimeWaitOverflow", "net.ipv4.tcp_max_tw_buckets reached: a closing socket skipped TIME_WAIT"),
     ("TcpExt.TCPBacklogDrop", "socket backlog full while a thread held the socket lock: packet dropped"),
     ("TcpExt.TCPMinTTLDrop", "packet below the socket's minimum TTL (IP_MINTTL): dropped"),

@@ -309,11 +309,14 @@ impl PhaseRecord {
     }
 
     /// Non-zero drop counters among [`PhaseRecord::counters`] (names containing `Drop`,
-    /// `Overflow`, `dropped`, `Retrans`, `Cookies`/`Syncookies`), in name order.
+    /// `Overflow`, `dropped`, `Retrans`, `Cookies`/`Syncookies`), in name order. `Tcp.RetransSegs`
+    /// is left out: it also counts data retransmits, and its handshake part is `TCPSynRetrans`.
     pub fn drops(&self) -> Vec<(&str, i64)> {
         self.counters
             .iter()
-            .filter(|(k, v)| **v != 0 && super::is_drop_counter(k))
+            .filter(|(k, v)| {
+                **v != 0 && super::is_drop_counter(k) && k.as_str() != "Tcp.RetransSegs"
+            })
             .map(|(k, v)| (k.as_str(), *v))
             .collect()
     }
