@@ -15,6 +15,16 @@ pub fn now_ns() -> u64 {
     ts.tv_sec() as u64 * 1_000_000_000 + ts.tv_nsec() as u64
 }
 
+/// On-CPU time of the calling thread so far, in ns, exact (clock_gettime(2)
+/// CLOCK_THREAD_CPUTIME_ID: the scheduler's sum_exec_runtime, not tick samples). Zero when the
+/// call fails (it does not for the calling thread).
+pub fn thread_run_ns() -> u64 {
+    match nix::time::clock_gettime(nix::time::ClockId::CLOCK_THREAD_CPUTIME_ID) {
+        Ok(ts) => ts.tv_sec() as u64 * 1_000_000_000 + ts.tv_nsec() as u64,
+        Err(_) => 0,
+    }
+}
+
 /// User and system CPU time of the calling thread so far, in ns (getrusage(2) RUSAGE_THREAD,
 /// Linux 2.6.26). Zero when the call fails (it does not for the calling thread).
 pub fn thread_cpu_ns() -> (u64, u64) {

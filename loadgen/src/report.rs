@@ -69,8 +69,11 @@ pub struct LoadWorkerReport {
     pub successes: u64,
     /// Failed attempts (whole run).
     pub failures: u64,
-    /// User CPU time of the worker thread, ns (getrusage(2) RUSAGE_THREAD).
+    /// User CPU time of the worker thread, ns (getrusage(2) RUSAGE_THREAD; on kernels with
+    /// tick-based accounting the user/sys split is sampled at scheduler ticks).
     pub cpu_user_ns: u64,
+    /// On-CPU time of the worker thread, ns, exact (CLOCK_THREAD_CPUTIME_ID).
+    pub cpu_run_ns: u64,
     /// System CPU time of the worker thread, ns.
     pub cpu_sys_ns: u64,
     /// Wall time of the worker's loop, ns.

@@ -208,6 +208,7 @@ impl<'a> Worker<'a> {
     /// Sends one [`Second`] per second of the run to `tx`.
     pub fn run(mut self, stop: &AtomicBool, tx: &Sender<Second>) -> WorkerResult {
         let (user0, sys0) = thread_cpu_ns();
+        let run0 = crate::clock::thread_run_ns();
         let wall0 = now_ns();
         let mut events = Events::with_capacity(1024);
         let mut next_tick = self.win.start_ns + SEC;
@@ -271,6 +272,7 @@ impl<'a> Worker<'a> {
         }
         self.flush_second(next_tick, tx);
         let (user1, sys1) = thread_cpu_ns();
+        let run1 = crate::clock::thread_run_ns();
         WorkerResult {
             report: LoadWorkerReport {
                 cpu: 0,
@@ -279,6 +281,7 @@ impl<'a> Worker<'a> {
                 failures: self.total.failures.total(),
                 cpu_user_ns: user1.saturating_sub(user0),
                 cpu_sys_ns: sys1.saturating_sub(sys0),
+                cpu_run_ns: run1.saturating_sub(run0),
                 wall_ns: ended.saturating_sub(wall0),
             },
             total: self.total,

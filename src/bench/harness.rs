@@ -261,6 +261,7 @@ impl Harness {
         let load_cpu = taskcpu::Cpu {
             user_ns: report.workers.iter().map(|w| w.cpu_user_ns).sum(),
             sys_ns: report.workers.iter().map(|w| w.cpu_sys_ns).sum(),
+            run_ns: report.workers.iter().map(|w| w.cpu_run_ns).sum(),
         };
         let cpu = rec::CpuUsage {
             server: self.server.as_ref().map(|_| {
@@ -271,6 +272,7 @@ impl Harness {
                     self.setup.server_cpus.len(),
                     connections,
                 )
+                .with_run_ns(server_cpu.run_ns, connections)
             }),
             load: rec::SideCpu::new(
                 load_cpu.user_ns,
@@ -278,7 +280,8 @@ impl Harness {
                 wall_ns,
                 self.setup.load_cpus.len(),
                 connections,
-            ),
+            )
+            .with_run_ns(load_cpu.run_ns, connections),
         };
         let cross_check = self.cross_check(
             &report,
@@ -287,10 +290,12 @@ impl Harness {
             load_delta.as_ref(),
         );
         let mut warnings = Vec::new();
-        let mut ours = load_cpu.user_ns + load_cpu.sys_ns;
+        let mut ours = load_cpu.run_ns.max(load_cpu.user_ns + load_cpu.sys_ns);
         let mut bench_cpus = self.setup.load_cpus.clone();
         if self.server.is_some() {
-            ours += server_cpu.user_ns + server_cpu.sys_ns;
+            ours += server_cpu
+                .run_ns
+                .max(server_cpu.user_ns + server_cpu.sys_ns);
             bench_cpus.extend(&self.setup.server_cpus);
         }
         bench_cpus.sort_unstable();

@@ -133,21 +133,21 @@ pub fn phase(out: &mut String, p: &PhaseRecord) {
             list.join(", ")
         );
     }
-    let load = &p.cpu.load;
-    let mut cpu = format!(
-        "  CPU per connection: load {:.1} µs (user {:.1}, sys {:.1})",
-        load.us_per_conn(),
-        load.us_per_conn_user,
-        load.us_per_conn_sys
-    );
+    let side = |name: &str, c: &results::record::SideCpu| match c.us_per_conn_run {
+        Some(run) => format!(
+            "{name} {run:.1} µs on CPU (user {:.1} + sys {:.1} by tick samples)",
+            c.us_per_conn_user, c.us_per_conn_sys
+        ),
+        None => format!(
+            "{name} {:.1} µs (user {:.1}, sys {:.1})",
+            c.us_per_conn(),
+            c.us_per_conn_user,
+            c.us_per_conn_sys
+        ),
+    };
+    let mut cpu = format!("  CPU per connection: {}", side("load", &p.cpu.load));
     if let Some(s) = &p.cpu.server {
-        let _ = write!(
-            cpu,
-            "; server {:.1} µs (user {:.1}, sys {:.1})",
-            s.us_per_conn(),
-            s.us_per_conn_user,
-            s.us_per_conn_sys
-        );
+        let _ = write!(cpu, "; {}", side("server", s));
     }
     let _ = writeln!(out, "{cpu}");
     if let Some(note) = accounting_note() {
@@ -309,7 +309,7 @@ fn bottleneck(p: &PhaseRecord) -> String {
     let util = |c: &results::record::SideCpu| {
         let cap = c.wall_ns as f64 * c.cpus as f64;
         if cap > 0.0 {
-            (c.user_ns + c.sys_ns) as f64 / cap * 100.0
+            c.run_ns.unwrap_or(c.user_ns + c.sys_ns) as f64 / cap * 100.0
         } else {
             0.0
         }

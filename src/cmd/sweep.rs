@@ -212,7 +212,10 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
                         "knee: {} CPM = {} conn/s{} at {} (highest step meeting {} with ≤ {:.3}% errors)",
                         group(k.cpm),
                         group(k.step.achieved_per_sec),
-                        k.per_core_per_sec.map(|c| format!(" = {} conn/s per server core", group(c))).unwrap_or_default(),
+                        k.per_core_per_sec
+                            .filter(|_| server_cores > 1)
+                            .map(|c| format!(" = {} conn/s per server core", group(c)))
+                            .unwrap_or_else(|| if server_cores == 1 { " on 1 server core".into() } else { String::new() }),
                         k.step.name,
                         slo.text,
                         max_err * 100.0

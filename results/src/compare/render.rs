@@ -67,13 +67,19 @@ pub fn blocks(c: &Comparison) -> Vec<Block> {
         "verdict",
     ]);
     for m in &c.metrics {
+        // Latencies in µs read better in ms or s once they are large.
+        let largest = m.a.max.abs().max(m.b.max.abs());
+        let (scale, unit) = match m.unit.as_str() {
+            "µs" if largest >= 1e6 => (1e-6, "s"),
+            "µs" if largest >= 1e4 => (1e-3, "ms"),
+            u => (1.0, u),
+        };
         let side = |s: &crate::stats::Spread| {
             format!(
-                "{} [{} – {}] {}",
-                value(s.median),
-                value(s.min),
-                value(s.max),
-                m.unit
+                "{} [{} – {}] {unit}",
+                value(s.median * scale),
+                value(s.min * scale),
+                value(s.max * scale),
             )
         };
         let better = match m.direction {

@@ -181,6 +181,14 @@ pub struct SideCpu {
     pub us_per_conn_user: f64,
     /// System CPU µs per successful connection.
     pub us_per_conn_sys: f64,
+    /// Exact on-CPU time of the side's threads, ns (the scheduler's sum_exec_runtime: schedstat
+    /// or CLOCK_THREAD_CPUTIME_ID). Absent in records from older builds. Prefer it to
+    /// `user_ns + sys_ns`, which kernels without CONFIG_VIRT_CPU_ACCOUNTING_GEN sample at ticks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_ns: Option<u64>,
+    /// `run_ns` per connection, µs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub us_per_conn_run: Option<f64>,
 }
 
 impl SideCpu {
@@ -202,12 +210,23 @@ impl SideCpu {
             cpus,
             us_per_conn_user: per(user_ns),
             us_per_conn_sys: per(sys_ns),
+            run_ns: None,
+            us_per_conn_run: None,
         }
     }
 
-    /// User + system CPU µs per connection.
+    /// Adds the exact on-CPU time (see [`SideCpu::run_ns`]).
+    pub fn with_run_ns(mut self, run_ns: u64, connections: u64) -> SideCpu {
+        self.run_ns = Some(run_ns);
+        self.us_per_conn_run = (connections > 0).then(|| run_ns as f64 / 1e3 / connections as f64);
+        self
+    }
+
+    /// CPU µs per connection: the exact on-CPU figure when the record has it
+    /// ([`SideCpu::us_per_conn_run`]), else user + system.
     pub fn us_per_conn(&self) -> f64 {
-        self.us_per_conn_user + self.us_per_conn_sys
+        self.us_per_conn_run
+            .unwrap_or(self.us_per_conn_user + self.us_per_conn_sys)
     }
 
     /// System time as a percentage of the side's CPU capacity (`sys_ns / (wall_ns × cpus)`),
