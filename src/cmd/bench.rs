@@ -252,16 +252,10 @@ fn auto_placement(allowed: &[usize], external: bool) -> anyhow::Result<(Vec<usiz
 }
 
 fn allowed_cpus() -> Vec<usize> {
-    let set = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0))
-        .unwrap_or_else(|_| nix::sched::CpuSet::new());
-    let cpus: Vec<usize> = (0..nix::sched::CpuSet::count())
-        .filter(|&c| set.is_set(c).unwrap_or(false))
-        .collect();
-    if cpus.is_empty() {
-        vec![0]
-    } else {
-        cpus
-    }
+    tuning::topology::allowed_cpus(std::path::Path::new("/"))
+        .ok()
+        .filter(|c| !c.is_empty())
+        .unwrap_or_else(|| vec![0])
 }
 
 /// Splits the total duration into (peak, latency) measured times and the per-phase warm-up.

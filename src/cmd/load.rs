@@ -342,10 +342,7 @@ fn config(args: &Args, nofile: u64) -> anyhow::Result<LoadConfig> {
 }
 
 fn allowed_cpus() -> anyhow::Result<Vec<usize>> {
-    let set = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0))?;
-    Ok((0..nix::sched::CpuSet::count())
-        .filter(|&c| set.is_set(c).unwrap_or(false))
-        .collect())
+    Ok(tuning::topology::allowed_cpus(Path::new("/"))?)
 }
 
 /// The budget assumes no TIME_WAIT reuse; net.ipv4.tcp_tw_reuse (ip-sysctl.rst: 0 off, 1 on,

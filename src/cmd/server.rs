@@ -222,8 +222,5 @@ fn write_text(out: &mut impl Write, r: &ServerReport) -> std::io::Result<()> {
 }
 
 fn allowed_cpus() -> anyhow::Result<Vec<usize>> {
-    let set = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0))?;
-    Ok((0..nix::sched::CpuSet::count())
-        .filter(|&c| set.is_set(c).unwrap_or(false))
-        .collect())
+    Ok(tuning::topology::allowed_cpus(std::path::Path::new("/"))?)
 }
