@@ -546,10 +546,12 @@ fn write_text(out: &mut dyn Write, r: &LoadReport, warnings: &[String]) -> std::
         };
         writeln!(
             out,
-            "  worker cpu {:>3}: {} attempts, {} ok, cpu user {:.3} s ({}/attempt) sys {:.3} s ({}/attempt)",
+            "  worker cpu {:>3}: {} attempts, {} ok, on CPU {:.3} s ({}/attempt, exact); user {:.3} s ({}/attempt) sys {:.3} s ({}/attempt) by tick samples",
             w.cpu,
             w.attempts,
             w.successes,
+            w.cpu_run_ns as f64 / 1e9,
+            per(w.cpu_run_ns),
             w.cpu_user_ns as f64 / 1e9,
             per(w.cpu_user_ns),
             w.cpu_sys_ns as f64 / 1e9,
