@@ -1,5 +1,5 @@
 //! A capacity sweep: achieved against offered rate (with the ideal y = x), and handshake p99 on
-//! a second axis.
+//! a second, logarithmic axis.
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -30,8 +30,19 @@ where
         .filter_map(|s| s.latency_ns)
         .map(|v| v as f64)
         .fold(0.0, f64::max);
+    let min_ns = steps()
+        .filter_map(|s| s.latency_ns)
+        .map(|v| v as f64)
+        .fold(f64::INFINITY, f64::min);
     let (unit, div) = latency_unit(max_ns);
     let top = headroom(max_rate, 1.0);
+    // Latencies across a sweep span decades (µs below the knee, ms or s past it): log scale.
+    let lat_lo = if min_ns.is_finite() && min_ns > 0.0 {
+        min_ns / div / 2.0
+    } else {
+        0.001
+    };
+    let lat_hi = (max_ns / div * 2.0).max(lat_lo * 10.0);
     let mut chart = ChartBuilder::on(root)
         .caption("Capacity sweep", ("sans-serif", 24))
         .margin(15)
@@ -39,7 +50,7 @@ where
         .y_label_area_size(80)
         .right_y_label_area_size(80)
         .build_cartesian_2d(0.0..top, 0.0..top)?
-        .set_secondary_coord(0.0..top, 0.0..headroom(max_ns / div, 1.0));
+        .set_secondary_coord(0.0..top, (lat_lo..lat_hi).log_scale());
     chart
         .configure_mesh()
         .x_desc("offered rate (connections/s)")
@@ -49,7 +60,14 @@ where
         .draw()?;
     chart
         .configure_secondary_axes()
-        .y_desc(format!("handshake p99 ({unit})"))
+        .y_desc(format!("handshake p99 ({unit}, log scale)"))
+        .y_label_formatter(&|v| {
+            if *v >= 10.0 {
+                format!("{v:.0}")
+            } else {
+                format!("{v:.2}")
+            }
+        })
         .draw()?;
     chart
         .draw_series(LineSeries::new(

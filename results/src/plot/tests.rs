@@ -195,7 +195,7 @@ fn sweep_plot_has_both_axes_with_units() {
     for needle in [
         "offered rate (connections/s)",
         "achieved rate (connections/s)",
-        "handshake p99 (µs)",
+        "handshake p99 (µs, log scale)",
         "kernel achieved",
         "kernel handshake p99",
         "achieved = offered",
