@@ -29,9 +29,13 @@ pub struct Floor {
     pub secs: f64,
     /// connect() failures (should be zero).
     pub failures: u64,
+    /// Delta of the kernel's Tcp.ActiveOpens over the run (None if unreadable); at least
+    /// `connections + failures` minus pre-SYN failures, more only with other traffic.
+    pub kernel_active_opens: Option<i64>,
 }
 
-/// Runs the blocking pair on `server_cpus` / `load_cpus` against `ip` for `duration`.
+/// Runs the blocking pair on `server_cpus` / `load_cpus` against `ip` for `duration`, or until
+/// `stop` turns true.
 ///
 /// # Errors
 /// Listener or thread setup failures.
@@ -73,37 +77,42 @@ pub fn run(
             }
         }));
     }
+    let counters_before = tuning::counters::Snapshot::read_current().ok();
     let start = Instant::now();
     let deadline = start + duration;
-    let mut clients = Vec::new();
-    for &cpu in load_cpus {
-        clients.push(std::thread::spawn(move || {
-            pin(cpu);
-            let (mut ok, mut failed) = (0u64, 0u64);
-            let sa: socket2::SockAddr = addr.into();
-            while Instant::now() < deadline {
-                for _ in 0..64 {
-                    let Ok(s) = Socket::new(Domain::for_address(addr), Type::STREAM, None) else {
-                        failed += 1;
-                        continue;
-                    };
-                    if s.connect(&sa).is_ok() {
-                        ok += 1;
-                    } else {
-                        failed += 1;
+    let results: Vec<std::thread::Result<(u64, u64)>> = std::thread::scope(|scope| {
+        let clients: Vec<_> = load_cpus
+            .iter()
+            .map(|&cpu| {
+                scope.spawn(move || {
+                    pin(cpu);
+                    let (mut ok, mut failed) = (0u64, 0u64);
+                    let sa: socket2::SockAddr = addr.into();
+                    while Instant::now() < deadline && !stop.load(Ordering::Relaxed) {
+                        for _ in 0..64 {
+                            let Ok(s) = Socket::new(Domain::for_address(addr), Type::STREAM, None)
+                            else {
+                                failed += 1;
+                                continue;
+                            };
+                            if s.connect(&sa).is_ok() {
+                                ok += 1;
+                            } else {
+                                failed += 1;
+                            }
+                            let _ = s.set_linger(Some(Duration::ZERO));
+                        }
                     }
-                    let _ = s.set_linger(Some(Duration::ZERO));
-                }
-            }
-            (ok, failed)
-        }));
-    }
+                    (ok, failed)
+                })
+            })
+            .collect();
+        clients.into_iter().map(|c| c.join()).collect()
+    });
     let mut connections = 0;
     let mut failures = 0;
-    for c in clients {
-        let (ok, failed) = c
-            .join()
-            .map_err(|_| anyhow::anyhow!("floor client thread panicked"))?;
+    for r in results {
+        let (ok, failed) = r.map_err(|_| anyhow::anyhow!("floor client thread panicked"))?;
         connections += ok;
         failures += failed;
     }
@@ -112,12 +121,17 @@ pub fn run(
     for s in servers {
         let _ = s.join();
     }
-    let _ = stop;
+    // The kernel's count of connects in the same time (the host namespace: other traffic may add).
+    let kernel_active_opens = match (counters_before, tuning::counters::Snapshot::read_current()) {
+        (Some(b), Ok(a)) => a.delta(&b).get("Tcp.ActiveOpens"),
+        _ => None,
+    };
     Ok(Floor {
         per_sec: connections as f64 / secs,
         connections,
         secs,
         failures,
+        kernel_active_opens,
     })
 }
 

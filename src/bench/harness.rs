@@ -193,7 +193,17 @@ impl Harness {
             sources: Vec::new(),
             connect_timeout: self.setup.connect_timeout,
             expect_bytes: self.setup.expect_bytes,
-            max_in_flight: max_in_flight(),
+            // The load generator's own bound (rate × timeout, capped per worker), within what the
+            // fd limit leaves next to the in-process server.
+            max_in_flight: match spec.pattern {
+                loadgen::Pattern::Open { rate_per_sec, .. } => loadgen::default_max_in_flight(
+                    rate_per_sec,
+                    self.setup.connect_timeout,
+                    self.setup.load_cpus.len(),
+                )
+                .min(fd_room()),
+                loadgen::Pattern::Closed { .. } => fd_room(),
+            },
             late_threshold: Duration::from_millis(1),
         };
         let srv_before = self.counters_server()?;
@@ -461,8 +471,8 @@ impl Harness {
     }
 }
 
-/// In-flight bound for open loop: what the fd limit allows, leaving room for the server's fds.
-fn max_in_flight() -> usize {
+/// Descriptors the load side may hold: half the soft fd limit, leaving room for the server's.
+fn fd_room() -> usize {
     let soft = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
         .map(|(s, _)| s)
         .unwrap_or(1024);

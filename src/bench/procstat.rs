@@ -24,17 +24,22 @@ pub fn sample() -> Sample {
         .unwrap_or_default()
 }
 
-fn ticks_ns() -> u64 {
-    let hz = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
-        .ok()
-        .flatten()
-        .unwrap_or(100) as u64;
-    1_000_000_000 / hz.max(1)
+/// Length of one USER_HZ clock tick in ns (sysconf(_SC_CLK_TCK), read once; the unit of
+/// /proc/stat and of utime/stime in /proc/<pid>/task/<tid>/stat).
+pub fn tick_ns() -> u64 {
+    static TICK: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *TICK.get_or_init(|| {
+        let hz = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
+            .ok()
+            .flatten()
+            .unwrap_or(100) as u64;
+        1_000_000_000 / hz.max(1)
+    })
 }
 
 /// Parses `/proc/stat` text.
 pub fn parse(text: &str) -> Sample {
-    let tick = ticks_ns();
+    let tick = tick_ns();
     let mut out = Sample::new();
     for line in text.lines() {
         let mut f = line.split_whitespace();
@@ -80,7 +85,7 @@ mod tests {
         let t = "cpu  10 0 10 100 0 0 0 0 0 0\ncpu0 1 2 3 100 5 6 7 8 0 0\ncpu1 0 0 0 50 0 0 0 0\nintr 5\n";
         let s = parse(t);
         assert_eq!(s.len(), 2);
-        let tick = ticks_ns();
+        let tick = tick_ns();
         assert_eq!(
             s[&0],
             CpuTime {

@@ -26,11 +26,7 @@ pub struct Sample {
 }
 
 fn ticks_to_ns(ticks: u64) -> u64 {
-    let hz = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
-        .ok()
-        .flatten()
-        .unwrap_or(100) as u64;
-    ticks.saturating_mul(1_000_000_000) / hz.max(1)
+    ticks.saturating_mul(super::procstat::tick_ns())
 }
 
 /// Reads every thread of this process. Unreadable threads (ended meanwhile) are skipped.

@@ -399,6 +399,14 @@ pub fn execute(
                 peak_d,
                 stop,
             )?;
+            if let Some(k) = f.kernel_active_opens {
+                if (k.max(0) as u64) < f.connections {
+                    record.warnings.push(format!(
+                        "kernel floor: {} connects counted but the kernel's Tcp.ActiveOpens rose by only {k}",
+                        f.connections
+                    ));
+                }
+            }
             if let Some(peak) = peak_rate {
                 record.baseline = Some(results::record::Baseline {
                     floor_per_sec: f.per_sec,

@@ -237,24 +237,20 @@ impl Preset {
                 }
             };
             let value = check_value(&text_value, r.op).map_err(bad)?;
-            if let Some(first) = sysctls.iter().find(|e| e.key == key) {
-                return Err(PresetError::Duplicate {
-                    origin: origin.to_string(),
+            push_unique(
+                &mut sysctls,
+                origin,
+                Entry {
+                    key,
+                    value,
+                    op: r.op,
+                    optional: r.optional,
+                    manual: r.manual,
+                    reason: r.reason,
+                    source: r.source,
                     line,
-                    first_line: first.line,
-                    key: key.to_string(),
-                });
-            }
-            sysctls.push(Entry {
-                key,
-                value,
-                op: r.op,
-                optional: r.optional,
-                manual: r.manual,
-                reason: r.reason,
-                source: r.source,
-                line,
-            });
+                },
+            )?;
         }
         Ok(Preset {
             name: raw.name,
@@ -313,24 +309,20 @@ impl Preset {
                 key: key.to_string(),
                 message,
             })?;
-            if let Some(first) = sysctls.iter().find(|e| e.key == key) {
-                return Err(PresetError::Duplicate {
-                    origin: origin.to_string(),
+            push_unique(
+                &mut sysctls,
+                origin,
+                Entry {
+                    key,
+                    value,
+                    op: Op::Set,
+                    optional,
+                    manual: false,
+                    reason: format!("from {origin}"),
+                    source: origin.to_string(),
                     line,
-                    first_line: first.line,
-                    key: key.to_string(),
-                });
-            }
-            sysctls.push(Entry {
-                key,
-                value,
-                op: Op::Set,
-                optional,
-                manual: false,
-                reason: format!("from {origin}"),
-                source: origin.to_string(),
-                line,
-            });
+                },
+            )?;
         }
         let name = Path::new(origin)
             .file_stem()
@@ -360,6 +352,20 @@ impl Preset {
             Preset::parse_sysctl_conf(&text, &origin)
         }
     }
+}
+
+/// Appends `entry`, refusing a key the file already set (with both lines in the error).
+fn push_unique(sysctls: &mut Vec<Entry>, origin: &str, entry: Entry) -> Result<(), PresetError> {
+    if let Some(first) = sysctls.iter().find(|e| e.key == entry.key) {
+        return Err(PresetError::Duplicate {
+            origin: origin.to_string(),
+            line: entry.line,
+            first_line: first.line,
+            key: entry.key.to_string(),
+        });
+    }
+    sysctls.push(entry);
+    Ok(())
 }
 
 #[cfg(test)]
