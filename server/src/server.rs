@@ -220,7 +220,7 @@ fn validate_cpus(cpus: &[usize]) -> Result<(), ServerError> {
     }
     let allowed = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)).ok();
     let online = std::fs::read_to_string("/sys/devices/system/cpu/online").ok();
-    let online = online.as_deref().map(parse_cpulist);
+    let online = online.and_then(|text| common::cpulist::parse(&text).ok());
     let usable: Vec<usize> = (0..nix::sched::CpuSet::count())
         .filter(|&c| {
             allowed
@@ -233,53 +233,16 @@ fn validate_cpus(cpus: &[usize]) -> Result<(), ServerError> {
         if !usable.contains(&c) {
             return Err(ServerError::CpuUnavailable {
                 cpu: c,
-                usable: format_cpulist(&usable),
+                usable: common::cpulist::format(&usable),
             });
         }
     }
     Ok(())
 }
 
-/// Minimal cpulist reader for /sys/devices/system/cpu/online (`0-3,8`).
-fn parse_cpulist(s: &str) -> Vec<usize> {
-    let mut out = Vec::new();
-    for part in s.trim().split(',').filter(|p| !p.is_empty()) {
-        let (a, b) = part.split_once('-').unwrap_or((part, part));
-        if let (Ok(a), Ok(b)) = (a.trim().parse::<usize>(), b.trim().parse::<usize>()) {
-            out.extend(a..=b);
-        }
-    }
-    out
-}
-
-fn format_cpulist(cpus: &[usize]) -> String {
-    let mut parts = Vec::new();
-    let mut i = 0;
-    while i < cpus.len() {
-        let start = cpus[i];
-        while i + 1 < cpus.len() && cpus[i + 1] == cpus[i] + 1 {
-            i += 1;
-        }
-        parts.push(if cpus[i] == start {
-            start.to_string()
-        } else {
-            format!("{start}-{}", cpus[i])
-        });
-        i += 1;
-    }
-    parts.join(",")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn cpulists_round_trip() {
-        assert_eq!(parse_cpulist("0-3,8\n"), vec![0, 1, 2, 3, 8]);
-        assert_eq!(format_cpulist(&[0, 1, 2, 3, 8, 10, 11]), "0-3,8,10-11");
-        assert_eq!(format_cpulist(&[]), "");
-    }
 
     #[test]
     fn bad_cpu_lists_are_refused_before_anything_starts() {

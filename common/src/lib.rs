@@ -1,0 +1,12 @@
+//! `connstorm-common`: the one leaf crate of shared vocabulary that every connstorm crate may
+//! depend on (DESIGN.md: "errno names, cpulists, units and number formatting"). It depends on no
+//! sibling, so the server, the load generator, the tuning code and the run records can all read
+//! and print the same things the same way.
+//!
+//! # Moving parts
+//! - [`cpulist`]: the kernel's CPU-list syntax (`0-3,8`, strides `0-7:1/2`, `N`, `all`), one
+//!   parser and one set of error messages for every `--cpus` option and every sysfs list.
+
+#![forbid(unsafe_code)]
+
+pub mod cpulist;
