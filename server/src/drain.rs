@@ -15,7 +15,8 @@
 //!    ECONNREFUSED or a timeout, never a reset of an established connection;
 //! 2. keep accepting for [`DRAIN_GRACE`], so handshakes already in SYN_RECV (SYN-ACK sent) can
 //!    complete and be accepted;
-//! 3. accept until EAGAIN;
+//! 3. accept until EAGAIN (at most [`FINAL_DRAIN_MAX`]: the filter bounds the queue, but if it
+//!    could not be attached the load could refill it forever; what is left is counted);
 //! 4. close the listener.
 //!
 //! Residual window (documented, not closed): a handshake whose final ACK arrives later than
@@ -31,6 +32,12 @@ use socket2::{SockFilter, Socket};
 /// How long workers keep accepting after new SYNs are blocked: covers handshakes in SYN_RECV on
 /// paths with an RTT up to ~200 ms. It is also the minimum time [`crate::Server::stop`] takes.
 pub const DRAIN_GRACE: Duration = Duration::from_millis(200);
+
+/// Longest a worker spends in step 3. With the SYN filter in place the queue holds at most one
+/// backlog of connections (a few ms to accept); the bound matters only when the filter could not
+/// be attached (an error is counted then) and new connections keep arriving. What is still queued
+/// when it runs out is counted in `WorkerReport::left_in_queue`.
+pub const FINAL_DRAIN_MAX: Duration = Duration::from_millis(250);
 
 const BPF_LD_B_ABS: u16 = 0x10 | 0x20; // BPF_LD (0) | BPF_B | BPF_ABS
 const BPF_ALU_AND_K: u16 = 0x04 | 0x50; // BPF_ALU | BPF_AND | BPF_K

@@ -264,3 +264,94 @@ fn taken_address_is_refused_and_nothing_runs() {
         assert_eq!(first.stop().accepted(), 20);
     }
 }
+
+/// Issue 9: a worker fed more connections than it can accept must still see the stop flag and
+/// publish its counters. Client threads fire non-blocking connects for the whole test, four of
+/// them on the worker's own CPU (so the worker gets at most a fifth of it) and four on the other
+/// CPUs; the accept queue (backlog 1024) overflows (ListenOverflows grows), so it never empties
+/// while they run. Live stats must advance, `stop()` must return within 1 s, and the report must equal the
+/// namespace's PassiveOpens once the clients are joined.
+#[test]
+fn stop_under_sustained_overload_returns() {
+    for engine in engines() {
+        NetNs::run(move |ns| {
+            let worker_cpu = cpus(1)[0];
+            let others: Vec<usize> = testkit::allowed_cpus()
+                .into_iter()
+                .filter(|&c| c != worker_cpu)
+                .collect();
+            let before = ns.counter("Tcp.PassiveOpens");
+            let overflows_before = ns.counter("TcpExt.ListenOverflows");
+            let mut cfg = config(engine, vec![worker_cpu], Mode::Close);
+            cfg.backlog = 1024;
+            let srv = Server::start(cfg).unwrap();
+            let addr = srv.local_addr();
+            let stop = Arc::new(AtomicBool::new(false));
+            let attempts = Arc::new(AtomicU64::new(0));
+            let clients: Vec<_> = (0..8u8)
+                .map(|t| {
+                    let cpu = if t < 4 || others.is_empty() {
+                        worker_cpu
+                    } else {
+                        others[usize::from(t) % others.len()]
+                    };
+                    let (stop, attempts) = (stop.clone(), attempts.clone());
+                    std::thread::spawn(move || {
+                        util::pin(cpu);
+                        let mut made = 0u64;
+                        // Bounded in time and count, whatever the server does.
+                        let deadline = Instant::now() + Duration::from_secs(10);
+                        for i in 0..5_000_000u32 {
+                            if i % 64 == 0
+                                && (stop.load(Ordering::Relaxed) || Instant::now() > deadline)
+                            {
+                                break;
+                            }
+                            util::connect_and_reset(1 + t * 30 + (i % 30) as u8, addr);
+                            made += 1;
+                        }
+                        attempts.fetch_add(made, Ordering::Relaxed);
+                    })
+                })
+                .collect();
+            std::thread::sleep(Duration::from_millis(500));
+            let first = srv.stats().accepted();
+            std::thread::sleep(Duration::from_millis(300));
+            let second = srv.stats().accepted();
+            let overflows = ns.counter("TcpExt.ListenOverflows") - overflows_before;
+            let t0 = Instant::now();
+            let report = srv.stop();
+            let took = t0.elapsed();
+            stop.store(true, Ordering::Relaxed);
+            for c in clients {
+                c.join().unwrap();
+            }
+            let after = ns.counter("Tcp.PassiveOpens");
+            eprintln!(
+                "{engine:?}: {} attempts, accepted {} ({second} - {first} in 300 ms of overload), \
+                 ListenOverflows {overflows}, stop took {took:?}, PassiveOpens delta {}",
+                attempts.load(Ordering::Relaxed),
+                report.accepted(),
+                after - before
+            );
+            assert!(
+                overflows > 0,
+                "{engine:?}: the load never overflowed the accept queue, so it was no overload"
+            );
+            assert_ne!(
+                first, second,
+                "{engine:?}: live stats froze during the overload ({first} both times)"
+            );
+            assert!(
+                took < Duration::from_secs(1),
+                "{engine:?}: stop() took {took:?} under overload"
+            );
+            assert_eq!(
+                (after - before) as u64,
+                report.accepted(),
+                "{engine:?}: PassiveOpens delta vs report {report:?}"
+            );
+            assert_eq!(report.workers[0].left_in_queue, 0, "{engine:?}");
+        });
+    }
+}

@@ -1,8 +1,12 @@
 //! The epoll engine (mio, edge-triggered): the fallback where io_uring cannot run.
 //!
-//! Every wake-up of the listener accepts (accept4(SOCK_NONBLOCK|SOCK_CLOEXEC), done by mio) until
-//! WouldBlock, since an edge-triggered listener is not reported again for connections already
-//! queued. EMFILE/ENFILE (and unexpected errors) stop accepting for [`super::BACKOFF`], then the
+//! A wake-up of the listener accepts (accept4(SOCK_NONBLOCK|SOCK_CLOEXEC), done by mio) until
+//! WouldBlock or [`super::TURN_BUDGET`] accepts, whichever comes first. An edge-triggered
+//! listener is not reported again for connections already queued, so a listener cut off by the
+//! budget is remembered (`accept_more`) and accepted from again on the next turn, which then does
+//! not wait in epoll_wait(2); between turns the worker publishes its counters and looks at the
+//! stop flag. Held connections with more data than one turn's reads are remembered the same way
+//! (`again`). EMFILE/ENFILE (and unexpected errors) stop accepting for [`super::BACKOFF`], then the
 //! worker tries again without waiting for a new event; transient errors are counted and the loop
 //! goes on. Connections that need more than one step (a greeting that did not fit the send buffer,
 //! a held connection) live in a table indexed by fd (grown by doubling, so no allocation per
@@ -16,7 +20,7 @@ use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token};
 use socket2::SockRef;
 
-use super::{classify, AcceptFailure, BACKOFF};
+use super::{classify, AcceptFailure, BACKOFF, TURN_BUDGET};
 use crate::config::Mode;
 use crate::error::ServerError;
 use crate::shard::{Ctx, Ready, WAIT_MAX};
@@ -24,6 +28,9 @@ use crate::shard::{Ctx, Ready, WAIT_MAX};
 const LISTENER: Token = Token(usize::MAX);
 /// How long a stopping worker keeps writing unfinished greetings.
 const FINISH_MAX: Duration = Duration::from_secs(2);
+/// Reads of [`SCRATCH_BYTES`] a held connection gets per turn before it waits for the next turn.
+const READS_PER_TURN: usize = 16;
+const SCRATCH_BYTES: usize = 4096;
 
 struct Conn {
     stream: TcpStream,
@@ -38,6 +45,10 @@ struct EpollLoop<'c> {
     conns: Vec<Option<Conn>>,
     open: usize,
     backoff_until: Option<Instant>,
+    /// The listener may still have queued connections: accept again next turn, without an event.
+    accept_more: bool,
+    /// Held connections whose reads were cut off by [`READS_PER_TURN`]: read again next turn.
+    again: Vec<usize>,
     scratch: Box<[u8]>,
 }
 
@@ -69,7 +80,10 @@ pub fn run(ctx: &mut Ctx, ready: impl FnOnce(Ready)) {
         conns: Vec::new(),
         open: 0,
         backoff_until: None,
-        scratch: vec![0; 4096].into_boxed_slice(),
+        // Connections may have queued between listen(2) and the registration (no edge for them).
+        accept_more: true,
+        again: Vec::new(),
+        scratch: vec![0; SCRATCH_BYTES].into_boxed_slice(),
     };
     ready(Ok(None));
     l.run_loop();
@@ -85,6 +99,11 @@ impl EpollLoop<'_> {
             let mut timeout = WAIT_MAX;
             if let Some(b) = self.backoff_until {
                 timeout = timeout.min(b.saturating_duration_since(now));
+            } else if self.accept_more {
+                timeout = Duration::ZERO;
+            }
+            if !self.again.is_empty() {
+                timeout = Duration::ZERO;
             }
             if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
                 if e.kind() != ErrorKind::Interrupted {
@@ -92,11 +111,12 @@ impl EpollLoop<'_> {
                     std::thread::sleep(BACKOFF);
                 }
             }
+            for fd in std::mem::take(&mut self.again) {
+                self.on_event(fd);
+            }
             for ev in events.iter() {
                 if ev.token() == LISTENER {
-                    if self.backoff_until.is_none() {
-                        self.accept_all();
-                    }
+                    self.accept_more = true;
                 } else {
                     self.on_event(ev.token().0);
                 }
@@ -104,7 +124,10 @@ impl EpollLoop<'_> {
             let now = Instant::now();
             if self.backoff_until.is_some_and(|b| now >= b) {
                 self.backoff_until = None;
-                self.accept_all();
+                self.accept_more = true;
+            }
+            if self.accept_more && self.backoff_until.is_none() {
+                self.accept_some();
             }
             self.ctx.maybe_publish(now);
             if finish_until.is_some_and(|f| now >= f || self.open == 0) {
@@ -130,8 +153,11 @@ impl EpollLoop<'_> {
         self.conns.clear();
     }
 
-    fn accept_all(&mut self) {
-        loop {
+    /// Accepts until WouldBlock, a back-off, or [`TURN_BUDGET`] accepts; leaves `accept_more` set
+    /// only in the last case (the queue may hold more, and no new edge will say so).
+    fn accept_some(&mut self) {
+        self.accept_more = false;
+        for _ in 0..TURN_BUDGET {
             let Some(l) = self.listener.as_ref() else {
                 return;
             };
@@ -152,27 +178,36 @@ impl EpollLoop<'_> {
                 }
             }
         }
+        self.accept_more = true;
     }
 
-    /// Stop: accept until EAGAIN, count what cannot be accepted, close the listener; held
-    /// connections are closed.
+    /// Stop: accept until EAGAIN (for at most [`crate::drain::FINAL_DRAIN_MAX`]), count what
+    /// cannot be accepted, close the listener; held connections are closed.
     fn final_drain(&mut self) {
         self.backoff_until = None;
-        self.accept_all();
+        let until = Instant::now() + crate::drain::FINAL_DRAIN_MAX;
+        loop {
+            self.accept_some();
+            if !self.accept_more || Instant::now() >= until {
+                break;
+            }
+        }
         if let Some(mut l) = self.listener.take() {
-            if self.backoff_until.is_some() {
+            if self.backoff_until.is_some() || self.accept_more {
                 let left = crate::drain::accept_queue_len(&SockRef::from(&l)).unwrap_or(0);
                 self.ctx.counts.left_in_queue += u64::from(left);
             }
             let _ = self.poll.registry().deregister(&mut l);
         }
         self.backoff_until = None;
+        self.accept_more = false;
         if self.ctx.mode == Mode::Hold {
             for slot in &mut self.conns {
                 if slot.take().is_some() {
                     self.open -= 1;
                 }
             }
+            self.again.clear();
         }
     }
 
@@ -235,7 +270,13 @@ impl EpollLoop<'_> {
         };
         let done = match self.ctx.mode {
             Mode::Greet { .. } => self.write_greeting(&mut conn),
-            _ => self.read_discard(&mut conn),
+            _ => match self.read_discard(&mut conn) {
+                Some(done) => done,
+                None => {
+                    self.again.push(fd);
+                    false
+                }
+            },
         };
         if done {
             self.open -= 1;
@@ -245,16 +286,19 @@ impl EpollLoop<'_> {
         }
     }
 
-    /// Reads and drops what a held connection sent; true at EOF or error (close it).
-    fn read_discard(&mut self, conn: &mut Conn) -> bool {
-        loop {
+    /// Reads and drops what a held connection sent: `Some(true)` at EOF or error (close it),
+    /// `Some(false)` at WouldBlock (wait for the next edge), `None` when [`READS_PER_TURN`] reads
+    /// did not empty it (read again next turn).
+    fn read_discard(&mut self, conn: &mut Conn) -> Option<bool> {
+        for _ in 0..READS_PER_TURN {
             match (&conn.stream).read(&mut self.scratch) {
-                Ok(0) => return true,
+                Ok(0) => return Some(true),
                 Ok(_) => {}
-                Err(e) if e.kind() == ErrorKind::WouldBlock => return false,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return Some(false),
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(_) => return true,
+                Err(_) => return Some(true),
             }
         }
+        None
     }
 }

@@ -8,6 +8,14 @@ pub mod uring;
 
 use std::time::Duration;
 
+/// Most accepts (epoll) or completions (io_uring) a worker handles in one turn of its event loop
+/// before it publishes its counters and looks at the stop flag; work left over is taken up on the
+/// next turn without waiting for a new event. At the ~5–10 µs a connection costs, that is 1–3 ms
+/// per turn, so [`crate::LiveStats`] stay fresh and [`crate::Server::stop`] is seen within a few
+/// ms even when connections arrive faster than the worker can accept them (issue 9: an
+/// unbounded "accept until EAGAIN" never ends under sustained overload).
+pub const TURN_BUDGET: usize = 256;
+
 /// Pause before accepting again after EMFILE/ENFILE (or ENOBUFS/ENOMEM, or an unexpected error):
 /// the connection stays queued, so retrying at once would spin (libuv#690, wai#928); ~10 ms is the
 /// figure from nanomsg/eventcore discussions (KERNEL-NOTES 1.9).

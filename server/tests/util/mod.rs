@@ -70,3 +70,26 @@ pub fn wait_accepted(server: &Server, n: u64) -> u64 {
         std::thread::sleep(Duration::from_millis(5));
     }
 }
+
+/// One non-blocking connection attempt from `127.0.0.<src>` that is reset at once (SO_LINGER 0):
+/// the handshake completes inside connect(2) on loopback when the accept queue has room, the
+/// server's child is left in its accept queue, and the client keeps no TIME_WAIT. Errors (a full
+/// accept queue drops the SYN; the listener is gone) are ignored: the kernel's counters say what
+/// happened.
+pub fn connect_and_reset(src: u8, to: SocketAddr) {
+    let Ok(s) = Socket::new(Domain::IPV4, Type::STREAM.nonblocking(), None) else {
+        return;
+    };
+    let _ = s.set_linger(Some(Duration::ZERO));
+    let from = SocketAddr::new(IpAddr::V4(Ipv4Addr::new(127, 0, 0, src)), 0);
+    if s.bind(&SockAddr::from(from)).is_ok() {
+        let _ = s.connect(&SockAddr::from(to));
+    }
+}
+
+/// Pins the calling thread to `cpu`.
+pub fn pin(cpu: usize) {
+    let mut set = nix::sched::CpuSet::new();
+    set.set(cpu).unwrap();
+    nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set).unwrap();
+}
