@@ -355,3 +355,47 @@ fn stop_under_sustained_overload_returns() {
         });
     }
 }
+
+/// A held connection that sends more than one loop turn reads (16 × 4 KiB) stays open and is read
+/// to its end: the rest is read on later turns, and the server closes it only at the client's FIN.
+#[test]
+fn held_connection_sending_more_than_one_turn_is_read_to_its_end() {
+    use std::io::{Read, Write};
+    for engine in engines() {
+        let srv = Server::start(config(engine, cpus(1), Mode::Hold)).unwrap();
+        let mut c = connect_from(1, srv.local_addr()).unwrap();
+        let chunk = vec![7u8; 64 * 1024];
+        for _ in 0..32 {
+            c.write_all(&chunk).unwrap(); // 2 MiB: completes only if the server keeps reading
+        }
+        c.set_read_timeout(Some(Duration::from_millis(300)))
+            .unwrap();
+        // EINTR without a signal was seen on 6.18 in the thread that probed io_uring: retry it.
+        let until = Instant::now() + Duration::from_secs(2);
+        let e = loop {
+            match c.read(&mut [0u8; 1]) {
+                Err(e) if e.kind() == ErrorKind::Interrupted && Instant::now() < until => {}
+                r => break r.unwrap_err(),
+            }
+        };
+        assert_eq!(
+            e.kind(),
+            ErrorKind::WouldBlock,
+            "{engine:?}: the server closed a held connection that was only sending data"
+        );
+        c.shutdown(std::net::Shutdown::Write).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        assert_eq!(
+            c.read(&mut [0u8; 1]).unwrap(),
+            0,
+            "{engine:?}: FIN after the client's FIN"
+        );
+        let report = srv.stop();
+        assert_eq!(report.accepted(), 1, "{engine:?}");
+        assert!(
+            report.errors().is_empty(),
+            "{engine:?}: {:?}",
+            report.errors()
+        );
+    }
+}

@@ -44,6 +44,9 @@ pub const CQ_ENTRIES: u32 = 4096;
 /// How long a stopping worker waits for its last CQEs.
 pub const FINISH_MAX: Duration = Duration::from_secs(2);
 
+/// recv(2) calls of 4 KiB a held connection gets per readiness; more data waits for a new poll.
+const READS_PER_POLL: usize = 16;
+
 const ACCEPT: u64 = 1 << 56;
 const CLOSE: u64 = 2 << 56;
 const SEND: u64 = 3 << 56;
@@ -390,11 +393,18 @@ impl Uring<'_> {
             // SAFETY: fd is a held connection of this worker (closed only after this returns).
             let b = unsafe { BorrowedFd::borrow_raw(fd) };
             let sock = SockRef::from(&b);
-            for _ in 0..16 {
+            let mut reads = 0;
+            loop {
+                if reads == READS_PER_POLL {
+                    // More data than one turn's share: poll again (it completes at once).
+                    return self.poll(fd);
+                }
+                reads += 1;
                 match sock.recv_with_flags(&mut self.scratch, libc::MSG_DONTWAIT) {
                     Ok(0) => break,
                     Ok(_) => continue,
                     Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return self.poll(fd),
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                     Err(_) => break,
                 }
             }
