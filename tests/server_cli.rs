@@ -77,6 +77,20 @@ fn bad_inputs_exit_2_with_one_line() {
         "out of range",
     );
     expect_bad_input(&["--listen", "127.0.0.1:0", "--cpus", "0-"], "CPU list");
+    expect_bad_input(&["--listen", "127.0.0.1:0", "--cpus", ""], "empty CPU list");
+    expect_bad_input(
+        &["--listen", "127.0.0.1:0", "--cpus", "0-N:0/2"],
+        "1 <= used <= group",
+    );
+    expect_bad_input(&["--listen", "127.0.0.1:0", "--cpus", "3-1"], "ends before");
+    // Absurd sizes: a backlog of 2^40, of 0; a port above 65535.
+    for backlog in ["1099511627776", "0", "2147483648"] {
+        expect_bad_input(
+            &["--listen", "127.0.0.1:0", "--backlog", backlog],
+            "1 to 2147483647",
+        );
+    }
+    expect_bad_input(&["--listen", "127.0.0.1:70000"], "0 to 65535");
     let taken = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = taken.local_addr().unwrap().to_string();
     for engine in engines() {
@@ -255,5 +269,108 @@ fn json_report_matches_what_the_clients_saw() {
             }
         );
         assert_eq!(report["mode"]["greet"]["bytes"], 5, "{report}");
+    }
+}
+
+/// The last possible CPU (the kernel's `N`) and the CPUs this test may use.
+fn last_and_allowed() -> (usize, Vec<usize>) {
+    let last = tuning::cpulist::last_possible_cpu(std::path::Path::new("/")).unwrap();
+    let online =
+        tuning::cpulist::parse(&std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap())
+            .unwrap();
+    let allowed = tuning::topology::allowed_cpus(std::path::Path::new("/")).unwrap();
+    (
+        last,
+        allowed.into_iter().filter(|c| online.contains(c)).collect(),
+    )
+}
+
+/// `--cpus 0-N` and `--cpus all` (the kernel's cpulist words) run one worker on every CPU up to
+/// the last possible one when all of them are usable, and are refused with the usable CPUs listed
+/// when some are not (offline, or outside this process's affinity). The last partial second of
+/// the run is printed as a marked per-second rate.
+#[test]
+fn cpus_n_and_all_mean_every_cpu() {
+    let (last, usable) = last_and_allowed();
+    let every: Vec<usize> = (0..=last).collect();
+    for list in ["0-N", "all", "ALL"] {
+        let out = Command::new(BIN)
+            .args(["server", "--listen", "127.0.0.1:0", "--cpus", list])
+            .args([
+                "--engine",
+                "epoll",
+                "--duration",
+                "1500ms",
+                "--format",
+                "json",
+            ])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if usable != every {
+            assert_eq!(out.status.code(), Some(2), "{list}: {stderr}");
+            assert!(
+                stderr.contains(&format!(
+                    "usable CPUs: {}",
+                    tuning::cpulist::format(&usable)
+                )),
+                "{list}: {stderr}"
+            );
+            continue;
+        }
+        assert_eq!(out.status.code(), Some(0), "{list}: {stderr}");
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let cpus: Vec<usize> = report["workers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w["cpu"].as_u64().unwrap() as usize)
+            .collect();
+        assert_eq!(cpus, every, "{list}: {report}");
+        // One full second, then the last half second scaled and marked.
+        let partial = stderr
+            .lines()
+            .find(|l| l.contains("(partial "))
+            .unwrap_or_else(|| panic!("{list}: no partial line in {stderr}"));
+        assert!(partial.contains("accepts/s"), "{partial}");
+        assert_eq!(
+            stderr.lines().filter(|l| l.contains("accepts/s")).count(),
+            2,
+            "{list}: {stderr}"
+        );
+    }
+}
+
+/// A CPU outside the set the process may run on (taskset) is refused with exit 2 before anything
+/// runs, and the message lists the usable CPUs; `all` under the same mask likewise when the host
+/// has more than one CPU.
+#[test]
+fn cpu_outside_the_allowed_set_is_refused_listing_the_usable_ones() {
+    let (last, usable) = last_and_allowed();
+    let only = usable[0];
+    let other = (0..=last + 1).find(|&c| c != only).unwrap();
+    let mut lists = vec![other.to_string()];
+    if last > 0 {
+        lists.push("all".into());
+    }
+    for list in &lists {
+        let out = Command::new("taskset")
+            .args(["-c", &only.to_string(), BIN, "server"])
+            .args([
+                "--listen",
+                "127.0.0.1:0",
+                "--cpus",
+                list,
+                "--duration",
+                "5s",
+            ])
+            .output()
+            .expect("taskset (util-linux) is needed for this test");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "--cpus {list}: {stderr}");
+        assert!(
+            stderr.contains(&format!("usable CPUs: {only})")),
+            "--cpus {list}: {stderr}"
+        );
     }
 }

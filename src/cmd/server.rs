@@ -2,16 +2,26 @@
 //! print one progress line per second on stderr, then the final report (text, or JSON with
 //! `--format json`) on stdout.
 //!
-//! Exit codes: 0 the run ended (by duration or signal) and the report was printed; 1 a run-time
-//! fault; 2 bad input (unknown engine/mode, invalid or offline CPU, address in use, port below 1024
-//! without privilege, `--engine io-uring` where io_uring cannot run) — nothing is left running.
+//! Exit codes (the table of every command: 0 ok, 1 run-time failure, 2 bad input, 3 nothing
+//! measured, 4 strict check failed, 128+signo interrupted):
+//! - 0: the run ended and the report was printed, by `--duration` **or by SIGINT/SIGTERM** — a
+//!   signal is how a server without `--duration` is meant to end, so it is not an interruption
+//!   here (the report says `stopped by signal` / `"interrupted": true`); a run that accepted
+//!   nothing is a true report of zero, also 0 (a server measures what it was sent);
+//! - 1: a run-time fault (a worker could not set up its ring or epoll, a write of the report
+//!   failed);
+//! - 2: bad input, refused before any listener or thread exists: unknown engine/mode, an invalid,
+//!   empty, offline or not-allowed CPU list (the usable CPUs are listed), a backlog outside
+//!   1..=2147483647, an address that does not parse or has a port above 65535, an address in use,
+//!   a port below 1024 without privilege, `--engine io-uring` where io_uring cannot run;
+//! - 128+signo (130, 143): only a second SIGINT/SIGTERM, which exits at once without a report.
 
 use std::io::Write;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use server::{EngineChoice, Mode, Server, ServerConfig, ServerReport, Steer};
+use server::{EngineChoice, LiveStats, Mode, Server, ServerConfig, ServerReport, Steer};
 
 use crate::cli::bad_input;
 use crate::units::{parse_cpus, parse_positive_duration};
@@ -22,21 +32,23 @@ pub type CpuList = Vec<usize>;
 /// Options of `connstorm server`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Address to listen on (every worker binds it with SO_REUSEPORT); port 0 picks a free port,
-    /// printed on stderr at start.
-    #[arg(long, default_value = "127.0.0.1:9000")]
+    /// Address to listen on, IP:PORT (every worker binds it with SO_REUSEPORT); port 0 picks a
+    /// free port, printed on stderr at start.
+    #[arg(long, default_value = "127.0.0.1:9000", value_parser = parse_listen)]
     pub listen: SocketAddr,
-    /// CPUs to run workers on, one pinned worker and one listener each, e.g. `0-3,8`. Default:
-    /// every CPU this process may run on.
+    /// CPUs to run workers on, one pinned worker and one listener each, in the kernel's cpulist
+    /// syntax: `0-3,8`, `0-7:1/2` (every other CPU), `1-N` (N = the last possible CPU), `all`.
+    /// Every CPU must be online and allowed (taskset/cpuset). Default: every CPU this process may
+    /// run on.
     #[arg(long, value_parser = parse_cpus)]
     pub cpus: Option<CpuList>,
     /// Event engine: `auto` (io_uring when it works here, else epoll with a note why), `io-uring`
     /// (multishot accept, Linux 5.19+; an error where unavailable) or `epoll` (mio).
     #[arg(long, default_value = "auto")]
     pub engine: EngineChoice,
-    /// listen(2) backlog per listener (accept queue and SYN queue bound), connections; the kernel
-    /// caps it at net.core.somaxconn (4096 by default since Linux 5.4).
-    #[arg(long, default_value_t = 65535)]
+    /// listen(2) backlog per listener (accept queue and SYN queue bound), connections, 1 to
+    /// 2147483647; the kernel caps it at net.core.somaxconn (4096 by default since Linux 5.4).
+    #[arg(long, default_value_t = 65535, value_parser = parse_backlog)]
     pub backlog: u32,
     /// What to do with each accepted connection: `close` (server sends FIN), `rst` (SO_LINGER 0:
     /// RST, no TIME_WAIT), `greet:BYTES` (write BYTES, at most 1 MiB, then close; e.g. `greet:64`)
@@ -113,6 +125,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     drop(err);
     let started = Instant::now();
     let mut last = srv.stats();
+    let mut last_at = started;
     let mut next_tick = started + Duration::from_secs(1);
     let interrupted = loop {
         if crate::signals::stopped(&stop) {
@@ -124,27 +137,20 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         }
         if now >= next_tick {
             let cur = srv.stats();
-            let per: Vec<u64> = cur
-                .accepted_per_worker
-                .iter()
-                .zip(&last.accepted_per_worker)
-                .map(|(c, l)| c - l)
-                .collect();
-            let _ = writeln!(
-                std::io::stderr(),
-                "t={:>4}s accepts/s {:>9} (per worker min {} max {}) total {} errors {}",
-                started.elapsed().as_secs(),
-                per.iter().sum::<u64>(),
-                per.iter().min().copied().unwrap_or(0),
-                per.iter().max().copied().unwrap_or(0),
-                cur.accepted(),
-                cur.errors_total
-            );
-            last = cur;
+            let line = progress_line(now - started, now - last_at, &last, &cur, false);
+            let _ = writeln!(std::io::stderr(), "{line}");
+            (last, last_at) = (cur, now);
             next_tick += Duration::from_secs(1);
         }
         std::thread::sleep(Duration::from_millis(20));
     };
+    // The last, partial second: scaled to a per-second rate and marked, or left out when too short
+    // to say anything.
+    let now = Instant::now();
+    if now - last_at >= MIN_PARTIAL {
+        let line = progress_line(now - started, now - last_at, &last, &srv.stats(), true);
+        let _ = writeln!(std::io::stderr(), "{line}");
+    }
     let mut report = srv.stop();
     report.interrupted = interrupted;
     let mut out = std::io::stdout().lock();
@@ -157,6 +163,75 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     }
     out.flush()?;
     Ok(0)
+}
+
+/// The shortest last interval that still gets a progress line: below it a scaled rate says more
+/// about timer jitter than about the server.
+pub const MIN_PARTIAL: Duration = Duration::from_millis(100);
+
+/// One progress line: accepts per second over `interval` (the time since the previous line), per
+/// worker min/max, totals. Rates are scaled by the real interval, so a late tick or a last partial
+/// interval (`partial`, marked `(partial 0.40 s)`) reads as a per-second rate, never as a collapsed
+/// count. `elapsed` is the time since the start, printed in whole seconds for full ticks.
+pub fn progress_line(
+    elapsed: Duration,
+    interval: Duration,
+    prev: &LiveStats,
+    cur: &LiveStats,
+    partial: bool,
+) -> String {
+    let secs = interval.as_secs_f64().max(1e-9);
+    let rates: Vec<u64> = cur
+        .accepted_per_worker
+        .iter()
+        .zip(&prev.accepted_per_worker)
+        .map(|(c, p)| (c.saturating_sub(*p) as f64 / secs).round() as u64)
+        .collect();
+    let sum = (cur.accepted().saturating_sub(prev.accepted()) as f64 / secs).round() as u64;
+    let t = if partial {
+        format!("t={:>6.2}s", elapsed.as_secs_f64())
+    } else {
+        format!("t={:>4}s", elapsed.as_secs_f64().round() as u64)
+    };
+    let mut line = format!(
+        "{t} accepts/s {sum:>9} (per worker min {} max {}) total {} errors {}",
+        rates.iter().min().copied().unwrap_or(0),
+        rates.iter().max().copied().unwrap_or(0),
+        cur.accepted(),
+        cur.errors_total
+    );
+    if partial {
+        line.push_str(&format!(" (partial {secs:.2} s)"));
+    }
+    line
+}
+
+/// Parses `--listen`: IP:PORT with a port of 0 to 65535.
+///
+/// # Errors
+/// A message with an example when it does not parse (a port above 65535 included).
+fn parse_listen(s: &str) -> Result<SocketAddr, String> {
+    s.trim().parse().map_err(|_| {
+        format!(
+            "invalid listen address {s:?}: write IP:PORT with a port from 0 to 65535 (0 picks a \
+             free one), e.g. `127.0.0.1:9000`, `0.0.0.0:9000` or `[::]:9000`"
+        )
+    })
+}
+
+/// Parses `--backlog`: 1 to 2147483647 connections (listen(2) takes an int).
+///
+/// # Errors
+/// A message for zero, non-numbers and values above `i32::MAX`.
+fn parse_backlog(s: &str) -> Result<u32, String> {
+    match s.trim().parse::<u64>() {
+        Ok(v) if (1..=i32::MAX as u64).contains(&v) => Ok(v as u32),
+        _ => Err(format!(
+            "backlog {s:?} is out of range: give 1 to {} connections per listener (the kernel \
+             caps it at net.core.somaxconn anyway, 4096 by default)",
+            i32::MAX
+        )),
+    }
 }
 
 fn write_text(out: &mut impl Write, r: &ServerReport) -> std::io::Result<()> {
@@ -223,4 +298,64 @@ fn write_text(out: &mut impl Write, r: &ServerReport) -> std::io::Result<()> {
 
 fn allowed_cpus() -> anyhow::Result<Vec<usize>> {
     Ok(tuning::topology::allowed_cpus(std::path::Path::new("/"))?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stats(per_worker: &[u64]) -> LiveStats {
+        LiveStats {
+            accepted_per_worker: per_worker.to_vec(),
+            errors_total: 0,
+        }
+    }
+
+    #[test]
+    fn a_partial_last_second_is_scaled_and_marked() {
+        let prev = stats(&[100, 200]);
+        let cur = stats(&[120, 240]);
+        let line = progress_line(
+            Duration::from_millis(3400),
+            Duration::from_millis(400),
+            &prev,
+            &cur,
+            true,
+        );
+        // 60 accepts in 0.4 s is 150/s, not "60/s"; per worker 50/s and 100/s.
+        assert!(line.contains("accepts/s       150 "), "{line}");
+        assert!(line.contains("min 50 max 100"), "{line}");
+        assert!(line.contains("total 360 "), "{line}");
+        assert!(line.ends_with("(partial 0.40 s)"), "{line}");
+        assert!(line.starts_with("t=  3.40s"), "{line}");
+    }
+
+    #[test]
+    fn a_late_full_tick_is_scaled_by_its_real_length() {
+        let line = progress_line(
+            Duration::from_millis(2000),
+            Duration::from_millis(1250),
+            &stats(&[0]),
+            &stats(&[1000]),
+            false,
+        );
+        assert!(line.starts_with("t=   2s accepts/s       800 "), "{line}");
+        assert!(!line.contains("partial"), "{line}");
+    }
+
+    #[test]
+    fn backlog_and_listen_out_of_range_are_refused() {
+        assert_eq!(parse_backlog("128"), Ok(128));
+        assert_eq!(parse_backlog("2147483647"), Ok(i32::MAX as u32));
+        for bad in ["0", "2147483648", "1099511627776", "-1", "lots"] {
+            assert!(
+                parse_backlog(bad).unwrap_err().contains("1 to 2147483647"),
+                "{bad}"
+            );
+        }
+        assert!(parse_listen("127.0.0.1:0").is_ok());
+        assert!(parse_listen("127.0.0.1:70000")
+            .unwrap_err()
+            .contains("0 to 65535"));
+    }
 }
