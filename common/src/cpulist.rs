@@ -116,8 +116,8 @@ pub fn parse_with_last(list: &str, last_cpu: usize) -> Result<Vec<usize>, CpuLis
         } = region;
         let mut base = start;
         while base <= end {
-            cpus.extend(base..=end.min(base + used - 1));
-            base += group;
+            cpus.extend(base..=end.min(base.saturating_add(used - 1)));
+            base = base.saturating_add(group);
         }
     }
     cpus.sort_unstable();
@@ -410,6 +410,45 @@ mod tests {
         std::fs::remove_file(dir.join("possible")).unwrap();
         let e = last_possible_cpu(root.path()).unwrap_err();
         assert!(e.contains("sys/devices/system/cpu/possible"), "{e}");
+    }
+
+    /// Every string of up to four tokens parses or fails cleanly: no panic, no overflow, ids
+    /// ascending, unique and at most [`MAX_CPU`].
+    #[test]
+    fn token_soup_never_panics() {
+        let tokens = [
+            "0",
+            "1",
+            "7",
+            "N",
+            "all",
+            "-",
+            ":",
+            "/",
+            ",",
+            " ",
+            "8191",
+            "18446744073709551615",
+        ];
+        let mut text = String::new();
+        let n = tokens.len();
+        for code in 0..n.pow(4) {
+            text.clear();
+            let mut c = code;
+            for _ in 0..4 {
+                text.push_str(tokens[c % n]);
+                c /= n;
+            }
+            for last in [0, 7, MAX_CPU] {
+                if let Ok(cpus) = parse_with_last(&text, last) {
+                    assert!(cpus.windows(2).all(|w| w[0] < w[1]), "{text:?}");
+                    assert!(cpus.iter().all(|&c| c <= MAX_CPU), "{text:?}");
+                }
+            }
+        }
+        // Strides at the edge of usize.
+        let huge = "1-5:18446744073709551615/18446744073709551615";
+        assert_eq!(p7(huge).unwrap(), vec![1, 2, 3, 4, 5]);
     }
 
     #[test]

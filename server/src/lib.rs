@@ -10,11 +10,15 @@
 //!   listener and its event loop: [`engine::uring`] (io_uring multishot accept, one ring per
 //!   worker) or [`engine::epoll`] (mio, edge-triggered). [`engine::probe`] decides which one
 //!   `EngineChoice::Auto` gets.
+//! - Each turn of a worker's event loop handles at most [`engine::TURN_BUDGET`] accepts or
+//!   completions and remembers what is left, so no amount of load keeps a worker from its stop
+//!   flag or its counters.
 //! - Workers count into plain integers ([`counts`]) and publish them to their own cache line every
 //!   few milliseconds; [`Server::stats`] reads those ([`LiveStats`]).
 //! - [`Server::stop`] ends the run without resetting any completed handshake ([`drain`]): every
 //!   listener gets a classic BPF socket filter that drops new SYNs, the workers keep accepting for
-//!   [`drain::DRAIN_GRACE`], accept what is left until EAGAIN, close the listener and return their
+//!   [`drain::DRAIN_GRACE`], accept what is left until EAGAIN (at most [`drain::FINAL_DRAIN_MAX`]),
+//!   close the listener and return their
 //!   [`WorkerReport`]s, merged into a [`ServerReport`].
 //!
 //! # Data flow
