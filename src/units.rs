@@ -113,7 +113,7 @@ pub fn parse_cpus(s: &str) -> Result<Vec<usize>, String> {
     // The parser merges repeats (as the kernel does for sysfs lists); on the command line a
     // repeated CPU is a typo that would silently run fewer workers than asked.
     let mut named = 0usize;
-    for part in s.split(',') {
+    for part in s.split(|c: char| c == ',' || c.is_whitespace()) {
         named += tuning::cpulist::parse(part)
             .map_err(|e| e.to_string())?
             .len();
@@ -167,5 +167,7 @@ mod tests {
         assert!(parse_cpus("0,0").unwrap_err().contains("more than once"));
         assert!(parse_cpus("0-3,2").is_err());
         assert!(parse_cpus("").is_err());
+        assert!(parse_cpus("0 0").unwrap_err().contains("more than once"));
+        assert!(parse_cpus("all,0").unwrap_err().contains("more than once"));
     }
 }

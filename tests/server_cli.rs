@@ -160,11 +160,13 @@ fn cpu_ticks(pid: u32) -> u64 {
 }
 
 fn terminate(child: &mut Child) -> serde_json::Value {
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGTERM,
-    )
-    .unwrap();
+    stop_with(child, nix::sys::signal::Signal::SIGTERM)
+}
+
+/// Sends `signal` once; expects exit 0 (a signal is how a server run ends) and returns the JSON
+/// report from stdout.
+fn stop_with(child: &mut Child, signal: nix::sys::signal::Signal) -> serde_json::Value {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), signal).unwrap();
     let mut out = String::new();
     child
         .stdout
@@ -373,4 +375,24 @@ fn cpu_outside_the_allowed_set_is_refused_listing_the_usable_ones() {
             "--cpus {list}: {stderr}"
         );
     }
+}
+
+/// One SIGINT (Ctrl-C) ends the run like SIGTERM: report printed, marked interrupted, exit 0
+/// (the documented exit code of `connstorm server` ended by a signal).
+#[test]
+fn one_sigint_prints_the_report_and_exits_0() {
+    let (mut child, addr, _stderr) = spawn_server(
+        &[],
+        &["--cpus", "0", "--engine", "epoll", "--format", "json"],
+    );
+    for _ in 0..10 {
+        let mut buf = Vec::new();
+        TcpStream::connect(addr)
+            .unwrap()
+            .read_to_end(&mut buf)
+            .unwrap();
+    }
+    let report = stop_with(&mut child, nix::sys::signal::Signal::SIGINT);
+    assert_eq!(accepted(&report), 10, "{report}");
+    assert_eq!(report["interrupted"], true, "{report}");
 }
