@@ -2,9 +2,11 @@
 //!
 //! Covers isolation (isolated / nohz_full CPUs, the process's allowed CPUs), IRQs delivered to
 //! isolated CPUs (`/proc/irq/N/effective_affinity_list`), irqbalance, accept-queue limits
-//! (somaxconn, tcp_max_syn_backlog), the ephemeral port range, syncookies, io_uring availability
-//! (kernel.io_uring_disabled, 6.6+), RLIMIT_NOFILE and fs.nr_open, and the kernel config
-//! findings of [`crate::kconfig`] for the server profile.
+//! (somaxconn, tcp_max_syn_backlog), the ephemeral port range, syncookies, capabilities probed in
+//! this process ([`crate::probe`]: io_uring, SO_INCOMING_CPU, SO_REUSEPORT), settings that do
+//! nothing because of another ([`crate::rules::NEEDS`], e.g. tcp_tw_reuse without timestamps),
+//! RLIMIT_NOFILE and fs.nr_open, and the kernel config findings of [`crate::kconfig`] for the
+//! server profile.
 
 use std::path::Path;
 
@@ -107,9 +109,36 @@ pub fn run(root: &Path) -> Vec<Finding> {
                 "ephemeral ports {lo}-{hi} ({n}): with client-first close and 60 s TIME_WAIT about {} connections/s per (src IP, dst IP, dst port)", n / 60)));
         }
     }
-    match num(&h, "kernel.io_uring_disabled") {
-        Some(0) | None => f.push(Finding::new(Severity::Info, "io_uring", "io_uring allowed (kernel.io_uring_disabled = 0 or absent before 6.6); a seccomp filter may still block it")),
-        Some(v) => f.push(Finding::new(Severity::Warn, "io_uring", format!("kernel.io_uring_disabled = {v}: io_uring is off{}; the server falls back to epoll", if v == 1 { " for processes outside kernel.io_uring_group" } else { "" }))),
+    if let Some(v) = num(&h, "kernel.io_uring_disabled") {
+        f.push(Finding::new(
+            Severity::Info,
+            "io_uring",
+            format!("kernel.io_uring_disabled = {v} (0 allowed, 1 only for kernel.io_uring_group, 2 off; 6.6+); the probe line says whether io_uring works in this process"),
+        ));
+    }
+    f.extend(crate::probe::findings());
+    let io = crate::plan::ProcSys {
+        root: root.to_path_buf(),
+    };
+    for n in crate::rules::NEEDS {
+        let read = |k: &str| {
+            crate::sysctl::Key::parse(k)
+                .ok()
+                .and_then(|k| crate::plan::SysctlIo::read(&io, &k).ok())
+                .and_then(|v| v.split(' ').next().and_then(|x| x.parse::<i64>().ok()))
+        };
+        if let (Some(v), Some(w)) = (read(n.key), read(n.needs)) {
+            if (n.active)(v) && !(n.satisfied)(w) && n.key != "net.ipv4.tcp_max_syn_backlog" {
+                f.push(Finding::new(
+                    Severity::Warn,
+                    "sysctl",
+                    format!(
+                        "{} = {v} has no effect: it needs {} = {}, which is {w}; {} ({})",
+                        n.key, n.needs, n.needs_text, n.why, n.source
+                    ),
+                ));
+            }
+        }
     }
     if let Some((soft, hard)) = h.nofile {
         let sev = if soft < 65536 {
