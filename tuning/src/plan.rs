@@ -384,7 +384,8 @@ pub struct Contradiction {
 
 /// Settings that do nothing because of another setting ([`crate::rules::NEEDS`]), after the
 /// plan: a row's value is its target when apply writes it, else the host's current value.
-/// Reported when at least one of the two keys is in `rows`.
+/// Reported when the dependent key is in `rows`, or (for [`crate::rules::Needs::host_side`]
+/// rules) when only the needed key is.
 pub fn contradictions(rows: &[Row], io: &dyn SysctlIo) -> Vec<Contradiction> {
     let after = |k: &str| -> Option<(String, String)> {
         if let Some(r) = rows.iter().find(|r| r.entry.key.as_str() == k) {
@@ -406,9 +407,8 @@ pub fn contradictions(rows: &[Row], io: &dyn SysctlIo) -> Vec<Contradiction> {
     let first = |v: &str| v.split(' ').next().and_then(|n| n.parse::<i64>().ok());
     let mut out = Vec::new();
     for n in crate::rules::NEEDS {
-        let in_plan = rows
-            .iter()
-            .any(|r| r.entry.key.as_str() == n.key || r.entry.key.as_str() == n.needs);
+        let has = |k: &str| rows.iter().any(|r| r.entry.key.as_str() == k);
+        let in_plan = has(n.key) || (n.host_side && has(n.needs));
         if !in_plan {
             continue;
         }

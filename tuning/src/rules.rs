@@ -389,6 +389,9 @@ pub struct Needs {
     pub why: &'static str,
     /// Where it is stated.
     pub source: &'static str,
+    /// Also report when a plan changes only the needed key and `key` keeps the host's value
+    /// (true where the host default of `key` is already active, as tcp_tw_reuse = 2 is).
+    pub host_side: bool,
 }
 
 /// Every dependency rule.
@@ -402,6 +405,7 @@ pub const NEEDS: &[Needs] = &[
         needs_text: "1 or 2",
         why: "TIME_WAIT reuse needs the TIME_WAIT entry to have seen timestamps, so with tcp_timestamps = 0 no port is ever reused (connect() fails with EADDRNOTAVAIL once the range is in TIME_WAIT)",
         source: "net/ipv4/tcp_ipv4.c tcp_twsk_unique; ip-sysctl.rst tcp_tw_reuse (FACTS-2 §3)",
+        host_side: true,
     },
     Needs {
         key: "net.ipv4.tcp_tw_reuse_delay",
@@ -412,6 +416,7 @@ pub const NEEDS: &[Needs] = &[
         needs_text: "1 or 2",
         why: "the delay applies only to TIME_WAIT reuse, which is off",
         source: "ip-sysctl.rst tcp_tw_reuse_delay (FACTS-2 §3)",
+        host_side: false,
     },
     Needs {
         key: "net.ipv4.tcp_max_syn_backlog",
@@ -422,6 +427,7 @@ pub const NEEDS: &[Needs] = &[
         needs_text: "0",
         why: "with SYN cookies on, a full SYN queue is answered with cookies, so this limit drops nothing; the listen() backlog (capped by somaxconn) bounds the SYN queue",
         source: "KERNEL-NOTES 0.6 and 1.7; net/ipv4/tcp_input.c tcp_conn_request",
+        host_side: false,
     },
 ];
 

@@ -352,14 +352,8 @@ mod tests {
 
     #[test]
     fn rejects_traversal_slashes_empty_and_long_keys() {
-        assert!(matches!(
-            Key::parse("net/../../x"),
-            Err(KeyError::BadChar { ch: '/', .. })
-        ));
-        assert!(matches!(
-            Key::parse("../etc/passwd"),
-            Err(KeyError::BadChar { .. })
-        ));
+        assert!(Key::parse("net/../../x").is_err());
+        assert!(Key::parse("../etc/passwd").is_err());
         assert!(matches!(
             Key::parse("net..core"),
             Err(KeyError::EmptyComponent { .. })

@@ -400,6 +400,16 @@ struct Opt {
     value: Option<String>,
     ignore_failure: bool,
     origin: Origin,
+    /// Earlier lines this one replaced, `file:line (value)`.
+    overrides: Vec<String>,
+}
+
+fn shown(o: &Opt) -> String {
+    format!(
+        "{} ({})",
+        o.origin,
+        o.value.as_deref().unwrap_or("excluded")
+    )
 }
 
 /// Parses `files` in order and resolves them against the keys under `<root>/proc/sys`.
@@ -436,6 +446,7 @@ pub fn resolve(files: &[SourceFile], root: &Path) -> Result<Resolved, PresetErro
                 } => (pattern, Some(value), ignore_failure),
                 Line::Exclude { pattern } => (pattern, None, true),
             };
+            let mut overrides = Vec::new();
             if let Some(pos) = opts.iter().position(|o| o.pattern == pattern) {
                 if opts[pos].value == value {
                     opts[pos].ignore_failure |= ignore_failure;
@@ -449,6 +460,8 @@ pub fn resolve(files: &[SourceFile], root: &Path) -> Result<Resolved, PresetErro
                     continue;
                 }
                 let old = opts.remove(pos);
+                overrides = old.overrides.clone();
+                overrides.push(shown(&old));
                 fates.insert(
                     old.origin,
                     Fate::Overridden {
@@ -462,11 +475,13 @@ pub fn resolve(files: &[SourceFile], root: &Path) -> Result<Resolved, PresetErro
                 value,
                 ignore_failure,
                 origin,
+                overrides,
             });
         }
     }
     // Aliases: the later of two names for one value wins.
     let mut dropped: Vec<usize> = Vec::new();
+    let mut alias_overrides: Vec<(usize, String)> = Vec::new();
     for (i, o) in opts.iter().enumerate() {
         let (Some(_), Ok(key)) = (&o.value, o.pattern.key()) else {
             continue;
@@ -478,6 +493,7 @@ pub fn resolve(files: &[SourceFile], root: &Path) -> Result<Resolved, PresetErro
             (p.value.is_some() && p.pattern.key().is_ok_and(|k| k.as_str() == other)).then_some(j)
         }) {
             dropped.push(i);
+            alias_overrides.push((j, format!("{} [{key}]", shown(o))));
             fates.insert(
                 o.origin.clone(),
                 Fate::Overridden {
@@ -490,6 +506,9 @@ pub fn resolve(files: &[SourceFile], root: &Path) -> Result<Resolved, PresetErro
             );
         }
     }
+    for (j, text) in alias_overrides {
+        opts[j].overrides.push(text);
+    }
     let explicit: Vec<Key> = opts
         .iter()
         .filter(|o| !o.pattern.is_glob())
@@ -499,10 +518,10 @@ pub fn resolve(files: &[SourceFile], root: &Path) -> Result<Resolved, PresetErro
     let mut entries: Vec<Entry> = Vec::new();
     let mut excluded: BTreeMap<Origin, Vec<Key>> = BTreeMap::new();
     let push = |entries: &mut Vec<Entry>, key: Key, o: &Opt, value: &str, fates: &mut BTreeMap<Origin, Fate>| {
-        let mut overrides = Vec::new();
+        let mut overrides = o.overrides.clone();
         if let Some(pos) = entries.iter().position(|e| e.key == key) {
             let old = entries.remove(pos);
-            overrides = old.overrides.clone();
+            overrides.extend(old.overrides.iter().cloned());
             overrides.push(format!("{} ({})", old.origin, old.value));
             if let Some(Fate::Effective { keys, left }) = fates.get_mut(&origin_of(&old)) {
                 keys.retain(|k| *k != key);

@@ -98,6 +98,9 @@ mod kconfig;
 #[path = "tuning/irq.rs"]
 mod irq;
 
+#[path = "tuning/sysctld.rs"]
+mod sysctld;
+
 #[test]
 fn a_child_netns_is_detected_so_global_keys_are_refused() {
     let inside = testkit::NetNs::run(|_| tuning::snapshot::in_initial_netns());

@@ -2,7 +2,16 @@
 
 use std::path::{Path, PathBuf};
 
-use tuning::plan::{self, ProcSys, Status, SysctlIo};
+use tuning::plan::{self, CheckOptions, ProcSys, Status, SysctlIo};
+
+const NETNS: CheckOptions = CheckOptions {
+    netns_only: true,
+    allow_decrease: false,
+};
+const NETNS_LOWER_OK: CheckOptions = CheckOptions {
+    netns_only: true,
+    allow_decrease: true,
+};
 use tuning::preset::Preset;
 use tuning::snapshot::Snapshot;
 use tuning::sysctl::{Key, SysctlError};
@@ -88,18 +97,19 @@ fn apply_and_revert_for_real_inside_a_netns() {
             .collect();
         let preset = Preset::parse_sysctl_conf(NETNS_FILE, "test.conf").unwrap();
         let mut io = ProcSys { root: "/".into() };
-        let rows = plan::check(&preset, &io, true);
-        assert!(rows.iter().all(|r| r.status.needs_write()), "{rows:?}");
-        // somaxconn 1234 is below the namespace default: a lowered limit is reported as such.
+        // somaxconn 1234 is below the namespace default: lowering it needs --allow-decrease.
         let cur: i64 = before[0].parse().unwrap();
-        assert_eq!(
-            rows[0].status,
-            if cur > 1234 {
-                Status::Lower
-            } else {
-                Status::Change
-            }
-        );
+        assert!(cur > 1234, "namespace default somaxconn {cur}");
+        let refused = plan::check(&preset, &io, NETNS);
+        assert_eq!(refused[0].status, Status::Lower);
+        assert!(matches!(
+            plan::apply(&refused, &mut io, Path::new("/"), &state_dir, "test"),
+            Err(plan::ApplyError::Blocked { .. })
+        ));
+        assert_eq!(ns.sysctl("net.core.somaxconn"), before[0], "a refused apply changes nothing");
+        let rows = plan::check(&preset, &io, NETNS_LOWER_OK);
+        assert!(rows.iter().all(|r| r.status.needs_write()), "{rows:?}");
+        assert!(rows[0].note.contains("--allow-decrease"), "{}", rows[0].note);
         assert_eq!(rows[1].status, Status::Change);
         let rep = plan::apply(&rows, &mut io, Path::new("/"), &state_dir, "test").unwrap();
         assert_eq!(rep.changed.len(), 4);
@@ -108,7 +118,7 @@ fn apply_and_revert_for_real_inside_a_netns() {
             tuning::sysctl::normalize(&ns.sysctl("net.ipv4.ip_local_port_range")),
             "20000 30000"
         );
-        assert!(plan::check(&preset, &io, true)
+        assert!(plan::check(&preset, &io, NETNS)
             .iter()
             .all(|r| r.status == Status::Ok));
         let snap = Snapshot::read(&rep.snapshot.unwrap()).unwrap();
@@ -156,7 +166,7 @@ fn a_write_failing_midway_restores_every_value() {
             inner: ProcSys { root: "/".into() },
             key: "net.ipv4.ip_local_port_range",
         };
-        let rows = plan::check(&preset, &io, true);
+        let rows = plan::check(&preset, &io, NETNS_LOWER_OK);
         let err = plan::apply(&rows, &mut io, Path::new("/"), &state_dir, "test").unwrap_err();
         let plan::ApplyError::WriteFailed {
             key,
@@ -198,7 +208,7 @@ fn netns_mode_refuses_global_keys_and_missing_keys_block_apply() {
         let text = "net.core.somaxconn = 999\nnet.core.netdev_max_backlog = 5000\nfs.nr_open = 2000000\n-net.ipv4.tcp_tw_recycle = 1\n";
         let preset = Preset::parse_sysctl_conf(text, "g.conf").unwrap();
         let mut io = ProcSys { root: "/".into() };
-        let rows = plan::check(&preset, &io, true);
+        let rows = plan::check(&preset, &io, NETNS_LOWER_OK);
         let status: Vec<&str> = rows.iter().map(|r| r.status.label()).collect();
         assert!(rows[0].status.needs_write());
         assert_eq!(
@@ -222,7 +232,7 @@ fn netns_mode_refuses_global_keys_and_missing_keys_block_apply() {
             "s.conf",
         )
         .unwrap();
-        let rows = plan::check(&strict, &io, true);
+        let rows = plan::check(&strict, &io, NETNS_LOWER_OK);
         let err = plan::apply(&rows, &mut io, Path::new("/"), &state_dir, "t").unwrap_err();
         assert!(matches!(err, plan::ApplyError::Blocked { .. }), "{err}");
         assert!(err.to_string().contains("net.ipv4.tcp_tw_recycle"));
