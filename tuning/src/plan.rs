@@ -524,7 +524,7 @@ pub fn apply(
             keys: prediction.refusals,
         });
     }
-    let skipped = prediction.skips;
+    let mut skipped = prediction.skips;
     let todo: Vec<&Row> = rows.iter().filter(|r| r.status.needs_write()).collect();
     if todo.is_empty() {
         return Ok(ApplyReport {
@@ -560,6 +560,18 @@ pub fn apply(
                     ))
                 }
             });
+        if let (Err(cause), true) = (&result, r.entry.optional) {
+            // A `-` line: systemd-sysctl ignores the failure; so does apply, once the key is
+            // back at its old value.
+            let (_, failed) = restore(io, std::iter::once((key, old.as_str())));
+            if failed.is_empty() {
+                skipped.push((
+                    key.clone(),
+                    format!("write failed and was ignored (`-` line): {cause}"),
+                ));
+                continue;
+            }
+        }
         // Record before checking so a half-applied key is restored too.
         changed.push((key.clone(), old, r.target.clone()));
         if let Err(cause) = result {

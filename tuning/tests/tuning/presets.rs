@@ -241,3 +241,33 @@ fn netns_mode_refuses_global_keys_and_missing_keys_block_apply() {
 }
 
 use testkit::NetNs;
+
+#[test]
+fn a_failing_write_of_a_dash_line_is_ignored_as_systemd_does() {
+    let state = tempfile::tempdir().unwrap();
+    let state_dir = state.path().to_path_buf();
+    NetNs::run(move |ns| {
+        let range = tuning::sysctl::normalize(&ns.sysctl("net.ipv4.ip_local_port_range"));
+        let text = "-net.ipv4.ip_local_port_range = 20000 30000\nnet.ipv4.tcp_fin_timeout = 17\n";
+        let preset = Preset::parse_sysctl_conf(text, "dash.conf").unwrap();
+        let mut io = FailOn {
+            inner: ProcSys { root: "/".into() },
+            key: "net.ipv4.ip_local_port_range",
+        };
+        let rows = plan::check(&preset, &io, NETNS);
+        let rep = plan::apply(&rows, &mut io, Path::new("/"), &state_dir, "t").unwrap();
+        assert_eq!(rep.changed.len(), 1, "{rep:?}");
+        assert_eq!(rep.changed[0].0.as_str(), "net.ipv4.tcp_fin_timeout");
+        assert!(
+            rep.skipped
+                .iter()
+                .any(|(k, why)| k.as_str() == "net.ipv4.ip_local_port_range" && why.contains("ignored")),
+            "{rep:?}"
+        );
+        assert_eq!(
+            tuning::sysctl::normalize(&ns.sysctl("net.ipv4.ip_local_port_range")),
+            range
+        );
+        assert_eq!(ns.sysctl("net.ipv4.tcp_fin_timeout"), "17");
+    });
+}
