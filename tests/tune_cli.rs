@@ -524,7 +524,10 @@ fn presets_are_listed_one_line_each() {
     let out = String::from_utf8_lossy(&o.stdout).to_string();
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines.len(), 4, "{out}");
-    for (l, name) in lines.iter().zip(["c1m-server", "loadgen-client", "low-latency", "throughput"]) {
+    for (l, name) in lines
+        .iter()
+        .zip(["c1m-server", "loadgen-client", "low-latency", "throughput"])
+    {
         assert!(l.starts_with(name) && l.contains("sysctl(s)"), "{l}");
     }
     let alias = run(&["tune", "list"]);
@@ -563,10 +566,19 @@ fn system_config_names_the_file_and_line_of_each_value() {
         .lines()
         .find(|l| l.starts_with("net.core.somaxconn"))
         .unwrap_or_else(|| panic!("{t}"));
-    assert!(row.contains("32768") && row.contains("usr/lib/sysctl.d/90-cni.conf:2"), "{row}");
-    assert!(row.contains("etc/sysctl.d/50-default.conf:5 (16384)"), "{row}");
+    assert!(
+        row.contains("32768") && row.contains("usr/lib/sysctl.d/90-cni.conf:2"),
+        "{row}"
+    );
+    assert!(
+        row.contains("etc/sysctl.d/50-default.conf:5 (16384)"),
+        "{row}"
+    );
     assert!(t.contains("is masked"), "{t}");
-    assert!(t.contains("run/sysctl.d/50-default.conf is shadowed"), "{t}");
+    assert!(
+        t.contains("run/sysctl.d/50-default.conf is shadowed"),
+        "{t}"
+    );
 }
 
 #[test]
@@ -603,11 +615,17 @@ echo "dash-yes $? $(cat $f)"
     assert_ne!(before, "17");
     // Without `-`: the dry run says --yes refuses (exit 2), and --yes does refuse, changing nothing.
     assert_eq!(val("strict-dry"), "2", "{t}");
-    assert!(t.contains("with --yes: REFUSED, nothing would change"), "{t}");
+    assert!(
+        t.contains("with --yes: REFUSED, nothing would change"),
+        "{t}"
+    );
     assert_eq!(val("strict-yes"), format!("2 {before}"), "{t}");
     // With `-`: the status key is skipped with a note, and --yes writes the other key.
     assert_eq!(val("dash-dry"), "0", "{t}");
-    assert!(t.contains("with --yes: writes 1 key(s) (net.ipv4.tcp_fin_timeout = 17)"), "{t}");
+    assert!(
+        t.contains("with --yes: writes 1 key(s) (net.ipv4.tcp_fin_timeout = 17)"),
+        "{t}"
+    );
     assert_eq!(val("dash-yes"), "0 17", "{t}");
     assert!(t.contains("net.netfilter.nf_conntrack_count"), "{t}");
 }
@@ -626,7 +644,13 @@ fn the_printed_undo_command_works_as_printed() {
     let state = d.path().join("state");
     let read = || {
         let o = Command::new("ip")
-            .args(["netns", "exec", &name, "cat", "/proc/sys/net/ipv4/tcp_fin_timeout"])
+            .args([
+                "netns",
+                "exec",
+                &name,
+                "cat",
+                "/proc/sys/net/ipv4/tcp_fin_timeout",
+            ])
             .output()
             .unwrap();
         String::from_utf8_lossy(&o.stdout).trim().to_string()
@@ -675,7 +699,10 @@ fn import_turns_a_script_into_a_sysctl_d_file() {
     let p = tuning::preset::Preset::parse_sysctl_conf(&body, "imported.conf").unwrap();
     assert_eq!(p.sysctls.len(), 6, "{body}");
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("08-tune.sh:9 not imported: ulimit -n 1048576"), "{err}");
+    assert!(
+        err.contains("08-tune.sh:9 not imported: ulimit -n 1048576"),
+        "{err}"
+    );
     assert!(err.contains("6 sysctl write(s) imported"), "{err}");
     let d = tempfile::tempdir().unwrap();
     let none = d.path().join("none.sh");
@@ -706,8 +733,13 @@ fn rules_table_lists_every_kind_with_a_source() {
     let o = run(&["tune", "rules"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let t = String::from_utf8_lossy(&o.stdout);
-    for kind in ["alias ", "legacy ", "status ", "module ", "range ", "harmful ", "needs "] {
+    for kind in [
+        "alias ", "legacy ", "status ", "module ", "range ", "harmful ", "needs ",
+    ] {
         assert!(t.lines().any(|l| l.starts_with(kind)), "{kind}: {t}");
     }
-    assert!(t.contains("net.ipv4.tcp_tw_reuse") && t.contains("tcp_twsk_unique"), "{t}");
+    assert!(
+        t.contains("net.ipv4.tcp_tw_reuse") && t.contains("tcp_twsk_unique"),
+        "{t}"
+    );
 }

@@ -492,7 +492,11 @@ fn print_prediction(out: &mut impl Write, p: &Prediction) -> std::io::Result<()>
         if p.skips.is_empty() {
             String::new()
         } else {
-            format!("; leaves {} alone ({})", p.skips.len(), list(&p.skips, ": "))
+            format!(
+                "; leaves {} alone ({})",
+                p.skips.len(),
+                list(&p.skips, ": ")
+            )
         }
     )
 }

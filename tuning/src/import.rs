@@ -148,10 +148,14 @@ fn has_expansion(s: &str) -> bool {
 fn classify(line: &str) -> Vec<Outcome> {
     let t = line.trim();
     if t.is_empty() {
-        return vec![Outcome::Skipped { why: "blank".into() }];
+        return vec![Outcome::Skipped {
+            why: "blank".into(),
+        }];
     }
     if t.starts_with('#') {
-        return vec![Outcome::Skipped { why: "comment".into() }];
+        return vec![Outcome::Skipped {
+            why: "comment".into(),
+        }];
     }
     let Some(mut w) = words(t) else {
         return not_understood("an unclosed quote: fix the line, then import again");
@@ -160,7 +164,9 @@ fn classify(line: &str) -> Vec<Outcome> {
         w.remove(0);
     }
     let Some(cmd) = w.first().map(String::as_str) else {
-        return vec![Outcome::Skipped { why: "blank".into() }];
+        return vec![Outcome::Skipped {
+            why: "blank".into(),
+        }];
     };
     match cmd {
         "set" | "export" | "true" | ":" => {
@@ -180,7 +186,9 @@ fn classify(line: &str) -> Vec<Outcome> {
         _ => {}
     }
     if t.starts_with("#!") {
-        return vec![Outcome::Skipped { why: "shebang".into() }];
+        return vec![Outcome::Skipped {
+            why: "shebang".into(),
+        }];
     }
     not_understood("no sysctl write found: if it sets a kernel value, write it as `key = value` in a sysctl.d file")
 }
@@ -194,7 +202,10 @@ fn echo(w: &[String]) -> Vec<Outcome> {
             args.remove(0);
         }
     } else {
-        while args.first().is_some_and(|a| matches!(*a, "-n" | "-e" | "-ne" | "-en")) {
+        while args
+            .first()
+            .is_some_and(|a| matches!(*a, "-n" | "-e" | "-ne" | "-en"))
+        {
             args.remove(0);
         }
     }
@@ -207,7 +218,9 @@ fn echo(w: &[String]) -> Vec<Outcome> {
                 rest.remove(0);
             }
             if rest.first() != Some(&"tee") {
-                return not_understood("a pipe into something other than tee: write the sysctl as `key = value`");
+                return not_understood(
+                    "a pipe into something other than tee: write the sysctl as `key = value`",
+                );
             }
             let file = rest[1..].iter().find(|a| !a.starts_with('-')).copied();
             (args[..pos].to_vec(), file)
@@ -252,7 +265,11 @@ fn sysctl(w: &[String]) -> Vec<Outcome> {
             };
             return not_understood(format!(
                 "loads a file: check it directly with `connstorm tune check {}`",
-                if file == "--system" { "--system".into() } else { format!("--file {file}") }
+                if file == "--system" {
+                    "--system".into()
+                } else {
+                    format!("--file {file}")
+                }
             ));
         }
         if a.starts_with('-') && !a.contains('=') {
@@ -341,9 +358,10 @@ pub fn to_sysctl_d(lines: &[ImportLine], origin: &str) -> String {
         .iter()
         .flat_map(|l| {
             l.outcomes.iter().filter_map(move |o| match o {
-                Outcome::NotUnderstood { advice } => {
-                    Some(format!("# {origin}:{} not imported: {}\n#   -> {advice}\n", l.line, l.text))
-                }
+                Outcome::NotUnderstood { advice } => Some(format!(
+                    "# {origin}:{} not imported: {}\n#   -> {advice}\n",
+                    l.line, l.text
+                )),
                 _ => None,
             })
         })
@@ -384,13 +402,20 @@ mod tests {
         );
         let bad: Vec<usize> = l
             .iter()
-            .filter(|l| l.outcomes.iter().any(|o| matches!(o, Outcome::NotUnderstood { .. })))
+            .filter(|l| {
+                l.outcomes
+                    .iter()
+                    .any(|o| matches!(o, Outcome::NotUnderstood { .. }))
+            })
             .map(|l| l.line)
             .collect();
         assert_eq!(bad, [6, 7, 8]);
         let text = to_sysctl_d(&l, "s.sh");
         let p = crate::preset::Preset::parse_sysctl_conf(&text, "out.conf").unwrap();
         assert_eq!(p.sysctls.len(), 4);
-        assert!(text.contains("limits.d") && text.contains("modules-load.d"), "{text}");
+        assert!(
+            text.contains("limits.d") && text.contains("modules-load.d"),
+            "{text}"
+        );
     }
 }

@@ -453,11 +453,13 @@ impl Prediction {
         for r in rows {
             let k = r.entry.key.clone();
             if r.status.blocks() {
-                p.refusals.push((k, format!("{}: {}", r.status.label(), r.note)));
+                p.refusals
+                    .push((k, format!("{}: {}", r.status.label(), r.note)));
             } else if r.status.needs_write() {
                 p.writes.push((k, r.target.clone()));
             } else if r.status != Status::Ok {
-                p.skips.push((k, format!("{}: {}", r.status.label(), r.note)));
+                p.skips
+                    .push((k, format!("{}: {}", r.status.label(), r.note)));
             }
         }
         p
@@ -785,12 +787,26 @@ mod tests {
             ["change", "read-only", "change", "missing"]
         );
         assert_eq!(
-            labels(check(&preset, &io, CheckOptions { netns_only: true, allow_decrease: false })),
+            labels(check(
+                &preset,
+                &io,
+                CheckOptions {
+                    netns_only: true,
+                    allow_decrease: false
+                }
+            )),
             ["change", "refused (global)", "refused (global)", "missing"]
         );
         let mut w = io.clone();
         let state = d.path().join("state");
-        let err = apply(&check(&preset, &io, CheckOptions::default()), &mut w, d.path(), &state, "t").unwrap_err();
+        let err = apply(
+            &check(&preset, &io, CheckOptions::default()),
+            &mut w,
+            d.path(),
+            &state,
+            "t",
+        )
+        .unwrap_err();
         assert!(
             matches!(err, ApplyError::Blocked { ref keys } if keys.len() == 2),
             "{err}"

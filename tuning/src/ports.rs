@@ -107,7 +107,12 @@ pub struct Estimate {
 /// The port budget for `triples` triples under `s`. `all_loopback`: every destination is
 /// loopback (127/8, ::1), where `tcp_tw_reuse = 2` applies. `client_time_wait`: the client
 /// closes first (`--close fin`), so its ports go through TIME_WAIT.
-pub fn budget(s: &PortSettings, triples: u64, all_loopback: bool, client_time_wait: bool) -> Estimate {
+pub fn budget(
+    s: &PortSettings,
+    triples: u64,
+    all_loopback: bool,
+    client_time_wait: bool,
+) -> Estimate {
     let ports = u64::from(s.range.1.saturating_sub(s.range.0)) + 1;
     let triples = triples.max(1);
     let concurrent = ports * triples;
@@ -189,9 +194,18 @@ mod tests {
 
     #[test]
     fn loopback_only_reuse_and_no_time_wait() {
-        assert!(matches!(budget(&s(2, 1), 1, false, true).reuse, Reuse::No { .. }));
-        assert!(matches!(budget(&s(2, 1), 1, true, true).reuse, Reuse::Yes { .. }));
-        assert!(matches!(budget(&s(0, 1), 1, true, true).reuse, Reuse::No { .. }));
+        assert!(matches!(
+            budget(&s(2, 1), 1, false, true).reuse,
+            Reuse::No { .. }
+        ));
+        assert!(matches!(
+            budget(&s(2, 1), 1, true, true).reuse,
+            Reuse::Yes { .. }
+        ));
+        assert!(matches!(
+            budget(&s(0, 1), 1, true, true).reuse,
+            Reuse::No { .. }
+        ));
         let e = budget(&s(0, 1), 20, true, false);
         assert_eq!(e.per_sec, None);
         assert_eq!(e.concurrent, 28232 * 20);

@@ -322,7 +322,10 @@ impl Preset {
     /// # Errors
     /// [`PresetError`]; a TOML preset mixed with other files is refused.
     pub fn load_all(paths: &[PathBuf], root: &Path) -> Result<Preset, PresetError> {
-        if paths.iter().any(|p| p.extension().is_some_and(|e| e == "toml")) {
+        if paths
+            .iter()
+            .any(|p| p.extension().is_some_and(|e| e == "toml"))
+        {
             if let [one] = paths {
                 return Preset::load(one);
             }
@@ -486,7 +489,8 @@ source = "s"
         assert!(e("a.b = 1\nnonsense\n").starts_with("f.conf:2:"));
         assert!(e("net/../x = 1\n").starts_with("f.conf:1:"));
         assert!(e("a.b =   \n").contains("empty value"));
-        let dup = Preset::parse_sysctl_conf("fs.file-max = 1\n\nfs.file-max = 2\n", "f.conf").unwrap();
+        let dup =
+            Preset::parse_sysctl_conf("fs.file-max = 1\n\nfs.file-max = 2\n", "f.conf").unwrap();
         assert_eq!(dup.sysctls.len(), 1);
         assert_eq!(dup.sysctls[0].value, "2");
         assert_eq!(dup.sysctls[0].origin, "f.conf:3");

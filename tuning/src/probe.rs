@@ -36,14 +36,21 @@ pub fn io_uring() -> Vec<Capability> {
     match io_uring::IoUring::new(2) {
         Err(e) => {
             let why = match e.raw_os_error() {
-                Some(libc::EPERM) => "refused: kernel.io_uring_disabled or a seccomp filter (containers)",
-                Some(libc::ENOSYS) => "the kernel has no io_uring (CONFIG_IO_URING off, or before 5.1)",
+                Some(libc::EPERM) => {
+                    "refused: kernel.io_uring_disabled or a seccomp filter (containers)"
+                }
+                Some(libc::ENOSYS) => {
+                    "the kernel has no io_uring (CONFIG_IO_URING off, or before 5.1)"
+                }
                 _ => "setup failed",
             };
             vec![Capability {
                 name: "io_uring",
                 available: false,
-                detail: format!("io_uring_setup: {}: {why}; the server falls back to epoll", errno_text(&e)),
+                detail: format!(
+                    "io_uring_setup: {}: {why}; the server falls back to epoll",
+                    errno_text(&e)
+                ),
             }]
         }
         Ok(ring) => {
@@ -72,7 +79,10 @@ pub fn io_uring() -> Vec<Capability> {
                 Err(e) => v.push(Capability {
                     name: "io_uring multishot accept",
                     available: false,
-                    detail: format!("IORING_REGISTER_PROBE failed: {} (before 5.6)", errno_text(&e)),
+                    detail: format!(
+                        "IORING_REGISTER_PROBE failed: {} (before 5.6)",
+                        errno_text(&e)
+                    ),
                 }),
             }
             v
@@ -93,9 +103,7 @@ pub fn socket_options() -> Vec<Capability> {
             }]
         }
     };
-    let incoming = sock
-        .set_cpu_affinity(0)
-        .and_then(|()| sock.cpu_affinity());
+    let incoming = sock.set_cpu_affinity(0).and_then(|()| sock.cpu_affinity());
     let reuse = sock.set_reuse_port(true).and_then(|()| sock.reuse_port());
     vec![
         Capability {
@@ -124,12 +132,20 @@ pub fn findings() -> Vec<Finding> {
         .chain(socket_options())
         .map(|c| {
             Finding::new(
-                if c.available { Severity::Info } else { Severity::Warn },
+                if c.available {
+                    Severity::Info
+                } else {
+                    Severity::Warn
+                },
                 "probe",
                 format!(
                     "{}: {} — {}",
                     c.name,
-                    if c.available { "available" } else { "NOT available" },
+                    if c.available {
+                        "available"
+                    } else {
+                        "NOT available"
+                    },
                     c.detail
                 ),
             )
@@ -155,6 +171,10 @@ mod tests {
     #[test]
     fn io_uring_probe_agrees_with_a_second_setup() {
         let caps = io_uring();
-        assert_eq!(caps[0].available, io_uring::IoUring::new(2).is_ok(), "{caps:?}");
+        assert_eq!(
+            caps[0].available,
+            io_uring::IoUring::new(2).is_ok(),
+            "{caps:?}"
+        );
     }
 }

@@ -242,9 +242,7 @@ pub fn rejects(
             return Some(format!("write two ports `LOW HIGH` ({src})"));
         };
         if !(1..=65535).contains(&lo) || !(1..=65535).contains(&hi) {
-            return Some(format!(
-                "ports must be within 1..=65535: EINVAL ({src})"
-            ));
+            return Some(format!("ports must be within 1..=65535: EINVAL ({src})"));
         }
         if hi < lo {
             return Some(format!("high {hi} is below low {lo}: EINVAL ({src})"));
@@ -460,7 +458,11 @@ pub fn table() -> Vec<RuleRow> {
             kind: "legacy",
             key: format!("{}{}", l.old, if l.old.ends_with('_') { "*" } else { "" }),
             rule: match l.new {
-                Some(n) => format!("{}; use {n}{}", l.note, if l.old.ends_with('_') { "*" } else { "" }),
+                Some(n) => format!(
+                    "{}; use {n}{}",
+                    l.note,
+                    if l.old.ends_with('_') { "*" } else { "" }
+                ),
                 None => l.note.to_string(),
             },
             source: l.source,
@@ -478,7 +480,9 @@ pub fn table() -> Vec<RuleRow> {
         t.push(RuleRow {
             kind: "module",
             key: format!("{p}*"),
-            rule: format!("exists only while module {m} is loaded (modprobe {m}; /etc/modules-load.d/)"),
+            rule: format!(
+                "exists only while module {m} is loaded (modprobe {m}; /etc/modules-load.d/)"
+            ),
             source: s,
         });
     }
@@ -538,9 +542,11 @@ mod tests {
         let r = |key: &str, v: &str, cur: &str| rejects(&k(key), v, Some(cur), Some(1024));
         assert!(r("net.ipv4.tcp_tw_reuse", "3", "2").is_some());
         assert!(r("net.ipv4.tcp_tw_reuse", "1", "2").is_none());
-        assert!(r("net.ipv4.ip_local_port_range", "1000 65535", "32768 60999")
-            .unwrap()
-            .contains("ip_unprivileged_port_start"));
+        assert!(
+            r("net.ipv4.ip_local_port_range", "1000 65535", "32768 60999")
+                .unwrap()
+                .contains("ip_unprivileged_port_start")
+        );
         assert!(r("net.ipv4.ip_local_port_range", "30000 20000", "32768 60999").is_some());
         assert!(r("net.ipv4.ip_local_port_range", "1024 65535", "32768 60999").is_none());
         assert!(r("net.core.somaxconn", "lots", "4096").is_some());
@@ -552,9 +558,14 @@ mod tests {
     fn harmful_values_and_the_table_cover_each_rule() {
         assert_eq!(harms(&k("net.core.somaxconn"), "128").len(), 1);
         assert!(harms(&k("net.core.somaxconn"), "65535").is_empty());
-        assert_eq!(harms(&k("net.ipv4.ip_local_port_range"), "40000 40999").len(), 1);
+        assert_eq!(
+            harms(&k("net.ipv4.ip_local_port_range"), "40000 40999").len(),
+            1
+        );
         let t = table();
-        for kind in ["alias", "legacy", "status", "module", "range", "harmful", "needs"] {
+        for kind in [
+            "alias", "legacy", "status", "module", "range", "harmful", "needs",
+        ] {
             assert!(t.iter().any(|r| r.kind == kind), "{kind}");
         }
         assert!(t.iter().all(|r| !r.source.is_empty()));

@@ -85,10 +85,13 @@ impl Pattern {
                     "{text:?} has an empty, `.` or `..` component: write a key like net.core.somaxconn or net/core/somaxconn"
                 ));
             }
-            if let Some(ch) = p.chars().find(|c| {
-                !(c.is_ascii_alphanumeric() || "_-.@:*?[]!^".contains(*c))
-            }) {
-                return Err(format!("{text:?} contains {ch:?}, which no sysctl name holds"));
+            if let Some(ch) = p
+                .chars()
+                .find(|c| !(c.is_ascii_alphanumeric() || "_-.@:*?[]!^".contains(*c)))
+            {
+                return Err(format!(
+                    "{text:?} contains {ch:?}, which no sysctl name holds"
+                ));
             }
         }
         let pat = Pattern { parts };
@@ -263,7 +266,9 @@ pub fn parse_line(raw: &str, origin: &Origin) -> Result<Line, PresetError> {
         if !dash {
             return Err(bad(
                 origin,
-                format!("{l:?} is not `key = value` (a `-key` line alone excludes a key from globs)"),
+                format!(
+                    "{l:?} is not `key = value` (a `-key` line alone excludes a key from globs)"
+                ),
             ));
         }
         let pattern = Pattern::parse(rest.trim()).map_err(|m| bad(origin, m))?;
@@ -517,7 +522,11 @@ pub fn resolve(files: &[SourceFile], root: &Path) -> Result<Resolved, PresetErro
     let exclusions: Vec<&Opt> = opts.iter().filter(|o| o.value.is_none()).collect();
     let mut entries: Vec<Entry> = Vec::new();
     let mut excluded: BTreeMap<Origin, Vec<Key>> = BTreeMap::new();
-    let push = |entries: &mut Vec<Entry>, key: Key, o: &Opt, value: &str, fates: &mut BTreeMap<Origin, Fate>| {
+    let push = |entries: &mut Vec<Entry>,
+                key: Key,
+                o: &Opt,
+                value: &str,
+                fates: &mut BTreeMap<Origin, Fate>| {
         let mut overrides = o.overrides.clone();
         if let Some(pos) = entries.iter().position(|e| e.key == key) {
             let old = entries.remove(pos);
@@ -566,16 +575,32 @@ pub fn resolve(files: &[SourceFile], root: &Path) -> Result<Resolved, PresetErro
         let mut keys = Vec::new();
         let mut left = Vec::new();
         for key in matched.iter() {
-            if let Some(x) = opts.iter().find(|x| !x.pattern.is_glob() && x.pattern.key().is_ok_and(|k| k == *key)) {
-                let what = if x.value.is_some() { "set explicitly" } else { "excluded" };
+            if let Some(x) = opts
+                .iter()
+                .find(|x| !x.pattern.is_glob() && x.pattern.key().is_ok_and(|k| k == *key))
+            {
+                let what = if x.value.is_some() {
+                    "set explicitly"
+                } else {
+                    "excluded"
+                };
                 if x.value.is_none() {
-                    excluded.entry(x.origin.clone()).or_default().push(key.clone());
+                    excluded
+                        .entry(x.origin.clone())
+                        .or_default()
+                        .push(key.clone());
                 }
                 left.push(format!("{key} ({what} at {})", x.origin));
                 continue;
             }
-            if let Some(x) = exclusions.iter().find(|x| x.pattern.is_glob() && x.pattern.matches(key)) {
-                excluded.entry(x.origin.clone()).or_default().push(key.clone());
+            if let Some(x) = exclusions
+                .iter()
+                .find(|x| x.pattern.is_glob() && x.pattern.matches(key))
+            {
+                excluded
+                    .entry(x.origin.clone())
+                    .or_default()
+                    .push(key.clone());
                 left.push(format!("{key} (excluded at {})", x.origin));
                 continue;
             }
@@ -731,7 +756,10 @@ mod tests {
         ));
         assert!(matches!(
             parse_line("-net.netfilter.nf_conntrack_count = 2944", &o()).unwrap(),
-            Line::Assign { ignore_failure: true, .. }
+            Line::Assign {
+                ignore_failure: true,
+                ..
+            }
         ));
         let e = parse_line("nonsense", &o()).unwrap_err().to_string();
         assert!(e.starts_with("f.conf:1:"), "{e}");

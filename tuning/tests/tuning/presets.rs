@@ -106,10 +106,18 @@ fn apply_and_revert_for_real_inside_a_netns() {
             plan::apply(&refused, &mut io, Path::new("/"), &state_dir, "test"),
             Err(plan::ApplyError::Blocked { .. })
         ));
-        assert_eq!(ns.sysctl("net.core.somaxconn"), before[0], "a refused apply changes nothing");
+        assert_eq!(
+            ns.sysctl("net.core.somaxconn"),
+            before[0],
+            "a refused apply changes nothing"
+        );
         let rows = plan::check(&preset, &io, NETNS_LOWER_OK);
         assert!(rows.iter().all(|r| r.status.needs_write()), "{rows:?}");
-        assert!(rows[0].note.contains("--allow-decrease"), "{}", rows[0].note);
+        assert!(
+            rows[0].note.contains("--allow-decrease"),
+            "{}",
+            rows[0].note
+        );
         assert_eq!(rows[1].status, Status::Change);
         let rep = plan::apply(&rows, &mut io, Path::new("/"), &state_dir, "test").unwrap();
         assert_eq!(rep.changed.len(), 4);
@@ -261,7 +269,8 @@ fn a_failing_write_of_a_dash_line_is_ignored_as_systemd_does() {
         assert!(
             rep.skipped
                 .iter()
-                .any(|(k, why)| k.as_str() == "net.ipv4.ip_local_port_range" && why.contains("ignored")),
+                .any(|(k, why)| k.as_str() == "net.ipv4.ip_local_port_range"
+                    && why.contains("ignored")),
             "{rep:?}"
         );
         assert_eq!(

@@ -91,14 +91,44 @@ fn item1_sysctl_d_syntax_resolves_as_systemd_sysctl_does() {
         })
         .collect();
     let want = [
-        ("net.ipv4.conf.all.rp_filter", "2", "01-syntax.conf:3", false),
-        ("net.ipv4.conf.default.rp_filter", "2", "01-syntax.conf:3", false),
-        ("net.ipv4.conf.lxc0.rp_filter", "0", "01-syntax.conf:4", true),
-        ("net.ipv4.conf.lxcbr0.rp_filter", "0", "01-syntax.conf:4", true),
+        (
+            "net.ipv4.conf.all.rp_filter",
+            "2",
+            "01-syntax.conf:3",
+            false,
+        ),
+        (
+            "net.ipv4.conf.default.rp_filter",
+            "2",
+            "01-syntax.conf:3",
+            false,
+        ),
+        (
+            "net.ipv4.conf.lxc0.rp_filter",
+            "0",
+            "01-syntax.conf:4",
+            true,
+        ),
+        (
+            "net.ipv4.conf.lxcbr0.rp_filter",
+            "0",
+            "01-syntax.conf:4",
+            true,
+        ),
         ("net.ipv4.conf.lo.rp_filter", "0", "01-syntax.conf:6", false),
         ("net.ipv4.tcp_syncookies", "1", "01-syntax.conf:7", false),
-        ("net.ipv4.conf.enp3s0/200.forwarding", "1", "01-syntax.conf:8", false),
-        ("net.ipv4.conf.enp3s0/200.rp_filter", "1", "01-syntax.conf:9", false),
+        (
+            "net.ipv4.conf.enp3s0/200.forwarding",
+            "1",
+            "01-syntax.conf:8",
+            false,
+        ),
+        (
+            "net.ipv4.conf.enp3s0/200.rp_filter",
+            "1",
+            "01-syntax.conf:9",
+            false,
+        ),
         ("net.core.somaxconn", "16384", "01-syntax.conf:11", false),
         ("net.ipv4.tcp_sack", "1", "01-syntax.conf:12", false),
     ];
@@ -115,7 +145,9 @@ fn item1_sysctl_d_syntax_resolves_as_systemd_sysctl_does() {
     assert!(left
         .iter()
         .any(|l| l.starts_with("net.ipv4.conf.eth0.rp_filter (excluded at 01-syntax.conf:5")));
-    assert!(left.iter().any(|l| l.contains("set explicitly at 01-syntax.conf:6")));
+    assert!(left
+        .iter()
+        .any(|l| l.contains("set explicitly at 01-syntax.conf:6")));
     assert!(
         matches!(fate(&p, 5), Fate::Excludes { keys } if keys.len() == 1 && keys[0].as_str() == "net.ipv4.conf.eth0.rp_filter")
     );
@@ -124,7 +156,9 @@ fn item1_sysctl_d_syntax_resolves_as_systemd_sysctl_does() {
         "{:?}",
         fate(&p, 10)
     );
-    assert!(matches!(fate(&p, 13), Fate::Overridden { why, .. } if why.contains("same key and value")));
+    assert!(
+        matches!(fate(&p, 13), Fate::Overridden { why, .. } if why.contains("same key and value"))
+    );
     assert!(matches!(fate(&p, 14), Fate::NoEffect { why } if why.contains("no key")));
     assert_eq!(
         p.sysctls
@@ -141,13 +175,7 @@ fn item1_several_files_etc_beats_run_beats_usr_then_sorted_by_name() {
     let found = sysctld::system_files(&host());
     let names: Vec<String> = found
         .iter()
-        .map(|f| {
-            f.path
-                .strip_prefix(host())
-                .unwrap()
-                .display()
-                .to_string()
-        })
+        .map(|f| f.path.strip_prefix(host()).unwrap().display().to_string())
         .collect();
     assert_eq!(
         names,
@@ -171,14 +199,20 @@ fn item1_several_files_etc_beats_run_beats_usr_then_sorted_by_name() {
         .find(|e| e.key.as_str() == "net.core.somaxconn")
         .unwrap();
     assert_eq!(some.value, "32768");
-    assert!(some.origin.ends_with("usr/lib/sysctl.d/90-cni.conf:2"), "{}", some.origin);
+    assert!(
+        some.origin.ends_with("usr/lib/sysctl.d/90-cni.conf:2"),
+        "{}",
+        some.origin
+    );
     assert!(
         some.overrides[0].contains("etc/sysctl.d/50-default.conf:5 (16384)"),
         "{:?}",
         some.overrides
     );
     assert!(
-        !p.sysctls.iter().any(|e| e.key.as_str() == "net.ipv4.tcp_syncookies"),
+        !p.sysctls
+            .iter()
+            .any(|e| e.key.as_str() == "net.ipv4.tcp_syncookies"),
         "the masked vendor file is not read"
     );
     assert!(
@@ -242,7 +276,14 @@ fn item2_apply_skips_a_status_key_line_with_dash_inside_a_netns() {
         )
         .unwrap();
         let mut io = ProcSys { root: "/".into() };
-        let r = plan::check(&p, &io, CheckOptions { netns_only: true, allow_decrease: false });
+        let r = plan::check(
+            &p,
+            &io,
+            CheckOptions {
+                netns_only: true,
+                allow_decrease: false,
+            },
+        );
         let count = row(&r, "net.netfilter.nf_conntrack_count");
         // Loaded nf_conntrack: a 0444 status key; not loaded: no such key. Both are skipped.
         assert!(
@@ -270,7 +311,11 @@ fn item3_tw_reuse_without_timestamps_is_a_contradiction_and_the_budget_reads_it(
     let c = plan::contradictions(&r, &io);
     assert_eq!(c.len(), 1, "{c:?}");
     assert_eq!(c[0].key.as_str(), "net.ipv4.tcp_tw_reuse");
-    assert!(c[0].message.contains("03-tw-reuse-no-timestamps.conf:3"), "{}", c[0].message);
+    assert!(
+        c[0].message.contains("03-tw-reuse-no-timestamps.conf:3"),
+        "{}",
+        c[0].message
+    );
     assert!(c[0].message.contains("tcp_twsk_unique"), "{}", c[0].message);
     // The port budget reads the same settings from a tree holding them.
     let d = tempfile::tempdir().unwrap();
@@ -335,14 +380,24 @@ fn item3_reuse_needs_timestamps_for_real_as_the_budget_says() {
         })
     };
     let (est, first, second, err) = outcome("0");
-    assert!(matches!(est.reuse, tuning::ports::Reuse::No { .. }), "{est:?}");
+    assert!(
+        matches!(est.reuse, tuning::ports::Reuse::No { .. }),
+        "{est:?}"
+    );
     assert_eq!(first, 4);
     assert_eq!(second, 0, "no reuse without timestamps");
     assert_eq!(err, Some(libc_eaddrnotavail()));
     let (est, first, second, err) = outcome("1");
-    assert!(matches!(est.reuse, tuning::ports::Reuse::Yes { .. }), "{est:?}");
+    assert!(
+        matches!(est.reuse, tuning::ports::Reuse::Yes { .. }),
+        "{est:?}"
+    );
     assert_eq!(first, 4);
-    assert_eq!((second, err), (2, None), "TIME_WAIT ports reused with timestamps");
+    assert_eq!(
+        (second, err),
+        (2, None),
+        "TIME_WAIT ports reused with timestamps"
+    );
 }
 
 fn libc_eaddrnotavail() -> i32 {
@@ -363,7 +418,11 @@ fn item4_aliases_later_line_wins_and_legacy_keys_point_to_replacements() {
     let r = rows(&l, &host(), CheckOptions::default());
     let ct = row(&r, "net.ipv4.netfilter.ip_conntrack_max");
     assert_eq!(ct.status, Status::MissingOptional);
-    assert!(ct.note.contains("use net.netfilter.nf_conntrack_max"), "{}", ct.note);
+    assert!(
+        ct.note.contains("use net.netfilter.nf_conntrack_max"),
+        "{}",
+        ct.note
+    );
     let rec = row(&r, "net.ipv4.tcp_tw_recycle");
     assert!(rec.note.contains("removed in 4.12"), "{}", rec.note);
     assert_eq!(Prediction::of(&r).writes.len(), 1);
@@ -376,7 +435,11 @@ fn item4_alias_apply_in_a_netns_ends_with_the_later_value() {
     let text = std::fs::read_to_string(dir().join("04-aliases.conf")).unwrap();
     NetNs::run(move |ns| {
         ns.set_sysctl("net.ipv4.conf.all.forwarding", "1");
-        assert_eq!(ns.sysctl("net.ipv4.ip_forward"), "1", "one value, two names");
+        assert_eq!(
+            ns.sysctl("net.ipv4.ip_forward"),
+            "1",
+            "one value, two names"
+        );
         let p = Preset::from_sysctl_d(
             &[SourceFile {
                 name: "04.conf".into(),
@@ -386,7 +449,14 @@ fn item4_alias_apply_in_a_netns_ends_with_the_later_value() {
         )
         .unwrap();
         let mut io = ProcSys { root: "/".into() };
-        let r = plan::check(&p, &io, CheckOptions { netns_only: true, allow_decrease: false });
+        let r = plan::check(
+            &p,
+            &io,
+            CheckOptions {
+                netns_only: true,
+                allow_decrease: false,
+            },
+        );
         let rep = plan::apply(&r, &mut io, Path::new("/"), &state_dir, "t").unwrap();
         assert_eq!(rep.changed.len(), 1);
         assert_eq!(ns.sysctl("net.ipv4.conf.all.forwarding"), "0");
@@ -405,18 +475,26 @@ fn item5_lowering_needs_allow_decrease_and_harmful_values_warn_with_sources() {
     assert_eq!(s.status, Status::Lower);
     assert!(s.note.contains("--allow-decrease"), "{}", s.note);
     assert!(
-        s.warnings.iter().any(|w| w.contains("< 4096") && w.contains("ip-sysctl.rst")),
+        s.warnings
+            .iter()
+            .any(|w| w.contains("< 4096") && w.contains("ip-sysctl.rst")),
         "{:?}",
         s.warnings
     );
     let pred = Prediction::of(&r);
     assert_eq!(
-        pred.refusals.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(),
+        pred.refusals
+            .iter()
+            .map(|(k, _)| k.as_str())
+            .collect::<Vec<_>>(),
         ["net.core.somaxconn", "net.ipv4.tcp_max_tw_buckets"]
     );
     let sack = row(&r, "net.ipv4.tcp_sack");
     assert_eq!(sack.status, Status::Change);
-    assert!(sack.warnings.iter().any(|w| w.contains("SACK") || w.contains("selective")));
+    assert!(sack
+        .warnings
+        .iter()
+        .any(|w| w.contains("SACK") || w.contains("selective")));
     let r = rows(
         &p,
         &host(),
@@ -449,12 +527,26 @@ fn item6_the_plan_predicts_what_apply_refuses_inside_a_netns() {
         )
         .unwrap();
         let mut io = ProcSys { root: "/".into() };
-        let r = plan::check(&p, &io, CheckOptions { netns_only: true, allow_decrease: false });
+        let r = plan::check(
+            &p,
+            &io,
+            CheckOptions {
+                netns_only: true,
+                allow_decrease: false,
+            },
+        );
         assert_eq!(row(&r, "net.ipv4.tcp_tw_reuse").status, Status::Rejected);
         let range = row(&r, "net.ipv4.ip_local_port_range");
         assert_eq!(range.status, Status::Rejected);
-        assert!(range.note.contains("ip_unprivileged_port_start"), "{}", range.note);
-        assert_eq!(row(&r, "net.core.netdev_max_backlog").status, Status::Refused);
+        assert!(
+            range.note.contains("ip_unprivileged_port_start"),
+            "{}",
+            range.note
+        );
+        assert_eq!(
+            row(&r, "net.core.netdev_max_backlog").status,
+            Status::Refused
+        );
         let vs = row(&r, "net.ipv4.vs.conntrack");
         if Path::new("/proc/sys/net/ipv4/vs").exists() {
             assert_eq!(vs.status, Status::Change, "ip_vs is loaded here");
@@ -465,8 +557,14 @@ fn item6_the_plan_predicts_what_apply_refuses_inside_a_netns() {
         let pred = Prediction::of(&r);
         assert!(pred.refusals.len() >= 2, "{pred:?}");
         let err = plan::apply(&r, &mut io, Path::new("/"), &state_dir, "t").unwrap_err();
-        assert!(matches!(err, plan::ApplyError::Blocked { ref keys } if keys.len() == pred.refusals.len()));
-        assert_eq!(ns.sysctl("net.ipv4.tcp_fin_timeout"), fin, "nothing changed");
+        assert!(
+            matches!(err, plan::ApplyError::Blocked { ref keys } if keys.len() == pred.refusals.len())
+        );
+        assert_eq!(
+            ns.sysctl("net.ipv4.tcp_fin_timeout"),
+            fin,
+            "nothing changed"
+        );
         // The predicted rejections are the kernel's: a direct write gets EINVAL.
         for (k, v) in [
             ("net/ipv4/tcp_tw_reuse", "3"),
@@ -530,7 +628,10 @@ fn item8_a_script_becomes_a_sysctl_d_file_and_the_rest_is_explained() {
             "{line}: {needle} in {bad:?}"
         );
     }
-    assert!(body.contains("08-tune.sh:9 not imported: ulimit -n 1048576"), "{body}");
+    assert!(
+        body.contains("08-tune.sh:9 not imported: ulimit -n 1048576"),
+        "{body}"
+    );
 }
 
 /// Every fixture file through check and plan: no line is silently dropped.
@@ -562,7 +663,11 @@ fn corpus_every_fixture_line_is_accounted_for() {
             &host(),
         )
         .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(p.lines.len(), text.lines().count(), "{name}: one note per line");
+        assert_eq!(
+            p.lines.len(),
+            text.lines().count(),
+            "{name}: one note per line"
+        );
         for (l, raw) in p.lines.iter().zip(text.lines()) {
             let t = raw.trim();
             let blank_or_comment = t.is_empty() || t.starts_with('#') || t.starts_with(';');
@@ -591,6 +696,10 @@ fn corpus_every_fixture_line_is_accounted_for() {
             + pred.skips.len()
             + pred.refusals.len()
             + r.iter().filter(|x| x.status == Status::Ok).count();
-        assert_eq!(accounted, r.len(), "{name}: every row is written, skipped, refused or ok");
+        assert_eq!(
+            accounted,
+            r.len(),
+            "{name}: every row is written, skipped, refused or ok"
+        );
     }
 }
