@@ -96,18 +96,21 @@ pub fn run(root: &Path) -> Vec<Finding> {
         Some(v) => f.push(Finding::new(Severity::Warn, "sysctl", format!("net.ipv4.tcp_syncookies = {v}: 0 drops SYNs on a full queue, 2 always sends cookies; 1 is the documented default"))),
         None => {}
     }
-    if let Some(range) = h.sysctls.get("net.ipv4.ip_local_port_range") {
-        let p: Vec<i64> = range.split(' ').filter_map(|x| x.parse().ok()).collect();
-        if let [lo, hi] = p[..] {
-            let n = hi - lo + 1;
-            let sev = if n < 28232 {
-                Severity::Warn
-            } else {
-                Severity::Info
-            };
-            f.push(Finding::new(sev, "ports", format!(
-                "ephemeral ports {lo}-{hi} ({n}): with client-first close and 60 s TIME_WAIT about {} connections/s per (src IP, dst IP, dst port)", n / 60)));
-        }
+    let sysctls = crate::plan::ProcSys {
+        root: root.to_path_buf(),
+    };
+    if let Ok(ps) = crate::ports::PortSettings::read(&sysctls) {
+        let (lo, hi) = ps.range;
+        let loopback = crate::ports::budget(&ps, 1, true, true);
+        let remote = crate::ports::budget(&ps, 1, false, true);
+        let sev = if loopback.ports < 28232 {
+            Severity::Warn
+        } else {
+            Severity::Info
+        };
+        f.push(Finding::new(sev, "ports", format!(
+            "ephemeral ports {lo}-{hi} ({}): with client-first close, per (src IP, dst IP, dst port) toward loopback {}; toward other hosts {}",
+            loopback.ports, loopback.explain, remote.explain)));
     }
     if let Some(v) = num(&h, "kernel.io_uring_disabled") {
         f.push(Finding::new(
@@ -117,9 +120,7 @@ pub fn run(root: &Path) -> Vec<Finding> {
         ));
     }
     f.extend(crate::probe::findings());
-    let io = crate::plan::ProcSys {
-        root: root.to_path_buf(),
-    };
+    let io = sysctls;
     for n in crate::rules::NEEDS {
         let read = |k: &str| {
             crate::sysctl::Key::parse(k)

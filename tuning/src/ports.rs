@@ -129,10 +129,13 @@ pub fn budget(
         (2, _) if !all_loopback => Reuse::No {
             why: "net.ipv4.tcp_tw_reuse = 2 reuses ports toward loopback only, and a destination is not loopback".into(),
         },
-        (r @ (1 | 2), t) => Reuse::Yes {
+        (r @ (1 | 2), _) => Reuse::Yes {
             delay_ms,
             why: format!(
-                "net.ipv4.tcp_tw_reuse = {r}, tcp_timestamps = {t}, reuse after {delay_ms} ms (tcp_tw_reuse_delay)"
+                "net.ipv4.tcp_tw_reuse = {r}, tcp_timestamps = {}, reuse after {delay_ms} ms (tcp_tw_reuse_delay{})",
+                s.timestamps
+                    .map_or_else(|| "unreadable (assumed on, the default)".to_string(), |t| t.to_string()),
+                if s.tw_reuse_delay_ms.is_none() { ", default" } else { "" }
             ),
         },
         (r, _) => Reuse::No {
