@@ -336,7 +336,8 @@ fn check_json_is_machine_readable() {
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    let rows = v.as_array().unwrap();
+    let rows = v["rows"].as_array().unwrap();
+    assert!(v["prediction"]["writes"].is_array(), "{v}");
     assert!(rows
         .iter()
         .any(|r| r["entry"]["key"] == "net.ipv4.tcp_rmem" && r["status"].is_string()));
@@ -509,5 +510,236 @@ fn kernel_table_headers_sit_over_their_values() {
             s == "ok " || s == "off"
         }),
         "{table}"
+    );
+}
+
+fn sysctld() -> PathBuf {
+    fixtures().join("sysctld")
+}
+
+#[test]
+fn presets_are_listed_one_line_each() {
+    let o = run(&["tune", "presets"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 4, "{out}");
+    for (l, name) in lines
+        .iter()
+        .zip(["c1m-server", "loadgen-client", "low-latency", "throughput"])
+    {
+        assert!(l.starts_with(name) && l.contains("sysctl(s)"), "{l}");
+    }
+    let alias = run(&["tune", "list"]);
+    assert_eq!(alias.stdout, o.stdout);
+}
+
+#[test]
+fn no_internal_rust_names_in_output() {
+    let k = fixtures().join("kconfig");
+    let o = run(&[
+        "tune",
+        "kernel",
+        "--profile",
+        "server",
+        "--config",
+        k.join("server.config").to_str().unwrap(),
+    ]);
+    let t = text(&o);
+    assert!(t.contains("for profile server:"), "{t}");
+    assert!(!t.contains("Server") && !t.contains("Rt"), "{t}");
+}
+
+#[test]
+fn system_config_names_the_file_and_line_of_each_value() {
+    let host = sysctld().join("host");
+    let o = run(&[
+        "tune",
+        "check",
+        "--system",
+        "--root",
+        host.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let t = text(&o);
+    let row = t
+        .lines()
+        .find(|l| l.starts_with("net.core.somaxconn"))
+        .unwrap_or_else(|| panic!("{t}"));
+    assert!(
+        row.contains("32768") && row.contains("usr/lib/sysctl.d/90-cni.conf:2"),
+        "{row}"
+    );
+    assert!(
+        row.contains("etc/sysctl.d/50-default.conf:5 (16384)"),
+        "{row}"
+    );
+    assert!(t.contains("is masked"), "{t}");
+    assert!(
+        t.contains("run/sysctl.d/50-default.conf is shadowed"),
+        "{t}"
+    );
+}
+
+#[test]
+fn dry_run_says_what_yes_will_do_including_refusals() {
+    let d = tempfile::tempdir().unwrap();
+    let state = d.path().join("state");
+    let strict = sysctld().join("02-status-key-strict.conf");
+    let dash = sysctld().join("02-status-key.conf");
+    let script = format!(
+        r#"f=/proc/sys/net/ipv4/tcp_fin_timeout
+echo "before $(cat $f)"
+"$BIN" tune apply --file {strict} --state-dir {state}
+echo "strict-dry $?"
+"$BIN" tune apply --file {strict} --state-dir {state} --yes
+echo "strict-yes $? $(cat $f)"
+"$BIN" tune apply --file {dash} --state-dir {state}
+echo "dash-dry $?"
+"$BIN" tune apply --file {dash} --state-dir {state} --yes
+echo "dash-yes $? $(cat $f)"
+"#,
+        strict = strict.display(),
+        dash = dash.display(),
+        state = state.display()
+    );
+    let o = in_netns(&script);
+    let t = text(&o);
+    let val = |tag: &str| {
+        t.lines()
+            .find_map(|l| l.strip_prefix(&format!("{tag} ")))
+            .unwrap_or_else(|| panic!("{tag} in {t}"))
+            .to_string()
+    };
+    let before = val("before");
+    assert_ne!(before, "17");
+    // Without `-`: the dry run says --yes refuses (exit 2), and --yes does refuse, changing nothing.
+    assert_eq!(val("strict-dry"), "2", "{t}");
+    assert!(
+        t.contains("with --yes: REFUSED, nothing would change"),
+        "{t}"
+    );
+    assert_eq!(val("strict-yes"), format!("2 {before}"), "{t}");
+    // With `-`: the status key is skipped with a note, and --yes writes the other key.
+    assert_eq!(val("dash-dry"), "0", "{t}");
+    assert!(
+        t.contains("with --yes: writes 1 key(s) (net.ipv4.tcp_fin_timeout = 17)"),
+        "{t}"
+    );
+    assert_eq!(val("dash-yes"), "0 17", "{t}");
+    assert!(t.contains("net.netfilter.nf_conntrack_count"), "{t}");
+}
+
+#[test]
+fn the_printed_undo_command_works_as_printed() {
+    let name = format!("connstorm-undo-{}", std::process::id());
+    let add = Command::new("ip")
+        .args(["netns", "add", &name])
+        .output()
+        .expect("iproute2 `ip` is needed");
+    assert!(add.status.success(), "ip netns add: {}", text(&add));
+    let d = tempfile::tempdir().unwrap();
+    let conf = d.path().join("u.conf");
+    std::fs::write(&conf, "net.ipv4.tcp_fin_timeout = 23\n").unwrap();
+    let state = d.path().join("state");
+    let read = || {
+        let o = Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &name,
+                "cat",
+                "/proc/sys/net/ipv4/tcp_fin_timeout",
+            ])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout).trim().to_string()
+    };
+    let before = read();
+    let o = run(&[
+        "tune",
+        "apply",
+        "--file",
+        conf.to_str().unwrap(),
+        "--netns",
+        &name,
+        "--state-dir",
+        state.to_str().unwrap(),
+        "--yes",
+    ]);
+    let applied = read();
+    let t = text(&o);
+    let undo = t
+        .split("(undo: ")
+        .nth(1)
+        .and_then(|r| r.split(')').next())
+        .unwrap_or_else(|| panic!("no undo command in {t}"))
+        .to_string();
+    let words: Vec<&str> = undo.split_whitespace().collect();
+    assert_eq!(&words[..2], ["connstorm", "tune"], "{undo}");
+    let r = Command::new(BIN).args(&words[1..]).output().unwrap();
+    let after = read();
+    let _ = Command::new("ip").args(["netns", "delete", &name]).output();
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert_eq!(applied, "23");
+    assert!(undo.contains(&format!("--netns {name}")), "{undo}");
+    assert_eq!(r.status.code(), Some(0), "{undo}: {}", text(&r));
+    assert_eq!(after, before);
+}
+
+#[test]
+fn import_turns_a_script_into_a_sysctl_d_file() {
+    let o = run(&[
+        "tune",
+        "import",
+        sysctld().join("08-tune.sh").to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let body = String::from_utf8_lossy(&o.stdout).to_string();
+    let p = tuning::preset::Preset::parse_sysctl_conf(&body, "imported.conf").unwrap();
+    assert_eq!(p.sysctls.len(), 6, "{body}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("08-tune.sh:9 not imported: ulimit -n 1048576"),
+        "{err}"
+    );
+    assert!(err.contains("6 sysctl write(s) imported"), "{err}");
+    let d = tempfile::tempdir().unwrap();
+    let none = d.path().join("none.sh");
+    std::fs::write(&none, "ulimit -n 4096\n").unwrap();
+    let o = run(&["tune", "import", none.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(3), "nothing imported: {}", text(&o));
+}
+
+#[test]
+fn doctor_reports_capabilities_probed_in_this_process() {
+    let o = run(&["tune", "check"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let t = text(&o);
+    let line = |name: &str| {
+        t.lines()
+            .find(|l| l.contains("probe") && l.contains(&format!("{name}: ")))
+            .unwrap_or_else(|| panic!("no probe line for {name} in {t}"))
+            .to_string()
+    };
+    assert!(line("SO_REUSEPORT").contains("available"));
+    assert!(line("SO_INCOMING_CPU").contains("read back CPU"), "{t}");
+    let uring = line("io_uring");
+    assert!(uring.contains("io_uring_setup"), "{uring}");
+}
+
+#[test]
+fn rules_table_lists_every_kind_with_a_source() {
+    let o = run(&["tune", "rules"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let t = String::from_utf8_lossy(&o.stdout);
+    for kind in [
+        "alias ", "legacy ", "status ", "module ", "range ", "harmful ", "needs ",
+    ] {
+        assert!(t.lines().any(|l| l.starts_with(kind)), "{kind}: {t}");
+    }
+    assert!(
+        t.contains("net.ipv4.tcp_tw_reuse") && t.contains("tcp_twsk_unique"),
+        "{t}"
     );
 }

@@ -1,5 +1,6 @@
-//! `connstorm tune`: check, apply, revert and export sysctl presets; IRQ plans; kernel audit;
-//! the doctor summary. The logic lives in the `tuning` crate; this file parses and prints.
+//! `connstorm tune`: check, apply, revert and export sysctl presets and sysctl.d files; import
+//! shell scripts; IRQ plans; kernel audit; the doctor summary; the rule table. The logic lives in
+//! the `tuning` crate; this file parses and prints.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -7,7 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use clap::{Args as ClapArgs, Subcommand, ValueEnum};
 use tuning::finding::{Finding, Severity};
-use tuning::plan::{self, ProcSys, Row};
+use tuning::plan::{self, CheckOptions, Prediction, ProcSys, Row};
 use tuning::preset::{Op, Preset};
 use tuning::snapshot::{Saved, Snapshot, DEFAULT_STATE_DIR};
 
@@ -33,12 +34,19 @@ const EXIT_OFF: i32 = 4;
 /// Where the recommendations come from.
 #[derive(Debug, Clone, ClapArgs)]
 pub struct Source {
-    /// A built-in preset: c1m-server, loadgen-client, low-latency, throughput.
-    #[arg(long, conflicts_with = "file")]
+    /// A built-in preset (list them with `connstorm tune presets`).
+    #[arg(long, conflicts_with_all = ["file", "system"])]
     pub preset: Option<String>,
-    /// A preset file (`*.toml`) or a sysctl.conf / sysctl.d file (`key = value`).
+    /// A preset file (`*.toml`), or sysctl.conf / sysctl.d files with the full sysctl.d(5)
+    /// syntax (globs, `-` prefixes, `/` separators). Repeat for several files: they are read in
+    /// the order given and a later line for the same key wins.
     #[arg(long)]
-    pub file: Option<PathBuf>,
+    pub file: Vec<PathBuf>,
+    /// The host's sysctl.d configuration as systemd-sysctl reads it: /etc, /run,
+    /// /usr/local/lib and /usr/lib `sysctl.d/*.conf` (for one file name /etc beats /run beats
+    /// /usr; then sorted by name, later wins).
+    #[arg(long, conflicts_with = "file")]
+    pub system: bool,
 }
 
 /// `connstorm tune` subcommands.
@@ -56,11 +64,19 @@ pub enum Command {
         /// Output format.
         #[arg(long, value_enum, default_value = "text")]
         format: OutputFormat,
-        /// Read /proc and /sys under this root (for fixture trees).
-        #[arg(long, default_value = "/", hide = true)]
+        /// Read /proc and /sys (and, with --system, the sysctl.d directories) under this root.
+        #[arg(long, default_value = "/")]
         root: PathBuf,
+        /// Treat lowering a limit as allowed (as `apply --allow-decrease` would).
+        #[arg(long)]
+        allow_decrease: bool,
     },
     /// Print the plan for a preset; with --yes save a snapshot, apply, read back.
+    ///
+    /// The plan says what --yes will do: which keys it writes, which it skips and why, and
+    /// what makes it refuse (a missing or read-only key, a value the kernel rejects, a lowered
+    /// limit without --allow-decrease, a global key in a child network namespace). Without
+    /// --yes a plan that --yes would refuse exits 2.
     Apply {
         /// What to apply.
         #[command(flatten)]
@@ -77,6 +93,9 @@ pub enum Command {
         /// Really change the host.
         #[arg(long)]
         yes: bool,
+        /// Allow lowering a limit (somaxconn, tcp_max_syn_backlog, ...) below its current value.
+        #[arg(long)]
+        allow_decrease: bool,
     },
     /// Restore a snapshot (default: the newest in --state-dir). Running it twice is harmless.
     Revert {
@@ -132,6 +151,19 @@ pub enum Command {
         #[arg(long, default_value = "/", hide = true)]
         root: PathBuf,
     },
+    /// List the built-in presets, one line each.
+    #[command(alias = "list")]
+    Presets,
+    /// Turn a shell script's `echo V > /proc/sys/...` and `sysctl -w k=v` lines into a sysctl.d
+    /// file (stdout); lines it does not understand (ulimit, modprobe, /sys writes, ...) are
+    /// listed on stderr with what to do instead. Exits 3 when no line could be imported.
+    Import {
+        /// The script.
+        file: PathBuf,
+    },
+    /// Print the rule table: aliases, legacy names, status keys, module keys, kernel ranges,
+    /// harmful values and settings that need another, each with its source.
+    Rules,
     /// Audit the kernel config (and runtime state) for a profile.
     Kernel {
         /// What the host is for.
@@ -202,14 +234,26 @@ pub fn run(cmd: Command) -> anyhow::Result<i32> {
             strict,
             format,
             root,
-        } => check(&source, strict, format, &root),
+            allow_decrease,
+        } => check(&source, strict, format, &root, allow_decrease),
         Command::Apply {
             source,
             dry_run,
             netns,
             state_dir,
             yes,
-        } => apply(&source, dry_run, netns.as_deref(), &state_dir, yes),
+            allow_decrease,
+        } => apply(
+            &source,
+            dry_run,
+            netns.as_deref(),
+            &state_dir,
+            yes,
+            allow_decrease,
+        ),
+        Command::Presets => presets(),
+        Command::Import { file } => import(&file),
+        Command::Rules => rules(),
         Command::Revert {
             snapshot,
             state_dir,
@@ -239,30 +283,67 @@ pub fn run(cmd: Command) -> anyhow::Result<i32> {
     }
 }
 
-fn load(source: &Source) -> anyhow::Result<Option<Preset>> {
-    if let Some(name) = &source.preset {
-        let Some((_, text)) = BUILTIN.iter().find(|(n, _)| n == name) else {
-            let names: Vec<&str> = BUILTIN.iter().map(|(n, _)| *n).collect();
-            return Err(bad_input(format!(
-                "unknown preset {name:?}: choose one of {}, or pass --file",
-                names.join(", ")
-            )));
-        };
-        return Preset::parse_toml(text, &format!("builtin:{name}"))
-            .map(Some)
-            .map_err(|e| bad_input(e.to_string()));
-    }
-    if let Some(path) = &source.file {
-        return Preset::load(path)
-            .map(Some)
-            .map_err(|e| bad_input(e.to_string()));
-    }
-    Ok(None)
+fn builtin(name: &str) -> anyhow::Result<Preset> {
+    let Some((_, text)) = BUILTIN.iter().find(|(n, _)| *n == name) else {
+        let names: Vec<&str> = BUILTIN.iter().map(|(n, _)| *n).collect();
+        return Err(bad_input(format!(
+            "unknown preset {name:?}: choose one of {} (`connstorm tune presets`), or pass --file",
+            names.join(", ")
+        )));
+    };
+    Preset::parse_toml(text, &format!("builtin:{name}")).map_err(|e| bad_input(e.to_string()))
 }
 
-fn require(source: &Source) -> anyhow::Result<Preset> {
-    load(source)?
-        .ok_or_else(|| bad_input("name a preset with --preset NAME or a file with --file PATH"))
+/// Loads the source; sysctl.d globs expand over `<root>/proc/sys`.
+fn load(source: &Source, root: &Path) -> anyhow::Result<Option<Preset>> {
+    if let Some(name) = &source.preset {
+        return builtin(name).map(Some);
+    }
+    let files: Vec<PathBuf> = if source.system {
+        let found = tuning::sysctld::system_files(root);
+        for f in &found {
+            for sh in &f.shadowed {
+                eprintln!(
+                    "connstorm tune: {} is shadowed by {} (same name, more important directory)",
+                    sh.display(),
+                    f.path.display()
+                );
+            }
+            if f.masked {
+                eprintln!(
+                    "connstorm tune: {} is masked (a symlink to /dev/null): not read",
+                    f.path.display()
+                );
+            }
+        }
+        let files: Vec<PathBuf> = found
+            .into_iter()
+            .filter(|f| !f.masked)
+            .map(|f| f.path)
+            .collect();
+        if files.is_empty() {
+            return Err(bad_input(format!(
+                "no sysctl.d files under {} ({}): nothing to check",
+                root.display(),
+                tuning::sysctld::DIRS.join(", ")
+            )));
+        }
+        files
+    } else {
+        source.file.clone()
+    };
+    if files.is_empty() {
+        return Ok(None);
+    }
+    Preset::load_all(&files, root)
+        .map(Some)
+        .map_err(|e| bad_input(e.to_string()))
+}
+
+fn require(source: &Source, root: &Path) -> anyhow::Result<Preset> {
+    load(source, root)?.ok_or_else(|| {
+        bad_input("name a preset with --preset NAME, files with --file PATH, or --system")
+    })
 }
 
 fn op_sign(op: Op) -> &'static str {
@@ -311,28 +392,112 @@ fn print_table(
 }
 
 fn print_rows(out: &mut impl Write, rows: &[Row]) -> std::io::Result<()> {
+    let with_origin = rows.iter().any(|r| !r.entry.origin.is_empty());
     let cells: Vec<Vec<String>> = rows
         .iter()
         .map(|r| {
-            let why = if r.note.is_empty() {
+            let why = if with_origin {
+                r.note.clone()
+            } else if r.note.is_empty() {
                 r.entry.reason.clone()
             } else {
                 format!("{} — {}", r.note, r.entry.reason)
             };
-            vec![
+            let mut c = vec![
                 r.entry.key.as_str().to_string(),
                 r.scope.to_string(),
                 r.current.as_deref().unwrap_or("-").to_string(),
                 format!("{}{}", op_sign(r.entry.op), r.entry.value),
                 r.status.label().to_string(),
-                why,
-            ]
+            ];
+            if with_origin {
+                let mut from = r.entry.origin.clone();
+                if !r.entry.overrides.is_empty() {
+                    from.push_str(&format!(" (over {})", r.entry.overrides.join(", ")));
+                }
+                c.push(from);
+            }
+            c.push(why);
+            c
         })
         .collect();
-    print_table(
+    let mut headers = vec!["key", "scope", "current", "recommended", "status"];
+    if with_origin {
+        headers.push("from");
+    }
+    headers.push(if with_origin { "note" } else { "reason" });
+    print_table(out, &headers, &cells)
+}
+
+/// Everything after the table: what became of each line of a sysctl.d file, warnings,
+/// contradictions.
+fn print_details(
+    out: &mut impl Write,
+    preset: &Preset,
+    rows: &[Row],
+    contradictions: &[plan::Contradiction],
+) -> std::io::Result<()> {
+    let lines: Vec<_> = preset
+        .lines
+        .iter()
+        .filter(|l| {
+            !matches!(
+                l.fate,
+                tuning::sysctld::Fate::Blank | tuning::sysctld::Fate::Comment
+            )
+        })
+        .collect();
+    if !lines.is_empty() {
+        writeln!(out, "lines:")?;
+        for l in lines {
+            writeln!(out, "  {}  {}  -> {}", l.origin, l.text, l.describe())?;
+        }
+    }
+    for r in rows {
+        for w in &r.warnings {
+            writeln!(out, "warning: {}: {w}", r.entry.key)?;
+        }
+    }
+    for c in contradictions {
+        writeln!(out, "contradiction: {}", c.message)?;
+    }
+    Ok(())
+}
+
+/// One paragraph saying exactly what `apply --yes` does with these rows.
+fn print_prediction(out: &mut impl Write, p: &Prediction) -> std::io::Result<()> {
+    let list = |v: &[(tuning::sysctl::Key, String)], sep: &str| {
+        v.iter()
+            .map(|(k, x)| format!("{k}{sep}{x}"))
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    if !p.refusals.is_empty() {
+        writeln!(
+            out,
+            "with --yes: REFUSED, nothing would change — {}",
+            list(&p.refusals, ": ")
+        )?;
+        return Ok(());
+    }
+    writeln!(
         out,
-        &["key", "scope", "current", "recommended", "status", "reason"],
-        &cells,
+        "with --yes: writes {} key(s){}{}",
+        p.writes.len(),
+        if p.writes.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", list(&p.writes, " = "))
+        },
+        if p.skips.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; leaves {} alone ({})",
+                p.skips.len(),
+                list(&p.skips, ": ")
+            )
+        }
     )
 }
 
@@ -353,9 +518,15 @@ fn netns_only() -> bool {
     !tuning::snapshot::in_initial_netns()
 }
 
-fn check(source: &Source, strict: bool, format: OutputFormat, root: &Path) -> anyhow::Result<i32> {
+fn check(
+    source: &Source,
+    strict: bool,
+    format: OutputFormat,
+    root: &Path,
+    allow_decrease: bool,
+) -> anyhow::Result<i32> {
     let mut out = std::io::stdout().lock();
-    let Some(preset) = load(source)? else {
+    let Some(preset) = load(source, root)? else {
         let f = tuning::doctor::run(root);
         let off = f.iter().any(|x| x.severity >= Severity::Warn);
         if format == OutputFormat::Json {
@@ -367,16 +538,30 @@ fn check(source: &Source, strict: bool, format: OutputFormat, root: &Path) -> an
         print_findings(&mut out, &f)?;
         return Ok(if strict && off { EXIT_OFF } else { 0 });
     };
+    let io = ProcSys {
+        root: root.to_path_buf(),
+    };
     let rows = plan::check(
         &preset,
-        &ProcSys {
-            root: root.to_path_buf(),
+        &io,
+        CheckOptions {
+            netns_only: netns_only(),
+            allow_decrease,
         },
-        netns_only(),
     );
-    let off = rows.iter().filter(|r| r.status.is_off()).count();
+    let contradictions = plan::contradictions(&rows, &io);
+    let prediction = Prediction::of(&rows);
+    let off = rows.iter().filter(|r| r.status.is_off()).count() + contradictions.len();
     if format == OutputFormat::Json {
-        serde_json::to_writer_pretty(&mut out, &rows)?;
+        let v = serde_json::json!({
+            "preset": preset.name,
+            "origin": preset.origin,
+            "rows": rows,
+            "lines": preset.lines,
+            "contradictions": contradictions,
+            "prediction": prediction,
+        });
+        serde_json::to_writer_pretty(&mut out, &v)?;
         writeln!(out)?;
         return Ok(if strict && off > 0 { EXIT_OFF } else { 0 });
     }
@@ -386,7 +571,19 @@ fn check(source: &Source, strict: bool, format: OutputFormat, root: &Path) -> an
         preset.name, preset.origin, preset.description
     )?;
     print_rows(&mut out, &rows)?;
-    writeln!(out, "{off} of {} key(s) off", rows.len())?;
+    print_details(&mut out, &preset, &rows, &contradictions)?;
+    print_prediction(&mut out, &prediction)?;
+    writeln!(
+        out,
+        "{} of {} key(s) off{}",
+        off - contradictions.len(),
+        rows.len(),
+        if contradictions.is_empty() {
+            String::new()
+        } else {
+            format!(", {} contradiction(s)", contradictions.len())
+        }
+    )?;
     Ok(if strict && off > 0 { EXIT_OFF } else { 0 })
 }
 
@@ -402,20 +599,40 @@ fn enter_netns(netns: Option<&str>) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The command that undoes an apply, as it must be typed: the same namespace and snapshot.
+fn undo_command(snapshot: &Path, netns: Option<&str>) -> String {
+    let mut c = String::from("connstorm tune revert");
+    if let Some(n) = netns {
+        c.push_str(&format!(" --netns {n}"));
+    }
+    c.push_str(&format!(" {}", snapshot.display()));
+    c
+}
+
 fn apply(
     source: &Source,
     dry_run: bool,
     netns: Option<&str>,
     state_dir: &Path,
     yes: bool,
+    allow_decrease: bool,
 ) -> anyhow::Result<i32> {
-    let preset = require(source)?;
+    let preset = require(source, Path::new("/"))?;
     enter_netns(netns)?;
     let only_netns = netns.is_some() || netns_only();
     let mut io = ProcSys {
         root: PathBuf::from("/"),
     };
-    let rows = plan::check(&preset, &io, only_netns);
+    let rows = plan::check(
+        &preset,
+        &io,
+        CheckOptions {
+            netns_only: only_netns,
+            allow_decrease,
+        },
+    );
+    let contradictions = plan::contradictions(&rows, &io);
+    let prediction = Prediction::of(&rows);
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
@@ -429,27 +646,44 @@ fn apply(
         }
     )?;
     print_rows(&mut out, &rows)?;
-    let todo = rows.iter().filter(|r| r.status.needs_write()).count();
+    print_details(&mut out, &preset, &rows, &contradictions)?;
+    print_prediction(&mut out, &prediction)?;
     if dry_run || !yes {
         writeln!(
             out,
-            "{todo} change(s) planned; nothing changed ({})",
+            "{} change(s) planned; nothing changed ({})",
+            prediction.writes.len(),
             if dry_run {
                 "--dry-run"
             } else {
                 "pass --yes to apply"
             }
         )?;
+        out.flush()?;
+        if !prediction.refusals.is_empty() {
+            return Err(bad_input(format!(
+                "--yes would refuse this plan and change nothing: {}",
+                prediction
+                    .refusals
+                    .iter()
+                    .map(|(k, why)| format!("{k} ({why})"))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            )));
+        }
         return Ok(0);
     }
-    let report = plan::apply(
+    let report = match plan::apply(
         &rows,
         &mut io,
         Path::new("/"),
         state_dir,
         &format!("apply preset {}", preset.name),
-    )
-    .context("apply")?;
+    ) {
+        Ok(r) => r,
+        Err(e @ plan::ApplyError::Blocked { .. }) => return Err(bad_input(e.to_string())),
+        Err(e) => return Err(anyhow::Error::new(e).context("apply")),
+    };
     for (k, old, new) in &report.changed {
         writeln!(out, "set {k}: {old} -> {new}")?;
     }
@@ -459,10 +693,10 @@ fn apply(
     match &report.snapshot {
         Some(p) => writeln!(
             out,
-            "{} change(s) applied and read back; snapshot {} (undo: connstorm tune revert {})",
+            "{} change(s) applied and read back; snapshot {} (undo: {})",
             report.changed.len(),
             p.display(),
-            p.display()
+            undo_command(p, netns)
         )?,
         None => writeln!(out, "nothing to change")?,
     }
@@ -516,8 +750,64 @@ fn revert(
     Ok(0)
 }
 
+fn presets() -> anyhow::Result<i32> {
+    let mut out = std::io::stdout().lock();
+    let all: Vec<Preset> = BUILTIN
+        .iter()
+        .map(|(n, _)| builtin(n))
+        .collect::<anyhow::Result<_>>()?;
+    let width = all.iter().map(|p| p.name.len()).max().unwrap_or(0);
+    for p in &all {
+        writeln!(
+            out,
+            "{:<width$}  {} ({} sysctl(s))",
+            p.name,
+            p.description,
+            p.sysctls.len()
+        )?;
+    }
+    Ok(0)
+}
+
+fn import(file: &Path) -> anyhow::Result<i32> {
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| bad_input(format!("cannot read {}: {e}", file.display())))?;
+    let origin = file.display().to_string();
+    let lines = tuning::import::import(&text);
+    let body = tuning::import::to_sysctl_d(&lines, &origin);
+    std::io::stdout().lock().write_all(body.as_bytes())?;
+    let mut imported = 0;
+    for l in &lines {
+        for o in &l.outcomes {
+            match o {
+                tuning::import::Outcome::Sysctl { .. } => imported += 1,
+                tuning::import::Outcome::NotUnderstood { advice } => eprintln!(
+                    "connstorm tune import: {origin}:{} not imported: {}\n  -> {advice}",
+                    l.line, l.text
+                ),
+                tuning::import::Outcome::Skipped { .. } => {}
+            }
+        }
+    }
+    eprintln!("connstorm tune import: {imported} sysctl write(s) imported from {origin}");
+    Ok(if imported == 0 { 3 } else { 0 })
+}
+
+fn rules() -> anyhow::Result<i32> {
+    let rows: Vec<Vec<String>> = tuning::rules::table()
+        .into_iter()
+        .map(|r| vec![r.kind.to_string(), r.key, r.rule, r.source.to_string()])
+        .collect();
+    print_table(
+        &mut std::io::stdout().lock(),
+        &["kind", "key", "rule", "source"],
+        &rows,
+    )?;
+    Ok(0)
+}
+
 fn export(source: &Source, format: ExportFormat, root: &Path) -> anyhow::Result<i32> {
-    let p = require(source)?;
+    let p = require(source, root)?;
     let io = ProcSys {
         root: root.to_path_buf(),
     };
@@ -559,9 +849,12 @@ fn irq(
         tuning::irq::plan(root, &nic, &topo, which, cpus.as_deref().unwrap_or(&[]))
             .map_err(|e| bad_input(e.to_string()))?;
     let mut out = std::io::stdout().lock();
+    let plan_name = plan_arg
+        .to_possible_value()
+        .map_or_else(String::new, |v| v.get_name().to_string());
     writeln!(
         out,
-        "IRQ plan {which:?} for {dev} (NUMA node {}):",
+        "IRQ plan {plan_name} for {dev} (NUMA node {}):",
         nic.numa_node.map_or("none".to_string(), |n| n.to_string())
     )?;
     writeln!(out, "{:>5}  {:<24}  {:<12}  to", "irq", "name", "now")?;
@@ -590,14 +883,14 @@ fn irq(
         )?;
         return Ok(0);
     }
-    let snap = tuning::irq::apply(root, &moves, state_dir, &format!("irq {dev} {which:?}"))
+    let snap = tuning::irq::apply(root, &moves, state_dir, &format!("irq {dev} {plan_name}"))
         .context("apply IRQ plan")?;
     writeln!(
         out,
-        "{} IRQ(s) moved; snapshot {} (undo: connstorm tune revert {})",
+        "{} IRQ(s) moved; snapshot {} (undo: {})",
         moves.len(),
         snap.display(),
-        snap.display()
+        undo_command(&snap, None)
     )?;
     Ok(0)
 }
@@ -620,7 +913,14 @@ fn kernel(
     };
     let (rows, findings) = kconfig::audit(&cfg, prof, &Runtime::read(root, false));
     let mut out = std::io::stdout().lock();
-    writeln!(out, "kernel config {} for profile {prof:?}:", cfg.origin)?;
+    let profile_name = profile
+        .to_possible_value()
+        .map_or_else(String::new, |v| v.get_name().to_string());
+    writeln!(
+        out,
+        "kernel config {} for profile {profile_name}:",
+        cfg.origin
+    )?;
     let cells: Vec<Vec<String>> = rows
         .iter()
         .map(|r| {

@@ -2,9 +2,11 @@
 //!
 //! Covers isolation (isolated / nohz_full CPUs, the process's allowed CPUs), IRQs delivered to
 //! isolated CPUs (`/proc/irq/N/effective_affinity_list`), irqbalance, accept-queue limits
-//! (somaxconn, tcp_max_syn_backlog), the ephemeral port range, syncookies, io_uring availability
-//! (kernel.io_uring_disabled, 6.6+), RLIMIT_NOFILE and fs.nr_open, and the kernel config
-//! findings of [`crate::kconfig`] for the server profile.
+//! (somaxconn, tcp_max_syn_backlog), the ephemeral port range, syncookies, capabilities probed in
+//! this process ([`crate::probe`]: io_uring, SO_INCOMING_CPU, SO_REUSEPORT), settings that do
+//! nothing because of another ([`crate::rules::NEEDS`], e.g. tcp_tw_reuse without timestamps),
+//! RLIMIT_NOFILE and fs.nr_open, and the kernel config findings of [`crate::kconfig`] for the
+//! server profile.
 
 use std::path::Path;
 
@@ -94,22 +96,50 @@ pub fn run(root: &Path) -> Vec<Finding> {
         Some(v) => f.push(Finding::new(Severity::Warn, "sysctl", format!("net.ipv4.tcp_syncookies = {v}: 0 drops SYNs on a full queue, 2 always sends cookies; 1 is the documented default"))),
         None => {}
     }
-    if let Some(range) = h.sysctls.get("net.ipv4.ip_local_port_range") {
-        let p: Vec<i64> = range.split(' ').filter_map(|x| x.parse().ok()).collect();
-        if let [lo, hi] = p[..] {
-            let n = hi - lo + 1;
-            let sev = if n < 28232 {
-                Severity::Warn
-            } else {
-                Severity::Info
-            };
-            f.push(Finding::new(sev, "ports", format!(
-                "ephemeral ports {lo}-{hi} ({n}): with client-first close and 60 s TIME_WAIT about {} connections/s per (src IP, dst IP, dst port)", n / 60)));
-        }
+    let sysctls = crate::plan::ProcSys {
+        root: root.to_path_buf(),
+    };
+    if let Ok(ps) = crate::ports::PortSettings::read(&sysctls) {
+        let (lo, hi) = ps.range;
+        let loopback = crate::ports::budget(&ps, 1, true, true);
+        let remote = crate::ports::budget(&ps, 1, false, true);
+        let sev = if loopback.ports < 28232 {
+            Severity::Warn
+        } else {
+            Severity::Info
+        };
+        f.push(Finding::new(sev, "ports", format!(
+            "ephemeral ports {lo}-{hi} ({}): with client-first close, per (src IP, dst IP, dst port) toward loopback {}; toward other hosts {}",
+            loopback.ports, loopback.explain, remote.explain)));
     }
-    match num(&h, "kernel.io_uring_disabled") {
-        Some(0) | None => f.push(Finding::new(Severity::Info, "io_uring", "io_uring allowed (kernel.io_uring_disabled = 0 or absent before 6.6); a seccomp filter may still block it")),
-        Some(v) => f.push(Finding::new(Severity::Warn, "io_uring", format!("kernel.io_uring_disabled = {v}: io_uring is off{}; the server falls back to epoll", if v == 1 { " for processes outside kernel.io_uring_group" } else { "" }))),
+    if let Some(v) = num(&h, "kernel.io_uring_disabled") {
+        f.push(Finding::new(
+            Severity::Info,
+            "io_uring",
+            format!("kernel.io_uring_disabled = {v} (0 allowed, 1 only for kernel.io_uring_group, 2 off; 6.6+); the probe line says whether io_uring works in this process"),
+        ));
+    }
+    f.extend(crate::probe::findings());
+    let io = sysctls;
+    for n in crate::rules::NEEDS {
+        let read = |k: &str| {
+            crate::sysctl::Key::parse(k)
+                .ok()
+                .and_then(|k| crate::plan::SysctlIo::read(&io, &k).ok())
+                .and_then(|v| v.split(' ').next().and_then(|x| x.parse::<i64>().ok()))
+        };
+        if let (Some(v), Some(w)) = (read(n.key), read(n.needs)) {
+            if (n.active)(v) && !(n.satisfied)(w) && n.key != "net.ipv4.tcp_max_syn_backlog" {
+                f.push(Finding::new(
+                    Severity::Warn,
+                    "sysctl",
+                    format!(
+                        "{} = {v} has no effect: it needs {} = {}, which is {w}; {} ({})",
+                        n.key, n.needs, n.needs_text, n.why, n.source
+                    ),
+                ));
+            }
+        }
     }
     if let Some((soft, hard)) = h.nofile {
         let sev = if soft < 65536 {

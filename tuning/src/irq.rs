@@ -31,6 +31,17 @@ pub enum IrqPlan {
     PerQueue,
 }
 
+impl std::fmt::Display for IrqPlan {
+    /// The name the command line uses (`housekeeping`, `spread`, `per-queue`).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            IrqPlan::Housekeeping => "housekeeping",
+            IrqPlan::Spread => "spread",
+            IrqPlan::PerQueue => "per-queue",
+        })
+    }
+}
+
 /// One IRQ's move.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct IrqMove {
@@ -54,7 +65,7 @@ pub enum IrqError {
         dev: String,
     },
     /// No CPU fits the plan.
-    #[error("no CPU for plan {plan:?}: {why}")]
+    #[error("no CPU for plan {plan}: {why}")]
     NoCpus {
         /// The plan.
         plan: IrqPlan,

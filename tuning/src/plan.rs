@@ -63,15 +63,21 @@ pub enum Status {
     Ok,
     /// Differs; apply will set it.
     Change,
-    /// The recommendation is below the current value of a limit set exactly (op `set`): apply
-    /// would lower it. Reported so a lowered limit is never a surprise.
+    /// The recommendation is below the current value of a limit: apply refuses unless
+    /// `--allow-decrease` was given (then the row is a [`Status::Change`] with a note).
     Lower,
-    /// The key does not exist on this kernel.
+    /// The key does not exist here (the note says why: legacy name, module not loaded, global
+    /// key in a child namespace, ...). Blocks apply.
     Missing,
     /// Missing, but the entry is optional: reported, never applied.
     MissingOptional,
-    /// The file is read-only here.
+    /// The file is read-only here, or it is a status key. Blocks apply.
     ReadOnly,
+    /// The kernel will reject the value (EINVAL). Blocks apply.
+    Rejected,
+    /// A `-` line (ignore failure) that cannot be written here (missing, read-only, status key,
+    /// rejected value): skipped with a note, as systemd-sysctl would.
+    Skipped,
     /// Global key in netns-only mode: refused.
     Refused,
     /// Reading failed.
@@ -88,17 +94,30 @@ impl Status {
     }
     /// True when apply writes it.
     pub fn needs_write(&self) -> bool {
-        matches!(self, Status::Change | Status::Lower)
+        matches!(self, Status::Change)
+    }
+    /// True when apply refuses the whole plan because of it (before changing anything).
+    pub fn blocks(&self) -> bool {
+        matches!(
+            self,
+            Status::Missing
+                | Status::ReadOnly
+                | Status::Rejected
+                | Status::Lower
+                | Status::Unreadable(_)
+        )
     }
     /// Short label for tables.
     pub fn label(&self) -> &'static str {
         match self {
             Status::Ok => "ok",
             Status::Change => "change",
-            Status::Lower => "lower",
+            Status::Lower => "lower (refused)",
             Status::Missing => "missing",
             Status::MissingOptional => "missing (optional)",
             Status::ReadOnly => "read-only",
+            Status::Rejected => "rejected",
+            Status::Skipped => "skipped (-)",
             Status::Refused => "refused (global)",
             Status::Unreadable(_) => "unreadable",
             Status::Manual => "manual (not applied)",
@@ -123,6 +142,18 @@ pub struct Row {
     pub target: String,
     /// Why the status is what it is (empty when obvious).
     pub note: String,
+    /// Values that make connection rate worse than the kernel default, legacy names and
+    /// aliases, each with its reason and source ([`crate::rules`]).
+    pub warnings: Vec<String>,
+}
+
+/// How [`check`] treats keys it cannot or should not write.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CheckOptions {
+    /// Refuse global keys (`--netns`, or a child network namespace).
+    pub netns_only: bool,
+    /// Allow lowering a limit below its current value (`--allow-decrease`).
+    pub allow_decrease: bool,
 }
 
 fn numbers(v: &str) -> Option<Vec<i64>> {
@@ -218,46 +249,221 @@ fn is_limit(key: &Key) -> bool {
     .any(|p| k.contains(p))
 }
 
-/// Checks every entry of `preset` against the host through `io`.
-pub fn check(preset: &Preset, io: &dyn SysctlIo, netns_only: bool) -> Vec<Row> {
+/// Why a missing key is missing: legacy name, module, global key in a child namespace.
+fn missing_note(key: &Key, netns_only: bool) -> String {
+    if let Some((l, new)) = crate::rules::legacy(key) {
+        return match new {
+            Some(n) => format!("legacy name: {}; use {n} ({})", l.note, l.source),
+            None => format!("legacy: {} ({})", l.note, l.source),
+        };
+    }
+    if let Some((m, src)) = crate::rules::module_for(key) {
+        return format!(
+            "exists only while module {m} is loaded: `modprobe {m}` (persist in /etc/modules-load.d/{m}.conf) ({src})"
+        );
+    }
+    if netns_only && key.scope() == Scope::Global {
+        return "global key: not visible in this network namespace".into();
+    }
+    "not on this kernel (removed, renamed or not built); mark it optional or drop it".into()
+}
+
+/// Checks every entry of `preset` against the host through `io` (see [`CheckOptions`]).
+pub fn check(preset: &Preset, io: &dyn SysctlIo, opts: CheckOptions) -> Vec<Row> {
+    let netns_only = opts.netns_only;
+    let unpriv = |preset: &Preset| {
+        preset
+            .sysctls
+            .iter()
+            .find(|e| e.key.as_str() == "net.ipv4.ip_unprivileged_port_start")
+            .map(|e| e.value.clone())
+            .or_else(|| {
+                Key::parse("net.ipv4.ip_unprivileged_port_start")
+                    .ok()
+                    .and_then(|k| io.read(&k).ok())
+            })
+            .and_then(|v| v.parse::<i64>().ok())
+    };
+    let unpriv = unpriv(preset);
     preset
         .sysctls
         .iter()
         .map(|e| {
             let scope = e.key.scope();
-            let (current, status, note) = match io.read(&e.key) {
-                Err(SysctlError::Missing { .. }) if e.optional || e.manual => {
+            let status_key = crate::rules::status_key(&e.key);
+            let (current, mut status, mut note) = match io.read(&e.key) {
+                Err(SysctlError::Missing { .. }) if e.manual => {
                     (None, Status::MissingOptional, "not on this kernel; optional".to_string())
                 }
+                Err(SysctlError::Missing { .. }) if netns_only && scope == Scope::Global => (
+                    None,
+                    if e.optional { Status::Skipped } else { Status::Refused },
+                    "global key: not visible in this network namespace".into(),
+                ),
                 Err(SysctlError::Missing { .. }) => (
                     None,
-                    if netns_only && scope == Scope::Global { Status::Refused } else { Status::Missing },
-                    if netns_only && scope == Scope::Global {
-                        "global key: not visible in this network namespace".into()
-                    } else {
-                        "not on this kernel (removed, renamed or not built); mark it optional or drop it".into()
-                    },
+                    if e.optional { Status::MissingOptional } else { Status::Missing },
+                    missing_note(&e.key, netns_only),
                 ),
                 Err(err) => (None, Status::Unreadable(err.to_string()), err.to_string()),
                 Ok(cur) => {
                     let (mut status, mut note) = compare(e, &cur);
+                    if status == Status::Lower && opts.allow_decrease {
+                        status = Status::Change;
+                        note = format!("{note} (allowed by --allow-decrease)");
+                    } else if status == Status::Lower {
+                        note = format!("{note}: pass --allow-decrease to lower a limit");
+                    }
+                    let writes = status.needs_write() || status == Status::Lower;
                     if e.manual && status != Status::Ok {
                         status = Status::Manual;
                         note = "never applied: set it by hand when the reason holds".into();
-                    } else if status.needs_write() && netns_only && scope == Scope::Global {
+                    } else if writes && netns_only && scope == Scope::Global {
                         status = Status::Refused;
-                        note = "global key: changing it would affect the whole host, refused in --netns mode".into();
-                    } else if status.needs_write() && !io.writable(&e.key) {
+                        note = "global key: changing it would affect the whole host, refused in --netns mode or a child network namespace".into();
+                    } else if writes && (status_key.is_some() || !io.writable(&e.key)) {
                         status = Status::ReadOnly;
-                        note = "read-only here (global key in a child namespace, or a constant)".into();
+                        note = match status_key {
+                            Some(src) => format!("status key: it reports state and cannot be set ({src})"),
+                            None => "read-only here (a global key seen from a child namespace, or a constant)".into(),
+                        };
+                    } else if writes {
+                        let target = target_value(e, Some(&cur));
+                        if let Some(why) = crate::rules::rejects(&e.key, &target, Some(&cur), unpriv) {
+                            status = Status::Rejected;
+                            note = format!("the kernel will reject {target:?}: {why}");
+                        }
                     }
                     (Some(cur), status, note)
                 }
             };
+            if e.optional && matches!(status, Status::ReadOnly | Status::Rejected | Status::Missing) {
+                note = format!("{note}; skipped: the line's `-` prefix ignores this failure");
+                status = Status::Skipped;
+            }
+            if status == Status::MissingOptional && e.optional && !e.origin.is_empty() {
+                note = format!("{note}; skipped: the line's `-` prefix ignores a missing key");
+            }
             let target = target_value(e, current.as_deref());
-            Row { entry: e.clone(), scope, current, status, note, target }
+            let mut warnings: Vec<String> = crate::rules::harms(&e.key, &target)
+                .into_iter()
+                .map(|h| format!("{} {}: {} ({})", h.key, h.when, h.why, h.source))
+                .collect();
+            if current.is_some() {
+                if let Some((l, new)) = crate::rules::legacy(&e.key) {
+                    warnings.push(format!(
+                        "legacy key: {}{} ({})",
+                        l.note,
+                        new.map(|n| format!("; use {n}")).unwrap_or_default(),
+                        l.source
+                    ));
+                }
+            }
+            if let Some((a, other)) = crate::rules::alias_of(&e.key) {
+                warnings.push(format!("alias of {other}: {} ({})", a.note, a.source));
+            }
+            Row { entry: e.clone(), scope, current, status, note, target, warnings }
         })
         .collect()
+}
+
+/// A contradiction between two settings of one plan (or of a plan and the host).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Contradiction {
+    /// The key that does nothing.
+    pub key: Key,
+    /// Its value after the plan, and where that comes from (`file:line` or `host`).
+    pub value: String,
+    /// The key it needs.
+    pub needs: String,
+    /// That key's value after the plan and where it comes from.
+    pub needs_value: String,
+    /// The whole message, with the reason and source.
+    pub message: String,
+}
+
+/// Settings that do nothing because of another setting ([`crate::rules::NEEDS`]), after the
+/// plan: a row's value is its target when apply writes it, else the host's current value.
+/// Reported when the dependent key is in `rows`, or (for [`crate::rules::Needs::host_side`]
+/// rules) when only the needed key is.
+pub fn contradictions(rows: &[Row], io: &dyn SysctlIo) -> Vec<Contradiction> {
+    let after = |k: &str| -> Option<(String, String)> {
+        if let Some(r) = rows.iter().find(|r| r.entry.key.as_str() == k) {
+            let v = if r.status.needs_write() || r.status == Status::Lower {
+                r.target.clone()
+            } else {
+                r.current.clone()?
+            };
+            let from = if r.entry.origin.is_empty() {
+                "the preset".to_string()
+            } else {
+                r.entry.origin.clone()
+            };
+            return Some((v, from));
+        }
+        let key = Key::parse(k).ok()?;
+        io.read(&key).ok().map(|v| (v, "this host".to_string()))
+    };
+    let first = |v: &str| v.split(' ').next().and_then(|n| n.parse::<i64>().ok());
+    let mut out = Vec::new();
+    for n in crate::rules::NEEDS {
+        let has = |k: &str| rows.iter().any(|r| r.entry.key.as_str() == k);
+        let in_plan = has(n.key) || (n.host_side && has(n.needs));
+        if !in_plan {
+            continue;
+        }
+        let (Some((v, vfrom)), Some((w, wfrom))) = (after(n.key), after(n.needs)) else {
+            continue;
+        };
+        let (Some(vn), Some(wn)) = (first(&v), first(&w)) else {
+            continue;
+        };
+        if (n.active)(vn) && !(n.satisfied)(wn) {
+            out.push(Contradiction {
+                key: Key::parse(n.key).expect("rule keys are valid"),
+                value: format!("{v} ({vfrom})"),
+                needs: n.needs.to_string(),
+                needs_value: format!("{w} ({wfrom})"),
+                message: format!(
+                    "{} = {v} ({vfrom}) has no effect: it needs {} = {}, which is {w} ({wfrom}); {} ({})",
+                    n.key, n.needs, n.needs_text, n.why, n.source
+                ),
+            });
+        }
+    }
+    out
+}
+
+/// What `apply --yes` will do with a set of rows: the same function decides for the dry run
+/// and for the real apply, so the plan predicts apply.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Prediction {
+    /// Keys apply writes, with the value.
+    pub writes: Vec<(Key, String)>,
+    /// Keys apply leaves alone, with why.
+    pub skips: Vec<(Key, String)>,
+    /// Keys that make apply refuse everything, with why (nothing is changed then).
+    pub refusals: Vec<(Key, String)>,
+}
+
+impl Prediction {
+    /// The prediction for `rows`.
+    pub fn of(rows: &[Row]) -> Prediction {
+        let mut p = Prediction::default();
+        for r in rows {
+            let k = r.entry.key.clone();
+            if r.status.blocks() {
+                p.refusals
+                    .push((k, format!("{}: {}", r.status.label(), r.note)));
+            } else if r.status.needs_write() {
+                p.writes.push((k, r.target.clone()));
+            } else if r.status != Status::Ok {
+                p.skips
+                    .push((k, format!("{}: {}", r.status.label(), r.note)));
+            }
+        }
+        p
+    }
 }
 
 /// What [`apply`] did.
@@ -275,7 +481,7 @@ pub struct ApplyReport {
 #[derive(Debug, thiserror::Error)]
 pub enum ApplyError {
     /// Keys that must be applied cannot be (missing, read-only, unreadable); nothing was changed.
-    #[error("nothing changed: {} key(s) cannot be applied: {}; remove them, mark them optional (`optional = true` or a `-` prefix in sysctl.d files), or run where they exist", .keys.len(), .keys.iter().map(|(k, why)| format!("{k} ({why})")).collect::<Vec<_>>().join(", "))]
+    #[error("nothing changed: {} key(s) cannot be applied: {}; fix or remove them, or mark them optional (`optional = true`, or a `-` prefix in sysctl.d files)", .keys.len(), .keys.iter().map(|(k, why)| format!("{k} ({why})")).collect::<Vec<_>>().join("; "))]
     Blocked {
         /// Key and why.
         keys: Vec<(Key, String)>,
@@ -314,29 +520,13 @@ pub fn apply(
     state_dir: &Path,
     what: &str,
 ) -> Result<ApplyReport, ApplyError> {
-    let blocked: Vec<(Key, String)> = rows
-        .iter()
-        .filter(|r| {
-            matches!(
-                r.status,
-                Status::Missing | Status::ReadOnly | Status::Unreadable(_)
-            )
-        })
-        .map(|r| (r.entry.key.clone(), r.status.label().to_string()))
-        .collect();
-    if !blocked.is_empty() {
-        return Err(ApplyError::Blocked { keys: blocked });
+    let prediction = Prediction::of(rows);
+    if !prediction.refusals.is_empty() {
+        return Err(ApplyError::Blocked {
+            keys: prediction.refusals,
+        });
     }
-    let skipped = rows
-        .iter()
-        .filter(|r| {
-            matches!(
-                r.status,
-                Status::Refused | Status::MissingOptional | Status::Manual
-            )
-        })
-        .map(|r| (r.entry.key.clone(), r.note.clone()))
-        .collect();
+    let mut skipped = prediction.skips;
     let todo: Vec<&Row> = rows.iter().filter(|r| r.status.needs_write()).collect();
     if todo.is_empty() {
         return Ok(ApplyReport {
@@ -372,6 +562,18 @@ pub fn apply(
                     ))
                 }
             });
+        if let (Err(cause), true) = (&result, r.entry.optional) {
+            // A `-` line: systemd-sysctl ignores the failure; so does apply, once the key is
+            // back at its old value.
+            let (_, failed) = restore(io, std::iter::once((key, old.as_str())));
+            if failed.is_empty() {
+                skipped.push((
+                    key.clone(),
+                    format!("write failed and was ignored (`-` line): {cause}"),
+                ));
+                continue;
+            }
+        }
         // Record before checking so a half-applied key is restored too.
         changed.push((key.clone(), old, r.target.clone()));
         if let Err(cause) = result {
@@ -523,6 +725,8 @@ mod tests {
             reason: "r".into(),
             source: "s".into(),
             line: 1,
+            origin: String::new(),
+            overrides: Vec::new(),
         }
     }
 
@@ -572,22 +776,37 @@ mod tests {
                 entry("net.ipv4.tcp_tw_recycle", "1", Op::Set),
             ],
             cmdline: Vec::new(),
+            lines: Vec::new(),
         };
         let io = ProcSys {
             root: d.path().to_path_buf(),
         };
         let labels = |rows: Vec<Row>| rows.iter().map(|r| r.status.label()).collect::<Vec<_>>();
         assert_eq!(
-            labels(check(&preset, &io, false)),
+            labels(check(&preset, &io, CheckOptions::default())),
             ["change", "read-only", "change", "missing"]
         );
         assert_eq!(
-            labels(check(&preset, &io, true)),
+            labels(check(
+                &preset,
+                &io,
+                CheckOptions {
+                    netns_only: true,
+                    allow_decrease: false
+                }
+            )),
             ["change", "refused (global)", "refused (global)", "missing"]
         );
         let mut w = io.clone();
         let state = d.path().join("state");
-        let err = apply(&check(&preset, &io, false), &mut w, d.path(), &state, "t").unwrap_err();
+        let err = apply(
+            &check(&preset, &io, CheckOptions::default()),
+            &mut w,
+            d.path(),
+            &state,
+            "t",
+        )
+        .unwrap_err();
         assert!(
             matches!(err, ApplyError::Blocked { ref keys } if keys.len() == 2),
             "{err}"

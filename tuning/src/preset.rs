@@ -25,7 +25,7 @@
 //! `file:line`. In sysctl.conf files, `#` and `;` start comments and a leading `-` means "ignore
 //! a failure for this key" (procps-ng 3.3.17+ / systemd-sysctl), loaded as `optional`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
@@ -67,6 +67,12 @@ pub struct Entry {
     pub source: String,
     /// Line in the preset file (1-based).
     pub line: usize,
+    /// `file:line` the value comes from (sysctl.d files; empty for TOML presets).
+    #[serde(default)]
+    pub origin: String,
+    /// Earlier lines this value replaced, as `file:line (value)` (sysctl.d files).
+    #[serde(default)]
+    pub overrides: Vec<String>,
 }
 
 /// One recommended kernel command-line parameter (exported, never applied at run time).
@@ -93,6 +99,9 @@ pub struct Preset {
     pub sysctls: Vec<Entry>,
     /// Kernel command-line parameters.
     pub cmdline: Vec<CmdlineParam>,
+    /// sysctl.d files: every line and what became of it (empty for TOML presets).
+    #[serde(skip)]
+    pub lines: Vec<crate::sysctld::LineNote>,
 }
 
 /// A preset or sysctl.conf file is unusable. Every variant names the file and line.
@@ -249,6 +258,8 @@ impl Preset {
                     reason: r.reason,
                     source: r.source,
                     line,
+                    origin: String::new(),
+                    overrides: Vec::new(),
                 },
             )?;
         }
@@ -258,82 +269,82 @@ impl Preset {
             origin: origin.to_string(),
             sysctls,
             cmdline: raw.cmdline,
+            lines: Vec::new(),
         })
     }
 
-    /// Parses a sysctl.conf / sysctl.d file: `key = value` lines, `#`/`;` comments, `-key = value`
-    /// for "ignore failure". Every entry gets `op = set` and `reason = "from <origin>"`.
+    /// Parses one sysctl.conf / sysctl.d file with the full sysctl.d(5) syntax (see
+    /// [`crate::sysctld`]); globs expand over the keys of this host's `/proc/sys`. Every entry
+    /// gets `op = set` and `reason = "from <file>:<line>"`.
     ///
     /// # Errors
-    /// [`PresetError`] with `origin:line` for a line without `=`, an invalid key (including `/`
-    /// separators and globs), an empty value, or a duplicate key.
+    /// [`PresetError`] with `origin:line` for a line that is not an assignment, an invalid key,
+    /// an empty value or a trailing comment.
     pub fn parse_sysctl_conf(text: &str, origin: &str) -> Result<Preset, PresetError> {
-        let mut sysctls: Vec<Entry> = Vec::new();
-        for (i, raw_line) in text.lines().enumerate() {
-            let line = i + 1;
-            let l = raw_line.trim();
-            if l.is_empty() || l.starts_with('#') || l.starts_with(';') {
-                continue;
-            }
-            let (optional, l) = match l.strip_prefix('-') {
-                Some(rest) => (true, rest.trim_start()),
-                None => (false, l),
-            };
-            let (k, v) = l.split_once('=').ok_or_else(|| PresetError::Syntax {
-                origin: origin.to_string(),
-                line,
-                message: format!("{l:?} is not `key = value`"),
-            })?;
-            let key = Key::parse(k.trim()).map_err(|source| PresetError::Key {
-                origin: origin.to_string(),
-                line,
-                source,
-            })?;
-            if v.contains(" #") || v.contains("\t#") || v.contains(" ;") {
-                // sysctl.d(5), procps `sysctl -p` and systemd-sysctl treat only whole lines starting
-                // with `#` or `;` as comments: the rest would be written to the kernel as part of
-                // the value.
-                return Err(PresetError::Value {
-                    origin: origin.to_string(),
-                    line,
-                    key: key.to_string(),
-                    message: format!(
-                        "{:?} has a trailing comment, which sysctl.d does not allow (it would be written to the kernel as part of the value): put the comment on its own line",
-                        v.trim()
-                    ),
-                });
-            }
-            let value = check_value(v, Op::Set).map_err(|message| PresetError::Value {
-                origin: origin.to_string(),
-                line,
-                key: key.to_string(),
-                message,
-            })?;
-            push_unique(
-                &mut sysctls,
-                origin,
-                Entry {
-                    key,
-                    value,
-                    op: Op::Set,
-                    optional,
-                    manual: false,
-                    reason: format!("from {origin}"),
-                    source: origin.to_string(),
-                    line,
-                },
-            )?;
-        }
-        let name = Path::new(origin)
+        Preset::from_sysctl_d(
+            &[crate::sysctld::SourceFile {
+                name: origin.to_string(),
+                text: text.to_string(),
+            }],
+            Path::new("/"),
+        )
+    }
+
+    /// Resolves several sysctl.d files, read in the given order, against the keys under
+    /// `<root>/proc/sys` (see [`crate::sysctld::resolve`]). The preset is named after the first
+    /// file; [`Preset::lines`] says what became of every line.
+    ///
+    /// # Errors
+    /// [`PresetError`] naming `file:line`.
+    pub fn from_sysctl_d(
+        files: &[crate::sysctld::SourceFile],
+        root: &Path,
+    ) -> Result<Preset, PresetError> {
+        let r = crate::sysctld::resolve(files, root)?;
+        let first = files.first().map_or("-", |f| f.name.as_str());
+        let name = Path::new(first)
             .file_stem()
-            .map_or(origin.to_string(), |s| s.to_string_lossy().to_string());
+            .map_or(first.to_string(), |s| s.to_string_lossy().to_string());
+        let names: Vec<&str> = files.iter().map(|f| f.name.as_str()).collect();
         Ok(Preset {
             name,
-            description: format!("sysctl file {origin}"),
-            origin: origin.to_string(),
-            sysctls,
+            description: format!("sysctl.d {}", names.join(", ")),
+            origin: names.join(", "),
+            sysctls: r.entries,
             cmdline: Vec::new(),
+            lines: r.lines,
         })
+    }
+
+    /// Reads files: one `*.toml` preset, or any number of sysctl.d files resolved together
+    /// against `<root>/proc/sys`.
+    ///
+    /// # Errors
+    /// [`PresetError`]; a TOML preset mixed with other files is refused.
+    pub fn load_all(paths: &[PathBuf], root: &Path) -> Result<Preset, PresetError> {
+        if paths
+            .iter()
+            .any(|p| p.extension().is_some_and(|e| e == "toml"))
+        {
+            if let [one] = paths {
+                return Preset::load(one);
+            }
+            return Err(PresetError::Syntax {
+                origin: paths[0].display().to_string(),
+                line: 1,
+                message: "a TOML preset cannot be combined with other files: pass it alone".into(),
+            });
+        }
+        let mut files = Vec::new();
+        for p in paths {
+            let name = p.display().to_string();
+            let text = std::fs::read_to_string(p).map_err(|source| PresetError::Read {
+                path: name.clone(),
+                source,
+            })?;
+            files.push(crate::sysctld::SourceFile { name, text });
+        }
+        Preset::from_sysctl_d(&files, root)
     }
 
     /// Loads a file: `*.toml` as a preset, anything else as a sysctl.conf file.
@@ -476,8 +487,13 @@ source = "s"
                 .to_string()
         };
         assert!(e("a.b = 1\nnonsense\n").starts_with("f.conf:2:"));
-        assert!(e("net/ipv4/x = 1\n").starts_with("f.conf:1:"));
-        assert!(e("a.b = 1\n\na.b = 2\n").contains("f.conf:3: duplicate key a.b (first at line 1)"));
+        assert!(e("net/../x = 1\n").starts_with("f.conf:1:"));
         assert!(e("a.b =   \n").contains("empty value"));
+        let dup =
+            Preset::parse_sysctl_conf("fs.file-max = 1\n\nfs.file-max = 2\n", "f.conf").unwrap();
+        assert_eq!(dup.sysctls.len(), 1);
+        assert_eq!(dup.sysctls[0].value, "2");
+        assert_eq!(dup.sysctls[0].origin, "f.conf:3");
+        assert_eq!(dup.sysctls[0].overrides, ["f.conf:1 (1)"]);
     }
 }

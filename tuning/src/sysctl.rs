@@ -2,7 +2,11 @@
 //! writing under `<root>/proc/sys`.
 //!
 //! A [`Key`] is a dotted name of `[a-z0-9_-]` components (sysctl(8) form, `net.core.somaxconn`).
-//! No `/`, no empty component (so no `..`), at most [`MAX_KEY_LEN`] bytes — a key can never
+//! The one exception is the interface component of `net.ipv4.conf.IF.*`, `net.ipv6.conf.IF.*` and
+//! `net.ipv{4,6}.neigh.IF.*`: interface names may hold upper case, and a dot in a name (VLAN
+//! `enp3s0.200`) is written `/` as sysctl(8) and sysctl.d(5) print it
+//! (`net.ipv4.conf.enp3s0/200.forwarding` is the file `net/ipv4/conf/enp3s0.200/forwarding`).
+//! No empty component, no `.`/`..` component, at most [`MAX_KEY_LEN`] bytes — a key can never
 //! name a file outside `/proc/sys`. Whether a key exists is checked against the running kernel
 //! with [`Key::path`].
 //!
@@ -91,18 +95,44 @@ impl Key {
                 len: s.len(),
             });
         }
-        if let Some(ch) = s.chars().find(|c| {
-            !(c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '_' | '-' | '.'))
-        }) {
-            return Err(KeyError::BadChar {
-                key: s.to_string(),
-                ch,
-            });
-        }
-        if s.split('.').any(str::is_empty) {
+        let parts: Vec<&str> = s.split('.').collect();
+        if parts.iter().any(|p| p.is_empty()) {
             return Err(KeyError::EmptyComponent { key: s.to_string() });
         }
+        let iface = is_interface_slot(&parts);
+        for (i, part) in parts.iter().enumerate() {
+            let lax = iface == Some(i);
+            if let Some(ch) = part.chars().find(|c| {
+                !(c.is_ascii_lowercase()
+                    || c.is_ascii_digit()
+                    || matches!(c, '_' | '-')
+                    || (lax && (c.is_ascii_uppercase() || matches!(c, '/' | '@' | ':'))))
+            }) {
+                return Err(KeyError::BadChar {
+                    key: s.to_string(),
+                    ch,
+                });
+            }
+            if lax && (part.starts_with('/') || part.ends_with('/') || part.contains("//")) {
+                return Err(KeyError::EmptyComponent { key: s.to_string() });
+            }
+        }
         Ok(Key(s.to_string()))
+    }
+
+    /// Builds a key from the file path components under `/proc/sys` (as a directory listing
+    /// gives them: `["net", "ipv4", "conf", "enp3s0.200", "forwarding"]`).
+    ///
+    /// # Errors
+    /// [`KeyError`] when a component cannot be part of a key.
+    pub fn from_components(parts: &[&str]) -> Result<Key, KeyError> {
+        let dotted: Vec<String> = parts.iter().map(|p| p.replace('.', "/")).collect();
+        Key::parse(&dotted.join("."))
+    }
+
+    /// The file path components under `/proc/sys` (a `/` inside a component is a `.` there).
+    pub fn components(&self) -> Vec<String> {
+        self.0.split('.').map(|p| p.replace('/', ".")).collect()
     }
 
     /// The key as text.
@@ -113,7 +143,7 @@ impl Key {
     /// `<root>/proc/sys/<a>/<b>/<c>` (not checked for existence).
     pub fn path(&self, root: &Path) -> PathBuf {
         let mut p = root.join("proc/sys");
-        for part in self.0.split('.') {
+        for part in self.components() {
             p.push(part);
         }
         p
@@ -158,6 +188,15 @@ impl Key {
             Scope::Global
         }
     }
+}
+
+/// Index of the interface-name component (`net.ipv4.conf.IF.x` → 3), if the key has one.
+fn is_interface_slot(parts: &[&str]) -> Option<usize> {
+    (parts.len() >= 5
+        && parts[0] == "net"
+        && matches!(parts[1], "ipv4" | "ipv6")
+        && matches!(parts[2], "conf" | "neigh"))
+    .then_some(3)
 }
 
 /// Where a sysctl takes effect.
@@ -313,14 +352,8 @@ mod tests {
 
     #[test]
     fn rejects_traversal_slashes_empty_and_long_keys() {
-        assert!(matches!(
-            Key::parse("net/../../x"),
-            Err(KeyError::BadChar { ch: '/', .. })
-        ));
-        assert!(matches!(
-            Key::parse("../etc/passwd"),
-            Err(KeyError::BadChar { .. })
-        ));
+        assert!(Key::parse("net/../../x").is_err());
+        assert!(Key::parse("../etc/passwd").is_err());
         assert!(matches!(
             Key::parse("net..core"),
             Err(KeyError::EmptyComponent { .. })
@@ -340,6 +373,26 @@ mod tests {
         ));
         assert!(Key::parse(&"a".repeat(MAX_KEY_LEN)).is_ok());
         assert!(Key::parse("fs.file-max").is_ok());
+        assert!(matches!(
+            Key::parse("net/ipv4/tcp_syncookies"),
+            Err(KeyError::BadChar { ch: '/', .. })
+        ));
+        assert!(Key::parse("net.ipv4.conf.x//y.forwarding").is_err());
+        assert!(Key::parse("net.ipv4.conf./.forwarding").is_err());
+    }
+
+    #[test]
+    fn interface_names_with_dots_map_to_their_directory() {
+        let k = Key::parse("net.ipv4.conf.enp3s0/200.forwarding").unwrap();
+        assert_eq!(
+            k.path(Path::new("/")),
+            Path::new("/proc/sys/net/ipv4/conf/enp3s0.200/forwarding")
+        );
+        let back =
+            Key::from_components(&["net", "ipv4", "conf", "enp3s0.200", "forwarding"]).unwrap();
+        assert_eq!(back, k);
+        assert!(Key::parse("net.ipv6.conf.ENP3s0.disable_ipv6").is_ok());
+        assert!(Key::from_components(&["net", "..", "x"]).is_err());
     }
 
     #[test]

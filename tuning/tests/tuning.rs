@@ -98,6 +98,9 @@ mod kconfig;
 #[path = "tuning/irq.rs"]
 mod irq;
 
+#[path = "tuning/sysctld.rs"]
+mod sysctld;
+
 #[test]
 fn a_child_netns_is_detected_so_global_keys_are_refused() {
     let inside = testkit::NetNs::run(|_| tuning::snapshot::in_initial_netns());
@@ -122,6 +125,8 @@ fn parsers_survive_random_input() {
         let s = String::from_utf8_lossy(&bytes);
         let _ = tuning::cmdline::Cmdline::parse(&s);
         let _ = tuning::preset::Preset::parse_sysctl_conf(&s, "f");
+        let _ = tuning::import::import(&s);
+        let _ = tuning::sysctld::Pattern::parse(&s);
         let _ = tuning::preset::Preset::parse_toml(&s, "f");
         let _ = tuning::kconfig::KernelConfig::parse(&s, "f");
         let _ = tuning::cpulist::parse(&s);

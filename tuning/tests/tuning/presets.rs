@@ -2,7 +2,16 @@
 
 use std::path::{Path, PathBuf};
 
-use tuning::plan::{self, ProcSys, Status, SysctlIo};
+use tuning::plan::{self, CheckOptions, ProcSys, Status, SysctlIo};
+
+const NETNS: CheckOptions = CheckOptions {
+    netns_only: true,
+    allow_decrease: false,
+};
+const NETNS_LOWER_OK: CheckOptions = CheckOptions {
+    netns_only: true,
+    allow_decrease: true,
+};
 use tuning::preset::Preset;
 use tuning::snapshot::Snapshot;
 use tuning::sysctl::{Key, SysctlError};
@@ -88,17 +97,26 @@ fn apply_and_revert_for_real_inside_a_netns() {
             .collect();
         let preset = Preset::parse_sysctl_conf(NETNS_FILE, "test.conf").unwrap();
         let mut io = ProcSys { root: "/".into() };
-        let rows = plan::check(&preset, &io, true);
-        assert!(rows.iter().all(|r| r.status.needs_write()), "{rows:?}");
-        // somaxconn 1234 is below the namespace default: a lowered limit is reported as such.
+        // somaxconn 1234 is below the namespace default: lowering it needs --allow-decrease.
         let cur: i64 = before[0].parse().unwrap();
+        assert!(cur > 1234, "namespace default somaxconn {cur}");
+        let refused = plan::check(&preset, &io, NETNS);
+        assert_eq!(refused[0].status, Status::Lower);
+        assert!(matches!(
+            plan::apply(&refused, &mut io, Path::new("/"), &state_dir, "test"),
+            Err(plan::ApplyError::Blocked { .. })
+        ));
         assert_eq!(
-            rows[0].status,
-            if cur > 1234 {
-                Status::Lower
-            } else {
-                Status::Change
-            }
+            ns.sysctl("net.core.somaxconn"),
+            before[0],
+            "a refused apply changes nothing"
+        );
+        let rows = plan::check(&preset, &io, NETNS_LOWER_OK);
+        assert!(rows.iter().all(|r| r.status.needs_write()), "{rows:?}");
+        assert!(
+            rows[0].note.contains("--allow-decrease"),
+            "{}",
+            rows[0].note
         );
         assert_eq!(rows[1].status, Status::Change);
         let rep = plan::apply(&rows, &mut io, Path::new("/"), &state_dir, "test").unwrap();
@@ -108,7 +126,7 @@ fn apply_and_revert_for_real_inside_a_netns() {
             tuning::sysctl::normalize(&ns.sysctl("net.ipv4.ip_local_port_range")),
             "20000 30000"
         );
-        assert!(plan::check(&preset, &io, true)
+        assert!(plan::check(&preset, &io, NETNS)
             .iter()
             .all(|r| r.status == Status::Ok));
         let snap = Snapshot::read(&rep.snapshot.unwrap()).unwrap();
@@ -156,7 +174,7 @@ fn a_write_failing_midway_restores_every_value() {
             inner: ProcSys { root: "/".into() },
             key: "net.ipv4.ip_local_port_range",
         };
-        let rows = plan::check(&preset, &io, true);
+        let rows = plan::check(&preset, &io, NETNS_LOWER_OK);
         let err = plan::apply(&rows, &mut io, Path::new("/"), &state_dir, "test").unwrap_err();
         let plan::ApplyError::WriteFailed {
             key,
@@ -198,7 +216,7 @@ fn netns_mode_refuses_global_keys_and_missing_keys_block_apply() {
         let text = "net.core.somaxconn = 999\nnet.core.netdev_max_backlog = 5000\nfs.nr_open = 2000000\n-net.ipv4.tcp_tw_recycle = 1\n";
         let preset = Preset::parse_sysctl_conf(text, "g.conf").unwrap();
         let mut io = ProcSys { root: "/".into() };
-        let rows = plan::check(&preset, &io, true);
+        let rows = plan::check(&preset, &io, NETNS_LOWER_OK);
         let status: Vec<&str> = rows.iter().map(|r| r.status.label()).collect();
         assert!(rows[0].status.needs_write());
         assert_eq!(
@@ -222,7 +240,7 @@ fn netns_mode_refuses_global_keys_and_missing_keys_block_apply() {
             "s.conf",
         )
         .unwrap();
-        let rows = plan::check(&strict, &io, true);
+        let rows = plan::check(&strict, &io, NETNS_LOWER_OK);
         let err = plan::apply(&rows, &mut io, Path::new("/"), &state_dir, "t").unwrap_err();
         assert!(matches!(err, plan::ApplyError::Blocked { .. }), "{err}");
         assert!(err.to_string().contains("net.ipv4.tcp_tw_recycle"));
@@ -231,3 +249,34 @@ fn netns_mode_refuses_global_keys_and_missing_keys_block_apply() {
 }
 
 use testkit::NetNs;
+
+#[test]
+fn a_failing_write_of_a_dash_line_is_ignored_as_systemd_does() {
+    let state = tempfile::tempdir().unwrap();
+    let state_dir = state.path().to_path_buf();
+    NetNs::run(move |ns| {
+        let range = tuning::sysctl::normalize(&ns.sysctl("net.ipv4.ip_local_port_range"));
+        let text = "-net.ipv4.ip_local_port_range = 20000 30000\nnet.ipv4.tcp_fin_timeout = 17\n";
+        let preset = Preset::parse_sysctl_conf(text, "dash.conf").unwrap();
+        let mut io = FailOn {
+            inner: ProcSys { root: "/".into() },
+            key: "net.ipv4.ip_local_port_range",
+        };
+        let rows = plan::check(&preset, &io, NETNS);
+        let rep = plan::apply(&rows, &mut io, Path::new("/"), &state_dir, "t").unwrap();
+        assert_eq!(rep.changed.len(), 1, "{rep:?}");
+        assert_eq!(rep.changed[0].0.as_str(), "net.ipv4.tcp_fin_timeout");
+        assert!(
+            rep.skipped
+                .iter()
+                .any(|(k, why)| k.as_str() == "net.ipv4.ip_local_port_range"
+                    && why.contains("ignored")),
+            "{rep:?}"
+        );
+        assert_eq!(
+            tuning::sysctl::normalize(&ns.sysctl("net.ipv4.ip_local_port_range")),
+            range
+        );
+        assert_eq!(ns.sysctl("net.ipv4.tcp_fin_timeout"), "17");
+    });
+}

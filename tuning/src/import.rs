@@ -1,0 +1,421 @@
+//! `tune import`: shell scripts that tune a host by hand, turned into a sysctl.d file.
+//!
+//! Understood (one command per line, optionally after `sudo`):
+//! - `echo [-n] VALUE > /proc/sys/a/b/c` (also `>>`, and `echo VALUE | [sudo] tee [-a] FILE`);
+//! - `sysctl [-w] [-q] [-e] KEY=VALUE...` (procps sysctl(8); `-e` ignores unknown keys, so those
+//!   entries get the sysctl.d `-` prefix).
+//!
+//! Comments, blank lines and shell boilerplate (`#!`, `set -e`) are skipped. Every other line is
+//! listed as not understood, with what to do instead (`ulimit` → LimitNOFILE= / limits.d,
+//! `modprobe` → modules-load.d, writes to /sys → udev rules or tmpfiles.d, ...). Quoting follows
+//! the shell for `'...'` and `"..."`; a value using `$VARIABLE` or `$(command)` is not
+//! understood (its value is unknown until the script runs).
+
+use serde::Serialize;
+
+use crate::sysctl::{normalize, Key};
+
+/// What one script line became.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Outcome {
+    /// A sysctl write.
+    Sysctl {
+        /// Key.
+        key: Key,
+        /// Value (normalized).
+        value: String,
+        /// From `sysctl -e`: an unknown key is ignored.
+        ignore_failure: bool,
+    },
+    /// Nothing to import (comment, blank, shell boilerplate).
+    Skipped {
+        /// What it is.
+        why: String,
+    },
+    /// Not understood, with advice.
+    NotUnderstood {
+        /// What to do instead.
+        advice: String,
+    },
+}
+
+/// One script line.
+#[derive(Debug, Clone, Serialize)]
+pub struct ImportLine {
+    /// 1-based line number.
+    pub line: usize,
+    /// The line (trimmed).
+    pub text: String,
+    /// What it became (a `sysctl -w a=1 b=2` line gives two outcomes).
+    pub outcomes: Vec<Outcome>,
+}
+
+/// Splits a shell line into words, honouring `'...'`, `"..."` and `\x`; `None` on an unclosed
+/// quote. Redirections `>`/`>>`/`|` become their own words.
+fn words(line: &str) -> Option<Vec<String>> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut has = false;
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => {
+                has = true;
+                loop {
+                    match chars.next()? {
+                        '\'' => break,
+                        x => cur.push(x),
+                    }
+                }
+            }
+            '"' => {
+                has = true;
+                loop {
+                    match chars.next()? {
+                        '"' => break,
+                        '\\' => cur.push(chars.next()?),
+                        x => cur.push(x),
+                    }
+                }
+            }
+            '\\' => {
+                has = true;
+                cur.push(chars.next()?);
+            }
+            '>' | '|' | ';' | '&' => {
+                if has {
+                    out.push(std::mem::take(&mut cur));
+                    has = false;
+                }
+                let mut op = c.to_string();
+                if c == '>' && chars.peek() == Some(&'>') {
+                    chars.next();
+                    op.push('>');
+                }
+                out.push(op);
+            }
+            c if c.is_whitespace() => {
+                if has {
+                    out.push(std::mem::take(&mut cur));
+                    has = false;
+                }
+            }
+            c => {
+                has = true;
+                cur.push(c);
+            }
+        }
+    }
+    if has {
+        out.push(cur);
+    }
+    Some(out)
+}
+
+fn not_understood(advice: impl Into<String>) -> Vec<Outcome> {
+    vec![Outcome::NotUnderstood {
+        advice: advice.into(),
+    }]
+}
+
+/// The key for a file under /proc/sys, if it is one.
+fn proc_sys_key(path: &str) -> Result<Key, String> {
+    let rest = path
+        .strip_prefix("/proc/sys/")
+        .ok_or_else(|| format!("{path} is not under /proc/sys"))?;
+    let parts: Vec<&str> = rest.split('/').filter(|p| !p.is_empty()).collect();
+    Key::from_components(&parts).map_err(|e| e.to_string())
+}
+
+fn advice_for_path(path: &str) -> String {
+    if path.starts_with("/proc/irq/") {
+        "an IRQ affinity: use `connstorm tune irq --dev DEV --plan ...` (it saves a snapshot and can revert)".into()
+    } else if path.contains("/queues/") && (path.contains("rps_") || path.contains("xps_")) {
+        "RPS/XPS steering in sysfs: a udev rule (ACTION==\"add\", SUBSYSTEM==\"net\") or a tmpfiles.d `w` line; not a sysctl".into()
+    } else if path.starts_with("/sys/") {
+        "a sysfs attribute, not a sysctl: a tmpfiles.d(5) `w PATH - - - - VALUE` line or a udev rule makes it persistent".into()
+    } else {
+        format!("{path} is not under /proc/sys: not a sysctl")
+    }
+}
+
+fn has_expansion(s: &str) -> bool {
+    s.contains('$') || s.contains('`')
+}
+
+/// What one line means.
+fn classify(line: &str) -> Vec<Outcome> {
+    let t = line.trim();
+    if t.is_empty() {
+        return vec![Outcome::Skipped {
+            why: "blank".into(),
+        }];
+    }
+    if t.starts_with('#') {
+        return vec![Outcome::Skipped {
+            why: "comment".into(),
+        }];
+    }
+    let Some(mut w) = words(t) else {
+        return not_understood("an unclosed quote: fix the line, then import again");
+    };
+    while w.first().is_some_and(|x| x == "sudo" || x == "exec") {
+        w.remove(0);
+    }
+    let Some(cmd) = w.first().map(String::as_str) else {
+        return vec![Outcome::Skipped {
+            why: "blank".into(),
+        }];
+    };
+    match cmd {
+        "set" | "export" | "true" | ":" => {
+            return vec![Outcome::Skipped {
+                why: "shell boilerplate".into(),
+            }]
+        }
+        "echo" | "printf" => return echo(&w),
+        "sysctl" | "/sbin/sysctl" | "/usr/sbin/sysctl" => return sysctl(&w),
+        "ulimit" => return not_understood("a per-process limit, not a sysctl: set LimitNOFILE= in the service's unit or a file in /etc/security/limits.d/ (connstorm raises its own soft RLIMIT_NOFILE to the hard limit); the ceiling is fs.nr_open"),
+        "modprobe" | "insmod" => return not_understood(format!("load the module at boot with /etc/modules-load.d/{}.conf (modules-load.d(5)); its sysctls exist only once it is loaded", w.get(1).map_or("NAME", String::as_str))),
+        "ethtool" => return not_understood("NIC settings, not sysctls: a systemd .link file (systemd.link(5)), NetworkManager, or a udev rule"),
+        "ip" | "tc" | "ifconfig" => return not_understood("network configuration, not sysctls: systemd-networkd, NetworkManager or your distribution's network scripts"),
+        "cpupower" | "tuned-adm" | "x86_energy_perf_policy" => return not_understood("CPU power settings: a tuned profile (`connstorm tune export --as tuned`) or the tool's own service"),
+        "systemctl" | "service" => return not_understood("service management, not a setting: keep it in the script or a unit"),
+        "swapoff" | "mount" => return not_understood("host configuration, not a sysctl: /etc/fstab or a unit"),
+        _ => {}
+    }
+    if t.starts_with("#!") {
+        return vec![Outcome::Skipped {
+            why: "shebang".into(),
+        }];
+    }
+    not_understood("no sysctl write found: if it sets a kernel value, write it as `key = value` in a sysctl.d file")
+}
+
+fn echo(w: &[String]) -> Vec<Outcome> {
+    // echo [-n|-e] VALUE... (>|>>) FILE   or   echo VALUE... | [sudo] tee [-a] FILE
+    let mut args: Vec<&str> = w[1..].iter().map(String::as_str).collect();
+    if w[0] == "printf" {
+        // printf 'VALUE' > FILE, or printf '%s\n' VALUE > FILE.
+        if args.first().is_some_and(|f| f.contains('%')) {
+            args.remove(0);
+        }
+    } else {
+        while args
+            .first()
+            .is_some_and(|a| matches!(*a, "-n" | "-e" | "-ne" | "-en"))
+        {
+            args.remove(0);
+        }
+    }
+    let (value_words, file): (Vec<&str>, Option<&str>) =
+        if let Some(pos) = args.iter().position(|a| *a == ">" || *a == ">>") {
+            (args[..pos].to_vec(), args.get(pos + 1).copied())
+        } else if let Some(pos) = args.iter().position(|a| *a == "|") {
+            let mut rest: Vec<&str> = args[pos + 1..].to_vec();
+            if rest.first() == Some(&"sudo") {
+                rest.remove(0);
+            }
+            if rest.first() != Some(&"tee") {
+                return not_understood(
+                    "a pipe into something other than tee: write the sysctl as `key = value`",
+                );
+            }
+            let file = rest[1..].iter().find(|a| !a.starts_with('-')).copied();
+            (args[..pos].to_vec(), file)
+        } else {
+            return vec![Outcome::Skipped {
+                why: "echo without a redirection (prints only)".into(),
+            }];
+        };
+    let Some(file) = file else {
+        return not_understood("a redirection without a file");
+    };
+    let value = normalize(&value_words.join(" ").replace("\\n", " "));
+    if has_expansion(&value) || has_expansion(file) {
+        return not_understood("uses a shell variable or command substitution: its value is known only when the script runs; write the result as `key = value`");
+    }
+    if !file.starts_with("/proc/sys/") {
+        return not_understood(advice_for_path(file));
+    }
+    if value.is_empty() {
+        return not_understood("writes an empty value");
+    }
+    match proc_sys_key(file) {
+        Ok(key) => vec![Outcome::Sysctl {
+            key,
+            value,
+            ignore_failure: false,
+        }],
+        Err(e) => not_understood(format!("{e}: check the path")),
+    }
+}
+
+fn sysctl(w: &[String]) -> Vec<Outcome> {
+    let mut ignore = false;
+    let mut out = Vec::new();
+    let mut args = w[1..].iter().map(String::as_str).peekable();
+    while let Some(a) = args.next() {
+        if a == "-p" || a == "--load" || a.starts_with("--load=") || a == "--system" {
+            let file = if a == "--system" {
+                "--system".to_string()
+            } else {
+                args.next().unwrap_or("/etc/sysctl.conf").to_string()
+            };
+            return not_understood(format!(
+                "loads a file: check it directly with `connstorm tune check {}`",
+                if file == "--system" {
+                    "--system".into()
+                } else {
+                    format!("--file {file}")
+                }
+            ));
+        }
+        if a.starts_with('-') && !a.contains('=') {
+            if a.contains('e') && !a.starts_with("--") {
+                ignore = true;
+            }
+            if a.contains('a') || a.contains('A') || a.contains('n') {
+                return vec![Outcome::Skipped {
+                    why: "reads sysctls only".into(),
+                }];
+            }
+            continue;
+        }
+        if matches!(a, ">" | ">>" | "|" | ";" | "&") {
+            break;
+        }
+        let Some((k, v)) = a.split_once('=') else {
+            out.push(Outcome::Skipped {
+                why: format!("reads {a} only"),
+            });
+            continue;
+        };
+        if has_expansion(v) {
+            return not_understood("uses a shell variable or command substitution: its value is known only when the script runs; write the result as `key = value`");
+        }
+        match crate::sysctld::Pattern::parse(k.trim())
+            .and_then(|p| p.key().map_err(|e| e.to_string()))
+        {
+            Ok(key) => out.push(Outcome::Sysctl {
+                key,
+                value: normalize(v),
+                ignore_failure: ignore,
+            }),
+            Err(e) => out.push(Outcome::NotUnderstood {
+                advice: format!("{e}: check the key"),
+            }),
+        }
+    }
+    if out.is_empty() {
+        return vec![Outcome::Skipped {
+            why: "sysctl without an assignment".into(),
+        }];
+    }
+    out
+}
+
+/// Reads a script.
+pub fn import(script: &str) -> Vec<ImportLine> {
+    script
+        .lines()
+        .enumerate()
+        .map(|(i, l)| ImportLine {
+            line: i + 1,
+            text: l.trim().to_string(),
+            outcomes: classify(l),
+        })
+        .collect()
+}
+
+/// The sysctl.d file for the understood lines (a later write of the same key wins, as when the
+/// script runs), with the lines not understood listed as comments at the end. `origin` names the
+/// script.
+pub fn to_sysctl_d(lines: &[ImportLine], origin: &str) -> String {
+    let mut keys: Vec<(Key, String, bool, usize)> = Vec::new();
+    for l in lines {
+        for o in &l.outcomes {
+            if let Outcome::Sysctl {
+                key,
+                value,
+                ignore_failure,
+            } = o
+            {
+                keys.retain(|(k, ..)| k != key);
+                keys.push((key.clone(), value.clone(), *ignore_failure, l.line));
+            }
+        }
+    }
+    let mut out = format!("# sysctl.d file imported by connstorm from {origin}\n");
+    for (k, v, ig, line) in &keys {
+        out.push_str(&format!(
+            "# {origin}:{line}\n{}{k} = {v}\n",
+            if *ig { "-" } else { "" }
+        ));
+    }
+    let bad: Vec<String> = lines
+        .iter()
+        .flat_map(|l| {
+            l.outcomes.iter().filter_map(move |o| match o {
+                Outcome::NotUnderstood { advice } => Some(format!(
+                    "# {origin}:{} not imported: {}\n#   -> {advice}\n",
+                    l.line, l.text
+                )),
+                _ => None,
+            })
+        })
+        .collect();
+    if !bad.is_empty() {
+        out.push_str("\n# Lines not imported (not sysctls, or not understood):\n");
+        for b in bad {
+            out.push_str(&b);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn echo_and_sysctl_lines_become_keys() {
+        let s = "#!/bin/sh\nset -e\necho 1 > /proc/sys/net/ipv4/tcp_tw_reuse\nsudo sysctl -w net.core.somaxconn=65535 'net.ipv4.ip_local_port_range=1024 65535'\necho \"2\" | sudo tee /proc/sys/net/ipv4/conf/eth0.100/rp_filter\nulimit -n 1048576\nmodprobe nf_conntrack\necho $X > /proc/sys/fs/file-max\n";
+        let l = import(s);
+        let keys: Vec<String> = l
+            .iter()
+            .flat_map(|l| l.outcomes.iter())
+            .filter_map(|o| match o {
+                Outcome::Sysctl { key, value, .. } => Some(format!("{key}={value}")),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "net.ipv4.tcp_tw_reuse=1",
+                "net.core.somaxconn=65535",
+                "net.ipv4.ip_local_port_range=1024 65535",
+                "net.ipv4.conf.eth0/100.rp_filter=2"
+            ]
+        );
+        let bad: Vec<usize> = l
+            .iter()
+            .filter(|l| {
+                l.outcomes
+                    .iter()
+                    .any(|o| matches!(o, Outcome::NotUnderstood { .. }))
+            })
+            .map(|l| l.line)
+            .collect();
+        assert_eq!(bad, [6, 7, 8]);
+        let text = to_sysctl_d(&l, "s.sh");
+        let p = crate::preset::Preset::parse_sysctl_conf(&text, "out.conf").unwrap();
+        assert_eq!(p.sysctls.len(), 4);
+        assert!(
+            text.contains("limits.d") && text.contains("modules-load.d"),
+            "{text}"
+        );
+    }
+}

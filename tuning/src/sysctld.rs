@@ -1,0 +1,767 @@
+//! sysctl.d files as systemd-sysctl reads them: syntax, several files, globs, exclusions,
+//! duplicates and aliases, resolved into one ordered list of concrete keys, each naming the
+//! `file:line` it comes from, plus a [`LineNote`] for every line saying what became of it.
+//!
+//! Rules (sysctl.d(5); systemd src/sysctl/sysctl.c and src/basic/sysctl-util.c; FACTS-2 §4):
+//! - `#` or `;` at the start of a line: comment. `key = value`; a `-` before the key: a failed
+//!   write is ignored (the entry is `optional`). `-key` without `=`: the key is excluded from
+//!   glob matches (and a pattern with glob characters excludes every key it matches).
+//! - Separators: the first of `/` or `.` decides. If it is `/`, the key is a path and dots stay
+//!   dots (`net/ipv4/conf/enp3s0.200/forwarding`); if it is `.`, a `/` stands for a dot in a name
+//!   (`net.ipv4.conf.enp3s0/200.forwarding` → interface `enp3s0.200`).
+//! - Globs (`*`, `?`, `[...]`, per path component) expand over the keys that exist under
+//!   `<root>/proc/sys`; a key also set explicitly (anywhere, by any file) is not touched by a glob.
+//! - The same key twice: the later assignment wins ("overwriting earlier assignment"); the same
+//!   value twice is one assignment. An exclusion line for a key replaces an assignment before it.
+//! - Several files are read in order; with [`system_files`] that order is systemd's: for one file
+//!   name `/etc/sysctl.d` beats `/run/sysctl.d` beats `/usr/local/lib/sysctl.d` beats
+//!   `/usr/lib/sysctl.d`, a symlink to `/dev/null` masks the name, and the survivors are sorted
+//!   by file name.
+//! - Aliases ([`crate::rules::ALIASES`]: `net.ipv4.ip_forward` = `net.ipv4.conf.all.forwarding`):
+//!   both name one kernel value, so the later line wins and the earlier is reported overridden.
+//!
+//! Unlike systemd-sysctl, which logs and skips a line that is not an assignment, connstorm
+//! refuses the file naming `file:line`, before anything is changed.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::preset::{Entry, Op, PresetError};
+use crate::sysctl::Key;
+
+/// Where a line is: file and 1-based line number.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct Origin {
+    /// The file as given.
+    pub file: String,
+    /// 1-based line.
+    pub line: usize,
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.file, self.line)
+    }
+}
+
+/// A key or glob pattern as real path components under `/proc/sys`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Pattern {
+    parts: Vec<String>,
+}
+
+fn is_glob(s: &str) -> bool {
+    s.contains(['*', '?', '['])
+}
+
+impl Pattern {
+    /// Normalizes a key as sysctl.d(5) does (the first separator decides) and checks every
+    /// component is a plain name or glob.
+    ///
+    /// # Errors
+    /// A message saying what is wrong.
+    pub fn parse(text: &str) -> Result<Pattern, String> {
+        let first = text.find(['/', '.']);
+        let parts: Vec<String> = match first.map(|i| &text[i..=i]) {
+            Some("/") => text
+                .trim_start_matches('/')
+                .split('/')
+                .map(str::to_string)
+                .collect(),
+            _ => text.split('.').map(|p| p.replace('/', ".")).collect(),
+        };
+        if text.len() > crate::sysctl::MAX_KEY_LEN {
+            return Err(format!(
+                "key is {} bytes, longer than {}",
+                text.len(),
+                crate::sysctl::MAX_KEY_LEN
+            ));
+        }
+        for p in &parts {
+            if p.is_empty() || p == "." || p == ".." {
+                return Err(format!(
+                    "{text:?} has an empty, `.` or `..` component: write a key like net.core.somaxconn or net/core/somaxconn"
+                ));
+            }
+            if let Some(ch) = p
+                .chars()
+                .find(|c| !(c.is_ascii_alphanumeric() || "_-.@:*?[]!^".contains(*c)))
+            {
+                return Err(format!(
+                    "{text:?} contains {ch:?}, which no sysctl name holds"
+                ));
+            }
+        }
+        let pat = Pattern { parts };
+        if !pat.is_glob() {
+            pat.key().map_err(|e| e.to_string())?;
+        }
+        Ok(pat)
+    }
+
+    /// True when a component holds `*`, `?` or `[`.
+    pub fn is_glob(&self) -> bool {
+        self.parts.iter().any(|p| is_glob(p))
+    }
+
+    /// The concrete key (for a pattern without glob characters).
+    ///
+    /// # Errors
+    /// The key is not valid ([`crate::sysctl::KeyError`]).
+    pub fn key(&self) -> Result<Key, crate::sysctl::KeyError> {
+        let parts: Vec<&str> = self.parts.iter().map(String::as_str).collect();
+        Key::from_components(&parts)
+    }
+
+    /// Dotted form (a dot inside a name written `/`), as sysctl(8) prints keys.
+    pub fn dotted(&self) -> String {
+        self.parts
+            .iter()
+            .map(|p| p.replace('.', "/"))
+            .collect::<Vec<_>>()
+            .join(".")
+    }
+
+    /// True when `key` matches this pattern component by component.
+    pub fn matches(&self, key: &Key) -> bool {
+        let kp = key.components();
+        kp.len() == self.parts.len()
+            && self
+                .parts
+                .iter()
+                .zip(&kp)
+                .all(|(p, k)| fnmatch(p.as_bytes(), k.as_bytes()))
+    }
+
+    /// The existing keys under `<root>/proc/sys` this pattern matches, sorted (glob(3) order).
+    /// Hidden entries (leading `.`) match only a component that starts with `.`, as in glob(3).
+    pub fn expand(&self, root: &Path) -> Vec<Key> {
+        let mut found: Vec<(PathBuf, Vec<String>)> = vec![(root.join("proc/sys"), Vec::new())];
+        for (i, part) in self.parts.iter().enumerate() {
+            let last = i + 1 == self.parts.len();
+            let mut next = Vec::new();
+            for (dir, names) in found {
+                let candidates: Vec<String> = if is_glob(part) {
+                    let mut v: Vec<String> = std::fs::read_dir(&dir)
+                        .into_iter()
+                        .flatten()
+                        .flatten()
+                        .map(|e| e.file_name().to_string_lossy().into_owned())
+                        .filter(|n| !n.starts_with('.') && fnmatch(part.as_bytes(), n.as_bytes()))
+                        .collect();
+                    v.sort();
+                    v
+                } else {
+                    vec![part.clone()]
+                };
+                for c in candidates {
+                    let p = dir.join(&c);
+                    let ok = if last { p.is_file() } else { p.is_dir() };
+                    if ok {
+                        let mut n = names.clone();
+                        n.push(c);
+                        next.push((p, n));
+                    }
+                }
+            }
+            found = next;
+        }
+        found
+            .into_iter()
+            .filter_map(|(_, names)| {
+                let parts: Vec<&str> = names.iter().map(String::as_str).collect();
+                Key::from_components(&parts).ok()
+            })
+            .collect()
+    }
+}
+
+/// fnmatch(3) without flags on one path component: `*`, `?`, `[abc]`, `[a-z]`, `[!x]`/`[^x]`,
+/// and `\x` for a literal `x`.
+pub fn fnmatch(p: &[u8], s: &[u8]) -> bool {
+    match p.first() {
+        None => s.is_empty(),
+        Some(b'*') => (0..=s.len()).any(|i| fnmatch(&p[1..], &s[i..])),
+        Some(b'?') => !s.is_empty() && fnmatch(&p[1..], &s[1..]),
+        Some(b'[') => {
+            let Some(&c) = s.first() else { return false };
+            let mut i = 1;
+            let negate = matches!(p.get(i), Some(b'!' | b'^'));
+            if negate {
+                i += 1;
+            }
+            let start = i;
+            let mut hit = false;
+            while i < p.len() && (p[i] != b']' || i == start) {
+                if i + 2 < p.len() && p[i + 1] == b'-' && p[i + 2] != b']' {
+                    hit |= p[i] <= c && c <= p[i + 2];
+                    i += 3;
+                } else {
+                    hit |= p[i] == c;
+                    i += 1;
+                }
+            }
+            if i >= p.len() {
+                // No closing bracket: `[` is a literal.
+                return c == b'[' && fnmatch(&p[1..], &s[1..]);
+            }
+            hit != negate && fnmatch(&p[i + 1..], &s[1..])
+        }
+        Some(b'\\') if p.len() > 1 => s.first() == Some(&p[1]) && fnmatch(&p[2..], &s[1..]),
+        Some(&ch) => s.first() == Some(&ch) && fnmatch(&p[1..], &s[1..]),
+    }
+}
+
+/// One line of a sysctl.d file, parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Line {
+    /// Empty.
+    Blank,
+    /// `#` or `;`.
+    Comment,
+    /// `[-]key = value`.
+    Assign {
+        /// Key or glob.
+        pattern: Pattern,
+        /// Whitespace-normalized value.
+        value: String,
+        /// `-` prefix: a failed write is ignored.
+        ignore_failure: bool,
+    },
+    /// `-key` alone: excluded from globs.
+    Exclude {
+        /// Key or glob.
+        pattern: Pattern,
+    },
+}
+
+fn bad(origin: &Origin, message: String) -> PresetError {
+    PresetError::Syntax {
+        origin: origin.file.clone(),
+        line: origin.line,
+        message,
+    }
+}
+
+/// Parses one line.
+///
+/// # Errors
+/// [`PresetError`] naming `file:line`: not an assignment, an invalid key, an empty value, a
+/// trailing comment (sysctl.d would write it to the kernel as part of the value).
+pub fn parse_line(raw: &str, origin: &Origin) -> Result<Line, PresetError> {
+    let l = raw.trim();
+    if l.is_empty() {
+        return Ok(Line::Blank);
+    }
+    if l.starts_with('#') || l.starts_with(';') {
+        return Ok(Line::Comment);
+    }
+    let (dash, rest) = match l.strip_prefix('-') {
+        Some(r) => (true, r.trim_start()),
+        None => (false, l),
+    };
+    let Some((k, v)) = rest.split_once('=') else {
+        if !dash {
+            return Err(bad(
+                origin,
+                format!(
+                    "{l:?} is not `key = value` (a `-key` line alone excludes a key from globs)"
+                ),
+            ));
+        }
+        let pattern = Pattern::parse(rest.trim()).map_err(|m| bad(origin, m))?;
+        return Ok(Line::Exclude { pattern });
+    };
+    let pattern = Pattern::parse(k.trim()).map_err(|m| bad(origin, m))?;
+    if v.contains(" #") || v.contains("\t#") || v.contains(" ;") {
+        return Err(PresetError::Value {
+            origin: origin.file.clone(),
+            line: origin.line,
+            key: pattern.dotted(),
+            message: format!(
+                "{:?} has a trailing comment, which sysctl.d does not allow (it would be written to the kernel as part of the value): put the comment on its own line",
+                v.trim()
+            ),
+        });
+    }
+    let value = crate::sysctl::normalize(v);
+    if value.is_empty() || value.len() > 256 {
+        return Err(PresetError::Value {
+            origin: origin.file.clone(),
+            line: origin.line,
+            key: pattern.dotted(),
+            message: "empty value, or longer than 256 bytes: write `key = value`".into(),
+        });
+    }
+    Ok(Line::Assign {
+        pattern,
+        value,
+        ignore_failure: dash,
+    })
+}
+
+/// What became of one line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "fate", rename_all = "kebab-case")]
+pub enum Fate {
+    /// Blank line.
+    Blank,
+    /// Comment.
+    Comment,
+    /// Its value is the effective one for these keys (a glob may also list keys it left alone).
+    Effective {
+        /// Keys it sets.
+        keys: Vec<Key>,
+        /// Keys a glob matched but does not set, with why.
+        left: Vec<String>,
+    },
+    /// Replaced by a later line.
+    Overridden {
+        /// The line whose value wins.
+        by: String,
+        /// Why (same key, alias).
+        why: String,
+    },
+    /// A glob that sets nothing.
+    NoEffect {
+        /// Why (no key matched; every match set explicitly or excluded).
+        why: String,
+    },
+    /// An exclusion line.
+    Excludes {
+        /// Keys it kept away from globs.
+        keys: Vec<Key>,
+    },
+}
+
+/// One line and what became of it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LineNote {
+    /// Where.
+    pub origin: Origin,
+    /// The line as written (trimmed).
+    pub text: String,
+    /// What became of it.
+    pub fate: Fate,
+}
+
+impl LineNote {
+    /// One sentence for the plan.
+    pub fn describe(&self) -> String {
+        match &self.fate {
+            Fate::Blank => "blank".into(),
+            Fate::Comment => "comment".into(),
+            Fate::Effective { keys, left } => {
+                let mut s = if keys.len() == 1 && left.is_empty() {
+                    format!("sets {}", keys[0])
+                } else {
+                    format!(
+                        "glob sets {} key(s): {}",
+                        keys.len(),
+                        keys.iter().map(Key::as_str).collect::<Vec<_>>().join(", ")
+                    )
+                };
+                if !left.is_empty() {
+                    s.push_str(&format!("; leaves {}", left.join(", ")));
+                }
+                s
+            }
+            Fate::Overridden { by, why } => format!("overridden by {by} ({why})"),
+            Fate::NoEffect { why } => format!("sets nothing: {why}"),
+            Fate::Excludes { keys } if keys.is_empty() => {
+                "exclusion: no glob here matches it".into()
+            }
+            Fate::Excludes { keys } => format!(
+                "excludes {} from globs",
+                keys.iter().map(Key::as_str).collect::<Vec<_>>().join(", ")
+            ),
+        }
+    }
+}
+
+/// A file to read: its name in messages and its text.
+#[derive(Debug, Clone)]
+pub struct SourceFile {
+    /// The path as shown in `file:line`.
+    pub name: String,
+    /// Contents.
+    pub text: String,
+}
+
+/// sysctl.d files resolved against a host.
+#[derive(Debug, Clone, Serialize)]
+pub struct Resolved {
+    /// Concrete keys in write order, each with the `file:line` it comes from
+    /// ([`Entry::origin`]) and the lines it replaced ([`Entry::overrides`]).
+    pub entries: Vec<Entry>,
+    /// Every line of every file, in file order.
+    pub lines: Vec<LineNote>,
+}
+
+struct Opt {
+    pattern: Pattern,
+    value: Option<String>,
+    ignore_failure: bool,
+    origin: Origin,
+    /// Earlier lines this one replaced, `file:line (value)`.
+    overrides: Vec<String>,
+}
+
+fn shown(o: &Opt) -> String {
+    format!(
+        "{} ({})",
+        o.origin,
+        o.value.as_deref().unwrap_or("excluded")
+    )
+}
+
+/// Parses `files` in order and resolves them against the keys under `<root>/proc/sys`.
+///
+/// # Errors
+/// [`PresetError`] naming `file:line` for the first unusable line; nothing is resolved then.
+pub fn resolve(files: &[SourceFile], root: &Path) -> Result<Resolved, PresetError> {
+    let mut notes: Vec<LineNote> = Vec::new();
+    // systemd's ordered hashmap: pattern text → option; replacing moves it to the end.
+    let mut opts: Vec<Opt> = Vec::new();
+    let mut fates: BTreeMap<Origin, Fate> = BTreeMap::new();
+    for f in files {
+        for (i, raw) in f.text.lines().enumerate() {
+            let origin = Origin {
+                file: f.name.clone(),
+                line: i + 1,
+            };
+            let parsed = parse_line(raw, &origin)?;
+            notes.push(LineNote {
+                origin: origin.clone(),
+                text: raw.trim().to_string(),
+                fate: Fate::Blank,
+            });
+            let (pattern, value, ignore_failure) = match parsed {
+                Line::Blank => continue,
+                Line::Comment => {
+                    fates.insert(origin, Fate::Comment);
+                    continue;
+                }
+                Line::Assign {
+                    pattern,
+                    value,
+                    ignore_failure,
+                } => (pattern, Some(value), ignore_failure),
+                Line::Exclude { pattern } => (pattern, None, true),
+            };
+            let mut overrides = Vec::new();
+            if let Some(pos) = opts.iter().position(|o| o.pattern == pattern) {
+                if opts[pos].value == value {
+                    opts[pos].ignore_failure |= ignore_failure;
+                    fates.insert(
+                        origin,
+                        Fate::Overridden {
+                            by: opts[pos].origin.to_string(),
+                            why: "same key and value, one assignment".into(),
+                        },
+                    );
+                    continue;
+                }
+                let old = opts.remove(pos);
+                overrides = old.overrides.clone();
+                overrides.push(shown(&old));
+                fates.insert(
+                    old.origin,
+                    Fate::Overridden {
+                        by: origin.to_string(),
+                        why: "a later line for the same key wins".into(),
+                    },
+                );
+            }
+            opts.push(Opt {
+                pattern,
+                value,
+                ignore_failure,
+                origin,
+                overrides,
+            });
+        }
+    }
+    // Aliases: the later of two names for one value wins.
+    let mut dropped: Vec<usize> = Vec::new();
+    let mut alias_overrides: Vec<(usize, String)> = Vec::new();
+    for (i, o) in opts.iter().enumerate() {
+        let (Some(_), Ok(key)) = (&o.value, o.pattern.key()) else {
+            continue;
+        };
+        let Some((alias, other)) = crate::rules::alias_of(&key) else {
+            continue;
+        };
+        if let Some(j) = opts.iter().enumerate().skip(i + 1).find_map(|(j, p)| {
+            (p.value.is_some() && p.pattern.key().is_ok_and(|k| k.as_str() == other)).then_some(j)
+        }) {
+            dropped.push(i);
+            alias_overrides.push((j, format!("{} [{key}]", shown(o))));
+            fates.insert(
+                o.origin.clone(),
+                Fate::Overridden {
+                    by: opts[j].origin.to_string(),
+                    why: format!(
+                        "{key} and {other} are one kernel value ({}); the later line wins — {}",
+                        alias.source, alias.note
+                    ),
+                },
+            );
+        }
+    }
+    for (j, text) in alias_overrides {
+        opts[j].overrides.push(text);
+    }
+    let explicit: Vec<Key> = opts
+        .iter()
+        .filter(|o| !o.pattern.is_glob())
+        .filter_map(|o| o.pattern.key().ok())
+        .collect();
+    let exclusions: Vec<&Opt> = opts.iter().filter(|o| o.value.is_none()).collect();
+    let mut entries: Vec<Entry> = Vec::new();
+    let mut excluded: BTreeMap<Origin, Vec<Key>> = BTreeMap::new();
+    let push = |entries: &mut Vec<Entry>,
+                key: Key,
+                o: &Opt,
+                value: &str,
+                fates: &mut BTreeMap<Origin, Fate>| {
+        let mut overrides = o.overrides.clone();
+        if let Some(pos) = entries.iter().position(|e| e.key == key) {
+            let old = entries.remove(pos);
+            overrides.extend(old.overrides.iter().cloned());
+            overrides.push(format!("{} ({})", old.origin, old.value));
+            if let Some(Fate::Effective { keys, left }) = fates.get_mut(&origin_of(&old)) {
+                keys.retain(|k| *k != key);
+                left.push(format!("{key} (overridden by {})", o.origin));
+            }
+        }
+        entries.push(Entry {
+            key,
+            value: value.to_string(),
+            op: Op::Set,
+            optional: o.ignore_failure,
+            manual: false,
+            reason: format!("from {}", o.origin),
+            source: o.origin.file.clone(),
+            line: o.origin.line,
+            origin: o.origin.to_string(),
+            overrides,
+        });
+    };
+    for (i, o) in opts.iter().enumerate() {
+        let Some(value) = &o.value else { continue };
+        if dropped.contains(&i) {
+            continue;
+        }
+        if !o.pattern.is_glob() {
+            let key = o.pattern.key().map_err(|source| PresetError::Key {
+                origin: o.origin.file.clone(),
+                line: o.origin.line,
+                source,
+            })?;
+            fates.insert(
+                o.origin.clone(),
+                Fate::Effective {
+                    keys: vec![key.clone()],
+                    left: Vec::new(),
+                },
+            );
+            push(&mut entries, key, o, value, &mut fates);
+            continue;
+        }
+        let matched = o.pattern.expand(root);
+        let mut keys = Vec::new();
+        let mut left = Vec::new();
+        for key in matched.iter() {
+            if let Some(x) = opts
+                .iter()
+                .find(|x| !x.pattern.is_glob() && x.pattern.key().is_ok_and(|k| k == *key))
+            {
+                let what = if x.value.is_some() {
+                    "set explicitly"
+                } else {
+                    "excluded"
+                };
+                if x.value.is_none() {
+                    excluded
+                        .entry(x.origin.clone())
+                        .or_default()
+                        .push(key.clone());
+                }
+                left.push(format!("{key} ({what} at {})", x.origin));
+                continue;
+            }
+            if let Some(x) = exclusions
+                .iter()
+                .find(|x| x.pattern.is_glob() && x.pattern.matches(key))
+            {
+                excluded
+                    .entry(x.origin.clone())
+                    .or_default()
+                    .push(key.clone());
+                left.push(format!("{key} (excluded at {})", x.origin));
+                continue;
+            }
+            debug_assert!(!explicit.contains(key));
+            keys.push(key.clone());
+        }
+        let fate = if keys.is_empty() {
+            Fate::NoEffect {
+                why: if matched.is_empty() {
+                    format!("no key under {}/proc/sys matches the glob", root.display())
+                } else {
+                    format!("every match is left alone: {}", left.join(", "))
+                },
+            }
+        } else {
+            Fate::Effective {
+                keys: keys.clone(),
+                left,
+            }
+        };
+        fates.insert(o.origin.clone(), fate);
+        for key in keys {
+            push(&mut entries, key, o, value, &mut fates);
+        }
+    }
+    for o in &exclusions {
+        if !fates.contains_key(&o.origin) {
+            fates.insert(
+                o.origin.clone(),
+                Fate::Excludes {
+                    keys: excluded.remove(&o.origin).unwrap_or_default(),
+                },
+            );
+        }
+    }
+    for n in &mut notes {
+        if let Some(f) = fates.remove(&n.origin) {
+            n.fate = f;
+        }
+    }
+    Ok(Resolved {
+        entries,
+        lines: notes,
+    })
+}
+
+fn origin_of(e: &Entry) -> Origin {
+    Origin {
+        file: e.source.clone(),
+        line: e.line,
+    }
+}
+
+/// sysctl.d directories under a root, most important first (sysctl.d(5)).
+pub const DIRS: &[&str] = &[
+    "etc/sysctl.d",
+    "run/sysctl.d",
+    "usr/local/lib/sysctl.d",
+    "usr/lib/sysctl.d",
+];
+
+/// One file name of the system configuration and which copy of it counts.
+#[derive(Debug, Clone, Serialize)]
+pub struct SystemFile {
+    /// The copy that is read (or the masking symlink).
+    pub path: PathBuf,
+    /// A symlink to /dev/null: the name is masked, nothing is read.
+    pub masked: bool,
+    /// Copies of the same name in less important directories, not read.
+    pub shadowed: Vec<PathBuf>,
+}
+
+/// The `*.conf` files systemd-sysctl reads under `root`: per file name the copy in the most
+/// important directory of [`DIRS`], sorted by file name. `/etc/sysctl.conf` is not among them
+/// (systemd-sysctl ignores it; distributions link `99-sysctl.conf` to it).
+pub fn system_files(root: &Path) -> Vec<SystemFile> {
+    let mut by_name: BTreeMap<String, SystemFile> = BTreeMap::new();
+    for d in DIRS {
+        let dir = root.join(d);
+        let mut names: Vec<String> = std::fs::read_dir(&dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".conf"))
+            .collect();
+        names.sort();
+        for n in names {
+            let path = dir.join(&n);
+            match by_name.get_mut(&n) {
+                Some(f) => f.shadowed.push(path),
+                None => {
+                    let masked = std::fs::read_link(&path)
+                        .is_ok_and(|t| t == Path::new("/dev/null"))
+                        || std::fs::metadata(&path).is_ok_and(|m| m.len() == 0 && !m.is_file());
+                    by_name.insert(
+                        n,
+                        SystemFile {
+                            path,
+                            masked,
+                            shadowed: Vec::new(),
+                        },
+                    );
+                }
+            }
+        }
+    }
+    by_name.into_values().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn o() -> Origin {
+        Origin {
+            file: "f.conf".into(),
+            line: 1,
+        }
+    }
+
+    #[test]
+    fn the_first_separator_decides() {
+        let p = Pattern::parse("net/ipv4/conf/enp3s0.200/forwarding").unwrap();
+        assert_eq!(p.dotted(), "net.ipv4.conf.enp3s0/200.forwarding");
+        let q = Pattern::parse("net.ipv4.conf.enp3s0/200.forwarding").unwrap();
+        assert_eq!(p, q);
+        assert_eq!(
+            Pattern::parse("net/ipv4/tcp_syncookies").unwrap().dotted(),
+            "net.ipv4.tcp_syncookies"
+        );
+        assert!(Pattern::parse("net/../etc").is_err());
+        assert!(Pattern::parse("net..core").is_err());
+    }
+
+    #[test]
+    fn fnmatch_basics() {
+        assert!(fnmatch(b"lxc*", b"lxcbr0"));
+        assert!(!fnmatch(b"lxc*", b"eth0"));
+        assert!(fnmatch(b"eth?", b"eth1"));
+        assert!(fnmatch(b"eth[0-2]", b"eth2"));
+        assert!(!fnmatch(b"eth[!0-2]", b"eth2"));
+        assert!(fnmatch(b"*", b"all"));
+        assert!(fnmatch(b"a[", b"a["));
+    }
+
+    #[test]
+    fn lines_parse_as_systemd_reads_them() {
+        assert_eq!(parse_line("  ; x", &o()).unwrap(), Line::Comment);
+        assert!(matches!(
+            parse_line("-net.ipv4.conf.lxc*.rp_filter", &o()).unwrap(),
+            Line::Exclude { .. }
+        ));
+        assert!(matches!(
+            parse_line("-net.netfilter.nf_conntrack_count = 2944", &o()).unwrap(),
+            Line::Assign {
+                ignore_failure: true,
+                ..
+            }
+        ));
+        let e = parse_line("nonsense", &o()).unwrap_err().to_string();
+        assert!(e.starts_with("f.conf:1:"), "{e}");
+    }
+}

@@ -1,0 +1,705 @@
+//! Issue 11: sysctl files as people write them. Each numbered item has fixture files under
+//! `tests/fixtures/sysctld/`; plans are checked on the fixture /proc/sys tree
+//! (`fixtures/sysctld/host`), and the items that write are applied and reverted inside a fresh
+//! network namespace.
+
+use std::path::{Path, PathBuf};
+
+use testkit::NetNs;
+use tuning::plan::{self, CheckOptions, Prediction, ProcSys, Row, Status};
+use tuning::preset::Preset;
+use tuning::sysctl::Key;
+use tuning::sysctld::{self, Fate, Pattern, SourceFile};
+
+fn dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sysctld")
+}
+
+fn host() -> PathBuf {
+    dir().join("host")
+}
+
+/// The fixture file `name`, named `name` in `file:line` (so expectations stay short).
+fn file(name: &str) -> SourceFile {
+    SourceFile {
+        name: name.to_string(),
+        text: std::fs::read_to_string(dir().join(name)).unwrap(),
+    }
+}
+
+fn preset(name: &str, root: &Path) -> Preset {
+    Preset::from_sysctl_d(&[file(name)], root).unwrap()
+}
+
+fn rows(p: &Preset, root: &Path, opts: CheckOptions) -> Vec<Row> {
+    plan::check(
+        p,
+        &ProcSys {
+            root: root.to_path_buf(),
+        },
+        opts,
+    )
+}
+
+fn row<'a>(rows: &'a [Row], key: &str) -> &'a Row {
+    rows.iter()
+        .find(|r| r.entry.key.as_str() == key)
+        .unwrap_or_else(|| panic!("no row {key} in {rows:#?}"))
+}
+
+fn fate(p: &Preset, line: usize) -> &Fate {
+    &p.lines.iter().find(|l| l.origin.line == line).unwrap().fate
+}
+
+#[test]
+fn item1_globs_expand_over_the_fixture_tree_with_dotted_interface_names() {
+    let keys = Pattern::parse("net.ipv4.conf.*.rp_filter")
+        .unwrap()
+        .expand(&host());
+    let names: Vec<&str> = keys.iter().map(Key::as_str).collect();
+    assert_eq!(
+        names,
+        [
+            "net.ipv4.conf.all.rp_filter",
+            "net.ipv4.conf.default.rp_filter",
+            "net.ipv4.conf.enp3s0/200.rp_filter",
+            "net.ipv4.conf.eth0.rp_filter",
+            "net.ipv4.conf.lo.rp_filter",
+            "net.ipv4.conf.lxc0.rp_filter",
+            "net.ipv4.conf.lxcbr0.rp_filter",
+        ]
+    );
+    let slash = Pattern::parse("net/ipv4/conf/lxc*/rp_filter")
+        .unwrap()
+        .expand(&host());
+    assert_eq!(slash.len(), 2);
+}
+
+#[test]
+fn item1_sysctl_d_syntax_resolves_as_systemd_sysctl_does() {
+    let p = preset("01-syntax.conf", &host());
+    let got: Vec<(String, String, String, bool)> = p
+        .sysctls
+        .iter()
+        .map(|e| {
+            (
+                e.key.to_string(),
+                e.value.clone(),
+                e.origin.clone(),
+                e.optional,
+            )
+        })
+        .collect();
+    let want = [
+        (
+            "net.ipv4.conf.all.rp_filter",
+            "2",
+            "01-syntax.conf:3",
+            false,
+        ),
+        (
+            "net.ipv4.conf.default.rp_filter",
+            "2",
+            "01-syntax.conf:3",
+            false,
+        ),
+        (
+            "net.ipv4.conf.lxc0.rp_filter",
+            "0",
+            "01-syntax.conf:4",
+            true,
+        ),
+        (
+            "net.ipv4.conf.lxcbr0.rp_filter",
+            "0",
+            "01-syntax.conf:4",
+            true,
+        ),
+        ("net.ipv4.conf.lo.rp_filter", "0", "01-syntax.conf:6", false),
+        ("net.ipv4.tcp_syncookies", "1", "01-syntax.conf:7", false),
+        (
+            "net.ipv4.conf.enp3s0/200.forwarding",
+            "1",
+            "01-syntax.conf:8",
+            false,
+        ),
+        (
+            "net.ipv4.conf.enp3s0/200.rp_filter",
+            "1",
+            "01-syntax.conf:9",
+            false,
+        ),
+        ("net.core.somaxconn", "16384", "01-syntax.conf:11", false),
+        ("net.ipv4.tcp_sack", "1", "01-syntax.conf:12", false),
+    ];
+    let want: Vec<(String, String, String, bool)> = want
+        .iter()
+        .map(|(k, v, o, opt)| (k.to_string(), v.to_string(), o.to_string(), *opt))
+        .collect();
+    assert_eq!(got, want);
+    // eth0 is excluded from the glob by line 5; lo and enp3s0.200 are set explicitly.
+    let Fate::Effective { keys, left } = fate(&p, 3) else {
+        panic!("{:?}", fate(&p, 3))
+    };
+    assert_eq!(keys.len(), 2);
+    assert!(left
+        .iter()
+        .any(|l| l.starts_with("net.ipv4.conf.eth0.rp_filter (excluded at 01-syntax.conf:5")));
+    assert!(left
+        .iter()
+        .any(|l| l.contains("set explicitly at 01-syntax.conf:6")));
+    assert!(
+        matches!(fate(&p, 5), Fate::Excludes { keys } if keys.len() == 1 && keys[0].as_str() == "net.ipv4.conf.eth0.rp_filter")
+    );
+    assert!(
+        matches!(fate(&p, 10), Fate::Overridden { by, .. } if by == "01-syntax.conf:11"),
+        "{:?}",
+        fate(&p, 10)
+    );
+    assert!(
+        matches!(fate(&p, 13), Fate::Overridden { why, .. } if why.contains("same key and value"))
+    );
+    assert!(matches!(fate(&p, 14), Fate::NoEffect { why } if why.contains("no key")));
+    assert_eq!(
+        p.sysctls
+            .iter()
+            .find(|e| e.key.as_str() == "net.ipv4.conf.lxc0.rp_filter")
+            .unwrap()
+            .overrides,
+        ["01-syntax.conf:3 (2)"]
+    );
+}
+
+#[test]
+fn item1_several_files_etc_beats_run_beats_usr_then_sorted_by_name() {
+    let found = sysctld::system_files(&host());
+    let names: Vec<String> = found
+        .iter()
+        .map(|f| f.path.strip_prefix(host()).unwrap().display().to_string())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "etc/sysctl.d/50-default.conf",
+            "etc/sysctl.d/60-masked.conf",
+            "usr/lib/sysctl.d/90-cni.conf"
+        ]
+    );
+    assert_eq!(found[0].shadowed.len(), 2, "the /run and /usr copies");
+    assert!(found[1].masked && !found[0].masked);
+    let files: Vec<PathBuf> = found
+        .iter()
+        .filter(|f| !f.masked)
+        .map(|f| f.path.clone())
+        .collect();
+    let p = Preset::load_all(&files, &host()).unwrap();
+    let some = p
+        .sysctls
+        .iter()
+        .find(|e| e.key.as_str() == "net.core.somaxconn")
+        .unwrap();
+    assert_eq!(some.value, "32768");
+    assert!(
+        some.origin.ends_with("usr/lib/sysctl.d/90-cni.conf:2"),
+        "{}",
+        some.origin
+    );
+    assert!(
+        some.overrides[0].contains("etc/sysctl.d/50-default.conf:5 (16384)"),
+        "{:?}",
+        some.overrides
+    );
+    assert!(
+        !p.sysctls
+            .iter()
+            .any(|e| e.key.as_str() == "net.ipv4.tcp_syncookies"),
+        "the masked vendor file is not read"
+    );
+    assert!(
+        !p.sysctls
+            .iter()
+            .any(|e| e.key.as_str() == "net.ipv4.conf.all.rp_filter"),
+        "excluded from the glob"
+    );
+}
+
+#[test]
+fn item2_a_status_key_with_dash_is_skipped_and_without_it_apply_is_refused() {
+    let p = preset("02-status-key.conf", &host());
+    let r = rows(&p, &host(), CheckOptions::default());
+    let count = row(&r, "net.netfilter.nf_conntrack_count");
+    // The fixture holds 2944: the same value is simply ok.
+    assert_eq!(count.status, Status::Ok);
+    let edited = Preset::from_sysctl_d(
+        &[SourceFile {
+            name: "x.conf".into(),
+            text: "-net.netfilter.nf_conntrack_count = 3000\nnet.ipv4.tcp_fin_timeout = 17\n"
+                .into(),
+        }],
+        &host(),
+    )
+    .unwrap();
+    let r = rows(&edited, &host(), CheckOptions::default());
+    let count = row(&r, "net.netfilter.nf_conntrack_count");
+    assert_eq!(count.status, Status::Skipped);
+    assert!(count.note.contains("status key"), "{}", count.note);
+    assert!(count.note.contains("`-` prefix"), "{}", count.note);
+    let strict = Preset::from_sysctl_d(
+        &[SourceFile {
+            name: "y.conf".into(),
+            text: "net.netfilter.nf_conntrack_count = 3000\n".into(),
+        }],
+        &host(),
+    )
+    .unwrap();
+    let r = rows(&strict, &host(), CheckOptions::default());
+    let pred = Prediction::of(&r);
+    assert_eq!(pred.refusals.len(), 1, "{pred:?}");
+    assert!(pred.refusals[0].1.contains("status key"), "{pred:?}");
+}
+
+#[test]
+fn item2_apply_skips_a_status_key_line_with_dash_inside_a_netns() {
+    let state = tempfile::tempdir().unwrap();
+    let state_dir = state.path().to_path_buf();
+    let text = std::fs::read_to_string(dir().join("02-status-key.conf"))
+        .unwrap()
+        .replace("2944", "123456");
+    NetNs::run(move |ns| {
+        let before = ns.sysctl("net.ipv4.tcp_fin_timeout");
+        let p = Preset::from_sysctl_d(
+            &[SourceFile {
+                name: "02.conf".into(),
+                text,
+            }],
+            Path::new("/"),
+        )
+        .unwrap();
+        let mut io = ProcSys { root: "/".into() };
+        let r = plan::check(
+            &p,
+            &io,
+            CheckOptions {
+                netns_only: true,
+                allow_decrease: false,
+            },
+        );
+        let count = row(&r, "net.netfilter.nf_conntrack_count");
+        // Loaded nf_conntrack: a 0444 status key; not loaded: no such key. Both are skipped.
+        assert!(
+            matches!(count.status, Status::Skipped | Status::MissingOptional),
+            "{count:?}"
+        );
+        assert!(count.note.contains("`-` prefix"), "{}", count.note);
+        let pred = Prediction::of(&r);
+        assert!(pred.refusals.is_empty(), "{pred:?}");
+        assert_eq!(pred.writes.len(), 1);
+        let rep = plan::apply(&r, &mut io, Path::new("/"), &state_dir, "t").unwrap();
+        assert_eq!(rep.changed.len(), 1);
+        assert_eq!(ns.sysctl("net.ipv4.tcp_fin_timeout"), "17");
+        let snap = tuning::snapshot::Snapshot::read(rep.snapshot.as_ref().unwrap()).unwrap();
+        plan::revert(&snap, &mut io, Path::new("/"), false).unwrap();
+        assert_eq!(ns.sysctl("net.ipv4.tcp_fin_timeout"), before);
+    });
+}
+
+#[test]
+fn item3_tw_reuse_without_timestamps_is_a_contradiction_and_the_budget_reads_it() {
+    let p = preset("03-tw-reuse-no-timestamps.conf", &host());
+    let io = ProcSys { root: host() };
+    let r = plan::check(&p, &io, CheckOptions::default());
+    let c = plan::contradictions(&r, &io);
+    assert_eq!(c.len(), 1, "{c:?}");
+    assert_eq!(c[0].key.as_str(), "net.ipv4.tcp_tw_reuse");
+    assert!(
+        c[0].message.contains("03-tw-reuse-no-timestamps.conf:3"),
+        "{}",
+        c[0].message
+    );
+    assert!(c[0].message.contains("tcp_twsk_unique"), "{}", c[0].message);
+    // The port budget reads the same settings from a tree holding them.
+    let d = tempfile::tempdir().unwrap();
+    for (k, v) in [
+        ("net/ipv4/ip_local_port_range", "32768 60999"),
+        ("net/ipv4/tcp_tw_reuse", "1"),
+        ("net/ipv4/tcp_timestamps", "0"),
+    ] {
+        let f = d.path().join("proc/sys").join(k);
+        std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+        std::fs::write(f, v).unwrap();
+    }
+    let s = tuning::ports::PortSettings::read(&ProcSys {
+        root: d.path().to_path_buf(),
+    })
+    .unwrap();
+    let e = tuning::ports::budget(&s, 1, true, true);
+    assert!(matches!(e.reuse, tuning::ports::Reuse::No { .. }), "{e:?}");
+    assert!(e.explain.contains("tcp_timestamps = 0"), "{}", e.explain);
+    let per = e.per_sec.unwrap();
+    assert!((470.0..471.0).contains(&per), "{per}");
+}
+
+/// Opens connections from one source until connect() fails or `n` succeed; the client closes
+/// first, so each port goes to TIME_WAIT. Returns (successes, first error).
+fn connect_close_first(n: usize) -> (usize, Option<std::io::Error>) {
+    use std::io::Read;
+    // A fixed port outside the tiny ephemeral range, the same for every batch: reuse is about
+    // the same 4-tuple, and a listener on port 0 would take a port from the range.
+    let l = std::net::TcpListener::bind("127.0.0.1:5555").unwrap();
+    let addr = l.local_addr().unwrap();
+    let mut ok = 0;
+    for _ in 0..n {
+        match std::net::TcpStream::connect(addr) {
+            Ok(c) => {
+                let (mut s, _) = l.accept().unwrap();
+                drop(c); // client FIN first: TIME_WAIT on the client side.
+                let mut buf = [0u8; 1];
+                let _ = s.read(&mut buf); // wait for that FIN, then close
+                ok += 1;
+            }
+            Err(e) => return (ok, Some(e)),
+        }
+    }
+    (ok, None)
+}
+
+#[test]
+fn item3_reuse_needs_timestamps_for_real_as_the_budget_says() {
+    let outcome = |timestamps: &'static str| {
+        NetNs::run(move |ns| {
+            ns.set_sysctl("net.ipv4.ip_local_port_range", "40000 40003");
+            ns.set_sysctl("net.ipv4.tcp_tw_reuse", "1");
+            ns.set_sysctl("net.ipv4.tcp_timestamps", timestamps);
+            let s = tuning::ports::PortSettings::read(&ProcSys { root: "/".into() }).unwrap();
+            let est = tuning::ports::budget(&s, 1, true, true);
+            let (first, _) = connect_close_first(4);
+            // Older than tcp_tw_reuse_delay (1000 ms default), with a newer timestamp tick.
+            std::thread::sleep(std::time::Duration::from_millis(1500));
+            let (second, err) = connect_close_first(2);
+            (est, first, second, err.and_then(|e| e.raw_os_error()))
+        })
+    };
+    let (est, first, second, err) = outcome("0");
+    assert!(
+        matches!(est.reuse, tuning::ports::Reuse::No { .. }),
+        "{est:?}"
+    );
+    assert_eq!(first, 4);
+    assert_eq!(second, 0, "no reuse without timestamps");
+    assert_eq!(err, Some(libc_eaddrnotavail()));
+    let (est, first, second, err) = outcome("1");
+    assert!(
+        matches!(est.reuse, tuning::ports::Reuse::Yes { .. }),
+        "{est:?}"
+    );
+    assert_eq!(first, 4);
+    assert_eq!(
+        (second, err),
+        (2, None),
+        "TIME_WAIT ports reused with timestamps"
+    );
+}
+
+fn libc_eaddrnotavail() -> i32 {
+    99
+}
+
+#[test]
+fn item4_aliases_later_line_wins_and_legacy_keys_point_to_replacements() {
+    let p = preset("04-aliases.conf", &host());
+    let keys: Vec<&str> = p.sysctls.iter().map(|e| e.key.as_str()).collect();
+    assert_eq!(keys, ["net.ipv4.conf.all.forwarding"]);
+    assert!(
+        matches!(fate(&p, 2), Fate::Overridden { by, why } if by == "04-aliases.conf:3" && why.contains("one kernel value")),
+        "{:?}",
+        fate(&p, 2)
+    );
+    let l = preset("04-legacy.conf", &host());
+    let r = rows(&l, &host(), CheckOptions::default());
+    let ct = row(&r, "net.ipv4.netfilter.ip_conntrack_max");
+    assert_eq!(ct.status, Status::MissingOptional);
+    assert!(
+        ct.note.contains("use net.netfilter.nf_conntrack_max"),
+        "{}",
+        ct.note
+    );
+    let rec = row(&r, "net.ipv4.tcp_tw_recycle");
+    assert!(rec.note.contains("removed in 4.12"), "{}", rec.note);
+    assert_eq!(Prediction::of(&r).writes.len(), 1);
+}
+
+#[test]
+fn item4_alias_apply_in_a_netns_ends_with_the_later_value() {
+    let state = tempfile::tempdir().unwrap();
+    let state_dir = state.path().to_path_buf();
+    let text = std::fs::read_to_string(dir().join("04-aliases.conf")).unwrap();
+    NetNs::run(move |ns| {
+        ns.set_sysctl("net.ipv4.conf.all.forwarding", "1");
+        assert_eq!(
+            ns.sysctl("net.ipv4.ip_forward"),
+            "1",
+            "one value, two names"
+        );
+        let p = Preset::from_sysctl_d(
+            &[SourceFile {
+                name: "04.conf".into(),
+                text,
+            }],
+            Path::new("/"),
+        )
+        .unwrap();
+        let mut io = ProcSys { root: "/".into() };
+        let r = plan::check(
+            &p,
+            &io,
+            CheckOptions {
+                netns_only: true,
+                allow_decrease: false,
+            },
+        );
+        let rep = plan::apply(&r, &mut io, Path::new("/"), &state_dir, "t").unwrap();
+        assert_eq!(rep.changed.len(), 1);
+        assert_eq!(ns.sysctl("net.ipv4.conf.all.forwarding"), "0");
+        assert_eq!(ns.sysctl("net.ipv4.ip_forward"), "0", "the later line won");
+        let snap = tuning::snapshot::Snapshot::read(rep.snapshot.as_ref().unwrap()).unwrap();
+        plan::revert(&snap, &mut io, Path::new("/"), false).unwrap();
+        assert_eq!(ns.sysctl("net.ipv4.ip_forward"), "1");
+    });
+}
+
+#[test]
+fn item5_lowering_needs_allow_decrease_and_harmful_values_warn_with_sources() {
+    let p = preset("05-lower-harmful.conf", &host());
+    let r = rows(&p, &host(), CheckOptions::default());
+    let s = row(&r, "net.core.somaxconn");
+    assert_eq!(s.status, Status::Lower);
+    assert!(s.note.contains("--allow-decrease"), "{}", s.note);
+    assert!(
+        s.warnings
+            .iter()
+            .any(|w| w.contains("< 4096") && w.contains("ip-sysctl.rst")),
+        "{:?}",
+        s.warnings
+    );
+    let pred = Prediction::of(&r);
+    assert_eq!(
+        pred.refusals
+            .iter()
+            .map(|(k, _)| k.as_str())
+            .collect::<Vec<_>>(),
+        ["net.core.somaxconn", "net.ipv4.tcp_max_tw_buckets"]
+    );
+    let sack = row(&r, "net.ipv4.tcp_sack");
+    assert_eq!(sack.status, Status::Change);
+    assert!(sack
+        .warnings
+        .iter()
+        .any(|w| w.contains("SACK") || w.contains("selective")));
+    let r = rows(
+        &p,
+        &host(),
+        CheckOptions {
+            netns_only: false,
+            allow_decrease: true,
+        },
+    );
+    assert_eq!(row(&r, "net.core.somaxconn").status, Status::Change);
+    assert!(row(&r, "net.ipv4.tcp_max_tw_buckets")
+        .warnings
+        .iter()
+        .any(|w| w.contains("TCPTimeWaitOverflow")));
+    assert!(Prediction::of(&r).refusals.is_empty());
+}
+
+#[test]
+fn item6_the_plan_predicts_what_apply_refuses_inside_a_netns() {
+    let state = tempfile::tempdir().unwrap();
+    let state_dir = state.path().to_path_buf();
+    let text = std::fs::read_to_string(dir().join("06-predict.conf")).unwrap();
+    NetNs::run(move |ns| {
+        let fin = ns.sysctl("net.ipv4.tcp_fin_timeout");
+        let p = Preset::from_sysctl_d(
+            &[SourceFile {
+                name: "06.conf".into(),
+                text,
+            }],
+            Path::new("/"),
+        )
+        .unwrap();
+        let mut io = ProcSys { root: "/".into() };
+        let r = plan::check(
+            &p,
+            &io,
+            CheckOptions {
+                netns_only: true,
+                allow_decrease: false,
+            },
+        );
+        assert_eq!(row(&r, "net.ipv4.tcp_tw_reuse").status, Status::Rejected);
+        let range = row(&r, "net.ipv4.ip_local_port_range");
+        assert_eq!(range.status, Status::Rejected);
+        assert!(
+            range.note.contains("ip_unprivileged_port_start"),
+            "{}",
+            range.note
+        );
+        assert_eq!(
+            row(&r, "net.core.netdev_max_backlog").status,
+            Status::Refused
+        );
+        let vs = row(&r, "net.ipv4.vs.conntrack");
+        if Path::new("/proc/sys/net/ipv4/vs").exists() {
+            assert_eq!(vs.status, Status::Change, "ip_vs is loaded here");
+        } else {
+            assert_eq!(vs.status, Status::Missing);
+            assert!(vs.note.contains("modprobe ip_vs"), "{}", vs.note);
+        }
+        let pred = Prediction::of(&r);
+        assert!(pred.refusals.len() >= 2, "{pred:?}");
+        let err = plan::apply(&r, &mut io, Path::new("/"), &state_dir, "t").unwrap_err();
+        assert!(
+            matches!(err, plan::ApplyError::Blocked { ref keys } if keys.len() == pred.refusals.len())
+        );
+        assert_eq!(
+            ns.sysctl("net.ipv4.tcp_fin_timeout"),
+            fin,
+            "nothing changed"
+        );
+        // The predicted rejections are the kernel's: a direct write gets EINVAL.
+        for (k, v) in [
+            ("net/ipv4/tcp_tw_reuse", "3"),
+            ("net/ipv4/ip_local_port_range", "1000 65535"),
+        ] {
+            let e = std::fs::write(format!("/proc/sys/{k}"), v).unwrap_err();
+            assert_eq!(e.raw_os_error(), Some(22), "{k}");
+        }
+    });
+}
+
+#[test]
+fn item8_a_script_becomes_a_sysctl_d_file_and_the_rest_is_explained() {
+    let text = std::fs::read_to_string(dir().join("08-tune.sh")).unwrap();
+    let lines = tuning::import::import(&text);
+    let body = tuning::import::to_sysctl_d(&lines, "08-tune.sh");
+    let p = Preset::from_sysctl_d(
+        &[SourceFile {
+            name: "out.conf".into(),
+            text: body.clone(),
+        }],
+        &host(),
+    )
+    .unwrap();
+    let got: Vec<String> = p
+        .sysctls
+        .iter()
+        .map(|e| format!("{} = {}", e.key, e.value))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            "net.ipv4.tcp_tw_reuse = 1",
+            "net.ipv4.ip_local_port_range = 1024 65535",
+            "net.core.somaxconn = 65535",
+            "net.ipv4.tcp_max_syn_backlog = 65535",
+            "net.ipv4.tcp_fin_timeout = 15",
+            "net.ipv4.conf.eth0/100.rp_filter = 2",
+        ]
+    );
+    let bad: Vec<(usize, String)> = lines
+        .iter()
+        .flat_map(|l| {
+            l.outcomes.iter().filter_map(move |o| match o {
+                tuning::import::Outcome::NotUnderstood { advice } => Some((l.line, advice.clone())),
+                _ => None,
+            })
+        })
+        .collect();
+    let at: Vec<usize> = bad.iter().map(|(l, _)| *l).collect();
+    assert_eq!(at, [9, 10, 11, 12, 13]);
+    for (needle, line) in [
+        ("limits.d", 9),
+        ("modules-load.d", 10),
+        ("udev", 11),
+        ("systemd.link", 12),
+        ("--file /etc/sysctl.d/99-net.conf", 13),
+    ] {
+        assert!(
+            bad.iter().any(|(l, a)| *l == line && a.contains(needle)),
+            "{line}: {needle} in {bad:?}"
+        );
+    }
+    assert!(
+        body.contains("08-tune.sh:9 not imported: ulimit -n 1048576"),
+        "{body}"
+    );
+}
+
+/// Every fixture file through check and plan: no line is silently dropped.
+#[test]
+fn corpus_every_fixture_line_is_accounted_for() {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_file())
+        .collect();
+    files.sort();
+    assert!(files.len() >= 9, "{files:?}");
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        let name = f.file_name().unwrap().to_string_lossy().to_string();
+        if name.ends_with(".sh") {
+            let lines = tuning::import::import(&text);
+            assert_eq!(lines.len(), text.lines().count(), "{name}");
+            for l in &lines {
+                assert!(!l.outcomes.is_empty(), "{name}:{}", l.line);
+            }
+            continue;
+        }
+        let p = Preset::from_sysctl_d(
+            &[SourceFile {
+                name: name.clone(),
+                text: text.clone(),
+            }],
+            &host(),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            p.lines.len(),
+            text.lines().count(),
+            "{name}: one note per line"
+        );
+        for (l, raw) in p.lines.iter().zip(text.lines()) {
+            let t = raw.trim();
+            let blank_or_comment = t.is_empty() || t.starts_with('#') || t.starts_with(';');
+            assert_eq!(
+                matches!(l.fate, Fate::Blank | Fate::Comment),
+                blank_or_comment,
+                "{}: {:?} -> {:?}",
+                l.origin,
+                t,
+                l.fate
+            );
+            assert!(!l.describe().is_empty());
+        }
+        let r = rows(&p, &host(), CheckOptions::default());
+        assert_eq!(r.len(), p.sysctls.len(), "{name}");
+        for l in &p.lines {
+            if let Fate::Effective { keys, .. } = &l.fate {
+                for k in keys {
+                    let row = row(&r, k.as_str());
+                    assert_eq!(row.entry.origin, l.origin.to_string(), "{name}");
+                }
+            }
+        }
+        let pred = Prediction::of(&r);
+        let accounted = pred.writes.len()
+            + pred.skips.len()
+            + pred.refusals.len()
+            + r.iter().filter(|x| x.status == Status::Ok).count();
+        assert_eq!(
+            accounted,
+            r.len(),
+            "{name}: every row is written, skipped, refused or ok"
+        );
+    }
+}
