@@ -40,9 +40,11 @@ pub mod slot;
 pub mod stats;
 pub mod worker;
 
-pub use config::{default_max_in_flight, Arrival, CloseMode, LoadConfig, Pattern};
+pub use config::{default_max_in_flight, Arrival, CloseMode, LoadConfig, Pattern, MIN_DURATION};
+pub use schedule::MAX_RATE_PER_SEC;
 pub use error::LoadError;
 pub use report::{
-    HistogramSummary, LoadReport, LoadWorkerReport, TimelineRow, Totals, PERCENTILES,
+    HistogramSummary, LoadReport, LoadWorkerReport, Overflow, TargetReport, TimelineRow, Totals,
+    PERCENTILES,
 };
 pub use run::run;

@@ -27,8 +27,39 @@ pub struct Totals {
     /// (no free in-flight slot, or the generator fell that far behind), or still due when the
     /// window ended.
     pub dropped: u64,
-    /// Attempts still in flight when the run was interrupted (neither success nor failure).
+    /// Attempts still waiting for their handshake when the run was interrupted: each was asked
+    /// where it stood first (a completed one is a success, a failed one a failure), and the rest
+    /// are counted here and as `ECANCELED` failures, so `attempts = successes + failures` holds.
     pub abandoned: u64,
+    /// Handshakes that completed after their connect timeout (counted `ETIMEDOUT` failures, never
+    /// successes). `successes + completed_after_timeout` = handshakes the client completed.
+    pub completed_after_timeout: u64,
+}
+
+/// What lies outside a latency histogram's range (values above it are recorded at its top for
+/// the percentiles, and counted here with their true maximum).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Overflow {
+    /// Values above `range_max_ns`.
+    pub above: u64,
+    /// The histogram's highest trackable value, ns.
+    pub range_max_ns: u64,
+    /// The largest value recorded, ns, unclamped (0 when nothing was recorded).
+    pub true_max_ns: u64,
+}
+
+/// The whole run's counts of one target address (warm-up included), so that a failure on one
+/// address while another accepts is named.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TargetReport {
+    /// The address.
+    pub target: std::net::SocketAddr,
+    /// Attempts started to it.
+    pub attempts: u64,
+    /// Handshakes completed with it in time.
+    pub successes: u64,
+    /// Failed attempts by errno name.
+    pub failures: BTreeMap<String, u64>,
 }
 
 /// One second of the run (warm-up included, flagged).
@@ -56,6 +87,30 @@ pub struct TimelineRow {
     pub p50_ns: u64,
     /// 99th percentile of the same, ns.
     pub p99_ns: u64,
+    /// The largest handshake latency of this second, ns, unclamped (0 without successes).
+    pub max_ns: u64,
+    /// How much of this second lies inside the run's window (warm-up + duration), seconds:
+    /// 1.0 for a whole second, less for the last, partial one (counts in it cover only that
+    /// long: divide by it for a per-second rate), 0.0 for a drain second after the window
+    /// (no new starts; in-flight attempts ending).
+    pub length_secs: f64,
+}
+
+impl TimelineRow {
+    /// True for a second after the run's window: only the drain of attempts in flight.
+    pub fn is_drain(&self) -> bool {
+        self.length_secs <= 0.0
+    }
+
+    /// True for the last second of the window when it is shorter than a second.
+    pub fn is_partial(&self) -> bool {
+        self.length_secs > 0.0 && self.length_secs < 1.0
+    }
+
+    /// `count` per second of this row's length (`None` for a drain second).
+    pub fn per_sec(&self, count: u64) -> Option<f64> {
+        (self.length_secs > 0.0).then(|| count as f64 / self.length_secs)
+    }
 }
 
 /// One worker's share.
@@ -105,6 +160,9 @@ pub struct LoadReport {
     /// Failures after a completed handshake (reading `expect_bytes` or waiting for the server's
     /// FIN), by errno name; these attempts count as successes above.
     pub post_connect_failures: BTreeMap<String, u64>,
+    /// Measured handshakes that completed after their connect timeout (counted `ETIMEDOUT` in
+    /// `failures`).
+    pub completed_after_timeout: u64,
     /// Measured late starts.
     pub late: u64,
     /// Measured dropped starts (see [`Totals::dropped`]).
@@ -122,6 +180,15 @@ pub struct LoadReport {
     /// First-byte latency, ns: intended start → `expect_bytes` read (only with `expect_bytes`).
     #[serde(serialize_with = "summary_opt")]
     pub first_byte: Option<Histogram<u64>>,
+    /// Values above the handshake histogram's range (zero unless an invariant broke: a success
+    /// is at most two connect timeouts after its intended start, the range is three plus 1 s).
+    pub handshake_overflow: Overflow,
+    /// The same for the service histogram.
+    pub service_overflow: Overflow,
+    /// The same for the first-byte histogram (only with `expect_bytes`).
+    pub first_byte_overflow: Option<Overflow>,
+    /// Whole-run counts per target address, in `LoadConfig::targets` order.
+    pub per_target: Vec<TargetReport>,
     /// One row per second, warm-up included.
     pub timeline: Vec<TimelineRow>,
     /// Per worker, in CPU-list order.
