@@ -133,7 +133,7 @@ impl Worker<'_> {
     /// Drops every intended start before `cutoff_ns` (all when `u64::MAX`), counting them by
     /// arithmetic; `full`: because every in-flight slot was busy. Those before the measured
     /// window count as warm-up.
-    fn drop_before(&mut self, cutoff_ns: u64, full: bool) {
+    pub(crate) fn drop_before(&mut self, cutoff_ns: u64, full: bool) {
         let Some(s) = self.schedule.as_mut() else {
             return;
         };

@@ -45,6 +45,6 @@ pub use schedule::MAX_RATE_PER_SEC;
 pub use error::LoadError;
 pub use report::{
     HistogramSummary, LoadReport, LoadWorkerReport, Overflow, TargetReport, TimelineRow, Totals,
-    PERCENTILES,
+    NEVER_ACCEPTED, PERCENTILES,
 };
 pub use run::run;

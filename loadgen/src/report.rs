@@ -8,6 +8,10 @@ use serde::{Serialize, Serializer};
 
 use crate::config::{CloseMode, Pattern};
 
+/// The failure class of a handshake the client completed but the server never accepted (see
+/// [`LoadReport::reclassify_never_accepted`]).
+pub const NEVER_ACCEPTED: &str = "NEVER_ACCEPTED";
+
 /// The percentiles every report prints: p50, p90, p99, p99.9, p99.99 and the maximum (100).
 pub const PERCENTILES: [f64; 6] = [50.0, 90.0, 99.0, 99.9, 99.99, 100.0];
 
@@ -209,6 +213,35 @@ impl LoadReport {
         self.failures.values().sum()
     }
 
+    /// Moves `never_accepted` handshakes from successes to the failure class
+    /// [`NEVER_ACCEPTED`]: handshakes the client completed that the server's kernel never
+    /// turned into a connection (found by reconciling with the server's `Tcp.PassiveOpens`, see
+    /// `results::acceptance`). Applies to the whole-run totals; to the measured figures (and the
+    /// achieved rate) only when `measured_is_whole_run` (no warm-up: then every attempt is
+    /// measured), since the counters cannot tell warm-up handshakes apart. With a single target
+    /// its per-target counts move too. At most the successes there are move.
+    pub fn reclassify_never_accepted(&mut self, never_accepted: u64, measured_is_whole_run: bool) {
+        fn shift(successes: &mut u64, failures: &mut BTreeMap<String, u64>, n: u64) {
+            let n = n.min(*successes);
+            if n > 0 {
+                *successes -= n;
+                *failures.entry(NEVER_ACCEPTED.to_string()).or_insert(0) += n;
+            }
+        }
+        shift(&mut self.total.successes, &mut self.total.failures, never_accepted);
+        if measured_is_whole_run {
+            shift(&mut self.successes, &mut self.failures, never_accepted);
+            self.achieved_per_sec = if self.measured_secs > 0.0 {
+                self.successes as f64 / self.measured_secs
+            } else {
+                0.0
+            };
+        }
+        if let [t] = self.per_target.as_mut_slice() {
+            shift(&mut t.successes, &mut t.failures, never_accepted);
+        }
+    }
+
     /// Open loop: a warning when the generator did not keep its schedule in the measured window
     /// (more than 1% of starts later than `late_threshold`, or any start dropped), else `None`.
     /// Then the achieved rate and the latencies describe the generator as much as the server.
@@ -302,6 +335,63 @@ fn summary_opt<S: Serializer>(h: &Option<Histogram<u64>>, s: S) -> Result<S::Ok,
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn report(successes: u64, warm: u64) -> LoadReport {
+        LoadReport {
+            close: CloseMode::Rst,
+            pattern: Pattern::Closed { concurrency: 1 },
+            measured_secs: 2.0,
+            offered_per_sec: None,
+            achieved_per_sec: successes as f64 / 2.0,
+            offered: successes,
+            attempts: successes,
+            successes,
+            failures: BTreeMap::new(),
+            post_connect_failures: BTreeMap::new(),
+            completed_after_timeout: 0,
+            late: 0,
+            dropped: 0,
+            dropped_in_flight_full: 0,
+            total: Totals {
+                attempts: successes + warm,
+                successes: successes + warm,
+                ..Totals::default()
+            },
+            handshake: Histogram::new(3).unwrap(),
+            service: Histogram::new(3).unwrap(),
+            first_byte: None,
+            handshake_overflow: Overflow::default(),
+            service_overflow: Overflow::default(),
+            first_byte_overflow: None,
+            per_target: vec![TargetReport {
+                target: "127.0.0.1:9".parse().unwrap(),
+                attempts: successes + warm,
+                successes: successes + warm,
+                failures: BTreeMap::new(),
+            }],
+            timeline: vec![],
+            workers: vec![],
+            interrupted: false,
+        }
+    }
+
+    #[test]
+    fn never_accepted_moves_from_successes_to_its_own_class() {
+        let mut r = report(10_000, 0);
+        r.reclassify_never_accepted(1132, true);
+        assert_eq!((r.successes, r.total.successes), (8868, 8868));
+        assert_eq!(r.failures[NEVER_ACCEPTED], 1132);
+        assert_eq!(r.total.failures[NEVER_ACCEPTED], 1132);
+        assert_eq!(r.per_target[0].successes, 8868);
+        assert_eq!(r.achieved_per_sec, 4434.0);
+        assert_eq!(r.successes + r.failures_total(), r.attempts);
+        // With a warm-up only the whole-run totals move; never below zero.
+        let mut r = report(100, 50);
+        r.reclassify_never_accepted(500, false);
+        assert_eq!((r.successes, r.total.successes), (100, 0));
+        assert_eq!(r.total.failures[NEVER_ACCEPTED], 150);
+        assert!(r.failures.is_empty());
+    }
 
     #[test]
     fn summary_has_every_percentile_and_the_max() {

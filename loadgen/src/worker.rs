@@ -271,7 +271,11 @@ impl<'a> Worker<'a> {
             }
         }
         if interrupted {
-            self.abandon_all(now_ns());
+            // Starts that fell due before the stop and were never made are dropped (so offered
+            // = attempts + dropped still holds); those not yet due were never offered.
+            let now = now_ns();
+            self.drop_before(now.saturating_add(1), false);
+            self.abandon_all(now);
         }
         let ended = now_ns();
         self.flush_second(next_tick, tx);
