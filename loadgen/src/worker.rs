@@ -265,6 +265,12 @@ impl<'a> Worker<'a> {
                 }
             }
             let now = now_ns();
+            // A second that ended while waiting is sent before this turn's starts are counted,
+            // so each start lands in the second it was made in.
+            while now >= next_tick {
+                self.flush_second(next_tick, tx);
+                next_tick += SEC;
+            }
             self.expire(now);
             if now < self.win.end_ns {
                 self.start_due(now);
