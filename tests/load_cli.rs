@@ -87,16 +87,25 @@ fn bad_input_exits_2_with_a_message_that_says_what_is_wrong() {
             "cannot be used with",
         ),
         (&["--cpus", ""], "empty CPU list"),
-        (&["--cpus", "8000"], "CPU 8000 is offline, absent or not allowed for this process (usable CPUs: "),
+        (
+            &["--cpus", "8000"],
+            "CPU 8000 is offline, absent or not allowed for this process (usable CPUs: ",
+        ),
         (&["--rate", "1e12/s"], "give at most `1000M/s`"),
-        (&["--rate", "18446744073709551616/s"], "give at most `1000M/s`"),
+        (
+            &["--rate", "18446744073709551616/s"],
+            "give at most `1000M/s`",
+        ),
         (&["--duration", "1ns"], "shorter than 10ms"),
         (&["--duration", "31days"], "30 days"),
         (&["--concurrency", "1000000000"], "RLIMIT_NOFILE"),
         (&["--family", "6"], "--family 6 leaves no target address"),
         (&["--concurrency", "0"], "0"),
         (&["--source", "127.0.0.9-127.0.0.2"], "ends before"),
-        (&["--source", "::1"], "source ::1 is IPv6 but every target is IPv4"),
+        (
+            &["--source", "::1"],
+            "source ::1 is IPv6 but every target is IPv4",
+        ),
     ];
     for (args, want) in cases {
         let mut all = vec!["--target", target.as_str(), "--warmup", "0s"];
@@ -294,8 +303,13 @@ fn overloaded_generator_keeps_reporting_warns_and_exits_3_without_successes() {
 }
 
 fn json(o: &Output) -> serde_json::Value {
-    serde_json::from_slice(&o.stdout)
-        .unwrap_or_else(|e| panic!("JSON report ({e}): {}\n{}", String::from_utf8_lossy(&o.stdout), stderr(o)))
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
+        panic!(
+            "JSON report ({e}): {}\n{}",
+            String::from_utf8_lossy(&o.stdout),
+            stderr(o)
+        )
+    })
 }
 
 fn spawn_load(args: &[&str]) -> std::process::Child {
@@ -318,7 +332,8 @@ fn signal(child: &std::process::Child, sig: nix::sys::signal::Signal) {
 /// kernel drops SYNs).
 fn deaf_listener(backlog: i32) -> (socket2::Socket, String) {
     let l = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
-    l.bind(&SocketAddr::from(([127, 0, 0, 1], 0)).into()).unwrap();
+    l.bind(&SocketAddr::from(([127, 0, 0, 1], 0)).into())
+        .unwrap();
     l.listen(backlog).unwrap();
     let addr = l.local_addr().unwrap().as_socket().unwrap().to_string();
     (l, addr)
@@ -333,13 +348,28 @@ fn overload_beyond_the_machine_ends_on_time_with_drops_counted_arithmetically() 
         let a0 = ns.counter("Tcp.ActiveOpens");
         let t = Instant::now();
         let o = connstorm(&[
-            "--target", "127.0.0.1:1", "--cpus", &cpu(), "--rate", "1000M/s", "--duration", "1s",
-            "--warmup", "0s", "--connect-timeout", "200ms", "--format", "json",
+            "--target",
+            "127.0.0.1:1",
+            "--cpus",
+            &cpu(),
+            "--rate",
+            "1000M/s",
+            "--duration",
+            "1s",
+            "--warmup",
+            "0s",
+            "--connect-timeout",
+            "200ms",
+            "--format",
+            "json",
         ]);
         (o, t.elapsed(), ns.counter("Tcp.ActiveOpens") - a0)
     });
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
-    assert!(elapsed < Duration::from_millis(1000 + 200 + 1500), "{elapsed:?}");
+    assert!(
+        elapsed < Duration::from_millis(1000 + 200 + 1500),
+        "{elapsed:?}"
+    );
     let j = json(&o);
     let (offered, attempts, dropped) = (
         j["offered"].as_u64().unwrap(),
@@ -349,7 +379,11 @@ fn overload_beyond_the_machine_ends_on_time_with_drops_counted_arithmetically() 
     assert_eq!(offered, 1_000_000_000, "{j}");
     assert_eq!(offered, attempts + dropped);
     assert_eq!(j["failures"]["ECONNREFUSED"].as_u64(), Some(attempts));
-    assert_eq!(j["total"]["attempts"].as_i64(), Some(active), "vs Tcp.ActiveOpens");
+    assert_eq!(
+        j["total"]["attempts"].as_i64(),
+        Some(active),
+        "vs Tcp.ActiveOpens"
+    );
 }
 
 /// One SIGTERM ends an overloaded 30-day run at once, with its report, and exit 128 + 15.
@@ -357,14 +391,28 @@ fn overload_beyond_the_machine_ends_on_time_with_drops_counted_arithmetically() 
 fn one_sigterm_ends_an_overloaded_30_day_run_with_its_report_and_exit_143() {
     let o = testkit::NetNs::run(|_| {
         let child = spawn_load(&[
-            "--target", "127.0.0.1:1", "--cpus", &cpu(), "--rate", "1000M/s", "--duration",
-            "30days", "--warmup", "0s", "--format", "json",
+            "--target",
+            "127.0.0.1:1",
+            "--cpus",
+            &cpu(),
+            "--rate",
+            "1000M/s",
+            "--duration",
+            "30days",
+            "--warmup",
+            "0s",
+            "--format",
+            "json",
         ]);
         std::thread::sleep(Duration::from_millis(1500));
         signal(&child, nix::sys::signal::Signal::SIGTERM);
         let t = Instant::now();
         let o = child.wait_with_output().unwrap();
-        assert!(t.elapsed() < Duration::from_secs(2), "took {:?} after SIGTERM", t.elapsed());
+        assert!(
+            t.elapsed() < Duration::from_secs(2),
+            "took {:?} after SIGTERM",
+            t.elapsed()
+        );
         o
     });
     assert_eq!(o.status.code(), Some(143), "{}", stderr(&o));
@@ -376,9 +424,20 @@ fn one_sigterm_ends_an_overloaded_30_day_run_with_its_report_and_exit_143() {
         j["dropped"].as_u64().unwrap(),
     );
     assert_eq!(offered, attempts + dropped, "{j}");
-    assert!(dropped > 500_000_000, "starts due before the stop are counted: {dropped}");
-    let failed: u64 = j["total"]["failures"].as_object().unwrap().values().map(|v| v.as_u64().unwrap()).sum();
-    assert_eq!(j["total"]["successes"].as_u64().unwrap() + failed, j["total"]["attempts"].as_u64().unwrap());
+    assert!(
+        dropped > 500_000_000,
+        "starts due before the stop are counted: {dropped}"
+    );
+    let failed: u64 = j["total"]["failures"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_u64().unwrap())
+        .sum();
+    assert_eq!(
+        j["total"]["successes"].as_u64().unwrap() + failed,
+        j["total"]["attempts"].as_u64().unwrap()
+    );
 }
 
 /// Every started attempt is accounted (row 2): SYNs dropped by a full accept queue; the attempts
@@ -391,20 +450,48 @@ fn attempts_whose_syns_are_dropped_are_counted_at_their_timeout_and_match_active
         let a0 = ns.counter("Tcp.ActiveOpens");
         let t = Instant::now();
         let o = connstorm(&[
-            "--target", &addr, "--cpus", &cpu(), "--concurrency", "8", "--duration", "500ms",
-            "--warmup", "0s", "--connect-timeout", "1s", "--format", "json",
+            "--target",
+            &addr,
+            "--cpus",
+            &cpu(),
+            "--concurrency",
+            "8",
+            "--duration",
+            "500ms",
+            "--warmup",
+            "0s",
+            "--connect-timeout",
+            "1s",
+            "--format",
+            "json",
         ]);
         (o, ns.counter("Tcp.ActiveOpens") - a0, t.elapsed())
     });
     let j = json(&o);
     let total = &j["total"];
     let attempts = total["attempts"].as_u64().unwrap();
-    let failed: u64 = total["failures"].as_object().unwrap().values().map(|v| v.as_u64().unwrap()).sum();
+    let failed: u64 = total["failures"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_u64().unwrap())
+        .sum();
     assert_eq!(attempts as i64, active, "{j}");
-    assert_eq!(total["successes"].as_u64().unwrap() + failed, attempts, "{j}");
+    assert_eq!(
+        total["successes"].as_u64().unwrap() + failed,
+        attempts,
+        "{j}"
+    );
     assert!(total["failures"]["ETIMEDOUT"].as_u64().unwrap() >= 6, "{j}");
-    assert_eq!(j["attempts"].as_u64(), Some(attempts), "no warm-up: all measured");
-    assert!(elapsed < Duration::from_millis(500 + 1000 + 1500), "{elapsed:?}");
+    assert_eq!(
+        j["attempts"].as_u64(),
+        Some(attempts),
+        "no warm-up: all measured"
+    );
+    assert!(
+        elapsed < Duration::from_millis(500 + 1000 + 1500),
+        "{elapsed:?}"
+    );
 }
 
 /// Values outside a histogram (row 3): a listener with listen(1) that never accepts; the load
@@ -417,8 +504,20 @@ fn a_stopped_generator_never_counts_an_attempt_past_its_timeout_as_a_success() {
         let (_l, addr) = deaf_listener(1);
         let a0 = ns.counter("Tcp.ActiveOpens");
         let child = spawn_load(&[
-            "--target", &addr, "--cpus", &cpu(), "--rate", "200/s", "--duration", "3s",
-            "--warmup", "0s", "--connect-timeout", "1s", "--format", "json",
+            "--target",
+            &addr,
+            "--cpus",
+            &cpu(),
+            "--rate",
+            "200/s",
+            "--duration",
+            "3s",
+            "--warmup",
+            "0s",
+            "--connect-timeout",
+            "1s",
+            "--format",
+            "json",
         ]);
         std::thread::sleep(Duration::from_millis(800));
         signal(&child, nix::sys::signal::Signal::SIGSTOP);
@@ -434,12 +533,18 @@ fn a_stopped_generator_never_counts_an_attempt_past_its_timeout_as_a_success() {
     let max = j["handshake"]["percentiles"][5][1].as_u64().unwrap();
     assert!(max <= 2_000_000_000, "handshake max {max} ns");
     let service_max = j["service"]["percentiles"][5][1].as_u64().unwrap();
-    assert!(service_max <= 1_001_000_000, "service max {service_max} ns is past the timeout");
+    assert!(
+        service_max <= 1_001_000_000,
+        "service max {service_max} ns is past the timeout"
+    );
     let attempts = j["total"]["attempts"].as_u64().unwrap();
     assert_eq!(attempts as i64, active);
     let timed_out = j["total"]["failures"]["ETIMEDOUT"].as_u64().unwrap();
     assert_eq!(successes + timed_out, attempts, "{j}");
-    assert!(j["dropped"].as_u64().unwrap() > 0, "starts due during the stop are dropped: {j}");
+    assert!(
+        j["dropped"].as_u64().unwrap() > 0,
+        "starts due during the stop are dropped: {j}"
+    );
 }
 
 /// A handshake the server never accepted is not a success (row 7): a listener with backlog 8
@@ -451,7 +556,8 @@ fn a_stopped_generator_never_counts_an_attempt_past_its_timeout_as_a_success() {
 fn handshakes_the_server_never_accepted_are_failures_not_successes() {
     let (o, passive, accepted, text) = testkit::NetNs::run(|ns| {
         let l = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
-        l.bind(&SocketAddr::from(([127, 0, 0, 1], 0)).into()).unwrap();
+        l.bind(&SocketAddr::from(([127, 0, 0, 1], 0)).into())
+            .unwrap();
         l.listen(8).unwrap();
         let l: TcpListener = l.into();
         l.set_nonblocking(true).unwrap();
@@ -479,8 +585,18 @@ fn handshakes_the_server_never_accepted_are_failures_not_successes() {
         });
         let p0 = ns.counter("Tcp.PassiveOpens");
         let child = spawn_load(&[
-            "--target", &addr, "--cpus", &cpu(), "--rate", "2000/s", "--duration", "4s",
-            "--warmup", "0s", "--format", "json",
+            "--target",
+            &addr,
+            "--cpus",
+            &cpu(),
+            "--rate",
+            "2000/s",
+            "--duration",
+            "4s",
+            "--warmup",
+            "0s",
+            "--format",
+            "json",
         ]);
         std::thread::sleep(Duration::from_millis(1000));
         paused.store(true, Ordering::Relaxed);
@@ -490,28 +606,61 @@ fn handshakes_the_server_never_accepted_are_failures_not_successes() {
         let passive = ns.counter("Tcp.PassiveOpens") - p0;
         // A short run in text, for the words.
         let t = connstorm(&[
-            "--target", &addr, "--cpus", &cpu(), "--rate", "200/s", "--duration", "300ms",
-            "--warmup", "0s",
+            "--target",
+            &addr,
+            "--cpus",
+            &cpu(),
+            "--rate",
+            "200/s",
+            "--duration",
+            "300ms",
+            "--warmup",
+            "0s",
         ]);
         stop.store(true, Ordering::Relaxed);
         server.join().unwrap();
         let accepted = count.load(Ordering::Relaxed);
-        (o, passive, accepted, String::from_utf8_lossy(&t.stdout).into_owned())
+        (
+            o,
+            passive,
+            accepted,
+            String::from_utf8_lossy(&t.stdout).into_owned(),
+        )
     });
     let j = json(&o);
     let a = &j["acceptance"];
     let successes = j["total"]["successes"].as_u64().unwrap();
     let handshakes = a["client_handshakes"].as_u64().unwrap();
     let never = a["never_accepted"].as_u64().unwrap();
-    eprintln!("handshakes {handshakes}, never accepted {never}, passive {passive}, accepted {accepted}");
+    eprintln!(
+        "handshakes {handshakes}, never accepted {never}, passive {passive}, accepted {accepted}"
+    );
     assert_eq!(a["exactness"], "exact", "{a}");
-    assert!(never > 0, "a paused server with backlog 8 under 2000/s leaves handshakes unaccepted: {a}");
-    assert_eq!(successes as i64, passive, "successes vs Tcp.PassiveOpens: {j}");
+    assert!(
+        never > 0,
+        "a paused server with backlog 8 under 2000/s leaves handshakes unaccepted: {a}"
+    );
+    assert_eq!(
+        successes as i64, passive,
+        "successes vs Tcp.PassiveOpens: {j}"
+    );
     // The text run's 60 connections were accepted too.
-    assert_eq!(successes + 60, accepted, "successes vs the server's accepts");
+    assert_eq!(
+        successes + 60,
+        accepted,
+        "successes vs the server's accepts"
+    );
     assert_eq!(handshakes - never, successes);
-    assert_eq!(j["total"]["failures"]["NEVER_ACCEPTED"].as_u64().unwrap_or(0), never);
-    assert_eq!(j["kernel_counters"]["Tcp.PassiveOpens"].as_i64(), Some(passive));
+    assert_eq!(
+        j["total"]["failures"]["NEVER_ACCEPTED"]
+            .as_u64()
+            .unwrap_or(0),
+        never
+    );
+    assert_eq!(
+        j["kernel_counters"]["Tcp.PassiveOpens"].as_i64(),
+        Some(passive)
+    );
     assert!(text.contains("kernel counters (Δ over the run"), "{text}");
     assert!(text.contains("Tcp.PassiveOpens"), "{text}");
     assert!(text.contains("acceptance: all"), "{text}");
@@ -536,8 +685,24 @@ fn every_address_is_used_and_a_failing_one_is_named() {
         };
         let run = |a: Vec<String>| connstorm(&a.iter().map(String::as_str).collect::<Vec<_>>());
         let mixed = run(args(&["--target", &both, "--duration", "500ms"]));
-        let v4 = run(args(&["--target", &both, "--duration", "500ms", "--family", "4", "--format", "json"]));
-        let wrong = run(args(&["--target", &format!("127.0.0.1:{port}"), "--duration", "500ms", "--source", "::1"]));
+        let v4 = run(args(&[
+            "--target",
+            &both,
+            "--duration",
+            "500ms",
+            "--family",
+            "4",
+            "--format",
+            "json",
+        ]));
+        let wrong = run(args(&[
+            "--target",
+            &format!("127.0.0.1:{port}"),
+            "--duration",
+            "500ms",
+            "--source",
+            "::1",
+        ]));
         let lh = format!("localhost:{port}");
         let localhost = run(args(&["--target", &lh, "--duration", "100ms"]));
         (mixed, v4, wrong, localhost, port)
@@ -545,17 +710,25 @@ fn every_address_is_used_and_a_failing_one_is_named() {
     let out = String::from_utf8_lossy(&mixed.stdout);
     assert_eq!(mixed.status.code(), Some(0), "{out}\n{}", stderr(&mixed));
     assert!(
-        out.contains(&format!("ECONNREFUSED on [::1]:{port}")) && out.contains(&format!("while 127.0.0.1:{port} accepts")),
+        out.contains(&format!("ECONNREFUSED on [::1]:{port}"))
+            && out.contains(&format!("while 127.0.0.1:{port} accepts")),
         "{out}"
     );
-    assert!(out.contains(&format!("[::1]:{port}")) && out.contains("100 attempts, 100 succeeded"), "{out}");
+    assert!(
+        out.contains(&format!("[::1]:{port}")) && out.contains("100 attempts, 100 succeeded"),
+        "{out}"
+    );
     let j = json(&v4);
     let targets = j["per_target"].as_array().unwrap();
     assert_eq!(targets.len(), 1, "{j}");
     assert_eq!(targets[0]["target"], format!("127.0.0.1:{port}"));
     assert_eq!(targets[0]["successes"], targets[0]["attempts"]);
     assert_eq!(wrong_source.status.code(), Some(2));
-    assert!(stderr(&wrong_source).contains("source ::1 is IPv6 but every target is IPv4"), "{}", stderr(&wrong_source));
+    assert!(
+        stderr(&wrong_source).contains("source ::1 is IPv6 but every target is IPv4"),
+        "{}",
+        stderr(&wrong_source)
+    );
     // Every address the resolver gives for localhost is used and printed.
     use std::net::ToSocketAddrs;
     let plan = stderr(&localhost);
@@ -570,14 +743,22 @@ fn every_address_is_used_and_a_failing_one_is_named() {
 #[test]
 fn a_cpu_outside_the_affinity_mask_is_refused_with_the_usable_cpus() {
     let allowed = testkit::allowed_cpus();
-    assert!(allowed.len() >= 2, "this test needs two usable CPUs, have {allowed:?}");
+    assert!(
+        allowed.len() >= 2,
+        "this test needs two usable CPUs, have {allowed:?}"
+    );
     let (inside, outside) = (allowed[1], allowed[0]);
     let o = std::thread::spawn(move || {
         let mut set = nix::sched::CpuSet::new();
         set.set(inside).unwrap();
         nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set).unwrap();
         connstorm(&[
-            "--target", "127.0.0.1:1", "--cpus", &outside.to_string(), "--duration", "1s",
+            "--target",
+            "127.0.0.1:1",
+            "--cpus",
+            &outside.to_string(),
+            "--duration",
+            "1s",
         ])
     })
     .join()
@@ -597,18 +778,51 @@ fn a_partial_second_is_scaled_and_marked_and_closed_loop_says_started() {
         let sink = Sink::start(false);
         let t = sink.addr.to_string();
         let open = connstorm(&[
-            "--target", &t, "--cpus", &cpu(), "--rate", "400/s", "--duration", "1500ms", "--warmup", "0s",
+            "--target",
+            &t,
+            "--cpus",
+            &cpu(),
+            "--rate",
+            "400/s",
+            "--duration",
+            "1500ms",
+            "--warmup",
+            "0s",
         ]);
         let closed = connstorm(&[
-            "--target", &t, "--cpus", &cpu(), "--concurrency", "2", "--duration", "300ms", "--warmup", "0s",
+            "--target",
+            &t,
+            "--cpus",
+            &cpu(),
+            "--concurrency",
+            "2",
+            "--duration",
+            "300ms",
+            "--warmup",
+            "0s",
         ]);
         (open, closed)
     });
     let e = stderr(&open);
-    let line = e.lines().find(|l| l.starts_with("t=   1s")).unwrap_or_else(|| panic!("{e}"));
-    assert!(line.contains("offered 400/s") && line.contains("achieved 400/s"), "{line}");
-    assert!(line.contains("(partial second: 0.500 s, scaled to /s)"), "{line}");
+    let line = e
+        .lines()
+        .find(|l| l.starts_with("t=   1s"))
+        .unwrap_or_else(|| panic!("{e}"));
+    assert!(
+        line.contains("offered 400/s") && line.contains("achieved 400/s"),
+        "{line}"
+    );
+    assert!(
+        line.contains("(partial second: 0.500 s, scaled to /s)"),
+        "{line}"
+    );
     let c = stderr(&closed);
-    let line = c.lines().find(|l| l.starts_with("t=   0s")).unwrap_or_else(|| panic!("{c}"));
-    assert!(line.contains("started ") && !line.contains("offered"), "{line}");
+    let line = c
+        .lines()
+        .find(|l| l.starts_with("t=   0s"))
+        .unwrap_or_else(|| panic!("{c}"));
+    assert!(
+        line.contains("started ") && !line.contains("offered"),
+        "{line}"
+    );
 }

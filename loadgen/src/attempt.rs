@@ -410,7 +410,12 @@ impl Worker<'_> {
                 self.finish(i);
                 continue;
             }
-            let verdict = self.slab.get(i).sock.as_ref().map_or(Verdict::Pending, probe);
+            let verdict = self
+                .slab
+                .get(i)
+                .sock
+                .as_ref()
+                .map_or(Verdict::Pending, probe);
             match verdict {
                 Verdict::Connected => self.connected(i, now, false),
                 Verdict::Failed(code) => self.fail(i, code),

@@ -315,7 +315,11 @@ mod tests {
         }
         .validate()
         .unwrap_err();
-        assert!(e.to_string().contains("source ::1 is IPv6 but every target is IPv4"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("source ::1 is IPv6 but every target is IPv4"),
+            "{e}"
+        );
         // Mixed families are fine, and so is a source of one of them.
         assert!(LoadConfig {
             targets: vec!["127.0.0.1:9".parse().unwrap(), "[::1]:9".parse().unwrap()],
@@ -324,19 +328,36 @@ mod tests {
         }
         .validate()
         .is_ok());
-        for (rate, ok) in [(1e9, true), (1e9 + 1.0, false), (1e12, false), (18446744073709551616.0, false)] {
+        for (rate, ok) in [
+            (1e9, true),
+            (1e9 + 1.0, false),
+            (1e12, false),
+            (18446744073709551616.0, false),
+        ] {
             let p = Pattern::Open {
                 rate_per_sec: rate,
                 arrival: Arrival::Uniform,
             };
-            let r = LoadConfig { pattern: p, ..cfg() }.validate();
+            let r = LoadConfig {
+                pattern: p,
+                ..cfg()
+            }
+            .validate();
             assert_eq!(r.is_ok(), ok, "{rate}: {r:?}");
             if let Err(e) = r {
                 assert!(e.to_string().contains("1000M/s"), "{e}");
             }
         }
-        for (d, ok) in [(Duration::from_nanos(1), false), (Duration::ZERO, false), (MIN_DURATION, true)] {
-            let r = LoadConfig { duration: d, ..cfg() }.validate();
+        for (d, ok) in [
+            (Duration::from_nanos(1), false),
+            (Duration::ZERO, false),
+            (MIN_DURATION, true),
+        ] {
+            let r = LoadConfig {
+                duration: d,
+                ..cfg()
+            }
+            .validate();
             assert_eq!(r.is_ok(), ok, "{d:?}");
         }
         let e = LoadConfig {

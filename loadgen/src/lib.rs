@@ -41,10 +41,10 @@ pub mod stats;
 pub mod worker;
 
 pub use config::{default_max_in_flight, Arrival, CloseMode, LoadConfig, Pattern, MIN_DURATION};
-pub use schedule::MAX_RATE_PER_SEC;
 pub use error::LoadError;
 pub use report::{
     HistogramSummary, LoadReport, LoadWorkerReport, Overflow, TargetReport, TimelineRow, Totals,
     NEVER_ACCEPTED, PERCENTILES,
 };
 pub use run::run;
+pub use schedule::MAX_RATE_PER_SEC;

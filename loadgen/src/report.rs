@@ -228,7 +228,11 @@ impl LoadReport {
                 *failures.entry(NEVER_ACCEPTED.to_string()).or_insert(0) += n;
             }
         }
-        shift(&mut self.total.successes, &mut self.total.failures, never_accepted);
+        shift(
+            &mut self.total.successes,
+            &mut self.total.failures,
+            never_accepted,
+        );
         if measured_is_whole_run {
             shift(&mut self.successes, &mut self.failures, never_accepted);
             self.achieved_per_sec = if self.measured_secs > 0.0 {

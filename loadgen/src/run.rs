@@ -209,9 +209,7 @@ fn assemble(
     let empty = || Latency::new(2);
     let handshake = handshake.unwrap_or_else(empty);
     let service = service.unwrap_or_else(empty);
-    let first_byte = cfg
-        .expect_bytes
-        .map(|_| first_byte.unwrap_or_else(empty));
+    let first_byte = cfg.expect_bytes.map(|_| first_byte.unwrap_or_else(empty));
     LoadReport {
         close: cfg.close,
         pattern: cfg.pattern,

@@ -78,7 +78,10 @@ impl Schedule {
     fn compute(&mut self, index: u64, prev_ns: u64) -> u64 {
         match &mut self.poisson {
             None => {
-                let slot = self.worker.saturating_add(index.saturating_mul(self.workers)) as f64;
+                let slot = self
+                    .worker
+                    .saturating_add(index.saturating_mul(self.workers))
+                    as f64;
                 self.start_ns.saturating_add((slot * self.gap_ns) as u64)
             }
             Some(rng) => {
@@ -213,16 +216,22 @@ mod tests {
         for (workers, rate) in [(1usize, 1000.0), (3, 1000.0), (2, 7.0), (4, 999_983.0)] {
             for w in 0..workers {
                 for cutoff in [sec, sec + 1, sec + 123_456_789, 2 * sec - 1, 5 * sec] {
-                    let mut walk = Schedule::new(Arrival::Uniform, rate, w, workers, sec, 2 * sec, 1);
+                    let mut walk =
+                        Schedule::new(Arrival::Uniform, rate, w, workers, sec, 2 * sec, 1);
                     let mut walked = 0;
                     walk.advance(); // skipping starts from wherever the schedule is
                     while walk.peek().is_some_and(|t| t < cutoff) {
                         walk.advance();
                         walked += 1;
                     }
-                    let mut skip = Schedule::new(Arrival::Uniform, rate, w, workers, sec, 2 * sec, 1);
+                    let mut skip =
+                        Schedule::new(Arrival::Uniform, rate, w, workers, sec, 2 * sec, 1);
                     skip.advance();
-                    assert_eq!(skip.skip_before(cutoff), walked, "{workers} {rate} {w} {cutoff}");
+                    assert_eq!(
+                        skip.skip_before(cutoff),
+                        walked,
+                        "{workers} {rate} {w} {cutoff}"
+                    );
                     assert_eq!(skip.peek(), walk.peek());
                     assert_eq!(skip.taken(), walk.taken());
                 }

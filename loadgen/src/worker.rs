@@ -164,7 +164,11 @@ impl<'a> Worker<'a> {
             slab: Slab::new(cfg.slots_for(index)),
             schedule: None,
             index,
-            domains: cfg.targets.iter().map(|&t| Domain::for_address(t)).collect(),
+            domains: cfg
+                .targets
+                .iter()
+                .map(|&t| Domain::for_address(t))
+                .collect(),
             targets: cfg.targets.iter().map(|&t| SockAddr::from(t)).collect(),
             sources_v4: sources(cfg, true),
             sources_v6: sources(cfg, false),

@@ -411,7 +411,11 @@ fn an_overloaded_worker_still_reports_each_second_and_says_it_fell_behind() {
 #[test]
 fn stop_under_sustained_overload_returns_with_every_start_accounted() {
     let (report, stopped_after, returned_after, active) = NetNs::run(|ns| {
-        let mut cfg = open(closed_port(), loadgen::MAX_RATE_PER_SEC, Duration::from_secs(30 * 86_400));
+        let mut cfg = open(
+            closed_port(),
+            loadgen::MAX_RATE_PER_SEC,
+            Duration::from_secs(30 * 86_400),
+        );
         cfg.connect_timeout = Duration::from_millis(100);
         let a0 = ns.counter("Tcp.ActiveOpens");
         let stop = std::sync::Arc::new(AtomicBool::new(false));
@@ -464,7 +468,12 @@ fn a_partial_last_second_carries_its_length() {
         .collect();
     assert_eq!(rows[0].1, 1.0, "{rows:?}");
     assert_eq!(rows[1].1, 0.5, "{rows:?}");
-    let scaled = report.timeline[1].per_sec(report.timeline[1].offered).unwrap();
+    let scaled = report.timeline[1]
+        .per_sec(report.timeline[1].offered)
+        .unwrap();
     assert!((scaled - 400.0).abs() <= 4.0, "{rows:?}");
-    assert!(report.timeline.iter().skip(2).all(|r| r.is_drain()), "{rows:?}");
+    assert!(
+        report.timeline.iter().skip(2).all(|r| r.is_drain()),
+        "{rows:?}"
+    );
 }

@@ -64,7 +64,7 @@ pub struct Acceptance {
 const CAUSES: &[(&str, &str)] = &[
     (
         "TcpExt.EmbryonicRsts",
-        "the server answered the final ACK with RST (net.ipv4.tcp_abort_on_overflow=1 with a full accept queue)",
+        "half-open connections reset on the server (with net.ipv4.tcp_abort_on_overflow=1 this is a full accept queue answering the final ACK with RST; otherwise an RST or unexpected segment met a request in SYN-RECV)",
     ),
     (
         "TcpExt.SyncookiesRecv",
@@ -99,11 +99,7 @@ pub fn reconcile(
     delta: &BTreeMap<String, i64>,
     private: bool,
 ) -> Acceptance {
-    let passive = delta
-        .get("Tcp.PassiveOpens")
-        .copied()
-        .unwrap_or(0)
-        .max(0) as u64;
+    let passive = delta.get("Tcp.PassiveOpens").copied().unwrap_or(0).max(0) as u64;
     let accepted = passive.min(client_handshakes);
     let other = passive.saturating_sub(client_handshakes);
     let exact = private && other == 0 && delta.contains_key("Tcp.PassiveOpens");
@@ -195,7 +191,11 @@ mod tests {
                 "TcpExt.ListenDrops"
             ]
         );
-        assert!(a.summary().starts_with("1132 of 10000 handshakes"), "{}", a.summary());
+        assert!(
+            a.summary().starts_with("1132 of 10000 handshakes"),
+            "{}",
+            a.summary()
+        );
         assert!(a.summary().contains("exact"), "{}", a.summary());
     }
 
@@ -231,11 +231,19 @@ mod tests {
         let d = delta(&[("Tcp.PassiveOpens", 130)]);
         let a = reconcile(100, &d, true);
         assert_eq!(
-            (a.accepted, a.never_accepted, a.other_passive_opens, a.exactness),
+            (
+                a.accepted,
+                a.never_accepted,
+                a.other_passive_opens,
+                a.exactness
+            ),
             (100, 0, 30, Exactness::LowerBound)
         );
         let a = reconcile(100, &BTreeMap::new(), true);
-        assert_eq!((a.never_accepted, a.exactness), (100, Exactness::LowerBound));
+        assert_eq!(
+            (a.never_accepted, a.exactness),
+            (100, Exactness::LowerBound)
+        );
         assert!(a.summary().contains("lower bound"));
     }
 }

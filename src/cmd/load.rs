@@ -164,7 +164,9 @@ fn parse_target_item(s: &str) -> Result<Targets, String> {
     let mut seen = std::collections::HashSet::new();
     addrs.retain(|a| seen.insert(*a));
     let Some(first) = addrs.first() else {
-        return Err(format!("target {s:?} resolves to no address: give HOST:PORT of the server"));
+        return Err(format!(
+            "target {s:?} resolves to no address: give HOST:PORT of the server"
+        ));
     };
     if first.port() == 0 {
         return Err(format!(
@@ -732,7 +734,7 @@ fn write_text(out: &mut dyn Write, r: &LoadReport, warnings: &[String]) -> std::
         };
         writeln!(
             out,
-            "  worker cpu {:>3}: {} attempts, {} ok, on CPU {:.3} s ({}/attempt, exact); user {:.3} s ({}/attempt) sys {:.3} s ({}/attempt) by tick samples",
+            "  worker cpu {:>3}: {} attempts, {} handshakes in time, on CPU {:.3} s ({}/attempt, exact); user {:.3} s ({}/attempt) sys {:.3} s ({}/attempt) by tick samples",
             w.cpu,
             w.attempts,
             w.successes,
@@ -816,11 +818,7 @@ fn write_targets(out: &mut dyn Write, r: &LoadReport) -> std::io::Result<()> {
 
 /// The kernel counters of the targets' namespace and the acceptance reconciliation, or why they
 /// are unknown from here.
-fn write_kernel(
-    out: &mut dyn Write,
-    k: Option<&Kernel>,
-    successes: u64,
-) -> std::io::Result<()> {
+fn write_kernel(out: &mut dyn Write, k: Option<&Kernel>, successes: u64) -> std::io::Result<()> {
     let Some(k) = k else {
         return writeln!(
             out,
@@ -875,6 +873,10 @@ fn write_kernel(
         for c in &a.causes {
             writeln!(out, "      {} +{}: {}", c.counter, c.delta, c.words)?;
         }
+        writeln!(
+            out,
+            "    (per-second lines and per-worker counts are the client's handshakes; the server's kernel cannot tell which second's were not accepted)"
+        )?;
     }
     // DIAGNOSIS: the lead calls results::diagnosis here (causes from these counter deltas and
     // the namespace's settings: tcp_syncookies, tcp_abort_on_overflow, conntrack), with
