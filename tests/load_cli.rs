@@ -82,6 +82,7 @@ fn bad_input_exits_2_with_a_message_that_says_what_is_wrong() {
         (&["--duration", "10"], "no unit"),
         (&["--duration", "soon"], "invalid duration"),
         (&["--connect-timeout", "0s"], "zero"),
+        (&["--duration", "0s"], "zero"),
         (
             &["--rate", "1k/s", "--concurrency", "4"],
             "cannot be used with",

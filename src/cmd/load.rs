@@ -332,7 +332,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         }
         Format::Text => {
             write_text(&mut out, &report, &warnings)?;
-            write_kernel(&mut out, kernel.as_ref(), report.total.successes)?;
+            write_kernel(&mut out, kernel.as_ref(), local, report.total.successes)?;
         }
     }
     out.flush()?;
@@ -818,11 +818,21 @@ fn write_targets(out: &mut dyn Write, r: &LoadReport) -> std::io::Result<()> {
 
 /// The kernel counters of the targets' namespace and the acceptance reconciliation, or why they
 /// are unknown from here.
-fn write_kernel(out: &mut dyn Write, k: Option<&Kernel>, successes: u64) -> std::io::Result<()> {
+fn write_kernel(
+    out: &mut dyn Write,
+    k: Option<&Kernel>,
+    local: bool,
+    successes: u64,
+) -> std::io::Result<()> {
     let Some(k) = k else {
+        let why = if local {
+            "the kernel's counters could not be read"
+        } else {
+            "a target is not a loopback address, so its kernel's counters are not readable here"
+        };
         return writeln!(
             out,
-            "  server side: unknown from here (a target is not a loopback address, so its kernel's counters are not readable here): \
+            "  server side: unknown from here ({why}): \
              a completed handshake is counted a success though the server may never have accepted it. To know: run \
              `connstorm server` there (it reports accepts and its kernel counters), or use --close server or \
              --expect-bytes with a greeting server, so the client sees the server's answer"
@@ -916,6 +926,21 @@ mod tests {
         assert!(parse_sources("127.0.0.1-::1").is_err());
         assert!(parse_sources("10.0.0.0-10.255.255.255").is_err());
         assert!(parse_sources("nope").is_err());
+    }
+
+    /// A target that is not loopback: server-side acceptance is said to be unknown, with how to
+    /// learn it.
+    #[test]
+    fn remote_targets_say_acceptance_is_unknown_and_how_to_know() {
+        let mut out = Vec::new();
+        write_kernel(&mut out, None, false, 10).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains("server side: unknown from here (a target is not a loopback address"),
+            "{text}"
+        );
+        assert!(text.contains("run `connstorm server` there"), "{text}");
+        assert!(text.contains("--close server"), "{text}");
     }
 
     #[test]
