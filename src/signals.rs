@@ -6,7 +6,7 @@
 //! anything (spawn `ip`, write sysctls).
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use signal_hook::consts::{SIGINT, SIGTERM};
@@ -20,6 +20,17 @@ fn hooks() -> &'static Mutex<BTreeMap<u64, Hook>> {
 }
 
 static NEXT_HOOK: AtomicU64 = AtomicU64::new(0);
+
+/// The first signal received (0 = none yet).
+static RECEIVED: AtomicI32 = AtomicI32::new(0);
+
+/// The number of the first SIGINT/SIGTERM received, if any (for exit code 128 + signo).
+pub fn received() -> Option<i32> {
+    match RECEIVED.load(Ordering::SeqCst) {
+        0 => None,
+        s => Some(s),
+    }
+}
 
 /// Removes its hook when dropped (the normal path already cleaned up).
 #[derive(Debug)]
@@ -67,6 +78,7 @@ pub fn stop_flag() -> std::io::Result<Arc<AtomicBool>> {
         .name("signals".into())
         .spawn(move || {
             for sig in signals.forever() {
+                let _ = RECEIVED.compare_exchange(0, sig, Ordering::SeqCst, Ordering::SeqCst);
                 if f.swap(true, Ordering::SeqCst) {
                     eprintln!("connstorm: second signal: cleaning up and exiting now");
                     run_hooks();

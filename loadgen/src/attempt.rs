@@ -78,9 +78,10 @@ impl Worker<'_> {
     ///
     /// Open loop: a due start that cannot begin within `connect_timeout` of its intended time is
     /// dropped (counted, never started): either every in-flight slot stayed busy that long, or
-    /// the generator itself fell that far behind its schedule (starved of CPU). This bounds how
-    /// far behind a worker can fall, so it never spends its time starting attempts whose whole
-    /// timeout has already passed.
+    /// the generator itself fell that far behind its schedule (starved of CPU, or offered more
+    /// than it can start). Such starts are counted by arithmetic in one step
+    /// ([`crate::schedule::Schedule::skip_before`]), never one by one, so a worker offered 1e9/s
+    /// does O(1) work for them per turn and keeps serving its sockets in flight.
     pub(crate) fn start_due(&mut self, mut now: u64) -> u64 {
         match self.cfg.pattern {
             Pattern::Open { .. } => {
@@ -90,16 +91,16 @@ impl Worker<'_> {
                         break;
                     }
                     let full = self.slab.is_full();
-                    let expired = now - t > self.timeout_ns;
-                    if !expired && (full || budget == 0) {
+                    if now - t > self.timeout_ns {
+                        // Everything due before now - timeout is dropped, in one step.
+                        self.drop_before(now - self.timeout_ns, full);
+                        continue;
+                    }
+                    if full || budget == 0 {
                         break; // wait for a free slot / the next turn (the start will be late)
                     }
                     if let Some(s) = self.schedule.as_mut() {
                         s.advance();
-                    }
-                    if expired {
-                        self.drop_start(t, full);
-                        continue;
                     }
                     budget -= 1;
                     self.start(t, now);
@@ -124,30 +125,36 @@ impl Worker<'_> {
     }
 
     /// Counts every intended start the schedule still holds as dropped: the window has ended and
-    /// the worker never got to them (it was behind). Keeps `offered = attempts + dropped`.
+    /// the worker never got to them (it was behind). Keeps `offered = attempts + dropped`. O(1).
     pub(crate) fn drop_rest(&mut self) {
-        while let Some(t) = self.schedule.as_ref().and_then(|s| s.peek()) {
-            if let Some(s) = self.schedule.as_mut() {
-                s.advance();
-            }
-            self.drop_start(t, false);
-        }
+        self.drop_before(u64::MAX, false);
     }
 
-    /// Counts the intended start `t` as dropped; `full`: because every in-flight slot was busy.
-    fn drop_start(&mut self, t: u64, full: bool) {
-        let measured = t >= self.win.measure_ns;
-        bump(
-            &mut self.total,
-            &mut self.measured,
-            &mut self.second,
-            measured,
-            |c| {
-                c.dropped += 1;
-                c.dropped_full += u64::from(full);
-                c.offered += 1;
-            },
-        );
+    /// Drops every intended start before `cutoff_ns` (all when `u64::MAX`), counting them by
+    /// arithmetic; `full`: because every in-flight slot was busy. Those before the measured
+    /// window count as warm-up.
+    pub(crate) fn drop_before(&mut self, cutoff_ns: u64, full: bool) {
+        let Some(s) = self.schedule.as_mut() else {
+            return;
+        };
+        let warm = s.skip_before(cutoff_ns.min(self.win.measure_ns));
+        let measured = s.skip_before(cutoff_ns);
+        for (n, in_measured) in [(warm, false), (measured, true)] {
+            if n == 0 {
+                continue;
+            }
+            bump(
+                &mut self.total,
+                &mut self.measured,
+                &mut self.second,
+                in_measured,
+                |c| {
+                    c.dropped += n;
+                    c.dropped_full += if full { n } else { 0 };
+                    c.offered += n;
+                },
+            );
+        }
     }
 
     /// Starts one attempt intended at `intended` (a slot is free).
@@ -168,6 +175,9 @@ impl Worker<'_> {
                 c.late += u64::from(late);
             },
         );
+        let target = self.rr % self.targets.len();
+        self.rr = self.rr.wrapping_add(1);
+        self.per_target[target].attempts += 1;
         {
             let s = self.slab.get(i);
             s.intended_ns = intended;
@@ -176,17 +186,16 @@ impl Worker<'_> {
             s.read = 0;
             s.phase = Phase::Connecting;
             s.measured = measured;
+            s.target = target as u32;
         }
-        let sock = match Socket::new(self.domain, Type::STREAM.nonblocking(), None) {
+        let sock = match Socket::new(self.domains[target], Type::STREAM.nonblocking(), None) {
             Ok(s) => s,
             Err(e) => return self.fail(i, errno(&e)),
         };
-        if let Err(e) = self.prepare(&sock) {
+        if let Err(e) = self.prepare(&sock, target) {
             return self.fail(i, errno(&e));
         }
-        let target = &self.targets[self.rr % self.targets.len()];
-        self.rr = self.rr.wrapping_add(1);
-        match sock.connect(target) {
+        match sock.connect(&self.targets[target]) {
             Ok(()) => {
                 self.slab.get(i).sock = Some(sock);
                 if self.needs_read {
@@ -211,14 +220,20 @@ impl Worker<'_> {
         }
     }
 
-    /// Socket options before connect: SO_LINGER 0 for RST close, the source address.
-    fn prepare(&self, sock: &Socket) -> std::io::Result<()> {
+    /// Socket options before connect: SO_LINGER 0 for RST close, a source address of the
+    /// target's family (round-robin; none of that family = the kernel chooses).
+    fn prepare(&self, sock: &Socket, target: usize) -> std::io::Result<()> {
         if self.cfg.close == CloseMode::Rst {
             sock.set_linger(Some(Duration::ZERO))?;
         }
-        if !self.sources.is_empty() {
+        let sources = if self.domains[target] == socket2::Domain::IPV4 {
+            &self.sources_v4
+        } else {
+            &self.sources_v6
+        };
+        if !sources.is_empty() {
             setsockopt(sock, sockopt::IpBindAddressNoPort, &true)?;
-            sock.bind(&self.sources[self.rr % self.sources.len()])?;
+            sock.bind(&sources[self.rr % sources.len()])?;
         }
         Ok(())
     }
@@ -264,18 +279,29 @@ impl Worker<'_> {
         }
     }
 
-    /// The handshake of slot `i` completed at `t`.
+    /// The handshake of slot `i` was seen complete at `t`. Seen after the attempt's connect
+    /// timeout (counted from its socket(2) call; e.g. the generator was stopped or starved), it
+    /// is `ETIMEDOUT`, never a success: a client with that timeout would have given up.
     fn connected(&mut self, i: usize, t: u64, readable: bool) {
         let (intended, start, measured) = {
             let s = self.slab.get(i);
             (s.intended_ns, s.start_ns, s.measured)
         };
-        let hs = t.saturating_sub(intended).max(1);
-        self.sec_handshake.saturating_record(hs);
+        if t.saturating_sub(start) > self.timeout_ns {
+            bump(
+                &mut self.total,
+                &mut self.measured,
+                &mut self.second,
+                measured,
+                |c| c.completed_late += 1,
+            );
+            return self.fail(i, libc::ETIMEDOUT);
+        }
+        let hs = t.saturating_sub(intended);
+        self.sec_handshake.record(hs);
         if measured {
-            self.handshake.saturating_record(hs);
-            self.service
-                .saturating_record(t.saturating_sub(start).max(1));
+            self.handshake.record(hs);
+            self.service.record(t.saturating_sub(start));
         }
         bump(
             &mut self.total,
@@ -284,6 +310,8 @@ impl Worker<'_> {
             measured,
             |c| c.successes += 1,
         );
+        let target = self.slab.get(i).target as usize;
+        self.per_target[target].successes += 1;
         if !self.needs_read {
             return self.finish(i);
         }
@@ -298,7 +326,8 @@ impl Worker<'_> {
         }
     }
 
-    /// Reads what slot `i` has (edge-triggered: until EAGAIN or done).
+    /// Reads what slot `i` has (edge-triggered: until EAGAIN or done). Bytes seen after the read
+    /// phase's deadline end the attempt with a post-handshake `ETIMEDOUT`.
     fn read(&mut self, i: usize, t: u64) {
         let mut buf = [0u8; 2048];
         loop {
@@ -306,6 +335,9 @@ impl Worker<'_> {
                 Some(mut sock) => Read::read(&mut sock, &mut buf),
                 None => return,
             };
+            if t > self.slab.get(i).deadline_ns {
+                return self.post_fail(i, libc::ETIMEDOUT);
+            }
             match r {
                 Ok(0) => {
                     let short = self
@@ -327,8 +359,7 @@ impl Worker<'_> {
                     if let Some(want) = self.cfg.expect_bytes {
                         if before < want && after >= want {
                             if measured {
-                                self.first_byte
-                                    .saturating_record(t.saturating_sub(intended).max(1));
+                                self.first_byte.record(t.saturating_sub(intended));
                             }
                             if self.cfg.close != CloseMode::Server {
                                 return self.finish(i);
@@ -346,12 +377,11 @@ impl Worker<'_> {
     /// Ends the slots whose deadline has passed, oldest first, at most [`EXPIRE_BUDGET`] per call
     /// (the rest on the next turn, which then does not sleep).
     ///
-    /// A deadline that has passed does not prove a timeout: a starved worker (or one with more
-    /// ready events than one epoll_wait returns) may look at an attempt long after the kernel
-    /// completed it. So the socket is asked first ([`probe`]): a completed handshake is a success
-    /// (its latency counts up to now), a failed one fails with its own errno, and only a connect
-    /// still in SYN-SENT is `ETIMEDOUT`. In the read phase, what has arrived is read first; only a
-    /// read still unfinished after that times out.
+    /// The socket is asked first ([`probe`]) so that each attempt gets its own cause: a failed
+    /// connect fails with its own errno (e.g. ECONNREFUSED that the worker had not yet looked
+    /// at); a handshake that completed but is seen only now, past its deadline, is `ETIMEDOUT`
+    /// (counted in `completed_late`, see [`Self::connected`]); a connect still in SYN-SENT is
+    /// `ETIMEDOUT`. In the read phase a read still unfinished at its deadline times out.
     pub(crate) fn expire(&mut self, now: u64) {
         for _ in 0..EXPIRE_BUDGET {
             let Some(i) = self.slab.oldest() else { return };
@@ -360,12 +390,7 @@ impl Worker<'_> {
                 return;
             }
             match s.phase {
-                Phase::Reading => {
-                    self.read(i, now);
-                    if self.slab.get(i).phase == Phase::Reading {
-                        self.post_fail(i, libc::ETIMEDOUT);
-                    }
-                }
+                Phase::Reading => self.post_fail(i, libc::ETIMEDOUT),
                 _ => match s.sock.as_ref().map_or(Verdict::Pending, probe) {
                     Verdict::Connected => self.connected(i, now, true),
                     Verdict::Failed(code) => self.fail(i, code),
@@ -375,27 +400,50 @@ impl Worker<'_> {
         }
     }
 
-    /// Closes every slot in flight (interrupted run) and counts it `abandoned`.
-    pub(crate) fn abandon_all(&mut self) {
+    /// Ends every slot in flight at `now` (interrupted run), bounded by the slab's size. Each
+    /// connecting socket is asked where it stands ([`probe`]): completed in time = a success,
+    /// failed = its errno, still waiting = `ECANCELED` (counted `abandoned`). Reading slots were
+    /// already successes and are just closed. So `attempts = successes + failures` still holds.
+    pub(crate) fn abandon_all(&mut self, now: u64) {
         while let Some(i) = self.slab.oldest() {
-            let measured = self.slab.get(i).measured;
-            let connecting = self.slab.get(i).phase == Phase::Connecting;
-            if connecting {
-                bump(
-                    &mut self.total,
-                    &mut self.measured,
-                    &mut self.second,
-                    measured,
-                    |c| c.abandoned += 1,
-                );
+            if self.slab.get(i).phase != Phase::Connecting {
+                self.finish(i);
+                continue;
             }
-            self.finish(i);
+            let verdict = self
+                .slab
+                .get(i)
+                .sock
+                .as_ref()
+                .map_or(Verdict::Pending, probe);
+            match verdict {
+                Verdict::Connected => self.connected(i, now, false),
+                Verdict::Failed(code) => self.fail(i, code),
+                Verdict::Pending => {
+                    let measured = self.slab.get(i).measured;
+                    bump(
+                        &mut self.total,
+                        &mut self.measured,
+                        &mut self.second,
+                        measured,
+                        |c| c.abandoned += 1,
+                    );
+                    self.fail(i, libc::ECANCELED);
+                }
+            }
+            // A success that needs a read is still in flight: close it now.
+            if self.slab.get(i).phase != Phase::Free {
+                self.finish(i);
+            }
         }
     }
 
     /// The handshake of slot `i` failed with `errno`.
     fn fail(&mut self, i: usize, errno: i32) {
-        let measured = self.slab.get(i).measured;
+        let (measured, target) = {
+            let s = self.slab.get(i);
+            (s.measured, s.target as usize)
+        };
         bump(
             &mut self.total,
             &mut self.measured,
@@ -403,6 +451,7 @@ impl Worker<'_> {
             measured,
             |c| c.failures.count(errno),
         );
+        self.per_target[target].failures.count(errno);
         self.finish(i);
     }
 

@@ -7,6 +7,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::LoadError;
 
+/// The shortest measured duration a run accepts (10 ms): a rate measured over less is mostly the
+/// start-up of the workers, and a rate over 1 ns (one success = 1e9/s) says nothing.
+pub const MIN_DURATION: Duration = Duration::from_millis(10);
+
 /// Default open-loop in-flight bound per worker, see [`default_max_in_flight`].
 pub const IN_FLIGHT_PER_WORKER: usize = 2048;
 
@@ -101,7 +105,8 @@ impl CloseMode {
 /// A load run. See the field docs for units and defaults (the CLI's defaults are given).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LoadConfig {
-    /// Servers to connect to; attempts go round-robin over them. Non-empty.
+    /// Servers to connect to; attempts go round-robin over them. Non-empty. IPv4 and IPv6
+    /// addresses may be mixed (each attempt's socket is of its target's family).
     pub targets: Vec<SocketAddr>,
     /// Open loop (rate) or closed loop (concurrency).
     pub pattern: Pattern,
@@ -115,8 +120,9 @@ pub struct LoadConfig {
     /// How connections end.
     pub close: CloseMode,
     /// Source addresses, used round-robin with IP_BIND_ADDRESS_NO_PORT (Linux 4.2, ip(7)).
-    /// Empty = let the kernel choose (no bind(2) call). Each must be of the same family as every
-    /// target.
+    /// Empty = let the kernel choose (no bind(2) call). Sources are matched per family: an
+    /// attempt to an IPv4 target uses the IPv4 sources (the kernel chooses when there are none
+    /// of its family), likewise IPv6. A source whose family no target has is refused.
     pub sources: Vec<IpAddr>,
     /// How long one attempt may wait for its handshake, counted from its socket(2) call; past it
     /// the attempt is closed and counted `ETIMEDOUT`. With `expect_bytes` or [`CloseMode::Server`]
@@ -168,6 +174,14 @@ impl LoadConfig {
                         "rate {rate_per_sec} must be a positive number of connections per second"
                     ));
                 }
+                if rate_per_sec > crate::schedule::MAX_RATE_PER_SEC {
+                    return bad(format!(
+                        "rate {rate_per_sec:e}/s is above the highest rate connstorm schedules, \
+                         {:e}/s (one start per nanosecond, the schedule's time resolution): give at most \
+                         `1000M/s` (starts the machine cannot make are counted as dropped)",
+                        crate::schedule::MAX_RATE_PER_SEC
+                    ));
+                }
                 if self.max_in_flight == 0 {
                     return bad("max_in_flight is 0: allow at least one attempt in flight".into());
                 }
@@ -178,8 +192,12 @@ impl LoadConfig {
                 }
             }
         }
-        if self.duration.is_zero() {
-            return bad("duration is zero: give a positive duration, e.g. 10 s".into());
+        if self.duration < MIN_DURATION {
+            return bad(format!(
+                "duration {:?} is shorter than {MIN_DURATION:?}: a rate measured over less is \
+                 start-up noise; give e.g. 10 s",
+                self.duration
+            ));
         }
         if self.connect_timeout.is_zero() {
             return bad("connect timeout is zero: give a positive timeout, e.g. 3 s".into());
@@ -187,15 +205,23 @@ impl LoadConfig {
         if self.expect_bytes == Some(0) {
             return bad("expect_bytes is 0: give at least 1 byte, or none".into());
         }
-        let v4 = self.targets[0].is_ipv4();
-        if self.targets.iter().any(|t| t.is_ipv4() != v4) {
-            return bad("targets mix IPv4 and IPv6: use one family per run".into());
-        }
-        if let Some(s) = self.sources.iter().find(|s| s.is_ipv4() != v4) {
+        if let Some(s) = self
+            .sources
+            .iter()
+            .find(|s| !self.targets.iter().any(|t| t.is_ipv4() == s.is_ipv4()))
+        {
+            let (fam, other) = if s.is_ipv4() {
+                ("IPv4", "IPv6")
+            } else {
+                ("IPv6", "IPv4")
+            };
             return bad(format!(
-                "source {s} is not of the targets' address family: use {} sources",
-                if v4 { "IPv4" } else { "IPv6" }
+                "source {s} is {fam} but every target is {other}: give {other} sources, or \
+                 drop --source to let the kernel choose"
             ));
+        }
+        if self.targets.len() > u32::MAX as usize {
+            return bad("too many targets: give fewer than 2^32".into());
         }
         Ok(())
     }
@@ -289,7 +315,51 @@ mod tests {
         }
         .validate()
         .unwrap_err();
-        assert!(e.to_string().contains("family"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("source ::1 is IPv6 but every target is IPv4"),
+            "{e}"
+        );
+        // Mixed families are fine, and so is a source of one of them.
+        assert!(LoadConfig {
+            targets: vec!["127.0.0.1:9".parse().unwrap(), "[::1]:9".parse().unwrap()],
+            sources: vec!["::1".parse().unwrap()],
+            ..cfg()
+        }
+        .validate()
+        .is_ok());
+        for (rate, ok) in [
+            (1e9, true),
+            (1e9 + 1.0, false),
+            (1e12, false),
+            (18446744073709551616.0, false),
+        ] {
+            let p = Pattern::Open {
+                rate_per_sec: rate,
+                arrival: Arrival::Uniform,
+            };
+            let r = LoadConfig {
+                pattern: p,
+                ..cfg()
+            }
+            .validate();
+            assert_eq!(r.is_ok(), ok, "{rate}: {r:?}");
+            if let Err(e) = r {
+                assert!(e.to_string().contains("1000M/s"), "{e}");
+            }
+        }
+        for (d, ok) in [
+            (Duration::from_nanos(1), false),
+            (Duration::ZERO, false),
+            (MIN_DURATION, true),
+        ] {
+            let r = LoadConfig {
+                duration: d,
+                ..cfg()
+            }
+            .validate();
+            assert_eq!(r.is_ok(), ok, "{d:?}");
+        }
         let e = LoadConfig {
             pattern: Pattern::Closed { concurrency: 0 },
             ..cfg()

@@ -84,9 +84,16 @@ pub fn explain(name: &str) -> Option<&'static str> {
         }
         "ECONNREFUSED" => "nothing listens on the target (RST in answer to the SYN): check the address and that the server runs",
         "ETIMEDOUT" => {
-            "no handshake within --connect-timeout: SYNs dropped (full accept queue or SYN queue, \
-             see TcpExt.ListenOverflows) or the server is unreachable; raise the backlog/somaxconn or the timeout"
+            "no handshake within --connect-timeout (counted from socket()): SYNs dropped (full accept queue or SYN queue, \
+             see TcpExt.ListenOverflows) or the server is unreachable, or the handshake completed only after \
+             the timeout (see 'completed only after --connect-timeout'); raise the backlog/somaxconn or the timeout"
         }
+        "NEVER_ACCEPTED" => {
+            "the handshake completed on the client but the server's kernel never created the connection \
+             (its accept queue was full: see the kernel counters and the acceptance line below); \
+             raise the server's backlog / net.core.somaxconn or make it accept faster"
+        }
+        "ECANCELED" => "still waiting for its handshake when the run was interrupted (Ctrl-C / SIGTERM)",
         "ECONNRESET" => "the server reset the connection (e.g. it closed a listener with queued connections, or SO_LINGER 0)",
         "EMFILE" => "per-process descriptor limit hit: raise RLIMIT_NOFILE (ulimit -n) or lower --max-in-flight",
         "ENFILE" => "system-wide descriptor limit hit: raise fs.file-max or lower --max-in-flight",

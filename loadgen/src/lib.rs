@@ -20,6 +20,23 @@
 //! (CLOCK_MONOTONIC, shared by all threads) → workers run warm-up + duration + drain → per-second
 //! rows → join → merged [`LoadReport`].
 //!
+//! # Truth at the edges
+//! - Overload: every loop turn does bounded work and checks the stop flag; starts the worker
+//!   cannot make are dropped and counted by arithmetic ([`schedule::Schedule::skip_before`]),
+//!   never one by one, while the sockets in flight keep being served. Rates above
+//!   [`MAX_RATE_PER_SEC`] and durations below [`MIN_DURATION`] are refused by
+//!   [`LoadConfig::validate`].
+//! - Accounting: every started attempt ends as a success or a failure by errno (`attempts =
+//!   successes + failures`, equal to the kernel's `Tcp.ActiveOpens`): in-flight attempts get
+//!   their connect timeout after the window; an interrupted run asks each socket where it stands
+//!   and counts the undecided ones `ECANCELED`.
+//! - A handshake seen after its connect timeout is `ETIMEDOUT` (counted
+//!   `completed_after_timeout`), never a success; latencies above a histogram's range are
+//!   counted with their true maximum ([`Overflow`]).
+//! - Targets of both families may be mixed; counts are kept per target address
+//!   ([`TargetReport`]). A handshake the server never accepted can only be seen from the
+//!   server's counters: callers reconcile and call [`LoadReport::reclassify_never_accepted`].
+//!
 //! Open loop follows the wrk2 method: latency counts from the *intended* start, so a stalled
 //! server or a late generator shows as latency, not as silently lower load (no coordinated
 //! omission).
@@ -40,9 +57,11 @@ pub mod slot;
 pub mod stats;
 pub mod worker;
 
-pub use config::{default_max_in_flight, Arrival, CloseMode, LoadConfig, Pattern};
+pub use config::{default_max_in_flight, Arrival, CloseMode, LoadConfig, Pattern, MIN_DURATION};
 pub use error::LoadError;
 pub use report::{
-    HistogramSummary, LoadReport, LoadWorkerReport, TimelineRow, Totals, PERCENTILES,
+    HistogramSummary, LoadReport, LoadWorkerReport, Overflow, TargetReport, TimelineRow, Totals,
+    NEVER_ACCEPTED, PERCENTILES,
 };
 pub use run::run;
+pub use schedule::MAX_RATE_PER_SEC;

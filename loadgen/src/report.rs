@@ -8,6 +8,10 @@ use serde::{Serialize, Serializer};
 
 use crate::config::{CloseMode, Pattern};
 
+/// The failure class of a handshake the client completed but the server never accepted (see
+/// [`LoadReport::reclassify_never_accepted`]).
+pub const NEVER_ACCEPTED: &str = "NEVER_ACCEPTED";
+
 /// The percentiles every report prints: p50, p90, p99, p99.9, p99.99 and the maximum (100).
 pub const PERCENTILES: [f64; 6] = [50.0, 90.0, 99.0, 99.9, 99.99, 100.0];
 
@@ -27,8 +31,39 @@ pub struct Totals {
     /// (no free in-flight slot, or the generator fell that far behind), or still due when the
     /// window ended.
     pub dropped: u64,
-    /// Attempts still in flight when the run was interrupted (neither success nor failure).
+    /// Attempts still waiting for their handshake when the run was interrupted: each was asked
+    /// where it stood first (a completed one is a success, a failed one a failure), and the rest
+    /// are counted here and as `ECANCELED` failures, so `attempts = successes + failures` holds.
     pub abandoned: u64,
+    /// Handshakes that completed after their connect timeout (counted `ETIMEDOUT` failures, never
+    /// successes). `successes + completed_after_timeout` = handshakes the client completed.
+    pub completed_after_timeout: u64,
+}
+
+/// What lies outside a latency histogram's range (values above it are recorded at its top for
+/// the percentiles, and counted here with their true maximum).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Overflow {
+    /// Values above `range_max_ns`.
+    pub above: u64,
+    /// The histogram's highest trackable value, ns.
+    pub range_max_ns: u64,
+    /// The largest value recorded, ns, unclamped (0 when nothing was recorded).
+    pub true_max_ns: u64,
+}
+
+/// The whole run's counts of one target address (warm-up included), so that a failure on one
+/// address while another accepts is named.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TargetReport {
+    /// The address.
+    pub target: std::net::SocketAddr,
+    /// Attempts started to it.
+    pub attempts: u64,
+    /// Handshakes completed with it in time.
+    pub successes: u64,
+    /// Failed attempts by errno name.
+    pub failures: BTreeMap<String, u64>,
 }
 
 /// One second of the run (warm-up included, flagged).
@@ -56,6 +91,30 @@ pub struct TimelineRow {
     pub p50_ns: u64,
     /// 99th percentile of the same, ns.
     pub p99_ns: u64,
+    /// The largest handshake latency of this second, ns, unclamped (0 without successes).
+    pub max_ns: u64,
+    /// How much of this second lies inside the run's window (warm-up + duration), seconds:
+    /// 1.0 for a whole second, less for the last, partial one (counts in it cover only that
+    /// long: divide by it for a per-second rate), 0.0 for a drain second after the window
+    /// (no new starts; in-flight attempts ending).
+    pub length_secs: f64,
+}
+
+impl TimelineRow {
+    /// True for a second after the run's window: only the drain of attempts in flight.
+    pub fn is_drain(&self) -> bool {
+        self.length_secs <= 0.0
+    }
+
+    /// True for the last second of the window when it is shorter than a second.
+    pub fn is_partial(&self) -> bool {
+        self.length_secs > 0.0 && self.length_secs < 1.0
+    }
+
+    /// `count` per second of this row's length (`None` for a drain second).
+    pub fn per_sec(&self, count: u64) -> Option<f64> {
+        (self.length_secs > 0.0).then(|| count as f64 / self.length_secs)
+    }
 }
 
 /// One worker's share.
@@ -105,6 +164,9 @@ pub struct LoadReport {
     /// Failures after a completed handshake (reading `expect_bytes` or waiting for the server's
     /// FIN), by errno name; these attempts count as successes above.
     pub post_connect_failures: BTreeMap<String, u64>,
+    /// Measured handshakes that completed after their connect timeout (counted `ETIMEDOUT` in
+    /// `failures`).
+    pub completed_after_timeout: u64,
     /// Measured late starts.
     pub late: u64,
     /// Measured dropped starts (see [`Totals::dropped`]).
@@ -122,6 +184,15 @@ pub struct LoadReport {
     /// First-byte latency, ns: intended start → `expect_bytes` read (only with `expect_bytes`).
     #[serde(serialize_with = "summary_opt")]
     pub first_byte: Option<Histogram<u64>>,
+    /// Values above the handshake histogram's range (zero unless an invariant broke: a success
+    /// is at most two connect timeouts after its intended start, the range is three plus 1 s).
+    pub handshake_overflow: Overflow,
+    /// The same for the service histogram.
+    pub service_overflow: Overflow,
+    /// The same for the first-byte histogram (only with `expect_bytes`).
+    pub first_byte_overflow: Option<Overflow>,
+    /// Whole-run counts per target address, in `LoadConfig::targets` order.
+    pub per_target: Vec<TargetReport>,
     /// One row per second, warm-up included.
     pub timeline: Vec<TimelineRow>,
     /// Per worker, in CPU-list order.
@@ -140,6 +211,39 @@ impl LoadReport {
     /// Measured failures, all causes.
     pub fn failures_total(&self) -> u64 {
         self.failures.values().sum()
+    }
+
+    /// Moves `never_accepted` handshakes from successes to the failure class
+    /// [`NEVER_ACCEPTED`]: handshakes the client completed that the server's kernel never
+    /// turned into a connection (found by reconciling with the server's `Tcp.PassiveOpens`, see
+    /// `results::acceptance`). Applies to the whole-run totals; to the measured figures (and the
+    /// achieved rate) only when `measured_is_whole_run` (no warm-up: then every attempt is
+    /// measured), since the counters cannot tell warm-up handshakes apart. With a single target
+    /// its per-target counts move too. At most the successes there are move.
+    pub fn reclassify_never_accepted(&mut self, never_accepted: u64, measured_is_whole_run: bool) {
+        fn shift(successes: &mut u64, failures: &mut BTreeMap<String, u64>, n: u64) {
+            let n = n.min(*successes);
+            if n > 0 {
+                *successes -= n;
+                *failures.entry(NEVER_ACCEPTED.to_string()).or_insert(0) += n;
+            }
+        }
+        shift(
+            &mut self.total.successes,
+            &mut self.total.failures,
+            never_accepted,
+        );
+        if measured_is_whole_run {
+            shift(&mut self.successes, &mut self.failures, never_accepted);
+            self.achieved_per_sec = if self.measured_secs > 0.0 {
+                self.successes as f64 / self.measured_secs
+            } else {
+                0.0
+            };
+        }
+        if let [t] = self.per_target.as_mut_slice() {
+            shift(&mut t.successes, &mut t.failures, never_accepted);
+        }
     }
 
     /// Open loop: a warning when the generator did not keep its schedule in the measured window
@@ -235,6 +339,63 @@ fn summary_opt<S: Serializer>(h: &Option<Histogram<u64>>, s: S) -> Result<S::Ok,
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn report(successes: u64, warm: u64) -> LoadReport {
+        LoadReport {
+            close: CloseMode::Rst,
+            pattern: Pattern::Closed { concurrency: 1 },
+            measured_secs: 2.0,
+            offered_per_sec: None,
+            achieved_per_sec: successes as f64 / 2.0,
+            offered: successes,
+            attempts: successes,
+            successes,
+            failures: BTreeMap::new(),
+            post_connect_failures: BTreeMap::new(),
+            completed_after_timeout: 0,
+            late: 0,
+            dropped: 0,
+            dropped_in_flight_full: 0,
+            total: Totals {
+                attempts: successes + warm,
+                successes: successes + warm,
+                ..Totals::default()
+            },
+            handshake: Histogram::new(3).unwrap(),
+            service: Histogram::new(3).unwrap(),
+            first_byte: None,
+            handshake_overflow: Overflow::default(),
+            service_overflow: Overflow::default(),
+            first_byte_overflow: None,
+            per_target: vec![TargetReport {
+                target: "127.0.0.1:9".parse().unwrap(),
+                attempts: successes + warm,
+                successes: successes + warm,
+                failures: BTreeMap::new(),
+            }],
+            timeline: vec![],
+            workers: vec![],
+            interrupted: false,
+        }
+    }
+
+    #[test]
+    fn never_accepted_moves_from_successes_to_its_own_class() {
+        let mut r = report(10_000, 0);
+        r.reclassify_never_accepted(1132, true);
+        assert_eq!((r.successes, r.total.successes), (8868, 8868));
+        assert_eq!(r.failures[NEVER_ACCEPTED], 1132);
+        assert_eq!(r.total.failures[NEVER_ACCEPTED], 1132);
+        assert_eq!(r.per_target[0].successes, 8868);
+        assert_eq!(r.achieved_per_sec, 4434.0);
+        assert_eq!(r.successes + r.failures_total(), r.attempts);
+        // With a warm-up only the whole-run totals move; never below zero.
+        let mut r = report(100, 50);
+        r.reclassify_never_accepted(500, false);
+        assert_eq!((r.successes, r.total.successes), (100, 0));
+        assert_eq!(r.total.failures[NEVER_ACCEPTED], 150);
+        assert!(r.failures.is_empty());
+    }
 
     #[test]
     fn summary_has_every_percentile_and_the_max() {

@@ -6,14 +6,12 @@ use std::sync::atomic::AtomicBool;
 use std::sync::mpsc;
 use std::sync::{Condvar, Mutex};
 
-use hdrhistogram::Histogram;
-
 use crate::clock::now_ns;
 use crate::config::{LoadConfig, Pattern};
 use crate::error::LoadError;
 use crate::failures::Failures;
-use crate::report::{LoadReport, TimelineRow, Totals};
-use crate::stats::{Counters, Second};
+use crate::report::{LoadReport, TargetReport, TimelineRow, Totals};
+use crate::stats::{Counters, Latency, Second, TargetCounters};
 use crate::worker::{pin, Window, Worker, WorkerResult};
 
 const SEC: u64 = 1_000_000_000;
@@ -29,8 +27,11 @@ const START_DELAY_NS: u64 = 5_000_000;
 /// the totals match the kernel's counters exactly. `on_second` is called on the calling thread
 /// with each second of the run (warm-up included) once every worker has reported it; seconds at
 /// the end (drain, uneven worker ends) arrive after the workers end. When `stop` turns true the
-/// workers stop within one wake-up (at most one second), close what is in flight (counted
-/// `abandoned`) and the report is marked `interrupted`.
+/// workers stop within one loop turn (milliseconds even when overloaded: every turn does
+/// bounded work and checks the flag), settle what is in flight (see `Totals::abandoned`) and
+/// the report is marked `interrupted`. A run therefore ends by warm-up + duration + one
+/// connect timeout (+ the read phase's timeout with `expect_bytes` or `--close server`), or
+/// shortly after `stop`.
 ///
 /// Never installs signal handlers or changes rlimits (see [`crate::rlimit`]).
 ///
@@ -174,9 +175,10 @@ fn assemble(
     let mut total = Counters::default();
     let mut measured = Counters::default();
     let mut post = Failures::default();
-    let mut handshake: Option<Histogram<u64>> = None;
-    let mut service: Option<Histogram<u64>> = None;
-    let mut first_byte: Option<Histogram<u64>> = None;
+    let mut handshake: Option<Latency> = None;
+    let mut service: Option<Latency> = None;
+    let mut first_byte: Option<Latency> = None;
+    let mut per_target = vec![TargetCounters::default(); cfg.targets.len()];
     let interrupted = results.iter().any(|r| r.interrupted);
     let ended = results
         .iter()
@@ -191,6 +193,9 @@ fn assemble(
         merge(&mut handshake, r.handshake);
         merge(&mut service, r.service);
         merge(&mut first_byte, r.first_byte);
+        for (acc, t) in per_target.iter_mut().zip(&r.per_target) {
+            acc.add(t);
+        }
         workers.push(r.report);
     }
     let measured_ns = if interrupted {
@@ -201,7 +206,10 @@ fn assemble(
         duration_ns
     };
     let measured_secs = measured_ns as f64 / 1e9;
-    let empty = || crate::stats::latency_histogram(2);
+    let empty = || Latency::new(2);
+    let handshake = handshake.unwrap_or_else(empty);
+    let service = service.unwrap_or_else(empty);
+    let first_byte = cfg.expect_bytes.map(|_| first_byte.unwrap_or_else(empty));
     LoadReport {
         close: cfg.close,
         pattern: cfg.pattern,
@@ -220,6 +228,7 @@ fn assemble(
         successes: measured.successes,
         failures: measured.failures.to_map(),
         post_connect_failures: post.to_map(),
+        completed_after_timeout: measured.completed_late,
         late: measured.late,
         dropped: measured.dropped,
         dropped_in_flight_full: measured.dropped_full,
@@ -230,24 +239,35 @@ fn assemble(
             late: total.late,
             dropped: total.dropped,
             abandoned: total.abandoned,
+            completed_after_timeout: total.completed_late,
         },
-        handshake: handshake.unwrap_or_else(empty),
-        service: service.unwrap_or_else(empty),
-        first_byte: if cfg.expect_bytes.is_some() {
-            Some(first_byte.unwrap_or_else(empty))
-        } else {
-            None
-        },
+        handshake_overflow: handshake.overflow(),
+        service_overflow: service.overflow(),
+        first_byte_overflow: first_byte.as_ref().map(Latency::overflow),
+        handshake: handshake.hist,
+        service: service.hist,
+        first_byte: first_byte.map(|l| l.hist),
+        per_target: cfg
+            .targets
+            .iter()
+            .zip(per_target)
+            .map(|(&target, c)| TargetReport {
+                target,
+                attempts: c.attempts,
+                successes: c.successes,
+                failures: c.failures.to_map(),
+            })
+            .collect(),
         timeline,
         workers,
         interrupted,
     }
 }
 
-fn merge(into: &mut Option<Histogram<u64>>, h: Histogram<u64>) {
+fn merge(into: &mut Option<Latency>, h: Latency) {
     match into {
         // Same bounds on every worker: add cannot fail.
-        Some(acc) => acc.add(&h).expect("histograms with equal bounds add"),
+        Some(acc) => acc.add(&h),
         None => *into = Some(h),
     }
 }
@@ -258,7 +278,7 @@ struct SecondMerger {
     start_ns: u64,
     measure_ns: u64,
     end_ns: u64,
-    pending: BTreeMap<u64, (usize, Counters, Histogram<u64>)>,
+    pending: BTreeMap<u64, (usize, Counters, Latency)>,
 }
 
 impl SecondMerger {
@@ -279,8 +299,7 @@ impl SecondMerger {
                 .entry(s.t_secs)
                 .or_insert_with(|| (0, Counters::default(), s.handshake.clone()));
             if e.0 > 0 {
-                e.2.add(&s.handshake)
-                    .expect("histograms with equal bounds add");
+                e.2.add(&s.handshake);
             }
             e.0 += 1;
             e.1.add(&s.counters);
@@ -305,7 +324,7 @@ impl SecondMerger {
     }
 
     /// Emits a row, except a drain second after the end in which nothing happened.
-    fn emit(&self, t: u64, c: &Counters, h: &Histogram<u64>, emit: &mut dyn FnMut(TimelineRow)) {
+    fn emit(&self, t: u64, c: &Counters, h: &Latency, emit: &mut dyn FnMut(TimelineRow)) {
         let idle = c.attempts + c.successes + c.failures.total() + c.dropped == 0;
         if idle && self.start_ns + t * SEC >= self.end_ns {
             return;
@@ -313,7 +332,8 @@ impl SecondMerger {
         emit(self.row(t, c, h));
     }
 
-    fn row(&self, t: u64, c: &Counters, h: &Histogram<u64>) -> TimelineRow {
+    fn row(&self, t: u64, c: &Counters, l: &Latency) -> TimelineRow {
+        let h = &l.hist;
         let q = |p: f64| {
             if h.is_empty() {
                 0
@@ -321,6 +341,8 @@ impl SecondMerger {
                 h.value_at_percentile(p)
             }
         };
+        let row_start = self.start_ns.saturating_add(t.saturating_mul(SEC));
+        let length_secs = self.end_ns.saturating_sub(row_start).min(SEC) as f64 / 1e9;
         TimelineRow {
             t_secs: t,
             warmup: self.start_ns + t * SEC < self.measure_ns,
@@ -333,6 +355,8 @@ impl SecondMerger {
             dropped: c.dropped,
             p50_ns: q(50.0),
             p99_ns: q(99.0),
+            max_ns: l.max_ns,
+            length_secs,
         }
     }
 }

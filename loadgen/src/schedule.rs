@@ -8,6 +8,13 @@ use rand::{Rng, SeedableRng};
 
 use crate::config::Arrival;
 
+/// The highest total rate a schedule accepts, connections per second: one intended start per
+/// nanosecond, the resolution of the CLOCK_MONOTONIC time line the schedule is written in. Above
+/// it consecutive intended starts would fall on the same nanosecond. (No machine starts
+/// connections that fast; starts it cannot make are counted dropped, arithmetically — see
+/// [`Schedule::skip_before`].)
+pub const MAX_RATE_PER_SEC: f64 = 1e9;
+
 /// Intended start times of one worker, ascending, all before `end_ns`.
 #[derive(Debug)]
 pub struct Schedule {
@@ -71,7 +78,10 @@ impl Schedule {
     fn compute(&mut self, index: u64, prev_ns: u64) -> u64 {
         match &mut self.poisson {
             None => {
-                let slot = (self.worker + index * self.workers) as f64;
+                let slot = self
+                    .worker
+                    .saturating_add(index.saturating_mul(self.workers))
+                    as f64;
                 self.start_ns.saturating_add((slot * self.gap_ns) as u64)
             }
             Some(rng) => {
@@ -99,6 +109,65 @@ impl Schedule {
     /// How many intended starts were passed so far (started, dropped or skipped).
     pub fn taken(&self) -> u64 {
         self.index
+    }
+
+    /// Passes every intended start before `cutoff_ns` (and before the end) without starting it
+    /// and returns how many that was, in O(1): a generator that fell behind counts its dropped
+    /// starts by arithmetic, never one by one (at 1e9/s one by one would take longer than the
+    /// run).
+    ///
+    /// Uniform: exact (the count of this worker's slots `w + kN` in `[next, cutoff)`). Poisson:
+    /// the expected number of arrivals in that interval (`Δt / mean gap`, rounded, at least the
+    /// one due), and the next arrival is drawn afresh from `cutoff` (exponential gaps are
+    /// memoryless, so the schedule after the skip has the same law).
+    pub fn skip_before(&mut self, cutoff_ns: u64) -> u64 {
+        let cutoff = cutoff_ns.min(self.end_ns);
+        if self.next_ns >= cutoff {
+            return 0;
+        }
+        match self.poisson {
+            None => {
+                // Slot k (this worker's k-th) is due at start + (w + kN)·gap. Estimate the first
+                // k due at or after the cutoff, then correct the float estimate by stepping.
+                let offset = cutoff.saturating_sub(self.start_ns) as f64;
+                let est = ((offset / self.gap_ns - self.worker as f64) / self.workers as f64)
+                    .ceil()
+                    .max(self.index as f64);
+                let mut k = if est.is_finite() && est < u64::MAX as f64 / 2.0 {
+                    est as u64
+                } else {
+                    u64::MAX / 2
+                };
+                while k > self.index && self.compute(k - 1, 0) >= cutoff {
+                    k -= 1;
+                }
+                while self.compute(k, 0) < cutoff {
+                    k += 1;
+                }
+                let n = k - self.index;
+                self.index = k;
+                self.next_ns = self.compute(k, 0);
+                n
+            }
+            Some(_) => {
+                let mean = self.gap_ns * self.workers as f64;
+                let n = ((cutoff - self.next_ns) as f64 / mean).round().max(1.0);
+                let n = if n < u64::MAX as f64 / 2.0 {
+                    n as u64
+                } else {
+                    u64::MAX / 2
+                };
+                self.index = self.index.saturating_add(n);
+                self.next_ns = self.compute(self.index, cutoff);
+                n
+            }
+        }
+    }
+
+    /// Passes every intended start left before the end (see [`Self::skip_before`]); returns how
+    /// many.
+    pub fn skip_rest(&mut self) -> u64 {
+        self.skip_before(self.end_ns)
     }
 }
 
@@ -138,6 +207,54 @@ mod tests {
             merged.windows(2).all(|w| w[1] - w[0] == 1_000_000),
             "evenly spaced by 1 ms"
         );
+    }
+
+    /// Skipping by arithmetic agrees with walking the schedule one start at a time.
+    #[test]
+    fn uniform_skip_counts_exactly_what_walking_would() {
+        let sec = 1_000_000_000u64;
+        for (workers, rate) in [(1usize, 1000.0), (3, 1000.0), (2, 7.0), (4, 999_983.0)] {
+            for w in 0..workers {
+                for cutoff in [sec, sec + 1, sec + 123_456_789, 2 * sec - 1, 5 * sec] {
+                    let mut walk =
+                        Schedule::new(Arrival::Uniform, rate, w, workers, sec, 2 * sec, 1);
+                    let mut walked = 0;
+                    walk.advance(); // skipping starts from wherever the schedule is
+                    while walk.peek().is_some_and(|t| t < cutoff) {
+                        walk.advance();
+                        walked += 1;
+                    }
+                    let mut skip =
+                        Schedule::new(Arrival::Uniform, rate, w, workers, sec, 2 * sec, 1);
+                    skip.advance();
+                    assert_eq!(
+                        skip.skip_before(cutoff),
+                        walked,
+                        "{workers} {rate} {w} {cutoff}"
+                    );
+                    assert_eq!(skip.peek(), walk.peek());
+                    assert_eq!(skip.taken(), walk.taken());
+                }
+            }
+        }
+    }
+
+    /// At the highest rate a 30-day schedule is still skipped in one step, with the exact count.
+    #[test]
+    fn skipping_a_huge_schedule_is_instant_and_exact() {
+        let day = 86_400 * 1_000_000_000u64;
+        let mut s = Schedule::new(Arrival::Uniform, MAX_RATE_PER_SEC, 0, 1, 0, 30 * day, 1);
+        let t = std::time::Instant::now();
+        assert_eq!(s.skip_before(day), 86_400 * 1_000_000_000);
+        assert_eq!(s.peek(), Some(day));
+        assert_eq!(s.skip_rest(), 29 * 86_400 * 1_000_000_000);
+        assert_eq!(s.peek(), None);
+        assert!(t.elapsed() < std::time::Duration::from_millis(50));
+        let mut p = Schedule::new(Arrival::Poisson, 1e6, 0, 2, 0, day, 1);
+        let n = p.skip_before(day / 2);
+        // Expected 43_200 s × 5e5/s per worker, counted from the first arrival (a few µs in).
+        assert!((21_599_999_000..=21_600_000_000).contains(&n), "{n}");
+        assert!(p.peek().is_some_and(|t| t >= day / 2));
     }
 
     #[test]

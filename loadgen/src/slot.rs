@@ -36,6 +36,8 @@ pub struct Slot {
     pub phase: Phase,
     /// Intended start inside the measured window.
     pub measured: bool,
+    /// Index of its target in `LoadConfig::targets`.
+    pub target: u32,
     prev: u32,
     next: u32,
 }
@@ -62,6 +64,7 @@ impl Slab {
                 read: 0,
                 phase: Phase::Free,
                 measured: false,
+                target: 0,
                 prev: NIL,
                 next: NIL,
             })

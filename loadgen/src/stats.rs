@@ -23,8 +23,12 @@ pub struct Counters {
     pub dropped: u64,
     /// The part of `dropped` that found every in-flight slot busy (the `max_in_flight` bound).
     pub dropped_full: u64,
-    /// In flight when interrupted.
+    /// In flight when interrupted, still without an answer (counted as `ECANCELED` failures).
     pub abandoned: u64,
+    /// Handshakes that completed, but after the attempt's connect timeout (measured from its
+    /// socket(2) call): counted as `ETIMEDOUT` failures, never as successes. The server side did
+    /// complete them, so they are handshakes when reconciling with the server's counters.
+    pub completed_late: u64,
 }
 
 impl Counters {
@@ -38,14 +42,91 @@ impl Counters {
         self.dropped += o.dropped;
         self.dropped_full += o.dropped_full;
         self.abandoned += o.abandoned;
+        self.completed_late += o.completed_late;
     }
 }
 
-/// A latency histogram in ns, 3 significant digits, from 1 ns to `high_ns` (values above are
-/// recorded as `high_ns`, so a stall is never silently lost).
+/// One target address's whole-run counts on one worker (preallocated, one per target).
+#[derive(Debug, Clone, Default)]
+pub struct TargetCounters {
+    /// Attempts started to it.
+    pub attempts: u64,
+    /// Handshakes completed in time.
+    pub successes: u64,
+    /// Failures by errno.
+    pub failures: Failures,
+}
+
+impl TargetCounters {
+    /// Adds another set.
+    pub fn add(&mut self, o: &TargetCounters) {
+        self.attempts += o.attempts;
+        self.successes += o.successes;
+        self.failures.add(&o.failures);
+    }
+}
+
+/// A latency histogram in ns, 3 significant digits, from 1 ns to `high_ns`. Use it through
+/// [`Latency`], which counts values above `high_ns` instead of clamping them silently.
 pub fn latency_histogram(high_ns: u64) -> Histogram<u64> {
     Histogram::new_with_bounds(1, high_ns.max(2), 3)
         .expect("valid histogram bounds: 1 <= 2 <= high")
+}
+
+/// A latency histogram (ns) plus what it cannot hold: values above its range are recorded at the
+/// top of the range (so percentiles stay defined) **and** counted in `above`, and the true
+/// maximum is kept in `max_ns`. No allocation per value.
+#[derive(Debug, Clone)]
+pub struct Latency {
+    /// The histogram, 1 ns ..= its `high()`.
+    pub hist: Histogram<u64>,
+    /// Values above `hist.high()`.
+    pub above: u64,
+    /// The largest value recorded, ns, unclamped (0 when empty).
+    pub max_ns: u64,
+}
+
+impl Latency {
+    /// An empty histogram from 1 ns to `high_ns`.
+    pub fn new(high_ns: u64) -> Latency {
+        Latency {
+            hist: latency_histogram(high_ns),
+            above: 0,
+            max_ns: 0,
+        }
+    }
+
+    /// Records `v` ns (values below 1 ns are recorded as 1 ns).
+    #[inline]
+    pub fn record(&mut self, v: u64) {
+        let v = v.max(1);
+        if v > self.hist.high() {
+            self.above += 1;
+        }
+        self.max_ns = self.max_ns.max(v);
+        self.hist.saturating_record(v);
+    }
+
+    /// Adds another one with the same range.
+    ///
+    /// # Panics
+    /// If the ranges differ (every worker uses the same one).
+    pub fn add(&mut self, o: &Latency) {
+        self.hist
+            .add(&o.hist)
+            .expect("histograms with equal bounds add");
+        self.above += o.above;
+        self.max_ns = self.max_ns.max(o.max_ns);
+    }
+
+    /// What lies outside the range, for reports.
+    pub fn overflow(&self) -> crate::report::Overflow {
+        crate::report::Overflow {
+            above: self.above,
+            range_max_ns: self.hist.high(),
+            true_max_ns: self.max_ns,
+        }
+    }
 }
 
 /// One worker's one second, sent to the coordinator once per second (never per connection).
@@ -56,5 +137,29 @@ pub struct Second {
     /// Counts of this second.
     pub counters: Counters,
     /// Handshake latencies of this second's successes, ns.
-    pub handshake: Histogram<u64>,
+    pub handshake: Latency,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Values outside a histogram: a 6 s stall in a histogram that ends at 4.001 s is counted
+    /// above the range and its true value kept, never clamped silently.
+    #[test]
+    fn values_above_the_range_are_counted_and_the_true_max_kept() {
+        let mut l = Latency::new(4_001_000_000);
+        l.record(50_000);
+        l.record(6_000_000_000);
+        l.record(7_500_000_000);
+        assert_eq!(l.above, 2);
+        assert_eq!(l.max_ns, 7_500_000_000);
+        assert_eq!(l.hist.len(), 3);
+        let mut m = Latency::new(4_001_000_000);
+        m.record(8_000_000_000);
+        m.add(&l);
+        let o = m.overflow();
+        assert_eq!((o.above, o.true_max_ns), (3, 8_000_000_000));
+        assert!(o.range_max_ns >= 4_001_000_000 && o.range_max_ns < 8_000_000_000);
+    }
 }

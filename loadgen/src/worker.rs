@@ -14,7 +14,6 @@ use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
 
-use hdrhistogram::Histogram;
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
 use nix::sys::time::TimeSpec;
@@ -28,7 +27,7 @@ use crate::failures::Failures;
 use crate::report::LoadWorkerReport;
 use crate::schedule::Schedule;
 use crate::slot::Slab;
-use crate::stats::{latency_histogram, Counters, Second};
+use crate::stats::{Counters, Latency, Second, TargetCounters};
 
 /// Below this distance to the next deadline the worker polls with a zero timeout instead of arming
 /// its timerfd, ns.
@@ -60,11 +59,13 @@ pub struct WorkerResult {
     /// Measured post-handshake failures.
     pub post_connect: Failures,
     /// Measured handshake latency, ns.
-    pub handshake: Histogram<u64>,
+    pub handshake: Latency,
     /// Measured service latency, ns.
-    pub service: Histogram<u64>,
+    pub service: Latency,
     /// Measured first-byte latency, ns.
-    pub first_byte: Histogram<u64>,
+    pub first_byte: Latency,
+    /// Whole-run counts per target, in `LoadConfig::targets` order.
+    pub per_target: Vec<TargetCounters>,
     /// CPU and totals of this worker.
     pub report: LoadWorkerReport,
     /// The stop flag ended it.
@@ -83,9 +84,11 @@ pub struct Worker<'a> {
     pub(crate) slab: Slab,
     pub(crate) schedule: Option<Schedule>,
     pub(crate) index: usize,
-    pub(crate) domain: Domain,
+    pub(crate) domains: Vec<Domain>,
     pub(crate) targets: Vec<SockAddr>,
-    pub(crate) sources: Vec<SockAddr>,
+    pub(crate) sources_v4: Vec<SockAddr>,
+    pub(crate) sources_v6: Vec<SockAddr>,
+    pub(crate) per_target: Vec<TargetCounters>,
     pub(crate) rr: usize,
     pub(crate) needs_read: bool,
     pub(crate) timeout_ns: u64,
@@ -94,10 +97,10 @@ pub struct Worker<'a> {
     pub(crate) measured: Counters,
     pub(crate) second: Counters,
     pub(crate) post_connect: Failures,
-    pub(crate) handshake: Histogram<u64>,
-    pub(crate) service: Histogram<u64>,
-    pub(crate) first_byte: Histogram<u64>,
-    pub(crate) sec_handshake: Histogram<u64>,
+    pub(crate) handshake: Latency,
+    pub(crate) service: Latency,
+    pub(crate) first_byte: Latency,
+    pub(crate) sec_handshake: Latency,
     pub(crate) high_ns: u64,
 }
 
@@ -161,13 +164,15 @@ impl<'a> Worker<'a> {
             slab: Slab::new(cfg.slots_for(index)),
             schedule: None,
             index,
-            domain: Domain::for_address(cfg.targets[0]),
-            targets: cfg.targets.iter().map(|&t| SockAddr::from(t)).collect(),
-            sources: cfg
-                .sources
+            domains: cfg
+                .targets
                 .iter()
-                .map(|&ip| SockAddr::from(std::net::SocketAddr::new(ip, 0)))
+                .map(|&t| Domain::for_address(t))
                 .collect(),
+            targets: cfg.targets.iter().map(|&t| SockAddr::from(t)).collect(),
+            sources_v4: sources(cfg, true),
+            sources_v6: sources(cfg, false),
+            per_target: vec![TargetCounters::default(); cfg.targets.len()],
             rr: index,
             needs_read: cfg.expect_bytes.is_some() || cfg.close == CloseMode::Server,
             timeout_ns,
@@ -176,10 +181,10 @@ impl<'a> Worker<'a> {
             measured: Counters::default(),
             second: Counters::default(),
             post_connect: Failures::default(),
-            handshake: latency_histogram(high_ns),
-            service: latency_histogram(high_ns),
-            first_byte: latency_histogram(high_ns),
-            sec_handshake: latency_histogram(high_ns),
+            handshake: Latency::new(high_ns),
+            service: Latency::new(high_ns),
+            first_byte: Latency::new(high_ns),
+            sec_handshake: Latency::new(high_ns),
             high_ns,
         })
     }
@@ -214,6 +219,9 @@ impl<'a> Worker<'a> {
         let mut next_tick = self.win.start_ns + SEC;
         let mut interrupted = false;
         let mut rest_dropped = false;
+        // Every turn checks the stop flag and does bounded work: at most the events capacity,
+        // START_BUDGET starts, EXPIRE_BUDGET expiries, and O(1) for any number of dropped
+        // starts (counted by arithmetic, Schedule::skip_before).
         // One turn: flush finished seconds; wait (timerfd / zero timeout) and handle readiness
         // events; then expire deadlines; then start due attempts. Events come before timeouts, so
         // a completion that is already reported is never taken for a timeout, and every step is
@@ -261,15 +269,25 @@ impl<'a> Worker<'a> {
                 }
             }
             let now = now_ns();
+            // A second that ended while waiting is sent before this turn's starts are counted,
+            // so each start lands in the second it was made in.
+            while now >= next_tick {
+                self.flush_second(next_tick, tx);
+                next_tick += SEC;
+            }
             self.expire(now);
             if now < self.win.end_ns {
                 self.start_due(now);
             }
         }
-        let ended = now_ns();
         if interrupted {
-            self.abandon_all();
+            // Starts that fell due before the stop and were never made are dropped (so offered
+            // = attempts + dropped still holds); those not yet due were never offered.
+            let now = now_ns();
+            self.drop_before(now.saturating_add(1), false);
+            self.abandon_all(now);
         }
+        let ended = now_ns();
         self.flush_second(next_tick, tx);
         let (user1, sys1) = thread_cpu_ns();
         let run1 = crate::clock::thread_run_ns();
@@ -290,6 +308,7 @@ impl<'a> Worker<'a> {
             handshake: self.handshake,
             service: self.service,
             first_byte: self.first_byte,
+            per_target: self.per_target,
             interrupted,
             ended_ns: ended,
         }
@@ -337,7 +356,7 @@ impl<'a> Worker<'a> {
     fn flush_second(&mut self, tick_end: u64, tx: &Sender<Second>) {
         let t_secs = (tick_end - SEC).saturating_sub(self.win.start_ns) / SEC;
         let counters = std::mem::take(&mut self.second);
-        let fresh = latency_histogram(self.high_ns);
+        let fresh = Latency::new(self.high_ns);
         let handshake = std::mem::replace(&mut self.sec_handshake, fresh);
         // The receiver lives until every worker has ended; a send error cannot happen.
         let _ = tx.send(Second {
@@ -346,6 +365,15 @@ impl<'a> Worker<'a> {
             handshake,
         });
     }
+}
+
+/// The config's sources of one family as socket addresses with port 0.
+fn sources(cfg: &LoadConfig, v4: bool) -> Vec<SockAddr> {
+    cfg.sources
+        .iter()
+        .filter(|ip| ip.is_ipv4() == v4)
+        .map(|&ip| SockAddr::from(std::net::SocketAddr::new(ip, 0)))
+        .collect()
 }
 
 trait RawTimer {

@@ -16,6 +16,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod acceptance;
 pub mod compare;
 pub mod histogram;
 pub mod hlog;

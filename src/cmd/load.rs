@@ -1,10 +1,12 @@
 //! `connstorm load`: open connections to one or more servers at an intended rate (open loop) or a
 //! fixed concurrency (closed loop) and report connections per minute and handshake latency.
 //!
-//! Exit codes: 0 the run completed (some attempts may have failed: see the report); 1 the run
-//! could not run; 2 bad input (including a CPU this process may not use); 3 the run completed
-//! but no attempt of the whole run succeeded: every attempt failed (e.g. nothing listens on the
-//! target) or none could start (every scheduled start was dropped).
+//! Exit codes: 0 the run completed (some attempts may have failed: see the report); 1 a
+//! run-time failure; 2 bad input, refused before anything is created (including a CPU this
+//! process may not use, a rate above 1e9/s, a duration under 10 ms); 3 the run completed but no
+//! attempt of the whole run succeeded: every attempt failed (e.g. nothing listens on the
+//! target), none could start, or none was accepted by the server; 128+signo (130 SIGINT, 143
+//! SIGTERM) interrupted by a signal, after the report was printed.
 
 use std::io::{IsTerminal, Write};
 use std::net::{IpAddr, SocketAddr};
@@ -13,8 +15,10 @@ use std::time::Duration;
 
 use anyhow::Context;
 use loadgen::{
-    Arrival, CloseMode, HistogramSummary, LoadConfig, LoadError, LoadReport, Pattern, TimelineRow,
+    Arrival, CloseMode, HistogramSummary, LoadConfig, LoadError, LoadReport, Overflow, Pattern,
+    TimelineRow,
 };
+use results::acceptance::{Acceptance, Exactness};
 
 use crate::cli::bad_input;
 use crate::units::{parse_cpus, parse_duration, parse_positive_duration, parse_rate};
@@ -24,23 +28,29 @@ const MAX_SOURCES: u128 = 65_536;
 
 /// Options of `connstorm load`.
 ///
-/// Exit codes: 0 completed; 1 could not run; 2 bad input; 3 completed but every attempt failed
-/// or none could start.
+/// Exit codes: 0 completed; 1 run-time failure; 2 bad input; 3 completed but nothing succeeded
+/// (all failed, none could start, or none was accepted); 128+signo interrupted by a signal after
+/// the report.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Servers to connect to: HOST:PORT, comma-separated (IPv6 as `[::1]:9000`); attempts go
-    /// round-robin over them.
-    #[arg(long, value_delimiter = ',', required = true, value_parser = parse_target)]
-    pub target: Vec<SocketAddr>,
+    /// Servers to connect to: HOST:PORT, comma-separated (IPv6 as `[::1]:9000`). A name is
+    /// resolved to every address it has (`localhost` → 127.0.0.1 and ::1), and all of them are
+    /// used and printed; IPv4 and IPv6 may be mixed. Attempts go round-robin over the addresses.
+    #[arg(long, value_delimiter = ',', required = true, value_parser = parse_target_item)]
+    pub target: Vec<Targets>,
+    /// Use only the target addresses of this family: `4` (IPv4) or `6` (IPv6). Default: all.
+    #[arg(long, value_enum)]
+    pub family: Option<Family>,
     /// Open loop: offered rate for the whole run, e.g. `20k/s`, `2000/s`, `1M/min`; attempts start
     /// at scheduled times whatever the server does, and latency counts from the scheduled time.
-    /// Default 1000/s when neither --rate nor --concurrency is given.
+    /// At most 1000M/s (one start per ns, the schedule's resolution); starts the machine cannot
+    /// make are counted as dropped. Default 1000/s when neither --rate nor --concurrency is given.
     #[arg(long, value_parser = parse_rate, conflicts_with = "concurrency", allow_hyphen_values = true)]
     pub rate: Option<f64>,
     /// Closed loop: this many attempts always in flight (split over the workers; >= 1).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub concurrency: Option<u32>,
-    /// Measured part of the run, e.g. `30s`, `2m`.
+    /// Measured part of the run, e.g. `30s`, `2m` (10 ms to 30 days).
     #[arg(long, default_value = "10s", value_parser = parse_positive_duration)]
     pub duration: Duration,
     /// Run before the measured part (excluded from the measured numbers), e.g. `2s`; `0s` for none.
@@ -86,6 +96,21 @@ pub struct Args {
     pub format: Format,
 }
 
+/// One `--target` item: every address its name resolves to, in the resolver's order.
+#[derive(Debug, Clone)]
+pub struct Targets(pub Vec<SocketAddr>);
+
+/// `--family`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Family {
+    /// IPv4 only.
+    #[value(name = "4")]
+    V4,
+    /// IPv6 only.
+    #[value(name = "6")]
+    V6,
+}
+
 /// `--cpus`: ascending CPU ids.
 #[derive(Debug, Clone)]
 pub struct CpuList(pub Vec<usize>);
@@ -123,8 +148,64 @@ pub enum Format {
     Json,
 }
 
-fn parse_target(s: &str) -> Result<SocketAddr, String> {
-    crate::units::parse_target(s)
+/// Resolves one `HOST:PORT` to every address it has (getaddrinfo(3) through the std resolver,
+/// so /etc/hosts and nsswitch apply). Port 0 is refused.
+fn parse_target_item(s: &str) -> Result<Targets, String> {
+    use std::net::ToSocketAddrs;
+    let mut addrs: Vec<SocketAddr> = s
+        .trim()
+        .to_socket_addrs()
+        .map_err(|e| {
+            format!(
+                "invalid target {s:?} ({e}): write HOST:PORT, e.g. `127.0.0.1:9000`, `[::1]:9000` or `localhost:9000`"
+            )
+        })?
+        .collect();
+    let mut seen = std::collections::HashSet::new();
+    addrs.retain(|a| seen.insert(*a));
+    let Some(first) = addrs.first() else {
+        return Err(format!(
+            "target {s:?} resolves to no address: give HOST:PORT of the server"
+        ));
+    };
+    if first.port() == 0 {
+        return Err(format!(
+            "target {s:?} has port 0, which nothing listens on: give the server's port"
+        ));
+    }
+    Ok(Targets(addrs))
+}
+
+/// Every resolved address of every `--target` item, in order, without repeats, restricted to
+/// `family`.
+///
+/// # Errors
+/// Bad input when the family leaves no address.
+fn targets(items: &[Targets], family: Option<Family>) -> anyhow::Result<Vec<SocketAddr>> {
+    let mut seen = std::collections::HashSet::new();
+    let all: Vec<SocketAddr> = items
+        .iter()
+        .flat_map(|t| t.0.iter().copied())
+        .filter(|a| seen.insert(*a))
+        .collect();
+    let kept: Vec<SocketAddr> = all
+        .iter()
+        .copied()
+        .filter(|a| match family {
+            Some(Family::V4) => a.is_ipv4(),
+            Some(Family::V6) => a.is_ipv6(),
+            None => true,
+        })
+        .collect();
+    if kept.is_empty() {
+        let list: Vec<String> = all.iter().map(ToString::to_string).collect();
+        return Err(bad_input(format!(
+            "--family {} leaves no target address (the targets resolve to {}): give a target of that family or drop --family",
+            if family == Some(Family::V4) { 4 } else { 6 },
+            list.join(", ")
+        )));
+    }
+    Ok(kept)
 }
 
 /// One `--source` item: an address or an inclusive range `A-B` of one family.
@@ -198,12 +279,9 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         );
         bar
     });
-    let offered = match cfg.pattern {
-        Pattern::Open { rate_per_sec, .. } => Some(rate_per_sec),
-        Pattern::Closed { .. } => None,
-    };
+    let open_loop = matches!(cfg.pattern, Pattern::Open { .. });
     let mut on_second = |row: &TimelineRow| {
-        let line = second_line(row, offered);
+        let line = second_line(row, open_loop);
         match &bar {
             Some(b) => {
                 b.println(&line);
@@ -212,13 +290,28 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             None => eprintln!("{line}"),
         }
     };
-    let report = loadgen::run(&cfg, &stop, &mut on_second).map_err(|e| match e {
+    // The kernel's counters of the targets' namespace: readable from here only when every target
+    // is a loopback address (then it is this process's own namespace).
+    let local = cfg.targets.iter().all(|t| t.ip().is_loopback());
+    let before = local.then(read_counters).flatten();
+    let mut report = loadgen::run(&cfg, &stop, &mut on_second).map_err(|e| match e {
         LoadError::Config(_) | LoadError::Pin { .. } => bad_input(e.to_string()),
         e => anyhow::Error::new(e).context("running the load"),
     })?;
     if let Some(b) = bar {
         b.finish_and_clear();
     }
+    let kernel = before.and_then(|before| {
+        let delta = read_counters()?.delta(&before).to_map();
+        let active = delta.get("Tcp.ActiveOpens").copied().unwrap_or(0);
+        // Private: nothing but this run opens connections here (only `lo` in the namespace, and
+        // no more SYNs sent than our attempts).
+        let private = only_loopback_interface() && active <= report.total.attempts as i64;
+        let handshakes = report.total.successes + report.total.completed_after_timeout;
+        let acceptance = results::acceptance::reconcile(handshakes, &delta, private);
+        report.reclassify_never_accepted(acceptance.never_accepted, cfg.warmup.is_zero());
+        Some(Kernel { delta, acceptance })
+    });
     let warnings: Vec<String> = report.schedule_warning().into_iter().collect();
     let mut out = std::io::stdout().lock();
     match args.format {
@@ -227,6 +320,9 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
                 cpm: report.cpm(),
                 port_budget: budget.as_ref().ok(),
                 warnings: &warnings,
+                targets_local: local,
+                kernel_counters: kernel.as_ref().map(|k| &k.delta),
+                acceptance: kernel.as_ref().map(|k| &k.acceptance),
                 report: &report,
             })?;
             writeln!(out, "{json}")?;
@@ -234,15 +330,50 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
                 eprintln!("connstorm load: WARNING: {w}");
             }
         }
-        Format::Text => write_text(&mut out, &report, &warnings)?,
+        Format::Text => {
+            write_text(&mut out, &report, &warnings)?;
+            write_kernel(&mut out, kernel.as_ref(), local, report.total.successes)?;
+        }
     }
     out.flush()?;
     Ok(exit_code(&report))
 }
 
-/// 3 when no attempt of the whole run succeeded (all failed, or none could start), else 0.
+/// The counter deltas of the targets' namespace over the run and what they say about acceptance.
+struct Kernel {
+    delta: std::collections::BTreeMap<String, i64>,
+    acceptance: Acceptance,
+}
+
+fn read_counters() -> Option<tuning::counters::Snapshot> {
+    match tuning::counters::Snapshot::read(Path::new(tuning::counters::DEFAULT_NET_DIR)) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            eprintln!("connstorm load: warning: cannot read the kernel's TCP counters ({e}); server-side acceptance unknown");
+            None
+        }
+    }
+}
+
+/// True when this network namespace has no interface but `lo` (/proc/thread-self/net/dev): then
+/// no connection can come from outside it.
+fn only_loopback_interface() -> bool {
+    std::fs::read_to_string("/proc/thread-self/net/dev").is_ok_and(|t| {
+        t.lines()
+            .skip(2)
+            .filter_map(|l| l.split_once(':').map(|(n, _)| n.trim().to_string()))
+            .all(|n| n == "lo")
+    })
+}
+
+/// The exit code table (README): 128+signo when a signal interrupted the run (the report was
+/// printed first); 3 when no attempt of the whole run succeeded (all failed, none could start,
+/// or none was accepted by the server) or nothing was measured; else 0.
 fn exit_code(report: &LoadReport) -> i32 {
-    if report.total.successes == 0 {
+    if report.interrupted {
+        return 128 + crate::signals::received().unwrap_or(libc::SIGINT);
+    }
+    if report.total.successes == 0 || report.attempts + report.dropped == 0 {
         3
     } else {
         0
@@ -256,11 +387,19 @@ struct JsonReport<'a> {
     port_budget: Option<&'a loadgen::ports::PortBudget>,
     /// The same WARNING lines as the text report (e.g. the generator fell behind its schedule).
     warnings: &'a [String],
+    /// Every target is a loopback address, so the kernel counters below are the server's too.
+    targets_local: bool,
+    /// Δ of every kernel TCP counter of this namespace over the run (only when `targets_local`).
+    kernel_counters: Option<&'a std::collections::BTreeMap<String, i64>>,
+    /// Client handshakes vs the server's passive opens (only when `targets_local`; `null` means
+    /// server-side acceptance is unknown from here).
+    acceptance: Option<&'a Acceptance>,
     #[serde(flatten)]
     report: &'a LoadReport,
 }
 
 fn config(args: &Args, nofile: u64) -> anyhow::Result<LoadConfig> {
+    let targets = targets(&args.target, args.family)?;
     let pattern = match (args.rate, args.concurrency) {
         (_, Some(c)) => Pattern::Closed { concurrency: c },
         (rate, None) => Pattern::Open {
@@ -300,10 +439,21 @@ fn config(args: &Args, nofile: u64) -> anyhow::Result<LoadConfig> {
             )));
         }
     }
+    let allowed = allowed_cpus().context("reading this process's CPU affinity")?;
     let cpus = match &args.cpus {
         Some(c) => c.0.clone(),
-        None => allowed_cpus().context("reading this process's CPU affinity")?,
+        None => allowed.clone(),
     };
+    // sched_setaffinity(2) on a thread checks the cpuset, not this process's affinity mask
+    // (taskset), so a CPU outside the mask would be pinned to without complaint: refuse it here,
+    // with the same words as `connstorm server`.
+    if let Some(cpu) = cpus.iter().find(|c| !allowed.contains(c)) {
+        return Err(bad_input(format!(
+            "CPU {cpu} is offline, absent or not allowed for this process (usable CPUs: {}): \
+             pick CPUs from that list",
+            tuning::cpulist::format(&allowed)
+        )));
+    }
     let mut seen = std::collections::HashSet::new();
     let sources: Vec<IpAddr> = args
         .source
@@ -321,7 +471,7 @@ fn config(args: &Args, nofile: u64) -> anyhow::Result<LoadConfig> {
         }
     }
     let cfg = LoadConfig {
-        targets: args.target.clone(),
+        targets,
         pattern,
         duration: args.duration,
         warmup: args.warmup,
@@ -412,21 +562,45 @@ fn plan_line(cfg: &LoadConfig) -> String {
     )
 }
 
-fn second_line(row: &TimelineRow, offered: Option<f64>) -> String {
-    let offered = match offered {
-        Some(_) => format!("offered {}/s", row.offered),
-        None => format!("started {}/s", row.attempts),
+/// One per-second line. Counts are per second of the row's real length: the last, partial
+/// second of the window is scaled to /s and marked; a drain second after the window (no new
+/// starts) shows counts, not rates. Closed loop says "started", open loop "offered".
+fn second_line(row: &TimelineRow, open_loop: bool) -> String {
+    let lat = if row.successes == 0 {
+        "handshake p50 - p99 -".to_string()
+    } else {
+        format!(
+            "handshake p50 {} p99 {}",
+            fmt_ns(row.p50_ns),
+            fmt_ns(row.p99_ns)
+        )
     };
+    if row.is_drain() {
+        return format!(
+            "t={:>4}s drain (after the run, no new starts): {} completed, {} failed, {} dropped (due before the end, never started) {lat}",
+            row.t_secs, row.successes, row.failures, row.dropped
+        );
+    }
+    let rate = |n: u64| format!("{:.0}/s", row.per_sec(n).unwrap_or(0.0));
+    let started = if open_loop {
+        format!("offered {}", rate(row.offered))
+    } else {
+        format!("started {}", rate(row.attempts))
+    };
+    let mut marks = String::new();
+    if row.is_partial() {
+        marks += &format!(" (partial second: {:.3} s, scaled to /s)", row.length_secs);
+    }
+    if row.warmup {
+        marks += " (warm-up)";
+    }
     format!(
-        "t={:>4}s {offered} achieved {}/s errors {} late {} dropped {} handshake p50 {} p99 {}{}",
+        "t={:>4}s {started} achieved {} errors {} late {} dropped {} {lat}{marks}",
         row.t_secs,
-        row.successes,
-        row.failures,
-        row.late,
-        row.dropped,
-        fmt_ns(row.p50_ns),
-        fmt_ns(row.p99_ns),
-        if row.warmup { " (warm-up)" } else { "" }
+        rate(row.successes),
+        rate(row.failures),
+        rate(row.late),
+        rate(row.dropped),
     )
 }
 
@@ -483,6 +657,13 @@ fn write_text(out: &mut dyn Write, r: &LoadReport, warnings: &[String]) -> std::
         r.late,
         r.dropped
     )?;
+    if r.completed_after_timeout > 0 {
+        writeln!(
+            out,
+            "               {} handshakes completed only after --connect-timeout (the generator saw them late, e.g. it was stopped or starved): counted ETIMEDOUT, not successes",
+            r.completed_after_timeout
+        )?;
+    }
     for w in warnings {
         writeln!(out, "  WARNING: {w}")?;
     }
@@ -491,17 +672,22 @@ fn write_text(out: &mut dyn Write, r: &LoadReport, warnings: &[String]) -> std::
         "handshake (scheduled start -> connected)",
         &HistogramSummary::of(&r.handshake),
     )?;
+    write_overflow(out, &r.handshake_overflow)?;
     write_hist(
         out,
         "service   (socket() -> connected)       ",
         &HistogramSummary::of(&r.service),
     )?;
+    write_overflow(out, &r.service_overflow)?;
     if let Some(fb) = &r.first_byte {
         write_hist(
             out,
             "first byte (scheduled start -> N bytes)  ",
             &HistogramSummary::of(fb),
         )?;
+    }
+    if let Some(o) = &r.first_byte_overflow {
+        write_overflow(out, o)?;
     }
     if r.failures.is_empty() {
         writeln!(out, "  failures:    none")?;
@@ -531,14 +717,16 @@ fn write_text(out: &mut dyn Write, r: &LoadReport, warnings: &[String]) -> std::
     let t = &r.total;
     writeln!(
         out,
-        "  whole run incl. warm-up: {} attempts, {} succeeded, {} failed, {} late, {} dropped, {} abandoned",
+        "  whole run incl. warm-up: {} attempts, {} succeeded, {} failed, {} late, {} dropped, {} abandoned, {} completed after the timeout",
         t.attempts,
         t.successes,
         t.failures.values().sum::<u64>(),
         t.late,
         t.dropped,
-        t.abandoned
+        t.abandoned,
+        t.completed_after_timeout
     )?;
+    write_targets(out, r)?;
     for w in &r.workers {
         let per = |ns: u64| {
             ns.checked_div(w.attempts)
@@ -546,7 +734,7 @@ fn write_text(out: &mut dyn Write, r: &LoadReport, warnings: &[String]) -> std::
         };
         writeln!(
             out,
-            "  worker cpu {:>3}: {} attempts, {} ok, on CPU {:.3} s ({}/attempt, exact); user {:.3} s ({}/attempt) sys {:.3} s ({}/attempt) by tick samples",
+            "  worker cpu {:>3}: {} attempts, {} handshakes in time, on CPU {:.3} s ({}/attempt, exact); user {:.3} s ({}/attempt) sys {:.3} s ({}/attempt) by tick samples",
             w.cpu,
             w.attempts,
             w.successes,
@@ -561,7 +749,155 @@ fn write_text(out: &mut dyn Write, r: &LoadReport, warnings: &[String]) -> std::
     Ok(())
 }
 
+/// "N samples above X; true max Y" when a histogram could not hold every value.
+fn write_overflow(out: &mut dyn Write, o: &Overflow) -> std::io::Result<()> {
+    if o.above == 0 {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "    {} samples above {} (the histogram's range; recorded at its top for the percentiles); true max {}",
+        o.above,
+        fmt_ns(o.range_max_ns),
+        fmt_ns(o.true_max_ns)
+    )
+}
+
+/// Per target address (whole run), and each failure cause seen on one address while another
+/// accepted, said in words.
+fn write_targets(out: &mut dyn Write, r: &LoadReport) -> std::io::Result<()> {
+    if r.per_target.len() < 2 {
+        return Ok(());
+    }
+    writeln!(out, "  per target address (whole run):")?;
+    for t in &r.per_target {
+        let fails: Vec<String> = t.failures.iter().map(|(k, v)| format!("{v} {k}")).collect();
+        writeln!(
+            out,
+            "    {:<24} {} attempts, {} succeeded{}",
+            t.target.to_string(),
+            t.attempts,
+            t.successes,
+            if fails.is_empty() {
+                String::new()
+            } else {
+                format!(", failed: {}", fails.join(", "))
+            }
+        )?;
+    }
+    let accepting: Vec<String> = r
+        .per_target
+        .iter()
+        .filter(|t| t.successes > 0)
+        .map(|t| t.target.to_string())
+        .collect();
+    for t in r.per_target.iter().filter(|t| !t.failures.is_empty()) {
+        let others: Vec<&String> = accepting
+            .iter()
+            .filter(|a| **a != t.target.to_string())
+            .collect();
+        if others.is_empty() {
+            continue;
+        }
+        for (cause, n) in &t.failures {
+            writeln!(
+                out,
+                "  NOTE: {cause} on {} ({n} of {} attempts) while {} accepts",
+                t.target,
+                t.attempts,
+                others
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// The kernel counters of the targets' namespace and the acceptance reconciliation, or why they
+/// are unknown from here.
+fn write_kernel(
+    out: &mut dyn Write,
+    k: Option<&Kernel>,
+    local: bool,
+    successes: u64,
+) -> std::io::Result<()> {
+    let Some(k) = k else {
+        let why = if local {
+            "the kernel's counters could not be read"
+        } else {
+            "a target is not a loopback address, so its kernel's counters are not readable here"
+        };
+        return writeln!(
+            out,
+            "  server side: unknown from here ({why}): \
+             a completed handshake is counted a success though the server may never have accepted it. To know: run \
+             `connstorm server` there (it reports accepts and its kernel counters), or use --close server or \
+             --expect-bytes with a greeting server, so the client sees the server's answer"
+        );
+    };
+    writeln!(
+        out,
+        "  kernel counters (Δ over the run, this network namespace, which is the targets' since every target is loopback):"
+    )?;
+    let mut shown: Vec<&str> = results::record::KEY_COUNTERS.to_vec();
+    for (name, v) in &k.delta {
+        if *v != 0
+            && !shown.contains(&name.as_str())
+            && (results::record::is_drop_counter(name)
+                || k.acceptance.causes.iter().any(|c| &c.counter == name))
+        {
+            shown.push(name);
+        }
+    }
+    for name in shown {
+        let v = k.delta.get(name).copied().unwrap_or(0);
+        let what = if v != 0 {
+            format!(" — {}", results::record::describe_counter(name, v))
+        } else {
+            String::new()
+        };
+        writeln!(out, "    {name:<28} {v:>10}{what}")?;
+    }
+    let a = &k.acceptance;
+    if a.client_handshakes == 0 {
+        writeln!(
+            out,
+            "  acceptance: no handshake completed on the client: nothing for the server to accept"
+        )?;
+    } else {
+        writeln!(out, "  acceptance: {}", a.summary())?;
+    }
+    if a.never_accepted > 0 {
+        writeln!(
+            out,
+            "    counted as failures NEVER_ACCEPTED (successes = handshakes − never accepted = {successes}{}); causes:",
+            if a.exactness == Exactness::LowerBound {
+                ", an upper bound"
+            } else {
+                ""
+            }
+        )?;
+        for c in &a.causes {
+            writeln!(out, "      {} +{}: {}", c.counter, c.delta, c.words)?;
+        }
+        writeln!(
+            out,
+            "    (per-second lines and per-worker counts are the client's handshakes; the server's kernel cannot tell which second's were not accepted)"
+        )?;
+    }
+    // DIAGNOSIS: the lead calls results::diagnosis here (causes from these counter deltas and
+    // the namespace's settings: tcp_syncookies, tcp_abort_on_overflow, conntrack), with
+    // `k.delta` and `k.acceptance`.
+    Ok(())
+}
+
 fn write_hist(out: &mut dyn Write, name: &str, s: &HistogramSummary) -> std::io::Result<()> {
+    if s.count == 0 {
+        return writeln!(out, "  {name}: no samples (n=0)");
+    }
     let cells: Vec<String> = s
         .percentiles
         .iter()
@@ -590,6 +926,21 @@ mod tests {
         assert!(parse_sources("127.0.0.1-::1").is_err());
         assert!(parse_sources("10.0.0.0-10.255.255.255").is_err());
         assert!(parse_sources("nope").is_err());
+    }
+
+    /// A target that is not loopback: server-side acceptance is said to be unknown, with how to
+    /// learn it.
+    #[test]
+    fn remote_targets_say_acceptance_is_unknown_and_how_to_know() {
+        let mut out = Vec::new();
+        write_kernel(&mut out, None, false, 10).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains("server side: unknown from here (a target is not a loopback address"),
+            "{text}"
+        );
+        assert!(text.contains("run `connstorm server` there"), "{text}");
+        assert!(text.contains("--close server"), "{text}");
     }
 
     #[test]
