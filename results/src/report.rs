@@ -5,7 +5,7 @@
 //! percentiles and bucket shares); [`render`] prints a list of them in a [`Format`].
 
 mod csv;
-mod document;
+pub(crate) mod document;
 pub mod table;
 
 use std::collections::BTreeMap;

@@ -163,12 +163,14 @@ fn latency_blocks(p: &PhaseReport, out: &mut Vec<Block>) {
     out.push(Block::Table(b));
 }
 
+use crate::numfmt::{fixed, NA};
+
 fn cpu_row(t: &mut Table, side: &str, c: &SideCpu) {
     t.row([
         side.to_string(),
-        format!("{:.2}", c.us_per_conn_user),
-        format!("{:.2}", c.us_per_conn_sys),
-        format!("{:.2}", c.us_per_conn()),
+        c.us_per_conn_user.map_or(NA.into(), |v| fixed(v, 2)),
+        c.us_per_conn_sys.map_or(NA.into(), |v| fixed(v, 2)),
+        c.us_per_conn().map_or(NA.into(), |v| fixed(v, 2)),
         format!("{:.1}%", c.sys_pct()),
     ]);
 }
