@@ -56,6 +56,10 @@ pub struct TimelineRow {
     pub p50_ns: u64,
     /// 99th percentile of the same, ns.
     pub p99_ns: u64,
+    /// This second's handshake latencies (ns), for per-second interval logs; `None` only in
+    /// rows built by hand.
+    #[serde(skip)]
+    pub handshake: Option<Histogram<u64>>,
 }
 
 /// One worker's share.

@@ -333,6 +333,7 @@ impl SecondMerger {
             dropped: c.dropped,
             p50_ns: q(50.0),
             p99_ns: q(99.0),
+            handshake: Some(h.clone()),
         }
     }
 }

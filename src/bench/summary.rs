@@ -133,16 +133,18 @@ pub fn phase(out: &mut String, p: &PhaseRecord) {
             list.join(", ")
         );
     }
+    let us = |v: Option<f64>| v.map_or_else(|| results::numfmt::NA.to_string(), |v| format!("{v:.1}"));
     let side = |name: &str, c: &results::record::SideCpu| match c.us_per_conn_run {
         Some(run) => format!(
-            "{name} {run:.1} µs on CPU (user {:.1} + sys {:.1} by tick samples)",
-            c.us_per_conn_user, c.us_per_conn_sys
+            "{name} {run:.1} µs on CPU (user {} + sys {} by tick samples)",
+            us(c.us_per_conn_user),
+            us(c.us_per_conn_sys)
         ),
         None => format!(
-            "{name} {:.1} µs (user {:.1}, sys {:.1})",
-            c.us_per_conn(),
-            c.us_per_conn_user,
-            c.us_per_conn_sys
+            "{name} {} µs (user {}, sys {})",
+            us(c.us_per_conn()),
+            us(c.us_per_conn_user),
+            us(c.us_per_conn_sys)
         ),
     };
     let mut cpu = format!("  CPU per connection: {}", side("load", &p.cpu.load));

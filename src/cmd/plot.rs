@@ -29,8 +29,8 @@ pub struct Args {
     /// Run record files (side A for `--kind ab`).
     #[arg(value_name = "RECORD", required = true)]
     pub records: Vec<PathBuf>,
-    /// Side B's records for `--kind ab`, after `--`.
-    #[arg(value_name = "B", last = true)]
+    /// Side B's records for `--kind ab`: after `--` (options may follow them) or `--b`.
+    #[arg(long = "b", value_name = "B", num_args = 1..)]
     pub b: Vec<PathBuf>,
     /// Output picture: FILE.svg or FILE.png (1000×600).
     #[arg(long, short, value_name = "FILE")]
