@@ -297,9 +297,14 @@ pub fn trial_flags(rec: &RunRecord) -> Vec<String> {
 /// The name of a side from its records' labels: distinct labels without a trailing trial tag
 /// (`#3`, or digits after a letter: `A3` → `A`), joined by `, `; `unlabelled` when none.
 pub fn side_name(recs: &[RunRecord]) -> String {
+    side_name_of(recs.iter().map(|r| r.label.as_str()))
+}
+
+/// [`side_name`] from the labels themselves.
+pub fn side_name_of<'a>(labels: impl IntoIterator<Item = &'a str>) -> String {
     let mut names: Vec<String> = Vec::new();
-    for r in recs {
-        let l = r.label.trim();
+    for l in labels {
+        let l = l.trim();
         let l = match l.rfind('#') {
             Some(i) if l[i + 1..].chars().all(|c| c.is_ascii_digit()) => l[..i].trim_end(),
             _ => {

@@ -37,17 +37,10 @@ pub const SHOWN_COUNTERS: [(&str, &str); 8] = [
     ("softnet.dropped", "softnet dropped"),
 ];
 
-/// Thousands separators: `1234567` → `1,234,567`.
+/// Thousands separators: `1234567` → `1,234,567` (the tool's one formatter,
+/// `results::numfmt`; negative values print as 0 as before).
 pub fn group(n: f64) -> String {
-    let s = format!("{:.0}", n.max(0.0));
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
+    results::numfmt::fixed(n.max(0.0), 0)
 }
 
 fn latency_line(name: &str, encoded: Option<&str>) -> Option<String> {
