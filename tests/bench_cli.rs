@@ -362,7 +362,10 @@ fn ab_restores_toggles_after_success_and_failure() {
             .unwrap_or_else(|e| panic!("ab --format json printed no JSON ({e}): {err_ok}"));
     assert_eq!(json["a"]["name"], "net.ipv4.tcp_timestamps=0");
     assert_eq!(json["b"]["name"], "net.ipv4.tcp_timestamps=2");
-    assert_eq!(json["metrics"][0]["verdict"], "too_few_trials", "1 trial a side");
+    assert_eq!(
+        json["metrics"][0]["verdict"], "too_few_trials",
+        "1 trial a side"
+    );
     assert_eq!(
         records(&dir.path().join("ok")).len(),
         2,
@@ -416,10 +419,22 @@ fn sweep_finds_a_knee_in_its_own_record() {
     let mut last_end_ms = 0.0;
     for p in &rec.phases {
         let off = p.start_offset_ms.unwrap();
-        assert!(off >= last_end_ms, "{}: starts at {off} ms, previous ended at {last_end_ms}", p.name);
-        assert!(p.start_unix_ms.unwrap().abs_diff(started + off as u64) <= 1, "{}", p.name);
+        assert!(
+            off >= last_end_ms,
+            "{}: starts at {off} ms, previous ended at {last_end_ms}",
+            p.name
+        );
+        assert!(
+            p.start_unix_ms.unwrap().abs_diff(started + off as u64) <= 1,
+            "{}",
+            p.name
+        );
         last_end_ms = off + p.measured_secs * 1e3;
-        assert!(!p.timeline.is_empty() && p.timeline.iter().all(|r| r.handshake.is_some()), "{}", p.name);
+        assert!(
+            !p.timeline.is_empty() && p.timeline.iter().all(|r| r.handshake.is_some()),
+            "{}",
+            p.name
+        );
     }
     assert!(text.contains("dropped") && text.contains("late"), "{text}");
 }

@@ -68,7 +68,10 @@ fn report_prints_rates_percentiles_buckets_and_drop_warnings() {
         text.contains(&format!("{} CPM", results::numfmt::fixed(phase.cpm, 0))),
         "{text}"
     );
-    assert!(text.contains("60,000 CPM"), "thousands separators in text: {text}");
+    assert!(
+        text.contains("60,000 CPM"),
+        "thousands separators in text: {text}"
+    );
 
     let json: serde_json::Value =
         serde_json::from_str(&ok(&["report", s(&g), "--format", "json"])).unwrap();
@@ -103,8 +106,14 @@ fn report_writes_interval_logs() {
         s(&dir.path().join("report.txt")),
     ]);
     let hlog = std::fs::read_to_string(dir.path().join("golden-v2.latency.hlog")).unwrap();
-    assert!(hlog.contains("#[StartTime: 1795990503.000 "), "ms resolution: {hlog}");
-    assert!(hlog.lines().any(|l| l.starts_with("0.500,1.000,")), "the second starts at the phase start (0.5 s): {hlog}");
+    assert!(
+        hlog.contains("#[StartTime: 1795990503.000 "),
+        "ms resolution: {hlog}"
+    );
+    assert!(
+        hlog.lines().any(|l| l.starts_with("0.500,1.000,")),
+        "the second starts at the phase start (0.5 s): {hlog}"
+    );
     assert!(hlog.contains("#[StartTime: "), "{hlog}");
     assert_eq!(
         hlog.lines().filter(|l| l.contains("HISTF")).count(),
@@ -169,7 +178,10 @@ fn compare_detects_a_ten_percent_gain_and_says_how() {
         "sys % is explained: {text}"
     );
     assert!(text.contains("Hodges-Lehmann"), "{text}");
-    assert!(text.contains("A: off (5 trials, 5 in the verdict)"), "{text}");
+    assert!(
+        text.contains("A: off (5 trials, 5 in the verdict)"),
+        "{text}"
+    );
     let p99 = text.lines().find(|l| l.contains("handshake p99")).unwrap();
     assert!(p99.contains("no significant change"), "{p99}");
     assert!(p99.contains("latency phase"), "{p99}");
@@ -204,7 +216,10 @@ fn compare_detects_a_ten_percent_gain_and_says_how() {
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
     assert_eq!(json["metrics"][0]["verdict"], "better");
-    assert_eq!((json["a"]["name"].as_str(), json["b"]["name"].as_str()), (Some("off"), Some("on")));
+    assert_eq!(
+        (json["a"]["name"].as_str(), json["b"]["name"].as_str()),
+        (Some("off"), Some("on"))
+    );
 }
 
 /// `compare` of a loopback bench with an external-target bench: refused (exit 2) naming the
@@ -229,7 +244,11 @@ fn compare_refuses_mixed_setups_unless_allowed() {
     args.extend(["-o", s(&out)]);
     let o = connstorm(&args);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("target: A own server on loopback, B 10.0.0.2:8080"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("target: A own server on loopback, B 10.0.0.2:8080"),
+        "{}",
+        stderr(&o)
+    );
     assert!(!out.exists(), "nothing written before the refusal");
     args.push("--allow-mismatch");
     ok(&args);
@@ -254,12 +273,21 @@ fn compare_of_zero_connection_records_gives_no_verdict() {
         })
         .collect();
     let json: serde_json::Value = serde_json::from_str(&ok(&[
-        "compare", "--format", "json", s(&paths[0]), s(&paths[1]), "--", s(&paths[2]),
+        "compare",
+        "--format",
+        "json",
+        s(&paths[0]),
+        s(&paths[1]),
+        "--",
+        s(&paths[2]),
     ]))
     .unwrap();
     for m in json["metrics"].as_array().unwrap() {
         if m["name"].as_str().unwrap().contains("per conn") {
-            assert!(m["a"]["median"].is_null() && m["relative_change"].is_null(), "{m}");
+            assert!(
+                m["a"]["median"].is_null() && m["relative_change"].is_null(),
+                "{m}"
+            );
             assert_eq!(m["verdict"], "not_applicable", "{m}");
         }
     }
@@ -297,6 +325,15 @@ fn plot_writes_svg_with_labelled_axes_and_refuses_unknown_formats() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     // `plot A -- B --kind ab -o ab.svg`: the options after `--` are read as options.
     let out = dir.path().join("ab.svg");
-    ok(&["plot", s(&golden()), "--", s(&golden()), "--kind", "ab", "-o", s(&out)]);
+    ok(&[
+        "plot",
+        s(&golden()),
+        "--",
+        s(&golden()),
+        "--kind",
+        "ab",
+        "-o",
+        s(&out),
+    ]);
     assert!(std::fs::read_to_string(&out).unwrap().contains("A: golden"));
 }

@@ -255,21 +255,23 @@ pub fn trial_flags(rec: &RunRecord) -> Vec<String> {
     let mut flags: Vec<&str> = Vec::new();
     for w in &rec.warnings {
         let l = w.to_ascii_lowercase();
-        flags.push(if l.contains("other work used") || l.contains("contention") {
-            "contention"
-        } else if l.contains("steal") {
-            "steal"
-        } else if l.contains("fell behind") || l.contains("late") {
-            "generator behind"
-        } else if l.contains("retrans") {
-            "retransmits"
-        } else if l.contains("drop") || l.contains("overflow") {
-            "drops"
-        } else if l.contains("mismatch") || l.contains("cross-check") {
-            "cross-check mismatch"
-        } else {
-            "warning"
-        });
+        flags.push(
+            if l.contains("other work used") || l.contains("contention") {
+                "contention"
+            } else if l.contains("steal") {
+                "steal"
+            } else if l.contains("fell behind") || l.contains("late") {
+                "generator behind"
+            } else if l.contains("retrans") {
+                "retransmits"
+            } else if l.contains("drop") || l.contains("overflow") {
+                "drops"
+            } else if l.contains("mismatch") || l.contains("cross-check") {
+                "cross-check mismatch"
+            } else {
+                "warning"
+            },
+        );
     }
     for p in &rec.phases {
         for (k, _) in p.drops() {
@@ -524,7 +526,8 @@ pub fn metric_values(rec: &RunRecord) -> [Option<f64>; 8] {
         hs.map(|s| us(s.p99_ns)),
         hs.map(|s| us(s.max_ns)),
         fb.map(|s| us(s.p99_ns)),
-        rate.and_then(|p| p.cpu.server).and_then(|c| c.us_per_conn()),
+        rate.and_then(|p| p.cpu.server)
+            .and_then(|c| c.us_per_conn()),
         rate.and_then(|p| p.cpu.load.us_per_conn()),
         sys_pct,
     ]
@@ -588,7 +591,10 @@ mod tests {
     }
 
     fn rate(c: &Comparison) -> &MetricComparison {
-        c.metrics.iter().find(|m| m.name == "connections/s").unwrap()
+        c.metrics
+            .iter()
+            .find(|m| m.name == "connections/s")
+            .unwrap()
     }
 
     #[test]
@@ -614,7 +620,14 @@ mod tests {
         let mut rng = StdRng::seed_from_u64(3);
         let a = trials(&mut rng, 10, 20_000.0, 0.02);
         let b = trials(&mut rng, 10, 22_000.0, 0.02);
-        let up = compare_samples("connections/s", "conn/s", Direction::HigherIsBetter, &a, &b, None);
+        let up = compare_samples(
+            "connections/s",
+            "conn/s",
+            Direction::HigherIsBetter,
+            &a,
+            &b,
+            None,
+        );
         assert_eq!(up.verdict, Verdict::Better, "{up:?}");
         let i = up.interval.unwrap();
         assert!(i.low > 0.05 && i.high < 0.15, "{i:?}");
@@ -624,25 +637,46 @@ mod tests {
         let back = compare_samples("p99", "µs", Direction::LowerIsBetter, &b, &a, None);
         assert_eq!(back.verdict, Verdict::Better);
         // Through records, with sides named by their labels.
-        let c = compare(&records("tcp_timestamps=1", &a), &records("tcp_timestamps=0", &b), (None, None), &Options::default());
+        let c = compare(
+            &records("tcp_timestamps=1", &a),
+            &records("tcp_timestamps=0", &b),
+            (None, None),
+            &Options::default(),
+        );
         assert_eq!(rate(&c).verdict, Verdict::Better);
-        assert_eq!((c.a.name.as_str(), c.b.name.as_str()), ("tcp_timestamps=1", "tcp_timestamps=0"));
+        assert_eq!(
+            (c.a.name.as_str(), c.b.name.as_str()),
+            ("tcp_timestamps=1", "tcp_timestamps=0")
+        );
     }
 
     #[test]
     fn the_same_shift_with_two_trials_is_inconclusive() {
         let m = compare_samples(
-            "connections/s", "conn/s", Direction::HigherIsBetter,
-            &[20_000.0, 20_100.0], &[22_000.0, 22_100.0], None,
+            "connections/s",
+            "conn/s",
+            Direction::HigherIsBetter,
+            &[20_000.0, 20_100.0],
+            &[22_000.0, 22_100.0],
+            None,
         );
         assert_eq!(m.verdict, Verdict::TooFewTrials, "{m:?}");
         assert_eq!(m.verdict.as_str(), "inconclusive: N too small");
         assert!(m.interval.is_none(), "2 vs 2 cannot reach 95%: {m:?}");
         assert!((m.relative_change.unwrap() - 0.1).abs() < 0.01);
         // The case: 2 trials, everything B below A, "-99% better" before.
-        let c = compare(&records("A", &[31_300.0, 610.0]), &records("B", &[320.0, 270.0]), (None, None), &Options::default());
+        let c = compare(
+            &records("A", &[31_300.0, 610.0]),
+            &records("B", &[320.0, 270.0]),
+            (None, None),
+            &Options::default(),
+        );
         assert_eq!(rate(&c).verdict, Verdict::TooFewTrials);
-        assert!(c.notes.iter().any(|n| n.contains("1 time in 6")), "{:?}", c.notes);
+        assert!(
+            c.notes.iter().any(|n| n.contains("1 time in 6")),
+            "{:?}",
+            c.notes
+        );
     }
 
     #[test]
@@ -655,7 +689,10 @@ mod tests {
         assert_eq!(m.verdict, Verdict::Better, "{m:?}");
         // Default floor: A's own spread (about 0.37% here).
         let m = compare_samples("x", "u", Direction::HigherIsBetter, &a, &b, None);
-        assert!(m.min_effect.unwrap() > 0.001 && m.min_effect.unwrap() < 0.01, "{m:?}");
+        assert!(
+            m.min_effect.unwrap() > 0.001 && m.min_effect.unwrap() < 0.01,
+            "{m:?}"
+        );
     }
 
     #[test]
@@ -665,7 +702,8 @@ mod tests {
         let b_rates = trials(&mut rng, 6, 22_000.0, 0.01);
         let mut a = records("A", &a_rates);
         let b = records("B", &b_rates);
-        a[1].warnings.push("latency: generator fell behind: 100.0% of starts late".into());
+        a[1].warnings
+            .push("latency: generator fell behind: 100.0% of starts late".into());
         a[1].phases[0].achieved_per_sec = 1.0;
         let c = compare(&a, &b, (None, None), &Options::default());
         assert_eq!(c.a.trials[1].flags, ["generator behind"]);
@@ -673,8 +711,23 @@ mod tests {
         assert_eq!((c.a.used(), c.a.flagged()), (5, 1));
         assert_eq!(rate(&c).a.n, 5);
         assert_eq!(rate(&c).a.min.map(|v| v > 1_000.0), Some(true));
-        assert!(c.notes.iter().any(|n| n.contains("A: 1 flagged trial(s) excluded") && n.contains("A#2 (generator behind)")), "{:?}", c.notes);
-        let kept = compare(&a, &b, (None, None), &Options { include_flagged: true, ..Options::default() });
+        assert!(
+            c.notes
+                .iter()
+                .any(|n| n.contains("A: 1 flagged trial(s) excluded")
+                    && n.contains("A#2 (generator behind)")),
+            "{:?}",
+            c.notes
+        );
+        let kept = compare(
+            &a,
+            &b,
+            (None, None),
+            &Options {
+                include_flagged: true,
+                ..Options::default()
+            },
+        );
         assert_eq!(rate(&kept).a.n, 6);
         assert!(!kept.a.trials[1].excluded);
     }
@@ -695,10 +748,22 @@ mod tests {
             assert_eq!(m.verdict, Verdict::NotApplicable, "{m:?}");
             assert_eq!((m.a.median, m.relative_change), (None, None));
         }
-        assert_eq!(rate(&c).verdict, Verdict::NotApplicable, "A's median rate is 0");
+        assert_eq!(
+            rate(&c).verdict,
+            Verdict::NotApplicable,
+            "A's median rate is 0"
+        );
         let json: serde_json::Value = serde_json::from_str(&render(&c, Format::Json)).unwrap();
-        let cpu = json["metrics"].as_array().unwrap().iter().find(|m| m["name"] == "server CPU per conn").unwrap();
-        assert!(cpu["a"]["median"].is_null() && cpu["relative_change"].is_null(), "{cpu}");
+        let cpu = json["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == "server CPU per conn")
+            .unwrap();
+        assert!(
+            cpu["a"]["median"].is_null() && cpu["relative_change"].is_null(),
+            "{cpu}"
+        );
         assert!(!render(&c, Format::Text).contains("-100"));
     }
 }

@@ -77,8 +77,9 @@ pub fn write_phase<W: Write>(
     };
     let start = match record.run.started_unix_ms {
         Some(ms) => SystemTime::UNIX_EPOCH + Duration::from_millis(ms),
-        None => timestamp::parse_rfc3339_utc(&record.run.started_at)
-            .unwrap_or(SystemTime::UNIX_EPOCH),
+        None => {
+            timestamp::parse_rfc3339_utc(&record.run.started_at).unwrap_or(SystemTime::UNIX_EPOCH)
+        }
     };
     let per_second = phase.start_offset_ms.is_some()
         && !phase.timeline.is_empty()
@@ -199,7 +200,12 @@ mod tests {
     /// (tag, start since StartTime, length, histogram) of every interval in a log.
     pub(crate) fn intervals(
         buf: &[u8],
-    ) -> Vec<(Option<String>, Duration, Duration, hdrhistogram::Histogram<u64>)> {
+    ) -> Vec<(
+        Option<String>,
+        Duration,
+        Duration,
+        hdrhistogram::Histogram<u64>,
+    )> {
         IntervalLogIterator::new(buf)
             .filter_map(|e| match e.unwrap() {
                 LogEntry::Interval(ilh) => Some((
@@ -220,18 +226,33 @@ mod tests {
         write_phase(&mut buf, &rec, 1).unwrap();
         let text = String::from_utf8(buf.clone()).unwrap();
         assert!(text.contains("#[StartTime: 1795990503.250 "), "{text}");
-        assert!(text.contains("\"StartTimestamp\",\"Interval_Length\""), "{text}");
+        assert!(
+            text.contains("\"StartTimestamp\",\"Interval_Length\""),
+            "{text}"
+        );
         let ivs = intervals(&buf);
         let phase = &rec.phases[1];
         let hs: Vec<_> = ivs.iter().filter(|i| i.0.is_none()).collect();
-        assert_eq!(hs.len(), phase.timeline.len(), "one handshake interval per second");
+        assert_eq!(
+            hs.len(),
+            phase.timeline.len(),
+            "one handshake interval per second"
+        );
         for (i, (_, start, len, h)) in hs.iter().enumerate() {
             let want = phase.start_offset_ms.unwrap() / 1e3 + i as f64;
-            assert!((start.as_secs_f64() - want).abs() < 0.010, "{i}: {start:?} vs {want}");
+            assert!(
+                (start.as_secs_f64() - want).abs() < 0.010,
+                "{i}: {start:?} vs {want}"
+            );
             assert_eq!(*len, Duration::from_secs(1));
             assert_eq!(h.len(), phase.timeline[i].successes);
         }
-        assert_eq!(ivs.iter().filter(|i| i.0.as_deref() == Some("service")).count(), 1);
+        assert_eq!(
+            ivs.iter()
+                .filter(|i| i.0.as_deref() == Some("service"))
+                .count(),
+            1
+        );
     }
 
     #[test]
@@ -247,7 +268,10 @@ mod tests {
         write_phase(&mut buf, &rec, 1).unwrap();
         let ivs = intervals(&buf);
         assert_eq!(ivs.len(), 2, "handshake and service, no first byte");
-        assert_eq!(ivs[0].1, Duration::from_secs_f64(rec.phases[0].measured_secs));
+        assert_eq!(
+            ivs[0].1,
+            Duration::from_secs_f64(rec.phases[0].measured_secs)
+        );
         assert_eq!(
             Some(ivs[0].3.clone()),
             rec.phases[1].histograms.decode(Latency::Handshake).unwrap()

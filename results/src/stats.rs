@@ -95,7 +95,10 @@ pub fn relative_spread(samples: &[f64]) -> Option<f64> {
 /// # Panics
 /// If a side is larger than [`EXACT_MAX_N`].
 pub fn u_counts(n1: usize, n2: usize) -> Vec<i128> {
-    assert!(n1 <= EXACT_MAX_N && n2 <= EXACT_MAX_N, "exact U only up to {EXACT_MAX_N} a side");
+    assert!(
+        n1 <= EXACT_MAX_N && n2 <= EXACT_MAX_N,
+        "exact U only up to {EXACT_MAX_N} a side"
+    );
     // [n2+i choose i]_q = [n2+i-1 choose i-1]_q · (1 − q^(n2+i)) / (1 − q^i).
     let mut c: Vec<i128> = vec![1];
     for i in 1..=n1 {
@@ -145,10 +148,35 @@ pub struct Shift {
 
 /// Standard normal upper quantile for `p` (Acklam's rational approximation, |error| < 1.2e-9).
 fn normal_quantile(p: f64) -> f64 {
-    const A: [f64; 6] = [-3.969683028665376e1, 2.209460984245205e2, -2.759285104469687e2, 1.383577518672690e2, -3.066479806614716e1, 2.506628277459239];
-    const B: [f64; 5] = [-5.447609879822406e1, 1.615858368580409e2, -1.556989798598866e2, 6.680131188771972e1, -1.328068155288572e1];
-    const C: [f64; 6] = [-7.784894002430293e-3, -3.223964580411365e-1, -2.400758277161838, -2.549732539343734, 4.374664141464968, 2.938163982698783];
-    const D: [f64; 4] = [7.784695709041462e-3, 3.224671290700398e-1, 2.445134137142996, 3.754408661907416];
+    const A: [f64; 6] = [
+        -3.969683028665376e1,
+        2.209460984245205e2,
+        -2.759285104469687e2,
+        1.383577518672690e2,
+        -3.066479806614716e1,
+        2.506628277459239,
+    ];
+    const B: [f64; 5] = [
+        -5.447609879822406e1,
+        1.615858368580409e2,
+        -1.556989798598866e2,
+        6.680131188771972e1,
+        -1.328068155288572e1,
+    ];
+    const C: [f64; 6] = [
+        -7.784894002430293e-3,
+        -3.223964580411365e-1,
+        -2.400758277161838,
+        -2.549732539343734,
+        4.374664141464968,
+        2.938163982698783,
+    ];
+    const D: [f64; 4] = [
+        7.784695709041462e-3,
+        3.224671290700398e-1,
+        2.445134137142996,
+        3.754408661907416,
+    ];
     let tail = |q: f64| {
         let q = (-2.0 * q.ln()).sqrt();
         (((((C[0] * q + C[1]) * q + C[2]) * q + C[3]) * q + C[4]) * q + C[5])
@@ -188,12 +216,26 @@ pub fn hodges_lehmann(a: &[f64], b: &[f64], confidence: f64) -> Option<Shift> {
         return None;
     }
     let (n1, n2) = (a.len(), b.len());
-    let mut d: Vec<f64> = a.iter().flat_map(|x| b.iter().map(move |y| y - x)).collect();
+    let mut d: Vec<f64> = a
+        .iter()
+        .flat_map(|x| b.iter().map(move |y| y - x))
+        .collect();
     d.sort_by(f64::total_cmp);
     let m = d.len();
     let estimate = median_sorted(&d);
     // U = #(b_j > a_i) + ½ #(ties): large U means B is larger.
-    let u: f64 = d.iter().map(|&x| if x > 0.0 { 1.0 } else if x == 0.0 { 0.5 } else { 0.0 }).sum();
+    let u: f64 = d
+        .iter()
+        .map(|&x| {
+            if x > 0.0 {
+                1.0
+            } else if x == 0.0 {
+                0.5
+            } else {
+                0.0
+            }
+        })
+        .sum();
     let alpha = (1.0 - confidence).clamp(0.0, 1.0);
     let exact = n1 <= EXACT_MAX_N && n2 <= EXACT_MAX_N;
     let (k, coverage, p_value) = if exact {
@@ -218,10 +260,25 @@ pub fn hodges_lehmann(a: &[f64], b: &[f64], confidence: f64) -> Option<Shift> {
         let z = normal_quantile(1.0 - alpha / 2.0);
         let k = (mean - z * sd).floor().max(0.0) as usize;
         let zu = ((u - mean).abs() - 0.5).max(0.0) / sd;
-        (k, (k > 0).then_some(confidence), (2.0 * (1.0 - normal_cdf(zu))).min(1.0))
+        (
+            k,
+            (k > 0).then_some(confidence),
+            (2.0 * (1.0 - normal_cdf(zu))).min(1.0),
+        )
     };
-    let (low, high) = if k > 0 { (Some(d[k - 1]), Some(d[m - k])) } else { (None, None) };
-    Some(Shift { estimate, low, high, coverage, p_value, exact })
+    let (low, high) = if k > 0 {
+        (Some(d[k - 1]), Some(d[m - k]))
+    } else {
+        (None, None)
+    };
+    Some(Shift {
+        estimate,
+        low,
+        high,
+        coverage,
+        p_value,
+        exact,
+    })
 }
 
 #[cfg(test)]
@@ -236,7 +293,10 @@ mod tests {
         assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
         assert!(median(&[]).is_nan());
         let s = Spread::of(&[5.0, 1.0, 9.0]);
-        assert_eq!((s.n, s.min, s.median, s.max), (3, Some(1.0), Some(5.0), Some(9.0)));
+        assert_eq!(
+            (s.n, s.min, s.median, s.max),
+            (3, Some(1.0), Some(5.0), Some(9.0))
+        );
         assert_eq!(Spread::of(&[]).median, None);
     }
 
@@ -255,7 +315,10 @@ mod tests {
             assert_eq!(counts.len(), n * n + 1);
             assert!(counts.iter().all(|&v| v > 0));
             let p1 = u_cdf(n, n, 0);
-            assert!((p1 - one_sided).abs() < 0.0006 * one_sided.max(0.1) / 0.1 * 0.1 + 5e-4, "n={n}: {p1}");
+            assert!(
+                (p1 - one_sided).abs() < 0.0006 * one_sided.max(0.1) / 0.1 * 0.1 + 5e-4,
+                "n={n}: {p1}"
+            );
             assert!((2.0 * p1 - two_sided).abs() < 1e-3, "n={n}: {}", 2.0 * p1);
         }
         // Symmetry and a hand count: n1=2, n2=3: C(5,2)=10, U counts 1 1 2 2 2 1 1.
@@ -270,12 +333,19 @@ mod tests {
         for (n, k, coverage) in [(4, 1, 0.971), (5, 3, 0.968), (6, 6, 0.959)] {
             let a: Vec<f64> = (0..n).map(|i| i as f64).collect();
             let b: Vec<f64> = (1..=n).map(|j| 100.0 * j as f64).collect();
-            let mut d: Vec<f64> = a.iter().flat_map(|x| b.iter().map(move |y| y - x)).collect();
+            let mut d: Vec<f64> = a
+                .iter()
+                .flat_map(|x| b.iter().map(move |y| y - x))
+                .collect();
             d.sort_by(f64::total_cmp);
             let s = hodges_lehmann(&a, &b, 0.95).unwrap();
             assert_eq!(s.low, Some(d[k - 1]), "n={n}");
             assert_eq!(s.high, Some(d[n * n - k]), "n={n}");
-            assert!((s.coverage.unwrap() - coverage).abs() < 0.0005, "n={n}: {:?}", s.coverage);
+            assert!(
+                (s.coverage.unwrap() - coverage).abs() < 0.0005,
+                "n={n}: {:?}",
+                s.coverage
+            );
             assert!(s.exact);
         }
         // n=2 and n=3 cannot reach 95% (best 66.7% / 90%).
@@ -294,8 +364,12 @@ mod tests {
         assert_eq!(s.estimate, 9.5);
         assert_eq!(median(&[10.0, 20.0]) - median(&[0.0, 1.0, 100.0]), 14.0);
         // Complete separation with 5 a side: exact p = 2/252.
-        let s = hodges_lehmann(&[1.0, 2.0, 3.0, 4.0, 5.0], &[6.0, 7.0, 8.0, 9.0, 10.0], 0.95)
-            .unwrap();
+        let s = hodges_lehmann(
+            &[1.0, 2.0, 3.0, 4.0, 5.0],
+            &[6.0, 7.0, 8.0, 9.0, 10.0],
+            0.95,
+        )
+        .unwrap();
         assert!((s.p_value - 2.0 / 252.0).abs() < 1e-12, "{}", s.p_value);
     }
 

@@ -126,7 +126,8 @@ pub fn phase(out: &mut String, p: &PhaseRecord) {
             list.join(", ")
         );
     }
-    let us = |v: Option<f64>| v.map_or_else(|| results::numfmt::NA.to_string(), |v| format!("{v:.1}"));
+    let us =
+        |v: Option<f64>| v.map_or_else(|| results::numfmt::NA.to_string(), |v| format!("{v:.1}"));
     let side = |name: &str, c: &results::record::SideCpu| match c.us_per_conn_run {
         Some(run) => format!(
             "{name} {run:.1} µs on CPU (user {} + sys {} by tick samples)",

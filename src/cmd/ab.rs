@@ -26,7 +26,11 @@ use crate::cmd::bench;
 /// `net.ipv4.tcp_timestamps=1` or `setup: ethtool -K eth0 gro off`; `A`/`B` when nothing names it.
 pub fn side_name(args: &Args, side: Side) -> String {
     let mut parts: Vec<String> = args.toggles.iter().map(|t| t.describe(side)).collect();
-    let cmd = if side == Side::A { &args.a_setup } else { &args.b_setup };
+    let cmd = if side == Side::A {
+        &args.a_setup
+    } else {
+        &args.b_setup
+    };
     if let Some(c) = cmd {
         parts.push(format!("setup: {c}"));
     }

@@ -78,7 +78,6 @@ impl RuleArgs {
             include_flagged: self.include_flagged,
         }
     }
-
 }
 
 /// Refuses (exit 2) a comparison whose sides' setups differ in a way that makes them different
@@ -140,7 +139,10 @@ pub struct Args {
 /// (`compare A1 A2 -- B1 B2 -o x`). Other commands' arguments pass unchanged.
 pub fn b_side_separator(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
     let mut v: Vec<OsString> = args.into_iter().collect();
-    let sub = v.iter().skip(1).find(|a| !a.to_string_lossy().starts_with('-'));
+    let sub = v
+        .iter()
+        .skip(1)
+        .find(|a| !a.to_string_lossy().starts_with('-'));
     if sub.is_some_and(|s| s == "compare" || s == "plot") {
         if let Some(i) = v.iter().position(|a| a == "--") {
             v[i] = "--b".into();
@@ -152,7 +154,11 @@ pub fn b_side_separator(args: impl IntoIterator<Item = OsString>) -> Vec<OsStrin
 /// Splits the arguments into side A and side B.
 fn sides(args: &Args) -> anyhow::Result<(Vec<PathBuf>, Vec<PathBuf>)> {
     let usage = "give the sides as `connstorm compare A.json B.json`, `connstorm compare A1.json A2.json -- B1.json B2.json` or `connstorm compare --a A1.json A2.json --b B1.json B2.json`";
-    let a_given = if args.a.is_empty() { &args.a_files } else { &args.a };
+    let a_given = if args.a.is_empty() {
+        &args.a_files
+    } else {
+        &args.a
+    };
     let (a, b) = if !args.b.is_empty() {
         (a_given.clone(), args.b.clone())
     } else if args.a.is_empty() && args.a_files.len() == 2 {
@@ -202,18 +208,41 @@ mod tests {
 
     #[test]
     fn options_after_the_b_files_stay_options() {
-        let got = b_side_separator(os(&["connstorm", "compare", "a.json", "--", "b.json", "-o", "x"]));
-        assert_eq!(got, os(&["connstorm", "compare", "a.json", "--b", "b.json", "-o", "x"]));
+        let got = b_side_separator(os(&[
+            "connstorm",
+            "compare",
+            "a.json",
+            "--",
+            "b.json",
+            "-o",
+            "x",
+        ]));
+        assert_eq!(
+            got,
+            os(&["connstorm", "compare", "a.json", "--b", "b.json", "-o", "x"])
+        );
         let got = b_side_separator(os(&["connstorm", "plot", "a", "--", "b", "--kind", "ab"]));
         assert_eq!(got[3], "--b");
         let other = os(&["connstorm", "ab", "--a-setup", "x", "--", "y"]);
         assert_eq!(b_side_separator(other.clone()), other);
         use clap::Parser as _;
         let cli = crate::cli::Cli::try_parse_from(b_side_separator(os(&[
-            "connstorm", "compare", "a1.json", "a2.json", "--", "b1.json", "b2.json", "-o", "out.md", "--format", "markdown",
+            "connstorm",
+            "compare",
+            "a1.json",
+            "a2.json",
+            "--",
+            "b1.json",
+            "b2.json",
+            "-o",
+            "out.md",
+            "--format",
+            "markdown",
         ])))
         .unwrap();
-        let crate::cli::Command::Compare(args) = cli.command else { panic!() };
+        let crate::cli::Command::Compare(args) = cli.command else {
+            panic!()
+        };
         assert_eq!(args.a_files.len(), 2);
         assert_eq!(args.b, [PathBuf::from("b1.json"), PathBuf::from("b2.json")]);
         assert_eq!(args.output, PathBuf::from("out.md"));

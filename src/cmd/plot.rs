@@ -69,7 +69,11 @@ fn names(records: &[(PathBuf, RunRecord)], keep_repeats: bool) -> Vec<String> {
             if same.len() == 1 || keep_repeats {
                 name
             } else if !rec.label.is_empty()
-                && same.iter().filter(|r| r.run.started_at == rec.run.started_at).count() == 1
+                && same
+                    .iter()
+                    .filter(|r| r.run.started_at == rec.run.started_at)
+                    .count()
+                    == 1
             {
                 format!("{name} ({})", rec.run.started_at)
             } else {

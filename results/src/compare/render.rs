@@ -54,7 +54,11 @@ pub fn blocks(c: &Comparison) -> Vec<Block> {
     ];
     for d in &c.setup_differences {
         let line = format!("setup differs: {}", d.describe());
-        out.push(if d.refuses { Block::Warning(line) } else { Block::Line(line) });
+        out.push(if d.refuses {
+            Block::Warning(line)
+        } else {
+            Block::Line(line)
+        });
     }
     let mut t = Table::new([
         "metric".to_string(),
@@ -66,7 +70,11 @@ pub fn blocks(c: &Comparison) -> Vec<Block> {
     ]);
     for m in &c.metrics {
         // Latencies in µs read better in ms or s once they are large.
-        let largest = m.a.max.unwrap_or(0.0).abs().max(m.b.max.unwrap_or(0.0).abs());
+        let largest =
+            m.a.max
+                .unwrap_or(0.0)
+                .abs()
+                .max(m.b.max.unwrap_or(0.0).abs());
         let (scale, unit) = match m.unit.as_str() {
             "µs" if largest >= 1e6 => (1e-6, "s"),
             "µs" if largest >= 1e4 => (1e-3, "ms"),
@@ -156,7 +164,8 @@ mod tests {
         ] {
             assert!(text.contains(needle), "{needle:?} missing:\n{text}");
         }
-        assert!(render(&c, Format::Markdown).contains("| connections/s (peak phase, higher is better) |"));
+        assert!(render(&c, Format::Markdown)
+            .contains("| connections/s (peak phase, higher is better) |"));
         let json: serde_json::Value = serde_json::from_str(&render(&c, Format::Json)).unwrap();
         assert_eq!(json["metrics"][0]["verdict"], "too_few_trials");
         assert_eq!(json["a"]["name"], "tcp_timestamps=1");

@@ -23,7 +23,12 @@ pub struct SetupDifference {
 impl SetupDifference {
     /// `engine: A io_uring, B epoll`.
     pub fn describe(&self) -> String {
-        format!("{}: A {}, B {}", self.what, self.a.join(" / "), self.b.join(" / "))
+        format!(
+            "{}: A {}, B {}",
+            self.what,
+            self.a.join(" / "),
+            self.b.join(" / ")
+        )
     }
 }
 
@@ -59,14 +64,27 @@ const FACTS: [Fact; 11] = [
     ("durations", true, |r| {
         // The configured lengths (the measured ones differ by milliseconds).
         let c = &r.config;
-        ["duration_secs", "peak_secs", "latency_secs", "warmup_secs", "step_secs"]
-            .iter()
-            .filter_map(|k| c.get(*k).and_then(serde_json::Value::as_f64).map(|v| format!("{k}={v}")))
-            .collect::<Vec<_>>()
-            .join(" ")
+        [
+            "duration_secs",
+            "peak_secs",
+            "latency_secs",
+            "warmup_secs",
+            "step_secs",
+        ]
+        .iter()
+        .filter_map(|k| {
+            c.get(*k)
+                .and_then(serde_json::Value::as_f64)
+                .map(|v| format!("{k}={v}"))
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
     }),
     ("kernel", false, |r| {
-        r.host.kernel_release.clone().unwrap_or_else(|| "unknown".into())
+        r.host
+            .kernel_release
+            .clone()
+            .unwrap_or_else(|| "unknown".into())
     }),
     ("connstorm version", false, |r| {
         format!("{} ({})", r.run.connstorm_version, r.run.git_commit)
@@ -119,7 +137,11 @@ mod tests {
         assert_eq!(target.b, ["10.0.0.2:8080"]);
         let kernel = d.iter().find(|d| d.what == "kernel").unwrap();
         assert!(!kernel.refuses);
-        assert!(kernel.describe().contains("B 6.13.0-patched"), "{}", kernel.describe());
+        assert!(
+            kernel.describe().contains("B 6.13.0-patched"),
+            "{}",
+            kernel.describe()
+        );
         assert!(setup_differences(&a, &a).is_empty());
     }
 }

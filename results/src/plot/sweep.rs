@@ -53,7 +53,10 @@ where
     let quantile_name = sweeps
         .iter()
         .find_map(|(_, _, c, _)| c.as_ref())
-        .map_or_else(|| "p99".to_string(), |c| format!("p{}", c.slo.quantile * 100.0));
+        .map_or_else(
+            || "p99".to_string(),
+            |c| format!("p{}", c.slo.quantile * 100.0),
+        );
     let (unit, div) = latency_unit(max_ns);
     let top = headroom(max_rate, 1.0);
     // Latencies across a sweep span decades (µs below the knee, ms or s past it): log scale.
@@ -119,7 +122,9 @@ where
             chart
                 .draw_secondary_series(dashes)?
                 .label(format!("{name} SLO {}", c.slo.text))
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 8, y)], c2.stroke_width(2)));
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 8, y)], c2.stroke_width(2))
+                });
         }
         if let Some(k) = k {
             let at = (k.step.offered_per_sec, k.step.achieved_per_sec);

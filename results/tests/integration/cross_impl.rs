@@ -133,10 +133,18 @@ fn three_phase() -> RunRecord {
 fn inputs() -> Vec<(String, Vec<u8>)> {
     let rec = three_phase();
     let mut v = vec![
-        ("skewed.b64".to_string(), encode(&skewed(50_000, 7)).into_bytes()),
+        (
+            "skewed.b64".to_string(),
+            encode(&skewed(50_000, 7)).into_bytes(),
+        ),
         (
             "record-handshake.b64".to_string(),
-            rec.phases[1].histograms.encoded(Latency::Handshake).unwrap().as_bytes().to_vec(),
+            rec.phases[1]
+                .histograms
+                .encoded(Latency::Handshake)
+                .unwrap()
+                .as_bytes()
+                .to_vec(),
         ),
     ];
     for (i, p) in rec.phases.iter().enumerate() {
@@ -148,7 +156,14 @@ fn inputs() -> Vec<(String, Vec<u8>)> {
 }
 
 /// The intervals of an interval log as our reader sees them (tag, start, length, histogram).
-fn our_intervals(buf: &[u8]) -> Vec<(Option<String>, std::time::Duration, std::time::Duration, Histogram<u64>)> {
+fn our_intervals(
+    buf: &[u8],
+) -> Vec<(
+    Option<String>,
+    std::time::Duration,
+    std::time::Duration,
+    Histogram<u64>,
+)> {
     use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
     IntervalLogIterator::new(buf)
         .filter_map(|e| match e.unwrap() {
@@ -172,8 +187,7 @@ fn hdrh_golden_inputs_are_what_we_write_now() {
             std::fs::write(&path, &bytes).unwrap();
             continue;
         }
-        let committed = std::fs::read(&path)
-            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let committed = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         if name.ends_with(".b64") {
             let ours = decode(std::str::from_utf8(&bytes).unwrap()).unwrap();
             let theirs = decode(std::str::from_utf8(&committed).unwrap().trim()).unwrap();
@@ -196,13 +210,19 @@ fn hdrh_golden_inputs_are_what_we_write_now() {
             }
         }
     }
-    assert!(!bless, "inputs written: now run `python3 scripts/hdrh-golden.py` and commit both");
+    assert!(
+        !bless,
+        "inputs written: now run `python3 scripts/hdrh-golden.py` and commit both"
+    );
 }
 
 #[test]
 fn hdrh_golden_python_decodes_our_histograms_to_the_same_percentiles() {
     let g = golden();
-    assert!(g["generator"].as_str().unwrap().contains("hdrhistogram==0.10.8"));
+    assert!(g["generator"]
+        .as_str()
+        .unwrap()
+        .contains("hdrhistogram==0.10.8"));
     let h = decode(read_data("skewed.b64").trim()).unwrap();
     assert_eq!(recorded(&h), recorded(&skewed(50_000, 7)));
     assert_same(&h, &g["skewed"]);
@@ -235,16 +255,29 @@ fn hdrh_golden_python_reads_our_three_phase_interval_log() {
             .as_array()
             .unwrap_or_else(|| panic!("{name} missing from the golden file"));
         let handshake: Vec<&Value> = ivs.iter().filter(|i| i["tag"].is_null()).collect();
-        assert_eq!(handshake.len(), phase.timeline.len(), "{name}: one interval per second");
+        assert_eq!(
+            handshake.len(),
+            phase.timeline.len(),
+            "{name}: one interval per second"
+        );
         assert_eq!(phase.timeline.len(), 3);
         let phase_start_ms = phase.start_offset_ms.unwrap();
         for (k, (iv, row)) in handshake.iter().zip(&phase.timeline).enumerate() {
             // StartTime with millisecond resolution, not whole seconds.
-            assert!((iv["start_time_sec"].as_f64().unwrap() - start_sec).abs() < 1e-6, "{iv}");
+            assert!(
+                (iv["start_time_sec"].as_f64().unwrap() - start_sec).abs() < 1e-6,
+                "{iv}"
+            );
             let start = iv["start_ms"].as_f64().unwrap();
             let want = phase_start_ms + 1000.0 * k as f64;
-            assert!((start - want).abs() < 10.0, "{name} second {k}: starts at {start} ms, want {want}");
-            assert!((iv["length_ms"].as_f64().unwrap() - 1000.0).abs() < 1.0, "{iv}");
+            assert!(
+                (start - want).abs() < 10.0,
+                "{name} second {k}: starts at {start} ms, want {want}"
+            );
+            assert!(
+                (iv["length_ms"].as_f64().unwrap() - 1000.0).abs() < 1.0,
+                "{iv}"
+            );
             let h = decode(row.handshake.as_deref().unwrap()).unwrap();
             assert_eq!(h.len(), row.successes);
             assert_same(&h, &iv["d"]);
@@ -252,9 +285,15 @@ fn hdrh_golden_python_reads_our_three_phase_interval_log() {
         let service: Vec<&Value> = ivs.iter().filter(|i| i["tag"] == "service").collect();
         assert_eq!(service.len(), 1, "{name}");
         assert!((service[0]["start_ms"].as_f64().unwrap() - phase_start_ms).abs() < 10.0);
-        assert_same(&phase.histograms.decode(Latency::Service).unwrap().unwrap(), &service[0]["d"]);
+        assert_same(
+            &phase.histograms.decode(Latency::Service).unwrap().unwrap(),
+            &service[0]["d"],
+        );
     }
     // The third phase starts where the record says (7.4 s), not at the sum of measured seconds (6 s).
     let third = &g["hlogs"]["three-phase.step-3.hlog"][0];
-    assert!((third["start_ms"].as_f64().unwrap() - 7_400.0).abs() < 10.0, "{third}");
+    assert!(
+        (third["start_ms"].as_f64().unwrap() - 7_400.0).abs() < 10.0,
+        "{third}"
+    );
 }
