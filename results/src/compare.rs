@@ -390,6 +390,15 @@ pub fn compare(
         }
         let mut m = compare_samples(name, unit, *dir, &sa, &sb, opts.min_effect);
         m.phase = (*phase).to_string();
+        // Samples that exist but were all left out (flagged): too few, not "no samples".
+        let measured = |recs: &[RunRecord]| recs.iter().any(|r| metric_values(r)[i].is_some());
+        if m.verdict == Verdict::NotApplicable
+            && (sa.is_empty() || sb.is_empty())
+            && measured(a)
+            && measured(b)
+        {
+            m.verdict = Verdict::TooFewTrials;
+        }
         metrics.push(m);
     }
     notes.push(phase_note(a.iter().chain(b)));
@@ -718,6 +727,18 @@ mod tests {
                     && n.contains("A#2 (generator behind)")),
             "{:?}",
             c.notes
+        );
+        let mut all_flagged = b.clone();
+        for r in &mut all_flagged {
+            r.warnings
+                .push("peak: other work used 40% of the benchmark CPUs".into());
+        }
+        let none_left = compare(&a, &all_flagged, (None, None), &Options::default());
+        assert_eq!(none_left.b.used(), 0);
+        assert_eq!(
+            rate(&none_left).verdict,
+            Verdict::TooFewTrials,
+            "flagged away, not n/a"
         );
         let kept = compare(
             &a,
