@@ -51,13 +51,11 @@ pub fn fixed(v: f64, decimals: usize) -> String {
     group_digits(&format!("{v:.decimals$}"))
 }
 
-/// A value with as many decimals as its size deserves (3 significant digits below 1,000, none
-/// above): `21,034`, `45.2`, `3.07`, `0.052`; [`NA`] when not finite.
+/// A value with as many decimals as its size deserves (3 significant digits below 100, none
+/// from 100): `21,034`, `45.2`, `3.07`, `0.052`; [`NA`] when not finite.
 pub fn value(v: f64) -> String {
     let a = v.abs();
-    let decimals = if a >= 1_000.0 || a == 0.0 {
-        0
-    } else if a >= 100.0 {
+    let decimals = if a >= 100.0 || a == 0.0 {
         0
     } else if a >= 10.0 {
         1

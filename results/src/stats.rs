@@ -146,13 +146,13 @@ pub struct Shift {
     pub exact: bool,
 }
 
-/// Standard normal upper quantile for `p` (Acklam's rational approximation, |error| < 1.2e-9).
+/// Standard normal quantile Φ⁻¹(p) (Acklam's rational approximation, |error| < 1.2e-9).
 fn normal_quantile(p: f64) -> f64 {
     const A: [f64; 6] = [
         -3.969683028665376e1,
         2.209460984245205e2,
         -2.759285104469687e2,
-        1.383577518672690e2,
+        1.383_577_518_672_69e2,
         -3.066479806614716e1,
         2.506628277459239,
     ];
