@@ -24,7 +24,7 @@ mod signals;
 mod units;
 
 fn main() {
-    let cli = cli::Cli::parse();
+    let cli = cli::Cli::parse_from(cmd::compare::b_side_separator(std::env::args_os()));
     let code = match cmd::dispatch(cli) {
         Ok(code) => code,
         Err(err) => {

@@ -323,9 +323,9 @@ fn ab_restores_toggles_after_success_and_failure() {
     let out_dir = dir.path().to_str().unwrap();
     let script = format!(
         "set -e; ip link set lo up; echo 1 > /proc/sys/net/ipv4/tcp_timestamps; \
-         {bin} ab --trials 1 --toggle sysctl:net.ipv4.tcp_timestamps=0,2 --duration 1s --out {out_dir}/ok >/dev/null 2>{out_dir}/ok.err; \
+         {bin} ab --trials 1 --toggle sysctl:net.ipv4.tcp_timestamps=0,2 --duration 1s --format json --out {out_dir}/ok >{out_dir}/ok.out 2>{out_dir}/ok.err; \
          echo ok-after=$(cat /proc/sys/net/ipv4/tcp_timestamps); \
-         if {bin} ab --trials 2 --toggle sysctl:net.ipv4.tcp_timestamps=0,2 --b-setup false --duration 1s --out {out_dir}/fail >/dev/null 2>{out_dir}/fail.err; then echo fail-rc=0; else echo fail-rc=$?; fi; \
+         if {bin} ab --trials 2 --toggle sysctl:net.ipv4.tcp_timestamps=0,2 --b-setup false --duration 1s --out {out_dir}/fail >{out_dir}/fail.out 2>{out_dir}/fail.err; then echo fail-rc=0; else echo fail-rc=$?; fi; \
          echo fail-after=$(cat /proc/sys/net/ipv4/tcp_timestamps)",
         bin = bin()
     );
@@ -354,6 +354,18 @@ fn ab_restores_toggles_after_success_and_failure() {
     );
     let fail_err = std::fs::read_to_string(dir.path().join("fail.err")).unwrap();
     assert!(fail_err.contains("B setup"), "{fail_err}");
+    let fail_out = std::fs::read_to_string(dir.path().join("fail.out")).unwrap();
+    assert_eq!(fail_out, "", "no comparison table before the error");
+    // `--format json` prints the comparison as JSON, sides named by the toggle's values.
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("ok.out")).unwrap())
+            .unwrap_or_else(|e| panic!("ab --format json printed no JSON ({e}): {err_ok}"));
+    assert_eq!(json["a"]["name"], "net.ipv4.tcp_timestamps=0");
+    assert_eq!(json["b"]["name"], "net.ipv4.tcp_timestamps=2");
+    assert_eq!(
+        json["metrics"][0]["verdict"], "too_few_trials",
+        "1 trial a side"
+    );
     assert_eq!(
         records(&dir.path().join("ok")).len(),
         2,
@@ -401,4 +413,28 @@ fn sweep_finds_a_knee_in_its_own_record() {
             p.cross_check
         );
     }
+    // Each phase's measured part has its real start: after the previous phase's, and wall
+    // clock = run start + monotonic offset; every timeline second carries its histogram.
+    let started = rec.run.started_unix_ms.unwrap();
+    let mut last_end_ms = 0.0;
+    for p in &rec.phases {
+        let off = p.start_offset_ms.unwrap();
+        assert!(
+            off >= last_end_ms,
+            "{}: starts at {off} ms, previous ended at {last_end_ms}",
+            p.name
+        );
+        assert!(
+            p.start_unix_ms.unwrap().abs_diff(started + off as u64) <= 1,
+            "{}",
+            p.name
+        );
+        last_end_ms = off + p.measured_secs * 1e3;
+        assert!(
+            !p.timeline.is_empty() && p.timeline.iter().all(|r| r.handshake.is_some()),
+            "{}",
+            p.name
+        );
+    }
+    assert!(text.contains("dropped") && text.contains("late"), "{text}");
 }

@@ -6,7 +6,7 @@ use std::process::{Command, Output};
 use results::record::RunRecord;
 
 fn golden() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("results/tests/data/golden-v1.json")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("results/tests/data/golden-v2.json")
 }
 
 fn data(name: &str) -> PathBuf {
@@ -57,14 +57,21 @@ fn report_prints_rates_percentiles_buckets_and_drop_warnings() {
         "p99.99",
         "stddev",
         "ETIMEDOUT 2",
-        "< 250.0µs",
-        ">= 1.00ms",
+        "< 250.0 µs",
+        ">= 1.00 ms",
         "WARNING",
         "ListenOverflows",
     ] {
         assert!(text.contains(needle), "{needle:?} missing:\n{text}");
     }
-    assert!(text.contains(&format!("{:.0} CPM", phase.cpm)), "{text}");
+    assert!(
+        text.contains(&format!("{} CPM", results::numfmt::fixed(phase.cpm, 0))),
+        "{text}"
+    );
+    assert!(
+        text.contains("60,000 CPM"),
+        "thousands separators in text: {text}"
+    );
 
     let json: serde_json::Value =
         serde_json::from_str(&ok(&["report", s(&g), "--format", "json"])).unwrap();
@@ -98,7 +105,15 @@ fn report_writes_interval_logs() {
         "-o",
         s(&dir.path().join("report.txt")),
     ]);
-    let hlog = std::fs::read_to_string(dir.path().join("golden-v1.latency.hlog")).unwrap();
+    let hlog = std::fs::read_to_string(dir.path().join("golden-v2.latency.hlog")).unwrap();
+    assert!(
+        hlog.contains("#[StartTime: 1795990503.000 "),
+        "ms resolution: {hlog}"
+    );
+    assert!(
+        hlog.lines().any(|l| l.starts_with("0.500,1.000,")),
+        "the second starts at the phase start (0.5 s): {hlog}"
+    );
     assert!(hlog.contains("#[StartTime: "), "{hlog}");
     assert_eq!(
         hlog.lines().filter(|l| l.contains("HISTF")).count(),
@@ -162,7 +177,11 @@ fn compare_detects_a_ten_percent_gain_and_says_how() {
         text.contains("sys %: system CPU time") && text.contains("CPU capacity"),
         "sys % is explained: {text}"
     );
-    assert!(text.contains("bootstrap"), "{text}");
+    assert!(text.contains("Hodges-Lehmann"), "{text}");
+    assert!(
+        text.contains("A: off (5 trials, 5 in the verdict)"),
+        "{text}"
+    );
     let p99 = text.lines().find(|l| l.contains("handshake p99")).unwrap();
     assert!(p99.contains("no significant change"), "{p99}");
     assert!(p99.contains("latency phase"), "{p99}");
@@ -185,6 +204,97 @@ fn compare_detects_a_ten_percent_gain_and_says_how() {
     );
     let o = connstorm(&["compare", s(&a[0])]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+
+    // Options after side B's files are options, not files.
+    let out = dir.path().join("cmp.json");
+    let mut args = vec!["compare"];
+    args.extend(a.iter().map(|p| s(p)));
+    args.push("--");
+    args.extend(b.iter().map(|p| s(p)));
+    args.extend(["-o", s(&out), "--format", "json"]);
+    assert_eq!(ok(&args), "", "written to the file, not stdout");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(json["metrics"][0]["verdict"], "better");
+    assert_eq!(
+        (json["a"]["name"].as_str(), json["b"]["name"].as_str()),
+        (Some("off"), Some("on"))
+    );
+}
+
+/// `compare` of a loopback bench with an external-target bench: refused (exit 2) naming the
+/// difference, before any output; `--allow-mismatch` compares and lists it.
+#[test]
+fn compare_refuses_mixed_setups_unless_allowed() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = trials(&dir.path().join("a"), "loopback", 1.0, 5);
+    let b: Vec<PathBuf> = (0..5)
+        .map(|_| {
+            let mut rec = RunRecord::example();
+            rec.label = "external".into();
+            rec.run.target = Some("10.0.0.2:8080".into());
+            rec.write_atomic(&dir.path().join("b")).unwrap()
+        })
+        .collect();
+    let out = dir.path().join("x.txt");
+    let mut args = vec!["compare", "--a"];
+    args.extend(a.iter().map(|p| s(p)));
+    args.push("--b");
+    args.extend(b.iter().map(|p| s(p)));
+    args.extend(["-o", s(&out)]);
+    let o = connstorm(&args);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("target: A own server on loopback, B 10.0.0.2:8080"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!out.exists(), "nothing written before the refusal");
+    args.push("--allow-mismatch");
+    ok(&args);
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(text.contains("setup differs: target"), "{text}");
+}
+
+/// Zero-connection records: CPU per connection is n/a (null in JSON), never 0 or "-100%".
+#[test]
+fn compare_of_zero_connection_records_gives_no_verdict() {
+    let dir = tempfile::tempdir().unwrap();
+    let paths: Vec<PathBuf> = (0..3)
+        .map(|_| {
+            let mut rec = RunRecord::example();
+            for p in &mut rec.phases {
+                p.successes = 0;
+                p.achieved_per_sec = 0.0;
+                p.cpu.load = results::record::SideCpu::new(0, 1_900_000_000, 3_000_000_000, 1, 0);
+                p.cpu.server = Some(p.cpu.load);
+            }
+            rec.write_atomic(dir.path()).unwrap()
+        })
+        .collect();
+    let json: serde_json::Value = serde_json::from_str(&ok(&[
+        "compare",
+        "--format",
+        "json",
+        s(&paths[0]),
+        s(&paths[1]),
+        "--",
+        s(&paths[2]),
+    ]))
+    .unwrap();
+    for m in json["metrics"].as_array().unwrap() {
+        if m["name"].as_str().unwrap().contains("per conn") {
+            assert!(
+                m["a"]["median"].is_null() && m["relative_change"].is_null(),
+                "{m}"
+            );
+            assert_eq!(m["verdict"], "not_applicable", "{m}");
+        }
+    }
+    let rec = RunRecord::read(&paths[0]).unwrap();
+    let text = ok(&["report", s(&paths[0])]);
+    assert!(rec.phases[0].cpu.load.us_per_conn().is_none());
+    assert!(text.contains("n/a"), "{text}");
 }
 
 #[test]
@@ -213,4 +323,17 @@ fn plot_writes_svg_with_labelled_axes_and_refuses_unknown_formats() {
         "ab",
     ]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    // `plot A -- B --kind ab -o ab.svg`: the options after `--` are read as options.
+    let out = dir.path().join("ab.svg");
+    ok(&[
+        "plot",
+        s(&golden()),
+        "--",
+        s(&golden()),
+        "--kind",
+        "ab",
+        "-o",
+        s(&out),
+    ]);
+    assert!(std::fs::read_to_string(&out).unwrap().contains("A: golden"));
 }

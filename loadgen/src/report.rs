@@ -98,6 +98,10 @@ pub struct TimelineRow {
     /// long: divide by it for a per-second rate), 0.0 for a drain second after the window
     /// (no new starts; in-flight attempts ending).
     pub length_secs: f64,
+    /// This second's handshake latencies (ns), for per-second interval logs; `None` only in
+    /// rows built by hand.
+    #[serde(skip)]
+    pub handshake: Option<Histogram<u64>>,
 }
 
 impl TimelineRow {

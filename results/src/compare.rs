@@ -1,9 +1,22 @@
 //! A/B comparison of two sets of trials (kernel A vs kernel B, a sysctl off vs on).
 //!
-//! For each metric: median, min and max per side, the relative change of the median (B vs A),
-//! a 95% confidence interval for it ([`crate::stats::bootstrap_relative_change`]), and a
-//! direction-aware verdict: *better* / *worse* when the interval excludes zero, *no significant
-//! change* when it includes zero, *inconclusive* with fewer than 2 trials a side.
+//! # The statistics rule (also in README and `connstorm compare --help`)
+//! For each metric: median, min and max per side; the Hodges–Lehmann shift B − A with its exact
+//! 95% Mann–Whitney interval ([`crate::stats::hodges_lehmann`]), both relative to A's median.
+//! The verdict is *better* / *worse* only when
+//! 1. both sides have at least [`stats::MIN_TRIALS`] (5) unflagged trials — else
+//!    *inconclusive: N too small* (with 5 a side a 2σ shift is found about 2 times in 3; with 2 a
+//!    side no order of trials can reach 95%),
+//! 2. the interval excludes zero — else *no significant change*, and
+//! 3. the shift is at least the noise floor `--min-effect` (default: A's run-to-run spread of
+//!    that metric, `1.4826 · MAD / median`) — else *below the noise floor*.
+//!
+//! A metric with no samples on a side (CPU per connection of a run with no connection) is
+//! *n/a*: no value, no change, no verdict (`null` in JSON).
+//!
+//! Trials whose record carries a warning ([`trial_flags`]: contention, steal, generator behind,
+//! drops, retransmits, cross-check mismatch, interrupted) are marked and left out of the verdict
+//! unless [`Options::include_flagged`].
 //!
 //! Which figure of a record each metric reads (see [`metric_values`]):
 //! - rate and CPU metrics come from the *rate phase*: `peak`, else the first closed-loop
@@ -12,14 +25,16 @@
 //!   else the first phase.
 
 mod render;
+mod setup;
 
 use serde::{Deserialize, Serialize};
 
 pub use render::{render, Format};
+pub use setup::{setup_differences, SetupDifference};
 
 use crate::histogram::LatencySummary;
 use crate::record::{Latency, Pattern, PhaseRecord, RunRecord};
-use crate::stats::{self, Interval, Spread};
+use crate::stats::{self, Spread};
 
 /// Confidence level of the intervals: 95%.
 pub const CONFIDENCE: f64 = 0.95;
@@ -34,29 +49,53 @@ pub enum Direction {
     LowerIsBetter,
 }
 
-/// The verdict on one metric.
+/// The verdict on one metric (see the module docs for the rule).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
-    /// B is better than A: the interval excludes zero on the good side.
+    /// B is better than A: the interval excludes zero on the good side, beyond the noise floor.
     Better,
-    /// B is worse than A: the interval excludes zero on the bad side.
+    /// B is worse than A: the interval excludes zero on the bad side, beyond the noise floor.
     Worse,
     /// The interval includes zero.
     NoSignificantChange,
-    /// No interval: fewer than [`stats::MIN_TRIALS`] trials on a side, or undefined change.
-    Inconclusive,
+    /// The interval excludes zero but the shift is smaller than the noise floor.
+    BelowNoiseFloor,
+    /// Fewer than [`stats::MIN_TRIALS`] trials on a side: no verdict is possible.
+    TooFewTrials,
+    /// A side has no sample of this metric (or A's median is 0): nothing to compare.
+    NotApplicable,
 }
 
 impl Verdict {
-    /// Words for people: `better`, `worse`, `no significant change`, `inconclusive`.
+    /// Words for people.
     pub fn as_str(self) -> &'static str {
         match self {
             Verdict::Better => "better",
             Verdict::Worse => "worse",
             Verdict::NoSignificantChange => "no significant change",
-            Verdict::Inconclusive => "inconclusive",
+            Verdict::BelowNoiseFloor => "below the noise floor",
+            Verdict::TooFewTrials => "inconclusive: N too small",
+            Verdict::NotApplicable => "n/a: no samples",
         }
+    }
+}
+
+/// A confidence interval for the relative change, B vs A (`0.05` = +5%).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Interval {
+    /// Lower end.
+    pub low: f64,
+    /// Upper end.
+    pub high: f64,
+    /// Coverage the exact interval achieves (≥ [`CONFIDENCE`]).
+    pub confidence: f64,
+}
+
+impl Interval {
+    /// The interval excludes zero.
+    pub fn excludes_zero(&self) -> bool {
+        self.low > 0.0 || self.high < 0.0
     }
 }
 
@@ -73,66 +112,351 @@ pub struct MetricComparison {
     pub unit: String,
     /// Which way is better.
     pub direction: Direction,
-    /// Side A's trials.
+    /// Side A's trials (those in the verdict).
     pub a: Spread,
     /// Side B's trials.
     pub b: Spread,
-    /// `median(B) / median(A) - 1` (`0.1` = +10%); `NaN` if A's median is 0.
-    pub relative_change: f64,
-    /// 95% interval for the relative change (`None`: too few trials).
+    /// Hodges–Lehmann shift B − A over A's median (`0.1` = +10%); `null` when not applicable.
+    pub relative_change: Option<f64>,
+    /// 95% exact interval for the relative change (`null`: too few trials or no samples).
     pub interval: Option<Interval>,
+    /// Two-sided Mann–Whitney p-value (`null` when not applicable).
+    pub p_value: Option<f64>,
+    /// Noise floor applied, as a fraction of A's median (`null`: none could be computed).
+    pub min_effect: Option<f64>,
     /// The verdict.
     pub verdict: Verdict,
 }
 
-/// Compares one metric given as plain samples (one value per trial).
+/// How a comparison is made.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Options {
+    /// Noise floor as a fraction (`0.02` = 2%); `None`: each metric's A-side spread.
+    pub min_effect: Option<f64>,
+    /// Keep flagged trials in the verdict.
+    pub include_flagged: bool,
+}
+
+/// Compares one metric given as plain samples (one value per trial); `min_effect` is the noise
+/// floor as a fraction of A's median (`None`: A's relative spread, see the module docs).
 pub fn compare_samples(
     name: &str,
     unit: &str,
     direction: Direction,
     a: &[f64],
     b: &[f64],
+    min_effect: Option<f64>,
 ) -> MetricComparison {
-    let interval = stats::bootstrap_relative_change(a, b, CONFIDENCE);
-    let verdict = match interval {
-        None => Verdict::Inconclusive,
-        Some(i) if !i.excludes_zero() => Verdict::NoSignificantChange,
-        Some(i) => {
-            let up = i.low > 0.0;
-            match (up, direction) {
-                (true, Direction::HigherIsBetter) | (false, Direction::LowerIsBetter) => {
-                    Verdict::Better
-                }
-                _ => Verdict::Worse,
-            }
-        }
-    };
-    MetricComparison {
+    let mut m = MetricComparison {
         name: name.to_string(),
         phase: String::new(),
         unit: unit.to_string(),
         direction,
         a: Spread::of(a),
         b: Spread::of(b),
-        relative_change: stats::relative_change(a, b),
-        interval,
-        verdict,
+        relative_change: None,
+        interval: None,
+        p_value: None,
+        min_effect: None,
+        verdict: Verdict::NotApplicable,
+    };
+    let base = stats::median(a);
+    let Some(shift) = (base != 0.0 && base.is_finite())
+        .then(|| stats::hodges_lehmann(a, b, CONFIDENCE))
+        .flatten()
+    else {
+        return m;
+    };
+    let rel = |v: f64| v / base.abs();
+    m.relative_change = Some(rel(shift.estimate));
+    m.p_value = Some(shift.p_value);
+    m.min_effect = min_effect.or_else(|| stats::relative_spread(a));
+    if let (Some(lo), Some(hi), Some(cov)) = (shift.low, shift.high, shift.coverage) {
+        m.interval = Some(Interval {
+            low: rel(lo),
+            high: rel(hi),
+            confidence: cov,
+        });
+    }
+    m.verdict = if a.len() < stats::MIN_TRIALS || b.len() < stats::MIN_TRIALS {
+        Verdict::TooFewTrials
+    } else {
+        match m.interval {
+            None => Verdict::TooFewTrials,
+            Some(i) if !i.excludes_zero() => Verdict::NoSignificantChange,
+            Some(_) if rel(shift.estimate).abs() < m.min_effect.unwrap_or(0.0) => {
+                Verdict::BelowNoiseFloor
+            }
+            Some(i) => match (i.low > 0.0, direction) {
+                (true, Direction::HigherIsBetter) | (false, Direction::LowerIsBetter) => {
+                    Verdict::Better
+                }
+                _ => Verdict::Worse,
+            },
+        }
+    };
+    m
+}
+
+/// One trial of a side: its label and the warnings that flag it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrialInfo {
+    /// The record's label.
+    pub label: String,
+    /// Why the trial is flagged (short kinds, see [`trial_flags`]); empty when clean.
+    pub flags: Vec<String>,
+    /// Left out of the verdict (flagged, and flagged trials were not included).
+    pub excluded: bool,
+}
+
+/// One side of a comparison.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SideInfo {
+    /// What the side is: toggle values, setup command or labels (e.g.
+    /// `net.ipv4.tcp_timestamps=1`).
+    pub name: String,
+    /// Its trials, in the order given.
+    pub trials: Vec<TrialInfo>,
+}
+
+impl SideInfo {
+    /// Trials in the verdict.
+    pub fn used(&self) -> usize {
+        self.trials.iter().filter(|t| !t.excluded).count()
+    }
+
+    /// Trials flagged (in the verdict or not).
+    pub fn flagged(&self) -> usize {
+        self.trials.iter().filter(|t| !t.flags.is_empty()).count()
     }
 }
 
 /// A full comparison of two trial sets.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Comparison {
-    /// How intervals were computed, for the output (names the method, level, resamples, seed).
+    /// How intervals and verdicts were made (the statistics rule, in one line).
     pub method: String,
-    /// Labels of A's records (one per trial, may repeat).
-    pub a_labels: Vec<String>,
-    /// Labels of B's records.
-    pub b_labels: Vec<String>,
-    /// The metrics, in [`METRICS`] order; metrics missing from some record are left out.
+    /// Side A.
+    pub a: SideInfo,
+    /// Side B.
+    pub b: SideInfo,
+    /// How the sides' setups differ (engine, target, CPUs, ...); empty when alike.
+    pub setup_differences: Vec<SetupDifference>,
+    /// The metrics, in [`METRICS`] order.
     pub metrics: Vec<MetricComparison>,
-    /// Metrics left out and why; and any other caveat (interrupted trials, drops).
+    /// Caveats: flagged trials, offered rates, phases read.
     pub notes: Vec<String>,
+}
+
+/// The warnings that flag a trial, as short kinds: `contention`, `steal`, `generator behind`,
+/// `drops`, `retransmits`, `cross-check mismatch`, `interrupted`, or `warning` for any other
+/// warning in the record. Empty when the trial is clean.
+pub fn trial_flags(rec: &RunRecord) -> Vec<String> {
+    let mut flags: Vec<&str> = Vec::new();
+    for w in &rec.warnings {
+        let l = w.to_ascii_lowercase();
+        flags.push(
+            if l.contains("other work used") || l.contains("contention") {
+                "contention"
+            } else if l.contains("steal") {
+                "steal"
+            } else if l.contains("fell behind") || l.contains("late") {
+                "generator behind"
+            } else if l.contains("retrans") {
+                "retransmits"
+            } else if l.contains("drop") || l.contains("overflow") {
+                "drops"
+            } else if l.contains("mismatch") || l.contains("cross-check") {
+                "cross-check mismatch"
+            } else {
+                "warning"
+            },
+        );
+    }
+    for p in &rec.phases {
+        for (k, _) in p.drops() {
+            flags.push(if crate::record::is_retransmit_counter(k) {
+                "retransmits"
+            } else {
+                "drops"
+            });
+        }
+        if p.cross_check.as_ref().is_some_and(|c| !c.agree) {
+            flags.push("cross-check mismatch");
+        }
+        if p.dropped > 0 {
+            flags.push("drops");
+        }
+    }
+    if rec.run.interrupted {
+        flags.push("interrupted");
+    }
+    flags.sort_unstable();
+    flags.dedup();
+    flags.into_iter().map(str::to_string).collect()
+}
+
+/// The name of a side from its records' labels: distinct labels without a trailing trial tag
+/// (`#3`, or digits after a letter: `A3` → `A`), joined by `, `; `unlabelled` when none.
+pub fn side_name(recs: &[RunRecord]) -> String {
+    side_name_of(recs.iter().map(|r| r.label.as_str()))
+}
+
+/// [`side_name`] from the labels themselves.
+pub fn side_name_of<'a>(labels: impl IntoIterator<Item = &'a str>) -> String {
+    let mut names: Vec<String> = Vec::new();
+    for l in labels {
+        let l = l.trim();
+        let l = match l.rfind('#') {
+            Some(i) if l[i + 1..].chars().all(|c| c.is_ascii_digit()) => l[..i].trim_end(),
+            _ => {
+                let cut = l.trim_end_matches(|c: char| c.is_ascii_digit());
+                if cut.is_empty() {
+                    l
+                } else {
+                    cut.trim_end_matches(['-', '_', ' '])
+                }
+            }
+        };
+        if !l.is_empty() && !names.iter().any(|n| n == l) {
+            names.push(l.to_string());
+        }
+    }
+    if names.is_empty() {
+        "unlabelled".into()
+    } else {
+        names.join(", ")
+    }
+}
+
+fn side_info(recs: &[RunRecord], name: Option<&str>, opts: &Options) -> SideInfo {
+    SideInfo {
+        name: name.map_or_else(|| side_name(recs), str::to_string),
+        trials: recs
+            .iter()
+            .map(|r| {
+                let flags = trial_flags(r);
+                TrialInfo {
+                    label: r.label.clone(),
+                    excluded: !flags.is_empty() && !opts.include_flagged,
+                    flags,
+                }
+            })
+            .collect(),
+    }
+}
+
+/// The statistics rule in one line (for outputs and `--help`).
+pub fn method_text() -> String {
+    format!(
+        "Hodges-Lehmann shift (median of all B-A differences) with its exact {:.0}% Mann-Whitney interval, relative to A's median; a verdict needs >= {} unflagged trials a side, an interval excluding 0, and a shift >= the noise floor (--min-effect, default A's run-to-run spread 1.4826*MAD/median)",
+        CONFIDENCE * 100.0,
+        stats::MIN_TRIALS
+    )
+}
+
+/// Compares trial set `a` with trial set `b` on every metric of [`METRICS`]; `names` name the
+/// sides (`None`: from their labels, [`side_name`]).
+pub fn compare(
+    a: &[RunRecord],
+    b: &[RunRecord],
+    names: (Option<&str>, Option<&str>),
+    opts: &Options,
+) -> Comparison {
+    let side_a = side_info(a, names.0, opts);
+    let side_b = side_info(b, names.1, opts);
+    let used = |recs: &[RunRecord], side: &SideInfo| -> Vec<RunRecord> {
+        recs.iter()
+            .zip(&side.trials)
+            .filter(|(_, t)| !t.excluded)
+            .map(|(r, _)| r.clone())
+            .collect()
+    };
+    let (ua, ub) = (used(a, &side_a), used(b, &side_b));
+    let va: Vec<_> = ua.iter().map(metric_values).collect();
+    let vb: Vec<_> = ub.iter().map(metric_values).collect();
+    let mut metrics = Vec::new();
+    let mut notes = Vec::new();
+    for (i, (name, unit, dir, phase)) in METRICS.iter().enumerate() {
+        // Trials without the figure contribute nothing (n/a, never 0).
+        let sa: Vec<f64> = va.iter().filter_map(|v| v[i]).collect();
+        let sb: Vec<f64> = vb.iter().filter_map(|v| v[i]).collect();
+        let missing = (va.len() - sa.len()) + (vb.len() - sb.len());
+        if missing > 0 && !(sa.is_empty() && sb.is_empty()) {
+            notes.push(format!("{name}: not measured in {missing} trial(s)"));
+        }
+        if sa.is_empty() && sb.is_empty() && *name == "first-byte p99" {
+            continue;
+        }
+        let mut m = compare_samples(name, unit, *dir, &sa, &sb, opts.min_effect);
+        m.phase = (*phase).to_string();
+        // Samples that exist but were all left out (flagged): too few, not "no samples".
+        let measured = |recs: &[RunRecord]| recs.iter().any(|r| metric_values(r)[i].is_some());
+        if m.verdict == Verdict::NotApplicable
+            && (sa.is_empty() || sb.is_empty())
+            && measured(a)
+            && measured(b)
+        {
+            m.verdict = Verdict::TooFewTrials;
+        }
+        metrics.push(m);
+    }
+    notes.push(phase_note(a.iter().chain(b)));
+    let offered = |recs: &[RunRecord]| {
+        let v: Vec<f64> = recs
+            .iter()
+            .filter_map(|r| latency_phase(r).and_then(|p| p.offered_per_sec))
+            .collect();
+        (!v.is_empty()).then(|| stats::median(&v))
+    };
+    if let (Some(oa), Some(ob)) = (offered(&ua), offered(&ub)) {
+        if (oa - ob).abs() > 0.05 * oa.max(ob) {
+            notes.push(format!(
+                "latency figures compare different offered rates (A {}/s, B {}/s, medians; each side's latency phase ran at 80% of its own peak): latency depends on load, so give both sides the same --rate for a like-for-like latency comparison",
+                crate::numfmt::fixed(oa, 0),
+                crate::numfmt::fixed(ob, 0)
+            ));
+        }
+    }
+    if metrics.iter().any(|m| m.name == "sys %") {
+        notes.push(SYS_PCT_MEANING.to_string());
+    }
+    for (side, info) in [("A", &side_a), ("B", &side_b)] {
+        let flagged: Vec<String> = info
+            .trials
+            .iter()
+            .filter(|t| !t.flags.is_empty())
+            .map(|t| format!("{} ({})", t.label, t.flags.join(", ")))
+            .collect();
+        if !flagged.is_empty() {
+            notes.push(format!(
+                "{side}: {} flagged trial(s) {}: {}",
+                flagged.len(),
+                if opts.include_flagged {
+                    "kept in the verdict (--include-flagged)"
+                } else {
+                    "excluded from the verdict (--include-flagged keeps them)"
+                },
+                flagged.join("; ")
+            ));
+        }
+    }
+    if side_a.used() < stats::MIN_TRIALS || side_b.used() < stats::MIN_TRIALS {
+        notes.push(format!(
+            "{} and {} trial(s) in the verdict: fewer than {} a side cannot show a change at 95% (with 2 a side, every B below every A happens 1 time in 6 by chance); run `connstorm ab --trials 10`",
+            side_a.used(),
+            side_b.used(),
+            stats::MIN_TRIALS
+        ));
+    }
+    Comparison {
+        method: method_text(),
+        setup_differences: setup_differences(a, b),
+        a: side_a,
+        b: side_b,
+        metrics,
+        notes,
+    }
 }
 
 /// The metrics compared: name, unit, direction, and the phase they are read from ([`PEAK`]:
@@ -186,6 +510,9 @@ fn summary(phase: &PhaseRecord, which: Latency) -> Option<LatencySummary> {
 }
 
 /// The value of each of [`METRICS`] in one record (`None`: not measured in it).
+///
+/// A per-connection figure with no connection is `None`, never 0 (see
+/// [`crate::record::SideCpu::us_per_conn`]).
 pub fn metric_values(rec: &RunRecord) -> [Option<f64>; 8] {
     let rate = rate_phase(rec);
     let lat = latency_phase(rec);
@@ -208,8 +535,9 @@ pub fn metric_values(rec: &RunRecord) -> [Option<f64>; 8] {
         hs.map(|s| us(s.p99_ns)),
         hs.map(|s| us(s.max_ns)),
         fb.map(|s| us(s.p99_ns)),
-        rate.and_then(|p| p.cpu.server).map(|c| c.us_per_conn()),
-        rate.map(|p| p.cpu.load.us_per_conn()).filter(|&v| v > 0.0),
+        rate.and_then(|p| p.cpu.server)
+            .and_then(|c| c.us_per_conn()),
+        rate.and_then(|p| p.cpu.load.us_per_conn()),
         sys_pct,
     ]
 }
@@ -236,94 +564,6 @@ fn phase_note<'a>(recs: impl Iterator<Item = &'a RunRecord> + Clone) -> String {
     )
 }
 
-/// Compares trial set `a` with trial set `b` on every metric of [`METRICS`] that all records
-/// have.
-pub fn compare(a: &[RunRecord], b: &[RunRecord]) -> Comparison {
-    let va: Vec<_> = a.iter().map(metric_values).collect();
-    let vb: Vec<_> = b.iter().map(metric_values).collect();
-    let mut metrics = Vec::new();
-    let mut notes = Vec::new();
-    for (i, (name, unit, dir, phase)) in METRICS.iter().enumerate() {
-        let sa: Option<Vec<f64>> = va.iter().map(|v| v[i]).collect();
-        let sb: Option<Vec<f64>> = vb.iter().map(|v| v[i]).collect();
-        match (sa, sb) {
-            (Some(sa), Some(sb)) if !sa.is_empty() && !sb.is_empty() => {
-                let mut m = compare_samples(name, unit, *dir, &sa, &sb);
-                m.phase = (*phase).to_string();
-                metrics.push(m);
-            }
-            _ => notes.push(format!("{name}: not measured in every record, left out")),
-        }
-    }
-    notes.push(phase_note(a.iter().chain(b)));
-    let offered = |recs: &[RunRecord]| {
-        let v: Vec<f64> = recs
-            .iter()
-            .filter_map(|r| latency_phase(r).and_then(|p| p.offered_per_sec))
-            .collect();
-        (!v.is_empty()).then(|| stats::median(&v))
-    };
-    if let (Some(oa), Some(ob)) = (offered(a), offered(b)) {
-        if (oa - ob).abs() > 0.05 * oa.max(ob) {
-            notes.push(format!(
-                "latency figures compare different offered rates (A {oa:.0}/s, B {ob:.0}/s, medians; each side's latency phase ran at 80% of its own peak): latency depends on load, so give both sides the same --rate for a like-for-like latency comparison"
-            ));
-        }
-    }
-    if metrics.iter().any(|m| m.name == "sys %") {
-        notes.push(SYS_PCT_MEANING.to_string());
-    }
-    for (side, recs) in [("A", a), ("B", b)] {
-        let interrupted = recs.iter().filter(|r| r.run.interrupted).count();
-        if interrupted > 0 {
-            notes.push(format!(
-                "{side}: {interrupted} trial(s) were interrupted (Ctrl-C)"
-            ));
-        }
-        let flagged = |retransmit: bool| {
-            recs.iter()
-                .filter(|r| {
-                    r.phases.iter().any(|p| {
-                        p.drops()
-                            .iter()
-                            .any(|(k, _)| crate::record::is_retransmit_counter(k) == retransmit)
-                    })
-                })
-                .count()
-        };
-        let with_drops = flagged(false);
-        if with_drops > 0 {
-            notes.push(format!(
-                "{side}: {with_drops} trial(s) had kernel drops or overflows (see `connstorm report`): a different experiment"
-            ));
-        }
-        let with_retrans = flagged(true);
-        if with_retrans > 0 {
-            notes.push(format!(
-                "{side}: {with_retrans} trial(s) had SYN/SYN-ACK retransmits (see `connstorm report`)"
-            ));
-        }
-    }
-    if a.len() < stats::MIN_TRIALS || b.len() < stats::MIN_TRIALS {
-        notes.push(format!(
-            "fewer than {} trials on a side: no confidence interval; run `connstorm ab --trials 10`",
-            stats::MIN_TRIALS
-        ));
-    }
-    Comparison {
-        method: format!(
-            "{:.0}% CI of the relative change of the median, percentile bootstrap ({} resamples, seed {:#x})",
-            CONFIDENCE * 100.0,
-            stats::BOOTSTRAP_RESAMPLES,
-            stats::BOOTSTRAP_SEED
-        ),
-        a_labels: a.iter().map(|r| r.label.clone()).collect(),
-        b_labels: b.iter().map(|r| r.label.clone()).collect(),
-        metrics,
-        notes,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -337,92 +577,214 @@ mod tests {
             .collect()
     }
 
-    #[test]
-    fn identical_trial_sets_show_no_significant_change() {
-        let mut rng = StdRng::seed_from_u64(1);
-        let a = trials(&mut rng, 10, 20_000.0, 0.03);
-        for dir in [Direction::HigherIsBetter, Direction::LowerIsBetter] {
-            let m = compare_samples("x", "u", dir, &a, &a);
-            assert_eq!(m.verdict, Verdict::NoSignificantChange, "{m:?}");
-            assert_eq!(m.relative_change, 0.0);
-        }
+    /// Records whose peak rate is each of `rates` (everything else as the example).
+    fn records(label: &str, rates: &[f64]) -> Vec<RunRecord> {
+        rates
+            .iter()
+            .enumerate()
+            .map(|(i, &r)| {
+                let mut rec = RunRecord::example();
+                rec.label = format!("{label}#{}", i + 1);
+                rec.warnings.clear();
+                for p in &mut rec.phases {
+                    p.counters.clear();
+                    p.dropped = 0;
+                    if let Some(c) = &mut p.cross_check {
+                        c.agree = true;
+                    }
+                }
+                rec.phases[0].achieved_per_sec = r;
+                rec
+            })
+            .collect()
+    }
+
+    fn rate(c: &Comparison) -> &MetricComparison {
+        c.metrics
+            .iter()
+            .find(|m| m.name == "connections/s")
+            .unwrap()
     }
 
     #[test]
-    fn same_distribution_different_draws_show_no_significant_change() {
+    fn identical_distributions_give_no_verdict() {
         let mut rng = StdRng::seed_from_u64(2);
+        for seed_round in 0..20 {
+            let a = trials(&mut rng, 10, 20_000.0, 0.03);
+            let b = trials(&mut rng, 10, 20_000.0, 0.03);
+            let m = compare_samples("x", "u", Direction::HigherIsBetter, &a, &b, None);
+            assert!(
+                !matches!(m.verdict, Verdict::Better | Verdict::Worse),
+                "round {seed_round}: {m:?}"
+            );
+        }
         let a = trials(&mut rng, 10, 20_000.0, 0.03);
-        let b = trials(&mut rng, 10, 20_000.0, 0.03);
-        let m = compare_samples("x", "u", Direction::HigherIsBetter, &a, &b);
+        let m = compare_samples("x", "u", Direction::LowerIsBetter, &a, &a, None);
         assert_eq!(m.verdict, Verdict::NoSignificantChange, "{m:?}");
+        assert_eq!(m.relative_change, Some(0.0));
     }
 
     #[test]
-    fn a_ten_percent_shift_with_low_noise_is_detected_in_the_right_direction() {
+    fn a_ten_percent_shift_with_ten_trials_is_detected_in_the_right_direction() {
         let mut rng = StdRng::seed_from_u64(3);
-        let a = trials(&mut rng, 10, 20_000.0, 0.01);
-        let b = trials(&mut rng, 10, 22_000.0, 0.01);
-        let up = compare_samples("connections/s", "conn/s", Direction::HigherIsBetter, &a, &b);
+        let a = trials(&mut rng, 10, 20_000.0, 0.02);
+        let b = trials(&mut rng, 10, 22_000.0, 0.02);
+        let up = compare_samples(
+            "connections/s",
+            "conn/s",
+            Direction::HigherIsBetter,
+            &a,
+            &b,
+            None,
+        );
         assert_eq!(up.verdict, Verdict::Better, "{up:?}");
         let i = up.interval.unwrap();
         assert!(i.low > 0.05 && i.high < 0.15, "{i:?}");
-        assert!(
-            (up.relative_change - 0.1).abs() < 0.03,
-            "{}",
-            up.relative_change
-        );
-        // The same shift in a latency is worse; the reverse shift is better.
-        let lat = compare_samples("p99", "µs", Direction::LowerIsBetter, &a, &b);
+        assert!((up.relative_change.unwrap() - 0.1).abs() < 0.03, "{up:?}");
+        let lat = compare_samples("p99", "µs", Direction::LowerIsBetter, &a, &b, None);
         assert_eq!(lat.verdict, Verdict::Worse);
-        let back = compare_samples("p99", "µs", Direction::LowerIsBetter, &b, &a);
+        let back = compare_samples("p99", "µs", Direction::LowerIsBetter, &b, &a, None);
         assert_eq!(back.verdict, Verdict::Better);
-    }
-
-    #[test]
-    fn single_trials_are_inconclusive() {
-        let m = compare_samples("x", "u", Direction::HigherIsBetter, &[1.0], &[2.0]);
-        assert_eq!(m.verdict, Verdict::Inconclusive);
-        assert!((m.relative_change - 1.0).abs() < 1e-12);
-    }
-
-    #[test]
-    fn records_compare_on_every_measured_metric() {
-        let a = vec![RunRecord::example(), RunRecord::example()];
-        let mut faster = RunRecord::example();
-        for p in &mut faster.phases {
-            p.achieved_per_sec *= 1.2;
-        }
-        let b = vec![faster.clone(), faster];
-        let c = compare(&a, &b);
-        let names: Vec<_> = c.metrics.iter().map(|m| m.name.as_str()).collect();
-        assert!(
-            !names.contains(&"first-byte p99"),
-            "example has no first byte: {names:?}"
+        // Through records, with sides named by their labels.
+        let c = compare(
+            &records("tcp_timestamps=1", &a),
+            &records("tcp_timestamps=0", &b),
+            (None, None),
+            &Options::default(),
         );
-        assert!(c.notes.iter().any(|n| n.starts_with("first-byte p99")));
-        let rate = &c.metrics[0];
-        assert_eq!(rate.name, "connections/s");
-        assert!((rate.relative_change - 0.2).abs() < 1e-9);
-        // Constant trials: the interval is the point, so 20% more is significant.
-        assert_eq!(rate.verdict, Verdict::Better);
-        let p99 = c
-            .metrics
-            .iter()
-            .find(|m| m.name == "handshake p99")
-            .unwrap();
-        assert_eq!(p99.verdict, Verdict::NoSignificantChange);
-        assert!(c.method.contains("bootstrap"));
-        assert_eq!((rate.phase.as_str(), p99.phase.as_str()), (PEAK, LATENCY));
-        assert!(c
-            .notes
-            .iter()
-            .any(|n| n.starts_with("sys %: system CPU time")));
+        assert_eq!(rate(&c).verdict, Verdict::Better);
+        assert_eq!(
+            (c.a.name.as_str(), c.b.name.as_str()),
+            ("tcp_timestamps=1", "tcp_timestamps=0")
+        );
+    }
+
+    #[test]
+    fn the_same_shift_with_two_trials_is_inconclusive() {
+        let m = compare_samples(
+            "connections/s",
+            "conn/s",
+            Direction::HigherIsBetter,
+            &[20_000.0, 20_100.0],
+            &[22_000.0, 22_100.0],
+            None,
+        );
+        assert_eq!(m.verdict, Verdict::TooFewTrials, "{m:?}");
+        assert_eq!(m.verdict.as_str(), "inconclusive: N too small");
+        assert!(m.interval.is_none(), "2 vs 2 cannot reach 95%: {m:?}");
+        assert!((m.relative_change.unwrap() - 0.1).abs() < 0.01);
+        // The case: 2 trials, everything B below A, "-99% better" before.
+        let c = compare(
+            &records("A", &[31_300.0, 610.0]),
+            &records("B", &[320.0, 270.0]),
+            (None, None),
+            &Options::default(),
+        );
+        assert_eq!(rate(&c).verdict, Verdict::TooFewTrials);
         assert!(
-            c.notes
-                .iter()
-                .any(|n| n.contains("from record phase peak") && n.contains("from phase latency")),
+            c.notes.iter().any(|n| n.contains("1 time in 6")),
             "{:?}",
             c.notes
         );
+    }
+
+    #[test]
+    fn a_shift_inside_the_noise_floor_gets_no_verdict() {
+        let a: Vec<f64> = (0..10).map(|i| 100.0 + i as f64 * 0.1).collect();
+        let b: Vec<f64> = a.iter().map(|x| x * 1.03).collect();
+        let m = compare_samples("x", "u", Direction::HigherIsBetter, &a, &b, Some(0.05));
+        assert_eq!(m.verdict, Verdict::BelowNoiseFloor, "{m:?}");
+        let m = compare_samples("x", "u", Direction::HigherIsBetter, &a, &b, Some(0.01));
+        assert_eq!(m.verdict, Verdict::Better, "{m:?}");
+        // Default floor: A's own spread (about 0.37% here).
+        let m = compare_samples("x", "u", Direction::HigherIsBetter, &a, &b, None);
+        assert!(
+            m.min_effect.unwrap() > 0.001 && m.min_effect.unwrap() < 0.01,
+            "{m:?}"
+        );
+    }
+
+    #[test]
+    fn one_flagged_trial_is_excluded_and_reported() {
+        let mut rng = StdRng::seed_from_u64(5);
+        let a_rates = trials(&mut rng, 6, 20_000.0, 0.01);
+        let b_rates = trials(&mut rng, 6, 22_000.0, 0.01);
+        let mut a = records("A", &a_rates);
+        let b = records("B", &b_rates);
+        a[1].warnings
+            .push("latency: generator fell behind: 100.0% of starts late".into());
+        a[1].phases[0].achieved_per_sec = 1.0;
+        let c = compare(&a, &b, (None, None), &Options::default());
+        assert_eq!(c.a.trials[1].flags, ["generator behind"]);
+        assert!(c.a.trials[1].excluded);
+        assert_eq!((c.a.used(), c.a.flagged()), (5, 1));
+        assert_eq!(rate(&c).a.n, 5);
+        assert_eq!(rate(&c).a.min.map(|v| v > 1_000.0), Some(true));
+        assert!(
+            c.notes
+                .iter()
+                .any(|n| n.contains("A: 1 flagged trial(s) excluded")
+                    && n.contains("A#2 (generator behind)")),
+            "{:?}",
+            c.notes
+        );
+        let mut all_flagged = b.clone();
+        for r in &mut all_flagged {
+            r.warnings
+                .push("peak: other work used 40% of the benchmark CPUs".into());
+        }
+        let none_left = compare(&a, &all_flagged, (None, None), &Options::default());
+        assert_eq!(none_left.b.used(), 0);
+        assert_eq!(
+            rate(&none_left).verdict,
+            Verdict::TooFewTrials,
+            "flagged away, not n/a"
+        );
+        let kept = compare(
+            &a,
+            &b,
+            (None, None),
+            &Options {
+                include_flagged: true,
+                ..Options::default()
+            },
+        );
+        assert_eq!(rate(&kept).a.n, 6);
+        assert!(!kept.a.trials[1].excluded);
+    }
+
+    #[test]
+    fn cpu_per_connection_without_connections_is_na_never_zero() {
+        let mut recs = records("A", &[0.0; 3]);
+        for r in &mut recs {
+            for p in &mut r.phases {
+                p.successes = 0;
+                p.cpu.load = crate::record::SideCpu::new(0, 1_900_000_000, 3_000_000_000, 1, 0);
+                p.cpu.server = Some(p.cpu.load);
+            }
+        }
+        let c = compare(&recs, &recs, (None, None), &Options::default());
+        for name in ["server CPU per conn", "load CPU per conn"] {
+            let m = c.metrics.iter().find(|m| m.name == name).unwrap();
+            assert_eq!(m.verdict, Verdict::NotApplicable, "{m:?}");
+            assert_eq!((m.a.median, m.relative_change), (None, None));
+        }
+        assert_eq!(
+            rate(&c).verdict,
+            Verdict::NotApplicable,
+            "A's median rate is 0"
+        );
+        let json: serde_json::Value = serde_json::from_str(&render(&c, Format::Json)).unwrap();
+        let cpu = json["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == "server CPU per conn")
+            .unwrap();
+        assert!(
+            cpu["a"]["median"].is_null() && cpu["relative_change"].is_null(),
+            "{cpu}"
+        );
+        assert!(!render(&c, Format::Text).contains("-100"));
     }
 }

@@ -209,17 +209,10 @@ pub const DEFAULT_BUCKET_EDGES_NS: [u64; 10] = [
     1_000_000_000,
 ];
 
-/// Formats nanoseconds with a readable unit: `850ns`, `12.3µs`, `1.25ms`, `2.00s`.
+/// Formats nanoseconds with a readable unit: `850 ns`, `12.3 µs`, `1.25 ms`, `2.000 s`
+/// ([`crate::numfmt::ns`], the tool's one formatter).
 pub fn format_ns(ns: f64) -> String {
-    if ns < 1_000.0 {
-        format!("{ns:.0}ns")
-    } else if ns < 1_000_000.0 {
-        format!("{:.1}µs", ns / 1e3)
-    } else if ns < 1_000_000_000.0 {
-        format!("{:.2}ms", ns / 1e6)
-    } else {
-        format!("{:.2}s", ns / 1e9)
-    }
+    crate::numfmt::ns(ns)
 }
 
 #[cfg(test)]
@@ -283,9 +276,9 @@ mod tests {
 
     #[test]
     fn format_ns_picks_the_unit() {
-        assert_eq!(format_ns(850.0), "850ns");
-        assert_eq!(format_ns(12_345.0), "12.3µs");
-        assert_eq!(format_ns(1_250_000.0), "1.25ms");
-        assert_eq!(format_ns(2e9), "2.00s");
+        assert_eq!(format_ns(850.0), "850 ns");
+        assert_eq!(format_ns(12_345.0), "12.3 µs");
+        assert_eq!(format_ns(1_250_000.0), "1.25 ms");
+        assert_eq!(format_ns(2e9), "2.000 s");
     }
 }

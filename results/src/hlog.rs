@@ -1,13 +1,20 @@
 //! HdrHistogram interval logs (`.hlog`) from run records, for HdrHistogram's own tools (Java
 //! `HistogramLogProcessor`, HdrHistogramVisualizer, Python `hdrh.log`).
 //!
-//! One log per phase: one interval line per histogram of the phase, covering the phase's
-//! measured part. The handshake histogram is untagged (what `HistogramLogProcessor` reads by
-//! default); service and first-byte latency are tagged `service` and `first_byte` (read them
-//! with `-tag service`). Values are nanoseconds; the max column is in milliseconds
-//! (`MaxValueDivisor` 1e6). Interval start times are seconds since the run started
-//! (`BaseTime` = `StartTime` = the record's `started_at`); phases follow each other, so phase
-//! *k* starts at the sum of the measured seconds of the phases before it.
+//! One log per phase. Schema-2 records: one untagged handshake interval per second of the
+//! phase's measured part (from [`crate::record::TimelineRow::handshake`]), each starting at its
+//! real time, then the whole-phase service and first-byte histograms as one interval each,
+//! tagged `service` and `first_byte` (read them with `-tag service`). Schema-1 records (no
+//! per-second histograms, no phase start): one interval per histogram covering the phase, at the
+//! sum of the earlier phases' measured seconds (the best that record allows, stated in a
+//! comment line).
+//!
+//! Times: `#[StartTime: …]` and `#[BaseTime: …]` are the run's start with millisecond
+//! resolution ([`crate::record::RunInfo::started_unix_ms`]); an interval's timestamp is seconds
+//! after it: the phase's `start_offset_ms` plus the second's offset in the measured part. Values
+//! are nanoseconds; the max column is in milliseconds (`MaxValueDivisor` 1e6, Java's default
+//! output ratio). Format per FACTS-2 §6: Java `HistogramLogWriter` headers
+//! (`#[Histogram log format version 1.3]`, the legend line), V2 + DEFLATE histograms.
 
 use std::fs;
 use std::io::{self, Write};
@@ -46,6 +53,10 @@ pub enum HlogError {
     },
 }
 
+/// Java's legend line, which the Rust writer does not emit (FACTS-2 §6).
+const LEGEND: &str =
+    "\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\"";
+
 /// Writes the interval log of one phase (by index into `record.phases`) to `out`.
 ///
 /// # Errors
@@ -64,42 +75,82 @@ pub fn write_phase<W: Write>(
         path: PathBuf::from("-"),
         source,
     };
-    let start =
-        timestamp::parse_rfc3339_utc(&record.run.started_at).unwrap_or(SystemTime::UNIX_EPOCH);
-    let offset_secs: f64 = record.phases[..phase_index]
-        .iter()
-        .map(|p| p.measured_secs)
-        .sum();
+    let start = match record.run.started_unix_ms {
+        Some(ms) => SystemTime::UNIX_EPOCH + Duration::from_millis(ms),
+        None => {
+            timestamp::parse_rfc3339_utc(&record.run.started_at).unwrap_or(SystemTime::UNIX_EPOCH)
+        }
+    };
+    let per_second = phase.start_offset_ms.is_some()
+        && !phase.timeline.is_empty()
+        && phase.timeline.iter().all(|r| r.handshake.is_some());
+    // Schema 1: no phase start recorded; phases assumed back to back (warm-ups unknown).
+    let phase_at = phase.start_offset_ms.map_or_else(
+        || {
+            record.phases[..phase_index]
+                .iter()
+                .map(|p| p.measured_secs)
+                .sum::<f64>()
+        },
+        |ms| ms / 1e3,
+    );
     let mut serializer = V2DeflateSerializer::new();
-    let mut log = IntervalLogWriterBuilder::new()
+    let mut builder = IntervalLogWriterBuilder::new();
+    builder
         .add_comment(&format!(
             "[Logged with connstorm {} ({}), run record label {:?}, phase {:?}, values in ns]",
             record.run.connstorm_version, record.run.git_commit, record.label, phase.name
         ))
-        .add_comment("[Histogram log format version 1.3]")
+        .add_comment("[Histogram log format version 1.3]");
+    if !per_second {
+        builder.add_comment(
+            "[Record without per-second histograms or phase start (schema 1): one interval per phase; start assumes phases ran back to back]",
+        );
+    }
+    let mut log = builder
         .with_start_time(start)
         .with_base_time(start)
         .with_max_value_divisor(1e6)
         .begin_log_with(out, &mut serializer)
         .map_err(io_err)?;
-    let length = Duration::from_secs_f64(phase.measured_secs.max(0.0));
-    let at = Duration::from_secs_f64(offset_secs.max(0.0));
+    log.write_comment(LEGEND).map_err(io_err)?;
+    let decode_err = |which: Latency| {
+        let name = phase.name.clone();
+        move |source| HlogError::Histogram {
+            phase: name,
+            which: which.name(),
+            source,
+        }
+    };
+    let whole = Duration::from_secs_f64(phase.measured_secs.max(0.0));
+    let at = |secs: f64| Duration::from_secs_f64(secs.max(0.0));
+    let mut write = |h: &hdrhistogram::Histogram<u64>, start: Duration, len: Duration, tag| {
+        log.write_histogram(h, start, len, tag)
+            .map_err(|e| io_err(io::Error::other(e.to_string())))
+    };
     for which in Latency::ALL {
-        let h = phase
-            .histograms
-            .decode(which)
-            .map_err(|source| HlogError::Histogram {
-                phase: phase.name.clone(),
-                which: which.name(),
-                source,
-            })?;
+        if which == Latency::Handshake && per_second {
+            for row in &phase.timeline {
+                let encoded = row.handshake.as_deref().expect("checked above");
+                let h = crate::histogram::decode(encoded).map_err(decode_err(which))?;
+                let begin = (row.t_secs - 1.0).max(0.0);
+                // A row ends at t_secs after the measured part began; the last may be partial.
+                let end = if phase.measured_secs > begin {
+                    row.t_secs.min(phase.measured_secs)
+                } else {
+                    row.t_secs
+                };
+                write(&h, at(phase_at + begin), at(end - begin), None)?;
+            }
+            continue;
+        }
+        let h = phase.histograms.decode(which).map_err(decode_err(which))?;
         let Some(h) = h else { continue };
         let tag = match which {
             Latency::Handshake => None,
             other => Tag::new(other.name()),
         };
-        log.write_histogram(&h, at, length, tag)
-            .map_err(|e| io_err(io::Error::other(e.to_string())))?;
+        write(&h, at(phase_at), whole, tag)?;
     }
     Ok(())
 }
@@ -146,35 +197,86 @@ mod tests {
     use super::*;
     use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
 
+    /// (tag, start since StartTime, length, histogram) of every interval in a log.
+    pub(crate) fn intervals(
+        buf: &[u8],
+    ) -> Vec<(
+        Option<String>,
+        Duration,
+        Duration,
+        hdrhistogram::Histogram<u64>,
+    )> {
+        IntervalLogIterator::new(buf)
+            .filter_map(|e| match e.unwrap() {
+                LogEntry::Interval(ilh) => Some((
+                    ilh.tag().map(|t| t.as_str().to_string()),
+                    ilh.start_timestamp(),
+                    ilh.duration(),
+                    crate::histogram::decode(ilh.encoded_histogram()).unwrap(),
+                )),
+                _ => None,
+            })
+            .collect()
+    }
+
     #[test]
-    fn each_phase_log_holds_its_histograms_at_their_offsets() {
+    fn one_handshake_interval_per_second_at_the_phase_start() {
         let rec = RunRecord::example();
         let mut buf = Vec::new();
         write_phase(&mut buf, &rec, 1).unwrap();
         let text = String::from_utf8(buf.clone()).unwrap();
-        assert!(text.contains("#[StartTime: "), "{text}");
-        let mut intervals = Vec::new();
-        for entry in IntervalLogIterator::new(&buf) {
-            if let LogEntry::Interval(ilh) = entry.unwrap() {
-                let h = crate::histogram::decode(ilh.encoded_histogram()).unwrap();
-                intervals.push((
-                    ilh.tag().map(|t| t.as_str().to_string()),
-                    ilh.start_timestamp(),
-                    h,
-                ));
+        assert!(text.contains("#[StartTime: 1795990503.250 "), "{text}");
+        assert!(
+            text.contains("\"StartTimestamp\",\"Interval_Length\""),
+            "{text}"
+        );
+        let ivs = intervals(&buf);
+        let phase = &rec.phases[1];
+        let hs: Vec<_> = ivs.iter().filter(|i| i.0.is_none()).collect();
+        assert_eq!(
+            hs.len(),
+            phase.timeline.len(),
+            "one handshake interval per second"
+        );
+        for (i, (_, start, len, h)) in hs.iter().enumerate() {
+            let want = phase.start_offset_ms.unwrap() / 1e3 + i as f64;
+            assert!(
+                (start.as_secs_f64() - want).abs() < 0.010,
+                "{i}: {start:?} vs {want}"
+            );
+            assert_eq!(*len, Duration::from_secs(1));
+            assert_eq!(h.len(), phase.timeline[i].successes);
+        }
+        assert_eq!(
+            ivs.iter()
+                .filter(|i| i.0.as_deref() == Some("service"))
+                .count(),
+            1
+        );
+    }
+
+    #[test]
+    fn schema_one_records_get_one_interval_per_phase() {
+        let mut rec = RunRecord::example();
+        for p in &mut rec.phases {
+            p.start_offset_ms = None;
+            for r in &mut p.timeline {
+                r.handshake = None;
             }
         }
-        assert_eq!(intervals.len(), 2, "handshake and service, no first byte");
-        let phase = &rec.phases[1];
-        let want_at = Duration::from_secs_f64(rec.phases[0].measured_secs);
-        let (tag, at, h) = &intervals[0];
-        assert_eq!(tag, &None);
-        assert_eq!(*at, want_at);
+        let mut buf = Vec::new();
+        write_phase(&mut buf, &rec, 1).unwrap();
+        let ivs = intervals(&buf);
+        assert_eq!(ivs.len(), 2, "handshake and service, no first byte");
         assert_eq!(
-            Some(h.clone()),
-            phase.histograms.decode(Latency::Handshake).unwrap()
+            ivs[0].1,
+            Duration::from_secs_f64(rec.phases[0].measured_secs)
         );
-        assert_eq!(intervals[1].0.as_deref(), Some("service"));
+        assert_eq!(
+            Some(ivs[0].3.clone()),
+            rec.phases[1].histograms.decode(Latency::Handshake).unwrap()
+        );
+        assert!(String::from_utf8(buf).unwrap().contains("schema 1"));
     }
 
     #[test]

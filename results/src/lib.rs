@@ -10,6 +10,7 @@
 //! - [`report`]: per-record reports as text, Markdown, JSON or CSV.
 //! - [`stats`] and [`compare`]: A/B comparison of trial sets with confidence intervals.
 //! - [`sweep`]: the knee of a capacity sweep under a latency SLO.
+//! - [`numfmt`]: the one number formatter (separators in text, units with a space).
 //! - [`plot`]: SVG/PNG pictures (latency spectrum, timeline, worker share, A/B, sweep).
 //!
 //! This crate does not depend on the other connstorm crates: it only knows the record.
@@ -20,6 +21,7 @@ pub mod acceptance;
 pub mod compare;
 pub mod histogram;
 pub mod hlog;
+pub mod numfmt;
 pub mod plot;
 pub mod record;
 pub mod report;

@@ -28,6 +28,7 @@ pub use counter::{
     counter_meaning, describe_counter, is_drop_counter, is_retransmit_counter, KEY_COUNTERS,
 };
 pub use error::RecordError;
+pub use example::EXAMPLE_START_UNIX_MS;
 pub use phase::{
     Arrival, CpuUsage, CrossCheck, Histograms, Latency, LoadWorker, Pattern, PhaseRecord,
     ServerSide, SideCpu, TimelineRow, WorkerAccepts,
@@ -38,7 +39,12 @@ use crate::timestamp;
 
 /// The record format this build writes and reads. Bumped on any change that old readers would
 /// misread; adding an optional field does not bump it.
-pub const SCHEMA_VERSION: u32 = 1;
+///
+/// History: 1 — first format. 2 — phase start times (`start_unix_ms`, `start_offset_ms`,
+/// `run.started_unix_ms`), per-second handshake histograms, dropped and late per second, and
+/// per-connection CPU figures `null` (not 0) with no connection. [`RunRecord::from_slice`]
+/// reads schema 1 through [`upgrade_v1`].
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// Largest record file [`RunRecord::read`] accepts (256 MiB; a 10-minute run's record is a few
 /// MiB): a device or a wrong file must not exhaust memory.
@@ -265,11 +271,14 @@ impl RunRecord {
                 supported: OLDEST_READABLE_SCHEMA_VERSION,
             });
         }
-        let record: RunRecord =
+        let mut record: RunRecord =
             serde_json::from_value(value).map_err(|source| RecordError::Invalid {
                 path: path_buf(),
                 source,
             })?;
+        if found == 1 {
+            upgrade_v1(&mut record);
+        }
         for phase in &record.phases {
             for which in Latency::ALL {
                 if let Err(source) = phase.histograms.decode(which) {
@@ -284,6 +293,23 @@ impl RunRecord {
         }
         Ok(record)
     }
+}
+
+/// Reads a schema-1 record as schema 2: the new fields it lacks stay `None`/0 (phase start
+/// times and per-second histograms are unknown: `report --hlog` then writes one interval per
+/// phase), and the per-connection CPU figures it stored as 0 for a phase with no connection
+/// become `None` (they never existed).
+pub fn upgrade_v1(record: &mut RunRecord) {
+    for p in &mut record.phases {
+        if p.successes == 0 {
+            for side in p.cpu.server.iter_mut().chain([&mut p.cpu.load]) {
+                side.us_per_conn_user = None;
+                side.us_per_conn_sys = None;
+                side.us_per_conn_run = None;
+            }
+        }
+    }
+    record.schema_version = SCHEMA_VERSION;
 }
 
 #[cfg(test)]
@@ -357,11 +383,11 @@ mod tests {
                 matches!(e, RecordError::NoSchemaVersion { .. })
             }),
             (
-                good.replacen("\"schema_version\": 1", "\"schema_version\": 2", 1),
-                |e| matches!(e, RecordError::NewerSchema { found: 2, .. }),
+                good.replacen("\"schema_version\": 2", "\"schema_version\": 3", 1),
+                |e| matches!(e, RecordError::NewerSchema { found: 3, .. }),
             ),
             (
-                good.replacen("\"schema_version\": 1", "\"schema_version\": 0", 1),
+                good.replacen("\"schema_version\": 2", "\"schema_version\": 0", 1),
                 |e| matches!(e, RecordError::OlderSchema { found: 0, .. }),
             ),
             (good.replacen("\"phases\"", "\"phasez\"", 1), |e| {

@@ -5,7 +5,7 @@
 //! percentiles and bucket shares); [`render`] prints a list of them in a [`Format`].
 
 mod csv;
-mod document;
+pub(crate) mod document;
 pub mod table;
 
 use std::collections::BTreeMap;
@@ -155,7 +155,10 @@ pub fn describe_pattern(p: &Pattern) -> String {
                 .ok()
                 .and_then(|v| v.as_str().map(str::to_string))
                 .unwrap_or_default();
-            format!("open loop, {rate_per_sec:.0}/s {arrival}")
+            format!(
+                "open loop, {}/s {arrival}",
+                crate::numfmt::fixed(*rate_per_sec, 0)
+            )
         }
         Pattern::Closed { concurrency } => format!("closed loop, {concurrency} in flight"),
     }
@@ -477,7 +480,7 @@ mod tests {
             "ECONNREFUSED",
             "µs per conn",
             &p99,
-            "< 100.0µs",
+            "< 100.0 µs",
             "6.12.0-example",
         ] {
             assert!(text.contains(needle), "text lacks {needle:?}:\n{text}");

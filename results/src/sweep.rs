@@ -190,6 +190,28 @@ pub struct Step {
     pub latency_ns: Option<u64>,
     /// Failed attempts / attempts.
     pub error_ratio: f64,
+    /// Intended starts not made (in-flight bound reached or generator behind); they count
+    /// against the step, never as errors hidden in the achieved rate.
+    #[serde(default)]
+    pub dropped: u64,
+    /// Starts made later than intended.
+    #[serde(default)]
+    pub late: u64,
+    /// Starts intended in the step (`attempts + dropped`).
+    #[serde(default)]
+    pub intended: u64,
+}
+
+impl Step {
+    /// Dropped starts as a share of intended starts (`None` with none intended).
+    pub fn dropped_ratio(&self) -> Option<f64> {
+        (self.intended > 0).then(|| self.dropped as f64 / self.intended as f64)
+    }
+
+    /// Late starts as a share of intended starts (`None` with none intended).
+    pub fn late_ratio(&self) -> Option<f64> {
+        (self.intended > 0).then(|| self.late as f64 / self.intended as f64)
+    }
 }
 
 /// The steps of a sweep record: its open-loop phases in offered-rate order, with handshake
@@ -211,6 +233,9 @@ pub fn steps_from_record(rec: &RunRecord, quantile: f64) -> Vec<Step> {
                 .filter(|h| !h.is_empty())
                 .map(|h| h.value_at_quantile(quantile)),
             error_ratio: p.error_ratio(),
+            dropped: p.dropped,
+            late: p.late,
+            intended: p.attempts + p.dropped,
         })
         .collect();
     steps.sort_by(|a, b| a.offered_per_sec.total_cmp(&b.offered_per_sec));
@@ -286,6 +311,18 @@ pub fn knee(steps: &[Step], c: &Criteria, server_cores: usize) -> Option<Knee> {
     })
 }
 
+/// The SLO and error bound a sweep record was run with (its `config.slo` and
+/// `config.max_errors`); `None` for a record that is not a sweep or lacks them.
+pub fn criteria_of(rec: &RunRecord) -> Option<Criteria> {
+    let slo = Slo::parse(rec.config.get("slo")?.as_str()?).ok()?;
+    let max_errors = rec
+        .config
+        .get("max_errors")
+        .and_then(serde_json::Value::as_f64)
+        .unwrap_or(0.001);
+    Some(Criteria::new(slo, max_errors))
+}
+
 /// Summary of the handshake latency of a step's phase (for reports of a sweep).
 pub fn step_summary(rec: &RunRecord, step: &Step) -> Option<LatencySummary> {
     let h = rec
@@ -340,6 +377,9 @@ mod tests {
             achieved_per_sec: achieved,
             latency_ns: Some(p99_us * 1_000),
             error_ratio: errors,
+            dropped: 0,
+            late: 0,
+            intended: 0,
         }
     }
 

@@ -5,9 +5,21 @@ use std::collections::BTreeMap;
 
 use results::record::{self as rec, PhaseRecord};
 
+/// When a phase's measured part began (see [`PhaseRecord::start_offset_ms`]).
+#[derive(Debug, Clone, Copy)]
+pub struct PhaseStart {
+    /// Monotonic ms after the run started.
+    pub offset_ms: f64,
+    /// Wall clock, ms since the epoch (run start's wall clock + `offset_ms`).
+    pub unix_ms: u64,
+    /// Warm-up before it, s: the load generator's seconds count from the warm-up's start.
+    pub warmup_secs: f64,
+}
+
 /// Builds a phase record from a load report and the harness's measurements.
 pub fn phase_record(
     name: &str,
+    start: PhaseStart,
     report: &loadgen::LoadReport,
     server: Option<rec::ServerSide>,
     cpu: rec::CpuUsage,
@@ -21,6 +33,8 @@ pub fn phase_record(
         achieved_per_sec: report.achieved_per_sec,
         cpm: report.cpm(),
         measured_secs: report.measured_secs,
+        start_unix_ms: Some(start.unix_ms),
+        start_offset_ms: Some(start.offset_ms),
         attempts: report.attempts,
         successes: report.successes,
         failures: report.failures.clone(),
@@ -35,7 +49,7 @@ pub fn phase_record(
             .timeline
             .iter()
             .filter(|r| !r.warmup)
-            .map(timeline_row)
+            .map(|r| timeline_row(r, start.warmup_secs))
             .collect(),
         server,
         load_workers: report
@@ -70,9 +84,14 @@ pub fn pattern(p: loadgen::Pattern) -> rec::Pattern {
     }
 }
 
-fn timeline_row(r: &loadgen::TimelineRow) -> rec::TimelineRow {
+/// A loadgen second `[t, t+1)` (counted from the warm-up's start) as a record row, whose
+/// `t_secs` is the second's end after the measured part began.
+fn timeline_row(r: &loadgen::TimelineRow, warmup_secs: f64) -> rec::TimelineRow {
     rec::TimelineRow {
-        t_secs: r.t_secs as f64,
+        t_secs: r.t_secs as f64 + 1.0 - warmup_secs,
+        dropped: r.dropped,
+        late: r.late,
+        handshake: r.handshake.as_ref().map(results::histogram::encode),
         attempts: r.attempts,
         successes: r.successes,
         failures: r.failures_by_cause.clone(),

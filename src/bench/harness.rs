@@ -82,6 +82,9 @@ pub struct Harness {
     server: Option<server::Server>,
     ns: Option<NsPair>,
     target: SocketAddr,
+    /// When the run started: the origin of every phase's start offset (monotonic) and its
+    /// wall-clock twin, read together.
+    started: (Instant, std::time::SystemTime),
 }
 
 impl std::fmt::Debug for Harness {
@@ -105,6 +108,7 @@ impl Harness {
     /// Server start errors (bad CPU, address in use, io_uring forced but missing) and namespace
     /// setup errors.
     pub fn start(setup: Setup) -> anyhow::Result<Harness> {
+        let started = (Instant::now(), std::time::SystemTime::now());
         let ns = if setup.netns {
             Some(NsPair::create(setup.rtt)?)
         } else {
@@ -140,7 +144,13 @@ impl Harness {
             server,
             ns,
             target,
+            started,
         })
+    }
+
+    /// When the run started (wall clock), read with the monotonic origin of phase offsets.
+    pub fn started_wall(&self) -> std::time::SystemTime {
+        self.started.1
     }
 
     /// The in-process server, if any.
@@ -340,8 +350,18 @@ impl Harness {
         if let Some(w) = report.schedule_warning() {
             warnings.push(format!("{}: {w}", spec.name));
         }
+        // The measured part began a warm-up after the load started (t0).
+        let offset = (t0 + spec.warmup).saturating_duration_since(self.started.0);
+        let start = super::convert::PhaseStart {
+            offset_ms: offset.as_secs_f64() * 1e3,
+            unix_ms: (self.started.1 + offset)
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as u64),
+            warmup_secs: spec.warmup.as_secs_f64(),
+        };
         let record = super::convert::phase_record(
             &spec.name,
+            start,
             &report,
             server_side,
             cpu,

@@ -64,7 +64,12 @@ pub fn new_record(command: &str, label: &str, config: serde_json::Value, h: &Har
         connstorm_version: env!("CARGO_PKG_VERSION").to_string(),
         git_commit: env!("CONNSTORM_GIT_COMMIT").to_string(),
         interrupted: false,
-        started_at: results::timestamp::rfc3339_utc(std::time::SystemTime::now()),
+        started_at: results::timestamp::rfc3339_utc(h.started_wall()),
+        started_unix_ms: h
+            .started_wall()
+            .duration_since(std::time::UNIX_EPOCH)
+            .ok()
+            .map(|d| d.as_millis() as u64),
         wall_secs: 0.0,
     };
     r.host = host_info();

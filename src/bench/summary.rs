@@ -37,17 +37,10 @@ pub const SHOWN_COUNTERS: [(&str, &str); 8] = [
     ("softnet.dropped", "softnet dropped"),
 ];
 
-/// Thousands separators: `1234567` → `1,234,567`.
+/// Thousands separators: `1234567` → `1,234,567` (the tool's one formatter,
+/// `results::numfmt`; negative values print as 0 as before).
 pub fn group(n: f64) -> String {
-    let s = format!("{:.0}", n.max(0.0));
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
+    results::numfmt::fixed(n.max(0.0), 0)
 }
 
 fn latency_line(name: &str, encoded: Option<&str>) -> Option<String> {
@@ -133,16 +126,19 @@ pub fn phase(out: &mut String, p: &PhaseRecord) {
             list.join(", ")
         );
     }
+    let us =
+        |v: Option<f64>| v.map_or_else(|| results::numfmt::NA.to_string(), |v| format!("{v:.1}"));
     let side = |name: &str, c: &results::record::SideCpu| match c.us_per_conn_run {
         Some(run) => format!(
-            "{name} {run:.1} µs on CPU (user {:.1} + sys {:.1} by tick samples)",
-            c.us_per_conn_user, c.us_per_conn_sys
+            "{name} {run:.1} µs on CPU (user {} + sys {} by tick samples)",
+            us(c.us_per_conn_user),
+            us(c.us_per_conn_sys)
         ),
         None => format!(
-            "{name} {:.1} µs (user {:.1}, sys {:.1})",
-            c.us_per_conn(),
-            c.us_per_conn_user,
-            c.us_per_conn_sys
+            "{name} {} µs (user {}, sys {})",
+            us(c.us_per_conn()),
+            us(c.us_per_conn_user),
+            us(c.us_per_conn_sys)
         ),
     };
     let mut cpu = format!("  CPU per connection: {}", side("load", &p.cpu.load));

@@ -6,32 +6,47 @@
 //! restored to the values they had before the first trial when the run ends — normally, on
 //! failure, or on the first Ctrl-C (a second Ctrl-C exits at once and skips the restore);
 //! `--restore CMD` runs at the end for what setup commands changed. Every trial writes its own run
-//! record; the comparison uses `results::compare` (bootstrap 95% CI of the median's relative
-//! change).
+//! record; the comparison uses `results::compare` (the statistics rule in `--help`: Hodges–Lehmann
+//! shift with its exact Mann–Whitney interval, at least 5 unflagged trials a side, a noise floor).
+//!
+//! Sides are named by what differs (toggle values, setup commands), and each trial's label is
+//! `[LABEL-]<side name>#<trial>` so a later `connstorm compare` names them the same way.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{bail, Context};
-use clap::ValueEnum;
 use tuning::toggle::{Original, Side, Toggle};
 
+use super::compare::{FormatArg, RuleArgs};
 use crate::cli::bad_input;
 use crate::cmd::bench;
 
-/// Output format of the comparison.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Format {
-    /// Aligned text.
-    Text,
-    /// Markdown (pastes into a PR or a mailing-list post).
-    Markdown,
-    /// JSON.
-    Json,
+/// What a side is: its toggle values and setup command, e.g.
+/// `net.ipv4.tcp_timestamps=1` or `setup: ethtool -K eth0 gro off`; `A`/`B` when nothing names it.
+pub fn side_name(args: &Args, side: Side) -> String {
+    let mut parts: Vec<String> = args.toggles.iter().map(|t| t.describe(side)).collect();
+    let cmd = if side == Side::A {
+        &args.a_setup
+    } else {
+        &args.b_setup
+    };
+    if let Some(c) = cmd {
+        parts.push(format!("setup: {c}"));
+    }
+    if parts.is_empty() {
+        (if side == Side::A { "A" } else { "B" }).to_string()
+    } else {
+        parts.join(", ")
+    }
 }
 
 /// Options of `connstorm ab`.
+///
+/// `--format text|json` (as in every command) is the comparison printed on stdout;
+/// `--compare-format markdown` prints it as Markdown.
 #[derive(Debug, Clone, clap::Args)]
+#[command(after_long_help = super::compare::RULE_HELP)]
 pub struct Args {
     /// Trials per side (A and B each run this many times, interleaved).
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1000))]
@@ -51,9 +66,12 @@ pub struct Args {
     /// Host root for toggles (tests point it at fixture trees).
     #[arg(long, default_value = "/", hide = true)]
     pub root: PathBuf,
-    /// Comparison format on stdout.
-    #[arg(long = "compare-format", value_enum, default_value = "text")]
-    pub compare_format: Format,
+    /// Comparison format on stdout, overriding `--format` (the only way to get Markdown).
+    #[arg(long = "compare-format", value_enum)]
+    pub compare_format: Option<FormatArg>,
+    /// The statistics rule's options.
+    #[command(flatten)]
+    pub rule: RuleArgs,
     /// The benchmark each trial runs (`connstorm bench` options).
     #[command(flatten)]
     pub bench: bench::Args,
@@ -192,16 +210,22 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             } else {
                 format!("{}-", trial.setup.label)
             };
-            trial.setup.label = format!("{base}{name}{i}");
+            trial.setup.label = format!("{base}{}#{i}", side_name(&args, side));
             match bench::execute(&trial, setup.clone(), &stop) {
                 Ok((record, path, result)) => {
+                    let flags = results::compare::trial_flags(&record);
                     eprintln!(
-                        "[ab] {name}{i}: peak {:.0} conn/s, record {}",
-                        record
-                            .phase("peak")
-                            .map(|p| p.achieved_per_sec)
-                            .unwrap_or(0.0),
-                        path.display()
+                        "[ab] {name}{i}: peak {}, record {}{}",
+                        record.phase("peak").map_or_else(
+                            || results::numfmt::NA.to_string(),
+                            |p| format!("{} conn/s", results::numfmt::fixed(p.achieved_per_sec, 0))
+                        ),
+                        path.display(),
+                        if flags.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" (flagged: {})", flags.join(", "))
+                        }
                     );
                     let interrupted = record.run.interrupted;
                     if !interrupted {
@@ -230,14 +254,21 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     if !args.toggles.is_empty() && errors.is_empty() {
         eprintln!("[ab] toggles restored to their original values");
     }
-    if !a_records.is_empty() || !b_records.is_empty() {
-        let c = results::compare::compare(&a_records, &b_records);
-        let fmt = match args.compare_format {
-            Format::Text => results::compare::Format::Text,
-            Format::Markdown => results::compare::Format::Markdown,
-            Format::Json => results::compare::Format::Json,
-        };
-        print!("{}", results::compare::render(&c, fmt));
+    // A comparison needs both sides: with one side empty (e.g. B's setup failed) there is
+    // nothing to print but the error.
+    if !a_records.is_empty() && !b_records.is_empty() {
+        let (na, nb) = (side_name(&args, Side::A), side_name(&args, Side::B));
+        let c = results::compare::compare(
+            &a_records,
+            &b_records,
+            (Some(&na), Some(&nb)),
+            &args.rule.options(),
+        );
+        let fmt = args.compare_format.unwrap_or(match args.bench.format {
+            bench::Format::Text => FormatArg::Text,
+            bench::Format::Json => FormatArg::Json,
+        });
+        print!("{}", results::compare::render(&c, fmt.into()));
     }
     outcome?;
     if !errors.is_empty() {

@@ -1,5 +1,8 @@
-//! `connstorm compare`: compare two sets of run records (A vs B) with confidence intervals.
+//! `connstorm compare`: compare two sets of run records (A vs B) under the statistics rule of
+//! `results::compare` (Hodges–Lehmann shift, exact Mann–Whitney interval, minimum trials, noise
+//! floor, flagged trials left out).
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 
 use results::compare::{self, Format};
@@ -7,7 +10,7 @@ use results::compare::{self, Format};
 use super::report::{read_record, write_output};
 use crate::cli::bad_input;
 
-/// Output formats of `connstorm compare`.
+/// Output formats of `connstorm compare` (and of `connstorm ab`'s comparison).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum FormatArg {
     /// Aligned plain text.
@@ -18,23 +21,103 @@ pub enum FormatArg {
     Json,
 }
 
+impl From<FormatArg> for Format {
+    fn from(f: FormatArg) -> Format {
+        match f {
+            FormatArg::Text => Format::Text,
+            FormatArg::Markdown => Format::Markdown,
+            FormatArg::Json => Format::Json,
+        }
+    }
+}
+
+/// The statistics rule, for `--help` of `compare` and `ab` (README "Analysis" says the same).
+pub const RULE_HELP: &str = "\
+Statistics rule: for each metric, the Hodges-Lehmann shift B-A (median of all B-A differences) \
+with its exact 95% Mann-Whitney confidence interval, relative to A's median. A verdict \
+(better/worse) needs (1) at least 5 unflagged trials a side, else \"inconclusive: N too small\" \
+(2 a side can never reach 95%: all B below all A happens 1 time in 6 by chance; 5 a side finds \
+a 2-sigma shift about 2 times in 3, 10 a side a 1.5-sigma shift at least 4 times in 5), (2) an \
+interval that excludes 0, and (3) a shift at least --min-effect (default: A's run-to-run spread \
+of that metric, 1.4826*MAD/median). A metric with no samples is n/a (null in JSON). Trials whose \
+record carries a warning (contention, steal, generator behind, drops, retransmits, cross-check \
+mismatch, interrupted) are marked and left out unless --include-flagged. Setups that differ \
+(engine, target vs loopback, CPUs, close/server mode, netns, RTT, durations) are refused unless \
+--allow-mismatch; kernel and connstorm version differences are listed.
+
+Exit codes: 0 ok; 1 run-time failure; 2 bad input (command line, unreadable record, mismatched \
+setups), refused before anything is written.";
+
+/// Options shared by `compare` and `ab` for the comparison.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RuleArgs {
+    /// Noise floor in percent of A's median: smaller shifts get no verdict even when
+    /// significant (default: A's run-to-run spread per metric).
+    #[arg(long, value_name = "PCT", value_parser = parse_min_effect)]
+    pub min_effect: Option<f64>,
+    /// Keep flagged trials (their record carries a warning) in the verdict.
+    #[arg(long)]
+    pub include_flagged: bool,
+}
+
+fn parse_min_effect(s: &str) -> Result<f64, String> {
+    let t = s.trim().trim_end_matches('%');
+    match t.parse::<f64>() {
+        Ok(v) if v.is_finite() && (0.0..100.0).contains(&v) => Ok(v / 100.0),
+        _ => Err(format!(
+            "--min-effect {s:?}: give a percentage from 0 to 100, e.g. `2` or `2%`"
+        )),
+    }
+}
+
+impl RuleArgs {
+    /// The library options.
+    pub fn options(&self) -> compare::Options {
+        compare::Options {
+            min_effect: self.min_effect,
+            include_flagged: self.include_flagged,
+        }
+    }
+}
+
+/// Refuses (exit 2) a comparison whose sides' setups differ in a way that makes them different
+/// experiments, unless `allow_mismatch` (`--allow-mismatch`).
+///
+/// # Errors
+/// Bad input naming every difference.
+pub fn check_setups(c: &compare::Comparison, allow_mismatch: bool) -> anyhow::Result<()> {
+    {
+        let refusing: Vec<String> = c
+            .setup_differences
+            .iter()
+            .filter(|d| d.refuses)
+            .map(|d| d.describe())
+            .collect();
+        if refusing.is_empty() || allow_mismatch {
+            return Ok(());
+        }
+        Err(bad_input(format!(
+            "the sides were measured with different setups: {}; a difference in the numbers could come from that, not from what you changed. Re-run with the same setup, or add --allow-mismatch to compare anyway (the differences are then listed in the output)",
+            refusing.join("; ")
+        )))
+    }
+}
+
 /// Options of `connstorm compare`.
 ///
-/// Give the sides as `A.json B.json` (one trial each), `A1.json A2.json -- B1.json B2.json`,
-/// or `--a A1.json A2.json --b B1.json B2.json`.
+/// Give the sides as `A.json B.json` (one trial each), `A1.json A2.json -- B1.json B2.json`
+/// (options may follow the B files), or `--a A1.json A2.json --b B1.json B2.json`.
 #[derive(Debug, clap::Args)]
+#[command(after_long_help = RULE_HELP)]
 pub struct Args {
     /// Side A's records; or, with exactly two files and no `--`, A then B.
     #[arg(value_name = "A")]
     pub a_files: Vec<PathBuf>,
-    /// Side B's records, after `--`.
-    #[arg(value_name = "B", last = true)]
-    pub b_files: Vec<PathBuf>,
     /// Side A's records (instead of positional files).
     #[arg(long = "a", value_name = "RECORD", num_args = 1.., conflicts_with = "a_files")]
     pub a: Vec<PathBuf>,
-    /// Side B's records (instead of files after `--`).
-    #[arg(long = "b", value_name = "RECORD", num_args = 1.., conflicts_with = "b_files")]
+    /// Side B's records (also what follows `--`).
+    #[arg(long = "b", value_name = "RECORD", num_args = 1..)]
     pub b: Vec<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value = "text")]
@@ -42,28 +125,52 @@ pub struct Args {
     /// Write the comparison to PATH instead of stdout (`-` = stdout).
     #[arg(long, short, value_name = "PATH", default_value = "-")]
     pub output: PathBuf,
+    /// Compare even when the sides' setups differ (engine, target vs loopback, CPUs, close and
+    /// server mode, netns, RTT, durations); the differences are listed in the output.
+    #[arg(long)]
+    pub allow_mismatch: bool,
+    /// The statistics rule's options.
+    #[command(flatten)]
+    pub rule: RuleArgs,
+}
+
+/// Rewrites the first standalone `--` of `connstorm compare …` and `connstorm plot …` into
+/// `--b`, so options after side B's files are options, not files
+/// (`compare A1 A2 -- B1 B2 -o x`). Other commands' arguments pass unchanged.
+pub fn b_side_separator(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
+    let mut v: Vec<OsString> = args.into_iter().collect();
+    let sub = v
+        .iter()
+        .skip(1)
+        .find(|a| !a.to_string_lossy().starts_with('-'));
+    if sub.is_some_and(|s| s == "compare" || s == "plot") {
+        if let Some(i) = v.iter().position(|a| a == "--") {
+            v[i] = "--b".into();
+        }
+    }
+    v
 }
 
 /// Splits the arguments into side A and side B.
 fn sides(args: &Args) -> anyhow::Result<(Vec<PathBuf>, Vec<PathBuf>)> {
     let usage = "give the sides as `connstorm compare A.json B.json`, `connstorm compare A1.json A2.json -- B1.json B2.json` or `connstorm compare --a A1.json A2.json --b B1.json B2.json`";
-    let (a, b) = if !args.a.is_empty() || !args.b.is_empty() {
-        (args.a.clone(), args.b.clone())
-    } else if !args.b_files.is_empty() {
-        (args.a_files.clone(), args.b_files.clone())
-    } else if args.a_files.len() == 2 {
+    let a_given = if args.a.is_empty() {
+        &args.a_files
+    } else {
+        &args.a
+    };
+    let (a, b) = if !args.b.is_empty() {
+        (a_given.clone(), args.b.clone())
+    } else if args.a.is_empty() && args.a_files.len() == 2 {
         (vec![args.a_files[0].clone()], vec![args.a_files[1].clone()])
     } else {
         return Err(bad_input(format!(
-            "{} record file(s) without `--`: {usage}",
-            args.a_files.len()
+            "{} record file(s) and no side B: {usage}",
+            a_given.len()
         )));
     };
-    if a.is_empty() || b.is_empty() {
-        return Err(bad_input(format!(
-            "side {} has no records: {usage}",
-            if a.is_empty() { "A" } else { "B" }
-        )));
+    if a.is_empty() {
+        return Err(bad_input(format!("side A has no records: {usage}")));
     }
     Ok((a, b))
 }
@@ -71,8 +178,8 @@ fn sides(args: &Args) -> anyhow::Result<(Vec<PathBuf>, Vec<PathBuf>)> {
 /// Runs `connstorm compare`.
 ///
 /// # Errors
-/// Bad input (exit 2) for missing sides or unreadable/invalid records; an I/O error writing
-/// the output.
+/// Bad input (exit 2) for missing sides, unreadable/invalid records or mismatched setups
+/// (before any output is written); an I/O error writing the output.
 pub fn run(args: Args) -> anyhow::Result<i32> {
     let (a, b) = sides(&args)?;
     let read = |paths: &[PathBuf]| {
@@ -82,12 +189,71 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             .collect::<anyhow::Result<Vec<_>>>()
     };
     let (a, b) = (read(&a)?, read(&b)?);
-    let comparison = compare::compare(&a, &b);
-    let format = match args.format {
-        FormatArg::Text => Format::Text,
-        FormatArg::Markdown => Format::Markdown,
-        FormatArg::Json => Format::Json,
-    };
-    write_output(&args.output, &compare::render(&comparison, format))?;
+    let comparison = compare::compare(&a, &b, (None, None), &args.rule.options());
+    check_setups(&comparison, args.allow_mismatch)?;
+    write_output(
+        &args.output,
+        &compare::render(&comparison, args.format.into()),
+    )?;
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn os(v: &[&str]) -> Vec<OsString> {
+        v.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn options_after_the_b_files_stay_options() {
+        let got = b_side_separator(os(&[
+            "connstorm",
+            "compare",
+            "a.json",
+            "--",
+            "b.json",
+            "-o",
+            "x",
+        ]));
+        assert_eq!(
+            got,
+            os(&["connstorm", "compare", "a.json", "--b", "b.json", "-o", "x"])
+        );
+        let got = b_side_separator(os(&["connstorm", "plot", "a", "--", "b", "--kind", "ab"]));
+        assert_eq!(got[3], "--b");
+        let other = os(&["connstorm", "ab", "--a-setup", "x", "--", "y"]);
+        assert_eq!(b_side_separator(other.clone()), other);
+        use clap::Parser as _;
+        let cli = crate::cli::Cli::try_parse_from(b_side_separator(os(&[
+            "connstorm",
+            "compare",
+            "a1.json",
+            "a2.json",
+            "--",
+            "b1.json",
+            "b2.json",
+            "-o",
+            "out.md",
+            "--format",
+            "markdown",
+        ])))
+        .unwrap();
+        let crate::cli::Command::Compare(args) = cli.command else {
+            panic!()
+        };
+        assert_eq!(args.a_files.len(), 2);
+        assert_eq!(args.b, [PathBuf::from("b1.json"), PathBuf::from("b2.json")]);
+        assert_eq!(args.output, PathBuf::from("out.md"));
+        assert_eq!(args.format, FormatArg::Markdown);
+    }
+
+    #[test]
+    fn min_effect_is_a_percentage() {
+        assert_eq!(parse_min_effect("2"), Ok(0.02));
+        assert_eq!(parse_min_effect("2.5%"), Ok(0.025));
+        assert!(parse_min_effect("-1").is_err());
+        assert!(parse_min_effect("abc").is_err());
+    }
 }

@@ -29,8 +29,8 @@ pub struct Args {
     /// Run record files (side A for `--kind ab`).
     #[arg(value_name = "RECORD", required = true)]
     pub records: Vec<PathBuf>,
-    /// Side B's records for `--kind ab`, after `--`.
-    #[arg(value_name = "B", last = true)]
+    /// Side B's records for `--kind ab`: after `--` (options may follow them) or `--b`.
+    #[arg(long = "b", value_name = "B", num_args = 1..)]
     pub b: Vec<PathBuf>,
     /// Output picture: FILE.svg or FILE.png (1000×600).
     #[arg(long, short, value_name = "FILE")]
@@ -40,24 +40,44 @@ pub struct Args {
     pub kind: KindArg,
 }
 
-/// Legend names: the label, with the file name added where labels are empty or repeated
-/// (except for A/B plots, where a side's trials share their label on purpose).
+/// Legend names: the label; for a record without one, its command and start time
+/// (`sweep 2026-11-29T22:15:03Z`); repeated names get their start time (or, if that repeats
+/// too, the file name) added — except in A/B plots, where a side's trials share a name on
+/// purpose.
 fn names(records: &[(PathBuf, RunRecord)], keep_repeats: bool) -> Vec<String> {
     let stem = |p: &Path| {
         p.file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default()
     };
+    let base = |rec: &RunRecord| {
+        if rec.label.is_empty() {
+            format!("{} {}", rec.run.command, rec.run.started_at)
+        } else {
+            rec.label.clone()
+        }
+    };
     records
         .iter()
         .map(|(path, rec)| {
-            let repeated = records.iter().filter(|(_, r)| r.label == rec.label).count() > 1;
-            if rec.label.is_empty() {
-                stem(path)
-            } else if repeated && !keep_repeats {
-                format!("{} ({})", rec.label, stem(path))
+            let name = base(rec);
+            let same: Vec<&RunRecord> = records
+                .iter()
+                .map(|(_, r)| r)
+                .filter(|r| base(r) == name)
+                .collect();
+            if same.len() == 1 || keep_repeats {
+                name
+            } else if !rec.label.is_empty()
+                && same
+                    .iter()
+                    .filter(|r| r.run.started_at == rec.run.started_at)
+                    .count()
+                    == 1
+            {
+                format!("{name} ({})", rec.run.started_at)
             } else {
-                rec.label.clone()
+                format!("{name} ({})", stem(path))
             }
         })
         .collect()

@@ -8,10 +8,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::ValueEnum;
+use results::numfmt;
 use results::sweep::{self, Criteria, Slo};
 
 use crate::bench::harness::{Harness, PhaseSpec};
-use crate::bench::summary::{self, group};
+use crate::bench::summary;
 use crate::cli::bad_input;
 use crate::cmd::bench::SetupArgs;
 use crate::units;
@@ -165,39 +166,48 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
                 let _ = writeln!(
                     out,
                     "probed peak: {} CPM = {} conn/s (closed loop)",
-                    group(p.cpm),
-                    group(p.achieved_per_sec)
+                    numfmt::fixed(p.cpm, 0),
+                    numfmt::fixed(p.achieved_per_sec, 0)
                 );
             }
             let _ = writeln!(
                 out,
-                "{:<8} {:>14} {:>14} {:>9} {:>12} {:>9}  meets {}",
+                "{:<8} {:>14} {:>14} {:>9} {:>12} {:>9} {:>16} {:>16}  meets {}",
                 "step",
                 "offered/s",
                 "achieved/s",
                 "achieved%",
                 format!("p{}", slo.quantile * 100.0),
                 "errors%",
+                "dropped",
+                "late",
                 slo.text
             );
+            // Dropped and late as count and share of the step's intended starts.
+            let share = |n: u64, r: Option<f64>| match r {
+                Some(r) => format!("{} ({})", numfmt::count(n), numfmt::pct(r)),
+                None => numfmt::NA.to_string(),
+            };
             for s in &steps {
                 let lat = s
                     .latency_ns
-                    .map(|n| results::histogram::format_ns(n as f64))
-                    .unwrap_or_else(|| "-".into());
+                    .map_or_else(|| numfmt::NA.to_string(), |n| numfmt::ns(n as f64));
+                let achieved = if s.offered_per_sec > 0.0 {
+                    numfmt::pct(s.achieved_per_sec / s.offered_per_sec)
+                } else {
+                    numfmt::NA.to_string()
+                };
                 let _ = writeln!(
                     out,
-                    "{:<8} {:>14} {:>14} {:>8.2}% {:>12} {:>8.3}%  {}",
+                    "{:<8} {:>14} {:>14} {:>9} {:>12} {:>8.3}% {:>16} {:>16}  {}",
                     s.name,
-                    group(s.offered_per_sec),
-                    group(s.achieved_per_sec),
-                    if s.offered_per_sec > 0.0 {
-                        s.achieved_per_sec / s.offered_per_sec * 100.0
-                    } else {
-                        0.0
-                    },
+                    numfmt::fixed(s.offered_per_sec, 0),
+                    numfmt::fixed(s.achieved_per_sec, 0),
+                    achieved,
                     lat,
                     s.error_ratio * 100.0,
+                    share(s.dropped, s.dropped_ratio()),
+                    share(s.late, s.late_ratio()),
                     if sweep::step_ok(s, &criteria) {
                         "yes"
                     } else {
@@ -210,11 +220,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
                     let _ = writeln!(
                         out,
                         "knee: {} CPM = {} conn/s{} at {} (highest step meeting {} with ≤ {:.3}% errors)",
-                        group(k.cpm),
-                        group(k.step.achieved_per_sec),
+                        numfmt::fixed(k.cpm, 0),
+                        numfmt::fixed(k.step.achieved_per_sec, 0),
                         k.per_core_per_sec
                             .filter(|_| server_cores > 1)
-                            .map(|c| format!(" = {} conn/s per server core", group(c)))
+                            .map(|c| format!(" = {} conn/s per server core", numfmt::fixed(c, 0)))
                             .unwrap_or_else(|| if server_cores == 1 { " on 1 server core".into() } else { String::new() }),
                         k.step.name,
                         slo.text,

@@ -1,6 +1,6 @@
 //! A comparison as text, Markdown or JSON.
 
-use super::{Comparison, Direction};
+use super::{Comparison, Direction, SideInfo, Verdict};
 use crate::report::table::{self, Block, Table};
 
 /// Output formats of a comparison.
@@ -14,73 +14,81 @@ pub enum Format {
     Json,
 }
 
-/// A value with as many decimals as its size deserves: `21034`, `45.2`, `3.07`.
-pub fn value(v: f64) -> String {
-    if !v.is_finite() {
-        "-".into()
-    } else if v.abs() >= 1_000.0 {
-        format!("{v:.0}")
-    } else if v.abs() >= 10.0 {
-        format!("{v:.1}")
-    } else {
-        format!("{v:.2}")
-    }
-}
+pub use crate::numfmt::value;
+use crate::numfmt::{pct_change as pct, NA};
 
-fn pct(v: f64) -> String {
-    if v.is_finite() {
-        format!("{:+.1}%", v * 100.0)
-    } else {
-        "-".into()
+fn side_line(side: &SideInfo) -> String {
+    let flagged: Vec<String> = side
+        .trials
+        .iter()
+        .filter(|t| !t.flags.is_empty())
+        .map(|t| {
+            format!(
+                "{} [{}{}]",
+                t.label,
+                t.flags.join(", "),
+                if t.excluded { ", excluded" } else { ", kept" }
+            )
+        })
+        .collect();
+    let n = side.trials.len();
+    let mut s = format!(
+        "{} ({n} trial{}, {} in the verdict)",
+        side.name,
+        if n == 1 { "" } else { "s" },
+        side.used()
+    );
+    if !flagged.is_empty() {
+        s.push_str(&format!("; flagged: {}", flagged.join("; ")));
     }
-}
-
-fn sides(labels: &[String]) -> String {
-    let mut uniq: Vec<&str> = labels.iter().map(String::as_str).collect();
-    uniq.dedup();
-    let names = if uniq.iter().all(|l| l.is_empty()) {
-        "unlabelled".to_string()
-    } else {
-        uniq.join(", ")
-    };
-    format!(
-        "{names} ({} trial{})",
-        labels.len(),
-        if labels.len() == 1 { "" } else { "s" }
-    )
+    s
 }
 
 /// The comparison as a document.
 pub fn blocks(c: &Comparison) -> Vec<Block> {
     let mut out = vec![
-        Block::Heading(1, "A/B comparison".into()),
-        Block::Line(format!("A: {}", sides(&c.a_labels))),
-        Block::Line(format!("B: {}", sides(&c.b_labels))),
+        Block::Heading(1, format!("A/B comparison: {} vs {}", c.a.name, c.b.name)),
+        Block::Line(format!("A: {}", side_line(&c.a))),
+        Block::Line(format!("B: {}", side_line(&c.b))),
         Block::Line(format!("method: {}", c.method)),
     ];
+    for d in &c.setup_differences {
+        let line = format!("setup differs: {}", d.describe());
+        out.push(if d.refuses {
+            Block::Warning(line)
+        } else {
+            Block::Line(line)
+        });
+    }
     let mut t = Table::new([
-        "metric",
-        "A median [min – max]",
-        "B median [min – max]",
-        "change",
-        "95% CI",
-        "verdict",
+        "metric".to_string(),
+        format!("A: {} median [min – max]", c.a.name),
+        format!("B: {} median [min – max]", c.b.name),
+        "change".to_string(),
+        "95% CI".to_string(),
+        "verdict".to_string(),
     ]);
     for m in &c.metrics {
         // Latencies in µs read better in ms or s once they are large.
-        let largest = m.a.max.abs().max(m.b.max.abs());
+        let largest =
+            m.a.max
+                .unwrap_or(0.0)
+                .abs()
+                .max(m.b.max.unwrap_or(0.0).abs());
         let (scale, unit) = match m.unit.as_str() {
             "µs" if largest >= 1e6 => (1e-6, "s"),
             "µs" if largest >= 1e4 => (1e-3, "ms"),
             u => (1.0, u),
         };
-        let side = |s: &crate::stats::Spread| {
-            format!(
-                "{} [{} – {}] {unit}",
-                value(s.median * scale),
-                value(s.min * scale),
-                value(s.max * scale),
-            )
+        let side = |s: &crate::stats::Spread| match (s.median, s.min, s.max) {
+            (Some(med), Some(lo), Some(hi)) => format!(
+                "{} [{} – {}] {unit} (n={})",
+                value(med * scale),
+                value(lo * scale),
+                value(hi * scale),
+                s.n
+            ),
+            _ => NA.to_string(),
         };
         let better = match m.direction {
             Direction::HigherIsBetter => "higher is better",
@@ -91,15 +99,21 @@ pub fn blocks(c: &Comparison) -> Vec<Block> {
         } else {
             format!("{} ({} phase, {better})", m.name, m.phase)
         };
+        let mut verdict = m.verdict.as_str().to_string();
+        if m.verdict == Verdict::BelowNoiseFloor {
+            if let Some(f) = m.min_effect {
+                verdict = format!("{verdict} ({})", crate::numfmt::pct(f));
+            }
+        }
         t.row([
             label,
             side(&m.a),
             side(&m.b),
-            pct(m.relative_change),
-            m.interval.map_or("-".to_string(), |i| {
+            m.relative_change.map_or(NA.to_string(), pct),
+            m.interval.map_or(NA.to_string(), |i| {
                 format!("[{}, {}]", pct(i.low), pct(i.high))
             }),
-            m.verdict.as_str().to_string(),
+            verdict,
         ]);
     }
     out.push(Block::Table(t));
@@ -119,39 +133,42 @@ pub fn render(c: &Comparison, format: Format) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compare::{compare_samples, Direction};
+    use crate::compare::{compare, Options};
+    use crate::record::RunRecord;
 
     #[test]
-    fn text_names_the_method_metric_direction_and_verdict() {
-        let mut m = compare_samples(
-            "connections/s",
-            "conn/s",
-            Direction::HigherIsBetter,
-            &[100.0, 101.0, 99.0],
-            &[110.0, 111.0, 109.0],
-        );
-        m.phase = "peak".into();
-        let c = Comparison {
-            method: "95% CI ... percentile bootstrap".into(),
-            a_labels: vec!["off".into(); 3],
-            b_labels: vec!["on".into(); 3],
-            metrics: vec![m],
-            notes: vec![],
-        };
+    fn text_markdown_and_json_name_the_sides_flags_and_verdicts() {
+        let mut a: Vec<RunRecord> = (0..3).map(|_| RunRecord::example()).collect();
+        let b = a.clone();
+        for (i, r) in a.iter_mut().enumerate() {
+            r.label = format!("tcp_timestamps=1#{}", i + 1);
+        }
+        let b: Vec<RunRecord> = b
+            .into_iter()
+            .enumerate()
+            .map(|(i, mut r)| {
+                r.label = format!("tcp_timestamps=0#{}", i + 1);
+                r
+            })
+            .collect();
+        let c = compare(&a, &b, (None, None), &Options::default());
         let text = render(&c, Format::Text);
         for needle in [
-            "bootstrap",
-            "off (3 trials)",
+            "A/B comparison: tcp_timestamps=1 vs tcp_timestamps=0",
+            "A: tcp_timestamps=1 (3 trials",
+            "A: tcp_timestamps=1 median",
+            "Hodges-Lehmann",
             "connections/s (peak phase, higher is better)",
-            "+10.0%",
-            "better",
-            "100.0 [99.0 – 101.0] conn/s",
+            "inconclusive: N too small",
+            "flagged",
         ] {
             assert!(text.contains(needle), "{needle:?} missing:\n{text}");
         }
         assert!(render(&c, Format::Markdown)
             .contains("| connections/s (peak phase, higher is better) |"));
         let json: serde_json::Value = serde_json::from_str(&render(&c, Format::Json)).unwrap();
-        assert_eq!(json["metrics"][0]["verdict"], "better");
+        assert_eq!(json["metrics"][0]["verdict"], "too_few_trials");
+        assert_eq!(json["a"]["name"], "tcp_timestamps=1");
+        assert!(json["a"]["trials"][0]["flags"].is_array());
     }
 }

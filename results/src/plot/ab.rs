@@ -20,13 +20,14 @@ fn values(side: &[Named<'_>], metric: usize) -> Vec<f64> {
         .collect()
 }
 
+/// `A: tcp_timestamps=1`: the side named by its trials' legend names, as `compare` names a
+/// side by its labels (trial tags `#3` dropped).
 fn side_name(side: &[Named<'_>], fallback: &str) -> String {
-    let mut names: Vec<&str> = side.iter().map(|r| r.name.as_str()).collect();
-    names.dedup();
-    if names.len() == 1 {
-        format!("{fallback}: {}", names[0])
-    } else {
+    let name = crate::compare::side_name_of(side.iter().map(|r| r.name.as_str()));
+    if name == "unlabelled" {
         fallback.to_string()
+    } else {
+        format!("{fallback}: {name}")
     }
 }
 
@@ -76,6 +77,7 @@ where
                     .cloned()
                     .unwrap_or_default()
             })
+            .y_label_formatter(&|v| crate::numfmt::axis(*v))
             .disable_x_mesh()
             .draw()?;
         for (s, vals) in sides.iter().enumerate() {
@@ -91,7 +93,7 @@ where
                     vec![(s as f64 - 0.3, m), (s as f64 + 0.3, m)],
                     c.stroke_width(3),
                 )))?
-                .label(format!("{} median {m:.1}", names[s]))
+                .label(format!("{} median {}", names[s], crate::numfmt::value(m)))
                 .legend(move |(x, y)| {
                     PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(3))
                 });

@@ -47,14 +47,9 @@ pub fn y_key_points(lo: f64, hi: f64) -> Vec<f64> {
     out
 }
 
-/// An axis value without noise digits: `0.5`, `20`, `1500`.
+/// An axis value without noise digits: `0.5`, `20`, `1,500` ([`crate::numfmt::axis`]).
 fn axis_value(v: f64) -> String {
-    if v >= 10.0 {
-        format!("{v:.0}")
-    } else {
-        let s = format!("{v:.3}");
-        s.trim_end_matches('0').trim_end_matches('.').to_string()
-    }
+    crate::numfmt::axis(v)
 }
 
 /// Label of x = log10(1/(1-p)): `0%`, `90%`, `99%`, `99.9%`, `99.99%`.
@@ -79,7 +74,8 @@ pub fn points(h: &Histogram<u64>) -> Vec<(f64, f64)> {
 }
 
 /// Draws the spectrum: handshake latency of each record's latency phase; with one record,
-/// also its service and first-byte latency.
+/// also its service and first-byte latency. A sweep record (several open-loop phases) draws
+/// the handshake latency of every step, not only the last (overloaded) one.
 pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, records: &[Named<'_>]) -> DrawResult
 where
     DB::ErrorType: 'static,
@@ -91,10 +87,21 @@ where
     };
     let mut series = Vec::new();
     for r in records {
-        let Some(phase) = latency_phase(r.record) else {
-            continue;
+        let open: Vec<&crate::record::PhaseRecord> = r
+            .record
+            .phases
+            .iter()
+            .filter(|p| matches!(p.pattern, crate::record::Pattern::Open { .. }))
+            .collect();
+        let (phases, kinds): (Vec<&crate::record::PhaseRecord>, &[Latency]) = if open.len() > 1 {
+            (open, &[Latency::Handshake])
+        } else {
+            (latency_phase(r.record).into_iter().collect(), kinds)
         };
-        for &which in kinds {
+        for (phase, &which) in phases
+            .iter()
+            .flat_map(|p| kinds.iter().map(move |k| (*p, k)))
+        {
             let Ok(Some(h)) = phase.histograms.decode(which) else {
                 continue;
             };
@@ -179,7 +186,7 @@ mod tests {
         assert_eq!(y_range(0.0, 0.0), (1.0, 10.0));
         assert_eq!(y_key_points(10.0, 275.0), [10.0, 20.0, 50.0, 100.0, 200.0]);
         assert_eq!(axis_value(0.5), "0.5");
-        assert_eq!(axis_value(2000.0), "2000");
+        assert_eq!(axis_value(2000.0), "2,000");
     }
 
     #[test]

@@ -1,11 +1,13 @@
-//! A capacity sweep: achieved against offered rate (with the ideal y = x), and handshake p99 on
-//! a second, logarithmic axis.
+//! A capacity sweep: achieved against offered rate (with the ideal y = x), and handshake latency
+//! at the SLO's quantile on a second, logarithmic axis, with the SLO as a dashed line and the
+//! knee marked. Records without an SLO in their config use p99 and draw no SLO or knee.
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::{color, headroom, latency_unit, DrawResult, Named, Problem};
-use crate::sweep::steps_from_record;
+use crate::numfmt;
+use crate::sweep::{criteria_of, knee, steps_from_record, Criteria};
 
 /// Draws the sweep curves of each record's open-loop phases.
 pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, records: &[Named<'_>]) -> DrawResult
@@ -14,26 +16,47 @@ where
 {
     let sweeps: Vec<_> = records
         .iter()
-        .map(|r| (r.name.clone(), steps_from_record(r.record, 0.99)))
-        .filter(|(_, s)| !s.is_empty())
+        .map(|r| {
+            let c: Option<Criteria> = criteria_of(r.record);
+            let q = c.as_ref().map_or(0.99, |c| c.slo.quantile);
+            let steps = steps_from_record(r.record, q);
+            let k = c
+                .as_ref()
+                .and_then(|c| knee(&steps, c, r.record.run.server_cpus.len()));
+            (r.name.clone(), steps, c, k)
+        })
+        .filter(|(_, s, _, _)| !s.is_empty())
+        .collect();
+    let slo_ns: Vec<f64> = sweeps
+        .iter()
+        .filter_map(|(_, _, c, _)| c.as_ref().map(|c| c.slo.max_ns as f64))
         .collect();
     if sweeps.is_empty() {
         return Err(Problem::Empty(
             "no record has open-loop phases (write one with `connstorm sweep`)".into(),
         ));
     }
-    let steps = || sweeps.iter().flat_map(|(_, s)| s.iter());
+    let steps = || sweeps.iter().flat_map(|(_, s, _, _)| s.iter());
     let max_rate = steps()
         .map(|s| s.offered_per_sec.max(s.achieved_per_sec))
         .fold(0.0, f64::max);
     let max_ns = steps()
         .filter_map(|s| s.latency_ns)
         .map(|v| v as f64)
+        .chain(slo_ns.iter().copied())
         .fold(0.0, f64::max);
     let min_ns = steps()
         .filter_map(|s| s.latency_ns)
         .map(|v| v as f64)
+        .chain(slo_ns.iter().copied())
         .fold(f64::INFINITY, f64::min);
+    let quantile_name = sweeps
+        .iter()
+        .find_map(|(_, _, c, _)| c.as_ref())
+        .map_or_else(
+            || "p99".to_string(),
+            |c| format!("p{}", c.slo.quantile * 100.0),
+        );
     let (unit, div) = latency_unit(max_ns);
     let top = headroom(max_rate, 1.0);
     // Latencies across a sweep span decades (µs below the knee, ms or s past it): log scale.
@@ -55,19 +78,13 @@ where
         .configure_mesh()
         .x_desc("offered rate (connections/s)")
         .y_desc("achieved rate (connections/s)")
-        .x_label_formatter(&|v| format!("{v:.0}"))
-        .y_label_formatter(&|v| format!("{v:.0}"))
+        .x_label_formatter(&|v| numfmt::axis(*v))
+        .y_label_formatter(&|v| numfmt::axis(*v))
         .draw()?;
     chart
         .configure_secondary_axes()
-        .y_desc(format!("handshake p99 ({unit}, log scale)"))
-        .y_label_formatter(&|v| {
-            if *v >= 10.0 {
-                format!("{v:.0}")
-            } else {
-                format!("{v:.2}")
-            }
-        })
+        .y_desc(format!("handshake {quantile_name} ({unit}, log scale)"))
+        .y_label_formatter(&|v| numfmt::axis(*v))
         .draw()?;
     chart
         .draw_series(LineSeries::new(
@@ -76,7 +93,7 @@ where
         ))?
         .label("achieved = offered")
         .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK.mix(0.3)));
-    for (i, (name, steps)) in sweeps.iter().enumerate() {
+    for (i, (name, steps, criteria, k)) in sweeps.iter().enumerate() {
         let c = color(2 * i);
         let achieved: Vec<_> = steps
             .iter()
@@ -93,8 +110,36 @@ where
             .collect();
         chart
             .draw_secondary_series(LineSeries::new(p99, c2.stroke_width(2)).point_size(3))?
-            .label(format!("{name} handshake p99"))
+            .label(format!("{name} handshake {quantile_name}"))
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c2.stroke_width(2)));
+        if let Some(c) = criteria {
+            let y = c.slo.max_ns as f64 / div;
+            // Dashed: short segments along the SLO.
+            let dashes = (0..40).map(|d| {
+                let x0 = top * d as f64 / 40.0;
+                PathElement::new(vec![(x0, y), (x0 + top / 80.0, y)], c2.stroke_width(2))
+            });
+            chart
+                .draw_secondary_series(dashes)?
+                .label(format!("{name} SLO {}", c.slo.text))
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 8, y)], c2.stroke_width(2))
+                });
+        }
+        if let Some(k) = k {
+            let at = (k.step.offered_per_sec, k.step.achieved_per_sec);
+            chart
+                .draw_series([
+                    Circle::new(at, 9, c.stroke_width(3)),
+                    Circle::new(at, 3, c.filled()),
+                ])?
+                .label(format!(
+                    "{name} knee: {} conn/s ({})",
+                    numfmt::fixed(k.step.achieved_per_sec, 0),
+                    k.step.name
+                ))
+                .legend(move |(x, y)| Circle::new((x + 10, y), 5, c.stroke_width(2)));
+        }
     }
     chart
         .configure_series_labels()

@@ -190,6 +190,30 @@ fn sweep_record() -> RunRecord {
 }
 
 #[test]
+fn sweep_plot_draws_the_slo_and_marks_the_knee() {
+    let mut rec = sweep_record();
+    // Steps' p99: 20, 80, 180, 320, 500 µs; step 4 and 5 fall short of their offered rate.
+    rec.config = serde_json::json!({"slo": "p99<200us", "max_errors": 0.001});
+    let svg = svg_of(Kind::Sweep, &rec);
+    for needle in [
+        "kernel SLO p99<200us",
+        "kernel knee: 3,000 conn/s (step-3)",
+        "handshake p99 (µs, log scale)",
+    ] {
+        assert!(
+            has_text(&svg, needle),
+            "{needle:?} missing from {:?}",
+            texts(&svg)
+        );
+    }
+    assert!(
+        !texts(&svg).iter().any(|t| t.ends_with(".0")),
+        "axis labels without noise digits: {:?}",
+        texts(&svg)
+    );
+}
+
+#[test]
 fn sweep_plot_has_both_axes_with_units() {
     let svg = svg_of(Kind::Sweep, &sweep_record());
     for needle in [

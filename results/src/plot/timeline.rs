@@ -47,7 +47,7 @@ where
         .configure_mesh()
         .x_desc("time (s)")
         .y_desc("connections per minute (CPM)")
-        .y_label_formatter(&|v| format!("{v:.0}"))
+        .y_label_formatter(&|v| crate::numfmt::axis(*v))
         .draw()?;
     for (i, (name, pts)) in series.into_iter().enumerate() {
         let c = color(i);

@@ -33,19 +33,31 @@ fn phase(
     pattern: Pattern,
     successes_per_sec: u64,
     secs: u64,
+    start_offset_ms: f64,
 ) -> PhaseRecord {
     let successes = successes_per_sec * secs;
     let refused = secs; // one ECONNREFUSED a second
-    let handshake = latencies(rng, successes, 30_000.0, 15_000.0);
+    let seconds: Vec<Histogram<u64>> = (0..secs)
+        .map(|_| latencies(rng, successes_per_sec, 30_000.0, 15_000.0))
+        .collect();
+    let mut handshake = new_latency_histogram();
+    for h in &seconds {
+        handshake.add(h).expect("same bounds");
+    }
     let service = latencies(rng, successes, 20_000.0, 10_000.0);
-    let timeline = (1..=secs)
-        .map(|t| TimelineRow {
-            t_secs: t as f64,
+    let timeline = seconds
+        .iter()
+        .enumerate()
+        .map(|(t, h)| TimelineRow {
+            t_secs: (t + 1) as f64,
             attempts: successes_per_sec + 1,
             successes: successes_per_sec,
             failures: BTreeMap::from([("ECONNREFUSED".to_string(), 1)]),
-            p50_ns: handshake.value_at_quantile(0.5),
-            p99_ns: handshake.value_at_quantile(0.99),
+            p50_ns: h.value_at_quantile(0.5),
+            p99_ns: h.value_at_quantile(0.99),
+            dropped: 0,
+            late: 0,
+            handshake: Some(crate::histogram::encode(h)),
         })
         .collect();
     let offered = match pattern {
@@ -60,6 +72,8 @@ fn phase(
         achieved_per_sec: successes as f64 / secs as f64,
         cpm: successes as f64 * 60.0 / secs as f64,
         measured_secs: secs as f64,
+        start_unix_ms: Some(EXAMPLE_START_UNIX_MS + start_offset_ms as u64),
+        start_offset_ms: Some(start_offset_ms),
         attempts: successes + refused,
         successes,
         failures: BTreeMap::from([("ECONNREFUSED".to_string(), refused)]),
@@ -106,10 +120,14 @@ fn phase(
     }
 }
 
+/// Start of the example run, ms since the epoch: 2026-11-29T22:15:03.250Z.
+pub const EXAMPLE_START_UNIX_MS: u64 = 1_795_990_503_250;
+
 impl RunRecord {
     /// A small, deterministic, synthetic record: a `peak` phase (closed loop, 2,000/s for 3 s)
     /// and a `latency` phase (open loop at 1,600/s for 3 s), label `example`, started
-    /// `2026-11-29T22:15:03Z`. For tests and examples; the numbers mean nothing.
+    /// `2026-11-29T22:15:03.250Z`; the measured parts begin 0.3 s and 3.9 s after the start, and
+    /// every timeline row carries its second's handshake histogram. For tests and examples; the numbers mean nothing.
     pub fn example() -> RunRecord {
         let mut rng = StdRng::seed_from_u64(0x5eed);
         let peak = phase(
@@ -118,6 +136,7 @@ impl RunRecord {
             Pattern::Closed { concurrency: 64 },
             2_000,
             3,
+            300.0,
         );
         let latency = phase(
             &mut rng,
@@ -128,6 +147,7 @@ impl RunRecord {
             },
             1_600,
             3,
+            3_900.0,
         );
         RunRecord {
             label: "example".to_string(),
@@ -148,6 +168,7 @@ impl RunRecord {
                 git_commit: "0000000".to_string(),
                 interrupted: false,
                 started_at: "2026-11-29T22:15:03Z".to_string(),
+                started_unix_ms: Some(EXAMPLE_START_UNIX_MS),
                 wall_secs: 7.5,
             },
             host: HostInfo {

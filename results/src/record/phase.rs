@@ -128,6 +128,16 @@ pub struct TimelineRow {
     pub p50_ns: u64,
     /// 99th percentile handshake latency of this second, ns.
     pub p99_ns: u64,
+    /// Dropped starts in this second (open loop; schema 2, 0 in older records).
+    #[serde(default)]
+    pub dropped: u64,
+    /// Late starts in this second (open loop; schema 2, 0 in older records).
+    #[serde(default)]
+    pub late: u64,
+    /// This second's handshake histogram (ns), encoded as [`Histograms`] are; `None` in
+    /// schema-1 records. `report --hlog` writes one interval per row from it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handshake: Option<String>,
 }
 
 /// The server side of a phase (absent with `--target`: the server is not ours).
@@ -177,10 +187,11 @@ pub struct SideCpu {
     pub wall_ns: u64,
     /// CPUs the side ran on (for utilisation: `sys_ns / (wall_ns × cpus)`).
     pub cpus: usize,
-    /// User CPU µs per successful connection.
-    pub us_per_conn_user: f64,
-    /// System CPU µs per successful connection.
-    pub us_per_conn_sys: f64,
+    /// User CPU µs per successful connection; `null` with no connection (schema 2; schema-1
+    /// records stored 0 there, which the reader turns into `null`).
+    pub us_per_conn_user: Option<f64>,
+    /// System CPU µs per successful connection; `null` with no connection.
+    pub us_per_conn_sys: Option<f64>,
     /// Exact on-CPU time of the side's threads, ns (the scheduler's sum_exec_runtime: schedstat
     /// or CLOCK_THREAD_CPUTIME_ID). Absent in records from older builds. Prefer it to
     /// `user_ns + sys_ns`, which kernels without CONFIG_VIRT_CPU_ACCOUNTING_GEN sample at ticks.
@@ -194,15 +205,10 @@ pub struct SideCpu {
 impl SideCpu {
     /// Builds the figures from CPU times and the number of connections they served.
     ///
-    /// Per-connection figures are 0 when `connections` is 0.
+    /// Per-connection figures are `None` when `connections` is 0 (a per-connection figure
+    /// with no connection is not 0: it does not exist).
     pub fn new(user_ns: u64, sys_ns: u64, wall_ns: u64, cpus: usize, connections: u64) -> SideCpu {
-        let per = |ns: u64| {
-            if connections == 0 {
-                0.0
-            } else {
-                ns as f64 / 1e3 / connections as f64
-            }
-        };
+        let per = |ns: u64| (connections > 0).then(|| ns as f64 / 1e3 / connections as f64);
         SideCpu {
             user_ns,
             sys_ns,
@@ -223,10 +229,10 @@ impl SideCpu {
     }
 
     /// CPU µs per connection: the exact on-CPU figure when the record has it
-    /// ([`SideCpu::us_per_conn_run`]), else user + system.
-    pub fn us_per_conn(&self) -> f64 {
+    /// ([`SideCpu::us_per_conn_run`]), else user + system; `None` with no connection.
+    pub fn us_per_conn(&self) -> Option<f64> {
         self.us_per_conn_run
-            .unwrap_or(self.us_per_conn_user + self.us_per_conn_sys)
+            .or_else(|| Some(self.us_per_conn_user? + self.us_per_conn_sys?))
     }
 
     /// System time as a percentage of the side's CPU capacity (`sys_ns / (wall_ns × cpus)`),
@@ -285,6 +291,16 @@ pub struct PhaseRecord {
     pub cpm: f64,
     /// Length of the measured part, seconds.
     pub measured_secs: f64,
+    /// Wall-clock start of the measured part (warm-up excluded), ms since the Unix epoch
+    /// (schema 2; `None` in older records). Equals [`RunInfo::started_unix_ms`] +
+    /// [`PhaseRecord::start_offset_ms`], so a clock step during the run does not move it.
+    ///
+    /// [`RunInfo::started_unix_ms`]: crate::record::RunInfo::started_unix_ms
+    #[serde(default)]
+    pub start_unix_ms: Option<u64>,
+    /// Start of the measured part on the monotonic clock, ms after the run started (schema 2).
+    #[serde(default)]
+    pub start_offset_ms: Option<f64>,
     /// Attempts started.
     pub attempts: u64,
     /// Handshakes completed.

@@ -39,6 +39,10 @@ pub struct RunInfo {
     /// When the run started, RFC 3339 UTC (`2026-11-29T22:15:03Z`); see
     /// [`crate::timestamp::rfc3339_utc`].
     pub started_at: String,
+    /// When the run started, ms since the Unix epoch (schema 2; `None` in older records): the
+    /// origin of every phase's [`crate::record::PhaseRecord::start_offset_ms`].
+    #[serde(default)]
+    pub started_unix_ms: Option<u64>,
     /// Wall-clock length of the whole run in seconds, including warm-up and set-up.
     pub wall_secs: f64,
 }

@@ -102,8 +102,8 @@ pub fn to_csv(reports: &[RecordReport]) -> String {
             }
             let cpu = |c: Option<&SideCpu>| match c {
                 Some(c) => [
-                    c.us_per_conn_user.to_string(),
-                    c.us_per_conn_sys.to_string(),
+                    c.us_per_conn_user.map_or(String::new(), |v| v.to_string()),
+                    c.us_per_conn_sys.map_or(String::new(), |v| v.to_string()),
                 ],
                 None => [String::new(), String::new()],
             };

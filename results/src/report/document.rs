@@ -104,8 +104,9 @@ fn host_blocks(r: &RecordReport, out: &mut Vec<Block>) {
     }
     if let Some(b) = r.baseline {
         out.push(Block::Line(format!(
-            "kernel floor (blocking pair): {:.0} conn/s; connstorm peak = {:.2} × floor",
-            b.floor_per_sec, b.ratio
+            "kernel floor (blocking pair): {} conn/s; connstorm peak = {:.2} × floor",
+            fixed(b.floor_per_sec, 0),
+            b.ratio
         )));
     }
 }
@@ -163,12 +164,14 @@ fn latency_blocks(p: &PhaseReport, out: &mut Vec<Block>) {
     out.push(Block::Table(b));
 }
 
+use crate::numfmt::{count, fixed, NA};
+
 fn cpu_row(t: &mut Table, side: &str, c: &SideCpu) {
     t.row([
         side.to_string(),
-        format!("{:.2}", c.us_per_conn_user),
-        format!("{:.2}", c.us_per_conn_sys),
-        format!("{:.2}", c.us_per_conn()),
+        c.us_per_conn_user.map_or(NA.into(), |v| fixed(v, 2)),
+        c.us_per_conn_sys.map_or(NA.into(), |v| fixed(v, 2)),
+        c.us_per_conn().map_or(NA.into(), |v| fixed(v, 2)),
         format!("{:.1}%", c.sys_pct()),
     ]);
 }
@@ -183,24 +186,26 @@ fn phase_blocks(p: &PhaseReport, counters: Counters, out: &mut Vec<Block>) {
     ));
     let offered = match (p.offered_per_sec, p.achieved_ratio) {
         (Some(o), Some(r)) => format!(
-            "offered {o:.1} conn/s, achieved {:.2}% of offered",
+            "offered {} conn/s, achieved {:.2}% of offered",
+            fixed(o, 1),
             r * 100.0
         ),
         _ => "closed loop (no offered rate)".to_string(),
     };
     out.push(Block::Line(format!(
-        "rate: {:.0} CPM = {:.1} conn/s; {offered}",
-        p.cpm, p.achieved_per_sec
+        "rate: {} CPM = {} conn/s; {offered}",
+        fixed(p.cpm, 0),
+        fixed(p.achieved_per_sec, 1)
     )));
     let failed: u64 = p.failures.values().sum();
     out.push(Block::Line(format!(
         "attempts {}, successes {}, failed {} ({}), late {}, dropped {}",
-        p.attempts,
-        p.successes,
-        failed,
+        count(p.attempts),
+        count(p.successes),
+        count(failed),
         errno_list(&p.failures),
-        p.late,
-        p.dropped
+        count(p.late),
+        count(p.dropped)
     )));
     latency_blocks(p, out);
     let mut cpu = Table::new(["CPU µs per conn", "user", "sys", "total", "sys%"]);

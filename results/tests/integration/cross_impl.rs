@@ -1,5 +1,12 @@
 //! Our histograms and interval logs decoded by an independent HdrHistogram implementation
-//! (Python `hdrh`), and theirs decoded by us: same counts, same percentiles.
+//! (Python `hdrh` 0.10.8), and theirs decoded by us: same counts, same percentiles.
+//!
+//! Golden fixture, no Python at test time: `scripts/hdrh-golden.py` (pinned
+//! `hdrhistogram==0.10.8`) decoded the inputs under `tests/data/hdrh/` and wrote
+//! `python-hdrh.json`. [`golden_inputs_are_what_we_write_now`] checks the inputs are still what
+//! this build writes; to regenerate after a deliberate change:
+//! `CONNSTORM_BLESS=1 cargo test --release -p connstorm-results --test integration hdrh_golden`
+//! then `python3 scripts/hdrh-golden.py` and commit both.
 
 use hdrhistogram::Histogram;
 use rand::rngs::StdRng;
@@ -8,20 +15,10 @@ use results::histogram::{decode, encode, new_latency_histogram};
 use results::record::{Latency, RunRecord};
 use serde_json::Value;
 
-use crate::util::python_hdrh;
+use crate::util::data;
 
 /// Percentiles (in %) compared between the implementations.
 const PERCENTILES: [f64; 7] = [1.0, 25.0, 50.0, 90.0, 99.0, 99.9, 99.99];
-
-/// Python: prints total/min/max/mean/stddev, recorded (value, count) pairs and percentiles of
-/// the base64 histogram read from stdin.
-const DESCRIBE: &str = r#"
-def describe(h, pcts):
-    rec = [[int(i.value_iterated_to), int(i.count_added_in_this_iter_step)] for i in h.get_recorded_iterator()]
-    return {"total": h.get_total_count(), "min": h.get_min_value(), "max": h.get_max_value(),
-            "mean": h.get_mean_value(), "stddev": h.get_stddev(), "recorded": rec,
-            "pcts": [h.get_value_at_percentile(p) for p in pcts]}
-"#;
 
 /// A wide, skewed distribution: 40 µs base, exponential tail, a few ms-scale outliers.
 fn skewed(n: usize, seed: u64) -> Histogram<u64> {
@@ -109,69 +106,194 @@ fn assert_same(h: &Histogram<u64>, py: &Value) {
     }
 }
 
-#[test]
-fn python_hdrh_decodes_our_histograms_to_the_same_percentiles() {
-    let h = skewed(50_000, 7);
-    let script = format!(
-        "{DESCRIBE}\nh = hdrh.histogram.HdrHistogram.decode(sys.stdin.read().strip())\nprint(json.dumps(describe(h, {PERCENTILES:?})))"
-    );
-    let py = python_hdrh(&script, &encode(&h));
-    assert_same(&h, &py);
+fn golden() -> Value {
+    let path = data("hdrh/python-hdrh.json");
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e}; run scripts/hdrh-golden.py", path.display()));
+    serde_json::from_str(&text).unwrap()
+}
 
-    // And a histogram stored in a record, as `connstorm report` reads it.
-    let rec = RunRecord::example();
-    let stored = rec.phases[1]
-        .histograms
-        .encoded(Latency::Handshake)
-        .unwrap();
-    let h = decode(stored).unwrap();
-    assert_same(&h, &python_hdrh(&script, stored));
+fn read_data(name: &str) -> String {
+    std::fs::read_to_string(data(&format!("hdrh/{name}"))).unwrap()
+}
+
+/// A record with three phases whose measured parts begin 0.3 s, 3.9 s and 7.4 s after the run
+/// started (warm-ups and set-up between them), each with per-second histograms.
+fn three_phase() -> RunRecord {
+    let mut rec = RunRecord::example();
+    let mut third = rec.phases[1].clone();
+    third.name = "step-3".into();
+    third.start_offset_ms = Some(7_400.0);
+    third.start_unix_ms = Some(results::record::EXAMPLE_START_UNIX_MS + 7_400);
+    rec.phases.push(third);
+    rec
+}
+
+/// The inputs Python decoded: our encodings and interval logs, as this build writes them.
+fn inputs() -> Vec<(String, Vec<u8>)> {
+    let rec = three_phase();
+    let mut v = vec![
+        (
+            "skewed.b64".to_string(),
+            encode(&skewed(50_000, 7)).into_bytes(),
+        ),
+        (
+            "record-handshake.b64".to_string(),
+            rec.phases[1]
+                .histograms
+                .encoded(Latency::Handshake)
+                .unwrap()
+                .as_bytes()
+                .to_vec(),
+        ),
+    ];
+    for (i, p) in rec.phases.iter().enumerate() {
+        let mut buf = Vec::new();
+        results::hlog::write_phase(&mut buf, &rec, i).unwrap();
+        v.push((format!("three-phase.{}.hlog", p.name), buf));
+    }
+    v
+}
+
+/// The intervals of an interval log as our reader sees them (tag, start, length, histogram).
+fn our_intervals(
+    buf: &[u8],
+) -> Vec<(
+    Option<String>,
+    std::time::Duration,
+    std::time::Duration,
+    Histogram<u64>,
+)> {
+    use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
+    IntervalLogIterator::new(buf)
+        .filter_map(|e| match e.unwrap() {
+            LogEntry::Interval(i) => Some((
+                i.tag().map(|t| t.as_str().to_string()),
+                i.start_timestamp(),
+                i.duration(),
+                decode(i.encoded_histogram()).unwrap(),
+            )),
+            _ => None,
+        })
+        .collect()
 }
 
 #[test]
-fn we_decode_histograms_python_hdrh_encoded() {
-    let script = format!(
-        "{DESCRIBE}\nh = hdrh.histogram.HdrHistogram(1, 3600 * 10**9, 3)\n\
-         for i in range(1, 20001):\n    h.record_value(1000 + (i * 7919) % 5_000_000)\n\
-         d = describe(h, {PERCENTILES:?})\nd['b64'] = h.encode().decode()\nprint(json.dumps(d))"
+fn hdrh_golden_inputs_are_what_we_write_now() {
+    let bless = std::env::var_os("CONNSTORM_BLESS").is_some();
+    for (name, bytes) in inputs() {
+        let path = data(&format!("hdrh/{name}"));
+        if bless {
+            std::fs::write(&path, &bytes).unwrap();
+            continue;
+        }
+        let committed = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        if name.ends_with(".b64") {
+            let ours = decode(std::str::from_utf8(&bytes).unwrap()).unwrap();
+            let theirs = decode(std::str::from_utf8(&committed).unwrap().trim()).unwrap();
+            assert_eq!(recorded(&ours), recorded(&theirs), "{name}");
+        } else {
+            // Same header times and the same intervals (DEFLATE bytes may differ by version).
+            let head = |b: &[u8]| {
+                String::from_utf8_lossy(b)
+                    .lines()
+                    .filter(|l| l.starts_with("#[StartTime") || l.starts_with("#[BaseTime"))
+                    .map(str::to_string)
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(head(&bytes), head(&committed), "{name}");
+            let (a, b) = (our_intervals(&bytes), our_intervals(&committed));
+            assert_eq!(a.len(), b.len(), "{name}");
+            for (x, y) in a.iter().zip(&b) {
+                assert_eq!((&x.0, x.1, x.2), (&y.0, y.1, y.2), "{name}");
+                assert_eq!(recorded(&x.3), recorded(&y.3), "{name}");
+            }
+        }
+    }
+    assert!(
+        !bless,
+        "inputs written: now run `python3 scripts/hdrh-golden.py` and commit both"
     );
-    let py = python_hdrh(&script, "");
+}
+
+#[test]
+fn hdrh_golden_python_decodes_our_histograms_to_the_same_percentiles() {
+    let g = golden();
+    assert!(g["generator"]
+        .as_str()
+        .unwrap()
+        .contains("hdrhistogram==0.10.8"));
+    let h = decode(read_data("skewed.b64").trim()).unwrap();
+    assert_eq!(recorded(&h), recorded(&skewed(50_000, 7)));
+    assert_same(&h, &g["skewed"]);
+    // And a histogram stored in a record, as `connstorm report` reads it.
+    let h = decode(read_data("record-handshake.b64").trim()).unwrap();
+    assert_same(&h, &g["record_handshake"]);
+}
+
+#[test]
+fn hdrh_golden_we_decode_histograms_python_encoded() {
+    let py = &golden()["python_encoded"];
     let h = decode(py["b64"].as_str().unwrap()).unwrap();
     assert_eq!(h.len(), 20_000);
-    assert_same(&h, &py);
+    let mut want = results::histogram::new_latency_histogram();
+    for i in 1..=20_000u64 {
+        want.record(1000 + (i * 7919) % 5_000_000).unwrap();
+    }
+    assert_eq!(recorded(&h), recorded(&want));
+    assert_same(&h, py);
 }
 
 #[test]
-fn python_hdrh_reads_our_interval_log() {
-    let rec = RunRecord::example();
-    let dir = tempfile::tempdir().unwrap();
-    let paths = results::hlog::write_all(&rec, "run", dir.path()).unwrap();
-    let script = format!(
-        "{DESCRIBE}\nout = []\n\
-         for path in sys.stdin.read().split():\n    r = hdrh.log.HistogramLogReader(path, hdrh.histogram.HdrHistogram(1, 3600 * 10**9, 3))\n    ivs = []\n\
-         \x20   while True:\n        h = r.get_next_interval_histogram()\n        if h is None: break\n\
-         \x20       ivs.append({{'tag': h.get_tag(), 'start_ms': h.get_start_time_stamp() - r.get_start_time_sec() * 1000, 'd': describe(h, {PERCENTILES:?})}})\n\
-         \x20   out.append(ivs)\nprint(json.dumps(out))"
-    );
-    let stdin: Vec<_> = paths.iter().map(|p| p.to_str().unwrap()).collect();
-    let py = python_hdrh(&script, &stdin.join("\n"));
-    let mut offset_ms = 0.0;
-    for (phase, ivs) in rec.phases.iter().zip(py.as_array().unwrap()) {
-        let ivs = ivs.as_array().unwrap();
-        assert_eq!(ivs.len(), 2, "phase {}: handshake and service", phase.name);
-        for (iv, which) in ivs.iter().zip([Latency::Handshake, Latency::Service]) {
-            let tag = iv["tag"].as_str();
-            let want_tag = (which != Latency::Handshake).then_some(which.name());
-            assert_eq!(tag, want_tag, "phase {}", phase.name);
-            let start = iv["start_ms"].as_f64().unwrap();
+fn hdrh_golden_python_reads_our_three_phase_interval_log() {
+    let rec = three_phase();
+    let g = golden();
+    let start_sec = results::record::EXAMPLE_START_UNIX_MS as f64 / 1e3;
+    for phase in &rec.phases {
+        let name = format!("three-phase.{}.hlog", phase.name);
+        let ivs = g["hlogs"][&name]
+            .as_array()
+            .unwrap_or_else(|| panic!("{name} missing from the golden file"));
+        let handshake: Vec<&Value> = ivs.iter().filter(|i| i["tag"].is_null()).collect();
+        assert_eq!(
+            handshake.len(),
+            phase.timeline.len(),
+            "{name}: one interval per second"
+        );
+        assert_eq!(phase.timeline.len(), 3);
+        let phase_start_ms = phase.start_offset_ms.unwrap();
+        for (k, (iv, row)) in handshake.iter().zip(&phase.timeline).enumerate() {
+            // StartTime with millisecond resolution, not whole seconds.
             assert!(
-                (start - offset_ms).abs() < 1.0,
-                "phase {} starts at {start} ms",
-                phase.name
+                (iv["start_time_sec"].as_f64().unwrap() - start_sec).abs() < 1e-6,
+                "{iv}"
             );
-            let h = phase.histograms.decode(which).unwrap().unwrap();
+            let start = iv["start_ms"].as_f64().unwrap();
+            let want = phase_start_ms + 1000.0 * k as f64;
+            assert!(
+                (start - want).abs() < 10.0,
+                "{name} second {k}: starts at {start} ms, want {want}"
+            );
+            assert!(
+                (iv["length_ms"].as_f64().unwrap() - 1000.0).abs() < 1.0,
+                "{iv}"
+            );
+            let h = decode(row.handshake.as_deref().unwrap()).unwrap();
+            assert_eq!(h.len(), row.successes);
             assert_same(&h, &iv["d"]);
         }
-        offset_ms += phase.measured_secs * 1000.0;
+        let service: Vec<&Value> = ivs.iter().filter(|i| i["tag"] == "service").collect();
+        assert_eq!(service.len(), 1, "{name}");
+        assert!((service[0]["start_ms"].as_f64().unwrap() - phase_start_ms).abs() < 10.0);
+        assert_same(
+            &phase.histograms.decode(Latency::Service).unwrap().unwrap(),
+            &service[0]["d"],
+        );
     }
+    // The third phase starts where the record says (7.4 s), not at the sum of measured seconds (6 s).
+    let third = &g["hlogs"]["three-phase.step-3.hlog"][0];
+    assert!(
+        (third["start_ms"].as_f64().unwrap() - 7_400.0).abs() < 10.0,
+        "{third}"
+    );
 }

@@ -1,8 +1,10 @@
 //! Golden run records: checked-in files read back to the numbers they were made from.
 //!
-//! `tests/data/golden-v1.json` was written by [`golden_record`] (set `CONNSTORM_BLESS=1` to
+//! `tests/data/golden-v2.json` was written by [`golden_record`] (set `CONNSTORM_BLESS=1` to
 //! rewrite it after a deliberate, version-bumping format change). The test reads the file, not
 //! the builder's output, so a change that silently breaks reading old files fails here.
+//! `tests/data/golden-v1.json` is the same record as schema 1 wrote it (no phase start, no
+//! per-second histograms): the reader for the previous version must still read it.
 
 use std::collections::BTreeMap;
 
@@ -49,6 +51,7 @@ fn golden_record() -> RunRecord {
     rec.run.command = "bench".into();
     rec.run.engine = "io_uring".into();
     rec.run.started_at = "2026-11-29T22:15:03Z".into();
+    rec.run.started_unix_ms = Some(1_795_990_503_000);
     rec.run.server_cpus = vec![0];
     rec.run.load_cpus = vec![1];
     rec.host.kernel_release = Some("6.12.0".into());
@@ -73,7 +76,12 @@ fn golden_record() -> RunRecord {
             failures: BTreeMap::from([("ETIMEDOUT".into(), 2)]),
             p50_ns: handshake().value_at_quantile(0.5),
             p99_ns: handshake().value_at_quantile(0.99),
+            dropped: 0,
+            late: 0,
+            handshake: Some(results::histogram::encode(&handshake())),
         }],
+        start_unix_ms: Some(1_795_990_503_500),
+        start_offset_ms: Some(500.0),
         cpu: CpuUsage {
             server: Some(SideCpu::new(
                 10_000_000,
@@ -93,14 +101,46 @@ fn golden_record() -> RunRecord {
     rec
 }
 
+/// What schema 1 held of [`golden_record`]: no phase start, no per-second figures.
+fn golden_record_v1() -> RunRecord {
+    let mut rec = golden_record();
+    rec.run.started_unix_ms = None;
+    for p in &mut rec.phases {
+        p.start_unix_ms = None;
+        p.start_offset_ms = None;
+        for r in &mut p.timeline {
+            r.handshake = None;
+        }
+    }
+    rec
+}
+
+#[test]
+fn schema_one_records_are_read_by_the_previous_version_reader() {
+    let rec = RunRecord::read(&data("golden-v1.json")).unwrap();
+    assert_eq!(rec.schema_version, results::SCHEMA_VERSION);
+    assert_eq!(rec, golden_record_v1());
+    // Schema 1 stored 0 µs per connection for a phase with no connection: now n/a.
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(data("golden-v1.json")).unwrap()).unwrap();
+    v["phases"][0]["successes"] = 0.into();
+    v["phases"][0]["cpu"]["load"]["us_per_conn_sys"] = 0.0.into();
+    v["phases"][0]["cpu"]["load"]["us_per_conn_user"] = 0.0.into();
+    let rec = RunRecord::from_json(&v.to_string(), std::path::Path::new("v1.json")).unwrap();
+    let load = rec.phases[0].cpu.load;
+    assert_eq!((load.us_per_conn_sys, load.us_per_conn()), (None, None));
+    assert_eq!(load.sys_ns, 50_000_000, "the CPU time itself is kept");
+}
+
 #[test]
 fn golden_record_reads_back_to_the_numbers_it_was_made_from() {
-    let path = data("golden-v1.json");
+    let path = data("golden-v2.json");
     if std::env::var_os("CONNSTORM_BLESS").is_some() {
         std::fs::write(&path, golden_record().to_json() + "\n").unwrap();
     }
     let rec = RunRecord::read(&path).unwrap();
     assert_eq!(rec, golden_record());
+    assert_eq!(rec.phases[0].start_offset_ms, Some(500.0));
     let phase = rec.phase("latency").unwrap();
 
     let hs = phase
@@ -135,7 +175,7 @@ fn golden_record_reads_back_to_the_numbers_it_was_made_from() {
     assert_eq!(phase.drops(), vec![("TcpExt.ListenOverflows", 3)]);
     let load = phase.cpu.load;
     assert!(
-        (load.us_per_conn_sys - 50.0).abs() < 1e-9,
+        (load.us_per_conn_sys.unwrap() - 50.0).abs() < 1e-9,
         "50 ms of sys over 1000 connections"
     );
     assert!((load.sys_pct() - 5.0).abs() < 1e-9);

@@ -1,0 +1,147 @@
+//! How the setups of two trial sets differ: what `compare` lists, and refuses to compare without
+//! `--allow-mismatch` when [`SetupDifference::refuses`].
+
+use serde::{Deserialize, Serialize};
+
+use crate::record::RunRecord;
+
+/// One setup fact whose values differ between (or within) the sides.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SetupDifference {
+    /// What differs: `engine`, `target`, `server CPUs`, `load CPUs`, `client close`,
+    /// `server mode`, `netns`, `added RTT`, `durations`, `kernel`, `connstorm version`.
+    pub what: String,
+    /// Distinct values on side A, in order of appearance.
+    pub a: Vec<String>,
+    /// Distinct values on side B.
+    pub b: Vec<String>,
+    /// A difference that makes the sides different experiments (everything but the kernel and
+    /// connstorm's version, which are what a kernel-patch A/B changes on purpose).
+    pub refuses: bool,
+}
+
+impl SetupDifference {
+    /// `engine: A io_uring, B epoll`.
+    pub fn describe(&self) -> String {
+        format!(
+            "{}: A {}, B {}",
+            self.what,
+            self.a.join(" / "),
+            self.b.join(" / ")
+        )
+    }
+}
+
+type Fact = (&'static str, bool, fn(&RunRecord) -> String);
+
+fn cpus(v: &[usize]) -> String {
+    if v.is_empty() {
+        "-".into()
+    } else {
+        crate::report::document::cpulist(v)
+    }
+}
+
+/// The facts compared, whether a difference refuses, and how each is read from a record.
+const FACTS: [Fact; 11] = [
+    ("engine", true, |r| r.run.engine.clone()),
+    ("target", true, |r| {
+        r.run
+            .target
+            .clone()
+            .unwrap_or_else(|| "own server on loopback".into())
+    }),
+    ("server CPUs", true, |r| cpus(&r.run.server_cpus)),
+    ("load CPUs", true, |r| cpus(&r.run.load_cpus)),
+    ("client close", true, |r| r.run.close_mode.clone()),
+    ("server mode", true, |r| r.run.server_mode.clone()),
+    ("netns", true, |r| r.run.netns.to_string()),
+    ("added RTT", true, |r| {
+        r.run
+            .rtt_ns
+            .map_or_else(|| "none".into(), |n| crate::numfmt::ns(n as f64))
+    }),
+    ("durations", true, |r| {
+        // The configured lengths (the measured ones differ by milliseconds).
+        let c = &r.config;
+        [
+            "duration_secs",
+            "peak_secs",
+            "latency_secs",
+            "warmup_secs",
+            "step_secs",
+        ]
+        .iter()
+        .filter_map(|k| {
+            c.get(*k)
+                .and_then(serde_json::Value::as_f64)
+                .map(|v| format!("{k}={v}"))
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+    }),
+    ("kernel", false, |r| {
+        r.host
+            .kernel_release
+            .clone()
+            .unwrap_or_else(|| "unknown".into())
+    }),
+    ("connstorm version", false, |r| {
+        format!("{} ({})", r.run.connstorm_version, r.run.git_commit)
+    }),
+];
+
+fn distinct(recs: &[RunRecord], f: fn(&RunRecord) -> String) -> Vec<String> {
+    let mut v: Vec<String> = Vec::new();
+    for r in recs {
+        let x = f(r);
+        if !v.contains(&x) {
+            v.push(x);
+        }
+    }
+    v
+}
+
+/// The setup facts that differ between `a` and `b`, or within a side.
+pub fn setup_differences(a: &[RunRecord], b: &[RunRecord]) -> Vec<SetupDifference> {
+    FACTS
+        .iter()
+        .filter_map(|(what, refuses, f)| {
+            let (va, vb) = (distinct(a, *f), distinct(b, *f));
+            let mut all = va.clone();
+            all.extend(vb.iter().filter(|x| !va.contains(x)).cloned());
+            (all.len() > 1).then(|| SetupDifference {
+                what: (*what).to_string(),
+                a: va,
+                b: vb,
+                refuses: *refuses,
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_and_external_target_differ_and_refuse_kernel_does_not() {
+        let a = vec![RunRecord::example()];
+        let mut ext = RunRecord::example();
+        ext.run.target = Some("10.0.0.2:8080".into());
+        ext.host.kernel_release = Some("6.13.0-patched".into());
+        let d = setup_differences(&a, &[ext]);
+        let target = d.iter().find(|d| d.what == "target").unwrap();
+        assert!(target.refuses);
+        assert_eq!(target.a, ["own server on loopback"]);
+        assert_eq!(target.b, ["10.0.0.2:8080"]);
+        let kernel = d.iter().find(|d| d.what == "kernel").unwrap();
+        assert!(!kernel.refuses);
+        assert!(
+            kernel.describe().contains("B 6.13.0-patched"),
+            "{}",
+            kernel.describe()
+        );
+        assert!(setup_differences(&a, &a).is_empty());
+    }
+}
