@@ -6,8 +6,10 @@
 //! anything (spawn `ip`, write sysctls).
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
+
+use std::io::Write as _;
 
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
@@ -20,6 +22,14 @@ fn hooks() -> &'static Mutex<BTreeMap<u64, Hook>> {
 }
 
 static NEXT_HOOK: AtomicU64 = AtomicU64::new(0);
+
+/// The first stop signal's number (0: none yet).
+static RECEIVED: AtomicI32 = AtomicI32::new(0);
+
+/// The number of the first SIGINT/SIGTERM received, if any (for the `128+N` exit code).
+pub fn received() -> Option<i32> {
+    Some(RECEIVED.load(Ordering::SeqCst)).filter(|&s| s != 0)
+}
 
 /// Removes its hook when dropped (the normal path already cleaned up).
 #[derive(Debug)]
@@ -67,12 +77,18 @@ pub fn stop_flag() -> std::io::Result<Arc<AtomicBool>> {
         .name("signals".into())
         .spawn(move || {
             for sig in signals.forever() {
+                let _ = RECEIVED.compare_exchange(0, sig, Ordering::SeqCst, Ordering::SeqCst);
+                // stderr may be closed (`2>&- `, a pipe to `head`): never panic on it.
+                let mut err = std::io::stderr();
                 if f.swap(true, Ordering::SeqCst) {
-                    eprintln!("connstorm: second signal: cleaning up and exiting now");
+                    let _ = writeln!(err, "connstorm: second signal: cleaning up and exiting now");
                     run_hooks();
                     std::process::exit(128 + sig);
                 }
-                eprintln!("connstorm: stopping (press Ctrl-C again to exit at once)");
+                let _ = writeln!(
+                    err,
+                    "connstorm: stopping (press Ctrl-C again to exit at once)"
+                );
             }
         })?;
     Ok(flag)

@@ -129,7 +129,9 @@ impl Harness {
                 };
                 let server = started.map_err(server_error)?;
                 if let Some(why) = server.fallback_reason() {
-                    eprintln!("connstorm: engine auto: using epoll because {why}");
+                    crate::cli::note(&format!(
+                        "connstorm: engine auto: using epoll because {why}"
+                    ));
                 }
                 let target = server.local_addr();
                 (Some(server), target)
@@ -469,6 +471,15 @@ impl Harness {
         drop(self.ns.take());
         report
     }
+}
+
+/// [`fd_room`] as it will be once `bench` has raised its soft fd limit to the hard one
+/// (server::rlimit::raise_nofile), without raising it: for checks before anything changes.
+pub fn fd_room_after_raise() -> usize {
+    let hard = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
+        .map(|(_, h)| h)
+        .unwrap_or(1024);
+    ((hard / 2).clamp(64, 16_384)) as usize
 }
 
 /// Descriptors the load side may hold: half the soft fd limit, leaving room for the server's.
