@@ -459,10 +459,9 @@ pub fn execute(
         if crate::signals::stopped(stop) {
             break;
         }
-        let name = spec.name.clone();
-        let end_secs = (spec.warmup + spec.duration).as_secs_f64();
+        let progress_spec = spec.clone();
         let mut progress = |row: &loadgen::TimelineRow| {
-            if let Some(line) = summary::progress_line(&name, row, end_secs) {
+            if let Some(line) = summary::progress_line(&progress_spec, row) {
                 crate::cli::note(&line);
             }
         };
