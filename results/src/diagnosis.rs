@@ -135,20 +135,37 @@ pub fn diagnose(e: &Evidence<'_>) -> Vec<Cause> {
     };
     let abort = e.s("net.ipv4.tcp_abort_on_overflow");
     if never > 0 {
-        let line = if abort == Some(1) {
+        let resets = e.c("TcpExt.EmbryonicRsts");
+        let cookie_acks = e.c("TcpExt.SyncookiesRecv");
+        let head = format!(
+            "never accepted: {never} handshakes completed on the client were never accepted by the server"
+        );
+        let line = if overflows > 0 {
+            let how = if abort == Some(1) && resets > 0 {
+                format!(", and net.ipv4.tcp_abort_on_overflow=1 answered final ACKs with RST after the handshake (EmbryonicRsts {resets})")
+            } else if cookie_acks > 0 {
+                format!(
+                    ", so final ACKs completing a syncookie handshake (SyncookiesRecv {cookie_acks}) were dropped without a reset (net.ipv4.tcp_abort_on_overflow={} acts only on queued requests)",
+                    fmt_opt(abort)
+                )
+            } else {
+                format!(
+                    ": the final ACK was dropped and the client closed before a retransmit got in (net.ipv4.tcp_abort_on_overflow={})",
+                    fmt_opt(abort)
+                )
+            };
+            let retry = if abort == Some(1) {
+                "; tcp_abort_on_overflow=0 (the default) gives a retransmitted ACK another chance"
+            } else {
+                ""
+            };
             format!(
-                "never accepted: {never} handshakes completed on the client were reset by the server before accept(): the accept queue was full ({}; ListenOverflows {overflows}) and net.ipv4.tcp_abort_on_overflow=1 answers the final ACK with RST (EmbryonicRsts {}) — fix: accept faster or raise the backlog and net.core.somaxconn; with tcp_abort_on_overflow=0 (the default) the client's retransmit gets another chance",
-                e.accept_queue(),
-                e.c("TcpExt.EmbryonicRsts")
-            )
-        } else if overflows > 0 {
-            format!(
-                "never accepted: {never} handshakes completed on the client were never accepted: the accept queue was full ({}; ListenOverflows {overflows}), the server dropped the final ACK and the client closed before a retransmit got in — fix: accept faster, or raise the backlog and net.core.somaxconn",
+                "{head}: the accept queue was full ({}; ListenOverflows {overflows}){how} — fix: accept faster, or raise the backlog and net.core.somaxconn{retry}",
                 e.accept_queue()
             )
         } else {
             format!(
-                "never accepted: {never} handshakes completed on the client were never accepted by the server, and no counter here says why (ListenOverflows 0, net.ipv4.tcp_abort_on_overflow={}) — fix: check that the server kept accepting (was it stopped or killed?)",
+                "{head}, and no counter here says why (ListenOverflows 0, net.ipv4.tcp_abort_on_overflow={}) — fix: check that the server kept accepting (was it stopped or killed?)",
                 fmt_opt(abort)
             )
         };
@@ -222,10 +239,15 @@ pub fn diagnose(e: &Evidence<'_>) -> Vec<Cause> {
     let ct_drop = e.c("nf_conntrack.drop");
     let ct_full = matches!((ct_count, ct_max), (Some(c), Some(m)) if m > 0 && c >= m);
     if ct_drop > 0 || ct_full {
+        let timeouts = if timed_out > 0 {
+            format!(" (ETIMEDOUT {timed_out})")
+        } else {
+            String::new()
+        };
         add(
             Kind::ConntrackFull,
             format!(
-                "conntrack table full ({}/{} entries in this namespace; nf_conntrack drop +{ct_drop}): the first packet of each new flow is dropped, so SYNs go unanswered (ETIMEDOUT {timed_out}) — fix: raise net.netfilter.nf_conntrack_max (init namespace only, one global limit), shorten net.netfilter.nf_conntrack_tcp_timeout_*, or exempt the benchmark traffic from tracking (nft `notrack`)",
+                "conntrack table full ({}/{} entries in this namespace; nf_conntrack drop +{ct_drop}): the first packet of each new flow is dropped, so SYNs go unanswered{timeouts} — fix: raise net.netfilter.nf_conntrack_max (init namespace only, one global limit), shorten net.netfilter.nf_conntrack_tcp_timeout_*, or exempt the benchmark traffic from tracking (nft `notrack`)",
                 fmt_opt(ct_count),
                 fmt_opt(ct_max)
             ),
@@ -407,9 +429,27 @@ mod tests {
         assert_eq!(kinds(&c), [Kind::NeverAccepted]);
         let l = &c[0].line;
         assert!(l.starts_with("never accepted: 51 handshakes"), "{l}");
-        assert!(l.contains("tcp_abort_on_overflow=1"), "{l}");
+        assert!(l.contains("tcp_abort_on_overflow=1 answered final ACKs with RST"), "{l}");
         assert!(l.contains("EmbryonicRsts 51"), "{l}");
         assert!(l.contains("accept queue 1"), "{l}");
+        // The same shortfall through syncookie handshakes: dropped, not reset.
+        let counters = map(&[
+            ("TcpExt.ListenOverflows", 120),
+            ("TcpExt.SyncookiesRecv", 58),
+        ]);
+        let c = diagnose(&Evidence {
+            counters: &counters,
+            settings: &settings,
+            attempts: 245,
+            failures: &failures,
+            client_handshakes: 245,
+            server_accepts: Some(189),
+            balanced: Some(true),
+        });
+        let l = &c[0].line;
+        assert!(l.starts_with("never accepted: 56 handshakes"), "{l}");
+        assert!(l.contains("(SyncookiesRecv 58) were dropped without a reset (net.ipv4.tcp_abort_on_overflow=1"), "{l}");
+        assert!(!l.contains("EmbryonicRsts"), "{l}");
     }
 
     #[test]

@@ -126,7 +126,17 @@ pub fn phase(out: &mut String, p: &PhaseRecord) {
             let _ = writeln!(out, "{line}");
         }
     }
-    if p.failures.is_empty() {
+    if p.attempts == 0 {
+        let _ = writeln!(
+            out,
+            "  attempts: none ended in the measured window (kernel ActiveOpens {} incl. warm-up: those SYNs got no answer by the phase's end)",
+            p.cross_check
+                .as_ref()
+                .and_then(|c| c.kernel_active_opens)
+                .map(|v| group(v as f64))
+                .unwrap_or_else(|| "unknown".into())
+        );
+    } else if p.failures.is_empty() {
         let _ = writeln!(
             out,
             "  failures: none ({} attempts)",
@@ -213,7 +223,8 @@ fn counter_warning(name: &str, delta: i64) -> String {
 }
 
 /// Counters a [`results::diagnosis`] cause already speaks for (no separate counter warning).
-const DIAGNOSED_COUNTERS: [&str; 11] = [
+const DIAGNOSED_COUNTERS: [&str; 12] = [
+    "TcpExt.SyncookiesRecv",
     "TcpExt.ListenOverflows",
     "TcpExt.ListenDrops",
     "TcpExt.TCPReqQFullDrop",
@@ -311,7 +322,12 @@ pub fn render(r: &RunRecord, record_path: Option<&std::path::Path>) -> String {
                 "PEAK: {} CPM = {} conn/s{}",
                 group(peak.cpm),
                 group(peak.achieved_per_sec),
-                bottleneck(peak, &r.run.server_cpus, &r.run.load_cpus)
+                bottleneck(
+                    peak,
+                    &r.run.server_cpus,
+                    &r.run.load_cpus,
+                    !results::diagnosis::of_phases(std::slice::from_ref(peak)).is_empty()
+                )
             );
         }
     }
@@ -355,8 +371,14 @@ pub fn render(r: &RunRecord, record_path: Option<&std::path::Path>) -> String {
 
 /// Which side was busier during a closed-loop phase: the one near 100% limits the rate. When the
 /// sides share CPUs, their shares of those CPUs say nothing about saturation; each CPU's own busy
-/// time (/proc/stat) does ([`saturation`]).
-fn bottleneck(p: &PhaseRecord, server_cpus: &[usize], load_cpus: &[usize]) -> String {
+/// time (/proc/stat) does ([`saturation`]). With named causes (drops, resets, refusals) and no
+/// saturated CPU, the causes limited the peak, not the concurrency.
+fn bottleneck(
+    p: &PhaseRecord,
+    server_cpus: &[usize],
+    load_cpus: &[usize],
+    has_causes: bool,
+) -> String {
     let util = |c: &results::record::SideCpu| {
         let cap = c.wall_ns as f64 * c.cpus as f64;
         if cap > 0.0 {
@@ -374,6 +396,9 @@ fn bottleneck(p: &PhaseRecord, server_cpus: &[usize], load_cpus: &[usize]) -> St
             " (CPUs [{}] shared by both sides, {} busy: the CPUs limit the peak — load {load:.0}%, server {server:.0}% of their time)",
             tuning::cpulist::format(&busy.iter().map(|b| b.0).collect::<Vec<_>>()),
             busy.iter().map(|b| format!("{:.0}%", b.1)).collect::<Vec<_>>().join(", ")
+        ),
+        (Some(server), Saturation::Neither) if has_causes => format!(
+            " (CPU busy: load {load:.0}%, server {server:.0}% — neither side saturated: the causes in the warnings below limit the peak)"
         ),
         (Some(server), Saturation::Neither) => format!(
             " (CPU busy: load {load:.0}%, server {server:.0}% — neither side saturated: raise --concurrency)"
