@@ -45,10 +45,10 @@ pub const EXIT_CODES: &str = "\
 Exit codes (every command):
   0        ok
   1        run-time failure (I/O, a kernel refusal at run time, a failed apply)
-  2        bad input (command line, files, host state), refused before anything is created or changed
+  2        bad input (command line, files, host state), refused before anything changes
   3        nothing succeeded or nothing was measured (zero successful connections)
   4        `tune check --strict` found something off
-  128+N    interrupted by signal N after the report and record were written (130 SIGINT, 143 SIGTERM)";
+  128+N    interrupted by signal N (130 SIGINT, 143 SIGTERM) after the record was written";
 
 /// The command line definition with [`EXIT_CODES`] after the `--help` of every command and
 /// subcommand, at any depth.

@@ -375,7 +375,10 @@ pub fn of_phases(phases: &[PhaseRecord]) -> Vec<Cause> {
         .map(|p| &p.settings)
         .find(|s| !s.is_empty())
         .unwrap_or(&empty);
-    let checks: Vec<_> = phases.iter().filter_map(|p| p.cross_check.as_ref()).collect();
+    let checks: Vec<_> = phases
+        .iter()
+        .filter_map(|p| p.cross_check.as_ref())
+        .collect();
     let server_accepts = if !checks.is_empty() && checks.iter().all(|c| c.server_accepted.is_some())
     {
         Some(checks.iter().filter_map(|c| c.server_accepted).sum())
@@ -407,10 +410,7 @@ mod tests {
 
     #[test]
     fn abort_on_overflow_shortfall_is_never_accepted_and_names_the_setting() {
-        let counters = map(&[
-            ("TcpExt.ListenOverflows", 51),
-            ("TcpExt.EmbryonicRsts", 51),
-        ]);
+        let counters = map(&[("TcpExt.ListenOverflows", 51), ("TcpExt.EmbryonicRsts", 51)]);
         let settings = map(&[
             ("net.ipv4.tcp_abort_on_overflow", 1),
             ("net.core.somaxconn", 4096),
@@ -429,7 +429,10 @@ mod tests {
         assert_eq!(kinds(&c), [Kind::NeverAccepted]);
         let l = &c[0].line;
         assert!(l.starts_with("never accepted: 51 handshakes"), "{l}");
-        assert!(l.contains("tcp_abort_on_overflow=1 answered final ACKs with RST"), "{l}");
+        assert!(
+            l.contains("tcp_abort_on_overflow=1 answered final ACKs with RST"),
+            "{l}"
+        );
         assert!(l.contains("EmbryonicRsts 51"), "{l}");
         assert!(l.contains("accept queue 1"), "{l}");
         // The same shortfall through syncookie handshakes: dropped, not reset.

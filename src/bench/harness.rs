@@ -342,7 +342,10 @@ impl Harness {
             .iter()
             .map(|&c| {
                 let b = procstat::delta(&stat_before, &stat_after, &[c]);
-                (c, (b.busy_ns as f64 / wall_ns.max(1) as f64 * 100.0).min(100.0))
+                (
+                    c,
+                    (b.busy_ns as f64 / wall_ns.max(1) as f64 * 100.0).min(100.0),
+                )
             })
             .collect();
         let capacity = wall_ns as f64 * bench_cpus.len() as f64;

@@ -472,7 +472,10 @@ pub fn saturation(
 /// A progress line for one second of a phase, or `None` for a drain second after the phase's
 /// end (it only holds completions of attempts started before). A partial last second is scaled to
 /// a per-second rate and marked. Closed loop says "started" (there is no offered rate).
-pub fn progress_line(spec: &super::harness::PhaseSpec, row: &loadgen::TimelineRow) -> Option<String> {
+pub fn progress_line(
+    spec: &super::harness::PhaseSpec,
+    row: &loadgen::TimelineRow,
+) -> Option<String> {
     let end = (spec.warmup + spec.duration).as_secs_f64();
     let start = row.t_secs as f64;
     if start >= end {

@@ -128,8 +128,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
                             duration: args.step_duration,
                             warmup: args.warmup,
                         };
-                        match harness.run_phase(&spec, &stop, &mut progress_for(spec.clone()))
-                        {
+                        match harness.run_phase(&spec, &stop, &mut progress_for(spec.clone())) {
                             Ok(out) => {
                                 record.phases.push(out.record);
                                 record.warnings.extend(out.warnings);
