@@ -856,7 +856,7 @@ fn conntrack_table_full_is_named_and_exits_3() {
         recorded_drops > 0 && recorded_drops <= drops,
         "{recorded_drops} vs kernel {drops}"
     );
-    assert!(text.contains(&format!("conntrack table full (")), "{text}");
+    assert!(text.contains("conntrack table full ("), "{text}");
     assert!(
         text.contains(&format!("/{max} entries in this namespace")),
         "{text}"
