@@ -39,6 +39,43 @@ pub enum Command {
     Plot(cmd::plot::Args),
 }
 
+/// The exit codes of every command, shown after each command's `--help` (and in README.md and
+/// `src/main.rs`).
+pub const EXIT_CODES: &str = "\
+Exit codes (every command):
+  0        ok
+  1        run-time failure (I/O, a kernel refusal at run time, a failed apply)
+  2        bad input (command line, files, host state), refused before anything changes
+  3        nothing succeeded or nothing was measured (zero successful connections)
+  4        `tune check --strict` found something off
+  128+N    interrupted by signal N (130 SIGINT, 143 SIGTERM) after the record was written";
+
+/// The command line definition with [`EXIT_CODES`] after the `--help` of every command and
+/// subcommand, at any depth.
+pub fn command() -> clap::Command {
+    use clap::CommandFactory;
+    fn add(c: clap::Command) -> clap::Command {
+        c.after_help(EXIT_CODES).mut_subcommands(add)
+    }
+    add(Cli::command())
+}
+
+/// Writes `text` to stdout, ignoring errors: a closed stdout or a reader that went away (`| head`,
+/// EPIPE; Rust ignores SIGPIPE, so a write returns EPIPE instead of killing the process) must
+/// neither panic (as `print!` does) nor stop the run before its record is written.
+pub fn out(text: &str) {
+    use std::io::Write as _;
+    let mut o = std::io::stdout().lock();
+    let _ = o.write_all(text.as_bytes()).and_then(|()| o.flush());
+}
+
+/// Writes one line to stderr, ignoring errors (see [`out`]): progress and notes never panic on a
+/// closed stderr.
+pub fn note(line: &str) {
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
+}
+
 /// An error in what the user gave us (command line, file, host state): exit code 2.
 ///
 /// Wrap with `anyhow::Error::new(BadInput(msg))` or [`bad_input`]; the message must say what is
@@ -67,5 +104,20 @@ mod tests {
     fn command_line_definition_is_consistent() {
         use clap::CommandFactory;
         Cli::command().debug_assert();
+        command().debug_assert();
+    }
+
+    #[test]
+    fn every_subcommand_help_ends_with_the_exit_codes() {
+        fn check(c: &mut clap::Command, path: &str) {
+            let help = c.render_long_help().to_string();
+            assert!(help.contains("128+N"), "{path} --help lacks the exit codes");
+            // clap's own `help` subcommand only prints other commands' help.
+            for sub in c.get_subcommands_mut().filter(|s| s.get_name() != "help") {
+                let name = format!("{path} {}", sub.get_name());
+                check(sub, &name);
+            }
+        }
+        check(&mut command(), "connstorm");
     }
 }

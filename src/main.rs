@@ -1,13 +1,17 @@
 //! `connstorm`: the command-line shell around the `server`, `loadgen`, `tuning` and `results`
 //! crates. It parses, dispatches and prints; the logic lives in the libraries.
 //!
-//! Exit codes (also in README.md):
-//! - `0` success;
-//! - `1` the run failed (an I/O error, a failed check, a kernel refusal at run time);
+//! Exit codes, the same for every command (also in README.md and after every `--help`,
+//! [`cli::EXIT_CODES`]):
+//! - `0` ok;
+//! - `1` run-time failure: an I/O error, a kernel refusal at run time, a failed apply;
 //! - `2` bad input: the command line, a preset or record file, or a host state the command cannot
-//!   work with (e.g. an offline CPU); the message says what and how to fix it;
-//! - `3` `connstorm load`: the run completed but no attempt succeeded (all failed or none could start);
-//! - `4` `connstorm tune check --strict`: something is off.
+//!   work with (e.g. an offline CPU), refused before anything is created or changed; the message
+//!   says what and how to fix it;
+//! - `3` nothing succeeded or nothing was measured (zero successful connections);
+//! - `4` `connstorm tune check --strict` found something off;
+//! - `128+N` interrupted by signal N (130 SIGINT, 143 SIGTERM) after the report and record were
+//!   written (a second signal exits at once with the same code, after cleanup hooks).
 
 // Doc comments of CLI options are the `--help` text, where `[sysctl]` or `greet[:BYTES]` mean
 // what they say, not intra-doc links.
@@ -15,7 +19,7 @@
 
 use std::io::Write;
 
-use clap::Parser;
+use clap::FromArgMatches;
 
 mod bench;
 mod cli;
@@ -24,9 +28,18 @@ mod signals;
 mod units;
 
 fn main() {
-    let cli = cli::Cli::parse_from(cmd::compare::b_side_separator(std::env::args_os()));
+    let args = cmd::compare::b_side_separator(std::env::args_os());
+    let cli = match cli::Cli::from_arg_matches(&cli::command().get_matches_from(args)) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
     let code = match cmd::dispatch(cli) {
-        Ok(code) => code,
+        // A command that ran to its end after a stop signal (report and record written) says
+        // so; errors keep their own code.
+        Ok(code) => match signals::received() {
+            Some(sig) if code == 0 || code == 3 => 128 + sig,
+            _ => code,
+        },
         Err(err) => {
             if is_broken_pipe(&err) {
                 0

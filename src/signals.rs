@@ -9,6 +9,8 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
+use std::io::Write as _;
+
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
@@ -21,15 +23,12 @@ fn hooks() -> &'static Mutex<BTreeMap<u64, Hook>> {
 
 static NEXT_HOOK: AtomicU64 = AtomicU64::new(0);
 
-/// The first signal received (0 = none yet).
+/// The first stop signal's number (0: none yet).
 static RECEIVED: AtomicI32 = AtomicI32::new(0);
 
-/// The number of the first SIGINT/SIGTERM received, if any (for exit code 128 + signo).
+/// The number of the first SIGINT/SIGTERM received, if any (for the `128+N` exit code).
 pub fn received() -> Option<i32> {
-    match RECEIVED.load(Ordering::SeqCst) {
-        0 => None,
-        s => Some(s),
-    }
+    Some(RECEIVED.load(Ordering::SeqCst)).filter(|&s| s != 0)
 }
 
 /// Removes its hook when dropped (the normal path already cleaned up).
@@ -79,12 +78,17 @@ pub fn stop_flag() -> std::io::Result<Arc<AtomicBool>> {
         .spawn(move || {
             for sig in signals.forever() {
                 let _ = RECEIVED.compare_exchange(0, sig, Ordering::SeqCst, Ordering::SeqCst);
+                // stderr may be closed (`2>&- `, a pipe to `head`): never panic on it.
+                let mut err = std::io::stderr();
                 if f.swap(true, Ordering::SeqCst) {
-                    eprintln!("connstorm: second signal: cleaning up and exiting now");
+                    let _ = writeln!(err, "connstorm: second signal: cleaning up and exiting now");
                     run_hooks();
                     std::process::exit(128 + sig);
                 }
-                eprintln!("connstorm: stopping (press Ctrl-C again to exit at once)");
+                let _ = writeln!(
+                    err,
+                    "connstorm: stopping (press Ctrl-C again to exit at once)"
+                );
             }
         })?;
     Ok(flag)

@@ -201,9 +201,10 @@ fn interrupted_run_still_writes_its_record() {
         t.elapsed() < Duration::from_secs(10),
         "stops promptly after Ctrl-C"
     );
-    assert!(
-        out.status.success(),
-        "{}",
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "128 + SIGINT after the record is written: {}",
         String::from_utf8_lossy(&out.stderr)
     );
     let files = records(dir.path());
@@ -437,4 +438,513 @@ fn sweep_finds_a_knee_in_its_own_record() {
         );
     }
     assert!(text.contains("dropped") && text.contains("late"), "{text}");
+}
+
+// ---- issue 9: truth at the edges ----
+
+/// Runs `connstorm` with `args` on a thread inside a fresh network namespace (the child process
+/// inherits it), after `prepare` changed that namespace; returns the output and the namespace's
+/// kernel counter deltas over the run.
+fn run_in_netns(
+    prepare: impl FnOnce(&testkit::NetNs) + Send + 'static,
+    args: Vec<String>,
+) -> (Output, std::collections::BTreeMap<String, i64>) {
+    testkit::NetNs::run(move |ns| {
+        prepare(ns);
+        let before = ns.counters();
+        let out = Command::new(bin())
+            .args(&args)
+            .output()
+            .expect("run connstorm");
+        let after = ns.counters();
+        let delta = after
+            .iter()
+            .map(|(k, v)| (k.clone(), v - before.get(k).copied().unwrap_or(0)))
+            .collect();
+        (out, delta)
+    })
+}
+
+fn args(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+fn only_record(dir: &Path) -> RunRecord {
+    let files = records(dir);
+    assert_eq!(files.len(), 1, "one record in {}", dir.display());
+    RunRecord::read(&files[0]).unwrap()
+}
+
+/// Nothing to measure: nothing listens at the target. Exit 3, no rate, no per-connection figure,
+/// no verdict, no "ok" cross-check; every attempt refused, and the kernel agrees.
+#[test]
+fn nothing_to_measure_exits_3_without_a_verdict() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, k) = run_in_netns(
+        |_| {},
+        args(&[
+            "bench",
+            "--target",
+            "127.0.0.1:1",
+            "--duration",
+            "3s",
+            "--out",
+            dir.path().to_str().unwrap(),
+        ]),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for banned in [
+        "µs on CPU",
+        "µs (user",
+        "[ok]",
+        "raise --concurrency",
+        "PEAK: 0 CPM",
+        "limits the peak",
+    ] {
+        assert!(
+            !text.contains(banned),
+            "{banned:?} printed with nothing measured:\n{text}"
+        );
+    }
+    assert!(text.contains("PEAK: nothing measured"), "{text}");
+    assert!(text.contains("refused: "), "the cause is named:\n{text}");
+    let rec = only_record(dir.path());
+    let peak = rec.phase("peak").unwrap();
+    assert_eq!(peak.successes, 0);
+    assert!(peak.attempts > 0);
+    assert_eq!(peak.failures.get("ECONNREFUSED"), Some(&peak.attempts));
+    let c = peak.cross_check.as_ref().unwrap();
+    // The only phase ran alone in this namespace: our SYNs are the kernel's ActiveOpens.
+    assert_eq!(c.kernel_active_opens, Some(k["Tcp.ActiveOpens"]));
+    assert_eq!(k["Tcp.PassiveOpens"], 0);
+}
+
+/// Absurd sizes and bad options: refused with exit 2 before any record, namespace or server
+/// exists (the `--out` directory is not even created).
+#[test]
+fn absurd_sizes_are_refused_before_anything_exists() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("never-created");
+    let netns_before = std::fs::read_dir("/run/netns")
+        .map(|d| d.count())
+        .unwrap_or(0);
+    let cases: &[(&[&str], &str)] = &[
+        (&["--concurrency", "0"], "--concurrency 0"),
+        (&["--concurrency", "1000000000"], "--concurrency 1000000000"),
+        (&["--rate", "0/s"], "above zero"),
+        (&["--rate", "1e12/s"], "--rate"),
+        (&["--rate", "18446744073709551616/s"], "--rate"),
+        (&["--rate", "0.5/s"], "--rate"),
+        (&["--duration", "0s"], "zero"),
+        (&["--duration", "1ns"], "too short"),
+        (&["--duration", "30days"], "longer than bench accepts"),
+        (&["--backlog", "4294967295"], "--backlog"),
+        (&["--backlog", "0"], "--backlog"),
+        (&["--connect-timeout", "2h"], "--connect-timeout"),
+        (&["--netns", "--concurrency", "0"], "--concurrency 0"),
+    ];
+    for (extra, needle) in cases {
+        let mut a = vec!["bench", "--out", out_dir.to_str().unwrap()];
+        a.extend_from_slice(extra);
+        let out = run(&a);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{a:?}: {err}");
+        let first = err.lines().next().unwrap_or("");
+        assert!(
+            first.contains(needle),
+            "{a:?}: expected {needle:?} on the first line of {err}"
+        );
+        assert!(out.stdout.is_empty(), "{a:?}");
+        assert!(
+            !out_dir.exists(),
+            "{a:?}: --out was created before refusing"
+        );
+    }
+    let netns_after = std::fs::read_dir("/run/netns")
+        .map(|d| d.count())
+        .unwrap_or(0);
+    assert!(netns_after <= netns_before, "no namespace left behind");
+    // An --out that cannot take a record is refused up front too.
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, "x").unwrap();
+    let out = run(&["bench", "--out", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a directory"));
+}
+
+/// The terminal: stdout and stderr are one pipe whose reader goes away after the first line
+/// (`bench 2>&1 | head -1`). No panic (exit 101), the run completes and the record is written.
+#[test]
+fn closed_terminal_never_panics_and_keeps_the_record() {
+    use std::io::Read;
+    let dir = tempfile::tempdir().unwrap();
+    let (r, w) = nix::unistd::pipe().unwrap();
+    let mut child = Command::new(bin())
+        .args([
+            "bench",
+            "--duration",
+            "3s",
+            "--out",
+            dir.path().to_str().unwrap(),
+        ])
+        .stdout(Stdio::from(w.try_clone().unwrap()))
+        .stderr(Stdio::from(w))
+        .spawn()
+        .unwrap();
+    let mut reader = std::fs::File::from(r);
+    let mut first = Vec::new();
+    let mut b = [0u8; 1];
+    while reader.read(&mut b).unwrap_or(0) == 1 && b[0] != b'\n' {
+        first.push(b[0]);
+    }
+    drop(reader);
+    let status = child.wait().unwrap();
+    assert_ne!(status.code(), Some(101), "panicked on the closed pipe");
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "first line: {}",
+        String::from_utf8_lossy(&first)
+    );
+    let rec = only_record(dir.path());
+    assert_eq!(rec.phases.len(), 2);
+
+    // stdout closed alone, stderr kept: no "panicked" anywhere.
+    let dir = tempfile::tempdir().unwrap();
+    let (r, w) = nix::unistd::pipe().unwrap();
+    drop(r);
+    let out = Command::new(bin())
+        .args([
+            "bench",
+            "--duration",
+            "1s",
+            "--out",
+            dir.path().to_str().unwrap(),
+        ])
+        .stdout(Stdio::from(w))
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    only_record(dir.path());
+}
+
+/// The server cannot keep up, and says so by reset: with tcp_abort_on_overflow=1 a handshake the
+/// client completed is reset by a full accept queue. Those are failures ("never accepted"), not
+/// successes; rates count only accepted connections; the cause names the setting.
+#[test]
+fn abort_on_overflow_handshakes_are_never_accepted_failures() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, k) = run_in_netns(
+        |ns| ns.set_sysctl("net.ipv4.tcp_abort_on_overflow", "1"),
+        args(&[
+            "bench",
+            "--backlog",
+            "1",
+            "--duration",
+            "3s",
+            "--out",
+            dir.path().to_str().unwrap(),
+        ]),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rec = only_record(dir.path());
+    let mut shortfall = 0;
+    let mut accepted = 0;
+    for p in &rec.phases {
+        let c = p.cross_check.as_ref().unwrap();
+        assert!(c.agree, "{}: {}", p.name, c.note);
+        let acc = c.server_accepted.unwrap();
+        accepted += acc;
+        shortfall += c.load_successes - acc;
+        let never = p.failures.get("never accepted").copied().unwrap_or(0);
+        assert!(never <= c.load_successes - acc, "{}", p.name);
+        // Rates are made of successes only.
+        assert!((p.achieved_per_sec - p.successes as f64 / p.measured_secs).abs() < 1e-6);
+        assert_eq!(p.settings.get("net.ipv4.tcp_abort_on_overflow"), Some(&1));
+        assert_eq!(p.settings.get("listen_backlog"), Some(&1));
+    }
+    assert!(
+        shortfall > 0,
+        "tcp_abort_on_overflow=1 with backlog 1 resets some handshakes:\n{text}"
+    );
+    assert!(
+        rec.phases
+            .iter()
+            .any(|p| p.failures.get("never accepted").copied().unwrap_or(0) > 0),
+        "{text}"
+    );
+    // The kernel: every accepted connection is a PassiveOpen; every handshake never accepted had
+    // its final ACK meet a full accept queue (ListenOverflows) and was then either reset
+    // (EmbryonicRsts, tcp_abort_on_overflow=1) or, completed by a syncookie, dropped.
+    assert_eq!(k["Tcp.PassiveOpens"], accepted as i64);
+    assert!(k["TcpExt.ListenOverflows"] >= shortfall as i64, "{k:?}");
+    assert!(
+        k["TcpExt.EmbryonicRsts"] + k["TcpExt.SyncookiesRecv"] >= shortfall as i64,
+        "{k:?}"
+    );
+    assert!(
+        text.contains(&format!("never accepted: {shortfall} handshakes")),
+        "{text}"
+    );
+    assert!(!text.contains("raise --concurrency"), "{text}");
+    assert!(text.contains("tcp_abort_on_overflow=1"), "{text}");
+    assert!(
+        text.contains("attempts: never accepted "),
+        "a failure class in the phase:\n{text}"
+    );
+}
+
+/// SYN cookies by setting: tcp_syncookies=2 sends a cookie for every SYN. The cause is the
+/// setting, not an overflow, and with balanced counts SyncookiesFailed is not a lost handshake.
+#[test]
+fn syncookies_two_are_attributed_to_the_setting() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, k) = run_in_netns(
+        |ns| ns.set_sysctl("net.ipv4.tcp_syncookies", "2"),
+        args(&[
+            "bench",
+            "--duration",
+            "3s",
+            "--out",
+            dir.path().to_str().unwrap(),
+        ]),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rec = only_record(dir.path());
+    let sent: i64 = rec
+        .phases
+        .iter()
+        .map(|p| {
+            p.counters
+                .get("TcpExt.SyncookiesSent")
+                .copied()
+                .unwrap_or(0)
+        })
+        .sum();
+    assert!(sent > 0, "{text}");
+    assert_eq!(
+        sent, k["TcpExt.SyncookiesSent"],
+        "record agrees with the kernel"
+    );
+    for p in &rec.phases {
+        assert!(p.cross_check.as_ref().unwrap().agree, "{}", p.name);
+        assert_eq!(p.settings.get("net.ipv4.tcp_syncookies"), Some(&2));
+    }
+    assert!(
+        text.contains(&format!(
+            "net.ipv4.tcp_syncookies=2 answers every SYN with a syncookie (SyncookiesSent {sent}"
+        )),
+        "{text}"
+    );
+    assert!(!text.contains("SYN queue overflowed"), "{text}");
+    assert!(!text.contains("handshake dropped"), "{text}");
+    assert!(!text.contains("those handshakes were dropped"), "{text}");
+    assert_eq!(
+        text.matches("syncookies always on").count(),
+        1,
+        "one line per cause for the whole run:\n{text}"
+    );
+}
+
+/// `nft` or a one-line failure saying to install it (never a silent skip).
+fn nft(script: &str) {
+    let out = match Command::new("nft")
+        .args(["-f", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+    {
+        Ok(mut c) => {
+            use std::io::Write;
+            c.stdin
+                .take()
+                .unwrap()
+                .write_all(script.as_bytes())
+                .unwrap();
+            c.wait_with_output().unwrap()
+        }
+        Err(e) => panic!(
+            "cannot run `nft` ({e}): install nftables (apt-get install nftables; .ci/run does)"
+        ),
+    };
+    assert!(
+        out.status.success(),
+        "nft -f failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Fills this namespace's conntrack table to the global nf_conntrack_max with ASSURED UDP flows
+/// (which early_drop cannot evict): 127.0.0.1:P ↔ 127.0.0.1:Q for P, Q over two socket sets, a
+/// reply each way, then a second packet after the 2 s a UDP flow needs to count as a stream
+/// (net/netfilter/nf_conntrack_proto_udp.c). Bounded: at most `max` flows, 3 packets each.
+fn fill_conntrack(max: usize) {
+    use std::net::UdpSocket;
+    let side = (max as f64).sqrt().ceil() as usize;
+    let bind = || UdpSocket::bind("127.0.0.1:0").expect("bind a UDP socket");
+    let clients: Vec<UdpSocket> = (0..side).map(|_| bind()).collect();
+    let servers: Vec<UdpSocket> = (0..side).map(|_| bind()).collect();
+    let caddr: Vec<_> = clients.iter().map(|s| s.local_addr().unwrap()).collect();
+    let saddr: Vec<_> = servers.iter().map(|s| s.local_addr().unwrap()).collect();
+    for s in clients.iter().chain(&servers) {
+        s.set_nonblocking(true).unwrap();
+    }
+    let pairs = || {
+        (0..side)
+            .flat_map(|i| (0..side).map(move |j| (i, j)))
+            .take(max)
+    };
+    for (i, j) in pairs() {
+        let _ = clients[i].send_to(b"c", saddr[j]);
+        let _ = servers[j].send_to(b"s", caddr[i]);
+    }
+    std::thread::sleep(Duration::from_millis(2_300));
+    for (i, j) in pairs() {
+        let _ = clients[i].send_to(b"c", saddr[j]);
+    }
+}
+
+/// The host drops: this namespace's conntrack table is full, so every SYN is dropped. Exit 3,
+/// no verdict, the cause named from the namespace's own conntrack counters.
+#[test]
+fn conntrack_table_full_is_named_and_exits_3() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().to_str().unwrap().to_string();
+    let (out, text, count, max, drops) = testkit::NetNs::run(move |_ns| {
+        nft("table inet connstorm_test {\n chain out { type filter hook output priority 0; ct state new accept; }\n}\n");
+        let read = |k: &str| -> usize {
+            std::fs::read_to_string(format!("/proc/sys/net/netfilter/{k}"))
+                .unwrap_or_else(|e| panic!("read {k}: {e} (nf_conntrack must be available)"))
+                .trim()
+                .parse()
+                .unwrap()
+        };
+        let max = read("nf_conntrack_max");
+        assert!(
+            max <= 4 << 20,
+            "nf_conntrack_max {max} is too large to fill in a test"
+        );
+        fill_conntrack(max);
+        let count = read("nf_conntrack_count");
+        assert!(
+            count >= max,
+            "conntrack table not full before the run: {count}/{max}"
+        );
+        let out = Command::new(bin())
+            .args(["bench", "--duration", "3s", "--out", &out_dir])
+            .output()
+            .unwrap();
+        let drops: i64 = std::fs::read_to_string("/proc/thread-self/net/stat/nf_conntrack")
+            .unwrap()
+            .lines()
+            .skip(1)
+            .map(|l| i64::from_str_radix(l.split_whitespace().nth(10).unwrap(), 16).unwrap())
+            .sum();
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        (out, text, count, max, drops)
+    });
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(drops > 0, "the kernel dropped new flows");
+    let rec = only_record(dir.path());
+    let peak = rec.phase("peak").unwrap();
+    assert_eq!(peak.successes, 0);
+    // Every measured attempt that ended did so by our connect timeout (the loadgen counts
+    // in-flight attempts at the end after their timeout).
+    assert_eq!(
+        peak.failures.get("ETIMEDOUT").copied().unwrap_or(0),
+        peak.attempts,
+        "{text}"
+    );
+    assert_eq!(
+        peak.settings.get("net.netfilter.nf_conntrack_max"),
+        Some(&(max as i64))
+    );
+    assert!(peak.settings["net.netfilter.nf_conntrack_count"] >= count as i64 - 64);
+    let recorded_drops = peak.counters.get("nf_conntrack.drop").copied().unwrap_or(0);
+    assert!(
+        recorded_drops > 0 && recorded_drops <= drops,
+        "{recorded_drops} vs kernel {drops}"
+    );
+    assert!(text.contains("conntrack table full ("), "{text}");
+    assert!(
+        text.contains(&format!("/{max} entries in this namespace")),
+        "{text}"
+    );
+    for banned in [
+        "[ok]",
+        "raise --concurrency",
+        "failures: none",
+        "PEAK: 0 CPM",
+        "ETIMEDOUT 0",
+    ] {
+        assert!(!text.contains(banned), "{banned:?}:\n{text}");
+    }
+}
+
+/// One exit-code table for every command: after each command's `--help`, and bad input is 2.
+#[test]
+fn every_command_documents_the_exit_codes_and_refuses_bad_input_with_2() {
+    let commands: &[&[&str]] = &[
+        &["bench"],
+        &["load"],
+        &["server"],
+        &["sweep"],
+        &["ab"],
+        &["report"],
+        &["compare"],
+        &["plot"],
+        &["tune", "check"],
+        &["tune"],
+    ];
+    for cmd in commands {
+        let mut help = cmd.to_vec();
+        help.push("--help");
+        let out = run(&help);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{help:?}");
+        for line in [
+            "Exit codes (every command):",
+            "  0        ok",
+            "  2        bad input",
+            "  3        nothing succeeded or nothing was measured",
+            "  4        `tune check --strict` found something off",
+            "  128+N    interrupted by signal N",
+        ] {
+            assert!(
+                text.contains(line),
+                "{help:?} --help lacks {line:?}:\n{text}"
+            );
+        }
+        let mut bad = cmd.to_vec();
+        bad.push("--no-such-option");
+        let out = run(&bad);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}");
+    }
 }

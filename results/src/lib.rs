@@ -7,6 +7,7 @@
 //! - [`histogram`]: latency histograms (ns) stored as HdrHistogram V2 + DEFLATE in base64, and
 //!   the figures read from them (percentiles, buckets).
 //! - [`hlog`]: HdrHistogram interval logs (`.hlog`) for other HdrHistogram tools.
+//! - [`diagnosis`]: named causes of lost, refused or delayed handshakes from counters and settings.
 //! - [`report`]: per-record reports as text, Markdown, JSON or CSV.
 //! - [`stats`] and [`compare`]: A/B comparison of trial sets with confidence intervals.
 //! - [`sweep`]: the knee of a capacity sweep under a latency SLO.
@@ -19,6 +20,7 @@
 
 pub mod acceptance;
 pub mod compare;
+pub mod diagnosis;
 pub mod histogram;
 pub mod hlog;
 pub mod numfmt;

@@ -12,11 +12,12 @@ pub struct PhaseStart {
     pub offset_ms: f64,
     /// Wall clock, ms since the epoch (run start's wall clock + `offset_ms`).
     pub unix_ms: u64,
-    /// Warm-up before it, s: the load generator's seconds count from the warm-up's start.
-    pub warmup_secs: f64,
 }
 
-/// Builds a phase record from a load report and the harness's measurements.
+/// Builds a phase record from a load report and the harness's measurements. `window` is
+/// (warm-up, warm-up + duration) in seconds from the start of the warm-up: timeline rows are kept
+/// only for whole seconds of the measured part (a partial last second or a drain second after
+/// the end would read as a dip).
 pub fn phase_record(
     name: &str,
     start: PhaseStart,
@@ -25,7 +26,9 @@ pub fn phase_record(
     cpu: rec::CpuUsage,
     counters: BTreeMap<String, i64>,
     cross_check: rec::CrossCheck,
+    window: (f64, f64),
 ) -> PhaseRecord {
+    let (warmup_secs, end_secs) = window;
     PhaseRecord {
         name: name.to_string(),
         pattern: pattern(report.pattern),
@@ -48,8 +51,8 @@ pub fn phase_record(
         timeline: report
             .timeline
             .iter()
-            .filter(|r| !r.warmup)
-            .map(|r| timeline_row(r, start.warmup_secs))
+            .filter(|r| !r.warmup && (r.t_secs + 1) as f64 <= end_secs + 1e-6)
+            .map(|r| timeline_row(r, warmup_secs))
             .collect(),
         server,
         load_workers: report
@@ -64,6 +67,35 @@ pub fn phase_record(
         cpu,
         counters,
         cross_check: Some(cross_check),
+        ..PhaseRecord::default()
+    }
+}
+
+/// The measured part's share of `n` whole-phase events (warm-up included), in proportion to the
+/// measured part's share of client handshakes; at most the measured handshakes. The kernel and
+/// the server count the whole phase, so this split is apportioned, not observed.
+pub fn measured_share(n: u64, report: &loadgen::LoadReport) -> u64 {
+    if report.total.successes == 0 {
+        return 0;
+    }
+    let share = report.successes as f64 / report.total.successes as f64;
+    ((n as f64 * share).round() as u64).min(report.successes)
+}
+
+/// Moves `n` handshakes the server never accepted from the phase's successes to the failure
+/// class [`results::diagnosis::NEVER_ACCEPTED`], and recomputes the rates from the successes.
+pub fn count_never_accepted(p: &mut PhaseRecord, n: u64) {
+    if n == 0 {
+        return;
+    }
+    let n = n.min(p.successes);
+    p.successes -= n;
+    *p.failures
+        .entry(results::diagnosis::NEVER_ACCEPTED.to_string())
+        .or_insert(0) += n;
+    if p.measured_secs > 0.0 {
+        p.achieved_per_sec = p.successes as f64 / p.measured_secs;
+        p.cpm = p.achieved_per_sec * 60.0;
     }
 }
 

@@ -3,7 +3,9 @@
 //! counter deltas, per-side CPU time and a cross-check of our counts against the kernel's.
 //! `bench`, `sweep` and `ab` are sequences of phases on this harness.
 
+use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
@@ -133,7 +135,9 @@ impl Harness {
                 };
                 let server = started.map_err(server_error)?;
                 if let Some(why) = server.fallback_reason() {
-                    eprintln!("connstorm: engine auto: using epoll because {why}");
+                    crate::cli::note(&format!(
+                        "connstorm: engine auto: using epoll because {why}"
+                    ));
                 }
                 let target = server.local_addr();
                 (Some(server), target)
@@ -170,6 +174,24 @@ impl Harness {
                 .context("read server-namespace counters"),
             None => Snapshot::read_current().context("read TCP counters"),
         }
+    }
+
+    /// Settings of the server's namespace ([`tuning::counters::read_settings`], read from a
+    /// thread inside it: `/proc/sys/net` follows the opening thread's namespace) plus the listen
+    /// backlog asked for. With `--target` the server is not ours: only the load namespace's
+    /// conntrack state is kept (conntrack drops there also lose SYNs).
+    fn settings(&self) -> BTreeMap<String, i64> {
+        let read = || tuning::counters::read_settings(Path::new(tuning::counters::DEFAULT_SYS_DIR));
+        let mut s = match &self.ns {
+            Some(ns) => ns.enter_server(read).unwrap_or_default(),
+            None => read(),
+        };
+        if self.server.is_some() {
+            s.insert("listen_backlog".into(), i64::from(self.setup.backlog));
+        } else {
+            s.retain(|k, _| k.starts_with("net.netfilter."));
+        }
+        s
     }
 
     fn counters_load(&self) -> anyhow::Result<Option<Snapshot>> {
@@ -274,7 +296,12 @@ impl Harness {
             }),
             _ => None,
         };
-        let connections = report.total.successes;
+        // A success is a connection the server accepted: with our own server, handshakes it never
+        // accepted are not counted (cross-check span: warm-up included).
+        let accepted_total = server_side.as_ref().map(|s| s.accepted());
+        let connections = accepted_total
+            .unwrap_or(report.total.successes)
+            .min(report.total.successes);
         let server_cpu = taskcpu::delta(&cpu_before, &cpu_after, "accept-cpu");
         // Load workers end with the phase, so their CPU time comes from their own
         // getrusage(RUSAGE_THREAD) at exit, not from a /proc sample.
@@ -321,6 +348,16 @@ impl Harness {
         bench_cpus.sort_unstable();
         bench_cpus.dedup();
         let busy = procstat::delta(&stat_before, &stat_after, &bench_cpus);
+        let cpu_busy_pct: BTreeMap<usize, f64> = bench_cpus
+            .iter()
+            .map(|&c| {
+                let b = procstat::delta(&stat_before, &stat_after, &[c]);
+                (
+                    c,
+                    (b.busy_ns as f64 / wall_ns.max(1) as f64 * 100.0).min(100.0),
+                )
+            })
+            .collect();
         let capacity = wall_ns as f64 * bench_cpus.len() as f64;
         let share = |ns: u64| {
             if capacity > 0.0 {
@@ -357,9 +394,14 @@ impl Harness {
             unix_ms: (self.started.1 + offset)
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_millis() as u64),
-            warmup_secs: spec.warmup.as_secs_f64(),
         };
-        let record = super::convert::phase_record(
+        let never_accepted = match accepted_total {
+            Some(acc) if acc < report.total.successes => {
+                super::convert::measured_share(report.total.successes - acc, &report)
+            }
+            _ => 0,
+        };
+        let mut record = super::convert::phase_record(
             &spec.name,
             start,
             &report,
@@ -367,7 +409,14 @@ impl Harness {
             cpu,
             counters,
             cross_check,
+            (
+                spec.warmup.as_secs_f64(),
+                (spec.warmup + spec.duration).as_secs_f64(),
+            ),
         );
+        super::convert::count_never_accepted(&mut record, never_accepted);
+        record.settings = self.settings();
+        record.cpu_busy_pct = cpu_busy_pct;
         Ok(PhaseOutcome {
             record,
             report,
@@ -447,8 +496,17 @@ impl Harness {
                 other_passive,
             );
             let abandoned = report.total.abandoned;
-            if acc != successes {
-                if report.interrupted && acc > successes && acc - successes <= abandoned {
+            if acc < successes {
+                // The server is ours and drains its queues before we count: a handshake the
+                // client completed but the server never accepted is a failure, not a mismatch
+                // (reset after the handshake, or final ACK dropped at a full accept queue).
+                notes.push(format!(
+                    "{} of {successes} handshakes completed on the client were never accepted by the server: counted as failures \"{}\", not successes",
+                    successes - acc,
+                    results::diagnosis::NEVER_ACCEPTED
+                ));
+            } else if acc != successes {
+                if report.interrupted && acc - successes <= abandoned {
                     // Ctrl-C abandoned attempts whose handshake the server side had completed.
                     notes.push(format!(
                         "interrupted: {} of the {abandoned} attempts abandoned at Ctrl-C had completed their handshake on the server side",
@@ -458,7 +516,7 @@ impl Harness {
                     // Each handshake the client completed must have been accepted (we drain the queue).
                     agree = false;
                     notes.push(format!(
-                        "server accepted {acc} but the load completed {successes} handshakes"
+                        "server accepted {acc} but the load completed only {successes} handshakes"
                     ));
                 }
             }
@@ -489,6 +547,15 @@ impl Harness {
         drop(self.ns.take());
         report
     }
+}
+
+/// [`fd_room`] as it will be once `bench` has raised its soft fd limit to the hard one
+/// (server::rlimit::raise_nofile), without raising it: for checks before anything changes.
+pub fn fd_room_after_raise() -> usize {
+    let hard = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
+        .map(|(_, h)| h)
+        .unwrap_or(1024);
+    ((hard / 2).clamp(64, 16_384)) as usize
 }
 
 /// Descriptors the load side may hold: half the soft fd limit, leaving room for the server's.

@@ -72,16 +72,29 @@ fn pattern_text(p: &PhaseRecord) -> String {
 }
 
 /// One phase: rate, achieved vs offered, latencies, failures, CPU per connection, cross-check.
+/// A phase with no success says "nothing measured" and prints no rate, per-connection figure or
+/// "ok" cross-check.
 pub fn phase(out: &mut String, p: &PhaseRecord) {
-    let _ = writeln!(
-        out,
-        "{} ({}, {:.1} s measured): {} CPM = {} conn/s",
-        p.name,
-        pattern_text(p),
-        p.measured_secs,
-        group(p.cpm),
-        group(p.achieved_per_sec)
-    );
+    let measured = p.successes > 0;
+    if measured {
+        let _ = writeln!(
+            out,
+            "{} ({}, {:.1} s measured): {} CPM = {} conn/s",
+            p.name,
+            pattern_text(p),
+            p.measured_secs,
+            group(p.cpm),
+            group(p.achieved_per_sec)
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "{} ({}, {:.1} s): nothing measured — no connection succeeded",
+            p.name,
+            pattern_text(p),
+            p.measured_secs
+        );
+    }
     if let Some(offered) = p.offered_per_sec {
         let pct = if offered > 0.0 {
             p.achieved_per_sec / offered * 100.0
@@ -106,7 +119,17 @@ pub fn phase(out: &mut String, p: &PhaseRecord) {
             let _ = writeln!(out, "{line}");
         }
     }
-    if p.failures.is_empty() {
+    if p.attempts == 0 {
+        let _ = writeln!(
+            out,
+            "  attempts: none ended in the measured window (kernel ActiveOpens {} incl. warm-up: those SYNs got no answer by the phase's end)",
+            p.cross_check
+                .as_ref()
+                .and_then(|c| c.kernel_active_opens)
+                .map(|v| group(v as f64))
+                .unwrap_or_else(|| "unknown".into())
+        );
+    } else if p.failures.is_empty() {
         let _ = writeln!(
             out,
             "  failures: none ({} attempts)",
@@ -141,16 +164,22 @@ pub fn phase(out: &mut String, p: &PhaseRecord) {
             us(c.us_per_conn_sys)
         ),
     };
-    let mut cpu = format!("  CPU per connection: {}", side("load", &p.cpu.load));
-    if let Some(s) = &p.cpu.server {
-        let _ = write!(cpu, "; {}", side("server", s));
-    }
-    let _ = writeln!(out, "{cpu}");
-    if let Some(note) = accounting_note() {
-        let _ = writeln!(out, "    ({note})");
+    if measured {
+        let mut cpu = format!("  CPU per connection: {}", side("load", &p.cpu.load));
+        if let Some(s) = &p.cpu.server {
+            let _ = write!(cpu, "; {}", side("server", s));
+        }
+        let _ = writeln!(out, "{cpu}");
+        if let Some(note) = accounting_note() {
+            let _ = writeln!(out, "    ({note})");
+        }
     }
     if let Some(c) = &p.cross_check {
-        let mark = if c.agree { "ok" } else { "MISMATCH" };
+        let mark = match (c.agree, measured) {
+            (false, _) => "MISMATCH",
+            (true, true) => "ok",
+            (true, false) => "nothing to check",
+        };
         let _ = writeln!(
             out,
             "  cross-check [{mark}] (incl. warm-up): server accepts {}, load handshakes {}, kernel PassiveOpens {}, ActiveOpens {} — {}",
@@ -189,8 +218,25 @@ fn counter_warning(name: &str, delta: i64) -> String {
     }
 }
 
+/// Counters a [`results::diagnosis`] cause already speaks for (no separate counter warning).
+const DIAGNOSED_COUNTERS: [&str; 12] = [
+    "TcpExt.SyncookiesRecv",
+    "TcpExt.ListenOverflows",
+    "TcpExt.ListenDrops",
+    "TcpExt.TCPReqQFullDrop",
+    "TcpExt.TCPReqQFullDoCookies",
+    "TcpExt.SyncookiesSent",
+    "TcpExt.SyncookiesFailed",
+    "TcpExt.TCPSynRetrans",
+    "TcpExt.TCPTimeWaitOverflow",
+    "TcpExt.TCPBacklogDrop",
+    "softnet.dropped",
+    "nf_conntrack.drop",
+];
+
 /// Warnings derived from the record itself (so old and new records read the same): interruption,
-/// engine fallback, kernel drops and retransmits, count mismatches, failures.
+/// engine fallback, one line per cause for the whole run ([`results::diagnosis::of_phases`]),
+/// other drop counters summed over the run, count mismatches.
 pub fn derived_warnings(r: &RunRecord) -> Vec<String> {
     let mut w = Vec::new();
     if r.run.interrupted {
@@ -199,10 +245,23 @@ pub fn derived_warnings(r: &RunRecord) -> Vec<String> {
     if let Some(why) = &r.run.engine_fallback_reason {
         w.push(format!("engine auto fell back to epoll: {why}"));
     }
+    w.extend(
+        results::diagnosis::of_phases(&r.phases)
+            .into_iter()
+            .map(|c| c.line),
+    );
+    let mut other: std::collections::BTreeMap<&str, i64> = Default::default();
     for p in &r.phases {
         for (k, v) in p.drops() {
-            w.push(format!("{}: {}", p.name, counter_warning(k, v)));
+            if !DIAGNOSED_COUNTERS.contains(&k) {
+                *other.entry(k).or_insert(0) += v;
+            }
         }
+    }
+    for (k, v) in other {
+        w.push(counter_warning(k, v));
+    }
+    for p in &r.phases {
         if let Some(c) = &p.cross_check {
             if !c.agree {
                 w.push(format!(
@@ -210,13 +269,6 @@ pub fn derived_warnings(r: &RunRecord) -> Vec<String> {
                     p.name, c.note
                 ));
             }
-        }
-        if p.failed() > 0 {
-            w.push(format!(
-                "{}: {} failed attempts",
-                p.name,
-                group(p.failed() as f64)
-            ));
         }
     }
     w
@@ -254,13 +306,26 @@ pub fn render(r: &RunRecord, record_path: Option<&std::path::Path>) -> String {
         run.server_mode
     );
     if let Some(peak) = r.phase("peak") {
-        let _ = writeln!(
-            out,
-            "PEAK: {} CPM = {} conn/s{}",
-            group(peak.cpm),
-            group(peak.achieved_per_sec),
-            bottleneck(peak)
-        );
+        if peak.successes == 0 {
+            let _ = writeln!(
+                out,
+                "PEAK: nothing measured — 0 of {} attempts succeeded (see failures and warnings)",
+                group(peak.attempts as f64)
+            );
+        } else {
+            let _ = writeln!(
+                out,
+                "PEAK: {} CPM = {} conn/s{}",
+                group(peak.cpm),
+                group(peak.achieved_per_sec),
+                bottleneck(
+                    peak,
+                    &r.run.server_cpus,
+                    &r.run.load_cpus,
+                    !results::diagnosis::of_phases(std::slice::from_ref(peak)).is_empty()
+                )
+            );
+        }
     }
     if let Some(lat) = r.phase("latency") {
         if let Some(h) = results::histogram::decode(&lat.histograms.handshake)
@@ -300,8 +365,16 @@ pub fn render(r: &RunRecord, record_path: Option<&std::path::Path>) -> String {
     out
 }
 
-/// Which side was busier during a closed-loop phase: the one near 100% limits the rate.
-fn bottleneck(p: &PhaseRecord) -> String {
+/// Which side was busier during a closed-loop phase: the one near 100% limits the rate. When the
+/// sides share CPUs, their shares of those CPUs say nothing about saturation; each CPU's own busy
+/// time (/proc/stat) does ([`saturation`]). With named causes (drops, resets, refusals) and no
+/// saturated CPU, the causes limited the peak, not the concurrency.
+fn bottleneck(
+    p: &PhaseRecord,
+    server_cpus: &[usize],
+    load_cpus: &[usize],
+    has_causes: bool,
+) -> String {
     let util = |c: &results::record::SideCpu| {
         let cap = c.wall_ns as f64 * c.cpus as f64;
         if cap > 0.0 {
@@ -311,41 +384,211 @@ fn bottleneck(p: &PhaseRecord) -> String {
         }
     };
     let load = util(&p.cpu.load);
-    match &p.cpu.server {
-        Some(s) => {
-            let server = util(s);
-            if load.max(server) < 85.0 {
-                format!(" (CPU busy: load {load:.0}%, server {server:.0}% — neither side saturated: raise --concurrency)")
-            } else {
-                let limit = if load >= server {
-                    "load side"
-                } else {
-                    "server side"
-                };
-                format!(" (CPU busy: load {load:.0}%, server {server:.0}% — the {limit} limits the peak)")
-            }
-        }
-        None => format!(" (load CPUs {load:.0}% busy)"),
+    let server = p.cpu.server.as_ref().map(util);
+    let v = saturation(load, server, server_cpus, load_cpus, &p.cpu_busy_pct);
+    match (server, v) {
+        (None, _) => format!(" (load CPUs {load:.0}% busy)"),
+        (Some(server), Saturation::Shared { busy }) => format!(
+            " (CPUs [{}] shared by both sides, {} busy: the CPUs limit the peak — load {load:.0}%, server {server:.0}% of their time)",
+            tuning::cpulist::format(&busy.iter().map(|b| b.0).collect::<Vec<_>>()),
+            busy.iter().map(|b| format!("{:.0}%", b.1)).collect::<Vec<_>>().join(", ")
+        ),
+        (Some(server), Saturation::Neither) if has_causes => format!(
+            " (CPU busy: load {load:.0}%, server {server:.0}% — neither side saturated: the causes in the warnings below limit the peak)"
+        ),
+        (Some(server), Saturation::Neither) => format!(
+            " (CPU busy: load {load:.0}%, server {server:.0}% — neither side saturated: raise --concurrency)"
+        ),
+        (Some(server), Saturation::Side(limit)) => format!(
+            " (CPU busy: load {load:.0}%, server {server:.0}% — the {limit} side limits the peak)"
+        ),
     }
 }
 
-/// A progress line for one second of a phase.
-pub fn progress_line(phase: &str, row: &loadgen::TimelineRow) -> String {
-    format!(
-        "[{phase}{}] {:>3}s  offered {:>8}/s  achieved {:>8}/s  errors {:>6}  handshake p50 {}  p99 {}",
+/// Share of CPU time from which a side, or a CPU, counts as saturated, percent.
+pub const SATURATED_PCT: f64 = 85.0;
+
+/// What limited a closed-loop phase.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Saturation {
+    /// One side's own CPU time reached [`SATURATED_PCT`] of its CPUs: `"load"` or `"server"`.
+    Side(&'static str),
+    /// The sides share CPUs and every benchmark CPU was at least [`SATURATED_PCT`] busy:
+    /// `(cpu, busy %)` of each.
+    Shared {
+        /// Each CPU and its busy share, percent.
+        busy: Vec<(usize, f64)>,
+    },
+    /// Nothing saturated: more attempts in flight would raise the rate.
+    Neither,
+}
+
+/// Judges saturation from the sides' own CPU shares (`load_pct`, `server_pct`: their threads' CPU
+/// time over wall time × their CPU count) or, when server and load CPUs overlap, from each CPU's
+/// busy share (`busy_pct`, from /proc/stat): two sides each using half of the same two CPUs
+/// show 50% apiece although the CPUs are full. Pure.
+pub fn saturation(
+    load_pct: f64,
+    server_pct: Option<f64>,
+    server_cpus: &[usize],
+    load_cpus: &[usize],
+    busy_pct: &std::collections::BTreeMap<usize, f64>,
+) -> Saturation {
+    let Some(server_pct) = server_pct else {
+        return if load_pct >= SATURATED_PCT {
+            Saturation::Side("load")
+        } else {
+            Saturation::Neither
+        };
+    };
+    let shared = server_cpus.iter().any(|c| load_cpus.contains(c));
+    if shared && !busy_pct.is_empty() {
+        let mut cpus: Vec<usize> = server_cpus.iter().chain(load_cpus).copied().collect();
+        cpus.sort_unstable();
+        cpus.dedup();
+        let busy: Vec<(usize, f64)> = cpus
+            .iter()
+            .map(|c| (*c, busy_pct.get(c).copied().unwrap_or(0.0)))
+            .collect();
+        return if busy.iter().all(|b| b.1 >= SATURATED_PCT) {
+            Saturation::Shared { busy }
+        } else {
+            Saturation::Neither
+        };
+    }
+    if load_pct.max(server_pct) < SATURATED_PCT {
+        Saturation::Neither
+    } else if load_pct >= server_pct {
+        Saturation::Side("load")
+    } else {
+        Saturation::Side("server")
+    }
+}
+
+/// A progress line for one second of a phase, or `None` for a drain second after the phase's
+/// end (it only holds completions of attempts started before). A partial last second is scaled to
+/// a per-second rate and marked. Closed loop says "started" (there is no offered rate).
+pub fn progress_line(
+    spec: &super::harness::PhaseSpec,
+    row: &loadgen::TimelineRow,
+) -> Option<String> {
+    let end = (spec.warmup + spec.duration).as_secs_f64();
+    let start = row.t_secs as f64;
+    if start >= end {
+        return None;
+    }
+    let span = (end - start).min(1.0);
+    let per_sec = |n: u64| group(n as f64 / span);
+    let (verb, started) = match spec.pattern {
+        loadgen::Pattern::Closed { .. } => ("started", row.attempts),
+        loadgen::Pattern::Open { .. } => ("offered", row.offered),
+    };
+    let latency = if row.successes == 0 {
+        "handshake p50 -  p99 -".to_string()
+    } else {
+        format!(
+            "handshake p50 {}  p99 {}",
+            format_ns(row.p50_ns as f64),
+            format_ns(row.p99_ns as f64)
+        )
+    };
+    let partial = if span < 1.0 - 1e-6 {
+        format!("  (last {span:.2} s, scaled to /s)")
+    } else {
+        String::new()
+    };
+    Some(format!(
+        "[{}{}] {:>3}s  {verb} {:>8}/s  achieved {:>8}/s  errors {:>6}/s  {latency}{partial}",
+        spec.name,
         if row.warmup { " warm-up" } else { "" },
         row.t_secs,
-        group(row.offered as f64),
-        group(row.successes as f64),
-        group(row.failures as f64),
-        format_ns(row.p50_ns as f64),
-        format_ns(row.p99_ns as f64)
-    )
+        per_sec(started),
+        per_sec(row.successes),
+        per_sec(row.failures),
+    ))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shared_cpus_are_judged_per_cpu() {
+        let busy = std::collections::BTreeMap::from([(0, 97.0), (1, 96.0)]);
+        // Issue 9: load 67%, server 30% of the same two CPUs, both 97% busy.
+        assert_eq!(
+            saturation(67.0, Some(30.0), &[0, 1], &[0, 1], &busy),
+            Saturation::Shared {
+                busy: vec![(0, 97.0), (1, 96.0)]
+            }
+        );
+        let idle = std::collections::BTreeMap::from([(0, 97.0), (1, 40.0)]);
+        assert_eq!(
+            saturation(67.0, Some(30.0), &[0, 1], &[0, 1], &idle),
+            Saturation::Neither
+        );
+        // Separate CPUs: each side's own share decides.
+        assert_eq!(
+            saturation(95.0, Some(30.0), &[0], &[1], &busy),
+            Saturation::Side("load")
+        );
+        assert_eq!(
+            saturation(50.0, Some(90.0), &[0], &[1], &busy),
+            Saturation::Side("server")
+        );
+        assert_eq!(
+            saturation(50.0, Some(60.0), &[0], &[1], &busy),
+            Saturation::Neither
+        );
+    }
+
+    fn row(t: u64, offered: u64, attempts: u64, successes: u64) -> loadgen::TimelineRow {
+        loadgen::TimelineRow {
+            t_secs: t,
+            warmup: false,
+            offered,
+            attempts,
+            successes,
+            failures: 0,
+            failures_by_cause: Default::default(),
+            late: 0,
+            dropped: 0,
+            p50_ns: 1_000,
+            p99_ns: 2_000,
+            max_ns: 2_000,
+            length_secs: 1.0,
+            handshake: None,
+        }
+    }
+
+    #[test]
+    fn partial_and_drain_seconds_and_closed_loop_wording() {
+        use std::time::Duration;
+        let spec = super::super::harness::PhaseSpec {
+            name: "latency".into(),
+            pattern: loadgen::Pattern::Open {
+                rate_per_sec: 100.0,
+                arrival: loadgen::Arrival::Uniform,
+            },
+            duration: Duration::from_millis(1_200),
+            warmup: Duration::from_millis(200),
+        };
+        // Second 1 covers 1.0..2.0 s but the phase ends at 1.4 s: 40 in 0.4 s = 100/s.
+        let l = progress_line(&spec, &row(1, 40, 40, 40)).unwrap();
+        assert!(l.contains("offered      100/s"), "{l}");
+        assert!(l.contains("achieved      100/s"), "{l}");
+        assert!(l.contains("(last 0.40 s, scaled to /s)"), "{l}");
+        assert_eq!(progress_line(&spec, &row(2, 3, 3, 0)), None, "drain second");
+        let closed = super::super::harness::PhaseSpec {
+            pattern: loadgen::Pattern::Closed { concurrency: 4 },
+            duration: Duration::from_secs(2),
+            ..spec
+        };
+        let l = progress_line(&closed, &row(0, 7, 7, 0)).unwrap();
+        assert!(l.contains("started        7/s"), "{l}");
+        assert!(!l.contains("offered"), "{l}");
+        assert!(l.contains("p50 -"), "no 0 ns latency without samples: {l}");
+    }
 
     #[test]
     fn thousands_are_grouped() {

@@ -117,15 +117,72 @@ pub struct Args {
     pub setup: SetupArgs,
 }
 
+/// Longest `bench` run accepted (24 h): a benchmark, not a soak test (use `load` for those); its
+/// per-second timeline must stay a small record.
+pub const MAX_BENCH_DURATION: Duration = Duration::from_secs(24 * 3600);
+
+/// Highest offered rate accepted (10 M connections/s): far above what any Linux host completes
+/// (loopback handshakes cost several µs of CPU each), yet finite, so schedules stay bounded.
+pub const MAX_RATE_PER_SEC: f64 = 1e7;
+
+/// Most attempts in flight accepted (1 M): each is a socket, and the fd limit bounds them anyway.
+pub const MAX_CONCURRENCY: u32 = 1_000_000;
+
+/// Longest per-attempt connect timeout accepted (1 h).
+pub const MAX_CONNECT_TIMEOUT: Duration = Duration::from_secs(3600);
+
 impl SetupArgs {
-    /// Resolves the CPUs and builds the harness setup.
+    /// Checks every option that needs no host state beyond limits and the `--out` directory,
+    /// before anything is created: concurrency, backlog, connect timeout, `--target`/`--netns`,
+    /// and that `--out` can be written.
     ///
     /// # Errors
-    /// Bad input for CPU lists and option conflicts.
-    pub fn resolve(&self) -> anyhow::Result<Setup> {
+    /// Bad input (exit 2) naming the option, its limit and how to fix it.
+    pub fn validate(&self) -> anyhow::Result<()> {
         if self.target.is_some() && self.netns {
             return Err(bad_input("--target and --netns exclude each other: --netns runs connstorm's own server in a private namespace"));
         }
+        if let Some(c) = self.concurrency {
+            if c == 0 {
+                return Err(bad_input(
+                    "--concurrency 0: keep at least one attempt in flight, e.g. --concurrency 32",
+                ));
+            }
+            if c > MAX_CONCURRENCY {
+                return Err(bad_input(format!(
+                    "--concurrency {c} is above the most connstorm accepts ({MAX_CONCURRENCY}): each attempt holds a socket; give fewer"
+                )));
+            }
+            let room = crate::bench::harness::fd_room_after_raise();
+            if c as usize > room {
+                return Err(bad_input(format!(
+                    "--concurrency {c} needs {c} sockets but the open-file limit leaves the load side {room}: raise it (`ulimit -n`, RLIMIT_NOFILE) or give --concurrency {room} or less"
+                )));
+            }
+        }
+        if self.backlog == 0 || self.backlog > i32::MAX as u32 {
+            return Err(bad_input(format!(
+                "--backlog {} is outside 1..={}: listen(2) takes a positive int, and the kernel caps it at net.core.somaxconn anyway",
+                self.backlog,
+                i32::MAX
+            )));
+        }
+        if self.connect_timeout > MAX_CONNECT_TIMEOUT {
+            return Err(bad_input(format!(
+                "--connect-timeout {:?} is longer than {} s: give a shorter one (a SYN retransmit schedule gives up after ~131 s anyway)",
+                self.connect_timeout,
+                MAX_CONNECT_TIMEOUT.as_secs()
+            )));
+        }
+        check_writable_dir(&self.out)
+    }
+
+    /// Validates ([`SetupArgs::validate`]), resolves the CPUs and builds the harness setup.
+    ///
+    /// # Errors
+    /// Bad input for CPU lists, limits and option conflicts.
+    pub fn resolve(&self) -> anyhow::Result<Setup> {
+        self.validate()?;
         let (server_cpus, load_cpus) = pick_cpus(
             self.server_cpus.as_deref(),
             self.load_cpus.as_deref(),
@@ -153,6 +210,38 @@ impl SetupArgs {
     /// Closed-loop concurrency of the peak phase.
     pub fn peak_concurrency(&self, load_cpus: usize) -> u32 {
         self.concurrency.unwrap_or(32 * load_cpus.max(1) as u32)
+    }
+}
+
+/// Refuses an `--out` directory that cannot take a record: it exists but is not a writable
+/// directory, or the nearest existing ancestor is not writable (nothing is created here).
+fn check_writable_dir(dir: &std::path::Path) -> anyhow::Result<()> {
+    use nix::unistd::{access, AccessFlags};
+    let mut p = dir;
+    loop {
+        if p.as_os_str().is_empty() {
+            p = std::path::Path::new(".");
+        }
+        if p.exists() {
+            if !p.is_dir() {
+                return Err(bad_input(format!(
+                    "--out {}: {} is not a directory: give a directory for run records",
+                    dir.display(),
+                    p.display()
+                )));
+            }
+            return access(p, AccessFlags::W_OK | AccessFlags::X_OK).map_err(|e| {
+                bad_input(format!(
+                    "--out {}: cannot write in {} ({e}): give a writable directory",
+                    dir.display(),
+                    p.display()
+                ))
+            });
+        }
+        match p.parent() {
+            Some(parent) => p = parent,
+            None => return Ok(()),
+        }
     }
 }
 
@@ -246,7 +335,7 @@ fn auto_placement(allowed: &[usize], external: bool) -> anyhow::Result<(Vec<usiz
     let p =
         tuning::placement::plan(&topo, &req).map_err(|e| bad_input(format!("--cpus auto: {e}")))?;
     for note in &p.notes {
-        eprintln!("connstorm: placement: {note}");
+        crate::cli::note(&format!("connstorm: placement: {note}"));
     }
     Ok((p.server, p.load))
 }
@@ -277,27 +366,59 @@ pub fn split_duration(total: Duration) -> (Duration, Duration, Duration) {
 /// # Errors
 /// Bad options (exit 2), server/load/namespace failures, record write failures.
 pub fn run(args: Args) -> anyhow::Result<i32> {
+    // Every input is checked before a record, a namespace or a server exists.
+    validate(&args)?;
     let setup = args.setup.resolve()?;
-    if args.duration < Duration::from_secs(1) {
-        return Err(bad_input(format!(
-            "--duration {:?} is too short: give at least 1s",
-            args.duration
-        )));
-    }
     let _ = server::rlimit::raise_nofile();
     let stop = crate::signals::stop_flag().context("install signal handlers")?;
     let (record, path, result) = execute(&args, setup, &stop)?;
     match args.format {
-        Format::Text => {
-            print!("{}", summary::render(&record, Some(&path)));
-        }
+        Format::Text => crate::cli::out(&summary::render(&record, Some(&path))),
         Format::Json => {
-            println!("{}", record.to_json());
-            eprintln!("record: {}", path.display());
+            crate::cli::out(&format!("{}\n", record.to_json()));
+            crate::cli::note(&format!("record: {}", path.display()));
         }
     }
     result?;
-    Ok(0)
+    Ok(exit_code(&record))
+}
+
+/// `3` when no phase completed a connection (nothing was measured), else `0`.
+pub fn exit_code(record: &results::RunRecord) -> i32 {
+    if record.phases.iter().all(|p| p.successes == 0) {
+        3
+    } else {
+        0
+    }
+}
+
+/// Checks `bench`'s own options (duration, rate); [`SetupArgs::resolve`] checks the shared ones.
+///
+/// # Errors
+/// Bad input (exit 2) naming the option, its limit and how to fix it.
+pub fn validate(args: &Args) -> anyhow::Result<()> {
+    if args.duration < Duration::from_secs(1) {
+        return Err(bad_input(format!(
+            "--duration {:?} is too short: give at least 1s (each phase needs whole seconds of load)",
+            args.duration
+        )));
+    }
+    if args.duration > MAX_BENCH_DURATION {
+        return Err(bad_input(format!(
+            "--duration {:?} is longer than bench accepts ({} h): give a shorter one, or use `connstorm load` for long runs",
+            args.duration,
+            MAX_BENCH_DURATION.as_secs() / 3600
+        )));
+    }
+    if let Some(rate) = args.rate {
+        if !(1.0..=MAX_RATE_PER_SEC).contains(&rate) {
+            return Err(bad_input(format!(
+                "--rate {rate}/s is outside 1/s..={}/s: give a rate a host can be offered, e.g. --rate 20k/s",
+                MAX_RATE_PER_SEC
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Runs the benchmark and writes its record; returns the record, its path, and the error that
@@ -338,9 +459,12 @@ pub fn execute(
         if crate::signals::stopped(stop) {
             break;
         }
-        let name = spec.name.clone();
-        let mut progress =
-            |row: &loadgen::TimelineRow| eprintln!("{}", summary::progress_line(&name, row));
+        let progress_spec = spec.clone();
+        let mut progress = |row: &loadgen::TimelineRow| {
+            if let Some(line) = summary::progress_line(&progress_spec, row) {
+                crate::cli::note(&line);
+            }
+        };
         match harness.run_phase(&spec, stop, &mut progress) {
             Ok(out) => {
                 let (phase, report) = (out.record, out.report);
@@ -388,10 +512,10 @@ pub fn execute(
                 "--baseline ignored with --target (the floor needs our own server side)".into(),
             );
         } else {
-            eprintln!(
+            crate::cli::note(&format!(
                 "[baseline] kernel floor: blocking pair for {:.1} s",
                 peak_d.as_secs_f64()
-            );
+            ));
             let f = floor::run(
                 std::net::Ipv4Addr::LOCALHOST.into(),
                 &server_cpus,

@@ -102,10 +102,14 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         duration: args.probe_duration,
         warmup: args.warmup,
     };
-    let progress_for = |name: String| {
-        move |row: &loadgen::TimelineRow| eprintln!("{}", summary::progress_line(&name, row))
+    let progress_for = |spec: PhaseSpec| {
+        move |row: &loadgen::TimelineRow| {
+            if let Some(line) = summary::progress_line(&spec, row) {
+                crate::cli::note(&line);
+            }
+        }
     };
-    match harness.run_phase(&probe, &stop, &mut progress_for("peak".into())) {
+    match harness.run_phase(&probe, &stop, &mut progress_for(probe.clone())) {
         Ok(out) => {
             let peak = out.record.achieved_per_sec;
             record.phases.push(out.record);
@@ -125,8 +129,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
                             duration: args.step_duration,
                             warmup: args.warmup,
                         };
-                        match harness.run_phase(&spec, &stop, &mut progress_for(spec.name.clone()))
-                        {
+                        match harness.run_phase(&spec, &stop, &mut progress_for(spec.clone())) {
                             Ok(out) => {
                                 record.phases.push(out.record);
                                 record.warnings.extend(out.warnings);

@@ -104,6 +104,18 @@ impl Snapshot {
                 ))
             }
         }
+        let conntrack = net_dir.join("stat/nf_conntrack");
+        match std::fs::read_to_string(&conntrack) {
+            Ok(text) => parse_conntrack_stat(&text, &mut snap.counters),
+            // Absent until the nf_conntrack module is loaded.
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => {
+                return Err(io::Error::new(
+                    e.kind(),
+                    format!("read {}: {e}", conntrack.display()),
+                ))
+            }
+        }
         let sockstat = net_dir.join("sockstat");
         match std::fs::read_to_string(&sockstat) {
             Ok(text) => parse_sockstat(&text, &mut snap.gauges),
@@ -253,6 +265,71 @@ fn parse_pairs(text: &str, path: &Path, out: &mut BTreeMap<String, i64>) -> io::
     Ok(())
 }
 
+/// Columns of `<net_dir>/stat/nf_conntrack` kept as counters (`"nf_conntrack.drop"`, ...),
+/// summed over the per-CPU rows: `drop` = new flows dropped because the table was full,
+/// `early_drop` = entries evicted to make room, `insert_failed` = lost insertion races
+/// (src net/netfilter/nf_conntrack_standalone.c `ct_cpu_seq_show`; FACTS-2 §2). The file is per
+/// network namespace.
+pub const CONNTRACK_STAT_COLUMNS: [&str; 3] = ["drop", "early_drop", "insert_failed"];
+
+/// Parses `/proc/net/stat/nf_conntrack`: a header line of column names, then one row of hex
+/// values per CPU. Unknown or malformed rows are skipped (the stat is informational).
+fn parse_conntrack_stat(text: &str, out: &mut BTreeMap<String, i64>) {
+    let mut lines = text.lines();
+    let Some(header) = lines.next() else { return };
+    let names: Vec<&str> = header.split_whitespace().collect();
+    for row in lines {
+        let vals: Vec<i64> = row
+            .split_whitespace()
+            .filter_map(|v| i64::from_str_radix(v, 16).ok())
+            .collect();
+        if vals.len() != names.len() {
+            continue;
+        }
+        for (name, v) in names.iter().zip(vals) {
+            if CONNTRACK_STAT_COLUMNS.contains(name) {
+                *out.entry(format!("nf_conntrack.{name}")).or_insert(0) += v;
+            }
+        }
+    }
+}
+
+/// The sysctls that explain how a namespace treats handshakes under load, read by
+/// [`read_settings`] and used by `results::diagnosis`.
+pub const DIAGNOSIS_SYSCTLS: [&str; 7] = [
+    "net.ipv4.tcp_syncookies",
+    "net.ipv4.tcp_abort_on_overflow",
+    "net.core.somaxconn",
+    "net.ipv4.tcp_max_syn_backlog",
+    "net.ipv4.tcp_max_tw_buckets",
+    "net.netfilter.nf_conntrack_count",
+    "net.netfilter.nf_conntrack_max",
+];
+
+/// The calling thread's sysctl tree. `/proc/sys/net/*` resolves to the network namespace of the
+/// task that *opens* the file (`current->nsproxy->net_ns`, src net/sysctl_net.c
+/// `net_ctl_header_lookup`), i.e. of the calling thread — unlike `/proc/net`, which follows the
+/// main thread. So read it from a thread inside the namespace (as `bench` does for its server
+/// namespace).
+pub const DEFAULT_SYS_DIR: &str = "/proc/sys";
+
+/// Reads [`DIAGNOSIS_SYSCTLS`] under `sys_dir` (e.g. [`DEFAULT_SYS_DIR`] or a fixture tree),
+/// as `"net.ipv4.tcp_syncookies" → 1`. Missing keys (nf_conntrack not loaded, an old kernel) and
+/// unreadable or non-numeric values are left out: a diagnosis then says less, never something
+/// false. `nf_conntrack_max` is one global limit compared with each namespace's own
+/// `nf_conntrack_count` (FACTS-2 §2).
+pub fn read_settings(sys_dir: &Path) -> BTreeMap<String, i64> {
+    DIAGNOSIS_SYSCTLS
+        .iter()
+        .filter_map(|key| {
+            let path = sys_dir.join(key.replace('.', "/"));
+            let text = std::fs::read_to_string(path).ok()?;
+            let v = text.split_whitespace().next()?.parse::<i64>().ok()?;
+            Some((key.to_string(), v))
+        })
+        .collect()
+}
+
 /// Parses sockstat (`TCP: inuse 1 orphan 0 tw 0 alloc 1 mem 199`); malformed parts are ignored
 /// (gauges are informational).
 fn parse_sockstat(text: &str, out: &mut BTreeMap<String, i64>) {
@@ -362,6 +439,36 @@ impl CounterDelta {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn conntrack_stat_columns_are_summed_over_cpus() {
+        let text = "entries  clashres found new invalid ignore delete chainlength insert insert_failed drop early_drop icmp_error  expect_new expect_create expect_delete search_restart\n\
+00000020  00000000 00000000 00000000 00000003 00000000 00000000 00000000 00000000 00000001 0000000a 00000002 00000000  00000000 00000000 00000000 00000000\n\
+00000020  00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000016 00000000 00000000  00000000 00000000 00000000 00000000\n";
+        let mut m = BTreeMap::new();
+        parse_conntrack_stat(text, &mut m);
+        assert_eq!(m.get("nf_conntrack.drop"), Some(&(0x0a + 0x16)));
+        assert_eq!(m.get("nf_conntrack.early_drop"), Some(&2));
+        assert_eq!(m.get("nf_conntrack.insert_failed"), Some(&1));
+        assert_eq!(m.get("nf_conntrack.entries"), None);
+    }
+
+    #[test]
+    fn settings_come_from_the_given_tree_and_skip_missing_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let put = |k: &str, v: &str| {
+            let p = dir.path().join(k.replace('.', "/"));
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, v).unwrap();
+        };
+        put("net.ipv4.tcp_syncookies", "2\n");
+        put("net.core.somaxconn", "4096\n");
+        put("net.ipv4.tcp_abort_on_overflow", "junk\n");
+        let s = read_settings(dir.path());
+        assert_eq!(s.get("net.ipv4.tcp_syncookies"), Some(&2));
+        assert_eq!(s.get("net.core.somaxconn"), Some(&4096));
+        assert_eq!(s.len(), 2, "{s:?}");
+    }
 
     fn write_net(dir: &Path, active: i64, overflows: i64, softnet_drop: u32) {
         std::fs::write(

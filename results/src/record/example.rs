@@ -117,6 +117,7 @@ fn phase(
             agree: true,
             note: "exact: separate network namespaces".to_string(),
         }),
+        ..PhaseRecord::default()
     }
 }
 

@@ -326,6 +326,17 @@ pub struct PhaseRecord {
     pub counters: BTreeMap<String, i64>,
     /// Our counts against the kernel's.
     pub cross_check: Option<CrossCheck>,
+    /// Settings of the server's network namespace that explain how handshakes fare, read at the
+    /// end of the phase: sysctls by name (`"net.ipv4.tcp_syncookies"`,
+    /// `"net.netfilter.nf_conntrack_count"`, ...) and the listen backlog asked for
+    /// (`"listen_backlog"`). Absent in older records; input of [`crate::diagnosis`].
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub settings: BTreeMap<String, i64>,
+    /// Busy share of each CPU the benchmark ran on during the phase, percent 0..=100 (from
+    /// /proc/stat: user + nice + system + irq + softirq ticks over wall time), keyed by CPU.
+    /// Absent in older records.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub cpu_busy_pct: BTreeMap<usize, f64>,
 }
 
 impl PhaseRecord {

@@ -1,0 +1,568 @@
+//! Named causes of lost, refused, reset or delayed handshakes, from a phase's kernel counter
+//! deltas, the server namespace's settings and our own counts — one wording for `bench`'s
+//! summary, `report` and `load`.
+//!
+//! [`diagnose`] is pure: it takes an [`Evidence`] and returns one [`Cause`] per thing that went
+//! wrong, each a single line with the numbers that show it and the fix. Counter meanings follow
+//! Documentation/networking/snmp_counter.rst and FACTS-2 §1–3; where our own counts settle a
+//! question (the cross-check balanced), they override a counter's generic meaning.
+//!
+//! A *success* is a connection the server accepted. When the server is ours (`bench`), any
+//! handshake the client completed but the server never accepted is the failure class
+//! [`NEVER_ACCEPTED`], whatever the reason (a reset after the handshake, a dropped final ACK).
+
+use std::collections::BTreeMap;
+
+use crate::record::PhaseRecord;
+
+/// The failure class of handshakes the client completed (connect() returned 0) but the server
+/// never accepted: reset after the handshake (tcp_abort_on_overflow=1), or the final ACK dropped
+/// at a full accept queue and the client gone before a retransmit got in.
+pub const NEVER_ACCEPTED: &str = "never accepted";
+
+/// What a diagnosis is made from. Counters and settings use the record's names
+/// (`"TcpExt.ListenOverflows"`, `"nf_conntrack.drop"`, `"net.ipv4.tcp_syncookies"`,
+/// `"listen_backlog"`); a missing one reads as unknown (settings) or 0 (counters).
+#[derive(Debug, Clone, Copy)]
+pub struct Evidence<'a> {
+    /// Kernel counter deltas over the span (both namespaces summed).
+    pub counters: &'a BTreeMap<String, i64>,
+    /// Settings of the server's namespace (see `PhaseRecord::settings`).
+    pub settings: &'a BTreeMap<String, i64>,
+    /// Attempts started.
+    pub attempts: u64,
+    /// Failed attempts by class (errno name or [`NEVER_ACCEPTED`]).
+    pub failures: &'a BTreeMap<String, u64>,
+    /// Handshakes the client completed, same span as the counters.
+    pub client_handshakes: u64,
+    /// Connections the server accepted, same span (`None`: the server is not ours).
+    pub server_accepts: Option<u64>,
+    /// Whether our counts agreed with the kernel's (`None`: not checked).
+    pub balanced: Option<bool>,
+}
+
+/// Which cause.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Kind {
+    /// Handshakes completed on the client, never accepted by the server.
+    NeverAccepted,
+    /// `tcp_syncookies=2`: every SYN answered with a cookie.
+    SyncookiesAlways,
+    /// SYN queue overflow answered with cookies.
+    SynQueueCookies,
+    /// SYN queue overflow without cookies: SYNs dropped.
+    SynQueueDrop,
+    /// Cookie ACKs that did not validate while handshakes were lost.
+    SyncookiesFailed,
+    /// Accept queue overflow whose retries got through.
+    AcceptQueueOverflow,
+    /// The namespace's conntrack table is full.
+    ConntrackFull,
+    /// `tcp_max_tw_buckets` reached.
+    TimeWaitOverflow,
+    /// RST in answer to the SYN.
+    Refused,
+    /// No answer within the connect timeout, no other cause found.
+    TimedOut,
+    /// No free ephemeral port.
+    PortsExhausted,
+    /// Descriptor limit reached.
+    FdLimit,
+    /// Per-CPU input backlog full.
+    SoftnetDrop,
+    /// Socket backlog full while user space held the socket.
+    BacklogDrop,
+    /// SYNs retransmitted.
+    SynRetransmits,
+}
+
+/// One named cause: a line with its evidence and fix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cause {
+    /// Which cause.
+    pub kind: Kind,
+    /// `name: what happened (evidence numbers) — fix: ...`, one line.
+    pub line: String,
+}
+
+impl std::fmt::Display for Cause {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.line)
+    }
+}
+
+fn fmt_opt(v: Option<i64>) -> String {
+    v.map(|v| v.to_string()).unwrap_or_else(|| "unknown".into())
+}
+
+impl Evidence<'_> {
+    fn c(&self, name: &str) -> i64 {
+        self.counters.get(name).copied().unwrap_or(0)
+    }
+
+    fn s(&self, name: &str) -> Option<i64> {
+        self.settings.get(name).copied()
+    }
+
+    fn f(&self, class: &str) -> u64 {
+        self.failures.get(class).copied().unwrap_or(0)
+    }
+
+    /// "listen backlog B, net.core.somaxconn S: accept queue Q".
+    fn accept_queue(&self) -> String {
+        let b = self.s("listen_backlog");
+        let m = self.s("net.core.somaxconn");
+        let q = match (b, m) {
+            (Some(b), Some(m)) => format!(": accept queue {}", b.min(m)),
+            _ => String::new(),
+        };
+        format!(
+            "listen backlog {}, net.core.somaxconn {}{q}",
+            fmt_opt(b),
+            fmt_opt(m)
+        )
+    }
+}
+
+/// The causes the evidence shows, most important first; empty when nothing went wrong.
+pub fn diagnose(e: &Evidence<'_>) -> Vec<Cause> {
+    let mut out = Vec::new();
+    let mut add = |kind: Kind, line: String| out.push(Cause { kind, line });
+    let overflows = e.c("TcpExt.ListenOverflows");
+    let never = match e.server_accepts {
+        Some(acc) if e.client_handshakes > acc => e.client_handshakes - acc,
+        _ => 0,
+    };
+    let abort = e.s("net.ipv4.tcp_abort_on_overflow");
+    if never > 0 {
+        let resets = e.c("TcpExt.EmbryonicRsts");
+        let cookie_acks = e.c("TcpExt.SyncookiesRecv");
+        let head = format!(
+            "never accepted: {never} handshakes completed on the client were never accepted by the server"
+        );
+        let line = if overflows > 0 {
+            let how = if abort == Some(1) && resets > 0 {
+                format!(", and net.ipv4.tcp_abort_on_overflow=1 answered final ACKs with RST after the handshake (EmbryonicRsts {resets})")
+            } else if cookie_acks > 0 {
+                format!(
+                    ", so final ACKs completing a syncookie handshake (SyncookiesRecv {cookie_acks}) were dropped without a reset (net.ipv4.tcp_abort_on_overflow={} acts only on queued requests)",
+                    fmt_opt(abort)
+                )
+            } else {
+                format!(
+                    ": the final ACK was dropped and the client closed before a retransmit got in (net.ipv4.tcp_abort_on_overflow={})",
+                    fmt_opt(abort)
+                )
+            };
+            let retry = if abort == Some(1) {
+                "; tcp_abort_on_overflow=0 (the default) gives a retransmitted ACK another chance"
+            } else {
+                ""
+            };
+            format!(
+                "{head}: the accept queue was full ({}; ListenOverflows {overflows}){how} — fix: accept faster, or raise the backlog and net.core.somaxconn{retry}",
+                e.accept_queue()
+            )
+        } else {
+            format!(
+                "{head}, and no counter here says why (ListenOverflows 0, net.ipv4.tcp_abort_on_overflow={}) — fix: check that the server kept accepting (was it stopped or killed?)",
+                fmt_opt(abort)
+            )
+        };
+        add(Kind::NeverAccepted, line);
+    } else if overflows > 0 {
+        let settled = if e.balanced == Some(true) && e.server_accepts.is_some() {
+            "; every handshake the client completed was still accepted (cross-check balanced)"
+        } else {
+            ""
+        };
+        add(
+            Kind::AcceptQueueOverflow,
+            format!(
+                "accept queue overflowed: ListenOverflows {overflows} ({}): SYNs or final ACKs were dropped and retried{settled} — fix: accept faster, or raise the backlog and net.core.somaxconn",
+                e.accept_queue()
+            ),
+        );
+    }
+
+    let cookies = e.s("net.ipv4.tcp_syncookies");
+    let sent = e.c("TcpExt.SyncookiesSent");
+    let recv = e.c("TcpExt.SyncookiesRecv");
+    let failed = e.c("TcpExt.SyncookiesFailed");
+    let balanced = e.balanced == Some(true) && never == 0;
+    let failed_text = if failed > 0 && balanced {
+        format!("; SyncookiesFailed {failed} counts ACKs at the listener that were not valid cookies, but every handshake the client completed was accepted (cross-check balanced), so none was a lost handshake: they were late segments of connections already gone")
+    } else {
+        String::new()
+    };
+    let syn_backlog = e.s("net.ipv4.tcp_max_syn_backlog");
+    if sent > 0 && cookies == Some(2) {
+        add(
+            Kind::SyncookiesAlways,
+            format!(
+                "syncookies always on: net.ipv4.tcp_syncookies=2 answers every SYN with a syncookie (SyncookiesSent {sent}, SyncookiesRecv {recv}); the setting did this, not a SYN queue overflow, and TCP options of the SYN (window scaling, SACK) may be lost{failed_text} — fix: net.ipv4.tcp_syncookies=1 (the default: cookies only on overflow)"
+            ),
+        );
+    } else if sent > 0 || e.c("TcpExt.TCPReqQFullDoCookies") > 0 {
+        add(
+            Kind::SynQueueCookies,
+            format!(
+                "SYN queue overflowed: SYNs answered with syncookies (TCPReqQFullDoCookies {}, SyncookiesSent {sent}, SyncookiesRecv {recv}; net.ipv4.tcp_max_syn_backlog {}, {}){failed_text} — fix: accept faster, raise net.ipv4.tcp_max_syn_backlog and the backlog",
+                e.c("TcpExt.TCPReqQFullDoCookies"),
+                fmt_opt(syn_backlog),
+                e.accept_queue()
+            ),
+        );
+    }
+    if failed > 0 && !balanced {
+        add(
+            Kind::SyncookiesFailed,
+            format!("syncookie ACKs rejected: SyncookiesFailed {failed} ACKs did not validate as cookies (expired or mangled), and our counts do not balance: those handshakes were dropped — fix: avoid relying on cookies (raise the SYN backlog)"),
+        );
+    }
+    let qdrop = e.c("TcpExt.TCPReqQFullDrop");
+    if qdrop > 0 {
+        add(
+            Kind::SynQueueDrop,
+            format!(
+                "SYN queue full, SYNs dropped: TCPReqQFullDrop {qdrop} (net.ipv4.tcp_syncookies={}, net.ipv4.tcp_max_syn_backlog {}, {}): each dropped SYN costs the client a 1 s retransmit — fix: accept faster, raise the backlogs, or enable syncookies (1)",
+                fmt_opt(cookies),
+                fmt_opt(syn_backlog),
+                e.accept_queue()
+            ),
+        );
+    }
+
+    let timed_out = e.f("ETIMEDOUT");
+    let ct_count = e.s("net.netfilter.nf_conntrack_count");
+    let ct_max = e.s("net.netfilter.nf_conntrack_max");
+    let ct_drop = e.c("nf_conntrack.drop");
+    let ct_full = matches!((ct_count, ct_max), (Some(c), Some(m)) if m > 0 && c >= m);
+    if ct_drop > 0 || ct_full {
+        let timeouts = if timed_out > 0 {
+            format!(" (ETIMEDOUT {timed_out})")
+        } else {
+            String::new()
+        };
+        add(
+            Kind::ConntrackFull,
+            format!(
+                "conntrack table full ({}/{} entries in this namespace; nf_conntrack drop +{ct_drop}): the first packet of each new flow is dropped, so SYNs go unanswered{timeouts} — fix: raise net.netfilter.nf_conntrack_max (init namespace only, one global limit), shorten net.netfilter.nf_conntrack_tcp_timeout_*, or exempt the benchmark traffic from tracking (nft `notrack`)",
+                fmt_opt(ct_count),
+                fmt_opt(ct_max)
+            ),
+        );
+    }
+    let tw = e.c("TcpExt.TCPTimeWaitOverflow");
+    if tw > 0 {
+        add(
+            Kind::TimeWaitOverflow,
+            format!(
+                "TIME_WAIT bucket overflow: TCPTimeWaitOverflow {tw} sockets closed without TIME_WAIT (net.ipv4.tcp_max_tw_buckets {}) — fix: close with RST (--close rst) or raise tcp_max_tw_buckets",
+                fmt_opt(e.s("net.ipv4.tcp_max_tw_buckets"))
+            ),
+        );
+    }
+    let refused = e.f("ECONNREFUSED");
+    if refused > 0 {
+        add(
+            Kind::Refused,
+            format!(
+                "refused: {refused} of {} attempts got an RST in answer to their SYN (ECONNREFUSED): nothing listened at the target address and port, or a firewall rejected them — fix: check the target and that its server runs",
+                e.attempts
+            ),
+        );
+    }
+    let syn_retrans = e.c("TcpExt.TCPSynRetrans");
+    if timed_out > 0 && !(ct_drop > 0 || ct_full) && qdrop == 0 {
+        add(
+            Kind::TimedOut,
+            format!(
+                "timed out: {timed_out} of {} attempts got no SYN-ACK within the connect timeout (ETIMEDOUT; TCPSynRetrans {syn_retrans}) and no counter here explains it: something dropped SYNs or SYN-ACKs (a firewall rule, a stopped server, a lossy path) — fix: check nft/iptables rule counters and the server",
+                e.attempts
+            ),
+        );
+    }
+    let ports = e.f("EADDRNOTAVAIL");
+    if ports > 0 {
+        add(
+            Kind::PortsExhausted,
+            format!(
+                "ephemeral ports exhausted: {ports} connect() calls found no free local port (EADDRNOTAVAIL) — fix: widen net.ipv4.ip_local_port_range, close with RST (--close rst) so no TIME_WAIT holds ports, or add source addresses"
+            ),
+        );
+    }
+    let fds = e.f("EMFILE") + e.f("ENFILE");
+    if fds > 0 {
+        add(
+            Kind::FdLimit,
+            format!(
+                "descriptor limit: {fds} socket() calls failed (EMFILE/ENFILE) — fix: raise `ulimit -n` (RLIMIT_NOFILE) or fs.file-max, or lower the concurrency"
+            ),
+        );
+    }
+    let softnet = e.c("softnet.dropped");
+    if softnet > 0 {
+        add(
+            Kind::SoftnetDrop,
+            format!(
+                "input backlog full: softnet dropped {softnet} packets before TCP saw them (per-CPU backlog over net.core.netdev_max_backlog; host-wide counter) — fix: raise net.core.netdev_max_backlog or spread receive work (RPS)"
+            ),
+        );
+    }
+    let bdrop = e.c("TcpExt.TCPBacklogDrop");
+    if bdrop > 0 {
+        add(
+            Kind::BacklogDrop,
+            format!(
+                "socket backlog full: TCPBacklogDrop {bdrop} packets dropped while user space held the socket lock — fix: fewer connections per listener socket (more workers)"
+            ),
+        );
+    }
+    if let Some(line) = syn_retransmit_cause(e, syn_retrans, timed_out) {
+        add(Kind::SynRetransmits, line);
+    }
+    out
+}
+
+/// SYN retransmits not already explained by a drop above: which state the retried SYN met.
+fn syn_retransmit_cause(e: &Evidence<'_>, syn_retrans: i64, timed_out: u64) -> Option<String> {
+    if syn_retrans <= 0 {
+        return None;
+    }
+    let explained = e.c("TcpExt.TCPReqQFullDrop")
+        + e.c("nf_conntrack.drop")
+        + e.c("TcpExt.ListenOverflows")
+        + e.c("softnet.dropped");
+    if explained > 0 || timed_out > 0 {
+        return Some(format!(
+            "SYN retransmits: TCPSynRetrans {syn_retrans} (SYN or SYN-ACK retransmitted after the drops above: ≥ 1 s on each such handshake)"
+        ));
+    }
+    let fw2 = e.c("TcpExt.TCPACKSkippedFinWait2");
+    let tw = e.c("TcpExt.TCPACKSkippedTimeWait");
+    let synsent = e.c("TcpExt.TCPACKSkippedSynRecv") + e.c("TcpExt.TCPACKSkippedSeq");
+    let challenge = e.c("TcpExt.TCPChallengeACK");
+    Some(format!(
+        "SYN retransmits: TCPSynRetrans {syn_retrans} with no drop counter rising: a SYN met an older connection on the same 4-tuple that the peer still held (FIN_WAIT2 / TIME_WAIT minisock or a half-closed socket), got an ACK instead of a SYN-ACK, reset it and was resent after a few ms (TCPChallengeACK {challenge}, TCPACKSkippedFinWait2 {fw2}, TCPACKSkippedTimeWait {tw}, other skipped ACKs {synsent}) — fix: let the client close first (--close fin) or the server close with RST (--mode rst), so no old state outlives the port's reuse"
+    ))
+}
+
+/// Sums for [`of_phases`]: counters, failures and counts over several phases.
+fn sum_phases(phases: &[PhaseRecord]) -> (BTreeMap<String, i64>, BTreeMap<String, u64>) {
+    let mut counters = BTreeMap::new();
+    let mut failures = BTreeMap::new();
+    for p in phases {
+        for (k, v) in &p.counters {
+            *counters.entry(k.clone()).or_insert(0) += v;
+        }
+        for (k, v) in &p.failures {
+            *failures.entry(k.clone()).or_insert(0) += v;
+        }
+    }
+    (counters, failures)
+}
+
+/// The causes of a whole run (all phases together, so each cause is one line for the run, not
+/// one per phase): counters, failures and counts summed; settings from the last phase that has
+/// them; balanced when every phase's cross-check agreed.
+pub fn of_phases(phases: &[PhaseRecord]) -> Vec<Cause> {
+    let (counters, failures) = sum_phases(phases);
+    let empty = BTreeMap::new();
+    let settings = phases
+        .iter()
+        .rev()
+        .map(|p| &p.settings)
+        .find(|s| !s.is_empty())
+        .unwrap_or(&empty);
+    let checks: Vec<_> = phases
+        .iter()
+        .filter_map(|p| p.cross_check.as_ref())
+        .collect();
+    let server_accepts = if !checks.is_empty() && checks.iter().all(|c| c.server_accepted.is_some())
+    {
+        Some(checks.iter().filter_map(|c| c.server_accepted).sum())
+    } else {
+        None
+    };
+    diagnose(&Evidence {
+        counters: &counters,
+        settings,
+        attempts: phases.iter().map(|p| p.attempts).sum(),
+        failures: &failures,
+        client_handshakes: checks.iter().map(|c| c.load_successes).sum(),
+        server_accepts,
+        balanced: (!checks.is_empty()).then(|| checks.iter().all(|c| c.agree)),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn map<V: Copy>(kv: &[(&str, V)]) -> BTreeMap<String, V> {
+        kv.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+    }
+
+    fn kinds(c: &[Cause]) -> Vec<Kind> {
+        c.iter().map(|c| c.kind).collect()
+    }
+
+    #[test]
+    fn abort_on_overflow_shortfall_is_never_accepted_and_names_the_setting() {
+        let counters = map(&[("TcpExt.ListenOverflows", 51), ("TcpExt.EmbryonicRsts", 51)]);
+        let settings = map(&[
+            ("net.ipv4.tcp_abort_on_overflow", 1),
+            ("net.core.somaxconn", 4096),
+            ("listen_backlog", 1),
+        ]);
+        let failures = BTreeMap::new();
+        let c = diagnose(&Evidence {
+            counters: &counters,
+            settings: &settings,
+            attempts: 794,
+            failures: &failures,
+            client_handshakes: 794,
+            server_accepts: Some(743),
+            balanced: Some(true),
+        });
+        assert_eq!(kinds(&c), [Kind::NeverAccepted]);
+        let l = &c[0].line;
+        assert!(l.starts_with("never accepted: 51 handshakes"), "{l}");
+        assert!(
+            l.contains("tcp_abort_on_overflow=1 answered final ACKs with RST"),
+            "{l}"
+        );
+        assert!(l.contains("EmbryonicRsts 51"), "{l}");
+        assert!(l.contains("accept queue 1"), "{l}");
+        // The same shortfall through syncookie handshakes: dropped, not reset.
+        let counters = map(&[
+            ("TcpExt.ListenOverflows", 120),
+            ("TcpExt.SyncookiesRecv", 58),
+        ]);
+        let c = diagnose(&Evidence {
+            counters: &counters,
+            settings: &settings,
+            attempts: 245,
+            failures: &failures,
+            client_handshakes: 245,
+            server_accepts: Some(189),
+            balanced: Some(true),
+        });
+        let l = &c[0].line;
+        assert!(l.starts_with("never accepted: 56 handshakes"), "{l}");
+        assert!(l.contains("(SyncookiesRecv 58) were dropped without a reset (net.ipv4.tcp_abort_on_overflow=1"), "{l}");
+        assert!(!l.contains("EmbryonicRsts"), "{l}");
+    }
+
+    #[test]
+    fn syncookies_two_is_the_setting_and_a_balanced_check_overrides_failed() {
+        let counters = map(&[
+            ("TcpExt.SyncookiesSent", 28_573),
+            ("TcpExt.SyncookiesRecv", 28_500),
+            ("TcpExt.SyncookiesFailed", 12),
+        ]);
+        let settings = map(&[("net.ipv4.tcp_syncookies", 2)]);
+        let failures = BTreeMap::new();
+        let ev = Evidence {
+            counters: &counters,
+            settings: &settings,
+            attempts: 28_573,
+            failures: &failures,
+            client_handshakes: 28_573,
+            server_accepts: Some(28_573),
+            balanced: Some(true),
+        };
+        let c = diagnose(&ev);
+        assert_eq!(kinds(&c), [Kind::SyncookiesAlways]);
+        assert!(c[0].line.contains("tcp_syncookies=2"), "{}", c[0].line);
+        assert!(c[0].line.contains("SyncookiesSent 28573"), "{}", c[0].line);
+        assert!(!c[0].line.contains("overflowed"), "{}", c[0].line);
+        assert!(!c[0].line.contains("were dropped"), "{}", c[0].line);
+        // Unbalanced: the same counter now means lost handshakes.
+        let c = diagnose(&Evidence {
+            balanced: Some(false),
+            ..ev
+        });
+        assert_eq!(kinds(&c), [Kind::SyncookiesAlways, Kind::SyncookiesFailed]);
+        // Default syncookies=1: cookies mean the SYN queue overflowed.
+        let settings = map(&[("net.ipv4.tcp_syncookies", 1)]);
+        let c = diagnose(&Evidence {
+            settings: &settings,
+            ..ev
+        });
+        assert_eq!(kinds(&c), [Kind::SynQueueCookies]);
+    }
+
+    #[test]
+    fn conntrack_full_explains_the_timeouts() {
+        let counters = map(&[("nf_conntrack.drop", 40), ("TcpExt.TCPSynRetrans", 64)]);
+        let settings = map(&[
+            ("net.netfilter.nf_conntrack_count", 262_144),
+            ("net.netfilter.nf_conntrack_max", 262_144),
+        ]);
+        let failures = map(&[("ETIMEDOUT", 32u64)]);
+        let c = diagnose(&Evidence {
+            counters: &counters,
+            settings: &settings,
+            attempts: 32,
+            failures: &failures,
+            client_handshakes: 0,
+            server_accepts: Some(0),
+            balanced: Some(true),
+        });
+        assert_eq!(kinds(&c), [Kind::ConntrackFull, Kind::SynRetransmits]);
+        assert!(
+            c[0].line
+                .starts_with("conntrack table full (262144/262144 entries"),
+            "{}",
+            c[0].line
+        );
+        assert!(c[0].line.contains("ETIMEDOUT 32"), "{}", c[0].line);
+    }
+
+    #[test]
+    fn nothing_listening_is_refused_and_clean_run_has_no_cause() {
+        let none = BTreeMap::new();
+        let failures = map(&[("ECONNREFUSED", 100u64)]);
+        let c = diagnose(&Evidence {
+            counters: &none,
+            settings: &none,
+            attempts: 100,
+            failures: &failures,
+            client_handshakes: 0,
+            server_accepts: None,
+            balanced: Some(true),
+        });
+        assert_eq!(kinds(&c), [Kind::Refused]);
+        assert!(c[0].line.contains("100 of 100 attempts"), "{}", c[0].line);
+        let clean = map(&[("Tcp.ActiveOpens", 10), ("TcpExt.ListenOverflows", 0)]);
+        let failures = BTreeMap::new();
+        let c = diagnose(&Evidence {
+            counters: &clean,
+            settings: &none,
+            attempts: 10,
+            failures: &failures,
+            client_handshakes: 10,
+            server_accepts: Some(10),
+            balanced: Some(true),
+        });
+        assert!(c.is_empty(), "{c:?}");
+    }
+
+    #[test]
+    fn unexplained_timeouts_and_ports_are_named() {
+        let none = BTreeMap::new();
+        let failures = map(&[("ETIMEDOUT", 5u64), ("EADDRNOTAVAIL", 7)]);
+        let c = diagnose(&Evidence {
+            counters: &none,
+            settings: &none,
+            attempts: 20,
+            failures: &failures,
+            client_handshakes: 8,
+            server_accepts: None,
+            balanced: None,
+        });
+        assert_eq!(kinds(&c), [Kind::TimedOut, Kind::PortsExhausted]);
+    }
+}
