@@ -48,13 +48,19 @@ Exit codes (every command):
   2        bad input (command line, files, host state), refused before anything changes
   3        nothing succeeded or nothing was measured (zero successful connections)
   4        `tune check --strict` found something off
-  128+N    interrupted by signal N (130 SIGINT, 143 SIGTERM) after the record was written";
+  128+N    interrupted by signal N (130 SIGINT, 143 SIGTERM) after the record was written
+           (`server` ends by a signal as a rule: 0 once its report is printed)";
 
 /// The command line definition with [`EXIT_CODES`] after the `--help` of every command and
 /// subcommand, at any depth.
 pub fn command() -> clap::Command {
     use clap::CommandFactory;
     fn add(c: clap::Command) -> clap::Command {
+        // `--help` shows `after_long_help` instead of `after_help` where a command has one.
+        let c = match c.get_after_long_help().map(ToString::to_string) {
+            Some(long) => c.after_long_help(format!("{long}\n\n{EXIT_CODES}")),
+            None => c,
+        };
         c.after_help(EXIT_CODES).mut_subcommands(add)
     }
     add(Cli::command())

@@ -310,7 +310,27 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         let handshakes = report.total.successes + report.total.completed_after_timeout;
         let acceptance = results::acceptance::reconcile(handshakes, &delta, private);
         report.reclassify_never_accepted(acceptance.never_accepted, cfg.warmup.is_zero());
-        Some(Kernel { delta, acceptance })
+        // This thread is in the targets' namespace, so /proc/sys/net is theirs (see
+        // tuning::counters::DEFAULT_SYS_DIR).
+        let settings =
+            tuning::counters::read_settings(Path::new(tuning::counters::DEFAULT_SYS_DIR));
+        let causes = results::diagnosis::diagnose(&results::diagnosis::Evidence {
+            counters: &delta,
+            settings: &settings,
+            attempts: report.total.attempts,
+            failures: &report.total.failures,
+            client_handshakes: handshakes,
+            server_accepts: Some(acceptance.accepted),
+            balanced: None,
+        })
+        .into_iter()
+        .map(|c| c.line)
+        .collect();
+        Some(Kernel {
+            delta,
+            acceptance,
+            causes,
+        })
     });
     let warnings: Vec<String> = report.schedule_warning().into_iter().collect();
     let mut out = std::io::stdout().lock();
@@ -323,6 +343,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
                 targets_local: local,
                 kernel_counters: kernel.as_ref().map(|k| &k.delta),
                 acceptance: kernel.as_ref().map(|k| &k.acceptance),
+                diagnosis: kernel.as_ref().map(|k| &k.causes),
                 report: &report,
             })?;
             writeln!(out, "{json}")?;
@@ -343,6 +364,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
 struct Kernel {
     delta: std::collections::BTreeMap<String, i64>,
     acceptance: Acceptance,
+    /// One line per cause, from `results::diagnosis` (the same words `bench` prints).
+    causes: Vec<String>,
 }
 
 fn read_counters() -> Option<tuning::counters::Snapshot> {
@@ -394,6 +417,9 @@ struct JsonReport<'a> {
     /// Client handshakes vs the server's passive opens (only when `targets_local`; `null` means
     /// server-side acceptance is unknown from here).
     acceptance: Option<&'a Acceptance>,
+    /// One line per cause found in the counters and the namespace's settings (only when
+    /// `targets_local`), in the words `bench` uses.
+    diagnosis: Option<&'a Vec<String>>,
     #[serde(flatten)]
     report: &'a LoadReport,
 }
@@ -495,14 +521,24 @@ fn allowed_cpus() -> anyhow::Result<Vec<usize>> {
     Ok(tuning::topology::allowed_cpus(Path::new("/"))?)
 }
 
-/// The budget assumes no TIME_WAIT reuse; net.ipv4.tcp_tw_reuse (ip-sysctl.rst: 0 off, 1 on,
-/// 2 = loopback only, the default since 5.8) lets connect() reuse a TIME_WAIT port after
-/// tcp_tw_reuse_delay (1 s), which raises the real limit.
-fn tw_reuse_note() -> &'static str {
-    match std::fs::read_to_string("/proc/sys/net/ipv4/tcp_tw_reuse").map(|s| s.trim().to_string()) {
-        Ok(v) if v == "1" => " — tcp_tw_reuse=1 lets TIME_WAIT ports be reused after ~1 s, so the real limit is higher",
-        Ok(v) if v == "2" => " — on loopback targets tcp_tw_reuse=2 (the default) lets TIME_WAIT ports be reused after ~1 s, so the real limit is higher there",
-        _ => "",
+/// What TIME_WAIT reuse does to the budget, from the settings it depends on
+/// (`tuning::ports::budget`: tcp_tw_reuse, tcp_timestamps, tcp_tw_reuse_delay; reuse needs
+/// timestamps, ip-sysctl.rst), as one clause; empty when the settings cannot be read.
+fn tw_reuse_note(cfg: &LoadConfig, b: &loadgen::ports::PortBudget) -> String {
+    let io = tuning::plan::ProcSys { root: "/".into() };
+    match tuning::ports::PortSettings::read(&io) {
+        Ok(s) => {
+            let all_loopback = cfg.targets.iter().all(|t| t.ip().is_loopback());
+            let e = tuning::ports::budget(&s, b.triples, all_loopback, cfg.close == CloseMode::Fin);
+            match e.reuse {
+                tuning::ports::Reuse::Yes { .. } => format!(
+                    " — with TIME_WAIT reuse the real limit is higher: {}",
+                    e.explain
+                ),
+                tuning::ports::Reuse::No { why } => format!(" — no TIME_WAIT reuse: {why}"),
+            }
+        }
+        Err(_) => String::new(),
     }
 }
 
@@ -519,7 +555,7 @@ fn warn_port_budget(cfg: &LoadConfig, b: &loadgen::ports::PortBudget) {
                  expect EADDRNOTAVAIL (port exhaustion){}; {fix}",
                 b.ports,
                 b.triples,
-                tw_reuse_note()
+                tw_reuse_note(cfg, b)
             );
         }
     }
@@ -543,7 +579,11 @@ fn plan_line(cfg: &LoadConfig) -> String {
             arrival,
         } => {
             format!(
-                "open loop at {rate_per_sec:.0}/s ({arrival:?} arrivals, at most {} in flight)",
+                "open loop at {rate_per_sec:.0}/s ({} arrivals, at most {} in flight)",
+                match arrival {
+                    Arrival::Uniform => "uniform",
+                    Arrival::Poisson => "poisson",
+                },
                 cfg.max_in_flight
             )
         }
@@ -888,9 +928,15 @@ fn write_kernel(
             "    (per-second lines and per-worker counts are the client's handshakes; the server's kernel cannot tell which second's were not accepted)"
         )?;
     }
-    // DIAGNOSIS: the lead calls results::diagnosis here (causes from these counter deltas and
-    // the namespace's settings: tcp_syncookies, tcp_abort_on_overflow, conntrack), with
-    // `k.delta` and `k.acceptance`.
+    if !k.causes.is_empty() {
+        writeln!(
+            out,
+            "  diagnosis (from the counters and this namespace's settings):"
+        )?;
+        for c in &k.causes {
+            writeln!(out, "    {c}")?;
+        }
+    }
     Ok(())
 }
 
