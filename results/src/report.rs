@@ -14,8 +14,8 @@ use serde::Serialize;
 
 use crate::histogram::{self, Bucket, LatencySummary};
 use crate::record::{
-    describe_counter, is_retransmit_counter, Baseline, CpuUsage, CrossCheck, HostInfo, Latency,
-    Pattern, PhaseRecord, RunInfo, RunRecord, ServerSide,
+    Baseline, CpuUsage, CrossCheck, HostInfo, Latency, Pattern, PhaseRecord, RunInfo, RunRecord,
+    ServerSide,
 };
 use crate::sweep::parse_latency_ns;
 
@@ -225,7 +225,7 @@ pub fn build(rec: &RunRecord, file: &str, edges_ns: &[u64]) -> Result<RecordRepo
         .iter()
         .map(|p| phase_report(file, p, edges_ns))
         .collect::<Result<Vec<_>, _>>()?;
-    let warnings = warnings(rec, &phases);
+    let warnings = warnings(rec);
     Ok(RecordReport {
         file: file.to_string(),
         label: rec.label.clone(),
@@ -237,67 +237,9 @@ pub fn build(rec: &RunRecord, file: &str, edges_ns: &[u64]) -> Result<RecordRepo
     })
 }
 
-/// The warning for one non-zero drop, overflow or retransmit counter of a phase.
-pub fn drop_warning(phase: &str, name: &str, value: i64) -> String {
-    let consequence = if is_retransmit_counter(name) {
-        "handshake latency includes retransmission timeouts"
-    } else {
-        "the kernel dropped or deferred handshakes, so this run measured a different experiment"
-    };
-    format!(
-        "phase {phase}: {name} = {value} — {}; {consequence}",
-        describe_counter(name, value)
-    )
-}
-
-/// The warnings of a report: the ones derived from the record (interrupted, one per non-zero
-/// drop counter), then the record's stored warnings that do not repeat a derived one.
-///
-/// A stored warning repeats a derived one when it names the same counter (records from older
-/// builds stored their own drop warnings), speaks of the interruption, or quotes the note of a
-/// cross-check the report already shows as failed.
-fn warnings(rec: &RunRecord, phases: &[PhaseReport]) -> Vec<String> {
-    let mut derived = Vec::new();
-    if rec.run.interrupted {
-        derived.push("the run was interrupted (Ctrl-C): figures cover only what ran".to_string());
-    }
-    let mut counters: Vec<&str> = Vec::new();
-    for p in phases {
-        for (name, v) in &p.drops {
-            counters.push(name);
-            derived.push(drop_warning(&p.name, name, *v));
-        }
-    }
-    let notes: Vec<&str> = phases
-        .iter()
-        .filter_map(|p| p.cross_check.as_ref())
-        .filter(|x| !x.agree && !x.note.is_empty())
-        .map(|x| x.note.as_str())
-        .collect();
-    let repeats = |w: &str| {
-        counters.iter().any(|c| {
-            w.contains(c)
-                || c.rsplit_once('.')
-                    .is_some_and(|(_, bare)| mentions_word(w, bare))
-        }) || (rec.run.interrupted && w.contains("interrupted"))
-            || notes.iter().any(|n| w.contains(n))
-    };
-    let mut out = derived;
-    for w in &rec.warnings {
-        if !repeats(w) && !out.contains(w) {
-            out.push(w.clone());
-        }
-    }
-    out
-}
-
-/// Whether `word` occurs in `text` as a whole word (not inside a longer name).
-fn mentions_word(text: &str, word: &str) -> bool {
-    text.match_indices(word).any(|(i, _)| {
-        let before = text[..i].chars().next_back();
-        let after = text[i + word.len()..].chars().next();
-        !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
-    })
+/// The warnings of a report: [`crate::warnings::all`], the same lines `bench` prints.
+fn warnings(rec: &RunRecord) -> Vec<String> {
+    crate::warnings::all(rec)
 }
 
 /// Parses bucket edges: comma-separated latencies with units (`100us,250us,1ms`), strictly
@@ -380,7 +322,9 @@ mod tests {
         );
         assert_eq!(peak.drops, vec![("TcpExt.ListenDrops".to_string(), 7)]);
         assert!(
-            r.warnings.iter().any(|w| w.contains("ListenDrops = 7")),
+            r.warnings
+                .iter()
+                .any(|w| w.starts_with("ListenDrops +7: handshake packets dropped at a listener")),
             "{:?}",
             r.warnings
         );
@@ -407,24 +351,35 @@ mod tests {
             "engine auto fell back to epoll: io_uring disabled".into(),
         ];
         let r = build(&rec, "x.json", &[]).unwrap();
-        assert_eq!(r.warnings.len(), 4, "{:#?}", r.warnings);
-        assert!(r.warnings[0].contains("interrupted"));
-        assert!(r.warnings.iter().any(|w| w.contains(
-            "TCPSynRetrans = 12 — SYN or SYN-ACK retransmitted 12 times (a handshake packet was lost: ≥ 1 s on that handshake; or a SYN met a TIME_WAIT of the same 4-tuple, which Linux answers with an ACK and retransmits the SYN after a few ms)"
-        )), "{:#?}", r.warnings);
-        assert!(
-            !r.warnings
-                .iter()
-                .any(|w| w.contains("TCPSynRetrans") && w.contains("accept queue")),
-            "{:#?}",
-            r.warnings
-        );
-        assert!(r
-            .warnings
-            .iter()
-            .any(|w| w.contains("ListenOverflows = 3 — accept queue full")));
+        let w = &r.warnings;
+        assert!(w[0].contains("interrupted"), "{w:#?}");
+        // Derived once, in the words `bench` uses (results::warnings).
         assert_eq!(
-            r.warnings[3],
+            w.iter().filter(|l| l.contains("TCPSynRetrans")).count(),
+            1,
+            "{w:#?}"
+        );
+        assert_eq!(
+            w.iter().filter(|l| l.contains("ListenOverflows")).count(),
+            1,
+            "{w:#?}"
+        );
+        assert!(
+            w.iter()
+                .any(|l| l.starts_with("accept queue overflowed: ListenOverflows 3")),
+            "{w:#?}"
+        );
+        // The stored copies of derivable warnings are gone; the non-derivable one stays, last.
+        assert!(
+            !w.iter().any(|l| l.starts_with("peak: kernel counter")),
+            "{w:#?}"
+        );
+        assert!(
+            !w.iter().any(|l| l == "latency: ListenOverflows 3"),
+            "{w:#?}"
+        );
+        assert_eq!(
+            w.last().unwrap(),
             "engine auto fell back to epoll: io_uring disabled"
         );
     }

@@ -207,78 +207,10 @@ pub fn counters(out: &mut String, r: &RunRecord) {
     let _ = writeln!(out, "kernel counters (all phases): {}", shown.join(", "));
 }
 
-/// A non-zero drop or retransmit counter in words (meanings from `results::record`).
-fn counter_warning(name: &str, delta: i64) -> String {
-    let short = name.rsplit('.').next().unwrap_or(name);
-    let what = results::record::describe_counter(name, delta);
-    if results::record::is_retransmit_counter(name) {
-        format!("{short}: {what}")
-    } else {
-        format!("{short} +{delta}: {what} — drops make this a different experiment")
-    }
-}
-
-/// Counters a [`results::diagnosis`] cause already speaks for (no separate counter warning).
-const DIAGNOSED_COUNTERS: [&str; 12] = [
-    "TcpExt.SyncookiesRecv",
-    "TcpExt.ListenOverflows",
-    "TcpExt.ListenDrops",
-    "TcpExt.TCPReqQFullDrop",
-    "TcpExt.TCPReqQFullDoCookies",
-    "TcpExt.SyncookiesSent",
-    "TcpExt.SyncookiesFailed",
-    "TcpExt.TCPSynRetrans",
-    "TcpExt.TCPTimeWaitOverflow",
-    "TcpExt.TCPBacklogDrop",
-    "softnet.dropped",
-    "nf_conntrack.drop",
-];
-
-/// Warnings derived from the record itself (so old and new records read the same): interruption,
-/// engine fallback, one line per cause for the whole run ([`results::diagnosis::of_phases`]),
-/// other drop counters summed over the run, count mismatches.
-pub fn derived_warnings(r: &RunRecord) -> Vec<String> {
-    let mut w = Vec::new();
-    if r.run.interrupted {
-        w.push("run interrupted (Ctrl-C): numbers cover only what ran".to_string());
-    }
-    if let Some(why) = &r.run.engine_fallback_reason {
-        w.push(format!("engine auto fell back to epoll: {why}"));
-    }
-    w.extend(
-        results::diagnosis::of_phases(&r.phases)
-            .into_iter()
-            .map(|c| c.line),
-    );
-    let mut other: std::collections::BTreeMap<&str, i64> = Default::default();
-    for p in &r.phases {
-        for (k, v) in p.drops() {
-            if !DIAGNOSED_COUNTERS.contains(&k) {
-                *other.entry(k).or_insert(0) += v;
-            }
-        }
-    }
-    for (k, v) in other {
-        w.push(counter_warning(k, v));
-    }
-    for p in &r.phases {
-        if let Some(c) = &p.cross_check {
-            if !c.agree {
-                w.push(format!(
-                    "{}: our counts disagree with the kernel's: {}",
-                    p.name, c.note
-                ));
-            }
-        }
-    }
-    w
-}
-
-/// Derived warnings followed by the ones stored in the record.
+/// Derived warnings (one wording for bench, sweep and `report`: [`results::warnings`]) followed
+/// by the ones stored in the record.
 pub fn warnings(r: &RunRecord) -> Vec<String> {
-    let mut w = derived_warnings(r);
-    w.extend(r.warnings.iter().cloned());
-    w
+    results::warnings::all(r)
 }
 
 /// The whole summary.
