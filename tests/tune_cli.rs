@@ -52,6 +52,17 @@ fn check_prints_a_table_for_a_builtin_preset() {
 }
 
 #[test]
+fn shipped_presets_do_not_contradict_the_rules_table() {
+    // A preset that connstorm ships must pass connstorm's own contradiction rules
+    // (tuning::rules): e.g. tcp_max_syn_backlog does nothing while tcp_syncookies=1.
+    for preset in ["c1m-server", "loadgen-client", "low-latency", "throughput"] {
+        let o = run(&["tune", "check", "--preset", preset]);
+        let t = text(&o);
+        assert!(!t.contains("contradiction:"), "{preset}: {t}");
+    }
+}
+
+#[test]
 fn unknown_preset_and_bad_files_are_bad_input() {
     let o = run(&["tune", "check", "--preset", "nope"]);
     assert_eq!(o.status.code(), Some(2));

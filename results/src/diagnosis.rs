@@ -274,7 +274,18 @@ pub fn diagnose(e: &Evidence<'_>) -> Vec<Cause> {
         );
     }
     let syn_retrans = e.c("TcpExt.TCPSynRetrans");
-    if timed_out > 0 && !(ct_drop > 0 || ct_full) && qdrop == 0 {
+    if timed_out > 0 && !(ct_drop > 0 || ct_full) && qdrop == 0 && overflows > 0 {
+        // A SYN that meets a full accept queue is dropped (ListenOverflows++, kernels ≥ 4.10;
+        // FACTS-2 §1, tcp_input.c `tcp_conn_request`): the client retries after 1 s, 2 s, …
+        add(
+            Kind::TimedOut,
+            format!(
+                "timed out: {timed_out} of {} attempts got no SYN-ACK within the connect timeout (ETIMEDOUT; TCPSynRetrans {syn_retrans}) because the accept queue was full: a SYN that meets a full accept queue is dropped (ListenOverflows {overflows}; {}) — fix: accept faster, raise the backlog and net.core.somaxconn, or allow a longer --connect-timeout (SYN retries come after 1 s, 2 s, …)",
+                e.attempts,
+                e.accept_queue()
+            ),
+        );
+    } else if timed_out > 0 && !(ct_drop > 0 || ct_full) && qdrop == 0 {
         add(
             Kind::TimedOut,
             format!(
@@ -564,5 +575,32 @@ mod tests {
             balanced: None,
         });
         assert_eq!(kinds(&c), [Kind::TimedOut, Kind::PortsExhausted]);
+    }
+
+    #[test]
+    fn timeouts_with_a_full_accept_queue_are_blamed_on_it() {
+        let counters = BTreeMap::from([
+            ("TcpExt.ListenOverflows".to_string(), 773),
+            ("TcpExt.TCPSynRetrans".to_string(), 900),
+        ]);
+        let failures = BTreeMap::from([("ETIMEDOUT".to_string(), 773)]);
+        let settings = BTreeMap::new();
+        let c = diagnose(&Evidence {
+            counters: &counters,
+            settings: &settings,
+            attempts: 2000,
+            failures: &failures,
+            client_handshakes: 1227,
+            server_accepts: Some(1227),
+            balanced: None,
+        });
+        let t = c.iter().find(|c| c.kind == Kind::TimedOut).unwrap();
+        assert!(
+            t.line.contains("because the accept queue was full"),
+            "{}",
+            t.line
+        );
+        assert!(t.line.contains("ListenOverflows 773"), "{}", t.line);
+        assert!(!t.line.contains("no counter here explains"), "{}", t.line);
     }
 }

@@ -346,7 +346,7 @@ mod tests {
             // As `bench` wrote them before it stopped storing derivable warnings.
             "peak: kernel counter TcpExt.TCPSynRetrans rose by 12 — drops make this a different experiment".into(),
             "latency: ListenOverflows 3".into(),
-            "run interrupted (Ctrl-C): numbers cover only what ran".into(),
+            "run interrupted by a signal (SIGINT/SIGTERM): numbers cover only what ran".into(),
             // Not derivable: kept.
             "engine auto fell back to epoll: io_uring disabled".into(),
         ];

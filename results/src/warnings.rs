@@ -22,7 +22,9 @@ fn counter_warning(name: &str, delta: i64) -> String {
 pub fn derived(r: &RunRecord) -> Vec<String> {
     let mut w = Vec::new();
     if r.run.interrupted {
-        w.push("run interrupted (Ctrl-C): numbers cover only what ran".to_string());
+        w.push(
+            "run interrupted by a signal (SIGINT/SIGTERM): numbers cover only what ran".to_string(),
+        );
     }
     if let Some(why) = &r.run.engine_fallback_reason {
         w.push(format!("engine auto fell back to epoll: {why}"));

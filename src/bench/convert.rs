@@ -12,12 +12,13 @@ pub struct PhaseStart {
     pub offset_ms: f64,
     /// Wall clock, ms since the epoch (run start's wall clock + `offset_ms`).
     pub unix_ms: u64,
+    /// The load generator's window, s from the start of its warm-up: (warm-up, warm-up +
+    /// duration). Timeline rows are kept only for whole seconds of the measured part (a partial
+    /// last second or a drain second after the end would read as a dip).
+    pub window: (f64, f64),
 }
 
-/// Builds a phase record from a load report and the harness's measurements. `window` is
-/// (warm-up, warm-up + duration) in seconds from the start of the warm-up: timeline rows are kept
-/// only for whole seconds of the measured part (a partial last second or a drain second after
-/// the end would read as a dip).
+/// Builds a phase record from a load report and the harness's measurements.
 pub fn phase_record(
     name: &str,
     start: PhaseStart,
@@ -26,9 +27,8 @@ pub fn phase_record(
     cpu: rec::CpuUsage,
     counters: BTreeMap<String, i64>,
     cross_check: rec::CrossCheck,
-    window: (f64, f64),
 ) -> PhaseRecord {
-    let (warmup_secs, end_secs) = window;
+    let (warmup_secs, end_secs) = start.window;
     PhaseRecord {
         name: name.to_string(),
         pattern: pattern(report.pattern),

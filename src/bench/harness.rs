@@ -394,6 +394,10 @@ impl Harness {
             unix_ms: (self.started.1 + offset)
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_millis() as u64),
+            window: (
+                spec.warmup.as_secs_f64(),
+                (spec.warmup + spec.duration).as_secs_f64(),
+            ),
         };
         let never_accepted = match accepted_total {
             Some(acc) if acc < report.total.successes => {
@@ -409,10 +413,6 @@ impl Harness {
             cpu,
             counters,
             cross_check,
-            (
-                spec.warmup.as_secs_f64(),
-                (spec.warmup + spec.duration).as_secs_f64(),
-            ),
         );
         super::convert::count_never_accepted(&mut record, never_accepted);
         record.settings = self.settings();

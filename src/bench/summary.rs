@@ -86,10 +86,17 @@ pub fn phase(out: &mut String, p: &PhaseRecord) {
             group(p.cpm),
             group(p.achieved_per_sec)
         );
+    } else if p.measured_secs <= 0.0 {
+        let _ = writeln!(
+            out,
+            "{} ({}): nothing measured — the phase ended (interrupted) before its measured part began",
+            p.name,
+            pattern_text(p),
+        );
     } else {
         let _ = writeln!(
             out,
-            "{} ({}, {:.1} s): nothing measured — no connection succeeded",
+            "{} ({}, {:.1} s measured): nothing measured — no connection succeeded",
             p.name,
             pattern_text(p),
             p.measured_secs

@@ -292,7 +292,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     };
     // The kernel's counters of the targets' namespace: readable from here only when every target
     // is a loopback address (then it is this process's own namespace).
-    let local = cfg.targets.iter().all(|t| t.ip().is_loopback());
+    let local = cfg.targets.iter().all(|t| is_local(t.ip()));
     let before = local.then(read_counters).flatten();
     let mut report = loadgen::run(&cfg, &stop, &mut on_second).map_err(|e| match e {
         LoadError::Config(_) | LoadError::Pin { .. } => bad_input(e.to_string()),
@@ -517,29 +517,40 @@ fn config(args: &Args, nofile: u64) -> anyhow::Result<LoadConfig> {
     Ok(cfg)
 }
 
+/// Whether connecting to `ip` stays on this host, in this network namespace: a loopback address
+/// (127.0.0.0/8, ::1, or IPv4-mapped loopback `::ffff:127.x.y.z`), or the unspecified address
+/// (connect(2) to 0.0.0.0 or :: reaches the local host; ip(7)).
+fn is_local(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => v4.is_loopback() || v4.is_unspecified(),
+        IpAddr::V6(v6) => {
+            v6.is_loopback()
+                || v6.is_unspecified()
+                || v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
+        }
+    }
+}
+
 fn allowed_cpus() -> anyhow::Result<Vec<usize>> {
     Ok(tuning::topology::allowed_cpus(Path::new("/"))?)
 }
 
-/// What TIME_WAIT reuse does to the budget, from the settings it depends on
+/// The port budget with TIME_WAIT reuse taken into account, from the settings it depends on
 /// (`tuning::ports::budget`: tcp_tw_reuse, tcp_timestamps, tcp_tw_reuse_delay; reuse needs
-/// timestamps, ip-sysctl.rst), as one clause; empty when the settings cannot be read.
-fn tw_reuse_note(cfg: &LoadConfig, b: &loadgen::ports::PortBudget) -> String {
+/// timestamps, ip-sysctl.rst); `None` when the settings cannot be read.
+fn reuse_estimate(
+    cfg: &LoadConfig,
+    b: &loadgen::ports::PortBudget,
+) -> Option<tuning::ports::Estimate> {
     let io = tuning::plan::ProcSys { root: "/".into() };
-    match tuning::ports::PortSettings::read(&io) {
-        Ok(s) => {
-            let all_loopback = cfg.targets.iter().all(|t| t.ip().is_loopback());
-            let e = tuning::ports::budget(&s, b.triples, all_loopback, cfg.close == CloseMode::Fin);
-            match e.reuse {
-                tuning::ports::Reuse::Yes { .. } => format!(
-                    " — with TIME_WAIT reuse the real limit is higher: {}",
-                    e.explain
-                ),
-                tuning::ports::Reuse::No { why } => format!(" — no TIME_WAIT reuse: {why}"),
-            }
-        }
-        Err(_) => String::new(),
-    }
+    let s = tuning::ports::PortSettings::read(&io).ok()?;
+    let all_local = cfg.targets.iter().all(|t| is_local(t.ip()));
+    Some(tuning::ports::budget(
+        &s,
+        b.triples,
+        all_local,
+        cfg.close == CloseMode::Fin,
+    ))
 }
 
 fn warn_port_budget(cfg: &LoadConfig, b: &loadgen::ports::PortBudget) {
@@ -548,15 +559,34 @@ fn warn_port_budget(cfg: &LoadConfig, b: &loadgen::ports::PortBudget) {
         "use more --source addresses (any 127.0.0.0/8 on loopback), more targets, --close rst or \
                --close server, a wider net.ipv4.ip_local_port_range, or net.ipv4.tcp_tw_reuse=1";
     if let (Some(per_sec), Pattern::Open { rate_per_sec, .. }) = (b.per_sec, cfg.pattern) {
-        if rate_per_sec > per_sec {
-            eprintln!(
-                "connstorm load: warning: --rate {rate_per_sec:.0}/s exceeds the ephemeral-port budget of about \
-                 {per_sec:.0}/s ({} ports [{lo}-{hi}] x {} source/target triples / 60 s TIME_WAIT with --close fin): \
-                 expect EADDRNOTAVAIL (port exhaustion){}; {fix}",
-                b.ports,
-                b.triples,
-                tw_reuse_note(cfg, b)
-            );
+        let estimate = reuse_estimate(cfg, b);
+        match estimate {
+            // TIME_WAIT reuse applies: only a rate above the reuse budget can exhaust ports.
+            Some(e) if matches!(e.reuse, tuning::ports::Reuse::Yes { .. }) => {
+                if e.per_sec.is_some_and(|r| rate_per_sec > r) {
+                    eprintln!(
+                        "connstorm load: warning: --rate {rate_per_sec:.0}/s exceeds the ephemeral-port budget even with \
+                         TIME_WAIT reuse ({}): expect EADDRNOTAVAIL (port exhaustion); {fix}",
+                        e.explain
+                    );
+                }
+            }
+            e if rate_per_sec > per_sec => {
+                let why = match e.map(|e| e.reuse) {
+                    Some(tuning::ports::Reuse::No { why }) => {
+                        format!(" — no TIME_WAIT reuse: {why}")
+                    }
+                    _ => String::new(),
+                };
+                eprintln!(
+                    "connstorm load: warning: --rate {rate_per_sec:.0}/s exceeds the ephemeral-port budget of about \
+                     {per_sec:.0}/s ({} ports [{lo}-{hi}] x {} source/target triples / 60 s TIME_WAIT with --close fin): \
+                     expect EADDRNOTAVAIL (port exhaustion){why}; {fix}",
+                    b.ports,
+                    b.triples,
+                );
+            }
+            _ => {}
         }
     }
     let in_flight = match cfg.pattern {

@@ -219,6 +219,12 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
                 );
             }
             match &knee {
+                _ if record.run.interrupted => {
+                    let _ = writeln!(
+                        out,
+                        "knee: none stated — the sweep was interrupted, so not every step ran"
+                    );
+                }
                 Some(k) => {
                     let _ = writeln!(
                         out,
