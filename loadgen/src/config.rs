@@ -182,6 +182,15 @@ impl LoadConfig {
                         crate::schedule::MAX_RATE_PER_SEC
                     ));
                 }
+                // Fewer than one start due in the measured part measures nothing.
+                let due = rate_per_sec * self.duration.as_secs_f64();
+                if due < 1.0 {
+                    return bad(format!(
+                        "rate {rate_per_sec}/s over a {:?} measured duration schedules {due:.3} starts, \
+                         fewer than one: raise --rate or --duration",
+                        self.duration
+                    ));
+                }
                 if self.max_in_flight == 0 {
                     return bad("max_in_flight is 0: allow at least one attempt in flight".into());
                 }
@@ -348,6 +357,18 @@ mod tests {
                 assert!(e.to_string().contains("1000M/s"), "{e}");
             }
         }
+        // A rate so low that no start falls in the measured part (1e-7/s over the test's
+        // duration) measures nothing: refused, naming both knobs.
+        let e = LoadConfig {
+            pattern: Pattern::Open {
+                rate_per_sec: 1e-7,
+                arrival: Arrival::Uniform,
+            },
+            ..cfg()
+        }
+        .validate()
+        .unwrap_err();
+        assert!(e.to_string().contains("fewer than one"), "{e}");
         for (d, ok) in [
             (Duration::from_nanos(1), false),
             (Duration::ZERO, false),

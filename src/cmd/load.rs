@@ -334,29 +334,36 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     });
     let warnings: Vec<String> = report.schedule_warning().into_iter().collect();
     let mut out = std::io::stdout().lock();
-    match args.format {
-        Format::Json => {
-            let json = serde_json::to_string_pretty(&JsonReport {
-                cpm: report.cpm(),
-                port_budget: budget.as_ref().ok(),
-                warnings: &warnings,
-                targets_local: local,
-                kernel_counters: kernel.as_ref().map(|k| &k.delta),
-                acceptance: kernel.as_ref().map(|k| &k.acceptance),
-                diagnosis: kernel.as_ref().map(|k| &k.causes),
-                report: &report,
-            })?;
-            writeln!(out, "{json}")?;
-            for w in &warnings {
-                eprintln!("connstorm load: WARNING: {w}");
+    let written = (|| -> std::io::Result<()> {
+        match args.format {
+            Format::Json => {
+                let json = serde_json::to_string_pretty(&JsonReport {
+                    cpm: report.cpm(),
+                    port_budget: budget.as_ref().ok(),
+                    warnings: &warnings,
+                    targets_local: local,
+                    kernel_counters: kernel.as_ref().map(|k| &k.delta),
+                    acceptance: kernel.as_ref().map(|k| &k.acceptance),
+                    diagnosis: kernel.as_ref().map(|k| &k.causes),
+                    report: &report,
+                })?;
+                writeln!(out, "{json}")?;
+                for w in &warnings {
+                    eprintln!("connstorm load: WARNING: {w}");
+                }
+            }
+            Format::Text => {
+                write_text(&mut out, &report, &warnings)?;
+                write_kernel(&mut out, kernel.as_ref(), local, report.total.successes)?;
             }
         }
-        Format::Text => {
-            write_text(&mut out, &report, &warnings)?;
-            write_kernel(&mut out, kernel.as_ref(), local, report.total.successes)?;
-        }
+        out.flush()
+    })();
+    match written {
+        // The reader went away (`| head`): the run's own exit code still says what happened.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+        other => other?,
     }
-    out.flush()?;
     Ok(exit_code(&report))
 }
 
