@@ -976,7 +976,10 @@ fn default_bench_retransmits_no_syn() {
     );
     let rec = only_record(dir.path());
     let opens = k["Tcp.ActiveOpens"];
-    assert!(opens > 3_000, "ports reused at least 3 times: {opens}\n{text}");
+    assert!(
+        opens > 3_000,
+        "ports reused at least 3 times: {opens}\n{text}"
+    );
     for p in &rec.phases {
         assert_eq!(
             p.counters.get("TcpExt.TCPSynRetrans").copied(),

@@ -410,7 +410,7 @@ mod tests {
         assert_eq!(r.warnings.len(), 4, "{:#?}", r.warnings);
         assert!(r.warnings[0].contains("interrupted"));
         assert!(r.warnings.iter().any(|w| w.contains(
-            "TCPSynRetrans = 12 — SYN or SYN-ACK retransmitted 12 times (a handshake packet was lost: ≥ 1 s on that handshake; or a SYN met a TIME_WAIT of the same 4-tuple, which Linux answers with an ACK and retransmits the SYN after a few ms)"
+            "TCPSynRetrans = 12 — SYN or SYN-ACK retransmitted 12 times (a handshake packet was lost: ≥ 1 s on that handshake; or a SYN met an orphaned FIN_WAIT2 minisock of the same 4-tuple"
         )), "{:#?}", r.warnings);
         assert!(
             !r.warnings
