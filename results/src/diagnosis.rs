@@ -350,12 +350,16 @@ fn syn_retransmit_cause(e: &Evidence<'_>, syn_retrans: i64, timed_out: u64) -> O
             "SYN retransmits: TCPSynRetrans {syn_retrans} (SYN or SYN-ACK retransmitted after the drops above: ≥ 1 s on each such handshake)"
         ));
     }
+    let minisocks = e.c("TcpExt.TW");
     let fw2 = e.c("TcpExt.TCPACKSkippedFinWait2");
     let tw = e.c("TcpExt.TCPACKSkippedTimeWait");
-    let synsent = e.c("TcpExt.TCPACKSkippedSynRecv") + e.c("TcpExt.TCPACKSkippedSeq");
-    let challenge = e.c("TcpExt.TCPChallengeACK");
+    if minisocks <= 0 {
+        return Some(format!(
+            "SYN retransmits: TCPSynRetrans {syn_retrans} with no drop counter rising and no FIN_WAIT2/TIME_WAIT minisock created here (TcpExt.TW 0): the SYNs met state this namespace does not count (the peer's host, a middlebox) or a lost packet — fix: check the target host's TcpExt.TW and drop counters"
+        ));
+    }
     Some(format!(
-        "SYN retransmits: TCPSynRetrans {syn_retrans} with no drop counter rising: a SYN met an older connection on the same 4-tuple that the peer still held (FIN_WAIT2 / TIME_WAIT minisock or a half-closed socket), got an ACK instead of a SYN-ACK, reset it and was resent after a few ms (TCPChallengeACK {challenge}, TCPACKSkippedFinWait2 {fw2}, TCPACKSkippedTimeWait {tw}, other skipped ACKs {synsent}) — fix: let the client close first (--close fin) or the server close with RST (--mode rst), so no old state outlives the port's reuse"
+        "SYN retransmits: TCPSynRetrans {syn_retrans} with no drop counter rising: the SYNs met orphaned FIN_WAIT2 minisocks of the same 4-tuple (TcpExt.TW {minisocks} minisocks with a 60 s timer created; rate-limited ACKs skipped in FIN_WAIT2 {fw2}, in TIME_WAIT {tw}): the server closed first and the client's RST raced the ACK of the server's FIN, so the minisock outlived the connection; a SYN on the reused port got an ACK, the client reset the minisock and resent the SYN after a few ms — fix: `bench` avoids this by default (TCP_LINGER2 -1 on its server with --close rst); with an external server, close with RST on the server (--mode rst) or let the client close first (--close fin)"
     ))
 }
 

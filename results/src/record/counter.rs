@@ -45,7 +45,7 @@ const MEANINGS: &[(&str, &str)] = &[
     ("TcpExt.TCPReqQFullDoCookies", "SYN queue full: answered with a syncookie instead of queueing the SYN (net.ipv4.tcp_syncookies)"),
     ("TcpExt.SyncookiesSent", "SYN-ACKs sent as syncookies: the SYN queue overflowed, or net.ipv4.tcp_syncookies=2 sends them always (options like window scaling may be lost)"),
     ("TcpExt.SyncookiesFailed", "ACKs at a listener that did not validate as syncookies (a lost handshake only if our counts do not balance)"),
-    ("TcpExt.TCPSynRetrans", "SYN or SYN-ACK retransmitted (a handshake packet was lost: ≥ 1 s on that handshake; or a SYN met a TIME_WAIT of the same 4-tuple, which Linux answers with an ACK and retransmits the SYN after a few ms)"),
+    ("TcpExt.TCPSynRetrans", "SYN or SYN-ACK retransmitted (a handshake packet was lost: ≥ 1 s on that handshake; or a SYN met an orphaned FIN_WAIT2 minisock of the same 4-tuple, left when a client RST raced the ACK of the server's FIN (TcpExt.TW counts such minisocks), which answers with an ACK, takes the client's RST and lets the SYN be resent after a few ms)"),
     ("TcpExt.TCPRetransFail", "retransmits the stack could not send (dropped on the way out, e.g. by netfilter or a full qdisc)"),
     ("TcpExt.EmbryonicRsts", "resets of handshakes not yet accepted (SYN_RECV requests), e.g. net.ipv4.tcp_abort_on_overflow=1 answering a final ACK at a full accept queue"),
     ("TcpExt.SyncookiesRecv", "ACKs that completed a handshake from a syncookie"),
@@ -122,10 +122,11 @@ mod tests {
     fn retransmits_are_not_called_drops() {
         let s = describe_counter("TcpExt.TCPSynRetrans", 12);
         assert!(
-            s.starts_with("SYN or SYN-ACK retransmitted 12 times (a handshake packet was lost: ≥ 1 s on that handshake; or a SYN met a TIME_WAIT of the same 4-tuple, which Linux answers with an ACK and retransmits the SYN after a few ms)"),
+            s.starts_with("SYN or SYN-ACK retransmitted 12 times (a handshake packet was lost: ≥ 1 s on that handshake; or a SYN met an orphaned FIN_WAIT2 minisock of the same 4-tuple"),
             "{s}"
         );
         assert!(!s.contains("accept queue"), "{s}");
+        assert!(!s.contains("met a TIME_WAIT"), "{s}");
         let s = describe_counter("Tcp.RetransSegs", 4);
         assert!(s.contains("retransmitted 4 times"), "{s}");
         let s = describe_counter("TcpExt.ListenOverflows", 3);
