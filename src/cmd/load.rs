@@ -570,7 +570,8 @@ fn warn_port_budget(cfg: &LoadConfig, b: &loadgen::ports::PortBudget) {
         match estimate {
             // TIME_WAIT reuse applies: only a rate above the reuse budget can exhaust ports.
             Some(e) if matches!(e.reuse, tuning::ports::Reuse::Yes { .. }) => {
-                if e.per_sec.is_some_and(|r| rate_per_sec > r) {
+                let over = e.per_sec.is_some_and(|r| rate_per_sec > r);
+                if over {
                     eprintln!(
                         "connstorm load: warning: --rate {rate_per_sec:.0}/s exceeds the ephemeral-port budget even with \
                          TIME_WAIT reuse ({}): expect EADDRNOTAVAIL (port exhaustion); {fix}",
