@@ -182,15 +182,6 @@ impl LoadConfig {
                         crate::schedule::MAX_RATE_PER_SEC
                     ));
                 }
-                // Fewer than one start due in the measured part measures nothing.
-                let due = rate_per_sec * self.duration.as_secs_f64();
-                if due < 1.0 {
-                    return bad(format!(
-                        "rate {rate_per_sec}/s over a {:?} measured duration schedules {due:.3} starts, \
-                         fewer than one: raise --rate or --duration",
-                        self.duration
-                    ));
-                }
                 if self.max_in_flight == 0 {
                     return bad("max_in_flight is 0: allow at least one attempt in flight".into());
                 }
@@ -207,6 +198,17 @@ impl LoadConfig {
                  start-up noise; give e.g. 10 s",
                 self.duration
             ));
+        }
+        // Fewer than one start due in the measured part measures nothing.
+        if let Pattern::Open { rate_per_sec, .. } = self.pattern {
+            let due = rate_per_sec * self.duration.as_secs_f64();
+            if due < 1.0 {
+                return bad(format!(
+                    "rate {rate_per_sec}/s over a {:?} measured duration schedules {due:.3} starts, \
+                     fewer than one: raise --rate or --duration",
+                    self.duration
+                ));
+            }
         }
         if self.connect_timeout.is_zero() {
             return bad("connect timeout is zero: give a positive timeout, e.g. 3 s".into());

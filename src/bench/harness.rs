@@ -129,10 +129,9 @@ impl Harness {
                 cfg.engine = setup.engine;
                 cfg.mode = setup.mode;
                 cfg.backlog = setup.backlog;
-                // A client RST can race the ACK of the server's FIN and miss the server's
-                // FIN_WAIT2 minisock; the next SYN on that port then meets it and is
-                // retransmitted. Without FIN_WAIT2 there is nothing to meet.
-                cfg.abort_orphan_fin_wait2 = setup.close == loadgen::CloseMode::Rst;
+                // Not `abort_orphan_fin_wait2`: with TCP_LINGER2 < 0 the kernel answers the
+                // client's ACK of our FIN with an RST (tcp_rcv_state_process, FIN_WAIT1), which
+                // the client then sees as a failure and the cross-check no longer balances.
                 let started = match &ns {
                     Some(ns) => ns.enter_server(|| server::Server::start(cfg))?,
                     None => server::Server::start(cfg),
