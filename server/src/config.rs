@@ -30,21 +30,11 @@ pub struct ServerConfig {
     pub mode: Mode,
     /// Flow steering between the listeners of the group.
     pub steer: Steer,
-    /// Set `TCP_LINGER2 = -1` on the listeners (inherited by every accepted socket): a closed
-    /// connection whose FIN the peer has ACKed is destroyed at once instead of living on as an
-    /// orphaned FIN_WAIT2 minisock (tcp(7) TCP_LINGER2; src net/ipv4/tcp_input.c
-    /// `tcp_rcv_state_process`, case TCP_FIN_WAIT1: `linger2 < 0` → `tcp_done`, counted in
-    /// TCPAbortOnData). Meant for clients that close with RST: their RST can race the ACK of our
-    /// FIN and miss the minisock, which then holds the 4-tuple for `tcp_fin_timeout` (60 s) and
-    /// answers the next SYN on that port with an ACK, so that SYN is retransmitted
-    /// (TCPSynRetrans). Wrong for clients that close with FIN after ours (they get an RST instead
-    /// of a TIME_WAIT here). Default `false`.
-    pub abort_orphan_fin_wait2: bool,
 }
 
 impl ServerConfig {
     /// A config with the documented defaults: engine `Auto`, backlog 65535, mode `Close`,
-    /// steering `None`, `abort_orphan_fin_wait2` off.
+    /// steering `None`.
     pub fn new(listen: SocketAddr, cpus: Vec<usize>) -> Self {
         ServerConfig {
             listen,
@@ -53,7 +43,6 @@ impl ServerConfig {
             backlog: 65535,
             mode: Mode::Close,
             steer: Steer::None,
-            abort_orphan_fin_wait2: false,
         }
     }
 }

@@ -61,35 +61,6 @@ pub fn bind_group(
     Ok((out, real))
 }
 
-/// setsockopt(TCP_LINGER2, -1) on a listener; accepted sockets inherit it (the child is a clone of
-/// the listener, src net/ipv4/tcp_minisocks.c `tcp_create_openreq_child`). See
-/// [`crate::ServerConfig::abort_orphan_fin_wait2`].
-///
-/// # Errors
-/// [`ServerError::Listener`] naming setsockopt(TCP_LINGER2).
-pub fn abort_orphan_fin_wait2(sock: &Socket, addr: SocketAddr) -> Result<(), ServerError> {
-    use std::os::fd::AsRawFd;
-    let val: libc::c_int = -1;
-    // SAFETY: a valid socket fd and a pointer to a c_int of the length given.
-    let rc = unsafe {
-        libc::setsockopt(
-            sock.as_raw_fd(),
-            libc::IPPROTO_TCP,
-            libc::TCP_LINGER2,
-            (&val as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if rc != 0 {
-        return Err(ServerError::Listener {
-            what: "setsockopt(TCP_LINGER2)",
-            addr,
-            source: io::Error::last_os_error(),
-        });
-    }
-    Ok(())
-}
-
 fn bind_error(addr: SocketAddr, e: io::Error) -> ServerError {
     match e.raw_os_error() {
         Some(libc::EADDRINUSE) => ServerError::AddrInUse { addr },

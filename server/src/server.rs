@@ -64,11 +64,6 @@ impl Server {
         };
         let (listeners, local_addr) =
             crate::listener::bind_group(cfg.listen, cfg.cpus.len(), cfg.backlog)?;
-        if cfg.abort_orphan_fin_wait2 {
-            for l in &listeners {
-                crate::listener::abort_orphan_fin_wait2(l, local_addr)?;
-            }
-        }
         let steering = crate::steer::install(&listeners, &cfg.cpus, cfg.steer, local_addr)?;
         let shared = Arc::new(Shared::new(cfg.cpus.len()));
         let started = Instant::now();

@@ -97,7 +97,6 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         backlog: args.backlog,
         mode: args.mode,
         steer: args.steer,
-        abort_orphan_fin_wait2: false,
     };
     let srv = Server::start(cfg).map_err(|e| {
         if e.is_bad_input() {

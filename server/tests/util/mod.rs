@@ -27,7 +27,6 @@ pub fn config(engine: EngineChoice, cpus: Vec<usize>, mode: Mode) -> ServerConfi
         backlog: 4096,
         mode,
         steer: Steer::None,
-        abort_orphan_fin_wait2: false,
     }
 }
 
