@@ -66,42 +66,6 @@ pub fn command() -> clap::Command {
     add(Cli::command())
 }
 
-/// Writes `text` to stdout, ignoring errors: a closed stdout or a reader that went away (`| head`,
-/// EPIPE; Rust ignores SIGPIPE, so a write returns EPIPE instead of killing the process) must
-/// neither panic (as `print!` does) nor stop the run before its record is written.
-pub fn out(text: &str) {
-    use std::io::Write as _;
-    let mut o = std::io::stdout().lock();
-    let _ = o.write_all(text.as_bytes()).and_then(|()| o.flush());
-}
-
-/// Writes one line to stderr, ignoring errors (see [`out`]): progress and notes never panic on a
-/// closed stderr.
-pub fn note(line: &str) {
-    use std::io::Write as _;
-    let _ = writeln!(std::io::stderr().lock(), "{line}");
-}
-
-/// An error in what the user gave us (command line, file, host state): exit code 2.
-///
-/// Wrap with `anyhow::Error::new(BadInput(msg))` or [`bad_input`]; the message must say what is
-/// wrong and how to fix it.
-#[derive(Debug)]
-pub struct BadInput(pub String);
-
-impl std::fmt::Display for BadInput {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for BadInput {}
-
-/// Builds a bad-input error (exit code 2) from a message.
-pub fn bad_input(msg: impl Into<String>) -> anyhow::Error {
-    anyhow::Error::new(BadInput(msg.into()))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -22,9 +22,28 @@ use std::io::Write;
 
 use clap::FromArgMatches;
 
+// `print!`, `println!` and `eprintln!` in this crate never panic: std's panic when stdout or
+// stderr is closed (`connstorm bench | head -1`, `2>&-`), which would lose the run before its
+// record is written. These go through `output::out` / `output::note`, which ignore EPIPE and remember
+// any other stdout error for the exit code (see `output::stdout_error`).
+macro_rules! print {
+    ($($t:tt)*) => { $crate::output::out(&format!($($t)*)) };
+}
+macro_rules! println {
+    () => { $crate::output::out("\n") };
+    ($($t:tt)*) => { $crate::output::out(&format!("{}\n", format_args!($($t)*))) };
+}
+macro_rules! eprintln {
+    () => { $crate::output::note("") };
+    ($($t:tt)*) => { $crate::output::note(&format!($($t)*)) };
+}
+
 mod bench;
 mod cli;
 mod cmd;
+mod error;
+mod output;
+mod progress;
 mod signals;
 mod units;
 
@@ -47,10 +66,10 @@ fn main() {
             if is_broken_pipe(&err) {
                 0
             } else {
-                let code = if err.downcast_ref::<cli::BadInput>().is_some()
+                let code = if err.downcast_ref::<error::BadInput>().is_some()
                     || err
                         .chain()
-                        .any(|c| c.downcast_ref::<cli::BadInput>().is_some())
+                        .any(|c| c.downcast_ref::<error::BadInput>().is_some())
                 {
                     2
                 } else {
@@ -60,6 +79,16 @@ fn main() {
                 code
             }
         }
+    };
+    let code = match output::stdout_error() {
+        Some(e) if code == 0 => {
+            let _ = writeln!(
+                std::io::stderr(),
+                "connstorm: error: writing the output to stdout failed: {e} (the run ended normally; any record or file it names was written)"
+            );
+            1
+        }
+        _ => code,
     };
     std::process::exit(code);
 }

@@ -197,7 +197,7 @@ fn json_report_has_rates_percentile_tables_and_the_close_mode() {
     );
     assert!(!j["timeline"].as_array().unwrap().is_empty());
     assert!(
-        stderr(&o).contains("t=   0s"),
+        stderr(&o).contains("t=   0 s"),
         "per-second lines on stderr: {}",
         stderr(&o)
     );
@@ -292,7 +292,7 @@ fn overloaded_generator_keeps_reporting_warns_and_exits_3_without_successes() {
     let out = String::from_utf8_lossy(&o.stdout);
     assert_eq!(o.status.code(), Some(3), "{out}\n{}", stderr(&o));
     assert!(
-        stderr(&o).contains("t=   0s") && stderr(&o).contains("t=   1s"),
+        stderr(&o).contains("t=   0 s") && stderr(&o).contains("t=   1 s"),
         "{}",
         stderr(&o)
     );
@@ -665,6 +665,12 @@ fn handshakes_the_server_never_accepted_are_failures_not_successes() {
     assert!(text.contains("kernel counters (Δ over the run"), "{text}");
     assert!(text.contains("Tcp.PassiveOpens"), "{text}");
     assert!(text.contains("acceptance: all"), "{text}");
+    // The diagnosis names the listener's backlog (read with ss(8)), not "unknown".
+    let diagnosis = j["diagnosis"].to_string();
+    assert!(
+        diagnosis.contains("listen backlog 8,"),
+        "the accept queue's size is named: {diagnosis}"
+    );
 }
 
 /// Names and addresses (row 4): a server on 127.0.0.1 only; targets on ::1 and 127.0.0.1 in one
@@ -807,7 +813,7 @@ fn a_partial_second_is_scaled_and_marked_and_closed_loop_says_started() {
     let e = stderr(&open);
     let line = e
         .lines()
-        .find(|l| l.starts_with("t=   1s"))
+        .find(|l| l.starts_with("t=   1 s"))
         .unwrap_or_else(|| panic!("{e}"));
     assert!(
         line.contains("offered 400/s") && line.contains("achieved 400/s"),
@@ -820,7 +826,7 @@ fn a_partial_second_is_scaled_and_marked_and_closed_loop_says_started() {
     let c = stderr(&closed);
     let line = c
         .lines()
-        .find(|l| l.starts_with("t=   0s"))
+        .find(|l| l.starts_with("t=   0 s"))
         .unwrap_or_else(|| panic!("{c}"));
     assert!(
         line.contains("started ") && !line.contains("offered"),

@@ -151,7 +151,10 @@ fn trials(dir: &Path, label: &str, factor: f64, n: usize) -> Vec<PathBuf> {
             rec.label = label.into();
             let noise = 1.0 + 0.005 * ((i as f64 * 2.3).sin());
             for p in &mut rec.phases {
-                p.achieved_per_sec *= factor * noise;
+                // The same successes in less time: the rate moves, the record stays consistent.
+                p.measured_secs /= factor * noise;
+                p.achieved_per_sec = p.successes as f64 / p.measured_secs;
+                p.cpm = p.achieved_per_sec * 60.0;
             }
             rec.write_atomic(dir).unwrap()
         })
@@ -254,6 +257,23 @@ fn compare_refuses_mixed_setups_unless_allowed() {
     ok(&args);
     let text = std::fs::read_to_string(&out).unwrap();
     assert!(text.contains("setup differs: target"), "{text}");
+    // `plot --kind ab` applies the same refusal, and the same way out.
+    let png = dir.path().join("ab.svg");
+    let mut plot = vec!["plot", "--kind", "ab", "-o", s(&png)];
+    plot.extend(a.iter().map(|p| s(p)));
+    plot.push("--");
+    plot.extend(b.iter().map(|p| s(p)));
+    let o = connstorm(&plot);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("target: A own server on loopback"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!png.exists(), "nothing drawn before the refusal");
+    plot.push("--allow-mismatch");
+    ok(&plot);
+    assert!(png.exists());
 }
 
 /// Zero-connection records: CPU per connection is n/a (null in JSON), never 0 or "-100%".
@@ -266,6 +286,7 @@ fn compare_of_zero_connection_records_gives_no_verdict() {
             for p in &mut rec.phases {
                 p.successes = 0;
                 p.achieved_per_sec = 0.0;
+                p.cpm = 0.0;
                 p.cpu.load = results::record::SideCpu::new(0, 1_900_000_000, 3_000_000_000, 1, 0);
                 p.cpu.server = Some(p.cpu.load);
             }

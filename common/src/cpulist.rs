@@ -35,6 +35,15 @@ pub const MAX_CPU: usize = 8191;
 /// "offline, absent or not allowed (usable CPUs: ...)").
 pub const POSSIBLE_CPUS: &str = "sys/devices/system/cpu/possible";
 
+/// The one wording for a CPU that is offline, absent or outside this process's affinity mask
+/// (sched_getaffinity(2)), with the usable CPUs as a cpulist: every command says it the same way.
+pub fn unavailable_message(cpu: usize, usable: &[usize]) -> String {
+    format!(
+        "CPU {cpu} is offline, absent or not allowed for this process (usable CPUs: {}): pick CPUs from that list",
+        format(usable)
+    )
+}
+
 /// A cpulist that could not be parsed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CpuListError {

@@ -6,7 +6,10 @@
 //! # Moving parts
 //! - [`cpulist`]: the kernel's CPU-list syntax (`0-3,8`, strides `0-7:1/2`, `N`, `all`), one
 //!   parser and one set of error messages for every `--cpus` option and every sysfs list.
+//! - [`numfmt`]: the one number formatter (thousands separators in text, a space before a unit,
+//!   `n/a` for what was not measured); JSON and CSV keep raw numbers.
 
 #![forbid(unsafe_code)]
 
 pub mod cpulist;
+pub mod numfmt;

@@ -30,6 +30,16 @@ const SHORT_GREETING: i32 = libc::ENODATA;
 /// can make) still returns to its events, timeouts and per-second flush every few milliseconds.
 pub const START_BUDGET: usize = 64;
 
+/// Open loop: a due start that finds a free slot but that the generator itself reaches more than
+/// this after its intended time (it was starved of CPU, or is offered more than it can start) is
+/// dropped, counted, never started. So the starts it does make stay within 100 ms of their
+/// schedule and are counted in the phase and second they were due in, and a generator that cannot
+/// keep up says so (dropped, with a warning) rather than shifting its work seconds later. A start
+/// waiting for a free slot (the target is slow) waits up to `connect_timeout` instead: that wait is
+/// the target's, and the latency from the intended start shows it (coordinated omission).
+/// Also the grace after the end of the window for starts due before it.
+pub const MAX_GENERATOR_LAG_NS: u64 = 100_000_000;
+
 /// At most this many expired slots are ended per loop turn (each costs a few syscalls).
 pub const EXPIRE_BUDGET: usize = 256;
 
@@ -76,10 +86,11 @@ impl Worker<'_> {
     /// goes back to its events, timeouts and per-second flush before starting more); returns a
     /// fresh `now`.
     ///
-    /// Open loop: a due start that cannot begin within `connect_timeout` of its intended time is
-    /// dropped (counted, never started): either every in-flight slot stayed busy that long, or
-    /// the generator itself fell that far behind its schedule (starved of CPU, or offered more
-    /// than it can start). Such starts are counted by arithmetic in one step
+    /// Open loop: a due start is dropped (counted, never started) when every in-flight slot stayed
+    /// busy for `connect_timeout` after its intended time, or when the generator itself reaches
+    /// it more than [`MAX_GENERATOR_LAG_NS`] after both its intended time and the last moment
+    /// every slot was busy (starved of CPU, or offered more than it can start; capped by
+    /// `connect_timeout`). Such starts are counted by arithmetic in one step
     /// ([`crate::schedule::Schedule::skip_before`]), never one by one, so a worker offered 1e9/s
     /// does O(1) work for them per turn and keeps serving its sockets in flight.
     pub(crate) fn start_due(&mut self, mut now: u64) -> u64 {
@@ -91,9 +102,19 @@ impl Worker<'_> {
                         break;
                     }
                     let full = self.slab.is_full();
+                    if full {
+                        self.last_full_ns = now;
+                    }
                     if now - t > self.timeout_ns {
                         // Everything due before now - timeout is dropped, in one step.
                         self.drop_before(now - self.timeout_ns, full);
+                        continue;
+                    }
+                    // The generator's own lag: time past the intended start and past the last
+                    // moment every slot was busy (a start waiting for a slot is not lagging).
+                    let lag = self.max_lag_ns();
+                    if !full && now - t > lag && now - self.last_full_ns > lag {
+                        self.drop_before(now - lag, false);
                         continue;
                     }
                     if full || budget == 0 {
@@ -122,6 +143,12 @@ impl Worker<'_> {
             }
         }
         now
+    }
+
+    /// How late the generator may reach a due start that has a free slot:
+    /// [`MAX_GENERATOR_LAG_NS`], at most the connect timeout.
+    pub(crate) fn max_lag_ns(&self) -> u64 {
+        MAX_GENERATOR_LAG_NS.min(self.timeout_ns)
     }
 
     /// Counts every intended start the schedule still holds as dropped: the window has ended and

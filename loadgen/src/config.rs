@@ -137,8 +137,8 @@ pub struct LoadConfig {
     /// the CLI's default is [`default_max_in_flight`]. A due attempt that finds no free slot
     /// waits (counted `late` when it starts later than `late_threshold`) and is dropped (counted
     /// `dropped`, never started) once its intended start is older than `connect_timeout`; so is
-    /// any due start the generator itself could not reach within `connect_timeout`. Ignored in
-    /// closed loop.
+    /// any due start with a free slot the generator itself reaches more than
+    /// [`crate::MAX_GENERATOR_LAG_NS`] late. Ignored in closed loop.
     pub max_in_flight: usize,
     /// An open-loop attempt that starts more than this after its intended time is counted `late`
     /// (its latency is still measured from the intended time). CLI default 1 ms.

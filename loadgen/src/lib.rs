@@ -57,6 +57,7 @@ pub mod slot;
 pub mod stats;
 pub mod worker;
 
+pub use attempt::MAX_GENERATOR_LAG_NS;
 pub use config::{default_max_in_flight, Arrival, CloseMode, LoadConfig, Pattern, MIN_DURATION};
 pub use error::LoadError;
 pub use report::{

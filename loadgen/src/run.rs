@@ -278,7 +278,7 @@ struct SecondMerger {
     start_ns: u64,
     measure_ns: u64,
     end_ns: u64,
-    pending: BTreeMap<u64, (usize, Counters, Latency)>,
+    pending: BTreeMap<u64, (usize, Counters, Latency, u64)>,
 }
 
 impl SecondMerger {
@@ -297,12 +297,13 @@ impl SecondMerger {
             let e = self
                 .pending
                 .entry(s.t_secs)
-                .or_insert_with(|| (0, Counters::default(), s.handshake.clone()));
+                .or_insert_with(|| (0, Counters::default(), s.handshake.clone(), 0));
             if e.0 > 0 {
                 e.2.add(&s.handshake);
             }
             e.0 += 1;
             e.1.add(&s.counters);
+            e.3 = e.3.max(s.until_ns);
             e.0 == self.workers
         };
         if complete {
@@ -311,28 +312,36 @@ impl SecondMerger {
                 if self.pending[&t].0 < self.workers {
                     break;
                 }
-                let (_, c, h) = self.pending.remove(&t).expect("present");
-                self.emit(t, &c, &h, emit);
+                let (_, c, h, until) = self.pending.remove(&t).expect("present");
+                self.emit(t, &c, &h, until, emit);
             }
         }
     }
 
     fn finish(&mut self, emit: &mut dyn FnMut(TimelineRow)) {
-        for (t, (_, c, h)) in std::mem::take(&mut self.pending) {
-            self.emit(t, &c, &h, emit);
+        for (t, (_, c, h, until)) in std::mem::take(&mut self.pending) {
+            self.emit(t, &c, &h, until, emit);
         }
     }
 
     /// Emits a row, except a drain second after the end in which nothing happened.
-    fn emit(&self, t: u64, c: &Counters, h: &Latency, emit: &mut dyn FnMut(TimelineRow)) {
+    /// `until`: the latest time any worker's counts for this second reach (see [`Second`]).
+    fn emit(
+        &self,
+        t: u64,
+        c: &Counters,
+        h: &Latency,
+        until: u64,
+        emit: &mut dyn FnMut(TimelineRow),
+    ) {
         let idle = c.attempts + c.successes + c.failures.total() + c.dropped == 0;
         if idle && self.start_ns + t * SEC >= self.end_ns {
             return;
         }
-        emit(self.row(t, c, h));
+        emit(self.row(t, c, h, until));
     }
 
-    fn row(&self, t: u64, c: &Counters, l: &Latency) -> TimelineRow {
+    fn row(&self, t: u64, c: &Counters, l: &Latency, until: u64) -> TimelineRow {
         let h = &l.hist;
         let q = |p: f64| {
             if h.is_empty() {
@@ -342,7 +351,13 @@ impl SecondMerger {
             }
         };
         let row_start = self.start_ns.saturating_add(t.saturating_mul(SEC));
-        let length_secs = self.end_ns.saturating_sub(row_start).min(SEC) as f64 / 1e9;
+        // A row ends at the end of the window, or earlier when a signal stopped the run in it.
+        let length_secs = self
+            .end_ns
+            .min(until.max(row_start))
+            .saturating_sub(row_start)
+            .min(SEC) as f64
+            / 1e9;
         TimelineRow {
             t_secs: t,
             warmup: self.start_ns + t * SEC < self.measure_ns,

@@ -138,6 +138,9 @@ pub struct Second {
     pub counters: Counters,
     /// Handshake latencies of this second's successes, ns.
     pub handshake: Latency,
+    /// CLOCK_MONOTONIC ns up to which the counts reach: the end of the second, or the moment
+    /// the worker stopped when a signal ended the run within it.
+    pub until_ns: u64,
 }
 
 #[cfg(test)]

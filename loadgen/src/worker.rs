@@ -93,6 +93,9 @@ pub struct Worker<'a> {
     pub(crate) needs_read: bool,
     pub(crate) timeout_ns: u64,
     pub(crate) late_ns: u64,
+    /// When a start last found every in-flight slot busy (CLOCK_MONOTONIC ns; 0: never). Time
+    /// a start spent waiting for a slot is the target's, not the generator's lag.
+    pub(crate) last_full_ns: u64,
     pub(crate) total: Counters,
     pub(crate) measured: Counters,
     pub(crate) second: Counters,
@@ -177,6 +180,7 @@ impl<'a> Worker<'a> {
             needs_read: cfg.expect_bytes.is_some() || cfg.close == CloseMode::Server,
             timeout_ns,
             late_ns: cfg.late_threshold.as_nanos().min(u128::from(u64::MAX)) as u64,
+            last_full_ns: 0,
             total: Counters::default(),
             measured: Counters::default(),
             second: Counters::default(),
@@ -234,16 +238,16 @@ impl<'a> Worker<'a> {
                 break;
             }
             while now >= next_tick {
-                self.flush_second(next_tick, tx);
+                self.flush_second(next_tick, next_tick, tx);
                 next_tick += SEC;
             }
             let draining = now >= self.win.end_ns;
-            if draining && !rest_dropped {
+            if !rest_dropped && now >= self.win.end_ns.saturating_add(self.max_lag_ns()) {
                 // Intended starts the worker never reached (it was behind) are dropped, counted.
                 self.drop_rest();
                 rest_dropped = true;
             }
-            if draining && self.slab.in_flight() == 0 {
+            if draining && self.slab.in_flight() == 0 && !self.starts_pending() {
                 break;
             }
             let target = self.next_wake(next_tick, draining);
@@ -272,11 +276,14 @@ impl<'a> Worker<'a> {
             // A second that ended while waiting is sent before this turn's starts are counted,
             // so each start lands in the second it was made in.
             while now >= next_tick {
-                self.flush_second(next_tick, tx);
+                self.flush_second(next_tick, next_tick, tx);
                 next_tick += SEC;
             }
             self.expire(now);
-            if now < self.win.end_ns {
+            if now < self.win.end_ns || (!rest_dropped && self.starts_pending()) {
+                // The open-loop schedule holds only starts before the end of the window; after
+                // the end those still due are made late, within the grace. A closed loop starts
+                // nothing after the end.
                 self.start_due(now);
             }
         }
@@ -288,7 +295,7 @@ impl<'a> Worker<'a> {
             self.abandon_all(now);
         }
         let ended = now_ns();
-        self.flush_second(next_tick, tx);
+        self.flush_second(next_tick, if interrupted { ended } else { next_tick }, tx);
         let (user1, sys1) = thread_cpu_ns();
         let run1 = crate::clock::thread_run_ns();
         WorkerResult {
@@ -318,7 +325,15 @@ impl<'a> Worker<'a> {
     /// a slot is free), the start of a closed loop, the oldest in-flight deadline.
     fn next_wake(&mut self, next_tick: u64, draining: bool) -> u64 {
         let mut target = next_tick;
-        if !draining {
+        if draining {
+            if self.starts_pending() {
+                let grace_end = self.win.end_ns.saturating_add(self.max_lag_ns());
+                target = target.min(grace_end);
+                if !self.slab.is_full() {
+                    target = target.min(self.win.end_ns);
+                }
+            }
+        } else {
             target = target.min(self.win.end_ns);
             match &self.schedule {
                 Some(s) if !self.slab.is_full() => {
@@ -337,6 +352,11 @@ impl<'a> Worker<'a> {
         target
     }
 
+    /// Whether the open-loop schedule still holds intended starts (all before the end).
+    fn starts_pending(&self) -> bool {
+        self.schedule.as_ref().is_some_and(|s| s.peek().is_some())
+    }
+
     /// Arms the timerfd at `target` unless an armed, still pending expiry is already at or before it.
     fn arm(&mut self, target: u64, now: u64) {
         if self.armed_ns != 0 && self.armed_ns > now && self.armed_ns <= target {
@@ -353,7 +373,9 @@ impl<'a> Worker<'a> {
         self.armed_ns = target;
     }
 
-    fn flush_second(&mut self, tick_end: u64, tx: &Sender<Second>) {
+    /// Sends the second ending at `tick_end`; its counts reach up to `until_ns` (`tick_end`, or
+    /// the stop time when a signal ended the run within the second).
+    fn flush_second(&mut self, tick_end: u64, until_ns: u64, tx: &Sender<Second>) {
         let t_secs = (tick_end - SEC).saturating_sub(self.win.start_ns) / SEC;
         let counters = std::mem::take(&mut self.second);
         let fresh = Latency::new(self.high_ns);
@@ -363,6 +385,7 @@ impl<'a> Worker<'a> {
             t_secs,
             counters,
             handshake,
+            until_ns,
         });
     }
 }

@@ -68,17 +68,25 @@ fn open_loop_starts_the_scheduled_number_of_attempts() {
         let server = TestServer::start(ServerMode::Close);
         run(&open(server.addr, 2000.0, Duration::from_secs(2)))
     });
-    let started = report.attempts as f64;
+    // The schedule offers 2000/s × 2 s; every offered start is made or counted as dropped. A
+    // start the worker reaches late (a busy CI host) is made late, not dropped, so drops stay a
+    // small share even there (none on an idle host).
+    let offered = report.offered as f64;
     assert!(
-        (started - 4000.0).abs() <= 40.0,
-        "started {started}, want 4000 ± 1%"
+        (offered - 4000.0).abs() <= 40.0,
+        "offered {offered}, want 4000 ± 1%"
     );
-    assert_eq!(report.dropped, 0);
-    assert_eq!(report.offered, report.attempts);
+    assert_eq!(report.offered, report.attempts + report.dropped);
+    assert!(
+        report.dropped * 200 <= report.offered,
+        "dropped {} of {} (> 0.5%)",
+        report.dropped,
+        report.offered
+    );
     assert_eq!(report.offered_per_sec, Some(2000.0));
     let achieved = report.achieved_per_sec;
     assert!(
-        (1980.0..=2020.0).contains(&achieved),
+        (1970.0..=2020.0).contains(&achieved),
         "achieved {achieved}/s"
     );
 }
@@ -402,6 +410,45 @@ fn an_overloaded_worker_still_reports_each_second_and_says_it_fell_behind() {
     assert!(report.achieved_per_sec <= report.offered_per_sec.unwrap());
     let w = report.schedule_warning().expect("a warning");
     assert!(w.contains("fell behind its schedule"), "{w}");
+}
+
+/// A generator offered far more than it can start, with a warm-up: the starts it makes stay
+/// within [`loadgen::MAX_GENERATOR_LAG_NS`] of their schedule, so they land in the phase and
+/// second they were made in (issue 9: the measured part once showed 0 started while thousands
+/// were made, all attributed to the warm-up by their intended start 3 s earlier).
+#[test]
+fn an_overloaded_generator_keeps_its_starts_in_their_phase() {
+    let report = NetNs::run(|_| {
+        let server = TestServer::start(ServerMode::Close);
+        let mut cfg = open(server.addr, 1_000_000.0, Duration::from_secs(1));
+        cfg.warmup = Duration::from_millis(500);
+        cfg.connect_timeout = Duration::from_secs(3);
+        cfg.max_in_flight = 256;
+        run(&cfg)
+    });
+    let made = report.total.attempts as f64;
+    // The measured second is 2/3 of the run: its share of the starts made is near that.
+    let share = report.attempts as f64 / made;
+    assert!(
+        (0.45..=0.85).contains(&share),
+        "measured {} of {made} starts made (share {share:.2})",
+        report.attempts
+    );
+    assert_eq!(report.offered, report.attempts + report.dropped);
+    let lag_ms = (loadgen::MAX_GENERATOR_LAG_NS / 1_000_000) as f64;
+    let p50_ms = report.handshake.value_at_percentile(50.0) as f64 / 1e6;
+    assert!(
+        p50_ms < lag_ms + 50.0,
+        "a made start is at most {lag_ms} ms late: p50 {p50_ms} ms"
+    );
+    for row in report.timeline.iter().filter(|r| !r.is_drain()) {
+        let offered = row.per_sec(row.offered).unwrap();
+        assert!(
+            offered < 1.2e6,
+            "second {} offered {offered}/s of 1e6/s: drops counted near their due time",
+            row.t_secs
+        );
+    }
 }
 
 /// Overload never ends (issue 9): 1e9/s offered to one worker for 30 days against a closed port.

@@ -160,6 +160,17 @@ impl Acceptance {
     }
 }
 
+/// The note beside handshake percentiles and per-second lines when `never_accepted` (> 0)
+/// handshakes completed on the client but the server never accepted them: those figures are
+/// the client's view and include them (which handshakes were not accepted cannot be told from
+/// the kernel's counters), while successes, rates and CPU per connection exclude them.
+pub fn client_view_note(never_accepted: u64) -> String {
+    format!(
+        "the handshake percentiles and per-second lines are the client's: they include the {} handshakes the server never accepted (which ones cannot be told from the kernel's counters); successes, rates and CPU per connection do not",
+        crate::numfmt::count(never_accepted)
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

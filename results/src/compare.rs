@@ -116,6 +116,13 @@ pub struct MetricComparison {
     pub a: Spread,
     /// Side B's trials.
     pub b: Spread,
+    /// Side A's flagged trials left out of the verdict: shown and marked, never used (`n` 0
+    /// when none).
+    #[serde(default = "Spread::none")]
+    pub a_excluded: Spread,
+    /// Side B's flagged trials left out of the verdict.
+    #[serde(default = "Spread::none")]
+    pub b_excluded: Spread,
     /// Hodges–Lehmann shift B − A over A's median (`0.1` = +10%); `null` when not applicable.
     pub relative_change: Option<f64>,
     /// 95% exact interval for the relative change (`null`: too few trials or no samples).
@@ -154,6 +161,8 @@ pub fn compare_samples(
         direction,
         a: Spread::of(a),
         b: Spread::of(b),
+        a_excluded: Spread::none(),
+        b_excluded: Spread::none(),
         relative_change: None,
         interval: None,
         p_value: None,
@@ -201,7 +210,7 @@ pub fn compare_samples(
 /// One trial of a side: its label and the warnings that flag it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TrialInfo {
-    /// The record's label.
+    /// The record's label, or `trial N` (its place in the side's list, from 1) when it has none.
     pub label: String,
     /// Why the trial is flagged (short kinds, see [`trial_flags`]); empty when clean.
     pub flags: Vec<String>,
@@ -334,10 +343,16 @@ fn side_info(recs: &[RunRecord], name: Option<&str>, opts: &Options) -> SideInfo
         name: name.map_or_else(|| side_name(recs), str::to_string),
         trials: recs
             .iter()
-            .map(|r| {
+            .enumerate()
+            .map(|(i, r)| {
                 let flags = trial_flags(r);
                 TrialInfo {
-                    label: r.label.clone(),
+                    // An unlabelled record is named by its place in the side's list of files.
+                    label: if r.label.is_empty() {
+                        format!("trial {}", i + 1)
+                    } else {
+                        r.label.clone()
+                    },
                     excluded: !flags.is_empty() && !opts.include_flagged,
                     flags,
                 }
@@ -375,6 +390,14 @@ pub fn compare(
     let (ua, ub) = (used(a, &side_a), used(b, &side_b));
     let va: Vec<_> = ua.iter().map(metric_values).collect();
     let vb: Vec<_> = ub.iter().map(metric_values).collect();
+    let left_out = |recs: &[RunRecord], side: &SideInfo| -> Vec<[Option<f64>; METRICS.len()]> {
+        recs.iter()
+            .zip(&side.trials)
+            .filter(|(_, t)| t.excluded)
+            .map(|(r, _)| metric_values(r))
+            .collect()
+    };
+    let (xa, xb) = (left_out(a, &side_a), left_out(b, &side_b));
     let mut metrics = Vec::new();
     let mut notes = Vec::new();
     for (i, (name, unit, dir, phase)) in METRICS.iter().enumerate() {
@@ -390,6 +413,11 @@ pub fn compare(
         }
         let mut m = compare_samples(name, unit, *dir, &sa, &sb, opts.min_effect);
         m.phase = (*phase).to_string();
+        let excluded = |v: &[[Option<f64>; METRICS.len()]]| {
+            Spread::of(&v.iter().filter_map(|v| v[i]).collect::<Vec<f64>>())
+        };
+        m.a_excluded = excluded(&xa);
+        m.b_excluded = excluded(&xb);
         // Samples that exist but were all left out (flagged): too few, not "no samples".
         let measured = |recs: &[RunRecord]| recs.iter().any(|r| metric_values(r)[i].is_some());
         if m.verdict == Verdict::NotApplicable
@@ -519,16 +547,7 @@ pub fn metric_values(rec: &RunRecord) -> [Option<f64>; 8] {
     let hs = lat.and_then(|p| summary(p, Latency::Handshake));
     let fb = lat.and_then(|p| summary(p, Latency::FirstByte));
     let us = |ns: u64| ns as f64 / 1e3;
-    let sys_pct = rate.and_then(|p| {
-        let sides = p.cpu.server.into_iter().chain([p.cpu.load]);
-        let (sys, cap) = sides.fold((0.0, 0.0), |(s, c), side| {
-            (
-                s + side.sys_ns as f64,
-                c + side.wall_ns as f64 * side.cpus as f64,
-            )
-        });
-        (cap > 0.0).then_some(sys / cap * 100.0)
-    });
+    let sys_pct = rate.and_then(|p| p.cpu.sys_pct());
     [
         rate.map(|p| p.achieved_per_sec),
         hs.map(|s| us(s.p50_ns)),
@@ -740,6 +759,12 @@ mod tests {
             Verdict::TooFewTrials,
             "flagged away, not n/a"
         );
+        // The flagged values are shown, marked, though not used.
+        assert_eq!(rate(&none_left).b.n, 0);
+        assert_eq!(rate(&none_left).b_excluded.n, 6);
+        assert_eq!(rate(&c).a_excluded.n, 1);
+        let text = render(&none_left, Format::Text);
+        assert!(text.contains("n/a; flagged, excluded: 2"), "{text}");
         let kept = compare(
             &a,
             &b,

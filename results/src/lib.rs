@@ -23,7 +23,7 @@ pub mod compare;
 pub mod diagnosis;
 pub mod histogram;
 pub mod hlog;
-pub mod numfmt;
+pub use common::numfmt;
 pub mod plot;
 pub mod record;
 pub mod report;

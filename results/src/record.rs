@@ -280,6 +280,13 @@ impl RunRecord {
             upgrade_v1(&mut record);
         }
         for phase in &record.phases {
+            if let Some(what) = phase.inconsistency() {
+                return Err(RecordError::Inconsistent {
+                    path: path_buf(),
+                    phase: phase.name.clone(),
+                    what,
+                });
+            }
             for which in Latency::ALL {
                 if let Err(source) = phase.histograms.decode(which) {
                     return Err(RecordError::Histogram {
@@ -418,5 +425,32 @@ mod tests {
             "{msg}"
         );
         assert!(msg.contains("latency.service"), "{msg}");
+    }
+
+    #[test]
+    fn a_phase_that_contradicts_itself_is_refused() {
+        type Edit = fn(&mut PhaseRecord);
+        let edits: [(Edit, &str); 5] = [
+            (
+                |p| p.measured_secs = 0.0,
+                "successes in a measured time of 0 s",
+            ),
+            (|p| p.successes = p.attempts + 1, "exceed attempts"),
+            (|p| p.cpm *= 2.0, "is not 60 × achieved_per_sec"),
+            (|p| p.achieved_per_sec = -5.0, "not a finite number ≥ 0"),
+            (|p| p.successes /= 2, "is not successes / measured_secs"),
+        ];
+        for (edit, want) in edits {
+            let mut rec = RunRecord::example();
+            edit(&mut rec.phases[0]);
+            let err = read_err(&rec.to_json());
+            let msg = err.to_string();
+            assert!(matches!(err, RecordError::Inconsistent { .. }), "{msg}");
+            assert!(msg.contains(want) && msg.contains("/runs/x.json"), "{msg}");
+        }
+        assert!(RunRecord::example()
+            .phases
+            .iter()
+            .all(|p| p.inconsistency().is_none()));
     }
 }

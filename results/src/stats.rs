@@ -61,6 +61,11 @@ pub struct Spread {
 }
 
 impl Spread {
+    /// No samples.
+    pub fn none() -> Spread {
+        Spread::of(&[])
+    }
+
     /// The spread of some samples.
     pub fn of(samples: &[f64]) -> Spread {
         let finite = |v: f64| v.is_finite().then_some(v);

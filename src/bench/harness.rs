@@ -138,7 +138,7 @@ impl Harness {
                 };
                 let server = started.map_err(server_error)?;
                 if let Some(why) = server.fallback_reason() {
-                    crate::cli::note(&format!(
+                    crate::output::note(&format!(
                         "connstorm: engine auto: using epoll because {why}"
                     ));
                 }
@@ -597,7 +597,7 @@ fn wait_for_accepts(
 /// Maps server start errors: configuration problems are bad input (exit 2).
 pub fn server_error(e: server::ServerError) -> anyhow::Error {
     if e.is_bad_input() {
-        crate::cli::bad_input(e.to_string())
+        crate::error::bad_input(e.to_string())
     } else {
         anyhow::Error::new(e).context("server")
     }
@@ -606,7 +606,7 @@ pub fn server_error(e: server::ServerError) -> anyhow::Error {
 /// Maps load errors: configuration problems are bad input (exit 2).
 pub fn load_error(e: loadgen::LoadError) -> anyhow::Error {
     match e {
-        loadgen::LoadError::Config(m) => crate::cli::bad_input(m),
+        loadgen::LoadError::Config(m) => crate::error::bad_input(m),
         other => anyhow::Error::new(other).context("load generator"),
     }
 }

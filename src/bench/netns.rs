@@ -115,7 +115,7 @@ impl NsPair {
                     .output()
                     .context("cannot run `tc`: install iproute2")?;
                 if !out.status.success() {
-                    return Err(crate::cli::bad_input(format!(
+                    return Err(crate::error::bad_input(format!(
                         "--rtt needs the netem qdisc, which this kernel refused ({}): build or load sch_netem (CONFIG_NET_SCH_NETEM), or run without --rtt",
                         String::from_utf8_lossy(&out.stderr).trim()
                     )));

@@ -25,7 +25,7 @@ pub fn sample() -> Sample {
 }
 
 /// Length of one USER_HZ clock tick in ns (sysconf(_SC_CLK_TCK), read once; the unit of
-/// /proc/stat and of utime/stime in /proc/<pid>/task/<tid>/stat).
+/// /proc/stat and of utime/stime in `/proc/<pid>/task/<tid>/stat`).
 pub fn tick_ns() -> u64 {
     static TICK: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
     *TICK.get_or_init(|| {

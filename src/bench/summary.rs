@@ -126,6 +126,13 @@ pub fn phase(out: &mut String, p: &PhaseRecord) {
             let _ = writeln!(out, "{line}");
         }
     }
+    if let Some(&n) = p
+        .failures
+        .get(results::diagnosis::NEVER_ACCEPTED)
+        .filter(|&&n| n > 0)
+    {
+        let _ = writeln!(out, "  note: {}", results::acceptance::client_view_note(n));
+    }
     if p.attempts == 0 {
         let _ = writeln!(
             out,
@@ -404,46 +411,21 @@ pub fn saturation(
     }
 }
 
-/// A progress line for one second of a phase, or `None` for a drain second after the phase's
-/// end (it only holds completions of attempts started before). A partial last second is scaled to
-/// a per-second rate and marked. Closed loop says "started" (there is no offered rate).
+/// A progress line for one second of a phase: `[phase] ` and the one per-second line
+/// ([`crate::progress::second_line`]), or `None` for a drain second after the phase's end (it
+/// only holds completions of attempts started before).
 pub fn progress_line(
     spec: &super::harness::PhaseSpec,
     row: &loadgen::TimelineRow,
 ) -> Option<String> {
-    let end = (spec.warmup + spec.duration).as_secs_f64();
-    let start = row.t_secs as f64;
-    if start >= end {
+    if row.is_drain() {
         return None;
     }
-    let span = (end - start).min(1.0);
-    let per_sec = |n: u64| group(n as f64 / span);
-    let (verb, started) = match spec.pattern {
-        loadgen::Pattern::Closed { .. } => ("started", row.attempts),
-        loadgen::Pattern::Open { .. } => ("offered", row.offered),
-    };
-    let latency = if row.successes == 0 {
-        "handshake p50 -  p99 -".to_string()
-    } else {
-        format!(
-            "handshake p50 {}  p99 {}",
-            format_ns(row.p50_ns as f64),
-            format_ns(row.p99_ns as f64)
-        )
-    };
-    let partial = if span < 1.0 - 1e-6 {
-        format!("  (last {span:.2} s, scaled to /s)")
-    } else {
-        String::new()
-    };
+    let open_loop = matches!(spec.pattern, loadgen::Pattern::Open { .. });
     Some(format!(
-        "[{}{}] {:>3}s  {verb} {:>8}/s  achieved {:>8}/s  errors {:>6}/s  {latency}{partial}",
+        "[{}] {}",
         spec.name,
-        if row.warmup { " warm-up" } else { "" },
-        row.t_secs,
-        per_sec(started),
-        per_sec(row.successes),
-        per_sec(row.failures),
+        crate::progress::second_line(row, open_loop)
     ))
 }
 
@@ -501,32 +483,19 @@ mod tests {
     }
 
     #[test]
-    fn partial_and_drain_seconds_and_closed_loop_wording() {
+    fn progress_line_names_the_phase_and_skips_drain_seconds() {
         use std::time::Duration;
         let spec = super::super::harness::PhaseSpec {
             name: "latency".into(),
-            pattern: loadgen::Pattern::Open {
-                rate_per_sec: 100.0,
-                arrival: loadgen::Arrival::Uniform,
-            },
+            pattern: loadgen::Pattern::Closed { concurrency: 4 },
             duration: Duration::from_millis(1_200),
             warmup: Duration::from_millis(200),
         };
-        // Second 1 covers 1.0..2.0 s but the phase ends at 1.4 s: 40 in 0.4 s = 100/s.
-        let l = progress_line(&spec, &row(1, 40, 40, 40)).unwrap();
-        assert!(l.contains("offered      100/s"), "{l}");
-        assert!(l.contains("achieved      100/s"), "{l}");
-        assert!(l.contains("(last 0.40 s, scaled to /s)"), "{l}");
-        assert_eq!(progress_line(&spec, &row(2, 3, 3, 0)), None, "drain second");
-        let closed = super::super::harness::PhaseSpec {
-            pattern: loadgen::Pattern::Closed { concurrency: 4 },
-            duration: Duration::from_secs(2),
-            ..spec
-        };
-        let l = progress_line(&closed, &row(0, 7, 7, 0)).unwrap();
-        assert!(l.contains("started        7/s"), "{l}");
-        assert!(!l.contains("offered"), "{l}");
-        assert!(l.contains("p50 -"), "no 0 ns latency without samples: {l}");
+        let l = progress_line(&spec, &row(0, 7, 7, 0)).unwrap();
+        assert!(l.starts_with("[latency] t=   0 s started 7/s"), "{l}");
+        let mut drain = row(2, 3, 3, 3);
+        drain.length_secs = 0.0;
+        assert_eq!(progress_line(&spec, &drain), None, "drain second");
     }
 
     #[test]

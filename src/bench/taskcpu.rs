@@ -13,7 +13,7 @@ pub struct Cpu {
     pub user_ns: u64,
     /// Kernel-mode time (syscalls and the softirq work the kernel charged to these threads).
     pub sys_ns: u64,
-    /// On-CPU time, exact (first field of /proc/<pid>/task/<tid>/schedstat: the scheduler's
+    /// On-CPU time, exact (first field of `/proc/<pid>/task/<tid>/schedstat`: the scheduler's
     /// sum_exec_runtime in ns; needs CONFIG_SCHED_INFO, else 0). user/sys above are tick samples
     /// on kernels without CONFIG_VIRT_CPU_ACCOUNTING_GEN.
     pub run_ns: u64,

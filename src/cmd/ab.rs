@@ -19,8 +19,8 @@ use anyhow::{bail, Context};
 use tuning::toggle::{Original, Side, Toggle};
 
 use super::compare::{FormatArg, RuleArgs};
-use crate::cli::bad_input;
 use crate::cmd::bench;
+use crate::error::bad_input;
 
 /// What a side is: its toggle values and setup command, e.g.
 /// `net.ipv4.tcp_timestamps=1` or `setup: ethtool -K eth0 gro off`; `A`/`B` when nothing names it.
@@ -93,7 +93,7 @@ impl Restore<'_> {
         let mut errors = Vec::new();
         for (t, orig) in self.saved.drain(..).rev() {
             if let Err(e) = t.restore(self.root, &orig) {
-                errors.push(format!("could not restore {t:?}: {e}"));
+                errors.push(format!("could not restore {}: {e}", t.with_original(&orig)));
             }
         }
         if let Some(cmd) = self.command.take() {
@@ -164,8 +164,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         crate::signals::on_forced_exit(move || {
             for (t, orig) in saved.iter().rev() {
                 match t.restore(&root, orig) {
-                    Ok(()) => eprintln!("connstorm: ab: restored {t:?}"),
-                    Err(e) => eprintln!("connstorm: ab: could not restore {t:?}: {e}"),
+                    Ok(()) => eprintln!("connstorm: ab: restored {}", t.with_original(orig)),
+                    Err(e) => eprintln!(
+                        "connstorm: ab: could not restore {}: {e}",
+                        t.with_original(orig)
+                    ),
                 }
             }
         })

@@ -10,7 +10,7 @@ use clap::ValueEnum;
 
 use crate::bench::harness::{Harness, PhaseSpec, Setup};
 use crate::bench::{floor, summary};
-use crate::cli::bad_input;
+use crate::error::bad_input;
 use crate::units;
 
 /// Output format.
@@ -286,8 +286,8 @@ pub fn pick_cpus(
                 let l = units::parse_cpus(s).map_err(|e| bad_input(format!("{what}: {e}")))?;
                 if let Some(c) = l.iter().find(|c| !allowed.contains(c)) {
                     return Err(bad_input(format!(
-                        "{what}: CPU {c} is offline, missing or outside this process's CPU affinity; usable CPUs: {}",
-                        tuning::cpulist::format(&allowed)
+                        "{what}: {}",
+                        tuning::cpulist::unavailable_message(*c, &allowed)
                     )));
                 }
                 Ok(Some(l))
@@ -335,7 +335,7 @@ fn auto_placement(allowed: &[usize], external: bool) -> anyhow::Result<(Vec<usiz
     let p =
         tuning::placement::plan(&topo, &req).map_err(|e| bad_input(format!("--cpus auto: {e}")))?;
     for note in &p.notes {
-        crate::cli::note(&format!("connstorm: placement: {note}"));
+        crate::output::note(&format!("connstorm: placement: {note}"));
     }
     Ok((p.server, p.load))
 }
@@ -373,10 +373,10 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let stop = crate::signals::stop_flag().context("install signal handlers")?;
     let (record, path, result) = execute(&args, setup, &stop)?;
     match args.format {
-        Format::Text => crate::cli::out(&summary::render(&record, Some(&path))),
+        Format::Text => crate::output::out(&summary::render(&record, Some(&path))),
         Format::Json => {
-            crate::cli::out(&format!("{}\n", record.to_json()));
-            crate::cli::note(&format!("record: {}", path.display()));
+            crate::output::out(&format!("{}\n", record.to_json()));
+            crate::output::note(&format!("record: {}", path.display()));
         }
     }
     result?;
@@ -462,7 +462,7 @@ pub fn execute(
         let progress_spec = spec.clone();
         let mut progress = |row: &loadgen::TimelineRow| {
             if let Some(line) = summary::progress_line(&progress_spec, row) {
-                crate::cli::note(&line);
+                crate::output::note(&line);
             }
         };
         match harness.run_phase(&spec, stop, &mut progress) {
@@ -512,7 +512,7 @@ pub fn execute(
                 "--baseline ignored with --target (the floor needs our own server side)".into(),
             );
         } else {
-            crate::cli::note(&format!(
+            crate::output::note(&format!(
                 "[baseline] kernel floor: blocking pair for {:.1} s",
                 peak_d.as_secs_f64()
             ));

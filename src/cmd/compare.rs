@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use results::compare::{self, Format};
 
 use super::report::{read_record, write_output};
-use crate::cli::bad_input;
+use crate::error::bad_input;
 
 /// Output formats of `connstorm compare` (and of `connstorm ab`'s comparison).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

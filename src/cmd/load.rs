@@ -8,6 +8,7 @@
 //! target), none could start, or none was accepted by the server; 128+signo (130 SIGINT, 143
 //! SIGTERM) interrupted by a signal, after the report was printed.
 
+use results::numfmt;
 use std::io::{IsTerminal, Write};
 use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
@@ -20,7 +21,7 @@ use loadgen::{
 };
 use results::acceptance::{Acceptance, Exactness};
 
-use crate::cli::bad_input;
+use crate::error::bad_input;
 use crate::units::{parse_cpus, parse_duration, parse_positive_duration, parse_rate};
 
 /// Largest number of addresses one `--source` range may name.
@@ -82,7 +83,8 @@ pub struct Args {
     #[arg(long, value_enum, default_value = "uniform")]
     pub arrival: ArrivalArg,
     /// Open loop: at most this many attempts in flight for the whole run (each holds a file
-    /// descriptor); a start that finds none free waits, and is dropped after --connect-timeout.
+    /// descriptor); a start that finds none free waits, and is dropped after --connect-timeout
+    /// (one the generator itself reaches more than 100 ms late is dropped then).
     /// Default: rate x connect timeout, at most 2048 per worker (thousands of sockets in flight
     /// make every new attempt cost more system time, so a generator that falls behind would not
     /// recover), and below RLIMIT_NOFILE's hard limit minus 256.
@@ -281,7 +283,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     });
     let open_loop = matches!(cfg.pattern, Pattern::Open { .. });
     let mut on_second = |row: &TimelineRow| {
-        let line = second_line(row, open_loop);
+        let line = crate::progress::second_line(row, open_loop);
         match &bar {
             Some(b) => {
                 b.println(&line);
@@ -312,8 +314,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         report.reclassify_never_accepted(acceptance.never_accepted, cfg.warmup.is_zero());
         // This thread is in the targets' namespace, so /proc/sys/net is theirs (see
         // tuning::counters::DEFAULT_SYS_DIR).
-        let settings =
+        let mut settings =
             tuning::counters::read_settings(Path::new(tuning::counters::DEFAULT_SYS_DIR));
+        if let Some(b) = listen_backlog(&cfg.targets) {
+            settings.insert("listen_backlog".into(), b);
+        }
         let causes = results::diagnosis::diagnose(&results::diagnosis::Evidence {
             counters: &delta,
             settings: &settings,
@@ -365,6 +370,29 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         other => other?,
     }
     Ok(exit_code(&report))
+}
+
+/// The listen backlog of the local listener on the targets' port (all targets share one port),
+/// as `ss -Hltn` shows it (Send-Q of a LISTEN socket is its backlog, sk_max_ack_backlog, via
+/// inet_diag; ss(8)); the largest when several SO_REUSEPORT listeners share the port. `None`
+/// when the targets use several ports, `ss` is missing or shows no listener.
+fn listen_backlog(targets: &[SocketAddr]) -> Option<i64> {
+    let port = targets.first()?.port();
+    if targets.iter().any(|t| t.port() != port) {
+        return None;
+    }
+    let out = std::process::Command::new("ss")
+        .args(["-Hltn", &format!("sport = :{port}")])
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(2)?.parse::<i64>().ok())
+        .max()
 }
 
 /// The counter deltas of the targets' namespace over the run and what they say about acceptance.
@@ -482,9 +510,8 @@ fn config(args: &Args, nofile: u64) -> anyhow::Result<LoadConfig> {
     // with the same words as `connstorm server`.
     if let Some(cpu) = cpus.iter().find(|c| !allowed.contains(c)) {
         return Err(bad_input(format!(
-            "CPU {cpu} is offline, absent or not allowed for this process (usable CPUs: {}): \
-             pick CPUs from that list",
-            tuning::cpulist::format(&allowed)
+            "--cpus: {}",
+            tuning::cpulist::unavailable_message(*cpu, &allowed)
         )));
     }
     let mut seen = std::collections::HashSet::new();
@@ -640,62 +667,6 @@ fn plan_line(cfg: &LoadConfig) -> String {
     )
 }
 
-/// One per-second line. Counts are per second of the row's real length: the last, partial
-/// second of the window is scaled to /s and marked; a drain second after the window (no new
-/// starts) shows counts, not rates. Closed loop says "started", open loop "offered".
-fn second_line(row: &TimelineRow, open_loop: bool) -> String {
-    let lat = if row.successes == 0 {
-        "handshake p50 - p99 -".to_string()
-    } else {
-        format!(
-            "handshake p50 {} p99 {}",
-            fmt_ns(row.p50_ns),
-            fmt_ns(row.p99_ns)
-        )
-    };
-    if row.is_drain() {
-        return format!(
-            "t={:>4}s drain (after the run, no new starts): {} completed, {} failed, {} dropped (due before the end, never started) {lat}",
-            row.t_secs, row.successes, row.failures, row.dropped
-        );
-    }
-    let rate = |n: u64| format!("{:.0}/s", row.per_sec(n).unwrap_or(0.0));
-    let started = if open_loop {
-        format!("offered {}", rate(row.offered))
-    } else {
-        format!("started {}", rate(row.attempts))
-    };
-    let mut marks = String::new();
-    if row.is_partial() {
-        marks += &format!(" (partial second: {:.3} s, scaled to /s)", row.length_secs);
-    }
-    if row.warmup {
-        marks += " (warm-up)";
-    }
-    format!(
-        "t={:>4}s {started} achieved {} errors {} late {} dropped {} {lat}{marks}",
-        row.t_secs,
-        rate(row.successes),
-        rate(row.failures),
-        rate(row.late),
-        rate(row.dropped),
-    )
-}
-
-/// Nanoseconds with a readable unit: `850 ns`, `45.1 µs`, `1.23 ms`, `1.002 s`.
-fn fmt_ns(ns: u64) -> String {
-    let v = ns as f64;
-    if ns < 1_000 {
-        format!("{ns} ns")
-    } else if ns < 1_000_000 {
-        format!("{:.1} µs", v / 1e3)
-    } else if ns < 1_000_000_000 {
-        format!("{:.2} ms", v / 1e6)
-    } else {
-        format!("{:.3} s", v / 1e9)
-    }
-}
-
 fn write_text(out: &mut dyn Write, r: &LoadReport, warnings: &[String]) -> std::io::Result<()> {
     let mode = match r.pattern {
         Pattern::Open { .. } => "open loop",
@@ -715,31 +686,32 @@ fn write_text(out: &mut dyn Write, r: &LoadReport, warnings: &[String]) -> std::
     )?;
     let vs = match r.offered_per_sec {
         Some(o) => format!(
-            ", offered {o:.1}/s ({:.2}% achieved)",
+            ", offered {} conn/s ({:.2}% achieved)",
+            numfmt::fixed(o, 1),
             100.0 * r.achieved_per_sec / o
         ),
         None => String::new(),
     };
     writeln!(
         out,
-        "  rate:        {:.0} CPM = {:.1} connections/s achieved{vs}",
-        r.cpm(),
-        r.achieved_per_sec
+        "  rate:        {} CPM = {} conn/s achieved{vs}",
+        numfmt::fixed(r.cpm(), 0),
+        numfmt::fixed(r.achieved_per_sec, 1)
     )?;
     writeln!(
         out,
         "  attempts:    {} started, {} succeeded, {} failed, {} late, {} dropped",
-        r.attempts,
-        r.successes,
-        r.failures_total(),
-        r.late,
-        r.dropped
+        numfmt::count(r.attempts),
+        numfmt::count(r.successes),
+        numfmt::count(r.failures_total()),
+        numfmt::count(r.late),
+        numfmt::count(r.dropped)
     )?;
     if r.completed_after_timeout > 0 {
         writeln!(
             out,
             "               {} handshakes completed only after --connect-timeout (the generator saw them late, e.g. it was stopped or starved): counted ETIMEDOUT, not successes",
-            r.completed_after_timeout
+            numfmt::count(r.completed_after_timeout)
         )?;
     }
     for w in warnings {
@@ -775,7 +747,7 @@ fn write_text(out: &mut dyn Write, r: &LoadReport, warnings: &[String]) -> std::
             let why = loadgen::failures::explain(name)
                 .map(|w| format!(" — {w}"))
                 .unwrap_or_default();
-            writeln!(out, "    {name:<14} {n}{why}")?;
+            writeln!(out, "    {name:<14} {}{why}", numfmt::count(*n))?;
         }
     }
     if !r.post_connect_failures.is_empty() {
@@ -789,33 +761,33 @@ fn write_text(out: &mut dyn Write, r: &LoadReport, warnings: &[String]) -> std::
             } else {
                 ""
             };
-            writeln!(out, "    {name:<14} {n}{why}")?;
+            writeln!(out, "    {name:<14} {}{why}", numfmt::count(*n))?;
         }
     }
     let t = &r.total;
     writeln!(
         out,
         "  whole run incl. warm-up: {} attempts, {} succeeded, {} failed, {} late, {} dropped, {} abandoned, {} completed after the timeout",
-        t.attempts,
-        t.successes,
-        t.failures.values().sum::<u64>(),
-        t.late,
-        t.dropped,
-        t.abandoned,
-        t.completed_after_timeout
+        numfmt::count(t.attempts),
+        numfmt::count(t.successes),
+        numfmt::count(t.failures.values().sum::<u64>()),
+        numfmt::count(t.late),
+        numfmt::count(t.dropped),
+        numfmt::count(t.abandoned),
+        numfmt::count(t.completed_after_timeout)
     )?;
     write_targets(out, r)?;
     for w in &r.workers {
         let per = |ns: u64| {
             ns.checked_div(w.attempts)
-                .map_or_else(|| "-".into(), fmt_ns)
+                .map_or_else(|| "-".into(), |v| numfmt::ns(v as f64))
         };
         writeln!(
             out,
             "  worker cpu {:>3}: {} attempts, {} handshakes in time, on CPU {:.3} s ({}/attempt, exact); user {:.3} s ({}/attempt) sys {:.3} s ({}/attempt) by tick samples",
             w.cpu,
-            w.attempts,
-            w.successes,
+            numfmt::count(w.attempts),
+            numfmt::count(w.successes),
             w.cpu_run_ns as f64 / 1e9,
             per(w.cpu_run_ns),
             w.cpu_user_ns as f64 / 1e9,
@@ -835,9 +807,9 @@ fn write_overflow(out: &mut dyn Write, o: &Overflow) -> std::io::Result<()> {
     writeln!(
         out,
         "    {} samples above {} (the histogram's range; recorded at its top for the percentiles); true max {}",
-        o.above,
-        fmt_ns(o.range_max_ns),
-        fmt_ns(o.true_max_ns)
+        numfmt::count(o.above),
+        results::numfmt::ns(o.range_max_ns as f64),
+        results::numfmt::ns(o.true_max_ns as f64)
     )
 }
 
@@ -963,7 +935,8 @@ fn write_kernel(
         }
         writeln!(
             out,
-            "    (per-second lines and per-worker counts are the client's handshakes; the server's kernel cannot tell which second's were not accepted)"
+            "    note: {}; so are the per-worker counts",
+            results::acceptance::client_view_note(a.never_accepted)
         )?;
     }
     if !k.causes.is_empty() {
@@ -987,9 +960,9 @@ fn write_hist(out: &mut dyn Write, name: &str, s: &HistogramSummary) -> std::io:
         .iter()
         .map(|&(p, v)| {
             if p >= 100.0 {
-                format!("max {}", fmt_ns(v))
+                format!("max {}", results::numfmt::ns(v as f64))
             } else {
-                format!("p{p} {}", fmt_ns(v))
+                format!("p{p} {}", results::numfmt::ns(v as f64))
             }
         })
         .collect();
@@ -1025,13 +998,5 @@ mod tests {
         );
         assert!(text.contains("run `connstorm server` there"), "{text}");
         assert!(text.contains("--close server"), "{text}");
-    }
-
-    #[test]
-    fn units_are_readable() {
-        assert_eq!(fmt_ns(850), "850 ns");
-        assert_eq!(fmt_ns(45_100), "45.1 µs");
-        assert_eq!(fmt_ns(1_230_000), "1.23 ms");
-        assert_eq!(fmt_ns(1_002_000_000), "1.002 s");
     }
 }

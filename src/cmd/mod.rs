@@ -23,7 +23,7 @@ pub const VERSION: &str = concat!(
 /// Runs the chosen subcommand and returns the process exit code.
 ///
 /// # Errors
-/// Whatever the subcommand returns; [`crate::cli::BadInput`] in the chain means exit code 2.
+/// Whatever the subcommand returns; [`crate::error::BadInput`] in the chain means exit code 2.
 pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
         Command::Bench(a) => bench::run(a),

@@ -6,7 +6,7 @@ use results::plot::{self, Kind, Named, PlotError};
 use results::record::RunRecord;
 
 use super::report::read_record;
-use crate::cli::bad_input;
+use crate::error::bad_input;
 
 /// What to draw.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -38,6 +38,9 @@ pub struct Args {
     /// What to draw.
     #[arg(long, value_enum, default_value = "spectrum")]
     pub kind: KindArg,
+    /// `--kind ab`: draw even when the sides' setups differ (as `compare --allow-mismatch`).
+    #[arg(long)]
+    pub allow_mismatch: bool,
 }
 
 /// Legend names: the label; for a record without one, its command and start time
@@ -119,8 +122,26 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     if kind == Kind::Ab && args.b.is_empty() {
         return Err(bad_input("`--kind ab` needs both sides: `connstorm plot --kind ab -o ab.svg A1.json A2.json -- B1.json B2.json`"));
     }
+    if kind != Kind::Ab && args.allow_mismatch {
+        return Err(bad_input(
+            "--allow-mismatch is for `--kind ab` (two sides to compare): drop it",
+        ));
+    }
     let a = load(&args.records)?;
     let b = load(&args.b)?;
+    if kind == Kind::Ab {
+        // The same refusal as `compare`: sides measured with different setups are different
+        // experiments.
+        let recs =
+            |v: &[(PathBuf, RunRecord)]| v.iter().map(|(_, r)| r.clone()).collect::<Vec<_>>();
+        let c = results::compare::compare(
+            &recs(&a),
+            &recs(&b),
+            (None, None),
+            &results::compare::Options::default(),
+        );
+        super::compare::check_setups(&c, args.allow_mismatch)?;
+    }
     let keep = kind == Kind::Ab;
     let (sa, sb) = (side(&a, keep), side(&b, keep));
     match plot::write(kind, &sa, &sb, &args.output) {

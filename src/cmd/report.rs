@@ -7,7 +7,7 @@ use anyhow::Context as _;
 use results::record::RunRecord;
 use results::report::{self, Counters, Format};
 
-use crate::cli::bad_input;
+use crate::error::bad_input;
 
 /// Output formats of `connstorm report`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use server::{EngineChoice, LiveStats, Mode, Server, ServerConfig, ServerReport, Steer};
 
-use crate::cli::bad_input;
+use crate::error::bad_input;
 use crate::units::{parse_cpus, parse_positive_duration};
 
 /// A parsed `--cpus` list (an alias, so clap takes the parser's whole `Vec` as one value).

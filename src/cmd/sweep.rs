@@ -13,8 +13,8 @@ use results::sweep::{self, Criteria, Slo};
 
 use crate::bench::harness::{Harness, PhaseSpec};
 use crate::bench::summary;
-use crate::cli::bad_input;
 use crate::cmd::bench::SetupArgs;
+use crate::error::bad_input;
 use crate::units;
 
 /// Output format.
@@ -105,7 +105,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let progress_for = |spec: PhaseSpec| {
         move |row: &loadgen::TimelineRow| {
             if let Some(line) = summary::progress_line(&spec, row) {
-                crate::cli::note(&line);
+                crate::output::note(&line);
             }
         }
     };

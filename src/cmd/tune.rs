@@ -12,7 +12,7 @@ use tuning::plan::{self, CheckOptions, Prediction, ProcSys, Row};
 use tuning::preset::{Op, Preset};
 use tuning::snapshot::{Saved, Snapshot, DEFAULT_STATE_DIR};
 
-use crate::cli::bad_input;
+use crate::error::bad_input;
 
 /// Presets shipped in the binary (the files in `presets/`).
 const BUILTIN: &[(&str, &str)] = &[
@@ -226,7 +226,7 @@ pub enum ProfileArg {
 /// Runs `connstorm tune ...`.
 ///
 /// # Errors
-/// Bad presets, names and files are [`crate::cli::BadInput`] (exit 2); host failures exit 1.
+/// Bad presets, names and files are [`crate::error::BadInput`] (exit 2); host failures exit 1.
 pub fn run(cmd: Command) -> anyhow::Result<i32> {
     match cmd {
         Command::Check {

@@ -134,6 +134,19 @@ impl Toggle {
         }
     }
 
+    /// The setting with the value it is restored to: `net.ipv4.tcp_timestamps=1`,
+    /// `sched feature TTWU_QUEUE on`.
+    pub fn with_original(&self, orig: &Original) -> String {
+        match (self, orig) {
+            (Toggle::Sysctl { key, .. }, Original::Sysctl(v)) => format!("{}={v}", key.as_str()),
+            (Toggle::SchedFeature { name }, Original::SchedFeature(on)) => {
+                format!("sched feature {name} {}", if *on { "on" } else { "off" })
+            }
+            (Toggle::Sysctl { key, .. }, _) => key.as_str().to_string(),
+            (Toggle::SchedFeature { name }, _) => format!("sched feature {name}"),
+        }
+    }
+
     /// A short description: `net.ipv4.tcp_timestamps=1|0` or `sched TTWU_QUEUE on|off`.
     pub fn describe(&self, side: Side) -> String {
         match (self, side) {

@@ -90,6 +90,15 @@ pub fn blocks(c: &Comparison) -> Vec<Block> {
             ),
             _ => NA.to_string(),
         };
+        // Flagged trials left out of the verdict are shown, marked, beside the side's value.
+        let side = |s: &crate::stats::Spread, x: &crate::stats::Spread| {
+            let v = side(s);
+            if x.n == 0 {
+                v
+            } else {
+                format!("{v}; flagged, excluded: {}", side(x))
+            }
+        };
         let better = match m.direction {
             Direction::HigherIsBetter => "higher is better",
             Direction::LowerIsBetter => "lower is better",
@@ -107,8 +116,8 @@ pub fn blocks(c: &Comparison) -> Vec<Block> {
         }
         t.row([
             label,
-            side(&m.a),
-            side(&m.b),
+            side(&m.a, &m.a_excluded),
+            side(&m.b, &m.b_excluded),
             m.relative_change.map_or(NA.to_string(), pct),
             m.interval.map_or(NA.to_string(), |i| {
                 format!("[{}, {}]", pct(i.low), pct(i.high))

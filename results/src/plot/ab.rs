@@ -1,5 +1,7 @@
 //! A vs B trials: one panel per metric (connections/s, handshake p99), each trial a dot,
-//! each side's median a bar.
+//! each side's median a bar. A trial whose record carries a warning (see
+//! [`crate::compare::trial_flags`]) is drawn as a hollow dot and left out of the median, as
+//! `compare` leaves it out of the verdict.
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -14,9 +16,13 @@ const PANELS: [(usize, &str); 2] = [
     (2, "handshake p99, latency phase (µs, lower is better)"),
 ];
 
-fn values(side: &[Named<'_>], metric: usize) -> Vec<f64> {
+/// A side's values of one metric, each with whether its trial is flagged.
+fn values(side: &[Named<'_>], metric: usize) -> Vec<(f64, bool)> {
     side.iter()
-        .filter_map(|r| metric_values(r.record)[metric])
+        .filter_map(|r| {
+            let flagged = !crate::compare::trial_flags(r.record).is_empty();
+            metric_values(r.record)[metric].map(|v| (v, flagged))
+        })
         .collect()
 }
 
@@ -56,7 +62,7 @@ where
                 METRICS[metric].0
             )));
         }
-        let max = sides.iter().flatten().copied().fold(0.0, f64::max);
+        let max = sides.iter().flatten().map(|v| v.0).fold(0.0, f64::max);
         let mut chart = ChartBuilder::on(area)
             .margin(15)
             .x_label_area_size(45)
@@ -80,14 +86,25 @@ where
             .y_label_formatter(&|v| crate::numfmt::axis(*v))
             .disable_x_mesh()
             .draw()?;
+        let mut any_flagged = false;
         for (s, vals) in sides.iter().enumerate() {
             let c = color(s);
             let n = vals.len() as f64;
-            chart.draw_series(vals.iter().enumerate().map(|(i, &v)| {
+            chart.draw_series(vals.iter().enumerate().map(|(i, &(v, flagged))| {
                 let x = s as f64 - 0.2 + 0.4 * (i as f64 + 0.5) / n;
-                Circle::new((x, v), 5, c.filled())
+                let style = if flagged {
+                    c.stroke_width(2)
+                } else {
+                    c.filled()
+                };
+                Circle::new((x, v), 5, style)
             }))?;
-            let m = median(vals);
+            let clean: Vec<f64> = vals.iter().filter(|v| !v.1).map(|v| v.0).collect();
+            any_flagged |= clean.len() < vals.len();
+            if clean.is_empty() {
+                continue; // every trial flagged: no median, as compare gives no verdict
+            }
+            let m = median(&clean);
             chart
                 .draw_series(std::iter::once(PathElement::new(
                     vec![(s as f64 - 0.3, m), (s as f64 + 0.3, m)],
@@ -97,6 +114,12 @@ where
                 .legend(move |(x, y)| {
                     PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(3))
                 });
+        }
+        if any_flagged {
+            chart
+                .draw_series(std::iter::empty::<Circle<(f64, f64), i32>>())?
+                .label("hollow: flagged trial (warning in its record), not in the median")
+                .legend(|(x, y)| Circle::new((x + 10, y), 5, BLACK.stroke_width(2)));
         }
         chart
             .configure_series_labels()

@@ -161,6 +161,33 @@ fn ab_plot_names_both_sides_and_metrics() {
         super::svg(Kind::Ab, &a, &[]),
         Err(PlotError::Empty(_))
     ));
+    assert!(!has_text(&svg, "hollow: flagged trial"), "no flagged trial");
+}
+
+/// A trial whose record carries a warning is drawn hollow and left out of the median, as
+/// `compare` leaves it out of the verdict.
+#[test]
+fn ab_plot_marks_flagged_trials_and_leaves_them_out_of_the_median() {
+    let rec = RunRecord::example();
+    let mut flagged = RunRecord::example();
+    flagged
+        .warnings
+        .push("latency: generator fell behind: 100.0% of starts late".into());
+    let a = [named("off", &rec), named("off", &flagged)];
+    let b = [named("on", &rec), named("on", &rec)];
+    let svg = svg(Kind::Ab, &a, &b).unwrap();
+    assert!(
+        has_text(
+            &svg,
+            "hollow: flagged trial (warning in its record), not in the median"
+        ),
+        "{:?}",
+        texts(&svg)
+    );
+    assert!(
+        svg.contains("fill=\"none\""),
+        "a hollow dot is drawn for the flagged trial"
+    );
 }
 
 /// A sweep record: open-loop steps at 1k..5k/s, latency rising with the rate.

@@ -95,6 +95,16 @@ pub enum RecordError {
         #[source]
         source: serde_json::Error,
     },
+    /// A phase's figures contradict each other ([`crate::record::PhaseRecord::inconsistency`]).
+    #[error("run record {}: phase {phase} is inconsistent: {what}; the file was edited or damaged: re-run the benchmark, or restore the file as connstorm wrote it", .path.display())]
+    Inconsistent {
+        /// The file.
+        path: PathBuf,
+        /// Phase name.
+        phase: String,
+        /// What contradicts what.
+        what: String,
+    },
     /// A histogram in the record does not decode.
     #[error("run record {}: histogram {phase}.{which} does not decode: {source}", .path.display())]
     Histogram {

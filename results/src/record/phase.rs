@@ -236,14 +236,29 @@ impl SideCpu {
     }
 
     /// System time as a percentage of the side's CPU capacity (`sys_ns / (wall_ns × cpus)`),
-    /// 0..=100; 0 when `wall_ns` or `cpus` is 0.
-    pub fn sys_pct(&self) -> f64 {
-        let cap = self.wall_ns as f64 * self.cpus as f64;
-        if cap <= 0.0 {
-            0.0
-        } else {
-            self.sys_ns as f64 / cap * 100.0
-        }
+    /// 0..=100; `None` when `wall_ns` or `cpus` is 0 (nothing to share).
+    pub fn sys_pct(&self) -> Option<f64> {
+        sys_pct_of([self])
+    }
+}
+
+/// `Σ sys_ns / Σ (wall_ns × cpus)` over some sides, in percent; `None` with no capacity.
+fn sys_pct_of<'a>(sides: impl IntoIterator<Item = &'a SideCpu>) -> Option<f64> {
+    let (sys, cap) = sides.into_iter().fold((0.0, 0.0), |(s, c), side| {
+        (
+            s + side.sys_ns as f64,
+            c + side.wall_ns as f64 * side.cpus as f64,
+        )
+    });
+    (cap > 0.0).then(|| sys / cap * 100.0)
+}
+
+impl CpuUsage {
+    /// "sys %" as `compare` and `report` use it: the system CPU time of the server and load
+    /// workers together as a share of their CPU capacity (wall time × the CPUs each side ran
+    /// on), in percent; `None` with no capacity. Kernel work per connection shows here.
+    pub fn sys_pct(&self) -> Option<f64> {
+        sys_pct_of(self.server.iter().chain([&self.load]))
     }
 }
 
@@ -340,6 +355,59 @@ pub struct PhaseRecord {
 }
 
 impl PhaseRecord {
+    /// What in this phase contradicts itself, or `None`: a figure that is not a finite,
+    /// non-negative number; successes above attempts; successes without a measured time; a rate
+    /// that does not follow from `successes / measured_secs` (`cpm = 60 × achieved_per_sec`,
+    /// relative tolerance 1e-6). A record edited by hand or damaged so would otherwise print a
+    /// CPM that was never measured.
+    pub fn inconsistency(&self) -> Option<String> {
+        let figures = [
+            ("measured_secs", self.measured_secs),
+            ("achieved_per_sec", self.achieved_per_sec),
+            ("cpm", self.cpm),
+            ("offered_per_sec", self.offered_per_sec.unwrap_or(0.0)),
+        ];
+        for (name, v) in figures {
+            if !v.is_finite() || v < 0.0 {
+                return Some(format!("{name} is {v}, not a finite number ≥ 0"));
+            }
+        }
+        if self.successes > self.attempts {
+            return Some(format!(
+                "successes {} exceed attempts {}",
+                self.successes, self.attempts
+            ));
+        }
+        if self.successes > 0 && self.measured_secs <= 0.0 {
+            return Some(format!(
+                "{} successes in a measured time of {} s",
+                self.successes, self.measured_secs
+            ));
+        }
+        let close = |a: f64, b: f64| (a - b).abs() <= 1e-6 * a.abs().max(b.abs()) + 1e-9;
+        if self.measured_secs > 0.0 {
+            let rate = self.successes as f64 / self.measured_secs;
+            if !close(self.achieved_per_sec, rate) {
+                return Some(format!(
+                    "achieved_per_sec {} is not successes / measured_secs = {} / {} = {rate}",
+                    self.achieved_per_sec, self.successes, self.measured_secs
+                ));
+            }
+        } else if self.achieved_per_sec != 0.0 {
+            return Some(format!(
+                "achieved_per_sec {} with no measured time",
+                self.achieved_per_sec
+            ));
+        }
+        if !close(self.cpm, self.achieved_per_sec * 60.0) {
+            return Some(format!(
+                "cpm {} is not 60 × achieved_per_sec {}",
+                self.cpm, self.achieved_per_sec
+            ));
+        }
+        None
+    }
+
     /// Failed attempts, all causes.
     pub fn failed(&self) -> u64 {
         self.failures.values().sum()

@@ -139,6 +139,13 @@ fn latency_blocks(p: &PhaseReport, out: &mut Vec<Block>) {
         t.row(row);
     }
     out.push(Block::Table(t));
+    if let Some(&n) = p
+        .failures
+        .get(crate::diagnosis::NEVER_ACCEPTED)
+        .filter(|&&n| n > 0)
+    {
+        out.push(Block::Line(crate::acceptance::client_view_note(n)));
+    }
     let first = &p.latency[0];
     let mut headers = vec!["latency bucket".to_string()];
     headers.extend(p.latency.iter().map(|l| format!("{} share", l.which)));
@@ -172,7 +179,7 @@ fn cpu_row(t: &mut Table, side: &str, c: &SideCpu) {
         c.us_per_conn_user.map_or(NA.into(), |v| fixed(v, 2)),
         c.us_per_conn_sys.map_or(NA.into(), |v| fixed(v, 2)),
         c.us_per_conn().map_or(NA.into(), |v| fixed(v, 2)),
-        format!("{:.1}%", c.sys_pct()),
+        c.sys_pct().map_or(NA.into(), |v| format!("{v:.1}%")),
     ]);
 }
 
@@ -213,7 +220,21 @@ fn phase_blocks(p: &PhaseReport, counters: Counters, out: &mut Vec<Block>) {
         cpu_row(&mut cpu, "server", s);
     }
     cpu_row(&mut cpu, "load", &p.cpu.load);
+    if p.cpu.server.is_some() {
+        // The figure `compare` calls "sys %".
+        cpu.row([
+            "both sides".to_string(),
+            String::new(),
+            String::new(),
+            String::new(),
+            p.cpu.sys_pct().map_or(NA.into(), |v| format!("{v:.1}%")),
+        ]);
+    }
     out.push(Block::Table(cpu));
+    out.push(Block::Line(
+        "sys%: system CPU time as a share of CPU capacity (wall time × the CPUs the side ran on); \"both sides\" is what `compare` calls \"sys %\" (it reads the peak phase's)"
+            .to_string(),
+    ));
     if let Some(s) = &p.server {
         let total = s.accepted().max(1) as f64;
         let shares: Vec<String> = s
