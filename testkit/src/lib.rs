@@ -1,7 +1,12 @@
 //! Test support shared by the workspace's integration tests (a dev-dependency only; never linked
 //! into the `connstorm` binary).
 //!
-//! The one thing here is [`NetNs`]: run a closure on a thread that lives in a **fresh network
+//! Three things live here:
+//! - [`exclusive`]: a process-wide lock that serialises the tests which assert a rate, a latency
+//!   bound or a timing, and the tests which saturate a CPU, within one test binary;
+//! - [`require_tool`]: find a system tool (`ip`, `nft`, ...) or fail with one line naming the
+//!   package to install;
+//! - [`NetNs`]: run a closure on a thread that lives in a **fresh network
 //! namespace** (`unshare(CLONE_NEWNET)`, see unshare(2) and network_namespaces(7)), with `lo` up,
 //! so that a test can
 //! - count the kernel's TCP counters (`/proc/thread-self/net/snmp`, `/proc/thread-self/net/netstat`)
@@ -16,7 +21,59 @@
 //! namespace), so counters must be read through `/proc/thread-self/net/...`, as these helpers do.
 
 use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
 use std::process::Command;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+/// The lock behind [`exclusive`].
+static EXCLUSIVE: Mutex<()> = Mutex::new(());
+
+/// Takes the process-wide test lock and returns its guard; hold it (`let _x = testkit::exclusive();`)
+/// for the whole test.
+///
+/// Take it in every test that asserts a rate, a latency bound or a timing, and in every test that
+/// saturates a CPU (an overloaded generator, a flood of connects): `cargo test` runs the tests of
+/// one binary on parallel threads, the load tests pin their workers to the same CPUs, and a test
+/// asserting ±1% of a rate fails when another one saturates its CPU meanwhile. Tests that only
+/// check behaviour (bad input, exact counts without a time bound) need not take it and keep
+/// running in parallel.
+///
+/// The lock is per process, and each test binary is its own process: `cargo test` runs the test
+/// binaries one after another (never two at once), so a lock covering the tests of one binary is
+/// all that is needed. Tests in a binary that run child processes (`connstorm bench`, ...) hold it
+/// while the child runs.
+///
+/// Poison-tolerant: a test that panicked while holding it (a failed assertion) does not fail the
+/// tests after it.
+#[must_use = "the lock is released when the guard is dropped: bind it (`let _x = ...`)"]
+pub fn exclusive() -> MutexGuard<'static, ()> {
+    EXCLUSIVE.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The path of the system tool `name` (searched in `PATH`, like a shell does), for
+/// `Command::new(testkit::require_tool("nft", "nftables"))`.
+///
+/// Tests install nothing: `.ci/run` installs what they need (iproute2, nftables, util-linux).
+///
+/// # Panics
+/// With one line naming the Debian/Ubuntu package to install when no executable `name` is on
+/// `PATH`, e.g. "this test needs `nft`, which is not on PATH: install the nftables package
+/// (apt-get install nftables)". A test never skips itself silently.
+pub fn require_tool(name: &str, package: &str) -> PathBuf {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|p| {
+            std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+        .unwrap_or_else(|| {
+            panic!(
+                "this test needs `{name}`, which is not on PATH: install the {package} package \
+                 (apt-get install {package})"
+            )
+        })
+}
 
 /// A handle to the network namespace the current test thread runs in (see [`NetNs::run`]).
 #[derive(Debug)]
@@ -42,12 +99,10 @@ impl NetNs {
                          to create a network namespace (run them as root, e.g. in CI)"
                     );
                 }
-                let out = Command::new("ip")
+                let out = Command::new(require_tool("ip", "iproute2"))
                     .args(["link", "set", "lo", "up"])
                     .output()
-                    .unwrap_or_else(|e| {
-                        panic!("cannot run `ip link set lo up`: {e}; install iproute2")
-                    });
+                    .unwrap_or_else(|e| panic!("cannot run `ip link set lo up`: {e}"));
                 assert!(
                     out.status.success(),
                     "`ip link set lo up` failed in the test namespace: {}",
@@ -63,30 +118,17 @@ impl NetNs {
         }
     }
 
-    /// All `Tcp:` and `TcpExt:` counters of this namespace, keyed `"Tcp.ActiveOpens"`,
-    /// `"TcpExt.ListenOverflows"`, ... (from /proc/thread-self/net/snmp and .../netstat).
+    /// All counters of this namespace, keyed `"Tcp.ActiveOpens"`, `"TcpExt.ListenOverflows"`,
+    /// `"Ip.InReceives"`, ... (from /proc/thread-self/net/snmp and .../netstat, plus
+    /// `"softnet.*"` and `"nf_conntrack.*"` where present), parsed by [`tuning::counters::Snapshot`]
+    /// — the same parser the binary uses for its cross-checks.
     ///
     /// # Panics
     /// If the files cannot be read or parsed (they always exist on Linux with CONFIG_PROC_FS).
     pub fn counters(&self) -> BTreeMap<String, i64> {
-        let mut map = BTreeMap::new();
-        for file in ["snmp", "netstat"] {
-            let path = format!("/proc/thread-self/net/{file}");
-            let text =
-                std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {path}: {e}"));
-            let lines: Vec<&str> = text.lines().collect();
-            for pair in lines.chunks(2) {
-                let [names, values] = pair else { continue };
-                let (prefix, names) = names.split_once(':').expect("snmp header line");
-                let (_, values) = values.split_once(':').expect("snmp value line");
-                for (n, v) in names.split_whitespace().zip(values.split_whitespace()) {
-                    if let Ok(v) = v.parse::<i64>() {
-                        map.insert(format!("{prefix}.{n}"), v);
-                    }
-                }
-            }
-        }
-        map
+        tuning::counters::Snapshot::read_current()
+            .unwrap_or_else(|e| panic!("read this namespace's TCP counters: {e}"))
+            .counters
     }
 
     /// One counter, e.g. `counter("Tcp.PassiveOpens")`.
@@ -133,6 +175,50 @@ pub fn allowed_cpus() -> Vec<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn require_tool_finds_a_tool_on_path_and_names_the_package_of_a_missing_one() {
+        let sh = require_tool("sh", "dash");
+        assert!(sh.is_absolute() && sh.ends_with("sh"), "{}", sh.display());
+        let missing = std::panic::catch_unwind(|| {
+            require_tool("connstorm-no-such-tool", "connstorm-test-package")
+        })
+        .expect_err("a missing tool panics");
+        let msg = missing
+            .downcast_ref::<String>()
+            .expect("a formatted message");
+        assert!(
+            msg.contains("`connstorm-no-such-tool`")
+                && msg.contains("install the connstorm-test-package package")
+                && !msg.contains('\n'),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn exclusive_serialises_holders_and_survives_a_panicking_holder() {
+        let _ = std::thread::spawn(|| {
+            let _x = exclusive();
+            panic!("a failing test while holding the lock");
+        })
+        .join();
+        let inside = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                let inside = inside.clone();
+                std::thread::spawn(move || {
+                    let _x = exclusive();
+                    let n = inside.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                    inside.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+                    n
+                })
+            })
+            .collect();
+        for t in threads {
+            assert_eq!(t.join().unwrap(), 0, "another holder was inside at the same time");
+        }
+    }
 
     #[test]
     fn fresh_namespace_has_its_own_counters_and_sysctls() {
