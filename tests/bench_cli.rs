@@ -2,6 +2,10 @@
 //!
 //! Counts are checked against the kernel's inside private network namespaces (`--netns`), where
 //! only the benchmark's own traffic exists, so they must agree exactly.
+//!
+//! Every test that runs a benchmark takes [`testkit::exclusive`]: each one saturates the CPUs it
+//! runs on, and several bound times or compare rates, so they run one at a time; the bad-input
+//! tests run beside them.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -33,12 +37,10 @@ fn records(dir: &Path) -> Vec<PathBuf> {
     v
 }
 
+/// The server library's own probe (what `Server::start` asks for `--engine io-uring`): `Ok` when
+/// io_uring multishot accept runs here, else why not.
 fn io_uring_available() -> Result<(), String> {
-    // The server library's own probe decides; its answer is what `--engine io-uring` would get.
-    match std::fs::read_to_string("/proc/sys/kernel/io_uring_disabled") {
-        Ok(v) if v.trim() == "2" => Err("kernel.io_uring_disabled=2".into()),
-        _ => Ok(()),
-    }
+    server::engine::probe::io_uring()
 }
 
 fn bench_netns_exact(engine: &str) {
@@ -116,13 +118,19 @@ fn bench_netns_exact(engine: &str) {
 
 #[test]
 fn bench_in_namespaces_agrees_with_the_kernel_epoll() {
+    let _x = testkit::exclusive();
     bench_netns_exact("epoll");
 }
 
 #[test]
 fn bench_in_namespaces_agrees_with_the_kernel_io_uring() {
+    let _x = testkit::exclusive();
     if let Err(why) = io_uring_available() {
-        eprintln!("skipping the io_uring variant: {why}");
+        // No io_uring here: asking for it is refused as bad input with the probe's reason.
+        let out = run(&["bench", "--netns", "--duration", "1s", "--engine", "io-uring"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains(&why), "the probe's reason {why:?} in: {err}");
         return;
     }
     bench_netns_exact("io-uring");
@@ -130,6 +138,7 @@ fn bench_in_namespaces_agrees_with_the_kernel_io_uring() {
 
 #[test]
 fn record_round_trips_with_the_printed_numbers() {
+    let _x = testkit::exclusive();
     let dir = tempfile::tempdir().unwrap();
     let out = run(&[
         "bench",
@@ -147,10 +156,27 @@ fn record_round_trips_with_the_printed_numbers() {
     let text = String::from_utf8_lossy(&out.stdout);
     let rec = RunRecord::read(&records(dir.path())[0]).unwrap();
     let peak = rec.phase("peak").unwrap();
-    let cpm = format!("PEAK: {} CPM", group(peak.cpm));
+    // The library's formatter (results::numfmt), and the printed figure read back on its own.
+    let cpm = format!("PEAK: {} CPM", results::numfmt::fixed(peak.cpm, 0));
     assert!(
         text.contains(&cpm),
         "summary shows the recorded peak {cpm:?}:\n{text}"
+    );
+    let printed = text
+        .lines()
+        .find_map(|l| l.strip_prefix("PEAK: ")?.split_once(" CPM"))
+        .map(|(n, _)| n)
+        .unwrap_or_else(|| panic!("no `PEAK: N CPM` line:\n{text}"));
+    let groups: Vec<&str> = printed.split(',').collect();
+    assert!(
+        groups[0].len() <= 3 && groups[1..].iter().all(|g| g.len() == 3),
+        "thousands separators every 3 digits: {printed:?}"
+    );
+    let value: f64 = printed.replace(',', "").parse().unwrap();
+    assert!(
+        (value - peak.cpm).abs() <= 0.5,
+        "printed {printed} CPM, recorded {}",
+        peak.cpm
     );
     assert!(
         text.contains(&format!("record: {}", records(dir.path())[0].display())),
@@ -161,20 +187,9 @@ fn record_round_trips_with_the_printed_numbers() {
     assert_eq!(RunRecord::read(&again).unwrap(), rec);
 }
 
-fn group(n: f64) -> String {
-    let s = format!("{:.0}", n);
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
 #[test]
 fn interrupted_run_still_writes_its_record() {
+    let _x = testkit::exclusive();
     let dir = tempfile::tempdir().unwrap();
     let child = Command::new(bin())
         .args([
@@ -218,6 +233,7 @@ fn interrupted_run_still_writes_its_record() {
 
 #[test]
 fn target_mode_loads_an_external_server() {
+    let _x = testkit::exclusive();
     // A plain accept loop stands in for a gateway; it counts what it accepted.
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = l.local_addr().unwrap();
@@ -320,6 +336,7 @@ fn bad_options_exit_2_with_one_clear_line() {
 /// is restored after the run, and also when a setup command fails midway.
 #[test]
 fn ab_restores_toggles_after_success_and_failure() {
+    let _x = testkit::exclusive();
     let dir = tempfile::tempdir().unwrap();
     let out_dir = dir.path().to_str().unwrap();
     let script = format!(
@@ -330,10 +347,11 @@ fn ab_restores_toggles_after_success_and_failure() {
          echo fail-after=$(cat /proc/sys/net/ipv4/tcp_timestamps)",
         bin = bin()
     );
-    let out = Command::new("unshare")
+    testkit::require_tool("ip", "iproute2");
+    let out = Command::new(testkit::require_tool("unshare", "util-linux"))
         .args(["-n", "sh", "-c", &script])
         .output()
-        .expect("unshare (util-linux)");
+        .expect("run unshare");
     let text = String::from_utf8_lossy(&out.stdout);
     let err_ok = std::fs::read_to_string(dir.path().join("ok.err")).unwrap_or_default();
     assert!(
@@ -376,6 +394,7 @@ fn ab_restores_toggles_after_success_and_failure() {
 
 #[test]
 fn sweep_finds_a_knee_in_its_own_record() {
+    let _x = testkit::exclusive();
     let dir = tempfile::tempdir().unwrap();
     let out = run(&[
         "sweep",
@@ -479,6 +498,7 @@ fn only_record(dir: &Path) -> RunRecord {
 /// no verdict, no "ok" cross-check; every attempt refused, and the kernel agrees.
 #[test]
 fn nothing_to_measure_exits_3_without_a_verdict() {
+    let _x = testkit::exclusive();
     let dir = tempfile::tempdir().unwrap();
     let (out, k) = run_in_netns(
         |_| {},
@@ -582,6 +602,7 @@ fn absurd_sizes_are_refused_before_anything_exists() {
 /// (`bench 2>&1 | head -1`). No panic (exit 101), the run completes and the record is written.
 #[test]
 fn closed_terminal_never_panics_and_keeps_the_record() {
+    let _x = testkit::exclusive();
     use std::io::Read;
     let dir = tempfile::tempdir().unwrap();
     let (r, w) = nix::unistd::pipe().unwrap();
@@ -642,6 +663,7 @@ fn closed_terminal_never_panics_and_keeps_the_record() {
 /// successes; rates count only accepted connections; the cause names the setting.
 #[test]
 fn abort_on_overflow_handshakes_are_never_accepted_failures() {
+    let _x = testkit::exclusive();
     let dir = tempfile::tempdir().unwrap();
     let (out, k) = run_in_netns(
         |ns| ns.set_sysctl("net.ipv4.tcp_abort_on_overflow", "1"),
@@ -713,6 +735,7 @@ fn abort_on_overflow_handshakes_are_never_accepted_failures() {
 /// setting, not an overflow, and with balanced counts SyncookiesFailed is not a lost handshake.
 #[test]
 fn syncookies_two_are_attributed_to_the_setting() {
+    let _x = testkit::exclusive();
     let dir = tempfile::tempdir().unwrap();
     let (out, k) = run_in_netns(
         |ns| ns.set_sysctl("net.ipv4.tcp_syncookies", "2"),
@@ -769,7 +792,7 @@ fn syncookies_two_are_attributed_to_the_setting() {
 
 /// `nft` or a one-line failure saying to install it (never a silent skip).
 fn nft(script: &str) {
-    let out = match Command::new("nft")
+    let out = match Command::new(testkit::require_tool("nft", "nftables"))
         .args(["-f", "-"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -830,6 +853,7 @@ fn fill_conntrack(max: usize) {
 /// no verdict, the cause named from the namespace's own conntrack counters.
 #[test]
 fn conntrack_table_full_is_named_and_exits_3() {
+    let _x = testkit::exclusive();
     let dir = tempfile::tempdir().unwrap();
     let out_dir = dir.path().to_str().unwrap().to_string();
     let (out, text, count, max, drops) = testkit::NetNs::run(move |_ns| {

@@ -1,5 +1,8 @@
 //! `connstorm load` end to end: the built binary in a child process (so rlimits and signal
 //! handlers never touch the test process), against small servers in this test.
+//!
+//! Every test that runs load takes [`testkit::exclusive`] (rates, time bounds and overloads do
+//! not mix on a 2-CPU machine); the bad-input tests run beside them.
 
 use std::net::{SocketAddr, TcpListener};
 use std::process::{Command, Output, Stdio};
@@ -131,6 +134,7 @@ fn bad_input_exits_2_with_a_message_that_says_what_is_wrong() {
 
 #[test]
 fn nothing_listening_runs_its_duration_counts_refusals_and_exits_3() {
+    let _x = testkit::exclusive();
     let target = closed_port();
     let t = Instant::now();
     let o = connstorm(&[
@@ -163,6 +167,7 @@ fn nothing_listening_runs_its_duration_counts_refusals_and_exits_3() {
 
 #[test]
 fn json_report_has_rates_percentile_tables_and_the_close_mode() {
+    let _x = testkit::exclusive();
     let sink = Sink::start(false);
     let o = connstorm(&[
         "--target",
@@ -205,6 +210,7 @@ fn json_report_has_rates_percentile_tables_and_the_close_mode() {
 
 #[test]
 fn text_report_names_port_exhaustion_and_warns_before_the_run() {
+    let _x = testkit::exclusive();
     let o = testkit::NetNs::run(|ns| {
         ns.set_sysctl("net.ipv4.ip_local_port_range", "40000 40009");
         ns.set_sysctl("net.ipv4.tcp_tw_reuse", "0");
@@ -239,6 +245,7 @@ fn text_report_names_port_exhaustion_and_warns_before_the_run() {
 
 #[test]
 fn sigint_ends_the_run_early_and_still_prints_the_report() {
+    let _x = testkit::exclusive();
     let sink = Sink::start(false);
     let child = Command::new(env!("CARGO_BIN_EXE_connstorm"))
         .args([
@@ -272,6 +279,7 @@ fn sigint_ends_the_run_early_and_still_prints_the_report() {
 /// succeeded.
 #[test]
 fn overloaded_generator_keeps_reporting_warns_and_exits_3_without_successes() {
+    let _x = testkit::exclusive();
     let o = testkit::NetNs::run(|_| {
         let target = closed_port();
         connstorm(&[
@@ -345,6 +353,7 @@ fn deaf_listener(backlog: i32) -> (socket2::Socket, String) {
 /// schedule's 1e9 starts offered), and every attempt it started equals the kernel's ActiveOpens.
 #[test]
 fn overload_beyond_the_machine_ends_on_time_with_drops_counted_arithmetically() {
+    let _x = testkit::exclusive();
     let (o, elapsed, active) = testkit::NetNs::run(|ns| {
         let a0 = ns.counter("Tcp.ActiveOpens");
         let t = Instant::now();
@@ -390,6 +399,7 @@ fn overload_beyond_the_machine_ends_on_time_with_drops_counted_arithmetically() 
 /// One SIGTERM ends an overloaded 30-day run at once, with its report, and exit 128 + 15.
 #[test]
 fn one_sigterm_ends_an_overloaded_30_day_run_with_its_report_and_exit_143() {
+    let _x = testkit::exclusive();
     let o = testkit::NetNs::run(|_| {
         let child = spawn_load(&[
             "--target",
@@ -446,6 +456,7 @@ fn one_sigterm_ends_an_overloaded_30_day_run_with_its_report_and_exit_143() {
 /// successes + failures = Tcp.ActiveOpens.
 #[test]
 fn attempts_whose_syns_are_dropped_are_counted_at_their_timeout_and_match_active_opens() {
+    let _x = testkit::exclusive();
     let (o, active, elapsed) = testkit::NetNs::run(|ns| {
         let (_l, addr) = deaf_listener(0);
         let a0 = ns.counter("Tcp.ActiveOpens");
@@ -501,6 +512,7 @@ fn attempts_whose_syns_are_dropped_are_counted_at_their_timeout_and_match_active
 /// timeouts of its intended start, and the books balance with the kernel.
 #[test]
 fn a_stopped_generator_never_counts_an_attempt_past_its_timeout_as_a_success() {
+    let _x = testkit::exclusive();
     let (o, active) = testkit::NetNs::run(|ns| {
         let (_l, addr) = deaf_listener(1);
         let a0 = ns.counter("Tcp.ActiveOpens");
@@ -555,6 +567,9 @@ fn a_stopped_generator_never_counts_an_attempt_past_its_timeout_as_a_success() {
 /// counters are printed with their meanings.
 #[test]
 fn handshakes_the_server_never_accepted_are_failures_not_successes() {
+    let _x = testkit::exclusive();
+    // `connstorm load` reads the listener's backlog with ss(8) for its diagnosis.
+    testkit::require_tool("ss", "iproute2");
     let (o, passive, accepted, text) = testkit::NetNs::run(|ns| {
         let l = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
         l.bind(&SocketAddr::from(([127, 0, 0, 1], 0)).into())
@@ -678,6 +693,7 @@ fn handshakes_the_server_never_accepted_are_failures_not_successes() {
 /// accepts; `--family 4` keeps only 127.0.0.1; a source of a family no target has is refused.
 #[test]
 fn every_address_is_used_and_a_failing_one_is_named() {
+    let _x = testkit::exclusive();
     let (mixed, v4, wrong_source, localhost, port) = testkit::NetNs::run(|_| {
         let sink = Sink::start(false);
         let port = sink.addr.port();
@@ -781,6 +797,7 @@ fn a_cpu_outside_the_affinity_mask_is_refused_with_the_usable_cpus() {
 /// says "started", not "offered".
 #[test]
 fn a_partial_second_is_scaled_and_marked_and_closed_loop_says_started() {
+    let _x = testkit::exclusive();
     let (open, closed) = testkit::NetNs::run(|_| {
         let sink = Sink::start(false);
         let t = sink.addr.to_string();

@@ -100,7 +100,7 @@ fn bad_inputs_exit_2_with_one_line() {
         );
     }
     // A port below 1024 without privilege: run as nobody (setpriv drops root for the child only).
-    let out = Command::new("setpriv")
+    let out = Command::new(testkit::require_tool("setpriv", "util-linux"))
         .args([
             "--reuid=65534",
             "--regid=65534",
@@ -112,7 +112,7 @@ fn bad_inputs_exit_2_with_one_line() {
         ])
         .args(["--cpus", "0", "--engine", "epoll", "--duration", "5s"])
         .output()
-        .expect("setpriv (util-linux) is needed for the privileged-port test");
+        .expect("run setpriv");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(
@@ -190,6 +190,8 @@ fn accepted(report: &serde_json::Value) -> u64 {
 
 #[test]
 fn emfile_overload_backs_off_without_spinning_and_recovers() {
+    let _x = testkit::exclusive();
+    testkit::require_tool("prlimit", "util-linux");
     let ticks_per_sec = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
         .unwrap()
         .unwrap() as u64;
@@ -356,7 +358,7 @@ fn cpu_outside_the_allowed_set_is_refused_listing_the_usable_ones() {
         lists.push("all".into());
     }
     for list in &lists {
-        let out = Command::new("taskset")
+        let out = Command::new(testkit::require_tool("taskset", "util-linux"))
             .args(["-c", &only.to_string(), BIN, "server"])
             .args([
                 "--listen",
@@ -367,7 +369,7 @@ fn cpu_outside_the_allowed_set_is_refused_listing_the_usable_ones() {
                 "5s",
             ])
             .output()
-            .expect("taskset (util-linux) is needed for this test");
+            .expect("run taskset");
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "--cpus {list}: {stderr}");
         assert!(

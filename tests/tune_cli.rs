@@ -16,11 +16,11 @@ fn run(args: &[&str]) -> Output {
 
 /// Runs a shell script in a fresh network namespace; `$BIN` is the connstorm binary.
 fn in_netns(script: &str) -> Output {
-    let out = Command::new("unshare")
+    let out = Command::new(testkit::require_tool("unshare", "util-linux"))
         .args(["-n", "sh", "-c", script])
         .env("BIN", BIN)
         .output()
-        .expect("unshare(1) is needed (util-linux) and root to create a network namespace");
+        .expect("run unshare (root is needed to create a network namespace)");
     out
 }
 
@@ -261,10 +261,10 @@ fn doctor_on_a_fixture_root_and_irq_on_a_device_without_queues() {
 #[test]
 fn apply_and_revert_with_netns_name() {
     let name = format!("connstorm-test-{}", std::process::id());
-    let add = Command::new("ip")
+    let add = Command::new(testkit::require_tool("ip", "iproute2"))
         .args(["netns", "add", &name])
         .output()
-        .expect("iproute2 `ip` is needed");
+        .expect("run ip netns add");
     assert!(add.status.success(), "ip netns add: {}", text(&add));
     let d = tempfile::tempdir().unwrap();
     let state = d.path().join("state");
@@ -644,10 +644,10 @@ echo "dash-yes $? $(cat $f)"
 #[test]
 fn the_printed_undo_command_works_as_printed() {
     let name = format!("connstorm-undo-{}", std::process::id());
-    let add = Command::new("ip")
+    let add = Command::new(testkit::require_tool("ip", "iproute2"))
         .args(["netns", "add", &name])
         .output()
-        .expect("iproute2 `ip` is needed");
+        .expect("run ip netns add");
     assert!(add.status.success(), "ip netns add: {}", text(&add));
     let d = tempfile::tempdir().unwrap();
     let conf = d.path().join("u.conf");

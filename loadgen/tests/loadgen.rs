@@ -1,5 +1,10 @@
 //! Integration tests of the load generator against small servers, in fresh network namespaces
 //! (so the kernel's counters count only this test's connections).
+//!
+//! Every test that runs load takes [`testkit::exclusive`] first: they pin their workers to the
+//! same CPUs, several saturate one (1M/s offered), and the others assert rates to ±1% and time
+//! bounds, so they run one at a time (a few seconds in all); only the pure input check runs beside
+//! them.
 
 mod util;
 
@@ -12,6 +17,7 @@ use util::{closed_port, open, run, ServerMode, TestServer};
 
 #[test]
 fn attempts_successes_and_active_opens_agree_exactly() {
+    let _x = testkit::exclusive();
     let (report, active_opens, accepted) = NetNs::run(|ns| {
         let server = TestServer::start(ServerMode::Close);
         let before = ns.counter("Tcp.ActiveOpens");
@@ -64,6 +70,7 @@ fn attempts_successes_and_active_opens_agree_exactly() {
 
 #[test]
 fn open_loop_starts_the_scheduled_number_of_attempts() {
+    let _x = testkit::exclusive();
     let report = NetNs::run(|_| {
         let server = TestServer::start(ServerMode::Close);
         run(&open(server.addr, 2000.0, Duration::from_secs(2)))
@@ -97,6 +104,7 @@ fn open_loop_starts_the_scheduled_number_of_attempts() {
 /// not. A generator that measured from its actual start would hide the stall: coordinated omission.
 #[test]
 fn handshake_latency_from_intended_start_shows_the_stall_service_does_not() {
+    let _x = testkit::exclusive();
     let report = NetNs::run(|_| {
         let server = TestServer::start(ServerMode::CloseAfter(Duration::from_millis(100)));
         let mut cfg = open(server.addr, 200.0, Duration::from_secs(1));
@@ -130,6 +138,7 @@ fn handshake_latency_from_intended_start_shows_the_stall_service_does_not() {
 
 #[test]
 fn nothing_listening_counts_every_attempt_as_refused_and_runs_its_duration() {
+    let _x = testkit::exclusive();
     let (report, elapsed) = NetNs::run(|_| {
         let cfg = open(closed_port(), 500.0, Duration::from_millis(600));
         let t = Instant::now();
@@ -149,6 +158,7 @@ fn nothing_listening_counts_every_attempt_as_refused_and_runs_its_duration() {
 
 #[test]
 fn tiny_port_range_with_fin_close_reports_port_exhaustion_and_keeps_going() {
+    let _x = testkit::exclusive();
     let (report, elapsed) = NetNs::run(|ns| {
         ns.set_sysctl("net.ipv4.ip_local_port_range", "40000 40009");
         ns.set_sysctl("net.ipv4.tcp_tw_reuse", "0");
@@ -184,6 +194,7 @@ fn tiny_port_range_with_fin_close_reports_port_exhaustion_and_keeps_going() {
 
 #[test]
 fn closed_loop_keeps_concurrency_and_sources_spread_over_addresses() {
+    let _x = testkit::exclusive();
     // One load CPU, so the accept thread keeps up (an overloaded accept queue drops SYNs, and the
     // 1 s SYN retransmission would then hit the connect timeout).
     let (report, peers) = NetNs::run(|_| {
@@ -210,6 +221,7 @@ fn closed_loop_keeps_concurrency_and_sources_spread_over_addresses() {
 
 #[test]
 fn greeting_server_gives_first_byte_latency() {
+    let _x = testkit::exclusive();
     let report = NetNs::run(|_| {
         let server = TestServer::start(ServerMode::Greet(5));
         let mut cfg = open(server.addr, 200.0, Duration::from_millis(300));
@@ -229,6 +241,7 @@ fn greeting_server_gives_first_byte_latency() {
 
 #[test]
 fn stop_flag_ends_the_run_early_with_a_full_report() {
+    let _x = testkit::exclusive();
     let (report, elapsed) = NetNs::run(|_| {
         let server = TestServer::start(ServerMode::Close);
         let cfg = open(server.addr, 500.0, Duration::from_secs(30));
@@ -267,6 +280,7 @@ fn unusable_cpu_is_an_error_before_any_attempt() {
 
 #[test]
 fn closed_loop_against_nothing_ends_at_its_duration() {
+    let _x = testkit::exclusive();
     let (report, elapsed) = NetNs::run(|_| {
         let mut cfg = open(closed_port(), 1.0, Duration::from_millis(300));
         cfg.pattern = Pattern::Closed { concurrency: 2 };
@@ -288,6 +302,7 @@ fn closed_loop_against_nothing_ends_at_its_duration() {
 /// every later attempt ends at our connect timeout as ETIMEDOUT, and the run still ends on time.
 #[test]
 fn full_accept_queue_gives_etimedout_at_the_connect_timeout() {
+    let _x = testkit::exclusive();
     let (report, elapsed, overflows) = NetNs::run(|ns| {
         let l = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
         l.bind(
@@ -329,6 +344,7 @@ fn full_accept_queue_gives_etimedout_at_the_connect_timeout() {
 /// kernel did not complete (ActiveOpens − PassiveOpens).
 #[test]
 fn a_handshake_seen_after_its_timeout_is_etimedout_and_still_balances_with_the_kernel() {
+    let _x = testkit::exclusive();
     let (report, active, passive) = NetNs::run(|ns| {
         let server = TestServer::start(ServerMode::Close);
         let (a0, p0) = (
@@ -376,6 +392,7 @@ fn a_handshake_seen_after_its_timeout_is_etimedout_and_still_balances_with_the_k
 /// scheduled start (offered = attempts + dropped) and says it fell behind.
 #[test]
 fn an_overloaded_worker_still_reports_each_second_and_says_it_fell_behind() {
+    let _x = testkit::exclusive();
     let (report, arrivals) = NetNs::run(|_| {
         let mut cfg = open(closed_port(), 1_000_000.0, Duration::from_secs(2));
         cfg.connect_timeout = Duration::from_millis(100);
@@ -418,6 +435,7 @@ fn an_overloaded_worker_still_reports_each_second_and_says_it_fell_behind() {
 /// were made, all attributed to the warm-up by their intended start 3 s earlier).
 #[test]
 fn an_overloaded_generator_keeps_its_starts_in_their_phase() {
+    let _x = testkit::exclusive();
     let report = NetNs::run(|_| {
         let server = TestServer::start(ServerMode::Close);
         let mut cfg = open(server.addr, 1_000_000.0, Duration::from_secs(1));
@@ -457,6 +475,7 @@ fn an_overloaded_generator_keeps_its_starts_in_their_phase() {
 /// a success or a failure, equal to the kernel's Tcp.ActiveOpens.
 #[test]
 fn stop_under_sustained_overload_returns_with_every_start_accounted() {
+    let _x = testkit::exclusive();
     let (report, stopped_after, returned_after, active) = NetNs::run(|ns| {
         let mut cfg = open(
             closed_port(),
@@ -504,6 +523,7 @@ fn stop_under_sustained_overload_returns_with_every_start_accounted() {
 /// length, so that per-second rates can be scaled instead of diving towards zero.
 #[test]
 fn a_partial_last_second_carries_its_length() {
+    let _x = testkit::exclusive();
     let report = NetNs::run(|_| {
         let server = TestServer::start(ServerMode::Close);
         run(&open(server.addr, 400.0, Duration::from_millis(1500)))

@@ -1,23 +1,19 @@
-//! UTC timestamps for records and file names (RFC 3339, no time-zone database needed).
+//! UTC timestamps for records and file names (RFC 3339, no time-zone database needed), through
+//! the `humantime` crate's RFC 3339 formatter and parser.
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// The last second humantime formats (9999-12-31T23:59:59Z); later times would make its
+/// `Display` fail.
+const LAST_FORMATTABLE: Duration = Duration::from_secs(253_402_300_800 - 1);
 
 /// Formats a time as RFC 3339 UTC with whole seconds: `2026-11-29T22:15:03Z`.
 ///
-/// Times before 1970 are formatted as 1970-01-01T00:00:00Z.
+/// Times before 1970 are formatted as 1970-01-01T00:00:00Z, times after the year 9999 as
+/// 9999-12-31T23:59:59Z (the range of RFC 3339's four-digit year).
 pub fn rfc3339_utc(t: SystemTime) -> String {
-    let secs = t
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    let (y, m, d) = civil_from_days((secs / 86_400) as i64);
-    let rem = secs % 86_400;
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3_600,
-        rem % 3_600 / 60,
-        rem % 60
-    )
+    let t = t.clamp(UNIX_EPOCH, UNIX_EPOCH + LAST_FORMATTABLE);
+    humantime::format_rfc3339_seconds(t).to_string()
 }
 
 /// The file-name form of an RFC 3339 UTC time: `2026-11-29T22-15-03Z` (colons become dashes,
@@ -34,51 +30,17 @@ pub fn file_stamp(rfc3339: &str) -> Option<String> {
     ok.then(|| format!("{}Z", head.replace(':', "-")))
 }
 
-/// Parses the start of an RFC 3339 UTC time (`2026-11-29T22:15:03Z`, fractions of a second
-/// ignored). `None` for other shapes or times before 1970.
+/// Parses the start of an RFC 3339 UTC time (`2026-11-29T22:15:03Z`; fractions of a second and
+/// whatever follows the seconds are ignored). `None` for other shapes, impossible dates
+/// (month 13, February 30) or times before 1970.
 pub fn parse_rfc3339_utc(s: &str) -> Option<SystemTime> {
     file_stamp(s)?;
-    let num = |r: std::ops::Range<usize>| s.get(r)?.parse::<i64>().ok();
-    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
-    let (h, mi, sec) = (num(11..13)?, num(14..16)?, num(17..19)?);
-    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || sec > 60 {
-        return None;
-    }
-    let secs = days_from_civil(y, mo as u32, d as u32) * 86_400 + h * 3_600 + mi * 60 + sec;
-    u64::try_from(secs)
-        .ok()
-        .map(|s| UNIX_EPOCH + std::time::Duration::from_secs(s))
-}
-
-/// (year, month, day) to days since 1970-01-01, proleptic Gregorian (H. Hinnant's algorithm).
-fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y.rem_euclid(400);
-    let mp = i64::from((m + 9) % 12);
-    let doy = (153 * mp + 2) / 5 + i64::from(d) - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian (H. Hinnant's algorithm).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
+    humantime::parse_rfc3339(&format!("{}Z", s.get(..19)?)).ok()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     #[test]
     fn formats_known_instants() {
@@ -88,6 +50,19 @@ mod tests {
         assert_eq!(rfc3339_utc(t), "2000-02-29T12:34:56Z");
         let t = UNIX_EPOCH + Duration::from_secs(1_798_582_503);
         assert_eq!(rfc3339_utc(t), "2026-12-29T22:15:03Z");
+        // Sub-second parts are dropped, and out-of-range times clamp instead of panicking.
+        assert_eq!(
+            rfc3339_utc(t + Duration::from_millis(999)),
+            "2026-12-29T22:15:03Z"
+        );
+        assert_eq!(
+            rfc3339_utc(UNIX_EPOCH - Duration::from_secs(1)),
+            "1970-01-01T00:00:00Z"
+        );
+        assert_eq!(
+            rfc3339_utc(UNIX_EPOCH + Duration::from_secs(400_000_000_000)),
+            "9999-12-31T23:59:59Z"
+        );
     }
 
     #[test]
@@ -97,7 +72,14 @@ mod tests {
             assert_eq!(parse_rfc3339_utc(&rfc3339_utc(t)), Some(t));
         }
         assert_eq!(parse_rfc3339_utc("2026-13-01T00:00:00Z"), None);
+        assert_eq!(parse_rfc3339_utc("2026-02-30T00:00:00Z"), None);
+        assert_eq!(parse_rfc3339_utc("1969-12-31T23:59:59Z"), None);
         assert_eq!(parse_rfc3339_utc("soon"), None);
+        // Fractions of a second are dropped.
+        assert_eq!(
+            parse_rfc3339_utc("2000-02-29T12:34:56.999Z"),
+            Some(UNIX_EPOCH + Duration::from_secs(951_827_696))
+        );
     }
 
     #[test]

@@ -1,4 +1,8 @@
 //! Integration tests of the accept server, each run once per engine.
+//!
+//! The two tests that flood the server (one saturates the worker's CPU and bounds `stop()` to
+//! 1 s) take [`testkit::exclusive`], so they never run beside each other; the others check exact
+//! counts without a time bound and run in parallel.
 
 mod util;
 
@@ -140,6 +144,7 @@ fn two_workers_both_accept_and_their_counts_add_up() {
 /// exactly as many connections as the clients completed.
 #[test]
 fn stop_under_load_resets_no_completed_handshake() {
+    let _x = testkit::exclusive();
     for engine in engines() {
         NetNs::run(move |ns| {
             let before = ns.counter("Tcp.PassiveOpens");
@@ -273,6 +278,7 @@ fn taken_address_is_refused_and_nothing_runs() {
 /// namespace's PassiveOpens once the clients are joined.
 #[test]
 fn stop_under_sustained_overload_returns() {
+    let _x = testkit::exclusive();
     for engine in engines() {
         NetNs::run(move |ns| {
             let worker_cpu = cpus(1)[0];
