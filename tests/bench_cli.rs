@@ -127,7 +127,14 @@ fn bench_in_namespaces_agrees_with_the_kernel_io_uring() {
     let _x = testkit::exclusive();
     if let Err(why) = io_uring_available() {
         // No io_uring here: asking for it is refused as bad input with the probe's reason.
-        let out = run(&["bench", "--netns", "--duration", "1s", "--engine", "io-uring"]);
+        let out = run(&[
+            "bench",
+            "--netns",
+            "--duration",
+            "1s",
+            "--engine",
+            "io-uring",
+        ]);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{err}");
         assert!(err.contains(&why), "the probe's reason {why:?} in: {err}");

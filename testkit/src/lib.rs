@@ -216,7 +216,11 @@ mod tests {
             })
             .collect();
         for t in threads {
-            assert_eq!(t.join().unwrap(), 0, "another holder was inside at the same time");
+            assert_eq!(
+                t.join().unwrap(),
+                0,
+                "another holder was inside at the same time"
+            );
         }
     }
 
