@@ -223,7 +223,7 @@ impl std::fmt::Display for Scope {
 pub enum SysctlError {
     /// The key does not exist on this kernel (e.g. net.ipv4.tcp_tw_recycle, removed in 4.12), or
     /// it is global and this is a child network namespace.
-    #[error("sysctl {key} does not exist here ({path}): removed from this kernel, not built in, or a global key seen from a child network namespace — drop it from the preset or mark it optional")]
+    #[error("sysctl {key} does not exist here ({path}): removed from this kernel, not built in, or a global key seen from a child network namespace — drop it from the preset or sysctl.d file, or mark it optional (`optional = true` in a preset, a `-` prefix in a sysctl.d file)")]
     Missing {
         /// The key.
         key: Key,
