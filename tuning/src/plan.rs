@@ -9,7 +9,8 @@
 //!
 //! In *netns-only* mode (`--netns`, or when the process is not in the initial network
 //! namespace), global keys are [`Status::Refused`]: they would change the whole host
-//! (KERNEL-NOTES 4.3).
+//! (net/core/sysctl_net_core.c, net/ipv4/sysctl_net_ipv4.c: tables registered only for the
+//! initial namespace).
 
 use std::path::{Path, PathBuf};
 

@@ -10,7 +10,7 @@
 //! name a file outside `/proc/sys`. Whether a key exists is checked against the running kernel
 //! with [`Key::path`].
 //!
-//! Scope (KERNEL-NOTES 4.3, from net/core/sysctl_net_core.c and net/ipv4/sysctl_net_ipv4.c, 6.x):
+//! Scope (net/core/sysctl_net_core.c and net/ipv4/sysctl_net_ipv4.c, Linux 6.x):
 //! `net.ipv4.*` (but tcp_mem, udp_mem, tcp_max_orphans, tcp_low_latency, inet_peer_*,
 //! fib_sync_mem), `net.ipv6.*`, `net.netfilter.*`, `net.unix.*` and `net.core.{somaxconn,
 //! optmem_max, txrehash, tstamp_allow_data, rps_default_mask}` are per network namespace; every

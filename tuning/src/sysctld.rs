@@ -2,7 +2,7 @@
 //! duplicates and aliases, resolved into one ordered list of concrete keys, each naming the
 //! `file:line` it comes from, plus a [`LineNote`] for every line saying what became of it.
 //!
-//! Rules (sysctl.d(5); systemd src/sysctl/sysctl.c and src/basic/sysctl-util.c; FACTS-2 §4):
+//! Rules (sysctl.d(5); systemd src/sysctl/sysctl.c and src/basic/sysctl-util.c; systemd-sysctl.service(8)):
 //! - `#` or `;` at the start of a line: comment. `key = value`; a `-` before the key: a failed
 //!   write is ignored (the entry is `optional`). `-key` without `=`: the key is excluded from
 //!   glob matches (and a pattern with glob characters excludes every key it matches).
