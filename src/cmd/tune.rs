@@ -66,7 +66,7 @@ impl Source {
         let mut files = self.file.clone();
         if self.system {
             let found = tuning::sysctld::system_files(root);
-            eprint!("{}", render::plan::system_notes(&found));
+            eprint!("{}", render::apply::system_notes(&found));
             files = found
                 .into_iter()
                 .filter(|f| !f.masked)
@@ -130,7 +130,7 @@ fn check(a: &CheckArgs, out: &mut impl Write) -> anyhow::Result<i32> {
         serde_json::to_writer_pretty(&mut *out, &render::plan::check_json(&preset, &c))?;
         writeln!(out)?;
     } else {
-        let command = render::plan::apply_command(&a.source.args(), None, allow_decrease);
+        let command = render::apply::apply_command(&a.source.args(), None, allow_decrease);
         write!(out, "{}", render::plan::check(&preset, &c, &command))?;
     }
     Ok(exit(c.off()))
@@ -163,7 +163,7 @@ fn apply(a: &ApplyArgs, out: &mut impl Write) -> anyhow::Result<i32> {
             allow_decrease,
         },
     );
-    let command = render::plan::apply_command(&a.source.args(), netns, allow_decrease);
+    let command = render::apply::apply_command(&a.source.args(), netns, allow_decrease);
     write!(
         out,
         "{}",
@@ -173,10 +173,10 @@ fn apply(a: &ApplyArgs, out: &mut impl Write) -> anyhow::Result<i32> {
         write!(
             out,
             "{}",
-            render::plan::not_applied(&c.prediction, a.dry_run)
+            render::apply::not_applied(&c.prediction, a.dry_run)
         )?;
         out.flush()?;
-        return match render::plan::refusal(&c.prediction) {
+        return match render::apply::refusal(&c.prediction) {
             Some(e) => Err(bad_input(e)),
             None => Ok(0),
         };
@@ -188,7 +188,7 @@ fn apply(a: &ApplyArgs, out: &mut impl Write) -> anyhow::Result<i32> {
             e => anyhow::Error::new(e).context("apply"),
         },
     )?;
-    write!(out, "{}", render::plan::applied(&report, netns))?;
+    write!(out, "{}", render::apply::applied(&report, netns))?;
     Ok(0)
 }
 
@@ -212,7 +212,7 @@ fn revert(a: &RevertArgs, out: &mut impl Write) -> anyhow::Result<i32> {
         .iter()
         .filter(|s| matches!(s, Saved::IrqAffinity { .. }))
         .count();
-    write!(out, "{}", render::plan::reverted(&path, &rep, irqs))?;
+    write!(out, "{}", render::apply::reverted(&path, &rep, irqs))?;
     if !irq_failed.is_empty() {
         anyhow::bail!("could not restore the affinity of IRQs {irq_failed:?}");
     }

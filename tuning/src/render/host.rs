@@ -71,7 +71,7 @@ pub fn irq_applied(moved: usize, snapshot: &Path) -> String {
         "{} IRQ(s) moved; snapshot {} (undo: {})\n",
         count(moved as u64),
         snapshot.display(),
-        super::plan::undo_command(snapshot, None)
+        super::apply::undo_command(snapshot, None)
     )
 }
 

@@ -4,12 +4,14 @@
 //! - [`table`]: the aligned table every tune listing uses; [`findings`]: severity/topic/message
 //!   lines (doctor, IRQ plan, kernel audit);
 //! - [`plan`]: check and apply (the key table, what became of each sysctl.d line, warnings,
-//!   contradictions, what `apply --yes` would do), the apply and revert reports;
+//!   contradictions, what `apply --yes` would do); [`apply`]: the apply and undo commands, the
+//!   apply and revert reports;
 //! - [`host`]: preset list, rule table, IRQ plan, kernel audit, import notes.
 //!
 //! Counts go through [`common::numfmt`] (thousands separators); sysctl values are printed as
 //! the kernel shows them (they are meant to be typed back), IRQ numbers and CPU lists as-is.
 
+pub mod apply;
 pub mod host;
 pub mod plan;
 
