@@ -348,17 +348,19 @@ pub struct LineNote {
 }
 
 impl LineNote {
-    /// One sentence for the plan.
+    /// One sentence from the files alone: which keys the line assigns, or why it assigns
+    /// nothing. Whether the host takes an assignment (a key missing on this kernel, a value it
+    /// rejects) is not known here: the plan's text (`render::plan::line_fate`) says that.
     pub fn describe(&self) -> String {
         match &self.fate {
             Fate::Blank => "blank".into(),
             Fate::Comment => "comment".into(),
             Fate::Effective { keys, left } => {
                 let mut s = if keys.len() == 1 && left.is_empty() {
-                    format!("sets {}", keys[0])
+                    format!("assigns {}", keys[0])
                 } else {
                     format!(
-                        "glob sets {} key(s): {}",
+                        "glob assigns {} key(s): {}",
                         keys.len(),
                         keys.iter().map(Key::as_str).collect::<Vec<_>>().join(", ")
                     )
