@@ -627,14 +627,20 @@ echo "dash-yes $? $(cat $f)"
     // Without `-`: the dry run says --yes refuses (exit 2), and --yes does refuse, changing nothing.
     assert_eq!(val("strict-dry"), "2", "{t}");
     assert!(
-        t.contains("with --yes: REFUSED, nothing would change"),
+        t.contains(&format!(
+            "`connstorm tune apply --file {} --yes` would refuse the whole plan and change nothing",
+            strict.display()
+        )),
         "{t}"
     );
     assert_eq!(val("strict-yes"), format!("2 {before}"), "{t}");
     // With `-`: the status key is skipped with a note, and --yes writes the other key.
     assert_eq!(val("dash-dry"), "0", "{t}");
     assert!(
-        t.contains("with --yes: writes 1 key(s) (net.ipv4.tcp_fin_timeout = 17)"),
+        t.contains(&format!(
+            "`connstorm tune apply --file {} --yes` would set 1 key(s) (net.ipv4.tcp_fin_timeout = 17)",
+            dash.display()
+        )),
         "{t}"
     );
     assert_eq!(val("dash-yes"), "0 17", "{t}");

@@ -268,7 +268,7 @@ fn parse_pairs(text: &str, path: &Path, out: &mut BTreeMap<String, i64>) -> io::
 /// Columns of `<net_dir>/stat/nf_conntrack` kept as counters (`"nf_conntrack.drop"`, ...),
 /// summed over the per-CPU rows: `drop` = new flows dropped because the table was full,
 /// `early_drop` = entries evicted to make room, `insert_failed` = lost insertion races
-/// (src net/netfilter/nf_conntrack_standalone.c `ct_cpu_seq_show`; FACTS-2 §2). The file is per
+/// (src net/netfilter/nf_conntrack_standalone.c `ct_cpu_seq_show`; Documentation/networking/nf_conntrack-sysctl.rst). The file is per
 /// network namespace.
 pub const CONNTRACK_STAT_COLUMNS: [&str; 3] = ["drop", "early_drop", "insert_failed"];
 
@@ -317,7 +317,8 @@ pub const DEFAULT_SYS_DIR: &str = "/proc/sys";
 /// as `"net.ipv4.tcp_syncookies" → 1`. Missing keys (nf_conntrack not loaded, an old kernel) and
 /// unreadable or non-numeric values are left out: a diagnosis then says less, never something
 /// false. `nf_conntrack_max` is one global limit compared with each namespace's own
-/// `nf_conntrack_count` (FACTS-2 §2).
+/// `nf_conntrack_count` (Documentation/networking/nf_conntrack-sysctl.rst;
+/// net/netfilter/nf_conntrack_core.c `__nf_conntrack_alloc`).
 pub fn read_settings(sys_dir: &Path) -> BTreeMap<String, i64> {
     DIAGNOSIS_SYSCTLS
         .iter()

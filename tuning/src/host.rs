@@ -10,8 +10,9 @@ use crate::cmdline::Cmdline;
 use crate::finding::{Finding, Severity};
 use crate::topology::{self, NumaNode, Topology};
 
-/// The sysctls that bound the connection rate, recorded with every run (KERNEL-NOTES 1.7, 2.3,
-/// 4.2, 4.3).
+/// The sysctls that bound the connection rate, recorded with every run
+/// (Documentation/networking/ip-sysctl.rst: somaxconn, tcp_max_syn_backlog, tcp_syncookies,
+/// ip_local_port_range, tcp_tw_reuse; net/core/sysctl_net_core.c for the global net.core keys).
 pub const ACCEPT_RATE_SYSCTLS: &[&str] = &[
     "net.core.somaxconn",
     "net.core.netdev_max_backlog",

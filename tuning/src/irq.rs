@@ -1,6 +1,6 @@
 //! IRQ → CPU plans for a device's queue IRQs, applied and reverted through [`Snapshot`]s.
 //!
-//! Plans (Documentation/networking/scaling.rst, KERNEL-NOTES 4.4):
+//! Plans (Documentation/networking/scaling.rst; Documentation/core-api/irq/irq-affinity.rst):
 //! - [`IrqPlan::Housekeeping`]: every queue IRQ may run on any housekeeping (non-isolated) CPU;
 //! - [`IrqPlan::Spread`]: queue i → one CPU of the NIC's NUMA node, round robin, one logical CPU
 //!   per physical core first, housekeeping CPUs before isolated ones;

@@ -384,10 +384,32 @@ mod tests {
     }
 
     #[test]
-    fn reads_this_hosts_config_when_present() {
-        match KernelConfig::read_host(Path::new("/")) {
-            Ok(c) => assert!(c.hz().is_some(), "a real config sets CONFIG_HZ"),
-            Err(e) => assert!(e.to_string().contains("--config"), "{e}"),
-        }
+    fn read_host_prefers_proc_config_gz_then_boot_config_of_the_release() {
+        use std::io::Write;
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("proc/sys/kernel")).unwrap();
+        std::fs::create_dir_all(d.path().join("boot")).unwrap();
+        std::fs::write(d.path().join("proc/sys/kernel/osrelease"), "6.1.0-t\n").unwrap();
+        std::fs::write(d.path().join("boot/config-6.1.0-t"), "CONFIG_HZ=250\n").unwrap();
+        let c = KernelConfig::read_host(d.path()).unwrap();
+        assert_eq!(c.hz(), Some(250));
+        assert!(c.origin.ends_with("boot/config-6.1.0-t"), "{}", c.origin);
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(b"CONFIG_HZ=1000\n").unwrap();
+        std::fs::write(d.path().join("proc/config.gz"), gz.finish().unwrap()).unwrap();
+        let c = KernelConfig::read_host(d.path()).unwrap();
+        assert_eq!(c.hz(), Some(1000));
+        assert!(c.origin.ends_with("proc/config.gz"), "{}", c.origin);
+    }
+
+    #[test]
+    fn read_host_without_a_config_names_the_paths_and_the_option() {
+        let d = tempfile::tempdir().unwrap();
+        let e = KernelConfig::read_host(d.path()).unwrap_err().to_string();
+        assert!(
+            e.contains("proc/config.gz") && e.contains("boot/config-"),
+            "{e}"
+        );
+        assert!(e.contains("--config"), "{e}");
     }
 }

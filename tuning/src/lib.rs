@@ -9,6 +9,8 @@
 //! - sysctls: [`sysctl`] (key validation, per-netns vs global, read/write), [`preset`] (preset and
 //!   sysctl.conf files), [`plan`] (check → plan → apply → revert) and [`snapshot`] (the saved
 //!   values, written atomically), [`export`] (presets as sysctl.d files and tuned profiles);
+//! - [`builtin`]: the presets shipped in the binary; [`render`]: the text of every `tune`
+//!   subcommand;
 //! - [`irq`]: IRQ → CPU plans; [`kconfig`]: kernel config audit; [`doctor`]: one-screen summary
 //!   built from [`finding::Finding`]s; [`netns`]: entering a named network namespace (setns).
 //!
@@ -16,6 +18,7 @@
 //! [`plan`] and [`irq`] write to the host — always after saving a [`snapshot::Snapshot`].
 #![forbid(unsafe_code)]
 
+pub mod builtin;
 pub mod cmdline;
 pub mod counters;
 pub mod cpulist;
@@ -33,6 +36,7 @@ pub mod plan;
 pub mod ports;
 pub mod preset;
 pub mod probe;
+pub mod render;
 pub mod rules;
 pub mod snapshot;
 pub mod sysctl;

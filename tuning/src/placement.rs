@@ -1,7 +1,8 @@
 //! The CPU planner behind `--cpus auto`: which CPUs run server workers, load workers and
 //! housekeeping (IRQs, the rest of the system).
 //!
-//! Rules, in order (KERNEL-NOTES 4.4, 4.5; Documentation/networking/scaling.rst: "hyperthreads
+//! Rules, in order (Documentation/ABI/testing/sysfs-devices-system-cpu for `isolated` and
+//! `nohz_full`; Documentation/networking/scaling.rst: "hyperthreads
 //! showed no benefit for interrupt handling — one queue per physical core"):
 //! 1. Only online CPUs the process may use.
 //! 2. Housekeeping: when CPUs are isolated, every non-isolated CPU is housekeeping; otherwise the

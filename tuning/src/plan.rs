@@ -9,7 +9,8 @@
 //!
 //! In *netns-only* mode (`--netns`, or when the process is not in the initial network
 //! namespace), global keys are [`Status::Refused`]: they would change the whole host
-//! (KERNEL-NOTES 4.3).
+//! (net/core/sysctl_net_core.c, net/ipv4/sysctl_net_ipv4.c: tables registered only for the
+//! initial namespace).
 
 use std::path::{Path, PathBuf};
 
@@ -463,6 +464,36 @@ impl Prediction {
             }
         }
         p
+    }
+}
+
+/// A source checked against the host: what `tune check` and the plan of `tune apply` show.
+#[derive(Debug, Clone, Serialize)]
+pub struct Checked {
+    /// One row per key ([`check`]).
+    pub rows: Vec<Row>,
+    /// Settings that do nothing because of another ([`contradictions`]).
+    pub contradictions: Vec<Contradiction>,
+    /// What `apply --yes` will do with the rows ([`Prediction::of`]).
+    pub prediction: Prediction,
+}
+
+impl Checked {
+    /// Checks `preset` through `io` with `opts`, then its contradictions and the prediction.
+    pub fn of(preset: &Preset, io: &dyn SysctlIo, opts: CheckOptions) -> Checked {
+        let rows = check(preset, io, opts);
+        let contradictions = contradictions(&rows, io);
+        let prediction = Prediction::of(&rows);
+        Checked {
+            rows,
+            contradictions,
+            prediction,
+        }
+    }
+
+    /// True when `check --strict` fails: a row is off or a setting contradicts another.
+    pub fn off(&self) -> bool {
+        self.rows.iter().any(|r| r.status.is_off()) || !self.contradictions.is_empty()
     }
 }
 

@@ -8,7 +8,7 @@
 //! `tcp_tw_reuse_delay` (ms, default 1000, Linux 6.14+; 1 s before) — value 1 for every
 //! destination, 2 (the default) for loopback only — **but only when the TIME_WAIT entry saw TCP
 //! timestamps** (net/ipv4/tcp_ipv4.c `tcp_twsk_unique`), so `tcp_timestamps = 0` turns reuse off
-//! whatever `tcp_tw_reuse` says (FACTS-2 §3, ip-sysctl.rst).
+//! whatever `tcp_tw_reuse` says (Documentation/networking/ip-sysctl.rst tcp_tw_reuse).
 //!
 //! [`budget`] is pure: the caller reads [`PortSettings`] (e.g. with [`PortSettings::read`]) and
 //! passes the number of triples and whether every destination is loopback.

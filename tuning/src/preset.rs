@@ -108,7 +108,7 @@ pub struct Preset {
 #[derive(Debug, thiserror::Error)]
 pub enum PresetError {
     /// The file could not be read.
-    #[error("cannot read preset {path}: {source}")]
+    #[error("cannot read {path}: {source}")]
     Read {
         /// The file.
         path: String,
@@ -210,6 +210,25 @@ fn check_value(value: &str, op: Op) -> Result<String, String> {
 }
 
 impl Preset {
+    /// True when this came from sysctl.conf / sysctl.d files (not a TOML preset or a built-in
+    /// one): every TOML source has the origin `builtin:NAME` or a `*.toml` path, because
+    /// [`Preset::load_all`] takes a TOML file only alone.
+    pub fn is_sysctl_d(&self) -> bool {
+        !self.origin.starts_with("builtin:") && !self.origin.ends_with(".toml")
+    }
+
+    /// How messages name this source: `preset NAME (ORIGIN)` for presets, `sysctl.d file PATH`
+    /// or `sysctl.d files A, B` for sysctl.d files.
+    pub fn title(&self) -> String {
+        if !self.is_sysctl_d() {
+            format!("preset {} ({})", self.name, self.origin)
+        } else if self.origin.contains(", ") {
+            format!("sysctl.d files {}", self.origin)
+        } else {
+            format!("sysctl.d file {}", self.origin)
+        }
+    }
+
     /// Parses a preset in the TOML format. `origin` names the file in errors.
     ///
     /// # Errors

@@ -5,7 +5,8 @@
 //! io_uring: `io_uring_setup(2)` through the `io-uring` crate's safe `IoUring::new`, then
 //! `IORING_REGISTER_PROBE` (5.6+). IORING_OP_ACCEPT is 5.5; IORING_OP_SOCKET is 5.19, the release
 //! that also brought multishot accept, so a supported SOCKET opcode is read as "multishot accept
-//! available" (an inference from release history: io_uring_enter(2), FACTS-2 §8).
+//! available" (an inference from release history: io_uring_enter(2) and
+//! io_uring_prep_socket(3) give 5.19 for both).
 //! SO_INCOMING_CPU (3.19; honoured by reuseport groups since 6.1) and SO_REUSEPORT (3.9) are set
 //! on a fresh TCP socket and read back (socket(7)).
 

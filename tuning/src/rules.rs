@@ -4,8 +4,9 @@
 //! need another setting to have any effect. `connstorm tune rules` prints [`table`]; the planner
 //! ([`crate::plan`]) consults the lookups below.
 //!
-//! Sources are kernel files (Documentation/networking/ip-sysctl.rst = "ip-sysctl.rst", source
-//! files under net/) and the notes in FACTS-2.md / KERNEL-NOTES.md that cite them.
+//! Sources are the kernel's own files (Documentation/networking/ip-sysctl.rst and
+//! nf_conntrack-sysctl.rst, source files under net/ as of Linux 6.x) and the kernel commits that
+//! removed keys, each named in the rule's `source`.
 
 use serde::Serialize;
 
@@ -27,12 +28,12 @@ pub const ALIASES: &[Alias] = &[
     Alias {
         keys: ["net.ipv4.ip_forward", "net.ipv4.conf.all.forwarding"],
         note: "one value: writing either also sets conf.default.forwarding and every interface's forwarding, and all.accept_redirects to the inverse",
-        source: "net/ipv4/devinet.c devinet_sysctl_forward, inet_forward_change (FACTS-2 §4)",
+        source: "net/ipv4/devinet.c devinet_sysctl_forward, inet_forward_change; Documentation/networking/ip-sysctl.rst ip_forward",
     },
     Alias {
         keys: ["net.nf_conntrack_max", "net.netfilter.nf_conntrack_max"],
         note: "one global value (writable only in the initial network namespace)",
-        source: "net/netfilter/nf_conntrack_standalone.c (FACTS-2 §2)",
+        source: "net/netfilter/nf_conntrack_standalone.c; Documentation/networking/nf_conntrack-sysctl.rst",
     },
 ];
 
@@ -68,19 +69,19 @@ pub const LEGACY: &[Legacy] = &[
         old: "net.ipv4.netfilter.ip_conntrack_",
         new: Some("net.netfilter.nf_conntrack_"),
         note: "the ip_conntrack compat sysctls were removed in 4.9",
-        source: "kernel commit adf0516845bc (FACTS-2 §2)",
+        source: "kernel commit adf0516845bc (Linux 4.9)",
     },
     Legacy {
         old: "net.ipv4.tcp_tw_recycle",
         new: None,
         note: "removed in 4.12 (it broke clients behind NAT once 4.10 randomized timestamp offsets); for TIME_WAIT port reuse on the connecting side use net.ipv4.tcp_tw_reuse = 1 (needs tcp_timestamps), or close with RST / server-first",
-        source: "kernel commit 4396e46187ca (FACTS-2 §3)",
+        source: "kernel commit 4396e46187ca (Linux 4.12)",
     },
     Legacy {
         old: "net.ipv4.tcp_low_latency",
         new: None,
         note: "a legacy option with no effect any more; drop it",
-        source: "ip-sysctl.rst tcp_low_latency; KERNEL-NOTES 4.3",
+        source: "Documentation/networking/ip-sysctl.rst tcp_low_latency; net/ipv4/sysctl_net_ipv4.c",
     },
 ];
 
@@ -105,7 +106,7 @@ pub const STATUS_KEYS: &[(&str, &str)] = &[
     ),
     (
         "net.ipv4.tcp_available_congestion_control",
-        "ip-sysctl.rst (read-only list)",
+        "Documentation/networking/ip-sysctl.rst (read-only list)",
     ),
     (
         "fs.file-nr",
@@ -198,7 +199,7 @@ pub const RANGES: &[(&str, i64, i64, &str)] = &[
         "net.ipv4.tcp_tw_reuse_delay",
         1,
         60000,
-        "ip-sysctl.rst tcp_tw_reuse_delay (FACTS-2 §3)",
+        "Documentation/networking/ip-sysctl.rst tcp_tw_reuse_delay",
     ),
     (
         "net.core.somaxconn",
@@ -279,70 +280,70 @@ pub const HARMS: &[Harm] = &[
         when: "< 4096",
         test: |v| v.first().is_some_and(|&x| x < 4096),
         why: "every listen() backlog is capped to it: below the default 4096 (since 5.4) the accept queue overflows sooner (ListenOverflows)",
-        source: "ip-sysctl.rst somaxconn; FACTS-2 §1",
+        source: "Documentation/networking/ip-sysctl.rst somaxconn (default 4096 since Linux 5.4)",
     },
     Harm {
         key: "net.ipv4.tcp_max_syn_backlog",
         when: "< 128",
         test: |v| v.first().is_some_and(|&x| x < 128),
         why: "below the kernel's minimum default of 128 the SYN queue of every listener is tiny (with syncookies off, SYNs are dropped: TCPReqQFullDrop)",
-        source: "ip-sysctl.rst tcp_max_syn_backlog",
+        source: "Documentation/networking/ip-sysctl.rst tcp_max_syn_backlog",
     },
     Harm {
         key: "net.ipv4.tcp_syncookies",
         when: "= 0",
         test: |v| v == [0],
         why: "a full SYN queue then drops SYNs (TCPReqQFullDrop) instead of answering with cookies; the default is 1",
-        source: "ip-sysctl.rst tcp_syncookies; net/ipv4/tcp_input.c tcp_conn_request (FACTS-2 §1)",
+        source: "Documentation/networking/ip-sysctl.rst tcp_syncookies; net/ipv4/tcp_input.c tcp_conn_request",
     },
     Harm {
         key: "net.ipv4.tcp_syncookies",
         when: "= 2",
         test: |v| v == [2],
         why: "cookies for every SYN, full queue or not: TCP options can be lost; meant for testing",
-        source: "ip-sysctl.rst tcp_syncookies (FACTS-2 §1)",
+        source: "Documentation/networking/ip-sysctl.rst tcp_syncookies",
     },
     Harm {
         key: "net.ipv4.tcp_abort_on_overflow",
         when: "= 1",
         test: |v| v == [1],
         why: "clients get RST when the accept queue is full instead of a retried handshake; the docs advise it only when the application truly cannot keep up",
-        source: "ip-sysctl.rst tcp_abort_on_overflow (FACTS-2 §1)",
+        source: "Documentation/networking/ip-sysctl.rst tcp_abort_on_overflow",
     },
     Harm {
         key: "net.ipv4.tcp_sack",
         when: "= 0",
         test: |v| v == [0],
         why: "loss recovery without selective acknowledgments retransmits more; the default is 1",
-        source: "ip-sysctl.rst tcp_sack",
+        source: "Documentation/networking/ip-sysctl.rst tcp_sack",
     },
     Harm {
         key: "net.ipv4.tcp_timestamps",
         when: "= 0",
         test: |v| v == [0],
         why: "no PAWS and no TIME_WAIT reuse for outgoing connections (tcp_tw_reuse needs timestamps)",
-        source: "net/ipv4/tcp_ipv4.c tcp_twsk_unique (FACTS-2 §3)",
+        source: "net/ipv4/tcp_ipv4.c tcp_twsk_unique",
     },
     Harm {
         key: "net.ipv4.tcp_tw_reuse",
         when: "= 0",
         test: |v| v == [0],
         why: "connect() can no longer reuse TIME_WAIT ports, not even on loopback (default 2): client-first close is limited to ports / 60 s",
-        source: "ip-sysctl.rst tcp_tw_reuse (FACTS-2 §3)",
+        source: "Documentation/networking/ip-sysctl.rst tcp_tw_reuse",
     },
     Harm {
         key: "net.ipv4.tcp_max_tw_buckets",
         when: "< 16384",
         test: |v| v.first().is_some_and(|&x| x < 16384),
         why: "over it sockets close without TIME_WAIT (TCPTimeWaitOverflow); the docs say not to lower this limit artificially (threshold 16384 is connstorm's)",
-        source: "ip-sysctl.rst tcp_max_tw_buckets (FACTS-2 §3)",
+        source: "Documentation/networking/ip-sysctl.rst tcp_max_tw_buckets",
     },
     Harm {
         key: "net.ipv4.ip_local_port_range",
         when: "< 28232 ports",
         test: |v| matches!(v, [lo, hi] if hi - lo + 1 < 28232),
         why: "fewer ephemeral ports than the default 32768-60999: fewer concurrent client connections and fewer connections/s with client-first close",
-        source: "ip-sysctl.rst ip_local_port_range; KERNEL-NOTES 2.3",
+        source: "Documentation/networking/ip-sysctl.rst ip_local_port_range",
     },
     Harm {
         key: "net.core.netdev_max_backlog",
@@ -402,7 +403,7 @@ pub const NEEDS: &[Needs] = &[
         satisfied: |v| v != 0,
         needs_text: "1 or 2",
         why: "TIME_WAIT reuse needs the TIME_WAIT entry to have seen timestamps, so with tcp_timestamps = 0 no port is ever reused (connect() fails with EADDRNOTAVAIL once the range is in TIME_WAIT)",
-        source: "net/ipv4/tcp_ipv4.c tcp_twsk_unique; ip-sysctl.rst tcp_tw_reuse (FACTS-2 §3)",
+        source: "net/ipv4/tcp_ipv4.c tcp_twsk_unique; Documentation/networking/ip-sysctl.rst tcp_tw_reuse",
         host_side: true,
     },
     Needs {
@@ -413,7 +414,7 @@ pub const NEEDS: &[Needs] = &[
         satisfied: |v| v != 0,
         needs_text: "1 or 2",
         why: "the delay applies only to TIME_WAIT reuse, which is off",
-        source: "ip-sysctl.rst tcp_tw_reuse_delay (FACTS-2 §3)",
+        source: "Documentation/networking/ip-sysctl.rst tcp_tw_reuse_delay",
         host_side: false,
     },
     Needs {
@@ -424,7 +425,7 @@ pub const NEEDS: &[Needs] = &[
         satisfied: |v| v == 0,
         needs_text: "0",
         why: "with SYN cookies on, a full SYN queue is answered with cookies, so this limit drops nothing; the listen() backlog (capped by somaxconn) bounds the SYN queue",
-        source: "KERNEL-NOTES 0.6 and 1.7; net/ipv4/tcp_input.c tcp_conn_request",
+        source: "Documentation/networking/ip-sysctl.rst tcp_max_syn_backlog, tcp_syncookies; net/ipv4/tcp_input.c tcp_conn_request; include/net/inet_connection_sock.h inet_csk_reqsk_queue_is_full",
         host_side: false,
     },
 ];

@@ -120,7 +120,7 @@ pub fn current_netns() -> Option<String> {
 /// Two signals, either of which says "child": the thread's namespace differs from PID 1's
 /// (`/proc/1/ns/net` is often unreadable, EACCES, in sandboxes), or
 /// `/proc/sys/net/core/netdev_max_backlog` is absent — global net.core sysctls are registered
-/// only for the initial namespace (net/core/sysctl_net_core.c, KERNEL-NOTES 4.3).
+/// only for the initial namespace (net/core/sysctl_net_core.c, `net_core_table`).
 pub fn in_initial_netns() -> bool {
     if let (Some(me), Ok(init)) = (current_netns(), std::fs::read_link("/proc/1/ns/net")) {
         if me != init.to_string_lossy() {

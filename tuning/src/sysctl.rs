@@ -10,7 +10,7 @@
 //! name a file outside `/proc/sys`. Whether a key exists is checked against the running kernel
 //! with [`Key::path`].
 //!
-//! Scope (KERNEL-NOTES 4.3, from net/core/sysctl_net_core.c and net/ipv4/sysctl_net_ipv4.c, 6.x):
+//! Scope (net/core/sysctl_net_core.c and net/ipv4/sysctl_net_ipv4.c, Linux 6.x):
 //! `net.ipv4.*` (but tcp_mem, udp_mem, tcp_max_orphans, tcp_low_latency, inet_peer_*,
 //! fib_sync_mem), `net.ipv6.*`, `net.netfilter.*`, `net.unix.*` and `net.core.{somaxconn,
 //! optmem_max, txrehash, tstamp_allow_data, rps_default_mask}` are per network namespace; every
@@ -223,7 +223,7 @@ impl std::fmt::Display for Scope {
 pub enum SysctlError {
     /// The key does not exist on this kernel (e.g. net.ipv4.tcp_tw_recycle, removed in 4.12), or
     /// it is global and this is a child network namespace.
-    #[error("sysctl {key} does not exist here ({path}): removed from this kernel, not built in, or a global key seen from a child network namespace — drop it from the preset or mark it optional")]
+    #[error("sysctl {key} does not exist here ({path}): removed from this kernel, not built in, or a global key seen from a child network namespace — drop it from the preset or sysctl.d file, or mark it optional (`optional = true` in a preset, a `-` prefix in a sysctl.d file)")]
     Missing {
         /// The key.
         key: Key,

@@ -2,7 +2,7 @@
 //! duplicates and aliases, resolved into one ordered list of concrete keys, each naming the
 //! `file:line` it comes from, plus a [`LineNote`] for every line saying what became of it.
 //!
-//! Rules (sysctl.d(5); systemd src/sysctl/sysctl.c and src/basic/sysctl-util.c; FACTS-2 §4):
+//! Rules (sysctl.d(5); systemd src/sysctl/sysctl.c and src/basic/sysctl-util.c; systemd-sysctl.service(8)):
 //! - `#` or `;` at the start of a line: comment. `key = value`; a `-` before the key: a failed
 //!   write is ignored (the entry is `optional`). `-key` without `=`: the key is excluded from
 //!   glob matches (and a pattern with glob characters excludes every key it matches).
@@ -348,17 +348,19 @@ pub struct LineNote {
 }
 
 impl LineNote {
-    /// One sentence for the plan.
+    /// One sentence from the files alone: which keys the line assigns, or why it assigns
+    /// nothing. Whether the host takes an assignment (a key missing on this kernel, a value it
+    /// rejects) is not known here: the plan's text (`render::plan::line_fate`) says that.
     pub fn describe(&self) -> String {
         match &self.fate {
             Fate::Blank => "blank".into(),
             Fate::Comment => "comment".into(),
             Fate::Effective { keys, left } => {
                 let mut s = if keys.len() == 1 && left.is_empty() {
-                    format!("sets {}", keys[0])
+                    format!("assigns {}", keys[0])
                 } else {
                     format!(
-                        "glob sets {} key(s): {}",
+                        "glob assigns {} key(s): {}",
                         keys.len(),
                         keys.iter().map(Key::as_str).collect::<Vec<_>>().join(", ")
                     )

@@ -1,0 +1,49 @@
+//! The presets shipped inside connstorm: the TOML files of the repository's `presets/`
+//! directory (format: presets/README.md), compiled in.
+
+use crate::preset::{Preset, PresetError};
+
+/// Built-in preset names, in the order `tune presets` lists them.
+pub const NAMES: &[&str] = &["c1m-server", "loadgen-client", "low-latency", "throughput"];
+
+fn text(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "c1m-server" => include_str!("../../presets/c1m-server.toml"),
+        "loadgen-client" => include_str!("../../presets/loadgen-client.toml"),
+        "low-latency" => include_str!("../../presets/low-latency.toml"),
+        "throughput" => include_str!("../../presets/throughput.toml"),
+        _ => return None,
+    })
+}
+
+/// The built-in preset `name` (origin `builtin:NAME`); `None` for a name not in [`NAMES`].
+///
+/// # Errors
+/// [`PresetError`] if a shipped file does not parse (the tests below rule that out).
+pub fn get(name: &str) -> Option<Result<Preset, PresetError>> {
+    text(name).map(|t| Preset::parse_toml(t, &format!("builtin:{name}")))
+}
+
+/// Every built-in preset, in [`NAMES`] order.
+///
+/// # Errors
+/// As [`get`].
+pub fn all() -> Result<Vec<Preset>, PresetError> {
+    NAMES.iter().filter_map(|n| get(n)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_builtin_parses_under_its_name() {
+        let all = all().unwrap();
+        assert_eq!(all.len(), NAMES.len());
+        for (n, p) in NAMES.iter().zip(all) {
+            assert_eq!(p.origin, format!("builtin:{n}"));
+            assert!(!p.sysctls.is_empty(), "{n}");
+        }
+        assert!(get("nope").is_none());
+    }
+}

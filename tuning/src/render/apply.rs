@@ -1,0 +1,171 @@
+//! The commands and reports around applying: the `tune apply ... --yes` command a plan names,
+//! the undo command, what apply and revert did, the refusal error, notes on `--system` files.
+
+use std::path::Path;
+
+use common::numfmt::count;
+
+use crate::plan::{ApplyReport, Prediction, RevertReport};
+use crate::sysctld::SystemFile;
+
+/// `w` as one shell word: as-is when it holds only safe characters, else single-quoted.
+fn shell_word(w: &str) -> String {
+    if !w.is_empty()
+        && w.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:=,+@%".contains(c))
+    {
+        w.to_string()
+    } else {
+        format!("'{}'", w.replace('\'', r"'\''"))
+    }
+}
+
+/// The `connstorm tune apply ... --yes` command that carries out a plan, as it must be typed:
+/// `source` are the source arguments (`["--preset", "c1m-server"]`, `["--file", "a.conf"]`,
+/// `["--system"]`), words with shell specials single-quoted.
+pub fn apply_command(source: &[String], netns: Option<&str>, allow_decrease: bool) -> String {
+    let mut words: Vec<String> = vec!["connstorm".into(), "tune".into(), "apply".into()];
+    words.extend(source.iter().map(|w| shell_word(w)));
+    if let Some(n) = netns {
+        words.push("--netns".into());
+        words.push(shell_word(n));
+    }
+    if allow_decrease {
+        words.push("--allow-decrease".into());
+    }
+    words.push("--yes".into());
+    words.join(" ")
+}
+
+/// The error of a plan that `--yes` would refuse (`None` when it would not): every refused key
+/// with why.
+pub fn refusal(p: &Prediction) -> Option<String> {
+    if p.refusals.is_empty() {
+        return None;
+    }
+    let why: Vec<String> = p
+        .refusals
+        .iter()
+        .map(|(k, why)| format!("{k} ({why})"))
+        .collect();
+    Some(format!(
+        "--yes would refuse this plan and change nothing: {}",
+        why.join("; ")
+    ))
+}
+
+/// The last line of a plan that was not applied: `N change(s) planned; nothing changed (...)`.
+pub fn not_applied(p: &Prediction, dry_run: bool) -> String {
+    format!(
+        "{} change(s) planned; nothing changed ({})\n",
+        count(p.writes.len() as u64),
+        if dry_run {
+            "--dry-run"
+        } else {
+            "pass --yes to apply"
+        }
+    )
+}
+
+/// The command that undoes an apply, as it must be typed: the same namespace and snapshot.
+pub fn undo_command(snapshot: &Path, netns: Option<&str>) -> String {
+    let mut c = String::from("connstorm tune revert");
+    if let Some(n) = netns {
+        c.push_str(&format!(" --netns {}", shell_word(n)));
+    }
+    c.push_str(&format!(" {}", shell_word(&snapshot.display().to_string())));
+    c
+}
+
+/// What `apply --yes` did: `set KEY: OLD -> NEW` per change, `skipped KEY: why`, then the count
+/// with the snapshot and its [`undo_command`] (or `nothing to change`).
+pub fn applied(report: &ApplyReport, netns: Option<&str>) -> String {
+    let mut out = String::new();
+    for (k, old, new) in &report.changed {
+        out.push_str(&format!("set {k}: {old} -> {new}\n"));
+    }
+    for (k, why) in &report.skipped {
+        out.push_str(&format!("skipped {k}: {why}\n"));
+    }
+    match &report.snapshot {
+        Some(p) => out.push_str(&format!(
+            "{} change(s) applied and read back; snapshot {} (undo: {})\n",
+            count(report.changed.len() as u64),
+            p.display(),
+            undo_command(p, netns)
+        )),
+        None => out.push_str("nothing to change\n"),
+    }
+    out
+}
+
+/// What `revert` did: `restored KEY` per key, then `SNAPSHOT: N restored, M already at the saved
+/// value[, K IRQ affinit(ies) checked]`.
+pub fn reverted(snapshot: &Path, rep: &RevertReport, irqs: usize) -> String {
+    let mut out: String = rep
+        .restored
+        .iter()
+        .map(|k| format!("restored {k}\n"))
+        .collect();
+    out.push_str(&format!(
+        "{}: {} restored, {} already at the saved value{}\n",
+        snapshot.display(),
+        count(rep.restored.len() as u64),
+        count(rep.unchanged.len() as u64),
+        if irqs > 0 {
+            format!(", {} IRQ affinit(ies) checked", count(irqs as u64))
+        } else {
+            String::new()
+        }
+    ));
+    out
+}
+
+/// Notes about `--system` files that are not read: shadowed copies and masked names, one line
+/// each (for stderr).
+pub fn system_notes(found: &[SystemFile]) -> String {
+    let mut out = String::new();
+    for f in found {
+        for sh in &f.shadowed {
+            out.push_str(&format!(
+                "connstorm tune: sysctl.d file {} is shadowed by {} (same name, more important directory)\n",
+                sh.display(),
+                f.path.display()
+            ));
+        }
+        if f.masked {
+            out.push_str(&format!(
+                "connstorm tune: sysctl.d file {} is masked (a symlink to /dev/null): not read\n",
+                f.path.display()
+            ));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_use_thousands_separators() {
+        let rep = RevertReport {
+            restored: vec!["net.core.somaxconn".into()],
+            unchanged: (0..1200).map(|i| format!("k{i}")).collect(),
+        };
+        let t = reverted(Path::new("/s/1.json"), &rep, 2);
+        assert!(t.starts_with("restored net.core.somaxconn\n"), "{t}");
+        assert!(
+            t.ends_with("/s/1.json: 1 restored, 1,200 already at the saved value, 2 IRQ affinit(ies) checked\n"),
+            "{t}"
+        );
+    }
+
+    #[test]
+    fn the_undo_command_keeps_the_namespace() {
+        assert_eq!(
+            undo_command(Path::new("/var/lib/connstorm/s.json"), Some("t1")),
+            "connstorm tune revert --netns t1 /var/lib/connstorm/s.json"
+        );
+    }
+}

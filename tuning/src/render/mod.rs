@@ -1,0 +1,92 @@
+//! Text renderers for `connstorm tune`: every line the tune subcommands print is made here,
+//! as a `String`, so the binary only parses arguments and writes what these functions return.
+//!
+//! - [`table`]: the aligned table every tune listing uses; [`findings`]: severity/topic/message
+//!   lines (doctor, IRQ plan, kernel audit);
+//! - [`plan`]: check and apply (the key table, what became of each sysctl.d line, warnings,
+//!   contradictions, what `apply --yes` would do); [`apply`]: the apply and undo commands, the
+//!   apply and revert reports;
+//! - [`host`]: preset list, rule table, IRQ plan, kernel audit, import notes.
+//!
+//! Counts go through [`common::numfmt`] (thousands separators); sysctl values are printed as
+//! the kernel shows them (they are meant to be typed back), IRQ numbers and CPU lists as-is.
+
+pub mod apply;
+pub mod host;
+pub mod plan;
+
+use crate::finding::Finding;
+
+/// An aligned table: a header line, then one line per row. Every column is as wide as its widest
+/// cell or header (in characters, not bytes), columns are two spaces apart, the last column
+/// (free text) is not padded and trailing spaces are trimmed. Each line ends with `\n`.
+pub fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
+    for r in rows {
+        for (w, c) in widths.iter_mut().zip(r) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let line = |cells: &mut dyn Iterator<Item = &str>| {
+        let cells: Vec<&str> = cells.collect();
+        let last = cells.len().saturating_sub(1);
+        let mut s = String::new();
+        for (i, c) in cells.iter().enumerate() {
+            if i > 0 {
+                s.push_str("  ");
+            }
+            s.push_str(c);
+            if i != last {
+                let fill = widths.get(i).copied().unwrap_or(0);
+                s.push_str(&" ".repeat(fill.saturating_sub(c.chars().count())));
+            }
+        }
+        format!("{}\n", s.trim_end())
+    };
+    let mut out = line(&mut headers.iter().copied());
+    for r in rows {
+        out.push_str(&line(&mut r.iter().map(String::as_str)));
+    }
+    out
+}
+
+/// One line per finding: severity padded to 5, topic to 9, then the message.
+pub fn findings(f: &[Finding]) -> String {
+    f.iter()
+        .map(|x| {
+            format!(
+                "{:<5}  {:<9}  {}\n",
+                x.severity.to_string(),
+                x.topic,
+                x.message
+            )
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::finding::Severity;
+
+    #[test]
+    fn table_pads_by_characters_and_leaves_the_last_column_unpadded() {
+        let t = table(
+            &["key", "current", "why"],
+            &[
+                vec!["a".into(), "1".into(), "x".into()],
+                vec!["longer—key".into(), "".into(), "".into()],
+            ],
+        );
+        assert_eq!(
+            t,
+            "key         current  why\na           1        x\nlonger—key\n"
+        );
+    }
+
+    #[test]
+    fn findings_are_one_aligned_line_each() {
+        let f = [Finding::new(Severity::Warn, "irq", "IRQ 5 on CPU 2")];
+        assert_eq!(findings(&f), "warn   irq        IRQ 5 on CPU 2\n");
+    }
+}
