@@ -42,9 +42,12 @@
 //! omission).
 
 #![forbid(unsafe_code)]
+// The public API is what the binary uses (issue 12); the workspace allows unreachable_pub, this
+// library does not (set here rather than in Cargo.toml so it does not reach the test crates).
+#![warn(unreachable_pub)]
 
 mod attempt;
-pub mod clock;
+mod clock;
 pub mod config;
 pub mod error;
 pub mod failures;
@@ -52,10 +55,10 @@ pub mod ports;
 pub mod report;
 pub mod rlimit;
 mod run;
-pub mod schedule;
-pub mod slot;
-pub mod stats;
-pub mod worker;
+mod schedule;
+mod slot;
+mod stats;
+mod worker;
 
 pub use attempt::MAX_GENERATOR_LAG_NS;
 pub use config::{default_max_in_flight, Arrival, CloseMode, LoadConfig, Pattern, MIN_DURATION};

@@ -18,9 +18,10 @@ use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
 use nix::sys::time::TimeSpec;
 use nix::sys::timerfd::{ClockId, Expiration, TimerFd, TimerFlags, TimerSetTimeFlags};
+use common::threadcpu::ThreadCpu;
 use socket2::{Domain, SockAddr};
 
-use crate::clock::{now_ns, thread_cpu_ns};
+use crate::clock::now_ns;
 use crate::config::{CloseMode, LoadConfig, Pattern};
 use crate::error::LoadError;
 use crate::failures::Failures;
@@ -216,8 +217,7 @@ impl<'a> Worker<'a> {
     /// Runs the loop until the end of the window and the drain, or until `stop` turns true.
     /// Sends one [`Second`] per second of the run to `tx`.
     pub fn run(mut self, stop: &AtomicBool, tx: &Sender<Second>) -> WorkerResult {
-        let (user0, sys0) = thread_cpu_ns();
-        let run0 = crate::clock::thread_run_ns();
+        let cpu0 = ThreadCpu::now();
         let wall0 = now_ns();
         let mut events = Events::with_capacity(1024);
         let mut next_tick = self.win.start_ns + SEC;
@@ -296,17 +296,16 @@ impl<'a> Worker<'a> {
         }
         let ended = now_ns();
         self.flush_second(next_tick, if interrupted { ended } else { next_tick }, tx);
-        let (user1, sys1) = thread_cpu_ns();
-        let run1 = crate::clock::thread_run_ns();
+        let used = ThreadCpu::now().since(&cpu0);
         WorkerResult {
             report: LoadWorkerReport {
                 cpu: 0,
                 attempts: self.total.attempts,
                 successes: self.total.successes,
                 failures: self.total.failures.total(),
-                cpu_user_ns: user1.saturating_sub(user0),
-                cpu_sys_ns: sys1.saturating_sub(sys0),
-                cpu_run_ns: run1.saturating_sub(run0),
+                cpu_user_ns: used.user_ns,
+                cpu_sys_ns: used.sys_ns,
+                cpu_run_ns: used.run_ns,
                 wall_ns: ended.saturating_sub(wall0),
             },
             total: self.total,
