@@ -9,7 +9,7 @@ use nix::time::{clock_gettime, ClockId};
 
 /// Now on CLOCK_MONOTONIC, in ns.
 #[inline]
-pub fn now_ns() -> u64 {
+pub(crate) fn now_ns() -> u64 {
     // CLOCK_MONOTONIC always exists on Linux; clock_gettime cannot fail for it.
     let ts = clock_gettime(ClockId::CLOCK_MONOTONIC).expect("clock_gettime(CLOCK_MONOTONIC)");
     ts.tv_sec() as u64 * 1_000_000_000 + ts.tv_nsec() as u64

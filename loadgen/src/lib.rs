@@ -3,9 +3,9 @@
 //!
 //! # Moving parts
 //! - [`LoadConfig`] ([`config`]): targets, [`Pattern`], durations, CPUs, [`CloseMode`], sources.
-//! - One pinned worker thread per CPU ([`worker`]): its own mio poll (epoll) plus a timerfd for
-//!   sub-millisecond waits, its own slice of the open-loop [`schedule`], a preallocated slab of
-//!   attempt [`slot`]s, its own counters and HdrHistograms ([`stats`]). The hot path (`attempt.rs`)
+//! - One pinned worker thread per CPU (`worker`): its own mio poll (epoll) plus a timerfd for
+//!   sub-millisecond waits, its own slice of the open-loop `schedule`, a preallocated slab of
+//!   attempt `slot`s, its own counters and HdrHistograms (`stats`). The hot path (`attempt.rs`)
 //!   allocates nothing and shares nothing; failures are counted by errno in a fixed array
 //!   ([`failures`]).
 //! - Once per second each worker sends its second's counters and handshake histogram over a
@@ -22,7 +22,7 @@
 //!
 //! # Truth at the edges
 //! - Overload: every loop turn does bounded work and checks the stop flag; starts the worker
-//!   cannot make are dropped and counted by arithmetic ([`schedule::Schedule::skip_before`]),
+//!   cannot make are dropped and counted by arithmetic (`Schedule::skip_before`),
 //!   never one by one, while the sockets in flight keep being served. Rates above
 //!   [`MAX_RATE_PER_SEC`] and durations below [`MIN_DURATION`] are refused by
 //!   [`LoadConfig::validate`].

@@ -32,7 +32,7 @@ use crate::stats::{Counters, Latency, Second, TargetCounters};
 
 /// Below this distance to the next deadline the worker polls with a zero timeout instead of arming
 /// its timerfd, ns.
-pub const SPIN_NS: u64 = 2_000;
+pub(crate) const SPIN_NS: u64 = 2_000;
 
 const TIMER: Token = Token(usize::MAX);
 const SEC: u64 = 1_000_000_000;
@@ -41,7 +41,7 @@ const POISSON_SEED: u64 = 0x636f_6e6e_7374_6f72;
 
 /// When a worker runs, in CLOCK_MONOTONIC ns.
 #[derive(Debug, Clone, Copy)]
-pub struct Window {
+pub(crate) struct Window {
     /// Start of the run (warm-up starts here).
     pub start_ns: u64,
     /// Start of the measured part.
@@ -52,7 +52,7 @@ pub struct Window {
 
 /// What a worker hands back when it ends.
 #[derive(Debug)]
-pub struct WorkerResult {
+pub(crate) struct WorkerResult {
     /// Whole run.
     pub total: Counters,
     /// Measured window only.
@@ -76,7 +76,7 @@ pub struct WorkerResult {
 }
 
 /// A worker's state. Built on its own thread after pinning.
-pub struct Worker<'a> {
+pub(crate) struct Worker<'a> {
     pub(crate) cfg: &'a LoadConfig,
     pub(crate) win: Window,
     pub(crate) poll: Poll,
@@ -112,7 +112,7 @@ pub struct Worker<'a> {
 ///
 /// # Errors
 /// [`LoadError::Pin`] when the CPU is not usable.
-pub fn pin(cpu: usize) -> Result<(), LoadError> {
+pub(crate) fn pin(cpu: usize) -> Result<(), LoadError> {
     let mut set = nix::sched::CpuSet::new();
     set.set(cpu)
         .map_err(|errno| LoadError::Pin { cpu, errno })?;
@@ -126,7 +126,7 @@ impl<'a> Worker<'a> {
     ///
     /// # Errors
     /// [`LoadError::EventLoop`] when epoll or the timerfd cannot be created or registered.
-    pub fn new(cfg: &'a LoadConfig, index: usize) -> Result<Worker<'a>, LoadError> {
+    pub(crate) fn new(cfg: &'a LoadConfig, index: usize) -> Result<Worker<'a>, LoadError> {
         let win = Window {
             start_ns: 0,
             measure_ns: 0,
@@ -195,7 +195,7 @@ impl<'a> Worker<'a> {
     }
 
     /// Sets the run's window (common to all workers) and this worker's share of the schedule.
-    pub fn begin(&mut self, win: Window) {
+    pub(crate) fn begin(&mut self, win: Window) {
         self.win = win;
         self.schedule = match self.cfg.pattern {
             Pattern::Open {
@@ -216,7 +216,7 @@ impl<'a> Worker<'a> {
 
     /// Runs the loop until the end of the window and the drain, or until `stop` turns true.
     /// Sends one [`Second`] per second of the run to `tx`.
-    pub fn run(mut self, stop: &AtomicBool, tx: &Sender<Second>) -> WorkerResult {
+    pub(crate) fn run(mut self, stop: &AtomicBool, tx: &Sender<Second>) -> WorkerResult {
         let cpu0 = ThreadCpu::now();
         let wall0 = now_ns();
         let mut events = Events::with_capacity(1024);
