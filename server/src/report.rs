@@ -52,7 +52,7 @@ impl fmt::Display for SteeringUsed {
 
 /// Totals so far, as last published by the workers (at most ~10 ms old while a worker is busy,
 /// up to one wait period (50 ms) when idle).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LiveStats {
     /// Connections accepted per worker, in `ServerConfig::cpus` order.
     pub accepted_per_worker: Vec<u64>,
@@ -60,7 +60,9 @@ pub struct LiveStats {
     pub errors_total: u64,
     /// Each worker thread's CPU time since it started, in `ServerConfig::cpus` order, read by the
     /// worker itself ([`ThreadCpu::now`]: CLOCK_THREAD_CPUTIME_ID and getrusage(2)
-    /// RUSAGE_THREAD) when it published: as fresh as the counts above.
+    /// RUSAGE_THREAD) when it published: as fresh as the counts above. Softirq work the kernel
+    /// does while the worker runs is charged to it; work in io_uring's io-wq threads
+    /// (`iou-wrk-*`, used only for requests that would block) is not.
     pub cpu_per_worker: Vec<ThreadCpu>,
 }
 
