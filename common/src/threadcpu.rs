@@ -104,7 +104,10 @@ mod tests {
         // On-CPU time cannot exceed the wall time the thread existed; a preempted VM may give it
         // less than the 300 ms it spun, so the lower bound is wide.
         assert!(used.run_ns >= 100_000_000, "{used:?}");
-        assert!(used.run_ns <= wall.as_nanos() as u64 + 1_000_000, "{used:?} {wall:?}");
+        assert!(
+            used.run_ns <= wall.as_nanos() as u64 + 1_000_000,
+            "{used:?} {wall:?}"
+        );
         // Tick-sampled user+sys track the exact figure within a few ticks.
         assert!(used.user_sys_ns() >= 50_000_000, "{used:?}");
     }

@@ -14,11 +14,11 @@ use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
 
+use common::threadcpu::ThreadCpu;
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
 use nix::sys::time::TimeSpec;
 use nix::sys::timerfd::{ClockId, Expiration, TimerFd, TimerFlags, TimerSetTimeFlags};
-use common::threadcpu::ThreadCpu;
 use socket2::{Domain, SockAddr};
 
 use crate::clock::now_ns;

@@ -79,7 +79,14 @@ impl LiveStats {
         self.cpu_per_worker
             .iter()
             .enumerate()
-            .map(|(i, now)| now.since(before.cpu_per_worker.get(i).unwrap_or(&ThreadCpu::default())))
+            .map(|(i, now)| {
+                now.since(
+                    before
+                        .cpu_per_worker
+                        .get(i)
+                        .unwrap_or(&ThreadCpu::default()),
+                )
+            })
             .sum()
     }
 }
