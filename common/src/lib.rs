@@ -8,8 +8,16 @@
 //!   parser and one set of error messages for every `--cpus` option and every sysfs list.
 //! - [`numfmt`]: the one number formatter (thousands separators in text, a space before a unit,
 //!   `n/a` for what was not measured); JSON and CSV keep raw numbers.
+//! - [`errno`]: errno names (one spelling for unknown values) and the fixed per-errno failure
+//!   table of the accept and connect loops.
+//! - [`rlimit`]: raising RLIMIT_NOFILE, for the binary to call once.
+//! - [`threadcpu`]: a thread's own CPU time (CLOCK_THREAD_CPUTIME_ID, RUSAGE_THREAD), which every
+//!   server and load worker publishes.
 
 #![forbid(unsafe_code)]
 
 pub mod cpulist;
+pub mod errno;
 pub mod numfmt;
+pub mod rlimit;
+pub mod threadcpu;

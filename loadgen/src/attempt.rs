@@ -28,7 +28,7 @@ const SHORT_GREETING: i32 = libc::ENODATA;
 
 /// At most this many attempts start per loop turn. An overloaded worker (more due starts than it
 /// can make) still returns to its events, timeouts and per-second flush every few milliseconds.
-pub const START_BUDGET: usize = 64;
+pub(crate) const START_BUDGET: usize = 64;
 
 /// Open loop: a due start that finds a free slot but that the generator itself reaches more than
 /// this after its intended time (it was starved of CPU, or is offered more than it can start) is
@@ -41,11 +41,11 @@ pub const START_BUDGET: usize = 64;
 pub const MAX_GENERATOR_LAG_NS: u64 = 100_000_000;
 
 /// At most this many expired slots are ended per loop turn (each costs a few syscalls).
-pub const EXPIRE_BUDGET: usize = 256;
+pub(crate) const EXPIRE_BUDGET: usize = 256;
 
 /// Where a connect whose deadline has passed really is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// The handshake completed (getpeername(2) succeeds, no pending error): a success.
     Connected,
     /// The connect failed with this errno (SO_ERROR, e.g. ECONNREFUSED).
@@ -58,7 +58,7 @@ pub enum Verdict {
 /// error is a failure; no error and a peer is a completed handshake; `ENOTCONN` (inet_getname()
 /// returns it for SYN-SENT and CLOSE) is a connect still waiting; any other getpeername error is a
 /// failure with that errno.
-pub fn verdict(so_error: i32, peer: Result<(), i32>) -> Verdict {
+pub(crate) fn verdict(so_error: i32, peer: Result<(), i32>) -> Verdict {
     match (so_error, peer) {
         (0, Ok(())) => Verdict::Connected,
         (0, Err(libc::ENOTCONN)) => Verdict::Pending,
@@ -69,7 +69,7 @@ pub fn verdict(so_error: i32, peer: Result<(), i32>) -> Verdict {
 
 /// Asks the kernel where a connecting socket is: getsockopt(SO_ERROR), then getpeername(2). Two
 /// syscalls, only for attempts whose deadline has passed.
-pub fn probe(sock: &Socket) -> Verdict {
+pub(crate) fn probe(sock: &Socket) -> Verdict {
     let so_error = match sock.take_error() {
         Ok(None) => 0,
         Ok(Some(e)) => errno(&e),

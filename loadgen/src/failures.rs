@@ -1,76 +1,11 @@
 //! Failed attempts counted by errno in a fixed array (no allocation or formatting on the hot
-//! path); turned into `"ECONNREFUSED" → count` maps only at report time.
+//! path; the table is [`common::errno::ErrnoCounts`]), turned into `"ECONNREFUSED" → count` maps
+//! only at report time, and what each usual cause means.
 
-use std::collections::BTreeMap;
-
-use nix::errno::Errno;
-
-/// Errno values 1..SLOTS are counted in their own slot; anything else in slot 0 (`"EUNKNOWN"`).
-/// Linux errnos end at 133 (EHWPOISON, include/uapi/asm-generic/errno.h).
-const SLOTS: usize = 160;
-
-/// Failure counts by errno.
-#[derive(Debug, Clone)]
-pub struct Failures {
-    counts: [u64; SLOTS],
-}
-
-impl Default for Failures {
-    fn default() -> Self {
-        Failures { counts: [0; SLOTS] }
-    }
-}
-
-impl Failures {
-    /// Counts one failure with `errno` (a positive errno value).
-    #[inline]
-    pub fn count(&mut self, errno: i32) {
-        let i = usize::try_from(errno)
-            .ok()
-            .filter(|&i| i < SLOTS)
-            .unwrap_or(0);
-        self.counts[i] += 1;
-    }
-
-    /// All failures.
-    pub fn total(&self) -> u64 {
-        self.counts.iter().sum()
-    }
-
-    /// Adds another set of counts.
-    pub fn add(&mut self, other: &Failures) {
-        for (a, b) in self.counts.iter_mut().zip(other.counts.iter()) {
-            *a += b;
-        }
-    }
-
-    /// Non-zero counts keyed by errno name (`"ECONNREFUSED"`, ...).
-    pub fn to_map(&self) -> BTreeMap<String, u64> {
-        self.counts
-            .iter()
-            .enumerate()
-            .filter(|(_, &c)| c > 0)
-            .map(|(i, &c)| {
-                (
-                    if i == 0 {
-                        "EUNKNOWN".to_string()
-                    } else {
-                        errno_name(i as i32)
-                    },
-                    c,
-                )
-            })
-            .collect()
-    }
-}
-
-/// The symbolic name of an errno value, e.g. `111` → `"ECONNREFUSED"` (`"E<n>"` when unknown).
-pub fn errno_name(errno: i32) -> String {
-    match Errno::from_raw(errno) {
-        Errno::UnknownErrno => format!("E{errno}"),
-        e => format!("{e:?}"),
-    }
-}
+/// Failure counts by errno: the workspace's one per-errno table ([`common::errno::ErrnoCounts`]:
+/// values `1..160` in their own slot, anything else under [`common::errno::OUT_OF_RANGE`]),
+/// named with [`common::errno::name`] (unknown values spelled `errno_<n>`).
+pub type Failures = common::errno::ErrnoCounts;
 
 /// What a failure cause means for a connection-rate run and how to fix it, for the causes that
 /// have a usual explanation; `None` otherwise.
@@ -120,7 +55,7 @@ mod tests {
         let m = a.to_map();
         assert_eq!(m["ECONNREFUSED"], 2);
         assert_eq!(m["EADDRNOTAVAIL"], 1);
-        assert_eq!(m["EUNKNOWN"], 1);
+        assert_eq!(m[common::errno::OUT_OF_RANGE], 1);
         assert!(explain("EADDRNOTAVAIL")
             .unwrap()
             .contains("port exhaustion"));

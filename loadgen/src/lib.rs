@@ -3,9 +3,9 @@
 //!
 //! # Moving parts
 //! - [`LoadConfig`] ([`config`]): targets, [`Pattern`], durations, CPUs, [`CloseMode`], sources.
-//! - One pinned worker thread per CPU ([`worker`]): its own mio poll (epoll) plus a timerfd for
-//!   sub-millisecond waits, its own slice of the open-loop [`schedule`], a preallocated slab of
-//!   attempt [`slot`]s, its own counters and HdrHistograms ([`stats`]). The hot path (`attempt.rs`)
+//! - One pinned worker thread per CPU (`worker`): its own mio poll (epoll) plus a timerfd for
+//!   sub-millisecond waits, its own slice of the open-loop `schedule`, a preallocated slab of
+//!   attempt `slot`s, its own counters and HdrHistograms (`stats`). The hot path (`attempt.rs`)
 //!   allocates nothing and shares nothing; failures are counted by errno in a fixed array
 //!   ([`failures`]).
 //! - Once per second each worker sends its second's counters and handshake histogram over a
@@ -22,7 +22,7 @@
 //!
 //! # Truth at the edges
 //! - Overload: every loop turn does bounded work and checks the stop flag; starts the worker
-//!   cannot make are dropped and counted by arithmetic ([`schedule::Schedule::skip_before`]),
+//!   cannot make are dropped and counted by arithmetic (`Schedule::skip_before`),
 //!   never one by one, while the sockets in flight keep being served. Rates above
 //!   [`MAX_RATE_PER_SEC`] and durations below [`MIN_DURATION`] are refused by
 //!   [`LoadConfig::validate`].
@@ -42,9 +42,12 @@
 //! omission).
 
 #![forbid(unsafe_code)]
+// The public API is what the binary uses (issue 12); the workspace allows unreachable_pub, this
+// library does not (set here rather than in Cargo.toml so it does not reach the test crates).
+#![warn(unreachable_pub)]
 
 mod attempt;
-pub mod clock;
+mod clock;
 pub mod config;
 pub mod error;
 pub mod failures;
@@ -52,10 +55,10 @@ pub mod ports;
 pub mod report;
 pub mod rlimit;
 mod run;
-pub mod schedule;
-pub mod slot;
-pub mod stats;
-pub mod worker;
+mod schedule;
+mod slot;
+mod stats;
+mod worker;
 
 pub use attempt::MAX_GENERATOR_LAG_NS;
 pub use config::{default_max_in_flight, Arrival, CloseMode, LoadConfig, Pattern, MIN_DURATION};

@@ -12,12 +12,12 @@ use crate::config::Arrival;
 /// nanosecond, the resolution of the CLOCK_MONOTONIC time line the schedule is written in. Above
 /// it consecutive intended starts would fall on the same nanosecond. (No machine starts
 /// connections that fast; starts it cannot make are counted dropped, arithmetically — see
-/// [`Schedule::skip_before`].)
+/// `Schedule::skip_before`.)
 pub const MAX_RATE_PER_SEC: f64 = 1e9;
 
 /// Intended start times of one worker, ascending, all before `end_ns`.
 #[derive(Debug)]
-pub struct Schedule {
+pub(crate) struct Schedule {
     start_ns: u64,
     end_ns: u64,
     worker: u64,
@@ -39,7 +39,7 @@ impl Schedule {
     ///
     /// # Panics
     /// If `workers` is 0, `worker >= workers`, or the rate is not positive and finite.
-    pub fn new(
+    pub(crate) fn new(
         arrival: Arrival,
         rate_per_sec: f64,
         worker: usize,
@@ -95,19 +95,20 @@ impl Schedule {
 
     /// The next intended start, or `None` when the schedule has ended.
     #[inline]
-    pub fn peek(&self) -> Option<u64> {
+    pub(crate) fn peek(&self) -> Option<u64> {
         (self.next_ns < self.end_ns).then_some(self.next_ns)
     }
 
     /// Moves to the following intended start.
     #[inline]
-    pub fn advance(&mut self) {
+    pub(crate) fn advance(&mut self) {
         self.index += 1;
         self.next_ns = self.compute(self.index, self.next_ns);
     }
 
     /// How many intended starts were passed so far (started, dropped or skipped).
-    pub fn taken(&self) -> u64 {
+    #[cfg(test)]
+    pub(crate) fn taken(&self) -> u64 {
         self.index
     }
 
@@ -120,7 +121,7 @@ impl Schedule {
     /// the expected number of arrivals in that interval (`Δt / mean gap`, rounded, at least the
     /// one due), and the next arrival is drawn afresh from `cutoff` (exponential gaps are
     /// memoryless, so the schedule after the skip has the same law).
-    pub fn skip_before(&mut self, cutoff_ns: u64) -> u64 {
+    pub(crate) fn skip_before(&mut self, cutoff_ns: u64) -> u64 {
         let cutoff = cutoff_ns.min(self.end_ns);
         if self.next_ns >= cutoff {
             return 0;
@@ -166,7 +167,8 @@ impl Schedule {
 
     /// Passes every intended start left before the end (see [`Self::skip_before`]); returns how
     /// many.
-    pub fn skip_rest(&mut self) -> u64 {
+    #[cfg(test)]
+    pub(crate) fn skip_rest(&mut self) -> u64 {
         self.skip_before(self.end_ns)
     }
 }

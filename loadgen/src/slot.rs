@@ -10,7 +10,7 @@ const NIL: u32 = u32::MAX;
 
 /// Where an attempt is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Phase {
+pub(crate) enum Phase {
     /// Unused.
     Free,
     /// connect(2) issued, waiting for the handshake.
@@ -21,7 +21,7 @@ pub enum Phase {
 
 /// One attempt in flight.
 #[derive(Debug)]
-pub struct Slot {
+pub(crate) struct Slot {
     /// The socket (owned; dropping it closes the descriptor).
     pub sock: Option<Socket>,
     /// Intended start, ns (CLOCK_MONOTONIC).
@@ -44,7 +44,7 @@ pub struct Slot {
 
 /// The slots of one worker.
 #[derive(Debug)]
-pub struct Slab {
+pub(crate) struct Slab {
     slots: Vec<Slot>,
     free: Vec<u32>,
     head: u32,
@@ -54,7 +54,7 @@ pub struct Slab {
 
 impl Slab {
     /// `cap` free slots (`cap` < u32::MAX).
-    pub fn new(cap: usize) -> Slab {
+    pub(crate) fn new(cap: usize) -> Slab {
         let slots = (0..cap)
             .map(|_| Slot {
                 sock: None,
@@ -80,19 +80,19 @@ impl Slab {
 
     /// Slots in flight.
     #[inline]
-    pub fn in_flight(&self) -> usize {
+    pub(crate) fn in_flight(&self) -> usize {
         self.in_flight
     }
 
     /// True when every slot is in flight.
     #[inline]
-    pub fn is_full(&self) -> bool {
+    pub(crate) fn is_full(&self) -> bool {
         self.free.is_empty()
     }
 
     /// Takes a free slot and appends it to the in-flight list; `None` when all are in flight.
     #[inline]
-    pub fn alloc(&mut self) -> Option<usize> {
+    pub(crate) fn alloc(&mut self) -> Option<usize> {
         let i = self.free.pop()?;
         self.push_tail(i);
         self.in_flight += 1;
@@ -101,7 +101,7 @@ impl Slab {
 
     /// Returns slot `i` to the free list (its socket must already be taken out).
     #[inline]
-    pub fn release(&mut self, i: usize) {
+    pub(crate) fn release(&mut self, i: usize) {
         debug_assert!(self.slots[i].phase != Phase::Free);
         self.unlink(i as u32);
         self.slots[i].phase = Phase::Free;
@@ -111,25 +111,25 @@ impl Slab {
 
     /// Moves slot `i` to the tail (after setting a later deadline).
     #[inline]
-    pub fn requeue(&mut self, i: usize) {
+    pub(crate) fn requeue(&mut self, i: usize) {
         self.unlink(i as u32);
         self.push_tail(i as u32);
     }
 
     /// The in-flight slot with the earliest deadline.
     #[inline]
-    pub fn oldest(&self) -> Option<usize> {
+    pub(crate) fn oldest(&self) -> Option<usize> {
         (self.head != NIL).then_some(self.head as usize)
     }
 
     /// Slot `i`.
     #[inline]
-    pub fn get(&mut self, i: usize) -> &mut Slot {
+    pub(crate) fn get(&mut self, i: usize) -> &mut Slot {
         &mut self.slots[i]
     }
 
     /// Number of slots.
-    pub fn capacity(&self) -> usize {
+    pub(crate) fn capacity(&self) -> usize {
         self.slots.len()
     }
 

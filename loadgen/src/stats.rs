@@ -7,7 +7,7 @@ use crate::failures::Failures;
 
 /// Counters of one worker over one scope (whole run, measured window, or one second).
 #[derive(Debug, Clone, Default)]
-pub struct Counters {
+pub(crate) struct Counters {
     /// Intended starts that fell due (started + dropped).
     pub offered: u64,
     /// Attempts started.
@@ -33,7 +33,7 @@ pub struct Counters {
 
 impl Counters {
     /// Adds another set.
-    pub fn add(&mut self, o: &Counters) {
+    pub(crate) fn add(&mut self, o: &Counters) {
         self.offered += o.offered;
         self.attempts += o.attempts;
         self.successes += o.successes;
@@ -48,7 +48,7 @@ impl Counters {
 
 /// One target address's whole-run counts on one worker (preallocated, one per target).
 #[derive(Debug, Clone, Default)]
-pub struct TargetCounters {
+pub(crate) struct TargetCounters {
     /// Attempts started to it.
     pub attempts: u64,
     /// Handshakes completed in time.
@@ -59,7 +59,7 @@ pub struct TargetCounters {
 
 impl TargetCounters {
     /// Adds another set.
-    pub fn add(&mut self, o: &TargetCounters) {
+    pub(crate) fn add(&mut self, o: &TargetCounters) {
         self.attempts += o.attempts;
         self.successes += o.successes;
         self.failures.add(&o.failures);
@@ -68,7 +68,7 @@ impl TargetCounters {
 
 /// A latency histogram in ns, 3 significant digits, from 1 ns to `high_ns`. Use it through
 /// [`Latency`], which counts values above `high_ns` instead of clamping them silently.
-pub fn latency_histogram(high_ns: u64) -> Histogram<u64> {
+pub(crate) fn latency_histogram(high_ns: u64) -> Histogram<u64> {
     Histogram::new_with_bounds(1, high_ns.max(2), 3)
         .expect("valid histogram bounds: 1 <= 2 <= high")
 }
@@ -77,7 +77,7 @@ pub fn latency_histogram(high_ns: u64) -> Histogram<u64> {
 /// top of the range (so percentiles stay defined) **and** counted in `above`, and the true
 /// maximum is kept in `max_ns`. No allocation per value.
 #[derive(Debug, Clone)]
-pub struct Latency {
+pub(crate) struct Latency {
     /// The histogram, 1 ns ..= its `high()`.
     pub hist: Histogram<u64>,
     /// Values above `hist.high()`.
@@ -88,7 +88,7 @@ pub struct Latency {
 
 impl Latency {
     /// An empty histogram from 1 ns to `high_ns`.
-    pub fn new(high_ns: u64) -> Latency {
+    pub(crate) fn new(high_ns: u64) -> Latency {
         Latency {
             hist: latency_histogram(high_ns),
             above: 0,
@@ -98,7 +98,7 @@ impl Latency {
 
     /// Records `v` ns (values below 1 ns are recorded as 1 ns).
     #[inline]
-    pub fn record(&mut self, v: u64) {
+    pub(crate) fn record(&mut self, v: u64) {
         let v = v.max(1);
         if v > self.hist.high() {
             self.above += 1;
@@ -111,7 +111,7 @@ impl Latency {
     ///
     /// # Panics
     /// If the ranges differ (every worker uses the same one).
-    pub fn add(&mut self, o: &Latency) {
+    pub(crate) fn add(&mut self, o: &Latency) {
         self.hist
             .add(&o.hist)
             .expect("histograms with equal bounds add");
@@ -120,7 +120,7 @@ impl Latency {
     }
 
     /// What lies outside the range, for reports.
-    pub fn overflow(&self) -> crate::report::Overflow {
+    pub(crate) fn overflow(&self) -> crate::report::Overflow {
         crate::report::Overflow {
             above: self.above,
             range_max_ns: self.hist.high(),
@@ -131,7 +131,7 @@ impl Latency {
 
 /// One worker's one second, sent to the coordinator once per second (never per connection).
 #[derive(Debug)]
-pub struct Second {
+pub(crate) struct Second {
     /// Second index since the run start.
     pub t_secs: u64,
     /// Counts of this second.

@@ -14,13 +14,14 @@ use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
 
+use common::threadcpu::ThreadCpu;
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
 use nix::sys::time::TimeSpec;
 use nix::sys::timerfd::{ClockId, Expiration, TimerFd, TimerFlags, TimerSetTimeFlags};
 use socket2::{Domain, SockAddr};
 
-use crate::clock::{now_ns, thread_cpu_ns};
+use crate::clock::now_ns;
 use crate::config::{CloseMode, LoadConfig, Pattern};
 use crate::error::LoadError;
 use crate::failures::Failures;
@@ -31,7 +32,7 @@ use crate::stats::{Counters, Latency, Second, TargetCounters};
 
 /// Below this distance to the next deadline the worker polls with a zero timeout instead of arming
 /// its timerfd, ns.
-pub const SPIN_NS: u64 = 2_000;
+pub(crate) const SPIN_NS: u64 = 2_000;
 
 const TIMER: Token = Token(usize::MAX);
 const SEC: u64 = 1_000_000_000;
@@ -40,7 +41,7 @@ const POISSON_SEED: u64 = 0x636f_6e6e_7374_6f72;
 
 /// When a worker runs, in CLOCK_MONOTONIC ns.
 #[derive(Debug, Clone, Copy)]
-pub struct Window {
+pub(crate) struct Window {
     /// Start of the run (warm-up starts here).
     pub start_ns: u64,
     /// Start of the measured part.
@@ -51,7 +52,7 @@ pub struct Window {
 
 /// What a worker hands back when it ends.
 #[derive(Debug)]
-pub struct WorkerResult {
+pub(crate) struct WorkerResult {
     /// Whole run.
     pub total: Counters,
     /// Measured window only.
@@ -75,7 +76,7 @@ pub struct WorkerResult {
 }
 
 /// A worker's state. Built on its own thread after pinning.
-pub struct Worker<'a> {
+pub(crate) struct Worker<'a> {
     pub(crate) cfg: &'a LoadConfig,
     pub(crate) win: Window,
     pub(crate) poll: Poll,
@@ -111,7 +112,7 @@ pub struct Worker<'a> {
 ///
 /// # Errors
 /// [`LoadError::Pin`] when the CPU is not usable.
-pub fn pin(cpu: usize) -> Result<(), LoadError> {
+pub(crate) fn pin(cpu: usize) -> Result<(), LoadError> {
     let mut set = nix::sched::CpuSet::new();
     set.set(cpu)
         .map_err(|errno| LoadError::Pin { cpu, errno })?;
@@ -125,7 +126,7 @@ impl<'a> Worker<'a> {
     ///
     /// # Errors
     /// [`LoadError::EventLoop`] when epoll or the timerfd cannot be created or registered.
-    pub fn new(cfg: &'a LoadConfig, index: usize) -> Result<Worker<'a>, LoadError> {
+    pub(crate) fn new(cfg: &'a LoadConfig, index: usize) -> Result<Worker<'a>, LoadError> {
         let win = Window {
             start_ns: 0,
             measure_ns: 0,
@@ -194,7 +195,7 @@ impl<'a> Worker<'a> {
     }
 
     /// Sets the run's window (common to all workers) and this worker's share of the schedule.
-    pub fn begin(&mut self, win: Window) {
+    pub(crate) fn begin(&mut self, win: Window) {
         self.win = win;
         self.schedule = match self.cfg.pattern {
             Pattern::Open {
@@ -215,9 +216,8 @@ impl<'a> Worker<'a> {
 
     /// Runs the loop until the end of the window and the drain, or until `stop` turns true.
     /// Sends one [`Second`] per second of the run to `tx`.
-    pub fn run(mut self, stop: &AtomicBool, tx: &Sender<Second>) -> WorkerResult {
-        let (user0, sys0) = thread_cpu_ns();
-        let run0 = crate::clock::thread_run_ns();
+    pub(crate) fn run(mut self, stop: &AtomicBool, tx: &Sender<Second>) -> WorkerResult {
+        let cpu0 = ThreadCpu::now();
         let wall0 = now_ns();
         let mut events = Events::with_capacity(1024);
         let mut next_tick = self.win.start_ns + SEC;
@@ -296,17 +296,16 @@ impl<'a> Worker<'a> {
         }
         let ended = now_ns();
         self.flush_second(next_tick, if interrupted { ended } else { next_tick }, tx);
-        let (user1, sys1) = thread_cpu_ns();
-        let run1 = crate::clock::thread_run_ns();
+        let used = ThreadCpu::now().since(&cpu0);
         WorkerResult {
             report: LoadWorkerReport {
                 cpu: 0,
                 attempts: self.total.attempts,
                 successes: self.total.successes,
                 failures: self.total.failures.total(),
-                cpu_user_ns: user1.saturating_sub(user0),
-                cpu_sys_ns: sys1.saturating_sub(sys0),
-                cpu_run_ns: run1.saturating_sub(run0),
+                cpu_user_ns: used.user_ns,
+                cpu_sys_ns: used.sys_ns,
+                cpu_run_ns: used.run_ns,
                 wall_ns: ended.saturating_sub(wall0),
             },
             total: self.total,

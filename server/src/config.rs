@@ -51,7 +51,7 @@ impl ServerConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EngineChoice {
-    /// io_uring when it works here (see [`crate::engine::probe`]), else epoll with a reason
+    /// io_uring when it works here (see [`crate::probe`]), else epoll with a reason
     /// ([`crate::Server::fallback_reason`]).
     Auto,
     /// io_uring multishot accept (Linux 5.19+); an error where it is unavailable.

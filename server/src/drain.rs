@@ -31,13 +31,13 @@ use socket2::{SockFilter, Socket};
 
 /// How long workers keep accepting after new SYNs are blocked: covers handshakes in SYN_RECV on
 /// paths with an RTT up to ~200 ms. It is also the minimum time [`crate::Server::stop`] takes.
-pub const DRAIN_GRACE: Duration = Duration::from_millis(200);
+pub(crate) const DRAIN_GRACE: Duration = Duration::from_millis(200);
 
 /// Longest a worker spends in step 3. With the SYN filter in place the queue holds at most one
 /// backlog of connections (a few ms to accept); the bound matters only when the filter could not
 /// be attached (an error is counted then) and new connections keep arriving. What is still queued
 /// when it runs out is counted in `WorkerReport::left_in_queue`.
-pub const FINAL_DRAIN_MAX: Duration = Duration::from_millis(250);
+pub(crate) const FINAL_DRAIN_MAX: Duration = Duration::from_millis(250);
 
 const BPF_LD_B_ABS: u16 = 0x10 | 0x20; // BPF_LD (0) | BPF_B | BPF_ABS
 const BPF_ALU_AND_K: u16 = 0x04 | 0x50; // BPF_ALU | BPF_AND | BPF_K
@@ -49,7 +49,7 @@ const TCP_SYN: u32 = 0x02;
 const TCP_ACK: u32 = 0x10;
 
 /// The SYN-dropping socket filter: `ldb [13]; and #(SYN|ACK); jeq #SYN, drop, keep`.
-pub fn syn_drop_program() -> [SockFilter; 5] {
+pub(crate) fn syn_drop_program() -> [SockFilter; 5] {
     [
         SockFilter::new(BPF_LD_B_ABS, 0, 0, TCP_FLAGS_OFFSET),
         SockFilter::new(BPF_ALU_AND_K, 0, 0, TCP_SYN | TCP_ACK),
@@ -64,7 +64,7 @@ pub fn syn_drop_program() -> [SockFilter; 5] {
 /// # Errors
 /// The errno of setsockopt(SO_ATTACH_FILTER) (ENOMEM; EPERM if a filter was locked with
 /// SO_LOCK_FILTER).
-pub fn block_new_syns(listener: &Socket) -> io::Result<()> {
+pub(crate) fn block_new_syns(listener: &Socket) -> io::Result<()> {
     listener.attach_filter(&syn_drop_program())
 }
 
@@ -73,7 +73,7 @@ pub fn block_new_syns(listener: &Socket) -> io::Result<()> {
 ///
 /// # Errors
 /// The errno of getsockopt(TCP_INFO).
-pub fn accept_queue_len(listener: &Socket) -> io::Result<u32> {
+pub(crate) fn accept_queue_len(listener: &Socket) -> io::Result<u32> {
     use std::os::fd::AsFd;
     crate::sys::accept_queue_len(listener.as_fd())
 }

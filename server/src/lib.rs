@@ -4,20 +4,22 @@
 //! # Moving parts
 //! - [`ServerConfig`] ([`config`]) says where to listen, which CPUs to use, which event engine,
 //!   what to do with each accepted connection ([`Mode`]) and how to steer flows ([`Steer`]).
-//! - [`listener`] creates one `SO_REUSEPORT` listener per CPU, in CPU order, on the calling thread
-//!   (so bind errors come back before any thread runs), and applies CPU steering ([`steer`]).
-//! - [`shard`] runs one worker thread per CPU, pinned with sched_setaffinity(2), owning its
-//!   listener and its event loop: [`engine::uring`] (io_uring multishot accept, one ring per
-//!   worker) or [`engine::epoll`] (mio, edge-triggered). [`engine::probe`] decides which one
+//! - `listener` creates one `SO_REUSEPORT` listener per CPU, in CPU order, on the calling thread
+//!   (so bind errors come back before any thread runs), and applies CPU steering (`steer`).
+//! - `shard` runs one worker thread per CPU, pinned with sched_setaffinity(2), owning its
+//!   listener and its event loop: `engine::uring` (io_uring multishot accept, one ring per
+//!   worker) or `engine::epoll` (mio, edge-triggered). [`probe`] decides which one
 //!   `EngineChoice::Auto` gets.
-//! - Each turn of a worker's event loop handles at most [`engine::TURN_BUDGET`] accepts or
+//! - Each turn of a worker's event loop handles at most `engine::TURN_BUDGET` (256) accepts or
 //!   completions and remembers what is left, so no amount of load keeps a worker from its stop
 //!   flag or its counters.
-//! - Workers count into plain integers ([`counts`]) and publish them to their own cache line every
-//!   few milliseconds; [`Server::stats`] reads those ([`LiveStats`]).
-//! - [`Server::stop`] ends the run without resetting any completed handshake ([`drain`]): every
+//! - Workers count into plain integers (`counts`) and publish them, with their own thread CPU time
+//!   ([`ThreadCpu`]), to their own cache line (`worker::Slot`) every few milliseconds;
+//!   [`Server::stats`] reads those ([`LiveStats`]), so a caller gets the server's CPU time from
+//!   this API, not from thread names in `/proc`.
+//! - [`Server::stop`] ends the run without resetting any completed handshake (`drain`): every
 //!   listener gets a classic BPF socket filter that drops new SYNs, the workers keep accepting for
-//!   [`drain::DRAIN_GRACE`], accept what is left until EAGAIN (at most [`drain::FINAL_DRAIN_MAX`]),
+//!   `DRAIN_GRACE` (200 ms), accept what is left until EAGAIN (at most `FINAL_DRAIN_MAX`, 250 ms),
 //!   close the listener and return their
 //!   [`WorkerReport`]s, merged into a [`ServerReport`].
 //!
@@ -29,20 +31,27 @@
 //! The library does **not** change RLIMIT_NOFILE by itself (that is process-wide state): callers
 //! that want the whole hard limit call [`rlimit::raise_nofile`] first, as `connstorm server` does.
 
+// The public API is what the binary uses (issue 12); the workspace allows unreachable_pub, this
+// library does not (set here rather than in Cargo.toml so it does not reach the test crates).
+#![warn(unreachable_pub)]
+
 pub mod config;
-pub mod counts;
-pub mod drain;
-pub mod engine;
+mod counts;
+mod drain;
+mod engine;
 pub mod error;
-pub mod listener;
+mod listener;
 pub mod report;
 pub mod rlimit;
 mod server;
-pub mod shard;
-pub mod steer;
+mod shard;
+mod steer;
 mod sys;
+mod worker;
 
+pub use common::threadcpu::ThreadCpu;
 pub use config::{EngineChoice, Mode, ServerConfig, Steer};
+pub use engine::probe;
 pub use error::ServerError;
 pub use report::{Engine, LiveStats, ServerReport, SteeringUsed, WorkerReport};
 pub use server::Server;

@@ -19,7 +19,7 @@ use crate::error::ServerError;
 /// # Errors
 /// [`ServerError::AddrInUse`], [`ServerError::PermissionDenied`],
 /// [`ServerError::AddrNotAvailable`], or [`ServerError::Listener`] naming the failed call.
-pub fn bind_group(
+pub(crate) fn bind_group(
     addr: SocketAddr,
     count: usize,
     backlog: u32,

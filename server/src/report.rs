@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::net::SocketAddr;
 
+use common::threadcpu::ThreadCpu;
 use serde::{Deserialize, Serialize};
 
 use crate::config::Mode;
@@ -51,18 +52,42 @@ impl fmt::Display for SteeringUsed {
 
 /// Totals so far, as last published by the workers (at most ~10 ms old while a worker is busy,
 /// up to one wait period (50 ms) when idle).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LiveStats {
     /// Connections accepted per worker, in `ServerConfig::cpus` order.
     pub accepted_per_worker: Vec<u64>,
     /// Errors of all workers (accept, send and close failures).
     pub errors_total: u64,
+    /// Each worker thread's CPU time since it started, in `ServerConfig::cpus` order, read by the
+    /// worker itself ([`ThreadCpu::now`]: CLOCK_THREAD_CPUTIME_ID and getrusage(2)
+    /// RUSAGE_THREAD) when it published: as fresh as the counts above. Softirq work the kernel
+    /// does while the worker runs is charged to it; work in io_uring's io-wq threads
+    /// (`iou-wrk-*`, used only for requests that would block) is not.
+    pub cpu_per_worker: Vec<ThreadCpu>,
 }
 
 impl LiveStats {
     /// Sum of [`LiveStats::accepted_per_worker`].
     pub fn accepted(&self) -> u64 {
         self.accepted_per_worker.iter().sum()
+    }
+
+    /// CPU time all workers used between `before` (an earlier reading of the same server) and
+    /// `self`, ns per field. Idle workers publish every 50 ms, so a reading taken ≥ 50 ms after
+    /// the last connection includes the work on every connection before it.
+    pub fn cpu_since(&self, before: &LiveStats) -> ThreadCpu {
+        self.cpu_per_worker
+            .iter()
+            .enumerate()
+            .map(|(i, now)| {
+                now.since(
+                    before
+                        .cpu_per_worker
+                        .get(i)
+                        .unwrap_or(&ThreadCpu::default()),
+                )
+            })
+            .sum()
     }
 }
 
@@ -78,6 +103,10 @@ pub struct WorkerReport {
     pub errors: BTreeMap<String, u64>,
     /// How many times accepting paused for the EMFILE/ENFILE back-off (~10 ms each).
     pub emfile_backoffs: u64,
+    /// On-CPU time of the worker thread, ns, exact (CLOCK_THREAD_CPUTIME_ID). 0 in reports
+    /// from builds before it was recorded.
+    #[serde(default)]
+    pub cpu_run_ns: u64,
     /// User CPU time of the worker thread, ns (getrusage(2) RUSAGE_THREAD).
     pub cpu_user_ns: u64,
     /// System CPU time of the worker thread, ns (getrusage(2) RUSAGE_THREAD).

@@ -1,27 +1,17 @@
 //! RLIMIT_NOFILE: every held connection and every connection between accept and close is a file
-//! descriptor, so a server run wants the whole hard limit.
+//! descriptor, so a server run wants the whole hard limit. One implementation for the workspace
+//! lives in [`common::rlimit`]; this module re-exports what callers of the server use.
 
-use nix::sys::resource::{getrlimit, setrlimit, Resource};
+/// Raises the soft RLIMIT_NOFILE of the **whole process** to its hard limit and returns
+/// `(soft_before, soft_after)` ([`common::rlimit::raise_nofile`]). Not called by
+/// [`crate::Server::start`] (it is process-wide state); `connstorm server` and `connstorm bench`
+/// call it once at start.
+pub use common::rlimit::raise_nofile;
 
-/// Raises the soft RLIMIT_NOFILE of the **whole process** to its hard limit (setrlimit(2)) and
-/// returns `(soft_before, soft_after)`. Not called by [`crate::Server::start`] (it is
-/// process-wide state); `connstorm server` and `connstorm bench` call it once at start.
-/// The hard limit itself is capped by `fs.nr_open` (default 1048576).
-///
-/// # Errors
-/// The errno of getrlimit/setrlimit (EPERM cannot happen when only the soft limit moves up to the
-/// hard limit).
-pub fn raise_nofile() -> nix::Result<(u64, u64)> {
-    let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE)?;
-    if soft < hard {
-        setrlimit(Resource::RLIMIT_NOFILE, hard, hard)?;
-    }
-    Ok((soft, hard))
-}
-
-/// The current soft RLIMIT_NOFILE (used to size per-worker connection tables), at most 1<<20.
-pub fn nofile_soft() -> usize {
-    getrlimit(Resource::RLIMIT_NOFILE)
-        .map(|(soft, _)| soft.min(1 << 20) as usize)
+/// The current soft RLIMIT_NOFILE, at most 1<<20 (1024 when unreadable): the size of the
+/// io_uring engine's per-worker table of connections indexed by descriptor.
+pub(crate) fn nofile_table_len() -> usize {
+    common::rlimit::nofile_soft()
+        .map(|soft| soft.min(1 << 20) as usize)
         .unwrap_or(1024)
 }

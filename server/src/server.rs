@@ -10,7 +10,8 @@ use std::time::Instant;
 use crate::config::{EngineChoice, Mode, ServerConfig, MAX_GREET_BYTES};
 use crate::error::ServerError;
 use crate::report::{Engine, LiveStats, ServerReport, SteeringUsed, WorkerReport};
-use crate::shard::{self, Shared, WorkerSpec};
+use crate::shard::{self, WorkerSpec};
+use crate::worker::Shared;
 
 /// A running server: one pinned worker per CPU, each with its own `SO_REUSEPORT` listener.
 ///
@@ -35,9 +36,9 @@ impl Server {
     /// waiting in its event loop.
     ///
     /// Steps: validate `cpus` (non-empty, no duplicates, online and in this process's affinity
-    /// mask); pick the engine (`Auto`: [`crate::engine::probe::io_uring`], else epoll with
-    /// [`Server::fallback_reason`]); bind the listeners in CPU order ([`crate::listener`]);
-    /// install steering ([`crate::steer`]); spawn the workers. Does not touch RLIMIT_NOFILE (see
+    /// mask); pick the engine (`Auto`: [`crate::probe::io_uring`], else epoll with
+    /// [`Server::fallback_reason`]); bind the listeners in CPU order (`listener`);
+    /// install steering (`steer`); spawn the workers. Does not touch RLIMIT_NOFILE (see
     /// [`crate::rlimit::raise_nofile`]).
     ///
     /// # Errors
@@ -142,7 +143,7 @@ impl Server {
         &self.cpus
     }
 
-    /// Totals published by the workers so far (cheap: one relaxed load per worker).
+    /// Totals and CPU times published by the workers so far (cheap: relaxed loads, no syscall).
     pub fn stats(&self) -> LiveStats {
         LiveStats {
             accepted_per_worker: self
@@ -157,14 +158,15 @@ impl Server {
                 .iter()
                 .map(|s| s.errors.load(Ordering::Relaxed))
                 .sum(),
+            cpu_per_worker: self.shared.slots.iter().map(|s| s.cpu()).collect(),
         }
     }
 
-    /// Stops the server without resetting completed handshakes (see [`crate::drain`]): blocks new
-    /// SYNs, keeps accepting for [`crate::drain::DRAIN_GRACE`], accepts until EAGAIN, closes the
-    /// listeners and held connections, joins the workers, and returns the report. Takes at least
+    /// Stops the server without resetting completed handshakes (see the `drain` module): blocks
+    /// new SYNs, keeps accepting for `DRAIN_GRACE`, accepts until EAGAIN, closes the listeners
+    /// and held connections, joins the workers, and returns the report. Takes at least
     /// `DRAIN_GRACE` (200 ms) and, however much load keeps arriving, at most about `DRAIN_GRACE` +
-    /// [`crate::drain::FINAL_DRAIN_MAX`] + a few loop turns (~0.5 s; measured ~0.2–0.35 s under
+    /// `FINAL_DRAIN_MAX` (250 ms) + a few loop turns (~0.5 s; measured ~0.2–0.35 s under
     /// overload), plus up to 2 s while greetings still being written finish.
     ///
     /// # Panics

@@ -27,7 +27,7 @@ const BPF_MAXINSNS: usize = 4096;
 ///
 /// # Errors
 /// [`ServerError::Steering`] with the setsockopt errno.
-pub fn install(
+pub(crate) fn install(
     listeners: &[Socket],
     cpus: &[usize],
     steer: Steer,
@@ -70,12 +70,10 @@ pub fn install(
                 });
             }
             if let Some(first) = listeners.first() {
-                crate::sys::attach_reuseport_cbpf(first.as_fd(), &prog).map_err(|source| {
-                    ServerError::Steering {
-                        what: "SO_ATTACH_REUSEPORT_CBPF",
-                        addr,
-                        source,
-                    }
+                attach_reuseport_cbpf(first, &prog).map_err(|source| ServerError::Steering {
+                    what: "SO_ATTACH_REUSEPORT_CBPF",
+                    addr,
+                    source,
                 })?;
             }
         }
@@ -84,12 +82,37 @@ pub fn install(
     Ok(used)
 }
 
+/// Attaches a classic BPF program to the reuseport group of `sock` with
+/// setsockopt(SO_ATTACH_REUSEPORT_CBPF) (Linux 4.5+, socket(7)), through nix's
+/// `sockopt::AttachReusePortCbpf`; the program's return value is the index of the listener that
+/// gets the flow (out of range → the kernel's hash decides). The kernel copies the program during
+/// the call (sk_reuseport_attach_filter), so `prog` need only outlive it.
+///
+/// # Errors
+/// The setsockopt errno (EINVAL for a malformed program, ENOMEM); InvalidInput for a program of
+/// more than 65535 instructions.
+fn attach_reuseport_cbpf(sock: &Socket, prog: &[libc::sock_filter]) -> std::io::Result<()> {
+    let len = u16::try_from(prog.len()).map_err(|_| {
+        std::io::Error::new(std::io::ErrorKind::InvalidInput, "BPF program too long")
+    })?;
+    let fprog = libc::sock_fprog {
+        len,
+        filter: prog.as_ptr().cast_mut(),
+    };
+    nix::sys::socket::setsockopt(
+        &sock.as_fd(),
+        nix::sys::socket::sockopt::AttachReusePortCbpf,
+        &fprog,
+    )
+    .map_err(std::io::Error::from)
+}
+
 /// The reuseport CBPF program: load the CPU number (SKF_AD_CPU), return the index of that CPU in
 /// `cpus` (= the listener's index in the group, since listeners join in `cpus` order), or
 /// `u32::MAX` for a CPU without a worker, which makes the kernel fall back to the 4-tuple hash
 /// (net/core/sock_reuseport.c, run_bpf_filter: index >= num_socks → NULL). `2 + 2 * cpus.len()`
 /// instructions.
-pub fn cpu_index_program(cpus: &[usize]) -> Vec<libc::sock_filter> {
+pub(crate) fn cpu_index_program(cpus: &[usize]) -> Vec<libc::sock_filter> {
     let ins = |code, jt, jf, k| libc::sock_filter { code, jt, jf, k };
     let mut prog = Vec::with_capacity(2 + 2 * cpus.len());
     prog.push(ins(BPF_LD_W_ABS, 0, 0, SKF_AD_CPU_LOAD));
@@ -102,7 +125,7 @@ pub fn cpu_index_program(cpus: &[usize]) -> Vec<libc::sock_filter> {
 }
 
 /// True when the kernel release string (`6.18.44-foo`) is at least `min` (major, minor).
-pub fn kernel_at_least(release: &str, min: (u32, u32)) -> bool {
+pub(crate) fn kernel_at_least(release: &str, min: (u32, u32)) -> bool {
     let mut parts = release.trim().split(|c: char| !c.is_ascii_digit());
     let major = parts.next().and_then(|p| p.parse::<u32>().ok());
     let minor = parts.next().and_then(|p| p.parse::<u32>().ok());

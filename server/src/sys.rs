@@ -1,42 +1,8 @@
-//! The few raw socket calls that socket2/nix do not wrap. All `unsafe` of the crate outside the
-//! io_uring engine lives here.
+//! The raw socket calls that socket2 0.6 and nix 0.30 do not wrap (getsockopt(TCP_INFO) has no
+//! wrapper in either). All `unsafe` of the crate outside the io_uring engine lives here.
 
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd};
-
-/// Attaches a classic BPF program to the reuseport group of `fd` with
-/// setsockopt(SO_ATTACH_REUSEPORT_CBPF) (Linux 4.5+, socket(7)); the program's return value is the
-/// index of the listener that gets the flow (out of range → the kernel's hash decides).
-///
-/// # Errors
-/// The setsockopt errno (EINVAL for a malformed program, ENOMEM).
-pub(crate) fn attach_reuseport_cbpf(
-    fd: BorrowedFd<'_>,
-    prog: &[libc::sock_filter],
-) -> io::Result<()> {
-    let len = u16::try_from(prog.len())
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "BPF program too long"))?;
-    let fprog = libc::sock_fprog {
-        len,
-        filter: prog.as_ptr().cast_mut(),
-    };
-    // SAFETY: `fprog` points to `prog`, which outlives the call; the kernel copies the program
-    // during setsockopt and keeps no pointer to our memory. optlen is the size of sock_fprog.
-    let rc = unsafe {
-        libc::setsockopt(
-            fd.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_ATTACH_REUSEPORT_CBPF,
-            (&raw const fprog).cast(),
-            std::mem::size_of::<libc::sock_fprog>() as libc::socklen_t,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
-}
 
 /// Length of a listening socket's accept queue (completed handshakes not yet accepted), from
 /// getsockopt(TCP_INFO): for a socket in LISTEN state the kernel reports `sk_ack_backlog` in

@@ -102,6 +102,85 @@ fn every_mode_accepts_exactly_n_and_the_kernel_agrees() {
     }
 }
 
+/// The CPU time each worker publishes through `LiveStats` (no thread names involved) is > 0 after
+/// it accepted connections, grows with work far more than with idle time, never exceeds the
+/// process's own CPU time (clock_gettime(CLOCK_PROCESS_CPUTIME_ID), the kernel's sum over all
+/// threads), and the final report carries at least the last published figure.
+#[test]
+fn worker_cpu_time_is_published_and_grows_with_work() {
+    use nix::time::{clock_gettime, ClockId};
+    let process_ns = || {
+        let t = clock_gettime(ClockId::CLOCK_PROCESS_CPUTIME_ID).unwrap();
+        t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64
+    };
+    // Two publish periods of an idle worker (WAIT_MAX = 50 ms) and some slack.
+    let settle = || std::thread::sleep(Duration::from_millis(150));
+    for engine in engines() {
+        NetNs::run(move |ns| {
+            let before_opens = ns.counter("Tcp.PassiveOpens");
+            let srv = Server::start(config(engine, cpus(1), Mode::Close)).unwrap();
+            let addr = srv.local_addr();
+            let p0 = process_ns();
+            settle();
+            let s0 = srv.stats();
+            assert_eq!(s0.cpu_per_worker.len(), 1, "{engine:?}");
+            // Idle: the worker only wakes up every 50 ms.
+            settle();
+            settle();
+            let s1 = srv.stats();
+            let idle = s1.cpu_since(&s0);
+            // Busy: 2000 connections, each accepted and closed by the worker.
+            let n = 2000u64;
+            for i in 0..n {
+                drop(connect_from(1 + (i % 250) as u8, addr).unwrap());
+            }
+            assert_eq!(wait_accepted(&srv, n), n, "{engine:?}");
+            settle();
+            let s2 = srv.stats();
+            let busy = s2.cpu_since(&s1);
+            let p2 = process_ns();
+            eprintln!("{engine:?}: {n} connections cost the worker {busy:?}; 300 ms idle {idle:?}");
+            assert!(busy.run_ns > 0, "{engine:?}: {busy:?}");
+            assert!(
+                s2.cpu_per_worker[0].run_ns > s0.cpu_per_worker[0].run_ns,
+                "{engine:?}: {s0:?} {s2:?}"
+            );
+            // ~5-10 us of worker CPU per connection against a few us per idle wake-up: a wide
+            // margin for a noisy machine.
+            assert!(
+                busy.run_ns > 3 * idle.run_ns.max(1),
+                "{engine:?}: busy {busy:?} idle {idle:?}"
+            );
+            assert!(
+                busy.run_ns >= n * 500,
+                "{engine:?}: {} ns for {n} connections is below 0.5 us each: {busy:?}",
+                busy.run_ns
+            );
+            // The worker is one thread of this process: its time since s0 is part of the
+            // process's, read by the kernel independently of the worker.
+            let worker_since_start = s2.cpu_since(&s0).run_ns;
+            assert!(
+                worker_since_start <= p2 - p0,
+                "{engine:?}: worker {worker_since_start} ns > process {} ns",
+                p2 - p0
+            );
+            let report = srv.stop();
+            let w = &report.workers[0];
+            assert!(
+                w.cpu_run_ns >= s2.cpu_per_worker[0].run_ns,
+                "{engine:?}: {w:?} {s2:?}"
+            );
+            assert!(w.cpu_user_ns + w.cpu_sys_ns > 0, "{engine:?}: {w:?}");
+            assert_eq!(report.accepted(), n, "{engine:?}");
+            assert_eq!(
+                (ns.counter("Tcp.PassiveOpens") - before_opens) as u64,
+                n,
+                "{engine:?}: the kernel saw the connections the worker paid for"
+            );
+        });
+    }
+}
+
 #[test]
 fn two_workers_both_accept_and_their_counts_add_up() {
     for engine in engines() {

@@ -244,7 +244,6 @@ impl Harness {
         let srv_before = self.counters_server()?;
         let load_before = self.counters_load()?;
         let accepted_before = self.server.as_ref().map(|s| s.stats());
-        let cpu_before = taskcpu::sample();
         let stat_before = procstat::sample();
         let t0 = Instant::now();
         let report = match &self.ns {
@@ -258,7 +257,6 @@ impl Harness {
             .as_ref()
             .map(|s| wait_for_accepts(s, accepted_before.as_ref(), report.total.successes));
         let wall_ns = t0.elapsed().as_nanos() as u64;
-        let cpu_after = taskcpu::sample();
         let stat_after = procstat::sample();
         let srv_after = self.counters_server()?;
         let load_after = self.counters_load()?;
@@ -305,14 +303,8 @@ impl Harness {
         let connections = accepted_total
             .unwrap_or(report.total.successes)
             .min(report.total.successes);
-        let server_cpu = taskcpu::delta(&cpu_before, &cpu_after, "accept-cpu");
-        // Load workers end with the phase, so their CPU time comes from their own
-        // getrusage(RUSAGE_THREAD) at exit, not from a /proc sample.
-        let load_cpu = taskcpu::Cpu {
-            user_ns: report.workers.iter().map(|w| w.cpu_user_ns).sum(),
-            sys_ns: report.workers.iter().map(|w| w.cpu_sys_ns).sum(),
-            run_ns: report.workers.iter().map(|w| w.cpu_run_ns).sum(),
-        };
+        let server_cpu = taskcpu::server(accepted_before.as_ref(), accepted_after.as_ref());
+        let load_cpu = taskcpu::load(&report);
         let cpu = rec::CpuUsage {
             server: self.server.as_ref().map(|_| {
                 rec::SideCpu::new(

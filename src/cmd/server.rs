@@ -308,6 +308,7 @@ mod tests {
         LiveStats {
             accepted_per_worker: per_worker.to_vec(),
             errors_total: 0,
+            cpu_per_worker: Vec::new(),
         }
     }
 

@@ -23,7 +23,7 @@ use socket2::SockRef;
 use super::{classify, AcceptFailure, BACKOFF, TURN_BUDGET};
 use crate::config::Mode;
 use crate::error::ServerError;
-use crate::shard::{Ctx, Ready, WAIT_MAX};
+use crate::worker::{Ctx, Ready, WAIT_MAX};
 
 const LISTENER: Token = Token(usize::MAX);
 /// How long a stopping worker keeps writing unfinished greetings.
@@ -54,7 +54,7 @@ struct EpollLoop<'c> {
 
 /// Runs the epoll engine on the calling (pinned) worker thread until the stop drain is done.
 /// Calls `ready` once: `Ok(None)` when accepting, or the setup error.
-pub fn run(ctx: &mut Ctx, ready: impl FnOnce(Ready)) {
+pub(crate) fn run(ctx: &mut Ctx, ready: impl FnOnce(Ready)) {
     let cpu = ctx.cpu;
     let poll = match Poll::new() {
         Ok(p) => p,

@@ -2,9 +2,9 @@
 //! [`uring`] (io_uring multishot accept) and [`epoll`] (mio). [`probe`] says whether io_uring
 //! can run here. Shared here: how accept errors are handled.
 
-pub mod epoll;
+pub(crate) mod epoll;
 pub mod probe;
-pub mod uring;
+pub(crate) mod uring;
 
 use std::time::Duration;
 
@@ -14,16 +14,16 @@ use std::time::Duration;
 /// per turn, so [`crate::LiveStats`] stay fresh and [`crate::Server::stop`] is seen within a few
 /// ms even when connections arrive faster than the worker can accept them (issue 9: an
 /// unbounded "accept until EAGAIN" never ends under sustained overload).
-pub const TURN_BUDGET: usize = 256;
+pub(crate) const TURN_BUDGET: usize = 256;
 
 /// Pause before accepting again after EMFILE/ENFILE (or ENOBUFS/ENOMEM, or an unexpected error):
 /// the connection stays queued, so retrying at once would spin (libuv#690, wai#928); ~10 ms is the
 /// figure from nanomsg/eventcore discussions (KERNEL-NOTES 1.9).
-pub const BACKOFF: Duration = Duration::from_millis(10);
+pub(crate) const BACKOFF: Duration = Duration::from_millis(10);
 
 /// What to do after a failed accept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AcceptFailure {
+pub(crate) enum AcceptFailure {
     /// Out of descriptors or memory: count, back off [`BACKOFF`], then accept again. The bool says
     /// whether it is EMFILE/ENFILE (counted in `emfile_backoffs`).
     Backoff(bool),
@@ -35,7 +35,7 @@ pub enum AcceptFailure {
 /// Classifies an accept errno (accept(2) "Error handling"; ECONNABORTED for a connection reset
 /// while queued). Anything unexpected backs off rather than retrying at once, so no error can make
 /// a worker spin.
-pub fn classify(errno: i32) -> AcceptFailure {
+pub(crate) fn classify(errno: i32) -> AcceptFailure {
     match errno {
         libc::EMFILE | libc::ENFILE => AcceptFailure::Backoff(true),
         libc::ECONNABORTED

@@ -34,15 +34,15 @@ use socket2::SockRef;
 use super::{classify, AcceptFailure, BACKOFF, TURN_BUDGET};
 use crate::config::Mode;
 use crate::error::ServerError;
-use crate::shard::{Ctx, Ready, WAIT_MAX};
+use crate::worker::{Ctx, Ready, WAIT_MAX};
 
 /// Submission queue entries per ring.
-pub const SQ_ENTRIES: u32 = 256;
+pub(crate) const SQ_ENTRIES: u32 = 256;
 /// Completion queue entries per ring (16 × SQ): room for multishot accept bursts plus the
 /// close/send completions they cause.
-pub const CQ_ENTRIES: u32 = 4096;
+pub(crate) const CQ_ENTRIES: u32 = 4096;
 /// How long a stopping worker waits for its last CQEs.
-pub const FINISH_MAX: Duration = Duration::from_secs(2);
+pub(crate) const FINISH_MAX: Duration = Duration::from_secs(2);
 
 /// recv(2) calls of 4 KiB a held connection gets per readiness; more data waits for a new poll.
 const READS_PER_POLL: usize = 16;
@@ -65,7 +65,7 @@ fn ud(kind: u64, fd: RawFd) -> u64 {
 ///
 /// # Errors
 /// The io_uring_setup(2) error of the last attempt.
-pub fn build_ring() -> std::io::Result<(IoUring, &'static str)> {
+pub(crate) fn build_ring() -> std::io::Result<(IoUring, &'static str)> {
     let einval = |e: &std::io::Error| e.raw_os_error() == Some(libc::EINVAL);
     match IoUring::builder()
         .setup_single_issuer()
@@ -119,7 +119,7 @@ struct Uring<'c> {
 
 /// Runs the io_uring engine on the calling (pinned) worker thread until the stop drain is done.
 /// Calls `ready` once: `Ok(Some(setup flags))` when accepting, or the setup error.
-pub fn run(ctx: &mut Ctx, ready: impl FnOnce(Ready)) {
+pub(crate) fn run(ctx: &mut Ctx, ready: impl FnOnce(Ready)) {
     let (ring, flags) = match build_ring() {
         Ok(r) => r,
         Err(source) => {
@@ -142,7 +142,7 @@ pub fn run(ctx: &mut Ctx, ready: impl FnOnce(Ready)) {
     }
     let listener_fd = std::os::fd::AsRawFd::as_raw_fd(listener);
     let held = if ctx.mode == Mode::Hold {
-        vec![false; crate::rlimit::nofile_soft()]
+        vec![false; crate::rlimit::nofile_table_len()]
     } else {
         Vec::new()
     };

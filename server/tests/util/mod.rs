@@ -11,7 +11,7 @@ use socket2::{Domain, SockAddr, Socket, Type};
 /// printed, as io-uring-test's `require!` does).
 pub fn engines() -> Vec<EngineChoice> {
     let mut v = vec![EngineChoice::Epoll];
-    match server::engine::probe::io_uring() {
+    match server::probe::io_uring() {
         Ok(()) => v.push(EngineChoice::IoUring),
         Err(why) => eprintln!("skipping the io_uring variant: {why}"),
     }
