@@ -35,6 +35,7 @@ pub mod drain;
 pub mod engine;
 pub mod error;
 pub mod listener;
+pub mod render;
 pub mod report;
 pub mod rlimit;
 mod server;
