@@ -437,6 +437,7 @@ mod tests {
                 attempts: 12_000,
                 successes: 10_000,
                 failures: failures.clone(),
+                late: 25,
                 ..Totals::default()
             },
             handshake: histogram(&[50_000, 60_000, 2_000_000]),
