@@ -43,7 +43,6 @@ mod cli;
 mod cmd;
 mod error;
 mod output;
-mod progress;
 mod signals;
 mod units;
 

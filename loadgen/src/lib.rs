@@ -11,6 +11,7 @@
 //! - Once per second each worker sends its second's counters and handshake histogram over a
 //!   channel; [`run`] merges them into a [`TimelineRow`] for the caller's callback, and at the end
 //!   merges the workers' histograms and counters into a [`LoadReport`] ([`report`]).
+//! - [`render`] writes the text of a run: the per-second line and the report summary.
 //! - [`ports`] estimates the ephemeral-port budget before a run; [`rlimit`] raises
 //!   RLIMIT_NOFILE for callers that want it (the library never touches process-wide state: no
 //!   signal handlers, no rlimits).
@@ -52,6 +53,7 @@ pub mod config;
 pub mod error;
 pub mod failures;
 pub mod ports;
+pub mod render;
 pub mod report;
 pub mod rlimit;
 mod run;

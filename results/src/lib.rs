@@ -23,6 +23,7 @@ pub mod compare;
 pub mod diagnosis;
 pub mod histogram;
 pub mod hlog;
+pub mod kernel_text;
 pub use common::numfmt;
 pub mod plot;
 pub mod record;

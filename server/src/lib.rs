@@ -41,6 +41,7 @@ mod drain;
 mod engine;
 pub mod error;
 mod listener;
+pub mod render;
 pub mod report;
 pub mod rlimit;
 mod server;

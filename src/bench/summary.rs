@@ -412,7 +412,7 @@ pub fn saturation(
 }
 
 /// A progress line for one second of a phase: `[phase] ` and the one per-second line
-/// ([`crate::progress::second_line`]), or `None` for a drain second after the phase's end (it
+/// ([`loadgen::render::second_line`]), or `None` for a drain second after the phase's end (it
 /// only holds completions of attempts started before).
 pub fn progress_line(
     spec: &super::harness::PhaseSpec,
@@ -425,7 +425,7 @@ pub fn progress_line(
     Some(format!(
         "[{}] {}",
         spec.name,
-        crate::progress::second_line(row, open_loop)
+        loadgen::render::second_line(row, open_loop)
     ))
 }
 

@@ -21,7 +21,8 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use server::{EngineChoice, LiveStats, Mode, Server, ServerConfig, ServerReport, Steer};
+use server::render::{progress_line, ReportText, MIN_PARTIAL};
+use server::{EngineChoice, Mode, Server, ServerConfig, Steer};
 
 use crate::error::bad_input;
 use crate::units::{parse_cpus, parse_positive_duration};
@@ -159,51 +160,10 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             serde_json::to_writer_pretty(&mut out, &report).context("writing the JSON report")?;
             writeln!(out)?;
         }
-        Format::Text => write_text(&mut out, &report)?,
+        Format::Text => write!(out, "{}", ReportText(&report))?,
     }
     out.flush()?;
     Ok(0)
-}
-
-/// The shortest last interval that still gets a progress line: below it a scaled rate says more
-/// about timer jitter than about the server.
-pub const MIN_PARTIAL: Duration = Duration::from_millis(100);
-
-/// One progress line: accepts per second over `interval` (the time since the previous line), per
-/// worker min/max, totals. Rates are scaled by the real interval, so a late tick or a last partial
-/// interval (`partial`, marked `(partial 0.40 s)`) reads as a per-second rate, never as a collapsed
-/// count. `elapsed` is the time since the start, printed in whole seconds for full ticks.
-pub fn progress_line(
-    elapsed: Duration,
-    interval: Duration,
-    prev: &LiveStats,
-    cur: &LiveStats,
-    partial: bool,
-) -> String {
-    let secs = interval.as_secs_f64().max(1e-9);
-    let rates: Vec<u64> = cur
-        .accepted_per_worker
-        .iter()
-        .zip(&prev.accepted_per_worker)
-        .map(|(c, p)| (c.saturating_sub(*p) as f64 / secs).round() as u64)
-        .collect();
-    let sum = (cur.accepted().saturating_sub(prev.accepted()) as f64 / secs).round() as u64;
-    let t = if partial {
-        format!("t={:>6.2}s", elapsed.as_secs_f64())
-    } else {
-        format!("t={:>4}s", elapsed.as_secs_f64().round() as u64)
-    };
-    let mut line = format!(
-        "{t} accepts/s {sum:>9} (per worker min {} max {}) total {} errors {}",
-        rates.iter().min().copied().unwrap_or(0),
-        rates.iter().max().copied().unwrap_or(0),
-        cur.accepted(),
-        cur.errors_total
-    );
-    if partial {
-        line.push_str(&format!(" (partial {secs:.2} s)"));
-    }
-    line
 }
 
 /// Parses `--listen`: IP:PORT with a port of 0 to 65535.
@@ -234,68 +194,6 @@ fn parse_backlog(s: &str) -> Result<u32, String> {
     }
 }
 
-fn write_text(out: &mut impl Write, r: &ServerReport) -> std::io::Result<()> {
-    let secs = r.wall_time_secs().max(1e-9);
-    writeln!(
-        out,
-        "engine {}{}, steering {}, mode {}, listen {}, backlog {}{}",
-        r.engine,
-        r.ring_setup
-            .as_deref()
-            .map(|s| format!(" ({s})"))
-            .unwrap_or_default(),
-        r.steering,
-        r.mode,
-        r.listen,
-        r.backlog,
-        if r.interrupted {
-            ", stopped by signal"
-        } else {
-            ""
-        }
-    )?;
-    if let Some(why) = &r.fallback_reason {
-        writeln!(out, "fell back to epoll: {why}")?;
-    }
-    writeln!(
-        out,
-        "wall time {secs:.3} s, accepted {} ({:.1}/s)",
-        r.accepted(),
-        r.accepted() as f64 / secs
-    )?;
-    writeln!(
-        out,
-        "{:>5} {:>12} {:>12} {:>9} {:>9} {:>8}  errors",
-        "cpu", "accepted", "accepts/s", "user_s", "sys_s", "emfile"
-    )?;
-    for w in &r.workers {
-        let errs: Vec<String> = w.errors.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        writeln!(
-            out,
-            "{:>5} {:>12} {:>12.1} {:>9.3} {:>9.3} {:>8}  {}",
-            w.cpu,
-            w.accepted,
-            w.accepted as f64 / secs,
-            w.cpu_user_ns as f64 / 1e9,
-            w.cpu_sys_ns as f64 / 1e9,
-            w.emfile_backoffs,
-            if errs.is_empty() {
-                "-".to_string()
-            } else {
-                errs.join(" ")
-            }
-        )?;
-        if w.left_in_queue > 0 {
-            writeln!(
-                out,
-                "      {} connections left in the accept queue at stop (reset by the kernel)",
-                w.left_in_queue
-            )?;
-        }
-    }
-    Ok(())
-}
-
 fn allowed_cpus() -> anyhow::Result<Vec<usize>> {
     Ok(tuning::topology::allowed_cpus(std::path::Path::new("/"))?)
 }
@@ -303,46 +201,6 @@ fn allowed_cpus() -> anyhow::Result<Vec<usize>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn stats(per_worker: &[u64]) -> LiveStats {
-        LiveStats {
-            accepted_per_worker: per_worker.to_vec(),
-            errors_total: 0,
-            cpu_per_worker: Vec::new(),
-        }
-    }
-
-    #[test]
-    fn a_partial_last_second_is_scaled_and_marked() {
-        let prev = stats(&[100, 200]);
-        let cur = stats(&[120, 240]);
-        let line = progress_line(
-            Duration::from_millis(3400),
-            Duration::from_millis(400),
-            &prev,
-            &cur,
-            true,
-        );
-        // 60 accepts in 0.4 s is 150/s, not "60/s"; per worker 50/s and 100/s.
-        assert!(line.contains("accepts/s       150 "), "{line}");
-        assert!(line.contains("min 50 max 100"), "{line}");
-        assert!(line.contains("total 360 "), "{line}");
-        assert!(line.ends_with("(partial 0.40 s)"), "{line}");
-        assert!(line.starts_with("t=  3.40s"), "{line}");
-    }
-
-    #[test]
-    fn a_late_full_tick_is_scaled_by_its_real_length() {
-        let line = progress_line(
-            Duration::from_millis(2000),
-            Duration::from_millis(1250),
-            &stats(&[0]),
-            &stats(&[1000]),
-            false,
-        );
-        assert!(line.starts_with("t=   2s accepts/s       800 "), "{line}");
-        assert!(!line.contains("partial"), "{line}");
-    }
 
     #[test]
     fn backlog_and_listen_out_of_range_are_refused() {

@@ -1,0 +1,529 @@
+//! The text of a load run: the plan line printed before it, the one per-second line (`load`,
+//! `bench`, `sweep` and `ab` print the same words) and the summary of a [`LoadReport`]. Every
+//! number goes through [`common::numfmt`] (thousands separators, a space before a unit); JSON
+//! keeps the raw numbers of the report itself.
+
+use std::fmt;
+
+use common::numfmt;
+
+use crate::{Arrival, HistogramSummary, LoadConfig, LoadReport, Overflow, Pattern, TimelineRow};
+
+/// One per-second line of a load run. Rates are per second of the row's real length: a partial
+/// second (the end of the window, or a signal that stopped the run within it) is scaled to /s
+/// and marked with its length; a drain second after the window (no new starts) shows counts,
+/// not rates. Closed loop says "started" (there is no offered rate), open loop "offered".
+/// A second without a success prints `-` for its latency, never `0 ns`.
+///
+/// Shape: `t=   3 s offered 20,000/s, achieved 19,990/s, errors 0/s, late 0/s, dropped 0/s,
+/// handshake p50 1.0 µs p99 2.50 ms`.
+pub fn second_line(row: &TimelineRow, open_loop: bool) -> String {
+    let lat = if row.successes == 0 {
+        "handshake p50 - p99 -".to_string()
+    } else {
+        format!(
+            "handshake p50 {} p99 {}",
+            numfmt::ns(row.p50_ns as f64),
+            numfmt::ns(row.p99_ns as f64)
+        )
+    };
+    let mark = if row.warmup { " (warm-up)" } else { "" };
+    if row.is_drain() {
+        return format!(
+            "t={:>4} s drain (after the run, no new starts): {} completed, {} failed, {} dropped (due before the end, never started), {lat}",
+            row.t_secs,
+            numfmt::count(row.successes),
+            numfmt::count(row.failures),
+            numfmt::count(row.dropped)
+        );
+    }
+    let rate = |n: u64| format!("{}/s", numfmt::fixed(row.per_sec(n).unwrap_or(0.0), 0));
+    let started = if open_loop {
+        format!("offered {}", rate(row.offered))
+    } else {
+        format!("started {}", rate(row.attempts))
+    };
+    let partial = if row.is_partial() {
+        format!(" (partial second: {:.3} s, scaled to /s)", row.length_secs)
+    } else {
+        String::new()
+    };
+    format!(
+        "t={:>4} s {started}, achieved {}, errors {}, late {}, dropped {}, {lat}{partial}{mark}",
+        row.t_secs,
+        rate(row.successes),
+        rate(row.failures),
+        rate(row.late),
+        rate(row.dropped),
+    )
+}
+
+/// The line `connstorm load` prints before a run: pattern, targets, durations, CPUs, close mode,
+/// sources and connect timeout, e.g. `open loop at 1,000/s (uniform arrivals, at most 3,000 in
+/// flight) to 127.0.0.1:9000 for 10s (+2s warm-up) on CPUs 0-1, --close rst, kernel-chosen
+/// source address(es), connect timeout 3s` (without the `connstorm load: ` prefix).
+pub fn plan_line(cfg: &LoadConfig) -> String {
+    let what = match cfg.pattern {
+        Pattern::Open {
+            rate_per_sec,
+            arrival,
+        } => format!(
+            "open loop at {}/s ({} arrivals, at most {} in flight)",
+            numfmt::fixed(rate_per_sec, 0),
+            match arrival {
+                Arrival::Uniform => "uniform",
+                Arrival::Poisson => "poisson",
+            },
+            numfmt::count(cfg.max_in_flight as u64)
+        ),
+        Pattern::Closed { concurrency } => format!(
+            "closed loop with {} in flight",
+            numfmt::count(u64::from(concurrency))
+        ),
+    };
+    let targets: Vec<String> = cfg.targets.iter().map(ToString::to_string).collect();
+    format!(
+        "{what} to {} for {} (+{} warm-up) on CPUs {}, --close {}, {} source address(es), connect timeout {}",
+        targets.join(","),
+        humantime::format_duration(cfg.duration),
+        humantime::format_duration(cfg.warmup),
+        common::cpulist::format(&cfg.cpus),
+        cfg.close.name(),
+        if cfg.sources.is_empty() {
+            "kernel-chosen".to_string()
+        } else {
+            numfmt::count(cfg.sources.len() as u64)
+        },
+        humantime::format_duration(cfg.connect_timeout),
+    )
+}
+
+/// The text summary of a [`LoadReport`] (its `Display`): header, rate, attempts, `WARNING` lines,
+/// the handshake / service / first-byte percentiles with their overflow lines, failures by cause
+/// with their meaning, post-handshake failures, whole-run totals incl. warm-up, per-target lines
+/// (when there are two or more targets) and one line per worker with its CPU time.
+pub struct Summary<'a> {
+    /// The run.
+    pub report: &'a LoadReport,
+    /// Lines printed as `  WARNING: …` after the attempts (e.g. the generator fell behind).
+    pub warnings: &'a [String],
+}
+
+impl fmt::Display for Summary<'_> {
+    fn fmt(&self, out: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let r = self.report;
+        let mode = match r.pattern {
+            Pattern::Open { .. } => "open loop",
+            Pattern::Closed { .. } => "closed loop",
+        };
+        writeln!(
+            out,
+            "connstorm load: {mode}, --close {}, {} worker(s), {:.2} s measured{}",
+            r.close.name(),
+            r.workers.len(),
+            r.measured_secs,
+            if r.interrupted {
+                " (INTERRUPTED: partial run)"
+            } else {
+                ""
+            }
+        )?;
+        let vs = match r.offered_per_sec {
+            Some(o) => format!(
+                ", offered {} conn/s ({:.2}% achieved)",
+                numfmt::fixed(o, 1),
+                100.0 * r.achieved_per_sec / o
+            ),
+            None => String::new(),
+        };
+        writeln!(
+            out,
+            "  rate:        {} CPM = {} conn/s achieved{vs}",
+            numfmt::fixed(r.cpm(), 0),
+            numfmt::fixed(r.achieved_per_sec, 1)
+        )?;
+        writeln!(
+            out,
+            "  attempts:    {} started, {} succeeded, {} failed, {} late, {} dropped",
+            numfmt::count(r.attempts),
+            numfmt::count(r.successes),
+            numfmt::count(r.failures_total()),
+            numfmt::count(r.late),
+            numfmt::count(r.dropped)
+        )?;
+        if r.completed_after_timeout > 0 {
+            writeln!(
+                out,
+                "               {} handshakes completed only after --connect-timeout (the generator saw them late, e.g. it was stopped or starved): counted ETIMEDOUT, not successes",
+                numfmt::count(r.completed_after_timeout)
+            )?;
+        }
+        for w in self.warnings {
+            writeln!(out, "  WARNING: {w}")?;
+        }
+        hist(
+            out,
+            "handshake (scheduled start -> connected)",
+            &HistogramSummary::of(&r.handshake),
+        )?;
+        overflow(out, &r.handshake_overflow)?;
+        hist(
+            out,
+            "service   (socket() -> connected)       ",
+            &HistogramSummary::of(&r.service),
+        )?;
+        overflow(out, &r.service_overflow)?;
+        if let Some(fb) = &r.first_byte {
+            hist(
+                out,
+                "first byte (scheduled start -> N bytes)  ",
+                &HistogramSummary::of(fb),
+            )?;
+        }
+        if let Some(o) = &r.first_byte_overflow {
+            overflow(out, o)?;
+        }
+        if r.failures.is_empty() {
+            writeln!(out, "  failures:    none")?;
+        } else {
+            writeln!(out, "  failures by cause:")?;
+            for (name, n) in &r.failures {
+                let why = crate::failures::explain(name)
+                    .map(|w| format!(" — {w}"))
+                    .unwrap_or_default();
+                writeln!(out, "    {name:<14} {}{why}", numfmt::count(*n))?;
+            }
+        }
+        if !r.post_connect_failures.is_empty() {
+            writeln!(
+                out,
+                "  after the handshake (read / server close), counted as successes above:"
+            )?;
+            for (name, n) in &r.post_connect_failures {
+                let why = if name == "ENODATA" {
+                    " — the server closed before --expect-bytes arrived"
+                } else {
+                    ""
+                };
+                writeln!(out, "    {name:<14} {}{why}", numfmt::count(*n))?;
+            }
+        }
+        let t = &r.total;
+        writeln!(
+            out,
+            "  whole run incl. warm-up: {} attempts, {} succeeded, {} failed, {} late, {} dropped, {} abandoned, {} completed after the timeout",
+            numfmt::count(t.attempts),
+            numfmt::count(t.successes),
+            numfmt::count(t.failures.values().sum::<u64>()),
+            numfmt::count(t.late),
+            numfmt::count(t.dropped),
+            numfmt::count(t.abandoned),
+            numfmt::count(t.completed_after_timeout)
+        )?;
+        targets(out, r)?;
+        for w in &r.workers {
+            let per = |ns: u64| {
+                ns.checked_div(w.attempts)
+                    .map_or_else(|| "-".into(), |v| numfmt::ns(v as f64))
+            };
+            writeln!(
+                out,
+                "  worker cpu {:>3}: {} attempts, {} handshakes in time, on CPU {:.3} s ({}/attempt, exact); user {:.3} s ({}/attempt) sys {:.3} s ({}/attempt) by tick samples",
+                w.cpu,
+                numfmt::count(w.attempts),
+                numfmt::count(w.successes),
+                w.cpu_run_ns as f64 / 1e9,
+                per(w.cpu_run_ns),
+                w.cpu_user_ns as f64 / 1e9,
+                per(w.cpu_user_ns),
+                w.cpu_sys_ns as f64 / 1e9,
+                per(w.cpu_sys_ns)
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// `  name: p50 …  p99 …  max … (n=…)`, or `no samples (n=0)`.
+fn hist(out: &mut fmt::Formatter<'_>, name: &str, s: &HistogramSummary) -> fmt::Result {
+    if s.count == 0 {
+        return writeln!(out, "  {name}: no samples (n=0)");
+    }
+    let cells: Vec<String> = s
+        .percentiles
+        .iter()
+        .map(|&(p, v)| {
+            if p >= 100.0 {
+                format!("max {}", numfmt::ns(v as f64))
+            } else {
+                format!("p{p} {}", numfmt::ns(v as f64))
+            }
+        })
+        .collect();
+    writeln!(
+        out,
+        "  {name}: {} (n={})",
+        cells.join("  "),
+        numfmt::count(s.count)
+    )
+}
+
+/// "N samples above X; true max Y" when a histogram could not hold every value.
+fn overflow(out: &mut fmt::Formatter<'_>, o: &Overflow) -> fmt::Result {
+    if o.above == 0 {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "    {} samples above {} (the histogram's range; recorded at its top for the percentiles); true max {}",
+        numfmt::count(o.above),
+        numfmt::ns(o.range_max_ns as f64),
+        numfmt::ns(o.true_max_ns as f64)
+    )
+}
+
+/// Per target address (whole run), and each failure cause seen on one address while another
+/// accepted, said in words.
+fn targets(out: &mut fmt::Formatter<'_>, r: &LoadReport) -> fmt::Result {
+    if r.per_target.len() < 2 {
+        return Ok(());
+    }
+    writeln!(out, "  per target address (whole run):")?;
+    for t in &r.per_target {
+        let fails: Vec<String> = t
+            .failures
+            .iter()
+            .map(|(k, v)| format!("{} {k}", numfmt::count(*v)))
+            .collect();
+        writeln!(
+            out,
+            "    {:<24} {} attempts, {} succeeded{}",
+            t.target.to_string(),
+            numfmt::count(t.attempts),
+            numfmt::count(t.successes),
+            if fails.is_empty() {
+                String::new()
+            } else {
+                format!(", failed: {}", fails.join(", "))
+            }
+        )?;
+    }
+    for t in r.per_target.iter().filter(|t| !t.failures.is_empty()) {
+        let others: Vec<String> = r
+            .per_target
+            .iter()
+            .filter(|a| a.successes > 0 && a.target != t.target)
+            .map(|a| a.target.to_string())
+            .collect();
+        if others.is_empty() {
+            continue;
+        }
+        for (cause, n) in &t.failures {
+            writeln!(
+                out,
+                "  NOTE: {cause} on {} ({} of {} attempts) while {} accepts",
+                t.target,
+                numfmt::count(*n),
+                numfmt::count(t.attempts),
+                others.join(", ")
+            )?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use hdrhistogram::Histogram;
+
+    use super::*;
+    use crate::{CloseMode, LoadWorkerReport, TargetReport, Totals};
+
+    fn row(t: u64, length_secs: f64, offered: u64, successes: u64) -> TimelineRow {
+        TimelineRow {
+            t_secs: t,
+            warmup: false,
+            offered,
+            attempts: offered,
+            successes,
+            failures: 0,
+            failures_by_cause: Default::default(),
+            late: 0,
+            dropped: 0,
+            p50_ns: 1_000,
+            p99_ns: 2_500_000,
+            max_ns: 2_500_000,
+            length_secs,
+            handshake: None,
+        }
+    }
+
+    #[test]
+    fn a_whole_second_has_separators_and_units() {
+        let l = second_line(&row(3, 1.0, 20_000, 19_990), true);
+        assert!(
+            l.starts_with("t=   3 s offered 20,000/s, achieved 19,990/s"),
+            "{l}"
+        );
+        assert!(l.contains("p50 1.0 µs p99 2.50 ms"), "{l}");
+        assert!(!l.contains("partial"), "{l}");
+    }
+
+    #[test]
+    fn a_partial_second_is_scaled_to_per_second_and_marked() {
+        // 40 in 0.4 s = 100/s, marked.
+        let l = second_line(&row(1, 0.4, 40, 40), true);
+        assert!(l.starts_with("t=   1 s offered 100/s, achieved 100/s"), "{l}");
+        assert!(l.ends_with("(partial second: 0.400 s, scaled to /s)"), "{l}");
+    }
+
+    #[test]
+    fn a_drain_second_shows_counts_not_rates() {
+        let mut r = row(2, 0.0, 0, 3);
+        r.failures = 1_200;
+        r.dropped = 4;
+        let l = second_line(&r, true);
+        assert!(
+            l.starts_with("t=   2 s drain (after the run, no new starts): 3 completed, 1,200 failed, 4 dropped"),
+            "{l}"
+        );
+        assert!(!l.contains("/s"), "a drain second has no rates: {l}");
+    }
+
+    #[test]
+    fn closed_loop_says_started_and_no_latency_without_a_success() {
+        let l = second_line(&row(0, 1.0, 7, 0), false);
+        assert!(l.starts_with("t=   0 s started 7/s, achieved 0/s"), "{l}");
+        assert!(!l.contains("offered"), "{l}");
+        assert!(l.contains("handshake p50 - p99 -"), "no 0 ns latency: {l}");
+        assert!(!l.contains("0 ns"), "{l}");
+    }
+
+    fn histogram(values_ns: &[u64]) -> Histogram<u64> {
+        let mut h = Histogram::new_with_bounds(1, 60_000_000_000, 3).unwrap();
+        for v in values_ns {
+            h.record(*v).unwrap();
+        }
+        h
+    }
+
+    /// An open-loop report of 12,000 attempts: 10,000 succeeded, 1,500 ECONNREFUSED on the
+    /// second target, 500 ETIMEDOUT, 3 handshakes above the histogram's range.
+    fn report_with_failures_and_overflow() -> LoadReport {
+        let a: std::net::SocketAddr = "127.0.0.1:9000".parse().unwrap();
+        let b: std::net::SocketAddr = "[::1]:9000".parse().unwrap();
+        let failures = BTreeMap::from([("ECONNREFUSED".into(), 1_500), ("ETIMEDOUT".into(), 500)]);
+        LoadReport {
+            close: CloseMode::Rst,
+            pattern: Pattern::Open {
+                rate_per_sec: 2_000.0,
+                arrival: Arrival::Uniform,
+            },
+            measured_secs: 6.0,
+            offered_per_sec: Some(2_000.0),
+            achieved_per_sec: 10_000.0 / 6.0,
+            offered: 12_000,
+            attempts: 12_000,
+            successes: 10_000,
+            failures: failures.clone(),
+            post_connect_failures: BTreeMap::new(),
+            completed_after_timeout: 0,
+            late: 25,
+            dropped: 0,
+            dropped_in_flight_full: 0,
+            total: Totals {
+                attempts: 12_000,
+                successes: 10_000,
+                failures: failures.clone(),
+                late: 25,
+                ..Totals::default()
+            },
+            handshake: histogram(&[50_000, 60_000, 2_000_000]),
+            service: histogram(&[]),
+            first_byte: None,
+            handshake_overflow: Overflow {
+                above: 3,
+                range_max_ns: 60_000_000_000,
+                true_max_ns: 75_000_000_000,
+            },
+            service_overflow: Overflow::default(),
+            first_byte_overflow: None,
+            per_target: vec![
+                TargetReport {
+                    target: a,
+                    attempts: 6_000,
+                    successes: 5_500,
+                    failures: BTreeMap::from([("ETIMEDOUT".into(), 500)]),
+                },
+                TargetReport {
+                    target: b,
+                    attempts: 6_000,
+                    successes: 4_500,
+                    failures: BTreeMap::from([("ECONNREFUSED".into(), 1_500)]),
+                },
+            ],
+            timeline: vec![],
+            workers: vec![LoadWorkerReport {
+                cpu: 1,
+                attempts: 12_000,
+                successes: 10_000,
+                cpu_run_ns: 1_200_000_000,
+                ..LoadWorkerReport::default()
+            }],
+            interrupted: false,
+        }
+    }
+
+    #[test]
+    fn a_report_with_failures_and_overflow_says_each_in_words() {
+        let r = report_with_failures_and_overflow();
+        let warnings = vec!["the generator fell behind its schedule".to_string()];
+        let text = Summary {
+            report: &r,
+            warnings: &warnings,
+        }
+        .to_string();
+        for want in [
+            "connstorm load: open loop, --close rst, 1 worker(s), 6.00 s measured\n",
+            "  rate:        100,000 CPM = 1,666.7 conn/s achieved, offered 2,000.0 conn/s (83.33% achieved)\n",
+            "  attempts:    12,000 started, 10,000 succeeded, 2,000 failed, 25 late, 0 dropped\n",
+            "  WARNING: the generator fell behind its schedule\n",
+            "(n=3)\n",
+            "    3 samples above 60.000 s (the histogram's range; recorded at its top for the percentiles); true max 75.000 s\n",
+            "  service   (socket() -> connected)       : no samples (n=0)\n",
+            "  failures by cause:\n    ECONNREFUSED   1,500 — ",
+            "    ETIMEDOUT      500",
+            "  whole run incl. warm-up: 12,000 attempts, 10,000 succeeded, 2,000 failed, 25 late, 0 dropped, 0 abandoned, 0 completed after the timeout\n",
+            "    [::1]:9000               6,000 attempts, 4,500 succeeded, failed: 1,500 ECONNREFUSED\n",
+            "  NOTE: ECONNREFUSED on [::1]:9000 (1,500 of 6,000 attempts) while 127.0.0.1:9000 accepts\n",
+            "  worker cpu   1: 12,000 attempts, 10,000 handshakes in time, on CPU 1.200 s (100.0 µs/attempt, exact)",
+        ] {
+            assert!(text.contains(want), "missing {want:?} in\n{text}");
+        }
+        assert!(!text.contains("INTERRUPTED"), "{text}");
+    }
+
+    #[test]
+    fn the_plan_line_names_pattern_targets_and_cpus() {
+        let cfg = LoadConfig {
+            targets: vec!["127.0.0.1:9000".parse().unwrap()],
+            pattern: Pattern::Closed { concurrency: 1_500 },
+            duration: std::time::Duration::from_secs(10),
+            warmup: std::time::Duration::from_secs(2),
+            cpus: vec![0, 1, 2],
+            close: CloseMode::Fin,
+            sources: vec![],
+            connect_timeout: std::time::Duration::from_secs(3),
+            expect_bytes: None,
+            max_in_flight: 1_500,
+            late_threshold: std::time::Duration::from_millis(1),
+        };
+        assert_eq!(
+            plan_line(&cfg),
+            "closed loop with 1,500 in flight to 127.0.0.1:9000 for 10s (+2s warm-up) on CPUs 0-2, \
+             --close fin, kernel-chosen source address(es), connect timeout 3s"
+        );
+    }
+}

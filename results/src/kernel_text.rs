@@ -1,0 +1,225 @@
+//! The kernel section of a load report: the counter deltas of the targets' network namespace
+//! with their meaning, the acceptance reconciliation ([`crate::acceptance`]) and the diagnosis
+//! lines ([`crate::diagnosis`]), as text — or, when the counters are not readable from where the
+//! client runs, why server-side acceptance is unknown and how to learn it.
+//!
+//! Plain data in, text out: the binary reads the counters (tuning) and the client's counts
+//! (loadgen) and hands them here.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::Serialize;
+
+use crate::acceptance::{client_view_note, Acceptance, Exactness};
+use crate::numfmt;
+use crate::record::{describe_counter, is_drop_counter, KEY_COUNTERS};
+
+/// What the kernel of the targets' namespace says about one run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct KernelView {
+    /// Δ of every kernel TCP counter over the run, `"Prefix.Name"` → rise (may be negative when
+    /// a counter was reset).
+    pub delta: BTreeMap<String, i64>,
+    /// Client handshakes reconciled with the server's passive opens.
+    pub acceptance: Acceptance,
+    /// One line per cause, from [`crate::diagnosis::diagnose`] (the words `bench` prints).
+    pub causes: Vec<String>,
+}
+
+/// The kernel section as text (its `Display`): every key counter and every other drop counter or
+/// acceptance cause that rose, each with what its rise means; the acceptance line; the
+/// NEVER_ACCEPTED causes with the client-view note; the diagnosis. Without a [`KernelView`]:
+/// one line saying server-side acceptance is unknown from here, why (`local`: every target is
+/// loopback, so the counters were unreadable; else a target is remote), and how to know.
+pub struct KernelSection<'a> {
+    /// The counters and what they say, when readable.
+    pub view: Option<&'a KernelView>,
+    /// Every target is a loopback address (the counters would be the server's).
+    pub local: bool,
+    /// The client's successes after reclassification (handshakes − never accepted), for the
+    /// NEVER_ACCEPTED line.
+    pub successes: u64,
+}
+
+impl fmt::Display for KernelSection<'_> {
+    fn fmt(&self, out: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Some(k) = self.view else {
+            let why = if self.local {
+                "the kernel's counters could not be read"
+            } else {
+                "a target is not a loopback address, so its kernel's counters are not readable here"
+            };
+            return writeln!(
+                out,
+                "  server side: unknown from here ({why}): \
+                 a completed handshake is counted a success though the server may never have accepted it. To know: run \
+                 `connstorm server` there (it reports accepts and its kernel counters), or use --close server or \
+                 --expect-bytes with a greeting server, so the client sees the server's answer"
+            );
+        };
+        writeln!(
+            out,
+            "  kernel counters (Δ over the run, this network namespace, which is the targets' since every target is loopback):"
+        )?;
+        let mut shown: Vec<&str> = KEY_COUNTERS.to_vec();
+        for (name, v) in &k.delta {
+            if *v != 0
+                && !shown.contains(&name.as_str())
+                && (is_drop_counter(name) || k.acceptance.causes.iter().any(|c| &c.counter == name))
+            {
+                shown.push(name);
+            }
+        }
+        for name in shown {
+            let v = k.delta.get(name).copied().unwrap_or(0);
+            let what = if v != 0 {
+                format!(" — {}", describe_counter(name, v))
+            } else {
+                String::new()
+            };
+            writeln!(out, "    {name:<28} {:>10}{what}", numfmt::signed(v))?;
+        }
+        let a = &k.acceptance;
+        if a.client_handshakes == 0 {
+            writeln!(
+                out,
+                "  acceptance: no handshake completed on the client: nothing for the server to accept"
+            )?;
+        } else {
+            writeln!(out, "  acceptance: {}", a.summary())?;
+        }
+        if a.never_accepted > 0 {
+            writeln!(
+                out,
+                "    counted as failures NEVER_ACCEPTED (successes = handshakes − never accepted = {}{}); causes:",
+                numfmt::count(self.successes),
+                if a.exactness == Exactness::LowerBound {
+                    ", an upper bound"
+                } else {
+                    ""
+                }
+            )?;
+            for c in &a.causes {
+                writeln!(
+                    out,
+                    "      {} +{}: {}",
+                    c.counter,
+                    numfmt::signed(c.delta),
+                    c.words
+                )?;
+            }
+            writeln!(
+                out,
+                "    note: {}; so are the per-worker counts",
+                client_view_note(a.never_accepted)
+            )?;
+        }
+        if !k.causes.is_empty() {
+            writeln!(
+                out,
+                "  diagnosis (from the counters and this namespace's settings):"
+            )?;
+            for c in &k.causes {
+                writeln!(out, "    {c}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::acceptance::reconcile;
+
+    fn text(view: Option<&KernelView>, local: bool, successes: u64) -> String {
+        KernelSection {
+            view,
+            local,
+            successes,
+        }
+        .to_string()
+    }
+
+    /// A target that is not loopback: server-side acceptance is said to be unknown, with how to
+    /// learn it.
+    #[test]
+    fn remote_targets_say_acceptance_is_unknown_and_how_to_know() {
+        let t = text(None, false, 10);
+        assert!(
+            t.starts_with("  server side: unknown from here (a target is not a loopback address"),
+            "{t}"
+        );
+        assert!(t.contains("run `connstorm server` there"), "{t}");
+        assert!(t.contains("--close server"), "{t}");
+        let t = text(None, true, 10);
+        assert!(
+            t.contains("(the kernel's counters could not be read)"),
+            "{t}"
+        );
+    }
+
+    /// 10,000 handshakes, 8,868 passive opens in a private namespace: the shortfall is shown
+    /// with its causes, the rise of every key and drop counter with its meaning, and the
+    /// diagnosis lines as given.
+    #[test]
+    fn a_shortfall_shows_counters_causes_and_diagnosis() {
+        let delta: BTreeMap<String, i64> = [
+            ("Tcp.ActiveOpens", 10_000),
+            ("Tcp.PassiveOpens", 8_868),
+            ("TcpExt.ListenOverflows", 2_400),
+            ("TcpExt.SyncookiesRecv", 1_132),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        let view = KernelView {
+            acceptance: reconcile(10_000, &delta, true),
+            delta,
+            causes: vec!["accept queue overflow: listen backlog 8, ...".into()],
+        };
+        let t = text(Some(&view), true, 8_868);
+        assert!(
+            t.contains("    Tcp.PassiveOpens                  8,868 — "),
+            "{t}"
+        );
+        assert!(
+            t.contains("    TcpExt.ListenOverflows            2,400 — "),
+            "{t}"
+        );
+        assert!(
+            t.contains("  acceptance: 1132 of 10000 handshakes completed on the client were never accepted"),
+            "{t}"
+        );
+        assert!(
+            t.contains("counted as failures NEVER_ACCEPTED (successes = handshakes − never accepted = 8,868); causes:\n"),
+            "{t}"
+        );
+        assert!(t.contains("      TcpExt.SyncookiesRecv +1,132: "), "{t}");
+        assert!(t.contains("    note: the handshake percentiles"), "{t}");
+        assert!(
+            t.ends_with(
+                "  diagnosis (from the counters and this namespace's settings):\n    accept queue overflow: listen backlog 8, ...\n"
+            ),
+            "{t}"
+        );
+    }
+
+    #[test]
+    fn no_handshake_says_nothing_was_there_to_accept() {
+        let delta = BTreeMap::from([("Tcp.PassiveOpens".to_string(), 0)]);
+        let view = KernelView {
+            acceptance: reconcile(0, &delta, true),
+            delta,
+            causes: vec![],
+        };
+        let t = text(Some(&view), true, 0);
+        assert!(
+            t.contains("  acceptance: no handshake completed on the client: nothing for the server to accept\n"),
+            "{t}"
+        );
+        assert!(!t.contains("NEVER_ACCEPTED"), "{t}");
+        assert!(!t.contains("diagnosis"), "{t}");
+    }
+}

@@ -1,0 +1,212 @@
+//! The text of a server run: the per-second progress line (from two [`LiveStats`] snapshots) and
+//! the final report (the `Display` of [`ReportText`]). Every number goes through
+//! [`common::numfmt`] (thousands separators, a space before a unit: `t=   2 s`, as `connstorm
+//! load` prints its seconds); JSON keeps the raw numbers of [`ServerReport`] itself.
+
+use std::fmt;
+use std::time::Duration;
+
+use common::numfmt;
+
+use crate::{LiveStats, ServerReport};
+
+/// The shortest last interval that still gets a progress line: below it a scaled rate says more
+/// about timer jitter than about the server.
+pub const MIN_PARTIAL: Duration = Duration::from_millis(100);
+
+/// One progress line: accepts per second over `interval` (the time since the previous line), per
+/// worker min/max, totals. Rates are scaled by the real interval, so a late tick or a last partial
+/// interval (`partial`, marked `(partial second: 0.40 s, scaled to /s)`) reads as a per-second
+/// rate, never as a collapsed count. `elapsed` is the time since the start, printed in whole
+/// seconds for full ticks (`t=   2 s`) and to 10 ms for a partial one (`t=  3.40 s`).
+///
+/// Shape: `t=   2 s accepts/s     1,000 (per worker min 400 max 600) total 2,000 errors 0`.
+pub fn progress_line(
+    elapsed: Duration,
+    interval: Duration,
+    prev: &LiveStats,
+    cur: &LiveStats,
+    partial: bool,
+) -> String {
+    let secs = interval.as_secs_f64().max(1e-9);
+    let rates: Vec<u64> = cur
+        .accepted_per_worker
+        .iter()
+        .zip(&prev.accepted_per_worker)
+        .map(|(c, p)| (c.saturating_sub(*p) as f64 / secs).round() as u64)
+        .collect();
+    let sum = (cur.accepted().saturating_sub(prev.accepted()) as f64 / secs).round() as u64;
+    let t = if partial {
+        format!("t={:>6.2} s", elapsed.as_secs_f64())
+    } else {
+        format!("t={:>4} s", elapsed.as_secs_f64().round() as u64)
+    };
+    let mut line = format!(
+        "{t} accepts/s {:>9} (per worker min {} max {}) total {} errors {}",
+        numfmt::count(sum),
+        numfmt::count(rates.iter().min().copied().unwrap_or(0)),
+        numfmt::count(rates.iter().max().copied().unwrap_or(0)),
+        numfmt::count(cur.accepted()),
+        numfmt::count(cur.errors_total)
+    );
+    if partial {
+        line.push_str(&format!(" (partial second: {secs:.2} s, scaled to /s)"));
+    }
+    line
+}
+
+/// The final report as text (its `Display`): engine, steering, mode, listen address, backlog and
+/// whether a signal stopped the run; the epoll fallback reason; wall time and accepts; one table
+/// row per worker (accepted, accepts/s, user and system CPU seconds, EMFILE back-offs, errors by
+/// errno name) and the connections each left in its accept queue at stop.
+pub struct ReportText<'a>(pub &'a ServerReport);
+
+impl fmt::Display for ReportText<'_> {
+    fn fmt(&self, out: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let r = self.0;
+        let secs = r.wall_time_secs().max(1e-9);
+        writeln!(
+            out,
+            "engine {}{}, steering {}, mode {}, listen {}, backlog {}{}",
+            r.engine,
+            r.ring_setup
+                .as_deref()
+                .map(|s| format!(" ({s})"))
+                .unwrap_or_default(),
+            r.steering,
+            r.mode,
+            r.listen,
+            numfmt::count(u64::from(r.backlog)),
+            if r.interrupted {
+                ", stopped by signal"
+            } else {
+                ""
+            }
+        )?;
+        if let Some(why) = &r.fallback_reason {
+            writeln!(out, "fell back to epoll: {why}")?;
+        }
+        writeln!(
+            out,
+            "wall time {secs:.3} s, accepted {} ({}/s)",
+            numfmt::count(r.accepted()),
+            numfmt::fixed(r.accepted() as f64 / secs, 1)
+        )?;
+        writeln!(
+            out,
+            "{:>5} {:>12} {:>12} {:>9} {:>9} {:>8}  errors",
+            "cpu", "accepted", "accepts/s", "user_s", "sys_s", "emfile"
+        )?;
+        for w in &r.workers {
+            let errs: Vec<String> = w
+                .errors
+                .iter()
+                .map(|(k, v)| format!("{k}={}", numfmt::count(*v)))
+                .collect();
+            writeln!(
+                out,
+                "{:>5} {:>12} {:>12} {:>9.3} {:>9.3} {:>8}  {}",
+                w.cpu,
+                numfmt::count(w.accepted),
+                numfmt::fixed(w.accepted as f64 / secs, 1),
+                w.cpu_user_ns as f64 / 1e9,
+                w.cpu_sys_ns as f64 / 1e9,
+                numfmt::count(w.emfile_backoffs),
+                if errs.is_empty() {
+                    "-".to_string()
+                } else {
+                    errs.join(" ")
+                }
+            )?;
+            if w.left_in_queue > 0 {
+                writeln!(
+                    out,
+                    "      {} connections left in the accept queue at stop (reset by the kernel)",
+                    numfmt::count(w.left_in_queue)
+                )?;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stats(per_worker: &[u64]) -> LiveStats {
+        LiveStats {
+            accepted_per_worker: per_worker.to_vec(),
+            errors_total: 0,
+            cpu_per_worker: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_partial_last_second_is_scaled_and_marked() {
+        let line = progress_line(
+            Duration::from_millis(3400),
+            Duration::from_millis(400),
+            &stats(&[100, 200]),
+            &stats(&[120, 240]),
+            true,
+        );
+        // 60 accepts in 0.4 s is 150/s, not "60/s"; per worker 50/s and 100/s.
+        assert!(line.starts_with("t=  3.40 s accepts/s       150 "), "{line}");
+        assert!(line.contains("min 50 max 100"), "{line}");
+        assert!(line.contains("total 360 "), "{line}");
+        assert!(
+            line.ends_with("(partial second: 0.40 s, scaled to /s)"),
+            "{line}"
+        );
+    }
+
+    #[test]
+    fn a_late_full_tick_is_scaled_by_its_real_length_with_separators() {
+        let line = progress_line(
+            Duration::from_millis(2000),
+            Duration::from_millis(1250),
+            &stats(&[0, 0]),
+            &stats(&[500_000, 750_000]),
+            false,
+        );
+        assert_eq!(
+            line,
+            "t=   2 s accepts/s 1,000,000 (per worker min 400,000 max 600,000) total 1,250,000 errors 0"
+        );
+    }
+
+    #[test]
+    fn the_report_has_one_row_per_worker_with_separators() {
+        let r = ServerReport {
+            engine: crate::Engine::Epoll,
+            steering: crate::SteeringUsed::None,
+            fallback_reason: Some("io_uring_setup: EPERM".into()),
+            ring_setup: None,
+            mode: crate::Mode::Close,
+            listen: "127.0.0.1:9000".parse().unwrap(),
+            backlog: 65_535,
+            workers: vec![crate::WorkerReport {
+                cpu: 3,
+                accepted: 12_345,
+                errors: [("EMFILE".to_string(), 1_200)].into_iter().collect(),
+                emfile_backoffs: 7,
+                cpu_user_ns: 250_000_000,
+                cpu_sys_ns: 1_500_000_000,
+                left_in_queue: 1_500,
+            }],
+            wall_time_ns: 2_000_000_000,
+            interrupted: true,
+        };
+        let t = ReportText(&r).to_string();
+        for want in [
+            "engine epoll, steering none, mode close, listen 127.0.0.1:9000, backlog 65,535, stopped by signal\n",
+            "fell back to epoll: io_uring_setup: EPERM\n",
+            "wall time 2.000 s, accepted 12,345 (6,172.5/s)\n",
+            "    3       12,345      6,172.5     0.250     1.500        7  EMFILE=1,200\n",
+            "      1,500 connections left in the accept queue at stop (reset by the kernel)\n",
+        ] {
+            assert!(t.contains(want), "missing {want:?} in\n{t}");
+        }
+    }
+}

@@ -1,0 +1,223 @@
+//! The options of `connstorm load` and their value parsers (targets resolved to every address,
+//! source ranges expanded); [`super::config`] turns them into a [`loadgen::LoadConfig`].
+
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
+
+use crate::units::{parse_cpus, parse_duration, parse_positive_duration, parse_rate};
+
+/// Largest number of addresses one `--source` range may name.
+const MAX_SOURCES: u128 = 65_536;
+
+/// Options of `connstorm load`.
+///
+/// Exit codes: 0 completed; 1 run-time failure; 2 bad input; 3 completed but nothing succeeded
+/// (all failed, none could start, or none was accepted); 128+signo interrupted by a signal after
+/// the report.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Servers to connect to: HOST:PORT, comma-separated (IPv6 as `[::1]:9000`). A name is
+    /// resolved to every address it has (`localhost` → 127.0.0.1 and ::1), and all of them are
+    /// used and printed; IPv4 and IPv6 may be mixed. Attempts go round-robin over the addresses.
+    #[arg(long, value_delimiter = ',', required = true, value_parser = parse_target_item)]
+    pub target: Vec<Targets>,
+    /// Use only the target addresses of this family: `4` (IPv4) or `6` (IPv6). Default: all.
+    #[arg(long, value_enum)]
+    pub family: Option<Family>,
+    /// Open loop: offered rate for the whole run, e.g. `20k/s`, `2000/s`, `1M/min`; attempts start
+    /// at scheduled times whatever the server does, and latency counts from the scheduled time.
+    /// At most 1000M/s (one start per ns, the schedule's resolution); starts the machine cannot
+    /// make are counted as dropped. Default 1000/s when neither --rate nor --concurrency is given.
+    #[arg(long, value_parser = parse_rate, conflicts_with = "concurrency", allow_hyphen_values = true)]
+    pub rate: Option<f64>,
+    /// Closed loop: this many attempts always in flight (split over the workers; >= 1).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub concurrency: Option<u32>,
+    /// Measured part of the run, e.g. `30s`, `2m` (10 ms to 30 days).
+    #[arg(long, default_value = "10s", value_parser = parse_positive_duration)]
+    pub duration: Duration,
+    /// Run before the measured part (excluded from the measured numbers), e.g. `2s`; `0s` for none.
+    #[arg(long, default_value = "2s", value_parser = parse_duration)]
+    pub warmup: Duration,
+    /// CPUs for the workers, one pinned worker each, e.g. `1-3`. Default: every CPU this process
+    /// may run on (keep the server on other CPUs when it runs on the same host).
+    #[arg(long, value_parser = |s: &str| parse_cpus(s).map(CpuList))]
+    pub cpus: Option<CpuList>,
+    /// How the client ends each connection: `rst` (SO_LINGER 0, no TIME_WAIT), `fin` (client
+    /// closes first; TIME_WAIT on the client limits ports), `server` (wait for the server's FIN).
+    #[arg(long, value_enum, default_value = "rst")]
+    pub close: CloseArg,
+    /// Source addresses, used round-robin with IP_BIND_ADDRESS_NO_PORT: a list and/or ranges, e.g.
+    /// `127.0.0.2-127.0.0.250` (any 127.0.0.0/8 address works on loopback). Default: the kernel
+    /// chooses.
+    #[arg(long, value_delimiter = ',', value_parser = parse_source_item)]
+    pub source: Vec<Sources>,
+    /// How long one attempt may wait for its handshake (counted from socket()); past it the
+    /// attempt counts as ETIMEDOUT. Also bounds the drain at the end of the run.
+    #[arg(long, default_value = "3s", value_parser = parse_positive_duration)]
+    pub connect_timeout: Duration,
+    /// After the handshake, read this many bytes (a greeting server) and report first-byte
+    /// latency (scheduled start → N bytes read). Default: read nothing.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub expect_bytes: Option<u32>,
+    /// Open-loop spacing of scheduled starts: `uniform` (evenly spaced) or `poisson`
+    /// (exponential gaps, same mean).
+    #[arg(long, value_enum, default_value = "uniform")]
+    pub arrival: ArrivalArg,
+    /// Open loop: at most this many attempts in flight for the whole run (each holds a file
+    /// descriptor); a start that finds none free waits, and is dropped after --connect-timeout
+    /// (one the generator itself reaches more than 100 ms late is dropped then).
+    /// Default: rate x connect timeout, at most 2048 per worker (thousands of sockets in flight
+    /// make every new attempt cost more system time, so a generator that falls behind would not
+    /// recover), and below RLIMIT_NOFILE's hard limit minus 256.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_in_flight: Option<u64>,
+    /// Open loop: a start later than this after its scheduled time counts as `late`.
+    #[arg(long, default_value = "1ms", value_parser = parse_positive_duration)]
+    pub late_threshold: Duration,
+    /// Report format on stdout: `text` or `json` (per-second lines always go to stderr).
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+}
+
+/// One `--target` item: every address its name resolves to, in the resolver's order.
+#[derive(Debug, Clone)]
+pub struct Targets(pub Vec<SocketAddr>);
+
+/// `--family`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Family {
+    /// IPv4 only.
+    #[value(name = "4")]
+    V4,
+    /// IPv6 only.
+    #[value(name = "6")]
+    V6,
+}
+
+/// `--cpus`: ascending CPU ids.
+#[derive(Debug, Clone)]
+pub struct CpuList(pub Vec<usize>);
+
+/// One `--source` item: one address or an expanded range.
+#[derive(Debug, Clone)]
+pub struct Sources(pub Vec<IpAddr>);
+
+/// `--close`.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum CloseArg {
+    /// SO_LINGER 0: RST, no TIME_WAIT.
+    Rst,
+    /// Client FIN first: TIME_WAIT on the client.
+    Fin,
+    /// Wait for the server's FIN.
+    Server,
+}
+
+/// `--arrival`.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum ArrivalArg {
+    /// Evenly spaced.
+    Uniform,
+    /// Exponential gaps.
+    Poisson,
+}
+
+/// `--format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// Human-readable.
+    Text,
+    /// The report as JSON.
+    Json,
+}
+
+/// Resolves one `HOST:PORT` to every address it has (getaddrinfo(3) through the std resolver,
+/// so /etc/hosts and nsswitch apply). Port 0 is refused.
+fn parse_target_item(s: &str) -> Result<Targets, String> {
+    use std::net::ToSocketAddrs;
+    let mut addrs: Vec<SocketAddr> = s
+        .trim()
+        .to_socket_addrs()
+        .map_err(|e| {
+            format!(
+                "invalid target {s:?} ({e}): write HOST:PORT, e.g. `127.0.0.1:9000`, `[::1]:9000` or `localhost:9000`"
+            )
+        })?
+        .collect();
+    let mut seen = std::collections::HashSet::new();
+    addrs.retain(|a| seen.insert(*a));
+    let Some(first) = addrs.first() else {
+        return Err(format!(
+            "target {s:?} resolves to no address: give HOST:PORT of the server"
+        ));
+    };
+    if first.port() == 0 {
+        return Err(format!(
+            "target {s:?} has port 0, which nothing listens on: give the server's port"
+        ));
+    }
+    Ok(Targets(addrs))
+}
+
+
+/// One `--source` item: an address or an inclusive range `A-B` of one family.
+fn parse_source_item(s: &str) -> Result<Sources, String> {
+    parse_sources(s).map(Sources)
+}
+
+fn parse_sources(s: &str) -> Result<Vec<IpAddr>, String> {
+    let s = s.trim();
+    let ip = |t: &str| -> Result<IpAddr, String> {
+        t.trim().parse().map_err(|_| {
+            format!("invalid source address {t:?}: write an IP address or a range like `127.0.0.2-127.0.0.250`")
+        })
+    };
+    let Some((a, b)) = s.split_once('-') else {
+        return Ok(vec![ip(s)?]);
+    };
+    let (a, b) = (ip(a)?, ip(b)?);
+    let (lo, hi, v4) = match (a, b) {
+        (IpAddr::V4(a), IpAddr::V4(b)) => {
+            (u128::from(u32::from(a)), u128::from(u32::from(b)), true)
+        }
+        (IpAddr::V6(a), IpAddr::V6(b)) => (u128::from(a), u128::from(b), false),
+        _ => return Err(format!("source range {s:?} mixes IPv4 and IPv6")),
+    };
+    if hi < lo {
+        return Err(format!(
+            "source range {s:?} ends before it starts: write low-high"
+        ));
+    }
+    if hi - lo >= MAX_SOURCES {
+        return Err(format!(
+            "source range {s:?} names more than {MAX_SOURCES} addresses"
+        ));
+    }
+    Ok((lo..=hi)
+        .map(|v| {
+            if v4 {
+                IpAddr::from(std::net::Ipv4Addr::from(v as u32))
+            } else {
+                IpAddr::from(std::net::Ipv6Addr::from(v))
+            }
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn source_ranges_expand_and_bad_ones_are_refused() {
+        let v = parse_sources("127.0.0.2-127.0.0.5").unwrap();
+        assert_eq!(v.len(), 4);
+        assert_eq!(v[3], "127.0.0.5".parse::<IpAddr>().unwrap());
+        assert_eq!(parse_sources("::1").unwrap().len(), 1);
+        assert!(parse_sources("127.0.0.5-127.0.0.2").is_err());
+        assert!(parse_sources("127.0.0.1-::1").is_err());
+        assert!(parse_sources("10.0.0.0-10.255.255.255").is_err());
+        assert!(parse_sources("nope").is_err());
+    }
+}

@@ -1,0 +1,228 @@
+//! From the options of `connstorm load` to a checked [`LoadConfig`] (bad input refused before
+//! anything is created), and the ephemeral-port budget warnings printed before a run.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::Path;
+
+use anyhow::Context;
+use loadgen::{Arrival, CloseMode, LoadConfig, Pattern};
+
+use super::args::{ArrivalArg, Args, CloseArg, Family, Targets};
+use crate::error::bad_input;
+
+/// Every resolved address of every `--target` item, in order, without repeats, restricted to
+/// `family`.
+///
+/// # Errors
+/// Bad input when the family leaves no address.
+fn targets(items: &[Targets], family: Option<Family>) -> anyhow::Result<Vec<SocketAddr>> {
+    let mut seen = std::collections::HashSet::new();
+    let all: Vec<SocketAddr> = items
+        .iter()
+        .flat_map(|t| t.0.iter().copied())
+        .filter(|a| seen.insert(*a))
+        .collect();
+    let kept: Vec<SocketAddr> = all
+        .iter()
+        .copied()
+        .filter(|a| match family {
+            Some(Family::V4) => a.is_ipv4(),
+            Some(Family::V6) => a.is_ipv6(),
+            None => true,
+        })
+        .collect();
+    if kept.is_empty() {
+        let list: Vec<String> = all.iter().map(ToString::to_string).collect();
+        return Err(bad_input(format!(
+            "--family {} leaves no target address (the targets resolve to {}): give a target of that family or drop --family",
+            if family == Some(Family::V4) { 4 } else { 6 },
+            list.join(", ")
+        )));
+    }
+    Ok(kept)
+}
+
+/// The run configuration of `args`; `nofile`: RLIMIT_NOFILE's soft limit after raising it.
+///
+/// # Errors
+/// Bad input (exit 2): too many in flight for the fd limit, an unusable CPU, a source address
+/// this host does not have, or what [`LoadConfig::validate`] refuses.
+pub(super) fn config(args: &Args, nofile: u64) -> anyhow::Result<LoadConfig> {
+    let targets = targets(&args.target, args.family)?;
+    let pattern = match (args.rate, args.concurrency) {
+        (_, Some(c)) => Pattern::Closed { concurrency: c },
+        (rate, None) => Pattern::Open {
+            rate_per_sec: rate.unwrap_or(1000.0),
+            arrival: match args.arrival {
+                ArrivalArg::Uniform => Arrival::Uniform,
+                ArrivalArg::Poisson => Arrival::Poisson,
+            },
+        },
+    };
+    let fd_room = nofile.saturating_sub(256).max(1);
+    let max_in_flight = match args.max_in_flight {
+        Some(m) if m > fd_room => {
+            return Err(bad_input(format!(
+                "--max-in-flight {m} needs more file descriptors than RLIMIT_NOFILE ({nofile}) allows: \
+                 lower it to at most {fd_room} or raise the hard limit (ulimit -Hn)"
+            )))
+        }
+        Some(m) => m,
+        None => match pattern {
+            Pattern::Open { rate_per_sec, .. } => {
+                let workers = args.cpus.as_ref().map_or_else(
+                    || allowed_cpus().map_or(1, |c| c.len()),
+                    |c| c.0.len(),
+                );
+                let d = loadgen::default_max_in_flight(rate_per_sec, args.connect_timeout, workers);
+                (d as u64).min(fd_room)
+            }
+            Pattern::Closed { .. } => fd_room,
+        },
+    };
+    if let Pattern::Closed { concurrency } = pattern {
+        if u64::from(concurrency) > fd_room {
+            return Err(bad_input(format!(
+                "--concurrency {concurrency} needs more file descriptors than RLIMIT_NOFILE ({nofile}) allows: \
+                 lower it to at most {fd_room} or raise the hard limit (ulimit -Hn)"
+            )));
+        }
+    }
+    let allowed = allowed_cpus().context("reading this process's CPU affinity")?;
+    let cpus = match &args.cpus {
+        Some(c) => c.0.clone(),
+        None => allowed.clone(),
+    };
+    // sched_setaffinity(2) on a thread checks the cpuset, not this process's affinity mask
+    // (taskset), so a CPU outside the mask would be pinned to without complaint: refuse it here,
+    // with the same words as `connstorm server`.
+    if let Some(cpu) = cpus.iter().find(|c| !allowed.contains(c)) {
+        return Err(bad_input(format!(
+            "--cpus: {}",
+            tuning::cpulist::unavailable_message(*cpu, &allowed)
+        )));
+    }
+    let mut seen = std::collections::HashSet::new();
+    let sources: Vec<IpAddr> = args
+        .source
+        .iter()
+        .flat_map(|s| s.0.iter().copied())
+        .filter(|ip| seen.insert(*ip))
+        .collect();
+    for ip in &sources {
+        // bind(2) to port 0 fails with EADDRNOTAVAIL for an address no interface has; catch that
+        // here rather than as a run full of "port exhaustion" failures.
+        if let Err(e) = std::net::UdpSocket::bind((*ip, 0)) {
+            return Err(bad_input(format!(
+                "--source {ip} is not an address of this host ({e}): use addresses of local interfaces (any 127.0.0.0/8 on loopback)"
+            )));
+        }
+    }
+    let cfg = LoadConfig {
+        targets,
+        pattern,
+        duration: args.duration,
+        warmup: args.warmup,
+        cpus,
+        close: match args.close {
+            CloseArg::Rst => CloseMode::Rst,
+            CloseArg::Fin => CloseMode::Fin,
+            CloseArg::Server => CloseMode::Server,
+        },
+        sources,
+        connect_timeout: args.connect_timeout,
+        expect_bytes: args.expect_bytes,
+        max_in_flight: usize::try_from(max_in_flight).unwrap_or(usize::MAX),
+        late_threshold: args.late_threshold,
+    };
+    cfg.validate().map_err(|e| bad_input(e.to_string()))?;
+    Ok(cfg)
+}
+
+/// Whether connecting to `ip` stays on this host, in this network namespace: a loopback address
+/// (127.0.0.0/8, ::1, or IPv4-mapped loopback `::ffff:127.x.y.z`), or the unspecified address
+/// (connect(2) to 0.0.0.0 or :: reaches the local host; ip(7)).
+pub(super) fn is_local(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => v4.is_loopback() || v4.is_unspecified(),
+        IpAddr::V6(v6) => {
+            v6.is_loopback()
+                || v6.is_unspecified()
+                || v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
+        }
+    }
+}
+
+fn allowed_cpus() -> anyhow::Result<Vec<usize>> {
+    Ok(tuning::topology::allowed_cpus(Path::new("/"))?)
+}
+
+/// The port budget with TIME_WAIT reuse taken into account, from the settings it depends on
+/// (`tuning::ports::budget`: tcp_tw_reuse, tcp_timestamps, tcp_tw_reuse_delay; reuse needs
+/// timestamps, ip-sysctl.rst); `None` when the settings cannot be read.
+fn reuse_estimate(
+    cfg: &LoadConfig,
+    b: &loadgen::ports::PortBudget,
+) -> Option<tuning::ports::Estimate> {
+    let io = tuning::plan::ProcSys { root: "/".into() };
+    let s = tuning::ports::PortSettings::read(&io).ok()?;
+    let all_local = cfg.targets.iter().all(|t| is_local(t.ip()));
+    Some(tuning::ports::budget(
+        &s,
+        b.triples,
+        all_local,
+        cfg.close == CloseMode::Fin,
+    ))
+}
+
+/// Warns on stderr when the rate or the concurrency needs more ephemeral ports than `b` offers
+/// (with TIME_WAIT reuse taken into account), saying how to fix it.
+pub(super) fn warn_port_budget(cfg: &LoadConfig, b: &loadgen::ports::PortBudget) {
+    let (lo, hi) = b.range;
+    let fix =
+        "use more --source addresses (any 127.0.0.0/8 on loopback), more targets, --close rst or \
+               --close server, a wider net.ipv4.ip_local_port_range, or net.ipv4.tcp_tw_reuse=1";
+    if let (Some(per_sec), Pattern::Open { rate_per_sec, .. }) = (b.per_sec, cfg.pattern) {
+        let estimate = reuse_estimate(cfg, b);
+        match estimate {
+            // TIME_WAIT reuse applies: only a rate above the reuse budget can exhaust ports.
+            Some(e) if matches!(e.reuse, tuning::ports::Reuse::Yes { .. }) => {
+                let over = e.per_sec.is_some_and(|r| rate_per_sec > r);
+                if over {
+                    eprintln!(
+                        "connstorm load: warning: --rate {rate_per_sec:.0}/s exceeds the ephemeral-port budget even with \
+                         TIME_WAIT reuse ({}): expect EADDRNOTAVAIL (port exhaustion); {fix}",
+                        e.explain
+                    );
+                }
+            }
+            e if rate_per_sec > per_sec => {
+                let why = match e.map(|e| e.reuse) {
+                    Some(tuning::ports::Reuse::No { why }) => {
+                        format!(" — no TIME_WAIT reuse: {why}")
+                    }
+                    _ => String::new(),
+                };
+                eprintln!(
+                    "connstorm load: warning: --rate {rate_per_sec:.0}/s exceeds the ephemeral-port budget of about \
+                     {per_sec:.0}/s ({} ports [{lo}-{hi}] x {} source/target triples / 60 s TIME_WAIT with --close fin): \
+                     expect EADDRNOTAVAIL (port exhaustion){why}; {fix}",
+                    b.ports,
+                    b.triples,
+                );
+            }
+            _ => {}
+        }
+    }
+    let in_flight = match cfg.pattern {
+        Pattern::Open { .. } => cfg.max_in_flight as u64,
+        Pattern::Closed { concurrency } => u64::from(concurrency),
+    };
+    if matches!(cfg.pattern, Pattern::Closed { .. }) && in_flight > b.concurrent {
+        eprintln!(
+            "connstorm load: warning: {in_flight} connections in flight need more ports than the {} available \
+             ({} ports x {} triples); {fix}",
+            b.concurrent, b.ports, b.triples
+        );
+    }
+}
