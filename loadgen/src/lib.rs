@@ -48,6 +48,7 @@ pub mod clock;
 pub mod config;
 pub mod error;
 pub mod failures;
+pub mod floor;
 pub mod ports;
 pub mod report;
 pub mod rlimit;

@@ -11,10 +11,12 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use results::record::{self as rec, PhaseRecord};
-use tuning::counters::{CounterDelta, Snapshot};
+use tuning::counters::Snapshot;
 
-use super::netns::{self, NsPair};
-use super::{procstat, taskcpu};
+use tuning::netns::NsPair;
+use tuning::procstat;
+
+use super::taskcpu;
 
 /// Everything fixed for the life of a harness.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -82,7 +84,9 @@ pub struct PhaseOutcome {
 pub struct Harness {
     setup: Setup,
     server: Option<server::Server>,
-    ns: Option<NsPair>,
+    /// The `--netns` pair, and the hook that removes it if a second signal forces an exit
+    /// (dropped after the pair).
+    ns: Option<(NsPair, crate::signals::HookGuard)>,
     target: SocketAddr,
     /// When the run started: the origin of every phase's start offset (monotonic) and its
     /// wall-clock twin, read together.
@@ -98,10 +102,6 @@ impl std::fmt::Debug for Harness {
     }
 }
 
-/// Which errnos mean the attempt failed before its SYN left (so the kernel's ActiveOpens did not
-/// count it): no socket, or no local port.
-const PRE_SYN_FAILURES: [&str; 5] = ["EADDRNOTAVAIL", "EMFILE", "ENFILE", "ENOBUFS", "EADDRINUSE"];
-
 impl Harness {
     /// Creates the namespaces (with `--netns`) and starts the in-process server (without
     /// `--target`).
@@ -112,7 +112,7 @@ impl Harness {
     pub fn start(setup: Setup) -> anyhow::Result<Harness> {
         let started = (Instant::now(), std::time::SystemTime::now());
         let ns = if setup.netns {
-            Some(NsPair::create(setup.rtt)?)
+            Some(create_pair(setup.rtt)?)
         } else {
             None
         };
@@ -120,7 +120,7 @@ impl Harness {
             Some(t) => (None, t),
             None => {
                 let ip = if ns.is_some() {
-                    netns::SERVER_IP
+                    tuning::netns::PAIR_SERVER_IP
                 } else {
                     IpAddr::V4(Ipv4Addr::LOCALHOST)
                 };
@@ -133,7 +133,7 @@ impl Harness {
                 // client's ACK of our FIN with an RST (tcp_rcv_state_process, FIN_WAIT1), which
                 // the client then sees as a failure and the cross-check no longer balances.
                 let started = match &ns {
-                    Some(ns) => ns.enter_server(|| server::Server::start(cfg))?,
+                    Some((ns, _)) => ns.enter_server(|| server::Server::start(cfg))?,
                     None => server::Server::start(cfg),
                 };
                 let server = started.map_err(server_error)?;
@@ -171,7 +171,7 @@ impl Harness {
     }
 
     fn counters_server(&self) -> anyhow::Result<Snapshot> {
-        match &self.ns {
+        match self.pair() {
             Some(ns) => ns
                 .enter_server(Snapshot::read_current)?
                 .context("read server-namespace counters"),
@@ -185,7 +185,7 @@ impl Harness {
     /// conntrack state is kept (conntrack drops there also lose SYNs).
     fn settings(&self) -> BTreeMap<String, i64> {
         let read = || tuning::counters::read_settings(Path::new(tuning::counters::DEFAULT_SYS_DIR));
-        let mut s = match &self.ns {
+        let mut s = match self.pair() {
             Some(ns) => ns.enter_server(read).unwrap_or_default(),
             None => read(),
         };
@@ -198,7 +198,7 @@ impl Harness {
     }
 
     fn counters_load(&self) -> anyhow::Result<Option<Snapshot>> {
-        match &self.ns {
+        match self.pair() {
             Some(ns) => Ok(Some(
                 ns.enter_load(Snapshot::read_current)?
                     .context("read load-namespace counters")?,
@@ -247,7 +247,7 @@ impl Harness {
         let cpu_before = taskcpu::sample();
         let stat_before = procstat::sample();
         let t0 = Instant::now();
-        let report = match &self.ns {
+        let report = match self.pair() {
             Some(ns) => ns.enter_load(|| loadgen::run(&cfg, stop, on_second))?,
             None => loadgen::run(&cfg, stop, on_second),
         }
@@ -333,13 +333,18 @@ impl Harness {
             )
             .with_run_ns(load_cpu.run_ns, connections),
         };
-        let cross_check = self.cross_check(
-            &report,
-            server_side.as_ref(),
-            &srv_delta,
-            load_delta.as_ref(),
-        );
-        let mut warnings = Vec::new();
+        let cross_check = results::crosscheck::check(&results::crosscheck::Counts {
+            exact: self.ns.is_some(),
+            attempts: report.total.attempts,
+            pre_syn_failures: results::crosscheck::pre_syn_failures(&report.total.failures),
+            successes: report.total.successes,
+            abandoned: report.total.abandoned,
+            interrupted: report.interrupted,
+            server_accepted: accepted_total,
+            passive_opens: srv_delta.get("Tcp.PassiveOpens"),
+            active_opens: load_delta.as_ref().unwrap_or(&srv_delta).get("Tcp.ActiveOpens"),
+            attempt_fails: srv_delta.get("Tcp.AttemptFails"),
+        });
         let mut ours = load_cpu.run_ns.max(load_cpu.user_ns + load_cpu.sys_ns);
         let mut bench_cpus = self.setup.load_cpus.clone();
         if self.server.is_some() {
@@ -361,32 +366,16 @@ impl Harness {
                 )
             })
             .collect();
-        let capacity = wall_ns as f64 * bench_cpus.len() as f64;
-        let share = |ns: u64| {
-            if capacity > 0.0 {
-                ns as f64 / capacity * 100.0
-            } else {
-                0.0
-            }
-        };
-        let foreign = busy.busy_ns.saturating_sub(ours);
-        if share(foreign) > 10.0 {
-            warnings.push(format!(
-                "{}: other work used {:.0}% of the benchmark CPUs [{}] (busy {:.0}%, connstorm itself {:.0}%): the numbers include that contention; stop other load or choose other CPUs",
-                spec.name,
-                share(foreign),
-                tuning::cpulist::format(&bench_cpus),
-                share(busy.busy_ns),
-                share(ours)
-            ));
-        }
-        if share(busy.steal_ns) > 5.0 {
-            warnings.push(format!(
-                "{}: the hypervisor took {:.0}% of the benchmark CPUs (steal time): the numbers include that",
-                spec.name,
-                share(busy.steal_ns)
-            ));
-        }
+        let mut warnings = results::warnings::cpu_contention(
+            &spec.name,
+            &results::warnings::CpuContention {
+                cpus: bench_cpus,
+                wall_ns,
+                busy_ns: busy.busy_ns,
+                steal_ns: busy.steal_ns,
+                ours_ns: ours,
+            },
+        );
         if let Some(w) = report.schedule_warning() {
             warnings.push(format!("{}: {w}", spec.name));
         }
@@ -427,128 +416,35 @@ impl Harness {
         })
     }
 
-    fn cross_check(
-        &self,
-        report: &loadgen::LoadReport,
-        server: Option<&rec::ServerSide>,
-        srv_delta: &CounterDelta,
-        load_delta: Option<&CounterDelta>,
-    ) -> rec::CrossCheck {
-        let exact = self.ns.is_some();
-        let passive = srv_delta.get("Tcp.PassiveOpens");
-        let active = load_delta.unwrap_or(srv_delta).get("Tcp.ActiveOpens");
-        let successes = report.total.successes;
-        let pre_syn: u64 = PRE_SYN_FAILURES
-            .iter()
-            .map(|n| report.total.failures.get(*n).copied().unwrap_or(0))
-            .sum();
-        let syns_sent = report.total.attempts.saturating_sub(pre_syn);
-        let accepted = server.map(|s| s.accepted());
-        let mut notes = Vec::new();
-        let mut agree = true;
-        // Other processes' traffic in the host namespace: what the kernel counted beyond us is
-        // explained when it matches connects that failed (AttemptFails) or were accepted by
-        // someone else (PassiveOpens beyond our server's accepts).
-        let our_failed_after_syn = syns_sent.saturating_sub(successes);
-        let other_fails = srv_delta.get("Tcp.AttemptFails").unwrap_or(0).max(0) as u64;
-        let other_fails = other_fails.saturating_sub(our_failed_after_syn);
-        let other_passive = match (passive, accepted) {
-            (Some(p), Some(a)) => (p.max(0) as u64).saturating_sub(a),
-            _ => 0,
-        };
-        let mut check = |what: &str, ours: u64, kernel: Option<i64>, explained: u64| {
-            let Some(k) = kernel else {
-                notes.push(format!("{what}: kernel counter unavailable"));
-                return;
-            };
-            let k = k.max(0) as u64;
-            if exact {
-                if k != ours {
-                    agree = false;
-                    notes.push(format!("{what}: ours {ours} != kernel {k}"));
-                }
-            } else if k < ours {
-                agree = false;
-                notes.push(format!(
-                    "{what}: ours {ours} > kernel {k}: we counted something the kernel did not"
-                ));
-            } else if k - ours > explained + (ours / 1000).max(20) {
-                agree = false;
-                notes.push(format!(
-                    "{what}: kernel {k} exceeds ours {ours} by {} — more than other processes' traffic explains ({explained}); rerun with --netns for an exact check",
-                    k - ours
-                ));
-            } else if k > ours {
-                notes.push(format!(
-                    "{what}: kernel {k} = ours {ours} + {} from other processes in the host namespace",
-                    k - ours
-                ));
-            }
-        };
-        check(
-            "connects started vs Tcp.ActiveOpens",
-            syns_sent,
-            active,
-            other_fails + other_passive,
-        );
-        if let Some(acc) = accepted {
-            check(
-                "server accepts vs Tcp.PassiveOpens",
-                acc,
-                passive,
-                other_passive,
-            );
-            let abandoned = report.total.abandoned;
-            if acc < successes {
-                // The server is ours and drains its queues before we count: a handshake the
-                // client completed but the server never accepted is a failure, not a mismatch
-                // (reset after the handshake, or final ACK dropped at a full accept queue).
-                notes.push(format!(
-                    "{} of {successes} handshakes completed on the client were never accepted by the server: counted as failures \"{}\", not successes",
-                    successes - acc,
-                    results::diagnosis::NEVER_ACCEPTED
-                ));
-            } else if acc != successes {
-                if report.interrupted && acc - successes <= abandoned {
-                    // Ctrl-C abandoned attempts whose handshake the server side had completed.
-                    notes.push(format!(
-                        "interrupted: {} of the {abandoned} attempts abandoned at Ctrl-C had completed their handshake on the server side",
-                        acc - successes
-                    ));
-                } else {
-                    // Each handshake the client completed must have been accepted (we drain the queue).
-                    agree = false;
-                    notes.push(format!(
-                        "server accepted {acc} but the load completed only {successes} handshakes"
-                    ));
-                }
-            }
-        }
-        let note = if notes.is_empty() {
-            if exact {
-                "exact: server accepts = load handshakes = PassiveOpens; SYNs sent = ActiveOpens (private namespaces)".to_string()
-            } else {
-                "equal to the host namespace's counters (no other traffic during the phase)"
-                    .to_string()
-            }
-        } else {
-            notes.join("; ")
-        };
-        rec::CrossCheck {
-            server_accepted: accepted,
-            load_successes: successes,
-            kernel_passive_opens: if self.server.is_some() { passive } else { None },
-            kernel_active_opens: active,
-            agree,
-            note,
-        }
-    }
-
     /// Stops the server (draining its queues) and tears the namespaces down.
     pub fn finish(mut self) -> Option<server::ServerReport> {
         let report = self.server.take().map(|s| s.stop());
         drop(self.ns.take());
         report
+    }
+}
+
+impl Harness {
+    fn pair(&self) -> Option<&NsPair> {
+        self.ns.as_ref().map(|(ns, _)| ns)
+    }
+}
+
+/// Creates the `--netns` pair, tagged with our PID, after registering its removal for a forced
+/// exit (a second Ctrl-C at any point of the setup must not leave a namespace behind). The
+/// kernel's refusal of netem is bad input (`--rtt`).
+fn create_pair(
+    rtt: Option<Duration>,
+) -> anyhow::Result<(NsPair, crate::signals::HookGuard)> {
+    let tag = std::process::id().to_string();
+    let guard = {
+        let tag = tag.clone();
+        crate::signals::on_forced_exit(move || NsPair::remove(&tag))
+    };
+    match NsPair::create(&tag, rtt) {
+        Ok(pair) => Ok((pair, guard)),
+        Err(e @ tuning::netns::PairError::Netem(_)) => Err(crate::error::bad_input(e.to_string())),
+        Err(e) => Err(e.into()),
     }
 }
 

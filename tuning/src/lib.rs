@@ -10,7 +10,8 @@
 //!   sysctl.conf files), [`plan`] (check → plan → apply → revert) and [`snapshot`] (the saved
 //!   values, written atomically), [`export`] (presets as sysctl.d files and tuned profiles);
 //! - [`irq`]: IRQ → CPU plans; [`kconfig`]: kernel config audit; [`doctor`]: one-screen summary
-//!   built from [`finding::Finding`]s; [`netns`]: entering a named network namespace (setns).
+//!   built from [`finding::Finding`]s; [`netns`]: entering a named network namespace (setns)
+//!   and the veth-joined namespace pair of `bench --netns`; [`procstat`]: per-CPU busy time.
 //!
 //! Data flows one way: readers produce plain structs, planners turn them into plans, and only
 //! [`plan`] and [`irq`] write to the host — always after saving a [`snapshot::Snapshot`].
@@ -29,6 +30,7 @@ pub mod kconfig;
 pub mod netns;
 pub mod nic;
 pub mod placement;
+pub mod procstat;
 pub mod plan;
 pub mod ports;
 pub mod preset;
