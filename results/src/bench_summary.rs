@@ -442,7 +442,11 @@ mod tests {
     #[test]
     fn example_record_renders_every_figure() {
         let r = RunRecord::example();
-        let text = render(&r, Some(std::path::Path::new("runs/x.json")), Some("tick note"));
+        let text = render(
+            &r,
+            Some(std::path::Path::new("runs/x.json")),
+            Some("tick note"),
+        );
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(
             lines[0],
@@ -458,7 +462,12 @@ mod tests {
             "{}",
             lines[1]
         );
-        assert!(lines[2].starts_with("LATENCY at 1,600/s offered (1,600 conn/s achieved): handshake p50 "), "{}", lines[2]);
+        assert!(
+            lines[2]
+                .starts_with("LATENCY at 1,600/s offered (1,600 conn/s achieved): handshake p50 "),
+            "{}",
+            lines[2]
+        );
         for want in [
             "peak (closed loop, 64 in flight, 3.0 s measured): 120,000 CPM = 2,000 conn/s",
             "latency (open loop, 1,600/s offered, 3.0 s measured): 96,000 CPM = 1,600 conn/s",
@@ -471,10 +480,22 @@ mod tests {
         ] {
             assert!(lines.contains(&want), "missing {want:?} in\n{text}");
         }
-        assert_eq!(lines.iter().filter(|l| **l == "    (tick note)").count(), 2, "{text}");
-        assert!(lines.iter().any(|l| l.starts_with("  CPU per connection: load ")), "{text}");
+        assert_eq!(
+            lines.iter().filter(|l| **l == "    (tick note)").count(),
+            2,
+            "{text}"
+        );
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.starts_with("  CPU per connection: load ")),
+            "{text}"
+        );
         let quiet = render(&r, None, None);
-        assert!(!quiet.contains("tick note") && !quiet.contains("record:"), "{quiet}");
+        assert!(
+            !quiet.contains("tick note") && !quiet.contains("record:"),
+            "{quiet}"
+        );
     }
 
     #[test]
@@ -485,10 +506,19 @@ mod tests {
         p.successes = 0;
         p.failures = [("ECONNREFUSED".to_string(), 6_003)].into();
         let text = render(&r, None, Some("tick note"));
-        assert!(text.contains("PEAK: nothing measured — 0 of 6,003 attempts succeeded"), "{text}");
+        assert!(
+            text.contains("PEAK: nothing measured — 0 of 6,003 attempts succeeded"),
+            "{text}"
+        );
         assert!(text.contains("peak (closed loop, 64 in flight, 3.0 s measured): nothing measured — no connection succeeded"), "{text}");
-        assert!(text.contains("  cross-check [nothing to check] (incl. warm-up)"), "{text}");
-        assert!(!text.contains("CPU per connection") && !text.contains("tick note"), "{text}");
+        assert!(
+            text.contains("  cross-check [nothing to check] (incl. warm-up)"),
+            "{text}"
+        );
+        assert!(
+            !text.contains("CPU per connection") && !text.contains("tick note"),
+            "{text}"
+        );
         assert!(!text.contains("LATENCY"), "{text}");
     }
 
@@ -499,7 +529,10 @@ mod tests {
         c.agree = false;
         c.note = "server accepts vs Tcp.PassiveOpens: ours 6000 != kernel 6001".into();
         let text = render(&r, None, None);
-        assert!(text.contains("  cross-check [MISMATCH] (incl. warm-up)"), "{text}");
+        assert!(
+            text.contains("  cross-check [MISMATCH] (incl. warm-up)"),
+            "{text}"
+        );
         assert_eq!(
             text.matches("warning: peak: our counts disagree with the kernel's: server accepts vs Tcp.PassiveOpens: ours 6000 != kernel 6001").count(),
             1,

@@ -23,7 +23,8 @@ use crate::record::CrossCheck;
 /// Failure classes (errno names) of attempts that failed before their SYN left, so the kernel's
 /// `Tcp.ActiveOpens` did not count them: no socket (EMFILE, ENFILE, ENOBUFS) or no local port
 /// (EADDRNOTAVAIL, EADDRINUSE).
-pub const PRE_SYN_FAILURES: [&str; 5] = ["EADDRNOTAVAIL", "EMFILE", "ENFILE", "ENOBUFS", "EADDRINUSE"];
+pub const PRE_SYN_FAILURES: [&str; 5] =
+    ["EADDRNOTAVAIL", "EMFILE", "ENFILE", "ENOBUFS", "EADDRINUSE"];
 
 /// One phase's counts, ours and the kernel's, over the whole phase (warm-up included: the kernel
 /// counts it).
@@ -116,7 +117,8 @@ pub fn check(c: &Counts) -> CrossCheck {
     // explained when it matches connects that failed (AttemptFails) or were accepted by someone
     // else (PassiveOpens beyond our server's accepts).
     let our_failed_after_syn = syns_sent.saturating_sub(successes);
-    let other_fails = (c.attempt_fails.unwrap_or(0).max(0) as u64).saturating_sub(our_failed_after_syn);
+    let other_fails =
+        (c.attempt_fails.unwrap_or(0).max(0) as u64).saturating_sub(our_failed_after_syn);
     let other_passive = match (c.passive_opens, c.server_accepted) {
         (Some(p), Some(a)) => (p.max(0) as u64).saturating_sub(a),
         _ => 0,
@@ -218,7 +220,11 @@ mod tests {
         assert_eq!(x.load_successes, 990);
         let host = check(&balanced(false));
         assert!(host.agree);
-        assert!(host.note.starts_with("equal to the host namespace"), "{}", host.note);
+        assert!(
+            host.note.starts_with("equal to the host namespace"),
+            "{}",
+            host.note
+        );
     }
 
     #[test]
@@ -348,7 +354,11 @@ mod tests {
         c.active_opens = Some(1100);
         let x = check(&c);
         assert!(x.agree, "{}", x.note);
-        assert!(x.note.contains("ours 990 + 100 from other processes"), "{}", x.note);
+        assert!(
+            x.note.contains("ours 990 + 100 from other processes"),
+            "{}",
+            x.note
+        );
         // Without our server (external target) PassiveOpens explains nothing and is not stored.
         c.server_accepted = None;
         let x = check(&c);

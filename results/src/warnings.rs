@@ -193,7 +193,10 @@ mod tests {
             w,
             ["peak: other work used 20% of the benchmark CPUs [2-3] (busy 90%, connstorm itself 70%): the numbers include that contention; stop other load or choose other CPUs"]
         );
-        assert!(cpu_contention("peak", &two_cpus(80, 70, 0)).is_empty(), "10% is not above 10%");
+        assert!(
+            cpu_contention("peak", &two_cpus(80, 70, 0)).is_empty(),
+            "10% is not above 10%"
+        );
         // connstorm's own time above the busy time (tick sampling) is no foreign work.
         assert!(cpu_contention("peak", &two_cpus(50, 60, 0)).is_empty());
     }

@@ -8,8 +8,10 @@ pub mod baseline;
 pub mod convert;
 pub mod cpus;
 pub mod harness;
+pub mod phase;
 pub mod record;
 pub mod run;
+pub mod setup;
 pub mod summary;
 pub mod taskcpu;
 

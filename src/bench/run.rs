@@ -2,13 +2,13 @@
 //! 80% of the peak (or `--rate`), the kernel floor with `--baseline`, and the record written.
 
 use std::path::PathBuf;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
 use super::harness::{Harness, PhaseSpec, Setup};
 use super::summary;
-use crate::cmd::bench::{split_duration, Args};
+use crate::cmd::bench::Args;
 
 /// Runs the benchmark and writes its record; returns the record, its path, and the error that
 /// ended the run early, if any (the record is written even then).
@@ -116,4 +116,42 @@ pub fn execute(
         .write_atomic(&args.setup.out)
         .with_context(|| format!("write the run record under {}", args.setup.out.display()))?;
     Ok((record, path, result))
+}
+
+/// Splits the total duration into (peak, latency) measured times and the per-phase warm-up.
+pub fn split_duration(total: Duration) -> (Duration, Duration, Duration) {
+    if total >= Duration::from_secs(3) {
+        // Whole seconds, so every per-second timeline row covers a full second.
+        let whole = total.as_secs();
+        let peak = ((whole as f64 * 0.4).round() as u64).max(1);
+        let latency = total - Duration::from_secs(peak);
+        return (Duration::from_secs(peak), latency, Duration::from_secs(1));
+    }
+    let warmup = total / 10;
+    let peak = total.mul_f64(0.4);
+    (peak, total - peak, warmup)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn duration_split_adds_up() {
+        let (p, l, w) = split_duration(Duration::from_secs(15));
+        assert_eq!(p + l, Duration::from_secs(15));
+        assert_eq!(w, Duration::from_secs(1));
+        let (p, l, w) = split_duration(Duration::from_secs(5));
+        assert_eq!(
+            (p, l, w),
+            (
+                Duration::from_secs(2),
+                Duration::from_secs(3),
+                Duration::from_secs(1)
+            )
+        );
+        let (p, l, w) = split_duration(Duration::from_secs(2));
+        assert_eq!(p + l, Duration::from_secs(2));
+        assert_eq!(w, Duration::from_millis(200));
+    }
 }

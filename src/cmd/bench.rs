@@ -225,20 +225,6 @@ fn parse_target(s: &str) -> Result<std::net::SocketAddr, String> {
     units::parse_target(s)
 }
 
-/// Splits the total duration into (peak, latency) measured times and the per-phase warm-up.
-pub fn split_duration(total: Duration) -> (Duration, Duration, Duration) {
-    if total >= Duration::from_secs(3) {
-        // Whole seconds, so every per-second timeline row covers a full second.
-        let whole = total.as_secs();
-        let peak = ((whole as f64 * 0.4).round() as u64).max(1);
-        let latency = total - Duration::from_secs(peak);
-        return (Duration::from_secs(peak), latency, Duration::from_secs(1));
-    }
-    let warmup = total / 10;
-    let peak = total.mul_f64(0.4);
-    (peak, total - peak, warmup)
-}
-
 /// Runs `connstorm bench`.
 ///
 /// # Errors
@@ -297,28 +283,4 @@ pub fn validate(args: &Args) -> anyhow::Result<()> {
         }
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn duration_split_adds_up() {
-        let (p, l, w) = split_duration(Duration::from_secs(15));
-        assert_eq!(p + l, Duration::from_secs(15));
-        assert_eq!(w, Duration::from_secs(1));
-        let (p, l, w) = split_duration(Duration::from_secs(5));
-        assert_eq!(
-            (p, l, w),
-            (
-                Duration::from_secs(2),
-                Duration::from_secs(3),
-                Duration::from_secs(1)
-            )
-        );
-        let (p, l, w) = split_duration(Duration::from_secs(2));
-        assert_eq!(p + l, Duration::from_secs(2));
-        assert_eq!(w, Duration::from_millis(200));
-    }
 }

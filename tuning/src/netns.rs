@@ -52,10 +52,12 @@ pub fn enter(name: &str) -> Result<(), NetnsError> {
 
 /// Server-side address inside an [`NsPair`] (RFC 2544's benchmarking range 198.18.0.0/15; it
 /// exists only inside the two namespaces).
-pub const PAIR_SERVER_IP: std::net::IpAddr = std::net::IpAddr::V4(std::net::Ipv4Addr::new(198, 18, 0, 1));
+pub const PAIR_SERVER_IP: std::net::IpAddr =
+    std::net::IpAddr::V4(std::net::Ipv4Addr::new(198, 18, 0, 1));
 
 /// Load-side address inside an [`NsPair`].
-pub const PAIR_LOAD_IP: std::net::IpAddr = std::net::IpAddr::V4(std::net::Ipv4Addr::new(198, 18, 0, 2));
+pub const PAIR_LOAD_IP: std::net::IpAddr =
+    std::net::IpAddr::V4(std::net::Ipv4Addr::new(198, 18, 0, 2));
 
 /// What went wrong making or using an [`NsPair`]. Messages carry their cause (no `source()`
 /// chain), so `{err:#}` prints it once.
@@ -144,7 +146,10 @@ impl NsPair {
     /// The namespace names a pair tagged `tag` gets: `connstorm-TAG-srv`, `connstorm-TAG-load`
     /// (callers pass their PID, so concurrent runs do not collide).
     pub fn names(tag: &str) -> (String, String) {
-        (format!("connstorm-{tag}-srv"), format!("connstorm-{tag}-load"))
+        (
+            format!("connstorm-{tag}-srv"),
+            format!("connstorm-{tag}-load"),
+        )
     }
 
     /// Removes both namespaces of the pair tagged `tag` (and the veth inside them), ignoring
@@ -283,9 +288,15 @@ mod tests {
     fn pair_names_follow_the_tag_and_veth_names_fit_ifnamsiz() {
         assert_eq!(
             NsPair::names("4242"),
-            ("connstorm-4242-srv".to_string(), "connstorm-4242-load".to_string())
+            (
+                "connstorm-4242-srv".to_string(),
+                "connstorm-4242-load".to_string()
+            )
         );
-        assert_eq!(veth_names("4242"), ("cs4242s".to_string(), "cs4242l".to_string()));
+        assert_eq!(
+            veth_names("4242"),
+            ("cs4242s".to_string(), "cs4242l".to_string())
+        );
         let (s, l) = veth_names("4194304-pair-test");
         assert_eq!((s.len(), l.len()), (15, 15));
         assert_ne!(s, l, "a long tag must not cut away the side letter");
