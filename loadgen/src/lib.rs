@@ -52,6 +52,7 @@ mod clock;
 pub mod config;
 pub mod error;
 pub mod failures;
+pub mod floor;
 pub mod ports;
 pub mod render;
 pub mod report;

@@ -19,7 +19,9 @@
 #![forbid(unsafe_code)]
 
 pub mod acceptance;
+pub mod bench_summary;
 pub mod compare;
+pub mod crosscheck;
 pub mod diagnosis;
 pub mod histogram;
 pub mod hlog;

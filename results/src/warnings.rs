@@ -108,3 +108,116 @@ fn mentions_word(text: &str, word: &str) -> bool {
         !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
     })
 }
+
+/// Other work on the benchmark's CPUs above this share of their time (percent) gets a warning.
+pub const FOREIGN_CPU_PCT: f64 = 10.0;
+
+/// Steal time above this share of the benchmark's CPU time (percent) gets a warning.
+pub const STEAL_PCT: f64 = 5.0;
+
+/// CPU time on the benchmark's CPUs during one phase: `/proc/stat` busy and steal time of those
+/// CPUs (proc(5)) and connstorm's own threads' CPU time, all in ns over `wall_ns`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CpuContention {
+    /// The CPUs server and load ran on (each once).
+    pub cpus: Vec<usize>,
+    /// Wall time of the phase, ns.
+    pub wall_ns: u64,
+    /// Busy time of `cpus` (user + nice + system + irq + softirq), ns.
+    pub busy_ns: u64,
+    /// Steal time of `cpus` (the hypervisor ran something else), ns.
+    pub steal_ns: u64,
+    /// CPU time of connstorm's own server and load threads, ns.
+    pub ours_ns: u64,
+}
+
+impl CpuContention {
+    /// `ns` as a percentage of the CPUs' capacity (`wall_ns × cpus`); 0 with no capacity.
+    pub fn share(&self, ns: u64) -> f64 {
+        let capacity = self.wall_ns as f64 * self.cpus.len() as f64;
+        if capacity > 0.0 {
+            ns as f64 / capacity * 100.0
+        } else {
+            0.0
+        }
+    }
+
+    /// Busy time that was not connstorm's, ns.
+    pub fn foreign_ns(&self) -> u64 {
+        self.busy_ns.saturating_sub(self.ours_ns)
+    }
+}
+
+/// Warnings of phase `phase` about CPU contention: other work above [`FOREIGN_CPU_PCT`] of the
+/// benchmark's CPUs, steal time above [`STEAL_PCT`]. Stored in the record (it keeps no
+/// `/proc/stat` figures to derive them from). Pure.
+pub fn cpu_contention(phase: &str, c: &CpuContention) -> Vec<String> {
+    let mut w = Vec::new();
+    let foreign = c.share(c.foreign_ns());
+    if foreign > FOREIGN_CPU_PCT {
+        w.push(format!(
+            "{phase}: other work used {foreign:.0}% of the benchmark CPUs [{}] (busy {:.0}%, connstorm itself {:.0}%): the numbers include that contention; stop other load or choose other CPUs",
+            common::cpulist::format(&c.cpus),
+            c.share(c.busy_ns),
+            c.share(c.ours_ns)
+        ));
+    }
+    let steal = c.share(c.steal_ns);
+    if steal > STEAL_PCT {
+        w.push(format!(
+            "{phase}: the hypervisor took {steal:.0}% of the benchmark CPUs (steal time): the numbers include that"
+        ));
+    }
+    w
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn two_cpus(busy_pct: u64, ours_pct: u64, steal_pct: u64) -> CpuContention {
+        // Two CPUs for one second: capacity 2e9 ns, so 1% is 2e7 ns.
+        CpuContention {
+            cpus: vec![2, 3],
+            wall_ns: 1_000_000_000,
+            busy_ns: busy_pct * 20_000_000,
+            steal_ns: steal_pct * 20_000_000,
+            ours_ns: ours_pct * 20_000_000,
+        }
+    }
+
+    #[test]
+    fn foreign_work_above_ten_percent_is_named_with_its_cpus() {
+        let w = cpu_contention("peak", &two_cpus(90, 70, 0));
+        assert_eq!(
+            w,
+            ["peak: other work used 20% of the benchmark CPUs [2-3] (busy 90%, connstorm itself 70%): the numbers include that contention; stop other load or choose other CPUs"]
+        );
+        assert!(
+            cpu_contention("peak", &two_cpus(80, 70, 0)).is_empty(),
+            "10% is not above 10%"
+        );
+        // connstorm's own time above the busy time (tick sampling) is no foreign work.
+        assert!(cpu_contention("peak", &two_cpus(50, 60, 0)).is_empty());
+    }
+
+    #[test]
+    fn steal_above_five_percent_is_named() {
+        let w = cpu_contention("latency", &two_cpus(50, 50, 6));
+        assert_eq!(
+            w,
+            ["latency: the hypervisor took 6% of the benchmark CPUs (steal time): the numbers include that"]
+        );
+        assert!(cpu_contention("latency", &two_cpus(50, 50, 5)).is_empty());
+    }
+
+    #[test]
+    fn no_capacity_means_no_warning() {
+        let c = CpuContention {
+            wall_ns: 0,
+            ..two_cpus(90, 0, 90)
+        };
+        assert_eq!(c.share(c.busy_ns), 0.0);
+        assert!(cpu_contention("peak", &c).is_empty());
+    }
+}

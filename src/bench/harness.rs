@@ -1,5 +1,5 @@
 //! The in-process benchmark harness: one server (unless `--target` names an external one), then
-//! any number of load phases against it, each turned into a [`PhaseRecord`] with its kernel
+//! any number of load phases against it, each turned into a [`results::record::PhaseRecord`] with its kernel
 //! counter deltas, per-side CPU time and a cross-check of our counts against the kernel's.
 //! `bench`, `sweep` and `ab` are sequences of phases on this harness.
 
@@ -10,79 +10,23 @@ use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use results::record::{self as rec, PhaseRecord};
-use tuning::counters::{CounterDelta, Snapshot};
+use tuning::counters::Snapshot;
 
-use super::netns::{self, NsPair};
-use super::{procstat, taskcpu};
+use tuning::netns::NsPair;
+use tuning::procstat;
 
-/// Everything fixed for the life of a harness.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct Setup {
-    /// CPUs of the server workers (ignored with `target`).
-    pub server_cpus: Vec<usize>,
-    /// CPUs of the load workers.
-    pub load_cpus: Vec<usize>,
-    /// Server engine choice.
-    #[serde(serialize_with = "debug_str")]
-    pub engine: server::EngineChoice,
-    /// What the server does with each connection.
-    #[serde(serialize_with = "display_str")]
-    pub mode: server::Mode,
-    /// Listener backlog (capped by net.core.somaxconn).
-    pub backlog: u32,
-    /// How the client closes.
-    pub close: loadgen::CloseMode,
-    /// External server to load instead of an in-process one.
-    pub target: Option<SocketAddr>,
-    /// Run in two fresh namespaces joined by veth.
-    pub netns: bool,
-    /// netem RTT between the namespaces.
-    pub rtt: Option<Duration>,
-    /// Per-attempt connect timeout.
-    pub connect_timeout: Duration,
-    /// Bytes the client reads after connect (server greet mode).
-    pub expect_bytes: Option<u32>,
-}
+use super::taskcpu;
 
-fn debug_str<T: std::fmt::Debug, S: serde::Serializer>(v: &T, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(&format!("{v:?}").to_lowercase())
-}
-
-fn display_str<T: std::fmt::Display, S: serde::Serializer>(v: &T, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(&v.to_string())
-}
-
-/// One load run on the harness.
-#[derive(Debug, Clone)]
-pub struct PhaseSpec {
-    /// Phase name in the record ("peak", "latency", "step-3", ...).
-    pub name: String,
-    /// Open or closed loop.
-    pub pattern: loadgen::Pattern,
-    /// Measured time.
-    pub duration: Duration,
-    /// Warm-up before the measured time (excluded from rates and latencies, included in the
-    /// cross-check because the kernel counts it).
-    pub warmup: Duration,
-}
-
-/// What one phase produced.
-#[derive(Debug)]
-pub struct PhaseOutcome {
-    /// The phase as recorded.
-    pub record: PhaseRecord,
-    /// The load generator's own report.
-    pub report: loadgen::LoadReport,
-    /// Warnings the record cannot show by itself (CPU contention, a generator behind schedule).
-    pub warnings: Vec<String>,
-}
+pub use super::phase::PhaseOutcome;
+pub use super::setup::{fd_room_after_raise, load_error, server_error, PhaseSpec, Setup};
 
 /// A running harness.
 pub struct Harness {
     setup: Setup,
     server: Option<server::Server>,
-    ns: Option<NsPair>,
+    /// The `--netns` pair, and the hook that removes it if a second signal forces an exit
+    /// (dropped after the pair).
+    ns: Option<(NsPair, crate::signals::HookGuard)>,
     target: SocketAddr,
     /// When the run started: the origin of every phase's start offset (monotonic) and its
     /// wall-clock twin, read together.
@@ -98,10 +42,6 @@ impl std::fmt::Debug for Harness {
     }
 }
 
-/// Which errnos mean the attempt failed before its SYN left (so the kernel's ActiveOpens did not
-/// count it): no socket, or no local port.
-const PRE_SYN_FAILURES: [&str; 5] = ["EADDRNOTAVAIL", "EMFILE", "ENFILE", "ENOBUFS", "EADDRINUSE"];
-
 impl Harness {
     /// Creates the namespaces (with `--netns`) and starts the in-process server (without
     /// `--target`).
@@ -112,7 +52,7 @@ impl Harness {
     pub fn start(setup: Setup) -> anyhow::Result<Harness> {
         let started = (Instant::now(), std::time::SystemTime::now());
         let ns = if setup.netns {
-            Some(NsPair::create(setup.rtt)?)
+            Some(create_pair(setup.rtt)?)
         } else {
             None
         };
@@ -120,7 +60,7 @@ impl Harness {
             Some(t) => (None, t),
             None => {
                 let ip = if ns.is_some() {
-                    netns::SERVER_IP
+                    tuning::netns::PAIR_SERVER_IP
                 } else {
                     IpAddr::V4(Ipv4Addr::LOCALHOST)
                 };
@@ -133,7 +73,7 @@ impl Harness {
                 // client's ACK of our FIN with an RST (tcp_rcv_state_process, FIN_WAIT1), which
                 // the client then sees as a failure and the cross-check no longer balances.
                 let started = match &ns {
-                    Some(ns) => ns.enter_server(|| server::Server::start(cfg))?,
+                    Some((ns, _)) => ns.enter_server(|| server::Server::start(cfg))?,
                     None => server::Server::start(cfg),
                 };
                 let server = started.map_err(server_error)?;
@@ -171,7 +111,7 @@ impl Harness {
     }
 
     fn counters_server(&self) -> anyhow::Result<Snapshot> {
-        match &self.ns {
+        match self.pair() {
             Some(ns) => ns
                 .enter_server(Snapshot::read_current)?
                 .context("read server-namespace counters"),
@@ -185,7 +125,7 @@ impl Harness {
     /// conntrack state is kept (conntrack drops there also lose SYNs).
     fn settings(&self) -> BTreeMap<String, i64> {
         let read = || tuning::counters::read_settings(Path::new(tuning::counters::DEFAULT_SYS_DIR));
-        let mut s = match &self.ns {
+        let mut s = match self.pair() {
             Some(ns) => ns.enter_server(read).unwrap_or_default(),
             None => read(),
         };
@@ -198,7 +138,7 @@ impl Harness {
     }
 
     fn counters_load(&self) -> anyhow::Result<Option<Snapshot>> {
-        match &self.ns {
+        match self.pair() {
             Some(ns) => Ok(Some(
                 ns.enter_load(Snapshot::read_current)?
                     .context("read load-namespace counters")?,
@@ -218,35 +158,13 @@ impl Harness {
         stop: &AtomicBool,
         on_second: &mut dyn FnMut(&loadgen::TimelineRow),
     ) -> anyhow::Result<PhaseOutcome> {
-        let cfg = loadgen::LoadConfig {
-            targets: vec![self.target],
-            pattern: spec.pattern,
-            duration: spec.duration,
-            warmup: spec.warmup,
-            cpus: self.setup.load_cpus.clone(),
-            close: self.setup.close,
-            sources: Vec::new(),
-            connect_timeout: self.setup.connect_timeout,
-            expect_bytes: self.setup.expect_bytes,
-            // The load generator's own bound (rate × timeout, capped per worker), within what the
-            // fd limit leaves next to the in-process server.
-            max_in_flight: match spec.pattern {
-                loadgen::Pattern::Open { rate_per_sec, .. } => loadgen::default_max_in_flight(
-                    rate_per_sec,
-                    self.setup.connect_timeout,
-                    self.setup.load_cpus.len(),
-                )
-                .min(fd_room()),
-                loadgen::Pattern::Closed { .. } => fd_room(),
-            },
-            late_threshold: Duration::from_millis(1),
-        };
+        let cfg = self.setup.load_config(self.target, spec);
         let srv_before = self.counters_server()?;
         let load_before = self.counters_load()?;
         let accepted_before = self.server.as_ref().map(|s| s.stats());
         let stat_before = procstat::sample();
         let t0 = Instant::now();
-        let report = match &self.ns {
+        let report = match self.pair() {
             Some(ns) => ns.enter_load(|| loadgen::run(&cfg, stop, on_second))?,
             None => loadgen::run(&cfg, stop, on_second),
         }
@@ -261,279 +179,25 @@ impl Harness {
         let srv_after = self.counters_server()?;
         let load_after = self.counters_load()?;
 
-        let srv_delta = srv_after.delta(&srv_before);
-        let load_delta = match (&load_before, &load_after) {
-            (Some(b), Some(a)) => Some(a.delta(b)),
-            _ => None,
-        };
-        let mut counters = srv_delta.to_map();
-        if let Some(ld) = &load_delta {
-            for (k, v) in ld.to_map() {
-                *counters.entry(k).or_insert(0) += v;
-            }
-        }
-
-        let server_side = match (&accepted_before, &accepted_after) {
-            (Some(b), Some(a)) => Some(rec::ServerSide {
-                workers: self
-                    .setup
-                    .server_cpus
-                    .iter()
-                    .enumerate()
-                    .map(|(i, &cpu)| rec::WorkerAccepts {
-                        cpu,
-                        accepted: a.accepted_per_worker.get(i).copied().unwrap_or(0)
-                            - b.accepted_per_worker.get(i).copied().unwrap_or(0),
-                    })
-                    .collect(),
-                accept_errors: {
-                    let n = a.errors_total.saturating_sub(b.errors_total);
-                    if n > 0 {
-                        [("all".to_string(), n)].into()
-                    } else {
-                        Default::default()
-                    }
-                },
-            }),
-            _ => None,
-        };
-        // A success is a connection the server accepted: with our own server, handshakes it never
-        // accepted are not counted (cross-check span: warm-up included).
-        let accepted_total = server_side.as_ref().map(|s| s.accepted());
-        let connections = accepted_total
-            .unwrap_or(report.total.successes)
-            .min(report.total.successes);
         let server_cpu = taskcpu::server(accepted_before.as_ref(), accepted_after.as_ref());
         let load_cpu = taskcpu::load(&report);
-        let cpu = rec::CpuUsage {
-            server: self.server.as_ref().map(|_| {
-                rec::SideCpu::new(
-                    server_cpu.user_ns,
-                    server_cpu.sys_ns,
-                    wall_ns,
-                    self.setup.server_cpus.len(),
-                    connections,
-                )
-                .with_run_ns(server_cpu.run_ns, connections)
-            }),
-            load: rec::SideCpu::new(
-                load_cpu.user_ns,
-                load_cpu.sys_ns,
-                wall_ns,
-                self.setup.load_cpus.len(),
-                connections,
-            )
-            .with_run_ns(load_cpu.run_ns, connections),
-        };
-        let cross_check = self.cross_check(
-            &report,
-            server_side.as_ref(),
-            &srv_delta,
-            load_delta.as_ref(),
-        );
-        let mut warnings = Vec::new();
-        let mut ours = load_cpu.run_ns.max(load_cpu.user_ns + load_cpu.sys_ns);
-        let mut bench_cpus = self.setup.load_cpus.clone();
-        if self.server.is_some() {
-            ours += server_cpu
-                .run_ns
-                .max(server_cpu.user_ns + server_cpu.sys_ns);
-            bench_cpus.extend(&self.setup.server_cpus);
-        }
-        bench_cpus.sort_unstable();
-        bench_cpus.dedup();
-        let busy = procstat::delta(&stat_before, &stat_after, &bench_cpus);
-        let cpu_busy_pct: BTreeMap<usize, f64> = bench_cpus
-            .iter()
-            .map(|&c| {
-                let b = procstat::delta(&stat_before, &stat_after, &[c]);
-                (
-                    c,
-                    (b.busy_ns as f64 / wall_ns.max(1) as f64 * 100.0).min(100.0),
-                )
-            })
-            .collect();
-        let capacity = wall_ns as f64 * bench_cpus.len() as f64;
-        let share = |ns: u64| {
-            if capacity > 0.0 {
-                ns as f64 / capacity * 100.0
-            } else {
-                0.0
-            }
-        };
-        let foreign = busy.busy_ns.saturating_sub(ours);
-        if share(foreign) > 10.0 {
-            warnings.push(format!(
-                "{}: other work used {:.0}% of the benchmark CPUs [{}] (busy {:.0}%, connstorm itself {:.0}%): the numbers include that contention; stop other load or choose other CPUs",
-                spec.name,
-                share(foreign),
-                tuning::cpulist::format(&bench_cpus),
-                share(busy.busy_ns),
-                share(ours)
-            ));
-        }
-        if share(busy.steal_ns) > 5.0 {
-            warnings.push(format!(
-                "{}: the hypervisor took {:.0}% of the benchmark CPUs (steal time): the numbers include that",
-                spec.name,
-                share(busy.steal_ns)
-            ));
-        }
-        if let Some(w) = report.schedule_warning() {
-            warnings.push(format!("{}: {w}", spec.name));
-        }
-        // The measured part began a warm-up after the load started (t0).
-        let offset = (t0 + spec.warmup).saturating_duration_since(self.started.0);
-        let start = super::convert::PhaseStart {
-            offset_ms: offset.as_secs_f64() * 1e3,
-            unix_ms: (self.started.1 + offset)
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_millis() as u64),
-            window: (
-                spec.warmup.as_secs_f64(),
-                (spec.warmup + spec.duration).as_secs_f64(),
-            ),
-        };
-        let never_accepted = match accepted_total {
-            Some(acc) if acc < report.total.successes => {
-                super::convert::measured_share(report.total.successes - acc, &report)
-            }
-            _ => 0,
-        };
-        let mut record = super::convert::phase_record(
-            &spec.name,
-            start,
-            &report,
-            server_side,
-            cpu,
-            counters,
-            cross_check,
-        );
-        super::convert::count_never_accepted(&mut record, never_accepted);
-        record.settings = self.settings();
-        record.cpu_busy_pct = cpu_busy_pct;
-        Ok(PhaseOutcome {
-            record,
+        let mut out = super::phase::outcome(super::phase::Measured {
+            spec,
+            setup: &self.setup,
+            exact: self.ns.is_some(),
+            started: self.started,
+            t0,
             report,
-            warnings,
-        })
-    }
-
-    fn cross_check(
-        &self,
-        report: &loadgen::LoadReport,
-        server: Option<&rec::ServerSide>,
-        srv_delta: &CounterDelta,
-        load_delta: Option<&CounterDelta>,
-    ) -> rec::CrossCheck {
-        let exact = self.ns.is_some();
-        let passive = srv_delta.get("Tcp.PassiveOpens");
-        let active = load_delta.unwrap_or(srv_delta).get("Tcp.ActiveOpens");
-        let successes = report.total.successes;
-        let pre_syn: u64 = PRE_SYN_FAILURES
-            .iter()
-            .map(|n| report.total.failures.get(*n).copied().unwrap_or(0))
-            .sum();
-        let syns_sent = report.total.attempts.saturating_sub(pre_syn);
-        let accepted = server.map(|s| s.accepted());
-        let mut notes = Vec::new();
-        let mut agree = true;
-        // Other processes' traffic in the host namespace: what the kernel counted beyond us is
-        // explained when it matches connects that failed (AttemptFails) or were accepted by
-        // someone else (PassiveOpens beyond our server's accepts).
-        let our_failed_after_syn = syns_sent.saturating_sub(successes);
-        let other_fails = srv_delta.get("Tcp.AttemptFails").unwrap_or(0).max(0) as u64;
-        let other_fails = other_fails.saturating_sub(our_failed_after_syn);
-        let other_passive = match (passive, accepted) {
-            (Some(p), Some(a)) => (p.max(0) as u64).saturating_sub(a),
-            _ => 0,
-        };
-        let mut check = |what: &str, ours: u64, kernel: Option<i64>, explained: u64| {
-            let Some(k) = kernel else {
-                notes.push(format!("{what}: kernel counter unavailable"));
-                return;
-            };
-            let k = k.max(0) as u64;
-            if exact {
-                if k != ours {
-                    agree = false;
-                    notes.push(format!("{what}: ours {ours} != kernel {k}"));
-                }
-            } else if k < ours {
-                agree = false;
-                notes.push(format!(
-                    "{what}: ours {ours} > kernel {k}: we counted something the kernel did not"
-                ));
-            } else if k - ours > explained + (ours / 1000).max(20) {
-                agree = false;
-                notes.push(format!(
-                    "{what}: kernel {k} exceeds ours {ours} by {} — more than other processes' traffic explains ({explained}); rerun with --netns for an exact check",
-                    k - ours
-                ));
-            } else if k > ours {
-                notes.push(format!(
-                    "{what}: kernel {k} = ours {ours} + {} from other processes in the host namespace",
-                    k - ours
-                ));
-            }
-        };
-        check(
-            "connects started vs Tcp.ActiveOpens",
-            syns_sent,
-            active,
-            other_fails + other_passive,
-        );
-        if let Some(acc) = accepted {
-            check(
-                "server accepts vs Tcp.PassiveOpens",
-                acc,
-                passive,
-                other_passive,
-            );
-            let abandoned = report.total.abandoned;
-            if acc < successes {
-                // The server is ours and drains its queues before we count: a handshake the
-                // client completed but the server never accepted is a failure, not a mismatch
-                // (reset after the handshake, or final ACK dropped at a full accept queue).
-                notes.push(format!(
-                    "{} of {successes} handshakes completed on the client were never accepted by the server: counted as failures \"{}\", not successes",
-                    successes - acc,
-                    results::diagnosis::NEVER_ACCEPTED
-                ));
-            } else if acc != successes {
-                if report.interrupted && acc - successes <= abandoned {
-                    // Ctrl-C abandoned attempts whose handshake the server side had completed.
-                    notes.push(format!(
-                        "interrupted: {} of the {abandoned} attempts abandoned at Ctrl-C had completed their handshake on the server side",
-                        acc - successes
-                    ));
-                } else {
-                    // Each handshake the client completed must have been accepted (we drain the queue).
-                    agree = false;
-                    notes.push(format!(
-                        "server accepted {acc} but the load completed only {successes} handshakes"
-                    ));
-                }
-            }
-        }
-        let note = if notes.is_empty() {
-            if exact {
-                "exact: server accepts = load handshakes = PassiveOpens; SYNs sent = ActiveOpens (private namespaces)".to_string()
-            } else {
-                "equal to the host namespace's counters (no other traffic during the phase)"
-                    .to_string()
-            }
-        } else {
-            notes.join("; ")
-        };
-        rec::CrossCheck {
-            server_accepted: accepted,
-            load_successes: successes,
-            kernel_passive_opens: if self.server.is_some() { passive } else { None },
-            kernel_active_opens: active,
-            agree,
-            note,
-        }
+            accepted: accepted_before.zip(accepted_after),
+            server_cpu: self.server.as_ref().map(|_| server_cpu),
+            load_cpu,
+            stat: (stat_before, stat_after),
+            wall_ns,
+            srv_delta: srv_after.delta(&srv_before),
+            load_delta: load_before.zip(load_after).map(|(b, a)| a.delta(&b)),
+        });
+        out.record.settings = self.settings();
+        Ok(out)
     }
 
     /// Stops the server (draining its queues) and tears the namespaces down.
@@ -544,21 +208,26 @@ impl Harness {
     }
 }
 
-/// [`fd_room`] as it will be once `bench` has raised its soft fd limit to the hard one
-/// (server::rlimit::raise_nofile), without raising it: for checks before anything changes.
-pub fn fd_room_after_raise() -> usize {
-    let hard = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
-        .map(|(_, h)| h)
-        .unwrap_or(1024);
-    ((hard / 2).clamp(64, 16_384)) as usize
+impl Harness {
+    fn pair(&self) -> Option<&NsPair> {
+        self.ns.as_ref().map(|(ns, _)| ns)
+    }
 }
 
-/// Descriptors the load side may hold: half the soft fd limit, leaving room for the server's.
-fn fd_room() -> usize {
-    let soft = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
-        .map(|(s, _)| s)
-        .unwrap_or(1024);
-    ((soft / 2).clamp(64, 16_384)) as usize
+/// Creates the `--netns` pair, tagged with our PID, after registering its removal for a forced
+/// exit (a second Ctrl-C at any point of the setup must not leave a namespace behind). The
+/// kernel's refusal of netem is bad input (`--rtt`).
+fn create_pair(rtt: Option<Duration>) -> anyhow::Result<(NsPair, crate::signals::HookGuard)> {
+    let tag = std::process::id().to_string();
+    let guard = {
+        let tag = tag.clone();
+        crate::signals::on_forced_exit(move || NsPair::remove(&tag))
+    };
+    match NsPair::create(&tag, rtt) {
+        Ok(pair) => Ok((pair, guard)),
+        Err(e @ tuning::netns::PairError::Netem(_)) => Err(crate::error::bad_input(e.to_string())),
+        Err(e) => Err(e.into()),
+    }
 }
 
 fn wait_for_accepts(
@@ -583,22 +252,5 @@ fn wait_for_accepts(
         }
         last = now;
         std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
-/// Maps server start errors: configuration problems are bad input (exit 2).
-pub fn server_error(e: server::ServerError) -> anyhow::Error {
-    if e.is_bad_input() {
-        crate::error::bad_input(e.to_string())
-    } else {
-        anyhow::Error::new(e).context("server")
-    }
-}
-
-/// Maps load errors: configuration problems are bad input (exit 2).
-pub fn load_error(e: loadgen::LoadError) -> anyhow::Error {
-    match e {
-        loadgen::LoadError::Config(m) => crate::error::bad_input(m),
-        other => anyhow::Error::new(other).context("load generator"),
     }
 }

@@ -75,3 +75,40 @@ pub fn new_record(command: &str, label: &str, config: serde_json::Value, h: &Har
     r.host = host_info();
     r
 }
+
+/// Refuses an `--out` directory that cannot take a record: it exists but is not a writable
+/// directory, or the nearest existing ancestor is not writable (nothing is created here).
+///
+/// # Errors
+/// Bad input (exit 2) naming `--out` and what to give instead.
+pub fn check_writable_dir(dir: &std::path::Path) -> anyhow::Result<()> {
+    use nix::unistd::{access, AccessFlags};
+
+    use crate::error::bad_input;
+    let mut p = dir;
+    loop {
+        if p.as_os_str().is_empty() {
+            p = std::path::Path::new(".");
+        }
+        if p.exists() {
+            if !p.is_dir() {
+                return Err(bad_input(format!(
+                    "--out {}: {} is not a directory: give a directory for run records",
+                    dir.display(),
+                    p.display()
+                )));
+            }
+            return access(p, AccessFlags::W_OK | AccessFlags::X_OK).map_err(|e| {
+                bad_input(format!(
+                    "--out {}: cannot write in {} ({e}): give a writable directory",
+                    dir.display(),
+                    p.display()
+                ))
+            });
+        }
+        match p.parent() {
+            Some(parent) => p = parent,
+            None => return Ok(()),
+        }
+    }
+}

@@ -3,13 +3,13 @@
 //! *latency* (open loop at 80% of the peak or `--rate`) — a summary, and a run record.
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Context;
 use clap::ValueEnum;
 
-use crate::bench::harness::{Harness, PhaseSpec, Setup};
-use crate::bench::{floor, summary};
+use crate::bench::harness::Setup;
+use crate::bench::summary;
 use crate::error::bad_input;
 use crate::units;
 
@@ -174,7 +174,7 @@ impl SetupArgs {
                 MAX_CONNECT_TIMEOUT.as_secs()
             )));
         }
-        check_writable_dir(&self.out)
+        crate::bench::record::check_writable_dir(&self.out)
     }
 
     /// Validates ([`SetupArgs::validate`]), resolves the CPUs and builds the harness setup.
@@ -183,7 +183,7 @@ impl SetupArgs {
     /// Bad input for CPU lists, limits and option conflicts.
     pub fn resolve(&self) -> anyhow::Result<Setup> {
         self.validate()?;
-        let (server_cpus, load_cpus) = pick_cpus(
+        let (server_cpus, load_cpus) = crate::bench::cpus::pick_cpus(
             self.server_cpus.as_deref(),
             self.load_cpus.as_deref(),
             self.target.is_some(),
@@ -213,38 +213,6 @@ impl SetupArgs {
     }
 }
 
-/// Refuses an `--out` directory that cannot take a record: it exists but is not a writable
-/// directory, or the nearest existing ancestor is not writable (nothing is created here).
-fn check_writable_dir(dir: &std::path::Path) -> anyhow::Result<()> {
-    use nix::unistd::{access, AccessFlags};
-    let mut p = dir;
-    loop {
-        if p.as_os_str().is_empty() {
-            p = std::path::Path::new(".");
-        }
-        if p.exists() {
-            if !p.is_dir() {
-                return Err(bad_input(format!(
-                    "--out {}: {} is not a directory: give a directory for run records",
-                    dir.display(),
-                    p.display()
-                )));
-            }
-            return access(p, AccessFlags::W_OK | AccessFlags::X_OK).map_err(|e| {
-                bad_input(format!(
-                    "--out {}: cannot write in {} ({e}): give a writable directory",
-                    dir.display(),
-                    p.display()
-                ))
-            });
-        }
-        match p.parent() {
-            Some(parent) => p = parent,
-            None => return Ok(()),
-        }
-    }
-}
-
 fn parse_engine(s: &str) -> Result<server::EngineChoice, String> {
     s.parse()
 }
@@ -257,110 +225,6 @@ fn parse_target(s: &str) -> Result<std::net::SocketAddr, String> {
     units::parse_target(s)
 }
 
-/// Picks server and load CPUs: explicit lists win; `auto` asks the placement planner
-/// (tuning::placement); otherwise the first third (at least one) of the allowed CPUs serve and the
-/// rest load.
-///
-/// # Errors
-/// Bad input when a list does not parse, or names CPUs this process may not use.
-pub fn pick_cpus(
-    server: Option<&str>,
-    load: Option<&str>,
-    external: bool,
-) -> anyhow::Result<(Vec<usize>, Vec<usize>)> {
-    let allowed = allowed_cpus();
-    let auto = server == Some("auto") || load == Some("auto");
-    let planned = if auto {
-        Some(auto_placement(&allowed, external)?)
-    } else {
-        None
-    };
-    let parse = |what: &str,
-                 s: Option<&str>,
-                 planned: Option<&Vec<usize>>|
-     -> anyhow::Result<Option<Vec<usize>>> {
-        match s {
-            None => Ok(None),
-            Some("auto") => Ok(planned.cloned()),
-            Some(s) => {
-                let l = units::parse_cpus(s).map_err(|e| bad_input(format!("{what}: {e}")))?;
-                if let Some(c) = l.iter().find(|c| !allowed.contains(c)) {
-                    return Err(bad_input(format!(
-                        "{what}: {}",
-                        tuning::cpulist::unavailable_message(*c, &allowed)
-                    )));
-                }
-                Ok(Some(l))
-            }
-        }
-    };
-    let server = parse("--server-cpus", server, planned.as_ref().map(|p| &p.0))?;
-    let load = parse("--load-cpus", load, planned.as_ref().map(|p| &p.1))?;
-    if external {
-        let load = load.unwrap_or_else(|| allowed.clone());
-        return Ok((Vec::new(), load));
-    }
-    let n_server = (allowed.len() / 3).max(1);
-    let server = server.unwrap_or_else(|| allowed[..n_server.min(allowed.len())].to_vec());
-    let load = load.unwrap_or_else(|| {
-        let rest: Vec<usize> = allowed
-            .iter()
-            .copied()
-            .filter(|c| !server.contains(c))
-            .collect();
-        if rest.is_empty() {
-            server.clone()
-        } else {
-            rest
-        }
-    });
-    Ok((server, load))
-}
-
-fn auto_placement(allowed: &[usize], external: bool) -> anyhow::Result<(Vec<usize>, Vec<usize>)> {
-    let topo = tuning::topology::Topology::read(std::path::Path::new("/"))
-        .context("read the CPU topology for `auto`")?;
-    let n = allowed.len();
-    let (server_workers, load_workers) = if external {
-        (0, n.max(1))
-    } else {
-        ((n / 3).max(1), (n - (n / 3).max(1)).max(1))
-    };
-    let req = tuning::placement::Request {
-        server_workers,
-        load_workers,
-        allowed: Some(allowed.to_vec()),
-        ..tuning::placement::Request::default()
-    };
-    let p =
-        tuning::placement::plan(&topo, &req).map_err(|e| bad_input(format!("--cpus auto: {e}")))?;
-    for note in &p.notes {
-        crate::output::note(&format!("connstorm: placement: {note}"));
-    }
-    Ok((p.server, p.load))
-}
-
-fn allowed_cpus() -> Vec<usize> {
-    tuning::topology::allowed_cpus(std::path::Path::new("/"))
-        .ok()
-        .filter(|c| !c.is_empty())
-        .unwrap_or_else(|| vec![0])
-}
-
-/// Splits the total duration into (peak, latency) measured times and the per-phase warm-up.
-pub fn split_duration(total: Duration) -> (Duration, Duration, Duration) {
-    if total >= Duration::from_secs(3) {
-        // Whole seconds, so every per-second timeline row covers a full second.
-        let whole = total.as_secs();
-        let peak = ((whole as f64 * 0.4).round() as u64).max(1);
-        let latency = total - Duration::from_secs(peak);
-        return (Duration::from_secs(peak), latency, Duration::from_secs(1));
-    }
-    let warmup = total / 10;
-    let peak = total.mul_f64(0.4);
-    (peak, total - peak, warmup)
-}
-
 /// Runs `connstorm bench`.
 ///
 /// # Errors
@@ -371,7 +235,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let setup = args.setup.resolve()?;
     let _ = server::rlimit::raise_nofile();
     let stop = crate::signals::stop_flag().context("install signal handlers")?;
-    let (record, path, result) = execute(&args, setup, &stop)?;
+    let (record, path, result) = crate::bench::run::execute(&args, setup, &stop)?;
     match args.format {
         Format::Text => crate::output::out(&summary::render(&record, Some(&path))),
         Format::Json => {
@@ -419,162 +283,4 @@ pub fn validate(args: &Args) -> anyhow::Result<()> {
         }
     }
     Ok(())
-}
-
-/// Runs the benchmark and writes its record; returns the record, its path, and the error that
-/// ended the run early, if any (the record is written even then).
-///
-/// # Errors
-/// When the harness cannot start or the record cannot be written.
-pub fn execute(
-    args: &Args,
-    setup: Setup,
-    stop: &std::sync::atomic::AtomicBool,
-) -> anyhow::Result<(results::RunRecord, PathBuf, anyhow::Result<()>)> {
-    let (server_cpus, load_cpus) = (setup.server_cpus.clone(), setup.load_cpus.clone());
-    let (peak_d, lat_d, warmup) = split_duration(args.duration);
-    let config = serde_json::json!({
-        "duration_secs": args.duration.as_secs_f64(),
-        "peak_secs": peak_d.as_secs_f64(),
-        "latency_secs": lat_d.as_secs_f64(),
-        "warmup_secs": warmup.as_secs_f64(),
-        "rate_per_sec": args.rate,
-        "concurrency": args.setup.concurrency,
-        "baseline": args.baseline,
-        "setup": setup,
-    });
-    let started = Instant::now();
-    let mut harness = Harness::start(setup)?;
-    let mut record = crate::bench::record::new_record("bench", &args.setup.label, config, &harness);
-    let concurrency = args.setup.peak_concurrency(load_cpus.len());
-    let mut phases = vec![PhaseSpec {
-        name: "peak".into(),
-        pattern: loadgen::Pattern::Closed { concurrency },
-        duration: peak_d,
-        warmup,
-    }];
-    let mut result = Ok(());
-    let mut peak_rate = None;
-    while let Some(spec) = phases.pop() {
-        if crate::signals::stopped(stop) {
-            break;
-        }
-        let progress_spec = spec.clone();
-        let mut progress = |row: &loadgen::TimelineRow| {
-            if let Some(line) = summary::progress_line(&progress_spec, row) {
-                crate::output::note(&line);
-            }
-        };
-        match harness.run_phase(&spec, stop, &mut progress) {
-            Ok(out) => {
-                let (phase, report) = (out.record, out.report);
-                record.warnings.extend(out.warnings);
-                if spec.name == "peak" && !report.interrupted {
-                    peak_rate = Some(phase.achieved_per_sec);
-                    let rate = args.rate.unwrap_or(phase.achieved_per_sec * 0.8);
-                    if rate > 0.0 {
-                        phases.push(PhaseSpec {
-                            name: "latency".into(),
-                            pattern: loadgen::Pattern::Open {
-                                rate_per_sec: rate,
-                                arrival: loadgen::Arrival::Uniform,
-                            },
-                            duration: lat_d,
-                            warmup,
-                        });
-                    } else {
-                        record.warnings.push(
-                            "peak phase completed no connection: latency phase skipped".into(),
-                        );
-                    }
-                }
-                record.run.interrupted |= report.interrupted;
-                record.phases.push(phase);
-            }
-            Err(e) => {
-                result = Err(e);
-                break;
-            }
-        }
-    }
-    let server_report = harness.finish();
-    record.run.interrupted |= crate::signals::stopped(stop);
-    if let Some(sr) = &server_report {
-        for (k, v) in sr.errors() {
-            record
-                .warnings
-                .push(format!("server accept errors: {k} × {v}"));
-        }
-    }
-    if args.baseline && !record.run.interrupted && result.is_ok() {
-        if args.setup.target.is_some() {
-            record.warnings.push(
-                "--baseline ignored with --target (the floor needs our own server side)".into(),
-            );
-        } else {
-            crate::output::note(&format!(
-                "[baseline] kernel floor: blocking pair for {:.1} s",
-                peak_d.as_secs_f64()
-            ));
-            let f = floor::run(
-                std::net::Ipv4Addr::LOCALHOST.into(),
-                &server_cpus,
-                &load_cpus,
-                peak_d,
-                stop,
-            )?;
-            if let Some(k) = f.kernel_active_opens {
-                if (k.max(0) as u64) < f.connections {
-                    record.warnings.push(format!(
-                        "kernel floor: {} connects counted but the kernel's Tcp.ActiveOpens rose by only {k}",
-                        f.connections
-                    ));
-                }
-            }
-            if let Some(peak) = peak_rate {
-                record.baseline = Some(results::record::Baseline {
-                    floor_per_sec: f.per_sec,
-                    ratio: if f.per_sec > 0.0 {
-                        peak / f.per_sec
-                    } else {
-                        0.0
-                    },
-                });
-            }
-            if f.failures > 0 {
-                record
-                    .warnings
-                    .push(format!("kernel floor: {} connect failures", f.failures));
-            }
-        }
-    }
-    record.run.wall_secs = started.elapsed().as_secs_f64();
-    let path = record
-        .write_atomic(&args.setup.out)
-        .with_context(|| format!("write the run record under {}", args.setup.out.display()))?;
-    Ok((record, path, result))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn duration_split_adds_up() {
-        let (p, l, w) = split_duration(Duration::from_secs(15));
-        assert_eq!(p + l, Duration::from_secs(15));
-        assert_eq!(w, Duration::from_secs(1));
-        let (p, l, w) = split_duration(Duration::from_secs(5));
-        assert_eq!(
-            (p, l, w),
-            (
-                Duration::from_secs(2),
-                Duration::from_secs(3),
-                Duration::from_secs(1)
-            )
-        );
-        let (p, l, w) = split_duration(Duration::from_secs(2));
-        assert_eq!(p + l, Duration::from_secs(2));
-        assert_eq!(w, Duration::from_millis(200));
-    }
 }

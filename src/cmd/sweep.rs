@@ -249,7 +249,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
                     );
                 }
             }
-            for w in &summary::warnings(&record) {
+            for w in &results::warnings::all(&record) {
                 let _ = writeln!(out, "warning: {w}");
             }
             let _ = writeln!(out, "record: {}", path.display());

@@ -12,7 +12,8 @@
 //! - [`builtin`]: the presets shipped in the binary; [`render`]: the text of every `tune`
 //!   subcommand;
 //! - [`irq`]: IRQ → CPU plans; [`kconfig`]: kernel config audit; [`doctor`]: one-screen summary
-//!   built from [`finding::Finding`]s; [`netns`]: entering a named network namespace (setns).
+//!   built from [`finding::Finding`]s; [`netns`]: entering a named network namespace (setns)
+//!   and the veth-joined namespace pair of `bench --netns`; [`procstat`]: per-CPU busy time.
 //!
 //! Data flows one way: readers produce plain structs, planners turn them into plans, and only
 //! [`plan`] and [`irq`] write to the host — always after saving a [`snapshot::Snapshot`].
@@ -36,6 +37,7 @@ pub mod plan;
 pub mod ports;
 pub mod preset;
 pub mod probe;
+pub mod procstat;
 pub mod render;
 pub mod rules;
 pub mod snapshot;

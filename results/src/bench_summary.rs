@@ -1,0 +1,542 @@
+//! The summary `connstorm bench` prints (and `sweep` per step): one text rendering of a
+//! [`RunRecord`] — the peak and latency headlines with what limited the peak ([`saturation`]),
+//! each phase's rates, latencies, failures, CPU per connection and cross-check, the kernel
+//! counters summed over phases, and the record's warnings ([`crate::warnings::all`], the same
+//! lines `connstorm report` prints).
+
+use std::fmt::Write as _;
+
+use crate::histogram::{format_ns, LatencySummary};
+use crate::record::{PhaseRecord, RunRecord};
+
+/// Counters shown in every summary (DESIGN.md, "Kernel counters"); any non-zero drop gets a
+/// warning line.
+pub const SHOWN_COUNTERS: [(&str, &str); 8] = [
+    ("TcpExt.ListenOverflows", "ListenOverflows"),
+    ("TcpExt.ListenDrops", "ListenDrops"),
+    ("TcpExt.TCPReqQFullDrop", "TCPReqQFullDrop"),
+    ("TcpExt.TCPReqQFullDoCookies", "TCPReqQFullDoCookies"),
+    ("TcpExt.SyncookiesSent", "SyncookiesSent"),
+    ("TcpExt.TCPSynRetrans", "TCPSynRetrans"),
+    ("TcpExt.TCPTimeWaitOverflow", "TCPTimeWaitOverflow"),
+    ("softnet.dropped", "softnet dropped"),
+];
+
+/// Thousands separators: `1234567` → `1,234,567` (the tool's one formatter,
+/// `crate::numfmt`; negative values print as 0 as before).
+pub fn group(n: f64) -> String {
+    crate::numfmt::fixed(n.max(0.0), 0)
+}
+
+fn latency_line(name: &str, encoded: Option<&str>) -> Option<String> {
+    let h = crate::histogram::decode(encoded?).ok()?;
+    if h.is_empty() {
+        return Some(format!("  {name:<10} (no samples)"));
+    }
+    let s = LatencySummary::of(&h);
+    Some(format!(
+        "  {name:<10} p50 {}  p90 {}  p99 {}  p99.9 {}  max {}  ({} samples)",
+        format_ns(s.p50_ns as f64),
+        format_ns(s.p90_ns as f64),
+        format_ns(s.p99_ns as f64),
+        format_ns(s.p999_ns as f64),
+        format_ns(s.max_ns as f64),
+        group(s.count as f64)
+    ))
+}
+
+fn pattern_text(p: &PhaseRecord) -> String {
+    match p.pattern {
+        crate::record::Pattern::Closed { concurrency } => {
+            format!("closed loop, {concurrency} in flight")
+        }
+        crate::record::Pattern::Open { rate_per_sec, .. } => {
+            format!("open loop, {}/s offered", group(rate_per_sec))
+        }
+    }
+}
+
+/// One phase: rate, achieved vs offered, latencies, failures, CPU per connection, cross-check.
+/// A phase with no success says "nothing measured" and prints no rate, per-connection figure or
+/// "ok" cross-check. `accounting`: how far to trust this kernel's user/sys split, printed under
+/// the CPU line (the binary reads the kernel config; `None` prints nothing).
+pub fn phase(out: &mut String, p: &PhaseRecord, accounting: Option<&str>) {
+    let measured = p.successes > 0;
+    if measured {
+        let _ = writeln!(
+            out,
+            "{} ({}, {:.1} s measured): {} CPM = {} conn/s",
+            p.name,
+            pattern_text(p),
+            p.measured_secs,
+            group(p.cpm),
+            group(p.achieved_per_sec)
+        );
+    } else if p.measured_secs <= 0.0 {
+        let _ = writeln!(
+            out,
+            "{} ({}): nothing measured — the phase ended (interrupted) before its measured part began",
+            p.name,
+            pattern_text(p),
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "{} ({}, {:.1} s measured): nothing measured — no connection succeeded",
+            p.name,
+            pattern_text(p),
+            p.measured_secs
+        );
+    }
+    if let Some(offered) = p.offered_per_sec {
+        let pct = if offered > 0.0 {
+            p.achieved_per_sec / offered * 100.0
+        } else {
+            0.0
+        };
+        let _ = writeln!(
+            out,
+            "  achieved {}/s of {}/s offered ({pct:.2}%), late starts {}, dropped starts {}",
+            group(p.achieved_per_sec),
+            group(offered),
+            group(p.late as f64),
+            group(p.dropped as f64)
+        );
+    }
+    for (name, enc) in [
+        ("handshake", Some(p.histograms.handshake.as_str())),
+        ("service", Some(p.histograms.service.as_str())),
+        ("first byte", p.histograms.first_byte.as_deref()),
+    ] {
+        if let Some(line) = latency_line(name, enc) {
+            let _ = writeln!(out, "{line}");
+        }
+    }
+    if let Some(&n) = p
+        .failures
+        .get(crate::diagnosis::NEVER_ACCEPTED)
+        .filter(|&&n| n > 0)
+    {
+        let _ = writeln!(out, "  note: {}", crate::acceptance::client_view_note(n));
+    }
+    if p.attempts == 0 {
+        let _ = writeln!(
+            out,
+            "  attempts: none ended in the measured window (kernel ActiveOpens {} incl. warm-up: those SYNs got no answer by the phase's end)",
+            p.cross_check
+                .as_ref()
+                .and_then(|c| c.kernel_active_opens)
+                .map(|v| group(v as f64))
+                .unwrap_or_else(|| "unknown".into())
+        );
+    } else if p.failures.is_empty() {
+        let _ = writeln!(
+            out,
+            "  failures: none ({} attempts)",
+            group(p.attempts as f64)
+        );
+    } else {
+        let list: Vec<String> = p
+            .failures
+            .iter()
+            .map(|(k, v)| format!("{k} {}", group(*v as f64)))
+            .collect();
+        let _ = writeln!(
+            out,
+            "  failures: {} of {} attempts: {}",
+            group(p.failed() as f64),
+            group(p.attempts as f64),
+            list.join(", ")
+        );
+    }
+    let us =
+        |v: Option<f64>| v.map_or_else(|| crate::numfmt::NA.to_string(), |v| format!("{v:.1}"));
+    let side = |name: &str, c: &crate::record::SideCpu| match c.us_per_conn_run {
+        Some(run) => format!(
+            "{name} {run:.1} µs on CPU (user {} + sys {} by tick samples)",
+            us(c.us_per_conn_user),
+            us(c.us_per_conn_sys)
+        ),
+        None => format!(
+            "{name} {} µs (user {}, sys {})",
+            us(c.us_per_conn()),
+            us(c.us_per_conn_user),
+            us(c.us_per_conn_sys)
+        ),
+    };
+    if measured {
+        let mut cpu = format!("  CPU per connection: {}", side("load", &p.cpu.load));
+        if let Some(s) = &p.cpu.server {
+            let _ = write!(cpu, "; {}", side("server", s));
+        }
+        let _ = writeln!(out, "{cpu}");
+        if let Some(note) = accounting {
+            let _ = writeln!(out, "    ({note})");
+        }
+    }
+    if let Some(c) = &p.cross_check {
+        let mark = match (c.agree, measured) {
+            (false, _) => "MISMATCH",
+            (true, true) => "ok",
+            (true, false) => "nothing to check",
+        };
+        let _ = writeln!(
+            out,
+            "  cross-check [{mark}] (incl. warm-up): server accepts {}, load handshakes {}, kernel PassiveOpens {}, ActiveOpens {} — {}",
+            c.server_accepted.map(|v| group(v as f64)).unwrap_or_else(|| "-".into()),
+            group(c.load_successes as f64),
+            c.kernel_passive_opens.map(|v| group(v as f64)).unwrap_or_else(|| "-".into()),
+            c.kernel_active_opens.map(|v| group(v as f64)).unwrap_or_else(|| "-".into()),
+            c.note
+        );
+    }
+}
+
+/// The line of kernel counter deltas ([`SHOWN_COUNTERS`]) summed over phases (the warnings name
+/// the drops among them).
+pub fn counters(out: &mut String, r: &RunRecord) {
+    let sum = |key: &str| -> i64 {
+        r.phases
+            .iter()
+            .map(|p| p.counters.get(key).copied().unwrap_or(0))
+            .sum()
+    };
+    let shown: Vec<String> = SHOWN_COUNTERS
+        .iter()
+        .map(|(k, label)| format!("{label} {}", sum(k)))
+        .collect();
+    let _ = writeln!(out, "kernel counters (all phases): {}", shown.join(", "));
+}
+
+/// The whole summary of `r`, ending with `record: PATH` when `record_path` is given;
+/// `accounting` as in [`phase`].
+pub fn render(
+    r: &RunRecord,
+    record_path: Option<&std::path::Path>,
+    accounting: Option<&str>,
+) -> String {
+    let mut out = String::new();
+    let run = &r.run;
+    let where_ = match (&run.target, run.netns) {
+        (Some(t), _) => format!("external target {t}"),
+        (None, true) => format!(
+            "two network namespaces over veth{}",
+            run.rtt_ns
+                .map(|n| format!(", RTT {}", format_ns(n as f64)))
+                .unwrap_or_default()
+        ),
+        (None, false) => "loopback".to_string(),
+    };
+    let _ = writeln!(
+        out,
+        "connstorm bench: engine {} (steering {}), server CPUs [{}], load CPUs [{}], client close {}, server mode {}, {where_}",
+        run.engine,
+        run.steering,
+        common::cpulist::format(&run.server_cpus),
+        common::cpulist::format(&run.load_cpus),
+        run.close_mode,
+        run.server_mode
+    );
+    if let Some(peak) = r.phase("peak") {
+        if peak.successes == 0 {
+            let _ = writeln!(
+                out,
+                "PEAK: nothing measured — 0 of {} attempts succeeded (see failures and warnings)",
+                group(peak.attempts as f64)
+            );
+        } else {
+            let _ = writeln!(
+                out,
+                "PEAK: {} CPM = {} conn/s{}",
+                group(peak.cpm),
+                group(peak.achieved_per_sec),
+                bottleneck(
+                    peak,
+                    &r.run.server_cpus,
+                    &r.run.load_cpus,
+                    !crate::diagnosis::of_phases(std::slice::from_ref(peak)).is_empty()
+                )
+            );
+        }
+    }
+    if let Some(lat) = r.phase("latency") {
+        if let Some(h) = crate::histogram::decode(&lat.histograms.handshake)
+            .ok()
+            .filter(|h| !h.is_empty())
+        {
+            let s = LatencySummary::of(&h);
+            let _ = writeln!(
+                out,
+                "LATENCY at {}/s offered ({} conn/s achieved): handshake p50 {}, p99 {}, max {}",
+                group(lat.offered_per_sec.unwrap_or(lat.achieved_per_sec)),
+                group(lat.achieved_per_sec),
+                format_ns(s.p50_ns as f64),
+                format_ns(s.p99_ns as f64),
+                format_ns(s.max_ns as f64)
+            );
+        }
+    }
+    for p in &r.phases {
+        phase(&mut out, p, accounting);
+    }
+    counters(&mut out, r);
+    if let Some(b) = &r.baseline {
+        let _ = writeln!(
+            out,
+            "baseline: kernel floor (blocking socket/connect/close vs accept/close on the same CPUs) {} conn/s; connstorm peak = {:.2} × floor",
+            group(b.floor_per_sec),
+            b.ratio
+        );
+    }
+    for w in crate::warnings::all(r) {
+        let _ = writeln!(out, "warning: {w}");
+    }
+    if let Some(p) = record_path {
+        let _ = writeln!(out, "record: {}", p.display());
+    }
+    out
+}
+
+/// Which side was busier during a closed-loop phase: the one near 100% limits the rate. When the
+/// sides share CPUs, their shares of those CPUs say nothing about saturation; each CPU's own busy
+/// time (/proc/stat) does ([`saturation`]). With named causes (drops, resets, refusals) and no
+/// saturated CPU, the causes limited the peak, not the concurrency.
+fn bottleneck(
+    p: &PhaseRecord,
+    server_cpus: &[usize],
+    load_cpus: &[usize],
+    has_causes: bool,
+) -> String {
+    let util = |c: &crate::record::SideCpu| {
+        let cap = c.wall_ns as f64 * c.cpus as f64;
+        if cap > 0.0 {
+            c.run_ns.unwrap_or(c.user_ns + c.sys_ns) as f64 / cap * 100.0
+        } else {
+            0.0
+        }
+    };
+    let load = util(&p.cpu.load);
+    let server = p.cpu.server.as_ref().map(util);
+    let v = saturation(load, server, server_cpus, load_cpus, &p.cpu_busy_pct);
+    match (server, v) {
+        (None, _) => format!(" (load CPUs {load:.0}% busy)"),
+        (Some(server), Saturation::Shared { busy }) => format!(
+            " (CPUs [{}] shared by both sides, {} busy: the CPUs limit the peak — load {load:.0}%, server {server:.0}% of their time)",
+            common::cpulist::format(&busy.iter().map(|b| b.0).collect::<Vec<_>>()),
+            busy.iter().map(|b| format!("{:.0}%", b.1)).collect::<Vec<_>>().join(", ")
+        ),
+        (Some(server), Saturation::Neither) if has_causes => format!(
+            " (CPU busy: load {load:.0}%, server {server:.0}% — neither side saturated: the causes in the warnings below limit the peak)"
+        ),
+        (Some(server), Saturation::Neither) => format!(
+            " (CPU busy: load {load:.0}%, server {server:.0}% — neither side saturated: raise --concurrency)"
+        ),
+        (Some(server), Saturation::Side(limit)) => format!(
+            " (CPU busy: load {load:.0}%, server {server:.0}% — the {limit} side limits the peak)"
+        ),
+    }
+}
+
+/// Share of CPU time from which a side, or a CPU, counts as saturated, percent.
+pub const SATURATED_PCT: f64 = 85.0;
+
+/// What limited a closed-loop phase.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Saturation {
+    /// One side's own CPU time reached [`SATURATED_PCT`] of its CPUs: `"load"` or `"server"`.
+    Side(&'static str),
+    /// The sides share CPUs and every benchmark CPU was at least [`SATURATED_PCT`] busy:
+    /// `(cpu, busy %)` of each.
+    Shared {
+        /// Each CPU and its busy share, percent.
+        busy: Vec<(usize, f64)>,
+    },
+    /// Nothing saturated: more attempts in flight would raise the rate.
+    Neither,
+}
+
+/// Judges saturation from the sides' own CPU shares (`load_pct`, `server_pct`: their threads' CPU
+/// time over wall time × their CPU count) or, when server and load CPUs overlap, from each CPU's
+/// busy share (`busy_pct`, from /proc/stat): two sides each using half of the same two CPUs
+/// show 50% apiece although the CPUs are full. Pure.
+pub fn saturation(
+    load_pct: f64,
+    server_pct: Option<f64>,
+    server_cpus: &[usize],
+    load_cpus: &[usize],
+    busy_pct: &std::collections::BTreeMap<usize, f64>,
+) -> Saturation {
+    let Some(server_pct) = server_pct else {
+        return if load_pct >= SATURATED_PCT {
+            Saturation::Side("load")
+        } else {
+            Saturation::Neither
+        };
+    };
+    let shared = server_cpus.iter().any(|c| load_cpus.contains(c));
+    if shared && !busy_pct.is_empty() {
+        let mut cpus: Vec<usize> = server_cpus.iter().chain(load_cpus).copied().collect();
+        cpus.sort_unstable();
+        cpus.dedup();
+        let busy: Vec<(usize, f64)> = cpus
+            .iter()
+            .map(|c| (*c, busy_pct.get(c).copied().unwrap_or(0.0)))
+            .collect();
+        return if busy.iter().all(|b| b.1 >= SATURATED_PCT) {
+            Saturation::Shared { busy }
+        } else {
+            Saturation::Neither
+        };
+    }
+    if load_pct.max(server_pct) < SATURATED_PCT {
+        Saturation::Neither
+    } else if load_pct >= server_pct {
+        Saturation::Side("load")
+    } else {
+        Saturation::Side("server")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shared_cpus_are_judged_per_cpu() {
+        let busy = std::collections::BTreeMap::from([(0, 97.0), (1, 96.0)]);
+        // Issue 9: load 67%, server 30% of the same two CPUs, both 97% busy.
+        assert_eq!(
+            saturation(67.0, Some(30.0), &[0, 1], &[0, 1], &busy),
+            Saturation::Shared {
+                busy: vec![(0, 97.0), (1, 96.0)]
+            }
+        );
+        let idle = std::collections::BTreeMap::from([(0, 97.0), (1, 40.0)]);
+        assert_eq!(
+            saturation(67.0, Some(30.0), &[0, 1], &[0, 1], &idle),
+            Saturation::Neither
+        );
+        // Separate CPUs: each side's own share decides.
+        assert_eq!(
+            saturation(95.0, Some(30.0), &[0], &[1], &busy),
+            Saturation::Side("load")
+        );
+        assert_eq!(
+            saturation(50.0, Some(90.0), &[0], &[1], &busy),
+            Saturation::Side("server")
+        );
+        assert_eq!(
+            saturation(50.0, Some(60.0), &[0], &[1], &busy),
+            Saturation::Neither
+        );
+    }
+
+    #[test]
+    fn thousands_are_grouped() {
+        assert_eq!(group(0.0), "0");
+        assert_eq!(group(999.0), "999");
+        assert_eq!(group(1000.0), "1,000");
+        assert_eq!(group(1234567.4), "1,234,567");
+    }
+
+    #[test]
+    fn example_record_renders_every_figure() {
+        let r = RunRecord::example();
+        let text = render(
+            &r,
+            Some(std::path::Path::new("runs/x.json")),
+            Some("tick note"),
+        );
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[0],
+            "connstorm bench: engine epoll (steering none), server CPUs [0], load CPUs [1], client close rst, server mode close, two network namespaces over veth"
+        );
+        assert!(
+            lines[1].starts_with("PEAK: 120,000 CPM = 2,000 conn/s (CPU busy: load 9"),
+            "{}",
+            lines[1]
+        );
+        assert!(
+            lines[1].ends_with("server 62% — the load side limits the peak)"),
+            "{}",
+            lines[1]
+        );
+        assert!(
+            lines[2]
+                .starts_with("LATENCY at 1,600/s offered (1,600 conn/s achieved): handshake p50 "),
+            "{}",
+            lines[2]
+        );
+        for want in [
+            "peak (closed loop, 64 in flight, 3.0 s measured): 120,000 CPM = 2,000 conn/s",
+            "latency (open loop, 1,600/s offered, 3.0 s measured): 96,000 CPM = 1,600 conn/s",
+            "  achieved 1,600/s of 1,600/s offered (100.00%), late starts 0, dropped starts 0",
+            "  failures: 3 of 6,003 attempts: ECONNREFUSED 3",
+            "  cross-check [ok] (incl. warm-up): server accepts 6,000, load handshakes 6,000, kernel PassiveOpens 6,000, ActiveOpens 6,003 — exact: separate network namespaces",
+            "kernel counters (all phases): ListenOverflows 0, ListenDrops 0, TCPReqQFullDrop 0, TCPReqQFullDoCookies 0, SyncookiesSent 0, TCPSynRetrans 0, TCPTimeWaitOverflow 0, softnet dropped 0",
+            "warning: engine auto fell back to epoll: io_uring disabled (example)",
+            "record: runs/x.json",
+        ] {
+            assert!(lines.contains(&want), "missing {want:?} in\n{text}");
+        }
+        assert_eq!(
+            lines.iter().filter(|l| **l == "    (tick note)").count(),
+            2,
+            "{text}"
+        );
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.starts_with("  CPU per connection: load ")),
+            "{text}"
+        );
+        let quiet = render(&r, None, None);
+        assert!(
+            !quiet.contains("tick note") && !quiet.contains("record:"),
+            "{quiet}"
+        );
+    }
+
+    #[test]
+    fn a_phase_with_no_success_says_nothing_measured() {
+        let mut r = RunRecord::example();
+        r.phases.truncate(1);
+        let p = &mut r.phases[0];
+        p.successes = 0;
+        p.failures = [("ECONNREFUSED".to_string(), 6_003)].into();
+        let text = render(&r, None, Some("tick note"));
+        assert!(
+            text.contains("PEAK: nothing measured — 0 of 6,003 attempts succeeded"),
+            "{text}"
+        );
+        assert!(text.contains("peak (closed loop, 64 in flight, 3.0 s measured): nothing measured — no connection succeeded"), "{text}");
+        assert!(
+            text.contains("  cross-check [nothing to check] (incl. warm-up)"),
+            "{text}"
+        );
+        assert!(
+            !text.contains("CPU per connection") && !text.contains("tick note"),
+            "{text}"
+        );
+        assert!(!text.contains("LATENCY"), "{text}");
+    }
+
+    #[test]
+    fn a_failed_cross_check_is_marked_and_warned_once() {
+        let mut r = RunRecord::example();
+        let c = r.phases[0].cross_check.as_mut().unwrap();
+        c.agree = false;
+        c.note = "server accepts vs Tcp.PassiveOpens: ours 6000 != kernel 6001".into();
+        let text = render(&r, None, None);
+        assert!(
+            text.contains("  cross-check [MISMATCH] (incl. warm-up)"),
+            "{text}"
+        );
+        assert_eq!(
+            text.matches("warning: peak: our counts disagree with the kernel's: server accepts vs Tcp.PassiveOpens: ours 6000 != kernel 6001").count(),
+            1,
+            "{text}"
+        );
+    }
+}

@@ -1,0 +1,97 @@
+//! Which CPUs serve and which load in `bench`, `sweep` and `ab`: explicit lists, `auto` (the
+//! placement planner), or a default split of the CPUs this process may use.
+
+use anyhow::Context;
+
+use crate::error::bad_input;
+use crate::units;
+
+/// Picks server and load CPUs: explicit lists win; `auto` asks the placement planner
+/// (tuning::placement); otherwise the first third (at least one) of the allowed CPUs serve and the
+/// rest load.
+///
+/// # Errors
+/// Bad input when a list does not parse, or names CPUs this process may not use.
+pub fn pick_cpus(
+    server: Option<&str>,
+    load: Option<&str>,
+    external: bool,
+) -> anyhow::Result<(Vec<usize>, Vec<usize>)> {
+    let allowed = allowed_cpus();
+    let auto = server == Some("auto") || load == Some("auto");
+    let planned = if auto {
+        Some(auto_placement(&allowed, external)?)
+    } else {
+        None
+    };
+    let parse = |what: &str,
+                 s: Option<&str>,
+                 planned: Option<&Vec<usize>>|
+     -> anyhow::Result<Option<Vec<usize>>> {
+        match s {
+            None => Ok(None),
+            Some("auto") => Ok(planned.cloned()),
+            Some(s) => {
+                let l = units::parse_cpus(s).map_err(|e| bad_input(format!("{what}: {e}")))?;
+                if let Some(c) = l.iter().find(|c| !allowed.contains(c)) {
+                    return Err(bad_input(format!(
+                        "{what}: {}",
+                        tuning::cpulist::unavailable_message(*c, &allowed)
+                    )));
+                }
+                Ok(Some(l))
+            }
+        }
+    };
+    let server = parse("--server-cpus", server, planned.as_ref().map(|p| &p.0))?;
+    let load = parse("--load-cpus", load, planned.as_ref().map(|p| &p.1))?;
+    if external {
+        let load = load.unwrap_or_else(|| allowed.clone());
+        return Ok((Vec::new(), load));
+    }
+    let n_server = (allowed.len() / 3).max(1);
+    let server = server.unwrap_or_else(|| allowed[..n_server.min(allowed.len())].to_vec());
+    let load = load.unwrap_or_else(|| {
+        let rest: Vec<usize> = allowed
+            .iter()
+            .copied()
+            .filter(|c| !server.contains(c))
+            .collect();
+        if rest.is_empty() {
+            server.clone()
+        } else {
+            rest
+        }
+    });
+    Ok((server, load))
+}
+
+fn auto_placement(allowed: &[usize], external: bool) -> anyhow::Result<(Vec<usize>, Vec<usize>)> {
+    let topo = tuning::topology::Topology::read(std::path::Path::new("/"))
+        .context("read the CPU topology for `auto`")?;
+    let n = allowed.len();
+    let (server_workers, load_workers) = if external {
+        (0, n.max(1))
+    } else {
+        ((n / 3).max(1), (n - (n / 3).max(1)).max(1))
+    };
+    let req = tuning::placement::Request {
+        server_workers,
+        load_workers,
+        allowed: Some(allowed.to_vec()),
+        ..tuning::placement::Request::default()
+    };
+    let p =
+        tuning::placement::plan(&topo, &req).map_err(|e| bad_input(format!("--cpus auto: {e}")))?;
+    for note in &p.notes {
+        crate::output::note(&format!("connstorm: placement: {note}"));
+    }
+    Ok((p.server, p.load))
+}
+
+fn allowed_cpus() -> Vec<usize> {
+    tuning::topology::allowed_cpus(std::path::Path::new("/"))
+        .ok()
+        .filter(|c| !c.is_empty())
+        .unwrap_or_else(|| vec![0])
+}
