@@ -40,7 +40,7 @@ fn records(dir: &Path) -> Vec<PathBuf> {
 /// The server library's own probe (what `Server::start` asks for `--engine io-uring`): `Ok` when
 /// io_uring multishot accept runs here, else why not.
 fn io_uring_available() -> Result<(), String> {
-    server::engine::probe::io_uring()
+    server::probe::io_uring()
 }
 
 fn bench_netns_exact(engine: &str) {

@@ -94,8 +94,8 @@ impl fmt::Display for ReportText<'_> {
         )?;
         writeln!(
             out,
-            "{:>5} {:>12} {:>12} {:>9} {:>9} {:>8}  errors",
-            "cpu", "accepted", "accepts/s", "user_s", "sys_s", "emfile"
+            "{:>5} {:>12} {:>12} {:>9} {:>9} {:>9} {:>8}  errors",
+            "cpu", "accepted", "accepts/s", "on_cpu_s", "user_s", "sys_s", "emfile"
         )?;
         for w in &r.workers {
             let errs: Vec<String> = w
@@ -105,10 +105,11 @@ impl fmt::Display for ReportText<'_> {
                 .collect();
             writeln!(
                 out,
-                "{:>5} {:>12} {:>12} {:>9.3} {:>9.3} {:>8}  {}",
+                "{:>5} {:>12} {:>12} {:>9.3} {:>9.3} {:>9.3} {:>8}  {}",
                 w.cpu,
                 numfmt::count(w.accepted),
                 numfmt::fixed(w.accepted as f64 / secs, 1),
+                w.cpu_run_ns as f64 / 1e9,
                 w.cpu_user_ns as f64 / 1e9,
                 w.cpu_sys_ns as f64 / 1e9,
                 numfmt::count(w.emfile_backoffs),
@@ -191,6 +192,7 @@ mod tests {
                 accepted: 12_345,
                 errors: [("EMFILE".to_string(), 1_200)].into_iter().collect(),
                 emfile_backoffs: 7,
+                cpu_run_ns: 1_760_000_000,
                 cpu_user_ns: 250_000_000,
                 cpu_sys_ns: 1_500_000_000,
                 left_in_queue: 1_500,
@@ -203,7 +205,7 @@ mod tests {
             "engine epoll, steering none, mode close, listen 127.0.0.1:9000, backlog 65,535, stopped by signal\n",
             "fell back to epoll: io_uring_setup: EPERM\n",
             "wall time 2.000 s, accepted 12,345 (6,172.5/s)\n",
-            "    3       12,345      6,172.5     0.250     1.500        7  EMFILE=1,200\n",
+            "    3       12,345      6,172.5     1.760     0.250     1.500        7  EMFILE=1,200\n",
             "      1,500 connections left in the accept queue at stop (reset by the kernel)\n",
         ] {
             assert!(t.contains(want), "missing {want:?} in\n{t}");
