@@ -6,12 +6,13 @@
 //!   bound or a timing, and the tests which saturate a CPU, within one test binary;
 //! - [`require_tool`]: find a system tool (`ip`, `nft`, ...) or fail with one line naming the
 //!   package to install;
-//! - [`NetNs`]: run a closure on a thread that lives in a **fresh network
-//! namespace** (`unshare(CLONE_NEWNET)`, see unshare(2) and network_namespaces(7)), with `lo` up,
-//! so that a test can
-//! - count the kernel's TCP counters (`/proc/thread-self/net/snmp`, `/proc/thread-self/net/netstat`)
-//!   without any other traffic on the machine adding to them, and
-//! - change per-namespace sysctls (`net.ipv4.*`, `net.core.somaxconn`) without touching the host.
+//! - [`NetNs`]: run a closure on a thread that lives in a **fresh network namespace**
+//!   (`unshare(CLONE_NEWNET)`, see unshare(2) and network_namespaces(7)), with `lo` up.
+//!
+//! In such a namespace a test can count the kernel's TCP counters
+//! (`/proc/thread-self/net/snmp`, `/proc/thread-self/net/netstat`) without any other traffic on
+//! the machine adding to them, and change per-namespace sysctls (`net.ipv4.*`,
+//! `net.core.somaxconn`) without touching the host.
 //!
 //! Threads spawned from inside the closure inherit the namespace (clone(2) copies the caller's
 //! nsproxy), and so do child processes started with `std::process::Command`. The namespace is freed
