@@ -344,13 +344,18 @@ mod tests {
             format!("`{cmd}` would set 1 key(s) (net.core.somaxconn = 8192)\n")
         );
         let (_d, _p, rows) = checked("net.ipv4.tcp_no_such_key = 1\n");
-        let t = prediction(
-            &Prediction::of(&rows),
-            "connstorm tune apply --system --yes",
-        );
+        let p = Prediction::of(&rows);
+        let t = prediction(&p, "connstorm tune apply --system --yes");
         assert!(
             t.starts_with("`connstorm tune apply --system --yes` would refuse the whole plan and change nothing: net.ipv4.tcp_no_such_key: missing: "),
             "{t}"
         );
+        let err = refusal(&p).unwrap();
+        assert!(
+            err.starts_with("--yes would refuse this plan and change nothing: net.ipv4.tcp_no_such_key (missing: "),
+            "{err}"
+        );
+        let (_d, _p, rows) = checked("net.core.somaxconn = 4096\n");
+        assert!(refusal(&Prediction::of(&rows)).is_none());
     }
 }
