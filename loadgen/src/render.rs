@@ -344,19 +344,13 @@ mod tests {
     fn row(t: u64, length_secs: f64, offered: u64, successes: u64) -> TimelineRow {
         TimelineRow {
             t_secs: t,
-            warmup: false,
             offered,
             attempts: offered,
             successes,
-            failures: 0,
-            failures_by_cause: Default::default(),
-            late: 0,
-            dropped: 0,
             p50_ns: 1_000,
             p99_ns: 2_500_000,
-            max_ns: 2_500_000,
             length_secs,
-            handshake: None,
+            ..TimelineRow::default()
         }
     }
 
@@ -375,8 +369,14 @@ mod tests {
     fn a_partial_second_is_scaled_to_per_second_and_marked() {
         // 40 in 0.4 s = 100/s, marked.
         let l = second_line(&row(1, 0.4, 40, 40), true);
-        assert!(l.starts_with("t=   1 s offered 100/s, achieved 100/s"), "{l}");
-        assert!(l.ends_with("(partial second: 0.400 s, scaled to /s)"), "{l}");
+        assert!(
+            l.starts_with("t=   1 s offered 100/s, achieved 100/s"),
+            "{l}"
+        );
+        assert!(
+            l.ends_with("(partial second: 0.400 s, scaled to /s)"),
+            "{l}"
+        );
     }
 
     #[test]

@@ -153,7 +153,10 @@ mod tests {
             true,
         );
         // 60 accepts in 0.4 s is 150/s, not "60/s"; per worker 50/s and 100/s.
-        assert!(line.starts_with("t=  3.40 s accepts/s       150 "), "{line}");
+        assert!(
+            line.starts_with("t=  3.40 s accepts/s       150 "),
+            "{line}"
+        );
         assert!(line.contains("min 50 max 100"), "{line}");
         assert!(line.contains("total 360 "), "{line}");
         assert!(

@@ -8,7 +8,6 @@
 //! target), none could start, or none was accepted by the server; 128+signo (130 SIGINT, 143
 //! SIGTERM) interrupted by a signal, after the report was printed.
 
-
 mod args;
 mod config;
 
@@ -185,7 +184,6 @@ fn listen_backlog(targets: &[SocketAddr]) -> Option<i64> {
         .filter_map(|l| l.split_whitespace().nth(2)?.parse::<i64>().ok())
         .max()
 }
-
 
 fn read_counters() -> Option<tuning::counters::Snapshot> {
     match tuning::counters::Snapshot::read(Path::new(tuning::counters::DEFAULT_NET_DIR)) {

@@ -160,7 +160,6 @@ fn parse_target_item(s: &str) -> Result<Targets, String> {
     Ok(Targets(addrs))
 }
 
-
 /// One `--source` item: an address or an inclusive range `A-B` of one family.
 fn parse_source_item(s: &str) -> Result<Sources, String> {
     parse_sources(s).map(Sources)

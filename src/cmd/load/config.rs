@@ -7,7 +7,7 @@ use std::path::Path;
 use anyhow::Context;
 use loadgen::{Arrival, CloseMode, LoadConfig, Pattern};
 
-use super::args::{ArrivalArg, Args, CloseArg, Family, Targets};
+use super::args::{Args, ArrivalArg, CloseArg, Family, Targets};
 use crate::error::bad_input;
 
 /// Every resolved address of every `--target` item, in order, without repeats, restricted to
