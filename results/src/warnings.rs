@@ -1,7 +1,9 @@
 //! The warnings a run record carries, derived from the record itself so that `bench`, `sweep`
 //! and `report` say the same thing in the same words: interruption, engine fallback, one line
 //! per cause for the whole run ([`crate::diagnosis`]), other drop counters summed over the run,
-//! and count mismatches with the kernel.
+//! and count mismatches with the kernel ([`all`]). The CPU contention warnings of a phase
+//! ([`cpu_contention`]) are made here too, from `/proc/stat` figures the record does not keep,
+//! and stored in the record.
 
 use crate::record::RunRecord;
 
