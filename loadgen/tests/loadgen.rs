@@ -445,10 +445,12 @@ fn an_overloaded_generator_keeps_its_starts_in_their_phase() {
         run(&cfg)
     });
     let made = report.total.attempts as f64;
-    // The measured second is 2/3 of the run: its share of the starts made is near that.
+    // The measured second is 2/3 of the run: its share of the starts made is near that on an
+    // idle host (0.6–0.75 here) and stays well above what a lag of the connect timeout gave
+    // (0.01: every start made in the measured second was due in the warm-up) on a starved one.
     let share = report.attempts as f64 / made;
     assert!(
-        (0.45..=0.85).contains(&share),
+        (0.25..=0.9).contains(&share),
         "measured {} of {made} starts made (share {share:.2})",
         report.attempts
     );

@@ -14,6 +14,3 @@ pub mod run;
 pub mod setup;
 pub mod summary;
 pub mod taskcpu;
-
-/// The `/proc/stat` reader, where [`taskcpu`] finds it (`super::procstat`).
-pub use tuning::procstat;
