@@ -1,6 +1,6 @@
 //! CPU lists in the kernel's format, read and written the way the kernel does
 //! (Documentation/admin-guide/kernel-parameters.rst, "cpu lists"; lib/bitmap.c
-//! `bitmap_parselist`, FACTS-2.md §5):
+//! `bitmap_parselist`; Documentation/admin-guide/kernel-parameters.rst, "cpu lists"):
 //!
 //! - CPUs and ascending ranges separated by commas (or whitespace): `0,2-5,9`;
 //! - strides `a-b:used/group`, the first `used` CPUs of every `group` in `a-b`:

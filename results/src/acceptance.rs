@@ -1,7 +1,7 @@
 //! Reconciling the handshakes a client completed with the connections the server's kernel
 //! created: a handshake the server never accepted is not a success.
 //!
-//! Why they differ (FACTS-2.md §1; RFC 9293 §3.5): connect(2) returns once the SYN-ACK arrived
+//! Why they differ (net/ipv4/tcp_minisocks.c `tcp_check_req`, tcp_ipv4.c `tcp_v4_syn_recv_sock`; RFC 9293 §3.5): connect(2) returns once the SYN-ACK arrived
 //! and the client sent the final ACK. The server's kernel creates the connection (the child
 //! socket, counted `Tcp.PassiveOpens` in `tcp_create_openreq_child`, net/ipv4/tcp_minisocks.c)
 //! only when it processes that ACK, and it cannot when the accept queue is full: it counts
@@ -134,8 +134,8 @@ pub fn reconcile(
 }
 
 impl Acceptance {
-    /// One line for people: `"1132 of 10000 handshakes were never accepted by the server (exact:
-    /// ...)"`, or that all were accepted.
+    /// One line for people: `"1,132 of 10,000 handshakes were never accepted by the server (exact:
+    /// ...)"`, or that all were accepted (counts with separators, [`crate::numfmt::count`]).
     pub fn summary(&self) -> String {
         let how = match self.exactness {
             Exactness::Exact => "exact: nothing else accepts connections in this network namespace",
@@ -146,15 +146,15 @@ impl Acceptance {
         if self.never_accepted == 0 {
             format!(
                 "all {} handshakes completed on the client were accepted by the server's kernel (Δ Tcp.PassiveOpens {}; {how})",
-                self.client_handshakes,
-                self.accepted + self.other_passive_opens
+                crate::numfmt::count(self.client_handshakes),
+                crate::numfmt::count(self.accepted + self.other_passive_opens)
             )
         } else {
             format!(
                 "{} of {} handshakes completed on the client were never accepted by the server's kernel (Δ Tcp.PassiveOpens {}; {how})",
-                self.never_accepted,
-                self.client_handshakes,
-                self.accepted + self.other_passive_opens
+                crate::numfmt::count(self.never_accepted),
+                crate::numfmt::count(self.client_handshakes),
+                crate::numfmt::count(self.accepted + self.other_passive_opens)
             )
         }
     }
@@ -203,7 +203,7 @@ mod tests {
             ]
         );
         assert!(
-            a.summary().starts_with("1132 of 10000 handshakes"),
+            a.summary().starts_with("1,132 of 10,000 handshakes"),
             "{}",
             a.summary()
         );

@@ -1,7 +1,7 @@
 //! The cross-check of one phase: our counts against the kernel's counter deltas, as stored in
 //! [`CrossCheck`].
 //!
-//! What is compared (KERNEL-NOTES.md, "Tcp ActiveOpens / PassiveOpens"; FACTS-2.md §1):
+//! What is compared (Documentation/networking/snmp_counter.rst, "Tcp ActiveOpens / PassiveOpens"; net/ipv4/tcp_minisocks.c `tcp_check_req`):
 //! - SYNs we sent (attempts minus those that failed before a SYN left, [`PRE_SYN_FAILURES`])
 //!   against `Tcp.ActiveOpens`, which `tcp_connect` counts when a socket enters SYN-SENT;
 //! - connections our server accepted against `Tcp.PassiveOpens`, which the server's kernel

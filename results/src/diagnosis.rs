@@ -4,7 +4,7 @@
 //!
 //! [`diagnose`] is pure: it takes an [`Evidence`] and returns one [`Cause`] per thing that went
 //! wrong, each a single line with the numbers that show it and the fix. Counter meanings follow
-//! Documentation/networking/snmp_counter.rst and FACTS-2 §1–3; where our own counts settle a
+//! Documentation/networking/snmp_counter.rst, ip-sysctl.rst, nf_conntrack-sysctl.rst and net/ipv4/tcp_minisocks.c; where our own counts settle a
 //! question (the cross-check balanced), they override a counter's generic meaning.
 //!
 //! A *success* is a connection the server accepted. When the server is ours (`bench`), any
@@ -276,7 +276,7 @@ pub fn diagnose(e: &Evidence<'_>) -> Vec<Cause> {
     let syn_retrans = e.c("TcpExt.TCPSynRetrans");
     if timed_out > 0 && !(ct_drop > 0 || ct_full) && qdrop == 0 && overflows > 0 {
         // A SYN that meets a full accept queue is dropped (ListenOverflows++, kernels ≥ 4.10;
-        // FACTS-2 §1, tcp_input.c `tcp_conn_request`): the client retries after 1 s, 2 s, …
+        // net/ipv4/tcp_input.c `tcp_conn_request`): the client retries after 1 s, 2 s, …
         add(
             Kind::TimedOut,
             format!(

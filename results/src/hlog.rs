@@ -13,7 +13,7 @@
 //! resolution ([`crate::record::RunInfo::started_unix_ms`]); an interval's timestamp is seconds
 //! after it: the phase's `start_offset_ms` plus the second's offset in the measured part. Values
 //! are nanoseconds; the max column is in milliseconds (`MaxValueDivisor` 1e6, Java's default
-//! output ratio). Format per FACTS-2 §6: Java `HistogramLogWriter` headers
+//! output ratio). Format per the HdrHistogram interval-log docs (docs.rs hdrhistogram `serialization::interval_log`, Java `HistogramLogReader`): Java `HistogramLogWriter` headers
 //! (`#[Histogram log format version 1.3]`, the legend line), V2 + DEFLATE histograms.
 
 use std::fs;
@@ -53,7 +53,7 @@ pub enum HlogError {
     },
 }
 
-/// Java's legend line, which the Rust writer does not emit (FACTS-2 §6).
+/// Java's legend line, which the Rust writer does not emit (Java `HistogramLogWriter.outputLegend`).
 const LEGEND: &str =
     "\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\"";
 

@@ -189,7 +189,7 @@ mod tests {
             "{t}"
         );
         assert!(
-            t.contains("  acceptance: 1132 of 10000 handshakes completed on the client were never accepted"),
+            t.contains("  acceptance: 1,132 of 10,000 handshakes completed on the client were never accepted"),
             "{t}"
         );
         assert!(

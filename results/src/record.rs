@@ -287,6 +287,27 @@ impl RunRecord {
                     what,
                 });
             }
+            // Each success has its handshake sample, and so has each handshake the server
+            // never accepted (the client saw it complete): a record whose counts were scaled
+            // by hand would otherwise print a CPM beside a histogram of other connections.
+            if let Ok(Some(h)) = phase.histograms.decode(Latency::Handshake) {
+                let never = phase
+                    .failures
+                    .get(crate::diagnosis::NEVER_ACCEPTED)
+                    .copied()
+                    .unwrap_or(0);
+                if h.len() != phase.successes + never {
+                    return Err(RecordError::Inconsistent {
+                        path: path_buf(),
+                        phase: phase.name.clone(),
+                        what: format!(
+                            "the handshake histogram holds {} samples but the phase has {} successes and {never} handshakes never accepted",
+                            h.len(),
+                            phase.successes
+                        ),
+                    });
+                }
+            }
             for which in Latency::ALL {
                 if let Err(source) = phase.histograms.decode(which) {
                     return Err(RecordError::Histogram {
@@ -430,7 +451,7 @@ mod tests {
     #[test]
     fn a_phase_that_contradicts_itself_is_refused() {
         type Edit = fn(&mut PhaseRecord);
-        let edits: [(Edit, &str); 5] = [
+        let edits: [(Edit, &str); 6] = [
             (
                 |p| p.measured_secs = 0.0,
                 "successes in a measured time of 0 s",
@@ -439,6 +460,16 @@ mod tests {
             (|p| p.cpm *= 2.0, "is not 60 × achieved_per_sec"),
             (|p| p.achieved_per_sec = -5.0, "not a finite number ≥ 0"),
             (|p| p.successes /= 2, "is not successes / measured_secs"),
+            (
+                |p| {
+                    // Scaled consistently, but the histogram still holds the old samples.
+                    p.successes *= 2;
+                    p.attempts *= 2;
+                    p.achieved_per_sec *= 2.0;
+                    p.cpm *= 2.0;
+                },
+                "the handshake histogram holds",
+            ),
         ];
         for (edit, want) in edits {
             let mut rec = RunRecord::example();

@@ -303,6 +303,29 @@ mod tests {
         }
     }
 
+    /// README "Nothing measured": no rate, no percentiles, no CPU per connection, no "agree".
+    #[test]
+    fn a_phase_without_a_success_prints_nothing_measured() {
+        let mut rec = RunRecord::example();
+        let p = &mut rec.phases[1];
+        p.successes = 0;
+        p.achieved_per_sec = 0.0;
+        p.cpm = 0.0;
+        p.measured_secs = 0.0;
+        let r = build(&rec, "x.json", &DEFAULT_BUCKET_EDGES_NS).unwrap();
+        let text = render(&[r], Format::Text, Counters::Key);
+        let latency = &text[text.find("phase latency").unwrap()..];
+        assert!(
+            latency.contains("nothing measured — the phase ended (interrupted)"),
+            "{latency}"
+        );
+        for absent in ["CPM", "p50", "CPU µs per conn", "agree"] {
+            assert!(!latency.contains(absent), "{absent} in {latency}");
+        }
+        let peak = &text[..text.find("phase latency").unwrap()];
+        assert!(peak.contains("CPM") && peak.contains("agree"), "{peak}");
+    }
+
     #[test]
     fn report_has_every_phase_and_latency_and_warns_on_drops() {
         let mut rec = RunRecord::example();

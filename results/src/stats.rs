@@ -18,7 +18,7 @@
 //!
 //! The percentile bootstrap used before under-covers at small n (Hesterberg 2015): with 3 trials
 //! an arm has only 10 distinct resamples. statrs 0.19 has `mannwhitneyu` (the test, no interval),
-//! and no crate has the two-sample HL interval (FACTS-2 §7), so both are computed here.
+//! and no crate has the two-sample HL interval (R `wilcox.test(conf.int = TRUE)` and DescTools `HodgesLehmann` compute it; no Rust crate does), so both are computed here.
 
 use serde::{Deserialize, Serialize};
 
@@ -305,7 +305,7 @@ mod tests {
         assert_eq!(Spread::of(&[]).median, None);
     }
 
-    /// FACTS-2 §7, numbers by enumeration: C(2n, n) orders; min one-sided p = 1/C.
+    /// Exact Mann–Whitney null distribution (R `wilcox.test` docs), numbers by enumeration: C(2n, n) orders; min one-sided p = 1/C.
     #[test]
     fn u_distribution_matches_the_enumerated_values() {
         for (n, c, one_sided, two_sided) in [
@@ -331,7 +331,7 @@ mod tests {
         assert_eq!(u_counts(3, 2), vec![1, 1, 2, 2, 2, 1, 1]);
     }
 
-    /// FACTS-2 §7: 95% exact CI order statistics and coverage by n.
+    /// Exact Mann–Whitney / Hodges–Lehmann (R `wilcox.test` docs): 95% exact CI order statistics and coverage by n.
     #[test]
     fn exact_interval_uses_the_enumerated_order_statistics() {
         // Differences b_j − a_i are all distinct when a = 0,1,..,n−1 and b = 100·(1..n).

@@ -103,6 +103,30 @@ pub fn check_setups(c: &compare::Comparison, allow_mismatch: bool) -> anyhow::Re
     }
 }
 
+/// Refuses (exit 2) a set of record files in which one run appears twice (the same path, or
+/// files with byte-identical content): each trial must be its own run, and a repeated one would
+/// make the verdict look stronger than the data are (overlapping globs do this).
+///
+/// # Errors
+/// Bad input naming both files; an I/O error reading one is left to the record reader.
+pub fn refuse_duplicates<'a>(paths: impl IntoIterator<Item = &'a PathBuf>) -> anyhow::Result<()> {
+    let mut seen: Vec<(&PathBuf, Vec<u8>)> = Vec::new();
+    for p in paths {
+        let Ok(bytes) = std::fs::read(p) else {
+            continue;
+        };
+        if let Some((first, _)) = seen.iter().find(|(q, b)| *q == p || *b == bytes) {
+            return Err(bad_input(format!(
+                "{} and {} are the same run: each trial must be its own run (a repeated one would make the verdict look stronger than the data are); drop one of them",
+                first.display(),
+                p.display()
+            )));
+        }
+        seen.push((p, bytes));
+    }
+    Ok(())
+}
+
 /// Options of `connstorm compare`.
 ///
 /// Give the sides as `A.json B.json` (one trial each), `A1.json A2.json -- B1.json B2.json`
@@ -188,6 +212,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             .map(|p| read_record(p))
             .collect::<anyhow::Result<Vec<_>>>()
     };
+    refuse_duplicates(a.iter().chain(&b))?;
     let (a, b) = (read(&a)?, read(&b)?);
     let comparison = compare::compare(&a, &b, (None, None), &args.rule.options());
     check_setups(&comparison, args.allow_mismatch)?;

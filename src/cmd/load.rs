@@ -114,7 +114,9 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     match written {
         // The reader went away (`| head`): the run's own exit code still says what happened.
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
-        other => other?,
+        other => other.context(
+            "writing the report to stdout failed (the run itself ended; its figures are lost with the output)",
+        )?,
     }
     Ok(exit_code(&report))
 }

@@ -127,6 +127,9 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             "--allow-mismatch is for `--kind ab` (two sides to compare): drop it",
         ));
     }
+    if kind == Kind::Ab {
+        super::compare::refuse_duplicates(args.records.iter().chain(&args.b))?;
+    }
     let a = load(&args.records)?;
     let b = load(&args.b)?;
     if kind == Kind::Ab {

@@ -155,14 +155,21 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let mut report = srv.stop();
     report.interrupted = interrupted;
     let mut out = std::io::stdout().lock();
-    match args.format {
-        Format::Json => {
-            serde_json::to_writer_pretty(&mut out, &report).context("writing the JSON report")?;
-            writeln!(out)?;
+    let written = (|| -> std::io::Result<()> {
+        match args.format {
+            Format::Json => {
+                serde_json::to_writer_pretty(&mut out, &report)?;
+                writeln!(out)?;
+            }
+            Format::Text => write!(out, "{}", ReportText(&report))?,
         }
-        Format::Text => write!(out, "{}", ReportText(&report))?,
+        out.flush()
+    })();
+    match written {
+        // The reader went away (`| head`): the server ran to its end.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+        other => other.context("writing the server report to stdout failed")?,
     }
-    out.flush()?;
     Ok(0)
 }
 

@@ -199,11 +199,25 @@ fn phase_blocks(p: &PhaseReport, counters: Counters, out: &mut Vec<Block>) {
         ),
         _ => "closed loop (no offered rate)".to_string(),
     };
-    out.push(Block::Line(format!(
-        "rate: {} CPM = {} conn/s; {offered}",
-        fixed(p.cpm, 0),
-        fixed(p.achieved_per_sec, 1)
-    )));
+    // README "Nothing measured": a phase without a success prints no rate, no latency or
+    // per-connection figure and no "agree" cross-check (as the bench summary does).
+    let measured = p.successes > 0;
+    if measured {
+        out.push(Block::Line(format!(
+            "rate: {} CPM = {} conn/s; {offered}",
+            fixed(p.cpm, 0),
+            fixed(p.achieved_per_sec, 1)
+        )));
+    } else if p.measured_secs <= 0.0 {
+        out.push(Block::Warning(
+            "nothing measured — the phase ended (interrupted) before its measured part began"
+                .to_string(),
+        ));
+    } else {
+        out.push(Block::Warning(
+            "nothing measured — no connection succeeded".to_string(),
+        ));
+    }
     let failed: u64 = p.failures.values().sum();
     out.push(Block::Line(format!(
         "attempts {}, successes {}, failed {} ({}), late {}, dropped {}",
@@ -214,6 +228,10 @@ fn phase_blocks(p: &PhaseReport, counters: Counters, out: &mut Vec<Block>) {
         count(p.late),
         count(p.dropped)
     )));
+    if !measured {
+        counter_blocks(p, counters, out);
+        return;
+    }
     latency_blocks(p, out);
     let mut cpu = Table::new(["CPU µs per conn", "user", "sys", "total", "sys%"]);
     if let Some(s) = &p.cpu.server {

@@ -126,6 +126,10 @@ fn schema_one_records_are_read_by_the_previous_version_reader() {
     v["phases"][0]["successes"] = 0.into();
     v["phases"][0]["achieved_per_sec"] = 0.0.into();
     v["phases"][0]["cpm"] = 0.0.into();
+    // No connection: no handshake sample either.
+    let empty = results::histogram::encode(&new_latency_histogram());
+    v["phases"][0]["histograms"]["handshake"] = empty.clone().into();
+    v["phases"][0]["histograms"]["service"] = empty.into();
     v["phases"][0]["cpu"]["load"]["us_per_conn_sys"] = 0.0.into();
     v["phases"][0]["cpu"]["load"]["us_per_conn_user"] = 0.0.into();
     let rec = RunRecord::from_json(&v.to_string(), std::path::Path::new("v1.json")).unwrap();

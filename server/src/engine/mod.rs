@@ -18,7 +18,7 @@ pub(crate) const TURN_BUDGET: usize = 256;
 
 /// Pause before accepting again after EMFILE/ENFILE (or ENOBUFS/ENOMEM, or an unexpected error):
 /// the connection stays queued, so retrying at once would spin (libuv#690, wai#928); ~10 ms is the
-/// figure from nanomsg/eventcore discussions (KERNEL-NOTES 1.9).
+/// figure from nanomsg/eventcore discussions (reported in nanomsg and eventcore design discussions; not a kernel guarantee).
 pub(crate) const BACKOFF: Duration = Duration::from_millis(10);
 
 /// What to do after a failed accept.
