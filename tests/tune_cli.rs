@@ -258,29 +258,46 @@ fn doctor_on_a_fixture_root_and_irq_on_a_device_without_queues() {
     assert!(text(&o).contains("no queue IRQs"), "{}", text(&o));
 }
 
-#[test]
-fn apply_and_revert_with_netns_name() {
-    let name = format!("connstorm-test-{}", std::process::id());
-    let add = Command::new(testkit::require_tool("ip", "iproute2"))
-        .args(["netns", "add", &name])
-        .output()
-        .expect("run ip netns add");
-    assert!(add.status.success(), "ip netns add: {}", text(&add));
-    let d = tempfile::tempdir().unwrap();
-    let state = d.path().join("state");
-    let read = || {
+/// A named network namespace (`ip netns add`) for one test, deleted when dropped (also when an
+/// assertion fails).
+struct NamedNetns(String);
+
+impl NamedNetns {
+    fn add(prefix: &str) -> NamedNetns {
+        let name = format!("{prefix}-{}", std::process::id());
+        let add = Command::new(testkit::require_tool("ip", "iproute2"))
+            .args(["netns", "add", &name])
+            .output()
+            .expect("run ip netns add");
+        assert!(add.status.success(), "ip netns add: {}", text(&add));
+        NamedNetns(name)
+    }
+
+    /// `cat PATH` inside the namespace, trimmed.
+    fn read(&self, path: &str) -> String {
         let o = Command::new("ip")
-            .args([
-                "netns",
-                "exec",
-                &name,
-                "cat",
-                "/proc/sys/net/ipv4/tcp_fin_timeout",
-            ])
+            .args(["netns", "exec", &self.0, "cat", path])
             .output()
             .unwrap();
         String::from_utf8_lossy(&o.stdout).trim().to_string()
-    };
+    }
+}
+
+impl Drop for NamedNetns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip")
+            .args(["netns", "delete", &self.0])
+            .output();
+    }
+}
+
+#[test]
+fn apply_and_revert_with_netns_name() {
+    let ns = NamedNetns::add("connstorm-test");
+    let name = ns.0.clone();
+    let d = tempfile::tempdir().unwrap();
+    let state = d.path().join("state");
+    let read = || ns.read("/proc/sys/net/ipv4/tcp_fin_timeout");
     let before = read();
     let o = run(&[
         "tune",
@@ -304,7 +321,6 @@ fn apply_and_revert_with_netns_name() {
     ]);
     let after = read();
     let host_fin = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_fin_timeout").unwrap();
-    let _ = Command::new("ip").args(["netns", "delete", &name]).output();
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(
         text(&o).contains("global keys refused") && text(&o).contains("3 change(s) applied"),
@@ -649,29 +665,13 @@ echo "dash-yes $? $(cat $f)"
 
 #[test]
 fn the_printed_undo_command_works_as_printed() {
-    let name = format!("connstorm-undo-{}", std::process::id());
-    let add = Command::new(testkit::require_tool("ip", "iproute2"))
-        .args(["netns", "add", &name])
-        .output()
-        .expect("run ip netns add");
-    assert!(add.status.success(), "ip netns add: {}", text(&add));
+    let ns = NamedNetns::add("connstorm-undo");
+    let name = ns.0.clone();
     let d = tempfile::tempdir().unwrap();
     let conf = d.path().join("u.conf");
     std::fs::write(&conf, "net.ipv4.tcp_fin_timeout = 23\n").unwrap();
     let state = d.path().join("state");
-    let read = || {
-        let o = Command::new("ip")
-            .args([
-                "netns",
-                "exec",
-                &name,
-                "cat",
-                "/proc/sys/net/ipv4/tcp_fin_timeout",
-            ])
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&o.stdout).trim().to_string()
-    };
+    let read = || ns.read("/proc/sys/net/ipv4/tcp_fin_timeout");
     let before = read();
     let o = run(&[
         "tune",
@@ -696,7 +696,6 @@ fn the_printed_undo_command_works_as_printed() {
     assert_eq!(&words[..2], ["connstorm", "tune"], "{undo}");
     let r = Command::new(BIN).args(&words[1..]).output().unwrap();
     let after = read();
-    let _ = Command::new("ip").args(["netns", "delete", &name]).output();
     assert_eq!(o.status.code(), Some(0), "{t}");
     assert_eq!(applied, "23");
     assert!(undo.contains(&format!("--netns {name}")), "{undo}");

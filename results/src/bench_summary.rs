@@ -24,7 +24,7 @@ pub const SHOWN_COUNTERS: [(&str, &str); 8] = [
 
 /// Thousands separators: `1234567` → `1,234,567` (the tool's one formatter,
 /// `crate::numfmt`; negative values print as 0 as before).
-pub fn group(n: f64) -> String {
+fn group(n: f64) -> String {
     crate::numfmt::fixed(n.max(0.0), 0)
 }
 

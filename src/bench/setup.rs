@@ -88,18 +88,20 @@ pub struct PhaseSpec {
 /// [`fd_room`] as it will be once `bench` has raised its soft fd limit to the hard one
 /// (server::rlimit::raise_nofile), without raising it: for checks before anything changes.
 pub fn fd_room_after_raise() -> usize {
-    let hard = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
-        .map(|(_, h)| h)
-        .unwrap_or(1024);
-    ((hard / 2).clamp(64, 16_384)) as usize
+    room_of(|(_, hard)| hard)
 }
 
 /// Descriptors the load side may hold: half the soft fd limit, leaving room for the server's.
 pub fn fd_room() -> usize {
-    let soft = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
-        .map(|(s, _)| s)
+    room_of(|(soft, _)| soft)
+}
+
+/// Half of one of RLIMIT_NOFILE's (soft, hard) limits, within 64..=16,384 (1024 if unreadable).
+fn room_of(pick: fn((u64, u64)) -> u64) -> usize {
+    let limit = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
+        .map(pick)
         .unwrap_or(1024);
-    ((soft / 2).clamp(64, 16_384)) as usize
+    ((limit / 2).clamp(64, 16_384)) as usize
 }
 
 /// Maps server start errors: configuration problems are bad input (exit 2).

@@ -103,26 +103,25 @@ pub fn check_setups(c: &compare::Comparison, allow_mismatch: bool) -> anyhow::Re
     }
 }
 
-/// Refuses (exit 2) a set of record files in which one run appears twice (the same path, or
-/// files with byte-identical content): each trial must be its own run, and a repeated one would
-/// make the verdict look stronger than the data are (overlapping globs do this).
+/// Refuses (exit 2) a set of records in which one run appears twice (the same path, or files
+/// holding the same record): each trial must be its own run, and a repeated one would make the
+/// verdict look stronger than the data are (overlapping globs do this).
 ///
 /// # Errors
-/// Bad input naming both files; an I/O error reading one is left to the record reader.
-pub fn refuse_duplicates<'a>(paths: impl IntoIterator<Item = &'a PathBuf>) -> anyhow::Result<()> {
-    let mut seen: Vec<(&PathBuf, Vec<u8>)> = Vec::new();
-    for p in paths {
-        let Ok(bytes) = std::fs::read(p) else {
-            continue;
-        };
-        if let Some((first, _)) = seen.iter().find(|(q, b)| *q == p || *b == bytes) {
+/// Bad input naming both files.
+pub fn refuse_duplicates<'a>(
+    records: impl IntoIterator<Item = (&'a PathBuf, &'a results::record::RunRecord)>,
+) -> anyhow::Result<()> {
+    let mut seen: Vec<(&PathBuf, &results::record::RunRecord)> = Vec::new();
+    for (p, rec) in records {
+        if let Some((first, _)) = seen.iter().find(|(q, r)| *q == p || *r == rec) {
             return Err(bad_input(format!(
                 "{} and {} are the same run: each trial must be its own run (a repeated one would make the verdict look stronger than the data are); drop one of them",
                 first.display(),
                 p.display()
             )));
         }
-        seen.push((p, bytes));
+        seen.push((p, rec));
     }
     Ok(())
 }
@@ -212,8 +211,9 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             .map(|p| read_record(p))
             .collect::<anyhow::Result<Vec<_>>>()
     };
-    refuse_duplicates(a.iter().chain(&b))?;
-    let (a, b) = (read(&a)?, read(&b)?);
+    let (ra, rb) = (read(&a)?, read(&b)?);
+    refuse_duplicates(a.iter().zip(&ra).chain(b.iter().zip(&rb)))?;
+    let (a, b) = (ra, rb);
     let comparison = compare::compare(&a, &b, (None, None), &args.rule.options());
     check_setups(&comparison, args.allow_mismatch)?;
     write_output(

@@ -127,12 +127,10 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             "--allow-mismatch is for `--kind ab` (two sides to compare): drop it",
         ));
     }
-    if kind == Kind::Ab {
-        super::compare::refuse_duplicates(args.records.iter().chain(&args.b))?;
-    }
     let a = load(&args.records)?;
     let b = load(&args.b)?;
     if kind == Kind::Ab {
+        super::compare::refuse_duplicates(a.iter().chain(&b).map(|(p, r)| (p, r)))?;
         // The same refusal as `compare`: sides measured with different setups are different
         // experiments.
         let recs =
