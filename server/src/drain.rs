@@ -17,12 +17,18 @@
 //!    complete and be accepted;
 //! 3. accept until EAGAIN (at most [`FINAL_DRAIN_MAX`]: the filter bounds the queue, but if it
 //!    could not be attached the load could refill it forever; what is left is counted);
-//! 4. close the listener.
+//! 4. **seal**: replace the filter with one that drops every segment, so no ACK (the final ACK
+//!    of a handshake in SYN_RECV, or an ACK that a SYN cookie would admit) can create a child
+//!    any more; wait [`SEAL_SETTLE`] for segments already past the filter, accept until EAGAIN
+//!    once more, and count what is still queued;
+//! 5. close the listener.
 //!
-//! Residual window (documented, not closed): a handshake whose final ACK arrives later than
-//! [`DRAIN_GRACE`] after step 1 (RTT above that, or a lost SYN-ACK) is completed by the kernel
-//! after step 3 and reset at step 4. Children inherit the filter (sk_clone_lock copies
-//! `sk_filter`); it only drops pure SYNs, which an established socket never needs.
+//! So every child the kernel creates (one `Tcp.PassiveOpens` each) is accepted or counted in
+//! `left_in_queue`. A handshake whose final ACK arrives later than [`DRAIN_GRACE`] after step 1
+//! (RTT above that, or a lost SYN-ACK) is never completed: the client's retransmitted ACK meets
+//! a closed listener and is reset. Children inherit the filter they were cloned with
+//! (sk_clone_lock copies `sk_filter`), the SYN-only one: an established socket never needs a
+//! pure SYN.
 
 use std::io;
 use std::time::Duration;
@@ -59,6 +65,25 @@ pub(crate) fn syn_drop_program() -> [SockFilter; 5] {
     ]
 }
 
+/// How long step 4 waits after sealing for segments that passed the old filter and are still
+/// being turned into children (softirq work of microseconds).
+pub(crate) const SEAL_SETTLE: Duration = Duration::from_millis(2);
+
+/// The sealing socket filter: `ret #0` (drop every segment).
+pub(crate) fn drop_all_program() -> [SockFilter; 1] {
+    [SockFilter::new(BPF_RET_K, 0, 0, 0)]
+}
+
+/// Step 4 above: makes `listener` drop every segment from now on, then waits [`SEAL_SETTLE`].
+///
+/// # Errors
+/// The errno of setsockopt(SO_ATTACH_FILTER).
+pub(crate) fn seal(listener: &Socket) -> io::Result<()> {
+    listener.attach_filter(&drop_all_program())?;
+    std::thread::sleep(SEAL_SETTLE);
+    Ok(())
+}
+
 /// Step 1 above: makes `listener` drop new SYNs from now on.
 ///
 /// # Errors
@@ -76,4 +101,56 @@ pub(crate) fn block_new_syns(listener: &Socket) -> io::Result<()> {
 pub(crate) fn accept_queue_len(listener: &Socket) -> io::Result<u32> {
     use std::os::fd::AsFd;
     crate::sys::accept_queue_len(listener.as_fd())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use socket2::{Domain, Protocol, Type};
+    use std::net::{SocketAddr, TcpStream};
+
+    fn listener() -> (Socket, SocketAddr) {
+        let l = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP)).unwrap();
+        l.bind(&"127.0.0.1:0".parse::<SocketAddr>().unwrap().into())
+            .unwrap();
+        l.listen(16).unwrap();
+        l.set_nonblocking(true).unwrap();
+        let addr = l.local_addr().unwrap().as_socket().unwrap();
+        (l, addr)
+    }
+
+    /// A sealed listener completes no handshake: the connect times out and nothing is queued,
+    /// while a connection completed before the seal is still accepted.
+    #[test]
+    fn a_sealed_listener_creates_no_child() {
+        let (l, addr) = listener();
+        let before = TcpStream::connect(addr).unwrap();
+        seal(&l).unwrap();
+        let late = TcpStream::connect_timeout(&addr, Duration::from_millis(300));
+        assert!(
+            late.is_err(),
+            "a handshake completed through a sealed listener"
+        );
+        assert_eq!(accept_queue_len(&l).unwrap(), 1);
+        let (first, _) = l.accept().unwrap();
+        assert_eq!(
+            first.peer_addr().unwrap().as_socket(),
+            Some(before.local_addr().unwrap())
+        );
+        assert_eq!(
+            l.accept().unwrap_err().kind(),
+            io::ErrorKind::WouldBlock,
+            "only the connection from before the seal is queued"
+        );
+    }
+
+    /// The SYN filter drops new SYNs only.
+    #[test]
+    fn blocked_syns_leave_queued_connections() {
+        let (l, addr) = listener();
+        let _before = TcpStream::connect(addr).unwrap();
+        block_new_syns(&l).unwrap();
+        assert!(TcpStream::connect_timeout(&addr, Duration::from_millis(300)).is_err());
+        assert!(l.accept().is_ok());
+    }
 }

@@ -170,10 +170,11 @@ impl Harness {
         }
         .map_err(load_error)?;
         // Let the server take what is still in its accept queues before counting.
-        let accepted_after = self
-            .server
-            .as_ref()
-            .map(|s| wait_for_accepts(s, accepted_before.as_ref(), report.total.successes));
+        let accepted_after = self.wait_for_accepts(
+            accepted_before.as_ref(),
+            &srv_before,
+            report.total.successes,
+        );
         let wall_ns = t0.elapsed().as_nanos() as u64;
         let stat_after = procstat::sample();
         let srv_after = self.counters_server()?;
@@ -212,7 +213,70 @@ impl Harness {
     fn pair(&self) -> Option<&NsPair> {
         self.ns.as_ref().map(|(ns, _)| ns)
     }
+
+    /// Waits until the server has taken every connection the kernel completed for it, so a
+    /// phase's accepts are counted in that phase and not in the next one (or in none). In our
+    /// own namespace the rule is exact: every child socket the kernel creates counts one
+    /// `Tcp.PassiveOpens` (tcp_create_openreq_child, net/ipv4/tcp_minisocks.c), so the phase is
+    /// settled when the server's accepts since `before` equal the namespace's PassiveOpens since
+    /// `srv_before`, and stay equal for [`SETTLE`]. A FIN or ACK of a client that a SYN cookie
+    /// admits late still creates a child in that time. In the host namespace other listeners
+    /// count too; then it waits for `expected` accepts or 500 ms without one. At most
+    /// [`ACCEPT_WAIT_MAX`] either way (a starved server's remainder is then counted as never
+    /// accepted, and the cross-check shows it).
+    fn wait_for_accepts(
+        &self,
+        before: Option<&server::LiveStats>,
+        srv_before: &Snapshot,
+        expected: u64,
+    ) -> Option<server::LiveStats> {
+        let server = self.server.as_ref()?;
+        let base = before.map(|b| b.accepted()).unwrap_or(0);
+        let deadline = Instant::now() + ACCEPT_WAIT_MAX;
+        let mut last = server.stats();
+        let mut last_change = Instant::now();
+        let mut settled_since: Option<Instant> = None;
+        loop {
+            let now = server.stats();
+            if Instant::now() > deadline {
+                return Some(now);
+            }
+            let accepted = now.accepted() - base;
+            if self.ns.is_some() {
+                let children = self
+                    .counters_server()
+                    .map(|c| c.delta(srv_before).passive_opens())
+                    .unwrap_or(i64::MAX);
+                if i64::try_from(accepted).unwrap_or(i64::MAX) >= children {
+                    let since = *settled_since.get_or_insert_with(Instant::now);
+                    if since.elapsed() >= SETTLE {
+                        return Some(now);
+                    }
+                } else {
+                    settled_since = None;
+                }
+            } else {
+                if accepted >= expected {
+                    return Some(now);
+                }
+                if now.accepted() != last.accepted() {
+                    last_change = Instant::now();
+                }
+                if last_change.elapsed() > Duration::from_millis(500) {
+                    return Some(now);
+                }
+            }
+            last = now;
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
 }
+
+/// How long accepts must have caught up with the kernel's children before a phase is counted.
+const SETTLE: Duration = Duration::from_millis(50);
+
+/// Longest wait for the server to take what its accept queues still hold after the load ended.
+const ACCEPT_WAIT_MAX: Duration = Duration::from_secs(5);
 
 /// Creates the `--netns` pair, tagged with our PID, after registering its removal for a forced
 /// exit (a second Ctrl-C at any point of the setup must not leave a namespace behind). The
@@ -227,30 +291,5 @@ fn create_pair(rtt: Option<Duration>) -> anyhow::Result<(NsPair, crate::signals:
         Ok(pair) => Ok((pair, guard)),
         Err(e @ tuning::netns::PairError::Netem(_)) => Err(crate::error::bad_input(e.to_string())),
         Err(e) => Err(e.into()),
-    }
-}
-
-fn wait_for_accepts(
-    server: &server::Server,
-    before: Option<&server::LiveStats>,
-    expected: u64,
-) -> server::LiveStats {
-    let base = before.map(|b| b.accepted()).unwrap_or(0);
-    let deadline = Instant::now() + Duration::from_secs(2);
-    let mut last = server.stats();
-    let mut last_change = Instant::now();
-    loop {
-        let now = server.stats();
-        if now.accepted() - base >= expected || Instant::now() > deadline {
-            return now;
-        }
-        if now.accepted() != last.accepted() {
-            last_change = Instant::now();
-        }
-        if last_change.elapsed() > Duration::from_millis(500) {
-            return now;
-        }
-        last = now;
-        std::thread::sleep(Duration::from_millis(10));
     }
 }

@@ -181,15 +181,18 @@ impl EpollLoop<'_> {
         self.accept_more = true;
     }
 
-    /// Stop: accept until EAGAIN (for at most [`crate::drain::FINAL_DRAIN_MAX`]), count what
-    /// cannot be accepted, close the listener; held connections are closed.
+    /// Stop: accept until EAGAIN (for at most [`crate::drain::FINAL_DRAIN_MAX`]), seal the
+    /// listener and accept until EAGAIN again (see [`crate::drain`]), count what cannot be
+    /// accepted, close the listener; held connections are closed.
     fn final_drain(&mut self) {
         self.backoff_until = None;
-        let until = Instant::now() + crate::drain::FINAL_DRAIN_MAX;
-        loop {
-            self.accept_some();
-            if !self.accept_more || Instant::now() >= until {
-                break;
+        self.accept_until_eagain();
+        if !self.accept_more && self.backoff_until.is_none() {
+            if let Some(l) = self.listener.as_ref() {
+                match crate::drain::seal(&SockRef::from(l)) {
+                    Ok(()) => self.accept_until_eagain(),
+                    Err(e) => self.ctx.counts.error(e.raw_os_error().unwrap_or(libc::EIO)),
+                }
             }
         }
         if let Some(mut l) = self.listener.take() {
@@ -208,6 +211,19 @@ impl EpollLoop<'_> {
                 }
             }
             self.again.clear();
+        }
+    }
+
+    /// Accepts until EAGAIN, an accept error that backs off, or
+    /// [`crate::drain::FINAL_DRAIN_MAX`]; `accept_more` says whether the queue may still hold
+    /// connections.
+    fn accept_until_eagain(&mut self) {
+        let until = Instant::now() + crate::drain::FINAL_DRAIN_MAX;
+        loop {
+            self.accept_some();
+            if !self.accept_more || self.backoff_until.is_some() || Instant::now() >= until {
+                break;
+            }
         }
     }
 

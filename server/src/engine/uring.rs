@@ -414,7 +414,8 @@ impl Uring<'_> {
     }
 
     /// Accepts what is left in the queue (the multishot accept is gone) for at most
-    /// [`crate::drain::FINAL_DRAIN_MAX`], then closes the listener.
+    /// [`crate::drain::FINAL_DRAIN_MAX`], seals the listener and accepts until EAGAIN again (see
+    /// [`crate::drain`]), then closes the listener.
     fn final_drain(&mut self) {
         let Some(listener) = self.ctx.listener.take() else {
             return;
@@ -425,27 +426,40 @@ impl Uring<'_> {
                 u64::from(crate::drain::accept_queue_len(&listener).unwrap_or(0));
             return;
         }
+        if self.accept_until_eagain(&listener) {
+            match crate::drain::seal(&listener) {
+                Ok(()) => {
+                    self.accept_until_eagain(&listener);
+                }
+                Err(e) => self.ctx.counts.error(e.raw_os_error().unwrap_or(libc::EIO)),
+            }
+        }
+    }
+
+    /// Accepts from `listener` until EAGAIN (true) or, counting what is left in the queue, until
+    /// a non-transient error or [`crate::drain::FINAL_DRAIN_MAX`] (false).
+    fn accept_until_eagain(&mut self, listener: &socket2::Socket) -> bool {
         let until = Instant::now() + crate::drain::FINAL_DRAIN_MAX;
         loop {
             if Instant::now() >= until {
                 // The queue kept refilling (the SYN filter is missing): what is left is reset.
                 self.ctx.counts.left_in_queue +=
-                    u64::from(crate::drain::accept_queue_len(&listener).unwrap_or(0));
-                break;
+                    u64::from(crate::drain::accept_queue_len(listener).unwrap_or(0));
+                return false;
             }
             match listener.accept() {
                 Ok((sock, _)) => {
                     self.ctx.counts.accepted += 1;
                     self.on_conn(sock.into_raw_fd());
                 }
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return true,
                 Err(e) => {
                     let errno = e.raw_os_error().unwrap_or(libc::EIO);
                     self.ctx.counts.error(errno);
                     if classify(errno) != AcceptFailure::Transient {
                         self.ctx.counts.left_in_queue +=
-                            u64::from(crate::drain::accept_queue_len(&listener).unwrap_or(0));
-                        break;
+                            u64::from(crate::drain::accept_queue_len(listener).unwrap_or(0));
+                        return false;
                     }
                 }
             }
