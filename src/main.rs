@@ -44,7 +44,9 @@ mod cmd;
 mod error;
 mod output;
 mod signals;
-mod units;
+
+/// The command line's units ([`common::units`]), as `crate::units` for every `value_parser`.
+use common::units;
 
 fn main() {
     let args = cmd::compare::b_side_separator(std::env::args_os());

@@ -13,11 +13,16 @@
 //! - [`rlimit`]: raising RLIMIT_NOFILE, for the binary to call once.
 //! - [`threadcpu`]: a thread's own CPU time (CLOCK_THREAD_CPUTIME_ID, RUSAGE_THREAD), which every
 //!   server and load worker publishes.
+//! - [`units`]: the command line's units (durations, connection rates, `HOST:PORT`, CPU lists),
+//!   the `value_parser`s of every option that takes them.
+//! - [`error`]: [`error::BadInput`], the error kind that means exit code 2.
 
 #![forbid(unsafe_code)]
 
 pub mod cpulist;
 pub mod errno;
+pub mod error;
 pub mod numfmt;
 pub mod rlimit;
 pub mod threadcpu;
+pub mod units;

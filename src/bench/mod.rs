@@ -1,16 +1,34 @@
-//! The composition behind `connstorm bench`, `sweep` and `ab`: an in-process [`harness`] that runs
-//! load phases against an in-process server (or an external target) — in the `--netns` pair of
-//! [`tuning::netns`] when asked — per-thread CPU accounting, the kernel floor
-//! ([`loadgen::floor`], with the kernel's count beside it), conversion into run records, and the
-//! summary ([`results::bench_summary`]).
+//! The binary's side of `bench`, `sweep` and `ab`: the composition itself lives in the
+//! `connstorm-bench` crate (re-exported here under the paths the commands use); this module adds
+//! only what prints (notes, progress lines), the build's version in records, and the kernel floor
+//! of `bench --baseline` ([`baseline`]).
+
+pub use ::bench::{cpus, harness, summary};
 
 pub mod baseline;
-pub mod convert;
-pub mod cpus;
-pub mod harness;
-pub mod phase;
 pub mod record;
 pub mod run;
-pub mod setup;
-pub mod summary;
-pub mod taskcpu;
+
+/// Starts a harness ([`harness::Harness::start`]) and shows its notes on stderr.
+///
+/// # Errors
+/// See [`harness::Harness::start`].
+pub fn start(setup: harness::Setup) -> anyhow::Result<harness::Harness> {
+    let h = harness::Harness::start(setup)?;
+    for n in h.notes() {
+        note(&n);
+    }
+    Ok(h)
+}
+
+/// Shows one note of the composition crate on stderr, prefixed `connstorm: `.
+pub fn note(line: &str) {
+    crate::output::note(&format!("connstorm: {line}"));
+}
+
+/// Shows one per-second progress line of a phase on stderr ([`summary::progress_line`]).
+pub fn progress(spec: &harness::PhaseSpec, row: &loadgen::TimelineRow) {
+    if let Some(line) = summary::progress_line(spec, row) {
+        crate::output::note(&line);
+    }
+}

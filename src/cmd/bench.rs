@@ -183,11 +183,15 @@ impl SetupArgs {
     /// Bad input for CPU lists, limits and option conflicts.
     pub fn resolve(&self) -> anyhow::Result<Setup> {
         self.validate()?;
-        let (server_cpus, load_cpus) = crate::bench::cpus::pick_cpus(
+        let picked = crate::bench::cpus::pick_cpus(
             self.server_cpus.as_deref(),
             self.load_cpus.as_deref(),
             self.target.is_some(),
         )?;
+        for n in &picked.notes {
+            crate::bench::note(n);
+        }
+        let (server_cpus, load_cpus) = (picked.server, picked.load);
         let expect_bytes = match self.mode {
             server::Mode::Greet { bytes } => Some(bytes),
             _ => None,
@@ -209,7 +213,7 @@ impl SetupArgs {
 
     /// Closed-loop concurrency of the peak phase.
     pub fn peak_concurrency(&self, load_cpus: usize) -> u32 {
-        self.concurrency.unwrap_or(32 * load_cpus.max(1) as u32)
+        crate::bench::run::peak_concurrency(self.concurrency, load_cpus)
     }
 }
 

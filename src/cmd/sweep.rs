@@ -11,7 +11,7 @@ use clap::ValueEnum;
 use results::numfmt;
 use results::sweep::{self, Criteria, Slo};
 
-use crate::bench::harness::{Harness, PhaseSpec};
+use crate::bench::harness::PhaseSpec;
 use crate::bench::summary;
 use crate::cmd::bench::SetupArgs;
 use crate::error::bad_input;
@@ -91,7 +91,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     });
     let started = Instant::now();
     let load_cpus = setup.load_cpus.len();
-    let mut harness = Harness::start(setup)?;
+    let mut harness = crate::bench::start(setup)?;
     let mut record = crate::bench::record::new_record("sweep", &args.setup.label, config, &harness);
     let mut outcome: anyhow::Result<()> = Ok(());
     let probe = PhaseSpec {

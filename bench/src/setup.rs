@@ -107,7 +107,7 @@ fn room_of(pick: fn((u64, u64)) -> u64) -> usize {
 /// Maps server start errors: configuration problems are bad input (exit 2).
 pub fn server_error(e: server::ServerError) -> anyhow::Error {
     if e.is_bad_input() {
-        crate::error::bad_input(e.to_string())
+        crate::bad_input(e.to_string())
     } else {
         anyhow::Error::new(e).context("server")
     }
@@ -116,7 +116,7 @@ pub fn server_error(e: server::ServerError) -> anyhow::Error {
 /// Maps load errors: configuration problems are bad input (exit 2).
 pub fn load_error(e: loadgen::LoadError) -> anyhow::Error {
     match e {
-        loadgen::LoadError::Config(m) => crate::error::bad_input(m),
+        loadgen::LoadError::Config(m) => crate::bad_input(m),
         other => anyhow::Error::new(other).context("load generator"),
     }
 }

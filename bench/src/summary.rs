@@ -31,7 +31,7 @@ pub fn render(r: &results::RunRecord, record_path: Option<&std::path::Path>) -> 
 /// ([`loadgen::render::second_line`]), or `None` for a drain second after the phase's end (it
 /// only holds completions of attempts started before).
 pub fn progress_line(
-    spec: &super::harness::PhaseSpec,
+    spec: &crate::harness::PhaseSpec,
     row: &loadgen::TimelineRow,
 ) -> Option<String> {
     if row.is_drain() {
@@ -71,7 +71,7 @@ mod tests {
     #[test]
     fn progress_line_names_the_phase_and_skips_drain_seconds() {
         use std::time::Duration;
-        let spec = super::super::harness::PhaseSpec {
+        let spec = crate::harness::PhaseSpec {
             name: "latency".into(),
             pattern: loadgen::Pattern::Closed { concurrency: 4 },
             duration: Duration::from_millis(1_200),

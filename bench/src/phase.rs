@@ -10,16 +10,16 @@ use results::record as rec;
 use tuning::counters::CounterDelta;
 use tuning::procstat;
 
-use super::convert;
-use super::harness::PhaseSpec;
-use super::taskcpu;
+use crate::convert;
+use crate::harness::PhaseSpec;
+use crate::taskcpu;
 
 /// What the harness measured around one load run.
 pub struct Measured<'a> {
     /// The phase.
     pub spec: &'a PhaseSpec,
     /// The harness's setup (CPUs).
-    pub setup: &'a super::harness::Setup,
+    pub setup: &'a crate::harness::Setup,
     /// Server and load ran in the private `--netns` pair (the cross-check must be exact).
     pub exact: bool,
     /// When the run started: monotonic origin of phase offsets and its wall-clock twin.

@@ -15,10 +15,10 @@ use tuning::counters::Snapshot;
 use tuning::netns::NsPair;
 use tuning::procstat;
 
-use super::taskcpu;
+use crate::taskcpu;
 
-pub use super::phase::PhaseOutcome;
-pub use super::setup::{fd_room_after_raise, load_error, server_error, PhaseSpec, Setup};
+pub use crate::phase::PhaseOutcome;
+pub use crate::setup::{fd_room_after_raise, load_error, server_error, PhaseSpec, Setup};
 
 /// A running harness.
 pub struct Harness {
@@ -26,7 +26,7 @@ pub struct Harness {
     server: Option<server::Server>,
     /// The `--netns` pair, and the hook that removes it if a second signal forces an exit
     /// (dropped after the pair).
-    ns: Option<(NsPair, crate::signals::HookGuard)>,
+    ns: Option<(NsPair, crate::cleanup::HookGuard)>,
     target: SocketAddr,
     /// When the run started: the origin of every phase's start offset (monotonic) and its
     /// wall-clock twin, read together.
@@ -77,11 +77,6 @@ impl Harness {
                     None => server::Server::start(cfg),
                 };
                 let server = started.map_err(server_error)?;
-                if let Some(why) = server.fallback_reason() {
-                    crate::output::note(&format!(
-                        "connstorm: engine auto: using epoll because {why}"
-                    ));
-                }
                 let target = server.local_addr();
                 (Some(server), target)
             }
@@ -93,6 +88,18 @@ impl Harness {
             target,
             started,
         })
+    }
+
+    /// What the caller should tell the user about how the harness started: why `--engine auto`
+    /// fell back to epoll (the server's [`server::Server::fallback_reason`]), if it did. One
+    /// line each, without a program-name prefix.
+    pub fn notes(&self) -> Vec<String> {
+        self.server
+            .as_ref()
+            .and_then(|s| s.fallback_reason())
+            .map(|why| format!("engine auto: using epoll because {why}"))
+            .into_iter()
+            .collect()
     }
 
     /// When the run started (wall clock), read with the monotonic origin of phase offsets.
@@ -182,7 +189,7 @@ impl Harness {
 
         let server_cpu = taskcpu::server(accepted_before.as_ref(), accepted_after.as_ref());
         let load_cpu = taskcpu::load(&report);
-        let mut out = super::phase::outcome(super::phase::Measured {
+        let mut out = crate::phase::outcome(crate::phase::Measured {
             spec,
             setup: &self.setup,
             exact: self.ns.is_some(),
@@ -281,15 +288,15 @@ const ACCEPT_WAIT_MAX: Duration = Duration::from_secs(5);
 /// Creates the `--netns` pair, tagged with our PID, after registering its removal for a forced
 /// exit (a second Ctrl-C at any point of the setup must not leave a namespace behind). The
 /// kernel's refusal of netem is bad input (`--rtt`).
-fn create_pair(rtt: Option<Duration>) -> anyhow::Result<(NsPair, crate::signals::HookGuard)> {
+fn create_pair(rtt: Option<Duration>) -> anyhow::Result<(NsPair, crate::cleanup::HookGuard)> {
     let tag = std::process::id().to_string();
     let guard = {
         let tag = tag.clone();
-        crate::signals::on_forced_exit(move || NsPair::remove(&tag))
+        crate::cleanup::on_forced_exit(move || NsPair::remove(&tag))
     };
     match NsPair::create(&tag, rtt) {
         Ok(pair) => Ok((pair, guard)),
-        Err(e @ tuning::netns::PairError::Netem(_)) => Err(crate::error::bad_input(e.to_string())),
+        Err(e @ tuning::netns::PairError::Netem(_)) => Err(crate::bad_input(e.to_string())),
         Err(e) => Err(e.into()),
     }
 }

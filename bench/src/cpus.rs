@@ -3,8 +3,20 @@
 
 use anyhow::Context;
 
-use crate::error::bad_input;
-use crate::units;
+use crate::bad_input;
+use common::units;
+
+/// The CPUs [`pick_cpus`] chose.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Picked {
+    /// CPUs of the server workers (empty with an external target).
+    pub server: Vec<usize>,
+    /// CPUs of the load workers.
+    pub load: Vec<usize>,
+    /// The placement planner's notes with `auto` (why a CPU was or was not chosen), for the
+    /// caller to show.
+    pub notes: Vec<String>,
+}
 
 /// Picks server and load CPUs: explicit lists win; `auto` asks the placement planner
 /// (tuning::placement); otherwise the first third (at least one) of the allowed CPUs serve and the
@@ -12,15 +24,14 @@ use crate::units;
 ///
 /// # Errors
 /// Bad input when a list does not parse, or names CPUs this process may not use.
-pub fn pick_cpus(
-    server: Option<&str>,
-    load: Option<&str>,
-    external: bool,
-) -> anyhow::Result<(Vec<usize>, Vec<usize>)> {
+pub fn pick_cpus(server: Option<&str>, load: Option<&str>, external: bool) -> anyhow::Result<Picked> {
     let allowed = allowed_cpus();
     let auto = server == Some("auto") || load == Some("auto");
+    let mut notes = Vec::new();
     let planned = if auto {
-        Some(auto_placement(&allowed, external)?)
+        let (p, n) = auto_placement(&allowed, external)?;
+        notes = n;
+        Some(p)
     } else {
         None
     };
@@ -47,7 +58,11 @@ pub fn pick_cpus(
     let load = parse("--load-cpus", load, planned.as_ref().map(|p| &p.1))?;
     if external {
         let load = load.unwrap_or_else(|| allowed.clone());
-        return Ok((Vec::new(), load));
+        return Ok(Picked {
+            server: Vec::new(),
+            load,
+            notes,
+        });
     }
     let n_server = (allowed.len() / 3).max(1);
     let server = server.unwrap_or_else(|| allowed[..n_server.min(allowed.len())].to_vec());
@@ -63,10 +78,17 @@ pub fn pick_cpus(
             rest
         }
     });
-    Ok((server, load))
+    Ok(Picked {
+        server,
+        load,
+        notes,
+    })
 }
 
-fn auto_placement(allowed: &[usize], external: bool) -> anyhow::Result<(Vec<usize>, Vec<usize>)> {
+/// The planner's (server, load) CPUs and its notes.
+type Planned = ((Vec<usize>, Vec<usize>), Vec<String>);
+
+fn auto_placement(allowed: &[usize], external: bool) -> anyhow::Result<Planned> {
     let topo = tuning::topology::Topology::read(std::path::Path::new("/"))
         .context("read the CPU topology for `auto`")?;
     let n = allowed.len();
@@ -83,10 +105,10 @@ fn auto_placement(allowed: &[usize], external: bool) -> anyhow::Result<(Vec<usiz
     };
     let p =
         tuning::placement::plan(&topo, &req).map_err(|e| bad_input(format!("--cpus auto: {e}")))?;
-    for note in &p.notes {
-        crate::output::note(&format!("connstorm: placement: {note}"));
-    }
-    Ok((p.server, p.load))
+    Ok((
+        (p.server, p.load),
+        p.notes.iter().map(|n| format!("placement: {n}")).collect(),
+    ))
 }
 
 fn allowed_cpus() -> Vec<usize> {

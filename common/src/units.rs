@@ -1,7 +1,8 @@
 //! Parsers for the units used on the command line: durations (`30s`, `500ms`, `2m`), connection
 //! rates (`20k/s`, `2000/s`, `1M/min`, `1000000cpm`) and CPU lists (`0-3,8`).
 //! Each returns a message that says what is wrong and an example of what works; clap shows it and
-//! exits with code 2.
+//! exits with code 2. These are the `value_parser`s of the binary's options (and of every other
+//! command line that takes the same units), kept here so each unit is parsed once.
 
 use std::time::Duration;
 
@@ -109,12 +110,12 @@ pub fn parse_target(s: &str) -> Result<std::net::SocketAddr, String> {
 /// # Errors
 /// The cpulist parser's message.
 pub fn parse_cpus(s: &str) -> Result<Vec<usize>, String> {
-    let cpus = tuning::cpulist::parse_nonempty(s).map_err(|e| e.to_string())?;
+    let cpus = crate::cpulist::parse_nonempty(s).map_err(|e| e.to_string())?;
     // The parser merges repeats (as the kernel does for sysfs lists); on the command line a
     // repeated CPU is a typo that would silently run fewer workers than asked.
     let mut named = 0usize;
     for part in s.split(|c: char| c == ',' || c.is_whitespace()) {
-        named += tuning::cpulist::parse(part)
+        named += crate::cpulist::parse(part)
             .map_err(|e| e.to_string())?
             .len();
     }

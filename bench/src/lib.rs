@@ -1,0 +1,44 @@
+//! `connstorm-bench`: the composition behind `connstorm bench`, `sweep` and `ab`. An in-process
+//! [`harness`] runs load phases against an in-process server (or an external target) — in the
+//! `--netns` pair of [`tuning::netns`] when asked — measures around each phase (kernel counter
+//! deltas, per-side CPU from each worker's own thread CPU time, `/proc/stat`), and turns what it
+//! measured into run-record parts ([`results::record`]).
+//!
+//! Like the binary, this crate composes the four library crates (`server`, `loadgen`, `tuning`,
+//! `results`), which never depend on each other. Unlike the binary it **never prints**: it returns
+//! values and records, and reports progress, notes and per-second rows through the callbacks its
+//! callers pass; the binary decides what goes to stdout and stderr.
+//!
+//! # Moving parts
+//! - [`setup`]: what a harness is given ([`setup::Setup`], each phase's [`setup::PhaseSpec`]),
+//!   the load side's descriptor budget, and how server and load errors map to bad input.
+//! - [`cpus`]: which CPUs serve and which load (explicit lists, `auto`, a default split).
+//! - [`harness`]: the server (and namespaces) for the life of a run, and one phase at a time.
+//! - [`phase`]: one phase's measurements turned into its record part; [`convert`]: a load
+//!   report in the record's form; [`taskcpu`]: each side's CPU time.
+//! - [`run`]: one `bench` run (also an `ab` trial): the peak phase, then the latency phase.
+//! - [`record`]: the record's header (what ran, on which host) and the `--out` check.
+//! - [`summary`]: the text of a finished run and the per-second progress lines (strings, for
+//!   the caller to print).
+//! - [`cleanup`]: the registry of undo actions (namespaces, `ab` toggles) that the binary runs
+//!   when a second signal forces an exit.
+//!
+//! Bad input found while resolving options (a CPU list, `--out`, netem refused) is an
+//! `anyhow::Error` holding [`common::error::BadInput`]: the binary's exit code 2.
+
+pub mod cleanup;
+pub mod convert;
+pub mod cpus;
+pub mod harness;
+pub mod phase;
+pub mod record;
+pub mod run;
+pub mod setup;
+pub mod summary;
+pub mod taskcpu;
+
+/// A bad-input error (exit code 2 in the binary) from a message saying what is wrong and how to
+/// fix it.
+pub(crate) fn bad_input(msg: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(common::error::BadInput(msg.into()))
+}
