@@ -171,6 +171,51 @@ pub fn budget(
     }
 }
 
+/// What a load run asks of the ephemeral ports.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Demand {
+    /// Open loop: new connections per second.
+    Rate {
+        /// Offered rate, connections/s.
+        per_sec: f64,
+    },
+    /// Closed loop: connections held at once.
+    InFlight {
+        /// Connections in flight.
+        connections: u64,
+    },
+}
+
+/// Why `demand` will run out of ephemeral ports under the budget `e` (from [`budget`]), or `None`
+/// when it fits: an offered rate above [`Estimate::per_sec`] (only with client TIME_WAIT; with
+/// reuse the bound is the reuse delay's, an upper bound), or more connections in flight than
+/// [`Estimate::concurrent`]. Either way connect(2) fails with EADDRNOTAVAIL (no free port for the
+/// triple, inet_hash_connect, net/ipv4/inet_hashtables.c). One line, without a program prefix or
+/// the caller's options to fix it.
+pub fn shortfall(e: &Estimate, demand: Demand) -> Option<String> {
+    match demand {
+        Demand::Rate { per_sec: rate } => {
+            e.per_sec.filter(|&b| rate > b)?;
+            Some(match &e.reuse {
+                Reuse::Yes { .. } => format!(
+                    "offered rate {rate:.0}/s exceeds the ephemeral-port budget even with TIME_WAIT reuse ({}): expect EADDRNOTAVAIL (port exhaustion)",
+                    e.explain
+                ),
+                Reuse::No { .. } => format!(
+                    "offered rate {rate:.0}/s exceeds the ephemeral-port budget of {}: expect EADDRNOTAVAIL (port exhaustion)",
+                    e.explain
+                ),
+            })
+        }
+        Demand::InFlight { connections } => (connections > e.concurrent).then(|| {
+            format!(
+                "{connections} connections in flight need more ports than the {} available ({} ports x {} triple(s)): expect EADDRNOTAVAIL (port exhaustion)",
+                e.concurrent, e.ports, e.triples
+            )
+        }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -215,5 +260,28 @@ mod tests {
         let mut d = s(1, 1);
         d.tw_reuse_delay_ms = Some(5000);
         assert_eq!(budget(&d, 1, true, true).per_sec, Some(28232.0 / 5.0));
+    }
+
+    #[test]
+    fn shortfall_names_the_bound_that_a_demand_exceeds() {
+        // No reuse: 28,232 ports / 60 s = about 470/s for one triple.
+        let no_reuse = budget(&s(0, 1), 1, true, true);
+        assert_eq!(shortfall(&no_reuse, Demand::Rate { per_sec: 470.0 }), None);
+        let w = shortfall(&no_reuse, Demand::Rate { per_sec: 471.0 }).unwrap();
+        assert!(w.starts_with("offered rate 471/s exceeds the ephemeral-port budget of about 471/s = 28232 ports [32768-60999]"), "{w}");
+        assert!(w.contains("no reuse: net.ipv4.tcp_tw_reuse = 0"), "{w}");
+        // Reuse after 1 s: the bound is 28,232/s.
+        let reuse = budget(&s(1, 1), 1, true, true);
+        assert_eq!(shortfall(&reuse, Demand::Rate { per_sec: 28_000.0 }), None);
+        let w = shortfall(&reuse, Demand::Rate { per_sec: 30_000.0 }).unwrap();
+        assert!(w.contains("even with TIME_WAIT reuse (at most about 28232/s"), "{w}");
+        // No client TIME_WAIT: no rate bound at all.
+        let rst = budget(&s(0, 1), 1, true, false);
+        assert_eq!(shortfall(&rst, Demand::Rate { per_sec: 1e7 }), None);
+        // In flight: 2 triples hold 56,464 at once.
+        let two = budget(&s(0, 1), 2, true, false);
+        assert_eq!(shortfall(&two, Demand::InFlight { connections: 56_464 }), None);
+        let w = shortfall(&two, Demand::InFlight { connections: 56_465 }).unwrap();
+        assert_eq!(w, "56465 connections in flight need more ports than the 56464 available (28232 ports x 2 triple(s)): expect EADDRNOTAVAIL (port exhaustion)");
     }
 }

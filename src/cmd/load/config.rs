@@ -157,72 +157,30 @@ fn allowed_cpus() -> anyhow::Result<Vec<usize>> {
     Ok(tuning::topology::allowed_cpus(Path::new("/"))?)
 }
 
-/// The port budget with TIME_WAIT reuse taken into account, from the settings it depends on
-/// (`tuning::ports::budget`: tcp_tw_reuse, tcp_timestamps, tcp_tw_reuse_delay; reuse needs
-/// timestamps, ip-sysctl.rst); `None` when the settings cannot be read.
-fn reuse_estimate(
-    cfg: &LoadConfig,
-    b: &loadgen::ports::PortBudget,
-) -> Option<tuning::ports::Estimate> {
-    let io = tuning::plan::ProcSys { root: "/".into() };
-    let s = tuning::ports::PortSettings::read(&io).ok()?;
-    let all_local = cfg.targets.iter().all(|t| is_local(t.ip()));
-    Some(tuning::ports::budget(
-        &s,
-        b.triples,
-        all_local,
-        cfg.close == CloseMode::Fin,
-    ))
-}
-
-/// Warns on stderr when the rate or the concurrency needs more ephemeral ports than `b` offers
-/// (with TIME_WAIT reuse taken into account), saying how to fix it.
+/// Warns on stderr when the rate or the concurrency needs more ephemeral ports than this host
+/// offers ([`tuning::ports::shortfall`], with TIME_WAIT reuse taken into account from the
+/// settings it depends on: tcp_tw_reuse, tcp_timestamps, tcp_tw_reuse_delay), saying how to fix
+/// it. `b` gives the run's (source, target) triples.
 pub(super) fn warn_port_budget(cfg: &LoadConfig, b: &loadgen::ports::PortBudget) {
-    let (lo, hi) = b.range;
-    let fix =
-        "use more --source addresses (any 127.0.0.0/8 on loopback), more targets, --close rst or \
-               --close server, a wider net.ipv4.ip_local_port_range, or net.ipv4.tcp_tw_reuse=1";
-    if let (Some(per_sec), Pattern::Open { rate_per_sec, .. }) = (b.per_sec, cfg.pattern) {
-        let estimate = reuse_estimate(cfg, b);
-        match estimate {
-            // TIME_WAIT reuse applies: only a rate above the reuse budget can exhaust ports.
-            Some(e) if matches!(e.reuse, tuning::ports::Reuse::Yes { .. }) => {
-                let over = e.per_sec.is_some_and(|r| rate_per_sec > r);
-                if over {
-                    eprintln!(
-                        "connstorm load: warning: --rate {rate_per_sec:.0}/s exceeds the ephemeral-port budget even with \
-                         TIME_WAIT reuse ({}): expect EADDRNOTAVAIL (port exhaustion); {fix}",
-                        e.explain
-                    );
-                }
-            }
-            e if rate_per_sec > per_sec => {
-                let why = match e.map(|e| e.reuse) {
-                    Some(tuning::ports::Reuse::No { why }) => {
-                        format!(" — no TIME_WAIT reuse: {why}")
-                    }
-                    _ => String::new(),
-                };
-                eprintln!(
-                    "connstorm load: warning: --rate {rate_per_sec:.0}/s exceeds the ephemeral-port budget of about \
-                     {per_sec:.0}/s ({} ports [{lo}-{hi}] x {} source/target triples / 60 s TIME_WAIT with --close fin): \
-                     expect EADDRNOTAVAIL (port exhaustion){why}; {fix}",
-                    b.ports,
-                    b.triples,
-                );
-            }
-            _ => {}
-        }
-    }
-    let in_flight = match cfg.pattern {
-        Pattern::Open { .. } => cfg.max_in_flight as u64,
-        Pattern::Closed { concurrency } => u64::from(concurrency),
+    let io = tuning::plan::ProcSys { root: "/".into() };
+    let settings = match tuning::ports::PortSettings::read(&io) {
+        Ok(s) => s,
+        Err(e) => return eprintln!("connstorm load: warning: {e}; no port-budget check"),
     };
-    if matches!(cfg.pattern, Pattern::Closed { .. }) && in_flight > b.concurrent {
+    let all_local = cfg.targets.iter().all(|t| is_local(t.ip()));
+    let e = tuning::ports::budget(&settings, b.triples, all_local, cfg.close == CloseMode::Fin);
+    let demand = match cfg.pattern {
+        Pattern::Open { rate_per_sec, .. } => tuning::ports::Demand::Rate {
+            per_sec: rate_per_sec,
+        },
+        Pattern::Closed { concurrency } => tuning::ports::Demand::InFlight {
+            connections: u64::from(concurrency),
+        },
+    };
+    if let Some(w) = tuning::ports::shortfall(&e, demand) {
         eprintln!(
-            "connstorm load: warning: {in_flight} connections in flight need more ports than the {} available \
-             ({} ports x {} triples); {fix}",
-            b.concurrent, b.ports, b.triples
+            "connstorm load: warning: {w}; use more --source addresses (any 127.0.0.0/8 on loopback), more targets, \
+             --close rst or --close server, a wider net.ipv4.ip_local_port_range, or net.ipv4.tcp_tw_reuse=1"
         );
     }
 }
