@@ -16,6 +16,7 @@
 //! - [`harness`]: the server (and namespaces) for the life of a run, and one phase at a time.
 //! - [`phase`]: one phase's measurements turned into its record part; [`convert`]: a load
 //!   report in the record's form; [`taskcpu`]: each side's CPU time.
+//! - [`limits`]: the bounds of the options, checked before anything is created.
 //! - [`run`]: one `bench` run (also an `ab` trial): the peak phase, then the latency phase.
 //! - [`record`]: the record's header (what ran, on which host) and the `--out` check.
 //! - [`summary`]: the text of a finished run and the per-second progress lines (strings, for
@@ -30,6 +31,7 @@ pub mod cleanup;
 pub mod convert;
 pub mod cpus;
 pub mod harness;
+pub mod limits;
 pub mod phase;
 pub mod record;
 pub mod run;

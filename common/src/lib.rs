@@ -4,6 +4,9 @@
 //! and print the same things the same way.
 //!
 //! # Moving parts
+//! - [`counters`]: the kernel's TCP counters of one network namespace (`/proc/thread-self/net`
+//!   snmp, netstat, softnet_stat, sockstat, conntrack) and per-run deltas; `tuning::counters`
+//!   re-exports it, and `testkit` reads counters with it.
 //! - [`cpulist`]: the kernel's CPU-list syntax (`0-3,8`, strides `0-7:1/2`, `N`, `all`), one
 //!   parser and one set of error messages for every `--cpus` option and every sysfs list.
 //! - [`numfmt`]: the one number formatter (thousands separators in text, a space before a unit,
@@ -19,6 +22,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod counters;
 pub mod cpulist;
 pub mod errno;
 pub mod error;

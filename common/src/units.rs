@@ -127,9 +127,57 @@ pub fn parse_cpus(s: &str) -> Result<Vec<usize>, String> {
     Ok(cpus)
 }
 
+/// Parses a listen address, `IP:PORT` with a port of 0 to 65535 (0: the kernel picks a free
+/// one, bind(2)). No name resolution: a server binds an address of its own.
+///
+/// # Errors
+/// A message with an example when it does not parse (a port above 65535 included).
+pub fn parse_listen(s: &str) -> Result<std::net::SocketAddr, String> {
+    s.trim().parse().map_err(|_| {
+        format!(
+            "invalid listen address {s:?}: write IP:PORT with a port from 0 to 65535 (0 picks a \
+             free one), e.g. `127.0.0.1:9000`, `0.0.0.0:9000` or `[::]:9000`"
+        )
+    })
+}
+
+/// Parses a listen(2) backlog: 1 to 2147483647 connections (listen(2) takes an int; the kernel
+/// caps it at `net.core.somaxconn`, 4096 by default since Linux 5.4).
+///
+/// # Errors
+/// A message for zero, non-numbers and values above `i32::MAX`.
+pub fn parse_backlog(s: &str) -> Result<u32, String> {
+    match s.trim().parse::<u64>() {
+        Ok(v) if (1..=i32::MAX as u64).contains(&v) => Ok(v as u32),
+        _ => Err(format!(
+            "backlog {s:?} is out of range: give 1 to {} connections per listener (the kernel \
+             caps it at net.core.somaxconn anyway, 4096 by default)",
+            i32::MAX
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn backlog_and_listen_out_of_range_are_refused() {
+        assert_eq!(parse_backlog("128"), Ok(128));
+        assert_eq!(parse_backlog("2147483647"), Ok(i32::MAX as u32));
+        for bad in ["0", "2147483648", "1099511627776", "-1", "lots"] {
+            assert!(
+                parse_backlog(bad).unwrap_err().contains("1 to 2147483647"),
+                "{bad}"
+            );
+        }
+        assert_eq!(parse_listen(" 127.0.0.1:0").unwrap().port(), 0);
+        assert!(parse_listen("[::]:9000").unwrap().is_ipv6());
+        assert!(parse_listen("127.0.0.1:70000")
+            .unwrap_err()
+            .contains("0 to 65535"));
+        assert!(parse_listen("localhost:9000").is_err(), "no resolution");
+    }
 
     #[test]
     fn rates_in_every_form() {

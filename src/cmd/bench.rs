@@ -10,7 +10,6 @@ use clap::ValueEnum;
 
 use crate::bench::harness::Setup;
 use crate::bench::summary;
-use crate::error::bad_input;
 use crate::units;
 
 /// Output format.
@@ -70,7 +69,7 @@ pub struct SetupArgs {
     #[arg(long, default_value = "close", value_parser = parse_mode)]
     pub mode: server::Mode,
     /// listen() backlog per listener (capped by net.core.somaxconn).
-    #[arg(long, default_value_t = 65535)]
+    #[arg(long, default_value_t = 65535, value_parser = units::parse_backlog)]
     pub backlog: u32,
     /// Benchmark an external server (HOST:PORT, e.g. a gateway): load side only.
     #[arg(long, value_parser = parse_target)]
@@ -117,64 +116,21 @@ pub struct Args {
     pub setup: SetupArgs,
 }
 
-/// Longest `bench` run accepted (24 h): a benchmark, not a soak test (use `load` for those); its
-/// per-second timeline must stay a small record.
-pub const MAX_BENCH_DURATION: Duration = Duration::from_secs(24 * 3600);
-
-/// Highest offered rate accepted (10 M connections/s): far above what any Linux host completes
-/// (loopback handshakes cost several µs of CPU each), yet finite, so schedules stay bounded.
-pub const MAX_RATE_PER_SEC: f64 = 1e7;
-
-/// Most attempts in flight accepted (1 M): each is a socket, and the fd limit bounds them anyway.
-pub const MAX_CONCURRENCY: u32 = 1_000_000;
-
-/// Longest per-attempt connect timeout accepted (1 h).
-pub const MAX_CONNECT_TIMEOUT: Duration = Duration::from_secs(3600);
-
 impl SetupArgs {
     /// Checks every option that needs no host state beyond limits and the `--out` directory,
-    /// before anything is created: concurrency, backlog, connect timeout, `--target`/`--netns`,
-    /// and that `--out` can be written.
+    /// before anything is created ([`::bench::limits::check_setup`]; `--backlog` is checked by
+    /// its parser).
     ///
     /// # Errors
     /// Bad input (exit 2) naming the option, its limit and how to fix it.
     pub fn validate(&self) -> anyhow::Result<()> {
-        if self.target.is_some() && self.netns {
-            return Err(bad_input("--target and --netns exclude each other: --netns runs connstorm's own server in a private namespace"));
-        }
-        if let Some(c) = self.concurrency {
-            if c == 0 {
-                return Err(bad_input(
-                    "--concurrency 0: keep at least one attempt in flight, e.g. --concurrency 32",
-                ));
-            }
-            if c > MAX_CONCURRENCY {
-                return Err(bad_input(format!(
-                    "--concurrency {c} is above the most connstorm accepts ({MAX_CONCURRENCY}): each attempt holds a socket; give fewer"
-                )));
-            }
-            let room = crate::bench::harness::fd_room_after_raise();
-            if c as usize > room {
-                return Err(bad_input(format!(
-                    "--concurrency {c} needs {c} sockets but the open-file limit leaves the load side {room}: raise it (`ulimit -n`, RLIMIT_NOFILE) or give --concurrency {room} or less"
-                )));
-            }
-        }
-        if self.backlog == 0 || self.backlog > i32::MAX as u32 {
-            return Err(bad_input(format!(
-                "--backlog {} is outside 1..={}: listen(2) takes a positive int, and the kernel caps it at net.core.somaxconn anyway",
-                self.backlog,
-                i32::MAX
-            )));
-        }
-        if self.connect_timeout > MAX_CONNECT_TIMEOUT {
-            return Err(bad_input(format!(
-                "--connect-timeout {:?} is longer than {} s: give a shorter one (a SYN retransmit schedule gives up after ~131 s anyway)",
-                self.connect_timeout,
-                MAX_CONNECT_TIMEOUT.as_secs()
-            )));
-        }
-        crate::bench::record::check_writable_dir(&self.out)
+        ::bench::limits::check_setup(&::bench::limits::SetupRequest {
+            concurrency: self.concurrency,
+            connect_timeout: self.connect_timeout,
+            target: self.target.is_some(),
+            netns: self.netns,
+            out: &self.out,
+        })
     }
 
     /// Validates ([`SetupArgs::validate`]), resolves the CPUs and builds the harness setup.
@@ -260,31 +216,11 @@ pub fn exit_code(record: &results::RunRecord) -> i32 {
     }
 }
 
-/// Checks `bench`'s own options (duration, rate); [`SetupArgs::resolve`] checks the shared ones.
+/// Checks `bench`'s own options (duration, rate; [`::bench::limits::check_plan`]);
+/// [`SetupArgs::resolve`] checks the shared ones.
 ///
 /// # Errors
 /// Bad input (exit 2) naming the option, its limit and how to fix it.
 pub fn validate(args: &Args) -> anyhow::Result<()> {
-    if args.duration < Duration::from_secs(1) {
-        return Err(bad_input(format!(
-            "--duration {:?} is too short: give at least 1s (each phase needs whole seconds of load)",
-            args.duration
-        )));
-    }
-    if args.duration > MAX_BENCH_DURATION {
-        return Err(bad_input(format!(
-            "--duration {:?} is longer than bench accepts ({} h): give a shorter one, or use `connstorm load` for long runs",
-            args.duration,
-            MAX_BENCH_DURATION.as_secs() / 3600
-        )));
-    }
-    if let Some(rate) = args.rate {
-        if !(1.0..=MAX_RATE_PER_SEC).contains(&rate) {
-            return Err(bad_input(format!(
-                "--rate {rate}/s is outside 1/s..={}/s: give a rate a host can be offered, e.g. --rate 20k/s",
-                MAX_RATE_PER_SEC
-            )));
-        }
-    }
-    Ok(())
+    ::bench::limits::check_plan(&crate::bench::run::plan(args))
 }

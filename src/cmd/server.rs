@@ -25,7 +25,7 @@ use server::render::{progress_line, ReportText, MIN_PARTIAL};
 use server::{EngineChoice, Mode, Server, ServerConfig, Steer};
 
 use crate::error::bad_input;
-use crate::units::{parse_cpus, parse_positive_duration};
+use crate::units::{parse_backlog, parse_cpus, parse_listen, parse_positive_duration};
 
 /// A parsed `--cpus` list (an alias, so clap takes the parser's whole `Vec` as one value).
 pub type CpuList = Vec<usize>;
@@ -173,55 +173,6 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-/// Parses `--listen`: IP:PORT with a port of 0 to 65535.
-///
-/// # Errors
-/// A message with an example when it does not parse (a port above 65535 included).
-fn parse_listen(s: &str) -> Result<SocketAddr, String> {
-    s.trim().parse().map_err(|_| {
-        format!(
-            "invalid listen address {s:?}: write IP:PORT with a port from 0 to 65535 (0 picks a \
-             free one), e.g. `127.0.0.1:9000`, `0.0.0.0:9000` or `[::]:9000`"
-        )
-    })
-}
-
-/// Parses `--backlog`: 1 to 2147483647 connections (listen(2) takes an int).
-///
-/// # Errors
-/// A message for zero, non-numbers and values above `i32::MAX`.
-fn parse_backlog(s: &str) -> Result<u32, String> {
-    match s.trim().parse::<u64>() {
-        Ok(v) if (1..=i32::MAX as u64).contains(&v) => Ok(v as u32),
-        _ => Err(format!(
-            "backlog {s:?} is out of range: give 1 to {} connections per listener (the kernel \
-             caps it at net.core.somaxconn anyway, 4096 by default)",
-            i32::MAX
-        )),
-    }
-}
-
 fn allowed_cpus() -> anyhow::Result<Vec<usize>> {
     Ok(tuning::topology::allowed_cpus(std::path::Path::new("/"))?)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn backlog_and_listen_out_of_range_are_refused() {
-        assert_eq!(parse_backlog("128"), Ok(128));
-        assert_eq!(parse_backlog("2147483647"), Ok(i32::MAX as u32));
-        for bad in ["0", "2147483648", "1099511627776", "-1", "lots"] {
-            assert!(
-                parse_backlog(bad).unwrap_err().contains("1 to 2147483647"),
-                "{bad}"
-            );
-        }
-        assert!(parse_listen("127.0.0.1:0").is_ok());
-        assert!(parse_listen("127.0.0.1:70000")
-            .unwrap_err()
-            .contains("0 to 65535"));
-    }
 }

@@ -121,13 +121,14 @@ impl NetNs {
 
     /// All counters of this namespace, keyed `"Tcp.ActiveOpens"`, `"TcpExt.ListenOverflows"`,
     /// `"Ip.InReceives"`, ... (from /proc/thread-self/net/snmp and .../netstat, plus
-    /// `"softnet.*"` and `"nf_conntrack.*"` where present), parsed by [`tuning::counters::Snapshot`]
+    /// `"softnet.*"` and `"nf_conntrack.*"` where present), parsed by
+    /// [`common::counters::Snapshot`] (re-exported as `tuning::counters`)
     /// — the same parser the binary uses for its cross-checks.
     ///
     /// # Panics
     /// If the files cannot be read or parsed (they always exist on Linux with CONFIG_PROC_FS).
     pub fn counters(&self) -> BTreeMap<String, i64> {
-        tuning::counters::Snapshot::read_current()
+        common::counters::Snapshot::read_current()
             .unwrap_or_else(|e| panic!("read this namespace's TCP counters: {e}"))
             .counters
     }
