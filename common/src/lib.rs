@@ -11,6 +11,8 @@
 //!   parser and one set of error messages for every `--cpus` option and every sysfs list.
 //! - [`numfmt`]: the one number formatter (thousands separators in text, a space before a unit,
 //!   `n/a` for what was not measured); JSON and CSV keep raw numbers.
+//! - [`table`]: the one table renderer (aligned text and Markdown), for every listing and
+//!   report.
 //! - [`errno`]: errno names (one spelling for unknown values) and the fixed per-errno failure
 //!   table of the accept and connect loops.
 //! - [`rlimit`]: raising RLIMIT_NOFILE, for the binary to call once.
@@ -28,5 +30,6 @@ pub mod errno;
 pub mod error;
 pub mod numfmt;
 pub mod rlimit;
+pub mod table;
 pub mod threadcpu;
 pub mod units;

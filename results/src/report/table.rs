@@ -1,4 +1,7 @@
-//! Documents made of headings, lines and tables, rendered as aligned text or Markdown.
+//! Documents made of headings, lines and tables, rendered as aligned text or Markdown; tables
+//! through the one renderer, [`common::table`].
+
+use common::table::{self, Align};
 
 /// A piece of a document.
 #[derive(Debug, Clone, PartialEq)]
@@ -36,25 +39,11 @@ impl Table {
         self.rows.push(cells.into_iter().map(Into::into).collect());
     }
 
-    fn widths(&self) -> Vec<usize> {
-        let mut w: Vec<usize> = self.headers.iter().map(|h| h.chars().count()).collect();
-        for r in &self.rows {
-            for (i, c) in r.iter().enumerate() {
-                if i < w.len() {
-                    w[i] = w[i].max(c.chars().count());
-                }
-            }
-        }
-        w
-    }
-}
-
-fn pad(s: &str, width: usize, left: bool) -> String {
-    let fill = " ".repeat(width.saturating_sub(s.chars().count()));
-    if left {
-        format!("{s}{fill}")
-    } else {
-        format!("{fill}{s}")
+    /// Each column's side: the first (names) left, the others (numbers) right.
+    fn align(&self) -> Vec<Align> {
+        (0..self.headers.len())
+            .map(|i| if i == 0 { Align::Left } else { Align::Right })
+            .collect()
     }
 }
 
@@ -68,19 +57,7 @@ pub fn to_text(blocks: &[Block]) -> String {
             Block::Line(l) => out.push_str(&format!("{l}\n")),
             Block::Warning(w) => out.push_str(&format!("WARNING: {w}\n")),
             Block::Table(t) => {
-                let w = t.widths();
-                let line = |cells: &[String]| {
-                    let s: Vec<String> = cells
-                        .iter()
-                        .enumerate()
-                        .map(|(i, c)| pad(c, w.get(i).copied().unwrap_or(0), i == 0))
-                        .collect();
-                    format!("  {}\n", s.join("  ").trim_end())
-                };
-                out.push_str(&line(&t.headers));
-                for r in &t.rows {
-                    out.push_str(&line(r));
-                }
+                out.push_str(&table::text(&t.headers, &t.rows, &t.align(), "  "));
                 out.push('\n');
             }
         }
@@ -102,22 +79,8 @@ pub fn to_markdown(blocks: &[Block]) -> String {
             Block::Line(l) => out.push_str(&format!("{l}  \n")),
             Block::Warning(w) => out.push_str(&format!("**Warning:** {w}  \n")),
             Block::Table(t) => {
-                let esc = |c: &String| c.replace('|', "\\|");
                 out.push('\n');
-                out.push_str(&format!(
-                    "| {} |\n",
-                    t.headers.iter().map(esc).collect::<Vec<_>>().join(" | ")
-                ));
-                let align: Vec<&str> = (0..t.headers.len())
-                    .map(|i| if i == 0 { "---" } else { "---:" })
-                    .collect();
-                out.push_str(&format!("|{}|\n", align.join("|")));
-                for r in &t.rows {
-                    out.push_str(&format!(
-                        "| {} |\n",
-                        r.iter().map(esc).collect::<Vec<_>>().join(" | ")
-                    ));
-                }
+                out.push_str(&table::markdown(&t.headers, &t.rows, &t.align()));
                 out.push('\n');
             }
         }

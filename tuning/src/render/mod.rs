@@ -19,35 +19,10 @@ use crate::finding::Finding;
 
 /// An aligned table: a header line, then one line per row. Every column is as wide as its widest
 /// cell or header (in characters, not bytes), columns are two spaces apart, the last column
-/// (free text) is not padded and trailing spaces are trimmed. Each line ends with `\n`.
+/// (free text) is not padded and trailing spaces are trimmed. Each line ends with `\n`. The one
+/// renderer, [`common::table::text`], with every column left-aligned and no indent.
 pub fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
-    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
-    for r in rows {
-        for (w, c) in widths.iter_mut().zip(r) {
-            *w = (*w).max(c.chars().count());
-        }
-    }
-    let line = |cells: &mut dyn Iterator<Item = &str>| {
-        let cells: Vec<&str> = cells.collect();
-        let last = cells.len().saturating_sub(1);
-        let mut s = String::new();
-        for (i, c) in cells.iter().enumerate() {
-            if i > 0 {
-                s.push_str("  ");
-            }
-            s.push_str(c);
-            if i != last {
-                let fill = widths.get(i).copied().unwrap_or(0);
-                s.push_str(&" ".repeat(fill.saturating_sub(c.chars().count())));
-            }
-        }
-        format!("{}\n", s.trim_end())
-    };
-    let mut out = line(&mut headers.iter().copied());
-    for r in rows {
-        out.push_str(&line(&mut r.iter().map(String::as_str)));
-    }
-    out
+    common::table::text(headers, rows, &[], "")
 }
 
 /// One line per finding: severity padded to 5, topic to 9, then the message.
