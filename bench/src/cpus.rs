@@ -24,7 +24,11 @@ pub struct Picked {
 ///
 /// # Errors
 /// Bad input when a list does not parse, or names CPUs this process may not use.
-pub fn pick_cpus(server: Option<&str>, load: Option<&str>, external: bool) -> anyhow::Result<Picked> {
+pub fn pick_cpus(
+    server: Option<&str>,
+    load: Option<&str>,
+    external: bool,
+) -> anyhow::Result<Picked> {
     let allowed = allowed_cpus();
     let auto = server == Some("auto") || load == Some("auto");
     let mut notes = Vec::new();

@@ -150,9 +150,15 @@ mod tests {
     fn concurrency_is_bounded_by_the_limit_and_the_descriptors() {
         assert!(check_concurrency(64, 64).is_ok());
         assert!(is_bad_input(check_concurrency(0, 64), "--concurrency 0"));
-        assert!(is_bad_input(check_concurrency(65, 64), "leaves the load side 64"));
+        assert!(is_bad_input(
+            check_concurrency(65, 64),
+            "leaves the load side 64"
+        ));
         let over = check_concurrency(MAX_CONCURRENCY + 1, usize::MAX);
-        assert!(is_bad_input(over, "above the most connstorm accepts (1000000)"));
+        assert!(is_bad_input(
+            over,
+            "above the most connstorm accepts (1000000)"
+        ));
     }
 
     #[test]
@@ -179,10 +185,7 @@ mod tests {
         assert!(is_bad_input(check_setup(&slow), "--connect-timeout"));
         let file = dir.path().join("f");
         std::fs::write(&file, "").unwrap();
-        let not_dir = SetupRequest {
-            out: &file,
-            ..ok
-        };
+        let not_dir = SetupRequest { out: &file, ..ok };
         assert!(is_bad_input(check_setup(&not_dir), "is not a directory"));
     }
 }

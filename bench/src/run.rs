@@ -217,4 +217,54 @@ mod tests {
         assert_eq!(p + l, Duration::from_secs(2));
         assert_eq!(w, Duration::from_millis(200));
     }
+
+    fn trial(interrupted: bool, result: anyhow::Result<()>) -> Trial {
+        let mut record = results::RunRecord::new("t", serde_json::Value::Null);
+        record.run.interrupted = interrupted;
+        Trial {
+            record,
+            result,
+            peak_rate: Some(1_000.0),
+            peak_duration: Duration::from_secs(2),
+            started: Instant::now(),
+        }
+    }
+
+    #[test]
+    fn the_floor_runs_only_after_a_whole_run_on_our_own_server() {
+        let mut plan = Plan {
+            duration: Duration::from_secs(5),
+            rate: None,
+            concurrency: None,
+            baseline: true,
+            label: String::new(),
+        };
+        assert!(trial(false, Ok(())).baseline_due(&plan, false));
+        assert!(
+            !trial(true, Ok(())).baseline_due(&plan, false),
+            "interrupted"
+        );
+        let mut failed = trial(false, Err(anyhow::anyhow!("phase failed")));
+        assert!(!failed.baseline_due(&plan, false), "ended by an error");
+        let mut external = trial(false, Ok(()));
+        assert!(!external.baseline_due(&plan, true));
+        assert_eq!(
+            external.record.warnings,
+            ["--baseline ignored with --target (the floor needs our own server side)"]
+        );
+        plan.baseline = false;
+        let mut not_asked = trial(false, Ok(()));
+        assert!(!not_asked.baseline_due(&plan, true));
+        assert!(
+            not_asked.record.warnings.is_empty(),
+            "no warning when not asked"
+        );
+    }
+
+    #[test]
+    fn peak_concurrency_defaults_to_32_per_load_cpu() {
+        assert_eq!(peak_concurrency(None, 3), 96);
+        assert_eq!(peak_concurrency(None, 0), 32);
+        assert_eq!(peak_concurrency(Some(5), 3), 5);
+    }
 }

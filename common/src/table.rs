@@ -41,7 +41,12 @@ pub fn text<H: AsRef<str>>(
         let cells: Vec<String> = cells
             .enumerate()
             .map(|(i, c)| {
-                let fill = " ".repeat(w.get(i).copied().unwrap_or(0).saturating_sub(c.chars().count()));
+                let fill = " ".repeat(
+                    w.get(i)
+                        .copied()
+                        .unwrap_or(0)
+                        .saturating_sub(c.chars().count()),
+                );
                 match align.get(i).copied().unwrap_or_default() {
                     Align::Left => format!("{c}{fill}"),
                     Align::Right => format!("{fill}{c}"),
@@ -98,19 +103,33 @@ mod tests {
 
     #[test]
     fn text_pads_each_column_on_its_side_and_trims_line_ends() {
-        let t = text(&["metric", "value", "why"], &rows(), &[Align::Left, Align::Right], "  ");
+        let t = text(
+            &["metric", "value", "why"],
+            &rows(),
+            &[Align::Left, Align::Right],
+            "  ",
+        );
         assert_eq!(
             t,
             "  metric     value  why\n  rate    2,000 /s  x\n  p|99       45 µs\n"
         );
         // No alignment given: every column left, no indent.
-        let t = text(&["k", "v"], &[vec!["longer—key".into(), String::new()]], &[], "");
+        let t = text(
+            &["k", "v"],
+            &[vec!["longer—key".into(), String::new()]],
+            &[],
+            "",
+        );
         assert_eq!(t, "k           v\nlonger—key\n");
     }
 
     #[test]
     fn markdown_escapes_pipes_and_marks_alignment() {
-        let m = markdown(&["metric", "value", "why"], &rows(), &[Align::Left, Align::Right]);
+        let m = markdown(
+            &["metric", "value", "why"],
+            &rows(),
+            &[Align::Left, Align::Right],
+        );
         assert_eq!(
             m,
             "| metric | value | why |\n|---|---:|---|\n| rate | 2,000 /s | x |\n| p\\|99 | 45 µs |  |\n"

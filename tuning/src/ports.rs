@@ -274,14 +274,31 @@ mod tests {
         let reuse = budget(&s(1, 1), 1, true, true);
         assert_eq!(shortfall(&reuse, Demand::Rate { per_sec: 28_000.0 }), None);
         let w = shortfall(&reuse, Demand::Rate { per_sec: 30_000.0 }).unwrap();
-        assert!(w.contains("even with TIME_WAIT reuse (at most about 28232/s"), "{w}");
+        assert!(
+            w.contains("even with TIME_WAIT reuse (at most about 28232/s"),
+            "{w}"
+        );
         // No client TIME_WAIT: no rate bound at all.
         let rst = budget(&s(0, 1), 1, true, false);
         assert_eq!(shortfall(&rst, Demand::Rate { per_sec: 1e7 }), None);
         // In flight: 2 triples hold 56,464 at once.
         let two = budget(&s(0, 1), 2, true, false);
-        assert_eq!(shortfall(&two, Demand::InFlight { connections: 56_464 }), None);
-        let w = shortfall(&two, Demand::InFlight { connections: 56_465 }).unwrap();
+        assert_eq!(
+            shortfall(
+                &two,
+                Demand::InFlight {
+                    connections: 56_464
+                }
+            ),
+            None
+        );
+        let w = shortfall(
+            &two,
+            Demand::InFlight {
+                connections: 56_465,
+            },
+        )
+        .unwrap();
         assert_eq!(w, "56465 connections in flight need more ports than the 56464 available (28232 ports x 2 triple(s)): expect EADDRNOTAVAIL (port exhaustion)");
     }
 }
