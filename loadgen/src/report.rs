@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use common::numfmt::count;
 use hdrhistogram::Histogram;
 use serde::{Serialize, Serializer};
 
@@ -268,7 +269,7 @@ impl LoadReport {
         let full = if self.dropped_in_flight_full > 0 {
             format!(
                 " ({} of the drops found every in-flight slot busy: a slow server holds them, or raise --max-in-flight)",
-                self.dropped_in_flight_full
+                count(self.dropped_in_flight_full)
             )
         } else {
             String::new()
@@ -277,14 +278,15 @@ impl LoadReport {
             return Some(format!(
                 "{late_pct:.1}% of starts were late (behind schedule by more than the late threshold, 1 ms by default): \
                  their handshake latency includes that generator lag; all {} scheduled starts ran",
-                self.offered
+                count(self.offered)
             ));
         }
         Some(format!(
             "the generator fell behind its schedule: {late_pct:.1}% of starts late, {} of {} scheduled starts dropped{full} \
              — achieved rate and latency reflect the generator, not only the server; lower --rate, add --cpus, \
              or check for other load on the CPUs",
-            self.dropped, self.offered
+            count(self.dropped),
+            count(self.offered)
         ))
     }
 }
@@ -399,6 +401,27 @@ mod tests {
         assert_eq!((r.successes, r.total.successes), (100, 0));
         assert_eq!(r.total.failures[NEVER_ACCEPTED], 150);
         assert!(r.failures.is_empty());
+    }
+
+    #[test]
+    fn the_schedule_warning_counts_have_separators() {
+        let mut r = report(372_134, 0);
+        r.pattern = Pattern::Open {
+            rate_per_sec: 200_000.0,
+            arrival: crate::config::Arrival::Uniform,
+        };
+        r.offered = 400_000;
+        r.dropped = 27_866;
+        r.dropped_in_flight_full = 12_000;
+        r.late = 10_000;
+        let w = r.schedule_warning().unwrap();
+        assert!(
+            w.contains("27,866 of 400,000 scheduled starts dropped (12,000 of the drops found every in-flight slot busy"),
+            "{w}"
+        );
+        r.dropped = 0;
+        let w = r.schedule_warning().unwrap();
+        assert!(w.contains("all 400,000 scheduled starts ran"), "{w}");
     }
 
     #[test]
