@@ -70,9 +70,14 @@ pub struct TargetReport {
 /// One second of the run (warm-up included, flagged).
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct TimelineRow {
-    /// Seconds since the start of the run (warm-up included): this row covers `[t, t+1)`.
+    /// Which second: this row covers `[t, t+1)` seconds after the rows' origin, which is the
+    /// start of the run when the warm-up is whole seconds (or none), and otherwise the start of
+    /// the measured part minus the warm-up rounded up, so that the measured part begins at
+    /// `t = ceil(warm-up)` and no row mixes warm-up with measured time (the first row is then
+    /// partial: see `length_secs`).
     pub t_secs: u64,
-    /// True when the second lies (at least partly) in the warm-up.
+    /// True when the second lies in the warm-up (no row straddles the start of the measured
+    /// part).
     pub warmup: bool,
     /// Intended starts that fell due in this second (open loop; attempts started in closed loop).
     pub offered: u64,
@@ -95,8 +100,9 @@ pub struct TimelineRow {
     /// The largest handshake latency of this second, ns, unclamped (0 without successes).
     pub max_ns: u64,
     /// How much of this second lies inside the run's window (warm-up + duration), seconds:
-    /// 1.0 for a whole second, less for the last, partial one (counts in it cover only that
-    /// long: divide by it for a per-second rate), 0.0 for a drain second after the window
+    /// 1.0 for a whole second, less for a partial one — the last of a window that is not whole
+    /// seconds, the first of a warm-up that is not (counts in it cover only that long: divide
+    /// by it for a per-second rate) —, 0.0 for a drain second after the window
     /// (no new starts; in-flight attempts ending).
     pub length_secs: f64,
     /// This second's handshake latencies (ns), for per-second interval logs; `None` only in
@@ -111,7 +117,7 @@ impl TimelineRow {
         self.length_secs <= 0.0
     }
 
-    /// True for the last second of the window when it is shorter than a second.
+    /// True for a row shorter than a second that is not a drain second.
     pub fn is_partial(&self) -> bool {
         self.length_secs > 0.0 && self.length_secs < 1.0
     }

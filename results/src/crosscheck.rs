@@ -241,7 +241,7 @@ mod tests {
         assert!(!x.agree);
         assert_eq!(
             x.note,
-            "connects started vs Tcp.ActiveOpens: ours 1000 != kernel 1001"
+            "connects started vs Tcp.ActiveOpens: ours 1,000 != kernel 1,001"
         );
     }
 
@@ -320,14 +320,14 @@ mod tests {
         assert!(x.agree, "{}", x.note);
         assert_eq!(
             x.note,
-            "connects started vs Tcp.ActiveOpens: kernel 1020 = ours 1000 + 20 from other processes in the host namespace"
+            "connects started vs Tcp.ActiveOpens: kernel 1,020 = ours 1,000 + 20 from other processes in the host namespace"
         );
         c.active_opens = Some(1000 + 21);
         let x = check(&c);
         assert!(!x.agree);
         assert_eq!(
             x.note,
-            "connects started vs Tcp.ActiveOpens: kernel 1021 exceeds ours 1000 by 21 — more than other processes' traffic explains (0); rerun with --netns for an exact check"
+            "connects started vs Tcp.ActiveOpens: kernel 1,021 exceeds ours 1,000 by 21 — more than other processes' traffic explains (0); rerun with --netns for an exact check"
         );
         // Other processes' failed connects widen the tolerance by exactly their number.
         c.attempt_fails = Some(10 + 1);

@@ -301,9 +301,10 @@ impl RunRecord {
                         path: path_buf(),
                         phase: phase.name.clone(),
                         what: format!(
-                            "the handshake histogram holds {} samples but the phase has {} successes and {never} handshakes never accepted",
-                            h.len(),
-                            phase.successes
+                            "the handshake histogram holds {} samples but the phase has {} successes and {} handshakes never accepted",
+                            crate::numfmt::count(h.len()),
+                            crate::numfmt::count(phase.successes),
+                            crate::numfmt::count(never)
                         ),
                     });
                 }
