@@ -430,11 +430,7 @@ fn a_two_second_bench_has_timeline_rows_in_every_phase() {
             p.measured_secs
         );
         let last = p.timeline.last().unwrap();
-        assert!(
-            (last.t_secs - p.measured_secs).abs() < 0.02,
-            "{}",
-            p.name
-        );
+        assert!((last.t_secs - p.measured_secs).abs() < 0.02, "{}", p.name);
         assert!(
             last.is_partial(),
             "{}: {} s measured ends with a partial row",

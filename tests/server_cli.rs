@@ -404,7 +404,14 @@ fn the_start_line_shows_rlimit_nofile_with_separators() {
     testkit::require_tool("prlimit", "util-linux");
     let mut child = Command::new("prlimit")
         .args(["--nofile=20000:20000", "--", BIN, "server"])
-        .args(["--listen", "127.0.0.1:0", "--cpus", "0", "--engine", "epoll"])
+        .args([
+            "--listen",
+            "127.0.0.1:0",
+            "--cpus",
+            "0",
+            "--engine",
+            "epoll",
+        ])
         .args(["--format", "json"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -402,7 +402,10 @@ mod tests {
     #[test]
     fn rows_begin_with_the_measured_part() {
         let (start, measure, end) = (10 * SEC, 10 * SEC + SEC / 5, 11 * SEC);
-        assert_eq!(crate::worker::row_origin_ns(start, measure), 9 * SEC + SEC / 5);
+        assert_eq!(
+            crate::worker::row_origin_ns(start, measure),
+            9 * SEC + SEC / 5
+        );
         assert_eq!(crate::worker::row_origin_ns(start, start + SEC), start);
         assert_eq!(crate::worker::row_origin_ns(start, start), start);
         let mut m = SecondMerger::new(1, start, measure, end);

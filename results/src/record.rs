@@ -432,20 +432,25 @@ mod tests {
 
     #[test]
     fn a_wrong_type_names_the_field_path() {
-        let mut v: serde_json::Value = serde_json::from_str(&RunRecord::example().to_json()).unwrap();
+        let mut v: serde_json::Value =
+            serde_json::from_str(&RunRecord::example().to_json()).unwrap();
         v["phases"][1]["successes"] = serde_json::json!(-5);
         let err = read_err(&serde_json::to_string_pretty(&v).unwrap());
         assert!(matches!(err, RecordError::Invalid { .. }), "{err:?}");
         let msg = err.to_string();
         assert!(
-            msg.contains("is damaged: phases[1].successes: invalid value: integer `-5`, expected u64"),
+            msg.contains(
+                "is damaged: phases[1].successes: invalid value: integer `-5`, expected u64"
+            ),
             "{msg}"
         );
         v["phases"][1]["successes"] = serde_json::json!(1);
         v["phases"][0]["timeline"][2]["p50_ns"] = serde_json::json!("fast");
         let msg = read_err(&serde_json::to_string(&v).unwrap()).to_string();
         assert!(
-            msg.contains("phases[0].timeline[2].p50_ns: invalid type: string \"fast\", expected u64"),
+            msg.contains(
+                "phases[0].timeline[2].p50_ns: invalid type: string \"fast\", expected u64"
+            ),
             "{msg}"
         );
     }

@@ -122,7 +122,8 @@ pub fn trial_flags(rec: &RunRecord) -> Vec<String> {
 
 /// Whether `word` occurs in `text` as a whole word (`late`, not `latency`).
 fn has_word(text: &str, word: &str) -> bool {
-    text.split(|c: char| !c.is_alphanumeric()).any(|w| w == word)
+    text.split(|c: char| !c.is_alphanumeric())
+        .any(|w| w == word)
 }
 
 #[cfg(test)]
@@ -186,10 +187,7 @@ mod tests {
         // A drop that loses SYNs rose alongside: both flags.
         let mut c = loopback(50_000, 10);
         c.push(("TcpExt.ListenOverflows", 3));
-        assert_eq!(
-            trial_flags(&record("A", 1.0, &c)),
-            ["drops", "retransmits"]
-        );
+        assert_eq!(trial_flags(&record("A", 1.0, &c)), ["drops", "retransmits"]);
         // A handshake took the 1 s SYN RTO.
         let mut r = record("A", 1.0, &loopback(50_000, 10));
         let mut h = new_latency_histogram();
@@ -222,7 +220,11 @@ mod tests {
                     // Every trial has a few explained SYN retransmits, as default loopback
                     // bench runs do.
                     let rate = center * (1.0 + (i as f64 - 4.5) * 0.002);
-                    record(&format!("{label}#{}", i + 1), rate, &loopback(50_000, 3 + i))
+                    record(
+                        &format!("{label}#{}", i + 1),
+                        rate,
+                        &loopback(50_000, 3 + i),
+                    )
                 })
                 .collect()
         };

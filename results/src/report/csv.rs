@@ -93,11 +93,7 @@ pub fn to_csv(reports: &[RecordReport]) -> String {
     let mut out = header().join(",") + "\n";
     for r in reports {
         for p in &r.phases {
-            let mut row = vec![
-                field(&r.file),
-                field(&r.label),
-                field(&p.name),
-            ];
+            let mut row = vec![field(&r.file), field(&r.label), field(&p.name)];
             row.extend(pattern_fields(p.pattern));
             row.extend([
                 p.offered_per_sec.map(|o| o.to_string()).unwrap_or_default(),
@@ -181,10 +177,7 @@ mod tests {
         rec.phases[1].offered_per_sec = Some(16_196.0);
         let r = crate::report::build(&rec, "x.json", &[]).unwrap();
         let csv = to_csv(std::slice::from_ref(&r));
-        assert!(
-            csv.contains("x.json,example,peak,closed,,64,,"),
-            "{csv}"
-        );
+        assert!(csv.contains("x.json,example,peak,closed,,64,,"), "{csv}");
         assert!(
             csv.contains("x.json,example,latency,open,poisson,,16196,"),
             "{csv}"
