@@ -87,8 +87,8 @@ pub enum RecordError {
         supported: u32,
     },
     /// The JSON is a record of the right version but a field is missing or has the wrong type;
-    /// the message names the field by its path (`phases[1].successes: invalid value: integer
-    /// `-5`, expected u64`).
+    /// the message names the field by its path, e.g. ``phases[1].successes: invalid value:
+    /// integer `-5`, expected u64``.
     #[error("run record {} is damaged: {source}; see docs/record-schema.md for the fields, or re-run the benchmark", .path.display())]
     Invalid {
         /// The file.
