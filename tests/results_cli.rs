@@ -395,3 +395,57 @@ fn plot_writes_svg_with_labelled_axes_and_refuses_unknown_formats() {
     ]);
     assert!(std::fs::read_to_string(&out).unwrap().contains("A: golden"));
 }
+
+/// A short bench (a 0.8 s peak after a 0.2 s warm-up, a 1.2 s latency phase) keeps every
+/// measured moment in one timeline row, partial ones with their real length, so every phase has
+/// a row and `plot --kind timeline` draws them.
+#[test]
+fn a_two_second_bench_has_timeline_rows_in_every_phase() {
+    let _x = testkit::exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let o = connstorm(&[
+        "bench",
+        "--netns",
+        "--duration",
+        "2s",
+        "--out",
+        s(dir.path()),
+    ]);
+    assert!(o.status.code() == Some(0), "{}", stderr(&o));
+    let file = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "json"))
+        .expect("a record");
+    let rec = RunRecord::read(&file).unwrap();
+    assert_eq!(rec.phases.len(), 2, "peak and latency");
+    for p in &rec.phases {
+        assert!(!p.timeline.is_empty(), "{}: no timeline row", p.name);
+        // The rows tile the measured part: lengths add up to it, the last ends with it.
+        let covered: f64 = p.timeline.iter().map(|r| r.length_secs).sum();
+        assert!(
+            (covered - p.measured_secs).abs() < 0.02,
+            "{}: rows cover {covered} s of {} s measured",
+            p.name,
+            p.measured_secs
+        );
+        let last = p.timeline.last().unwrap();
+        assert!((last.t_secs - p.measured_secs).abs() < 0.02, "{}", p.name);
+        assert!(
+            last.is_partial(),
+            "{}: {} s measured ends with a partial row",
+            p.name,
+            p.measured_secs
+        );
+        assert!(
+            p.timeline.iter().map(|r| r.successes).sum::<u64>() > 0,
+            "{}",
+            p.name
+        );
+    }
+    let svg = dir.path().join("t.svg");
+    ok(&["plot", s(&file), "--kind", "timeline", "-o", s(&svg)]);
+    let svg = std::fs::read_to_string(&svg).unwrap();
+    let rows: usize = rec.phases.iter().map(|p| p.timeline.len()).sum();
+    assert_eq!(svg.matches("<circle").count(), rows, "a dot per row");
+}

@@ -398,3 +398,29 @@ fn one_sigint_prints_the_report_and_exits_0() {
     assert_eq!(accepted(&report), 10, "{report}");
     assert_eq!(report["interrupted"], true, "{report}");
 }
+
+#[test]
+fn the_start_line_shows_rlimit_nofile_with_separators() {
+    testkit::require_tool("prlimit", "util-linux");
+    let mut child = Command::new("prlimit")
+        .args(["--nofile=20000:20000", "--", BIN, "server"])
+        .args([
+            "--listen",
+            "127.0.0.1:0",
+            "--cpus",
+            "0",
+            "--engine",
+            "epoll",
+        ])
+        .args(["--format", "json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    stderr.read_line(&mut line).unwrap();
+    let _ = stop_with(&mut child, nix::sys::signal::Signal::SIGINT);
+    drop(stderr);
+    assert!(line.contains("RLIMIT_NOFILE 20,000)"), "{line}");
+}

@@ -238,7 +238,7 @@ fn doctor_on_a_fixture_root_and_irq_on_a_device_without_queues() {
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let t = text(&o);
-    assert!(t.contains("RLIMIT_NOFILE soft 1024 hard 20000"), "{t}");
+    assert!(t.contains("RLIMIT_NOFILE soft 1,024 hard 20,000"), "{t}");
     assert!(t.contains("ephemeral ports 32768-60999"), "{t}");
     let o = run(&[
         "tune",

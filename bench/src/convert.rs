@@ -13,8 +13,9 @@ pub struct PhaseStart {
     /// Wall clock, ms since the epoch (run start's wall clock + `offset_ms`).
     pub unix_ms: u64,
     /// The load generator's window, s from the start of its warm-up: (warm-up, warm-up +
-    /// duration). Timeline rows are kept only for whole seconds of the measured part (a partial
-    /// last second or a drain second after the end would read as a dip).
+    /// duration). Every row of the measured part is kept, a partial one with its real length
+    /// (the record's per-second figures scale it); warm-up rows and drain seconds after the end
+    /// (no length) are not.
     pub window: (f64, f64),
 }
 
@@ -29,6 +30,8 @@ pub fn phase_record(
     cross_check: rec::CrossCheck,
 ) -> PhaseRecord {
     let (warmup_secs, end_secs) = start.window;
+    // loadgen's rows start so that one begins with the measured part: at row ceil(warm-up).
+    let first_measured = (warmup_secs - 1e-9).ceil().max(0.0);
     PhaseRecord {
         name: name.to_string(),
         pattern: pattern(report.pattern),
@@ -51,8 +54,12 @@ pub fn phase_record(
         timeline: report
             .timeline
             .iter()
-            .filter(|r| !r.warmup && (r.t_secs + 1) as f64 <= end_secs + 1e-6)
-            .map(|r| timeline_row(r, warmup_secs))
+            .filter(|r| {
+                !r.warmup
+                    && r.length_secs > 0.0
+                    && r.t_secs as f64 - first_measured < end_secs - warmup_secs - 1e-6
+            })
+            .map(|r| timeline_row(r, first_measured))
             .collect(),
         server,
         load_workers: report
@@ -116,11 +123,13 @@ pub fn pattern(p: loadgen::Pattern) -> rec::Pattern {
     }
 }
 
-/// A loadgen second `[t, t+1)` (counted from the warm-up's start) as a record row, whose
-/// `t_secs` is the second's end after the measured part began.
-fn timeline_row(r: &loadgen::TimelineRow, warmup_secs: f64) -> rec::TimelineRow {
+/// A loadgen second `[t, t+1)` (counted from loadgen's row origin, where row `first_measured`
+/// begins the measured part) as a record row, whose `t_secs` is the row's end after the
+/// measured part began and `length_secs` its real length.
+fn timeline_row(r: &loadgen::TimelineRow, first_measured: f64) -> rec::TimelineRow {
     rec::TimelineRow {
-        t_secs: r.t_secs as f64 + 1.0 - warmup_secs,
+        t_secs: r.t_secs as f64 - first_measured + r.length_secs,
+        length_secs: r.length_secs,
         dropped: r.dropped,
         late: r.late,
         handshake: r.handshake.as_ref().map(results::histogram::encode),

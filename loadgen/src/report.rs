@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use common::numfmt::count;
 use hdrhistogram::Histogram;
 use serde::{Serialize, Serializer};
 
@@ -69,9 +70,14 @@ pub struct TargetReport {
 /// One second of the run (warm-up included, flagged).
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct TimelineRow {
-    /// Seconds since the start of the run (warm-up included): this row covers `[t, t+1)`.
+    /// Which second: this row covers `[t, t+1)` seconds after the rows' origin, which is the
+    /// start of the run when the warm-up is whole seconds (or none), and otherwise the start of
+    /// the measured part minus the warm-up rounded up, so that the measured part begins at
+    /// `t = ceil(warm-up)` and no row mixes warm-up with measured time (the first row is then
+    /// partial: see `length_secs`).
     pub t_secs: u64,
-    /// True when the second lies (at least partly) in the warm-up.
+    /// True when the second lies in the warm-up (no row straddles the start of the measured
+    /// part).
     pub warmup: bool,
     /// Intended starts that fell due in this second (open loop; attempts started in closed loop).
     pub offered: u64,
@@ -94,8 +100,9 @@ pub struct TimelineRow {
     /// The largest handshake latency of this second, ns, unclamped (0 without successes).
     pub max_ns: u64,
     /// How much of this second lies inside the run's window (warm-up + duration), seconds:
-    /// 1.0 for a whole second, less for the last, partial one (counts in it cover only that
-    /// long: divide by it for a per-second rate), 0.0 for a drain second after the window
+    /// 1.0 for a whole second, less for a partial one — the last of a window that is not whole
+    /// seconds, the first of a warm-up that is not (counts in it cover only that long: divide
+    /// by it for a per-second rate) —, 0.0 for a drain second after the window
     /// (no new starts; in-flight attempts ending).
     pub length_secs: f64,
     /// This second's handshake latencies (ns), for per-second interval logs; `None` only in
@@ -110,7 +117,7 @@ impl TimelineRow {
         self.length_secs <= 0.0
     }
 
-    /// True for the last second of the window when it is shorter than a second.
+    /// True for a row shorter than a second that is not a drain second.
     pub fn is_partial(&self) -> bool {
         self.length_secs > 0.0 && self.length_secs < 1.0
     }
@@ -268,7 +275,7 @@ impl LoadReport {
         let full = if self.dropped_in_flight_full > 0 {
             format!(
                 " ({} of the drops found every in-flight slot busy: a slow server holds them, or raise --max-in-flight)",
-                self.dropped_in_flight_full
+                count(self.dropped_in_flight_full)
             )
         } else {
             String::new()
@@ -277,14 +284,15 @@ impl LoadReport {
             return Some(format!(
                 "{late_pct:.1}% of starts were late (behind schedule by more than the late threshold, 1 ms by default): \
                  their handshake latency includes that generator lag; all {} scheduled starts ran",
-                self.offered
+                count(self.offered)
             ));
         }
         Some(format!(
             "the generator fell behind its schedule: {late_pct:.1}% of starts late, {} of {} scheduled starts dropped{full} \
              — achieved rate and latency reflect the generator, not only the server; lower --rate, add --cpus, \
              or check for other load on the CPUs",
-            self.dropped, self.offered
+            count(self.dropped),
+            count(self.offered)
         ))
     }
 }
@@ -399,6 +407,27 @@ mod tests {
         assert_eq!((r.successes, r.total.successes), (100, 0));
         assert_eq!(r.total.failures[NEVER_ACCEPTED], 150);
         assert!(r.failures.is_empty());
+    }
+
+    #[test]
+    fn the_schedule_warning_counts_have_separators() {
+        let mut r = report(372_134, 0);
+        r.pattern = Pattern::Open {
+            rate_per_sec: 200_000.0,
+            arrival: crate::config::Arrival::Uniform,
+        };
+        r.offered = 400_000;
+        r.dropped = 27_866;
+        r.dropped_in_flight_full = 12_000;
+        r.late = 10_000;
+        let w = r.schedule_warning().unwrap();
+        assert!(
+            w.contains("27,866 of 400,000 scheduled starts dropped (12,000 of the drops found every in-flight slot busy"),
+            "{w}"
+        );
+        r.dropped = 0;
+        let w = r.schedule_warning().unwrap();
+        assert!(w.contains("all 400,000 scheduled starts ran"), "{w}");
     }
 
     #[test]

@@ -276,6 +276,9 @@ fn merge(into: &mut Option<Latency>, h: Latency) {
 struct SecondMerger {
     workers: usize,
     start_ns: u64,
+    /// Where rows begin ([`crate::worker::row_origin_ns`]): row `t` is
+    /// `[origin_ns + t s, origin_ns + (t+1) s)` within the run.
+    origin_ns: u64,
     measure_ns: u64,
     end_ns: u64,
     pending: BTreeMap<u64, (usize, Counters, Latency, u64)>,
@@ -286,6 +289,7 @@ impl SecondMerger {
         SecondMerger {
             workers,
             start_ns,
+            origin_ns: crate::worker::row_origin_ns(start_ns, measure_ns),
             measure_ns,
             end_ns,
             pending: BTreeMap::new(),
@@ -335,7 +339,7 @@ impl SecondMerger {
         emit: &mut dyn FnMut(TimelineRow),
     ) {
         let idle = c.attempts + c.successes + c.failures.total() + c.dropped == 0;
-        if idle && self.start_ns + t * SEC >= self.end_ns {
+        if idle && self.origin_ns + t * SEC >= self.end_ns {
             return;
         }
         emit(self.row(t, c, h, until));
@@ -350,17 +354,20 @@ impl SecondMerger {
                 h.value_at_percentile(p)
             }
         };
-        let row_start = self.start_ns.saturating_add(t.saturating_mul(SEC));
-        // A row ends at the end of the window, or earlier when a signal stopped the run in it.
+        let second_start = self.origin_ns.saturating_add(t.saturating_mul(SEC));
+        // The first row starts with the run (a warm-up that is not whole seconds makes it
+        // partial); a row ends at the end of the window, or earlier when a signal stopped the run
+        // in it.
+        let row_start = second_start.max(self.start_ns);
         let length_secs = self
             .end_ns
             .min(until.max(row_start))
-            .saturating_sub(row_start)
-            .min(SEC) as f64
+            .min(second_start + SEC)
+            .saturating_sub(row_start) as f64
             / 1e9;
         TimelineRow {
             t_secs: t,
-            warmup: self.start_ns + t * SEC < self.measure_ns,
+            warmup: second_start < self.measure_ns,
             offered: c.offered,
             attempts: c.attempts,
             successes: c.successes,
@@ -374,5 +381,43 @@ impl SecondMerger {
             length_secs,
             handshake: Some(h.clone()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn second(t_secs: u64, until_ns: u64) -> Second {
+        Second {
+            t_secs,
+            counters: Counters::default(),
+            handshake: Latency::new(SEC),
+            until_ns,
+        }
+    }
+
+    /// A 0.2 s warm-up and a 0.8 s measured part: the measured part is one row of its own,
+    /// partial, not a warm-up row it shares with the warm-up.
+    #[test]
+    fn rows_begin_with_the_measured_part() {
+        let (start, measure, end) = (10 * SEC, 10 * SEC + SEC / 5, 11 * SEC);
+        assert_eq!(
+            crate::worker::row_origin_ns(start, measure),
+            9 * SEC + SEC / 5
+        );
+        assert_eq!(crate::worker::row_origin_ns(start, start + SEC), start);
+        assert_eq!(crate::worker::row_origin_ns(start, start), start);
+        let mut m = SecondMerger::new(1, start, measure, end);
+        let mut rows = Vec::new();
+        m.add(second(0, measure), &mut |r| rows.push(r));
+        m.add(second(1, measure + SEC), &mut |r| rows.push(r));
+        m.finish(&mut |r| rows.push(r));
+        let got: Vec<(u64, bool, f64)> = rows
+            .iter()
+            .map(|r| (r.t_secs, r.warmup, (r.length_secs * 1e3).round() / 1e3))
+            .collect();
+        assert_eq!(got, [(0, true, 0.2), (1, false, 0.8)]);
+        assert!(rows.iter().all(TimelineRow::is_partial));
     }
 }

@@ -132,7 +132,7 @@ impl Latency {
 /// One worker's one second, sent to the coordinator once per second (never per connection).
 #[derive(Debug)]
 pub(crate) struct Second {
-    /// Second index since the run start.
+    /// Second index since the rows' origin (`crate::worker::row_origin_ns`).
     pub t_secs: u64,
     /// Counts of this second.
     pub counters: Counters,

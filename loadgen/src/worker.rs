@@ -50,6 +50,22 @@ pub(crate) struct Window {
     pub end_ns: u64,
 }
 
+impl Window {
+    /// Where per-second rows begin (see [`row_origin_ns`]).
+    pub(crate) fn origin_ns(&self) -> u64 {
+        row_origin_ns(self.start_ns, self.measure_ns)
+    }
+}
+
+/// Where per-second rows begin, CLOCK_MONOTONIC ns: the start of the measured part minus the
+/// warm-up rounded up to whole seconds, so a row boundary falls on the start of the measured
+/// part and no row mixes warm-up with measured time. Equal to `start_ns` when the warm-up is a
+/// whole number of seconds (or none); before it otherwise (the first, warm-up row is partial).
+pub(crate) fn row_origin_ns(start_ns: u64, measure_ns: u64) -> u64 {
+    let warmup = measure_ns.saturating_sub(start_ns);
+    measure_ns.saturating_sub(warmup.div_ceil(SEC) * SEC)
+}
+
 /// What a worker hands back when it ends.
 #[derive(Debug)]
 pub(crate) struct WorkerResult {
@@ -220,7 +236,7 @@ impl<'a> Worker<'a> {
         let cpu0 = ThreadCpu::now();
         let wall0 = now_ns();
         let mut events = Events::with_capacity(1024);
-        let mut next_tick = self.win.start_ns + SEC;
+        let mut next_tick = self.win.origin_ns() + SEC;
         let mut interrupted = false;
         let mut rest_dropped = false;
         // Every turn checks the stop flag and does bounded work: at most the events capacity,
@@ -375,7 +391,7 @@ impl<'a> Worker<'a> {
     /// Sends the second ending at `tick_end`; its counts reach up to `until_ns` (`tick_end`, or
     /// the stop time when a signal ended the run within the second).
     fn flush_second(&mut self, tick_end: u64, until_ns: u64, tx: &Sender<Second>) {
-        let t_secs = (tick_end - SEC).saturating_sub(self.win.start_ns) / SEC;
+        let t_secs = (tick_end - SEC).saturating_sub(self.win.origin_ns()) / SEC;
         let counters = std::mem::take(&mut self.second);
         let fresh = Latency::new(self.high_ns);
         let handshake = std::mem::replace(&mut self.sec_handshake, fresh);

@@ -48,7 +48,7 @@ fn latency_line(name: &str, encoded: Option<&str>) -> Option<String> {
 fn pattern_text(p: &PhaseRecord) -> String {
     match p.pattern {
         crate::record::Pattern::Closed { concurrency } => {
-            format!("closed loop, {concurrency} in flight")
+            format!("closed loop, {} in flight", group(f64::from(concurrency)))
         }
         crate::record::Pattern::Open { rate_per_sec, .. } => {
             format!("open loop, {}/s offered", group(rate_per_sec))
@@ -203,7 +203,7 @@ pub fn counters(out: &mut String, r: &RunRecord) {
     };
     let shown: Vec<String> = SHOWN_COUNTERS
         .iter()
-        .map(|(k, label)| format!("{label} {}", sum(k)))
+        .map(|(k, label)| format!("{label} {}", crate::numfmt::signed(sum(k))))
         .collect();
     let _ = writeln!(out, "kernel counters (all phases): {}", shown.join(", "));
 }

@@ -16,7 +16,9 @@
 //!
 //! Trials whose record carries a warning ([`trial_flags`]: contention, steal, generator behind,
 //! drops, retransmits, cross-check mismatch, interrupted) are marked and left out of the verdict
-//! unless [`Options::include_flagged`].
+//! unless [`Options::include_flagged`]. SYN retransmits flag only when they are suspect
+//! ([`suspect_retransmits`]): not explained by orphaned FIN_WAIT2 minisocks, above 0.1% of the
+//! handshakes started, or with a handshake that took the 1 s SYN RTO.
 //!
 //! Which figure of a record each metric reads (see [`metric_values`]):
 //! - rate and CPU metrics come from the *rate phase*: `peak`, else the first closed-loop
@@ -24,11 +26,13 @@
 //! - latency metrics come from the *latency phase*: `latency`, else the last open-loop phase,
 //!   else the first phase.
 
+mod flags;
 mod render;
 mod setup;
 
 use serde::{Deserialize, Serialize};
 
+pub use flags::{suspect_retransmits, trial_flags, MAX_SYN_RETRANS_SHARE, SYN_RTO_NS};
 pub use render::{render, Format};
 pub use setup::{setup_differences, SetupDifference};
 
@@ -255,54 +259,6 @@ pub struct Comparison {
     pub metrics: Vec<MetricComparison>,
     /// Caveats: flagged trials, offered rates, phases read.
     pub notes: Vec<String>,
-}
-
-/// The warnings that flag a trial, as short kinds: `contention`, `steal`, `generator behind`,
-/// `drops`, `retransmits`, `cross-check mismatch`, `interrupted`, or `warning` for any other
-/// warning in the record. Empty when the trial is clean.
-pub fn trial_flags(rec: &RunRecord) -> Vec<String> {
-    let mut flags: Vec<&str> = Vec::new();
-    for w in &rec.warnings {
-        let l = w.to_ascii_lowercase();
-        flags.push(
-            if l.contains("other work used") || l.contains("contention") {
-                "contention"
-            } else if l.contains("steal") {
-                "steal"
-            } else if l.contains("fell behind") || l.contains("late") {
-                "generator behind"
-            } else if l.contains("retrans") {
-                "retransmits"
-            } else if l.contains("drop") || l.contains("overflow") {
-                "drops"
-            } else if l.contains("mismatch") || l.contains("cross-check") {
-                "cross-check mismatch"
-            } else {
-                "warning"
-            },
-        );
-    }
-    for p in &rec.phases {
-        for (k, _) in p.drops() {
-            flags.push(if crate::record::is_retransmit_counter(k) {
-                "retransmits"
-            } else {
-                "drops"
-            });
-        }
-        if p.cross_check.as_ref().is_some_and(|c| !c.agree) {
-            flags.push("cross-check mismatch");
-        }
-        if p.dropped > 0 {
-            flags.push("drops");
-        }
-    }
-    if rec.run.interrupted {
-        flags.push("interrupted");
-    }
-    flags.sort_unstable();
-    flags.dedup();
-    flags.into_iter().map(str::to_string).collect()
 }
 
 /// The name of a side from its records' labels: distinct labels without a trailing trial tag

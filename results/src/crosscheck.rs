@@ -18,6 +18,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::numfmt::count;
 use crate::record::CrossCheck;
 
 /// Failure classes (errno names) of attempts that failed before their SYN left, so the kernel's
@@ -83,26 +84,28 @@ fn compare(
         return;
     };
     let k = k.max(0) as u64;
+    let (ours_s, k_s) = (count(ours), count(k));
     if exact {
         if k != ours {
             *agree = false;
-            notes.push(format!("{what}: ours {ours} != kernel {k}"));
+            notes.push(format!("{what}: ours {ours_s} != kernel {k_s}"));
         }
     } else if k < ours {
         *agree = false;
         notes.push(format!(
-            "{what}: ours {ours} > kernel {k}: we counted something the kernel did not"
+            "{what}: ours {ours_s} > kernel {k_s}: we counted something the kernel did not"
         ));
     } else if k - ours > explained + host_tolerance(ours) {
         *agree = false;
         notes.push(format!(
-            "{what}: kernel {k} exceeds ours {ours} by {} — more than other processes' traffic explains ({explained}); rerun with --netns for an exact check",
-            k - ours
+            "{what}: kernel {k_s} exceeds ours {ours_s} by {} — more than other processes' traffic explains ({}); rerun with --netns for an exact check",
+            count(k - ours),
+            count(explained)
         ));
     } else if k > ours {
         notes.push(format!(
-            "{what}: kernel {k} = ours {ours} + {} from other processes in the host namespace",
-            k - ours
+            "{what}: kernel {k_s} = ours {ours_s} + {} from other processes in the host namespace",
+            count(k - ours)
         ));
     }
 }
@@ -147,8 +150,9 @@ pub fn check(c: &Counts) -> CrossCheck {
             // completed but the server never accepted is a failure, not a mismatch (reset after
             // the handshake, or final ACK dropped at a full accept queue).
             notes.push(format!(
-                "{} of {successes} handshakes completed on the client were never accepted by the server: counted as failures \"{}\", not successes",
-                successes - acc,
+                "{} of {} handshakes completed on the client were never accepted by the server: counted as failures \"{}\", not successes",
+                count(successes - acc),
+                count(successes),
                 crate::diagnosis::NEVER_ACCEPTED
             ));
         } else if acc != successes {
@@ -156,15 +160,17 @@ pub fn check(c: &Counts) -> CrossCheck {
                 // Ctrl-C abandoned attempts whose handshake the server side had completed.
                 notes.push(format!(
                     "interrupted: {} of the {} attempts abandoned at Ctrl-C had completed their handshake on the server side",
-                    acc - successes,
-                    c.abandoned
+                    count(acc - successes),
+                    count(c.abandoned)
                 ));
             } else {
                 // Each handshake the client completed must have been accepted (we drain the
                 // queue).
                 agree = false;
                 notes.push(format!(
-                    "server accepted {acc} but the load completed only {successes} handshakes"
+                    "server accepted {} but the load completed only {} handshakes",
+                    count(acc),
+                    count(successes)
                 ));
             }
         }
@@ -235,7 +241,7 @@ mod tests {
         assert!(!x.agree);
         assert_eq!(
             x.note,
-            "connects started vs Tcp.ActiveOpens: ours 1000 != kernel 1001"
+            "connects started vs Tcp.ActiveOpens: ours 1,000 != kernel 1,001"
         );
     }
 
@@ -314,14 +320,14 @@ mod tests {
         assert!(x.agree, "{}", x.note);
         assert_eq!(
             x.note,
-            "connects started vs Tcp.ActiveOpens: kernel 1020 = ours 1000 + 20 from other processes in the host namespace"
+            "connects started vs Tcp.ActiveOpens: kernel 1,020 = ours 1,000 + 20 from other processes in the host namespace"
         );
         c.active_opens = Some(1000 + 21);
         let x = check(&c);
         assert!(!x.agree);
         assert_eq!(
             x.note,
-            "connects started vs Tcp.ActiveOpens: kernel 1021 exceeds ours 1000 by 21 — more than other processes' traffic explains (0); rerun with --netns for an exact check"
+            "connects started vs Tcp.ActiveOpens: kernel 1,021 exceeds ours 1,000 by 21 — more than other processes' traffic explains (0); rerun with --netns for an exact check"
         );
         // Other processes' failed connects widen the tolerance by exactly their number.
         c.attempt_fails = Some(10 + 1);

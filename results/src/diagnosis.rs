@@ -358,6 +358,12 @@ fn syn_retransmit_cause(e: &Evidence<'_>, syn_retrans: i64, timed_out: u64) -> O
             "SYN retransmits: TCPSynRetrans {syn_retrans} with no drop counter rising and no FIN_WAIT2/TIME_WAIT minisock created here (TcpExt.TW 0): the SYNs met state this namespace does not count (the peer's host, a middlebox) or a lost packet — fix: check the target host's TcpExt.TW and drop counters"
         ));
     }
+    let (syn_retrans, minisocks, fw2, tw) = (
+        crate::numfmt::signed(syn_retrans),
+        crate::numfmt::signed(minisocks),
+        crate::numfmt::signed(fw2),
+        crate::numfmt::signed(tw),
+    );
     Some(format!(
         "SYN retransmits: TCPSynRetrans {syn_retrans} with no drop counter rising: the SYNs met orphaned FIN_WAIT2 minisocks of the same 4-tuple (TcpExt.TW {minisocks} minisocks with a 60 s timer created; rate-limited ACKs skipped in FIN_WAIT2 {fw2}, in TIME_WAIT {tw}): the server closed first and the client's RST raced the ACK of the server's FIN, so the minisock outlived the connection; a SYN on the reused port got an ACK, the client reset the minisock and resent the SYN after a few ms — cost: a few ms on those handshakes, no lost connection; to avoid it, close with RST on the server (--mode rst, at a lower rate) or let the client close first (--close fin)"
     ))

@@ -133,14 +133,10 @@ pub fn write_phase<W: Write>(
             for row in &phase.timeline {
                 let encoded = row.handshake.as_deref().expect("checked above");
                 let h = crate::histogram::decode(encoded).map_err(decode_err(which))?;
-                let begin = (row.t_secs - 1.0).max(0.0);
-                // A row ends at t_secs after the measured part began; the last may be partial.
-                let end = if phase.measured_secs > begin {
-                    row.t_secs.min(phase.measured_secs)
-                } else {
-                    row.t_secs
-                };
-                write(&h, at(phase_at + begin), at(end - begin), None)?;
+                // A row ends at t_secs after the measured part began and lasts length_secs
+                // (the last may be partial).
+                let begin = row.start_secs().max(0.0);
+                write(&h, at(phase_at + begin), at(row.t_secs - begin), None)?;
             }
             continue;
         }

@@ -272,7 +272,7 @@ impl RunRecord {
             });
         }
         let mut record: RunRecord =
-            serde_json::from_value(value).map_err(|source| RecordError::Invalid {
+            serde_path_to_error::deserialize(value).map_err(|source| RecordError::Invalid {
                 path: path_buf(),
                 source,
             })?;
@@ -301,9 +301,10 @@ impl RunRecord {
                         path: path_buf(),
                         phase: phase.name.clone(),
                         what: format!(
-                            "the handshake histogram holds {} samples but the phase has {} successes and {never} handshakes never accepted",
-                            h.len(),
-                            phase.successes
+                            "the handshake histogram holds {} samples but the phase has {} successes and {} handshakes never accepted",
+                            crate::numfmt::count(h.len()),
+                            crate::numfmt::count(phase.successes),
+                            crate::numfmt::count(never)
                         ),
                     });
                 }
@@ -427,6 +428,31 @@ mod tests {
             assert!(expected(&err), "unexpected error {err:?} for {text:.60}");
             assert!(err.to_string().contains("/runs/x.json"), "{err}");
         }
+    }
+
+    #[test]
+    fn a_wrong_type_names_the_field_path() {
+        let mut v: serde_json::Value =
+            serde_json::from_str(&RunRecord::example().to_json()).unwrap();
+        v["phases"][1]["successes"] = serde_json::json!(-5);
+        let err = read_err(&serde_json::to_string_pretty(&v).unwrap());
+        assert!(matches!(err, RecordError::Invalid { .. }), "{err:?}");
+        let msg = err.to_string();
+        assert!(
+            msg.contains(
+                "is damaged: phases[1].successes: invalid value: integer `-5`, expected u64"
+            ),
+            "{msg}"
+        );
+        v["phases"][1]["successes"] = serde_json::json!(1);
+        v["phases"][0]["timeline"][2]["p50_ns"] = serde_json::json!("fast");
+        let msg = read_err(&serde_json::to_string(&v).unwrap()).to_string();
+        assert!(
+            msg.contains(
+                "phases[0].timeline[2].p50_ns: invalid type: string \"fast\", expected u64"
+            ),
+            "{msg}"
+        );
     }
 
     #[test]

@@ -88,8 +88,9 @@ pub struct LatencyReport {
 pub struct PhaseReport {
     /// Phase name.
     pub name: String,
-    /// `open, 1600/s poisson` or `closed, 64 in flight`.
-    pub pattern: String,
+    /// How load was offered, as machine values (`{"kind": "open", "rate_per_sec": 1600.0,
+    /// "arrival": "poisson"}`); text renders it with [`describe_pattern`].
+    pub pattern: Pattern,
     /// Offered attempts/s (open loop).
     pub offered_per_sec: Option<f64>,
     /// Successful handshakes/s.
@@ -144,7 +145,8 @@ pub struct RecordReport {
     pub warnings: Vec<String>,
 }
 
-/// Describes a load pattern for people: `open, 1600/s poisson` / `closed, 64 in flight`.
+/// Describes a load pattern for people (text only; JSON and CSV keep the fields):
+/// `open loop, 16,196/s uniform` / `closed loop, 64 in flight`.
 pub fn describe_pattern(p: &Pattern) -> String {
     match p {
         Pattern::Open {
@@ -160,7 +162,10 @@ pub fn describe_pattern(p: &Pattern) -> String {
                 crate::numfmt::fixed(*rate_per_sec, 0)
             )
         }
-        Pattern::Closed { concurrency } => format!("closed loop, {concurrency} in flight"),
+        Pattern::Closed { concurrency } => format!(
+            "closed loop, {} in flight",
+            crate::numfmt::count(u64::from(*concurrency))
+        ),
     }
 }
 
@@ -186,7 +191,7 @@ fn phase_report(file: &str, p: &PhaseRecord, edges_ns: &[u64]) -> Result<PhaseRe
     }
     Ok(PhaseReport {
         name: p.name.clone(),
-        pattern: describe_pattern(&p.pattern),
+        pattern: p.pattern,
         offered_per_sec: p.offered_per_sec,
         achieved_per_sec: p.achieved_per_sec,
         cpm: p.cpm,
@@ -429,7 +434,7 @@ mod tests {
             .unwrap();
         for shown in [
             "TcpExt.ListenOverflows +0",
-            "Tcp.PassiveOpens +5000",
+            "Tcp.PassiveOpens +5,000",
             "TcpExt.TCPRcvQDrop +2",
         ] {
             assert!(line.contains(shown), "{shown} missing: {line}");
@@ -442,6 +447,37 @@ mod tests {
         assert!(all.contains("MPTcpExt.MPCapableSYNRX +0"), "{all}");
         let json = render(std::slice::from_ref(&r), Format::Json, Counters::Key);
         assert!(json.contains("MPTcpExt.MPCapableSYNRX"), "JSON keeps all");
+    }
+
+    #[test]
+    fn counts_in_text_have_thousands_separators() {
+        let mut rec = RunRecord::example();
+        rec.phases[0].counters.insert("TcpExt.TW".into(), 11_420);
+        rec.phases[0]
+            .counters
+            .insert("TcpExt.TCPSynRetrans".into(), 1_234);
+        let r = build(&rec, "x.json", &[]).unwrap();
+        let text = render(std::slice::from_ref(&r), Format::Text, Counters::All);
+        for needle in [
+            "server accepted 6,000 (cpu0 100.0%)",
+            "cross-check: server accepted 6,000, load successes 6,000, kernel PassiveOpens 6,000, ActiveOpens 6,003: agree",
+            "attempts 6,003, successes 6,000, failed 3 (ECONNREFUSED 3)",
+            "Tcp.ActiveOpens +6,003",
+            "TcpExt.TW +11,420",
+            "SYN retransmits: TCPSynRetrans 1,234 with no drop counter rising: the SYNs met orphaned FIN_WAIT2 minisocks of the same 4-tuple (TcpExt.TW 11,420 minisocks",
+            "phase latency: open loop, 1,600/s poisson",
+        ] {
+            assert!(text.contains(needle), "text lacks {needle:?}:\n{text}");
+        }
+        // The samples column of the latency table: 6,000 handshakes in the peak phase.
+        let row = text
+            .lines()
+            .find(|l| l.trim_start().starts_with("handshake") && l.contains("6,000"))
+            .unwrap_or_else(|| panic!("no handshake row with 6,000 samples:\n{text}"));
+        assert!(row.trim_end().ends_with("6,000"), "{row}");
+        // JSON keeps raw numbers.
+        let json = render(std::slice::from_ref(&r), Format::Json, Counters::All);
+        assert!(!json.contains("6,000"), "{json}");
     }
 
     #[test]

@@ -162,7 +162,8 @@ pub fn step_rates(
     }
     if peak_per_sec.is_nan() || peak_per_sec <= 0.0 {
         return bad(format!(
-            "the probed peak is {peak_per_sec} connections/s: nothing to sweep"
+            "the probed peak is {} connections/s: nothing to sweep",
+            crate::numfmt::value(peak_per_sec)
         ));
     }
     Ok((0..steps)

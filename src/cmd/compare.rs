@@ -41,7 +41,10 @@ a 2-sigma shift about 2 times in 3, 10 a side a 1.5-sigma shift at least 4 times
 interval that excludes 0, and (3) a shift at least --min-effect (default: A's run-to-run spread \
 of that metric, 1.4826*MAD/median). A metric with no samples is n/a (null in JSON). Trials whose \
 record carries a warning (contention, steal, generator behind, drops, retransmits, cross-check \
-mismatch, interrupted) are marked and left out unless --include-flagged. Setups that differ \
+mismatch, interrupted) are marked and left out unless --include-flagged. SYN retransmits flag a \
+trial only when suspect: not explained by orphaned FIN_WAIT2 minisocks (no SYN-losing drop \
+counter, no ETIMEDOUT, TcpExt.TW >= TCPSynRetrans), above 0.1% of the handshakes started, or \
+with a handshake (service latency) at or above the 1 s initial SYN RTO. Setups that differ \
 (engine, target vs loopback, CPUs, close/server mode, netns, RTT, durations) are refused unless \
 --allow-mismatch; kernel and connstorm version differences are listed.
 

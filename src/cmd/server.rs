@@ -115,13 +115,14 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     }
     let _ = writeln!(
         err,
-        "connstorm server: listening on {} (engine {}, {} workers on CPUs {:?}, mode {}, steering {}, RLIMIT_NOFILE {nofile})",
+        "connstorm server: listening on {} (engine {}, {} workers on CPUs {:?}, mode {}, steering {}, RLIMIT_NOFILE {})",
         srv.local_addr(),
         srv.engine(),
         srv.cpus().len(),
         srv.cpus(),
         args.mode,
-        srv.steering()
+        srv.steering(),
+        results::numfmt::count(nofile)
     );
     drop(err);
     let started = Instant::now();

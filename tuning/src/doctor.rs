@@ -148,7 +148,7 @@ pub fn run(root: &Path) -> Vec<Finding> {
             Severity::Info
         };
         f.push(Finding::new(sev, "limits", format!(
-            "RLIMIT_NOFILE soft {soft} hard {hard}{}", if soft < 65536 { ": each connection holds a descriptor; raise it (ulimit -n, LimitNOFILE=) up to fs.nr_open" } else { "" })));
+            "RLIMIT_NOFILE soft {} hard {}{}", common::numfmt::count(soft), common::numfmt::count(hard), if soft < 65536 { ": each connection holds a descriptor; raise it (ulimit -n, LimitNOFILE=) up to fs.nr_open" } else { "" })));
     }
     match KernelConfig::read_host(root) {
         Ok(cfg) => {

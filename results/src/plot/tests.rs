@@ -100,6 +100,30 @@ fn timeline_shows_cpm_per_phase_over_seconds() {
     ));
 }
 
+#[test]
+fn timeline_draws_partial_rows_of_short_phases_hollow() {
+    let mut rec = RunRecord::example();
+    let row = |t_secs: f64, length_secs: f64, successes: u64| crate::record::TimelineRow {
+        t_secs,
+        length_secs,
+        attempts: successes,
+        successes,
+        ..Default::default()
+    };
+    // A 0.8 s peak (one partial row) and a 1.2 s latency phase (a whole and a partial row).
+    rec.phases[0].timeline = vec![row(0.8, 0.8, 1_600)];
+    rec.phases[1].timeline = vec![row(1.0, 1.0, 1_600), row(1.2, 0.2, 320)];
+    let svg = svg_of(Kind::Timeline, &rec);
+    let circles: Vec<&str> = svg.split("<circle").skip(1).collect();
+    assert_eq!(circles.len(), 3, "a dot per row: {svg}");
+    let hollow = circles
+        .iter()
+        .filter(|c| c[..c.find('>').unwrap()].contains("fill=\"none\""))
+        .count();
+    assert_eq!(hollow, 2, "partial rows hollow: {circles:?}");
+    assert!(has_text(&svg, "kernel peak"), "{:?}", texts(&svg));
+}
+
 fn svg_err(kind: Kind, rec: &RunRecord) -> PlotError {
     svg(kind, &[named("kernel", rec)], &[]).unwrap_err()
 }

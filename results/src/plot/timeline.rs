@@ -1,4 +1,6 @@
-//! Connections per minute over time, one line per record and phase.
+//! Connections per minute over time, one line per record and phase, a dot per row: filled for
+//! a whole second, hollow for a partial one (its count scaled to its real length), so a phase
+//! shorter than a second still shows its one row.
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -15,10 +17,16 @@ where
     for r in records {
         let mut offset = 0.0;
         for p in &r.record.phases {
-            let pts: Vec<(f64, f64)> = p
+            let pts: Vec<(f64, f64, bool)> = p
                 .timeline
                 .iter()
-                .map(|row| (offset + row.t_secs, row.successes as f64 * 60.0))
+                .map(|row| {
+                    (
+                        offset + row.t_secs,
+                        row.per_sec(row.successes) * 60.0,
+                        row.is_partial(),
+                    )
+                })
                 .collect();
             if !pts.is_empty() {
                 series.push((format!("{} {}", r.name, p.name), pts));
@@ -31,11 +39,11 @@ where
     }
     let max_t = series
         .iter()
-        .flat_map(|(_, p)| p.iter().map(|&(t, _)| t))
+        .flat_map(|(_, p)| p.iter().map(|&(t, _, _)| t))
         .fold(1.0, f64::max);
     let max_cpm = series
         .iter()
-        .flat_map(|(_, p)| p.iter().map(|&(_, c)| c))
+        .flat_map(|(_, p)| p.iter().map(|&(_, c, _)| c))
         .fold(0.0, f64::max);
     let mut chart = ChartBuilder::on(root)
         .caption("Connections per minute over time", ("sans-serif", 24))
@@ -51,8 +59,22 @@ where
         .draw()?;
     for (i, (name, pts)) in series.into_iter().enumerate() {
         let c = color(i);
+        chart.draw_series(pts.iter().map(|&(t, v, partial)| {
+            Circle::new(
+                (t, v),
+                4,
+                if partial {
+                    c.stroke_width(2)
+                } else {
+                    c.filled()
+                },
+            )
+        }))?;
         chart
-            .draw_series(LineSeries::new(pts, c.stroke_width(2)))?
+            .draw_series(LineSeries::new(
+                pts.into_iter().map(|(t, v, _)| (t, v)),
+                c.stroke_width(2),
+            ))?
             .label(name)
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
     }

@@ -86,14 +86,16 @@ pub enum RecordError {
         /// Version this build reads.
         supported: u32,
     },
-    /// The JSON is a record of the right version but a field is missing or has the wrong type.
+    /// The JSON is a record of the right version but a field is missing or has the wrong type;
+    /// the message names the field by its path, e.g. ``phases[1].successes: invalid value:
+    /// integer `-5`, expected u64``.
     #[error("run record {} is damaged: {source}; see docs/record-schema.md for the fields, or re-run the benchmark", .path.display())]
     Invalid {
         /// The file.
         path: PathBuf,
-        /// What is missing or wrong (serde's message names the field).
+        /// What is missing or wrong, and where: the field's path and serde's message.
         #[source]
-        source: serde_json::Error,
+        source: serde_path_to_error::Error<serde_json::Error>,
     },
     /// A phase's figures contradict each other ([`crate::record::PhaseRecord::inconsistency`]).
     #[error("run record {}: phase {phase} is inconsistent: {what}; the file was edited or damaged: re-run the benchmark, or restore the file as connstorm wrote it", .path.display())]

@@ -50,6 +50,7 @@ fn phase(
         .enumerate()
         .map(|(t, h)| TimelineRow {
             t_secs: (t + 1) as f64,
+            length_secs: 1.0,
             attempts: successes_per_sec + 1,
             successes: successes_per_sec,
             failures: BTreeMap::from([("ECONNREFUSED".to_string(), 1)]),

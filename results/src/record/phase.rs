@@ -113,11 +113,19 @@ impl Histograms {
     }
 }
 
-/// One second of a phase (measured part), as the load generator saw it.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+/// One second of a phase (measured part), as the load generator saw it; a measured part that is
+/// not a whole number of seconds ends with a partial row ([`TimelineRow::length_secs`] below 1),
+/// so a phase shorter than a second still has one row.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TimelineRow {
-    /// End of this second, seconds since the measured part began (1.0, 2.0, ...).
+    /// End of this row, seconds since the measured part began (1.0, 2.0, ..., and e.g. 2.4 for
+    /// a partial last row of 0.4 s).
     pub t_secs: f64,
+    /// How long this row is, seconds: 1.0 for a whole second, less for a partial one (counts in
+    /// it cover only that long; [`TimelineRow::per_sec`] scales them). 1.0 in records written
+    /// before partial rows were kept.
+    #[serde(default = "one_second")]
+    pub length_secs: f64,
     /// Attempts started in this second.
     pub attempts: u64,
     /// Handshakes completed in this second.
@@ -138,6 +146,48 @@ pub struct TimelineRow {
     /// schema-1 records. `report --hlog` writes one interval per row from it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub handshake: Option<String>,
+}
+
+fn one_second() -> f64 {
+    1.0
+}
+
+impl Default for TimelineRow {
+    fn default() -> Self {
+        TimelineRow {
+            t_secs: 0.0,
+            length_secs: 1.0,
+            attempts: 0,
+            successes: 0,
+            failures: BTreeMap::new(),
+            p50_ns: 0,
+            p99_ns: 0,
+            dropped: 0,
+            late: 0,
+            handshake: None,
+        }
+    }
+}
+
+impl TimelineRow {
+    /// Start of this row, seconds since the measured part began.
+    pub fn start_secs(&self) -> f64 {
+        self.t_secs - self.length_secs
+    }
+
+    /// Whether the row is shorter than a whole second.
+    pub fn is_partial(&self) -> bool {
+        self.length_secs < 1.0 - 1e-9
+    }
+
+    /// `count` per second of this row's length (0 for a row of no length).
+    pub fn per_sec(&self, count: u64) -> f64 {
+        if self.length_secs > 0.0 {
+            count as f64 / self.length_secs
+        } else {
+            0.0
+        }
+    }
 }
 
 /// The server side of a phase (absent with `--target`: the server is not ours).
@@ -375,13 +425,15 @@ impl PhaseRecord {
         if self.successes > self.attempts {
             return Some(format!(
                 "successes {} exceed attempts {}",
-                self.successes, self.attempts
+                crate::numfmt::count(self.successes),
+                crate::numfmt::count(self.attempts)
             ));
         }
         if self.successes > 0 && self.measured_secs <= 0.0 {
             return Some(format!(
                 "{} successes in a measured time of {} s",
-                self.successes, self.measured_secs
+                crate::numfmt::count(self.successes),
+                self.measured_secs
             ));
         }
         let close = |a: f64, b: f64| (a - b).abs() <= 1e-6 * a.abs().max(b.abs()) + 1e-9;

@@ -1,13 +1,15 @@
 //! CSV output: one row per record and phase, for spreadsheets and scripts.
 //!
-//! Columns: `file,label,phase,pattern,offered_per_sec,achieved_per_sec,cpm,measured_secs,
-//! attempts,successes,failed,late,dropped`, then for each of `handshake`, `service`,
+//! Columns: `file,label,phase,pattern,arrival,concurrency,offered_per_sec,achieved_per_sec,cpm,
+//! measured_secs,attempts,successes,failed,late,dropped` (`pattern` is `open` or `closed`;
+//! `arrival` `uniform`/`poisson` for open loop, `concurrency` the connections in flight for
+//! closed loop, empty otherwise: raw values, never the text form), then for each of `handshake`, `service`,
 //! `first_byte`: `_p50_ns,_p90_ns,_p99_ns,_p999_ns,_p9999_ns,_max_ns,_mean_ns,_stddev_ns`
 //! (empty when not measured), then `server_us_per_conn_user,server_us_per_conn_sys,
 //! load_us_per_conn_user,load_us_per_conn_sys,drops`.
 
 use super::RecordReport;
-use crate::record::SideCpu;
+use crate::record::{Arrival, Pattern, SideCpu};
 
 const LATENCIES: [&str; 3] = ["handshake", "service", "first_byte"];
 const STATS: [&str; 8] = [
@@ -36,6 +38,8 @@ fn header() -> Vec<String> {
         "label",
         "phase",
         "pattern",
+        "arrival",
+        "concurrency",
         "offered_per_sec",
         "achieved_per_sec",
         "cpm",
@@ -66,16 +70,32 @@ fn header() -> Vec<String> {
     h
 }
 
+/// The `pattern,arrival,concurrency` fields of a phase, raw.
+fn pattern_fields(p: Pattern) -> [String; 3] {
+    match p {
+        Pattern::Open { arrival, .. } => [
+            "open".into(),
+            match arrival {
+                Arrival::Uniform => "uniform",
+                Arrival::Poisson => "poisson",
+            }
+            .into(),
+            String::new(),
+        ],
+        Pattern::Closed { concurrency } => {
+            ["closed".into(), String::new(), concurrency.to_string()]
+        }
+    }
+}
+
 /// Renders the reports as CSV with a header row.
 pub fn to_csv(reports: &[RecordReport]) -> String {
     let mut out = header().join(",") + "\n";
     for r in reports {
         for p in &r.phases {
-            let mut row = vec![
-                field(&r.file),
-                field(&r.label),
-                field(&p.name),
-                field(&p.pattern),
+            let mut row = vec![field(&r.file), field(&r.label), field(&p.name)];
+            row.extend(pattern_fields(p.pattern));
+            row.extend([
                 p.offered_per_sec.map(|o| o.to_string()).unwrap_or_default(),
                 p.achieved_per_sec.to_string(),
                 p.cpm.to_string(),
@@ -85,7 +105,7 @@ pub fn to_csv(reports: &[RecordReport]) -> String {
                 p.failures.values().sum::<u64>().to_string(),
                 p.late.to_string(),
                 p.dropped.to_string(),
-            ];
+            ]);
             for l in LATENCIES {
                 match p.latency.iter().find(|x| x.which == l) {
                     Some(x) => {
@@ -146,5 +166,31 @@ mod tests {
             assert!(line.contains("\"a,b\""), "{line}");
             assert_eq!(fields(line), n, "{line}");
         }
+    }
+
+    #[test]
+    fn the_pattern_is_raw_fields_never_formatted_text() {
+        let mut rec = RunRecord::example();
+        if let crate::record::Pattern::Open { rate_per_sec, .. } = &mut rec.phases[1].pattern {
+            *rate_per_sec = 16_196.0;
+        }
+        rec.phases[1].offered_per_sec = Some(16_196.0);
+        let r = crate::report::build(&rec, "x.json", &[]).unwrap();
+        let csv = to_csv(std::slice::from_ref(&r));
+        assert!(csv.contains("x.json,example,peak,closed,,64,,"), "{csv}");
+        assert!(
+            csv.contains("x.json,example,latency,open,poisson,,16196,"),
+            "{csv}"
+        );
+        assert!(!csv.contains("16,196") && !csv.contains("loop"), "{csv}");
+        let json = serde_json::to_value(&r).unwrap();
+        assert_eq!(
+            json["phases"][1]["pattern"],
+            serde_json::json!({"kind": "open", "rate_per_sec": 16196.0, "arrival": "poisson"})
+        );
+        assert_eq!(
+            crate::report::describe_pattern(&rec.phases[1].pattern),
+            "open loop, 16,196/s poisson"
+        );
     }
 }

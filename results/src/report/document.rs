@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use super::table::{Block, Table};
 use super::{Counters, PhaseReport, RecordReport};
 use crate::histogram::format_ns;
+use crate::numfmt::{count, fixed, signed, NA};
 use crate::record::{is_drop_counter, SideCpu, KEY_COUNTERS};
 
 /// Formats a CPU list compactly: `0-3,8,10-11`.
@@ -38,7 +39,7 @@ fn errno_list(m: &BTreeMap<String, u64>) -> String {
         return "none".into();
     }
     m.iter()
-        .map(|(k, v)| format!("{k} {v}"))
+        .map(|(k, v)| format!("{k} {}", count(*v)))
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -134,7 +135,7 @@ fn latency_blocks(p: &PhaseReport, out: &mut Vec<Block>) {
             format_ns(s.max_ns as f64),
             format_ns(s.mean_ns),
             format_ns(s.stddev_ns),
-            s.count.to_string(),
+            count(s.count),
         ]);
         t.row(row);
     }
@@ -171,8 +172,6 @@ fn latency_blocks(p: &PhaseReport, out: &mut Vec<Block>) {
     out.push(Block::Table(b));
 }
 
-use crate::numfmt::{count, fixed, NA};
-
 fn cpu_row(t: &mut Table, side: &str, c: &SideCpu) {
     t.row([
         side.to_string(),
@@ -188,7 +187,9 @@ fn phase_blocks(p: &PhaseReport, counters: Counters, out: &mut Vec<Block>) {
         2,
         format!(
             "phase {}: {}, {:.1} s measured",
-            p.name, p.pattern, p.measured_secs
+            p.name,
+            crate::report::describe_pattern(&p.pattern),
+            p.measured_secs
         ),
     ));
     let offered = match (p.offered_per_sec, p.achieved_ratio) {
@@ -262,18 +263,18 @@ fn phase_blocks(p: &PhaseReport, counters: Counters, out: &mut Vec<Block>) {
             .collect();
         out.push(Block::Line(format!(
             "server accepted {} ({}); accept errors: {}",
-            s.accepted(),
+            count(s.accepted()),
             shares.join(", "),
             errno_list(&s.accept_errors)
         )));
     }
     counter_blocks(p, counters, out);
     if let Some(x) = &p.cross_check {
-        let opt = |v: Option<i64>| v.map_or("-".to_string(), |v| v.to_string());
+        let opt = |v: Option<i64>| v.map_or("-".to_string(), crate::numfmt::signed);
         let line = format!(
             "cross-check: server accepted {}, load successes {}, kernel PassiveOpens {}, ActiveOpens {}: {}{}",
-            x.server_accepted.map_or("-".to_string(), |v| v.to_string()),
-            x.load_successes,
+            x.server_accepted.map_or("-".to_string(), count),
+            count(x.load_successes),
             opt(x.kernel_passive_opens),
             opt(x.kernel_active_opens),
             if x.agree { "agree" } else { "DISAGREE" },
@@ -309,10 +310,16 @@ fn counter_blocks(p: &PhaseReport, counters: Counters, out: &mut Vec<Block>) {
             .collect(),
     };
     let listed = shown.len();
-    let c: Vec<String> = shown.iter().map(|(k, v)| format!("{k} {v:+}")).collect();
+    let c: Vec<String> = shown
+        .iter()
+        .map(|(k, v)| format!("{k} {}{}", if *v >= 0 { "+" } else { "" }, signed(*v)))
+        .collect();
     let hidden = p.counters.len().saturating_sub(listed);
     let rest = if hidden > 0 {
-        format!(" ({hidden} more, zero or not drops: --all-counters lists them)")
+        format!(
+            " ({} more, zero or not drops: --all-counters lists them)",
+            count(hidden as u64)
+        )
     } else {
         String::new()
     };

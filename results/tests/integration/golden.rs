@@ -71,6 +71,7 @@ fn golden_record() -> RunRecord {
         histograms: Histograms::encode(&handshake(), &service(), Some(&first_byte())),
         timeline: vec![TimelineRow {
             t_secs: 1.0,
+            length_secs: 1.0,
             attempts: 1_002,
             successes: 1_000,
             failures: BTreeMap::from([("ETIMEDOUT".into(), 2)]),
