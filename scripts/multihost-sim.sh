@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # A multi-host connstorm run simulated on one machine: N load generators, each in its own
 # network namespace, joined to one server namespace by veth pairs (10.201.i.1 ↔ 10.201.i.2),
-# started with `--segment i/N --start-at +2s`; their records are merged and the merged
-# successes compared with the server's accepts and the server namespace's Tcp.PassiveOpens.
+# started with `--segment i/N --start-at T` (T = now + 2 s, one instant for all); their records
+# are merged and the merged successes compared with the server's accepts and the server namespace's Tcp.PassiveOpens.
 #
 #   sudo scripts/multihost-sim.sh [N=4] [RATE=2000] [DURATION=3s]
 #
@@ -55,10 +55,12 @@ for _ in $(seq 100); do
 done
 before=$(passive)
 
+# One instant for every generator (`+2s` given to each would count from each one's own start).
+start=$(date -u -d '+2 seconds' +%Y-%m-%dT%H:%M:%S.%3NZ)
 load_pids=()
 for i in $(seq 0 $((n - 1))); do
   ip netns exec "csmh-$tag-l$i" "$bin" load --target "10.201.$i.1:$port" --rate "$rate/s" \
-    --segment "$i/$n" --start-at +2s --warmup 0s --duration "$duration" --connect-timeout 1s \
+    --segment "$i/$n" --start-at "$start" --warmup 0s --duration "$duration" --connect-timeout 1s \
     --out "$out/seg$i" >"$out/load$i.txt" 2>"$out/load$i.err" &
   load_pids+=($!)
   pids+=($!)

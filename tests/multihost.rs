@@ -1,6 +1,7 @@
 //! A multi-host run on one machine: four `connstorm load` processes, each in its own network
 //! namespace joined to a server namespace by a veth pair (the closest thing to four load hosts
-//! and a server host), started with `--segment i/4 --start-at +2s`, their records merged by
+//! and a server host), started with `--segment i/4 --start-at T` (T = now + 2 s, one instant
+//! for all), their records merged by
 //! `connstorm merge` and checked against the server's accepts and the server namespace's
 //! `Tcp.PassiveOpens`.
 //!
@@ -193,6 +194,11 @@ fn four_segments_in_four_namespaces_merge_to_the_servers_exact_count() {
     }
     let passive_before = fleet.passive_opens();
 
+    // One instant for all four (what `--start-at +2s` means when every generator gets it at
+    // once): a relative `+2s` would start each 2 s after its own spawn, milliseconds apart.
+    let start_at =
+        humantime::format_rfc3339_millis(std::time::SystemTime::now() + Duration::from_secs(2))
+            .to_string();
     let mut loads = Vec::new();
     for i in 0..N {
         let out = dir.path().join(format!("seg{i}"));
@@ -206,7 +212,7 @@ fn four_segments_in_four_namespaces_merge_to_the_servers_exact_count() {
             "--segment",
             format!("{i}/{N}").as_str(),
             "--start-at",
-            "+2s",
+            start_at.as_str(),
             "--warmup",
             "0s",
             "--duration",
@@ -216,7 +222,7 @@ fn four_segments_in_four_namespaces_merge_to_the_servers_exact_count() {
             "--cpus",
             cpu.as_str(),
             "--format",
-            "json",
+            "text",
             "--out",
             out.to_str().unwrap(),
         ]

@@ -218,7 +218,7 @@ mod tests {
         assert!(e.to_string().contains("segment 3/4 gets no connections in flight"), "{e}");
         assert!(s.nonzero_rate(3.0).is_err());
         assert!(s.nonempty_slice(&[1, 2, 3], "source addresses").is_err());
-        assert_eq!(s.nonempty_slice::<u8>(&[], "source addresses").unwrap(), vec![]);
+        assert_eq!(s.nonempty_slice::<u8>(&[], "source addresses").unwrap(), Vec::<u8>::new());
         assert_eq!(s.nonzero_count(4, "x").unwrap(), 1);
     }
 }

@@ -12,7 +12,7 @@ const T0_MS: u64 = 1_795_990_503_000;
 /// One generator's record: segment `index/count`, `rate` per second for `secs` seconds, every
 /// handshake `lat_ns + index` ns, started `skew_ms` after T0.
 fn load(index: u32, count: u32, rate: u64, secs: u64, skew_ms: u64) -> Input {
-    let lat = 50_000 + u64::from(index);
+    let lat = 50_000 + 10_000 * u64::from(index);
     let mut total = new_latency_histogram();
     let mut timeline = Vec::new();
     for s in 1..=secs {
@@ -115,7 +115,7 @@ fn counts_histograms_and_timelines_sum_exactly() {
     let h = p.histograms.decode(Latency::Handshake).unwrap().unwrap();
     assert_eq!(h.len(), want);
     for i in 0..4u64 {
-        assert_eq!(h.count_at(50_000 + i), (250 + i) * 3, "bucket of generator {i}");
+        assert_eq!(h.count_at(50_000 + 10_000 * i), (250 + i) * 3, "bucket of generator {i}");
     }
     assert_eq!(p.timeline.len(), 3);
     for (k, row) in p.timeline.iter().enumerate() {
