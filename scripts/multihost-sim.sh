@@ -2,7 +2,8 @@
 # A multi-host connstorm run simulated on one machine: N load generators, each in its own
 # network namespace, joined to one server namespace by veth pairs (10.201.i.1 ↔ 10.201.i.2),
 # started with `--segment i/N --start-at T` (T = now + 2 s, one instant for all); their records
-# are merged and the merged successes compared with the server's accepts and the server namespace's Tcp.PassiveOpens.
+# are merged and the merged successes compared with the server's accepts and the server
+# namespace's Tcp.PassiveOpens.
 #
 #   sudo scripts/multihost-sim.sh [N=4] [RATE=2000] [DURATION=3s]
 #

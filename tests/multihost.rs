@@ -1,9 +1,8 @@
 //! A multi-host run on one machine: four `connstorm load` processes, each in its own network
 //! namespace joined to a server namespace by a veth pair (the closest thing to four load hosts
 //! and a server host), started with `--segment i/4 --start-at T` (T = now + 2 s, one instant
-//! for all), their records merged by
-//! `connstorm merge` and checked against the server's accepts and the server namespace's
-//! `Tcp.PassiveOpens`.
+//! for all), their records merged by `connstorm merge` and checked against the server's accepts
+//! and the server namespace's `Tcp.PassiveOpens`.
 //!
 //! Needs root and iproute2 (as `.ci/run` provides). Namespaces and child processes are removed
 //! (children by PID) when the test ends, also on failure. Bounded: about 10 s.
@@ -60,11 +59,37 @@ impl Fleet {
             fleet.load_ns.push(ns.clone());
             let (vs, vl) = (format!("cm{tag}s{i}"), format!("cm{tag}l{i}"));
             ip(&[
-                "link", "add", &vs, "netns", &fleet.server_ns, "type", "veth", "peer", "name", &vl,
-                "netns", &ns,
+                "link",
+                "add",
+                &vs,
+                "netns",
+                &fleet.server_ns,
+                "type",
+                "veth",
+                "peer",
+                "name",
+                &vl,
+                "netns",
+                &ns,
             ]);
-            ip(&["-n", &fleet.server_ns, "addr", "add", &format!("10.201.{i}.1/30"), "dev", &vs]);
-            ip(&["-n", &ns, "addr", "add", &format!("10.201.{i}.2/30"), "dev", &vl]);
+            ip(&[
+                "-n",
+                &fleet.server_ns,
+                "addr",
+                "add",
+                &format!("10.201.{i}.1/30"),
+                "dev",
+                &vs,
+            ]);
+            ip(&[
+                "-n",
+                &ns,
+                "addr",
+                "add",
+                &format!("10.201.{i}.2/30"),
+                "dev",
+                &vl,
+            ]);
             for (n, d) in [(&fleet.server_ns, &vs), (&ns, &vl)] {
                 ip(&["-n", n, "link", "set", d, "up"]);
             }
@@ -110,8 +135,9 @@ impl Fleet {
         self.in_server(|| {
             let tcp = std::fs::read_to_string("/proc/thread-self/net/tcp").unwrap_or_default();
             // local_address 00000000:2328 (port 9000), st 0A (LISTEN).
-            tcp.lines()
-                .any(|l| l.contains(&format!(":{PORT:04X} ")) && l.split_whitespace().nth(3) == Some("0A"))
+            tcp.lines().any(|l| {
+                l.contains(&format!(":{PORT:04X} ")) && l.split_whitespace().nth(3) == Some("0A")
+            })
         })
     }
 
@@ -120,7 +146,11 @@ impl Fleet {
         let t0 = Instant::now();
         let child = &mut self.children[k];
         while child.try_wait().expect("try_wait").is_none() {
-            assert!(t0.elapsed() < limit, "connstorm child {} ran past {limit:?}", child.id());
+            assert!(
+                t0.elapsed() < limit,
+                "connstorm child {} ran past {limit:?}",
+                child.id()
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
         let child = &mut self.children[k];
@@ -189,7 +219,10 @@ fn four_segments_in_four_namespaces_merge_to_the_servers_exact_count() {
     );
     let t0 = Instant::now();
     while !fleet.listening() {
-        assert!(t0.elapsed() < Duration::from_secs(10), "the server did not listen in 10 s");
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "the server did not listen in 10 s"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     let passive_before = fleet.passive_opens();
@@ -265,7 +298,11 @@ fn four_segments_in_four_namespaces_merge_to_the_servers_exact_count() {
         .args(["-o", merged_path.to_str().unwrap()])
         .output()
         .unwrap();
-    assert!(out.status.success(), "merge: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "merge: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let merged = RunRecord::read(&merged_path).unwrap();
     assert_eq!(merged.role, Role::Merged);
     let p = &merged.phases[0];
@@ -273,7 +310,10 @@ fn four_segments_in_four_namespaces_merge_to_the_servers_exact_count() {
     // Exact: the generators' successes are the server's accepts and the server namespace's
     // passive opens (nothing else connects into it).
     assert_eq!(p.successes, accepted, "merged successes vs server accepts");
-    assert_eq!(accepted as i64, passive, "server accepts vs Tcp.PassiveOpens");
+    assert_eq!(
+        accepted as i64, passive,
+        "server accepts vs Tcp.PassiveOpens"
+    );
     assert!(p.successes > 0);
     // The merge's own cross-check, from the server record, says the same.
     let c = p.cross_check.as_ref().unwrap();
@@ -288,7 +328,11 @@ fn four_segments_in_four_namespaces_merge_to_the_servers_exact_count() {
     for f in &files {
         let r = RunRecord::read(f).unwrap();
         segments.push(r.segment.as_ref().unwrap().index);
-        let h = r.phases[0].histograms.decode(Latency::Handshake).unwrap().unwrap();
+        let h = r.phases[0]
+            .histograms
+            .decode(Latency::Handshake)
+            .unwrap()
+            .unwrap();
         match &mut sum {
             None => sum = Some(h),
             Some(s) => s.add(&h).unwrap(),

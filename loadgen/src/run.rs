@@ -132,7 +132,8 @@ pub fn run_at(
         } else {
             mono_now + lead_ns.max(START_DELAY_NS)
         };
-        let real_start = wall_now + std::time::Duration::from_nanos(start_ns.saturating_sub(mono_now));
+        let real_start =
+            wall_now + std::time::Duration::from_nanos(start_ns.saturating_sub(mono_now));
         *go.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(start_ns);
         go.1.notify_all();
 

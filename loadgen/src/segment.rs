@@ -91,8 +91,7 @@ impl Segment {
     /// is split as [`Segment::share_count`] splits counts, so the shares sum exactly; a
     /// fractional rate is split evenly (`rate / N`).
     pub fn share_rate(self, rate_per_sec: f64) -> f64 {
-        if rate_per_sec.fract() == 0.0 && (0.0..9.007_199_254_740_992e15).contains(&rate_per_sec)
-        {
+        if rate_per_sec.fract() == 0.0 && (0.0..9.007_199_254_740_992e15).contains(&rate_per_sec) {
             self.share_count(rate_per_sec as u64) as f64
         } else {
             rate_per_sec / f64::from(self.count)
@@ -194,7 +193,10 @@ mod tests {
             }
         }
         let seg = Segment { index: 1, count: 4 };
-        assert_eq!(seg.nonempty_slice(&[10, 11, 12, 13, 14], "x").unwrap(), vec![12]);
+        assert_eq!(
+            seg.nonempty_slice(&[10, 11, 12, 13, 14], "x").unwrap(),
+            vec![12]
+        );
     }
 
     #[test]
@@ -208,17 +210,27 @@ mod tests {
 
     #[test]
     fn bad_segments_and_empty_shares_are_refused() {
-        assert_eq!("2/4".parse::<Segment>().unwrap(), Segment { index: 2, count: 4 });
+        assert_eq!(
+            "2/4".parse::<Segment>().unwrap(),
+            Segment { index: 2, count: 4 }
+        );
         for bad in ["4/4", "1/0", "-1/4", "1", "a/b", "1/4/2", "0/10001"] {
             let e = bad.parse::<Segment>().unwrap_err();
             assert!(e.to_string().contains("0-based"), "{bad}: {e}");
         }
         let s = Segment { index: 3, count: 4 };
         let e = s.nonzero_count(3, "connections in flight").unwrap_err();
-        assert!(e.to_string().contains("segment 3/4 gets no connections in flight"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("segment 3/4 gets no connections in flight"),
+            "{e}"
+        );
         assert!(s.nonzero_rate(3.0).is_err());
         assert!(s.nonempty_slice(&[1, 2, 3], "source addresses").is_err());
-        assert_eq!(s.nonempty_slice::<u8>(&[], "source addresses").unwrap(), Vec::<u8>::new());
+        assert_eq!(
+            s.nonempty_slice::<u8>(&[], "source addresses").unwrap(),
+            Vec::<u8>::new()
+        );
         assert_eq!(s.nonzero_count(4, "x").unwrap(), 1);
     }
 }

@@ -58,7 +58,9 @@ pub struct Merged {
 #[derive(Debug, thiserror::Error)]
 pub enum MergeError {
     /// Fewer than one load record.
-    #[error("no load record among the inputs: give the records `load --segment i/N --out DIR` wrote")]
+    #[error(
+        "no load record among the inputs: give the records `load --segment i/N --out DIR` wrote"
+    )]
     NoLoad,
     /// Two files declare different schema versions.
     #[error("{} is schema {a} but {} is schema {b}: records of one run come from one connstorm version; re-run the older side with the same build", .path_a.display(), .path_b.display())]
@@ -194,13 +196,16 @@ pub fn merge(inputs: &[Input]) -> Result<Merged, MergeError> {
     for (k, p) in base.record.phases.iter().enumerate() {
         let mut parts = Vec::with_capacity(loads.len());
         for l in &loads {
-            let q = l.record.phases.get(k).filter(|q| q.name == p.name).ok_or_else(|| {
-                MergeError::Different {
+            let q = l
+                .record
+                .phases
+                .get(k)
+                .filter(|q| q.name == p.name)
+                .ok_or_else(|| MergeError::Different {
                     path_a: base.path.clone(),
                     path_b: l.path.clone(),
                     what: format!("phase {:?} is missing or in another place", p.name),
-                }
-            })?;
+                })?;
             parts.push((l.path.as_path(), q));
         }
         phases.push(merge_phase(&parts)?);
@@ -235,7 +240,11 @@ pub fn merge(inputs: &[Input]) -> Result<Merged, MergeError> {
         // whole-run handshakes (warm-up included), summed over every phase.
         let handshakes: u64 = phases
             .iter()
-            .map(|p| p.cross_check.as_ref().map_or(p.successes, |c| c.load_successes))
+            .map(|p| {
+                p.cross_check
+                    .as_ref()
+                    .map_or(p.successes, |c| c.load_successes)
+            })
             .sum();
         let accepted = server_side.accepted();
         let agree = accepted == handshakes && passive.is_none_or(|p| p == accepted as i64);
@@ -262,7 +271,11 @@ pub fn merge(inputs: &[Input]) -> Result<Merged, MergeError> {
     record.run.command = "merge".into();
     record.run.interrupted = loads.iter().any(|l| l.record.run.interrupted);
     record.run.load_cpus = Vec::new();
-    if let Some(start) = loads.iter().filter_map(|l| l.record.run.started_unix_ms).min() {
+    if let Some(start) = loads
+        .iter()
+        .filter_map(|l| l.record.run.started_unix_ms)
+        .min()
+    {
         record.run.started_unix_ms = Some(start);
     }
     if let Some(started) = loads.iter().map(|l| &l.record.run.started_at).min() {
@@ -342,7 +355,12 @@ fn start_warnings(loads: &[&Input]) -> Vec<String> {
     let mut out = Vec::new();
     let starts: Vec<(&Path, u64)> = loads
         .iter()
-        .filter_map(|l| Some((l.path.as_path(), l.record.segment.as_ref()?.real_start_unix_ms)))
+        .filter_map(|l| {
+            Some((
+                l.path.as_path(),
+                l.record.segment.as_ref()?.real_start_unix_ms,
+            ))
+        })
         .collect();
     if let (Some(early), Some(late)) = (
         starts.iter().min_by_key(|s| s.1),
@@ -364,7 +382,11 @@ fn start_warnings(loads: &[&Input]) -> Vec<String> {
                 "{}: host clock sync {} ({}): start times across hosts may not line up",
                 l.path.display(),
                 s.clock_sync,
-                if s.clock_source.is_empty() { "no timedatectl or chronyc" } else { s.clock_source.as_str() }
+                if s.clock_source.is_empty() {
+                    "no timedatectl or chronyc"
+                } else {
+                    s.clock_source.as_str()
+                }
             ));
         } else if let Some(off) = s.clock_offset_ms.filter(|o| o.abs() > SKEW_BOUND_MS as f64) {
             out.push(format!(
@@ -430,11 +452,14 @@ fn merge_phase(parts: &[(&Path, &PhaseRecord)]) -> Result<PhaseRecord, MergeErro
     for which in Latency::ALL {
         let mut acc: Option<Histogram<u64>> = None;
         for (i, (path, p)) in parts.iter().enumerate() {
-            let h = p.histograms.decode(which).map_err(|source| MergeError::Histogram {
-                path: path.to_path_buf(),
-                phase: p.name.clone(),
-                source,
-            })?;
+            let h = p
+                .histograms
+                .decode(which)
+                .map_err(|source| MergeError::Histogram {
+                    path: path.to_path_buf(),
+                    phase: p.name.clone(),
+                    source,
+                })?;
             match h {
                 Some(h) if i == 0 => acc = Some(h),
                 None if i == 0 => {}
@@ -470,7 +495,9 @@ fn merge_phase(parts: &[(&Path, &PhaseRecord)]) -> Result<PhaseRecord, MergeErro
         hists[0]
             .as_ref()
             .expect("every phase has a handshake histogram"),
-        hists[1].as_ref().expect("every phase has a service histogram"),
+        hists[1]
+            .as_ref()
+            .expect("every phase has a service histogram"),
         hists[2].as_ref(),
     );
     // Counts.
@@ -585,7 +612,10 @@ fn merged_cross_check(parts: &[(&Path, &PhaseRecord)]) -> Option<CrossCheck> {
     let checks: Option<Vec<&CrossCheck>> =
         parts.iter().map(|(_, p)| p.cross_check.as_ref()).collect();
     let checks = checks?;
-    let active = checks.iter().map(|c| c.kernel_active_opens).sum::<Option<i64>>();
+    let active = checks
+        .iter()
+        .map(|c| c.kernel_active_opens)
+        .sum::<Option<i64>>();
     Some(CrossCheck {
         server_accepted: None,
         load_successes: checks.iter().map(|c| c.load_successes).sum(),

@@ -97,7 +97,9 @@ pub struct RenderArgs {
 }
 
 fn parse_host_port(s: &str) -> Result<String, String> {
-    let bad = || format!("invalid --target {s:?}: write HOST:PORT, e.g. connstorm-server.connstorm.svc:9000 or [fd00::1]:9000");
+    let bad = || {
+        format!("invalid --target {s:?}: write HOST:PORT, e.g. connstorm-server.connstorm.svc:9000 or [fd00::1]:9000")
+    };
     let (host, port) = s.rsplit_once(':').ok_or_else(bad)?;
     let port: u16 = port.parse().map_err(|_| bad())?;
     let host_ok = !host.is_empty()
@@ -284,14 +286,25 @@ mod tests {
             #[command(flatten)]
             a: RenderArgs,
         }
-        let mut v = vec!["t", "--clients", "4", "--target", "srv.connstorm.svc:9000", "--out", "/x"];
+        let mut v = vec![
+            "t",
+            "--clients",
+            "4",
+            "--target",
+            "srv.connstorm.svc:9000",
+            "--out",
+            "/x",
+        ];
         v.extend(extra);
         T::try_parse_from(v).unwrap().a
     }
 
     #[test]
     fn every_placeholder_is_filled_and_the_job_is_indexed() {
-        let files = render(&args(&["--rate", "200k/s", "--host-network"]), "2026-12-01T07:00:00Z");
+        let files = render(
+            &args(&["--rate", "200k/s", "--host-network"]),
+            "2026-12-01T07:00:00Z",
+        );
         assert_eq!(files.len(), 4);
         for (name, text) in &files {
             assert!(!text.contains("{{"), "{name}: {text}");

@@ -98,8 +98,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             return Ok(128 + crate::signals::received().unwrap_or(libc::SIGINT));
         }
     }
-    let (mut report, real_start) = loadgen::run_at(&cfg, planned, &stop, &mut on_second)
-        .map_err(|e| match e {
+    let (mut report, real_start) =
+        loadgen::run_at(&cfg, planned, &stop, &mut on_second).map_err(|e| match e {
             LoadError::Config(_) | LoadError::Pin { .. } => bad_input(e.to_string()),
             e => anyhow::Error::new(e).context("running the load"),
         })?;
@@ -114,7 +114,9 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     if let Some(dir) = &args.out {
         let counters = match (&kernel, &before) {
             (Some(k), _) => k.delta.clone(),
-            (None, Some(b)) => read_counters().map_or_else(Default::default, |now| now.delta(b).to_map()),
+            (None, Some(b)) => {
+                read_counters().map_or_else(Default::default, |now| now.delta(b).to_map())
+            }
             (None, None) => Default::default(),
         };
         let unknown = multihost::ClockSync::default();
@@ -126,7 +128,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
                 planned,
                 real: real_start,
             },
-            args.segment.map(|s| (s, clock.as_ref().unwrap_or(&unknown))),
+            args.segment
+                .map(|s| (s, clock.as_ref().unwrap_or(&unknown))),
             counters,
             kernel.as_ref().map(|k| k.acceptance.accepted),
             &warnings,

@@ -63,7 +63,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         crate::output::out(&format!("{json}\n"));
     } else {
         write_file(&args.output, &json)?;
-        eprintln!("connstorm merge: merged {} records into {}", inputs.len(), args.output.display());
+        eprintln!(
+            "connstorm merge: merged {} records into {}",
+            inputs.len(),
+            args.output.display()
+        );
     }
     let p = merged.record.phases.first();
     if let Some(p) = p {

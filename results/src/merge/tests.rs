@@ -95,7 +95,9 @@ fn server(accepted: u64, passive: i64) -> Input {
 }
 
 fn four() -> Vec<Input> {
-    (0..4).map(|i| load(i, 4, 250 + u64::from(i), 3, 0)).collect()
+    (0..4)
+        .map(|i| load(i, 4, 250 + u64::from(i), 3, 0))
+        .collect()
 }
 
 #[test]
@@ -115,7 +117,11 @@ fn counts_histograms_and_timelines_sum_exactly() {
     let h = p.histograms.decode(Latency::Handshake).unwrap().unwrap();
     assert_eq!(h.len(), want);
     for i in 0..4u64 {
-        assert_eq!(h.count_at(50_000 + 10_000 * i), (250 + i) * 3, "bucket of generator {i}");
+        assert_eq!(
+            h.count_at(50_000 + 10_000 * i),
+            (250 + i) * 3,
+            "bucket of generator {i}"
+        );
     }
     assert_eq!(p.timeline.len(), 3);
     for (k, row) in p.timeline.iter().enumerate() {
@@ -139,17 +145,26 @@ fn overlapping_missing_and_mismatched_segments_are_refused_naming_files() {
     inputs[3] = load(2, 4, 250, 3, 0);
     inputs[3].path = PathBuf::from("/runs/dup.json");
     let e = merge(&inputs).unwrap_err().to_string();
-    assert!(e.contains("overlap") && e.contains("/runs/seg2.json") && e.contains("/runs/dup.json"), "{e}");
+    assert!(
+        e.contains("overlap") && e.contains("/runs/seg2.json") && e.contains("/runs/dup.json"),
+        "{e}"
+    );
 
     let inputs: Vec<Input> = four().into_iter().take(3).collect();
     let e = merge(&inputs).unwrap_err();
-    assert!(matches!(&e, MergeError::Missing { missing, .. } if missing == &vec![3]), "{e}");
+    assert!(
+        matches!(&e, MergeError::Missing { missing, .. } if missing == &vec![3]),
+        "{e}"
+    );
     assert!(e.to_string().contains("/runs/seg0.json=0"), "{e}");
 
     let mut inputs = four();
     inputs[1] = load(1, 3, 250, 3, 0);
     let e = merge(&inputs).unwrap_err().to_string();
-    assert!(e.contains("segment of 4") && e.contains("/runs/seg1.json"), "{e}");
+    assert!(
+        e.contains("segment of 4") && e.contains("/runs/seg1.json"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -157,12 +172,18 @@ fn different_schema_versions_and_bench_records_are_refused() {
     let mut inputs = four();
     inputs[2].schema_version = 1;
     let e = merge(&inputs).unwrap_err().to_string();
-    assert!(e.contains("schema 1") && e.contains("/runs/seg2.json"), "{e}");
+    assert!(
+        e.contains("schema 1") && e.contains("/runs/seg2.json"),
+        "{e}"
+    );
 
     let mut inputs = four();
     inputs[0].record.role = Role::Bench;
     let e = merge(&inputs).unwrap_err().to_string();
-    assert!(e.contains("bench record") && e.contains("/runs/seg0.json"), "{e}");
+    assert!(
+        e.contains("bench record") && e.contains("/runs/seg0.json"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -172,7 +193,16 @@ fn histograms_of_other_bounds_are_refused_not_rescaled() {
     other.record_n(50_001, 750).unwrap();
     inputs[1].record.phases[0].histograms.handshake = histogram::encode(&other);
     let e = merge(&inputs).unwrap_err();
-    assert!(matches!(e, MergeError::HistogramBounds { which: "handshake", .. }), "{e}");
+    assert!(
+        matches!(
+            e,
+            MergeError::HistogramBounds {
+                which: "handshake",
+                ..
+            }
+        ),
+        "{e}"
+    );
     assert!(e.to_string().contains("/runs/seg1.json"), "{e}");
 }
 
@@ -181,7 +211,13 @@ fn start_skew_is_warned_and_timelines_align_on_wall_clock_seconds() {
     // Generator 1 starts a whole second late: its first second lines up with the others' second.
     let inputs = vec![load(0, 2, 100, 3, 0), load(1, 2, 100, 3, 1_000)];
     let m = merge(&inputs).unwrap();
-    assert!(m.warnings.iter().any(|w| w.contains("start skew 1000 ms") && w.contains("/runs/seg1.json")), "{:?}", m.warnings);
+    assert!(
+        m.warnings
+            .iter()
+            .any(|w| w.contains("start skew 1000 ms") && w.contains("/runs/seg1.json")),
+        "{:?}",
+        m.warnings
+    );
     let p = &m.record.phases[0];
     let rows: Vec<u64> = p.timeline.iter().map(|r| r.successes).collect();
     assert_eq!(rows, vec![100, 200, 200, 100]);
@@ -210,5 +246,9 @@ fn server_records_cross_check_accepts_against_handshakes() {
     inputs.push(server(want - 1, want as i64));
     let m = merge(&inputs).unwrap();
     assert!(!m.record.phases[0].cross_check.as_ref().unwrap().agree);
-    assert!(m.warnings.iter().any(|w| w.contains("do not agree")), "{:?}", m.warnings);
+    assert!(
+        m.warnings.iter().any(|w| w.contains("do not agree")),
+        "{:?}",
+        m.warnings
+    );
 }

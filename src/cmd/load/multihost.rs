@@ -35,7 +35,8 @@ pub fn parse_start_at(s: &str) -> Result<StartAt, String> {
 
 /// Parses `--segment i/N` (0-based).
 pub fn parse_segment(s: &str) -> Result<Segment, String> {
-    s.parse().map_err(|e: loadgen::segment::SegmentError| e.to_string())
+    s.parse()
+        .map_err(|e: loadgen::segment::SegmentError| e.to_string())
 }
 
 /// The planned start on the wall clock, as of `now`.
@@ -224,7 +225,10 @@ mod tests {
 
     #[test]
     fn start_at_takes_a_lead_or_a_utc_time_and_refuses_the_past() {
-        assert_eq!(parse_start_at("+2s").unwrap(), StartAt::In(Duration::from_secs(2)));
+        assert_eq!(
+            parse_start_at("+2s").unwrap(),
+            StartAt::In(Duration::from_secs(2))
+        );
         let t = parse_start_at("2026-12-01T07:00:00Z").unwrap();
         let StartAt::At(t) = t else { panic!("{t:?}") };
         assert_eq!(
@@ -252,10 +256,9 @@ mod tests {
         assert_eq!(c.state, "synchronized");
         assert!((c.offset_ms.unwrap() + 0.0125).abs() < 1e-9);
         assert_eq!(clock_warning(&c), None);
-        let off = parse_chrony(
-            &chrony.replace("0.000012500 seconds slow", "0.025000000 seconds fast"),
-        )
-        .unwrap();
+        let off =
+            parse_chrony(&chrony.replace("0.000012500 seconds slow", "0.025000000 seconds fast"))
+                .unwrap();
         assert!(clock_warning(&off).unwrap().contains("25.0 ms off"));
         let lost = parse_chrony(&chrony.replace("Normal", "Not synchronised")).unwrap();
         assert_eq!(lost.state, "unsynchronized");

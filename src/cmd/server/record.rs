@@ -22,11 +22,14 @@ pub fn server_record(
     started: SystemTime,
     counters: BTreeMap<String, i64>,
 ) -> RunRecord {
-    let mut r = RunRecord::new("server", serde_json::json!({
-        "listen": report.listen.to_string(),
-        "backlog": report.backlog,
-        "mode": report.mode.to_string(),
-    }));
+    let mut r = RunRecord::new(
+        "server",
+        serde_json::json!({
+            "listen": report.listen.to_string(),
+            "backlog": report.backlog,
+            "mode": report.mode.to_string(),
+        }),
+    );
     r.role = Role::Server;
     let start_ms = started
         .duration_since(UNIX_EPOCH)
