@@ -436,7 +436,6 @@ fn add_exact(
 fn merge_phase(parts: &[(&Path, &PhaseRecord)]) -> Result<PhaseRecord, MergeError> {
     let (path0, p0) = parts[0];
     let mut out = p0.clone();
-    out.pattern = p0.pattern;
     for (path, p) in &parts[1..] {
         let same_kind = std::mem::discriminant(&p.pattern) == std::mem::discriminant(&p0.pattern);
         if !same_kind {
