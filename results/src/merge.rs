@@ -127,7 +127,7 @@ pub enum MergeError {
         what: String,
     },
     /// Histograms of different bounds or precision (an exact sum is impossible).
-    #[error("{} and {}: the {which} histograms of phase {phase:?} differ in range or precision ({a} vs {b}); they cannot be added exactly: run every generator with the same --connect-timeout and build", .path_a.display(), .path_b.display())]
+    #[error("{} and {}: the {which} histograms of phase {phase:?} differ in range or precision ({bounds}); they cannot be added exactly: run every generator with the same --connect-timeout and build", .path_a.display(), .path_b.display())]
     HistogramBounds {
         /// First file.
         path_a: PathBuf,
@@ -137,10 +137,8 @@ pub enum MergeError {
         phase: String,
         /// `handshake`, `service`, `first_byte`.
         which: &'static str,
-        /// Bounds of the first, `low..high @ sigfig`.
-        a: String,
-        /// Bounds of the second.
-        b: String,
+        /// Bounds of both, `low..high ns @ sigfig digits vs ...`.
+        bounds: String,
     },
     /// A histogram does not decode.
     #[error("{}: phase {phase:?}: {source}", .path.display())]
@@ -267,6 +265,7 @@ pub fn merge(inputs: &[Input]) -> Result<Merged, MergeError> {
     }
     let mut record = base.record.clone();
     record.role = Role::Merged;
+    record.label = format!("merged-{}", loads.len());
     record.segment = None;
     record.run.command = "merge".into();
     record.run.interrupted = loads.iter().any(|l| l.record.run.interrupted);
@@ -422,10 +421,10 @@ fn bounds(h: &Histogram<u64>) -> String {
 fn add_exact(
     acc: &mut Histogram<u64>,
     b: &Histogram<u64>,
-    err: impl FnOnce(String, String) -> MergeError,
+    err: impl FnOnce(String) -> MergeError,
 ) -> Result<(), MergeError> {
     if (acc.low(), acc.high(), acc.sigfig()) != (b.low(), b.high(), b.sigfig()) {
-        return Err(err(bounds(acc), bounds(b)));
+        return Err(err(format!("{} vs {}", bounds(acc), bounds(b))));
     }
     acc.add(b)
         .expect("histograms of equal bounds and precision always add");
@@ -465,13 +464,12 @@ fn merge_phase(parts: &[(&Path, &PhaseRecord)]) -> Result<PhaseRecord, MergeErro
                 Some(h) if acc.is_some() => add_exact(
                     acc.as_mut().expect("checked: some"),
                     &h,
-                    |a, b| MergeError::HistogramBounds {
+                    |bounds| MergeError::HistogramBounds {
                         path_a: path0.to_path_buf(),
                         path_b: path.to_path_buf(),
                         phase: p.name.clone(),
                         which: which.name(),
-                        a,
-                        b,
+                        bounds,
                     },
                 )?,
                 None if acc.is_none() => {}

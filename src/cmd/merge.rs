@@ -92,9 +92,8 @@ fn write_file(path: &Path, json: &str) -> anyhow::Result<()> {
     let tmp = dir.join(format!(".{}.tmp", name.to_string_lossy()));
     std::fs::write(&tmp, format!("{json}\n"))
         .and_then(|()| std::fs::rename(&tmp, path))
-        .map_err(|e| {
+        .inspect_err(|_| {
             let _ = std::fs::remove_file(&tmp);
-            e
         })
         .with_context(|| format!("writing the merged record to {}", path.display()))
 }
