@@ -351,6 +351,17 @@ fn four_segments_in_four_namespaces_merge_to_the_servers_exact_count() {
     assert_eq!(buckets(&got), buckets(&sum));
     assert_eq!(got.len(), p.successes);
 
+    // `report` reads the generators', the server's and the merged records.
+    for f in files.iter().chain(&server_records).chain([&merged_path]) {
+        let out = Command::new(bin()).arg("report").arg(f).output().unwrap();
+        assert!(
+            out.status.success(),
+            "report {}: {}",
+            f.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
     // The fleet's rate: within 1% of the planned total.
     let err = (p.achieved_per_sec - RATE).abs() / RATE;
     assert!(
