@@ -37,6 +37,11 @@ pub enum Command {
     Sweep(cmd::sweep::Args),
     /// Plot run records to SVG or PNG.
     Plot(cmd::plot::Args),
+    /// Merge the run records of a multi-host run (load generators' segments, servers) into one.
+    Merge(cmd::merge::Args),
+    /// Kubernetes manifests for a multi-host run (Indexed Job of generators, server).
+    #[command(subcommand)]
+    K8s(cmd::k8s::Command),
 }
 
 /// The exit codes of every command, shown after each command's `--help` (and in README.md and

@@ -11,6 +11,8 @@
 //! - Once per second each worker sends its second's counters and handshake histogram over a
 //!   channel; [`run`] merges them into a [`TimelineRow`] for the caller's callback, and at the end
 //!   merges the workers' histograms and counters into a [`LoadReport`] ([`report`]).
+//! - [`segment`] splits a run over several generators (`i/N` shares of rate, concurrency,
+//!   sources); [`run_at`] starts the schedule at a wall-clock instant so they start together.
 //! - [`render`] writes the text of a run: the per-second line and the report summary.
 //! - [`ports`] estimates the ephemeral-port budget before a run; [`rlimit`] raises
 //!   RLIMIT_NOFILE for callers that want it (the library never touches process-wide state: no
@@ -59,6 +61,7 @@ pub mod report;
 pub mod rlimit;
 mod run;
 mod schedule;
+pub mod segment;
 mod slot;
 mod stats;
 mod worker;
@@ -70,5 +73,5 @@ pub use report::{
     HistogramSummary, LoadReport, LoadWorkerReport, Overflow, TargetReport, TimelineRow, Totals,
     NEVER_ACCEPTED, PERCENTILES,
 };
-pub use run::run;
+pub use run::{run, run_at};
 pub use schedule::MAX_RATE_PER_SEC;

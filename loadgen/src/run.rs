@@ -44,6 +44,29 @@ pub fn run(
     stop: &AtomicBool,
     on_second: &mut dyn FnMut(&TimelineRow),
 ) -> Result<LoadReport, LoadError> {
+    run_at(cfg, None, stop, on_second).map(|(report, _)| report)
+}
+
+/// [`run`] with the schedule (warm-up included) starting at the wall-clock instant `start_at`
+/// instead of as soon as the workers are ready, so that generators on several hosts start
+/// together (`load --start-at`); also returns when the schedule really started, on the wall
+/// clock.
+///
+/// `start_at` is converted to CLOCK_MONOTONIC once, when every worker is ready (wall clock and
+/// monotonic clock read back to back), so a wall-clock step after that does not move the
+/// schedule. An instant that has passed by then (set-up took longer than the lead time) starts
+/// the schedule at once, like `None`: the returned real start then says how late it was. Workers
+/// wait for the start in their event loop; a `stop` during the wait is seen only at the start
+/// (callers wait out long leads themselves, checking `stop`).
+///
+/// # Errors
+/// As [`run`].
+pub fn run_at(
+    cfg: &LoadConfig,
+    start_at: Option<std::time::SystemTime>,
+    stop: &AtomicBool,
+    on_second: &mut dyn FnMut(&TimelineRow),
+) -> Result<(LoadReport, std::time::SystemTime), LoadError> {
     cfg.validate()?;
     let n = cfg.workers();
     let (tx, rx) = mpsc::channel::<Second>();
@@ -100,11 +123,17 @@ pub fn run(
                 Err(_) => break,
             }
         }
+        let (wall_now, mono_now) = (std::time::SystemTime::now(), now_ns());
+        let lead_ns = start_at
+            .and_then(|t| t.duration_since(wall_now).ok())
+            .map_or(0, dur_ns);
         let start_ns = if first_error.is_some() {
             0
         } else {
-            now_ns() + START_DELAY_NS
+            mono_now + lead_ns.max(START_DELAY_NS)
         };
+        let real_start =
+            wall_now + std::time::Duration::from_nanos(start_ns.saturating_sub(mono_now));
         *go.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(start_ns);
         go.1.notify_all();
 
@@ -142,12 +171,9 @@ pub fn run(
         if let Some(e) = first_error {
             return Err(e);
         }
-        Ok(assemble(
-            cfg,
-            start_ns + warmup_ns,
-            duration_ns,
-            results,
-            timeline,
+        Ok((
+            assemble(cfg, start_ns + warmup_ns, duration_ns, results, timeline),
+            real_start,
         ))
     })
 }

@@ -13,6 +13,8 @@
 //! - [`sweep`]: the knee of a capacity sweep under a latency SLO.
 //! - [`numfmt`]: the one number formatter (separators in text, units with a space).
 //! - [`plot`]: SVG/PNG pictures (latency spectrum, timeline, worker share, A/B, sweep).
+//! - [`merge`]: the records of a multi-host run (one per load generator and server) joined into
+//!   one exact record.
 //!
 //! This crate does not depend on the other connstorm crates: it only knows the record.
 
@@ -26,6 +28,7 @@ pub mod diagnosis;
 pub mod histogram;
 pub mod hlog;
 pub mod kernel_text;
+pub mod merge;
 pub use common::numfmt;
 pub mod plot;
 pub mod record;

@@ -6,8 +6,10 @@
 //!             phases: [PhaseRecord { pattern, rates, counts, failures, histograms,
 //!                                    timeline, server, load_workers, cpu, counters,
 //!                                    cross_check }],
-//!             baseline, warnings }
+//!             baseline, warnings, role, segment }
 //! ```
+//! `role` says which side wrote it ([`Role`]: bench, load, server, merged); `segment` which share
+//! of a multi-host run a load record covers ([`SegmentInfo`]).
 //! The binary fills the plain pub fields (from `ServerReport`, `LoadReport`, host facts) and
 //! calls [`RunRecord::write_atomic`]; readers call [`RunRecord::read`], which checks the schema
 //! version and that every histogram decodes, and names the file in every error.
@@ -17,6 +19,7 @@ mod error;
 mod example;
 mod phase;
 mod run;
+mod segment;
 
 use std::fs;
 use std::io::Write as _;
@@ -34,6 +37,7 @@ pub use phase::{
     ServerSide, SideCpu, TimelineRow, WorkerAccepts,
 };
 pub use run::{Baseline, HostInfo, NumaNode, RunInfo};
+pub use segment::{Role, SegmentInfo};
 
 use crate::timestamp;
 
@@ -72,6 +76,13 @@ pub struct RunRecord {
     pub baseline: Option<Baseline>,
     /// Things a reader must know to trust the numbers (drops, fallbacks, count mismatches).
     pub warnings: Vec<String>,
+    /// Which side wrote the record; absent (= [`Role::Bench`]) in bench records and in records
+    /// from before multi-host runs.
+    #[serde(default, skip_serializing_if = "Role::is_bench")]
+    pub role: Role,
+    /// The share of a multi-host run this load record covers; `None` for a whole run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub segment: Option<SegmentInfo>,
 }
 
 impl Default for RunRecord {
@@ -85,6 +96,8 @@ impl Default for RunRecord {
             phases: Vec::new(),
             baseline: None,
             warnings: Vec::new(),
+            role: Role::Bench,
+            segment: None,
         }
     }
 }

@@ -10,6 +10,8 @@
 
 mod args;
 mod config;
+pub mod multihost;
+mod record;
 
 pub use args::Args;
 
@@ -32,8 +34,23 @@ use config::{config, is_local, warn_port_budget};
 /// Bad input (exit 2): an inconsistent configuration or an unusable CPU. Others (exit 1): the
 /// workers cannot start, or stdout cannot be written.
 pub fn run(args: Args) -> anyhow::Result<i32> {
+    let command_start = std::time::SystemTime::now();
     let nofile = loadgen::rlimit::raise_nofile_limit().context("raising the open-file limit")?;
-    let cfg = config(&args, nofile)?;
+    let mut cfg = config(&args, nofile)?;
+    if let Some(seg) = args.segment {
+        cfg = multihost::apply_segment(cfg, seg, args.max_in_flight.is_some())?;
+    }
+    let planned = args
+        .start_at
+        .map(|at| multihost::planned_start(at, command_start))
+        .transpose()?;
+    if let Some(dir) = &args.out {
+        crate::bench::record::check_writable_dir(dir)?;
+    }
+    let clock = (args.segment.is_some() || planned.is_some()).then(multihost::read_clock_sync);
+    if let Some(w) = clock.as_ref().and_then(multihost::clock_warning) {
+        eprintln!("connstorm load: warning: {w}");
+    }
     let budget = loadgen::ports::read_port_range(Path::new("/proc"))
         .map(|r| loadgen::ports::port_budget(r, &cfg.targets, &cfg.sources, cfg.close));
     match &budget {
@@ -67,16 +84,61 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     // The kernel's counters of the targets' namespace: readable from here only when every target
     // is a loopback address (then it is this process's own namespace).
     let local = cfg.targets.iter().all(|t| is_local(t.ip()));
-    let before = local.then(read_counters).flatten();
-    let mut report = loadgen::run(&cfg, &stop, &mut on_second).map_err(|e| match e {
-        LoadError::Config(_) | LoadError::Pin { .. } => bad_input(e.to_string()),
-        e => anyhow::Error::new(e).context("running the load"),
-    })?;
+    let before = (local || args.out.is_some()).then(read_counters).flatten();
+    if let Some(t) = planned {
+        eprintln!(
+            "connstorm load: schedule starts at {} (in {:.3} s)",
+            humantime::format_rfc3339_millis(t),
+            t.duration_since(std::time::SystemTime::now())
+                .unwrap_or_default()
+                .as_secs_f64()
+        );
+        // Workers are set up in the last 200 ms; the wait before is interruptible.
+        if !multihost::wait_until(t, std::time::Duration::from_millis(200), &stop) {
+            return Ok(128 + crate::signals::received().unwrap_or(libc::SIGINT));
+        }
+    }
+    let (mut report, real_start) =
+        loadgen::run_at(&cfg, planned, &stop, &mut on_second).map_err(|e| match e {
+            LoadError::Config(_) | LoadError::Pin { .. } => bad_input(e.to_string()),
+            e => anyhow::Error::new(e).context("running the load"),
+        })?;
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    let kernel = before.and_then(|before| kernel_view(&cfg, &mut report, &before));
+    let kernel = match &before {
+        Some(before) if local => kernel_view(&cfg, &mut report, before),
+        _ => None,
+    };
     let warnings: Vec<String> = report.schedule_warning().into_iter().collect();
+    if let Some(dir) = &args.out {
+        let counters = match (&kernel, &before) {
+            (Some(k), _) => k.delta.clone(),
+            (None, Some(b)) => {
+                read_counters().map_or_else(Default::default, |now| now.delta(b).to_map())
+            }
+            (None, None) => Default::default(),
+        };
+        let unknown = multihost::ClockSync::default();
+        let record = record::load_record(
+            &cfg,
+            &report,
+            record::Starts {
+                command: command_start,
+                planned,
+                real: real_start,
+            },
+            args.segment
+                .map(|s| (s, clock.as_ref().unwrap_or(&unknown))),
+            counters,
+            kernel.as_ref().map(|k| k.acceptance.accepted),
+            &warnings,
+        );
+        let path = record
+            .write_atomic(dir)
+            .context("writing the load record (--out)")?;
+        eprintln!("connstorm load: record written to {}", path.display());
+    }
     let mut out = std::io::stdout().lock();
     let written = (|| -> std::io::Result<()> {
         match args.format {

@@ -27,6 +27,8 @@ use server::{EngineChoice, Mode, Server, ServerConfig, Steer};
 use crate::error::bad_input;
 use crate::units::{parse_backlog, parse_cpus, parse_listen, parse_positive_duration};
 
+mod record;
+
 /// A parsed `--cpus` list (an alias, so clap takes the parser's whole `Vec` as one value).
 pub type CpuList = Vec<usize>;
 
@@ -67,6 +69,11 @@ pub struct Args {
     /// Final report format on stdout: `text` or `json`.
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
+    /// Also write the run as a run record (JSON, the bench schema with role `server`: accepts
+    /// per worker, this namespace's counter deltas) into this directory, for `report` and
+    /// `merge` (which checks the accepts against the load generators' handshakes).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<std::path::PathBuf>,
 }
 
 /// Report formats.
@@ -91,6 +98,9 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     // The library leaves the process-wide fd limit alone; a server wants all of it.
     let (_, nofile) =
         server::rlimit::raise_nofile().context("raising RLIMIT_NOFILE to its hard limit")?;
+    if let Some(dir) = &args.out {
+        crate::bench::record::check_writable_dir(dir)?;
+    }
     let cfg = ServerConfig {
         listen: args.listen,
         cpus,
@@ -125,6 +135,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         results::numfmt::count(nofile)
     );
     drop(err);
+    let started_wall = std::time::SystemTime::now();
+    let counters_before = args.out.as_ref().and_then(|_| {
+        tuning::counters::Snapshot::read(std::path::Path::new(tuning::counters::DEFAULT_NET_DIR))
+            .ok()
+    });
     let started = Instant::now();
     let mut last = srv.stats();
     let mut last_at = started;
@@ -155,6 +170,21 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     }
     let mut report = srv.stop();
     report.interrupted = interrupted;
+    if let Some(dir) = &args.out {
+        let counters = counters_before
+            .and_then(|b| {
+                let now = tuning::counters::Snapshot::read(std::path::Path::new(
+                    tuning::counters::DEFAULT_NET_DIR,
+                ))
+                .ok()?;
+                Some(now.delta(&b).to_map())
+            })
+            .unwrap_or_default();
+        let path = record::server_record(&report, started_wall, counters)
+            .write_atomic(dir)
+            .context("writing the server record (--out)")?;
+        eprintln!("connstorm server: record written to {}", path.display());
+    }
     let mut out = std::io::stdout().lock();
     let written = (|| -> std::io::Result<()> {
         match args.format {

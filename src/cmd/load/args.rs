@@ -78,6 +78,21 @@ pub struct Args {
     /// Report format on stdout: `text` or `json` (per-second lines always go to stderr).
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
+    /// Also write the run as a run record (JSON, the bench schema with role `load`) into this
+    /// directory (created if missing), for `report`, `compare`, `plot` and `merge`.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<std::path::PathBuf>,
+    /// Run only this generator's share of a run split over N generators: `i/N`, **0-based**
+    /// (0/4 … 3/4, as Kubernetes' JOB_COMPLETION_INDEX). The open-loop --rate, the closed-loop
+    /// --concurrency and the --source list are split into whole shares that sum exactly to the
+    /// whole (the remainder goes one apiece to the first segments); sources in disjoint slices.
+    #[arg(long, value_name = "i/N", value_parser = super::multihost::parse_segment)]
+    pub segment: Option<loadgen::segment::Segment>,
+    /// Start the schedule (warm-up included) at this wall-clock instant, so generators on
+    /// several hosts start together: an RFC 3339 UTC time (`2026-12-01T07:00:00Z`) or `+2s`
+    /// from now. A time in the past is refused. Needs synchronised clocks (chrony, NTP).
+    #[arg(long, value_name = "TIME", value_parser = super::multihost::parse_start_at)]
+    pub start_at: Option<super::multihost::StartAt>,
 }
 
 /// One `--target` item: every address its name resolves to, in the resolver's order.

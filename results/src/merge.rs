@@ -1,0 +1,698 @@
+//! Joining the records of a multi-host run into one exact record (`connstorm merge`).
+//!
+//! Input: the load records of `N` generators (`load --segment i/N --out`), each covering one
+//! share of the run, and optionally the records of the servers they loaded (`server --out`).
+//! Output: one [`RunRecord`] of role [`Role::Merged`] whose phases hold
+//! - counts summed (attempts, successes, failures by errno, late, dropped),
+//! - histograms added bucket by bucket (HdrHistogram `add`: exact; histograms of different
+//!   bounds or precision are refused, never rescaled),
+//! - per-second timelines aligned on wall-clock seconds (each row keyed by the wall-clock second
+//!   it started in, to the nearest second),
+//! - the measured time as the span from the earliest start to the latest end, so the achieved
+//!   rate is the whole fleet's,
+//! - and, with server records, a cross-check of the servers' accepts (and the server
+//!   namespaces' `Tcp.PassiveOpens`) against the generators' handshakes.
+//!
+//! Refused with an error naming the files: segments that overlap, are missing or disagree on
+//! `N`; records of different schema versions; different phase names or load patterns; a bench
+//! record (already a whole run). Warned: start skew above [`SKEW_BOUND_MS`], clocks not known to
+//! be synchronised.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use hdrhistogram::Histogram;
+
+use crate::histogram::{self, HistogramError};
+use crate::record::{
+    CpuUsage, CrossCheck, Histograms, Latency, PhaseRecord, Role, RunRecord, ServerSide, SideCpu,
+    TimelineRow,
+};
+
+/// Largest start skew between generators, or clock offset from the time source, that passes
+/// without a warning: 10 ms (a per-second timeline row of two generators that started further
+/// apart mixes seconds that did not coincide; NTP on a LAN keeps clocks within about 1 ms).
+pub const SKEW_BOUND_MS: u64 = 10;
+
+/// One record to merge and the file it came from.
+#[derive(Debug, Clone)]
+pub struct Input {
+    /// The file (named in every error and warning).
+    pub path: PathBuf,
+    /// The schema version the file declared (before any upgrade on reading).
+    pub schema_version: u32,
+    /// The record as read.
+    pub record: RunRecord,
+}
+
+/// The merged record and what a reader must know about it.
+#[derive(Debug, Clone)]
+pub struct Merged {
+    /// The merged record (role [`Role::Merged`]); also in it: the same warnings.
+    pub record: RunRecord,
+    /// Start skew, unsynchronised clocks, server accepts that do not match.
+    pub warnings: Vec<String>,
+}
+
+/// Why records cannot be merged. Every variant names the file(s).
+#[derive(Debug, thiserror::Error)]
+pub enum MergeError {
+    /// Fewer than one load record.
+    #[error(
+        "no load record among the inputs: give the records `load --segment i/N --out DIR` wrote"
+    )]
+    NoLoad,
+    /// Two files declare different schema versions.
+    #[error("{} is schema {a} but {} is schema {b}: records of one run come from one connstorm version; re-run the older side with the same build", .path_a.display(), .path_b.display())]
+    SchemaMismatch {
+        /// First file.
+        path_a: PathBuf,
+        /// Its version.
+        a: u32,
+        /// The other file.
+        path_b: PathBuf,
+        /// Its version.
+        b: u32,
+    },
+    /// A bench (or already merged) record among the inputs.
+    #[error("{} is a {role} record (a whole run), not one generator's or server's share: merge only `load --out` and `server --out` records", .path.display())]
+    NotAShare {
+        /// The file.
+        path: PathBuf,
+        /// Its role.
+        role: &'static str,
+    },
+    /// Two generators ran the same segment.
+    #[error("segments overlap: {} and {} are both segment {index}/{count}; give each generator its own --segment", .path_a.display(), .path_b.display())]
+    Overlap {
+        /// First file.
+        path_a: PathBuf,
+        /// Second file.
+        path_b: PathBuf,
+        /// The segment.
+        index: u32,
+        /// N.
+        count: u32,
+    },
+    /// Generators disagree on N.
+    #[error("{} is a segment of {a} but {} of {b}: every generator of one run takes --segment i/N with the same N", .path_a.display(), .path_b.display())]
+    CountMismatch {
+        /// First file.
+        path_a: PathBuf,
+        /// Its N.
+        a: u32,
+        /// Second file.
+        path_b: PathBuf,
+        /// Its N.
+        b: u32,
+    },
+    /// Some segments of 0..N have no record.
+    #[error("segments missing: {missing:?} of 0..{count} (the files give {given}); add their records or re-run those generators")]
+    Missing {
+        /// The missing indices.
+        missing: Vec<u32>,
+        /// N.
+        count: u32,
+        /// `file=index` for each given file.
+        given: String,
+    },
+    /// The records have different phases or patterns.
+    #[error("{} and {} did not run the same load: {what}", .path_a.display(), .path_b.display())]
+    Different {
+        /// First file.
+        path_a: PathBuf,
+        /// Second file.
+        path_b: PathBuf,
+        /// What differs.
+        what: String,
+    },
+    /// Histograms of different bounds or precision (an exact sum is impossible).
+    #[error("{} and {}: the {which} histograms of phase {phase:?} differ in range or precision ({bounds}); they cannot be added exactly: run every generator with the same --connect-timeout and build", .path_a.display(), .path_b.display())]
+    HistogramBounds {
+        /// First file.
+        path_a: PathBuf,
+        /// Second file.
+        path_b: PathBuf,
+        /// Phase name.
+        phase: String,
+        /// `handshake`, `service`, `first_byte`.
+        which: &'static str,
+        /// Bounds of both, `low..high ns @ sigfig digits vs ...`.
+        bounds: String,
+    },
+    /// A histogram does not decode.
+    #[error("{}: phase {phase:?}: {source}", .path.display())]
+    Histogram {
+        /// The file.
+        path: PathBuf,
+        /// Phase name.
+        phase: String,
+        /// Decoder's complaint.
+        #[source]
+        source: HistogramError,
+    },
+}
+
+/// Merges the records of one multi-host run (see the module docs).
+///
+/// Load records without a segment count as segment 0/1. Server records ([`Role::Server`]) each
+/// hold one phase whose [`PhaseRecord::server`] gives accepts; they are summed into every merged
+/// phase's `server` (so `report` shows per-worker accepts of all servers) and its cross-check.
+///
+/// # Errors
+/// [`MergeError`], each naming the files.
+pub fn merge(inputs: &[Input]) -> Result<Merged, MergeError> {
+    let first = inputs.first().ok_or(MergeError::NoLoad)?;
+    for i in inputs {
+        if i.schema_version != first.schema_version {
+            return Err(MergeError::SchemaMismatch {
+                path_a: first.path.clone(),
+                a: first.schema_version,
+                path_b: i.path.clone(),
+                b: i.schema_version,
+            });
+        }
+        if matches!(i.record.role, Role::Bench | Role::Merged) {
+            return Err(MergeError::NotAShare {
+                path: i.path.clone(),
+                role: i.record.role.name(),
+            });
+        }
+    }
+    let loads: Vec<&Input> = inputs
+        .iter()
+        .filter(|i| i.record.role == Role::Load)
+        .collect();
+    let servers: Vec<&Input> = inputs
+        .iter()
+        .filter(|i| i.record.role == Role::Server)
+        .collect();
+    check_segments(&loads)?;
+    let base = loads[0];
+    let mut warnings = start_warnings(&loads);
+    let mut phases = Vec::with_capacity(base.record.phases.len());
+    for (k, p) in base.record.phases.iter().enumerate() {
+        let mut parts = Vec::with_capacity(loads.len());
+        for l in &loads {
+            let q = l
+                .record
+                .phases
+                .get(k)
+                .filter(|q| q.name == p.name)
+                .ok_or_else(|| MergeError::Different {
+                    path_a: base.path.clone(),
+                    path_b: l.path.clone(),
+                    what: format!("phase {:?} is missing or in another place", p.name),
+                })?;
+            parts.push((l.path.as_path(), q));
+        }
+        phases.push(merge_phase(&parts)?);
+    }
+    if let Some(l) = loads
+        .iter()
+        .find(|l| l.record.phases.len() != base.record.phases.len())
+    {
+        return Err(MergeError::Different {
+            path_a: base.path.clone(),
+            path_b: l.path.clone(),
+            what: format!(
+                "{} phases vs {}",
+                base.record.phases.len(),
+                l.record.phases.len()
+            ),
+        });
+    }
+    if !servers.is_empty() {
+        let server_side = merged_server_side(&servers);
+        let passive: Option<i64> = servers
+            .iter()
+            .map(|s| {
+                s.record
+                    .phases
+                    .iter()
+                    .map(|p| p.counters.get("Tcp.PassiveOpens").copied())
+                    .sum::<Option<i64>>()
+            })
+            .sum();
+        // The servers' counts cover their whole run: they are compared with the generators'
+        // whole-run handshakes (warm-up included), summed over every phase.
+        let handshakes: u64 = phases
+            .iter()
+            .map(|p| {
+                p.cross_check
+                    .as_ref()
+                    .map_or(p.successes, |c| c.load_successes)
+            })
+            .sum();
+        let accepted = server_side.accepted();
+        let agree = accepted == handshakes && passive.is_none_or(|p| p == accepted as i64);
+        let note = format!(
+            "servers accepted {accepted} connections, server namespaces' Tcp.PassiveOpens {}, generators completed {handshakes} handshakes (whole run, warm-up included)",
+            passive.map_or("unknown".to_string(), |p| p.to_string())
+        );
+        if !agree {
+            warnings.push(format!("counts do not agree: {note}"));
+        }
+        for p in &mut phases {
+            p.server = Some(server_side.clone());
+            if let Some(c) = p.cross_check.as_mut() {
+                c.server_accepted = Some(accepted);
+                c.kernel_passive_opens = passive;
+                c.agree = agree;
+                c.note = note.clone();
+            }
+        }
+    }
+    let mut record = base.record.clone();
+    record.role = Role::Merged;
+    record.label = format!("merged-{}", loads.len());
+    record.segment = None;
+    record.run.command = "merge".into();
+    record.run.interrupted = loads.iter().any(|l| l.record.run.interrupted);
+    record.run.load_cpus = Vec::new();
+    if let Some(start) = loads
+        .iter()
+        .filter_map(|l| l.record.run.started_unix_ms)
+        .min()
+    {
+        record.run.started_unix_ms = Some(start);
+    }
+    if let Some(started) = loads.iter().map(|l| &l.record.run.started_at).min() {
+        record.run.started_at = started.clone();
+    }
+    record.run.wall_secs = loads
+        .iter()
+        .map(|l| l.record.run.wall_secs)
+        .fold(0.0, f64::max);
+    record.config = serde_json::json!({
+        "merged_from": inputs.iter().map(|i| i.path.display().to_string()).collect::<Vec<_>>(),
+        "hosts": inputs.iter().map(|i| i.record.host.hostname.clone()).collect::<Vec<_>>(),
+        "configs": inputs.iter().map(|i| i.record.config.clone()).collect::<Vec<_>>(),
+    });
+    record.phases = phases;
+    record.warnings = inputs
+        .iter()
+        .flat_map(|i| {
+            i.record
+                .warnings
+                .iter()
+                .map(move |w| format!("{}: {w}", i.path.display()))
+        })
+        .chain(warnings.iter().cloned())
+        .collect();
+    Ok(Merged { record, warnings })
+}
+
+/// Checks that the load records' segments cover `0..N` exactly once.
+fn check_segments(loads: &[&Input]) -> Result<(), MergeError> {
+    let first = loads.first().ok_or(MergeError::NoLoad)?;
+    let seg = |i: &Input| {
+        i.record
+            .segment
+            .as_ref()
+            .map_or((0, 1), |s| (s.index, s.count))
+    };
+    let count = seg(first).1;
+    let mut owner: BTreeMap<u32, &Path> = BTreeMap::new();
+    for l in loads {
+        let (index, n) = seg(l);
+        if n != count {
+            return Err(MergeError::CountMismatch {
+                path_a: first.path.clone(),
+                a: count,
+                path_b: l.path.clone(),
+                b: n,
+            });
+        }
+        if let Some(prev) = owner.insert(index, &l.path) {
+            return Err(MergeError::Overlap {
+                path_a: prev.to_path_buf(),
+                path_b: l.path.clone(),
+                index,
+                count,
+            });
+        }
+    }
+    let missing: Vec<u32> = (0..count).filter(|i| !owner.contains_key(i)).collect();
+    if !missing.is_empty() {
+        let given: Vec<String> = owner
+            .iter()
+            .map(|(i, p)| format!("{}={i}", p.display()))
+            .collect();
+        return Err(MergeError::Missing {
+            missing,
+            count,
+            given: given.join(", "),
+        });
+    }
+    Ok(())
+}
+
+/// Warnings about when the generators started: a spread of real starts above
+/// [`SKEW_BOUND_MS`], and clocks not known to be synchronised or off by more than it.
+fn start_warnings(loads: &[&Input]) -> Vec<String> {
+    let mut out = Vec::new();
+    let starts: Vec<(&Path, u64)> = loads
+        .iter()
+        .filter_map(|l| {
+            Some((
+                l.path.as_path(),
+                l.record.segment.as_ref()?.real_start_unix_ms,
+            ))
+        })
+        .collect();
+    if let (Some(early), Some(late)) = (
+        starts.iter().min_by_key(|s| s.1),
+        starts.iter().max_by_key(|s| s.1),
+    ) {
+        let skew = late.1 - early.1;
+        if skew > SKEW_BOUND_MS {
+            out.push(format!(
+                "start skew {skew} ms (above {SKEW_BOUND_MS} ms): {} started first, {} last; give every generator the same --start-at far enough ahead for all to be ready",
+                early.0.display(),
+                late.0.display()
+            ));
+        }
+    }
+    for l in loads {
+        let Some(s) = &l.record.segment else { continue };
+        if s.clock_sync != "synchronized" {
+            out.push(format!(
+                "{}: host clock sync {} ({}): start times across hosts may not line up",
+                l.path.display(),
+                s.clock_sync,
+                if s.clock_source.is_empty() {
+                    "no timedatectl or chronyc"
+                } else {
+                    s.clock_source.as_str()
+                }
+            ));
+        } else if let Some(off) = s.clock_offset_ms.filter(|o| o.abs() > SKEW_BOUND_MS as f64) {
+            out.push(format!(
+                "{}: host clock is {off:.1} ms off its time source (above {SKEW_BOUND_MS} ms)",
+                l.path.display()
+            ));
+        }
+    }
+    out
+}
+
+/// The servers' phases' accepts, every worker of every server, and their accept errors summed.
+fn merged_server_side(servers: &[&Input]) -> ServerSide {
+    let mut side = ServerSide::default();
+    for s in servers {
+        for p in &s.record.phases {
+            if let Some(srv) = &p.server {
+                side.workers.extend(srv.workers.iter().copied());
+                for (k, v) in &srv.accept_errors {
+                    *side.accept_errors.entry(k.clone()).or_insert(0) += v;
+                }
+            }
+        }
+    }
+    side
+}
+
+fn bounds(h: &Histogram<u64>) -> String {
+    format!("{}..{} ns @ {} digits", h.low(), h.high(), h.sigfig())
+}
+
+/// Adds `b` into `acc` when both have the same bounds and precision.
+fn add_exact(
+    acc: &mut Histogram<u64>,
+    b: &Histogram<u64>,
+    err: impl FnOnce(String) -> MergeError,
+) -> Result<(), MergeError> {
+    if (acc.low(), acc.high(), acc.sigfig()) != (b.low(), b.high(), b.sigfig()) {
+        return Err(err(format!("{} vs {}", bounds(acc), bounds(b))));
+    }
+    acc.add(b)
+        .expect("histograms of equal bounds and precision always add");
+    Ok(())
+}
+
+/// Merges one phase of every generator (`parts`: file and phase).
+fn merge_phase(parts: &[(&Path, &PhaseRecord)]) -> Result<PhaseRecord, MergeError> {
+    let (path0, p0) = parts[0];
+    let mut out = p0.clone();
+    for (path, p) in &parts[1..] {
+        let same_kind = std::mem::discriminant(&p.pattern) == std::mem::discriminant(&p0.pattern);
+        if !same_kind {
+            return Err(MergeError::Different {
+                path_a: path0.to_path_buf(),
+                path_b: path.to_path_buf(),
+                what: format!("phase {:?}: open loop and closed loop mixed", p0.name),
+            });
+        }
+    }
+    // Histograms: all three, exactly.
+    let mut hists = Vec::new();
+    for which in Latency::ALL {
+        let mut acc: Option<Histogram<u64>> = None;
+        for (i, (path, p)) in parts.iter().enumerate() {
+            let h = p
+                .histograms
+                .decode(which)
+                .map_err(|source| MergeError::Histogram {
+                    path: path.to_path_buf(),
+                    phase: p.name.clone(),
+                    source,
+                })?;
+            match h {
+                Some(h) if i == 0 => acc = Some(h),
+                None if i == 0 => {}
+                Some(h) if acc.is_some() => add_exact(
+                    acc.as_mut().expect("checked: some"),
+                    &h,
+                    |bounds| MergeError::HistogramBounds {
+                        path_a: path0.to_path_buf(),
+                        path_b: path.to_path_buf(),
+                        phase: p.name.clone(),
+                        which: which.name(),
+                        bounds,
+                    },
+                )?,
+                None if acc.is_none() => {}
+                _ => {
+                    return Err(MergeError::Different {
+                        path_a: path0.to_path_buf(),
+                        path_b: path.to_path_buf(),
+                        what: format!(
+                            "phase {:?}: the {} histogram is measured in one and not the other (--expect-bytes)",
+                            p.name,
+                            which.name()
+                        ),
+                    })
+                }
+            }
+        }
+        hists.push(acc);
+    }
+    out.histograms = Histograms::encode(
+        hists[0]
+            .as_ref()
+            .expect("every phase has a handshake histogram"),
+        hists[1]
+            .as_ref()
+            .expect("every phase has a service histogram"),
+        hists[2].as_ref(),
+    );
+    // Counts.
+    out.attempts = parts.iter().map(|(_, p)| p.attempts).sum();
+    out.successes = parts.iter().map(|(_, p)| p.successes).sum();
+    out.late = parts.iter().map(|(_, p)| p.late).sum();
+    out.dropped = parts.iter().map(|(_, p)| p.dropped).sum();
+    out.failures = sum_maps(parts.iter().map(|(_, p)| &p.failures));
+    out.counters = sum_maps(parts.iter().map(|(_, p)| &p.counters));
+    out.load_workers = parts
+        .iter()
+        .flat_map(|(_, p)| p.load_workers.iter().copied())
+        .collect();
+    out.offered_per_sec = parts
+        .iter()
+        .map(|(_, p)| p.offered_per_sec)
+        .sum::<Option<f64>>();
+    out.pattern = match p0.pattern {
+        crate::record::Pattern::Open { arrival, .. } => crate::record::Pattern::Open {
+            rate_per_sec: parts
+                .iter()
+                .map(|(_, p)| match p.pattern {
+                    crate::record::Pattern::Open { rate_per_sec, .. } => rate_per_sec,
+                    crate::record::Pattern::Closed { .. } => 0.0,
+                })
+                .sum(),
+            arrival,
+        },
+        crate::record::Pattern::Closed { .. } => crate::record::Pattern::Closed {
+            concurrency: parts
+                .iter()
+                .map(|(_, p)| match p.pattern {
+                    crate::record::Pattern::Closed { concurrency } => concurrency,
+                    crate::record::Pattern::Open { .. } => 0,
+                })
+                .sum(),
+        },
+    };
+    // Time: the span from the earliest measured start to the latest measured end.
+    let starts: Option<Vec<u64>> = parts.iter().map(|(_, p)| p.start_unix_ms).collect();
+    match starts {
+        Some(starts) => {
+            let begin = *starts.iter().min().expect("at least one part");
+            let end = parts
+                .iter()
+                .zip(&starts)
+                .map(|((_, p), s)| *s as f64 + p.measured_secs * 1e3)
+                .fold(0.0, f64::max);
+            out.start_unix_ms = Some(begin);
+            out.measured_secs = (end - begin as f64) / 1e3;
+            out.timeline = merge_timeline(parts, &starts, begin);
+        }
+        None => {
+            out.start_unix_ms = None;
+            out.measured_secs = parts
+                .iter()
+                .map(|(_, p)| p.measured_secs)
+                .fold(0.0, f64::max);
+            out.timeline = merge_timeline(parts, &vec![0; parts.len()], 0);
+        }
+    }
+    out.achieved_per_sec = if out.measured_secs > 0.0 {
+        out.successes as f64 / out.measured_secs
+    } else {
+        0.0
+    };
+    out.cpm = out.achieved_per_sec * 60.0;
+    out.cpu = CpuUsage {
+        server: None,
+        load: merged_cpu(parts, out.successes),
+    };
+    out.cross_check = merged_cross_check(parts);
+    out.cpu_busy_pct = BTreeMap::new();
+    out.settings = BTreeMap::new();
+    Ok(out)
+}
+
+/// Sums maps of counts key by key.
+fn sum_maps<'a, V>(maps: impl Iterator<Item = &'a BTreeMap<String, V>>) -> BTreeMap<String, V>
+where
+    V: Copy + Default + std::ops::AddAssign + 'a,
+{
+    let mut out = BTreeMap::new();
+    for m in maps {
+        for (k, v) in m {
+            *out.entry(k.clone()).or_default() += *v;
+        }
+    }
+    out
+}
+
+/// The generators' CPU time summed; wall time the longest, CPUs the sum (so
+/// [`SideCpu::sys_pct`] is the fleet's share of its capacity).
+fn merged_cpu(parts: &[(&Path, &PhaseRecord)], successes: u64) -> SideCpu {
+    let sides: Vec<&SideCpu> = parts.iter().map(|(_, p)| &p.cpu.load).collect();
+    let cpu = SideCpu::new(
+        sides.iter().map(|s| s.user_ns).sum(),
+        sides.iter().map(|s| s.sys_ns).sum(),
+        sides.iter().map(|s| s.wall_ns).max().unwrap_or(0),
+        sides.iter().map(|s| s.cpus).sum(),
+        successes,
+    );
+    match sides.iter().map(|s| s.run_ns).sum::<Option<u64>>() {
+        Some(run) => cpu.with_run_ns(run, successes),
+        None => cpu,
+    }
+}
+
+/// The generators' own cross-checks summed (whole-run handshakes, load namespaces'
+/// `Tcp.ActiveOpens`); `None` when a generator has none.
+fn merged_cross_check(parts: &[(&Path, &PhaseRecord)]) -> Option<CrossCheck> {
+    let checks: Option<Vec<&CrossCheck>> =
+        parts.iter().map(|(_, p)| p.cross_check.as_ref()).collect();
+    let checks = checks?;
+    let active = checks
+        .iter()
+        .map(|c| c.kernel_active_opens)
+        .sum::<Option<i64>>();
+    Some(CrossCheck {
+        server_accepted: None,
+        load_successes: checks.iter().map(|c| c.load_successes).sum(),
+        kernel_passive_opens: None,
+        kernel_active_opens: active,
+        agree: checks.iter().all(|c| c.agree),
+        note: format!(
+            "sum of {} generators' own checks (each: its handshakes against its namespace's Tcp.ActiveOpens)",
+            checks.len()
+        ),
+    })
+}
+
+/// Per-second rows keyed by the wall-clock second each started in (`start_ms + (t − 1) s`,
+/// rounded to the nearest second), summed, with `t_secs` counted from the merged start `begin`.
+/// Per-second histograms are added when every row has one (then p50/p99 are the merged
+/// histogram's); otherwise p50 is the largest row's p50 and p99 the largest p99 (an upper bound).
+fn merge_timeline(parts: &[(&Path, &PhaseRecord)], starts: &[u64], begin: u64) -> Vec<TimelineRow> {
+    struct Acc {
+        row: TimelineRow,
+        hist: Option<Histogram<u64>>,
+        all_hist: bool,
+    }
+    let mut by_sec: BTreeMap<i64, Acc> = BTreeMap::new();
+    let base = (begin as i64 + 500).div_euclid(1000);
+    for ((_, p), &start) in parts.iter().zip(starts) {
+        for r in &p.timeline {
+            let row_start_ms = start as f64 + (r.t_secs - 1.0) * 1e3;
+            let key = (row_start_ms / 1e3).round() as i64 - base;
+            let acc = by_sec.entry(key).or_insert_with(|| Acc {
+                row: TimelineRow {
+                    t_secs: (key + 1) as f64,
+                    ..TimelineRow::default()
+                },
+                hist: None,
+                all_hist: true,
+            });
+            let a = &mut acc.row;
+            a.attempts += r.attempts;
+            a.successes += r.successes;
+            a.dropped += r.dropped;
+            a.late += r.late;
+            for (k, v) in &r.failures {
+                *a.failures.entry(k.clone()).or_insert(0) += v;
+            }
+            a.p50_ns = a.p50_ns.max(r.p50_ns);
+            a.p99_ns = a.p99_ns.max(r.p99_ns);
+            match r.handshake.as_deref().map(histogram::decode) {
+                Some(Ok(h)) if acc.all_hist => {
+                    if let Some(sum) = acc.hist.as_mut() {
+                        let same = (sum.low(), sum.high(), sum.sigfig())
+                            == (h.low(), h.high(), h.sigfig());
+                        if !same || sum.add(&h).is_err() {
+                            acc.all_hist = false;
+                        }
+                    } else {
+                        acc.hist = Some(h);
+                    }
+                }
+                _ => acc.all_hist = false,
+            }
+        }
+    }
+    by_sec
+        .into_values()
+        .map(|mut acc| {
+            match acc.hist.filter(|_| acc.all_hist) {
+                Some(h) => {
+                    if !h.is_empty() {
+                        acc.row.p50_ns = h.value_at_quantile(0.5);
+                        acc.row.p99_ns = h.value_at_quantile(0.99);
+                    }
+                    acc.row.handshake = Some(histogram::encode(&h));
+                }
+                None => acc.row.handshake = None,
+            }
+            acc.row
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;
