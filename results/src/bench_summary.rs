@@ -287,6 +287,10 @@ pub fn render(
             group(b.floor_per_sec),
             b.ratio
         );
+        if let Some(p) = &b.paired {
+            out.push_str(&crate::paired::summary_line(p));
+            out.push('\n');
+        }
     }
     for w in crate::warnings::all(r) {
         let _ = writeln!(out, "warning: {w}");
