@@ -235,7 +235,7 @@ fn connect_loop(
 ) -> (u64, u64, u64) {
     pin(cpu);
     let sa: socket2::SockAddr = addr.into();
-    let mut one = || -> bool {
+    let one = || -> bool {
         let Ok(s) = Socket::new(Domain::for_address(addr), Type::STREAM, None) else {
             return false;
         };

@@ -1,5 +1,5 @@
 //! One `connstorm bench` run (also an `ab` trial): the peak phase, then the latency phase at
-//! 80% of the peak (or `--rate`), the kernel floor with `--baseline`, and the record written.
+//! 80% of the peak (or `--rate`), the paired kernel-floor baseline with `--baseline` (before the server stops), and the record written.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -30,6 +30,8 @@ pub fn execute(
         "rate_per_sec": args.rate,
         "concurrency": args.setup.concurrency,
         "baseline": args.baseline,
+        "baseline_pairs": args.baseline_pairs,
+        "baseline_slice_secs": args.baseline_slice.as_secs_f64(),
         "setup": setup,
     });
     let started = Instant::now();
@@ -43,7 +45,6 @@ pub fn execute(
         warmup,
     }];
     let mut result = Ok(());
-    let mut peak_rate = None;
     while let Some(spec) = phases.pop() {
         if crate::signals::stopped(stop) {
             break;
@@ -59,7 +60,6 @@ pub fn execute(
                 let (phase, report) = (out.record, out.report);
                 record.warnings.extend(out.warnings);
                 if spec.name == "peak" && !report.interrupted {
-                    peak_rate = Some(phase.achieved_per_sec);
                     let rate = args.rate.unwrap_or(phase.achieved_per_sec * 0.8);
                     if rate > 0.0 {
                         phases.push(PhaseSpec {
@@ -86,6 +86,36 @@ pub fn execute(
             }
         }
     }
+    if args.baseline && !record.run.interrupted && result.is_ok() {
+        if args.setup.target.is_some() {
+            record.warnings.push(
+                "--baseline ignored with --target (the floor needs our own server side)".into(),
+            );
+        } else {
+            if args.setup.netns {
+                record.warnings.push("--baseline with --netns: the floor runs on the host's loopback, connstorm across the namespaces' veth: the ratio compares different paths".into());
+            }
+            let spec = |duration, warmup| PhaseSpec {
+                name: "baseline".into(),
+                pattern: loadgen::Pattern::Closed { concurrency },
+                duration,
+                warmup,
+            };
+            let mut slice = |d, w| {
+                harness
+                    .run_phase(&spec(d, w), stop, &mut |_| {})
+                    .map(|o| (o.record, o.warnings))
+            };
+            super::baseline::measure(
+                &mut record,
+                &server_cpus,
+                &load_cpus,
+                args.baseline_options(),
+                stop,
+                &mut slice,
+            )?;
+        }
+    }
     let server_report = harness.finish();
     record.run.interrupted |= crate::signals::stopped(stop);
     if let Some(sr) = &server_report {
@@ -93,22 +123,6 @@ pub fn execute(
             record
                 .warnings
                 .push(format!("server accept errors: {k} × {v}"));
-        }
-    }
-    if args.baseline && !record.run.interrupted && result.is_ok() {
-        if args.setup.target.is_some() {
-            record.warnings.push(
-                "--baseline ignored with --target (the floor needs our own server side)".into(),
-            );
-        } else {
-            super::baseline::measure(
-                &mut record,
-                &server_cpus,
-                &load_cpus,
-                peak_d,
-                peak_rate,
-                stop,
-            )?;
         }
     }
     record.run.wall_secs = started.elapsed().as_secs_f64();
