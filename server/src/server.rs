@@ -64,7 +64,12 @@ impl Server {
             },
         };
         let (listeners, local_addr) =
-            crate::listener::bind_group(cfg.listen, cfg.cpus.len(), cfg.backlog)?;
+            crate::listener::bind_group(
+            cfg.listen,
+            cfg.cpus.len(),
+            cfg.backlog,
+            cfg.mode == Mode::Rst,
+        )?;
         let steering = crate::steer::install(&listeners, &cfg.cpus, cfg.steer, local_addr)?;
         let shared = Arc::new(Shared::new(cfg.cpus.len()));
         let started = Instant::now();
