@@ -171,7 +171,9 @@ pub fn run(
         window.store(1, Ordering::Relaxed);
         clients.into_iter().map(|c| c.join()).collect()
     });
-    let secs = Instant::now().saturating_duration_since(start).as_secs_f64();
+    let secs = Instant::now()
+        .saturating_duration_since(start)
+        .as_secs_f64();
     window.store(2, Ordering::Relaxed);
     let mut server_run_ns = 0;
     for s in servers {
@@ -288,7 +290,11 @@ mod tests {
         )
         .unwrap();
         assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
-        assert!(t0.elapsed() >= Duration::from_millis(400), "{:?}", t0.elapsed());
+        assert!(
+            t0.elapsed() >= Duration::from_millis(400),
+            "{:?}",
+            t0.elapsed()
+        );
         assert_eq!(f.failures, 0);
         assert!(f.connections >= 64, "{f:?}");
         assert!(f.secs >= 0.3 && f.secs < 4.0, "{f:?}");

@@ -70,6 +70,6 @@ pub use report::{
     GeneratorLag, HistogramSummary, LoadReport, LoadWorkerReport, Overflow, TargetReport,
     TimelineRow, Totals, NEVER_ACCEPTED, PERCENTILES,
 };
-pub use worker::TIMER_SLACK_NS;
 pub use run::run;
 pub use schedule::MAX_RATE_PER_SEC;
+pub use worker::TIMER_SLACK_NS;

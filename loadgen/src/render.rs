@@ -194,7 +194,9 @@ impl fmt::Display for Summary<'_> {
                 out,
                 "  timer slack: {} (load workers, PR_SET_TIMERSLACK)",
                 l.timer_slack_ns
-                    .map_or("default (50 µs), could not be set".into(), |n| format!("{n} ns"))
+                    .map_or("default (50 µs), could not be set".into(), |n| format!(
+                        "{n} ns"
+                    ))
             )?;
         }
         if r.failures.is_empty() {

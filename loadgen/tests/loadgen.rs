@@ -567,10 +567,16 @@ fn generator_lag_counts_every_measured_start_and_records_the_timer_slack() {
         cfg.pattern = loadgen::Pattern::Closed { concurrency: 4 };
         (o, run(&cfg))
     });
-    let lag = open_report.generator_lag.as_ref().expect("open loop has a lag histogram");
+    let lag = open_report
+        .generator_lag
+        .as_ref()
+        .expect("open loop has a lag histogram");
     assert!(open_report.attempts > 0);
     assert_eq!(lag.hist.len(), open_report.attempts);
-    assert!(open_report.total.attempts > open_report.attempts, "warm-up starts are not in it");
+    assert!(
+        open_report.total.attempts > open_report.attempts,
+        "warm-up starts are not in it"
+    );
     assert_eq!(lag.timer_slack_ns, Some(loadgen::TIMER_SLACK_NS));
     // Every start succeeded here, and each handshake = its start's lag + its service time, so
     // the slowest handshake is at least the largest lag (within a histogram bucket).

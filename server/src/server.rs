@@ -63,8 +63,7 @@ impl Server {
                 Err(reason) => (Engine::Epoll, Some(reason)),
             },
         };
-        let (listeners, local_addr) =
-            crate::listener::bind_group(
+        let (listeners, local_addr) = crate::listener::bind_group(
             cfg.listen,
             cfg.cpus.len(),
             cfg.backlog,

@@ -298,9 +298,6 @@ mod tests {
         assert_eq!(p.interval, None);
         assert_eq!(b.floor_per_sec, p.median_per_sec(Arm::Floor));
         assert_eq!(b.ratio, p.median_ratio);
-        assert!(record
-            .warnings
-            .iter()
-            .any(|w| w == "baseline pair 2: x"));
+        assert!(record.warnings.iter().any(|w| w == "baseline pair 2: x"));
     }
 }
