@@ -326,6 +326,9 @@ fn bad_options_exit_2_with_one_clear_line() {
         ),
         (&["bench", "--target", "127.0.0.1:0"], "port 0"),
         (&["bench", "--server-cpus", "0,0"], "more than once"),
+        (&["bench", "--baseline", "--baseline-pairs", "0"], "--baseline-pairs 0"),
+        (&["bench", "--baseline", "--baseline-slice", "100ms"], "--baseline-slice"),
+        (&["bench", "--baseline-pairs", "6"], "--baseline"),
     ];
     for (args, needle) in cases {
         let out = run(args);

@@ -46,11 +46,17 @@ pub fn phase_record(
         failures: report.failures.clone(),
         late: report.late,
         dropped: report.dropped,
-        histograms: rec::Histograms::encode(
-            &report.handshake,
-            &report.service,
-            report.first_byte.as_ref(),
-        ),
+        histograms: rec::Histograms {
+            generator_lag: report
+                .generator_lag
+                .as_ref()
+                .map(|l| results::histogram::encode(&l.hist)),
+            ..rec::Histograms::encode(
+                &report.handshake,
+                &report.service,
+                report.first_byte.as_ref(),
+            )
+        },
         timeline: report
             .timeline
             .iter()

@@ -205,6 +205,16 @@ impl Harness {
             load_delta: load_before.zip(load_after).map(|(b, a)| a.delta(&b)),
         });
         out.record.settings = self.settings();
+        // The load workers' timer slack (PR_SET_TIMERSLACK), ns: it bounds the generator's lag.
+        if let Some(ns) = out
+            .report
+            .generator_lag
+            .as_ref()
+            .and_then(|l| l.timer_slack_ns)
+        {
+            let ns = i64::try_from(ns).unwrap_or(i64::MAX);
+            out.record.settings.insert("load.timer_slack_ns".into(), ns);
+        }
         Ok(out)
     }
 

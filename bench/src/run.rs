@@ -1,6 +1,7 @@
 //! One `connstorm bench` run (also an `ab` trial): the peak phase, then the latency phase at
-//! 80% of the peak (or `--rate`); the caller then runs the kernel floor with `--baseline` (it
-//! needs the finished phases) and writes the record ([`Trial::write`]).
+//! 80% of the peak (or `--rate`); the caller then runs the paired kernel-floor baseline with
+//! `--baseline` on the still-running server ([`Trial::harness`]), and writes the record
+//! ([`Trial::write`], which stops the server first).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -32,8 +33,8 @@ pub fn peak_concurrency(concurrency: Option<u32>, load_cpus: usize) -> u32 {
     concurrency.unwrap_or(32 * load_cpus.max(1) as u32)
 }
 
-/// A run whose phases are done and whose server has stopped; its record is not written yet.
-#[derive(Debug)]
+/// A run whose phases are done; its server runs until [`Trial::finish`] (or [`Trial::write`]);
+/// its record is not written yet.
 pub struct Trial {
     /// The record so far (phases, warnings, server accept errors).
     pub record: results::RunRecord,
@@ -44,6 +45,18 @@ pub struct Trial {
     /// The peak phase's measured time (the kernel floor runs as long).
     pub peak_duration: Duration,
     started: Instant,
+    harness: Option<Harness>,
+}
+
+impl std::fmt::Debug for Trial {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Trial")
+            .field("command", &self.record.run.command)
+            .field("result", &self.result)
+            .field("peak_rate", &self.peak_rate)
+            .field("server_running", &self.harness.is_some())
+            .finish()
+    }
 }
 
 impl Trial {
@@ -64,15 +77,41 @@ impl Trial {
         true
     }
 
-    /// Writes the record under `out` (atomically, [`results::RunRecord::write_atomic`]) with the
-    /// run's wall time, and returns it, its path, and the error that ended the run early.
+    /// The harness, server still running, for work between the phases and the stop (the paired
+    /// baseline's connstorm slices); `None` after [`Trial::finish`].
+    pub fn harness(&mut self) -> Option<&mut Harness> {
+        self.harness.as_mut()
+    }
+
+    /// Stops the server (draining its queues, [`Harness::finish`]) and records its accept errors
+    /// and whether `stop` was set. Idempotent.
+    pub fn finish(&mut self, stop: &AtomicBool) {
+        let Some(harness) = self.harness.take() else {
+            return;
+        };
+        let server_report = harness.finish();
+        self.record.run.interrupted |= stop.load(Ordering::Relaxed);
+        if let Some(sr) = &server_report {
+            for (k, v) in sr.errors() {
+                self.record
+                    .warnings
+                    .push(format!("server accept errors: {k} × {v}"));
+            }
+        }
+    }
+
+    /// Stops the server if still running ([`Trial::finish`]), writes the record under `out`
+    /// (atomically, [`results::RunRecord::write_atomic`]) with the run's wall time, and returns
+    /// it, its path, and the error that ended the run early.
     ///
     /// # Errors
     /// When the record cannot be written.
     pub fn write(
         mut self,
         out: &Path,
+        stop: &AtomicBool,
     ) -> anyhow::Result<(results::RunRecord, PathBuf, anyhow::Result<()>)> {
+        self.finish(stop);
         self.record.run.wall_secs = self.started.elapsed().as_secs_f64();
         let path = self
             .record
@@ -163,21 +202,14 @@ pub fn phases(
             }
         }
     }
-    let server_report = harness.finish();
     record.run.interrupted |= stop.load(Ordering::Relaxed);
-    if let Some(sr) = &server_report {
-        for (k, v) in sr.errors() {
-            record
-                .warnings
-                .push(format!("server accept errors: {k} × {v}"));
-        }
-    }
     Ok(Trial {
         record,
         result,
         peak_rate,
         peak_duration: peak_d,
         started,
+        harness: Some(harness),
     })
 }
 
@@ -227,6 +259,7 @@ mod tests {
             peak_rate: Some(1_000.0),
             peak_duration: Duration::from_secs(2),
             started: Instant::now(),
+            harness: None,
         }
     }
 

@@ -189,8 +189,11 @@ impl Worker<'_> {
         // Callers check for a free slot; allocating first keeps attempts = successes + failures.
         let Some(i) = self.slab.alloc() else { return };
         let measured = intended >= self.win.measure_ns;
-        let late = matches!(self.cfg.pattern, Pattern::Open { .. })
-            && now.saturating_sub(intended) > self.late_ns;
+        let open = matches!(self.cfg.pattern, Pattern::Open { .. });
+        let late = open && now.saturating_sub(intended) > self.late_ns;
+        if open && measured {
+            self.lag.record(now.saturating_sub(intended));
+        }
         bump(
             &mut self.total,
             &mut self.measured,

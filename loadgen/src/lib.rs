@@ -70,8 +70,9 @@ pub use attempt::MAX_GENERATOR_LAG_NS;
 pub use config::{default_max_in_flight, Arrival, CloseMode, LoadConfig, Pattern, MIN_DURATION};
 pub use error::LoadError;
 pub use report::{
-    HistogramSummary, LoadReport, LoadWorkerReport, Overflow, TargetReport, TimelineRow, Totals,
-    NEVER_ACCEPTED, PERCENTILES,
+    GeneratorLag, HistogramSummary, LoadReport, LoadWorkerReport, Overflow, TargetReport,
+    TimelineRow, Totals, NEVER_ACCEPTED, PERCENTILES,
 };
 pub use run::{run, run_at};
 pub use schedule::MAX_RATE_PER_SEC;
+pub use worker::TIMER_SLACK_NS;

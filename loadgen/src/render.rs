@@ -183,6 +183,22 @@ impl fmt::Display for Summary<'_> {
         if let Some(o) = &r.first_byte_overflow {
             overflow(out, o)?;
         }
+        if let Some(l) = &r.generator_lag {
+            hist(
+                out,
+                "generator lag (actual - scheduled start)",
+                &HistogramSummary::of(&l.hist),
+            )?;
+            overflow(out, &l.overflow)?;
+            writeln!(
+                out,
+                "  timer slack: {} (load workers, PR_SET_TIMERSLACK)",
+                l.timer_slack_ns
+                    .map_or("default (50 µs), could not be set".into(), |n| format!(
+                        "{n} ns"
+                    ))
+            )?;
+        }
         if r.failures.is_empty() {
             writeln!(out, "  failures:    none")?;
         } else {
@@ -450,6 +466,7 @@ mod tests {
             },
             service_overflow: Overflow::default(),
             first_byte_overflow: None,
+            generator_lag: None,
             per_target: vec![
                 TargetReport {
                     target: a,

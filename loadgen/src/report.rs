@@ -202,6 +202,8 @@ pub struct LoadReport {
     pub service_overflow: Overflow,
     /// The same for the first-byte histogram (only with `expect_bytes`).
     pub first_byte_overflow: Option<Overflow>,
+    /// Open loop only: the generator's own lag, so handshake latency can be read net of it.
+    pub generator_lag: Option<GeneratorLag>,
     /// Whole-run counts per target address, in `LoadConfig::targets` order.
     pub per_target: Vec<TargetReport>,
     /// One row per second, warm-up included.
@@ -340,6 +342,22 @@ impl HistogramSummary {
     }
 }
 
+/// The open-loop generator's own lag: for every measured start, actual start − scheduled start
+/// (ns). Handshake latency counts from the scheduled start (no coordinated omission), so it
+/// includes this lag; reading both shows how much of a handshake percentile is the generator's.
+/// One value per measured attempt: its count equals [`LoadReport::attempts`].
+#[derive(Debug, Clone, Serialize)]
+pub struct GeneratorLag {
+    /// Lag, ns (1 ns for a start made on time).
+    #[serde(serialize_with = "summary")]
+    pub hist: Histogram<u64>,
+    /// Values above the histogram's range.
+    pub overflow: Overflow,
+    /// Timer slack the load workers ran with, ns (PR_GET_TIMERSLACK; `None` if it could not be
+    /// set, then the kernel default of 50 µs applies).
+    pub timer_slack_ns: Option<u64>,
+}
+
 fn summary<S: Serializer>(h: &Histogram<u64>, s: S) -> Result<S::Ok, S::Error> {
     HistogramSummary::of(h).serialize(s)
 }
@@ -379,6 +397,7 @@ mod tests {
             handshake_overflow: Overflow::default(),
             service_overflow: Overflow::default(),
             first_byte_overflow: None,
+            generator_lag: None,
             per_target: vec![TargetReport {
                 target: "127.0.0.1:9".parse().unwrap(),
                 attempts: successes + warm,

@@ -204,6 +204,8 @@ fn assemble(
     let mut handshake: Option<Latency> = None;
     let mut service: Option<Latency> = None;
     let mut first_byte: Option<Latency> = None;
+    let mut lag: Option<Latency> = None;
+    let mut timer_slack_ns = None;
     let mut per_target = vec![TargetCounters::default(); cfg.targets.len()];
     let interrupted = results.iter().any(|r| r.interrupted);
     let ended = results
@@ -219,6 +221,9 @@ fn assemble(
         merge(&mut handshake, r.handshake);
         merge(&mut service, r.service);
         merge(&mut first_byte, r.first_byte);
+        merge(&mut lag, r.lag);
+        // The largest slack any worker ran with (all ask for the same).
+        timer_slack_ns = timer_slack_ns.max(r.timer_slack_ns);
         for (acc, t) in per_target.iter_mut().zip(&r.per_target) {
             acc.add(t);
         }
@@ -236,6 +241,14 @@ fn assemble(
     let handshake = handshake.unwrap_or_else(empty);
     let service = service.unwrap_or_else(empty);
     let first_byte = cfg.expect_bytes.map(|_| first_byte.unwrap_or_else(empty));
+    let generator_lag = matches!(cfg.pattern, Pattern::Open { .. }).then(|| {
+        let l = lag.unwrap_or_else(empty);
+        crate::report::GeneratorLag {
+            overflow: l.overflow(),
+            hist: l.hist,
+            timer_slack_ns,
+        }
+    });
     LoadReport {
         close: cfg.close,
         pattern: cfg.pattern,
@@ -273,6 +286,7 @@ fn assemble(
         handshake: handshake.hist,
         service: service.hist,
         first_byte: first_byte.map(|l| l.hist),
+        generator_lag,
         per_target: cfg
             .targets
             .iter()

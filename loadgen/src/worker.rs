@@ -81,6 +81,10 @@ pub(crate) struct WorkerResult {
     pub service: Latency,
     /// Measured first-byte latency, ns.
     pub first_byte: Latency,
+    /// Measured generator lag (open loop), ns.
+    pub lag: Latency,
+    /// The worker's timer slack, ns.
+    pub timer_slack_ns: Option<u64>,
     /// Whole-run counts per target, in `LoadConfig::targets` order.
     pub per_target: Vec<TargetCounters>,
     /// CPU and totals of this worker.
@@ -122,6 +126,25 @@ pub(crate) struct Worker<'a> {
     pub(crate) first_byte: Latency,
     pub(crate) sec_handshake: Latency,
     pub(crate) high_ns: u64,
+    /// Open loop, measured starts: actual start − scheduled start, ns (the generator's lag).
+    pub(crate) lag: Latency,
+    /// This thread's timer slack as read back after [`set_timer_slack`], ns.
+    pub(crate) timer_slack_ns: Option<u64>,
+}
+
+/// Timer slack asked for on every load worker (PR_SET_TIMERSLACK, prctl(2)), ns: the kernel
+/// otherwise lets a thread's hrtimer/timerfd wake-ups run up to 50 µs late (the default slack,
+/// `current->timer_slack_ns`, include/linux/sched.h) so it can group them, and that lateness is
+/// the generator's lag in an open loop. 1 ns is the smallest value (0 restores the default).
+pub const TIMER_SLACK_NS: u64 = 1;
+
+/// Sets [`TIMER_SLACK_NS`] on the calling thread and reads it back (`None` when prctl fails:
+/// the default slack then stays, and the report says so).
+fn set_timer_slack() -> Option<u64> {
+    nix::sys::prctl::set_timerslack(TIMER_SLACK_NS as libc::c_ulong).ok()?;
+    nix::sys::prctl::get_timerslack()
+        .ok()
+        .and_then(|v| u64::try_from(v).ok())
 }
 
 /// Pins the calling thread to `cpu` (sched_setaffinity(2) on the calling thread).
@@ -207,6 +230,8 @@ impl<'a> Worker<'a> {
             first_byte: Latency::new(high_ns),
             sec_handshake: Latency::new(high_ns),
             high_ns,
+            lag: Latency::new(high_ns),
+            timer_slack_ns: set_timer_slack(),
         })
     }
 
@@ -330,6 +355,8 @@ impl<'a> Worker<'a> {
             handshake: self.handshake,
             service: self.service,
             first_byte: self.first_byte,
+            lag: self.lag,
+            timer_slack_ns: self.timer_slack_ns,
             per_target: self.per_target,
             interrupted,
             ended_ns: ended,

@@ -551,3 +551,41 @@ fn a_partial_last_second_carries_its_length() {
         "{rows:?}"
     );
 }
+
+/// The open-loop report carries the generator's own lag: one value per measured start (its
+/// count equals the measured attempts, warm-up excluded), never above the handshake latency's
+/// largest value (a handshake counts from the same scheduled start, so it includes the lag), and
+/// the timer slack the workers ran with. A closed loop has no schedule, hence no lag.
+#[test]
+fn generator_lag_counts_every_measured_start_and_records_the_timer_slack() {
+    let _x = testkit::exclusive();
+    let (open_report, closed_report) = NetNs::run(|_| {
+        let server = TestServer::start(ServerMode::Close);
+        let mut cfg = open(server.addr, 1000.0, Duration::from_secs(1));
+        cfg.warmup = Duration::from_millis(300);
+        let o = run(&cfg);
+        cfg.pattern = loadgen::Pattern::Closed { concurrency: 4 };
+        (o, run(&cfg))
+    });
+    let lag = open_report
+        .generator_lag
+        .as_ref()
+        .expect("open loop has a lag histogram");
+    assert!(open_report.attempts > 0);
+    assert_eq!(lag.hist.len(), open_report.attempts);
+    assert!(
+        open_report.total.attempts > open_report.attempts,
+        "warm-up starts are not in it"
+    );
+    assert_eq!(lag.timer_slack_ns, Some(loadgen::TIMER_SLACK_NS));
+    // Every start succeeded here, and each handshake = its start's lag + its service time, so
+    // the slowest handshake is at least the largest lag (within a histogram bucket).
+    assert_eq!(open_report.successes, open_report.attempts);
+    assert!(
+        open_report.handshake.max() >= lag.hist.lowest_equivalent(lag.hist.max()),
+        "handshake max {} < lag max {}",
+        open_report.handshake.max(),
+        lag.hist.max()
+    );
+    assert!(closed_report.generator_lag.is_none());
+}

@@ -112,6 +112,10 @@ pub fn phase(out: &mut String, p: &PhaseRecord, accounting: Option<&str>) {
             let _ = writeln!(out, "{line}");
         }
     }
+    // The generator's own lag, so the handshake line above can be read net of it.
+    if let Some(line) = latency_line("generator lag", p.histograms.generator_lag.as_deref()) {
+        let _ = writeln!(out, "{line}");
+    }
     if let Some(&n) = p
         .failures
         .get(crate::diagnosis::NEVER_ACCEPTED)
@@ -287,6 +291,10 @@ pub fn render(
             group(b.floor_per_sec),
             b.ratio
         );
+        if let Some(p) = &b.paired {
+            out.push_str(&crate::paired::summary_line(p));
+            out.push('\n');
+        }
     }
     for w in crate::warnings::all(r) {
         let _ = writeln!(out, "warning: {w}");

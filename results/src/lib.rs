@@ -9,6 +9,8 @@
 //! - [`hlog`]: HdrHistogram interval logs (`.hlog`) for other HdrHistogram tools.
 //! - [`diagnosis`]: named causes of lost, refused or delayed handshakes from counters and settings.
 //! - [`report`]: per-record reports as text, Markdown, JSON or CSV.
+//! - [`paired`]: the paired baseline (floor and connstorm slices in ABBA order, median ratio and
+//!   its order-statistic interval).
 //! - [`stats`] and [`compare`]: A/B comparison of trial sets with confidence intervals.
 //! - [`sweep`]: the knee of a capacity sweep under a latency SLO.
 //! - [`numfmt`]: the one number formatter (separators in text, units with a space).
@@ -29,6 +31,7 @@ pub mod histogram;
 pub mod hlog;
 pub mod kernel_text;
 pub mod merge;
+pub mod paired;
 pub use common::numfmt;
 pub mod plot;
 pub mod record;

@@ -237,7 +237,7 @@ pub fn build(rec: &RunRecord, file: &str, edges_ns: &[u64]) -> Result<RecordRepo
         run: rec.run.clone(),
         host: rec.host.clone(),
         phases,
-        baseline: rec.baseline,
+        baseline: rec.baseline.clone(),
         warnings,
     })
 }

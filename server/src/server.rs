@@ -63,8 +63,12 @@ impl Server {
                 Err(reason) => (Engine::Epoll, Some(reason)),
             },
         };
-        let (listeners, local_addr) =
-            crate::listener::bind_group(cfg.listen, cfg.cpus.len(), cfg.backlog)?;
+        let (listeners, local_addr) = crate::listener::bind_group(
+            cfg.listen,
+            cfg.cpus.len(),
+            cfg.backlog,
+            cfg.mode == Mode::Rst,
+        )?;
         let steering = crate::steer::install(&listeners, &cfg.cpus, cfg.steer, local_addr)?;
         let shared = Arc::new(Shared::new(cfg.cpus.len()));
         let started = Instant::now();

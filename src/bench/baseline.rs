@@ -1,56 +1,217 @@
-//! `bench --baseline`: the kernel floor ([`loadgen::floor`]) on the benchmark's CPUs, with the
-//! kernel's `Tcp.ActiveOpens` read around it, stored as the record's [`Baseline`] and warnings.
+//! `bench --baseline`: the paired baseline. Slices of the kernel floor ([`loadgen::floor`]) and
+//! of connstorm's peak (a closed-loop phase on the running harness) alternate on the same CPUs
+//! in ABBA order ([`results::paired::abba_order`]), each after its own warm-up; every slice is
+//! printed as it ends, and the record's [`Baseline`] gets the median paired ratio, its
+//! order-statistic 95% interval ([`results::paired`]) and every slice. The floor takes the
+//! whole-machine shape when the CPU sets overlap ([`loadgen::floor::Shape`]). The kernel's
+//! `Tcp.ActiveOpens` is read around each floor slice and checked against its count.
+//!
+//! Interface to the rest of `bench`: [`measure`] takes the connstorm slice as a closure (the
+//! harness lives with the caller), and [`Options`] from the command line.
 
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use results::record::{Baseline, RunRecord};
+use results::numfmt;
+use results::paired::{abba_order, Arm, Paired, Slice};
+use results::record::{Baseline, PhaseRecord, RunRecord};
 
-/// Runs the floor on loopback for `duration` and stores it in `record`: the baseline (when the
-/// peak phase measured `peak_rate`) and warnings for failed connects or fewer kernel
-/// `Tcp.ActiveOpens` than connects counted.
+/// Default number of pairs: the fewest that give a 95% order-statistic interval (6).
+pub const DEFAULT_PAIRS: usize = 6;
+
+/// Most pairs accepted (each pair is two slices and two warm-ups).
+pub const MAX_PAIRS: usize = 100;
+
+/// Default measured time of one slice.
+pub const DEFAULT_SLICE: Duration = Duration::from_secs(2);
+
+/// Shortest and longest slice accepted: below 0.5 s the start and stop costs show in the rate;
+/// above 60 s a pair no longer shares the host's state.
+pub const SLICE_RANGE: (Duration, Duration) = (Duration::from_millis(500), Duration::from_secs(60));
+
+/// Warm-up before each slice (connections made then are not counted).
+pub const WARMUP: Duration = Duration::from_millis(500);
+
+/// Confidence of the interval printed and stored.
+pub const CONFIDENCE: f64 = 0.95;
+
+/// How the paired baseline runs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Options {
+    /// Pairs (floor + connstorm slices), 1..=[`MAX_PAIRS`]; default [`DEFAULT_PAIRS`].
+    pub pairs: usize,
+    /// Measured time per slice, within [`SLICE_RANGE`]; default [`DEFAULT_SLICE`].
+    pub slice: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            pairs: DEFAULT_PAIRS,
+            slice: DEFAULT_SLICE,
+        }
+    }
+}
+
+impl Options {
+    /// Checks the ranges.
+    ///
+    /// # Errors
+    /// A message naming the option, its range and a value that works.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.pairs == 0 || self.pairs > MAX_PAIRS {
+            return Err(format!(
+                "--baseline-pairs {} is outside 1..={MAX_PAIRS}: give e.g. --baseline-pairs {DEFAULT_PAIRS} (the fewest with a 95% interval)",
+                self.pairs
+            ));
+        }
+        if self.slice < SLICE_RANGE.0 || self.slice > SLICE_RANGE.1 {
+            return Err(format!(
+                "--baseline-slice {:?} is outside {:?}..={:?}: give e.g. --baseline-slice 2s",
+                self.slice, SLICE_RANGE.0, SLICE_RANGE.1
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Runs the paired baseline and stores it in `record` (baseline and warnings).
+/// `connstorm_slice(measured, warmup)` runs one connstorm peak slice on the caller's harness and
+/// returns its phase record and warnings. Stops early when `stop` turns true (the slices so far
+/// are kept).
 ///
 /// # Errors
-/// When the floor's listeners cannot be set up.
+/// When the floor's listeners cannot be set up or a connstorm slice fails.
 pub fn measure(
     record: &mut RunRecord,
     server_cpus: &[usize],
     load_cpus: &[usize],
-    duration: Duration,
-    peak_rate: Option<f64>,
+    opts: Options,
     stop: &AtomicBool,
+    connstorm_slice: &mut dyn FnMut(
+        Duration,
+        Duration,
+    ) -> anyhow::Result<(PhaseRecord, Vec<String>)>,
 ) -> anyhow::Result<()> {
+    let shape = loadgen::floor::Shape::of(server_cpus, load_cpus);
     crate::output::note(&format!(
-        "[baseline] kernel floor: blocking pair for {:.1} s",
-        duration.as_secs_f64()
+        "[baseline] {} pairs in ABBA order, {:.1} s slices after {:.1} s warm-up each, floor shape {} ({} client / {} server threads)",
+        opts.pairs,
+        opts.slice.as_secs_f64(),
+        WARMUP.as_secs_f64(),
+        shape.name(),
+        load_cpus.len(),
+        server_cpus.len()
     ));
+    let mut slices = Vec::with_capacity(2 * opts.pairs);
+    for (pair, arm) in abba_order(opts.pairs) {
+        if crate::signals::stopped(stop) {
+            record
+                .warnings
+                .push("baseline interrupted: fewer pairs than asked".into());
+            break;
+        }
+        let slice = match arm {
+            Arm::Floor => floor_slice(record, pair, server_cpus, load_cpus, opts.slice, stop)?,
+            Arm::Connstorm => {
+                let (phase, warnings) = connstorm_slice(opts.slice, WARMUP)?;
+                record.warnings.extend(
+                    warnings
+                        .into_iter()
+                        .map(|w| format!("baseline pair {}: {w}", pair + 1)),
+                );
+                from_phase(pair, &phase)
+            }
+        };
+        crate::output::note(&slice_line(&slice, opts.pairs));
+        slices.push(slice);
+    }
+    let paired = Paired::from_slices(
+        slices,
+        CONFIDENCE,
+        opts.slice.as_secs_f64(),
+        WARMUP.as_secs_f64(),
+        shape.name(),
+    );
+    crate::output::note(&format!(
+        "[baseline] {}",
+        results::paired::summary_line(&paired)
+    ));
+    record.baseline = Some(Baseline {
+        floor_per_sec: paired.median_per_sec(Arm::Floor),
+        ratio: paired.median_ratio,
+        paired: Some(paired),
+    });
+    Ok(())
+}
+
+/// One floor slice with the kernel's `Tcp.ActiveOpens` read around it (host namespace: other
+/// traffic may add, never subtract).
+fn floor_slice(
+    record: &mut RunRecord,
+    pair: usize,
+    server_cpus: &[usize],
+    load_cpus: &[usize],
+    measured: Duration,
+    stop: &AtomicBool,
+) -> anyhow::Result<Slice> {
     let before = tuning::counters::Snapshot::read_current().ok();
     let f = loadgen::floor::run(
         std::net::Ipv4Addr::LOCALHOST.into(),
         server_cpus,
         load_cpus,
-        duration,
+        WARMUP,
+        measured,
         stop,
     )?;
-    // The kernel's count of connects in the same time (the host namespace: other traffic may add).
     let active_opens = match (before, tuning::counters::Snapshot::read_current()) {
         (Some(b), Ok(a)) => a.delta(&b).get("Tcp.ActiveOpens"),
         _ => None,
     };
-    if let Some(peak) = peak_rate {
-        record.baseline = Some(Baseline {
-            floor_per_sec: f.per_sec,
-            ratio: if f.per_sec > 0.0 {
-                peak / f.per_sec
-            } else {
-                0.0
-            },
-        });
-    }
     record
         .warnings
         .extend(warnings(f.connections, f.failures, active_opens));
-    Ok(())
+    Ok(Slice {
+        pair,
+        arm: Some(Arm::Floor),
+        per_sec: f.per_sec,
+        connections: f.connections,
+        secs: f.secs,
+        failures: f.failures,
+        server_us_per_conn: f.server_us_per_conn(),
+        load_us_per_conn: f.client_us_per_conn(),
+    })
+}
+
+/// A connstorm slice from its phase record.
+fn from_phase(pair: usize, p: &PhaseRecord) -> Slice {
+    Slice {
+        pair,
+        arm: Some(Arm::Connstorm),
+        per_sec: p.achieved_per_sec,
+        connections: p.successes,
+        secs: p.measured_secs,
+        failures: p.failures.values().sum(),
+        server_us_per_conn: p.cpu.server.as_ref().and_then(|s| s.us_per_conn()),
+        load_us_per_conn: p.cpu.load.us_per_conn(),
+    }
+}
+
+/// The line printed when a slice ends, e.g. `[baseline] pair 1/6 floor: 30,120 conn/s
+/// (60,240 in 2.00 s, 0 failed; CPU/conn server 8.1 µs, load 12.3 µs)`.
+fn slice_line(s: &Slice, pairs: usize) -> String {
+    let us = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.1} µs"));
+    format!(
+        "[baseline] pair {}/{pairs} {}: {} conn/s ({} in {:.2} s, {} failed; CPU/conn server {}, load {})",
+        s.pair + 1,
+        s.arm.map_or("?", Arm::name),
+        numfmt::fixed(s.per_sec, 0),
+        numfmt::count(s.connections),
+        s.secs,
+        numfmt::count(s.failures),
+        us(s.server_us_per_conn),
+        us(s.load_us_per_conn)
+    )
 }
 
 /// The floor's warnings: the kernel counted fewer connects than the floor did (it never counts
@@ -84,5 +245,59 @@ mod tests {
                 "kernel floor: 2 connect failures"
             ]
         );
+    }
+
+    #[test]
+    fn options_out_of_range_are_refused() {
+        assert!(Options::default().validate().is_ok());
+        let bad = |pairs, slice| Options { pairs, slice }.validate().unwrap_err();
+        assert!(bad(0, DEFAULT_SLICE).contains("--baseline-pairs 0"));
+        assert!(bad(101, DEFAULT_SLICE).contains("1..=100"));
+        assert!(bad(6, Duration::from_millis(100)).contains("--baseline-slice"));
+        assert!(bad(6, Duration::from_secs(61)).contains("--baseline-slice"));
+    }
+
+    /// Three pairs against a stand-in connstorm slice: slices run in ABBA order, each floor slice
+    /// measured for real on loopback, the ratio is the stand-in's rate over the floor's, and
+    /// the record holds every slice and no interval (3 pairs are too few at 95%).
+    #[test]
+    fn pairs_run_in_abba_order_and_land_in_the_record() {
+        let mut record = RunRecord::default();
+        let stop = AtomicBool::new(false);
+        let mut calls = Vec::new();
+        let opts = Options {
+            pairs: 3,
+            slice: Duration::from_millis(500),
+        };
+        measure(&mut record, &[0], &[0], opts, &stop, &mut |d, w| {
+            calls.push((d, w));
+            let p = PhaseRecord {
+                achieved_per_sec: 1000.0,
+                successes: 500,
+                measured_secs: 0.5,
+                ..PhaseRecord::default()
+            };
+            Ok((p, vec!["x".into()]))
+        })
+        .unwrap();
+        assert_eq!(calls, [(opts.slice, WARMUP); 3]);
+        let b = record.baseline.unwrap();
+        let p = b.paired.unwrap();
+        let arms: Vec<_> = p.slices.iter().map(|s| (s.pair, s.arm.unwrap())).collect();
+        assert_eq!(arms, abba_order(3));
+        assert_eq!(p.ratios.len(), 3);
+        for (i, r) in p.ratios.iter().enumerate() {
+            let floor = p
+                .slices
+                .iter()
+                .find(|s| s.pair == i && s.arm == Some(Arm::Floor))
+                .unwrap();
+            assert!(floor.connections > 0 && floor.failures == 0, "{floor:?}");
+            assert!((r - 1000.0 / floor.per_sec).abs() < 1e-9);
+        }
+        assert_eq!(p.interval, None);
+        assert_eq!(b.floor_per_sec, p.median_per_sec(Arm::Floor));
+        assert_eq!(b.ratio, p.median_ratio);
+        assert!(record.warnings.iter().any(|w| w == "baseline pair 2: x"));
     }
 }

@@ -3,7 +3,7 @@
 //! only what prints (notes, progress lines), the build's version in records, and the kernel floor
 //! of `bench --baseline` ([`baseline`]).
 
-pub use ::bench::{cpus, harness, summary};
+pub use ::bench::{convert, cpus, harness, summary};
 
 pub mod baseline;
 pub mod record;

@@ -1,11 +1,12 @@
 //! One `connstorm bench` run (also an `ab` trial): the phases ([`::bench::run::phases`]) with
-//! their progress on stderr, the kernel floor with `--baseline`, and the record written.
+//! their progress on stderr, the paired kernel-floor baseline with `--baseline` (on the running
+//! server, before it stops), and the record written.
 
 use std::path::PathBuf;
 
 pub use ::bench::run::{peak_concurrency, Plan};
 
-use super::harness::Setup;
+use super::harness::{PhaseSpec, Setup};
 use crate::cmd::bench::Args;
 
 /// The composition's plan of a `bench` run from its options.
@@ -41,14 +42,41 @@ pub fn execute(
         &mut super::note,
     )?;
     if trial.baseline_due(&plan, external) {
-        super::baseline::measure(
+        if args.setup.netns {
+            trial.record.warnings.push("--baseline with --netns: the floor runs on the host's loopback, connstorm across the namespaces' veth: the ratio compares different paths".into());
+        }
+        let concurrency = peak_concurrency(args.setup.concurrency, load_cpus.len());
+        let spec = |duration, warmup| PhaseSpec {
+            name: "baseline".into(),
+            pattern: loadgen::Pattern::Closed { concurrency },
+            duration,
+            warmup,
+        };
+        let mut record = std::mem::replace(
             &mut trial.record,
-            &server_cpus,
-            &load_cpus,
-            trial.peak_duration,
-            trial.peak_rate,
-            stop,
-        )?;
+            results::RunRecord::new("baseline", serde_json::Value::Null),
+        );
+        let measured = {
+            let mut slice = |d, w| match trial.harness() {
+                Some(h) => h
+                    .run_phase(&spec(d, w), stop, &mut |_| {})
+                    .map(|o| (o.record, o.warnings)),
+                None => Err(anyhow::anyhow!("the server stopped before the baseline")),
+            };
+            super::baseline::measure(
+                &mut record,
+                &server_cpus,
+                &load_cpus,
+                args.baseline_options(),
+                stop,
+                &mut slice,
+            )
+        };
+        trial.record = record;
+        if let Err(e) = measured {
+            trial.finish(stop);
+            return Err(e);
+        }
     }
-    trial.write(&args.setup.out)
+    trial.write(&args.setup.out, stop)
 }

@@ -104,16 +104,34 @@ pub struct Args {
     /// measured peak.
     #[arg(long, value_parser = units::parse_rate)]
     pub rate: Option<f64>,
-    /// Also measure the kernel floor (a blocking socket/connect/close pair on the same CPUs) and
-    /// print connstorm's peak as a ratio of it.
+    /// Also measure the kernel floor (a blocking socket/connect/close pair on the same CPUs)
+    /// paired with connstorm's peak: slices alternate in ABBA order, and the median paired ratio
+    /// is printed with its 95% interval.
     #[arg(long)]
     pub baseline: bool,
+    /// With --baseline: pairs of slices (floor, connstorm) in ABBA order, 1..=100; 6 is the
+    /// fewest that give a 95% interval for the median ratio.
+    #[arg(long, default_value_t = crate::bench::baseline::DEFAULT_PAIRS, requires = "baseline")]
+    pub baseline_pairs: usize,
+    /// With --baseline: measured time of each slice (0.5s..=60s), after a 0.5 s warm-up.
+    #[arg(long, default_value = "2s", value_parser = units::parse_positive_duration, requires = "baseline")]
+    pub baseline_slice: Duration,
     /// Output format on stdout.
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
     /// Where and how to run.
     #[command(flatten)]
     pub setup: SetupArgs,
+}
+
+impl Args {
+    /// The paired baseline's options from `--baseline-pairs` and `--baseline-slice`.
+    pub fn baseline_options(&self) -> crate::bench::baseline::Options {
+        crate::bench::baseline::Options {
+            pairs: self.baseline_pairs,
+            slice: self.baseline_slice,
+        }
+    }
 }
 
 impl SetupArgs {
@@ -222,5 +240,11 @@ pub fn exit_code(record: &results::RunRecord) -> i32 {
 /// # Errors
 /// Bad input (exit 2) naming the option, its limit and how to fix it.
 pub fn validate(args: &Args) -> anyhow::Result<()> {
-    ::bench::limits::check_plan(&crate::bench::run::plan(args))
+    ::bench::limits::check_plan(&crate::bench::run::plan(args))?;
+    if args.baseline {
+        args.baseline_options()
+            .validate()
+            .map_err(crate::error::bad_input)?;
+    }
+    Ok(())
 }

@@ -79,6 +79,10 @@ pub struct Histograms {
     pub service: String,
     /// Time to first byte; `None` unless the server greets (`--mode greet`).
     pub first_byte: Option<String>,
+    /// Open loop: the generator's own lag (actual start − scheduled start), one value per
+    /// measured start; handshake latency includes it. `None` in closed loop and older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generator_lag: Option<String>,
 }
 
 impl Histograms {
@@ -92,6 +96,7 @@ impl Histograms {
             handshake: histogram::encode(handshake),
             service: histogram::encode(service),
             first_byte: first_byte.map(histogram::encode),
+            generator_lag: None,
         }
     }
 

@@ -82,10 +82,16 @@ pub struct NumaNode {
 
 /// The kernel floor measured in the same run (`bench --baseline`): a minimal blocking
 /// socket/connect/close loop against accept/close on the same CPUs.
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Baseline {
-    /// Connections per second the blocking pair reached.
+    /// Connections per second the blocking pair reached (with `paired`: the median of its
+    /// slices).
     pub floor_per_sec: f64,
-    /// connstorm's peak divided by the floor (1.0 = as fast as the kernel floor).
+    /// connstorm's peak divided by the floor (1.0 = as fast as the kernel floor); with `paired`,
+    /// the median of the paired ratios.
     pub ratio: f64,
+    /// The paired slices, ratios and the median's confidence interval (records before it had
+    /// one floor run after the peak: absent there).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paired: Option<crate::paired::Paired>,
 }

@@ -103,7 +103,7 @@ fn host_blocks(r: &RecordReport, out: &mut Vec<Block>) {
         let s: Vec<String> = h.sysctls.iter().map(|(k, v)| format!("{k}={v}")).collect();
         out.push(Block::Line(format!("sysctls: {}", s.join(" "))));
     }
-    if let Some(b) = r.baseline {
+    if let Some(b) = &r.baseline {
         out.push(Block::Line(format!(
             "kernel floor (blocking pair): {} conn/s; connstorm peak = {:.2} × floor",
             fixed(b.floor_per_sec, 0),

@@ -230,12 +230,9 @@ impl EpollLoop<'_> {
     fn on_conn(&mut self, stream: TcpStream) {
         match self.ctx.mode {
             Mode::Close => drop(stream),
-            Mode::Rst => {
-                if let Err(e) = SockRef::from(&stream).set_linger(Some(Duration::ZERO)) {
-                    self.ctx.counts.error(e.raw_os_error().unwrap_or(libc::EIO));
-                }
-                drop(stream);
-            }
+            // The listener's SO_LINGER {on, 0} is inherited (crate::listener::bind_group):
+            // this close sends RST.
+            Mode::Rst => drop(stream),
             Mode::Greet { .. } => {
                 let mut conn = Conn { stream, sent: 0 };
                 if !self.write_greeting(&mut conn) {

@@ -7,10 +7,15 @@
 //!   IORING_CQE_F_MORE ends it: re-armed at once after a success or a transient error, after an
 //!   IORING_OP_TIMEOUT of [`super::BACKOFF`] after EMFILE/ENFILE (counted) or another error.
 //!   ECANCELED means we cancelled it at stop. (io_uring_multishot(7), io_uring/net.c io_accept.)
-//! - Per connection, through the ring: Close (`close`), SO_LINGER 0 then Close (`rst`; the
-//!   setsockopt is a syscall), Send with MSG_WAITALL (short sends are retried by the kernel for
+//! - Per connection, through the ring: Close (`close`, and `rst`: the listener's SO_LINGER
+//!   {on, 0} is inherited, see `crate::listener::bind_group`), Send with MSG_WAITALL (short sends are retried by the kernel for
 //!   stream sockets) hard-linked to Close (`greet`), or a one-shot PollAdd(POLLIN|POLLRDHUP)
 //!   (`hold`; data is read and dropped with recv(MSG_DONTWAIT), EOF/HUP/error closes).
+//! - A lone Close carries IOSQE_CQE_SKIP_SUCCESS (Linux 5.17; the ring's IORING_FEAT_CQE_SKIP
+//!   says so, io_uring_setup(2)) where the kernel has it: no CQE for a close that worked, one
+//!   only for a failure, so a `close`/`rst` connection costs one CQE (its accept) instead of two.
+//!   Older kernels post both, as before. The ring setup label in the server report ends in
+//!   `+cqe_skip_success` when it ran.
 //! - One loop turn handles at most [`TURN_BUDGET`] CQEs, then publishes the counters and looks at
 //!   the stop flag. Under sustained load the CQ is refilled as fast as it is read (a multishot
 //!   accept posts a CQE per connection; the closes the handlers submit post theirs, and without
@@ -53,6 +58,8 @@ const SEND: u64 = 3 << 56;
 const POLL: u64 = 4 << 56;
 const TIMEOUT: u64 = 5 << 56;
 const CANCEL: u64 = 6 << 56;
+/// A Close with IOSQE_CQE_SKIP_SUCCESS: its CQE arrives only on failure and is not in flight.
+const CLOSE_SKIP: u64 = 7 << 56;
 const KIND_MASK: u64 = 0xff << 56;
 const POLL_EVENTS: u32 = (libc::POLLIN | libc::POLLRDHUP) as u32;
 const POLL_GONE: i32 = (libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR) as i32;
@@ -115,6 +122,18 @@ struct Uring<'c> {
     backoff_ts: Box<types::Timespec>,
     held: Vec<bool>,
     scratch: Box<[MaybeUninit<u8>]>,
+    /// Closes carry IOSQE_CQE_SKIP_SUCCESS (the kernel has IORING_FEAT_CQE_SKIP, 5.17).
+    skip_close_cqe: bool,
+}
+
+/// The setup label with `+cqe_skip_success` appended when lone closes skip their CQE.
+fn label(flags: &'static str, skip: bool) -> &'static str {
+    match (flags, skip) {
+        (_, false) => flags,
+        ("single_issuer+defer_taskrun", true) => "single_issuer+defer_taskrun+cqe_skip_success",
+        ("coop_taskrun", true) => "coop_taskrun+cqe_skip_success",
+        (_, true) => "cqe_skip_success",
+    }
 }
 
 /// Runs the io_uring engine on the calling (pinned) worker thread until the stop drain is done.
@@ -129,6 +148,8 @@ pub(crate) fn run(ctx: &mut Ctx, ready: impl FnOnce(Ready)) {
             }))
         }
     };
+    let skip_close_cqe = ring.params().is_feature_skip_cqe_on_success();
+    let flags = label(flags, skip_close_cqe);
     let Some(listener) = ctx.listener.as_ref() else {
         return ready(Ok(Some(flags)));
     };
@@ -157,6 +178,7 @@ pub(crate) fn run(ctx: &mut Ctx, ready: impl FnOnce(Ready)) {
         backoff_ts: Box::new(types::Timespec::from(BACKOFF)),
         held,
         scratch: vec![MaybeUninit::uninit(); 4096].into_boxed_slice(),
+        skip_close_cqe,
     };
     u.arm_accept();
     ready(Ok(Some(flags)));
@@ -263,6 +285,12 @@ impl Uring<'_> {
                     self.arm_accept();
                 }
             }
+            // Only a failed close posts a CQE; it was never counted in flight.
+            CLOSE_SKIP => {
+                if res < 0 && res != -libc::ECANCELED {
+                    self.ctx.counts.error(-res);
+                }
+            }
             CLOSE | SEND => {
                 self.in_flight -= 1;
                 if res < 0 && res != -libc::ECANCELED {
@@ -325,15 +353,9 @@ impl Uring<'_> {
     fn on_conn(&mut self, fd: RawFd) {
         match self.ctx.mode {
             Mode::Close => self.close(fd),
-            Mode::Rst => {
-                // SAFETY: fd was just returned by accept and is owned by this worker until the
-                // Close below completes.
-                let b = unsafe { BorrowedFd::borrow_raw(fd) };
-                if let Err(e) = SockRef::from(&b).set_linger(Some(Duration::ZERO)) {
-                    self.ctx.counts.error(e.raw_os_error().unwrap_or(libc::EIO));
-                }
-                self.close(fd);
-            }
+            // The listener's SO_LINGER {on, 0} is inherited (crate::listener::bind_group):
+            // this close sends RST.
+            Mode::Rst => self.close(fd),
             Mode::Greet { .. } => {
                 let send = opcode::Send::new(
                     types::Fd(fd),
@@ -363,11 +385,17 @@ impl Uring<'_> {
     }
 
     fn close(&mut self, fd: RawFd) {
-        let e = opcode::Close::new(types::Fd(fd))
-            .build()
-            .user_data(ud(CLOSE, fd));
+        let e = opcode::Close::new(types::Fd(fd)).build();
+        let e = if self.skip_close_cqe {
+            e.user_data(ud(CLOSE_SKIP, fd))
+                .flags(squeue::Flags::SKIP_SUCCESS)
+        } else {
+            e.user_data(ud(CLOSE, fd))
+        };
         if !self.push(&[e]) {
             close_now(fd);
+        } else if self.skip_close_cqe {
+            self.in_flight -= 1; // no CQE will say it is done
         }
     }
 
@@ -501,4 +529,59 @@ impl Uring<'_> {
 fn close_now(fd: RawFd) {
     // SAFETY: fd came from accept and no queued operation refers to it.
     drop(unsafe { OwnedFd::from_raw_fd(fd) });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_setup_label_names_skipped_close_cqes() {
+        assert_eq!(
+            label("single_issuer+defer_taskrun", true),
+            "single_issuer+defer_taskrun+cqe_skip_success"
+        );
+        assert_eq!(label("coop_taskrun", true), "coop_taskrun+cqe_skip_success");
+        assert_eq!(label("none", true), "cqe_skip_success");
+        assert_eq!(label("coop_taskrun", false), "coop_taskrun");
+    }
+
+    /// What the engine relies on: a Close with IOSQE_CQE_SKIP_SUCCESS that works posts no CQE
+    /// (the descriptor is gone afterwards), and one that fails (EBADF) still posts its CQE.
+    #[test]
+    fn a_skip_success_close_posts_a_cqe_only_when_it_fails() {
+        let (mut ring, _) = match build_ring() {
+            Ok(r) => r,
+            Err(e) => return eprintln!("SKIPPED: io_uring unavailable here: {e}"),
+        };
+        if !ring.params().is_feature_skip_cqe_on_success() {
+            return eprintln!("SKIPPED: kernel lacks IORING_FEAT_CQE_SKIP (needs Linux 5.17)");
+        }
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let fd = listener.into_raw_fd();
+        let ok = opcode::Close::new(types::Fd(fd))
+            .build()
+            .user_data(1)
+            .flags(squeue::Flags::SKIP_SUCCESS);
+        let bad = opcode::Close::new(types::Fd(-1))
+            .build()
+            .user_data(2)
+            .flags(squeue::Flags::SKIP_SUCCESS);
+        // SAFETY: the entries point at no memory; fd is ours and not used after this.
+        unsafe { ring.submission().push_multiple(&[ok, bad]).unwrap() };
+        ring.submit_and_wait(1).unwrap();
+        // Give a (wrongly) posted success CQE time to arrive.
+        std::thread::sleep(Duration::from_millis(50));
+        let _ = ring.submit();
+        let cqes: Vec<(u64, i32)> = ring
+            .completion()
+            .map(|c| (c.user_data(), c.result()))
+            .collect();
+        assert_eq!(cqes, [(2, -libc::EBADF)]);
+        // The successful close did close the listener (its fd number may be reused by a test
+        // beside this one, so ask the port instead).
+        let e = std::net::TcpStream::connect(addr).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::ConnectionRefused, "{e}");
+    }
 }
