@@ -203,6 +203,8 @@ pub struct LoadReport {
     pub workers: Vec<LoadWorkerReport>,
     /// True when the stop flag ended the run early.
     pub interrupted: bool,
+    /// The HTTP side of the run (`--http` only).
+    pub http: Option<crate::http::HttpReport>,
 }
 
 impl LoadReport {
@@ -332,7 +334,7 @@ impl HistogramSummary {
     }
 }
 
-fn summary<S: Serializer>(h: &Histogram<u64>, s: S) -> Result<S::Ok, S::Error> {
+pub(crate) fn summary<S: Serializer>(h: &Histogram<u64>, s: S) -> Result<S::Ok, S::Error> {
     HistogramSummary::of(h).serialize(s)
 }
 
@@ -380,6 +382,7 @@ mod tests {
             timeline: vec![],
             workers: vec![],
             interrupted: false,
+            http: None,
         }
     }
 

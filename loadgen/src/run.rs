@@ -178,6 +178,7 @@ fn assemble(
     let mut handshake: Option<Latency> = None;
     let mut service: Option<Latency> = None;
     let mut first_byte: Option<Latency> = None;
+    let mut http: Option<crate::http::HttpWorker> = None;
     let mut per_target = vec![TargetCounters::default(); cfg.targets.len()];
     let interrupted = results.iter().any(|r| r.interrupted);
     let ended = results
@@ -193,6 +194,11 @@ fn assemble(
         merge(&mut handshake, r.handshake);
         merge(&mut service, r.service);
         merge(&mut first_byte, r.first_byte);
+        match (&mut http, r.http) {
+            (Some(acc), Some(h)) => acc.add(&h),
+            (acc @ None, h) => *acc = h,
+            (Some(_), None) => {}
+        }
         for (acc, t) in per_target.iter_mut().zip(&r.per_target) {
             acc.add(t);
         }
@@ -261,6 +267,11 @@ fn assemble(
         timeline,
         workers,
         interrupted,
+        http: cfg
+            .http
+            .as_ref()
+            .zip(http)
+            .map(|(req, h)| crate::http::HttpReport::of(req, h)),
     }
 }
 
