@@ -874,7 +874,11 @@ pub(crate) fn render(
     writeln!(
         out,
         "               status:{}{}",
-        if classes.is_empty() { " none" } else { &classes },
+        if classes.is_empty() {
+            " none"
+        } else {
+            &classes
+        },
         if codes.is_empty() {
             String::new()
         } else {
@@ -908,7 +912,12 @@ mod tests {
 
     /// Feeds `bytes` split at `cut` (both parts; the second one only if the first did not end
     /// the response), then the FIN when `fin`. Returns the result and the parser.
-    fn run_split(bytes: &[u8], cut: usize, head: bool, fin: bool) -> (Result<bool, ParseError>, ResponseParser) {
+    fn run_split(
+        bytes: &[u8],
+        cut: usize,
+        head: bool,
+        fin: bool,
+    ) -> (Result<bool, ParseError>, ResponseParser) {
         let mut p = ResponseParser::new();
         p.reset(head);
         let mut r = p.feed(&bytes[..cut]);
@@ -964,7 +973,8 @@ mod tests {
         let b = b"HTTP/1.1 503 Service Unavailable\r\nTransfer-Encoding: gzip, chunked\r\n\r\n\
                   5;name=v\r\nhello\r\n1A\r\nabcdefghijklmnopqrstuvwxyz\r\n0\r\nX-T: 1\r\n\r\n";
         assert_eq!(every_split(b, false, false), (Ok(true), 503, 31));
-        let no_trailer = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n";
+        let no_trailer =
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n";
         assert_eq!(every_split(no_trailer, false, false), (Ok(true), 200, 3));
     }
 
@@ -1005,17 +1015,32 @@ mod tests {
         let garbage = b"SSH-2.0-OpenSSH_9.6\r\n\r\n";
         assert_eq!(every_split(garbage, false, true).0, Err(ParseError::Head));
         let cl = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!";
-        assert_eq!(every_split(cl, false, true).0, Err(ParseError::ContentLength));
+        assert_eq!(
+            every_split(cl, false, true).0,
+            Err(ParseError::ContentLength)
+        );
         let cl_bad = b"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n";
-        assert_eq!(every_split(cl_bad, false, true).0, Err(ParseError::ContentLength));
+        assert_eq!(
+            every_split(cl_bad, false, true).0,
+            Err(ParseError::ContentLength)
+        );
         let chunk = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n";
         assert_eq!(every_split(chunk, false, true).0, Err(ParseError::Chunk));
         let chunk_end = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabX\r\n";
-        assert_eq!(every_split(chunk_end, false, true).0, Err(ParseError::Chunk));
+        assert_eq!(
+            every_split(chunk_end, false, true).0,
+            Err(ParseError::Chunk)
+        );
         let short = b"HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\nonly this";
-        assert_eq!(every_split(short, false, true).0, Err(ParseError::Truncated));
+        assert_eq!(
+            every_split(short, false, true).0,
+            Err(ParseError::Truncated)
+        );
         let short_head = b"HTTP/1.1 200 OK\r\nContent-Le";
-        assert_eq!(every_split(short_head, false, true).0, Err(ParseError::Truncated));
+        assert_eq!(
+            every_split(short_head, false, true).0,
+            Err(ParseError::Truncated)
+        );
         let mut huge = b"HTTP/1.1 200 OK\r\nX: ".to_vec();
         huge.resize(MAX_HEAD_BYTES + 10, b'a');
         let mut p = ResponseParser::new();
@@ -1033,7 +1058,10 @@ mod tests {
         let cap = p.head.capacity();
         for _ in 0..3 {
             p.reset(false);
-            assert_eq!(p.feed(b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nx"), Ok(true));
+            assert_eq!(
+                p.feed(b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nx"),
+                Ok(true)
+            );
         }
         assert_eq!(p.head.capacity(), cap);
         assert!(cap >= MAX_HEAD_BYTES);

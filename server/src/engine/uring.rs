@@ -475,7 +475,8 @@ impl Uring<'_> {
                     Err(_) => break,
                 };
                 // SAFETY: recv initialised the first n bytes of scratch.
-                let got = unsafe { std::slice::from_raw_parts(self.scratch.as_ptr().cast::<u8>(), n) };
+                let got =
+                    unsafe { std::slice::from_raw_parts(self.scratch.as_ptr().cast::<u8>(), n) };
                 match self.scans[i].feed(got) {
                     Scan::More => {}
                     Scan::End => {
