@@ -92,9 +92,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let mode = match (args.mode, args.http_response_bytes) {
         (Mode::Http { .. }, Some(body_bytes)) => Mode::Http { body_bytes },
         (m, None) => m,
-        (m, Some(_)) => return Err(bad_input(format!(
+        (m, Some(_)) => {
+            return Err(bad_input(format!(
             "--http-response-bytes needs --mode http (the mode is {m}): add --mode http or drop it"
-        ))),
+        )))
+        }
     };
     let cpus = match args.cpus {
         Some(c) => c,
