@@ -67,6 +67,9 @@ impl Setup {
                 loadgen::Pattern::Closed { .. } => fd_room(),
             },
             late_threshold: Duration::from_millis(1),
+            // `--mode http`: one GET per connection, so the server answers and counts it served.
+            http: matches!(self.mode, server::Mode::Http { .. })
+                .then(loadgen::HttpRequest::default),
         }
     }
 }

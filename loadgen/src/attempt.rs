@@ -229,7 +229,13 @@ impl Worker<'_> {
             Ok(()) => {
                 self.slab.get(i).sock = Some(sock);
                 if self.needs_read {
-                    if let Err(e) = self.register(i, Interest::READABLE) {
+                    // HTTP: a request that does not fit the send buffer waits for write room.
+                    let interest = if self.http.is_some() {
+                        Interest::READABLE | Interest::WRITABLE
+                    } else {
+                        Interest::READABLE
+                    };
+                    if let Err(e) = self.register(i, interest) {
                         return self.fail(i, errno(&e));
                     }
                 }
@@ -305,6 +311,16 @@ impl Worker<'_> {
                     self.connected(i, t, ev.is_readable());
                 }
             }
+            Phase::Reading if self.http.is_some() => {
+                if ev.is_writable() {
+                    let step = self.http_send(i);
+                    if !self.http_step(i, step) {
+                        return;
+                    }
+                }
+                let step = self.http_read(i, t);
+                self.http_step(i, step);
+            }
             Phase::Reading => self.read(i, t),
         }
     }
@@ -351,8 +367,31 @@ impl Worker<'_> {
             s.deadline_ns = t + self.timeout_ns;
         }
         self.slab.requeue(i);
+        if self.http.is_some() {
+            let step = self.http_begin(i);
+            if self.http_step(i, step) && readable {
+                let step = self.http_read(i, t);
+                self.http_step(i, step);
+            }
+            return;
+        }
         if readable {
             self.read(i, t);
+        }
+    }
+
+    /// Acts on an HTTP step of slot `i`; true while the slot stays open.
+    fn http_step(&mut self, i: usize, step: crate::http::Step) -> bool {
+        match step {
+            crate::http::Step::Wait => true,
+            crate::http::Step::Finish => {
+                self.finish(i);
+                false
+            }
+            crate::http::Step::Failed(errno) => {
+                self.post_fail(i, errno);
+                false
+            }
         }
     }
 

@@ -143,6 +143,11 @@ pub struct LoadConfig {
     /// An open-loop attempt that starts more than this after its intended time is counted `late`
     /// (its latency is still measured from the intended time). CLI default 1 ms.
     pub late_threshold: Duration,
+    /// Send one HTTP/1.1 request per connection after the handshake and read the response
+    /// ([`crate::http`]); `None` = plain TCP. Excludes `expect_bytes`. With it the read phase
+    /// (request + response) gets the connect timeout again, as `expect_bytes` does.
+    #[serde(default)]
+    pub http: Option<crate::http::HttpRequest>,
 }
 
 impl LoadConfig {
@@ -231,6 +236,14 @@ impl LoadConfig {
                  drop --source to let the kernel choose"
             ));
         }
+        if let Some(h) = &self.http {
+            if self.expect_bytes.is_some() {
+                return bad(
+                    "--http and --expect-bytes both read the response: give one of them".into(),
+                );
+            }
+            h.validate().map_err(LoadError::Config)?;
+        }
         if self.targets.len() > u32::MAX as usize {
             return bad("too many targets: give fewer than 2^32".into());
         }
@@ -274,6 +287,7 @@ mod tests {
             expect_bytes: None,
             max_in_flight: 10,
             late_threshold: Duration::from_millis(1),
+            http: None,
         }
     }
 

@@ -55,6 +55,7 @@ pub mod config;
 pub mod error;
 pub mod failures;
 pub mod floor;
+pub mod http;
 pub mod ports;
 pub mod render;
 pub mod report;
@@ -69,6 +70,7 @@ mod worker;
 pub use attempt::MAX_GENERATOR_LAG_NS;
 pub use config::{default_max_in_flight, Arrival, CloseMode, LoadConfig, Pattern, MIN_DURATION};
 pub use error::LoadError;
+pub use http::{HttpReport, HttpRequest};
 pub use report::{
     GeneratorLag, HistogramSummary, LoadReport, LoadWorkerReport, Overflow, TargetReport,
     TimelineRow, Totals, NEVER_ACCEPTED, PERCENTILES,

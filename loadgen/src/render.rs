@@ -224,6 +224,9 @@ impl fmt::Display for Summary<'_> {
                 writeln!(out, "    {name:<14} {}{why}", numfmt::count(*n))?;
             }
         }
+        if let Some(h) = &r.http {
+            crate::http::render(out, h, r.measured_secs)?;
+        }
         let t = &r.total;
         writeln!(
             out,
@@ -261,7 +264,7 @@ impl fmt::Display for Summary<'_> {
 }
 
 /// `  name: p50 …  p99 …  max … (n=…)`, or `no samples (n=0)`.
-fn hist(out: &mut fmt::Formatter<'_>, name: &str, s: &HistogramSummary) -> fmt::Result {
+pub(crate) fn hist(out: &mut fmt::Formatter<'_>, name: &str, s: &HistogramSummary) -> fmt::Result {
     if s.count == 0 {
         return writeln!(out, "  {name}: no samples (n=0)");
     }
@@ -285,7 +288,7 @@ fn hist(out: &mut fmt::Formatter<'_>, name: &str, s: &HistogramSummary) -> fmt::
 }
 
 /// "N samples above X; true max Y" when a histogram could not hold every value.
-fn overflow(out: &mut fmt::Formatter<'_>, o: &Overflow) -> fmt::Result {
+pub(crate) fn overflow(out: &mut fmt::Formatter<'_>, o: &Overflow) -> fmt::Result {
     if o.above == 0 {
         return Ok(());
     }
@@ -490,6 +493,7 @@ mod tests {
                 ..LoadWorkerReport::default()
             }],
             interrupted: false,
+            http: None,
         }
     }
 
@@ -536,6 +540,7 @@ mod tests {
             expect_bytes: None,
             max_in_flight: 1_500,
             late_threshold: std::time::Duration::from_millis(1),
+            http: None,
         };
         assert_eq!(
             plan_line(&cfg),

@@ -212,6 +212,8 @@ pub struct LoadReport {
     pub workers: Vec<LoadWorkerReport>,
     /// True when the stop flag ended the run early.
     pub interrupted: bool,
+    /// The HTTP side of the run (`--http` only).
+    pub http: Option<crate::http::HttpReport>,
 }
 
 impl LoadReport {
@@ -358,7 +360,7 @@ pub struct GeneratorLag {
     pub timer_slack_ns: Option<u64>,
 }
 
-fn summary<S: Serializer>(h: &Histogram<u64>, s: S) -> Result<S::Ok, S::Error> {
+pub(crate) fn summary<S: Serializer>(h: &Histogram<u64>, s: S) -> Result<S::Ok, S::Error> {
     HistogramSummary::of(h).serialize(s)
 }
 
@@ -407,6 +409,7 @@ mod tests {
             timeline: vec![],
             workers: vec![],
             interrupted: false,
+            http: None,
         }
     }
 

@@ -206,6 +206,7 @@ fn assemble(
     let mut first_byte: Option<Latency> = None;
     let mut lag: Option<Latency> = None;
     let mut timer_slack_ns = None;
+    let mut http: Option<crate::http::HttpWorker> = None;
     let mut per_target = vec![TargetCounters::default(); cfg.targets.len()];
     let interrupted = results.iter().any(|r| r.interrupted);
     let ended = results
@@ -224,6 +225,11 @@ fn assemble(
         merge(&mut lag, r.lag);
         // The largest slack any worker ran with (all ask for the same).
         timer_slack_ns = timer_slack_ns.max(r.timer_slack_ns);
+        match (&mut http, r.http) {
+            (Some(acc), Some(h)) => acc.add(&h),
+            (acc @ None, h) => *acc = h,
+            (Some(_), None) => {}
+        }
         for (acc, t) in per_target.iter_mut().zip(&r.per_target) {
             acc.add(t);
         }
@@ -301,6 +307,11 @@ fn assemble(
         timeline,
         workers,
         interrupted,
+        http: cfg
+            .http
+            .as_ref()
+            .zip(http)
+            .map(|(req, h)| crate::http::HttpReport::of(req, h)),
     }
 }
 

@@ -93,6 +93,8 @@ pub(crate) struct WorkerResult {
     pub interrupted: bool,
     /// When its loop ended, ns.
     pub ended_ns: u64,
+    /// The HTTP side (`--http` only).
+    pub http: Option<crate::http::HttpWorker>,
 }
 
 /// A worker's state. Built on its own thread after pinning.
@@ -126,6 +128,8 @@ pub(crate) struct Worker<'a> {
     pub(crate) first_byte: Latency,
     pub(crate) sec_handshake: Latency,
     pub(crate) high_ns: u64,
+    /// The HTTP side (`--http`): requests, per-slot parsers, counters, histograms.
+    pub(crate) http: Option<crate::http::HttpWorker>,
     /// Open loop, measured starts: actual start − scheduled start, ns (the generator's lag).
     pub(crate) lag: Latency,
     /// This thread's timer slack as read back after [`set_timer_slack`], ns.
@@ -217,7 +221,9 @@ impl<'a> Worker<'a> {
             sources_v6: sources(cfg, false),
             per_target: vec![TargetCounters::default(); cfg.targets.len()],
             rr: index,
-            needs_read: cfg.expect_bytes.is_some() || cfg.close == CloseMode::Server,
+            needs_read: cfg.expect_bytes.is_some()
+                || cfg.close == CloseMode::Server
+                || cfg.http.is_some(),
             timeout_ns,
             late_ns: cfg.late_threshold.as_nanos().min(u128::from(u64::MAX)) as u64,
             last_full_ns: 0,
@@ -232,6 +238,9 @@ impl<'a> Worker<'a> {
             high_ns,
             lag: Latency::new(high_ns),
             timer_slack_ns: set_timer_slack(),
+            http: cfg.http.as_ref().map(|r| {
+                crate::http::HttpWorker::new(r, &cfg.targets, cfg.slots_for(index), high_ns)
+            }),
         })
     }
 
@@ -360,6 +369,7 @@ impl<'a> Worker<'a> {
             per_target: self.per_target,
             interrupted,
             ended_ns: ended,
+            http: self.http,
         }
     }
 

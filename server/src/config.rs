@@ -91,6 +91,15 @@ pub enum Mode {
     /// Keep the connection open until the client closes it (or sends RST) or the server stops;
     /// bounded by RLIMIT_NOFILE (accepts then fail with EMFILE, counted and backed off).
     Hold,
+    /// Read an HTTP request up to the end of its head (at most
+    /// [`crate::http::MAX_REQUEST_HEAD_BYTES`]), write one fixed response
+    /// ([`crate::http::response`]: `204`, or `200` with `body_bytes` bytes), close. A connection
+    /// counts as served once the whole response is written. `body_bytes` at most
+    /// [`MAX_GREET_BYTES`].
+    Http {
+        /// Response body size in bytes (0 = `204 No Content`).
+        body_bytes: u32,
+    },
 }
 
 impl fmt::Display for Mode {
@@ -100,21 +109,37 @@ impl fmt::Display for Mode {
             Mode::Rst => f.write_str("rst"),
             Mode::Greet { bytes } => write!(f, "greet:{bytes}"),
             Mode::Hold => f.write_str("hold"),
+            Mode::Http { body_bytes: 0 } => f.write_str("http"),
+            Mode::Http { body_bytes } => write!(f, "http:{body_bytes}"),
         }
     }
 }
 
 impl FromStr for Mode {
     type Err = String;
-    /// Parses `close`, `rst`, `hold`, `greet` (1 byte) or `greet:BYTES` (`greet:64`, `greet:4k`).
+    /// Parses `close`, `rst`, `hold`, `greet` (1 byte), `greet:BYTES` (`greet:64`, `greet:4k`),
+    /// `http` (a `204` response) or `http:BYTES` (a `200` with a BYTES body).
     fn from_str(s: &str) -> Result<Self, String> {
-        let usage = "use `close`, `rst`, `hold`, `greet` or `greet:BYTES` (e.g. `greet:64`)";
+        let usage = "use `close`, `rst`, `hold`, `greet`, `greet:BYTES` (e.g. `greet:64`), `http` \
+                     or `http:BYTES`";
         match s {
             "close" | "fin" => return Ok(Mode::Close),
             "rst" | "reset" => return Ok(Mode::Rst),
             "hold" => return Ok(Mode::Hold),
             "greet" => return Ok(Mode::Greet { bytes: 1 }),
+            "http" => return Ok(Mode::Http { body_bytes: 0 }),
             _ => {}
+        }
+        if let Some(n) = s.strip_prefix("http:") {
+            let body_bytes = n
+                .trim()
+                .parse::<u32>()
+                .ok()
+                .filter(|&b| b <= MAX_GREET_BYTES)
+                .ok_or_else(|| {
+                    format!("invalid HTTP body size in {s:?}: give 0 to {MAX_GREET_BYTES} bytes")
+                })?;
+            return Ok(Mode::Http { body_bytes });
         }
         let Some(n) = s.strip_prefix("greet:") else {
             return Err(format!("unknown mode {s:?}: {usage}"));
@@ -184,6 +209,8 @@ mod tests {
             Mode::Rst,
             Mode::Hold,
             Mode::Greet { bytes: 64 },
+            Mode::Http { body_bytes: 0 },
+            Mode::Http { body_bytes: 512 },
         ] {
             assert_eq!(m.to_string().parse::<Mode>().unwrap(), m);
         }

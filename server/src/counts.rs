@@ -10,6 +10,8 @@ use common::errno::ErrnoCounts;
 pub(crate) struct Counts {
     /// Connections accepted.
     pub(crate) accepted: u64,
+    /// Connections whose whole greeting (`greet`) or response (`http`) was written.
+    pub(crate) served: u64,
     /// EMFILE/ENFILE back-offs entered.
     pub(crate) emfile_backoffs: u64,
     /// Queued connections that could not be accepted before the listener closed.

@@ -40,6 +40,7 @@ mod counts;
 mod drain;
 mod engine;
 pub mod error;
+pub mod http;
 mod listener;
 pub mod render;
 pub mod report;

@@ -92,6 +92,13 @@ impl fmt::Display for ReportText<'_> {
             numfmt::count(r.accepted()),
             numfmt::fixed(r.accepted() as f64 / secs, 1)
         )?;
+        if matches!(r.mode, crate::Mode::Http { .. } | crate::Mode::Greet { .. }) {
+            writeln!(
+                out,
+                "served {} (whole response/greeting written)",
+                numfmt::count(r.served())
+            )?;
+        }
         writeln!(
             out,
             "{:>5} {:>12} {:>12} {:>9} {:>9} {:>9} {:>8}  errors",
@@ -193,6 +200,7 @@ mod tests {
             workers: vec![crate::WorkerReport {
                 cpu: 3,
                 accepted: 12_345,
+                served: 0,
                 errors: [("EMFILE".to_string(), 1_200)].into_iter().collect(),
                 emfile_backoffs: 7,
                 cpu_run_ns: 1_760_000_000,

@@ -98,6 +98,10 @@ pub struct WorkerReport {
     pub cpu: usize,
     /// Connections accepted (including those accepted while draining at stop).
     pub accepted: u64,
+    /// Connections whose whole greeting (`greet`) or HTTP response (`http`) was written; 0 in
+    /// the other modes and in reports from builds before it was recorded.
+    #[serde(default)]
+    pub served: u64,
     /// Failures by errno name (`"EMFILE"`, `"ECONNABORTED"`, ...): accept, and the greeting send
     /// and close of accepted connections.
     pub errors: BTreeMap<String, u64>,
@@ -148,6 +152,11 @@ impl ServerReport {
     /// Connections accepted by all workers.
     pub fn accepted(&self) -> u64 {
         self.workers.iter().map(|w| w.accepted).sum()
+    }
+
+    /// Connections served by all workers (whole greeting or HTTP response written).
+    pub fn served(&self) -> u64 {
+        self.workers.iter().map(|w| w.served).sum()
     }
 
     /// Errors of all workers by errno name.

@@ -79,6 +79,7 @@ fn run(spec: WorkerSpec, shared: Arc<Shared>, ready: Sender<(usize, Ready)>) -> 
     WorkerReport {
         cpu,
         accepted: ctx.counts.accepted,
+        served: ctx.counts.served,
         errors: ctx.counts.error_names(),
         emfile_backoffs: ctx.counts.emfile_backoffs,
         cpu_run_ns: used.run_ns,

@@ -101,6 +101,7 @@ impl Ctx {
     ) -> Self {
         let greet = match mode {
             Mode::Greet { bytes } => vec![b'*'; bytes as usize].into_boxed_slice(),
+            Mode::Http { body_bytes } => crate::http::response(body_bytes).into_boxed_slice(),
             _ => Box::default(),
         };
         Ctx {

@@ -25,6 +25,8 @@ fn every_mode_accepts_exactly_n_and_the_kernel_agrees() {
             Mode::Rst,
             Mode::Greet { bytes: 3000 },
             Mode::Hold,
+            Mode::Http { body_bytes: 0 },
+            Mode::Http { body_bytes: 3000 },
         ] {
             NetNs::run(move |ns| {
                 let before = ns.counter("Tcp.PassiveOpens");
@@ -57,6 +59,17 @@ fn every_mode_accepts_exactly_n_and_the_kernel_agrees() {
                             );
                         }
                         Mode::Hold => held.push(c),
+                        Mode::Http { body_bytes } => {
+                            // The request head in two writes: the server scans across reads.
+                            std::io::Write::write_all(&mut &c, b"GET / HTTP/1.1\r\nHost: t\r\n")
+                                .unwrap();
+                            std::io::Write::write_all(&mut &c, b"\r\n").unwrap();
+                            assert_eq!(
+                                read_all(&c).unwrap(),
+                                server::http::response(body_bytes),
+                                "{engine:?}: the whole response then FIN"
+                            );
+                        }
                     }
                 }
                 if mode == Mode::Hold {
@@ -80,6 +93,9 @@ fn every_mode_accepts_exactly_n_and_the_kernel_agrees() {
                 let report = srv.stop();
                 let after = ns.counter("Tcp.PassiveOpens");
                 assert_eq!(report.accepted(), N, "{engine:?} {mode}: {report:?}");
+                if matches!(mode, Mode::Http { .. } | Mode::Greet { .. }) {
+                    assert_eq!(report.served(), N, "{engine:?} {mode}: served");
+                }
                 assert_eq!(
                     (after - before) as u64,
                     N,

@@ -55,7 +55,9 @@ pub struct Args {
     pub backlog: u32,
     /// What to do with each accepted connection: `close` (server sends FIN), `rst` (SO_LINGER 0:
     /// RST, no TIME_WAIT), `greet:BYTES` (write BYTES, at most 1 MiB, then close; e.g. `greet:64`)
-    /// or `hold` (keep open until the client closes; bounded by RLIMIT_NOFILE).
+    /// `hold` (keep open until the client closes; bounded by RLIMIT_NOFILE) or `http` (read a
+    /// request head, answer `204 No Content` or, with --http-response-bytes, `200 OK` with a
+    /// body, close; a connection is served when the whole response is written).
     #[arg(long, default_value = "close")]
     pub mode: Mode,
     /// Flow steering: `none` (4-tuple hash), `cpu` (flows to the worker on the CPU that processed
@@ -63,6 +65,10 @@ pub struct Args {
     /// `incoming-cpu` / `cbpf`.
     #[arg(long, default_value = "none")]
     pub steer: Steer,
+    /// With `--mode http`: answer `200 OK` with a body of this many bytes (at most 1 MiB)
+    /// instead of `204 No Content`.
+    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u32).range(0..=i64::from(server::config::MAX_GREET_BYTES)))]
+    pub http_response_bytes: Option<u32>,
     /// Stop after this long, e.g. `30s`, `2m`. Default: run until SIGINT/SIGTERM.
     #[arg(long, value_parser = parse_positive_duration)]
     pub duration: Option<Duration>,
@@ -90,6 +96,15 @@ pub enum Format {
 /// # Errors
 /// Bad input (exit 2, see the module docs) or a run-time fault (exit 1).
 pub fn run(args: Args) -> anyhow::Result<i32> {
+    let mode = match (args.mode, args.http_response_bytes) {
+        (Mode::Http { .. }, Some(body_bytes)) => Mode::Http { body_bytes },
+        (m, None) => m,
+        (m, Some(_)) => {
+            return Err(bad_input(format!(
+            "--http-response-bytes needs --mode http (the mode is {m}): add --mode http or drop it"
+        )))
+        }
+    };
     let cpus = match args.cpus {
         Some(c) => c,
         None => allowed_cpus().context("reading this process's CPU affinity")?,
@@ -106,7 +121,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         cpus,
         engine: args.engine,
         backlog: args.backlog,
-        mode: args.mode,
+        mode,
         steer: args.steer,
     };
     let srv = Server::start(cfg).map_err(|e| {
@@ -130,7 +145,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         srv.engine(),
         srv.cpus().len(),
         srv.cpus(),
-        args.mode,
+        mode,
         srv.steering(),
         results::numfmt::count(nofile)
     );

@@ -112,6 +112,7 @@ pub fn open(target: SocketAddr, rate_per_sec: f64, duration: Duration) -> LoadCo
         expect_bytes: None,
         max_in_flight: 1000,
         late_threshold: Duration::from_millis(1),
+        http: None,
     }
 }
 

@@ -23,6 +23,7 @@ use socket2::SockRef;
 use super::{classify, AcceptFailure, BACKOFF, TURN_BUDGET};
 use crate::config::Mode;
 use crate::error::ServerError;
+use crate::http::{HeadScan, Scan};
 use crate::worker::{Ctx, Ready, WAIT_MAX};
 
 const LISTENER: Token = Token(usize::MAX);
@@ -34,8 +35,23 @@ const SCRATCH_BYTES: usize = 4096;
 
 struct Conn {
     stream: TcpStream,
-    /// Bytes of the greeting already sent (`Mode::Greet`).
+    /// Bytes of the greeting / HTTP response already sent (`Mode::Greet`, `Mode::Http`).
     sent: usize,
+    /// `Mode::Http`: where the scan for the end of the request head is.
+    scan: HeadScan,
+    /// `Mode::Http`: the request head is complete; the response is being written.
+    responding: bool,
+}
+
+impl Conn {
+    fn new(stream: TcpStream) -> Conn {
+        Conn {
+            stream,
+            sent: 0,
+            scan: HeadScan::default(),
+            responding: false,
+        }
+    }
 }
 
 struct EpollLoop<'c> {
@@ -234,20 +250,57 @@ impl EpollLoop<'_> {
             // this close sends RST.
             Mode::Rst => drop(stream),
             Mode::Greet { .. } => {
-                let mut conn = Conn { stream, sent: 0 };
+                let mut conn = Conn::new(stream);
                 if !self.write_greeting(&mut conn) {
                     self.keep(conn, Interest::WRITABLE);
                 }
             }
-            Mode::Hold => self.keep(Conn { stream, sent: 0 }, Interest::READABLE),
+            Mode::Hold => self.keep(Conn::new(stream), Interest::READABLE),
+            Mode::Http { .. } => {
+                // The request has often arrived already (the client sends right after its
+                // handshake): try it at once, and wait for the rest (or write room) otherwise.
+                let mut conn = Conn::new(stream);
+                if !self.serve_http(&mut conn) {
+                    self.keep(conn, Interest::READABLE | Interest::WRITABLE);
+                }
+            }
         }
     }
 
-    /// Writes the rest of the greeting; true when the connection is done (all sent or failed).
+    /// `Mode::Http`: reads until the end of the request head, then writes the response; true
+    /// when the connection is done (response written, the client closed first, the head was too
+    /// large (counted `EMSGSIZE`), or an error).
+    fn serve_http(&mut self, conn: &mut Conn) -> bool {
+        while !conn.responding {
+            match (&conn.stream).read(&mut self.scratch) {
+                Ok(0) => return true,
+                Ok(n) => match conn.scan.feed(&self.scratch[..n]) {
+                    Scan::More => {}
+                    Scan::End => conn.responding = true,
+                    Scan::TooLarge => {
+                        self.ctx.counts.error(libc::EMSGSIZE);
+                        return true;
+                    }
+                },
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return false,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(_) => return true,
+            }
+        }
+        self.write_greeting(conn)
+    }
+
+    /// Writes the rest of the greeting (or HTTP response); true when the connection is done (all
+    /// sent, counted served, or failed).
     fn write_greeting(&mut self, conn: &mut Conn) -> bool {
         while conn.sent < self.ctx.greet.len() {
             match (&conn.stream).write(&self.ctx.greet[conn.sent..]) {
-                Ok(n) => conn.sent += n,
+                Ok(n) => {
+                    conn.sent += n;
+                    if conn.sent == self.ctx.greet.len() {
+                        self.ctx.counts.served += 1;
+                    }
+                }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return false,
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(e) => {
@@ -283,6 +336,7 @@ impl EpollLoop<'_> {
         };
         let done = match self.ctx.mode {
             Mode::Greet { .. } => self.write_greeting(&mut conn),
+            Mode::Http { .. } => self.serve_http(&mut conn),
             _ => match self.read_discard(&mut conn) {
                 Some(done) => done,
                 None => {

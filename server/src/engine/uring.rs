@@ -16,6 +16,10 @@
 //!   only for a failure, so a `close`/`rst` connection costs one CQE (its accept) instead of two.
 //!   Older kernels post both, as before. The ring setup label in the server report ends in
 //!   `+cqe_skip_success` when it ran.
+//!   (`hold`; data is read and dropped with recv(MSG_DONTWAIT), EOF/HUP/error closes). `http`:
+//!   PollAdd as for `hold`, recv(MSG_DONTWAIT) until the end of the request head
+//!   ([`crate::http::HeadScan`], state per fd), then the response as for `greet` (Send with
+//!   MSG_WAITALL hard-linked to Close); served when the Send CQE says all of it went out.
 //! - One loop turn handles at most [`TURN_BUDGET`] CQEs, then publishes the counters and looks at
 //!   the stop flag. Under sustained load the CQ is refilled as fast as it is read (a multishot
 //!   accept posts a CQE per connection; the closes the handlers submit post theirs, and without
@@ -39,6 +43,7 @@ use socket2::SockRef;
 use super::{classify, AcceptFailure, BACKOFF, TURN_BUDGET};
 use crate::config::Mode;
 use crate::error::ServerError;
+use crate::http::{HeadScan, Scan};
 use crate::worker::{Ctx, Ready, WAIT_MAX};
 
 /// Submission queue entries per ring.
@@ -121,6 +126,8 @@ struct Uring<'c> {
     backoff_pending: bool,
     backoff_ts: Box<types::Timespec>,
     held: Vec<bool>,
+    /// `Mode::Http`: the request-head scan of each waiting connection, indexed by fd.
+    scans: Vec<HeadScan>,
     scratch: Box<[MaybeUninit<u8>]>,
     /// Closes carry IOSQE_CQE_SKIP_SUCCESS (the kernel has IORING_FEAT_CQE_SKIP, 5.17).
     skip_close_cqe: bool,
@@ -162,8 +169,13 @@ pub(crate) fn run(ctx: &mut Ctx, ready: impl FnOnce(Ready)) {
         }));
     }
     let listener_fd = std::os::fd::AsRawFd::as_raw_fd(listener);
-    let held = if ctx.mode == Mode::Hold {
+    let held = if matches!(ctx.mode, Mode::Hold | Mode::Http { .. }) {
         vec![false; crate::rlimit::nofile_table_len()]
+    } else {
+        Vec::new()
+    };
+    let scans = if matches!(ctx.mode, Mode::Http { .. }) {
+        vec![HeadScan::default(); held.len()]
     } else {
         Vec::new()
     };
@@ -177,6 +189,7 @@ pub(crate) fn run(ctx: &mut Ctx, ready: impl FnOnce(Ready)) {
         backoff_pending: false,
         backoff_ts: Box::new(types::Timespec::from(BACKOFF)),
         held,
+        scans,
         scratch: vec![MaybeUninit::uninit(); 4096].into_boxed_slice(),
         skip_close_cqe,
     };
@@ -291,6 +304,10 @@ impl Uring<'_> {
                     self.ctx.counts.error(-res);
                 }
             }
+            SEND if res >= 0 && res as usize == self.ctx.greet.len() => {
+                self.in_flight -= 1;
+                self.ctx.counts.served += 1;
+            }
             CLOSE | SEND => {
                 self.in_flight -= 1;
                 if res < 0 && res != -libc::ECANCELED {
@@ -356,7 +373,34 @@ impl Uring<'_> {
             // The listener's SO_LINGER {on, 0} is inherited (crate::listener::bind_group):
             // this close sends RST.
             Mode::Rst => self.close(fd),
-            Mode::Greet { .. } => {
+            Mode::Greet { .. } => self.respond(fd),
+            Mode::Hold => {
+                let i = fd as usize;
+                if i >= self.held.len() {
+                    self.held.resize(i + 1, false);
+                }
+                self.held[i] = true;
+                self.poll(fd);
+            }
+            Mode::Http { .. } => {
+                let i = fd as usize;
+                if i >= self.held.len() {
+                    self.held.resize(i + 1, false);
+                }
+                if i >= self.scans.len() {
+                    self.scans.resize(i + 1, HeadScan::default());
+                }
+                self.held[i] = true;
+                self.scans[i] = HeadScan::default();
+                self.poll(fd);
+            }
+        }
+    }
+
+    /// Writes the greeting / HTTP response (Send, MSG_WAITALL) and then closes (hard link).
+    fn respond(&mut self, fd: RawFd) {
+        {
+            {
                 let send = opcode::Send::new(
                     types::Fd(fd),
                     self.ctx.greet.as_ptr(),
@@ -372,14 +416,6 @@ impl Uring<'_> {
                 if !self.push(&[send, close]) {
                     close_now(fd);
                 }
-            }
-            Mode::Hold => {
-                let i = fd as usize;
-                if i >= self.held.len() {
-                    self.held.resize(i + 1, false);
-                }
-                self.held[i] = true;
-                self.poll(fd);
             }
         }
     }
@@ -417,6 +453,9 @@ impl Uring<'_> {
 
     /// A held connection became readable or hung up.
     fn on_poll(&mut self, fd: RawFd, res: i32) {
+        if matches!(self.ctx.mode, Mode::Http { .. }) {
+            return self.on_http_poll(fd, res);
+        }
         if res >= 0 && res & POLL_GONE == 0 {
             // SAFETY: fd is a held connection of this worker (closed only after this returns).
             let b = unsafe { BorrowedFd::borrow_raw(fd) };
@@ -434,6 +473,49 @@ impl Uring<'_> {
                     Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return self.poll(fd),
                     Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                     Err(_) => break,
+                }
+            }
+        }
+        self.unhold(fd);
+        self.close(fd);
+    }
+
+    /// `Mode::Http`: a connection waiting for its request head became readable (or hung up):
+    /// read what arrived; at the end of the head send the response, else poll again. EOF, an
+    /// error or a hang-up before the head's end closes it; a head over the bound is counted
+    /// `EMSGSIZE` and closed.
+    fn on_http_poll(&mut self, fd: RawFd, res: i32) {
+        let i = fd as usize;
+        if res >= 0 && res & (libc::POLLERR | libc::POLLHUP) as i32 == 0 {
+            // SAFETY: fd is a connection of this worker waiting for its request (closed only
+            // after this returns, by a Close this worker submits).
+            let b = unsafe { BorrowedFd::borrow_raw(fd) };
+            let sock = SockRef::from(&b);
+            for reads in 1.. {
+                if reads > READS_PER_POLL {
+                    // More data than one turn's share (signals): poll again (it completes at once).
+                    return self.poll(fd);
+                }
+                let n = match sock.recv_with_flags(&mut self.scratch, libc::MSG_DONTWAIT) {
+                    Ok(0) => break,
+                    Ok(n) => n,
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return self.poll(fd),
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(_) => break,
+                };
+                // SAFETY: recv initialised the first n bytes of scratch.
+                let got =
+                    unsafe { std::slice::from_raw_parts(self.scratch.as_ptr().cast::<u8>(), n) };
+                match self.scans[i].feed(got) {
+                    Scan::More => {}
+                    Scan::End => {
+                        self.unhold(fd);
+                        return self.respond(fd);
+                    }
+                    Scan::TooLarge => {
+                        self.ctx.counts.error(libc::EMSGSIZE);
+                        break;
+                    }
                 }
             }
         }

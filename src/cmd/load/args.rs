@@ -75,6 +75,22 @@ pub struct Args {
     /// Open loop: a start later than this after its scheduled time counts as `late`.
     #[arg(long, default_value = "1ms", value_parser = parse_positive_duration)]
     pub late_threshold: Duration,
+    /// After the handshake send one HTTP/1.1 request for PATH (default `/`) with `Host: IP:PORT`
+    /// and `Connection: close`, and read the response (Content-Length, chunked or until the
+    /// server's FIN): reports requests, responses by status class and code, parse errors, bytes,
+    /// response latency and time to first byte (both from the scheduled start).
+    #[arg(long, value_name = "PATH", num_args = 0..=1, default_missing_value = "/", conflicts_with = "expect_bytes")]
+    pub http: Option<String>,
+    /// With --http: the request method (an HTTP token, e.g. GET, HEAD, POST). Default GET.
+    #[arg(long, value_name = "METHOD", requires = "http")]
+    pub http_method: Option<String>,
+    /// With --http: an extra request header `Name: value`; repeat for more. A `Host` header
+    /// replaces the default one.
+    #[arg(long, value_name = "HEADER", requires = "http")]
+    pub http_header: Vec<String>,
+    /// With --http: send this file's contents as the request body (with Content-Length).
+    #[arg(long, value_name = "FILE", requires = "http")]
+    pub http_body: Option<std::path::PathBuf>,
     /// Report format on stdout: `text` or `json` (per-second lines always go to stderr).
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
@@ -93,6 +109,34 @@ pub struct Args {
     /// from now. A time in the past is refused. Needs synchronised clocks (chrony, NTP).
     #[arg(long, value_name = "TIME", value_parser = super::multihost::parse_start_at)]
     pub start_at: Option<super::multihost::StartAt>,
+}
+
+/// The `--http*` options as the request to send (`None` without `--http`); the body file is read
+/// here.
+///
+/// # Errors
+/// Bad input when the body file cannot be read or the request is malformed.
+pub(super) fn http_request(args: &Args) -> anyhow::Result<Option<loadgen::HttpRequest>> {
+    let Some(path) = &args.http else {
+        return Ok(None);
+    };
+    let body = match &args.http_body {
+        Some(f) => std::fs::read(f).map_err(|e| {
+            crate::error::bad_input(format!(
+                "--http-body {}: cannot read it ({e}): give a readable file",
+                f.display()
+            ))
+        })?,
+        None => Vec::new(),
+    };
+    let req = loadgen::HttpRequest {
+        method: args.http_method.clone().unwrap_or_else(|| "GET".into()),
+        path: path.clone(),
+        headers: args.http_header.clone(),
+        body,
+    };
+    req.validate().map_err(crate::error::bad_input)?;
+    Ok(Some(req))
 }
 
 /// One `--target` item: every address its name resolves to, in the resolver's order.

@@ -134,6 +134,7 @@ pub(super) fn config(args: &Args, nofile: u64) -> anyhow::Result<LoadConfig> {
         expect_bytes: args.expect_bytes,
         max_in_flight: usize::try_from(max_in_flight).unwrap_or(usize::MAX),
         late_threshold: args.late_threshold,
+        http: super::args::http_request(args)?,
     };
     cfg.validate().map_err(|e| bad_input(e.to_string()))?;
     Ok(cfg)

@@ -1,0 +1,435 @@
+//! The worker's side of `--http`: per-slot state, sending the request, reading the response
+//! through [`super::ResponseParser`], the counters and histograms, and the report and its text.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+
+use serde::Serialize;
+
+use super::{HttpRequest, ParseError, ResponseParser};
+use crate::report::{HistogramSummary, Overflow};
+use crate::stats::Latency;
+
+/// HTTP counters of one worker over one scope (whole run or measured window). Plain integers;
+/// the per-status table is allocated once per worker.
+#[derive(Debug, Clone)]
+pub(crate) struct HttpCounts {
+    /// Requests written completely.
+    pub requests: u64,
+    /// Complete responses.
+    pub responses: u64,
+    /// Complete responses by status code (index = code, 0..1000; httparse reads three digits).
+    pub by_code: Vec<u64>,
+    /// Parse errors by kind, in [`ParseError::ALL`] order.
+    pub parse_errors: [u64; 5],
+    /// Request bytes written.
+    pub bytes_sent: u64,
+    /// Response bytes read (heads, bodies, chunk framing; bytes after a complete response too).
+    pub bytes_received: u64,
+    /// Body bytes of complete responses (chunk data only for chunked ones).
+    pub body_bytes: u64,
+}
+
+impl Default for HttpCounts {
+    fn default() -> Self {
+        HttpCounts {
+            requests: 0,
+            responses: 0,
+            by_code: vec![0; 1000],
+            parse_errors: [0; 5],
+            bytes_sent: 0,
+            bytes_received: 0,
+            body_bytes: 0,
+        }
+    }
+}
+
+impl HttpCounts {
+    fn add(&mut self, o: &HttpCounts) {
+        self.requests += o.requests;
+        self.responses += o.responses;
+        for (a, b) in self.by_code.iter_mut().zip(&o.by_code) {
+            *a += b;
+        }
+        for (a, b) in self.parse_errors.iter_mut().zip(&o.parse_errors) {
+            *a += b;
+        }
+        self.bytes_sent += o.bytes_sent;
+        self.bytes_received += o.bytes_received;
+        self.body_bytes += o.body_bytes;
+    }
+}
+
+/// One slot's HTTP state (one per attempt slot, reused).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct HttpSlot {
+    parser: ResponseParser,
+    /// Request bytes written so far.
+    sent: usize,
+    /// A response byte has been read (time to first byte recorded).
+    first: bool,
+    /// The response is complete (with `--close server` the slot then waits for the FIN).
+    done: bool,
+}
+
+/// A worker's HTTP side: the encoded requests, the slots' state, counters and histograms.
+#[derive(Debug)]
+pub(crate) struct HttpWorker {
+    requests: Vec<Vec<u8>>,
+    head_request: bool,
+    slots: Vec<HttpSlot>,
+    scratch: Box<[u8]>,
+    /// Whole run.
+    pub total: HttpCounts,
+    /// Measured window.
+    pub measured: HttpCounts,
+    /// Response latency (intended start → response complete), measured, ns.
+    pub response: Latency,
+    /// Time to first byte (intended start → first response byte read), measured, ns.
+    pub first_byte: Latency,
+}
+
+impl HttpWorker {
+    /// The HTTP side of a worker with `slots` slots, histograms up to `high_ns`.
+    pub(crate) fn new(
+        req: &HttpRequest,
+        targets: &[SocketAddr],
+        slots: usize,
+        high_ns: u64,
+    ) -> Self {
+        HttpWorker {
+            requests: targets.iter().map(|&t| req.encode(t)).collect(),
+            head_request: req.is_head(),
+            slots: vec![HttpSlot::default(); slots],
+            scratch: vec![0; 16 * 1024].into_boxed_slice(),
+            total: HttpCounts::default(),
+            measured: HttpCounts::default(),
+            response: Latency::new(high_ns),
+            first_byte: Latency::new(high_ns),
+        }
+    }
+
+    /// Adds another worker's counters and histograms.
+    pub(crate) fn add(&mut self, o: &HttpWorker) {
+        self.total.add(&o.total);
+        self.measured.add(&o.measured);
+        self.response.add(&o.response);
+        self.first_byte.add(&o.first_byte);
+    }
+
+    fn count(&mut self, measured: bool, f: impl Fn(&mut HttpCounts)) {
+        f(&mut self.total);
+        if measured {
+            f(&mut self.measured);
+        }
+    }
+}
+
+/// What a slot's HTTP step ended with.
+pub(crate) enum Step {
+    /// Waiting for more (write room or bytes).
+    Wait,
+    /// The exchange is over: close the connection.
+    Finish,
+    /// A socket error (errno) after the handshake.
+    Failed(i32),
+}
+
+impl crate::worker::Worker<'_> {
+    /// Handshake done on slot `i` (seen at `t`): reset its parser and send the request.
+    pub(crate) fn http_begin(&mut self, i: usize) -> Step {
+        let Some(h) = self.http.as_mut() else {
+            return Step::Wait;
+        };
+        let head = h.head_request;
+        let s = &mut h.slots[i];
+        s.parser.reset(head);
+        s.sent = 0;
+        s.first = false;
+        s.done = false;
+        self.http_send(i)
+    }
+
+    /// Writes the rest of slot `i`'s request (MSG_NOSIGNAL); counts it when complete.
+    pub(crate) fn http_send(&mut self, i: usize) -> Step {
+        let (target, measured) = {
+            let s = self.slab.get(i);
+            (s.target as usize, s.measured)
+        };
+        let Some(h) = self.http.as_mut() else {
+            return Step::Wait;
+        };
+        let req = &h.requests[target];
+        let slot = &mut h.slots[i];
+        if slot.sent >= req.len() {
+            return Step::Wait;
+        }
+        let Some(sock) = self.slab.get(i).sock.as_ref() else {
+            return Step::Finish;
+        };
+        loop {
+            match sock.send_with_flags(&req[slot.sent..], libc::MSG_NOSIGNAL) {
+                Ok(n) => {
+                    slot.sent += n;
+                    if slot.sent == req.len() {
+                        let len = req.len() as u64;
+                        h.count(measured, |c| {
+                            c.requests += 1;
+                            c.bytes_sent += len;
+                        });
+                        return Step::Wait;
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Step::Wait,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Step::Failed(e.raw_os_error().unwrap_or(libc::EIO)),
+            }
+        }
+    }
+
+    /// Reads what slot `i` has (until EAGAIN, the end of the response, or the FIN) at `t` and
+    /// feeds the parser; records time to first byte and response latency (from the intended
+    /// start), the status and the bytes.
+    pub(crate) fn http_read(&mut self, i: usize, t: u64) -> Step {
+        let (intended, measured) = {
+            let s = self.slab.get(i);
+            (s.intended_ns, s.measured)
+        };
+        if t > self.slab.get(i).deadline_ns {
+            return Step::Failed(libc::ETIMEDOUT);
+        }
+        let wait_fin = self.cfg.close == crate::config::CloseMode::Server;
+        let Some(h) = self.http.as_mut() else {
+            return Step::Finish;
+        };
+        let Some(mut sock) = self.slab.get(i).sock.as_ref() else {
+            return Step::Finish;
+        };
+        loop {
+            let n = match std::io::Read::read(&mut sock, &mut h.scratch) {
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Step::Wait,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Step::Failed(e.raw_os_error().unwrap_or(libc::EIO)),
+            };
+            let slot = &mut h.slots[i];
+            if n > 0 && !slot.first {
+                slot.first = true;
+                if measured {
+                    h.first_byte.record(t.saturating_sub(intended));
+                }
+            }
+            let result = if n == 0 {
+                slot.parser.eof().map(|()| true)
+            } else {
+                slot.parser.feed(&h.scratch[..n])
+            };
+            let slot = &mut h.slots[i];
+            let nb = n as u64;
+            match result {
+                Ok(true) if !slot.done => {
+                    slot.done = true;
+                    let (code, body) = (slot.parser.status(), slot.parser.body_bytes());
+                    if measured {
+                        h.response.record(t.saturating_sub(intended));
+                    }
+                    h.count(measured, |c| {
+                        c.responses += 1;
+                        c.by_code[usize::from(code) % 1000] += 1;
+                        c.body_bytes += body;
+                        c.bytes_received += nb;
+                    });
+                    if n == 0 || !wait_fin {
+                        return Step::Finish;
+                    }
+                }
+                Ok(_) => {
+                    h.count(measured, |c| c.bytes_received += nb);
+                    if n == 0 {
+                        return Step::Finish;
+                    }
+                }
+                Err(e) => {
+                    let k = ParseError::ALL.iter().position(|&x| x == e).unwrap_or(0);
+                    h.count(measured, |c| {
+                        c.parse_errors[k] += 1;
+                        c.bytes_received += nb;
+                    });
+                    return Step::Finish;
+                }
+            }
+        }
+    }
+}
+
+/// The HTTP results of a run (`--http`). Counts are of the measured window unless named
+/// `total_*`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HttpReport {
+    /// The request's method and path.
+    pub request: String,
+    /// Requests written completely.
+    pub requests: u64,
+    /// Complete responses (any status).
+    pub responses: u64,
+    /// Complete responses by status class: `1xx` (101 only) .. `5xx`, and `other` for codes
+    /// outside 100–599; classes without a response are left out.
+    pub status_classes: BTreeMap<String, u64>,
+    /// Complete responses by status code, every code but 2xx.
+    pub non_2xx_codes: BTreeMap<u16, u64>,
+    /// Responses that could not be read, by [`ParseError::name`] (a failure class each).
+    pub parse_errors: BTreeMap<String, u64>,
+    /// Request bytes written.
+    pub bytes_sent: u64,
+    /// Response bytes read (heads, bodies, chunk framing).
+    pub bytes_received: u64,
+    /// Body bytes of complete responses (for chunked ones the chunk data only).
+    pub body_bytes: u64,
+    /// Whole run (warm-up included): requests written completely.
+    pub total_requests: u64,
+    /// Whole run: complete responses.
+    pub total_responses: u64,
+    /// Whole run: parse errors, all kinds.
+    pub total_parse_errors: u64,
+    /// Response latency, ns: intended start → response complete (measured responses).
+    #[serde(serialize_with = "crate::report::summary")]
+    pub response: hdrhistogram::Histogram<u64>,
+    /// Time to first byte, ns: intended start → first response byte read.
+    #[serde(serialize_with = "crate::report::summary")]
+    pub first_byte: hdrhistogram::Histogram<u64>,
+    /// Values above the response histogram's range.
+    pub response_overflow: Overflow,
+    /// Values above the first-byte histogram's range.
+    pub first_byte_overflow: Overflow,
+}
+
+impl HttpReport {
+    /// The report of the merged workers.
+    pub(crate) fn of(req: &HttpRequest, h: HttpWorker) -> HttpReport {
+        let m = &h.measured;
+        let mut status_classes = BTreeMap::new();
+        let mut non_2xx_codes = BTreeMap::new();
+        for (code, &n) in m.by_code.iter().enumerate() {
+            if n == 0 {
+                continue;
+            }
+            let class = if (100..600).contains(&code) {
+                format!("{}xx", code / 100)
+            } else {
+                "other".to_string()
+            };
+            *status_classes.entry(class).or_insert(0) += n;
+            if !(200..300).contains(&code) {
+                non_2xx_codes.insert(code as u16, n);
+            }
+        }
+        HttpReport {
+            request: format!("{} {}", req.method, req.path),
+            requests: m.requests,
+            responses: m.responses,
+            status_classes,
+            non_2xx_codes,
+            parse_errors: ParseError::ALL
+                .iter()
+                .zip(m.parse_errors)
+                .filter(|&(_, n)| n > 0)
+                .map(|(e, n)| (e.name().to_string(), n))
+                .collect(),
+            bytes_sent: m.bytes_sent,
+            bytes_received: m.bytes_received,
+            body_bytes: m.body_bytes,
+            total_requests: h.total.requests,
+            total_responses: h.total.responses,
+            total_parse_errors: h.total.parse_errors.iter().sum(),
+            response_overflow: h.response.overflow(),
+            first_byte_overflow: h.first_byte.overflow(),
+            response: h.response.hist,
+            first_byte: h.first_byte.hist,
+        }
+    }
+
+    /// Responses with a 2xx status.
+    pub fn ok(&self) -> u64 {
+        self.status_classes.get("2xx").copied().unwrap_or(0)
+    }
+
+    /// Parse errors, all kinds.
+    pub fn parse_errors_total(&self) -> u64 {
+        self.parse_errors.values().sum()
+    }
+
+    /// Summaries of the two histograms (response, first byte).
+    pub fn summaries(&self) -> (HistogramSummary, HistogramSummary) {
+        (
+            HistogramSummary::of(&self.response),
+            HistogramSummary::of(&self.first_byte),
+        )
+    }
+}
+
+/// Writes the HTTP part of a load report: requests and responses per second, status classes
+/// and non-2xx codes, parse errors (each a failure class), bytes, and the two latency histograms.
+pub(crate) fn render(
+    out: &mut std::fmt::Formatter<'_>,
+    h: &HttpReport,
+    measured_secs: f64,
+) -> std::fmt::Result {
+    use common::numfmt;
+    use std::fmt::Write;
+    let per_sec = |n: u64| {
+        if measured_secs > 0.0 {
+            numfmt::fixed(n as f64 / measured_secs, 1)
+        } else {
+            "-".into()
+        }
+    };
+    writeln!(
+        out,
+        "  http:        {} requests, {} responses ({} responses/s), {} parse errors",
+        numfmt::count(h.requests),
+        numfmt::count(h.responses),
+        per_sec(h.responses),
+        numfmt::count(h.parse_errors_total())
+    )?;
+    let mut classes = String::new();
+    for (c, n) in &h.status_classes {
+        let _ = write!(classes, " {c} {}", numfmt::count(*n));
+    }
+    let mut codes = String::new();
+    for (c, n) in &h.non_2xx_codes {
+        let _ = write!(codes, " {c}: {}", numfmt::count(*n));
+    }
+    writeln!(
+        out,
+        "               status:{}{}",
+        if classes.is_empty() {
+            " none"
+        } else {
+            &classes
+        },
+        if codes.is_empty() {
+            String::new()
+        } else {
+            format!(" (non-2xx by code:{codes})")
+        }
+    )?;
+    for (name, n) in &h.parse_errors {
+        writeln!(
+            out,
+            "               parse error {name}: {} (a failure: the response could not be read)",
+            numfmt::count(*n)
+        )?;
+    }
+    writeln!(
+        out,
+        "               bytes: {} sent, {} received ({} body bytes in complete responses)",
+        numfmt::count(h.bytes_sent),
+        numfmt::count(h.bytes_received),
+        numfmt::count(h.body_bytes)
+    )?;
+    let (resp, fb) = h.summaries();
+    crate::render::hist(out, "response (scheduled start -> complete)  ", &resp)?;
+    crate::render::overflow(out, &h.response_overflow)?;
+    crate::render::hist(out, "first byte (scheduled start -> 1st byte)", &fb)?;
+    crate::render::overflow(out, &h.first_byte_overflow)
+}

@@ -1,0 +1,376 @@
+//! `connstorm load --http` end to end, in private network namespaces: against connstorm's own
+//! `server --mode http` (both engines), and against a small std::net server in this test that
+//! answers chunked, close-delimited, 4xx/5xx, truncated and malformed responses. Counts are
+//! checked exactly against each other and against the namespace's `Tcp.PassiveOpens`.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const PORT: u16 = 8080;
+
+fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_connstorm"));
+    c.stdin(Stdio::null());
+    c
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn json(o: &Output) -> serde_json::Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
+        panic!(
+            "JSON report ({e}): {}\n{}",
+            String::from_utf8_lossy(&o.stdout),
+            stderr(o)
+        )
+    })
+}
+
+fn cpus() -> (String, String) {
+    let c = testkit::allowed_cpus();
+    let server = c[0].to_string();
+    let load = c.get(1).unwrap_or(&c[0]).to_string();
+    (server, load)
+}
+
+/// Waits until something listens on 127.0.0.1:`port` in this namespace, from
+/// /proc/thread-self/net/tcp (state 0A = LISTEN), without connecting (a probe connection would
+/// add to the counts).
+fn wait_listening(port: u16) {
+    let want = format!(":{port:04X} 00000000:0000 0A");
+    let until = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < until {
+        let t = std::fs::read_to_string("/proc/thread-self/net/tcp").unwrap();
+        if t.contains(&want) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("nothing listens on port {port} after 10 s");
+}
+
+fn load_http(extra: &[&str], cpu: &str) -> Output {
+    let target = format!("127.0.0.1:{PORT}");
+    let mut args = vec![
+        "load",
+        "--target",
+        &target,
+        "--rate",
+        "300/s",
+        "--duration",
+        "1s",
+        "--warmup",
+        "0s",
+        "--cpus",
+        cpu,
+        "--format",
+        "json",
+    ];
+    args.extend_from_slice(extra);
+    bin().args(&args).output().expect("run connstorm load")
+}
+
+fn u(v: &serde_json::Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
+}
+
+/// `load --http` against `server --mode http` in a fresh namespace: requests written = complete
+/// responses = 2xx = the load's attempts = the server's accepts = its served count = the
+/// namespace's new passive opens, and the bytes are those of the request and response exactly.
+fn own_server_round(engine: &str, body: u32) {
+    let (scpu, lcpu) = cpus();
+    let engine = engine.to_string();
+    let (load, srv, passive) = testkit::NetNs::run(move |ns| {
+        let mut server = bin()
+            .args([
+                "server",
+                "--listen",
+                &format!("127.0.0.1:{PORT}"),
+                "--cpus",
+                &scpu,
+                "--engine",
+                &engine,
+                "--mode",
+                "http",
+                "--http-response-bytes",
+                &body.to_string(),
+                "--duration",
+                "30s",
+                "--format",
+                "json",
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn connstorm server");
+        wait_listening(PORT);
+        let before = ns.counter("Tcp.PassiveOpens");
+        let load = load_http(&["--http"], &lcpu);
+        // SIGINT ends the server with its report (exit 0).
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(server.id() as i32),
+            nix::sys::signal::Signal::SIGINT,
+        )
+        .unwrap();
+        let _ = server.wait();
+        let mut out = String::new();
+        server
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut out)
+            .unwrap();
+        let passive = ns.counter("Tcp.PassiveOpens") - before;
+        (load, out, passive)
+    });
+    assert_eq!(load.status.code(), Some(0), "{}", stderr(&load));
+    let j = json(&load);
+    let s: serde_json::Value = serde_json::from_str(&srv).expect("server JSON report");
+    let h = &j["http"];
+    let attempts = u(&j["total"]["attempts"]);
+    assert!(attempts >= 150, "{j}");
+    let accepted: u64 = s["workers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| u(&w["accepted"]))
+        .sum();
+    let served: u64 = s["workers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| u(&w["served"]))
+        .sum();
+    for (name, v) in [
+        ("requests", u(&h["requests"])),
+        ("responses", u(&h["responses"])),
+        ("total_requests", u(&h["total_requests"])),
+        ("total_responses", u(&h["total_responses"])),
+        ("2xx", u(&h["status_classes"]["2xx"])),
+        ("successes", u(&j["total"]["successes"])),
+        ("server accepted", accepted),
+        ("server served", served),
+        ("PassiveOpens", passive as u64),
+    ] {
+        assert_eq!(v, attempts, "{name} != attempts; load {h}\nserver {s}");
+    }
+    assert_eq!(h["status_classes"].as_object().unwrap().len(), 1, "{h}");
+    assert!(h["parse_errors"].as_object().unwrap().is_empty(), "{h}");
+    let request = format!("GET / HTTP/1.1\r\nHost: 127.0.0.1:{PORT}\r\nConnection: close\r\n\r\n");
+    let response = server::http::response(body);
+    assert_eq!(u(&h["bytes_sent"]), attempts * request.len() as u64, "{h}");
+    assert_eq!(
+        u(&h["bytes_received"]),
+        attempts * response.len() as u64,
+        "{h}"
+    );
+    assert_eq!(u(&h["body_bytes"]), attempts * u64::from(body), "{h}");
+    assert_eq!(u(&h["response"]["count"]), attempts, "{h}");
+    assert_eq!(u(&h["first_byte"]["count"]), attempts, "{h}");
+    let p50 = |k: &str| u(&h[k]["percentiles"][0][1]);
+    assert!(p50("first_byte") <= p50("response"), "{h}");
+    assert!(
+        p50("response") >= u(&j["handshake"]["percentiles"][0][1]),
+        "{h}\n{j}"
+    );
+}
+
+#[test]
+fn http_load_against_its_own_epoll_server_counts_every_request_once() {
+    let _x = testkit::exclusive();
+    own_server_round("epoll", 0);
+    own_server_round("epoll", 1000);
+}
+
+#[test]
+fn http_load_against_its_own_io_uring_server_counts_every_request_once() {
+    if let Err(why) = server::probe::io_uring() {
+        eprintln!("io_uring unavailable here, io-uring round not run: {why}");
+        let _x = testkit::exclusive();
+        // The epoll engine still has to pass; the skip is printed, never silent.
+        return own_server_round("epoll", 5);
+    }
+    let _x = testkit::exclusive();
+    own_server_round("io-uring", 0);
+    own_server_round("io-uring", 777);
+}
+
+/// The responses of the test server, chosen by connection number (mod the list length), with
+/// what the load must make of each: (bytes, status class or parse error, body bytes).
+const RESPONSES: [(&[u8], &str, u64); 6] = [
+    (
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nabcd\r\n6;x=y\r\nefghij\r\n0\r\nT: 1\r\n\r\n",
+        "2xx",
+        10,
+    ),
+    (b"HTTP/1.0 200 OK\r\nServer: t\r\n\r\nuntil the close", "2xx", 15),
+    (
+        b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 4\r\n\r\nbusy",
+        "5xx",
+        4,
+    ),
+    (b"HTTP/1.1 404 Not Found\r\n\r\nnope", "4xx", 4),
+    (b"220 smtp.example ESMTP ready\r\n\r\n", "head", 0),
+    (
+        b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nshort",
+        "truncated",
+        0,
+    ),
+];
+
+/// A one-thread server that reads each request head and writes the next of [`RESPONSES`], then
+/// closes; counts per response kind.
+struct Fixture {
+    stop: Arc<AtomicBool>,
+    handle: Option<std::thread::JoinHandle<[u64; 6]>>,
+}
+
+impl Fixture {
+    fn start(l: TcpListener) -> Fixture {
+        l.set_nonblocking(true).unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = stop.clone();
+        let handle = std::thread::spawn(move || {
+            let mut counts = [0u64; 6];
+            let mut n = 0usize;
+            loop {
+                match l.accept() {
+                    Ok((c, _)) => {
+                        let k = n % RESPONSES.len();
+                        n += 1;
+                        if serve(c, RESPONSES[k].0) {
+                            counts[k] += 1;
+                        }
+                    }
+                    Err(_) if s.load(Ordering::Relaxed) => return counts,
+                    Err(_) => std::thread::sleep(Duration::from_micros(200)),
+                }
+            }
+        });
+        Fixture {
+            stop,
+            handle: Some(handle),
+        }
+    }
+
+    fn finish(mut self) -> [u64; 6] {
+        self.stop.store(true, Ordering::Relaxed);
+        self.handle.take().unwrap().join().unwrap()
+    }
+}
+
+/// Reads a request head, writes `resp`, closes; true when all of it was written.
+fn serve(mut c: TcpStream, resp: &[u8]) -> bool {
+    c.set_nonblocking(false).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    let mut head = Vec::new();
+    let mut buf = [0u8; 1024];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        match c.read(&mut buf) {
+            Ok(0) | Err(_) => return false,
+            Ok(n) => head.extend_from_slice(&buf[..n]),
+        }
+    }
+    c.write_all(resp).is_ok()
+}
+
+#[test]
+fn chunked_close_delimited_error_and_malformed_responses_are_counted_exactly() {
+    let _x = testkit::exclusive();
+    let (_, lcpu) = cpus();
+    let (load, counts) = testkit::NetNs::run(move |_| {
+        let l = TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], PORT))).unwrap();
+        let f = Fixture::start(l);
+        let load = load_http(&["--http", "/x?y=1"], &lcpu);
+        (load, f.finish())
+    });
+    assert_eq!(load.status.code(), Some(0), "{}", stderr(&load));
+    let j = json(&load);
+    let h = &j["http"];
+    let attempts = u(&j["total"]["attempts"]);
+    assert_eq!(counts.iter().sum::<u64>(), attempts, "{counts:?} {j}");
+    assert!(counts.iter().all(|&c| c >= 20), "{counts:?}");
+    let want = |key: &str| -> u64 {
+        RESPONSES
+            .iter()
+            .zip(counts)
+            .filter(|((_, k, _), _)| *k == key)
+            .map(|(_, c)| c)
+            .sum()
+    };
+    assert_eq!(u(&h["status_classes"]["2xx"]), want("2xx"), "{h}");
+    assert_eq!(u(&h["status_classes"]["4xx"]), want("4xx"), "{h}");
+    assert_eq!(u(&h["status_classes"]["5xx"]), want("5xx"), "{h}");
+    assert_eq!(u(&h["non_2xx_codes"]["404"]), want("4xx"), "{h}");
+    assert_eq!(u(&h["non_2xx_codes"]["503"]), want("5xx"), "{h}");
+    assert_eq!(h["non_2xx_codes"].as_object().unwrap().len(), 2, "{h}");
+    assert_eq!(u(&h["parse_errors"]["head"]), want("head"), "{h}");
+    assert_eq!(u(&h["parse_errors"]["truncated"]), want("truncated"), "{h}");
+    assert_eq!(
+        u(&h["responses"]),
+        want("2xx") + want("4xx") + want("5xx"),
+        "{h}"
+    );
+    let body: u64 = RESPONSES
+        .iter()
+        .zip(counts)
+        .map(|((_, _, b), c)| b * c)
+        .sum();
+    assert_eq!(u(&h["body_bytes"]), body, "{h}");
+    let bytes: u64 = RESPONSES
+        .iter()
+        .zip(counts)
+        .map(|((r, _, _), c)| r.len() as u64 * c)
+        .sum();
+    assert_eq!(u(&h["bytes_received"]), bytes, "{h}");
+    assert_eq!(h["request"], "GET /x?y=1", "{h}");
+}
+
+#[test]
+fn bad_http_options_exit_2_before_anything_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let missing = tmp.path().join("nope.bin");
+    let missing = missing.to_str().unwrap();
+    for (args, want) in [
+        (vec!["--http", "--http-method", "GE T"], "method"),
+        (vec!["--http", "--http-body", missing], "--http-body"),
+        (
+            vec!["--http", "--http-header", "Connection: keep-alive"],
+            "sets Connection",
+        ),
+        (vec!["--http", "--http-header", "NoColon"], "Name: value"),
+        (vec!["--http", "relative"], "must start with `/`"),
+        (vec!["--http-method", "GET"], "--http"),
+        (vec!["--http", "--expect-bytes", "4"], "cannot be used with"),
+    ] {
+        let mut all = vec!["load", "--target", "127.0.0.1:9", "--duration", "1s"];
+        all.extend_from_slice(&args);
+        let o = bin().args(&all).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains(want),
+            "{args:?}: want {want:?} in {}",
+            stderr(&o)
+        );
+    }
+    let o = bin()
+        .args([
+            "server",
+            "--listen",
+            "127.0.0.1:0",
+            "--http-response-bytes",
+            "10",
+            "--duration",
+            "1s",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("needs --mode http"), "{}", stderr(&o));
+}
