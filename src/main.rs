@@ -45,6 +45,7 @@ mod error;
 mod output;
 mod signals;
 mod units;
+mod version;
 
 fn main() {
     let args = cmd::compare::b_side_separator(std::env::args_os());

@@ -6,12 +6,13 @@
 //!             phases: [PhaseRecord { pattern, rates, counts, failures, histograms,
 //!                                    timeline, server, load_workers, cpu, counters,
 //!                                    cross_check }],
-//!             baseline, warnings }
+//!             baseline, warnings, build: BuildInfo }
 //! ```
 //! The binary fills the plain pub fields (from `ServerReport`, `LoadReport`, host facts) and
 //! calls [`RunRecord::write_atomic`]; readers call [`RunRecord::read`], which checks the schema
 //! version and that every histogram decodes, and names the file in every error.
 
+mod build;
 mod counter;
 mod error;
 mod example;
@@ -24,6 +25,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+pub use build::BuildInfo;
 pub use counter::{
     counter_meaning, describe_counter, is_drop_counter, is_retransmit_counter, KEY_COUNTERS,
 };
@@ -72,6 +74,9 @@ pub struct RunRecord {
     pub baseline: Option<Baseline>,
     /// Things a reader must know to trust the numbers (drops, fallbacks, count mismatches).
     pub warnings: Vec<String>,
+    /// The connstorm build that wrote the record (absent in older records: all fields empty).
+    #[serde(default)]
+    pub build: BuildInfo,
 }
 
 impl Default for RunRecord {
@@ -85,6 +90,7 @@ impl Default for RunRecord {
             phases: Vec::new(),
             baseline: None,
             warnings: Vec::new(),
+            build: BuildInfo::default(),
         }
     }
 }

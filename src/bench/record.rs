@@ -73,6 +73,7 @@ pub fn new_record(command: &str, label: &str, config: serde_json::Value, h: &Har
         wall_secs: 0.0,
     };
     r.host = host_info();
+    r.build = crate::version::build_info();
     r
 }
 

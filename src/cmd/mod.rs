@@ -3,7 +3,9 @@
 pub mod ab;
 pub mod bench;
 pub mod compare;
+pub mod completions;
 pub mod load;
+pub mod man;
 pub mod plot;
 pub mod report;
 pub mod server;
@@ -35,5 +37,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Ab(a) => ab::run(a),
         Command::Sweep(a) => sweep::run(a),
         Command::Plot(a) => plot::run(a),
+        Command::Completions(a) => completions::run(a),
+        Command::Man(a) => man::run(a),
     }
 }

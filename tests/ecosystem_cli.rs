@@ -1,0 +1,245 @@
+//! The ecosystem around the numbers, through the binary: shell completions, man pages,
+//! `--version` and the record's `build` section, and the HTML report.
+//!
+//! Subcommands are discovered from `--help` (the "Commands:" list, at any depth), so a new
+//! subcommand without completions or a man page fails here without editing this file.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+#[path = "../build.rs"]
+#[allow(dead_code)]
+mod build_script;
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_connstorm")
+}
+
+fn run(args: &[&str]) -> Output {
+    Command::new(bin())
+        .args(args)
+        .output()
+        .expect("run connstorm")
+}
+
+fn stdout_ok(args: &[&str]) -> String {
+    let out = run(args);
+    assert!(
+        out.status.success(),
+        "connstorm {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("UTF-8 output")
+}
+
+/// The subcommand names listed under "Commands:" in `connstorm <path> --help` (clap's own
+/// `help` left out).
+fn listed_subcommands(path: &[String]) -> Vec<String> {
+    let mut args: Vec<&str> = path.iter().map(String::as_str).collect();
+    args.push("--help");
+    let help = stdout_ok(&args);
+    let Some(start) = help.find("Commands:\n") else {
+        return Vec::new();
+    };
+    help[start + "Commands:\n".len()..]
+        .lines()
+        .take_while(|l| l.starts_with("  "))
+        .filter(|l| !l.starts_with("   ")) // a wrapped description line
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|name| *name != "help")
+        .map(str::to_string)
+        .collect()
+}
+
+/// Every command path below `connstorm`, depth first: `["bench"]`, ..., `["tune", "check"]`.
+fn all_command_paths() -> Vec<Vec<String>> {
+    fn walk(path: Vec<String>, out: &mut Vec<Vec<String>>) {
+        for name in listed_subcommands(&path) {
+            let mut sub = path.clone();
+            sub.push(name);
+            out.push(sub.clone());
+            walk(sub, out);
+        }
+    }
+    let mut out = Vec::new();
+    walk(Vec::new(), &mut out);
+    out
+}
+
+#[test]
+fn command_discovery_finds_the_known_commands() {
+    let paths = all_command_paths();
+    for known in [
+        &["bench"][..],
+        &["sweep"],
+        &["ab"],
+        &["report"],
+        &["completions"],
+        &["man"],
+        &["tune", "check"],
+    ] {
+        assert!(
+            paths.iter().any(|p| p == known),
+            "{known:?} not found among {paths:?}"
+        );
+    }
+}
+
+#[test]
+fn completions_for_bash_zsh_and_fish_name_every_subcommand() {
+    let paths = all_command_paths();
+    for shell in ["bash", "zsh", "fish"] {
+        let script = stdout_ok(&["completions", shell]);
+        assert!(script.len() > 1000, "{shell}: script of {} bytes", script.len());
+        for path in &paths {
+            let name = path.last().unwrap();
+            // Each shell names a subcommand as a whole word (bash: `connstorm__tune__check`
+            // functions and word lists; zsh: `'check:...'`; fish: `-a "check"`).
+            let as_word = script
+                .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_'))
+                .any(|w| w == name);
+            assert!(as_word, "{shell} completions do not name `{}`", path.join(" "));
+        }
+    }
+    // The bash script's option list for `bench` holds its real options.
+    let bash = stdout_ok(&["completions", "bash"]);
+    assert!(bash.contains("--duration") && bash.contains("--engine"));
+}
+
+#[test]
+fn completions_refuse_an_unknown_shell_with_exit_2() {
+    let out = run(&["completions", "tcsh"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("bash"));
+}
+
+#[test]
+fn man_pages_exist_for_every_subcommand_and_render() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("man1");
+    stdout_ok(&["man", "--out", out_dir.to_str().unwrap()]);
+    let man = testkit::require_tool("man", "man-db");
+    let mut pages = vec![vec![]];
+    pages.extend(all_command_paths());
+    for path in pages {
+        let page_name = std::iter::once("connstorm".to_string())
+            .chain(path.iter().cloned())
+            .collect::<Vec<_>>()
+            .join("-");
+        let file = out_dir.join(format!("{page_name}.1"));
+        let roff = std::fs::read_to_string(&file)
+            .unwrap_or_else(|e| panic!("no man page {}: {e}", file.display()));
+        assert!(roff.contains("\n.TH "), "{page_name}: no .TH title line");
+        for section in [".SH NAME", ".SH SYNOPSIS", ".SH OPTIONS"] {
+            assert!(roff.contains(section), "{page_name}: no {section}");
+        }
+        let rendered = Command::new(&man)
+            .arg("-l")
+            .arg(&file)
+            .env("MANPAGER", "cat")
+            .env("MANWIDTH", "100")
+            .env("LC_ALL", "C.UTF-8")
+            .output()
+            .expect("run man");
+        let text = String::from_utf8_lossy(&rendered.stdout);
+        let stderr = String::from_utf8_lossy(&rendered.stderr);
+        assert!(rendered.status.success(), "man -l {page_name}: {stderr}");
+        assert!(stderr.trim().is_empty(), "man -l {page_name} complained: {stderr}");
+        assert!(text.contains("NAME") && text.contains("SYNOPSIS"), "{page_name}: {text}");
+        // The synopsis names the command as typed: `connstorm tune check`.
+        let typed = std::iter::once("connstorm")
+            .chain(path.iter().map(String::as_str))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let squeezed = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(squeezed.contains(&typed), "{page_name}: synopsis lacks `{typed}`");
+    }
+    // No page for clap's `help` pseudo-command.
+    assert!(!out_dir.join("connstorm-help.1").exists());
+}
+
+#[test]
+fn man_without_out_prints_the_top_page_and_a_file_as_out_is_refused() {
+    let top = stdout_ok(&["man"]);
+    assert!(top.contains(".SH NAME") && top.contains("connstorm"));
+    let file = tempfile::NamedTempFile::new().unwrap();
+    let out = run(&["man", "--out", file.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a directory"));
+}
+
+fn version_field<'a>(text: &'a str, key: &str) -> &'a str {
+    text.lines()
+        .find_map(|l| l.strip_prefix(key))
+        .unwrap_or_else(|| panic!("no `{key}` line in {text}"))
+        .trim()
+}
+
+#[test]
+fn version_shows_crate_version_commit_and_engines() {
+    let text = stdout_ok(&["--version"]);
+    assert!(
+        text.starts_with(&format!("connstorm {}\n", env!("CARGO_PKG_VERSION"))),
+        "{text}"
+    );
+    let commit = version_field(&text, "commit:");
+    // The test binary is built from the same tree as connstorm: the same commit.
+    let here = build_script::git_commit(Path::new(env!("CARGO_MANIFEST_DIR")));
+    assert_eq!(
+        commit.trim_end_matches("-dirty"),
+        here.trim_end_matches("-dirty"),
+        "--version commit vs this tree"
+    );
+    assert_eq!(version_field(&text, "engines:"), "io_uring, epoll");
+    assert!(!version_field(&text, "features:").is_empty());
+    assert!(version_field(&text, "target:").contains("linux"));
+    // `-V` is the one-line form.
+    let short = stdout_ok(&["-V"]);
+    assert_eq!(
+        short.trim(),
+        format!("connstorm {} ({commit})", env!("CARGO_PKG_VERSION"))
+    );
+}
+
+fn git(dir: &Path, args: &[&str]) {
+    let st = Command::new(testkit::require_tool("git", "git"))
+        .arg("-C")
+        .arg(dir)
+        .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(st.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&st.stderr));
+}
+
+#[test]
+fn build_commit_is_the_checkouts_and_unknown_from_a_tarball() {
+    let tmp = tempfile::tempdir().unwrap();
+    // A tarball unpacked on its own: no .git anywhere above it (tempdir is outside the tree).
+    let tarball = tmp.path().join("connstorm-0.1.0");
+    std::fs::create_dir_all(&tarball).unwrap();
+    std::fs::write(tarball.join("Cargo.toml"), "[package]\n").unwrap();
+    assert_eq!(build_script::git_commit(&tarball), "unknown");
+
+    // A clean clone: 12 hex digits, the commit's own.
+    let clone = tmp.path().join("clone");
+    std::fs::create_dir_all(&clone).unwrap();
+    git(&clone, &["init", "-q"]);
+    std::fs::write(clone.join("Cargo.toml"), "[package]\n").unwrap();
+    git(&clone, &["add", "Cargo.toml"]);
+    git(&clone, &["commit", "-q", "-m", "x"]);
+    let c = build_script::git_commit(&clone);
+    assert_eq!(c.len(), 12, "{c}");
+    assert!(c.chars().all(|ch| ch.is_ascii_hexdigit()), "{c}");
+
+    // Tracked changes: `-dirty`; an untracked file does not count.
+    std::fs::write(clone.join("untracked.rs"), "").unwrap();
+    assert_eq!(build_script::git_commit(&clone), c);
+    std::fs::write(clone.join("Cargo.toml"), "[package]\nname = \"x\"\n").unwrap();
+    assert_eq!(build_script::git_commit(&clone), format!("{c}-dirty"));
+
+    // A tarball unpacked inside another checkout is not that checkout's commit.
+    let nested = clone.join("vendor").join("connstorm-0.1.0");
+    std::fs::create_dir_all(&nested).unwrap();
+    assert_eq!(build_script::git_commit(&nested), "unknown");
+}
