@@ -243,3 +243,89 @@ fn build_commit_is_the_checkouts_and_unknown_from_a_tarball() {
     std::fs::create_dir_all(&nested).unwrap();
     assert_eq!(build_script::git_commit(&nested), "unknown");
 }
+
+fn json_records(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut v: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// A real `bench` record carries this binary's build facts, and `report --format html` turns
+/// it into one page with every section and inline SVG plots that fetches nothing.
+#[test]
+fn bench_record_carries_the_build_and_renders_as_one_html_page() {
+    let _one_at_a_time = testkit::exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(&[
+        "bench",
+        "--netns",
+        "--duration",
+        "2s",
+        "--label",
+        "html",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "bench failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let files = json_records(dir.path());
+    assert_eq!(files.len(), 1, "{files:?}");
+    let rec = results::RunRecord::read(&files[0]).unwrap();
+
+    let version = stdout_ok(&["--version"]);
+    assert_eq!(rec.build.version, env!("CARGO_PKG_VERSION"));
+    assert_eq!(rec.build.git_commit, version_field(&version, "commit:"));
+    assert_eq!(rec.build.engines, ["io_uring", "epoll"]);
+    assert!(
+        version.contains(&format!("target:   {} ({})", rec.build.target, rec.build.profile)),
+        "{version} vs {:?}",
+        rec.build
+    );
+    assert!(rec.build.engines.contains(&rec.run.engine), "{}", rec.run.engine);
+
+    let html_path = dir.path().join("report.html");
+    let out = run(&[
+        "report",
+        "--format",
+        "html",
+        "-o",
+        html_path.to_str().unwrap(),
+        files[0].to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let html = std::fs::read_to_string(&html_path).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>") && html.trim_end().ends_with("</html>"));
+    for id in results::html::SECTIONS {
+        assert!(html.contains(&format!("<section id=\"{id}\">")), "no section {id}");
+    }
+    for fig in ["plot-spectrum", "plot-timeline", "plot-workers"] {
+        let start = html
+            .find(&format!("<figure id=\"{fig}\">"))
+            .unwrap_or_else(|| panic!("no {fig}"));
+        let end = start + html[start..].find("</figure>").unwrap();
+        assert!(html[start..end].contains("<svg"), "{fig} without inline SVG");
+    }
+    for banned in ["<script", "<link", "<img", "src=", "href=", "url(", "@import"] {
+        assert!(!html.contains(banned), "{banned} in the page");
+    }
+    // The summary shows each phase's achieved rate as the JSON report computes it.
+    let json = stdout_ok(&["report", "--format", "json", files[0].to_str().unwrap()]);
+    let reports: serde_json::Value = serde_json::from_str(&json).unwrap();
+    for p in reports[0]["phases"].as_array().unwrap() {
+        let name = p["name"].as_str().unwrap();
+        assert!(html.contains(&format!("<td>{name}</td>")), "phase {name} not in the summary");
+        let successes = p["successes"].as_u64().unwrap();
+        if successes > 0 {
+            let rate = results::numfmt::fixed(p["achieved_per_sec"].as_f64().unwrap(), 0);
+            assert!(html.contains(&format!("<td>{rate}</td>")), "{name}: {rate} conn/s missing");
+        }
+    }
+}

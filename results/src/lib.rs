@@ -13,6 +13,7 @@
 //! - [`sweep`]: the knee of a capacity sweep under a latency SLO.
 //! - [`numfmt`]: the one number formatter (separators in text, units with a space).
 //! - [`plot`]: SVG/PNG pictures (latency spectrum, timeline, worker share, A/B, sweep).
+//! - [`html`]: one self-contained HTML page (summary, warnings, inline SVG plots, tables).
 //!
 //! This crate does not depend on the other connstorm crates: it only knows the record.
 
@@ -24,6 +25,7 @@ pub mod compare;
 pub mod crosscheck;
 pub mod diagnosis;
 pub mod histogram;
+pub mod html;
 pub mod hlog;
 pub mod kernel_text;
 pub use common::numfmt;
