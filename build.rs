@@ -34,8 +34,8 @@ pub fn git_commit(dir: &Path) -> String {
     let Some(commit) = git(dir, &["rev-parse", "--short=12", "HEAD"]) else {
         return "unknown".to_string();
     };
-    let dirty = git(dir, &["status", "--porcelain", "--untracked-files=no"])
-        .is_some_and(|s| !s.is_empty());
+    let dirty =
+        git(dir, &["status", "--porcelain", "--untracked-files=no"]).is_some_and(|s| !s.is_empty());
     if dirty {
         format!("{commit}-dirty")
     } else {
@@ -58,7 +58,11 @@ fn watched_git_files(dir: &Path) -> Vec<PathBuf> {
     if !own_checkout(dir) {
         return Vec::new();
     }
-    let mut names = vec!["HEAD".to_string(), "index".to_string(), "packed-refs".to_string()];
+    let mut names = vec![
+        "HEAD".to_string(),
+        "index".to_string(),
+        "packed-refs".to_string(),
+    ];
     if let Some(head_ref) = git(dir, &["symbolic-ref", "-q", "HEAD"]) {
         names.push(head_ref);
     }
@@ -86,7 +90,10 @@ fn main() {
         .map(|f| f.to_lowercase().replace('_', "-"))
         .collect();
     features.sort();
-    println!("cargo:rustc-env=CONNSTORM_BUILD_FEATURES={}", features.join(","));
+    println!(
+        "cargo:rustc-env=CONNSTORM_BUILD_FEATURES={}",
+        features.join(",")
+    );
     let shown = if features.is_empty() {
         "none".to_string()
     } else {

@@ -43,6 +43,7 @@ mod cli;
 mod cmd;
 mod error;
 mod output;
+mod progress;
 mod signals;
 mod units;
 mod version;

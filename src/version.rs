@@ -63,6 +63,10 @@ mod tests {
         assert!(LONG_VERSION.starts_with(&b.version));
         assert!(LONG_VERSION.contains(&format!("commit:   {}", b.git_commit)));
         assert!(!b.git_commit.is_empty());
-        assert!(b.profile == "release" || b.profile == "debug", "{}", b.profile);
+        assert!(
+            b.profile == "release" || b.profile == "debug",
+            "{}",
+            b.profile
+        );
     }
 }

@@ -90,7 +90,11 @@ fn completions_for_bash_zsh_and_fish_name_every_subcommand() {
     let paths = all_command_paths();
     for shell in ["bash", "zsh", "fish"] {
         let script = stdout_ok(&["completions", shell]);
-        assert!(script.len() > 1000, "{shell}: script of {} bytes", script.len());
+        assert!(
+            script.len() > 1000,
+            "{shell}: script of {} bytes",
+            script.len()
+        );
         for path in &paths {
             let name = path.last().unwrap();
             // Each shell names a subcommand as a whole word (bash: `connstorm__tune__check`
@@ -98,7 +102,11 @@ fn completions_for_bash_zsh_and_fish_name_every_subcommand() {
             let as_word = script
                 .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_'))
                 .any(|w| w == name);
-            assert!(as_word, "{shell} completions do not name `{}`", path.join(" "));
+            assert!(
+                as_word,
+                "{shell} completions do not name `{}`",
+                path.join(" ")
+            );
         }
     }
     // The bash script's option list for `bench` holds its real options.
@@ -144,15 +152,24 @@ fn man_pages_exist_for_every_subcommand_and_render() {
         let text = String::from_utf8_lossy(&rendered.stdout);
         let stderr = String::from_utf8_lossy(&rendered.stderr);
         assert!(rendered.status.success(), "man -l {page_name}: {stderr}");
-        assert!(stderr.trim().is_empty(), "man -l {page_name} complained: {stderr}");
-        assert!(text.contains("NAME") && text.contains("SYNOPSIS"), "{page_name}: {text}");
+        assert!(
+            stderr.trim().is_empty(),
+            "man -l {page_name} complained: {stderr}"
+        );
+        assert!(
+            text.contains("NAME") && text.contains("SYNOPSIS"),
+            "{page_name}: {text}"
+        );
         // The synopsis names the command as typed: `connstorm tune check`.
         let typed = std::iter::once("connstorm")
             .chain(path.iter().map(String::as_str))
             .collect::<Vec<_>>()
             .join(" ");
         let squeezed = text.split_whitespace().collect::<Vec<_>>().join(" ");
-        assert!(squeezed.contains(&typed), "{page_name}: synopsis lacks `{typed}`");
+        assert!(
+            squeezed.contains(&typed),
+            "{page_name}: synopsis lacks `{typed}`"
+        );
     }
     // No page for clap's `help` pseudo-command.
     assert!(!out_dir.join("connstorm-help.1").exists());
@@ -205,11 +222,22 @@ fn git(dir: &Path, args: &[&str]) {
     let st = Command::new(testkit::require_tool("git", "git"))
         .arg("-C")
         .arg(dir)
-        .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"])
+        .args([
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "-c",
+            "commit.gpgsign=false",
+        ])
         .args(args)
         .output()
         .unwrap();
-    assert!(st.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&st.stderr));
+    assert!(
+        st.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&st.stderr)
+    );
 }
 
 #[test]
@@ -264,8 +292,9 @@ fn bench_record_carries_the_build_and_renders_as_one_html_page() {
     let out = run(&[
         "bench",
         "--netns",
+        // 4 s: 2 s a phase after its warm-up, so each has per-second timeline rows to plot.
         "--duration",
-        "2s",
+        "4s",
         "--label",
         "html",
         "--out",
@@ -285,11 +314,18 @@ fn bench_record_carries_the_build_and_renders_as_one_html_page() {
     assert_eq!(rec.build.git_commit, version_field(&version, "commit:"));
     assert_eq!(rec.build.engines, ["io_uring", "epoll"]);
     assert!(
-        version.contains(&format!("target:   {} ({})", rec.build.target, rec.build.profile)),
+        version.contains(&format!(
+            "target:   {} ({})",
+            rec.build.target, rec.build.profile
+        )),
         "{version} vs {:?}",
         rec.build
     );
-    assert!(rec.build.engines.contains(&rec.run.engine), "{}", rec.run.engine);
+    assert!(
+        rec.build.engines.contains(&rec.run.engine),
+        "{}",
+        rec.run.engine
+    );
 
     let html_path = dir.path().join("report.html");
     let out = run(&[
@@ -300,20 +336,32 @@ fn bench_record_carries_the_build_and_renders_as_one_html_page() {
         html_path.to_str().unwrap(),
         files[0].to_str().unwrap(),
     ]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let html = std::fs::read_to_string(&html_path).unwrap();
     assert!(html.starts_with("<!DOCTYPE html>") && html.trim_end().ends_with("</html>"));
     for id in results::html::SECTIONS {
-        assert!(html.contains(&format!("<section id=\"{id}\">")), "no section {id}");
+        assert!(
+            html.contains(&format!("<section id=\"{id}\">")),
+            "no section {id}"
+        );
     }
     for fig in ["plot-spectrum", "plot-timeline", "plot-workers"] {
         let start = html
             .find(&format!("<figure id=\"{fig}\">"))
             .unwrap_or_else(|| panic!("no {fig}"));
         let end = start + html[start..].find("</figure>").unwrap();
-        assert!(html[start..end].contains("<svg"), "{fig} without inline SVG");
+        assert!(
+            html[start..end].contains("<svg"),
+            "{fig} without inline SVG"
+        );
     }
-    for banned in ["<script", "<link", "<img", "src=", "href=", "url(", "@import"] {
+    for banned in [
+        "<script", "<link", "<img", "src=", "href=", "url(", "@import",
+    ] {
         assert!(!html.contains(banned), "{banned} in the page");
     }
     // The summary shows each phase's achieved rate as the JSON report computes it.
@@ -321,11 +369,136 @@ fn bench_record_carries_the_build_and_renders_as_one_html_page() {
     let reports: serde_json::Value = serde_json::from_str(&json).unwrap();
     for p in reports[0]["phases"].as_array().unwrap() {
         let name = p["name"].as_str().unwrap();
-        assert!(html.contains(&format!("<td>{name}</td>")), "phase {name} not in the summary");
+        assert!(
+            html.contains(&format!("<td>{name}</td>")),
+            "phase {name} not in the summary"
+        );
         let successes = p["successes"].as_u64().unwrap();
         if successes > 0 {
             let rate = results::numfmt::fixed(p["achieved_per_sec"].as_f64().unwrap(), 0);
-            assert!(html.contains(&format!("<td>{rate}</td>")), "{name}: {rate} conn/s missing");
+            assert!(
+                html.contains(&format!("<td>{rate}</td>")),
+                "{name}: {rate} conn/s missing"
+            );
         }
+    }
+}
+
+/// Runs connstorm with `args` under a pseudo-terminal (util-linux `script`), stdout and stderr
+/// together: what a person at a terminal sees, escape codes included.
+fn run_on_a_terminal(args: &[&str]) -> (bool, String) {
+    let script = testkit::require_tool("script", "util-linux");
+    let cmd = std::iter::once(bin().to_string())
+        .chain(args.iter().map(|a| format!("'{a}'")))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let out = Command::new(script)
+        .args(["-q", "-e", "-c", &cmd, "/dev/null"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run script");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+fn sweep_args(dir: &Path) -> Vec<String> {
+    [
+        "sweep",
+        "--netns",
+        "--steps",
+        "2",
+        "--from",
+        "5%",
+        "--to",
+        "10%",
+        "--step-duration",
+        "2s",
+        "--probe-duration",
+        "1s",
+        "--slo",
+        "p50<1s",
+        "--out",
+        dir.to_str().unwrap(),
+    ]
+    .map(str::to_string)
+    .to_vec()
+}
+
+/// On a terminal, `bench`, `sweep` and `ab` draw a bar naming the command, the trial k of n
+/// (`ab`), the phase, seconds done of planned and the ETA; the plain per-second lines are not
+/// printed there.
+#[test]
+fn bench_sweep_and_ab_show_a_progress_bar_on_a_terminal() {
+    let _one_at_a_time = testkit::exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let (ok, screen) = run_on_a_terminal(&["bench", "--netns", "--duration", "3s", "--out", d]);
+    assert!(ok, "bench on a terminal failed: {screen}");
+    assert!(screen.contains("bench ["), "no bench bar: {screen}");
+    assert!(
+        screen.contains("ETA") && screen.contains("phase peak"),
+        "{screen}"
+    );
+    assert!(
+        !screen.contains("[peak] "),
+        "plain per-second lines on a terminal: {screen}"
+    );
+
+    let args = sweep_args(dir.path());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (ok, screen) = run_on_a_terminal(&args);
+    assert!(ok, "sweep on a terminal failed: {screen}");
+    assert!(
+        screen.contains("sweep [") && screen.contains("phase step-"),
+        "{screen}"
+    );
+
+    let (ok, screen) = run_on_a_terminal(&[
+        "ab",
+        "--netns",
+        "--trials",
+        "1",
+        "--a-setup",
+        "true",
+        "--b-setup",
+        ":",
+        "--duration",
+        "1s",
+        "--out",
+        d,
+    ]);
+    assert!(ok, "ab on a terminal failed: {screen}");
+    for side in ["A", "B"] {
+        assert!(
+            screen.contains(&format!("ab trial 1/1 {side}")),
+            "no trial {side}: {screen}"
+        );
+    }
+}
+
+/// Without a terminal the same commands print one plain line per second of each phase and no
+/// bar.
+#[test]
+fn sweep_prints_plain_per_second_lines_without_a_terminal() {
+    let _one_at_a_time = testkit::exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let args = sweep_args(dir.path());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = run(&args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        !err.contains("ETA") && !err.contains('\u{1b}'),
+        "a bar without a terminal: {err}"
+    );
+    // 2 s steps: at least one line per measured second of each step.
+    for step in ["step-1", "step-2"] {
+        let lines = err
+            .lines()
+            .filter(|l| l.starts_with(&format!("[{step}] ")))
+            .count();
+        assert!(lines >= 2, "{step}: {lines} per-second lines in {err}");
     }
 }

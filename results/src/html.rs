@@ -356,9 +356,13 @@ mod tests {
         let r = report::build(&rec, "", &[1_000_000]).unwrap();
         let p = r.phases.iter().find(|p| p.name == "latency").unwrap();
         let p99 = p.latency.iter().find(|l| l.which == "handshake").unwrap();
-        assert!(html.contains(&format!("<td>{}</td>", numfmt::ns(p99.summary.p99_ns as f64))));
+        assert!(html.contains(&format!(
+            "<td>{}</td>",
+            numfmt::ns(p99.summary.p99_ns as f64)
+        )));
         // The example's fallback reason is a derived warning.
-        let warnings = &html[html.find("id=\"warnings\"").unwrap()..html.find("id=\"plots\"").unwrap()];
+        let warnings =
+            &html[html.find("id=\"warnings\"").unwrap()..html.find("id=\"plots\"").unwrap()];
         assert!(warnings.contains("class=\"warning\""), "{warnings}");
     }
 
@@ -376,7 +380,11 @@ mod tests {
         let mut rest = html.as_str();
         while let Some(i) = rest.find("http") {
             let before = &rest[..i];
-            assert!(before.ends_with("xmlns=\"") || before.ends_with("xmlns:xlink=\""), "a URL: {}", &rest[i.saturating_sub(40)..(i + 60).min(rest.len())]);
+            assert!(
+                before.ends_with("xmlns=\"") || before.ends_with("xmlns:xlink=\""),
+                "a URL: {}",
+                &rest[i.saturating_sub(40)..(i + 60).min(rest.len())]
+            );
             rest = &rest[i + 4..];
         }
     }
@@ -385,7 +393,9 @@ mod tests {
     fn tags_are_balanced() {
         let html = page(&[RunRecord::example()]);
         let t = tags(&html);
-        for tag in ["html", "body", "section", "div", "table", "figure", "svg", "tr", "p"] {
+        for tag in [
+            "html", "body", "section", "div", "table", "figure", "svg", "tr", "p",
+        ] {
             let open = t.iter().filter(|x| *x == tag).count();
             let close = t.iter().filter(|x| **x == format!("/{tag}")).count();
             assert_eq!(open, close, "<{tag}> opened {open}, closed {close}");
@@ -429,6 +439,9 @@ mod tests {
         let html = page(&[rec]);
         let start = html.find("<figure id=\"plot-workers\">").unwrap();
         let fig = &html[start..start + html[start..].find("</figure>").unwrap()];
-        assert!(!fig.contains("<svg") && fig.contains("class=\"note\""), "{fig}");
+        assert!(
+            !fig.contains("<svg") && fig.contains("class=\"note\""),
+            "{fig}"
+        );
     }
 }

@@ -51,7 +51,7 @@ pub fn execute(
         let progress_spec = spec.clone();
         let mut progress = |row: &loadgen::TimelineRow| {
             if let Some(line) = summary::progress_line(&progress_spec, row) {
-                crate::output::note(&line);
+                crate::progress::second(&progress_spec.name, &line);
             }
         };
         match harness.run_phase(&spec, stop, &mut progress) {
