@@ -7,7 +7,13 @@ use crate::cmd;
 /// Measure how fast a Linux host establishes new TCP connections (connections per minute and
 /// handshake latency), and tune the host for it.
 #[derive(Debug, Parser)]
-#[command(name = "connstorm", version = crate::cmd::VERSION, about, long_about = None)]
+#[command(
+    name = "connstorm",
+    version = crate::cmd::VERSION,
+    long_version = crate::version::LONG_VERSION,
+    about,
+    long_about = None
+)]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]
@@ -42,6 +48,10 @@ pub enum Command {
     /// Kubernetes manifests for a multi-host run (Indexed Job of generators, server).
     #[command(subcommand)]
     K8s(cmd::k8s::Command),
+    /// Print a shell completion script (bash, zsh or fish) to stdout.
+    Completions(cmd::completions::Args),
+    /// Print the man page, or write man pages for every subcommand into a directory.
+    Man(cmd::man::Args),
 }
 
 /// The exit codes of every command, shown after each command's `--help` (and in README.md and

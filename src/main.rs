@@ -43,7 +43,9 @@ mod cli;
 mod cmd;
 mod error;
 mod output;
+mod progress;
 mod signals;
+mod version;
 
 /// The command line's units ([`common::units`]), as `crate::units` for every `value_parser`.
 use common::units;

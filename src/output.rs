@@ -33,5 +33,8 @@ pub fn stdout_error() -> Option<String> {
 /// closed stderr.
 pub fn note(line: &str) {
     use std::io::Write as _;
+    if crate::progress::println(line) {
+        return;
+    }
     let _ = writeln!(std::io::stderr().lock(), "{line}");
 }

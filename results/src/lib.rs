@@ -17,6 +17,7 @@
 //! - [`plot`]: SVG/PNG pictures (latency spectrum, timeline, worker share, A/B, sweep).
 //! - [`merge`]: the records of a multi-host run (one per load generator and server) joined into
 //!   one exact record.
+//! - [`html`]: one self-contained HTML page (summary, warnings, inline SVG plots, tables).
 //!
 //! This crate does not depend on the other connstorm crates: it only knows the record.
 
@@ -29,6 +30,7 @@ pub mod crosscheck;
 pub mod diagnosis;
 pub mod histogram;
 pub mod hlog;
+pub mod html;
 pub mod kernel_text;
 pub mod merge;
 pub mod paired;

@@ -6,7 +6,7 @@
 //!             phases: [PhaseRecord { pattern, rates, counts, failures, histograms,
 //!                                    timeline, server, load_workers, cpu, counters,
 //!                                    cross_check }],
-//!             baseline, warnings, role, segment }
+//!             baseline, warnings, role, segment, build: BuildInfo }
 //! ```
 //! `role` says which side wrote it ([`Role`]: bench, load, server, merged); `segment` which share
 //! of a multi-host run a load record covers ([`SegmentInfo`]).
@@ -14,6 +14,7 @@
 //! calls [`RunRecord::write_atomic`]; readers call [`RunRecord::read`], which checks the schema
 //! version and that every histogram decodes, and names the file in every error.
 
+mod build;
 mod counter;
 mod error;
 mod example;
@@ -27,6 +28,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+pub use build::BuildInfo;
 pub use counter::{
     counter_meaning, describe_counter, is_drop_counter, is_retransmit_counter, KEY_COUNTERS,
 };
@@ -83,6 +85,9 @@ pub struct RunRecord {
     /// The share of a multi-host run this load record covers; `None` for a whole run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub segment: Option<SegmentInfo>,
+    /// The connstorm build that wrote the record (absent in older records: all fields empty).
+    #[serde(default)]
+    pub build: BuildInfo,
 }
 
 impl Default for RunRecord {
@@ -98,6 +103,7 @@ impl Default for RunRecord {
             warnings: Vec::new(),
             role: Role::Bench,
             segment: None,
+            build: BuildInfo::default(),
         }
     }
 }

@@ -29,6 +29,6 @@ pub fn note(line: &str) {
 /// Shows one per-second progress line of a phase on stderr ([`summary::progress_line`]).
 pub fn progress(spec: &harness::PhaseSpec, row: &loadgen::TimelineRow) {
     if let Some(line) = summary::progress_line(spec, row) {
-        crate::output::note(&line);
+        crate::progress::second(&spec.name, &line);
     }
 }

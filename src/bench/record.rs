@@ -16,5 +16,7 @@ pub fn new_record(
     config: serde_json::Value,
     h: &super::harness::Harness,
 ) -> results::RunRecord {
-    ::bench::record::new_record(command, label, config, h, &BUILD)
+    let mut r = ::bench::record::new_record(command, label, config, h, &BUILD);
+    r.build = crate::version::build_info();
+    r
 }

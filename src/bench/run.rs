@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-pub use ::bench::run::{peak_concurrency, Plan};
+pub use ::bench::run::{peak_concurrency, split_duration, Plan};
 
 use super::harness::{PhaseSpec, Setup};
 use crate::cmd::bench::Args;
@@ -41,6 +41,7 @@ pub fn execute(
         &mut super::progress,
         &mut super::note,
     )?;
+    trial.record.build = crate::version::build_info();
     if trial.baseline_due(&plan, external) {
         if args.setup.netns {
             trial.record.warnings.push("--baseline with --netns: the floor runs on the host's loopback, connstorm across the namespaces' veth: the ratio compares different paths".into());

@@ -181,6 +181,10 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let mut a_records = Vec::new();
     let mut b_records = Vec::new();
     let mut outcome: anyhow::Result<()> = Ok(());
+    let _progress = crate::progress::begin(
+        "ab",
+        crate::progress::bench_seconds(args.bench.duration) * (2 * args.trials),
+    );
     'trials: for i in 1..=args.trials {
         for side in [Side::A, Side::B] {
             if crate::signals::stopped(&stop) {
@@ -207,6 +211,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
                 break 'trials;
             }
             eprintln!("[ab] trial {i}/{} side {name}", args.trials);
+            crate::progress::trial("ab", i, args.trials, name);
             let mut trial = args.bench.clone();
             let base = if trial.setup.label.is_empty() {
                 String::new()

@@ -213,7 +213,9 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let setup = args.setup.resolve()?;
     let _ = server::rlimit::raise_nofile();
     let stop = crate::signals::stop_flag().context("install signal handlers")?;
+    let progress = crate::progress::begin("bench", crate::progress::bench_seconds(args.duration));
     let (record, path, result) = crate::bench::run::execute(&args, setup, &stop)?;
+    drop(progress);
     match args.format {
         Format::Text => crate::output::out(&summary::render(&record, Some(&path))),
         Format::Json => {

@@ -3,8 +3,10 @@
 pub mod ab;
 pub mod bench;
 pub mod compare;
+pub mod completions;
 pub mod k8s;
 pub mod load;
+pub mod man;
 pub mod merge;
 pub mod plot;
 pub mod report;
@@ -39,5 +41,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Plot(a) => plot::run(a),
         Command::Merge(a) => merge::run(a),
         Command::K8s(c) => k8s::run(c),
+        Command::Completions(a) => completions::run(a),
+        Command::Man(a) => man::run(a),
     }
 }

@@ -93,6 +93,12 @@ fn side(recs: &[(PathBuf, RunRecord)], keep_repeats: bool) -> Vec<Named<'_>> {
         .collect()
 }
 
+/// Legend names for records read from files (as `plot` names them, repeats told apart), for
+/// `report --format html`.
+pub(crate) fn legend_names(recs: &[(PathBuf, RunRecord)]) -> Vec<Named<'_>> {
+    side(recs, false)
+}
+
 fn load(paths: &[PathBuf]) -> anyhow::Result<Vec<(PathBuf, RunRecord)>> {
     paths
         .iter()

@@ -20,6 +20,10 @@ pub enum FormatArg {
     Json,
     /// CSV, one row per record and phase.
     Csv,
+    /// One self-contained HTML page (no network fetches): summary, warnings, percentile
+    /// tables, and the spectrum, timeline and worker plots inline as SVG; an `ab` run's two
+    /// sides also get the A/B chart and comparison, a sweep its curve. Use with `-o FILE.html`.
+    Html,
 }
 
 /// Options of `connstorm report`.
@@ -79,6 +83,7 @@ pub(crate) fn write_output(output: &Path, text: &str) -> anyhow::Result<()> {
 pub fn run(args: Args) -> anyhow::Result<i32> {
     let edges = report::parse_bucket_edges(&args.buckets).map_err(|e| bad_input(e.to_string()))?;
     let mut reports = Vec::new();
+    let mut html_records = Vec::new();
     for path in &args.records {
         let rec = read_record(path)?;
         let file = path.display().to_string();
@@ -90,12 +95,32 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
                 eprintln!("connstorm: wrote {}", p.display());
             }
         }
+        if args.format == FormatArg::Html {
+            html_records.push((path.clone(), rec));
+        }
+    }
+    if args.format == FormatArg::Html {
+        let named = super::plot::legend_names(&html_records);
+        let counters = if args.all_counters {
+            Counters::All
+        } else {
+            Counters::Key
+        };
+        write_output(
+            &args.output,
+            &results::html::render(&reports, &named, counters),
+        )?;
+        if args.output != Path::new("-") {
+            eprintln!("connstorm: wrote {}", args.output.display());
+        }
+        return Ok(0);
     }
     let format = match args.format {
         FormatArg::Text => Format::Text,
         FormatArg::Markdown => Format::Markdown,
         FormatArg::Json => Format::Json,
         FormatArg::Csv => Format::Csv,
+        FormatArg::Html => unreachable!("HTML is written above"),
     };
     let counters = if args.all_counters {
         Counters::All

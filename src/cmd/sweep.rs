@@ -90,6 +90,12 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         "warmup_secs": args.warmup.as_secs_f64(), "setup": setup,
     });
     let started = Instant::now();
+    let _progress = crate::progress::begin(
+        "sweep",
+        args.probe_duration
+            + args.warmup
+            + (args.step_duration + args.warmup).mul_f64(args.steps as f64),
+    );
     let load_cpus = setup.load_cpus.len();
     let mut harness = crate::bench::start(setup)?;
     let mut record = crate::bench::record::new_record("sweep", &args.setup.label, config, &harness);
@@ -105,7 +111,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let progress_for = |spec: PhaseSpec| {
         move |row: &loadgen::TimelineRow| {
             if let Some(line) = summary::progress_line(&spec, row) {
-                crate::output::note(&line);
+                crate::progress::second(&spec.name, &line);
             }
         }
     };

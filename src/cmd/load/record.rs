@@ -86,6 +86,7 @@ pub fn load_record(
         wall_secs: wall.as_secs_f64(),
     };
     r.host = crate::bench::record::host_info();
+    r.build = crate::version::build_info();
     let warmup = cfg.warmup.as_secs_f64();
     let measured_start = starts.real + cfg.warmup;
     let start = PhaseStart {

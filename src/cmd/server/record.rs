@@ -57,6 +57,7 @@ pub fn server_record(
         wall_secs: report.wall_time_secs(),
     };
     r.host = crate::bench::record::host_info();
+    r.build = crate::version::build_info();
     let passive = counters.get(tuning::counters::PASSIVE_OPENS).copied();
     let w = &report.workers;
     let cpu = rec::SideCpu::new(

@@ -1,0 +1,53 @@
+//! `connstorm completions SHELL`: print a shell completion script (clap_complete) to stdout.
+//!
+//! The script is generated from the same command definition that parses the command line
+//! ([`crate::cli::command`]), so it names every subcommand and option of this build.
+
+use std::io::Write as _;
+
+/// Shells `connstorm completions` writes a script for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ShellArg {
+    /// Bash: `connstorm completions bash > ~/.local/share/bash-completion/completions/connstorm`.
+    Bash,
+    /// Zsh: `connstorm completions zsh > "${fpath[1]}/_connstorm"`.
+    Zsh,
+    /// Fish: `connstorm completions fish > ~/.config/fish/completions/connstorm.fish`.
+    Fish,
+}
+
+/// Options of `connstorm completions`.
+#[derive(Debug, clap::Args)]
+#[command(after_long_help = "Install (then start a new shell):
+  bash  connstorm completions bash > ~/.local/share/bash-completion/completions/connstorm
+  zsh   connstorm completions zsh > ~/.zfunc/_connstorm   (with fpath+=~/.zfunc before compinit)
+  fish  connstorm completions fish > ~/.config/fish/completions/connstorm.fish")]
+pub struct Args {
+    /// Shell to write the completion script for.
+    #[arg(value_enum, value_name = "SHELL")]
+    pub shell: ShellArg,
+}
+
+/// The completion script for `shell`, as bytes (UTF-8 shell code).
+pub fn script(shell: ShellArg) -> Vec<u8> {
+    let shell = match shell {
+        ShellArg::Bash => clap_complete::Shell::Bash,
+        ShellArg::Zsh => clap_complete::Shell::Zsh,
+        ShellArg::Fish => clap_complete::Shell::Fish,
+    };
+    let mut cmd = crate::cli::command();
+    let mut out = Vec::new();
+    clap_complete::generate(shell, &mut cmd, "connstorm", &mut out);
+    out
+}
+
+/// Runs `connstorm completions`.
+///
+/// # Errors
+/// An I/O error writing to stdout (a closed pipe ends quietly, see `main`).
+pub fn run(args: Args) -> anyhow::Result<i32> {
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(&script(args.shell))?;
+    stdout.flush()?;
+    Ok(0)
+}

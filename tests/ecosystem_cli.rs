@@ -1,0 +1,504 @@
+//! The ecosystem around the numbers, through the binary: shell completions, man pages,
+//! `--version` and the record's `build` section, and the HTML report.
+//!
+//! Subcommands are discovered from `--help` (the "Commands:" list, at any depth), so a new
+//! subcommand without completions or a man page fails here without editing this file.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+#[path = "../build.rs"]
+#[allow(dead_code)]
+mod build_script;
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_connstorm")
+}
+
+fn run(args: &[&str]) -> Output {
+    Command::new(bin())
+        .args(args)
+        .output()
+        .expect("run connstorm")
+}
+
+fn stdout_ok(args: &[&str]) -> String {
+    let out = run(args);
+    assert!(
+        out.status.success(),
+        "connstorm {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("UTF-8 output")
+}
+
+/// The subcommand names listed under "Commands:" in `connstorm <path> --help` (clap's own
+/// `help` left out).
+fn listed_subcommands(path: &[String]) -> Vec<String> {
+    let mut args: Vec<&str> = path.iter().map(String::as_str).collect();
+    args.push("--help");
+    let help = stdout_ok(&args);
+    let Some(start) = help.find("Commands:\n") else {
+        return Vec::new();
+    };
+    help[start + "Commands:\n".len()..]
+        .lines()
+        .take_while(|l| l.starts_with("  "))
+        .filter(|l| !l.starts_with("   ")) // a wrapped description line
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|name| *name != "help")
+        .map(str::to_string)
+        .collect()
+}
+
+/// Every command path below `connstorm`, depth first: `["bench"]`, ..., `["tune", "check"]`.
+fn all_command_paths() -> Vec<Vec<String>> {
+    fn walk(path: Vec<String>, out: &mut Vec<Vec<String>>) {
+        for name in listed_subcommands(&path) {
+            let mut sub = path.clone();
+            sub.push(name);
+            out.push(sub.clone());
+            walk(sub, out);
+        }
+    }
+    let mut out = Vec::new();
+    walk(Vec::new(), &mut out);
+    out
+}
+
+#[test]
+fn command_discovery_finds_the_known_commands() {
+    let paths = all_command_paths();
+    for known in [
+        &["bench"][..],
+        &["sweep"],
+        &["ab"],
+        &["report"],
+        &["completions"],
+        &["man"],
+        &["tune", "check"],
+    ] {
+        assert!(
+            paths.iter().any(|p| p == known),
+            "{known:?} not found among {paths:?}"
+        );
+    }
+}
+
+#[test]
+fn completions_for_bash_zsh_and_fish_name_every_subcommand() {
+    let paths = all_command_paths();
+    for shell in ["bash", "zsh", "fish"] {
+        let script = stdout_ok(&["completions", shell]);
+        assert!(
+            script.len() > 1000,
+            "{shell}: script of {} bytes",
+            script.len()
+        );
+        for path in &paths {
+            let name = path.last().unwrap();
+            // Each shell names a subcommand as a whole word (bash: `connstorm__tune__check`
+            // functions and word lists; zsh: `'check:...'`; fish: `-a "check"`).
+            let as_word = script
+                .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_'))
+                .any(|w| w == name);
+            assert!(
+                as_word,
+                "{shell} completions do not name `{}`",
+                path.join(" ")
+            );
+        }
+    }
+    // The bash script's option list for `bench` holds its real options.
+    let bash = stdout_ok(&["completions", "bash"]);
+    assert!(bash.contains("--duration") && bash.contains("--engine"));
+}
+
+#[test]
+fn completions_refuse_an_unknown_shell_with_exit_2() {
+    let out = run(&["completions", "tcsh"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("bash"));
+}
+
+#[test]
+fn man_pages_exist_for_every_subcommand_and_render() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("man1");
+    stdout_ok(&["man", "--out", out_dir.to_str().unwrap()]);
+    let man = testkit::require_tool("man", "man-db");
+    let mut pages = vec![vec![]];
+    pages.extend(all_command_paths());
+    for path in pages {
+        let page_name = std::iter::once("connstorm".to_string())
+            .chain(path.iter().cloned())
+            .collect::<Vec<_>>()
+            .join("-");
+        let file = out_dir.join(format!("{page_name}.1"));
+        let roff = std::fs::read_to_string(&file)
+            .unwrap_or_else(|e| panic!("no man page {}: {e}", file.display()));
+        assert!(roff.contains("\n.TH "), "{page_name}: no .TH title line");
+        for section in [".SH NAME", ".SH SYNOPSIS", ".SH OPTIONS"] {
+            assert!(roff.contains(section), "{page_name}: no {section}");
+        }
+        let rendered = Command::new(&man)
+            .arg("-l")
+            .arg(&file)
+            .env("MANPAGER", "cat")
+            .env("MANWIDTH", "100")
+            .env("LC_ALL", "C.UTF-8")
+            .output()
+            .expect("run man");
+        let text = String::from_utf8_lossy(&rendered.stdout);
+        let stderr = String::from_utf8_lossy(&rendered.stderr);
+        assert!(rendered.status.success(), "man -l {page_name}: {stderr}");
+        assert!(
+            stderr.trim().is_empty(),
+            "man -l {page_name} complained: {stderr}"
+        );
+        assert!(
+            text.contains("NAME") && text.contains("SYNOPSIS"),
+            "{page_name}: {text}"
+        );
+        // The synopsis names the command as typed: `connstorm tune check`.
+        let typed = std::iter::once("connstorm")
+            .chain(path.iter().map(String::as_str))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let squeezed = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            squeezed.contains(&typed),
+            "{page_name}: synopsis lacks `{typed}`"
+        );
+    }
+    // No page for clap's `help` pseudo-command.
+    assert!(!out_dir.join("connstorm-help.1").exists());
+}
+
+#[test]
+fn man_without_out_prints_the_top_page_and_a_file_as_out_is_refused() {
+    let top = stdout_ok(&["man"]);
+    assert!(top.contains(".SH NAME") && top.contains("connstorm"));
+    let file = tempfile::NamedTempFile::new().unwrap();
+    let out = run(&["man", "--out", file.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a directory"));
+}
+
+fn version_field<'a>(text: &'a str, key: &str) -> &'a str {
+    text.lines()
+        .find_map(|l| l.strip_prefix(key))
+        .unwrap_or_else(|| panic!("no `{key}` line in {text}"))
+        .trim()
+}
+
+#[test]
+fn version_shows_crate_version_commit_and_engines() {
+    let text = stdout_ok(&["--version"]);
+    assert!(
+        text.starts_with(&format!("connstorm {}\n", env!("CARGO_PKG_VERSION"))),
+        "{text}"
+    );
+    let commit = version_field(&text, "commit:");
+    // The test binary is built from the same tree as connstorm: the same commit.
+    let here = build_script::git_commit(Path::new(env!("CARGO_MANIFEST_DIR")));
+    assert_eq!(
+        commit.trim_end_matches("-dirty"),
+        here.trim_end_matches("-dirty"),
+        "--version commit vs this tree"
+    );
+    assert_eq!(version_field(&text, "engines:"), "io_uring, epoll");
+    assert!(!version_field(&text, "features:").is_empty());
+    assert!(version_field(&text, "target:").contains("linux"));
+    // `-V` is the one-line form.
+    let short = stdout_ok(&["-V"]);
+    assert_eq!(
+        short.trim(),
+        format!("connstorm {} ({commit})", env!("CARGO_PKG_VERSION"))
+    );
+}
+
+fn git(dir: &Path, args: &[&str]) {
+    let st = Command::new(testkit::require_tool("git", "git"))
+        .arg("-C")
+        .arg(dir)
+        .args([
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "-c",
+            "commit.gpgsign=false",
+        ])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        st.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+}
+
+#[test]
+fn build_commit_is_the_checkouts_and_unknown_from_a_tarball() {
+    let tmp = tempfile::tempdir().unwrap();
+    // A tarball unpacked on its own: no .git anywhere above it (tempdir is outside the tree).
+    let tarball = tmp.path().join("connstorm-0.1.0");
+    std::fs::create_dir_all(&tarball).unwrap();
+    std::fs::write(tarball.join("Cargo.toml"), "[package]\n").unwrap();
+    assert_eq!(build_script::git_commit(&tarball), "unknown");
+
+    // A clean clone: 12 hex digits, the commit's own.
+    let clone = tmp.path().join("clone");
+    std::fs::create_dir_all(&clone).unwrap();
+    git(&clone, &["init", "-q"]);
+    std::fs::write(clone.join("Cargo.toml"), "[package]\n").unwrap();
+    git(&clone, &["add", "Cargo.toml"]);
+    git(&clone, &["commit", "-q", "-m", "x"]);
+    let c = build_script::git_commit(&clone);
+    assert_eq!(c.len(), 12, "{c}");
+    assert!(c.chars().all(|ch| ch.is_ascii_hexdigit()), "{c}");
+
+    // Tracked changes: `-dirty`; an untracked file does not count.
+    std::fs::write(clone.join("untracked.rs"), "").unwrap();
+    assert_eq!(build_script::git_commit(&clone), c);
+    std::fs::write(clone.join("Cargo.toml"), "[package]\nname = \"x\"\n").unwrap();
+    assert_eq!(build_script::git_commit(&clone), format!("{c}-dirty"));
+
+    // A tarball unpacked inside another checkout is not that checkout's commit.
+    let nested = clone.join("vendor").join("connstorm-0.1.0");
+    std::fs::create_dir_all(&nested).unwrap();
+    assert_eq!(build_script::git_commit(&nested), "unknown");
+}
+
+fn json_records(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut v: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// A real `bench` record carries this binary's build facts, and `report --format html` turns
+/// it into one page with every section and inline SVG plots that fetches nothing.
+#[test]
+fn bench_record_carries_the_build_and_renders_as_one_html_page() {
+    let _one_at_a_time = testkit::exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(&[
+        "bench",
+        "--netns",
+        // 4 s: 2 s a phase after its warm-up, so each has per-second timeline rows to plot.
+        "--duration",
+        "4s",
+        "--label",
+        "html",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "bench failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let files = json_records(dir.path());
+    assert_eq!(files.len(), 1, "{files:?}");
+    let rec = results::RunRecord::read(&files[0]).unwrap();
+
+    let version = stdout_ok(&["--version"]);
+    assert_eq!(rec.build.version, env!("CARGO_PKG_VERSION"));
+    assert_eq!(rec.build.git_commit, version_field(&version, "commit:"));
+    assert_eq!(rec.build.engines, ["io_uring", "epoll"]);
+    assert!(
+        version.contains(&format!(
+            "target:   {} ({})",
+            rec.build.target, rec.build.profile
+        )),
+        "{version} vs {:?}",
+        rec.build
+    );
+    assert!(
+        rec.build.engines.contains(&rec.run.engine),
+        "{}",
+        rec.run.engine
+    );
+
+    let html_path = dir.path().join("report.html");
+    let out = run(&[
+        "report",
+        "--format",
+        "html",
+        "-o",
+        html_path.to_str().unwrap(),
+        files[0].to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let html = std::fs::read_to_string(&html_path).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>") && html.trim_end().ends_with("</html>"));
+    for id in results::html::SECTIONS {
+        assert!(
+            html.contains(&format!("<section id=\"{id}\">")),
+            "no section {id}"
+        );
+    }
+    for fig in ["plot-spectrum", "plot-timeline", "plot-workers"] {
+        let start = html
+            .find(&format!("<figure id=\"{fig}\">"))
+            .unwrap_or_else(|| panic!("no {fig}"));
+        let end = start + html[start..].find("</figure>").unwrap();
+        assert!(
+            html[start..end].contains("<svg"),
+            "{fig} without inline SVG"
+        );
+    }
+    for banned in [
+        "<script", "<link", "<img", "src=", "href=", "url(", "@import",
+    ] {
+        assert!(!html.contains(banned), "{banned} in the page");
+    }
+    // The summary shows each phase's achieved rate as the JSON report computes it.
+    let json = stdout_ok(&["report", "--format", "json", files[0].to_str().unwrap()]);
+    let reports: serde_json::Value = serde_json::from_str(&json).unwrap();
+    for p in reports[0]["phases"].as_array().unwrap() {
+        let name = p["name"].as_str().unwrap();
+        assert!(
+            html.contains(&format!("<td>{name}</td>")),
+            "phase {name} not in the summary"
+        );
+        let successes = p["successes"].as_u64().unwrap();
+        if successes > 0 {
+            let rate = results::numfmt::fixed(p["achieved_per_sec"].as_f64().unwrap(), 0);
+            assert!(
+                html.contains(&format!("<td>{rate}</td>")),
+                "{name}: {rate} conn/s missing"
+            );
+        }
+    }
+}
+
+/// Runs connstorm with `args` under a pseudo-terminal (util-linux `script`), stdout and stderr
+/// together: what a person at a terminal sees, escape codes included.
+fn run_on_a_terminal(args: &[&str]) -> (bool, String) {
+    let script = testkit::require_tool("script", "util-linux");
+    let cmd = std::iter::once(bin().to_string())
+        .chain(args.iter().map(|a| format!("'{a}'")))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let out = Command::new(script)
+        .args(["-q", "-e", "-c", &cmd, "/dev/null"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run script");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+fn sweep_args(dir: &Path) -> Vec<String> {
+    [
+        "sweep",
+        "--netns",
+        "--steps",
+        "2",
+        "--from",
+        "5%",
+        "--to",
+        "10%",
+        "--step-duration",
+        "2s",
+        "--probe-duration",
+        "1s",
+        "--slo",
+        "p50<1s",
+        "--out",
+        dir.to_str().unwrap(),
+    ]
+    .map(str::to_string)
+    .to_vec()
+}
+
+/// On a terminal, `bench`, `sweep` and `ab` draw a bar naming the command, the trial k of n
+/// (`ab`), the phase, seconds done of planned and the ETA; the plain per-second lines are not
+/// printed there.
+#[test]
+fn bench_sweep_and_ab_show_a_progress_bar_on_a_terminal() {
+    let _one_at_a_time = testkit::exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let (ok, screen) = run_on_a_terminal(&["bench", "--netns", "--duration", "3s", "--out", d]);
+    assert!(ok, "bench on a terminal failed: {screen}");
+    assert!(screen.contains("bench ["), "no bench bar: {screen}");
+    assert!(
+        screen.contains("ETA") && screen.contains("phase peak"),
+        "{screen}"
+    );
+    assert!(
+        !screen.contains("[peak] "),
+        "plain per-second lines on a terminal: {screen}"
+    );
+
+    let args = sweep_args(dir.path());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (ok, screen) = run_on_a_terminal(&args);
+    assert!(ok, "sweep on a terminal failed: {screen}");
+    assert!(
+        screen.contains("sweep [") && screen.contains("phase step-"),
+        "{screen}"
+    );
+
+    let (ok, screen) = run_on_a_terminal(&[
+        "ab",
+        "--netns",
+        "--trials",
+        "1",
+        "--a-setup",
+        "true",
+        "--b-setup",
+        ":",
+        "--duration",
+        "1s",
+        "--out",
+        d,
+    ]);
+    assert!(ok, "ab on a terminal failed: {screen}");
+    for side in ["A", "B"] {
+        assert!(
+            screen.contains(&format!("ab trial 1/1 {side}")),
+            "no trial {side}: {screen}"
+        );
+    }
+}
+
+/// Without a terminal the same commands print one plain line per second of each phase and no
+/// bar.
+#[test]
+fn sweep_prints_plain_per_second_lines_without_a_terminal() {
+    let _one_at_a_time = testkit::exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let args = sweep_args(dir.path());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = run(&args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        !err.contains("ETA") && !err.contains('\u{1b}'),
+        "a bar without a terminal: {err}"
+    );
+    // 2 s steps: at least one line per measured second of each step.
+    for step in ["step-1", "step-2"] {
+        let lines = err
+            .lines()
+            .filter(|l| l.starts_with(&format!("[{step}] ")))
+            .count();
+        assert!(lines >= 2, "{step}: {lines} per-second lines in {err}");
+    }
+}
