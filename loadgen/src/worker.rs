@@ -112,7 +112,7 @@ pub(crate) struct Worker<'a> {
     pub(crate) high_ns: u64,
     /// Open loop, measured starts: actual start − scheduled start, ns (the generator's lag).
     pub(crate) lag: Latency,
-    /// This thread's timer slack as read back after [`set_timer_slack`], ns.
+    /// This thread's timer slack as read back after `set_timer_slack`, ns.
     pub(crate) timer_slack_ns: Option<u64>,
 }
 
