@@ -132,7 +132,7 @@ pub(crate) struct Worker<'a> {
     pub(crate) http: Option<crate::http::HttpWorker>,
     /// Open loop, measured starts: actual start − scheduled start, ns (the generator's lag).
     pub(crate) lag: Latency,
-    /// This thread's timer slack as read back after [`set_timer_slack`], ns.
+    /// This thread's timer slack as read back after `set_timer_slack`, ns.
     pub(crate) timer_slack_ns: Option<u64>,
 }
 
