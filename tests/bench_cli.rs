@@ -279,7 +279,9 @@ fn target_mode_loads_an_external_server() {
     let accepted = acceptor.join().unwrap();
     assert!(
         out.status.success(),
-        "{}",
+        "{:?}\n{}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
     let rec = RunRecord::read(&records(dir.path())[0]).unwrap();
