@@ -163,6 +163,30 @@ fn nothing_listening_runs_its_duration_counts_refusals_and_exits_3() {
         "{j}"
     );
     assert_eq!(j["successes"].as_u64(), Some(0));
+    // Nothing measured: no rate (null, not 0), and the text says so instead of "0 CPM".
+    assert!(j["cpm"].is_null(), "{j}");
+    let o = connstorm(&[
+        "--target",
+        &target,
+        "--rate",
+        "300/s",
+        "--duration",
+        "300ms",
+        "--warmup",
+        "0s",
+        "--cpus",
+        &cpu(),
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("  rate:        nothing measured — no connection succeeded in the measured "),
+        "{text}"
+    );
+    for banned in ["CPM", "p50", "no samples"] {
+        assert!(!text.contains(banned), "{banned:?} in\n{text}");
+    }
+    assert!(text.contains("ECONNREFUSED"), "{text}");
 }
 
 #[test]
@@ -849,4 +873,78 @@ fn a_partial_second_is_scaled_and_marked_and_closed_loop_says_started() {
         line.contains("started ") && !line.contains("offered"),
         "{line}"
     );
+}
+
+/// A server that resets every connection it accepts (SO_LINGER 0, as `server --mode rst`): the
+/// reset often reaches the client before the generator looks at the socket, whose pending error
+/// is then ECONNRESET. That handshake completed (a reset in SYN-SENT would be ECONNREFUSED):
+/// a success, counted among the post-handshake failures, never a failed attempt. successes =
+/// attempts = Tcp.ActiveOpens = Tcp.PassiveOpens = the server's accepts.
+#[test]
+fn a_reset_after_accept_is_a_success_not_an_econnreset_failure() {
+    let _x = testkit::exclusive();
+    let (o, active, passive, accepted) = testkit::NetNs::run(|ns| {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        l.set_nonblocking(true).unwrap();
+        let addr = l.local_addr().unwrap().to_string();
+        let stop = Arc::new(AtomicBool::new(false));
+        let count = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let (s, c) = (stop.clone(), count.clone());
+        let server = std::thread::spawn(move || {
+            let mut idle_since = Instant::now();
+            while !s.load(Ordering::Relaxed) || idle_since.elapsed() < Duration::from_millis(300) {
+                match l.accept() {
+                    Ok((conn, _)) => {
+                        socket2::SockRef::from(&conn)
+                            .set_linger(Some(Duration::ZERO))
+                            .unwrap();
+                        drop(conn);
+                        c.fetch_add(1, Ordering::Relaxed);
+                        idle_since = Instant::now();
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_micros(100)),
+                }
+            }
+        });
+        let (a0, p0) = (
+            ns.counter("Tcp.ActiveOpens"),
+            ns.counter("Tcp.PassiveOpens"),
+        );
+        let o = connstorm(&[
+            "--target",
+            &addr,
+            "--cpus",
+            &cpu(),
+            "--rate",
+            "3000/s",
+            "--duration",
+            "1s",
+            "--warmup",
+            "0s",
+            "--format",
+            "json",
+        ]);
+        stop.store(true, Ordering::Relaxed);
+        server.join().unwrap();
+        (
+            o,
+            ns.counter("Tcp.ActiveOpens") - a0,
+            ns.counter("Tcp.PassiveOpens") - p0,
+            count.load(Ordering::Relaxed),
+        )
+    });
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let j = json(&o);
+    let t = &j["total"];
+    let successes = t["successes"].as_u64().unwrap();
+    assert!(successes > 0, "{j}");
+    assert_eq!(t["failures"], serde_json::json!({}), "{j}");
+    assert_eq!(t["attempts"].as_u64(), Some(successes), "{j}");
+    assert_eq!(successes as i64, active, "successes vs Tcp.ActiveOpens");
+    assert_eq!(successes as i64, passive, "successes vs Tcp.PassiveOpens");
+    assert_eq!(successes, accepted, "successes vs the server's accepts");
+    let reset = j["post_connect_failures"]["ECONNRESET"]
+        .as_u64()
+        .unwrap_or(0);
+    assert!(reset <= successes, "{j}");
 }

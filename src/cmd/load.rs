@@ -82,7 +82,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         match args.format {
             Format::Json => {
                 let json = serde_json::to_string_pretty(&JsonReport {
-                    cpm: report.cpm(),
+                    cpm: (report.successes > 0).then(|| report.cpm()),
                     port_budget: budget.as_ref().ok(),
                     warnings: &warnings,
                     targets_local: local,
@@ -225,7 +225,9 @@ fn exit_code(report: &LoadReport) -> i32 {
 /// The report as `--format json` prints it.
 #[derive(serde::Serialize)]
 struct JsonReport<'a> {
-    cpm: f64,
+    /// Connections per minute achieved in the measured window; `null` when nothing was measured
+    /// (no success in it), never a made-up 0.
+    cpm: Option<f64>,
     port_budget: Option<&'a loadgen::ports::PortBudget>,
     /// The same WARNING lines as the text report (e.g. the generator fell behind its schedule).
     warnings: &'a [String],

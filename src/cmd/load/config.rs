@@ -190,8 +190,9 @@ pub(super) fn warn_port_budget(cfg: &LoadConfig, b: &loadgen::ports::PortBudget)
                 let over = e.per_sec.is_some_and(|r| rate_per_sec > r);
                 if over {
                     eprintln!(
-                        "connstorm load: warning: --rate {rate_per_sec:.0}/s exceeds the ephemeral-port budget even with \
+                        "connstorm load: warning: --rate {}/s exceeds the ephemeral-port budget even with \
                          TIME_WAIT reuse ({}): expect EADDRNOTAVAIL (port exhaustion); {fix}",
+                        common::numfmt::exact(rate_per_sec),
                         e.explain
                     );
                 }
@@ -204,9 +205,11 @@ pub(super) fn warn_port_budget(cfg: &LoadConfig, b: &loadgen::ports::PortBudget)
                     _ => String::new(),
                 };
                 eprintln!(
-                    "connstorm load: warning: --rate {rate_per_sec:.0}/s exceeds the ephemeral-port budget of about \
-                     {per_sec:.0}/s ({} ports [{lo}-{hi}] x {} source/target triples / 60 s TIME_WAIT with --close fin): \
+                    "connstorm load: warning: --rate {}/s exceeds the ephemeral-port budget of about \
+                     {}/s ({} ports [{lo}-{hi}] x {} source/target triples / 60 s TIME_WAIT with --close fin): \
                      expect EADDRNOTAVAIL (port exhaustion){why}; {fix}",
+                    common::numfmt::exact(rate_per_sec),
+                    common::numfmt::fixed(per_sec, 0),
                     b.ports,
                     b.triples,
                 );
