@@ -443,8 +443,9 @@ impl Worker<'_> {
 
     /// Ends every slot in flight at `now` (interrupted run), bounded by the slab's size. Each
     /// connecting socket is asked where it stands ([`probe`]): completed in time = a success,
-    /// failed = its errno, still waiting = `ECANCELED` (counted `abandoned`). Reading slots were
-    /// already successes and are just closed. So `attempts = successes + failures` still holds.
+    /// failed = its errno, still waiting = abandoned (counted `abandoned`, neither a success nor a
+    /// failure: the run, not the target, ended it). Reading slots were already successes and are
+    /// just closed. So `attempts = successes + failures + abandoned`.
     pub(crate) fn abandon_all(&mut self, now: u64) {
         while let Some(i) = self.slab.oldest() {
             if self.slab.get(i).phase != Phase::Connecting {
@@ -462,7 +463,10 @@ impl Worker<'_> {
                 Verdict::ResetAfterHandshake(code) => self.reset_after_handshake(i, now, code),
                 Verdict::Failed(code) => self.fail(i, code),
                 Verdict::Pending => {
-                    let measured = self.slab.get(i).measured;
+                    let (measured, target) = {
+                        let s = self.slab.get(i);
+                        (s.measured, s.target as usize)
+                    };
                     bump(
                         &mut self.total,
                         &mut self.measured,
@@ -470,7 +474,8 @@ impl Worker<'_> {
                         measured,
                         |c| c.abandoned += 1,
                     );
-                    self.fail(i, libc::ECANCELED);
+                    self.per_target[target].abandoned += 1;
+                    self.finish(i);
                 }
             }
             // A success that needs a read is still in flight: close it now.

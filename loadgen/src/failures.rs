@@ -28,7 +28,6 @@ pub fn explain(name: &str) -> Option<&'static str> {
              (its accept queue was full: see the kernel counters and the acceptance line below); \
              raise the server's backlog / net.core.somaxconn or make it accept faster"
         }
-        "ECANCELED" => "still waiting for its handshake when the run was interrupted (Ctrl-C / SIGTERM)",
         "ECONNRESET" | "EPIPE" => {
             "the server reset the connection after the handshake completed (a reset in SYN-SENT is ECONNREFUSED): \
              the server closes with SO_LINGER 0 (server --mode rst), closed a listener with queued connections, \

@@ -165,6 +165,16 @@ impl fmt::Display for Summary<'_> {
             numfmt::count(r.late),
             numfmt::count(r.dropped)
         )?;
+        if r.abandoned > 0 || r.interrupted {
+            writeln!(
+                out,
+                "               {} abandoned: still waiting for their handshake when the run was interrupted (neither successes nor failures; attempts = {} succeeded + {} failed + {} abandoned)",
+                numfmt::count(r.abandoned),
+                numfmt::count(r.successes),
+                numfmt::count(r.failures_total()),
+                numfmt::count(r.abandoned)
+            )?;
+        }
         if r.completed_after_timeout > 0 {
             writeln!(
                 out,
@@ -316,7 +326,7 @@ fn targets(out: &mut fmt::Formatter<'_>, r: &LoadReport) -> fmt::Result {
             .collect();
         writeln!(
             out,
-            "    {:<24} {} attempts, {} succeeded{}",
+            "    {:<24} {} attempts, {} succeeded{}{}",
             t.target.to_string(),
             numfmt::count(t.attempts),
             numfmt::count(t.successes),
@@ -324,6 +334,14 @@ fn targets(out: &mut fmt::Formatter<'_>, r: &LoadReport) -> fmt::Result {
                 String::new()
             } else {
                 format!(", failed: {}", fails.join(", "))
+            },
+            if t.abandoned > 0 {
+                format!(
+                    ", {} abandoned at the interrupt",
+                    numfmt::count(t.abandoned)
+                )
+            } else {
+                String::new()
             }
         )?;
     }
@@ -452,6 +470,7 @@ mod tests {
             late: 25,
             dropped: 0,
             dropped_in_flight_full: 0,
+            abandoned: 0,
             total: Totals {
                 attempts: 12_000,
                 successes: 10_000,
@@ -475,12 +494,14 @@ mod tests {
                     attempts: 6_000,
                     successes: 5_500,
                     failures: BTreeMap::from([("ETIMEDOUT".into(), 500)]),
+                    abandoned: 0,
                 },
                 TargetReport {
                     target: b,
                     attempts: 6_000,
                     successes: 4_500,
                     failures: BTreeMap::from([("ECONNREFUSED".into(), 1_500)]),
+                    abandoned: 0,
                 },
             ],
             timeline: vec![],

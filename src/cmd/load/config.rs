@@ -192,7 +192,7 @@ pub(super) fn warn_port_budget(cfg: &LoadConfig, b: &loadgen::ports::PortBudget)
                     eprintln!(
                         "connstorm load: warning: --rate {}/s exceeds the ephemeral-port budget even with \
                          TIME_WAIT reuse ({}): expect EADDRNOTAVAIL (port exhaustion); {fix}",
-                        common::numfmt::exact(rate_per_sec),
+                        results::numfmt::exact(rate_per_sec),
                         e.explain
                     );
                 }
@@ -208,8 +208,8 @@ pub(super) fn warn_port_budget(cfg: &LoadConfig, b: &loadgen::ports::PortBudget)
                     "connstorm load: warning: --rate {}/s exceeds the ephemeral-port budget of about \
                      {}/s ({} ports [{lo}-{hi}] x {} source/target triples / 60 s TIME_WAIT with --close fin): \
                      expect EADDRNOTAVAIL (port exhaustion){why}; {fix}",
-                    common::numfmt::exact(rate_per_sec),
-                    common::numfmt::fixed(per_sec, 0),
+                    results::numfmt::exact(rate_per_sec),
+                    results::numfmt::fixed(per_sec, 0),
                     b.ports,
                     b.triples,
                 );
