@@ -385,6 +385,7 @@ mod tests {
                 attempts: successes + warm,
                 successes: successes + warm,
                 failures: BTreeMap::new(),
+                abandoned: 0,
             }],
             timeline: vec![],
             workers: vec![],
