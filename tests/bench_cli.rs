@@ -328,8 +328,14 @@ fn bad_options_exit_2_with_one_clear_line() {
         ),
         (&["bench", "--target", "127.0.0.1:0"], "port 0"),
         (&["bench", "--server-cpus", "0,0"], "more than once"),
-        (&["bench", "--baseline", "--baseline-pairs", "0"], "--baseline-pairs 0"),
-        (&["bench", "--baseline", "--baseline-slice", "100ms"], "--baseline-slice"),
+        (
+            &["bench", "--baseline", "--baseline-pairs", "0"],
+            "--baseline-pairs 0",
+        ),
+        (
+            &["bench", "--baseline", "--baseline-slice", "100ms"],
+            "--baseline-slice",
+        ),
         (&["bench", "--baseline-pairs", "6"], "--baseline"),
     ];
     for (args, needle) in cases {
@@ -983,4 +989,47 @@ fn every_command_documents_the_exit_codes_and_refuses_bad_input_with_2() {
         let out = run(&bad);
         assert_eq!(out.status.code(), Some(2), "{bad:?}");
     }
+}
+
+/// The default `bench` is clean (issue 9): server `--mode rst` (the default) leaves no FIN_WAIT2
+/// or TIME_WAIT minisock on either side (TcpExt.TW 0: none created), so no SYN reusing a port
+/// meets one and none is retransmitted (TcpExt.TCPSynRetrans 0, no "SYN retransmits" warning).
+/// The server's resets after accept are successes, not ECONNRESET failures: every phase's
+/// successes equal the kernel's PassiveOpens and ActiveOpens (incl. warm-up).
+#[test]
+fn default_bench_leaves_no_minisock_and_retransmits_no_syn() {
+    let _x = testkit::exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let (out, k) = run_in_netns(
+        |_| {},
+        args(&[
+            "bench",
+            "--duration",
+            "3s",
+            "--out",
+            dir.path().to_str().unwrap(),
+        ]),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{text}{err}");
+    let rec = only_record(dir.path());
+    assert_eq!(rec.run.server_mode, "rst", "the default server mode");
+    assert_eq!(k["TcpExt.TCPSynRetrans"], 0, "{k:?}\n{text}{err}");
+    assert_eq!(k["TcpExt.TW"], 0, "no minisock with a timer: {k:?}");
+    assert!(
+        !format!("{text}{err}").contains("SYN retransmits"),
+        "{text}{err}"
+    );
+    let mut handshakes = 0;
+    for p in &rec.phases {
+        assert!(p.failures.is_empty(), "{}: {:?}", p.name, p.failures);
+        let c = p.cross_check.as_ref().unwrap();
+        assert!(c.agree, "{}: {}", p.name, c.note);
+        assert_eq!(c.server_accepted, Some(c.load_successes), "{}", p.name);
+        handshakes += c.load_successes;
+    }
+    assert!(handshakes > 0, "{text}");
+    assert_eq!(k["Tcp.PassiveOpens"], handshakes as i64, "{k:?}");
+    assert_eq!(k["Tcp.ActiveOpens"], handshakes as i64, "{k:?}");
 }

@@ -163,6 +163,30 @@ fn nothing_listening_runs_its_duration_counts_refusals_and_exits_3() {
         "{j}"
     );
     assert_eq!(j["successes"].as_u64(), Some(0));
+    // Nothing measured: no rate (null, not 0), and the text says so instead of "0 CPM".
+    assert!(j["cpm"].is_null(), "{j}");
+    let o = connstorm(&[
+        "--target",
+        &target,
+        "--rate",
+        "300/s",
+        "--duration",
+        "300ms",
+        "--warmup",
+        "0s",
+        "--cpus",
+        &cpu(),
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("  rate:        nothing measured — no connection succeeded in the measured "),
+        "{text}"
+    );
+    for banned in ["CPM", "p50", "no samples"] {
+        assert!(!text.contains(banned), "{banned:?} in\n{text}");
+    }
+    assert!(text.contains("ECONNREFUSED"), "{text}");
 }
 
 #[test]
@@ -848,5 +872,205 @@ fn a_partial_second_is_scaled_and_marked_and_closed_loop_says_started() {
     assert!(
         line.contains("started ") && !line.contains("offered"),
         "{line}"
+    );
+}
+
+/// A server that resets every connection it accepts (SO_LINGER 0, as `server --mode rst`): the
+/// reset often reaches the client before the generator looks at the socket, whose pending error
+/// is then ECONNRESET. That handshake completed (a reset in SYN-SENT would be ECONNREFUSED):
+/// a success, counted among the post-handshake failures, never a failed attempt. successes =
+/// attempts = Tcp.ActiveOpens = Tcp.PassiveOpens = the server's accepts.
+#[test]
+fn a_reset_after_accept_is_a_success_not_an_econnreset_failure() {
+    let _x = testkit::exclusive();
+    let (o, active, passive, accepted) = testkit::NetNs::run(|ns| {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        l.set_nonblocking(true).unwrap();
+        let addr = l.local_addr().unwrap().to_string();
+        let stop = Arc::new(AtomicBool::new(false));
+        let count = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let (s, c) = (stop.clone(), count.clone());
+        let server = std::thread::spawn(move || {
+            let mut idle_since = Instant::now();
+            while !s.load(Ordering::Relaxed) || idle_since.elapsed() < Duration::from_millis(300) {
+                match l.accept() {
+                    Ok((conn, _)) => {
+                        socket2::SockRef::from(&conn)
+                            .set_linger(Some(Duration::ZERO))
+                            .unwrap();
+                        drop(conn);
+                        c.fetch_add(1, Ordering::Relaxed);
+                        idle_since = Instant::now();
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_micros(100)),
+                }
+            }
+        });
+        let (a0, p0) = (
+            ns.counter("Tcp.ActiveOpens"),
+            ns.counter("Tcp.PassiveOpens"),
+        );
+        let o = connstorm(&[
+            "--target",
+            &addr,
+            "--cpus",
+            &cpu(),
+            "--rate",
+            "3000/s",
+            "--duration",
+            "1s",
+            "--warmup",
+            "0s",
+            "--format",
+            "json",
+        ]);
+        stop.store(true, Ordering::Relaxed);
+        server.join().unwrap();
+        (
+            o,
+            ns.counter("Tcp.ActiveOpens") - a0,
+            ns.counter("Tcp.PassiveOpens") - p0,
+            count.load(Ordering::Relaxed),
+        )
+    });
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let j = json(&o);
+    let t = &j["total"];
+    let successes = t["successes"].as_u64().unwrap();
+    assert!(successes > 0, "{j}");
+    assert_eq!(t["failures"], serde_json::json!({}), "{j}");
+    assert_eq!(t["attempts"].as_u64(), Some(successes), "{j}");
+    assert_eq!(successes as i64, active, "successes vs Tcp.ActiveOpens");
+    assert_eq!(successes as i64, passive, "successes vs Tcp.PassiveOpens");
+    assert_eq!(successes, accepted, "successes vs the server's accepts");
+    let reset = j["post_connect_failures"]["ECONNRESET"]
+        .as_u64()
+        .unwrap_or(0);
+    assert!(reset <= successes, "{j}");
+}
+
+/// An attempt cut by SIGINT is abandoned, not a failure: a listener that never accepts (backlog
+/// 0, so the kernel drops later SYNs and those connects stay in SYN-SENT) and a 10 s connect
+/// timeout; SIGINT after 1.5 s. The attempts still waiting are `abandoned`, never `ECANCELED`
+/// in a failure table; attempts = successes + failures + abandoned, and every attempt sent its
+/// SYN: attempts = Tcp.ActiveOpens. The text states the sum.
+#[test]
+fn attempts_cut_by_sigint_are_abandoned_not_failures() {
+    let _x = testkit::exclusive();
+    let (o, active) = testkit::NetNs::run(|ns| {
+        let (_l, addr) = deaf_listener(0);
+        let a0 = ns.counter("Tcp.ActiveOpens");
+        let child = spawn_load(&[
+            "--target",
+            &addr,
+            "--cpus",
+            &cpu(),
+            "--rate",
+            "200/s",
+            "--duration",
+            "60s",
+            "--warmup",
+            "0s",
+            "--connect-timeout",
+            "10s",
+            "--format",
+            "json",
+        ]);
+        std::thread::sleep(Duration::from_millis(1500));
+        signal(&child, nix::sys::signal::Signal::SIGINT);
+        let o = child.wait_with_output().unwrap();
+        (o, ns.counter("Tcp.ActiveOpens") - a0)
+    });
+    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+    let j = json(&o);
+    let t = &j["total"];
+    let failures: u64 = t["failures"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_u64().unwrap())
+        .sum();
+    let (attempts, successes, abandoned) = (
+        t["attempts"].as_u64().unwrap(),
+        t["successes"].as_u64().unwrap(),
+        t["abandoned"].as_u64().unwrap(),
+    );
+    assert!(
+        abandoned > 100,
+        "connects in SYN-SENT at the interrupt: {j}"
+    );
+    assert!(t["failures"].get("ECANCELED").is_none(), "{j}");
+    assert!(j["failures"].get("ECANCELED").is_none(), "{j}");
+    assert_eq!(attempts, successes + failures + abandoned, "{j}");
+    assert_eq!(attempts as i64, active, "attempts vs Tcp.ActiveOpens: {j}");
+    let measured_failures: u64 = j["failures"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_u64().unwrap())
+        .sum();
+    assert_eq!(
+        j["attempts"].as_u64().unwrap(),
+        j["successes"].as_u64().unwrap() + measured_failures + j["abandoned"].as_u64().unwrap(),
+        "{j}"
+    );
+}
+
+/// A listener whose kernel completes handshakes but whose application never calls accept() (as a
+/// server stopped with SIGSTOP): `load` says the server's kernel created the connections
+/// (Δ PassiveOpens), never that the server accepted them, and reads the listener's accept queue
+/// (ss Recv-Q): every success still waits there, unaccepted.
+#[test]
+fn handshakes_a_listener_never_accepts_are_shown_waiting_in_its_accept_queue() {
+    let _x = testkit::exclusive();
+    testkit::require_tool("ss", "iproute2");
+    let (j, text, passive) = testkit::NetNs::run(|ns| {
+        let (_l, addr) = deaf_listener(128);
+        let p0 = ns.counter("Tcp.PassiveOpens");
+        let run = |format: &str| {
+            connstorm(&[
+                "--target",
+                &addr,
+                "--cpus",
+                &cpu(),
+                "--rate",
+                "40/s",
+                "--duration",
+                "500ms",
+                "--warmup",
+                "0s",
+                "--format",
+                format,
+            ])
+        };
+        let j = run("json");
+        let t = run("text");
+        assert_eq!(t.status.code(), Some(0), "{}", stderr(&t));
+        (
+            json(&j),
+            String::from_utf8_lossy(&t.stdout).into_owned(),
+            ns.counter("Tcp.PassiveOpens") - p0,
+        )
+    });
+    let successes = j["total"]["successes"].as_u64().unwrap();
+    assert!(successes >= 10, "{j}");
+    assert_eq!(j["acceptance"]["never_accepted"].as_u64(), Some(0), "{j}");
+    // After the first run, its connections still wait in the queue: exactly them.
+    assert_eq!(
+        j["accept_queue_unaccepted"].as_u64(),
+        Some(successes),
+        "{j}"
+    );
+    assert!(
+        text.contains("were completed by the server's kernel too (Δ Tcp.PassiveOpens "),
+        "{text}"
+    );
+    assert!(!text.contains("accepted by the server's kernel"), "{text}");
+    // The text run's queue holds both runs' connections: every passive open, none accepted.
+    assert!(
+        text.contains(&format!(
+            "  accept queue at the end: {passive} connections created by the server's kernel still wait in the listener's accept queue (ss Recv-Q), not accept()ed by the server application"
+        )),
+        "{text}"
     );
 }

@@ -68,6 +68,19 @@ pub fn value(v: f64) -> String {
     fixed(v, decimals)
 }
 
+/// A value as exact as it was given (a rate from `--rate`, an offered rate, a size): up to 3
+/// decimals, trailing zeros dropped, separators: `1.5` → `1.5`, `2000` → `2,000`,
+/// `16666.6667` → `16,666.667`, `0.25` → `0.25`; [`NA`] when not finite. Never rounds a given
+/// `1.5/s` to `2/s`.
+pub fn exact(v: f64) -> String {
+    if !v.is_finite() {
+        return NA.into();
+    }
+    let s = format!("{v:.3}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    group_digits(if s == "-0" { "0" } else { s })
+}
+
 /// An optional value with its unit: `45.2 µs`, `n/a`.
 pub fn with_unit(v: Option<f64>, unit: &str) -> String {
     match v {
@@ -126,6 +139,17 @@ pub fn axis(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn exact_keeps_the_given_precision_without_noise() {
+        assert_eq!(exact(1.5), "1.5");
+        assert_eq!(exact(2000.0), "2,000");
+        assert_eq!(exact(1_000_000.0 / 60.0), "16,666.667");
+        assert_eq!(exact(0.25), "0.25");
+        assert_eq!(exact(1234.5), "1,234.5");
+        assert_eq!(exact(-0.0001), "0");
+        assert_eq!(exact(f64::NAN), NA);
+    }
 
     #[test]
     fn separators_units_and_na() {

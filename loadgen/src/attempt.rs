@@ -52,17 +52,25 @@ pub(crate) enum Verdict {
     Failed(i32),
     /// Still in SYN-SENT: a real timeout.
     Pending,
+    /// The handshake completed, then the peer reset the connection (SO_ERROR `ECONNRESET`, or
+    /// `EPIPE` after the server's FIN) before the worker looked: a success whose connection
+    /// failed after the handshake. tcp_reset() (net/ipv4/tcp_input.c) reports a reset met in
+    /// SYN-SENT as `ECONNREFUSED` and only one met after the handshake (ESTABLISHED and later)
+    /// as `ECONNRESET` (`EPIPE` in CLOSE-WAIT).
+    ResetAfterHandshake(i32),
 }
 
 /// Decides from `SO_ERROR` (0 = none) and getpeername(2)'s result (`Ok` or its errno): a pending
 /// error is a failure; no error and a peer is a completed handshake; `ENOTCONN` (inet_getname()
 /// returns it for SYN-SENT and CLOSE) is a connect still waiting; any other getpeername error is a
-/// failure with that errno.
+/// failure with that errno; `ECONNRESET` / `EPIPE` is a reset after a completed handshake
+/// ([`Verdict::ResetAfterHandshake`]).
 pub(crate) fn verdict(so_error: i32, peer: Result<(), i32>) -> Verdict {
     match (so_error, peer) {
         (0, Ok(())) => Verdict::Connected,
         (0, Err(libc::ENOTCONN)) => Verdict::Pending,
         (0, Err(e)) => Verdict::Failed(e),
+        (e @ (libc::ECONNRESET | libc::EPIPE), _) => Verdict::ResetAfterHandshake(e),
         (e, _) => Verdict::Failed(e),
     }
 }
@@ -306,7 +314,12 @@ impl Worker<'_> {
                     let code = err
                         .and_then(|e| e.raw_os_error())
                         .unwrap_or(libc::ECONNRESET);
-                    self.fail(i, code);
+                    match verdict(code, Ok(())) {
+                        Verdict::ResetAfterHandshake(code) => {
+                            self.reset_after_handshake(i, t, code)
+                        }
+                        _ => self.fail(i, code),
+                    }
                 } else if ev.is_writable() {
                     self.connected(i, t, ev.is_readable());
                 }
@@ -462,6 +475,7 @@ impl Worker<'_> {
                 Phase::Reading => self.post_fail(i, libc::ETIMEDOUT),
                 _ => match s.sock.as_ref().map_or(Verdict::Pending, probe) {
                     Verdict::Connected => self.connected(i, now, true),
+                    Verdict::ResetAfterHandshake(code) => self.reset_after_handshake(i, now, code),
                     Verdict::Failed(code) => self.fail(i, code),
                     Verdict::Pending => self.fail(i, libc::ETIMEDOUT),
                 },
@@ -471,8 +485,9 @@ impl Worker<'_> {
 
     /// Ends every slot in flight at `now` (interrupted run), bounded by the slab's size. Each
     /// connecting socket is asked where it stands ([`probe`]): completed in time = a success,
-    /// failed = its errno, still waiting = `ECANCELED` (counted `abandoned`). Reading slots were
-    /// already successes and are just closed. So `attempts = successes + failures` still holds.
+    /// failed = its errno, still waiting = abandoned (counted `abandoned`, neither a success nor a
+    /// failure: the run, not the target, ended it). Reading slots were already successes and are
+    /// just closed. So `attempts = successes + failures + abandoned`.
     pub(crate) fn abandon_all(&mut self, now: u64) {
         while let Some(i) = self.slab.oldest() {
             if self.slab.get(i).phase != Phase::Connecting {
@@ -487,9 +502,13 @@ impl Worker<'_> {
                 .map_or(Verdict::Pending, probe);
             match verdict {
                 Verdict::Connected => self.connected(i, now, false),
+                Verdict::ResetAfterHandshake(code) => self.reset_after_handshake(i, now, code),
                 Verdict::Failed(code) => self.fail(i, code),
                 Verdict::Pending => {
-                    let measured = self.slab.get(i).measured;
+                    let (measured, target) = {
+                        let s = self.slab.get(i);
+                        (s.measured, s.target as usize)
+                    };
                     bump(
                         &mut self.total,
                         &mut self.measured,
@@ -497,7 +516,8 @@ impl Worker<'_> {
                         measured,
                         |c| c.abandoned += 1,
                     );
-                    self.fail(i, libc::ECANCELED);
+                    self.per_target[target].abandoned += 1;
+                    self.finish(i);
                 }
             }
             // A success that needs a read is still in flight: close it now.
@@ -522,6 +542,24 @@ impl Worker<'_> {
         );
         self.per_target[target].failures.count(errno);
         self.finish(i);
+    }
+
+    /// Slot `i`'s handshake completed and the peer then reset it (`code`: `ECONNRESET` or
+    /// `EPIPE`), seen at `t`: a success (unless seen past the connect timeout, see
+    /// [`Self::connected`]) whose connection failed after the handshake, counted by `code` among
+    /// the post-handshake failures. E.g. a server with SO_LINGER 0 (`server --mode rst`) that
+    /// accepted and reset it before this worker looked. A server whose full accept queue resets
+    /// it (tcp_abort_on_overflow=1) never accepted it: the kernel's PassiveOpens tell those
+    /// apart where they can be read ([`crate::LoadReport::reclassify_never_accepted`]).
+    fn reset_after_handshake(&mut self, i: usize, t: u64, code: i32) {
+        let (measured, before) = (self.slab.get(i).measured, self.total.successes);
+        self.connected(i, t, false);
+        if self.slab.get(i).phase != Phase::Free {
+            self.finish(i);
+        }
+        if measured && self.total.successes > before {
+            self.post_connect.count(code);
+        }
     }
 
     /// Slot `i` failed after its handshake.
@@ -575,7 +613,11 @@ mod tests {
         );
         assert_eq!(
             verdict(libc::ECONNRESET, Ok(())),
-            Verdict::Failed(libc::ECONNRESET)
+            Verdict::ResetAfterHandshake(libc::ECONNRESET)
+        );
+        assert_eq!(
+            verdict(libc::EPIPE, Err(libc::ENOTCONN)),
+            Verdict::ResetAfterHandshake(libc::EPIPE)
         );
         assert_eq!(verdict(0, Err(libc::EBADF)), Verdict::Failed(libc::EBADF));
     }

@@ -28,8 +28,12 @@ pub fn explain(name: &str) -> Option<&'static str> {
              (its accept queue was full: see the kernel counters and the acceptance line below); \
              raise the server's backlog / net.core.somaxconn or make it accept faster"
         }
-        "ECANCELED" => "still waiting for its handshake when the run was interrupted (Ctrl-C / SIGTERM)",
-        "ECONNRESET" => "the server reset the connection (e.g. it closed a listener with queued connections, or SO_LINGER 0)",
+        "ECONNRESET" | "EPIPE" => {
+            "the server reset the connection after the handshake completed (a reset in SYN-SENT is ECONNREFUSED): \
+             the server closes with SO_LINGER 0 (server --mode rst), closed a listener with queued connections, \
+             or its accept queue was full with net.ipv4.tcp_abort_on_overflow=1 (then it never accepted the \
+             connection: see the acceptance line where the server's counters are readable)"
+        }
         "EMFILE" => "per-process descriptor limit hit: raise RLIMIT_NOFILE (ulimit -n) or lower --max-in-flight",
         "ENFILE" => "system-wide descriptor limit hit: raise fs.file-max or lower --max-in-flight",
         "ENOBUFS" | "ENOMEM" => "the kernel ran out of socket memory: check net.ipv4.tcp_mem and free memory",

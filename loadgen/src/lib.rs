@@ -29,10 +29,10 @@
 //!   never one by one, while the sockets in flight keep being served. Rates above
 //!   [`MAX_RATE_PER_SEC`] and durations below [`MIN_DURATION`] are refused by
 //!   [`LoadConfig::validate`].
-//! - Accounting: every started attempt ends as a success or a failure by errno (`attempts =
-//!   successes + failures`, equal to the kernel's `Tcp.ActiveOpens`): in-flight attempts get
-//!   their connect timeout after the window; an interrupted run asks each socket where it stands
-//!   and counts the undecided ones `ECANCELED`.
+//! - Accounting: every started attempt ends as a success, a failure by errno, or — cut by an
+//!   interrupt — abandoned (`attempts = successes + failures + abandoned`, equal to the kernel's
+//!   `Tcp.ActiveOpens`): in-flight attempts get their connect timeout after the window; an
+//!   interrupted run asks each socket where it stands and counts the undecided ones abandoned.
 //! - A handshake seen after its connect timeout is `ETIMEDOUT` (counted
 //!   `completed_after_timeout`), never a success; latencies above a histogram's range are
 //!   counted with their true maximum ([`Overflow`]).

@@ -69,7 +69,7 @@ pub fn plan_line(cfg: &LoadConfig) -> String {
             arrival,
         } => format!(
             "open loop at {}/s ({} arrivals, at most {} in flight)",
-            numfmt::fixed(rate_per_sec, 0),
+            numfmt::exact(rate_per_sec),
             match arrival {
                 Arrival::Uniform => "uniform",
                 Arrival::Poisson => "poisson",
@@ -128,20 +128,34 @@ impl fmt::Display for Summary<'_> {
                 ""
             }
         )?;
-        let vs = match r.offered_per_sec {
-            Some(o) => format!(
-                ", offered {} conn/s ({:.2}% achieved)",
-                numfmt::fixed(o, 1),
-                100.0 * r.achieved_per_sec / o
-            ),
-            None => String::new(),
-        };
-        writeln!(
-            out,
-            "  rate:        {} CPM = {} conn/s achieved{vs}",
-            numfmt::fixed(r.cpm(), 0),
-            numfmt::fixed(r.achieved_per_sec, 1)
-        )?;
+        let offered = r
+            .offered_per_sec
+            .map(|o| format!(" (offered {} conn/s)", numfmt::exact(o)))
+            .unwrap_or_default();
+        // A run without a success measured nothing: no rate, no percentiles (as `report` says).
+        let measured = r.successes > 0;
+        if !measured {
+            writeln!(
+                out,
+                "  rate:        nothing measured — no connection succeeded in the measured {:.2} s{offered}",
+                r.measured_secs
+            )?;
+        } else {
+            let vs = match r.offered_per_sec {
+                Some(o) => format!(
+                    ", offered {} conn/s ({:.2}% achieved)",
+                    numfmt::exact(o),
+                    100.0 * r.achieved_per_sec / o
+                ),
+                None => String::new(),
+            };
+            writeln!(
+                out,
+                "  rate:        {} CPM = {} conn/s achieved{vs}",
+                numfmt::fixed(r.cpm(), 0),
+                numfmt::fixed(r.achieved_per_sec, 1)
+            )?;
+        }
         writeln!(
             out,
             "  attempts:    {} started, {} succeeded, {} failed, {} late, {} dropped",
@@ -151,6 +165,16 @@ impl fmt::Display for Summary<'_> {
             numfmt::count(r.late),
             numfmt::count(r.dropped)
         )?;
+        if r.abandoned > 0 || r.interrupted {
+            writeln!(
+                out,
+                "               {} abandoned: still waiting for their handshake when the run was interrupted (neither successes nor failures; attempts = {} succeeded + {} failed + {} abandoned)",
+                numfmt::count(r.abandoned),
+                numfmt::count(r.successes),
+                numfmt::count(r.failures_total()),
+                numfmt::count(r.abandoned)
+            )?;
+        }
         if r.completed_after_timeout > 0 {
             writeln!(
                 out,
@@ -161,27 +185,29 @@ impl fmt::Display for Summary<'_> {
         for w in self.warnings {
             writeln!(out, "  WARNING: {w}")?;
         }
-        hist(
-            out,
-            "handshake (scheduled start -> connected)",
-            &HistogramSummary::of(&r.handshake),
-        )?;
-        overflow(out, &r.handshake_overflow)?;
-        hist(
-            out,
-            "service   (socket() -> connected)       ",
-            &HistogramSummary::of(&r.service),
-        )?;
-        overflow(out, &r.service_overflow)?;
-        if let Some(fb) = &r.first_byte {
+        if measured {
             hist(
                 out,
-                "first byte (scheduled start -> N bytes)  ",
-                &HistogramSummary::of(fb),
+                "handshake (scheduled start -> connected)",
+                &HistogramSummary::of(&r.handshake),
             )?;
-        }
-        if let Some(o) = &r.first_byte_overflow {
-            overflow(out, o)?;
+            overflow(out, &r.handshake_overflow)?;
+            hist(
+                out,
+                "service   (socket() -> connected)       ",
+                &HistogramSummary::of(&r.service),
+            )?;
+            overflow(out, &r.service_overflow)?;
+            if let Some(fb) = &r.first_byte {
+                hist(
+                    out,
+                    "first byte (scheduled start -> N bytes)  ",
+                    &HistogramSummary::of(fb),
+                )?;
+            }
+            if let Some(o) = &r.first_byte_overflow {
+                overflow(out, o)?;
+            }
         }
         if let Some(l) = &r.generator_lag {
             hist(
@@ -217,9 +243,12 @@ impl fmt::Display for Summary<'_> {
             )?;
             for (name, n) in &r.post_connect_failures {
                 let why = if name == "ENODATA" {
-                    " — the server closed before --expect-bytes arrived"
+                    " — the server closed before --expect-bytes arrived".to_string()
                 } else {
-                    ""
+                    crate::failures::explain(name)
+                        .filter(|_| matches!(name.as_str(), "ECONNRESET" | "EPIPE"))
+                        .map(|w| format!(" — {w}"))
+                        .unwrap_or_default()
                 };
                 writeln!(out, "    {name:<14} {}{why}", numfmt::count(*n))?;
             }
@@ -316,7 +345,7 @@ fn targets(out: &mut fmt::Formatter<'_>, r: &LoadReport) -> fmt::Result {
             .collect();
         writeln!(
             out,
-            "    {:<24} {} attempts, {} succeeded{}",
+            "    {:<24} {} attempts, {} succeeded{}{}",
             t.target.to_string(),
             numfmt::count(t.attempts),
             numfmt::count(t.successes),
@@ -324,6 +353,14 @@ fn targets(out: &mut fmt::Formatter<'_>, r: &LoadReport) -> fmt::Result {
                 String::new()
             } else {
                 format!(", failed: {}", fails.join(", "))
+            },
+            if t.abandoned > 0 {
+                format!(
+                    ", {} abandoned at the interrupt",
+                    numfmt::count(t.abandoned)
+                )
+            } else {
+                String::new()
             }
         )?;
     }
@@ -452,6 +489,7 @@ mod tests {
             late: 25,
             dropped: 0,
             dropped_in_flight_full: 0,
+            abandoned: 0,
             total: Totals {
                 attempts: 12_000,
                 successes: 10_000,
@@ -476,12 +514,14 @@ mod tests {
                     attempts: 6_000,
                     successes: 5_500,
                     failures: BTreeMap::from([("ETIMEDOUT".into(), 500)]),
+                    abandoned: 0,
                 },
                 TargetReport {
                     target: b,
                     attempts: 6_000,
                     successes: 4_500,
                     failures: BTreeMap::from([("ECONNREFUSED".into(), 1_500)]),
+                    abandoned: 0,
                 },
             ],
             timeline: vec![],
@@ -508,7 +548,7 @@ mod tests {
         .to_string();
         for want in [
             "connstorm load: open loop, --close rst, 1 worker(s), 6.00 s measured\n",
-            "  rate:        100,000 CPM = 1,666.7 conn/s achieved, offered 2,000.0 conn/s (83.33% achieved)\n",
+            "  rate:        100,000 CPM = 1,666.7 conn/s achieved, offered 2,000 conn/s (83.33% achieved)\n",
             "  attempts:    12,000 started, 10,000 succeeded, 2,000 failed, 25 late, 0 dropped\n",
             "  WARNING: the generator fell behind its schedule\n",
             "(n=3)\n",
@@ -547,5 +587,70 @@ mod tests {
             "closed loop with 1,500 in flight to 127.0.0.1:9000 for 10s (+2s warm-up) on CPUs 0-2, \
              --close fin, kernel-chosen source address(es), connect timeout 3s"
         );
+    }
+
+    /// A rate prints as exactly as it was given (`--rate 1.5/s` is `1.5/s`, never `2/s`), in the
+    /// plan line and in the summary's offered rate; whole rates keep no decimals.
+    #[test]
+    fn rates_print_with_the_precision_they_were_given() {
+        let open = |rate_per_sec| LoadConfig {
+            targets: vec!["127.0.0.1:9000".parse().unwrap()],
+            pattern: Pattern::Open {
+                rate_per_sec,
+                arrival: Arrival::Poisson,
+            },
+            duration: std::time::Duration::from_secs(4),
+            warmup: std::time::Duration::ZERO,
+            cpus: vec![1],
+            close: CloseMode::Rst,
+            sources: vec![],
+            connect_timeout: std::time::Duration::from_secs(3),
+            expect_bytes: None,
+            max_in_flight: 12,
+            late_threshold: std::time::Duration::from_millis(1),
+            http: None,
+        };
+        assert!(
+            plan_line(&open(1.5))
+                .starts_with("open loop at 1.5/s (poisson arrivals, at most 12 in flight)"),
+            "{}",
+            plan_line(&open(1.5))
+        );
+        assert!(plan_line(&open(16_666.75)).starts_with("open loop at 16,666.75/s "));
+        assert!(plan_line(&open(20_000.0)).starts_with("open loop at 20,000/s "));
+        let mut r = report_with_failures_and_overflow();
+        r.offered_per_sec = Some(1.5);
+        let text = Summary {
+            report: &r,
+            warnings: &[],
+        }
+        .to_string();
+        assert!(text.contains(", offered 1.5 conn/s ("), "{text}");
+    }
+
+    /// A run without a success measured nothing: the summary says so and prints no rate (no
+    /// `0 CPM`) and no percentiles; attempts and failures are still there.
+    #[test]
+    fn a_run_without_a_success_says_nothing_measured() {
+        let mut r = report_with_failures_and_overflow();
+        r.successes = 0;
+        r.achieved_per_sec = 0.0;
+        r.failures = BTreeMap::from([("ECONNREFUSED".into(), 12_000)]);
+        r.handshake = histogram(&[]);
+        r.handshake_overflow = Overflow::default();
+        let text = Summary {
+            report: &r,
+            warnings: &[],
+        }
+        .to_string();
+        assert!(
+            text.contains("  rate:        nothing measured — no connection succeeded in the measured 6.00 s (offered 2,000 conn/s)\n"),
+            "{text}"
+        );
+        for banned in ["CPM", "p50", "no samples", "achieved"] {
+            assert!(!text.contains(banned), "{banned:?} in\n{text}");
+        }
+        assert!(text.contains("0 succeeded, 12,000 failed"), "{text}");
+        assert!(text.contains("    ECONNREFUSED   12,000 — "), "{text}");
     }
 }

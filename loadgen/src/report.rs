@@ -34,7 +34,9 @@ pub struct Totals {
     pub dropped: u64,
     /// Attempts still waiting for their handshake when the run was interrupted: each was asked
     /// where it stood first (a completed one is a success, a failed one a failure), and the rest
-    /// are counted here and as `ECANCELED` failures, so `attempts = successes + failures` holds.
+    /// are abandoned: counted here only, neither successes nor failures, so
+    /// `attempts = successes + failures + abandoned` (each still sent its SYN: all are in the
+    /// kernel's `Tcp.ActiveOpens`).
     pub abandoned: u64,
     /// Handshakes that completed after their connect timeout (counted `ETIMEDOUT` failures, never
     /// successes). `successes + completed_after_timeout` = handshakes the client completed.
@@ -65,6 +67,9 @@ pub struct TargetReport {
     pub successes: u64,
     /// Failed attempts by errno name.
     pub failures: BTreeMap<String, u64>,
+    /// Attempts to it still without an answer when the run was interrupted (neither successes
+    /// nor failures).
+    pub abandoned: u64,
 }
 
 /// One second of the run (warm-up included, flagged).
@@ -182,6 +187,9 @@ pub struct LoadReport {
     pub late: u64,
     /// Measured dropped starts (see [`Totals::dropped`]).
     pub dropped: u64,
+    /// Measured attempts abandoned at an interrupt (see [`Totals::abandoned`]):
+    /// `attempts = successes + failures + abandoned`.
+    pub abandoned: u64,
     /// The part of `dropped` that found every in-flight slot busy (`max_in_flight` reached).
     pub dropped_in_flight_full: u64,
     /// Whole-run counts including warm-up.
@@ -388,6 +396,7 @@ mod tests {
             late: 0,
             dropped: 0,
             dropped_in_flight_full: 0,
+            abandoned: 0,
             total: Totals {
                 attempts: successes + warm,
                 successes: successes + warm,
@@ -405,6 +414,7 @@ mod tests {
                 attempts: successes + warm,
                 successes: successes + warm,
                 failures: BTreeMap::new(),
+                abandoned: 0,
             }],
             timeline: vec![],
             workers: vec![],

@@ -277,6 +277,7 @@ fn assemble(
         late: measured.late,
         dropped: measured.dropped,
         dropped_in_flight_full: measured.dropped_full,
+        abandoned: measured.abandoned,
         total: Totals {
             attempts: total.attempts,
             successes: total.successes,
@@ -302,6 +303,7 @@ fn assemble(
                 attempts: c.attempts,
                 successes: c.successes,
                 failures: c.failures.to_map(),
+                abandoned: c.abandoned,
             })
             .collect(),
         timeline,

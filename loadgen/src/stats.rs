@@ -23,7 +23,8 @@ pub(crate) struct Counters {
     pub dropped: u64,
     /// The part of `dropped` that found every in-flight slot busy (the `max_in_flight` bound).
     pub dropped_full: u64,
-    /// In flight when interrupted, still without an answer (counted as `ECANCELED` failures).
+    /// In flight when interrupted, still without an answer: abandoned, neither a success nor
+    /// a failure (`attempts = successes + failures + abandoned`).
     pub abandoned: u64,
     /// Handshakes that completed, but after the attempt's connect timeout (measured from its
     /// socket(2) call): counted as `ETIMEDOUT` failures, never as successes. The server side did
@@ -55,6 +56,8 @@ pub(crate) struct TargetCounters {
     pub successes: u64,
     /// Failures by errno.
     pub failures: Failures,
+    /// In flight when interrupted, still without an answer.
+    pub abandoned: u64,
 }
 
 impl TargetCounters {
@@ -63,6 +66,7 @@ impl TargetCounters {
         self.attempts += o.attempts;
         self.successes += o.successes;
         self.failures.add(&o.failures);
+        self.abandoned += o.abandoned;
     }
 }
 

@@ -145,7 +145,7 @@ impl Acceptance {
         };
         if self.never_accepted == 0 {
             format!(
-                "all {} handshakes completed on the client were accepted by the server's kernel (Δ Tcp.PassiveOpens {}; {how})",
+                "all {} handshakes completed on the client were completed by the server's kernel too (Δ Tcp.PassiveOpens {}: it created each connection; whether the server application accept()ed them is not in the kernel's counters; {how})",
                 crate::numfmt::count(self.client_handshakes),
                 crate::numfmt::count(self.accepted + self.other_passive_opens)
             )

@@ -51,7 +51,10 @@ fn pattern_text(p: &PhaseRecord) -> String {
             format!("closed loop, {} in flight", group(f64::from(concurrency)))
         }
         crate::record::Pattern::Open { rate_per_sec, .. } => {
-            format!("open loop, {}/s offered", group(rate_per_sec))
+            format!(
+                "open loop, {}/s offered",
+                crate::numfmt::exact(rate_per_sec)
+            )
         }
     }
 }
@@ -98,7 +101,7 @@ pub fn phase(out: &mut String, p: &PhaseRecord, accounting: Option<&str>) {
             out,
             "  achieved {}/s of {}/s offered ({pct:.2}%), late starts {}, dropped starts {}",
             group(p.achieved_per_sec),
-            group(offered),
+            crate::numfmt::exact(offered),
             group(p.late as f64),
             group(p.dropped as f64)
         );
@@ -272,7 +275,7 @@ pub fn render(
             let _ = writeln!(
                 out,
                 "LATENCY at {}/s offered ({} conn/s achieved): handshake p50 {}, p99 {}, max {}",
-                group(lat.offered_per_sec.unwrap_or(lat.achieved_per_sec)),
+                crate::numfmt::exact(lat.offered_per_sec.unwrap_or(lat.achieved_per_sec)),
                 group(lat.achieved_per_sec),
                 format_ns(s.p50_ns as f64),
                 format_ns(s.p99_ns as f64),

@@ -365,7 +365,7 @@ fn syn_retransmit_cause(e: &Evidence<'_>, syn_retrans: i64, timed_out: u64) -> O
         crate::numfmt::signed(tw),
     );
     Some(format!(
-        "SYN retransmits: TCPSynRetrans {syn_retrans} with no drop counter rising: the SYNs met orphaned FIN_WAIT2 minisocks of the same 4-tuple (TcpExt.TW {minisocks} minisocks with a 60 s timer created; rate-limited ACKs skipped in FIN_WAIT2 {fw2}, in TIME_WAIT {tw}): the server closed first and the client's RST raced the ACK of the server's FIN, so the minisock outlived the connection; a SYN on the reused port got an ACK, the client reset the minisock and resent the SYN after a few ms — cost: a few ms on those handshakes, no lost connection; to avoid it, close with RST on the server (--mode rst, at a lower rate) or let the client close first (--close fin)"
+        "SYN retransmits: TCPSynRetrans {syn_retrans} with no drop counter rising: the SYNs met orphaned FIN_WAIT2 minisocks of the same 4-tuple on the server side (TcpExt.TW {minisocks} minisocks with a 60 s timer created; rate-limited ACKs skipped in FIN_WAIT2 {fw2}, in TIME_WAIT {tw}; `ss -tano state fin-wait-2` shows them with timer:(timewait,…)): the server closed with FIN (--mode close) and the client's RST reached the server's socket while its close() still held it, queued behind the ACK of the FIN; close() then handed the socket over to a FIN_WAIT2 minisock and the queued RST met the closed socket, not the minisock (__tcp_close, net/ipv4/tcp.c). A SYN reusing that port got an out-of-window ACK from the minisock (tcp_timewait_state_process), the client reset it and resent the SYN after a few ms — cost: a few ms on those handshakes, no lost connection; to avoid it, let the server close with RST (--mode rst, the bench default: no minisock on either side)"
     ))
 }
 
@@ -612,5 +612,33 @@ mod tests {
         );
         assert!(t.line.contains("ListenOverflows 773"), "{}", t.line);
         assert!(!t.line.contains("no counter here explains"), "{}", t.line);
+    }
+
+    /// The default-close race (server FIN, client RST): SYN retransmits with no drop and
+    /// FIN_WAIT2 minisocks created are one cause, named by the state the SYNs met, with both
+    /// counts and the fix.
+    #[test]
+    fn syn_retransmits_without_drops_name_the_orphaned_fin_wait2_minisock() {
+        let counters = map(&[("TcpExt.TCPSynRetrans", 7), ("TcpExt.TW", 8074)]);
+        let (settings, failures) = (BTreeMap::new(), BTreeMap::new());
+        let c = diagnose(&Evidence {
+            counters: &counters,
+            settings: &settings,
+            attempts: 66_505,
+            failures: &failures,
+            client_handshakes: 66_505,
+            server_accepts: Some(66_505),
+            balanced: Some(true),
+        });
+        assert_eq!(kinds(&c), [Kind::SynRetransmits]);
+        let l = &c[0].line;
+        assert!(
+            l.starts_with("SYN retransmits: TCPSynRetrans 7 with no drop counter rising: the SYNs met orphaned FIN_WAIT2 minisocks"),
+            "{l}"
+        );
+        assert!(l.contains("TcpExt.TW 8074 minisocks"), "{l}");
+        assert!(l.contains("queued RST met the closed socket"), "{l}");
+        assert!(l.contains("--mode rst, the bench default"), "{l}");
+        assert!(!l.contains("TIME_WAIT of the same 4-tuple"), "{l}");
     }
 }

@@ -25,6 +25,12 @@ pub struct KernelView {
     pub acceptance: Acceptance,
     /// One line per cause, from [`crate::diagnosis::diagnose`] (the words `bench` prints).
     pub causes: Vec<String>,
+    /// Connections still waiting in the listener's accept queue at the end of the run (`ss
+    /// -Hltn` Recv-Q of the LISTEN socket(s) on the target port, summed: sk_ack_backlog via
+    /// inet_diag, ss(8)): created by the server's kernel, not accept()ed by the server
+    /// application. `None` when the queue could not be read (no `ss`, several target ports, no
+    /// listener seen).
+    pub accept_queue: Option<u64>,
 }
 
 /// The kernel section as text (its `Display`): every key counter and every other drop counter or
@@ -88,6 +94,22 @@ impl fmt::Display for KernelSection<'_> {
             )?;
         } else {
             writeln!(out, "  acceptance: {}", a.summary())?;
+        }
+        match k.accept_queue {
+            Some(0) => writeln!(
+                out,
+                "  accept queue at the end: empty (ss Recv-Q 0): the server application had accept()ed every connection its kernel created"
+            )?,
+            Some(q) => writeln!(
+                out,
+                "  accept queue at the end: {} connections created by the server's kernel still wait in the listener's accept queue (ss Recv-Q), not accept()ed by the server application (stopped or too slow?)",
+                numfmt::count(q)
+            )?,
+            None if a.client_handshakes > 0 => writeln!(
+                out,
+                "  accept queue at the end: not readable here (ss missing or no listener seen on the target port): how many the server application accept()ed is unknown"
+            )?,
+            None => {}
         }
         if a.never_accepted > 0 {
             writeln!(
@@ -178,6 +200,7 @@ mod tests {
             acceptance: reconcile(10_000, &delta, true),
             delta,
             causes: vec!["accept queue overflow: listen backlog 8, ...".into()],
+            accept_queue: Some(0),
         };
         let t = text(Some(&view), true, 8_868);
         assert!(
@@ -213,6 +236,7 @@ mod tests {
             acceptance: reconcile(0, &delta, true),
             delta,
             causes: vec![],
+            accept_queue: None,
         };
         let t = text(Some(&view), true, 0);
         assert!(
@@ -221,5 +245,32 @@ mod tests {
         );
         assert!(!t.contains("NEVER_ACCEPTED"), "{t}");
         assert!(!t.contains("diagnosis"), "{t}");
+    }
+
+    /// A server whose kernel completes handshakes its application never accepts (stopped): the
+    /// acceptance line says the kernel created them, not that the server accepted them, and the
+    /// accept queue read at the end says how many still wait there.
+    #[test]
+    fn kernel_completed_handshakes_are_not_called_accepted_and_the_queue_is_shown() {
+        let delta = BTreeMap::from([
+            ("Tcp.ActiveOpens".to_string(), 20),
+            ("Tcp.PassiveOpens".to_string(), 20),
+        ]);
+        let view = KernelView {
+            acceptance: reconcile(20, &delta, true),
+            delta,
+            causes: vec![],
+            accept_queue: Some(20),
+        };
+        let t = text(Some(&view), true, 20);
+        assert!(
+            t.contains("  acceptance: all 20 handshakes completed on the client were completed by the server's kernel too (Δ Tcp.PassiveOpens 20: it created each connection; whether the server application accept()ed them is not in the kernel's counters;"),
+            "{t}"
+        );
+        assert!(!t.contains("accepted by the server's kernel"), "{t}");
+        assert!(
+            t.contains("  accept queue at the end: 20 connections created by the server's kernel still wait in the listener's accept queue (ss Recv-Q), not accept()ed by the server application"),
+            "{t}"
+        );
     }
 }

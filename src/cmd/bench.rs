@@ -64,9 +64,10 @@ pub struct SetupArgs {
     /// Client close mode.
     #[arg(long, value_enum, default_value = "rst")]
     pub close: Close,
-    /// Server mode: close (FIN), rst, greet[:BYTES] (the client then measures first-byte
-    /// latency), hold.
-    #[arg(long, default_value = "close", value_parser = parse_mode)]
+    /// Server mode: rst (SO_LINGER 0: no FIN_WAIT2/TIME_WAIT on either side), close (FIN: with
+    /// the default client RST, a few orphaned FIN_WAIT2 minisocks make reused ports' SYNs be
+    /// resent, see README), greet[:BYTES] (the client then measures first-byte latency), hold.
+    #[arg(long, default_value = "rst", value_parser = parse_mode)]
     pub mode: server::Mode,
     /// listen() backlog per listener (capped by net.core.somaxconn).
     #[arg(long, default_value_t = 65535, value_parser = units::parse_backlog)]

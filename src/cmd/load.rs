@@ -144,13 +144,14 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         match args.format {
             Format::Json => {
                 let json = serde_json::to_string_pretty(&JsonReport {
-                    cpm: report.cpm(),
+                    cpm: (report.successes > 0).then(|| report.cpm()),
                     port_budget: budget.as_ref().ok(),
                     warnings: &warnings,
                     targets_local: local,
                     kernel_counters: kernel.as_ref().map(|k| &k.delta),
                     acceptance: kernel.as_ref().map(|k| &k.acceptance),
                     diagnosis: kernel.as_ref().map(|k| &k.causes),
+                    accept_queue_unaccepted: kernel.as_ref().and_then(|k| k.accept_queue),
                     report: &report,
                 })?;
                 writeln!(out, "{json}")?;
@@ -204,8 +205,9 @@ fn kernel_view(
     // tuning::counters::DEFAULT_SYS_DIR).
     let mut settings =
         tuning::counters::read_settings(Path::new(tuning::counters::DEFAULT_SYS_DIR));
-    if let Some(b) = listen_backlog(&cfg.targets) {
-        settings.insert("listen_backlog".into(), b);
+    let listener = listener_queue(&cfg.targets);
+    if let Some(l) = listener {
+        settings.insert("listen_backlog".into(), l.backlog);
     }
     let causes = results::diagnosis::diagnose(&results::diagnosis::Evidence {
         counters: &delta,
@@ -223,14 +225,25 @@ fn kernel_view(
         delta,
         acceptance,
         causes,
+        accept_queue: listener.map(|l| l.queued),
     })
 }
 
-/// The listen backlog of the local listener on the targets' port (all targets share one port),
-/// as `ss -Hltn` shows it (Send-Q of a LISTEN socket is its backlog, sk_max_ack_backlog, via
-/// inet_diag; ss(8)); the largest when several SO_REUSEPORT listeners share the port. `None`
-/// when the targets use several ports, `ss` is missing or shows no listener.
-fn listen_backlog(targets: &[SocketAddr]) -> Option<i64> {
+/// The local listener(s) on the targets' port as `ss -Hltn` shows them (ss(8), inet_diag): for a
+/// LISTEN socket Send-Q is its backlog (sk_max_ack_backlog) and Recv-Q the connections waiting
+/// in its accept queue (sk_ack_backlog: created by the kernel, not yet accept()ed).
+#[derive(Debug, Clone, Copy)]
+struct ListenerQueue {
+    /// The largest backlog when several SO_REUSEPORT listeners share the port.
+    backlog: i64,
+    /// Connections waiting in the accept queues, summed over those listeners.
+    queued: u64,
+}
+
+/// The [`ListenerQueue`] of the local listener(s) on the targets' port (all targets share one
+/// port), read now. `None` when the targets use several ports, `ss` is missing or shows no
+/// listener.
+fn listener_queue(targets: &[SocketAddr]) -> Option<ListenerQueue> {
     let port = targets.first()?.port();
     if targets.iter().any(|t| t.port() != port) {
         return None;
@@ -243,10 +256,17 @@ fn listen_backlog(targets: &[SocketAddr]) -> Option<i64> {
     if !out.status.success() {
         return None;
     }
-    String::from_utf8_lossy(&out.stdout)
+    let rows: Vec<(u64, i64)> = String::from_utf8_lossy(&out.stdout)
         .lines()
-        .filter_map(|l| l.split_whitespace().nth(2)?.parse::<i64>().ok())
-        .max()
+        .filter_map(|l| {
+            let mut f = l.split_whitespace().skip(1);
+            Some((f.next()?.parse().ok()?, f.next()?.parse().ok()?))
+        })
+        .collect();
+    Some(ListenerQueue {
+        backlog: rows.iter().map(|r| r.1).max()?,
+        queued: rows.iter().map(|r| r.0).sum(),
+    })
 }
 
 fn read_counters() -> Option<tuning::counters::Snapshot> {
@@ -287,7 +307,9 @@ fn exit_code(report: &LoadReport) -> i32 {
 /// The report as `--format json` prints it.
 #[derive(serde::Serialize)]
 struct JsonReport<'a> {
-    cpm: f64,
+    /// Connections per minute achieved in the measured window; `null` when nothing was measured
+    /// (no success in it), never a made-up 0.
+    cpm: Option<f64>,
     port_budget: Option<&'a loadgen::ports::PortBudget>,
     /// The same WARNING lines as the text report (e.g. the generator fell behind its schedule).
     warnings: &'a [String],
@@ -301,6 +323,10 @@ struct JsonReport<'a> {
     /// One line per cause found in the counters and the namespace's settings (only when
     /// `targets_local`), in the words `bench` uses.
     diagnosis: Option<&'a Vec<String>>,
+    /// Connections still in the listener's accept queue at the end (`ss` Recv-Q, only when
+    /// `targets_local` and readable): created by the server's kernel, not accept()ed by the
+    /// server application.
+    accept_queue_unaccepted: Option<u64>,
     #[serde(flatten)]
     report: &'a LoadReport,
 }

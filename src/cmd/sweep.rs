@@ -210,7 +210,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
                     out,
                     "{:<8} {:>14} {:>14} {:>9} {:>12} {:>8.3}% {:>16} {:>16}  {}",
                     s.name,
-                    numfmt::fixed(s.offered_per_sec, 0),
+                    numfmt::exact(s.offered_per_sec),
                     numfmt::fixed(s.achieved_per_sec, 0),
                     achieved,
                     lat,

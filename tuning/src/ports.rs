@@ -198,19 +198,24 @@ pub fn shortfall(e: &Estimate, demand: Demand) -> Option<String> {
             e.per_sec.filter(|&b| rate > b)?;
             Some(match &e.reuse {
                 Reuse::Yes { .. } => format!(
-                    "offered rate {rate:.0}/s exceeds the ephemeral-port budget even with TIME_WAIT reuse ({}): expect EADDRNOTAVAIL (port exhaustion)",
+                    "offered rate {}/s exceeds the ephemeral-port budget even with TIME_WAIT reuse ({}): expect EADDRNOTAVAIL (port exhaustion)",
+                    common::numfmt::exact(rate),
                     e.explain
                 ),
                 Reuse::No { .. } => format!(
-                    "offered rate {rate:.0}/s exceeds the ephemeral-port budget of {}: expect EADDRNOTAVAIL (port exhaustion)",
+                    "offered rate {}/s exceeds the ephemeral-port budget of {}: expect EADDRNOTAVAIL (port exhaustion)",
+                    common::numfmt::exact(rate),
                     e.explain
                 ),
             })
         }
         Demand::InFlight { connections } => (connections > e.concurrent).then(|| {
             format!(
-                "{connections} connections in flight need more ports than the {} available ({} ports x {} triple(s)): expect EADDRNOTAVAIL (port exhaustion)",
-                e.concurrent, e.ports, e.triples
+                "{} connections in flight need more ports than the {} available ({} ports x {} triple(s)): expect EADDRNOTAVAIL (port exhaustion)",
+                common::numfmt::count(connections),
+                common::numfmt::count(e.concurrent),
+                common::numfmt::count(e.ports),
+                e.triples
             )
         }),
     }
