@@ -46,6 +46,7 @@ pub fn phase_record(
         failures: report.failures.clone(),
         late: report.late,
         dropped: report.dropped,
+        abandoned: report.abandoned,
         histograms: rec::Histograms {
             generator_lag: report
                 .generator_lag

@@ -28,6 +28,16 @@ fn group(n: f64) -> String {
     crate::numfmt::fixed(n.max(0.0), 0)
 }
 
+/// `, N abandoned at the interrupt` when an interrupt left attempts waiting for their handshake
+/// (neither successes nor failures), else nothing.
+fn abandoned_part(abandoned: u64) -> String {
+    if abandoned == 0 {
+        String::new()
+    } else {
+        format!(", {} abandoned at the interrupt", group(abandoned as f64))
+    }
+}
+
 fn latency_line(name: &str, encoded: Option<&str>) -> Option<String> {
     let h = crate::histogram::decode(encoded?).ok()?;
     if h.is_empty() {
@@ -139,8 +149,9 @@ pub fn phase(out: &mut String, p: &PhaseRecord, accounting: Option<&str>) {
     } else if p.failures.is_empty() {
         let _ = writeln!(
             out,
-            "  failures: none ({} attempts)",
-            group(p.attempts as f64)
+            "  failures: none ({} attempts{})",
+            group(p.attempts as f64),
+            abandoned_part(p.abandoned)
         );
     } else {
         let list: Vec<String> = p
@@ -150,9 +161,10 @@ pub fn phase(out: &mut String, p: &PhaseRecord, accounting: Option<&str>) {
             .collect();
         let _ = writeln!(
             out,
-            "  failures: {} of {} attempts: {}",
+            "  failures: {} of {} attempts{}: {}",
             group(p.failed() as f64),
             group(p.attempts as f64),
+            abandoned_part(p.abandoned),
             list.join(", ")
         );
     }
@@ -439,6 +451,30 @@ mod tests {
         assert_eq!(
             saturation(50.0, Some(60.0), &[0], &[1], &busy),
             Saturation::Neither
+        );
+    }
+
+    /// An interrupted phase's attempts add up: the ones still waiting are named abandoned, so
+    /// the failure line does not leave them unaccounted for.
+    #[test]
+    fn abandoned_attempts_are_named_in_the_failure_line() {
+        let mut r = RunRecord::example();
+        r.phases[1].abandoned = 1_200;
+        r.phases[1].attempts = 7_203;
+        let mut out = String::new();
+        phase(&mut out, &r.phases[1], None);
+        assert!(
+            out.contains(
+                "  failures: 3 of 7,203 attempts, 1,200 abandoned at the interrupt: ECONNREFUSED 3"
+            ),
+            "{out}"
+        );
+        r.phases[1].failures.clear();
+        let mut out = String::new();
+        phase(&mut out, &r.phases[1], None);
+        assert!(
+            out.contains("  failures: none (7,203 attempts, 1,200 abandoned at the interrupt)"),
+            "{out}"
         );
     }
 

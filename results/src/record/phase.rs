@@ -381,6 +381,11 @@ pub struct PhaseRecord {
     pub late: u64,
     /// Open loop: intended attempts not started (in-flight bound reached).
     pub dropped: u64,
+    /// Attempts still waiting for their handshake when the run was interrupted: neither successes
+    /// nor failures, so `attempts = successes + Σ failures + abandoned` (0 in records written
+    /// before it was kept).
+    #[serde(default)]
+    pub abandoned: u64,
     /// Latency histograms (ns).
     pub histograms: Histograms,
     /// Per-second rows of the measured part.
