@@ -52,7 +52,11 @@ use common::units;
 
 fn main() {
     let args = cmd::compare::b_side_separator(std::env::args_os());
-    let cli = match cli::Cli::from_arg_matches(&cli::command().get_matches_from(args)) {
+    let matches = match cli::command().try_get_matches_from(args) {
+        Ok(m) => m,
+        Err(e) => exit_on_parse(e),
+    };
+    let cli = match cli::Cli::from_arg_matches(&matches) {
         Ok(cli) => cli,
         Err(e) => e.exit(),
     };
@@ -94,6 +98,27 @@ fn main() {
         _ => code,
     };
     std::process::exit(code);
+}
+
+/// `--help` and `--version` print to stdout and exit 0, or 1 when stdout cannot take them
+/// (`> /dev/full`; a closed pipe is not an error); every other parse error is clap's (exit 2).
+fn exit_on_parse(e: clap::Error) -> ! {
+    use clap::error::ErrorKind;
+    if !matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+        e.exit();
+    }
+    let text = e.render().to_string();
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(err) if err.kind() != std::io::ErrorKind::BrokenPipe => {
+            let _ = writeln!(
+                std::io::stderr(),
+                "connstorm: error: writing to stdout failed: {err}"
+            );
+            std::process::exit(1);
+        }
+        _ => std::process::exit(0),
+    }
 }
 
 fn is_broken_pipe(err: &anyhow::Error) -> bool {

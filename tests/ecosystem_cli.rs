@@ -218,6 +218,30 @@ fn version_shows_crate_version_commit_and_engines() {
     );
 }
 
+/// `--help` and `--version` to a full stdout: exit 1 with one line on stderr, never 0.
+#[test]
+fn help_and_version_to_a_full_stdout_exit_1() {
+    for args in [
+        &["--version"][..],
+        &["--help"],
+        &["load", "--help"],
+        &["-V"],
+    ] {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let o = Command::new(env!("CARGO_BIN_EXE_connstorm"))
+            .args(args)
+            .stdout(full)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains("No space left on device"), "{args:?}: {err}");
+    }
+}
+
 fn git(dir: &Path, args: &[&str]) {
     let st = Command::new(testkit::require_tool("git", "git"))
         .arg("-C")

@@ -341,6 +341,10 @@ fn bad_http_options_exit_2_before_anything_runs() {
         (vec!["--http", "--http-method", "GE T"], "method"),
         (vec!["--http", "--http-body", missing], "--http-body"),
         (
+            vec!["--http", "--http-body", "/dev/zero"],
+            "not a regular file",
+        ),
+        (
             vec!["--http", "--http-header", "Connection: keep-alive"],
             "sets Connection",
         ),

@@ -149,6 +149,9 @@ fn trials(dir: &Path, label: &str, factor: f64, n: usize) -> Vec<PathBuf> {
         .map(|i| {
             let mut rec = RunRecord::example();
             rec.label = label.into();
+            // Distinct runs: each its own start instant (one host runs one at a time).
+            let side: u64 = label.bytes().map(u64::from).sum::<u64>() * 100;
+            rec.run.started_unix_ms = rec.run.started_unix_ms.map(|t| t + side + i as u64);
             let noise = 1.0 + 0.005 * ((i as f64 * 2.3).sin());
             for p in &mut rec.phases {
                 // The same successes in less time: the rate moves, the record stays consistent.
@@ -287,7 +290,11 @@ fn compare_refuses_a_run_given_twice() {
     let b = trials(&dir.path().join("b"), "on", 1.1, 3);
     let copy = dir.path().join("copy.json");
     std::fs::copy(&b[0], &copy).unwrap();
-    for extra in [&a[0], &copy] {
+    // The same run with only its label edited is still the same run (host + start instant).
+    let mut relabelled = RunRecord::read(&b[1]).unwrap();
+    relabelled.label = "another label".into();
+    let relabelled = relabelled.write_atomic(&dir.path().join("c")).unwrap();
+    for extra in [&a[0], &copy, &relabelled] {
         let mut args = vec!["compare"];
         args.extend(a.iter().map(|p| s(p)));
         args.push("--");
@@ -448,4 +455,29 @@ fn a_two_second_bench_has_timeline_rows_in_every_phase() {
     let svg = std::fs::read_to_string(&svg).unwrap();
     let rows: usize = rec.phases.iter().map(|p| p.timeline.len()).sum();
     assert_eq!(svg.matches("<circle").count(), rows, "a dot per row");
+}
+
+/// `merge -o` never replaces a device or a symlink with its output file.
+#[test]
+fn merge_refuses_an_output_that_is_not_a_regular_file() {
+    use std::os::unix::fs::FileTypeExt;
+    let dir = tempfile::tempdir().unwrap();
+    let link = dir.path().join("link.json");
+    let target = dir.path().join("target.json");
+    std::fs::write(&target, "keep").unwrap();
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    for out in [Path::new("/dev/full"), link.as_path()] {
+        let o = connstorm(&["merge", s(&golden()), "-o", s(out)]);
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert!(stderr(&o).contains("not a regular file"), "{}", stderr(&o));
+    }
+    assert!(std::fs::metadata("/dev/full")
+        .unwrap()
+        .file_type()
+        .is_char_device());
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep");
 }

@@ -300,11 +300,16 @@ pub fn render(
     }
     counters(&mut out, r);
     if let Some(b) = &r.baseline {
+        let what = if b.paired.is_some() {
+            "connstorm = {:.2} × floor (median of the paired slices)"
+        } else {
+            "connstorm peak = {:.2} × floor"
+        };
         let _ = writeln!(
             out,
-            "baseline: kernel floor (blocking socket/connect/close vs accept/close on the same CPUs) {} conn/s; connstorm peak = {:.2} × floor",
+            "baseline: kernel floor (blocking socket/connect/close vs accept/close on the same CPUs) {} conn/s; {}",
             group(b.floor_per_sec),
-            b.ratio
+            what.replace("{:.2}", &format!("{:.2}", b.ratio))
         );
         if let Some(p) = &b.paired {
             out.push_str(&crate::paired::summary_line(p));

@@ -636,7 +636,7 @@ mod tests {
             l.starts_with("SYN retransmits: TCPSynRetrans 7 with no drop counter rising: the SYNs met orphaned FIN_WAIT2 minisocks"),
             "{l}"
         );
-        assert!(l.contains("TcpExt.TW 8074 minisocks"), "{l}");
+        assert!(l.contains("TcpExt.TW 8,074 minisocks"), "{l}");
         assert!(l.contains("queued RST met the closed socket"), "{l}");
         assert!(l.contains("--mode rst, the bench default"), "{l}");
         assert!(!l.contains("TIME_WAIT of the same 4-tuple"), "{l}");

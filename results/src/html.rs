@@ -156,7 +156,11 @@ fn summary_table(reports: &[RecordReport]) -> Table {
 /// when every record was written by `ab` and there are exactly two side names, in the order
 /// they first appear.
 fn ab_sides<'a>(records: &[Named<'a>]) -> Option<(Vec<Named<'a>>, Vec<Named<'a>>)> {
-    if records.is_empty() || records.iter().any(|n| n.record.run.command != "ab") {
+    // `ab` writes its trials as bench records labelled `[LABEL-]<side>#<trial>`.
+    let ab_trial = |r: &RunRecord| {
+        r.run.command == "ab" || (r.run.command == "bench" && r.label.contains('#'))
+    };
+    if records.len() < 2 || !records.iter().all(|n| ab_trial(n.record)) {
         return None;
     }
     let side = |r: &RunRecord| -> String {
@@ -416,8 +420,9 @@ mod tests {
     fn ab_set_gets_a_strip_chart_and_a_comparison() {
         let mut recs = Vec::new();
         for (side, i) in [("old", 1), ("new", 1), ("old", 2), ("new", 2)] {
+            // What `ab` writes: bench records labelled `<side>#<trial>`.
             let mut r = RunRecord::example();
-            r.run.command = "ab".to_string();
+            r.run.command = "bench".to_string();
             r.label = format!("{side}#{i}");
             recs.push(r);
         }

@@ -111,6 +111,9 @@ pub struct PhaseReport {
     pub late: u64,
     /// Attempts never started (open loop).
     pub dropped: u64,
+    /// Attempts still waiting for their handshake at an interrupt (neither successes nor
+    /// failures).
+    pub abandoned: u64,
     /// Latency histograms that were measured.
     pub latency: Vec<LatencyReport>,
     /// CPU time per side.
@@ -205,6 +208,7 @@ fn phase_report(file: &str, p: &PhaseRecord, edges_ns: &[u64]) -> Result<PhaseRe
         failures: p.failures.clone(),
         late: p.late,
         dropped: p.dropped,
+        abandoned: p.abandoned,
         latency,
         cpu: p.cpu,
         counters: p.counters.clone(),
@@ -464,7 +468,7 @@ mod tests {
             "attempts 6,003, successes 6,000, failed 3 (ECONNREFUSED 3)",
             "Tcp.ActiveOpens +6,003",
             "TcpExt.TW +11,420",
-            "SYN retransmits: TCPSynRetrans 1,234 with no drop counter rising: the SYNs met orphaned FIN_WAIT2 minisocks of the same 4-tuple (TcpExt.TW 11,420 minisocks",
+            "SYN retransmits: TCPSynRetrans 1,234 with no drop counter rising: the SYNs met orphaned FIN_WAIT2 minisocks of the same 4-tuple on the server side (TcpExt.TW 11,420 minisocks",
             "phase latency: open loop, 1,600/s poisson",
         ] {
             assert!(text.contains(needle), "text lacks {needle:?}:\n{text}");

@@ -123,6 +123,16 @@ pub fn measure(
                 from_phase(pair, &phase)
             }
         };
+        if crate::signals::stopped(stop) {
+            // Cut short by the interrupt: its rate covers a fraction of a slice; its pair is
+            // left out (a pair needs both arms measured the same way).
+            slices.retain(|s: &Slice| s.pair != pair);
+            record.warnings.push(format!(
+                "baseline interrupted during pair {}: that pair left out of the ratio",
+                pair + 1
+            ));
+            break;
+        }
         crate::output::note(&slice_line(&slice, opts.pairs));
         slices.push(slice);
     }

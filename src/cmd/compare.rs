@@ -117,7 +117,10 @@ pub fn refuse_duplicates<'a>(
 ) -> anyhow::Result<()> {
     let mut seen: Vec<(&PathBuf, &results::record::RunRecord)> = Vec::new();
     for (p, rec) in records {
-        if let Some((first, _)) = seen.iter().find(|(q, r)| *q == p || *r == rec) {
+        if let Some((first, _)) = seen
+            .iter()
+            .find(|(q, r)| *q == p || *r == rec || same_start(r, rec))
+        {
             return Err(bad_input(format!(
                 "{} and {} are the same run: each trial must be its own run (a repeated one would make the verdict look stronger than the data are); drop one of them",
                 first.display(),
@@ -127,6 +130,15 @@ pub fn refuse_duplicates<'a>(
         seen.push((p, rec));
     }
     Ok(())
+}
+
+/// Whether two records are one run: the same host and the same start instant (ms since the
+/// epoch). Runs on one host are sequential, so two runs cannot share their start millisecond; a
+/// copy with only its label edited is still the same run.
+fn same_start(a: &results::record::RunRecord, b: &results::record::RunRecord) -> bool {
+    a.run.started_unix_ms.is_some()
+        && a.run.started_unix_ms == b.run.started_unix_ms
+        && a.host.hostname == b.host.hostname
 }
 
 /// Options of `connstorm compare`.

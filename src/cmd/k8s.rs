@@ -173,6 +173,7 @@ fn render_cmd(a: &RenderArgs) -> anyhow::Result<i32> {
         }
         None => humantime::format_rfc3339_seconds(now + Duration::from_secs(300)).to_string(),
     };
+    check_load_share(a)?;
     let memory_ok = a
         .memory
         .trim_end_matches(|c: char| c.is_ascii_alphabetic())
@@ -202,6 +203,33 @@ fn render_cmd(a: &RenderArgs) -> anyhow::Result<i32> {
         a.out.display()
     );
     Ok(0)
+}
+
+/// Refuses what every generator's `load` would refuse at run time: a measured duration under
+/// loadgen's minimum, or an open-loop share that schedules fewer than one start.
+///
+/// # Errors
+/// Bad input (exit 2) naming the option and a value that works.
+fn check_load_share(a: &RenderArgs) -> anyhow::Result<()> {
+    let duration = parse_positive_duration(&a.duration).map_err(bad_input)?;
+    if duration < loadgen::config::MIN_DURATION {
+        return Err(bad_input(format!(
+            "--duration {}: each generator's load needs at least {:?} of measured time",
+            a.duration,
+            loadgen::config::MIN_DURATION
+        )));
+    }
+    if let Some(rate) = &a.rate {
+        let per_sec = parse_rate(rate).map_err(bad_input)?;
+        let share = per_sec / f64::from(a.clients);
+        if share * duration.as_secs_f64() < 1.0 {
+            return Err(bad_input(format!(
+                "--rate {rate} over {} generators for {} gives each fewer than one start: raise --rate or --duration, or use fewer --clients",
+                a.clients, a.duration
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// The manifests, by file name, with every placeholder filled.
@@ -238,11 +266,22 @@ fn render(a: &RenderArgs, start_at: &str) -> Vec<(&'static str, String)> {
         "server".to_string(),
         "--listen".into(),
         format!("0.0.0.0:{}", a.port),
+        // The server closes with RST: no orphaned FIN_WAIT2 state for a reused client port to
+        // meet (README, TIME_WAIT and FIN_WAIT2).
+        "--mode".into(),
+        "rst".into(),
+        "--out".into(),
+        "/records".into(),
     ];
     let json = |v: &[String]| serde_json::to_string(v).expect("strings serialize");
     let vars: [(&str, String); 12] = [
         ("NAMESPACE", a.namespace.clone()),
-        ("IMAGE", a.image.clone()),
+        // A YAML double-quoted scalar (JSON's string syntax is one): `#` or quotes in the
+        // name stay part of it.
+        (
+            "IMAGE",
+            serde_json::to_string(&a.image).expect("a string serializes"),
+        ),
         ("CLIENTS", a.clients.to_string()),
         ("START_AT", start_at.to_string()),
         ("HOST_NETWORK", a.host_network.to_string()),
@@ -325,6 +364,42 @@ mod tests {
         assert!(server.contains("hostNetwork: true") && server.contains("ClusterFirstWithHostNet"));
         // Guaranteed QoS: requests equal limits.
         assert_eq!(server.matches("cpu: \"2\"").count(), 2);
+    }
+
+    /// The image name is one quoted YAML scalar; the server writes its record beside the
+    /// generators' and closes with RST.
+    #[test]
+    fn the_image_is_quoted_and_the_server_writes_a_record() {
+        let files = render(
+            &args(&["--rate", "200k/s", "--image", "reg/x:1 #not-a-comment"]),
+            "2026-12-01T07:00:00Z",
+        );
+        let server = &files.iter().find(|f| f.0 == "server.yaml").unwrap().1;
+        assert!(
+            server.contains("image: \"reg/x:1 #not-a-comment\""),
+            "{server}"
+        );
+        assert!(
+            server.contains("\"--mode\",\"rst\",\"--out\",\"/records\"")
+                && server.contains("claimName: connstorm-records"),
+            "{server}"
+        );
+    }
+
+    /// What each generator's `load` would refuse is refused when rendering.
+    #[test]
+    fn a_share_load_would_refuse_is_refused_at_render() {
+        let too_short = check_load_share(&args(&["--rate", "1k/s", "--duration", "1ns"]));
+        assert!(too_short
+            .unwrap_err()
+            .to_string()
+            .contains("--duration 1ns"));
+        let too_few = check_load_share(&args(&["--rate", "10/s", "--duration", "100ms"]));
+        assert!(too_few
+            .unwrap_err()
+            .to_string()
+            .contains("fewer than one start"));
+        assert!(check_load_share(&args(&["--rate", "40/s", "--duration", "100ms"])).is_ok());
     }
 
     #[test]

@@ -45,6 +45,9 @@ fn declared_schema(path: &Path) -> u32 {
 /// Bad input (exit 2) for unreadable or unmergeable records; exit 1 when the output cannot be
 /// written.
 pub fn run(args: Args) -> anyhow::Result<i32> {
+    if args.output.as_os_str() != "-" {
+        refuse_non_file(&args.output)?;
+    }
     let mut inputs = Vec::with_capacity(args.records.len());
     for path in &args.records {
         let record = RunRecord::read(path).map_err(|e| bad_input(e.to_string()))?;
@@ -79,9 +82,29 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     Ok(0)
 }
 
+/// Refuses an output path that exists and is not a regular file: the rename that makes the write
+/// atomic would replace a device (`/dev/full`), a symlink or a directory.
+///
+/// # Errors
+/// Bad input (exit 2) naming the path.
+fn refuse_non_file(path: &Path) -> anyhow::Result<()> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if !m.file_type().is_file() => Err(bad_input(format!(
+            "-o {}: exists and is not a regular file (a device, symlink or directory would be replaced): give a file path, or - for stdout",
+            path.display()
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// Writes `json` to `path` through a temporary file in the same directory and a rename, so a
 /// reader never sees half a record.
+///
+/// # Errors
+/// Bad input (exit 2) when `path` exists and is not a regular file (a device such as
+/// `/dev/full`, a symlink, a directory): the rename would replace it. Exit 1 when writing fails.
 fn write_file(path: &Path, json: &str) -> anyhow::Result<()> {
+    refuse_non_file(path)?;
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),

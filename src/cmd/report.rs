@@ -70,8 +70,22 @@ pub(crate) fn write_output(output: &Path, text: &str) -> anyhow::Result<()> {
         out.write_all(text.as_bytes())?;
         out.flush()?;
         Ok(())
-    } else {
+    } else if std::fs::symlink_metadata(output).is_ok_and(|m| !m.file_type().is_file()) {
+        // A device or a link the user named (`/dev/stdout`, a FIFO): written in place.
         std::fs::write(output, text).with_context(|| format!("cannot write {}", output.display()))
+    } else {
+        // A regular file: through a temporary file and a rename, so a failed write (ENOSPC)
+        // leaves no truncated file behind.
+        let name = output
+            .file_name()
+            .with_context(|| format!("{}: give a file name", output.display()))?;
+        let tmp = output.with_file_name(format!(".{}.tmp", name.to_string_lossy()));
+        std::fs::write(&tmp, text)
+            .and_then(|()| std::fs::rename(&tmp, output))
+            .inspect_err(|_| {
+                let _ = std::fs::remove_file(&tmp);
+            })
+            .with_context(|| format!("cannot write {}", output.display()))
     }
 }
 

@@ -304,6 +304,6 @@ mod tests {
             },
         )
         .unwrap();
-        assert_eq!(w, "56465 connections in flight need more ports than the 56464 available (28232 ports x 2 triple(s)): expect EADDRNOTAVAIL (port exhaustion)");
+        assert_eq!(w, "56,465 connections in flight need more ports than the 56,464 available (28,232 ports x 2 triple(s)): expect EADDRNOTAVAIL (port exhaustion)");
     }
 }

@@ -220,8 +220,13 @@ fn phase_blocks(p: &PhaseReport, counters: Counters, out: &mut Vec<Block>) {
         ));
     }
     let failed: u64 = p.failures.values().sum();
+    let abandoned = if p.abandoned > 0 {
+        format!(", abandoned at the interrupt {}", count(p.abandoned))
+    } else {
+        String::new()
+    };
     out.push(Block::Line(format!(
-        "attempts {}, successes {}, failed {} ({}), late {}, dropped {}",
+        "attempts {}, successes {}, failed {} ({}){abandoned}, late {}, dropped {}",
         count(p.attempts),
         count(p.successes),
         count(failed),

@@ -88,7 +88,8 @@ pub struct Args {
     /// replaces the default one.
     #[arg(long, value_name = "HEADER", requires = "http")]
     pub http_header: Vec<String>,
-    /// With --http: send this file's contents as the request body (with Content-Length).
+    /// With --http: send this file's contents as the request body (with Content-Length): a
+    /// regular file of at most 16 MiB (the encoded request is kept in memory per target).
     #[arg(long, value_name = "FILE", requires = "http")]
     pub http_body: Option<std::path::PathBuf>,
     /// Report format on stdout: `text` or `json` (per-second lines always go to stderr).
@@ -116,17 +117,46 @@ pub struct Args {
 ///
 /// # Errors
 /// Bad input when the body file cannot be read or the request is malformed.
+/// Largest `--http-body` accepted, bytes.
+pub const MAX_HTTP_BODY: u64 = 16 << 20;
+
+/// Reads `--http-body`: a regular file of at most [`MAX_HTTP_BODY`] bytes (`/dev/zero` or a FIFO
+/// would never end).
+///
+/// # Errors
+/// Bad input (exit 2) naming the file and what to give instead.
+fn read_body(f: &std::path::Path) -> anyhow::Result<Vec<u8>> {
+    let bad = |why: String| {
+        crate::error::bad_input(format!(
+            "--http-body {}: {why}: give a regular file of at most {} bytes",
+            f.display(),
+            common::numfmt::count(MAX_HTTP_BODY)
+        ))
+    };
+    let meta = std::fs::metadata(f).map_err(|e| bad(format!("cannot read it ({e})")))?;
+    if !meta.is_file() {
+        return Err(bad("not a regular file".into()));
+    }
+    if meta.len() > MAX_HTTP_BODY {
+        return Err(bad(format!("{} bytes", common::numfmt::count(meta.len()))));
+    }
+    let mut body = Vec::new();
+    use std::io::Read;
+    std::fs::File::open(f)
+        .and_then(|file| file.take(MAX_HTTP_BODY + 1).read_to_end(&mut body))
+        .map_err(|e| bad(format!("cannot read it ({e})")))?;
+    if body.len() as u64 > MAX_HTTP_BODY {
+        return Err(bad("it grew past the limit while being read".into()));
+    }
+    Ok(body)
+}
+
 pub(super) fn http_request(args: &Args) -> anyhow::Result<Option<loadgen::HttpRequest>> {
     let Some(path) = &args.http else {
         return Ok(None);
     };
     let body = match &args.http_body {
-        Some(f) => std::fs::read(f).map_err(|e| {
-            crate::error::bad_input(format!(
-                "--http-body {}: cannot read it ({e}): give a readable file",
-                f.display()
-            ))
-        })?,
+        Some(f) => read_body(f)?,
         None => Vec::new(),
     };
     let req = loadgen::HttpRequest {

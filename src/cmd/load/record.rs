@@ -37,14 +37,16 @@ fn unix_ms(t: SystemTime) -> u64 {
 /// Builds the load record.
 ///
 /// `counters`: Δ of this namespace's kernel counters over the run (empty when unreadable);
-/// `server_accepted`: the server's accepts when the targets are in this namespace (loopback).
+/// `kernel_completed`: the handshakes the target's kernel completed (Δ `Tcp.PassiveOpens`) when
+/// the targets are in this namespace (loopback). Whether the server application accept()ed them
+/// cannot be seen from here, so the record's `server_accepted` stays unknown (`None`).
 pub fn load_record(
     cfg: &LoadConfig,
     report: &LoadReport,
     starts: Starts,
     segment: Option<(Segment, &ClockSync)>,
     counters: BTreeMap<String, i64>,
-    server_accepted: Option<u64>,
+    kernel_completed: Option<u64>,
     warnings: &[String],
 ) -> RunRecord {
     let label = match segment {
@@ -115,9 +117,9 @@ pub fn load_record(
     // the attempts (an attempt refused before its SYN, e.g. EADDRNOTAVAIL, sends none).
     let agree = active.is_some_and(|a| a >= total.successes as i64 && a <= total.attempts as i64);
     let cross_check = rec::CrossCheck {
-        server_accepted,
+        server_accepted: None,
         load_successes: total.successes,
-        kernel_passive_opens: None,
+        kernel_passive_opens: kernel_completed.and_then(|k| i64::try_from(k).ok()),
         kernel_active_opens: active,
         agree,
         note: format!(
