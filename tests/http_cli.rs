@@ -9,6 +9,7 @@ use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use testkit::{json, stderr};
 
 const PORT: u16 = 8080;
 
@@ -16,20 +17,6 @@ fn bin() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_connstorm"));
     c.stdin(Stdio::null());
     c
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn json(o: &Output) -> serde_json::Value {
-    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
-        panic!(
-            "JSON report ({e}): {}\n{}",
-            String::from_utf8_lossy(&o.stdout),
-            stderr(o)
-        )
-    })
 }
 
 fn cpus() -> (String, String) {

@@ -9,6 +9,7 @@ use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use testkit::{json, stderr};
 
 fn connstorm(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_connstorm"))
@@ -17,10 +18,6 @@ fn connstorm(args: &[&str]) -> Output {
         .stdin(Stdio::null())
         .output()
         .expect("run connstorm")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 /// An accept-and-close loop on 127.0.0.1:0 of the calling thread's namespace, until dropped.
@@ -342,16 +339,6 @@ fn overloaded_generator_keeps_reporting_warns_and_exits_3_without_successes() {
     assert!(out.contains("lower --rate, add --cpus"), "{out}");
 }
 
-fn json(o: &Output) -> serde_json::Value {
-    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
-        panic!(
-            "JSON report ({e}): {}\n{}",
-            String::from_utf8_lossy(&o.stdout),
-            stderr(o)
-        )
-    })
-}
-
 fn spawn_load(args: &[&str]) -> std::process::Child {
     Command::new(env!("CARGO_BIN_EXE_connstorm"))
         .arg("load")
@@ -370,6 +357,41 @@ fn signal(child: &std::process::Child, sig: nix::sys::signal::Signal) {
 
 /// A listener on 127.0.0.1:0 with `backlog` that never accepts (its accept queue fills, then the
 /// kernel drops SYNs).
+/// In a fresh namespace: `load` at 200/s (JSON report, no warm-up) against a listener with
+/// `backlog` that never accepts, for `duration` with `timeout` per connect; `during` acts on the
+/// running load process (signals it), then the output is collected. Returns the output and the
+/// namespace's Δ `Tcp.ActiveOpens`.
+fn load_against_deaf_listener(
+    backlog: i32,
+    duration: &'static str,
+    timeout: &'static str,
+    during: impl FnOnce(&std::process::Child) + Send + 'static,
+) -> (Output, i64) {
+    testkit::NetNs::run(move |ns| {
+        let (_l, addr) = deaf_listener(backlog);
+        let a0 = ns.counter("Tcp.ActiveOpens");
+        let child = spawn_load(&[
+            "--target",
+            &addr,
+            "--cpus",
+            &cpu(),
+            "--rate",
+            "200/s",
+            "--duration",
+            duration,
+            "--warmup",
+            "0s",
+            "--connect-timeout",
+            timeout,
+            "--format",
+            "json",
+        ]);
+        during(&child);
+        let o = child.wait_with_output().unwrap();
+        (o, ns.counter("Tcp.ActiveOpens") - a0)
+    })
+}
+
 fn deaf_listener(backlog: i32) -> (socket2::Socket, String) {
     let l = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
     l.bind(&SocketAddr::from(([127, 0, 0, 1], 0)).into())
@@ -544,31 +566,11 @@ fn attempts_whose_syns_are_dropped_are_counted_at_their_timeout_and_match_active
 #[test]
 fn a_stopped_generator_never_counts_an_attempt_past_its_timeout_as_a_success() {
     let _x = testkit::exclusive();
-    let (o, active) = testkit::NetNs::run(|ns| {
-        let (_l, addr) = deaf_listener(1);
-        let a0 = ns.counter("Tcp.ActiveOpens");
-        let child = spawn_load(&[
-            "--target",
-            &addr,
-            "--cpus",
-            &cpu(),
-            "--rate",
-            "200/s",
-            "--duration",
-            "3s",
-            "--warmup",
-            "0s",
-            "--connect-timeout",
-            "1s",
-            "--format",
-            "json",
-        ]);
+    let (o, active) = load_against_deaf_listener(1, "3s", "1s", |child| {
         std::thread::sleep(Duration::from_millis(800));
-        signal(&child, nix::sys::signal::Signal::SIGSTOP);
+        signal(child, nix::sys::signal::Signal::SIGSTOP);
         std::thread::sleep(Duration::from_secs(6));
-        signal(&child, nix::sys::signal::Signal::SIGCONT);
-        let o = child.wait_with_output().unwrap();
-        (o, ns.counter("Tcp.ActiveOpens") - a0)
+        signal(child, nix::sys::signal::Signal::SIGCONT);
     });
     let j = json(&o);
     let successes = j["total"]["successes"].as_u64().unwrap();
@@ -964,29 +966,9 @@ fn a_reset_after_accept_is_a_success_not_an_econnreset_failure() {
 #[test]
 fn attempts_cut_by_sigint_are_abandoned_not_failures() {
     let _x = testkit::exclusive();
-    let (o, active) = testkit::NetNs::run(|ns| {
-        let (_l, addr) = deaf_listener(0);
-        let a0 = ns.counter("Tcp.ActiveOpens");
-        let child = spawn_load(&[
-            "--target",
-            &addr,
-            "--cpus",
-            &cpu(),
-            "--rate",
-            "200/s",
-            "--duration",
-            "60s",
-            "--warmup",
-            "0s",
-            "--connect-timeout",
-            "10s",
-            "--format",
-            "json",
-        ]);
+    let (o, active) = load_against_deaf_listener(0, "60s", "10s", |child| {
         std::thread::sleep(Duration::from_millis(1500));
-        signal(&child, nix::sys::signal::Signal::SIGINT);
-        let o = child.wait_with_output().unwrap();
-        (o, ns.counter("Tcp.ActiveOpens") - a0)
+        signal(child, nix::sys::signal::Signal::SIGINT);
     });
     assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
     let j = json(&o);

@@ -250,40 +250,31 @@ impl Harness {
         let server = self.server.as_ref()?;
         let base = before.map(|b| b.accepted()).unwrap_or(0);
         let deadline = Instant::now() + ACCEPT_WAIT_MAX;
-        let mut last = server.stats();
-        let mut last_change = Instant::now();
-        let mut settled_since: Option<Instant> = None;
+        let (mut last_accepted, mut changed_at) = (u64::MAX, Instant::now());
+        let mut caught_up_at: Option<Instant> = None;
         loop {
             let now = server.stats();
-            if Instant::now() > deadline {
-                return Some(now);
-            }
             let accepted = now.accepted() - base;
-            if self.ns.is_some() {
+            if accepted != last_accepted {
+                (last_accepted, changed_at) = (accepted, Instant::now());
+            }
+            let done = if self.ns.is_some() {
                 let children = self
                     .counters_server()
                     .map(|c| c.delta(srv_before).passive_opens())
                     .unwrap_or(i64::MAX);
                 if i64::try_from(accepted).unwrap_or(i64::MAX) >= children {
-                    let since = *settled_since.get_or_insert_with(Instant::now);
-                    if since.elapsed() >= SETTLE {
-                        return Some(now);
-                    }
+                    caught_up_at.get_or_insert_with(Instant::now).elapsed() >= SETTLE
                 } else {
-                    settled_since = None;
+                    caught_up_at = None;
+                    false
                 }
             } else {
-                if accepted >= expected {
-                    return Some(now);
-                }
-                if now.accepted() != last.accepted() {
-                    last_change = Instant::now();
-                }
-                if last_change.elapsed() > Duration::from_millis(500) {
-                    return Some(now);
-                }
+                accepted >= expected || changed_at.elapsed() > Duration::from_millis(500)
+            };
+            if done || Instant::now() > deadline {
+                return Some(now);
             }
-            last = now;
             std::thread::sleep(Duration::from_millis(10));
         }
     }

@@ -21,6 +21,7 @@
 //! - [`units`]: the command line's units (durations, connection rates, `HOST:PORT`, CPU lists),
 //!   the `value_parser`s of every option that takes them.
 //! - [`error`]: [`error::BadInput`], the error kind that means exit code 2.
+//! - [`files`]: writing an output file atomically (temporary file + rename).
 
 #![forbid(unsafe_code)]
 
@@ -28,6 +29,7 @@ pub mod counters;
 pub mod cpulist;
 pub mod errno;
 pub mod error;
+pub mod files;
 pub mod numfmt;
 pub mod rlimit;
 pub mod table;

@@ -105,18 +105,6 @@ fn refuse_non_file(path: &Path) -> anyhow::Result<()> {
 /// `/dev/full`, a symlink, a directory): the rename would replace it. Exit 1 when writing fails.
 fn write_file(path: &Path, json: &str) -> anyhow::Result<()> {
     refuse_non_file(path)?;
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let name = path
-        .file_name()
-        .context("-o needs a file name, e.g. merged.json")?;
-    let tmp = dir.join(format!(".{}.tmp", name.to_string_lossy()));
-    std::fs::write(&tmp, format!("{json}\n"))
-        .and_then(|()| std::fs::rename(&tmp, path))
-        .inspect_err(|_| {
-            let _ = std::fs::remove_file(&tmp);
-        })
+    common::files::write_atomic(path, format!("{json}\n").as_bytes())
         .with_context(|| format!("writing the merged record to {}", path.display()))
 }

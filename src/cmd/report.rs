@@ -74,17 +74,8 @@ pub(crate) fn write_output(output: &Path, text: &str) -> anyhow::Result<()> {
         // A device or a link the user named (`/dev/stdout`, a FIFO): written in place.
         std::fs::write(output, text).with_context(|| format!("cannot write {}", output.display()))
     } else {
-        // A regular file: through a temporary file and a rename, so a failed write (ENOSPC)
-        // leaves no truncated file behind.
-        let name = output
-            .file_name()
-            .with_context(|| format!("{}: give a file name", output.display()))?;
-        let tmp = output.with_file_name(format!(".{}.tmp", name.to_string_lossy()));
-        std::fs::write(&tmp, text)
-            .and_then(|()| std::fs::rename(&tmp, output))
-            .inspect_err(|_| {
-                let _ = std::fs::remove_file(&tmp);
-            })
+        // A regular file: so a failed write (ENOSPC) leaves no truncated file behind.
+        common::files::write_atomic(output, text.as_bytes())
             .with_context(|| format!("cannot write {}", output.display()))
     }
 }

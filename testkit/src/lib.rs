@@ -1,11 +1,13 @@
 //! Test support shared by the workspace's integration tests (a dev-dependency only; never linked
 //! into the `connstorm` binary).
 //!
-//! Three things live here:
+//! Four things live here:
 //! - [`exclusive`]: a process-wide lock that serialises the tests which assert a rate, a latency
 //!   bound or a timing, and the tests which saturate a CPU, within one test binary;
 //! - [`require_tool`]: find a system tool (`ip`, `nft`, ...) or fail with one line naming the
 //!   package to install;
+//! - [`stderr`] and [`json`]: a finished command's stderr as text and its stdout as the JSON
+//!   report it printed;
 //! - [`NetNs`]: run a closure on a thread that lives in a **fresh network namespace**
 //!   (`unshare(CLONE_NEWNET)`, see unshare(2) and network_namespaces(7)), with `lo` up.
 //!
@@ -172,6 +174,25 @@ pub fn allowed_cpus() -> Vec<usize> {
     (0..nix::sched::CpuSet::count())
         .filter(|&c| set.is_set(c).unwrap_or(false))
         .collect()
+}
+
+/// A finished command's stderr, as (lossy) text.
+pub fn stderr(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A finished command's stdout parsed as the JSON report it printed.
+///
+/// # Panics
+/// When stdout is not JSON: the message shows stdout and stderr.
+pub fn json(o: &std::process::Output) -> serde_json::Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
+        panic!(
+            "JSON report ({e}): {}\n{}",
+            String::from_utf8_lossy(&o.stdout),
+            stderr(o)
+        )
+    })
 }
 
 #[cfg(test)]

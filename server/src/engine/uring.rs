@@ -532,8 +532,7 @@ impl Uring<'_> {
         };
         if let Err(e) = listener.set_nonblocking(true) {
             self.ctx.counts.error(e.raw_os_error().unwrap_or(libc::EIO));
-            self.ctx.counts.left_in_queue +=
-                u64::from(crate::drain::accept_queue_len(&listener).unwrap_or(0));
+            self.count_left(&listener);
             return;
         }
         if self.accept_until_eagain(&listener) {
@@ -546,6 +545,13 @@ impl Uring<'_> {
         }
     }
 
+    /// Counts what `listener`'s accept queue still holds as left in the queue (reset when it
+    /// closes).
+    fn count_left(&mut self, listener: &socket2::Socket) {
+        self.ctx.counts.left_in_queue +=
+            u64::from(crate::drain::accept_queue_len(listener).unwrap_or(0));
+    }
+
     /// Accepts from `listener` until EAGAIN (true) or, counting what is left in the queue, until
     /// a non-transient error or [`crate::drain::FINAL_DRAIN_MAX`] (false).
     fn accept_until_eagain(&mut self, listener: &socket2::Socket) -> bool {
@@ -553,8 +559,7 @@ impl Uring<'_> {
         loop {
             if Instant::now() >= until {
                 // The queue kept refilling (the SYN filter is missing): what is left is reset.
-                self.ctx.counts.left_in_queue +=
-                    u64::from(crate::drain::accept_queue_len(listener).unwrap_or(0));
+                self.count_left(listener);
                 return false;
             }
             match listener.accept() {
@@ -567,8 +572,7 @@ impl Uring<'_> {
                     let errno = e.raw_os_error().unwrap_or(libc::EIO);
                     self.ctx.counts.error(errno);
                     if classify(errno) != AcceptFailure::Transient {
-                        self.ctx.counts.left_in_queue +=
-                            u64::from(crate::drain::accept_queue_len(listener).unwrap_or(0));
+                        self.count_left(listener);
                         return false;
                     }
                 }
