@@ -37,6 +37,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let command_start = std::time::SystemTime::now();
     let nofile = loadgen::rlimit::raise_nofile_limit().context("raising the open-file limit")?;
     let mut cfg = config(&args, nofile)?;
+    let whole = cfg.clone();
     if let Some(seg) = args.segment {
         cfg = multihost::apply_segment(cfg, seg, args.max_in_flight.is_some())?;
     }
@@ -110,7 +111,16 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         Some(before) if local => kernel_view(&cfg, &mut report, before),
         _ => None,
     };
-    let warnings: Vec<String> = report.schedule_warning().into_iter().collect();
+    let mut warnings: Vec<String> = report.schedule_warning().into_iter().collect();
+    if let Some(late) = planned
+        .and_then(|t| real_start.duration_since(t).ok())
+        .filter(|l| l.as_millis() > u128::from(results::merge::SKEW_BOUND_MS))
+    {
+        warnings.push(format!(
+            "the schedule started {} ms after --start-at (the instant had passed when the workers were ready): give a start time further ahead",
+            late.as_millis()
+        ));
+    }
     if let Some(dir) = &args.out {
         let counters = match (&kernel, &before) {
             (Some(k), _) => k.delta.clone(),
@@ -129,7 +139,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
                 real: real_start,
             },
             args.segment
-                .map(|s| (s, clock.as_ref().unwrap_or(&unknown))),
+                .map(|s| (s, clock.as_ref().unwrap_or(&unknown), &whole)),
             counters,
             kernel.as_ref().map(|k| k.acceptance.accepted),
             &warnings,
