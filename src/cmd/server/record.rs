@@ -49,9 +49,10 @@ pub fn server_record(
         target: None,
         connstorm_version: env!("CARGO_PKG_VERSION").to_string(),
         git_commit: env!("CONNSTORM_GIT_COMMIT").to_string(),
-        // A signal is how a server without --duration is meant to end (see `connstorm server`'s
-        // exit codes): its counts are whole, not cut short.
-        interrupted: false,
+        // One signal is how a server without --duration is meant to end (see `connstorm
+        // server`'s exit codes): its counts are whole, not cut short. Two quick ones cut it short
+        // (exit 128+N), and the record says so as the exit code does.
+        interrupted: crate::signals::hurry(),
         started_at: results::timestamp::rfc3339_utc(started),
         started_unix_ms: Some(start_ms),
         wall_secs: report.wall_time_secs(),
