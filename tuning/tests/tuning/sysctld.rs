@@ -907,3 +907,68 @@ fn corpus_every_fixture_line_is_accounted_for() {
         }
     }
 }
+
+#[test]
+fn item8_script_forms_several_commands_a_line_sysctl_conf_appends_and_here_documents() {
+    let text = std::fs::read_to_string(dir().join("08b-script-forms.sh")).unwrap();
+    let lines = tuning::import::import(&text);
+    let got: Vec<String> = lines
+        .iter()
+        .flat_map(|l| {
+            l.outcomes.iter().filter_map(move |o| match o {
+                tuning::import::Outcome::Sysctl {
+                    key,
+                    value,
+                    ignore_failure,
+                } => Some(format!(
+                    "{}:{}{key} = {value}",
+                    l.line,
+                    if *ignore_failure { "-" } else { "" }
+                )),
+                _ => None,
+            })
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            "3:net.core.somaxconn = 8192",
+            "3:net.ipv4.tcp_fin_timeout = 10",
+            "4:net.ipv4.tcp_tw_reuse = 1",
+            "4:net.ipv4.tcp_timestamps = 1",
+            "5:net.ipv4.tcp_syncookies = 1",
+            "8:net.ipv4.tcp_max_syn_backlog = 4096",
+            "9:-net.ipv4.tcp_no_such_key = 1",
+            "12:net.ipv4.tcp_sack = 1",
+            "13:net.ipv4.tcp_ecn = 2",
+        ]
+    );
+    let bad: Vec<(usize, String)> = lines
+        .iter()
+        .flat_map(|l| {
+            l.outcomes.iter().filter_map(move |o| match o {
+                tuning::import::Outcome::NotUnderstood { advice } => Some((l.line, advice.clone())),
+                _ => None,
+            })
+        })
+        .collect();
+    let at: Vec<usize> = bad.iter().map(|(l, _)| *l).collect();
+    assert_eq!(at, [10, 14, 15, 16, 19], "{bad:?}");
+    for (line, needle) in [
+        (10, "a glob written to /etc/sysctl.d/99-tune.conf"),
+        (14, "redirects descriptor 1"),
+        (15, "net.ipv4.conf.*.rp_filter = 0"),
+        (16, "/tmp/notes.txt is not under /proc/sys"),
+        (19, "--file /etc/sysctl.conf"),
+    ] {
+        assert!(
+            bad.iter().any(|(l, a)| *l == line && a.contains(needle)),
+            "{line}: {needle} in {bad:?}"
+        );
+    }
+    // The body of a here-document into a file that is not a sysctl file is not imported.
+    assert!(
+        !got.iter().any(|g| g.starts_with("17:")),
+        "line 17 is inside /tmp/notes.txt's here-document"
+    );
+}
