@@ -316,11 +316,7 @@ impl RunRecord {
             // never accepted (the client saw it complete): a record whose counts were scaled
             // by hand would otherwise print a CPM beside a histogram of other connections.
             if let Ok(Some(h)) = phase.histograms.decode(Latency::Handshake) {
-                let never = phase
-                    .failures
-                    .get(crate::diagnosis::NEVER_ACCEPTED)
-                    .copied()
-                    .unwrap_or(0);
+                let never = crate::diagnosis::never_accepted_total(&phase.failures);
                 if h.len() != phase.successes + never {
                     return Err(RecordError::Inconsistent {
                         path: path_buf(),

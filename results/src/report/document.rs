@@ -140,11 +140,7 @@ fn latency_blocks(p: &PhaseReport, out: &mut Vec<Block>) {
         t.row(row);
     }
     out.push(Block::Table(t));
-    if let Some(&n) = p
-        .failures
-        .get(crate::diagnosis::NEVER_ACCEPTED)
-        .filter(|&&n| n > 0)
-    {
+    if let n @ 1.. = crate::diagnosis::never_accepted_total(&p.failures) {
         out.push(Block::Line(crate::acceptance::client_view_note(n)));
     }
     let first = &p.latency[0];
