@@ -129,6 +129,48 @@ fn bad_input_exits_2_with_a_message_that_says_what_is_wrong() {
     }
 }
 
+/// A `--start-at` already past is refused in one line naming the instant, before anything
+/// runs or any record exists; so is a segment outside `0..N` (`load` cannot write one, so a
+/// record saying `5/4` was edited, see results_cli's merge tests).
+#[test]
+fn bad_input_a_start_time_in_the_past_and_a_segment_out_of_range_are_refused() {
+    let target = closed_port();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("runs");
+    let o = connstorm(&[
+        "--target",
+        target.as_str(),
+        "--duration",
+        "1s",
+        "--segment",
+        "0/2",
+        "--start-at",
+        "2020-01-01T00:00:00Z",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+    assert!(
+        err.contains("--start-at 2020-01-01T00:00:00.000Z is ")
+            && err.contains(" s in the past: give a later time"),
+        "{err}"
+    );
+    assert!(!out.exists(), "no record directory after a refusal");
+    for seg in ["4/4", "5/4", "0/0"] {
+        let o = connstorm(&["--target", target.as_str(), "--segment", seg]);
+        assert_eq!(o.status.code(), Some(2), "{seg}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains(&format!(
+                "invalid segment \"{seg}\": write i/N with 0 <= i < N"
+            )),
+            "{seg}: {}",
+            stderr(&o)
+        );
+    }
+}
+
 #[test]
 fn nothing_listening_runs_its_duration_counts_refusals_and_exits_3() {
     let _x = testkit::exclusive();
