@@ -21,6 +21,7 @@
 //! - [`record`]: the record's header (what ran, on which host) and the `--out` check.
 //! - [`summary`]: the text of a finished run and the per-second progress lines (strings, for
 //!   the caller to print).
+//! - [`metrics`]: the run's Prometheus metrics (bench phase, load and server collectors).
 //! - [`cleanup`]: the registry of undo actions (namespaces, `ab` toggles) that the binary runs
 //!   when a second signal forces an exit.
 //!
@@ -32,6 +33,7 @@ pub mod convert;
 pub mod cpus;
 pub mod harness;
 pub mod limits;
+pub mod metrics;
 pub mod phase;
 pub mod record;
 pub mod run;
