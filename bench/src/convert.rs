@@ -43,7 +43,7 @@ pub fn phase_record(
         start_offset_ms: Some(start.offset_ms),
         attempts: report.attempts,
         successes: report.successes,
-        failures: report.failures.clone(),
+        failures: record_failures(&report.failures),
         late: report.late,
         dropped: report.dropped,
         abandoned: report.abandoned,
@@ -83,6 +83,23 @@ pub fn phase_record(
         cross_check: Some(cross_check),
         ..PhaseRecord::default()
     }
+}
+
+/// The load report's failure table in the record's class names: loadgen's never-accepted
+/// classes ([`loadgen::NEVER_ACCEPTED`], [`loadgen::NEVER_ACCEPTED_QUEUED`]) become the record's
+/// ([`results::diagnosis::NEVER_ACCEPTED`], [`results::diagnosis::NEVER_ACCEPTED_QUEUED`]), which
+/// `report` reads as handshakes with a histogram sample; errno names stay.
+pub fn record_failures(failures: &BTreeMap<String, u64>) -> BTreeMap<String, u64> {
+    let mut out = BTreeMap::new();
+    for (name, &n) in failures {
+        let name = match name.as_str() {
+            loadgen::NEVER_ACCEPTED => results::diagnosis::NEVER_ACCEPTED,
+            loadgen::NEVER_ACCEPTED_QUEUED => results::diagnosis::NEVER_ACCEPTED_QUEUED,
+            other => other,
+        };
+        *out.entry(name.to_string()).or_insert(0) += n;
+    }
+    out
 }
 
 /// The measured part's share of `n` whole-phase events (warm-up included), in proportion to the
@@ -145,5 +162,31 @@ fn timeline_row(r: &loadgen::TimelineRow, first_measured: f64) -> rec::TimelineR
         failures: r.failures_by_cause.clone(),
         p50_ns: r.p50_ns,
         p99_ns: r.p99_ns,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A load record names its never-accepted handshakes as `report` reads them (so the
+    /// histogram check counts them), whatever loadgen calls them.
+    #[test]
+    fn never_accepted_classes_take_the_record_names() {
+        let f = BTreeMap::from([
+            (loadgen::NEVER_ACCEPTED.to_string(), 3),
+            (loadgen::NEVER_ACCEPTED_QUEUED.to_string(), 20),
+            ("ETIMEDOUT".to_string(), 1),
+        ]);
+        let r = record_failures(&f);
+        assert_eq!(
+            r,
+            BTreeMap::from([
+                (results::diagnosis::NEVER_ACCEPTED.to_string(), 3),
+                (results::diagnosis::NEVER_ACCEPTED_QUEUED.to_string(), 20),
+                ("ETIMEDOUT".to_string(), 1),
+            ])
+        );
+        assert_eq!(results::diagnosis::never_accepted_total(&r), 23);
     }
 }

@@ -28,6 +28,12 @@ pub fn explain(name: &str) -> Option<&'static str> {
              (its accept queue was full: see the kernel counters and the acceptance line below); \
              raise the server's backlog / net.core.somaxconn or make it accept faster"
         }
+        "NEVER_ACCEPTED_QUEUED" => {
+            "never accepted: in the listener's accept queue at the end. The server's kernel completed the \
+             handshake and queued the connection, but the server application had not accept()ed it when \
+             the run ended and it was given time to (a stopped, hung or too slow server; see the accept \
+             queue line below)"
+        }
         "ECONNRESET" | "EPIPE" => {
             "the server reset the connection after the handshake completed (a reset in SYN-SENT is ECONNREFUSED): \
              the server closes with SO_LINGER 0 (server --mode rst), closed a listener with queued connections, \

@@ -40,7 +40,11 @@
 //!   counted with their true maximum ([`Overflow`]).
 //! - Targets of both families may be mixed; counts are kept per target address
 //!   ([`TargetReport`]). A handshake the server never accepted can only be seen from the
-//!   server's counters: callers reconcile and call [`LoadReport::reclassify_never_accepted`].
+//!   server's counters: callers reconcile and call [`LoadReport::reclassify_never_accepted`];
+//!   one still in the listener's accept queue at the end, from that queue:
+//!   [`LoadReport::reclassify_still_queued`].
+//! - A run interrupted before its schedule started (`--start-at`) still has a report:
+//!   [`never_started`].
 //!
 //! Open loop follows the wrk2 method: latency counts from the *intended* start, so a stalled
 //! server or a late generator shows as latency, not as silently lower load (no coordinated
@@ -76,8 +80,8 @@ pub use error::LoadError;
 pub use http::{HttpReport, HttpRequest};
 pub use report::{
     GeneratorLag, HistogramSummary, LoadReport, LoadWorkerReport, Overflow, TargetReport,
-    TimelineRow, Totals, WorkerSecond, NEVER_ACCEPTED, PERCENTILES,
+    TimelineRow, Totals, WorkerSecond, NEVER_ACCEPTED, NEVER_ACCEPTED_QUEUED, PERCENTILES,
 };
-pub use run::{run, run_at};
+pub use run::{never_started, run, run_at};
 pub use schedule::MAX_RATE_PER_SEC;
 pub use worker::TIMER_SLACK_NS;

@@ -13,6 +13,12 @@ use crate::config::{CloseMode, Pattern};
 /// [`LoadReport::reclassify_never_accepted`]).
 pub const NEVER_ACCEPTED: &str = "NEVER_ACCEPTED";
 
+/// The failure class of a handshake the server's kernel completed and queued, but that was
+/// still in the listener's accept queue when the run ended and the server had been given time
+/// to take it: never accepted by the server application (see
+/// [`LoadReport::reclassify_still_queued`]).
+pub const NEVER_ACCEPTED_QUEUED: &str = "NEVER_ACCEPTED_QUEUED";
+
 /// The percentiles every report prints: p50, p90, p99, p99.9, p99.99 and the maximum (100).
 pub const PERCENTILES: [f64; 6] = [50.0, 90.0, 99.0, 99.9, 99.99, 100.0];
 
@@ -290,6 +296,41 @@ impl LoadReport {
         }
     }
 
+    /// Moves `queued` handshakes from successes to the failure class [`NEVER_ACCEPTED_QUEUED`]:
+    /// connections of this run still waiting in the listener's accept queue after the run ended
+    /// and the server was given time to accept them (the caller reads the queue). The accept
+    /// queue is FIFO (`reqsk_queue_remove` takes the head, include/net/request_sock.h), so what
+    /// is left in it is the newest connections: they move from the measured successes first
+    /// (at most those there are; the rest from the warm-up, whole-run totals only), and the
+    /// achieved rate is recomputed. With a single target its per-target counts move too. At most
+    /// the whole-run successes move (a queued connection the client saw complete only after its
+    /// connect timeout is already an `ETIMEDOUT` failure). Returns how many moved.
+    pub fn reclassify_still_queued(&mut self, queued: u64) -> u64 {
+        let n = queued.min(self.total.successes);
+        if n == 0 {
+            return 0;
+        }
+        let class = || NEVER_ACCEPTED_QUEUED.to_string();
+        self.total.successes -= n;
+        *self.total.failures.entry(class()).or_insert(0) += n;
+        let measured = n.min(self.successes);
+        if measured > 0 {
+            self.successes -= measured;
+            *self.failures.entry(class()).or_insert(0) += measured;
+            self.achieved_per_sec = if self.measured_secs > 0.0 {
+                self.successes as f64 / self.measured_secs
+            } else {
+                0.0
+            };
+        }
+        if let [t] = self.per_target.as_mut_slice() {
+            let m = n.min(t.successes);
+            t.successes -= m;
+            *t.failures.entry(class()).or_insert(0) += m;
+        }
+        n
+    }
+
     /// Open loop: a warning when the generator did not keep its schedule in the measured window
     /// (more than 1% of starts later than `late_threshold`, or any start dropped), else `None`.
     /// Then the achieved rate and the latencies describe the generator as much as the server.
@@ -460,6 +501,30 @@ mod tests {
         assert_eq!((r.successes, r.total.successes), (100, 0));
         assert_eq!(r.total.failures[NEVER_ACCEPTED], 150);
         assert!(r.failures.is_empty());
+    }
+
+    /// What is still queued at the end is the newest connections (the accept queue is FIFO):
+    /// they leave the measured successes first, then the warm-up's; never below zero.
+    #[test]
+    fn still_queued_moves_from_measured_successes_first() {
+        let mut r = report(20, 0);
+        assert_eq!(r.reclassify_still_queued(20), 20);
+        assert_eq!((r.successes, r.total.successes), (0, 0));
+        assert_eq!(r.failures[NEVER_ACCEPTED_QUEUED], 20);
+        assert_eq!(r.total.failures[NEVER_ACCEPTED_QUEUED], 20);
+        assert_eq!(r.per_target[0].failures[NEVER_ACCEPTED_QUEUED], 20);
+        assert_eq!(r.achieved_per_sec, 0.0);
+        assert_eq!(r.successes + r.failures_total(), r.attempts);
+        let mut r = report(100, 50);
+        assert_eq!(r.reclassify_still_queued(120), 120);
+        assert_eq!((r.successes, r.total.successes), (0, 30));
+        assert_eq!(r.failures[NEVER_ACCEPTED_QUEUED], 100);
+        assert_eq!(r.total.failures[NEVER_ACCEPTED_QUEUED], 120);
+        let mut r = report(10, 0);
+        assert_eq!(r.reclassify_still_queued(0), 0);
+        assert!(r.failures.is_empty());
+        assert_eq!(r.reclassify_still_queued(1_000), 10);
+        assert_eq!(r.total.failures[NEVER_ACCEPTED_QUEUED], 10);
     }
 
     #[test]

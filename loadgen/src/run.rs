@@ -178,6 +178,15 @@ pub fn run_at(
     })
 }
 
+/// The report of a run interrupted before its schedule started (while waiting for a
+/// `start_at`): nothing attempted, nothing measured (0 s), `interrupted` set; the offered rate is
+/// the configuration's. No worker is started.
+pub fn never_started(cfg: &LoadConfig) -> LoadReport {
+    let mut r = assemble(cfg, 0, 0, Vec::new(), Vec::new());
+    r.interrupted = true;
+    r
+}
+
 fn wait_go(go: &(Mutex<Option<u64>>, Condvar)) -> Option<u64> {
     let mut g = go.0.lock().unwrap_or_else(|p| p.into_inner());
     while g.is_none() {

@@ -14,8 +14,8 @@ use serde::Serialize;
 
 use crate::histogram::{self, Bucket, LatencySummary};
 use crate::record::{
-    Baseline, CpuUsage, CrossCheck, HostInfo, Latency, Pattern, PhaseRecord, RunInfo, RunRecord,
-    ServerSide,
+    Baseline, CpuUsage, CrossCheck, HostInfo, Latency, Pattern, PhaseRecord, Role, RunInfo,
+    RunRecord, ServerSide,
 };
 use crate::sweep::parse_latency_ns;
 
@@ -135,6 +135,9 @@ pub struct RecordReport {
     pub file: String,
     /// The record's label.
     pub label: String,
+    /// Which side wrote the record: a `server` record's phase is the accept server's (accepts
+    /// per worker, no handshake latency), printed as such.
+    pub role: Role,
     /// What ran.
     pub run: RunInfo,
     /// The host.
@@ -238,6 +241,7 @@ pub fn build(rec: &RunRecord, file: &str, edges_ns: &[u64]) -> Result<RecordRepo
     Ok(RecordReport {
         file: file.to_string(),
         label: rec.label.clone(),
+        role: rec.role,
         run: rec.run.clone(),
         host: rec.host.clone(),
         phases,

@@ -240,7 +240,7 @@ pub fn run(cmd: Command) -> anyhow::Result<i32> {
             crate::output::note(&format!("record: {}", path.display()));
         }
     }
-    crate::cmd::metrics::end(endpoint, &cmd.metrics, &stop);
+    crate::cmd::metrics::end(endpoint, &cmd.metrics);
     result?;
     Ok(exit_code(&record))
 }

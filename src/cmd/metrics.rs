@@ -3,7 +3,6 @@
 //! `server`, `loadgen` and `bench` crates).
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use common::metrics::Endpoint;
@@ -23,8 +22,8 @@ pub struct MetricsArgs {
     #[arg(long, value_name = "ADDR", value_parser = parse_listen)]
     pub metrics: Option<SocketAddr>,
     /// With --metrics: after the run, keep serving the final values this long (e.g. `15s`, one
-    /// scrape interval) so the last scrape sees the end; a SIGINT/SIGTERM during the wait ends
-    /// it. Default: exit at once.
+    /// scrape interval) so the last scrape sees the end; a SIGINT/SIGTERM that arrives during
+    /// the wait ends it. Default: exit at once.
     #[arg(long, value_name = "DURATION", requires = "metrics", value_parser = parse_duration)]
     pub metrics_linger: Option<Duration>,
 }
@@ -53,20 +52,18 @@ pub fn start(args: &MetricsArgs, command: &str) -> anyhow::Result<Option<Endpoin
     Ok(Some(ep))
 }
 
-/// Ends the endpoint: after `--metrics-linger` (cut short by a stop signal that arrives during
-/// it), stops its thread and joins it.
-pub fn end(ep: Option<Endpoint>, args: &MetricsArgs, stop: &AtomicBool) {
+/// Ends the endpoint: after `--metrics-linger` (cut short by a SIGINT/SIGTERM that arrives
+/// during it; one that ended the run before does not), stops its thread and joins it.
+pub fn end(ep: Option<Endpoint>, args: &MetricsArgs) {
     let Some(mut ep) = ep else { return };
     if let Some(linger) = args.metrics_linger.filter(|d| !d.is_zero()) {
-        // A signal that already ended the run does not end the wait; a new one does (a
-        // further one exits at once, see crate::signals).
-        let signalled_before = stop.load(Ordering::Relaxed);
+        let signals_before = crate::signals::count();
         let until = Instant::now() + linger;
         crate::output::note(&format!(
             "connstorm: serving the final metrics for {} more (SIGINT/SIGTERM ends it)",
             humantime::format_duration(linger)
         ));
-        while Instant::now() < until && (signalled_before || !stop.load(Ordering::Relaxed)) {
+        while Instant::now() < until && crate::signals::count() == signals_before {
             std::thread::sleep(Duration::from_millis(20));
         }
     }

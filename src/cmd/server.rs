@@ -15,7 +15,8 @@
 //!   empty, offline or not-allowed CPU list (the usable CPUs are listed), a backlog outside
 //!   1..=2147483647, an address that does not parse or has a port above 65535, an address in use,
 //!   a port below 1024 without privilege, `--engine io-uring` where io_uring cannot run;
-//! - 128+signo (130, 143): only a second SIGINT/SIGTERM, which exits at once without a report.
+//! - 128+signo (130, 143): a second SIGINT/SIGTERM (two quick Ctrl-Cs): the report and the
+//!   `--out` record are still written, then this code says the run was cut short.
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -230,7 +231,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
         other => other.context("writing the server report to stdout failed")?,
     }
-    crate::cmd::metrics::end(endpoint, &args.metrics, &stop);
+    crate::cmd::metrics::end(endpoint, &args.metrics);
     Ok(0)
 }
 

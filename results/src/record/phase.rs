@@ -202,6 +202,14 @@ pub struct ServerSide {
     pub workers: Vec<WorkerAccepts>,
     /// accept() errors by errno name, all workers.
     pub accept_errors: BTreeMap<String, u64>,
+    /// Times accepting paused for the EMFILE/ENFILE back-off (~10 ms each), all workers; `None`
+    /// in records written before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub emfile_backoffs: Option<u64>,
+    /// Connections left in the accept queues when the listeners closed (EMFILE while draining;
+    /// the kernel resets them), all workers; `None` in records written before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub left_in_queue: Option<u64>,
 }
 
 impl ServerSide {
@@ -333,6 +341,10 @@ pub struct CrossCheck {
     pub server_accepted: Option<u64>,
     /// Handshakes the load generator completed.
     pub load_successes: u64,
+    /// Attempts the load generator started over the same span (load records: the whole run,
+    /// warm-up included); `None` in bench records and records written before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_attempts: Option<u64>,
     /// Delta of `Tcp.PassiveOpens` (server namespace).
     pub kernel_passive_opens: Option<i64>,
     /// Delta of `Tcp.ActiveOpens` (load namespace).

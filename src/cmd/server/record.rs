@@ -57,6 +57,8 @@ pub fn server_record(
         wall_secs: report.wall_time_secs(),
     };
     r.host = crate::bench::record::host_info();
+    // The caller read the counters on this thread (the workers run on others).
+    r.counters_netns = crate::bench::record::counters_netns(r.host.hostname.clone());
     r.build = crate::version::build_info();
     let passive = counters.get(tuning::counters::PASSIVE_OPENS).copied();
     let w = &report.workers;
@@ -84,6 +86,8 @@ pub fn server_record(
                 })
                 .collect(),
             accept_errors: report.errors(),
+            emfile_backoffs: Some(w.iter().map(|w| w.emfile_backoffs).sum()),
+            left_in_queue: Some(w.iter().map(|w| w.left_in_queue).sum()),
         }),
         cpu: rec::CpuUsage {
             server: Some(cpu),
@@ -93,6 +97,7 @@ pub fn server_record(
         cross_check: Some(rec::CrossCheck {
             server_accepted: Some(accepted),
             load_successes: 0,
+            load_attempts: None,
             kernel_passive_opens: passive,
             kernel_active_opens: None,
             agree: passive == Some(accepted as i64),
