@@ -25,7 +25,7 @@ pub struct Cli {
 pub enum Command {
     /// Benchmark this host on loopback (server and load in one process), or an external server
     /// with --target; writes a run record.
-    Bench(cmd::bench::Args),
+    Bench(cmd::bench::Command),
     /// Run the per-core accept server.
     Server(cmd::server::Args),
     /// Run the load generator against one or more servers.

@@ -38,6 +38,11 @@ pub fn received() -> Option<i32> {
     Some(RECEIVED.load(Ordering::SeqCst)).filter(|&s| s != 0)
 }
 
+/// How many SIGINT/SIGTERM have arrived so far.
+pub fn count() -> u32 {
+    COUNT.load(Ordering::SeqCst)
+}
+
 /// True once a second SIGINT/SIGTERM arrived: skip every wait that is not needed to write the
 /// report and the record.
 pub fn hurry() -> bool {

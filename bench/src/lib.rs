@@ -23,6 +23,7 @@
 //!   the caller to print).
 //! - [`accept_queue`]: for `connstorm load` against a local target, the listener's accept queue
 //!   at the end of the run after a bounded settle: what is left was never accepted.
+//! - [`metrics`]: the run's Prometheus metrics (bench phase, load and server collectors).
 //! - [`cleanup`]: the registry of undo actions (namespaces, `ab` toggles) that the binary runs
 //!   when a second signal forces an exit.
 //!
@@ -35,6 +36,7 @@ pub mod convert;
 pub mod cpus;
 pub mod harness;
 pub mod limits;
+pub mod metrics;
 pub mod phase;
 pub mod record;
 pub mod run;

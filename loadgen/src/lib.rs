@@ -13,6 +13,8 @@
 //!   merges the workers' histograms and counters into a [`LoadReport`] ([`report`]).
 //! - [`segment`] splits a run over several generators (`i/N` shares of rate, concurrency,
 //!   sources); [`run_at`] starts the schedule at a wall-clock instant so they start together.
+//! - [`metrics`] sums those rows for Prometheus ([`metrics::LoadMetrics`], a collector read
+//!   at scrape time: nothing on the hot path).
 //! - [`render`] writes the text of a run: the per-second line and the report summary.
 //! - [`ports`] estimates the ephemeral-port budget before a run; [`rlimit`] raises
 //!   RLIMIT_NOFILE for callers that want it (the library never touches process-wide state: no
@@ -60,6 +62,7 @@ pub mod error;
 pub mod failures;
 pub mod floor;
 pub mod http;
+pub mod metrics;
 pub mod ports;
 pub mod render;
 pub mod report;
@@ -77,7 +80,7 @@ pub use error::LoadError;
 pub use http::{HttpReport, HttpRequest};
 pub use report::{
     GeneratorLag, HistogramSummary, LoadReport, LoadWorkerReport, Overflow, TargetReport,
-    TimelineRow, Totals, NEVER_ACCEPTED, NEVER_ACCEPTED_QUEUED, PERCENTILES,
+    TimelineRow, Totals, WorkerSecond, NEVER_ACCEPTED, NEVER_ACCEPTED_QUEUED, PERCENTILES,
 };
 pub use run::{never_started, run, run_at};
 pub use schedule::MAX_RATE_PER_SEC;

@@ -120,6 +120,27 @@ pub struct TimelineRow {
     /// rows built by hand.
     #[serde(skip)]
     pub handshake: Option<Histogram<u64>>,
+    /// The same second per worker, in `LoadConfig::cpus` order (for per-worker metrics);
+    /// empty in rows built by hand.
+    #[serde(skip)]
+    pub workers: Vec<WorkerSecond>,
+}
+
+/// One worker's counts in one [`TimelineRow`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WorkerSecond {
+    /// The CPU the worker is pinned to.
+    pub cpu: usize,
+    /// Attempts started.
+    pub attempts: u64,
+    /// Handshakes completed in time.
+    pub successes: u64,
+    /// Attempts failed.
+    pub failures: u64,
+    /// Attempts in flight when a signal stopped the run, without an answer.
+    pub abandoned: u64,
+    /// Dropped starts (open loop).
+    pub dropped: u64,
 }
 
 impl TimelineRow {

@@ -10,7 +10,7 @@ use crate::clock::now_ns;
 use crate::config::{LoadConfig, Pattern};
 use crate::error::LoadError;
 use crate::failures::Failures;
-use crate::report::{LoadReport, TargetReport, TimelineRow, Totals};
+use crate::report::{LoadReport, TargetReport, TimelineRow, Totals, WorkerSecond};
 use crate::stats::{Counters, Latency, Second, TargetCounters};
 use crate::worker::{pin, Window, Worker, WorkerResult};
 
@@ -139,7 +139,7 @@ pub fn run_at(
 
         let mut timeline = Vec::new();
         let mut merger = SecondMerger::new(
-            n,
+            &cfg.cpus,
             start_ns,
             start_ns + warmup_ns,
             start_ns + warmup_ns + duration_ns,
@@ -334,22 +334,28 @@ fn merge(into: &mut Option<Latency>, h: Latency) {
     }
 }
 
+/// One second being collected: how many workers sent it, their merged counts and handshakes,
+/// the latest `until_ns`, and each worker's counts.
+type Pending = (usize, Counters, Latency, u64, Vec<WorkerSecond>);
+
 /// Collects the workers' seconds and emits each second, in order, once all workers sent it.
 struct SecondMerger {
     workers: usize,
+    cpus: Vec<usize>,
     start_ns: u64,
     /// Where rows begin ([`crate::worker::row_origin_ns`]): row `t` is
     /// `[origin_ns + t s, origin_ns + (t+1) s)` within the run.
     origin_ns: u64,
     measure_ns: u64,
     end_ns: u64,
-    pending: BTreeMap<u64, (usize, Counters, Latency, u64)>,
+    pending: BTreeMap<u64, Pending>,
 }
 
 impl SecondMerger {
-    fn new(workers: usize, start_ns: u64, measure_ns: u64, end_ns: u64) -> SecondMerger {
+    fn new(cpus: &[usize], start_ns: u64, measure_ns: u64, end_ns: u64) -> SecondMerger {
         SecondMerger {
-            workers,
+            workers: cpus.len(),
+            cpus: cpus.to_vec(),
             start_ns,
             origin_ns: crate::worker::row_origin_ns(start_ns, measure_ns),
             measure_ns,
@@ -360,16 +366,31 @@ impl SecondMerger {
 
     fn add(&mut self, s: Second, emit: &mut dyn FnMut(TimelineRow)) {
         let complete = {
-            let e = self
-                .pending
-                .entry(s.t_secs)
-                .or_insert_with(|| (0, Counters::default(), s.handshake.clone(), 0));
+            let cpus = &self.cpus;
+            let e = self.pending.entry(s.t_secs).or_insert_with(|| {
+                let per_worker = cpus
+                    .iter()
+                    .map(|&cpu| WorkerSecond {
+                        cpu,
+                        ..WorkerSecond::default()
+                    })
+                    .collect();
+                (0, Counters::default(), s.handshake.clone(), 0, per_worker)
+            });
             if e.0 > 0 {
                 e.2.add(&s.handshake);
             }
             e.0 += 1;
             e.1.add(&s.counters);
             e.3 = e.3.max(s.until_ns);
+            if let Some(w) = e.4.get_mut(s.worker) {
+                let c = &s.counters;
+                w.attempts += c.attempts;
+                w.successes += c.successes;
+                w.failures += c.failures.total();
+                w.abandoned += c.abandoned;
+                w.dropped += c.dropped;
+            }
             e.0 == self.workers
         };
         if complete {
@@ -378,15 +399,15 @@ impl SecondMerger {
                 if self.pending[&t].0 < self.workers {
                     break;
                 }
-                let (_, c, h, until) = self.pending.remove(&t).expect("present");
-                self.emit(t, &c, &h, until, emit);
+                let (_, c, h, until, w) = self.pending.remove(&t).expect("present");
+                self.emit(t, &c, &h, until, w, emit);
             }
         }
     }
 
     fn finish(&mut self, emit: &mut dyn FnMut(TimelineRow)) {
-        for (t, (_, c, h, until)) in std::mem::take(&mut self.pending) {
-            self.emit(t, &c, &h, until, emit);
+        for (t, (_, c, h, until, w)) in std::mem::take(&mut self.pending) {
+            self.emit(t, &c, &h, until, w, emit);
         }
     }
 
@@ -398,16 +419,24 @@ impl SecondMerger {
         c: &Counters,
         h: &Latency,
         until: u64,
+        workers: Vec<WorkerSecond>,
         emit: &mut dyn FnMut(TimelineRow),
     ) {
-        let idle = c.attempts + c.successes + c.failures.total() + c.dropped == 0;
+        let idle = c.attempts + c.successes + c.failures.total() + c.dropped + c.abandoned == 0;
         if idle && self.origin_ns + t * SEC >= self.end_ns {
             return;
         }
-        emit(self.row(t, c, h, until));
+        emit(self.row(t, c, h, until, workers));
     }
 
-    fn row(&self, t: u64, c: &Counters, l: &Latency, until: u64) -> TimelineRow {
+    fn row(
+        &self,
+        t: u64,
+        c: &Counters,
+        l: &Latency,
+        until: u64,
+        workers: Vec<WorkerSecond>,
+    ) -> TimelineRow {
         let h = &l.hist;
         let q = |p: f64| {
             if h.is_empty() {
@@ -442,6 +471,7 @@ impl SecondMerger {
             max_ns: l.max_ns,
             length_secs,
             handshake: Some(h.clone()),
+            workers,
         }
     }
 }
@@ -452,6 +482,7 @@ mod tests {
 
     fn second(t_secs: u64, until_ns: u64) -> Second {
         Second {
+            worker: 0,
             t_secs,
             counters: Counters::default(),
             handshake: Latency::new(SEC),
@@ -470,7 +501,7 @@ mod tests {
         );
         assert_eq!(crate::worker::row_origin_ns(start, start + SEC), start);
         assert_eq!(crate::worker::row_origin_ns(start, start), start);
-        let mut m = SecondMerger::new(1, start, measure, end);
+        let mut m = SecondMerger::new(&[0], start, measure, end);
         let mut rows = Vec::new();
         m.add(second(0, measure), &mut |r| rows.push(r));
         m.add(second(1, measure + SEC), &mut |r| rows.push(r));

@@ -136,6 +136,8 @@ impl Latency {
 /// One worker's one second, sent to the coordinator once per second (never per connection).
 #[derive(Debug)]
 pub(crate) struct Second {
+    /// Index of the worker that sends it (in `LoadConfig::cpus`).
+    pub worker: usize,
     /// Second index since the rows' origin (`crate::worker::row_origin_ns`).
     pub t_secs: u64,
     /// Counts of this second.

@@ -434,6 +434,7 @@ impl<'a> Worker<'a> {
         let handshake = std::mem::replace(&mut self.sec_handshake, fresh);
         // The receiver lives until every worker has ended; a send error cannot happen.
         let _ = tx.send(Second {
+            worker: self.index,
             t_secs,
             counters,
             handshake,

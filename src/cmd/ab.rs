@@ -220,7 +220,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
                 format!("{}-", trial.setup.label)
             };
             trial.setup.label = format!("{base}{}#{i}", side_name(&args, side));
-            match crate::bench::run::execute(&trial, setup.clone(), &stop) {
+            match crate::bench::run::execute(&trial, setup.clone(), &stop, None) {
                 Ok((record, path, result)) => {
                     let flags = results::compare::trial_flags(&record);
                     eprintln!(

@@ -3,7 +3,8 @@
 //!
 //! Exit codes: 0 the run completed (some attempts may have failed: see the report); 1 a
 //! run-time failure; 2 bad input, refused before anything is created (including a CPU this
-//! process may not use, a rate above 1e9/s, a duration under 10 ms); 3 the run completed but no
+//! process may not use, a rate above 1e9/s, a duration under 10 ms, a `--metrics` address in
+//! use); 3 the run completed but no
 //! attempt of the whole run succeeded: every attempt failed (e.g. nothing listens on the
 //! target), none could start, or none was accepted by the server; 128+signo (130 SIGINT, 143
 //! SIGTERM) interrupted by a signal, after the report was printed.
@@ -47,6 +48,14 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     if let Some(dir) = &args.out {
         crate::bench::record::check_writable_dir(dir)?;
     }
+    // Bound before any attempt: an address in use is bad input before anything starts.
+    let endpoint = crate::cmd::metrics::start(&args.metrics, "load")?;
+    let metrics = endpoint.as_ref().map(|ep| {
+        let m = loadgen::metrics::LoadMetrics::new();
+        m.begin(cfg.pattern, cfg.close);
+        ep.register(Box::new(std::sync::Arc::clone(&m)));
+        m
+    });
     let clock = (args.segment.is_some() || planned.is_some()).then(multihost::read_clock_sync);
     if let Some(w) = clock.as_ref().and_then(multihost::clock_warning) {
         eprintln!("connstorm load: warning: {w}");
@@ -72,6 +81,9 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     });
     let open_loop = matches!(cfg.pattern, Pattern::Open { .. });
     let mut on_second = |row: &TimelineRow| {
+        if let Some(m) = &metrics {
+            m.observe(row);
+        }
         let line = loadgen::render::second_line(row, open_loop);
         match &bar {
             Some(b) => {
@@ -109,6 +121,9 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     };
     if let Some(b) = bar {
         b.finish_and_clear();
+    }
+    if let Some(m) = &metrics {
+        m.finish();
     }
     let kernel = match &before {
         Some(before) if local => kernel_view(&cfg, &mut report, before),
@@ -199,6 +214,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             "writing the report to stdout failed (the run itself ended; its figures are lost with the output)",
         )?,
     }
+    crate::cmd::metrics::end(endpoint, &args.metrics);
     Ok(exit_code(&report))
 }
 

@@ -10,7 +10,8 @@
 //!   nothing is a true report of zero, also 0 (a server measures what it was sent);
 //! - 1: a run-time fault (a worker could not set up its ring or epoll, a write of the report
 //!   failed);
-//! - 2: bad input, refused before any listener or thread exists: unknown engine/mode, an invalid,
+//! - 2: bad input, refused before any listener or thread exists: unknown engine/mode, a
+//!   `--metrics` address that does not parse or cannot be bound (in use), an invalid,
 //!   empty, offline or not-allowed CPU list (the usable CPUs are listed), a backlog outside
 //!   1..=2147483647, an address that does not parse or has a port above 65535, an address in use,
 //!   a port below 1024 without privilege, `--engine io-uring` where io_uring cannot run;
@@ -81,6 +82,9 @@ pub struct Args {
     /// `merge` (which checks the accepts against the load generators' handshakes).
     #[arg(long, value_name = "DIR")]
     pub out: Option<std::path::PathBuf>,
+    /// Prometheus `/metrics`.
+    #[command(flatten)]
+    pub metrics: crate::cmd::metrics::MetricsArgs,
 }
 
 /// Report formats.
@@ -117,6 +121,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     if let Some(dir) = &args.out {
         crate::bench::record::check_writable_dir(dir)?;
     }
+    // Bound before the server: an address in use is bad input before any listener exists.
+    let endpoint = crate::cmd::metrics::start(&args.metrics, "server")?;
     let cfg = ServerConfig {
         listen: args.listen,
         cpus,
@@ -132,6 +138,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             anyhow::Error::new(e).context("starting the server")
         }
     })?;
+    let metrics = endpoint.as_ref().map(|ep| {
+        let m = server::metrics::ServerMetrics::new(&srv);
+        ep.register(Box::new(std::sync::Arc::clone(&m)));
+        m
+    });
     let mut err = std::io::stderr().lock();
     if let Some(why) = srv.fallback_reason() {
         let _ = writeln!(
@@ -186,6 +197,9 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     }
     let mut report = srv.stop();
     report.interrupted = interrupted;
+    if let Some(m) = &metrics {
+        m.finish();
+    }
     if let Some(dir) = &args.out {
         let counters = counters_before
             .and_then(|b| {
@@ -217,6 +231,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
         other => other.context("writing the server report to stdout failed")?,
     }
+    crate::cmd::metrics::end(endpoint, &args.metrics);
     Ok(0)
 }
 

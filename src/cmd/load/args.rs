@@ -110,6 +110,9 @@ pub struct Args {
     /// from now. A time in the past is refused. Needs synchronised clocks (chrony, NTP).
     #[arg(long, value_name = "TIME", value_parser = super::multihost::parse_start_at)]
     pub start_at: Option<super::multihost::StartAt>,
+    /// Prometheus `/metrics`.
+    #[command(flatten)]
+    pub metrics: crate::cmd::metrics::MetricsArgs,
 }
 
 /// The `--http*` options as the request to send (`None` without `--http`); the body file is read
