@@ -198,9 +198,14 @@ fn kernel_view(
     // Private: nothing but this run opens connections here (only `lo` in the namespace, and
     // no more SYNs sent than our attempts).
     let private = only_loopback_interface() && active <= report.total.attempts as i64;
-    let handshakes = report.total.successes + report.total.completed_after_timeout;
+    // TCP handshakes, whether or not an HTTP exchange after them succeeded.
+    let handshakes = report.total.handshakes + report.total.completed_after_timeout;
     let acceptance = results::acceptance::reconcile(handshakes, &delta, private);
-    report.reclassify_never_accepted(acceptance.never_accepted, cfg.warmup.is_zero());
+    // With `--http` a connection the server never accepted already failed its exchange (reset
+    // or no response): it is no success to move.
+    if cfg.http.is_none() {
+        report.reclassify_never_accepted(acceptance.never_accepted, cfg.warmup.is_zero());
+    }
     // This thread is in the targets' namespace, so /proc/sys/net is theirs (see
     // tuning::counters::DEFAULT_SYS_DIR).
     let mut settings =
