@@ -52,6 +52,14 @@ pub fn phase_record(
                 .generator_lag
                 .as_ref()
                 .map(|l| results::histogram::encode(&l.hist)),
+            http_response: report
+                .http
+                .as_ref()
+                .map(|h| results::histogram::encode(&h.response)),
+            http_first_byte: report
+                .http
+                .as_ref()
+                .map(|h| results::histogram::encode(&h.first_byte)),
             ..rec::Histograms::encode(
                 &report.handshake,
                 &report.service,
@@ -81,6 +89,17 @@ pub fn phase_record(
         cpu,
         counters,
         cross_check: Some(cross_check),
+        http: report.http.as_ref().map(|h| rec::HttpCounts {
+            request: h.request.clone(),
+            requests: h.requests,
+            responses: h.responses,
+            status_classes: h.status_classes.clone(),
+            non_2xx_codes: h.non_2xx_codes.clone(),
+            parse_errors: h.parse_errors.clone(),
+            bytes_sent: h.bytes_sent,
+            bytes_received: h.bytes_received,
+            body_bytes: h.body_bytes,
+        }),
         ..PhaseRecord::default()
     }
 }

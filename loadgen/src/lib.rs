@@ -72,6 +72,7 @@ mod schedule;
 pub mod segment;
 mod slot;
 mod stats;
+pub mod tls;
 mod worker;
 
 pub use attempt::MAX_GENERATOR_LAG_NS;

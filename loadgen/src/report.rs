@@ -28,9 +28,15 @@ pub const PERCENTILES: [f64; 6] = [50.0, 90.0, 99.0, 99.9, 99.99, 100.0];
 pub struct Totals {
     /// Attempts started (socket(2) called).
     pub attempts: u64,
-    /// Attempts whose handshake completed.
+    /// Successful attempts: the handshake completed (with `--http`: and a complete response
+    /// was read).
     pub successes: u64,
-    /// Failed attempts by errno name.
+    /// TCP handshakes completed in time: the successes plus the attempts whose HTTP exchange
+    /// failed after the handshake or was cut by an interrupt (what the server's kernel counts in
+    /// `Tcp.PassiveOpens`).
+    pub handshakes: u64,
+    /// Failed attempts by cause: errno names, and the classes after the TCP handshake
+    /// ([`crate::failures::ProtoFailures`], e.g. `HTTP parse error: truncated`).
     pub failures: BTreeMap<String, u64>,
     /// Attempts that started more than `late_threshold` after their intended time.
     pub late: u64,
@@ -249,6 +255,8 @@ pub struct LoadReport {
     pub interrupted: bool,
     /// The HTTP side of the run (`--http` only).
     pub http: Option<crate::http::HttpReport>,
+    /// The TLS side of the run (`--tls` only).
+    pub tls: Option<crate::tls::TlsReport>,
 }
 
 impl LoadReport {
@@ -482,6 +490,7 @@ mod tests {
             workers: vec![],
             interrupted: false,
             http: None,
+            tls: None,
         }
     }
 

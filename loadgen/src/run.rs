@@ -216,6 +216,7 @@ fn assemble(
     let mut lag: Option<Latency> = None;
     let mut timer_slack_ns = None;
     let mut http: Option<crate::http::HttpWorker> = None;
+    let mut tls: Option<crate::tls::TlsWorker> = None;
     let mut per_target = vec![TargetCounters::default(); cfg.targets.len()];
     let interrupted = results.iter().any(|r| r.interrupted);
     let ended = results
@@ -237,6 +238,11 @@ fn assemble(
         match (&mut http, r.http) {
             (Some(acc), Some(h)) => acc.add(&h),
             (acc @ None, h) => *acc = h,
+            (Some(_), None) => {}
+        }
+        match (&mut tls, r.tls) {
+            (Some(acc), Some(t)) => acc.add(&t),
+            (acc @ None, t) => *acc = t,
             (Some(_), None) => {}
         }
         for (acc, t) in per_target.iter_mut().zip(&r.per_target) {
@@ -280,7 +286,7 @@ fn assemble(
         offered: measured.offered,
         attempts: measured.attempts,
         successes: measured.successes,
-        failures: measured.failures.to_map(),
+        failures: measured.failures_map(),
         post_connect_failures: post.to_map(),
         completed_after_timeout: measured.completed_late,
         late: measured.late,
@@ -290,7 +296,8 @@ fn assemble(
         total: Totals {
             attempts: total.attempts,
             successes: total.successes,
-            failures: total.failures.to_map(),
+            failures: total.failures_map(),
+            handshakes: total.handshakes,
             late: total.late,
             dropped: total.dropped,
             abandoned: total.abandoned,
@@ -311,7 +318,7 @@ fn assemble(
                 target,
                 attempts: c.attempts,
                 successes: c.successes,
-                failures: c.failures.to_map(),
+                failures: c.failures_map(),
                 abandoned: c.abandoned,
             })
             .collect(),
@@ -323,6 +330,11 @@ fn assemble(
             .as_ref()
             .zip(http)
             .map(|(req, h)| crate::http::HttpReport::of(req, h)),
+        tls: cfg
+            .tls
+            .as_ref()
+            .zip(tls)
+            .map(|(o, t)| crate::tls::TlsReport::of(o, t)),
     }
 }
 
@@ -422,7 +434,7 @@ impl SecondMerger {
         workers: Vec<WorkerSecond>,
         emit: &mut dyn FnMut(TimelineRow),
     ) {
-        let idle = c.attempts + c.successes + c.failures.total() + c.dropped + c.abandoned == 0;
+        let idle = c.attempts + c.successes + c.failures_total() + c.dropped + c.abandoned == 0;
         if idle && self.origin_ns + t * SEC >= self.end_ns {
             return;
         }
@@ -462,8 +474,8 @@ impl SecondMerger {
             offered: c.offered,
             attempts: c.attempts,
             successes: c.successes,
-            failures: c.failures.total(),
-            failures_by_cause: c.failures.to_map(),
+            failures: c.failures_total(),
+            failures_by_cause: c.failures_map(),
             late: c.late,
             dropped: c.dropped,
             p50_ns: q(50.0),

@@ -466,7 +466,7 @@ fn merge_phase(
                         path_a: path0.to_path_buf(),
                         path_b: path.to_path_buf(),
                         what: format!(
-                            "phase {:?}: the {} histogram is measured in one and not the other (--expect-bytes)",
+                            "phase {:?}: the {} histogram is measured in one and not the other (--expect-bytes, --http)",
                             p.name,
                             which.name()
                         ),
@@ -485,6 +485,23 @@ fn merge_phase(
             .expect("every phase has a service histogram"),
         hists[2].as_ref(),
     );
+    out.histograms.http_response = hists[3].as_ref().map(crate::histogram::encode);
+    out.histograms.http_first_byte = hists[4].as_ref().map(crate::histogram::encode);
+    // HTTP counts: summed when every part has them (a part without is refused above by its
+    // missing HTTP histograms).
+    out.http = parts
+        .iter()
+        .try_fold(None::<crate::record::HttpCounts>, |acc, (_, p)| {
+            let h = p.http.as_ref()?;
+            Some(Some(match acc {
+                Some(mut a) => {
+                    a.add(h);
+                    a
+                }
+                None => h.clone(),
+            }))
+        })
+        .flatten();
     // Counts.
     out.attempts = parts.iter().map(|(_, p)| p.attempts).sum();
     out.successes = parts.iter().map(|(_, p)| p.successes).sum();

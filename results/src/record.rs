@@ -35,8 +35,8 @@ pub use counter::{
 pub use error::RecordError;
 pub use example::EXAMPLE_START_UNIX_MS;
 pub use phase::{
-    Arrival, CpuUsage, CrossCheck, Histograms, Latency, LoadWorker, Pattern, PhaseRecord,
-    ServerSide, SideCpu, TimelineRow, WorkerAccepts,
+    Arrival, CpuUsage, CrossCheck, Histograms, HttpCounts, Latency, LoadWorker, Pattern,
+    PhaseRecord, ServerSide, SideCpu, TimelineRow, WorkerAccepts,
 };
 pub use run::{Baseline, HostInfo, NumaNode, RunInfo};
 pub use segment::{NetnsIdentity, Role, SegmentInfo};

@@ -116,6 +116,9 @@ pub struct PhaseReport {
     pub abandoned: u64,
     /// Latency histograms that were measured.
     pub latency: Vec<LatencyReport>,
+    /// `load --http`: the HTTP counts (`None` otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub http: Option<crate::record::HttpCounts>,
     /// CPU time per side.
     pub cpu: CpuUsage,
     /// Kernel counter deltas.
@@ -213,6 +216,7 @@ fn phase_report(file: &str, p: &PhaseRecord, edges_ns: &[u64]) -> Result<PhaseRe
         dropped: p.dropped,
         abandoned: p.abandoned,
         latency,
+        http: p.http.clone(),
         cpu: p.cpu,
         counters: p.counters.clone(),
         drops: p

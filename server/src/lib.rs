@@ -51,6 +51,7 @@ mod server;
 mod shard;
 mod steer;
 mod sys;
+pub mod tls;
 mod worker;
 
 pub use common::threadcpu::ThreadCpu;

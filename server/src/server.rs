@@ -52,8 +52,20 @@ impl Server {
                 "Mode::Greet bytes must be 1..={MAX_GREET_BYTES} (Mode::from_str checks this)"
             );
         }
+        if cfg.tls.is_some() && !matches!(cfg.mode, Mode::Close | Mode::Http { .. }) {
+            return Err(ServerError::TlsMode {
+                mode: cfg.mode.to_string(),
+            });
+        }
         let (engine, fallback_reason) = match cfg.engine {
+            _ if cfg.tls.is_some() && cfg.engine == EngineChoice::IoUring => {
+                return Err(ServerError::TlsNeedsEpoll)
+            }
             EngineChoice::Epoll => (Engine::Epoll, None),
+            EngineChoice::Auto if cfg.tls.is_some() => (
+                Engine::Epoll,
+                Some("--tls runs on the epoll engine only".to_string()),
+            ),
             EngineChoice::IoUring => match crate::engine::probe::io_uring() {
                 Ok(()) => (Engine::IoUring, None),
                 Err(reason) => return Err(ServerError::IoUringUnavailable { reason }),
@@ -94,6 +106,7 @@ impl Server {
                 listener,
                 mode: cfg.mode,
                 engine,
+                tls: cfg.tls.as_ref().map(|t| Arc::clone(&t.config)),
             };
             match shard::spawn(spec, Arc::clone(&shared), tx.clone()) {
                 Ok(h) => server.handles.push(h),

@@ -233,9 +233,15 @@ fn kernel_view(
     // Private: nothing but this run opens connections here (only `lo` in the namespace, and
     // no more SYNs sent than our attempts).
     let private = only_loopback_interface() && active <= report.total.attempts as i64;
-    let handshakes = report.total.successes + report.total.completed_after_timeout;
+    // TCP handshakes, whether or not an HTTP exchange after them succeeded.
+    let handshakes = report.total.handshakes + report.total.completed_after_timeout;
     let acceptance = results::acceptance::reconcile(handshakes, &delta, private);
-    report.reclassify_never_accepted(acceptance.never_accepted, cfg.warmup.is_zero());
+    // With `--http` a connection the server never accepted already failed its exchange (reset
+    // or no response): it is no success to move.
+    let plain = cfg.http.is_none();
+    if plain {
+        report.reclassify_never_accepted(acceptance.never_accepted, cfg.warmup.is_zero());
+    }
     // What is still in the listener's accept queue after the server was given a short time to
     // take it was never accepted: a failure class of its own (bench::accept_queue).
     let settled = ::bench::accept_queue::settle(&cfg.targets, &crate::signals::hurry);
@@ -245,7 +251,11 @@ fn kernel_view(
             at_end: s.at_end.queued,
             after_settle: s.after.queued,
             settle_ms: s.waited.as_millis() as u64,
-            never_accepted: report.reclassify_still_queued(ours),
+            never_accepted: if plain {
+                report.reclassify_still_queued(ours)
+            } else {
+                0
+            },
         }
     });
     // This thread is in the targets' namespace, so /proc/sys/net is theirs (see

@@ -71,6 +71,23 @@ pub struct Args {
     /// instead of `204 No Content`.
     #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u32).range(0..=i64::from(server::config::MAX_GREET_BYTES)))]
     pub http_response_bytes: Option<u32>,
+    /// A TLS handshake on every connection (rustls, `ring` provider; TLS 1.3 and 1.2, session
+    /// tickets and a session-ID cache for resumption) before the mode's work: `close` (close_notify,
+    /// close) or `http` (the request and response over TLS). Epoll engine only (`--engine
+    /// io-uring --tls` is refused). Certificate: --cert/--key, else a self-signed one generated
+    /// at start for localhost, 127.0.0.1 and ::1.
+    #[arg(long)]
+    pub tls: bool,
+    /// With --tls: the certificate chain, PEM (leaf first). Needs --key.
+    #[arg(long, value_name = "FILE", requires = "tls")]
+    pub cert: Option<std::path::PathBuf>,
+    /// With --tls: the private key of --cert, PEM (PKCS#8, PKCS#1 or SEC1).
+    #[arg(long, value_name = "FILE", requires = "tls")]
+    pub key: Option<std::path::PathBuf>,
+    /// With --tls: write the certificate (PEM) the server uses to this file, e.g. the generated
+    /// self-signed one, for a client's `--ca`.
+    #[arg(long, value_name = "FILE", requires = "tls")]
+    pub cert_out: Option<std::path::PathBuf>,
     /// Stop after this long, e.g. `30s`, `2m`. Default: run until SIGINT/SIGTERM.
     #[arg(long, value_parser = parse_positive_duration)]
     pub duration: Option<Duration>,
@@ -114,6 +131,24 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         Some(c) => c,
         None => allowed_cpus().context("reading this process's CPU affinity")?,
     };
+    let tls = if args.tls {
+        if args.engine == EngineChoice::IoUring {
+            return Err(bad_input(server::ServerError::TlsNeedsEpoll.to_string()));
+        }
+        let t = server::tls::server_config(args.cert.as_deref(), args.key.as_deref())
+            .map_err(|e| bad_input(e.to_string()))?;
+        if let Some(path) = &args.cert_out {
+            std::fs::write(path, &t.cert_pem).map_err(|e| {
+                bad_input(format!(
+                    "--cert-out {}: cannot write it ({e}): give a writable path",
+                    path.display()
+                ))
+            })?;
+        }
+        Some(t)
+    } else {
+        None
+    };
     let stop = crate::signals::stop_flag().context("installing SIGINT/SIGTERM handlers")?;
     // The library leaves the process-wide fd limit alone; a server wants all of it.
     let (_, nofile) =
@@ -130,6 +165,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         backlog: args.backlog,
         mode,
         steer: args.steer,
+        tls,
     };
     let srv = Server::start(cfg).map_err(|e| {
         if e.is_bad_input() {
@@ -144,7 +180,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         m
     });
     let mut err = std::io::stderr().lock();
-    if let Some(why) = srv.fallback_reason() {
+    if let Some(why) = srv.fallback_reason().filter(|_| !args.tls) {
         let _ = writeln!(
             err,
             "connstorm server: io_uring unavailable, using epoll: {why}"

@@ -234,6 +234,35 @@ fn phase_blocks(p: &PhaseReport, counters: Counters, out: &mut Vec<Block>) {
         counter_blocks(p, counters, out);
         return;
     }
+    if let Some(h) = &p.http {
+        let classes: Vec<String> = h
+            .status_classes
+            .iter()
+            .map(|(c, n)| format!("{c} {}", count(*n)))
+            .collect();
+        let codes: Vec<String> = h
+            .non_2xx_codes
+            .iter()
+            .map(|(c, n)| format!("{c}: {}", count(*n)))
+            .collect();
+        let parse: Vec<String> = h
+            .parse_errors
+            .iter()
+            .map(|(c, n)| format!("{c} {}", count(*n)))
+            .collect();
+        out.push(Block::Line(format!(
+            "http ({}): {} requests, {} responses; status {}{}; parse errors {}; bytes {} sent, {} received ({} body)",
+            h.request,
+            count(h.requests),
+            count(h.responses),
+            if classes.is_empty() { "none".to_string() } else { classes.join(", ") },
+            if codes.is_empty() { String::new() } else { format!(" (non-2xx: {})", codes.join(", ")) },
+            if parse.is_empty() { "none".to_string() } else { parse.join(", ") },
+            count(h.bytes_sent),
+            count(h.bytes_received),
+            count(h.body_bytes)
+        )));
+    }
     latency_blocks(p, out);
     let mut cpu = Table::new(["CPU µs per conn", "user", "sys", "total", "sys%"]);
     if let Some(s) = &p.cpu.server {
