@@ -14,12 +14,12 @@
 //!   namespaces' `Tcp.PassiveOpens`) against the generators' handshakes.
 //!
 //! Generators sharing a network namespace each hold the whole namespace's counter deltas: the
-//! counters are counted once per namespace and cross-checked per namespace (see [`netns`]).
+//! counters are counted once per namespace and cross-checked per namespace (see `netns`).
 //!
 //! Refused with one line naming the files: segments that overlap, are missing, out of range or
 //! disagree on `N`; segments of different runs (a different whole-run rate or concurrency,
 //! duration, warm-up, close mode, open vs closed loop, arrival, connect timeout, `--http` or
-//! `--expect-bytes`, or planned `--start-at`; see [`segments`]); load records whose measured
+//! `--expect-bytes`, or planned `--start-at`; see `segments`); load records whose measured
 //! windows do not overlap, or a server record from another time window; records of different
 //! schema versions; different phase names; a bench record (already a whole run). There is no
 //! override: such a merge would add up connections of different experiments into a figure no
