@@ -21,17 +21,22 @@
 //! - [`record`]: the record's header (what ran, on which host) and the `--out` check.
 //! - [`summary`]: the text of a finished run and the per-second progress lines (strings, for
 //!   the caller to print).
+//! - [`accept_queue`]: for `connstorm load` against a local target, the listener's accept queue
+//!   at the end of the run after a bounded settle: what is left was never accepted.
+//! - [`metrics`]: the run's Prometheus metrics (bench phase, load and server collectors).
 //! - [`cleanup`]: the registry of undo actions (namespaces, `ab` toggles) that the binary runs
 //!   when a second signal forces an exit.
 //!
 //! Bad input found while resolving options (a CPU list, `--out`, netem refused) is an
 //! `anyhow::Error` holding [`common::error::BadInput`]: the binary's exit code 2.
 
+pub mod accept_queue;
 pub mod cleanup;
 pub mod convert;
 pub mod cpus;
 pub mod harness;
 pub mod limits;
+pub mod metrics;
 pub mod phase;
 pub mod record;
 pub mod run;

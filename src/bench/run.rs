@@ -20,8 +20,15 @@ pub fn plan(args: &Args) -> Plan {
     }
 }
 
+/// The `/metrics` endpoint of a `bench` run and its metrics ([`::bench::metrics`]).
+pub type Live<'a> = (
+    &'a common::metrics::Endpoint,
+    &'a ::bench::metrics::BenchMetrics,
+);
+
 /// Runs the benchmark and writes its record; returns the record, its path, and the error that
-/// ended the run early, if any (the record is written even then).
+/// ended the run early, if any (the record is written even then). `live` (with `--metrics`)
+/// sees every phase and row.
 ///
 /// # Errors
 /// When the harness cannot start, the floor cannot be set up, or the record cannot be written.
@@ -29,17 +36,35 @@ pub fn execute(
     args: &Args,
     setup: Setup,
     stop: &std::sync::atomic::AtomicBool,
+    live: Option<Live<'_>>,
 ) -> anyhow::Result<(results::RunRecord, PathBuf, anyhow::Result<()>)> {
+    use ::bench::run::Event;
     let plan = plan(args);
     let (server_cpus, load_cpus) = (setup.server_cpus.clone(), setup.load_cpus.clone());
     let external = setup.target.is_some();
+    let close = setup.close;
+    let mut on_second = |spec: &PhaseSpec, row: &loadgen::TimelineRow| {
+        if let Some((_, m)) = live {
+            m.observe(row);
+        }
+        super::progress(spec, row);
+    };
+    let mut on_event = |e: Event<'_>| {
+        let Some((ep, m)) = live else { return };
+        match e {
+            Event::Started(h) => m.started(h, ep),
+            Event::PhaseBegins(spec) => m.phase(spec, close),
+            Event::PhaseEnded(_) => m.phase_done(),
+        }
+    };
     let mut trial = ::bench::run::phases(
         &plan,
         setup,
         &super::record::BUILD,
         stop,
-        &mut super::progress,
+        &mut on_second,
         &mut super::note,
+        &mut on_event,
     )?;
     trial.record.build = crate::version::build_info();
     if trial.baseline_due(&plan, external) {
@@ -59,9 +84,21 @@ pub fn execute(
         );
         let measured = {
             let mut slice = |d, w| match trial.harness() {
-                Some(h) => h
-                    .run_phase(&spec(d, w), stop, &mut |_| {})
-                    .map(|o| (o.record, o.warnings)),
+                Some(h) => {
+                    let spec = spec(d, w);
+                    if let Some((_, m)) = live {
+                        m.phase(&spec, close);
+                    }
+                    let ran = h.run_phase(&spec, stop, &mut |row| {
+                        if let Some((_, m)) = live {
+                            m.observe(row);
+                        }
+                    });
+                    if let Some((_, m)) = live {
+                        m.phase_done();
+                    }
+                    ran.map(|o| (o.record, o.warnings))
+                }
                 None => Err(anyhow::anyhow!("the server stopped before the baseline")),
             };
             super::baseline::measure(
@@ -79,5 +116,9 @@ pub fn execute(
             return Err(e);
         }
     }
-    trial.write(&args.setup.out, stop)
+    let written = trial.write(&args.setup.out, stop);
+    if let Some((_, m)) = live {
+        m.finish();
+    }
+    written
 }

@@ -118,6 +118,7 @@ pub(super) fn config(args: &Args, nofile: u64) -> anyhow::Result<LoadConfig> {
             )));
         }
     }
+    let targets_first = targets[0];
     let cfg = LoadConfig {
         targets,
         pattern,
@@ -135,6 +136,7 @@ pub(super) fn config(args: &Args, nofile: u64) -> anyhow::Result<LoadConfig> {
         max_in_flight: usize::try_from(max_in_flight).unwrap_or(usize::MAX),
         late_threshold: args.late_threshold,
         http: super::args::http_request(args)?,
+        tls: super::args::tls_options(args, targets_first)?,
     };
     cfg.validate().map_err(|e| bad_input(e.to_string()))?;
     Ok(cfg)

@@ -36,7 +36,8 @@ fn unix_ms(t: SystemTime) -> u64 {
 
 /// Builds the load record.
 ///
-/// `counters`: Δ of this namespace's kernel counters over the run (empty when unreadable);
+/// `segment`: the segment, the clock's sync state and the whole run's configuration before it
+/// was narrowed to the segment (`cfg`); `counters`: Δ of this namespace's kernel counters over the run (empty when unreadable);
 /// `kernel_completed`: the handshakes the target's kernel completed (Δ `Tcp.PassiveOpens`) when
 /// the targets are in this namespace (loopback). Whether the server application accept()ed them
 /// cannot be seen from here, so the record's `server_accepted` stays unknown (`None`).
@@ -44,17 +45,17 @@ pub fn load_record(
     cfg: &LoadConfig,
     report: &LoadReport,
     starts: Starts,
-    segment: Option<(Segment, &ClockSync)>,
+    segment: Option<(Segment, &ClockSync, &LoadConfig)>,
     counters: BTreeMap<String, i64>,
     kernel_completed: Option<u64>,
     warnings: &[String],
 ) -> RunRecord {
     let label = match segment {
-        Some((s, _)) => format!("load-{}of{}", s.index, s.count),
+        Some((s, _, _)) => format!("load-{}of{}", s.index, s.count),
         None => "load".to_string(),
     };
     let mut config = serde_json::to_value(cfg).unwrap_or(serde_json::Value::Null);
-    if let (Some((s, _)), Some(obj)) = (segment, config.as_object_mut()) {
+    if let (Some((s, _, _)), Some(obj)) = (segment, config.as_object_mut()) {
         obj.insert("segment".into(), s.to_string().into());
     }
     let mut r = RunRecord::new(label, config);
@@ -88,6 +89,8 @@ pub fn load_record(
         wall_secs: wall.as_secs_f64(),
     };
     r.host = crate::bench::record::host_info();
+    // This thread read the counters (`load` runs its workers on others).
+    r.counters_netns = crate::bench::record::counters_netns(r.host.hostname.clone());
     r.build = crate::version::build_info();
     let warmup = cfg.warmup.as_secs_f64();
     let measured_start = starts.real + cfg.warmup;
@@ -119,6 +122,7 @@ pub fn load_record(
     let cross_check = rec::CrossCheck {
         server_accepted: None,
         load_successes: total.successes,
+        load_attempts: Some(total.attempts),
         kernel_passive_opens: kernel_completed.and_then(|k| i64::try_from(k).ok()),
         kernel_active_opens: active,
         agree,
@@ -141,7 +145,7 @@ pub fn load_record(
         counters,
         cross_check,
     ));
-    r.segment = segment.map(|(s, clock)| SegmentInfo {
+    r.segment = segment.map(|(s, clock, whole)| SegmentInfo {
         index: s.index,
         count: s.count,
         planned_start_unix_ms: starts.planned.map(unix_ms),
@@ -149,6 +153,7 @@ pub fn load_record(
         clock_sync: clock.state.clone(),
         clock_offset_ms: clock.offset_ms,
         clock_source: clock.source.clone(),
+        whole_config: serde_json::to_value(whole).ok(),
     });
     r.warnings = warnings.to_vec();
     r

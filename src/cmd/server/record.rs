@@ -49,14 +49,17 @@ pub fn server_record(
         target: None,
         connstorm_version: env!("CARGO_PKG_VERSION").to_string(),
         git_commit: env!("CONNSTORM_GIT_COMMIT").to_string(),
-        // A signal is how a server without --duration is meant to end (see `connstorm server`'s
-        // exit codes): its counts are whole, not cut short.
-        interrupted: false,
+        // One signal is how a server without --duration is meant to end (see `connstorm
+        // server`'s exit codes): its counts are whole, not cut short. Two quick ones cut it short
+        // (exit 128+N), and the record says so as the exit code does.
+        interrupted: crate::signals::hurry(),
         started_at: results::timestamp::rfc3339_utc(started),
         started_unix_ms: Some(start_ms),
         wall_secs: report.wall_time_secs(),
     };
     r.host = crate::bench::record::host_info();
+    // The caller read the counters on this thread (the workers run on others).
+    r.counters_netns = crate::bench::record::counters_netns(r.host.hostname.clone());
     r.build = crate::version::build_info();
     let passive = counters.get(tuning::counters::PASSIVE_OPENS).copied();
     let w = &report.workers;
@@ -84,6 +87,8 @@ pub fn server_record(
                 })
                 .collect(),
             accept_errors: report.errors(),
+            emfile_backoffs: Some(w.iter().map(|w| w.emfile_backoffs).sum()),
+            left_in_queue: Some(w.iter().map(|w| w.left_in_queue).sum()),
         }),
         cpu: rec::CpuUsage {
             server: Some(cpu),
@@ -93,6 +98,7 @@ pub fn server_record(
         cross_check: Some(rec::CrossCheck {
             server_accepted: Some(accepted),
             load_successes: 0,
+            load_attempts: None,
             kernel_passive_opens: passive,
             kernel_active_opens: None,
             agree: passive == Some(accepted as i64),
