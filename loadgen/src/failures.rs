@@ -192,7 +192,7 @@ pub fn explain(name: &str) -> Option<&'static str> {
             "port exhaustion: no free ephemeral port for (source IP, destination IP, destination port). \
              Remedies: more --source addresses (any 127.0.0.0/8 on loopback), more targets/ports, \
              --close rst or --close server (no TIME_WAIT on the client), a wider \
-             net.ipv4.ip_local_port_range, or net.ipv4.tcp_tw_reuse=1"
+             net.ipv4.ip_local_port_range, or net.ipv4.tcp_tw_reuse=1 with net.ipv4.tcp_timestamps=1 (reuse needs timestamps)"
         }
         "ECONNREFUSED" => "nothing listens on the target (RST in answer to the SYN): check the address and that the server runs",
         "ETIMEDOUT" => {

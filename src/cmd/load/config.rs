@@ -181,9 +181,12 @@ pub(super) fn warn_port_budget(cfg: &LoadConfig, b: &loadgen::ports::PortBudget)
         },
     };
     if let Some(w) = tuning::ports::shortfall(&e, demand) {
+        let reuse = tuning::ports::reuse_remedy(&e)
+            .map(|r| format!(", or {r}"))
+            .unwrap_or_default();
         eprintln!(
             "connstorm load: warning: {w}; use more --source addresses (any 127.0.0.0/8 on loopback), more targets, \
-             --close rst or --close server, a wider net.ipv4.ip_local_port_range, or net.ipv4.tcp_tw_reuse=1"
+             --close rst or --close server, a wider net.ipv4.ip_local_port_range{reuse}"
         );
     }
 }
