@@ -47,7 +47,7 @@ impl TlsOther {
 
 /// Failures after the TCP handshake, in the TLS handshake or the HTTP exchange (`--tls`,
 /// `--http`): each is a failed attempt, never also a success. Fixed arrays, counted without
-/// allocation; named only at report time ([`Self::to_map`]):
+/// allocation; named only at report time ([`Self::add_to_map`]):
 /// - `HTTP parse error: KIND` (a [`crate::http::ParseError`] name), `HTTP ERRNO` (the exchange's
 ///   socket failed, e.g. `HTTP ECONNRESET`; `HTTP ETIMEDOUT`: no complete response within
 ///   `--connect-timeout` of the handshake);
