@@ -554,10 +554,36 @@ fn http_load_record_keeps_http_counts_for_report_and_merge() {
             .expect("spawn connstorm server");
         wait_listening(PORT);
         let od = od.to_str().unwrap().to_string();
-        let loads: Vec<Output> = ["0/2", "1/2"]
-            .iter()
-            .map(|seg| load_http(&["--http", "--out", &od, "--segment", seg], &lcpu))
-            .collect();
+        // The two segments are one run: merge refuses records that do not overlap in time, so
+        // both start their schedule at one wall-clock instant (a relative `+1s` would start each
+        // one second after its own spawn).
+        let start_at = humantime::format_rfc3339_millis(
+            std::time::SystemTime::now() + std::time::Duration::from_millis(1500),
+        )
+        .to_string();
+        let loads: Vec<Output> = std::thread::scope(|s| {
+            let runs: Vec<_> = ["0/2", "1/2"]
+                .iter()
+                .map(|seg| {
+                    let (od, lcpu, start_at) = (&od, &lcpu, &start_at);
+                    s.spawn(move || {
+                        load_http(
+                            &[
+                                "--http",
+                                "--out",
+                                od,
+                                "--segment",
+                                seg,
+                                "--start-at",
+                                start_at,
+                            ],
+                            lcpu,
+                        )
+                    })
+                })
+                .collect();
+            runs.into_iter().map(|r| r.join().unwrap()).collect()
+        });
         let _ = server.kill();
         let _ = server.wait();
         loads
