@@ -12,7 +12,8 @@
 //!   channel; [`run`] merges them into a [`TimelineRow`] for the caller's callback, and at the end
 //!   merges the workers' histograms and counters into a [`LoadReport`] ([`report`]).
 //! - [`segment`] splits a run over several generators (`i/N` shares of rate, concurrency,
-//!   sources); [`run_at`] starts the schedule at a wall-clock instant so they start together.
+//!   sources, [`segment::Segment::apply`]); [`run_at`] starts the schedule at a wall-clock
+//!   instant so they start together, [`start`] parses that instant and waits for it.
 //! - [`render`] writes the text of a run: the per-second line and the report summary.
 //! - [`ports`] estimates the ephemeral-port budget before a run; [`rlimit`] raises
 //!   RLIMIT_NOFILE for callers that want it (the library never touches process-wide state: no
@@ -64,6 +65,7 @@ mod run;
 mod schedule;
 pub mod segment;
 mod slot;
+pub mod start;
 mod stats;
 mod worker;
 

@@ -1,12 +1,13 @@
 //! One `connstorm bench` run (also an `ab` trial): the phases ([`::bench::run::phases`]) with
-//! their progress on stderr, the paired kernel-floor baseline with `--baseline` (on the running
-//! server, before it stops), and the record written.
+//! their progress on stderr, the paired kernel-floor baseline with `--baseline`
+//! ([`::bench::run::Trial::baseline`], on the running server, before it stops), and the record
+//! written.
 
 use std::path::PathBuf;
 
 pub use ::bench::run::{peak_concurrency, split_duration, Plan};
 
-use super::harness::{PhaseSpec, Setup};
+use super::harness::Setup;
 use crate::cmd::bench::Args;
 
 /// The composition's plan of a `bench` run from its options.
@@ -31,7 +32,6 @@ pub fn execute(
     stop: &std::sync::atomic::AtomicBool,
 ) -> anyhow::Result<(results::RunRecord, PathBuf, anyhow::Result<()>)> {
     let plan = plan(args);
-    let (server_cpus, load_cpus) = (setup.server_cpus.clone(), setup.load_cpus.clone());
     let external = setup.target.is_some();
     let mut trial = ::bench::run::phases(
         &plan,
@@ -43,41 +43,13 @@ pub fn execute(
     )?;
     trial.record.build = crate::version::build_info();
     if trial.baseline_due(&plan, external) {
-        if args.setup.netns {
-            trial.record.warnings.push("--baseline with --netns: the floor runs on the host's loopback, connstorm across the namespaces' veth: the ratio compares different paths".into());
-        }
-        let concurrency = peak_concurrency(args.setup.concurrency, load_cpus.len());
-        let spec = |duration, warmup| PhaseSpec {
-            name: "baseline".into(),
-            pattern: loadgen::Pattern::Closed { concurrency },
-            duration,
-            warmup,
-        };
-        let mut record = std::mem::replace(
-            &mut trial.record,
-            results::RunRecord::new("baseline", serde_json::Value::Null),
-        );
-        let measured = {
-            let mut slice = |d, w| match trial.harness() {
-                Some(h) => h
-                    .run_phase(&spec(d, w), stop, &mut |_| {})
-                    .map(|o| (o.record, o.warnings)),
-                None => Err(anyhow::anyhow!("the server stopped before the baseline")),
-            };
-            super::baseline::measure(
-                &mut record,
-                &server_cpus,
-                &load_cpus,
-                args.baseline_options(),
-                stop,
-                &mut slice,
-            )
-        };
-        trial.record = record;
-        if let Err(e) = measured {
-            trial.finish(stop);
-            return Err(e);
-        }
+        trial.baseline(
+            args.setup.netns,
+            args.setup.concurrency,
+            args.baseline_options(),
+            stop,
+            &mut |line| crate::output::note(line),
+        )?;
     }
     trial.write(&args.setup.out, stop)
 }
