@@ -12,29 +12,46 @@
 # complete). The nginx worker's CPU use during each run says whether nginx was the limit (~100% of
 # its CPU: both tools measure nginx, and the ratio says little about the tools).
 #
+# Then TLS (HTTPS, one request per new connection; TLS 1.3 with the X25519 key exchange, which
+# both clients offer first, and a self-signed ECDSA P-256 certificate made here with openssl):
+#
+#   h2load --h1 -c C (TLS, no resumption)   vs   connstorm load --tls --http --concurrency C
+#                                                 (--tls-resume off, then --tls-resume tickets)
+#
+# on the same nginx (a second server block, `ssl_session_tickets on`), same CPUs, ROUNDS
+# interleaved rounds, medians, paired ratios connstorm/h2load per round (the resumed figure is
+# shown beside the full one: h2load does not resume sessions). connstorm runs with --insecure, as
+# h2load does not verify the certificate either (both still verify the handshake signature).
+#
 # Everything runs in a private network namespace (unshare -n; loopback only). Installs
-# nginx-light and wrk with apt-get when missing (needs root and the Debian archive).
+# nginx-light, wrk and nghttp2-client (h2load) with apt-get when missing (needs root and the
+# Debian archive). The figures are only as quiet as the machine: on a shared host, say so.
 #
 # Usage: scripts/peer-compare.sh [path/to/connstorm]
 # Environment: SERVER_CPU (default 0), CLIENT_CPU (default 1), CONNS (64), DURATION (5, seconds),
-# ROUNDS (3).
+# ROUNDS (3), H2_REQUESTS (h2load -n, default CONNS x 60).
 set -euo pipefail
 B=$(realpath "${1:-target/release/connstorm}")
 [ -x "$B" ] || { echo "peer-compare: no connstorm binary at $B: build it (cargo build --release)" >&2; exit 2; }
 need=()
 command -v nginx >/dev/null || need+=(nginx-light)
 command -v wrk >/dev/null || need+=(wrk)
+command -v h2load >/dev/null || need+=(nghttp2-client)
+command -v openssl >/dev/null || need+=(openssl)
 if [ ${#need[@]} -gt 0 ]; then
   echo "peer-compare: installing ${need[*]} (apt-get)" >&2
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
 fi
 export B SERVER_CPU=${SERVER_CPU:-0} CLIENT_CPU=${CLIENT_CPU:-1} CONNS=${CONNS:-64} \
-  DURATION=${DURATION:-5} ROUNDS=${ROUNDS:-3}
+  DURATION=${DURATION:-5} ROUNDS=${ROUNDS:-3} H2_REQUESTS=${H2_REQUESTS:-}
 exec unshare -n bash -c '
 set -euo pipefail
 ip link set lo up
 tmp=$(mktemp -d)
 port=18080
+tport=18443
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=localhost \
+  -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" -keyout "$tmp/key.pem" -out "$tmp/cert.pem" 2>/dev/null
 cat >"$tmp/nginx.conf" <<EOF
 worker_processes 1;
 worker_cpu_affinity auto;
@@ -52,6 +69,15 @@ http {
   scgi_temp_path $tmp/scgi;
   server {
     listen 127.0.0.1:$port backlog=4096 reuseport;
+    location / { return 204; }
+  }
+  server {
+    listen 127.0.0.1:$tport ssl backlog=4096 reuseport;
+    ssl_certificate $tmp/cert.pem;
+    ssl_certificate_key $tmp/key.pem;
+    ssl_protocols TLSv1.3;
+    ssl_ecdh_curve X25519:prime256v1;
+    ssl_session_tickets on;
     location / { return 204; }
   }
 }
@@ -104,4 +130,34 @@ parse=cat
 out=$("$B" load --target 127.0.0.1:$port --http --rate "${rate}/s" --duration "${DURATION}s" --warmup 1s \
   --cpus "$CLIENT_CPU" 2>/dev/null || true)
 echo "$out" | grep -E "rate:|attempts:|http:|status:|response \(|WARNING" | sed "s/^/  /"
+
+echo
+echo "TLS: new HTTPS connections/s (TLS 1.3, X25519, ECDSA P-256 certificate, one request per connection)"
+h2_rate() { sed -n "s/^finished in .*, \([0-9.]*\) req\/s.*/\1/p"; }
+turl=https://127.0.0.1:$tport/
+hr=(); fr=(); rr=()
+# h2load -D does not reconnect after the server closes (keepalive_timeout 0): a request count it is.
+H2N=${H2_REQUESTS:-$((CONNS * 60))}
+
+printf "%-6s %-22s %14s %12s\n" round tool "connections/s" "nginx CPU %"
+for r in $(seq "$ROUNDS"); do
+  parse=h2_rate
+  read -r h hc < <(measure taskset -c "$CLIENT_CPU" h2load --h1 -t1 -c"$CONNS" -n"$H2N" "$turl")
+  printf "%-6s %-22s %14.1f %12.1f\n" "$r" "h2load --h1" "$h" "$hc"
+  parse=cs_rate
+  read -r f fc < <(measure "$B" load --target 127.0.0.1:$tport --tls --insecure \
+      --http --concurrency "$CONNS" --duration "${DURATION}s" --warmup 1s --cpus "$CLIENT_CPU" --tls-resume off)
+  printf "%-6s %-22s %14.1f %12.1f\n" "$r" "connstorm (full)" "$f" "$fc"
+  read -r e ec < <(measure "$B" load --target 127.0.0.1:$tport --tls --insecure \
+      --http --concurrency "$CONNS" --duration "${DURATION}s" --warmup 1s --cpus "$CLIENT_CPU" --tls-resume tickets)
+  printf "%-6s %-22s %14.1f %12.1f\n" "$r" "connstorm (resumed)" "$e" "$ec"
+  hr+=("$h"); fr+=("$f"); rr+=("$e")
+done
+tratios=()
+for i in "${!hr[@]}"; do tratios+=("$(echo "${fr[$i]} / ${hr[$i]}" | bc -l)"); done
+echo
+printf "median h2load --h1           %12.1f req/s (each a new TLS connection: nginx closes, keepalive_timeout 0)\n" "$(median "${hr[@]}")"
+printf "median connstorm (full)      %12.1f responses/s (new TLS connection each, full handshakes)\n" "$(median "${fr[@]}")"
+printf "median connstorm (resumed)   %12.1f responses/s (--tls-resume tickets)\n" "$(median "${rr[@]}")"
+printf "paired ratios connstorm full/h2load: %s (median %.2f)\n" "$(printf "%.2f " "${tratios[@]}")" "$(median "${tratios[@]}")"
 '

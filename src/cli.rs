@@ -25,7 +25,7 @@ pub struct Cli {
 pub enum Command {
     /// Benchmark this host on loopback (server and load in one process), or an external server
     /// with --target; writes a run record.
-    Bench(cmd::bench::Args),
+    Bench(cmd::bench::Command),
     /// Run the per-core accept server.
     Server(cmd::server::Args),
     /// Run the load generator against one or more servers.
@@ -63,8 +63,9 @@ Exit codes (every command):
   2        bad input (command line, files, host state), refused before anything changes
   3        nothing succeeded or nothing was measured (zero successful connections)
   4        `tune check --strict` found something off
-  128+N    interrupted by signal N (130 SIGINT, 143 SIGTERM) after the record was written
-           (`server` ends by a signal as a rule: 0 once its report is printed)";
+  128+N    interrupted by signal N (130 SIGINT, 143 SIGTERM) after the report and record were
+           written; a second signal stops waiting and writes them at once, same code
+           (`server` ends by a signal as a rule: 0 after one, 128+N after two)";
 
 /// The command line definition with [`EXIT_CODES`] after the `--help` of every command and
 /// subcommand, at any depth.

@@ -10,9 +10,10 @@
 //!   says what and how to fix it;
 //! - `3` nothing succeeded or nothing was measured (zero successful connections);
 //! - `4` `connstorm tune check --strict` found something off;
-//! - `128+N` interrupted by signal N (130 SIGINT, 143 SIGTERM; `server` exits 0: a signal is how
-//!   it ends) after the report and record were
-//!   written (a second signal exits at once with the same code, after cleanup hooks).
+//! - `128+N` interrupted by signal N (130 SIGINT, 143 SIGTERM) after the report and record were
+//!   written; `server` exits 0 after one signal (a signal is how it ends) and 128+N after two. A
+//!   second signal skips what is still waited for and writes at once, with the same code
+//!   ([`signals`]).
 
 // Doc comments of CLI options are the `--help` text, where `[sysctl]` or `greet[:BYTES]` mean
 // what they say, not intra-doc links.
@@ -60,13 +61,18 @@ fn main() {
         Ok(cli) => cli,
         Err(e) => e.exit(),
     };
-    // A signal is how a server run ends: its report is the result, exit 0.
+    // One signal is how a server run ends: its report is the result, exit 0. Two quick ones say
+    // the run was cut short: 128+N, as for every command.
     let signal_is_normal_end = matches!(cli.command, cli::Command::Server(_));
     let code = match cmd::dispatch(cli) {
         // A command that ran to its end after a stop signal (report and record written) says
         // so; errors keep their own code.
         Ok(code) => match signals::received() {
-            Some(sig) if (code == 0 || code == 3) && !signal_is_normal_end => 128 + sig,
+            Some(sig)
+                if (code == 0 || code == 3) && (!signal_is_normal_end || signals::hurry()) =>
+            {
+                128 + sig
+            }
             _ => code,
         },
         Err(err) => {

@@ -238,6 +238,55 @@ fn interrupted_run_still_writes_its_record() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("interrupted"));
 }
 
+/// The terminal, kind "two quick Ctrl-Cs" (EDGES.md): SIGINT twice 10 ms apart on `bench
+/// --netns`. The second signal does not throw the run away: the summary is printed, the record
+/// written (marked interrupted, what ran in it), exit 130 — and cleanup still ran: neither
+/// namespace of the pair is left.
+#[test]
+fn two_quick_sigints_still_write_the_record_and_clean_up() {
+    let _x = testkit::exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let child = Command::new(bin())
+        .args(["bench", "--netns", "--duration", "20s", "--out"])
+        .arg(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    let (srv, load) = tuning::netns::NsPair::names(&child.id().to_string());
+    std::thread::sleep(Duration::from_millis(2500));
+    assert!(
+        Path::new("/run/netns").join(&srv).exists(),
+        "the pair exists while bench runs"
+    );
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    std::thread::sleep(Duration::from_millis(10));
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    let t = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    let elapsed = t.elapsed();
+    let err = String::from_utf8_lossy(&out.stderr);
+    eprintln!("exited {elapsed:?} after the second SIGINT");
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(
+        err.contains("second signal: writing what there is"),
+        "{err}"
+    );
+    let files = records(dir.path());
+    assert_eq!(files.len(), 1, "{err}");
+    let rec = RunRecord::read(&files[0]).unwrap();
+    assert!(rec.run.interrupted, "record marked interrupted");
+    assert!(rec.phases[0].attempts > 0, "what ran is recorded");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("interrupted"));
+    for ns in [&srv, &load] {
+        assert!(
+            !Path::new("/run/netns").join(ns).exists(),
+            "namespace {ns} left behind"
+        );
+    }
+}
+
 #[test]
 fn target_mode_loads_an_external_server() {
     let _x = testkit::exclusive();

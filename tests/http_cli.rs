@@ -220,6 +220,11 @@ struct Fixture {
 
 impl Fixture {
     fn start(l: TcpListener) -> Fixture {
+        Fixture::start_with(l, RESPONSES.map(|r| r.0))
+    }
+
+    /// Answers connection `n` with `responses[n % 6]`.
+    fn start_with(l: TcpListener, responses: [&'static [u8]; 6]) -> Fixture {
         l.set_nonblocking(true).unwrap();
         let stop = Arc::new(AtomicBool::new(false));
         let s = stop.clone();
@@ -229,9 +234,9 @@ impl Fixture {
             loop {
                 match l.accept() {
                     Ok((c, _)) => {
-                        let k = n % RESPONSES.len();
+                        let k = n % responses.len();
                         n += 1;
-                        if serve(c, RESPONSES[k].0) {
+                        if serve(c, responses[k]) {
                             counts[k] += 1;
                         }
                     }
@@ -317,6 +322,61 @@ fn chunked_close_delimited_error_and_malformed_responses_are_counted_exactly() {
         .sum();
     assert_eq!(u(&h["bytes_received"]), bytes, "{h}");
     assert_eq!(h["request"], "GET /x?y=1", "{h}");
+    // A success is a complete, parsed response; a malformed or truncated one is a failure of its
+    // own class, never also a success. Every TCP handshake is still counted as one.
+    let t = &j["total"];
+    assert_eq!(u(&t["successes"]), u(&h["total_responses"]), "{t}");
+    assert_eq!(
+        u(&t["failures"]["HTTP parse error: head"]),
+        want("head"),
+        "{t}"
+    );
+    assert_eq!(
+        u(&t["failures"]["HTTP parse error: truncated"]),
+        want("truncated"),
+        "{t}"
+    );
+    assert_eq!(t["failures"].as_object().unwrap().len(), 2, "{t}");
+    assert_eq!(
+        u(&t["successes"]) + want("head") + want("truncated"),
+        attempts,
+        "{t}"
+    );
+    assert_eq!(u(&t["handshakes"]), attempts, "{t}");
+    assert_eq!(u(&j["successes"]), u(&h["responses"]), "{j}");
+}
+
+/// Every response unreadable: nothing succeeded, so the run exits 3 with each attempt a parse
+/// error failure (and still a TCP handshake).
+#[test]
+fn http_load_with_only_unparseable_responses_exits_3() {
+    let _x = testkit::exclusive();
+    let (_, lcpu) = cpus();
+    const BAD: &[u8] = b"garbage\r\n\r\n";
+    const SHORT: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nab";
+    let (load, counts) = testkit::NetNs::run(move |_| {
+        let l = TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], PORT))).unwrap();
+        let f = Fixture::start_with(l, [BAD, SHORT, BAD, SHORT, BAD, SHORT]);
+        let load = load_http(&["--http"], &lcpu);
+        (load, f.finish())
+    });
+    assert_eq!(load.status.code(), Some(3), "{}", stderr(&load));
+    let j = json(&load);
+    let t = &j["total"];
+    let attempts = u(&t["attempts"]);
+    assert_eq!(counts.iter().sum::<u64>(), attempts, "{counts:?} {j}");
+    let bad = counts[0] + counts[2] + counts[4];
+    let short = counts[1] + counts[3] + counts[5];
+    assert!(bad > 0 && short > 0, "{counts:?}");
+    assert_eq!(u(&t["successes"]), 0, "{t}");
+    assert_eq!(u(&t["handshakes"]), attempts, "{t}");
+    assert_eq!(u(&t["failures"]["HTTP parse error: head"]), bad, "{t}");
+    assert_eq!(
+        u(&t["failures"]["HTTP parse error: truncated"]),
+        short,
+        "{t}"
+    );
+    assert!(j["cpm"].is_null(), "{j}");
 }
 
 #[test]
@@ -364,4 +424,208 @@ fn bad_http_options_exit_2_before_anything_runs() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("needs --mode http"), "{}", stderr(&o));
+}
+
+/// `server --mode http` sent heads that are not HTTP (`garbage\r\n\r\n`, a bare CRLF pair, a
+/// TLS ClientHello's first bytes) beside real requests: it answers none of them, counts each in
+/// `bad_requests` (not in `served`), and answers the real requests; accepted = ΔPassiveOpens.
+fn bad_heads_round(engine: &str) {
+    let (scpu, _) = cpus();
+    let engine = engine.to_string();
+    let (replies, srv, passive) = testkit::NetNs::run(move |ns| {
+        let mut server = bin()
+            .args([
+                "server",
+                "--listen",
+                &format!("127.0.0.1:{PORT}"),
+                "--cpus",
+                &scpu,
+                "--engine",
+                &engine,
+                "--mode",
+                "http",
+                "--duration",
+                "30s",
+                "--format",
+                "json",
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn connstorm server");
+        wait_listening(PORT);
+        let before = ns.counter("Tcp.PassiveOpens");
+        let heads: [&[u8]; 5] = [
+            b"garbage\r\n\r\n",
+            b"GET / HTTP/1.1\r\nHost: x\r\n\r\n",
+            b"\r\n\r\n",
+            b"\x16\x03\x01\x00\xa5\x01\x00\x00\xa1\x03\x03\r\n\r\n",
+            b"GET /a HTTP/1.0\r\n\r\n",
+        ];
+        let replies: Vec<Vec<u8>> = heads
+            .iter()
+            .map(|h| {
+                let mut c = TcpStream::connect(("127.0.0.1", PORT)).unwrap();
+                c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+                c.write_all(h).unwrap();
+                let mut got = Vec::new();
+                // A reset (the server closed with our bytes unread) reads as an error: no reply.
+                let _ = c.read_to_end(&mut got);
+                got
+            })
+            .collect();
+        let passive = ns.counter("Tcp.PassiveOpens") - before;
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(server.id() as i32),
+            nix::sys::signal::Signal::SIGINT,
+        )
+        .unwrap();
+        let _ = server.wait();
+        let mut out = String::new();
+        server
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut out)
+            .unwrap();
+        (replies, out, passive)
+    });
+    let s: serde_json::Value = serde_json::from_str(&srv).expect("server JSON report");
+    let sum = |k: &str| -> u64 {
+        s["workers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| u(&w[k]))
+            .sum()
+    };
+    let answered: Vec<bool> = replies
+        .iter()
+        .map(|r| r.starts_with(b"HTTP/1.1 204 "))
+        .collect();
+    assert_eq!(answered, [false, true, false, false, true], "{replies:?}");
+    for (i, r) in replies.iter().enumerate() {
+        if !answered[i] {
+            assert!(r.is_empty(), "head {i} got {r:?}");
+        }
+    }
+    assert_eq!(sum("bad_requests"), 3, "{s}");
+    assert_eq!(sum("served"), 2, "{s}");
+    assert_eq!(sum("accepted"), 5, "{s}");
+    assert_eq!(passive, 5, "{s}");
+}
+
+#[test]
+fn http_server_does_not_answer_a_head_that_is_not_http() {
+    bad_heads_round("epoll");
+    match server::probe::io_uring() {
+        Ok(()) => bad_heads_round("io-uring"),
+        Err(why) => eprintln!("io_uring unavailable here, io-uring round not run: {why}"),
+    }
+}
+
+/// `load --http --out DIR` keeps the HTTP counts and both HTTP histograms in its record:
+/// `report` prints them, `merge` of two segments' records sums them exactly.
+#[test]
+fn http_load_record_keeps_http_counts_for_report_and_merge() {
+    let _x = testkit::exclusive();
+    let (scpu, lcpu) = cpus();
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("runs");
+    let od = out_dir.clone();
+    let loads = testkit::NetNs::run(move |_| {
+        let mut server = bin()
+            .args([
+                "server",
+                "--listen",
+                &format!("127.0.0.1:{PORT}"),
+                "--cpus",
+                &scpu,
+                "--engine",
+                "epoll",
+                "--mode",
+                "http",
+                "--duration",
+                "30s",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn connstorm server");
+        wait_listening(PORT);
+        let od = od.to_str().unwrap().to_string();
+        let loads: Vec<Output> = ["0/2", "1/2"]
+            .iter()
+            .map(|seg| load_http(&["--http", "--out", &od, "--segment", seg], &lcpu))
+            .collect();
+        let _ = server.kill();
+        let _ = server.wait();
+        loads
+    });
+    let mut requests = 0;
+    for l in &loads {
+        assert_eq!(l.status.code(), Some(0), "{}", stderr(l));
+        requests += u(&json(l)["http"]["requests"]);
+    }
+    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(&out_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    assert_eq!(files.len(), 2, "{files:?}");
+    for (f, l) in files.iter().zip(&loads) {
+        let rec: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap();
+        let p = &rec["phases"][0];
+        let h = &json(l)["http"];
+        for k in [
+            "requests",
+            "responses",
+            "bytes_sent",
+            "bytes_received",
+            "body_bytes",
+        ] {
+            assert_eq!(p["http"][k], h[k], "{k}: {}", p["http"]);
+        }
+        assert_eq!(p["http"]["status_classes"], h["status_classes"], "{p}");
+        assert!(p["histograms"]["http_response"].is_string(), "{p}");
+        assert!(p["histograms"]["http_first_byte"].is_string(), "{p}");
+        let rep = bin().arg("report").arg(f).output().unwrap();
+        assert_eq!(rep.status.code(), Some(0), "{}", stderr(&rep));
+        let text = String::from_utf8_lossy(&rep.stdout);
+        assert!(
+            text.contains(&format!(
+                "http (GET /): {} requests",
+                common_count(u(&h["requests"]))
+            )),
+            "{text}"
+        );
+        assert!(text.contains("http_response"), "{text}");
+    }
+    let merged = dir.path().join("merged.json");
+    let m = bin()
+        .arg("merge")
+        .args(&files)
+        .args(["-o", merged.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(m.status.code(), Some(0), "{}", stderr(&m));
+    let rec: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&merged).unwrap()).unwrap();
+    let p = &rec["phases"][0];
+    assert_eq!(u(&p["http"]["requests"]), requests, "{}", p["http"]);
+    assert!(p["histograms"]["http_response"].is_string(), "{p}");
+}
+
+/// A count as the reports print it (thousands separated by commas).
+fn common_count(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }

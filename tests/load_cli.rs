@@ -129,6 +129,48 @@ fn bad_input_exits_2_with_a_message_that_says_what_is_wrong() {
     }
 }
 
+/// A `--start-at` already past is refused in one line naming the instant, before anything
+/// runs or any record exists; so is a segment outside `0..N` (`load` cannot write one, so a
+/// record saying `5/4` was edited, see results_cli's merge tests).
+#[test]
+fn bad_input_a_start_time_in_the_past_and_a_segment_out_of_range_are_refused() {
+    let target = closed_port();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("runs");
+    let o = connstorm(&[
+        "--target",
+        target.as_str(),
+        "--duration",
+        "1s",
+        "--segment",
+        "0/2",
+        "--start-at",
+        "2020-01-01T00:00:00Z",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+    assert!(
+        err.contains("--start-at 2020-01-01T00:00:00.000Z is ")
+            && err.contains(" s in the past: give a later time"),
+        "{err}"
+    );
+    assert!(!out.exists(), "no record directory after a refusal");
+    for seg in ["4/4", "5/4", "0/0"] {
+        let o = connstorm(&["--target", target.as_str(), "--segment", seg]);
+        assert_eq!(o.status.code(), Some(2), "{seg}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains(&format!(
+                "invalid segment \"{seg}\": write i/N with 0 <= i < N"
+            )),
+            "{seg}: {}",
+            stderr(&o)
+        );
+    }
+}
+
 #[test]
 fn nothing_listening_runs_its_duration_counts_refusals_and_exits_3() {
     let _x = testkit::exclusive();
@@ -574,7 +616,12 @@ fn a_stopped_generator_never_counts_an_attempt_past_its_timeout_as_a_success() {
     });
     let j = json(&o);
     let successes = j["total"]["successes"].as_u64().unwrap();
-    assert!(successes <= 2, "listen(1) holds two: {j}");
+    // The handshakes listen(1) took stay in its accept queue: never accepted, not successes.
+    let queued = j["total"]["failures"]["NEVER_ACCEPTED_QUEUED"]
+        .as_u64()
+        .unwrap_or(0);
+    assert_eq!(successes, 0, "the listener never accepts: {j}");
+    assert!(queued <= 2, "listen(1) holds two: {j}");
     assert_eq!(j["handshake_overflow"]["above"].as_u64(), Some(0), "{j}");
     let max = j["handshake"]["percentiles"][5][1].as_u64().unwrap();
     assert!(max <= 2_000_000_000, "handshake max {max} ns");
@@ -586,7 +633,7 @@ fn a_stopped_generator_never_counts_an_attempt_past_its_timeout_as_a_success() {
     let attempts = j["total"]["attempts"].as_u64().unwrap();
     assert_eq!(attempts as i64, active);
     let timed_out = j["total"]["failures"]["ETIMEDOUT"].as_u64().unwrap();
-    assert_eq!(successes + timed_out, attempts, "{j}");
+    assert_eq!(successes + queued + timed_out, attempts, "{j}");
     assert!(
         j["dropped"].as_u64().unwrap() > 0,
         "starts due during the stop are dropped: {j}"
@@ -1005,23 +1052,43 @@ fn attempts_cut_by_sigint_are_abandoned_not_failures() {
     );
 }
 
-/// A listener whose kernel completes handshakes but whose application never calls accept() (as a
-/// server stopped with SIGSTOP): `load` says the server's kernel created the connections
-/// (Δ PassiveOpens), never that the server accepted them, and reads the listener's accept queue
-/// (ss Recv-Q): every success still waits there, unaccepted.
+/// The `--out` records in `dir`.
+fn records(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut v: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// The record class of a handshake left in the accept queue (results::diagnosis).
+const QUEUED: &str = "never accepted: in the listener's accept queue at the end";
+
+/// The server cannot keep up, kind "never accepted" (EDGES.md): a listener whose kernel
+/// completes handshakes but whose application never calls accept() (as a server stopped with
+/// SIGSTOP). After the settle the handshakes still sit in its accept queue: none is a success;
+/// all are the failure class NEVER_ACCEPTED_QUEUED, exactly the handshakes and the kernel's
+/// Δ PassiveOpens, in the JSON report, the `--out` record (which `report` reads back) and the
+/// text; nothing succeeded, so exit 3. A second run against the same queue counts only its own
+/// connections (the queue is FIFO; the first run's are older).
 #[test]
-fn handshakes_a_listener_never_accepts_are_shown_waiting_in_its_accept_queue() {
+fn handshakes_still_in_the_accept_queue_at_the_end_are_never_accepted_failures() {
     let _x = testkit::exclusive();
     testkit::require_tool("ss", "iproute2");
-    let (j, text, passive) = testkit::NetNs::run(|ns| {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().to_str().unwrap().to_string();
+    let (j, t, passive, active) = testkit::NetNs::run(move |ns| {
         let (_l, addr) = deaf_listener(128);
-        let p0 = ns.counter("Tcp.PassiveOpens");
-        let run = |format: &str| {
-            connstorm(&[
+        let cpu = cpu();
+        let run = |format: &str, out: Option<&str>| {
+            let mut args = vec![
                 "--target",
                 &addr,
                 "--cpus",
-                &cpu(),
+                &cpu,
                 "--rate",
                 "40/s",
                 "--duration",
@@ -1030,36 +1097,324 @@ fn handshakes_a_listener_never_accepts_are_shown_waiting_in_its_accept_queue() {
                 "0s",
                 "--format",
                 format,
-            ])
+            ];
+            if let Some(o) = out {
+                args.extend(["--out", o]);
+            }
+            connstorm(&args)
         };
-        let j = run("json");
-        let t = run("text");
-        assert_eq!(t.status.code(), Some(0), "{}", stderr(&t));
-        (
-            json(&j),
-            String::from_utf8_lossy(&t.stdout).into_owned(),
+        let (p0, a0) = (
+            ns.counter("Tcp.PassiveOpens"),
+            ns.counter("Tcp.ActiveOpens"),
+        );
+        let j = run("json", Some(&out));
+        let (passive, active) = (
             ns.counter("Tcp.PassiveOpens") - p0,
-        )
+            ns.counter("Tcp.ActiveOpens") - a0,
+        );
+        let t = run("text", None);
+        (j, t, passive, active)
     });
-    let successes = j["total"]["successes"].as_u64().unwrap();
-    assert!(successes >= 10, "{j}");
-    assert_eq!(j["acceptance"]["never_accepted"].as_u64(), Some(0), "{j}");
-    // After the first run, its connections still wait in the queue: exactly them.
     assert_eq!(
-        j["accept_queue_unaccepted"].as_u64(),
-        Some(successes),
-        "{j}"
+        j.status.code(),
+        Some(3),
+        "nothing succeeded: {}",
+        stderr(&j)
     );
+    let r = json(&j);
+    let handshakes = r["acceptance"]["client_handshakes"].as_u64().unwrap();
+    eprintln!(
+        "handshakes {handshakes}, passive opens {passive}, active opens {active}, accept queue {}",
+        r["accept_queue"]
+    );
+    assert!(handshakes >= 10, "{r}");
+    assert_eq!(
+        handshakes as i64, passive,
+        "every handshake was created by the kernel: {r}"
+    );
+    assert_eq!(r["total"]["attempts"].as_i64(), Some(active), "{r}");
+    assert_eq!(r["total"]["successes"].as_u64(), Some(0), "{r}");
+    assert_eq!(r["successes"].as_u64(), Some(0), "{r}");
+    assert_eq!(r["cpm"], serde_json::Value::Null, "{r}");
+    assert_eq!(
+        r["total"]["failures"]["NEVER_ACCEPTED_QUEUED"].as_i64(),
+        Some(passive),
+        "{r}"
+    );
+    assert_eq!(
+        r["failures"]["NEVER_ACCEPTED_QUEUED"].as_i64(),
+        Some(passive),
+        "{r}"
+    );
+    assert_eq!(
+        r["acceptance"]["never_accepted"].as_u64(),
+        Some(0),
+        "the kernel created every one: {r}"
+    );
+    let q = &r["accept_queue"];
+    assert_eq!(q["at_end"].as_i64(), Some(passive), "{r}");
+    assert_eq!(q["after_settle"].as_i64(), Some(passive), "{r}");
+    assert_eq!(q["never_accepted"].as_i64(), Some(passive), "{r}");
+    // The settle ended by its stall rule (100 ms without progress), well before its 500 ms bound.
+    let settle_ms = q["settle_ms"].as_u64().unwrap();
     assert!(
-        text.contains("were completed by the server's kernel too (Δ Tcp.PassiveOpens "),
+        (100..500).contains(&settle_ms),
+        "settle {settle_ms} ms: {r}"
+    );
+    // The record: the same class, in the record's name, and `report` reads it back.
+    let files = records(dir.path());
+    assert_eq!(files.len(), 1, "{files:?}");
+    let rec = results::RunRecord::read(&files[0]).unwrap();
+    let p = &rec.phases[0];
+    assert_eq!(p.successes, 0);
+    assert_eq!(
+        p.failures.get(QUEUED).map(|&n| n as i64),
+        Some(passive),
+        "{:?}",
+        p.failures
+    );
+    assert_eq!(p.cpm, 0.0);
+    let rep = Command::new(env!("CARGO_BIN_EXE_connstorm"))
+        .arg("report")
+        .arg(&files[0])
+        .output()
+        .unwrap();
+    let rep_text = String::from_utf8_lossy(&rep.stdout);
+    assert!(rep.status.success(), "{}", stderr(&rep));
+    assert!(rep_text.contains(QUEUED), "{rep_text}");
+    // The text run: the queue holds both runs' connections; only this run's are counted.
+    assert_eq!(t.status.code(), Some(3), "{}", stderr(&t));
+    let text = String::from_utf8_lossy(&t.stdout);
+    assert!(text.contains("rate:        nothing measured"), "{text}");
+    assert!(
+        text.contains(&format!("    NEVER_ACCEPTED_QUEUED {} — never accepted: in the listener's accept queue at the end.", passive)),
         "{text}"
     );
-    assert!(!text.contains("accepted by the server's kernel"), "{text}");
-    // The text run's queue holds both runs' connections: every passive open, none accepted.
     assert!(
-        text.contains(&format!(
-            "  accept queue at the end: {passive} connections created by the server's kernel still wait in the listener's accept queue (ss Recv-Q), not accept()ed by the server application"
+        text.contains("connections still wait in the listener's accept queue (ss Recv-Q, ")
+            && text.contains(&format!(
+            "when {} waited): created by the server's kernel, never accept()ed by the server application (stopped, hung or too slow?); {passive} of them from this run, counted as failures NEVER_ACCEPTED_QUEUED (never accepted: in the listener's accept queue at the end), not successes (the other {passive} were queued before the run)",
+            2 * passive
         )),
         "{text}"
     );
+}
+
+/// The other side of the settle rule: a healthy server (`connstorm server`, which accepts at
+/// once) that drains its accept queue loses nothing to it: no NEVER_ACCEPTED_QUEUED, the queue
+/// empty after the settle, and successes = the kernel's Δ PassiveOpens = the server's accepts.
+#[test]
+fn a_server_that_drains_its_accept_queue_loses_no_success_to_the_settle() {
+    let _x = testkit::exclusive();
+    testkit::require_tool("ss", "iproute2");
+    let (r, passive, accepted, code) = testkit::NetNs::run(|ns| {
+        let mut server = Command::new(env!("CARGO_BIN_EXE_connstorm"))
+            .args([
+                "server",
+                "--listen",
+                "127.0.0.1:0",
+                "--cpus",
+                &cpu(),
+                "--engine",
+                "epoll",
+            ])
+            .args(["--format", "json"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut err = std::io::BufReader::new(server.stderr.take().unwrap());
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut err, &mut line).unwrap();
+        let addr = line
+            .split("listening on ")
+            .nth(1)
+            .and_then(|r| r.split_whitespace().next())
+            .unwrap_or_else(|| panic!("no address in {line:?}"))
+            .to_string();
+        let p0 = ns.counter("Tcp.PassiveOpens");
+        let o = connstorm(&[
+            "--target",
+            &addr,
+            "--cpus",
+            &cpu(),
+            "--rate",
+            "1000/s",
+            "--duration",
+            "1s",
+            "--warmup",
+            "0s",
+            "--format",
+            "json",
+        ]);
+        let passive = ns.counter("Tcp.PassiveOpens") - p0;
+        signal(&server, nix::sys::signal::Signal::SIGTERM);
+        let s = server.wait_with_output().unwrap();
+        let sj: serde_json::Value = serde_json::from_slice(&s.stdout).unwrap();
+        let accepted: u64 = sj["workers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w["accepted"].as_u64().unwrap())
+            .sum();
+        (json(&o), passive, accepted, o.status.code())
+    });
+    eprintln!(
+        "passive opens {passive}, server accepted {accepted}, accept queue {}",
+        r["accept_queue"]
+    );
+    assert_eq!(code, Some(0), "{r}");
+    let successes = r["total"]["successes"].as_u64().unwrap();
+    assert!(successes >= 500, "{r}");
+    assert_eq!(successes as i64, passive, "{r}");
+    assert_eq!(successes, accepted, "{r}");
+    assert!(
+        r["total"]["failures"]
+            .get("NEVER_ACCEPTED_QUEUED")
+            .is_none(),
+        "{r}"
+    );
+    assert_eq!(r["accept_queue"]["after_settle"].as_u64(), Some(0), "{r}");
+    assert_eq!(r["accept_queue"]["never_accepted"].as_u64(), Some(0), "{r}");
+}
+
+/// The terminal, kind "two quick Ctrl-Cs" (EDGES.md): SIGINT twice 10 ms apart. The second one
+/// does not throw the run away: the report is printed, the `--out` record written (readable,
+/// marked interrupted), exit 130.
+#[test]
+fn two_quick_sigints_still_print_the_report_and_write_the_record() {
+    let _x = testkit::exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().to_str().unwrap().to_string();
+    let (o, elapsed) = testkit::NetNs::run(move |_| {
+        let sink = Sink::start(false);
+        let child = spawn_load(&[
+            "--target",
+            &sink.addr.to_string(),
+            "--cpus",
+            &cpu(),
+            "--rate",
+            "200/s",
+            "--duration",
+            "60s",
+            "--warmup",
+            "0s",
+            "--format",
+            "json",
+            "--out",
+            &out,
+        ]);
+        std::thread::sleep(Duration::from_millis(1500));
+        signal(&child, nix::sys::signal::Signal::SIGINT);
+        std::thread::sleep(Duration::from_millis(10));
+        signal(&child, nix::sys::signal::Signal::SIGINT);
+        let t = Instant::now();
+        let o = child.wait_with_output().unwrap();
+        (o, t.elapsed())
+    });
+    eprintln!("exited {:?} after the second SIGINT", elapsed);
+    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("second signal: writing what there is"),
+        "{}",
+        stderr(&o)
+    );
+    let r = json(&o);
+    assert_eq!(r["interrupted"], true, "{r}");
+    let attempts = r["total"]["attempts"].as_u64().unwrap();
+    assert!(attempts > 100, "{r}");
+    let files = records(dir.path());
+    assert_eq!(files.len(), 1, "{files:?}: {}", stderr(&o));
+    let rec = results::RunRecord::read(&files[0]).unwrap();
+    assert!(rec.run.interrupted);
+    assert_eq!(rec.phases[0].successes, r["successes"].as_u64().unwrap());
+}
+
+/// `load --start-at +30s --out DIR` interrupted while it waits for its start, by SIGINT (exit
+/// 130) or SIGTERM (143): it ends at once, its report says the run never started and nothing
+/// was measured, and the record is written.
+#[test]
+fn a_signal_while_waiting_for_start_at_ends_at_once_with_a_never_started_report() {
+    for (sig, code, format) in [
+        (nix::sys::signal::Signal::SIGINT, 130, "json"),
+        (nix::sys::signal::Signal::SIGTERM, 143, "text"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().to_str().unwrap().to_string();
+        let (o, elapsed) = testkit::NetNs::run(move |_| {
+            let sink = Sink::start(false);
+            let mut child = spawn_load(&[
+                "--target",
+                &sink.addr.to_string(),
+                "--cpus",
+                &cpu(),
+                "--rate",
+                "200/s",
+                "--duration",
+                "5s",
+                "--start-at",
+                "+30s",
+                "--format",
+                format,
+                "--out",
+                &out,
+            ]);
+            // Wait until it is waiting (its "schedule starts at" line).
+            let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+            let mut seen = String::new();
+            while !seen.contains("schedule starts at") {
+                let mut line = String::new();
+                assert!(
+                    std::io::BufRead::read_line(&mut err, &mut line).unwrap() > 0,
+                    "{seen}"
+                );
+                seen.push_str(&line);
+            }
+            signal(&child, sig);
+            let t = Instant::now();
+            let o = child.wait_with_output().unwrap();
+            (o, t.elapsed())
+        });
+        eprintln!("{sig}: exited after {elapsed:?}");
+        assert_eq!(o.status.code(), Some(code), "{sig}");
+        assert!(
+            elapsed < Duration::from_millis(500),
+            "{sig}: ended {elapsed:?} after the signal"
+        );
+        let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
+        if format == "json" {
+            let r: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+            assert_eq!(r["interrupted"], true, "{r}");
+            assert_eq!(r["total"]["attempts"].as_u64(), Some(0), "{r}");
+            assert_eq!(r["measured_secs"].as_f64(), Some(0.0), "{r}");
+            assert_eq!(r["cpm"], serde_json::Value::Null, "{r}");
+            assert!(
+                r["warnings"][0]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("the run never started: interrupted while waiting for --start-at"),
+                "{r}"
+            );
+        } else {
+            assert!(stdout.contains("(INTERRUPTED: partial run)"), "{stdout}");
+            assert!(stdout.contains("rate:        nothing measured"), "{stdout}");
+            assert!(
+                stdout.contains("WARNING: the run never started"),
+                "{stdout}"
+            );
+            assert!(stdout.contains("attempts:    0 started"), "{stdout}");
+        }
+        let files = records(dir.path());
+        assert_eq!(files.len(), 1, "{sig}: {files:?}");
+        let rec = results::RunRecord::read(&files[0]).unwrap();
+        assert!(rec.run.interrupted);
+        assert_eq!(rec.phases[0].attempts, 0);
+        assert!(
+            rec.warnings
+                .iter()
+                .any(|w| w.starts_with("the run never started")),
+            "{:?}",
+            rec.warnings
+        );
+    }
 }

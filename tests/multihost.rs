@@ -98,6 +98,32 @@ impl Fleet {
         fleet
     }
 
+    /// Only the server namespace (loopback up): for generators sharing it with the server.
+    fn single(tag: &str) -> Fleet {
+        let fleet = Fleet {
+            server_ns: format!("csmh-{tag}-one"),
+            load_ns: Vec::new(),
+            children: Vec::new(),
+        };
+        ip(&["netns", "add", &fleet.server_ns]);
+        ip(&["-n", &fleet.server_ns, "link", "set", "lo", "up"]);
+        fleet
+    }
+
+    /// Kernel counter `name` of namespace `ns`, read on a thread inside it.
+    fn counter(ns: &str, name: &'static str) -> i64 {
+        let path = format!("/run/netns/{ns}");
+        std::thread::spawn(move || {
+            let f = std::fs::File::open(&path).expect("open the namespace");
+            nix::sched::setns(&f, nix::sched::CloneFlags::CLONE_NEWNET).expect("setns");
+            tuning::counters::Snapshot::read_current()
+                .expect("read the namespace's counters")
+                .counters[name]
+        })
+        .join()
+        .expect("namespace thread")
+    }
+
     fn spawn(&mut self, ns: &str, args: &[String]) -> usize {
         let child = Command::new("ip")
             .args(["netns", "exec", ns, bin()])
@@ -226,6 +252,11 @@ fn four_segments_in_four_namespaces_merge_to_the_servers_exact_count() {
         std::thread::sleep(Duration::from_millis(20));
     }
     let passive_before = fleet.passive_opens();
+    let active_before: Vec<i64> = fleet
+        .load_ns
+        .iter()
+        .map(|ns| Fleet::counter(ns, "Tcp.ActiveOpens"))
+        .collect();
 
     // One instant for all four (what `--start-at +2s` means when every generator gets it at
     // once): a relative `+2s` would start each 2 s after its own spawn, milliseconds apart.
@@ -280,6 +311,12 @@ fn four_segments_in_four_namespaces_merge_to_the_servers_exact_count() {
     let (srv_out, srv_err, code) = fleet.wait(srv, Duration::from_secs(15));
     assert_eq!(code, Some(0), "server: {srv_err}");
     let passive = fleet.passive_opens() - passive_before;
+    let active: i64 = fleet
+        .load_ns
+        .iter()
+        .zip(&active_before)
+        .map(|(ns, b)| Fleet::counter(ns, "Tcp.ActiveOpens") - b)
+        .sum();
     let report: serde_json::Value = serde_json::from_str(&srv_out).expect("server JSON report");
     let accepted: u64 = report["workers"]
         .as_array()
@@ -321,6 +358,11 @@ fn four_segments_in_four_namespaces_merge_to_the_servers_exact_count() {
     assert_eq!(c.kernel_passive_opens, Some(passive));
     assert_eq!(c.load_successes, accepted);
     assert!(c.agree, "{}", c.note);
+    // Four namespaces, four generators: each namespace's Tcp.ActiveOpens counted once and
+    // summed, equal to what the test read in the four namespaces.
+    assert_eq!(p.counters["Tcp.ActiveOpens"], active, "{}", c.note);
+    assert_eq!(c.kernel_active_opens, Some(active));
+    assert!(c.note.contains("namespace 4 (1 generator)"), "{}", c.note);
 
     // The merged histogram is the four histograms' sum, bucket by bucket.
     let mut sum = None::<hdrhistogram::Histogram<u64>>;
@@ -361,6 +403,25 @@ fn four_segments_in_four_namespaces_merge_to_the_servers_exact_count() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
+    // The server's record reads as the accept server's report, with its exact accepts.
+    let out = Command::new(bin())
+        .arg("report")
+        .arg(&server_records[0])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains("nothing measured"), "{text}");
+    let accepted_text = common::numfmt::count(accepted);
+    assert!(
+        text.contains(&format!("accepted {accepted_text} in ")),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "cross-check: server accepted {accepted_text}, kernel PassiveOpens {accepted_text}: agree"
+        )),
+        "{text}"
+    );
 
     // The fleet's rate: within 1% of the planned total.
     let err = (p.achieved_per_sec - RATE).abs() / RATE;
@@ -371,5 +432,153 @@ fn four_segments_in_four_namespaces_merge_to_the_servers_exact_count() {
         err * 100.0,
         p.successes,
         p.measured_secs
+    );
+}
+
+/// Two generators sharing one network namespace (with the server, on loopback): each record's
+/// counters are the whole namespace's, so the merge must count them once, not twice.
+#[test]
+fn two_generators_in_one_namespace_count_its_counters_once() {
+    let _guard = testkit::exclusive();
+    let cpus = testkit::allowed_cpus();
+    let tag = (std::process::id() % 100_000).to_string();
+    let mut fleet = Fleet::single(&tag);
+    let ns = fleet.server_ns.clone();
+    let dir = tempfile::tempdir().unwrap();
+    let srv = fleet.spawn(
+        &ns,
+        &[
+            "server",
+            "--listen",
+            format!("127.0.0.1:{PORT}").as_str(),
+            "--cpus",
+            cpus[0].to_string().as_str(),
+            "--engine",
+            "epoll",
+            "--format",
+            "json",
+            "--duration",
+            "60s",
+            "--out",
+            dir.path().join("server").to_str().unwrap(),
+        ]
+        .map(String::from),
+    );
+    let t0 = Instant::now();
+    while !fleet.listening() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "no listener in 10 s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let active_before = Fleet::counter(&ns, "Tcp.ActiveOpens");
+    let passive_before = fleet.passive_opens();
+    let start_at =
+        humantime::format_rfc3339_millis(std::time::SystemTime::now() + Duration::from_secs(2))
+            .to_string();
+    let mut loads = Vec::new();
+    for i in 0..2 {
+        let out = dir.path().join(format!("seg{i}"));
+        let args: Vec<String> = [
+            "load",
+            "--target",
+            format!("127.0.0.1:{PORT}").as_str(),
+            "--rate",
+            "1000/s",
+            "--segment",
+            format!("{i}/2").as_str(),
+            "--start-at",
+            start_at.as_str(),
+            "--warmup",
+            "0s",
+            "--duration",
+            "2s",
+            "--connect-timeout",
+            "1s",
+            "--cpus",
+            cpus[(i + 1) % cpus.len()].to_string().as_str(),
+            "--out",
+            out.to_str().unwrap(),
+        ]
+        .map(String::from)
+        .to_vec();
+        loads.push((fleet.spawn(&ns, &args), out));
+    }
+    let mut files = Vec::new();
+    for (k, out) in &loads {
+        let (_, err, code) = fleet.wait(*k, Duration::from_secs(30));
+        assert_eq!(code, Some(0), "load exited {code:?}: {err}");
+        let recs = records_in(out);
+        assert_eq!(recs.len(), 1, "one record in {}: {err}", out.display());
+        files.push(recs[0].clone());
+    }
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(fleet.children[srv].id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let (srv_out, srv_err, code) = fleet.wait(srv, Duration::from_secs(15));
+    assert_eq!(code, Some(0), "server: {srv_err}");
+    let active = Fleet::counter(&ns, "Tcp.ActiveOpens") - active_before;
+    let passive = fleet.passive_opens() - passive_before;
+    let report: serde_json::Value = serde_json::from_str(&srv_out).expect("server JSON report");
+    let accepted: u64 = report["workers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["accepted"].as_u64().unwrap())
+        .sum();
+
+    let recs: Vec<RunRecord> = files.iter().map(|f| RunRecord::read(f).unwrap()).collect();
+    let id = recs[0]
+        .counters_netns
+        .clone()
+        .expect("the record names its namespace");
+    assert_eq!(recs[1].counters_netns.as_ref(), Some(&id), "one namespace");
+    // Each record holds the whole namespace's ActiveOpens (both generators' connections): the
+    // one that finished last saw all of them.
+    let own: Vec<i64> = recs
+        .iter()
+        .map(|r| r.phases[0].counters["Tcp.ActiveOpens"])
+        .collect();
+    assert_eq!(own.iter().copied().max(), Some(active), "{own:?}");
+    let successes: Vec<u64> = recs
+        .iter()
+        .map(|r| r.phases[0].cross_check.as_ref().unwrap().load_successes)
+        .collect();
+    assert!(
+        own.iter().zip(&successes).all(|(&a, &s)| a > s as i64),
+        "{own:?} vs {successes:?}"
+    );
+
+    let server_records = records_in(&dir.path().join("server"));
+    let merged_path = dir.path().join("merged.json");
+    let out = Command::new(bin())
+        .arg("merge")
+        .args(&files)
+        .args(&server_records)
+        .args(["-o", merged_path.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "merge: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let merged = RunRecord::read(&merged_path).unwrap();
+    let p = &merged.phases[0];
+    let c = p.cross_check.as_ref().unwrap();
+    // Counted once: the namespace's own figure, not the two records' sum.
+    assert_eq!(p.counters["Tcp.ActiveOpens"], active);
+    assert_eq!(c.kernel_active_opens, Some(active));
+    assert_eq!(c.load_successes, successes.iter().sum::<u64>());
+    assert_eq!(c.load_successes, accepted);
+    assert_eq!(accepted as i64, passive);
+    assert_eq!(c.kernel_passive_opens, Some(passive));
+    assert!(
+        c.note.contains("namespace 1 (2 generators)") && c.agree,
+        "{}",
+        c.note
     );
 }

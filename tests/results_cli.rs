@@ -478,3 +478,301 @@ fn merge_refuses_an_output_that_is_not_a_regular_file() {
         .is_symlink());
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep");
 }
+
+// ---- `merge` and `report` on multi-host records: bad input, end to end -------------------
+
+/// A load record of segment `index/count` as `load --segment --start-at --out` writes it, made
+/// from the example's open-loop phase; each segment in a namespace of its own.
+fn segment_record(index: u32, count: u32) -> RunRecord {
+    use results::record::{NetnsIdentity, Role, SegmentInfo};
+    let mut r = RunRecord::example();
+    r.role = Role::Load;
+    r.run.command = "load".into();
+    let mut p = r.phase("latency").unwrap().clone();
+    p.name = "load".into();
+    p.server = None;
+    p.cpu.server = None;
+    let start = p.start_unix_ms.unwrap();
+    r.phases = vec![p];
+    r.label = format!("load-{index}of{count}");
+    let whole = serde_json::json!({
+        "targets": ["10.0.0.1:9000"],
+        "pattern": {"kind": "open", "rate_per_sec": 6400.0, "arrival": "poisson"},
+        "duration": {"secs": 3, "nanos": 0},
+        "warmup": {"secs": 0, "nanos": 0},
+        "cpus": [1],
+        "close": "rst",
+        "sources": [],
+        "connect_timeout": {"secs": 3, "nanos": 0},
+        "expect_bytes": null,
+        "max_in_flight": 4096,
+        "late_threshold": {"secs": 0, "nanos": 1_000_000},
+        "http": null
+    });
+    r.config = whole.clone();
+    r.segment = Some(SegmentInfo {
+        index,
+        count,
+        planned_start_unix_ms: Some(start),
+        real_start_unix_ms: start,
+        clock_sync: "synchronized".into(),
+        clock_offset_ms: Some(0.2),
+        clock_source: "chronyc tracking".into(),
+        whole_config: Some(whole),
+    });
+    r.counters_netns = Some(NetnsIdentity {
+        inode: 4_026_532_100 + u64::from(index),
+        boot_id: Some(format!("boot-{index}")),
+        hostname: Some(format!("gen-{index}")),
+    });
+    r
+}
+
+fn write_records(dir: &Path, recs: &[(&str, &RunRecord)]) -> Vec<PathBuf> {
+    recs.iter()
+        .map(|(name, r)| {
+            let p = dir.join(name);
+            std::fs::write(&p, r.to_json()).unwrap();
+            p
+        })
+        .collect()
+}
+
+/// Runs `merge` on `files`, expects exit 2 and one line of error; returns it.
+fn merge_refused(files: &[PathBuf]) -> String {
+    let out = tempfile::tempdir().unwrap();
+    let mut args = vec!["merge".to_string()];
+    args.extend(files.iter().map(|f| s(f).to_string()));
+    args.extend(["-o".into(), s(&out.path().join("m.json")).to_string()]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let o = connstorm(&args);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+    assert!(
+        !out.path().join("m.json").exists(),
+        "no merged record after a refusal"
+    );
+    err
+}
+
+#[test]
+fn merge_bad_input_overlapping_segments_name_both_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (segment_record(0, 2), segment_record(0, 2));
+    let f = write_records(dir.path(), &[("a.json", &a), ("b.json", &b)]);
+    let err = merge_refused(&f);
+    assert!(
+        err.contains(&format!(
+            "segments overlap: {} and {} are both segment 0/2",
+            s(&f[0]),
+            s(&f[1])
+        )),
+        "{err}"
+    );
+}
+
+#[test]
+fn merge_bad_input_missing_segments_name_the_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (segment_record(0, 4), segment_record(2, 4));
+    let f = write_records(dir.path(), &[("a.json", &a), ("b.json", &b)]);
+    let err = merge_refused(&f);
+    assert!(
+        err.contains(&format!(
+            "segments missing: 1, 3 of 0..3 (the files give {}=0, {}=2)",
+            s(&f[0]),
+            s(&f[1])
+        )),
+        "{err}"
+    );
+}
+
+#[test]
+fn merge_bad_input_a_segment_out_of_range_is_named_not_reported_missing() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut recs: Vec<RunRecord> = (0..4).map(|i| segment_record(i, 4)).collect();
+    recs[3].segment.as_mut().unwrap().index = 5;
+    let named: Vec<(String, &RunRecord)> = recs
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (format!("s{i}.json"), r))
+        .collect();
+    let f = write_records(
+        dir.path(),
+        &named
+            .iter()
+            .map(|(n, r)| (n.as_str(), *r))
+            .collect::<Vec<_>>(),
+    );
+    let err = merge_refused(&f);
+    assert!(
+        err.contains(&format!(
+            "{}: segment 5 of 4 is out of range (0..3)",
+            s(&f[3])
+        )),
+        "{err}"
+    );
+    assert!(!err.contains("missing"), "{err}");
+}
+
+#[test]
+fn merge_bad_input_records_of_different_schema_versions_name_both_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (segment_record(0, 2), segment_record(1, 2));
+    let f = write_records(dir.path(), &[("a.json", &a), ("b.json", &b)]);
+    let old = b
+        .to_json()
+        .replacen("\"schema_version\": 2", "\"schema_version\": 1", 1);
+    std::fs::write(&f[1], old).unwrap();
+    let err = merge_refused(&f);
+    assert!(
+        err.contains(&format!(
+            "{} is schema 2 but {} is schema 1",
+            s(&f[0]),
+            s(&f[1])
+        )),
+        "{err}"
+    );
+}
+
+#[test]
+fn merge_bad_input_histograms_of_different_bounds_are_refused_naming_both_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, mut b) = (segment_record(0, 2), segment_record(1, 2));
+    let p = &mut b.phases[0];
+    let h = p
+        .histograms
+        .decode(results::record::Latency::Handshake)
+        .unwrap()
+        .unwrap();
+    // The same samples in a histogram of another range and precision.
+    let mut other = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 10_000_000_000, 2).unwrap();
+    for v in h.iter_recorded() {
+        other
+            .record_n(v.value_iterated_to(), v.count_at_value())
+            .unwrap();
+    }
+    p.histograms.handshake = results::histogram::encode(&other);
+    let f = write_records(dir.path(), &[("a.json", &a), ("b.json", &b)]);
+    let err = merge_refused(&f);
+    assert!(
+        err.contains(&format!(
+            "{} and {}: the handshake histograms of phase \"load\" differ in range or precision",
+            s(&f[0]),
+            s(&f[1])
+        )),
+        "{err}"
+    );
+}
+
+#[test]
+fn merge_bad_input_segments_of_another_run_name_both_files_and_the_setting() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, mut b) = (segment_record(0, 2), segment_record(1, 2));
+    b.segment.as_mut().unwrap().whole_config.as_mut().unwrap()["pattern"]["rate_per_sec"] =
+        serde_json::json!(12800.0);
+    let f = write_records(dir.path(), &[("a.json", &a), ("b.json", &b)]);
+    let err = merge_refused(&f);
+    assert!(
+        err.contains(&format!(
+            "{} and {} are not segments of one run: the whole run's --rate is 6400/s in the first and 12800/s in the second",
+            s(&f[0]),
+            s(&f[1])
+        )),
+        "{err}"
+    );
+}
+
+#[test]
+fn merge_bad_input_a_server_record_from_another_time_window_is_refused() {
+    use results::record::{Role, ServerSide, WorkerAccepts};
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (segment_record(0, 2), segment_record(1, 2));
+    let mut srv = RunRecord::example();
+    srv.role = Role::Server;
+    srv.phases.truncate(1);
+    srv.phases[0].server = Some(ServerSide {
+        workers: vec![WorkerAccepts {
+            cpu: 0,
+            accepted: 7,
+        }],
+        ..ServerSide::default()
+    });
+    // A day before the generators.
+    srv.run.started_unix_ms = Some(srv.run.started_unix_ms.unwrap() - 86_400_000);
+    let f = write_records(
+        dir.path(),
+        &[("a.json", &a), ("b.json", &b), ("srv.json", &srv)],
+    );
+    let err = merge_refused(&f);
+    assert!(
+        err.contains(&format!(
+            "{} measured 2026-11-28T22:15:03.250Z – 2026-11-28T22:15:10.750Z but ",
+            s(&f[2])
+        )) && err.contains("the server record and the load records do not overlap in time"),
+        "{err}"
+    );
+}
+
+/// `report` of a `server --out` record shows the accept server: accepts per worker, the rate,
+/// errors and back-offs, the namespace's counters and the cross-check, not "nothing measured".
+#[test]
+fn report_of_a_server_record_prints_the_accept_server() {
+    use results::record::{CrossCheck, Role, ServerSide, WorkerAccepts};
+    let dir = tempfile::tempdir().unwrap();
+    let mut srv = RunRecord::example();
+    srv.role = Role::Server;
+    srv.run.command = "server".into();
+    srv.phases.truncate(1);
+    let p = &mut srv.phases[0];
+    *p = results::record::PhaseRecord {
+        name: "server".into(),
+        measured_secs: 2.5,
+        histograms: p.histograms.clone(),
+        server: Some(ServerSide {
+            workers: vec![
+                WorkerAccepts {
+                    cpu: 0,
+                    accepted: 300,
+                },
+                WorkerAccepts {
+                    cpu: 3,
+                    accepted: 200,
+                },
+            ],
+            accept_errors: [("EMFILE".to_string(), 4)].into(),
+            emfile_backoffs: Some(2),
+            left_in_queue: Some(0),
+        }),
+        counters: [("Tcp.PassiveOpens".to_string(), 500)].into(),
+        cross_check: Some(CrossCheck {
+            server_accepted: Some(500),
+            kernel_passive_opens: Some(500),
+            agree: true,
+            note: "whole run".into(),
+            ..CrossCheck::default()
+        }),
+        ..Default::default()
+    };
+    // The example's histograms hold samples; a server record's are empty.
+    let empty = results::histogram::new_latency_histogram();
+    p.histograms = results::record::Histograms::encode(&empty, &empty, None);
+    let f = write_records(dir.path(), &[("srv.json", &srv)]);
+    let text = ok(&["report", s(&f[0])]);
+    assert!(!text.contains("nothing measured"), "{text}");
+    for want in [
+        "phase server: accept server, 2 workers, 2.500 s",
+        "accepted 500 in 2.500 s = 200.0 conn/s (12,000 CPM); accept errors: EMFILE 4; EMFILE/ENFILE back-offs 2; left in the accept queues at stop 0",
+        "Tcp.PassiveOpens +500",
+        "cross-check: server accepted 500, kernel PassiveOpens 500: agree",
+    ] {
+        assert!(text.contains(want), "missing {want:?} in:\n{text}");
+    }
+    let row = |cpu: &str, n: &str, rate: &str, share: &str| {
+        text.lines()
+            .any(|l| l.split_whitespace().collect::<Vec<_>>() == [cpu, n, rate, share])
+    };
+    assert!(row("0", "300", "120.0", "60.0%"), "{text}");
+    assert!(row("3", "200", "80.0", "40.0%"), "{text}");
+}

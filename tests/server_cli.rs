@@ -424,3 +424,59 @@ fn the_start_line_shows_rlimit_nofile_with_separators() {
     drop(stderr);
     assert!(line.contains("RLIMIT_NOFILE 20,000)"), "{line}");
 }
+
+/// The terminal, kind "two quick Ctrl-Cs" (EDGES.md): SIGINT twice 10 ms apart on `server
+/// --out`. The report is still printed (every connection accepted), the record written, and
+/// the exit code says the run was cut short: 130 (one signal is a server's normal end, 0).
+#[test]
+fn two_quick_sigints_still_print_the_report_and_write_the_record_and_exit_130() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut child, addr, _stderr) = spawn_server(
+        &[],
+        &[
+            "--cpus",
+            "0",
+            "--engine",
+            "epoll",
+            "--format",
+            "json",
+            "--out",
+            dir.path().to_str().unwrap(),
+        ],
+    );
+    for _ in 0..10 {
+        let mut buf = Vec::new();
+        TcpStream::connect(addr)
+            .unwrap()
+            .read_to_end(&mut buf)
+            .unwrap();
+    }
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    std::thread::sleep(Duration::from_millis(10));
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{out}");
+    let report: serde_json::Value =
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("bad JSON ({e}): {out}"));
+    assert_eq!(accepted(&report), 10, "{report}");
+    assert_eq!(report["interrupted"], true, "{report}");
+    let files: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    let rec = results::RunRecord::read(&files[0]).unwrap();
+    assert!(rec.run.interrupted);
+    let rec_accepts = rec.phases[0].server.as_ref().map_or(0, |s| s.accepted());
+    assert_eq!(rec_accepts, 10, "{:?}", rec.phases[0].server);
+}

@@ -759,3 +759,83 @@ fn rules_table_lists_every_kind_with_a_source() {
         "{t}"
     );
 }
+
+/// `--netns NAME` with a glob: the glob expands over the keys of that namespace (its own
+/// interfaces), not the caller's; the printed undo command restores them as printed.
+#[test]
+fn apply_netns_expands_globs_over_the_namespaces_own_interfaces() {
+    let ns = NamedNetns::add("connstorm-glob");
+    let name = ns.0.clone();
+    let d = tempfile::tempdir().unwrap();
+    let conf = d.path().join("g.conf");
+    std::fs::write(&conf, "net.ipv4.conf.*.rp_filter = 2\n").unwrap();
+    let state = d.path().join("state");
+    let lo = || ns.read("/proc/sys/net/ipv4/conf/lo/rp_filter");
+    let before = lo();
+    let o = run(&[
+        "tune",
+        "apply",
+        "--file",
+        conf.to_str().unwrap(),
+        "--netns",
+        &name,
+        "--state-dir",
+        state.to_str().unwrap(),
+        "--yes",
+    ]);
+    let t = text(&o);
+    let applied = lo();
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    let set: Vec<&str> = t.lines().filter(|l| l.starts_with("set ")).collect();
+    // A fresh namespace has only lo: all, default and lo, whatever the caller's interfaces.
+    assert_eq!(
+        set,
+        [
+            format!("set net.ipv4.conf.all.rp_filter: {before} -> 2"),
+            format!("set net.ipv4.conf.default.rp_filter: {before} -> 2"),
+            format!("set net.ipv4.conf.lo.rp_filter: {before} -> 2"),
+        ],
+        "{t}"
+    );
+    assert_eq!(applied, "2");
+    let undo = t
+        .split("(undo: ")
+        .nth(1)
+        .and_then(|r| r.split(')').next())
+        .unwrap_or_else(|| panic!("no undo command in {t}"))
+        .to_string();
+    let words: Vec<&str> = undo.split_whitespace().collect();
+    let r = Command::new(BIN).args(&words[1..]).output().unwrap();
+    assert_eq!(r.status.code(), Some(0), "{undo}: {}", text(&r));
+    assert_eq!(lo(), before);
+}
+
+/// Files people pass by mistake: a directory, a FIFO (a plain read would block), a binary
+/// file. Each is bad input (exit 2) naming the file (and the line), at once.
+#[test]
+fn check_refuses_a_directory_a_fifo_and_a_binary_file_naming_them() {
+    let d = tempfile::tempdir().unwrap();
+    let fifo = d.path().join("p.conf");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let bin = d.path().join("b.conf");
+    std::fs::write(
+        &bin,
+        b"net.core.somaxconn = 8192\n\x7fELF\x02\x01\x01\xff\n",
+    )
+    .unwrap();
+    for (f, want) in [
+        (d.path().to_path_buf(), "is a directory".to_string()),
+        (fifo.clone(), "is a FIFO".to_string()),
+        (bin.clone(), format!("{}:2: byte 0xff", bin.display())),
+    ] {
+        let start = std::time::Instant::now();
+        let o = run(&["tune", "check", "--file", f.to_str().unwrap()]);
+        assert!(start.elapsed() < std::time::Duration::from_secs(10));
+        assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+        assert!(text(&o).contains(&want), "{want}: {}", text(&o));
+    }
+}

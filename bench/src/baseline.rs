@@ -17,7 +17,7 @@ use common::numfmt;
 use results::paired::{abba_order, Arm, Paired, Slice};
 use results::record::{Baseline, PhaseRecord, RunRecord};
 
-use crate::run::peak_concurrency;
+use crate::run::{peak_concurrency, Event};
 use crate::setup::PhaseSpec;
 
 /// Default number of pairs: the fewest that give a 95% order-statistic interval (6).
@@ -161,24 +161,41 @@ pub fn measure(
     Ok(())
 }
 
+/// How [`crate::run::Trial::baseline`] runs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BaselineRun {
+    /// `--netns`: the record gets a warning, as the floor runs on the host's loopback and
+    /// connstorm across the namespaces' veth.
+    pub netns: bool,
+    /// Closed-loop concurrency of the connstorm slices; `None` = [`peak_concurrency`]'s default.
+    pub concurrency: Option<u32>,
+    /// Pairs and slice length.
+    pub opts: Options,
+}
+
 impl crate::run::Trial {
     /// Runs the paired baseline ([`measure`]) on this trial's still-running server and stores it
     /// in the record; call it when [`crate::run::Trial::baseline_due`] says so. The connstorm
-    /// slices are closed-loop phases named `baseline` at `concurrency` ([`peak_concurrency`]'s
-    /// default when `None`). With `netns` the record gets a warning: the floor runs on the host's
-    /// loopback, connstorm across the namespaces' veth.
+    /// slices are closed-loop phases named `baseline` ([`BaselineRun`]); `on_second` sees their
+    /// per-second rows and `on_event` their begin and end ([`Event::PhaseBegins`],
+    /// [`Event::PhaseEnded`]), `on_note` the lines of [`measure`].
     ///
     /// # Errors
     /// As [`measure`], or when the server stopped before the baseline; the server is then
     /// stopped ([`crate::run::Trial::finish`]) and the record is not written.
     pub fn baseline(
         &mut self,
-        netns: bool,
-        concurrency: Option<u32>,
-        opts: Options,
+        how: BaselineRun,
         stop: &AtomicBool,
         on_note: &mut dyn FnMut(&str),
+        on_second: &mut dyn FnMut(&loadgen::TimelineRow),
+        on_event: &mut dyn FnMut(Event<'_>),
     ) -> anyhow::Result<()> {
+        let BaselineRun {
+            netns,
+            concurrency,
+            opts,
+        } = how;
         if netns {
             self.record.warnings.push("--baseline with --netns: the floor runs on the host's loopback, connstorm across the namespaces' veth: the ratio compares different paths".into());
         }
@@ -196,9 +213,13 @@ impl crate::run::Trial {
         );
         let measured = {
             let mut slice = |d, w| match self.harness() {
-                Some(h) => h
-                    .run_phase(&spec(d, w), stop, &mut |_| {})
-                    .map(|o| (o.record, o.warnings)),
+                Some(h) => {
+                    let spec = spec(d, w);
+                    on_event(Event::PhaseBegins(&spec));
+                    let ran = h.run_phase(&spec, stop, &mut *on_second);
+                    on_event(Event::PhaseEnded(&spec));
+                    ran.map(|o| (o.record, o.warnings))
+                }
                 None => Err(anyhow::anyhow!("the server stopped before the baseline")),
             };
             measure(

@@ -43,7 +43,7 @@ pub fn phase_record(
         start_offset_ms: Some(start.offset_ms),
         attempts: report.attempts,
         successes: report.successes,
-        failures: report.failures.clone(),
+        failures: record_failures(&report.failures),
         late: report.late,
         dropped: report.dropped,
         abandoned: report.abandoned,
@@ -52,6 +52,14 @@ pub fn phase_record(
                 .generator_lag
                 .as_ref()
                 .map(|l| results::histogram::encode(&l.hist)),
+            http_response: report
+                .http
+                .as_ref()
+                .map(|h| results::histogram::encode(&h.response)),
+            http_first_byte: report
+                .http
+                .as_ref()
+                .map(|h| results::histogram::encode(&h.first_byte)),
             ..rec::Histograms::encode(
                 &report.handshake,
                 &report.service,
@@ -81,8 +89,36 @@ pub fn phase_record(
         cpu,
         counters,
         cross_check: Some(cross_check),
+        http: report.http.as_ref().map(|h| rec::HttpCounts {
+            request: h.request.clone(),
+            requests: h.requests,
+            responses: h.responses,
+            status_classes: h.status_classes.clone(),
+            non_2xx_codes: h.non_2xx_codes.clone(),
+            parse_errors: h.parse_errors.clone(),
+            bytes_sent: h.bytes_sent,
+            bytes_received: h.bytes_received,
+            body_bytes: h.body_bytes,
+        }),
         ..PhaseRecord::default()
     }
+}
+
+/// The load report's failure table in the record's class names: loadgen's never-accepted
+/// classes ([`loadgen::NEVER_ACCEPTED`], [`loadgen::NEVER_ACCEPTED_QUEUED`]) become the record's
+/// ([`results::diagnosis::NEVER_ACCEPTED`], [`results::diagnosis::NEVER_ACCEPTED_QUEUED`]), which
+/// `report` reads as handshakes with a histogram sample; errno names stay.
+pub fn record_failures(failures: &BTreeMap<String, u64>) -> BTreeMap<String, u64> {
+    let mut out = BTreeMap::new();
+    for (name, &n) in failures {
+        let name = match name.as_str() {
+            loadgen::NEVER_ACCEPTED => results::diagnosis::NEVER_ACCEPTED,
+            loadgen::NEVER_ACCEPTED_QUEUED => results::diagnosis::NEVER_ACCEPTED_QUEUED,
+            other => other,
+        };
+        *out.entry(name.to_string()).or_insert(0) += n;
+    }
+    out
 }
 
 /// The measured part's share of `n` whole-phase events (warm-up included), in proportion to the
@@ -145,5 +181,31 @@ fn timeline_row(r: &loadgen::TimelineRow, first_measured: f64) -> rec::TimelineR
         failures: r.failures_by_cause.clone(),
         p50_ns: r.p50_ns,
         p99_ns: r.p99_ns,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A load record names its never-accepted handshakes as `report` reads them (so the
+    /// histogram check counts them), whatever loadgen calls them.
+    #[test]
+    fn never_accepted_classes_take_the_record_names() {
+        let f = BTreeMap::from([
+            (loadgen::NEVER_ACCEPTED.to_string(), 3),
+            (loadgen::NEVER_ACCEPTED_QUEUED.to_string(), 20),
+            ("ETIMEDOUT".to_string(), 1),
+        ]);
+        let r = record_failures(&f);
+        assert_eq!(
+            r,
+            BTreeMap::from([
+                (results::diagnosis::NEVER_ACCEPTED.to_string(), 3),
+                (results::diagnosis::NEVER_ACCEPTED_QUEUED.to_string(), 20),
+                ("ETIMEDOUT".to_string(), 1),
+            ])
+        );
+        assert_eq!(results::diagnosis::never_accepted_total(&r), 23);
     }
 }

@@ -87,6 +87,7 @@ pub fn outcome(m: Measured<'_>) -> PhaseOutcome {
                 Default::default()
             }
         },
+        ..rec::ServerSide::default()
     });
     // A success is a connection the server accepted: with our own server, handshakes it never
     // accepted are not counted (cross-check span: warm-up included).

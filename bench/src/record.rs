@@ -29,6 +29,19 @@ pub fn host_info() -> HostInfo {
     }
 }
 
+/// The calling thread's network namespace in the record's form (see
+/// [`results::record::NetnsIdentity`]) on the host named `hostname` (as [`host_info`] read it):
+/// call it from the thread that read the counters. `None` when `/proc/thread-self/ns/net` is
+/// unreadable.
+pub fn counters_netns(hostname: Option<String>) -> Option<results::record::NetnsIdentity> {
+    let id = tuning::netns::identity(Path::new("/proc"))?;
+    Some(results::record::NetnsIdentity {
+        inode: id.inode,
+        boot_id: id.boot_id,
+        hostname,
+    })
+}
+
 /// Which binary made a record: its version and the git commit it was built from (the binary's
 /// build script knows the commit; this crate does not).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -123,10 +123,22 @@ impl Trial {
     }
 }
 
+/// What [`phases`] tells its caller as the run goes, besides rows and notes.
+#[derive(Debug)]
+pub enum Event<'a> {
+    /// The harness is up (its server, if any, runs).
+    Started(&'a Harness),
+    /// A phase begins.
+    PhaseBegins(&'a PhaseSpec),
+    /// The phase ended (its load run returned).
+    PhaseEnded(&'a PhaseSpec),
+}
+
 /// Runs the phases of one `bench` run on a fresh harness: the peak (closed loop), then — unless
 /// stopped or the peak completed nothing — the latency phase (open loop at `plan.rate` or 80% of
 /// the peak). `build` names the binary for the record ([`crate::record::Build`]). `on_second`
-/// sees each phase's per-second rows, `on_note` the harness's notes (one line each).
+/// sees each phase's per-second rows, `on_note` the harness's notes (one line each), `on_event`
+/// the start of the harness and of each phase ([`Event`]).
 ///
 /// # Errors
 /// When the harness cannot start; a phase's error ends the phases and is kept in
@@ -138,6 +150,7 @@ pub fn phases(
     stop: &AtomicBool,
     on_second: &mut dyn FnMut(&PhaseSpec, &loadgen::TimelineRow),
     on_note: &mut dyn FnMut(&str),
+    on_event: &mut dyn FnMut(Event<'_>),
 ) -> anyhow::Result<Trial> {
     let cpus = (setup.server_cpus.clone(), setup.load_cpus.clone());
     let load_cpus = setup.load_cpus.len();
@@ -157,6 +170,7 @@ pub fn phases(
     for note in harness.notes() {
         on_note(&note);
     }
+    on_event(Event::Started(&harness));
     let mut record = crate::record::new_record("bench", &plan.label, config, &harness, build);
     let mut phases = vec![PhaseSpec {
         name: "peak".into(),
@@ -172,8 +186,11 @@ pub fn phases(
         if stop.load(Ordering::Relaxed) {
             break;
         }
+        on_event(Event::PhaseBegins(&spec));
         let mut progress = |row: &loadgen::TimelineRow| on_second(&spec, row);
-        match harness.run_phase(&spec, stop, &mut progress) {
+        let ran = harness.run_phase(&spec, stop, &mut progress);
+        on_event(Event::PhaseEnded(&spec));
+        match ran {
             Ok(out) => {
                 let (phase, report) = (out.record, out.report);
                 record.warnings.extend(out.warnings);

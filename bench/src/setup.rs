@@ -70,6 +70,7 @@ impl Setup {
             // `--mode http`: one GET per connection, so the server answers and counts it served.
             http: matches!(self.mode, server::Mode::Http { .. })
                 .then(loadgen::HttpRequest::default),
+            tls: None,
         }
     }
 }

@@ -65,6 +65,7 @@ mod tests {
             max_ns: 2_000,
             length_secs: 1.0,
             handshake: None,
+            workers: Vec::new(),
         }
     }
 

@@ -22,6 +22,8 @@
 //!   the `value_parser`s of every option that takes them.
 //! - [`error`]: [`error::BadInput`], the error kind that means exit code 2.
 //! - [`files`]: writing an output file atomically (temporary file + rename).
+//! - [`metrics`]: the Prometheus `/metrics` endpoint and the encoding helpers of the server's
+//!   and the load generator's collectors.
 
 #![forbid(unsafe_code)]
 
@@ -30,6 +32,7 @@ pub mod cpulist;
 pub mod errno;
 pub mod error;
 pub mod files;
+pub mod metrics;
 pub mod numfmt;
 pub mod rlimit;
 pub mod table;

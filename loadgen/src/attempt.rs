@@ -238,7 +238,7 @@ impl Worker<'_> {
                 self.slab.get(i).sock = Some(sock);
                 if self.needs_read {
                     // HTTP: a request that does not fit the send buffer waits for write room.
-                    let interest = if self.http.is_some() {
+                    let interest = if self.http.is_some() || self.tls.is_some() {
                         Interest::READABLE | Interest::WRITABLE
                     } else {
                         Interest::READABLE
@@ -324,6 +324,7 @@ impl Worker<'_> {
                     self.connected(i, t, ev.is_readable());
                 }
             }
+            Phase::Reading if self.tls.is_some() => self.tls_event(i, t),
             Phase::Reading if self.http.is_some() => {
                 if ev.is_writable() {
                     let step = self.http_send(i);
@@ -362,15 +363,23 @@ impl Worker<'_> {
             self.handshake.record(hs);
             self.service.record(t.saturating_sub(start));
         }
+        // With an exchange after the handshake (`--http`) the attempt succeeds only once the
+        // exchange does (see `exchange_done`).
+        let exchange = self.http.is_some() || self.tls.is_some();
         bump(
             &mut self.total,
             &mut self.measured,
             &mut self.second,
             measured,
-            |c| c.successes += 1,
+            |c| {
+                c.handshakes += 1;
+                c.successes += u64::from(!exchange);
+            },
         );
-        let target = self.slab.get(i).target as usize;
-        self.per_target[target].successes += 1;
+        if !exchange {
+            let target = self.slab.get(i).target as usize;
+            self.per_target[target].successes += 1;
+        }
         if !self.needs_read {
             return self.finish(i);
         }
@@ -380,6 +389,9 @@ impl Worker<'_> {
             s.deadline_ns = t + self.timeout_ns;
         }
         self.slab.requeue(i);
+        if self.tls.is_some() {
+            return self.tls_begin(i, t);
+        }
         if self.http.is_some() {
             let step = self.http_begin(i);
             if self.http_step(i, step) && readable {
@@ -393,19 +405,84 @@ impl Worker<'_> {
         }
     }
 
-    /// Acts on an HTTP step of slot `i`; true while the slot stays open.
-    fn http_step(&mut self, i: usize, step: crate::http::Step) -> bool {
+    /// Acts on an HTTP step of slot `i`; true while the slot stays open. A complete response
+    /// makes the attempt a success (once); a failure before it makes the attempt a failure of
+    /// its own class (`HTTP ERRNO`, `HTTP parse error: KIND`), never also a success; a socket
+    /// failure after it (waiting for the server's FIN) is a post-handshake failure.
+    pub(crate) fn http_step(&mut self, i: usize, step: crate::http::Step) -> bool {
+        let complete = self.http.as_mut().is_some_and(|h| h.take_complete(i));
+        if complete {
+            self.exchange_done(i);
+        }
+        let answered = self.http.as_ref().is_some_and(|h| h.answered(i));
         match step {
             crate::http::Step::Wait => true,
             crate::http::Step::Finish => {
                 self.finish(i);
                 false
             }
-            crate::http::Step::Failed(errno) => {
+            crate::http::Step::Failed(errno) if answered => {
                 self.post_fail(i, errno);
                 false
             }
+            crate::http::Step::Failed(errno) => {
+                self.exchange_failed(i, |p| p.http_errno(errno));
+                false
+            }
+            crate::http::Step::Parse(kind) => {
+                self.exchange_failed(i, |p| p.http_parse(kind));
+                false
+            }
         }
+    }
+
+    /// Slot `i`'s exchange after the handshake completed: the attempt is a success.
+    pub(crate) fn exchange_done(&mut self, i: usize) {
+        let (measured, target) = {
+            let s = self.slab.get(i);
+            (s.measured, s.target as usize)
+        };
+        bump(
+            &mut self.total,
+            &mut self.measured,
+            &mut self.second,
+            measured,
+            |c| c.successes += 1,
+        );
+        self.per_target[target].successes += 1;
+    }
+
+    /// Slot `i`'s exchange after the handshake failed (`f` counts the class): the attempt is a
+    /// failure; the slot is closed.
+    pub(crate) fn exchange_failed(
+        &mut self,
+        i: usize,
+        f: impl Fn(&mut crate::failures::ProtoFailures),
+    ) {
+        let (measured, target) = {
+            let s = self.slab.get(i);
+            (s.measured, s.target as usize)
+        };
+        bump(
+            &mut self.total,
+            &mut self.measured,
+            &mut self.second,
+            measured,
+            |c| f(&mut c.proto),
+        );
+        f(&mut self.per_target[target].proto);
+        self.finish(i);
+    }
+
+    /// True when slot `i` is in an exchange (`--http`, `--tls`) that has not succeeded yet.
+    pub(crate) fn exchange_pending(&self, i: usize) -> bool {
+        // The TLS handshake first: a reused slot's HTTP state is reset only once it is done.
+        self.tls_pending(i) || self.http.as_ref().is_some_and(|h| !h.answered(i))
+    }
+
+    /// True when slot `i`'s TLS handshake is under way (`--tls`, not done yet).
+    fn tls_pending(&self, i: usize) -> bool {
+        self.tls.as_ref().is_some_and(|w| !w.slots[i].done)
     }
 
     /// Reads what slot `i` has (edge-triggered: until EAGAIN or done). Bytes seen after the read
@@ -471,9 +548,22 @@ impl Worker<'_> {
             if s.deadline_ns > now {
                 return;
             }
-            match s.phase {
+            let phase = s.phase;
+            match phase {
+                Phase::Reading if self.tls_pending(i) => {
+                    self.exchange_failed(i, |p| p.tls_errno(libc::ETIMEDOUT))
+                }
+                Phase::Reading if self.exchange_pending(i) => {
+                    self.exchange_failed(i, |p| p.http_errno(libc::ETIMEDOUT))
+                }
                 Phase::Reading => self.post_fail(i, libc::ETIMEDOUT),
-                _ => match s.sock.as_ref().map_or(Verdict::Pending, probe) {
+                _ => match self
+                    .slab
+                    .get(i)
+                    .sock
+                    .as_ref()
+                    .map_or(Verdict::Pending, probe)
+                {
                     Verdict::Connected => self.connected(i, now, true),
                     Verdict::ResetAfterHandshake(code) => self.reset_after_handshake(i, now, code),
                     Verdict::Failed(code) => self.fail(i, code),
@@ -491,6 +581,10 @@ impl Worker<'_> {
     pub(crate) fn abandon_all(&mut self, now: u64) {
         while let Some(i) = self.slab.oldest() {
             if self.slab.get(i).phase != Phase::Connecting {
+                if self.exchange_pending(i) {
+                    // Handshake done, response not complete: neither a success nor a failure.
+                    self.abandon(i);
+                }
                 self.finish(i);
                 continue;
             }
@@ -505,26 +599,35 @@ impl Worker<'_> {
                 Verdict::ResetAfterHandshake(code) => self.reset_after_handshake(i, now, code),
                 Verdict::Failed(code) => self.fail(i, code),
                 Verdict::Pending => {
-                    let (measured, target) = {
-                        let s = self.slab.get(i);
-                        (s.measured, s.target as usize)
-                    };
-                    bump(
-                        &mut self.total,
-                        &mut self.measured,
-                        &mut self.second,
-                        measured,
-                        |c| c.abandoned += 1,
-                    );
-                    self.per_target[target].abandoned += 1;
+                    self.abandon(i);
                     self.finish(i);
                 }
             }
-            // A success that needs a read is still in flight: close it now.
+            // A success that needs a read is still in flight: close it now (an exchange not
+            // finished is abandoned).
             if self.slab.get(i).phase != Phase::Free {
+                if self.exchange_pending(i) {
+                    self.abandon(i);
+                }
                 self.finish(i);
             }
         }
+    }
+
+    /// Counts slot `i` abandoned (interrupted while undecided).
+    fn abandon(&mut self, i: usize) {
+        let (measured, target) = {
+            let s = self.slab.get(i);
+            (s.measured, s.target as usize)
+        };
+        bump(
+            &mut self.total,
+            &mut self.measured,
+            &mut self.second,
+            measured,
+            |c| c.abandoned += 1,
+        );
+        self.per_target[target].abandoned += 1;
     }
 
     /// The handshake of slot `i` failed with `errno`.
@@ -563,7 +666,7 @@ impl Worker<'_> {
     }
 
     /// Slot `i` failed after its handshake.
-    fn post_fail(&mut self, i: usize, errno: i32) {
+    pub(crate) fn post_fail(&mut self, i: usize, errno: i32) {
         if self.slab.get(i).measured {
             self.post_connect.count(errno);
         }
@@ -571,8 +674,11 @@ impl Worker<'_> {
     }
 
     /// Closes slot `i`'s socket (RST or FIN per the close mode, set up at start) and frees the slot.
-    fn finish(&mut self, i: usize) {
+    pub(crate) fn finish(&mut self, i: usize) {
         self.slab.get(i).sock = None;
+        if let Some(w) = self.tls.as_mut() {
+            w.slots[i].conn = None;
+        }
         self.slab.release(i);
     }
 }

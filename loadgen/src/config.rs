@@ -148,6 +148,9 @@ pub struct LoadConfig {
     /// (request + response) gets the connect timeout again, as `expect_bytes` does.
     #[serde(default)]
     pub http: Option<crate::http::HttpRequest>,
+    /// A TLS handshake on every connection after the TCP handshake (`--tls`, [`crate::tls`]);
+    /// `None` = no TLS. With `http` the request goes over it. Excludes `expect_bytes`.
+    pub tls: Option<crate::tls::TlsOptions>,
 }
 
 impl LoadConfig {
@@ -244,6 +247,15 @@ impl LoadConfig {
             }
             h.validate().map_err(LoadError::Config)?;
         }
+        if let Some(t) = &self.tls {
+            if self.expect_bytes.is_some() {
+                return bad(
+                    "--tls and --expect-bytes cannot be used together: --expect-bytes reads a                      plaintext greeting; use --tls --http for a request over TLS"
+                        .into(),
+                );
+            }
+            t.client_config().map_err(LoadError::Config)?;
+        }
         if self.targets.len() > u32::MAX as usize {
             return bad("too many targets: give fewer than 2^32".into());
         }
@@ -288,6 +300,7 @@ mod tests {
             max_in_flight: 10,
             late_threshold: Duration::from_millis(1),
             http: None,
+            tls: None,
         }
     }
 

@@ -7,6 +7,183 @@
 /// named with [`common::errno::name`] (unknown values spelled `errno_<n>`).
 pub type Failures = common::errno::ErrnoCounts;
 
+use std::collections::BTreeMap;
+
+/// The HTTP parse-error kinds, in [`crate::http::ParseError::ALL`] order.
+const HTTP_PARSE_KINDS: usize = 5;
+
+/// Kinds of TLS failure that are neither an alert nor a socket error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TlsOther {
+    /// The server closed the connection (FIN) before the TLS handshake was done.
+    Eof,
+    /// The peer sent something TLS does not allow here (rustls `InvalidMessage`,
+    /// `InappropriateMessage`, `PeerMisbehaved`), without an alert of its own.
+    Protocol,
+    /// The peer offers nothing this client accepts (rustls `PeerIncompatible`: version, cipher
+    /// suites, groups, ALPN).
+    Incompatible,
+    /// Any other rustls error.
+    Other,
+}
+
+impl TlsOther {
+    const ALL: [TlsOther; 4] = [
+        TlsOther::Eof,
+        TlsOther::Protocol,
+        TlsOther::Incompatible,
+        TlsOther::Other,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            TlsOther::Eof => "TLS handshake EOF",
+            TlsOther::Protocol => "TLS protocol error",
+            TlsOther::Incompatible => "TLS peer incompatible",
+            TlsOther::Other => "TLS error",
+        }
+    }
+}
+
+/// Failures after the TCP handshake, in the TLS handshake or the HTTP exchange (`--tls`,
+/// `--http`): each is a failed attempt, never also a success. Fixed arrays, counted without
+/// allocation; named only at report time ([`Self::add_to_map`]):
+/// - `HTTP parse error: KIND` (a [`crate::http::ParseError`] name), `HTTP ERRNO` (the exchange's
+///   socket failed, e.g. `HTTP ECONNRESET`; `HTTP ETIMEDOUT`: no complete response within
+///   `--connect-timeout` of the handshake);
+/// - `TLS alert NAME sent` (this client refused the server, e.g. `TLS alert CertificateUnknown
+///   sent` for a self-signed certificate no `--ca` vouches for), `TLS alert NAME received` (the server refused this
+///   client), `TLS ERRNO` (the socket failed during the TLS handshake), and the [`TlsOther`]
+///   kinds.
+#[derive(Debug, Clone)]
+pub struct ProtoFailures {
+    http_parse: [u64; HTTP_PARSE_KINDS],
+    http_errno: common::errno::ErrnoCounts,
+    tls_errno: common::errno::ErrnoCounts,
+    tls_alert_sent: [u64; 256],
+    tls_alert_received: [u64; 256],
+    tls_other: [u64; 4],
+    total: u64,
+}
+
+impl Default for ProtoFailures {
+    fn default() -> Self {
+        ProtoFailures {
+            http_parse: [0; HTTP_PARSE_KINDS],
+            http_errno: Default::default(),
+            tls_errno: Default::default(),
+            tls_alert_sent: [0; 256],
+            tls_alert_received: [0; 256],
+            tls_other: [0; 4],
+            total: 0,
+        }
+    }
+}
+
+impl ProtoFailures {
+    /// Counts an HTTP parse error (`kind`: its index in [`crate::http::ParseError::ALL`]).
+    #[inline]
+    pub fn http_parse(&mut self, kind: usize) {
+        self.http_parse[kind.min(HTTP_PARSE_KINDS - 1)] += 1;
+        self.total += 1;
+    }
+
+    /// Counts an HTTP exchange that failed with `errno`.
+    #[inline]
+    pub fn http_errno(&mut self, errno: i32) {
+        self.http_errno.count(errno);
+        self.total += 1;
+    }
+
+    /// Counts a TLS handshake whose socket failed with `errno`.
+    #[inline]
+    pub fn tls_errno(&mut self, errno: i32) {
+        self.tls_errno.count(errno);
+        self.total += 1;
+    }
+
+    /// Counts a TLS handshake that ended with alert `code` (RFC 8446 §6), `sent` by this client
+    /// or received from the server.
+    #[inline]
+    pub fn tls_alert(&mut self, code: u8, sent: bool) {
+        let t = if sent {
+            &mut self.tls_alert_sent
+        } else {
+            &mut self.tls_alert_received
+        };
+        t[usize::from(code)] += 1;
+        self.total += 1;
+    }
+
+    /// Counts another TLS failure.
+    #[inline]
+    pub fn tls_other(&mut self, kind: TlsOther) {
+        let i = TlsOther::ALL.iter().position(|&k| k == kind).unwrap_or(3);
+        self.tls_other[i] += 1;
+        self.total += 1;
+    }
+
+    /// All counted.
+    #[inline]
+    pub fn total(&self) -> u64 {
+        self.total
+    }
+
+    /// Adds another table.
+    pub fn add(&mut self, o: &ProtoFailures) {
+        for (a, b) in self.http_parse.iter_mut().zip(&o.http_parse) {
+            *a += b;
+        }
+        self.http_errno.add(&o.http_errno);
+        self.tls_errno.add(&o.tls_errno);
+        for (a, b) in self.tls_alert_sent.iter_mut().zip(o.tls_alert_sent.iter()) {
+            *a += b;
+        }
+        for (a, b) in self
+            .tls_alert_received
+            .iter_mut()
+            .zip(o.tls_alert_received.iter())
+        {
+            *a += b;
+        }
+        for (a, b) in self.tls_other.iter_mut().zip(&o.tls_other) {
+            *a += b;
+        }
+        self.total += o.total;
+    }
+
+    /// Adds the non-zero counts to `map` under their class names (see the type's docs).
+    pub fn add_to_map(&self, map: &mut BTreeMap<String, u64>) {
+        let mut put = |k: String, n: u64| {
+            if n > 0 {
+                *map.entry(k).or_insert(0) += n;
+            }
+        };
+        for (e, &n) in crate::http::ParseError::ALL.iter().zip(&self.http_parse) {
+            put(format!("HTTP parse error: {}", e.name()), n);
+        }
+        for (k, n) in self.http_errno.to_map() {
+            put(format!("HTTP {k}"), n);
+        }
+        for (k, n) in self.tls_errno.to_map() {
+            put(format!("TLS {k}"), n);
+        }
+        for (code, (&s, &r)) in self
+            .tls_alert_sent
+            .iter()
+            .zip(self.tls_alert_received.iter())
+            .enumerate()
+        {
+            let name = crate::tls::alert_name(code as u8);
+            put(format!("TLS alert {name} sent"), s);
+            put(format!("TLS alert {name} received"), r);
+        }
+        for (k, &n) in TlsOther::ALL.iter().zip(&self.tls_other) {
+            put(k.name().to_string(), n);
+        }
+    }
+}
+
 /// What a failure cause means for a connection-rate run and how to fix it, for the causes that
 /// have a usual explanation; `None` otherwise.
 pub fn explain(name: &str) -> Option<&'static str> {
@@ -15,7 +192,7 @@ pub fn explain(name: &str) -> Option<&'static str> {
             "port exhaustion: no free ephemeral port for (source IP, destination IP, destination port). \
              Remedies: more --source addresses (any 127.0.0.0/8 on loopback), more targets/ports, \
              --close rst or --close server (no TIME_WAIT on the client), a wider \
-             net.ipv4.ip_local_port_range, or net.ipv4.tcp_tw_reuse=1"
+             net.ipv4.ip_local_port_range, or net.ipv4.tcp_tw_reuse=1 with net.ipv4.tcp_timestamps=1 (reuse needs timestamps)"
         }
         "ECONNREFUSED" => "nothing listens on the target (RST in answer to the SYN): check the address and that the server runs",
         "ETIMEDOUT" => {
@@ -27,6 +204,12 @@ pub fn explain(name: &str) -> Option<&'static str> {
             "the handshake completed on the client but the server's kernel never created the connection \
              (its accept queue was full: see the kernel counters and the acceptance line below); \
              raise the server's backlog / net.core.somaxconn or make it accept faster"
+        }
+        "NEVER_ACCEPTED_QUEUED" => {
+            "never accepted: in the listener's accept queue at the end. The server's kernel completed the \
+             handshake and queued the connection, but the server application had not accept()ed it when \
+             the run ended and it was given time to (a stopped, hung or too slow server; see the accept \
+             queue line below)"
         }
         "ECONNRESET" | "EPIPE" => {
             "the server reset the connection after the handshake completed (a reset in SYN-SENT is ECONNREFUSED): \

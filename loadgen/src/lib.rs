@@ -14,6 +14,8 @@
 //! - [`segment`] splits a run over several generators (`i/N` shares of rate, concurrency,
 //!   sources, [`segment::Segment::apply`]); [`run_at`] starts the schedule at a wall-clock
 //!   instant so they start together, [`start`] parses that instant and waits for it.
+//! - [`metrics`] sums those rows for Prometheus ([`metrics::LoadMetrics`], a collector read
+//!   at scrape time: nothing on the hot path).
 //! - [`render`] writes the text of a run: the per-second line and the report summary.
 //! - [`ports`] estimates the ephemeral-port budget before a run; [`rlimit`] raises
 //!   RLIMIT_NOFILE for callers that want it (the library never touches process-wide state: no
@@ -39,7 +41,11 @@
 //!   counted with their true maximum ([`Overflow`]).
 //! - Targets of both families may be mixed; counts are kept per target address
 //!   ([`TargetReport`]). A handshake the server never accepted can only be seen from the
-//!   server's counters: callers reconcile and call [`LoadReport::reclassify_never_accepted`].
+//!   server's counters: callers reconcile and call [`LoadReport::reclassify_never_accepted`];
+//!   one still in the listener's accept queue at the end, from that queue:
+//!   [`LoadReport::reclassify_still_queued`].
+//! - A run interrupted before its schedule started (`--start-at`) still has a report:
+//!   [`never_started`].
 //!
 //! Open loop follows the wrk2 method: latency counts from the *intended* start, so a stalled
 //! server or a late generator shows as latency, not as silently lower load (no coordinated
@@ -57,6 +63,7 @@ pub mod error;
 pub mod failures;
 pub mod floor;
 pub mod http;
+pub mod metrics;
 pub mod ports;
 pub mod render;
 pub mod report;
@@ -67,6 +74,7 @@ pub mod segment;
 mod slot;
 pub mod start;
 mod stats;
+pub mod tls;
 mod worker;
 
 pub use attempt::MAX_GENERATOR_LAG_NS;
@@ -75,8 +83,8 @@ pub use error::LoadError;
 pub use http::{HttpReport, HttpRequest};
 pub use report::{
     GeneratorLag, HistogramSummary, LoadReport, LoadWorkerReport, Overflow, TargetReport,
-    TimelineRow, Totals, NEVER_ACCEPTED, PERCENTILES,
+    TimelineRow, Totals, WorkerSecond, NEVER_ACCEPTED, NEVER_ACCEPTED_QUEUED, PERCENTILES,
 };
-pub use run::{run, run_at};
+pub use run::{never_started, run, run_at};
 pub use schedule::MAX_RATE_PER_SEC;
 pub use worker::TIMER_SLACK_NS;

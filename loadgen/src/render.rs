@@ -253,6 +253,9 @@ impl fmt::Display for Summary<'_> {
                 writeln!(out, "    {name:<14} {}{why}", numfmt::count(*n))?;
             }
         }
+        if let Some(t) = &r.tls {
+            crate::tls::render(out, t, r.measured_secs)?;
+        }
         if let Some(h) = &r.http {
             crate::http::render(out, h, r.measured_secs)?;
         }
@@ -534,6 +537,7 @@ mod tests {
             }],
             interrupted: false,
             http: None,
+            tls: None,
         }
     }
 
@@ -581,6 +585,7 @@ mod tests {
             max_in_flight: 1_500,
             late_threshold: std::time::Duration::from_millis(1),
             http: None,
+            tls: None,
         };
         assert_eq!(
             plan_line(&cfg),
@@ -609,6 +614,7 @@ mod tests {
             max_in_flight: 12,
             late_threshold: std::time::Duration::from_millis(1),
             http: None,
+            tls: None,
         };
         assert!(
             plan_line(&open(1.5))

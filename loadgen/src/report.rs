@@ -13,6 +13,12 @@ use crate::config::{CloseMode, Pattern};
 /// [`LoadReport::reclassify_never_accepted`]).
 pub const NEVER_ACCEPTED: &str = "NEVER_ACCEPTED";
 
+/// The failure class of a handshake the server's kernel completed and queued, but that was
+/// still in the listener's accept queue when the run ended and the server had been given time
+/// to take it: never accepted by the server application (see
+/// [`LoadReport::reclassify_still_queued`]).
+pub const NEVER_ACCEPTED_QUEUED: &str = "NEVER_ACCEPTED_QUEUED";
+
 /// The percentiles every report prints: p50, p90, p99, p99.9, p99.99 and the maximum (100).
 pub const PERCENTILES: [f64; 6] = [50.0, 90.0, 99.0, 99.9, 99.99, 100.0];
 
@@ -22,9 +28,15 @@ pub const PERCENTILES: [f64; 6] = [50.0, 90.0, 99.0, 99.9, 99.99, 100.0];
 pub struct Totals {
     /// Attempts started (socket(2) called).
     pub attempts: u64,
-    /// Attempts whose handshake completed.
+    /// Successful attempts: the handshake completed (with `--http`: and a complete response
+    /// was read).
     pub successes: u64,
-    /// Failed attempts by errno name.
+    /// TCP handshakes completed in time: the successes plus the attempts whose HTTP exchange
+    /// failed after the handshake or was cut by an interrupt (what the server's kernel counts in
+    /// `Tcp.PassiveOpens`).
+    pub handshakes: u64,
+    /// Failed attempts by cause: errno names, and the classes after the TCP handshake
+    /// ([`crate::failures::ProtoFailures`], e.g. `HTTP parse error: truncated`).
     pub failures: BTreeMap<String, u64>,
     /// Attempts that started more than `late_threshold` after their intended time.
     pub late: u64,
@@ -114,6 +126,27 @@ pub struct TimelineRow {
     /// rows built by hand.
     #[serde(skip)]
     pub handshake: Option<Histogram<u64>>,
+    /// The same second per worker, in `LoadConfig::cpus` order (for per-worker metrics);
+    /// empty in rows built by hand.
+    #[serde(skip)]
+    pub workers: Vec<WorkerSecond>,
+}
+
+/// One worker's counts in one [`TimelineRow`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WorkerSecond {
+    /// The CPU the worker is pinned to.
+    pub cpu: usize,
+    /// Attempts started.
+    pub attempts: u64,
+    /// Handshakes completed in time.
+    pub successes: u64,
+    /// Attempts failed.
+    pub failures: u64,
+    /// Attempts in flight when a signal stopped the run, without an answer.
+    pub abandoned: u64,
+    /// Dropped starts (open loop).
+    pub dropped: u64,
 }
 
 impl TimelineRow {
@@ -222,6 +255,8 @@ pub struct LoadReport {
     pub interrupted: bool,
     /// The HTTP side of the run (`--http` only).
     pub http: Option<crate::http::HttpReport>,
+    /// The TLS side of the run (`--tls` only).
+    pub tls: Option<crate::tls::TlsReport>,
 }
 
 impl LoadReport {
@@ -267,6 +302,41 @@ impl LoadReport {
         if let [t] = self.per_target.as_mut_slice() {
             shift(&mut t.successes, &mut t.failures, never_accepted);
         }
+    }
+
+    /// Moves `queued` handshakes from successes to the failure class [`NEVER_ACCEPTED_QUEUED`]:
+    /// connections of this run still waiting in the listener's accept queue after the run ended
+    /// and the server was given time to accept them (the caller reads the queue). The accept
+    /// queue is FIFO (`reqsk_queue_remove` takes the head, include/net/request_sock.h), so what
+    /// is left in it is the newest connections: they move from the measured successes first
+    /// (at most those there are; the rest from the warm-up, whole-run totals only), and the
+    /// achieved rate is recomputed. With a single target its per-target counts move too. At most
+    /// the whole-run successes move (a queued connection the client saw complete only after its
+    /// connect timeout is already an `ETIMEDOUT` failure). Returns how many moved.
+    pub fn reclassify_still_queued(&mut self, queued: u64) -> u64 {
+        let n = queued.min(self.total.successes);
+        if n == 0 {
+            return 0;
+        }
+        let class = || NEVER_ACCEPTED_QUEUED.to_string();
+        self.total.successes -= n;
+        *self.total.failures.entry(class()).or_insert(0) += n;
+        let measured = n.min(self.successes);
+        if measured > 0 {
+            self.successes -= measured;
+            *self.failures.entry(class()).or_insert(0) += measured;
+            self.achieved_per_sec = if self.measured_secs > 0.0 {
+                self.successes as f64 / self.measured_secs
+            } else {
+                0.0
+            };
+        }
+        if let [t] = self.per_target.as_mut_slice() {
+            let m = n.min(t.successes);
+            t.successes -= m;
+            *t.failures.entry(class()).or_insert(0) += m;
+        }
+        n
     }
 
     /// Open loop: a warning when the generator did not keep its schedule in the measured window
@@ -420,6 +490,7 @@ mod tests {
             workers: vec![],
             interrupted: false,
             http: None,
+            tls: None,
         }
     }
 
@@ -439,6 +510,30 @@ mod tests {
         assert_eq!((r.successes, r.total.successes), (100, 0));
         assert_eq!(r.total.failures[NEVER_ACCEPTED], 150);
         assert!(r.failures.is_empty());
+    }
+
+    /// What is still queued at the end is the newest connections (the accept queue is FIFO):
+    /// they leave the measured successes first, then the warm-up's; never below zero.
+    #[test]
+    fn still_queued_moves_from_measured_successes_first() {
+        let mut r = report(20, 0);
+        assert_eq!(r.reclassify_still_queued(20), 20);
+        assert_eq!((r.successes, r.total.successes), (0, 0));
+        assert_eq!(r.failures[NEVER_ACCEPTED_QUEUED], 20);
+        assert_eq!(r.total.failures[NEVER_ACCEPTED_QUEUED], 20);
+        assert_eq!(r.per_target[0].failures[NEVER_ACCEPTED_QUEUED], 20);
+        assert_eq!(r.achieved_per_sec, 0.0);
+        assert_eq!(r.successes + r.failures_total(), r.attempts);
+        let mut r = report(100, 50);
+        assert_eq!(r.reclassify_still_queued(120), 120);
+        assert_eq!((r.successes, r.total.successes), (0, 30));
+        assert_eq!(r.failures[NEVER_ACCEPTED_QUEUED], 100);
+        assert_eq!(r.total.failures[NEVER_ACCEPTED_QUEUED], 120);
+        let mut r = report(10, 0);
+        assert_eq!(r.reclassify_still_queued(0), 0);
+        assert!(r.failures.is_empty());
+        assert_eq!(r.reclassify_still_queued(1_000), 10);
+        assert_eq!(r.total.failures[NEVER_ACCEPTED_QUEUED], 10);
     }
 
     #[test]

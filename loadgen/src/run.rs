@@ -10,7 +10,7 @@ use crate::clock::now_ns;
 use crate::config::{LoadConfig, Pattern};
 use crate::error::LoadError;
 use crate::failures::Failures;
-use crate::report::{LoadReport, TargetReport, TimelineRow, Totals};
+use crate::report::{LoadReport, TargetReport, TimelineRow, Totals, WorkerSecond};
 use crate::stats::{Counters, Latency, Second, TargetCounters};
 use crate::worker::{pin, Window, Worker, WorkerResult};
 
@@ -139,7 +139,7 @@ pub fn run_at(
 
         let mut timeline = Vec::new();
         let mut merger = SecondMerger::new(
-            n,
+            &cfg.cpus,
             start_ns,
             start_ns + warmup_ns,
             start_ns + warmup_ns + duration_ns,
@@ -178,6 +178,15 @@ pub fn run_at(
     })
 }
 
+/// The report of a run interrupted before its schedule started (while waiting for a
+/// `start_at`): nothing attempted, nothing measured (0 s), `interrupted` set; the offered rate is
+/// the configuration's. No worker is started.
+pub fn never_started(cfg: &LoadConfig) -> LoadReport {
+    let mut r = assemble(cfg, 0, 0, Vec::new(), Vec::new());
+    r.interrupted = true;
+    r
+}
+
 fn wait_go(go: &(Mutex<Option<u64>>, Condvar)) -> Option<u64> {
     let mut g = go.0.lock().unwrap_or_else(|p| p.into_inner());
     while g.is_none() {
@@ -207,6 +216,7 @@ fn assemble(
     let mut lag: Option<Latency> = None;
     let mut timer_slack_ns = None;
     let mut http: Option<crate::http::HttpWorker> = None;
+    let mut tls: Option<crate::tls::TlsWorker> = None;
     let mut per_target = vec![TargetCounters::default(); cfg.targets.len()];
     let interrupted = results.iter().any(|r| r.interrupted);
     let ended = results
@@ -228,6 +238,11 @@ fn assemble(
         match (&mut http, r.http) {
             (Some(acc), Some(h)) => acc.add(&h),
             (acc @ None, h) => *acc = h,
+            (Some(_), None) => {}
+        }
+        match (&mut tls, r.tls) {
+            (Some(acc), Some(t)) => acc.add(&t),
+            (acc @ None, t) => *acc = t,
             (Some(_), None) => {}
         }
         for (acc, t) in per_target.iter_mut().zip(&r.per_target) {
@@ -271,7 +286,7 @@ fn assemble(
         offered: measured.offered,
         attempts: measured.attempts,
         successes: measured.successes,
-        failures: measured.failures.to_map(),
+        failures: measured.failures_map(),
         post_connect_failures: post.to_map(),
         completed_after_timeout: measured.completed_late,
         late: measured.late,
@@ -281,7 +296,8 @@ fn assemble(
         total: Totals {
             attempts: total.attempts,
             successes: total.successes,
-            failures: total.failures.to_map(),
+            failures: total.failures_map(),
+            handshakes: total.handshakes,
             late: total.late,
             dropped: total.dropped,
             abandoned: total.abandoned,
@@ -302,7 +318,7 @@ fn assemble(
                 target,
                 attempts: c.attempts,
                 successes: c.successes,
-                failures: c.failures.to_map(),
+                failures: c.failures_map(),
                 abandoned: c.abandoned,
             })
             .collect(),
@@ -314,6 +330,11 @@ fn assemble(
             .as_ref()
             .zip(http)
             .map(|(req, h)| crate::http::HttpReport::of(req, h)),
+        tls: cfg
+            .tls
+            .as_ref()
+            .zip(tls)
+            .map(|(o, t)| crate::tls::TlsReport::of(o, t)),
     }
 }
 
@@ -325,22 +346,28 @@ fn merge(into: &mut Option<Latency>, h: Latency) {
     }
 }
 
+/// One second being collected: how many workers sent it, their merged counts and handshakes,
+/// the latest `until_ns`, and each worker's counts.
+type Pending = (usize, Counters, Latency, u64, Vec<WorkerSecond>);
+
 /// Collects the workers' seconds and emits each second, in order, once all workers sent it.
 struct SecondMerger {
     workers: usize,
+    cpus: Vec<usize>,
     start_ns: u64,
     /// Where rows begin ([`crate::worker::row_origin_ns`]): row `t` is
     /// `[origin_ns + t s, origin_ns + (t+1) s)` within the run.
     origin_ns: u64,
     measure_ns: u64,
     end_ns: u64,
-    pending: BTreeMap<u64, (usize, Counters, Latency, u64)>,
+    pending: BTreeMap<u64, Pending>,
 }
 
 impl SecondMerger {
-    fn new(workers: usize, start_ns: u64, measure_ns: u64, end_ns: u64) -> SecondMerger {
+    fn new(cpus: &[usize], start_ns: u64, measure_ns: u64, end_ns: u64) -> SecondMerger {
         SecondMerger {
-            workers,
+            workers: cpus.len(),
+            cpus: cpus.to_vec(),
             start_ns,
             origin_ns: crate::worker::row_origin_ns(start_ns, measure_ns),
             measure_ns,
@@ -351,16 +378,31 @@ impl SecondMerger {
 
     fn add(&mut self, s: Second, emit: &mut dyn FnMut(TimelineRow)) {
         let complete = {
-            let e = self
-                .pending
-                .entry(s.t_secs)
-                .or_insert_with(|| (0, Counters::default(), s.handshake.clone(), 0));
+            let cpus = &self.cpus;
+            let e = self.pending.entry(s.t_secs).or_insert_with(|| {
+                let per_worker = cpus
+                    .iter()
+                    .map(|&cpu| WorkerSecond {
+                        cpu,
+                        ..WorkerSecond::default()
+                    })
+                    .collect();
+                (0, Counters::default(), s.handshake.clone(), 0, per_worker)
+            });
             if e.0 > 0 {
                 e.2.add(&s.handshake);
             }
             e.0 += 1;
             e.1.add(&s.counters);
             e.3 = e.3.max(s.until_ns);
+            if let Some(w) = e.4.get_mut(s.worker) {
+                let c = &s.counters;
+                w.attempts += c.attempts;
+                w.successes += c.successes;
+                w.failures += c.failures.total();
+                w.abandoned += c.abandoned;
+                w.dropped += c.dropped;
+            }
             e.0 == self.workers
         };
         if complete {
@@ -369,15 +411,15 @@ impl SecondMerger {
                 if self.pending[&t].0 < self.workers {
                     break;
                 }
-                let (_, c, h, until) = self.pending.remove(&t).expect("present");
-                self.emit(t, &c, &h, until, emit);
+                let (_, c, h, until, w) = self.pending.remove(&t).expect("present");
+                self.emit(t, &c, &h, until, w, emit);
             }
         }
     }
 
     fn finish(&mut self, emit: &mut dyn FnMut(TimelineRow)) {
-        for (t, (_, c, h, until)) in std::mem::take(&mut self.pending) {
-            self.emit(t, &c, &h, until, emit);
+        for (t, (_, c, h, until, w)) in std::mem::take(&mut self.pending) {
+            self.emit(t, &c, &h, until, w, emit);
         }
     }
 
@@ -389,16 +431,24 @@ impl SecondMerger {
         c: &Counters,
         h: &Latency,
         until: u64,
+        workers: Vec<WorkerSecond>,
         emit: &mut dyn FnMut(TimelineRow),
     ) {
-        let idle = c.attempts + c.successes + c.failures.total() + c.dropped == 0;
+        let idle = c.attempts + c.successes + c.failures_total() + c.dropped + c.abandoned == 0;
         if idle && self.origin_ns + t * SEC >= self.end_ns {
             return;
         }
-        emit(self.row(t, c, h, until));
+        emit(self.row(t, c, h, until, workers));
     }
 
-    fn row(&self, t: u64, c: &Counters, l: &Latency, until: u64) -> TimelineRow {
+    fn row(
+        &self,
+        t: u64,
+        c: &Counters,
+        l: &Latency,
+        until: u64,
+        workers: Vec<WorkerSecond>,
+    ) -> TimelineRow {
         let h = &l.hist;
         let q = |p: f64| {
             if h.is_empty() {
@@ -424,8 +474,8 @@ impl SecondMerger {
             offered: c.offered,
             attempts: c.attempts,
             successes: c.successes,
-            failures: c.failures.total(),
-            failures_by_cause: c.failures.to_map(),
+            failures: c.failures_total(),
+            failures_by_cause: c.failures_map(),
             late: c.late,
             dropped: c.dropped,
             p50_ns: q(50.0),
@@ -433,6 +483,7 @@ impl SecondMerger {
             max_ns: l.max_ns,
             length_secs,
             handshake: Some(h.clone()),
+            workers,
         }
     }
 }
@@ -443,6 +494,7 @@ mod tests {
 
     fn second(t_secs: u64, until_ns: u64) -> Second {
         Second {
+            worker: 0,
             t_secs,
             counters: Counters::default(),
             handshake: Latency::new(SEC),
@@ -461,7 +513,7 @@ mod tests {
         );
         assert_eq!(crate::worker::row_origin_ns(start, start + SEC), start);
         assert_eq!(crate::worker::row_origin_ns(start, start), start);
-        let mut m = SecondMerger::new(1, start, measure, end);
+        let mut m = SecondMerger::new(&[0], start, measure, end);
         let mut rows = Vec::new();
         m.add(second(0, measure), &mut |r| rows.push(r));
         m.add(second(1, measure + SEC), &mut |r| rows.push(r));

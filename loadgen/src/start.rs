@@ -50,8 +50,19 @@ pub fn planned_start(at: StartAt, now: SystemTime) -> Result<SystemTime, BadInpu
     }
 }
 
+/// The warning of a run interrupted at `now`, while it waited for its `--start-at` instant
+/// `planned`: nothing was measured.
+pub fn never_started_warning(planned: SystemTime, now: SystemTime) -> String {
+    format!(
+        "the run never started: interrupted while waiting for --start-at {} ({:.3} s before it), so nothing was attempted or measured",
+        humantime::format_rfc3339_millis(planned),
+        planned.duration_since(now).unwrap_or_default().as_secs_f64()
+    )
+}
+
 /// Sleeps until `lead` before `t` (the load's own start takes the last stretch precisely),
-/// waking every 100 ms to check `stop`. Returns false when `stop` was raised.
+/// waking every 20 ms to check `stop` (so a signal ends the wait within about 20 ms). Returns
+/// false when `stop` was raised.
 pub fn wait_until(t: SystemTime, lead: Duration, stop: &AtomicBool) -> bool {
     loop {
         if stop.load(Ordering::Relaxed) {
@@ -59,7 +70,7 @@ pub fn wait_until(t: SystemTime, lead: Duration, stop: &AtomicBool) -> bool {
         }
         match t.duration_since(SystemTime::now()) {
             Ok(left) if left > lead => {
-                std::thread::sleep((left - lead).min(Duration::from_millis(100)))
+                std::thread::sleep((left - lead).min(Duration::from_millis(20)))
             }
             _ => return true,
         }

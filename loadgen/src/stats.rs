@@ -3,7 +3,7 @@
 
 use hdrhistogram::Histogram;
 
-use crate::failures::Failures;
+use crate::failures::{Failures, ProtoFailures};
 
 /// Counters of one worker over one scope (whole run, measured window, or one second).
 #[derive(Debug, Clone, Default)]
@@ -12,10 +12,15 @@ pub(crate) struct Counters {
     pub offered: u64,
     /// Attempts started.
     pub attempts: u64,
-    /// Handshakes completed.
+    /// Successes: handshakes completed (with `--http`: and a complete response read).
     pub successes: u64,
+    /// TCP handshakes completed in time (successes, plus those whose HTTP exchange then failed
+    /// or was cut by an interrupt): what the server's kernel counts in `Tcp.PassiveOpens`.
+    pub handshakes: u64,
     /// Failed attempts by errno.
     pub failures: Failures,
+    /// Failed attempts after the TCP handshake (HTTP exchange), by class.
+    pub proto: ProtoFailures,
     /// Late starts.
     pub late: u64,
     /// Dropped starts (never started: not begun within `connect_timeout` of the intended time,
@@ -38,12 +43,26 @@ impl Counters {
         self.offered += o.offered;
         self.attempts += o.attempts;
         self.successes += o.successes;
+        self.handshakes += o.handshakes;
         self.failures.add(&o.failures);
+        self.proto.add(&o.proto);
         self.late += o.late;
         self.dropped += o.dropped;
         self.dropped_full += o.dropped_full;
         self.abandoned += o.abandoned;
         self.completed_late += o.completed_late;
+    }
+
+    /// Failed attempts, all classes.
+    pub(crate) fn failures_total(&self) -> u64 {
+        self.failures.total() + self.proto.total()
+    }
+
+    /// Failed attempts by class name (errno names, then the [`ProtoFailures`] classes).
+    pub(crate) fn failures_map(&self) -> std::collections::BTreeMap<String, u64> {
+        let mut m = self.failures.to_map();
+        self.proto.add_to_map(&mut m);
+        m
     }
 }
 
@@ -56,6 +75,8 @@ pub(crate) struct TargetCounters {
     pub successes: u64,
     /// Failures by errno.
     pub failures: Failures,
+    /// Failures after the TCP handshake, by class.
+    pub proto: ProtoFailures,
     /// In flight when interrupted, still without an answer.
     pub abandoned: u64,
 }
@@ -66,7 +87,15 @@ impl TargetCounters {
         self.attempts += o.attempts;
         self.successes += o.successes;
         self.failures.add(&o.failures);
+        self.proto.add(&o.proto);
         self.abandoned += o.abandoned;
+    }
+
+    /// Failed attempts by class name.
+    pub(crate) fn failures_map(&self) -> std::collections::BTreeMap<String, u64> {
+        let mut m = self.failures.to_map();
+        self.proto.add_to_map(&mut m);
+        m
     }
 }
 
@@ -136,6 +165,8 @@ impl Latency {
 /// One worker's one second, sent to the coordinator once per second (never per connection).
 #[derive(Debug)]
 pub(crate) struct Second {
+    /// Index of the worker that sends it (in `LoadConfig::cpus`).
+    pub worker: usize,
     /// Second index since the rows' origin (`crate::worker::row_origin_ns`).
     pub t_secs: u64,
     /// Counts of this second.

@@ -95,6 +95,8 @@ pub(crate) struct WorkerResult {
     pub ended_ns: u64,
     /// The HTTP side (`--http` only).
     pub http: Option<crate::http::HttpWorker>,
+    /// The TLS side (`--tls` only).
+    pub tls: Option<crate::tls::TlsWorker>,
 }
 
 /// A worker's state. Built on its own thread after pinning.
@@ -130,6 +132,9 @@ pub(crate) struct Worker<'a> {
     pub(crate) high_ns: u64,
     /// The HTTP side (`--http`): requests, per-slot parsers, counters, histograms.
     pub(crate) http: Option<crate::http::HttpWorker>,
+    /// The TLS side (`--tls`): this worker's client config (its resumption cache), per-slot
+    /// connections, counters, the handshake histogram.
+    pub(crate) tls: Option<crate::tls::TlsWorker>,
     /// Open loop, measured starts: actual start − scheduled start, ns (the generator's lag).
     pub(crate) lag: Latency,
     /// This thread's timer slack as read back after `set_timer_slack`, ns.
@@ -223,7 +228,8 @@ impl<'a> Worker<'a> {
             rr: index,
             needs_read: cfg.expect_bytes.is_some()
                 || cfg.close == CloseMode::Server
-                || cfg.http.is_some(),
+                || cfg.http.is_some()
+                || cfg.tls.is_some(),
             timeout_ns,
             late_ns: cfg.late_threshold.as_nanos().min(u128::from(u64::MAX)) as u64,
             last_full_ns: 0,
@@ -241,6 +247,12 @@ impl<'a> Worker<'a> {
             http: cfg.http.as_ref().map(|r| {
                 crate::http::HttpWorker::new(r, &cfg.targets, cfg.slots_for(index), high_ns)
             }),
+            tls: cfg
+                .tls
+                .as_ref()
+                .map(|o| crate::tls::TlsWorker::new(o, cfg.slots_for(index), high_ns))
+                .transpose()
+                .map_err(LoadError::Config)?,
         })
     }
 
@@ -370,6 +382,7 @@ impl<'a> Worker<'a> {
             interrupted,
             ended_ns: ended,
             http: self.http,
+            tls: self.tls,
         }
     }
 
@@ -434,6 +447,7 @@ impl<'a> Worker<'a> {
         let handshake = std::mem::replace(&mut self.sec_handshake, fresh);
         // The receiver lives until every worker has ended; a send error cannot happen.
         let _ = tx.send(Second {
+            worker: self.index,
             t_secs,
             counters,
             handshake,

@@ -129,11 +129,7 @@ pub fn phase(out: &mut String, p: &PhaseRecord, accounting: Option<&str>) {
     if let Some(line) = latency_line("generator lag", p.histograms.generator_lag.as_deref()) {
         let _ = writeln!(out, "{line}");
     }
-    if let Some(&n) = p
-        .failures
-        .get(crate::diagnosis::NEVER_ACCEPTED)
-        .filter(|&&n| n > 0)
-    {
+    if let n @ 1.. = crate::diagnosis::never_accepted_total(&p.failures) {
         let _ = writeln!(out, "  note: {}", crate::acceptance::client_view_note(n));
     }
     if p.attempts == 0 {

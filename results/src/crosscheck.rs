@@ -191,6 +191,7 @@ pub fn check(c: &Counts) -> CrossCheck {
         kernel_active_opens: c.active_opens,
         agree,
         note,
+        load_attempts: None,
     }
 }
 

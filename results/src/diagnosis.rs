@@ -20,6 +20,21 @@ use crate::record::PhaseRecord;
 /// at a full accept queue and the client gone before a retransmit got in.
 pub const NEVER_ACCEPTED: &str = "never accepted";
 
+/// The failure class of handshakes the server's kernel completed and queued that were still in
+/// the listener's accept queue when the run ended, after the server was given time to take them
+/// (`load` against a local target reads the queue): never accept()ed by the server application.
+pub const NEVER_ACCEPTED_QUEUED: &str = "never accepted: in the listener's accept queue at the end";
+
+/// Handshakes the client completed that the server never accepted, over both classes
+/// ([`NEVER_ACCEPTED`] and [`NEVER_ACCEPTED_QUEUED`]) of a failure table: each has its sample in
+/// the handshake histogram, as each success has.
+pub fn never_accepted_total(failures: &BTreeMap<String, u64>) -> u64 {
+    [NEVER_ACCEPTED, NEVER_ACCEPTED_QUEUED]
+        .iter()
+        .filter_map(|c| failures.get(*c))
+        .sum()
+}
+
 /// What a diagnosis is made from. Counters and settings use the record's names
 /// (`"TcpExt.ListenOverflows"`, `"nf_conntrack.drop"`, `"net.ipv4.tcp_syncookies"`,
 /// `"listen_backlog"`); a missing one reads as unknown (settings) or 0 (counters).

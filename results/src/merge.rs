@@ -13,10 +13,21 @@
 //! - and, with server records, a cross-check of the servers' accepts (and the server
 //!   namespaces' `Tcp.PassiveOpens`) against the generators' handshakes.
 //!
-//! Refused with an error naming the files: segments that overlap, are missing or disagree on
-//! `N`; records of different schema versions; different phase names or load patterns; a bench
-//! record (already a whole run). Warned: start skew above [`SKEW_BOUND_MS`], clocks not known to
-//! be synchronised.
+//! Generators sharing a network namespace each hold the whole namespace's counter deltas: the
+//! counters are counted once per namespace and cross-checked per namespace (`merge/netns.rs`).
+//!
+//! Refused with one line naming the files: segments that overlap, are missing, out of range or
+//! disagree on `N`; segments of different runs (a different whole-run rate or concurrency,
+//! duration, warm-up, close mode, open vs closed loop, arrival, connect timeout, `--http` or
+//! `--expect-bytes`, or planned `--start-at`; `merge/segments.rs`); load records whose measured
+//! windows do not overlap, or a server record from another time window; records of different
+//! schema versions; different phase names; a bench record (already a whole run). There is no
+//! override: such a merge would add up connections of different experiments into a figure no
+//! run had. Warned: start skew above [`SKEW_BOUND_MS`], a start later than planned, clocks not
+//! known to be synchronised, records that do not keep the whole run's plan or their namespace.
+
+mod netns;
+mod segments;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -25,8 +36,7 @@ use hdrhistogram::Histogram;
 
 use crate::histogram::{self, HistogramError};
 use crate::record::{
-    CpuUsage, CrossCheck, Histograms, Latency, PhaseRecord, Role, RunRecord, ServerSide, SideCpu,
-    TimelineRow,
+    CpuUsage, Histograms, Latency, PhaseRecord, Role, RunRecord, ServerSide, SideCpu, TimelineRow,
 };
 
 /// Largest start skew between generators, or clock offset from the time source, that passes
@@ -123,6 +133,44 @@ pub enum MergeError {
         /// N.
         count: u32,
     },
+    /// A segment index outside `0..N` (a record edited by hand: `load` refuses `--segment 4/4`).
+    #[error("{}: segment {index} of {count} is out of range ({}); `load --segment i/N` takes i in 0..N-1: fix or drop the record", .path.display(), if *.count == 0 { "N must be at least 1".to_string() } else { format!("0..{}", .count - 1) })]
+    OutOfRange {
+        /// The file.
+        path: PathBuf,
+        /// Its index.
+        index: u32,
+        /// Its N.
+        count: u32,
+    },
+    /// Two load records planned different runs.
+    #[error("{} and {} are not segments of one run: {setting} is {a} in the first and {b} in the second; merge only the records of one run (every generator given the same settings and --start-at)", .path_a.display(), .path_b.display())]
+    Setting {
+        /// First file.
+        path_a: PathBuf,
+        /// Second file.
+        path_b: PathBuf,
+        /// The setting, as the command line names it.
+        setting: String,
+        /// Its value in the first.
+        a: String,
+        /// Its value in the second.
+        b: String,
+    },
+    /// Two records measured at times that do not overlap.
+    #[error("{} measured {a} but {} measured {b}: the {what} do not overlap in time, so they are not one run; merge the records of one run", .path_a.display(), .path_b.display())]
+    Apart {
+        /// First file.
+        path_a: PathBuf,
+        /// Its window.
+        a: String,
+        /// Second file.
+        path_b: PathBuf,
+        /// Its window (or the load records' span).
+        b: String,
+        /// `"load records"` or `"server record and the load records"`.
+        what: &'static str,
+    },
     /// Generators disagree on N.
     #[error("{} is a segment of {a} but {} of {b}: every generator of one run takes --segment i/N with the same N", .path_a.display(), .path_b.display())]
     CountMismatch {
@@ -136,10 +184,10 @@ pub enum MergeError {
         b: u32,
     },
     /// Some segments of 0..N have no record.
-    #[error("segments missing: {missing:?} of 0..{count} (the files give {given}); add their records or re-run those generators")]
+    #[error("segments missing: {missing} of 0..{} (the files give {given}); add their records or re-run those generators", .count - 1)]
     Missing {
-        /// The missing indices.
-        missing: Vec<u32>,
+        /// The missing indices, comma-separated.
+        missing: String,
         /// N.
         count: u32,
         /// `file=index` for each given file.
@@ -216,9 +264,15 @@ pub fn merge(inputs: &[Input]) -> Result<Merged, MergeError> {
         .iter()
         .filter(|i| i.record.role == Role::Server)
         .collect();
-    check_segments(&loads)?;
+    segments::check_segments(&loads)?;
+    let mut warnings = segments::check_settings(&loads)?;
+    segments::check_windows(&loads, &servers)?;
+    warnings.extend(segments::start_warnings(&loads));
+    let groups = netns::groups(&loads);
+    if let Err(files) = &groups {
+        warnings.push(netns::unknown_warning(files));
+    }
     let base = loads[0];
-    let mut warnings = start_warnings(&loads);
     let mut phases = Vec::with_capacity(base.record.phases.len());
     for (k, p) in base.record.phases.iter().enumerate() {
         let mut parts = Vec::with_capacity(loads.len());
@@ -235,7 +289,7 @@ pub fn merge(inputs: &[Input]) -> Result<Merged, MergeError> {
                 })?;
             parts.push((l.path.as_path(), q));
         }
-        phases.push(merge_phase(&parts)?);
+        phases.push(merge_phase(&parts, groups.as_deref().ok())?);
     }
     if let Some(l) = loads
         .iter()
@@ -253,16 +307,22 @@ pub fn merge(inputs: &[Input]) -> Result<Merged, MergeError> {
     }
     if !servers.is_empty() {
         let server_side = merged_server_side(&servers);
-        let passive: Option<i64> = servers
-            .iter()
-            .map(|s| {
-                s.record
-                    .phases
+        // Servers sharing a namespace each hold its whole Tcp.PassiveOpens: once per namespace.
+        let passive: Option<i64> = match netns::groups(&servers) {
+            Ok(g) => {
+                let parts: Vec<&PhaseRecord> = servers
                     .iter()
-                    .map(|p| p.counters.get("Tcp.PassiveOpens").copied())
-                    .sum::<Option<i64>>()
-            })
-            .sum();
+                    .flat_map(|s| s.record.phases.first())
+                    .collect();
+                (parts.len() == servers.len())
+                    .then(|| netns::counters(&parts, &g).get("Tcp.PassiveOpens").copied())
+                    .flatten()
+            }
+            Err(files) => {
+                warnings.push(netns::unknown_warning(&files));
+                None
+            }
+        };
         // The servers' counts cover their whole run: they are compared with the generators'
         // whole-run handshakes (warm-up included), summed over every phase.
         let handshakes: u64 = phases
@@ -285,10 +345,13 @@ pub fn merge(inputs: &[Input]) -> Result<Merged, MergeError> {
         for p in &mut phases {
             p.server = Some(server_side.clone());
             if let Some(c) = p.cross_check.as_mut() {
+                // The generators' own check (Tcp.ActiveOpens per namespace) stays part of it
+                // when its counter was known.
+                let generators_ok = c.kernel_active_opens.is_none() || c.agree;
                 c.server_accepted = Some(accepted);
                 c.kernel_passive_opens = passive;
-                c.agree = agree;
-                c.note = note.clone();
+                c.agree = agree && generators_ok;
+                c.note = format!("{note}; {}", c.note);
             }
         }
     }
@@ -296,6 +359,7 @@ pub fn merge(inputs: &[Input]) -> Result<Merged, MergeError> {
     record.role = Role::Merged;
     record.label = format!("merged-{}", loads.len());
     record.segment = None;
+    record.counters_netns = None;
     record.run.command = "merge".into();
     record.run.interrupted = loads.iter().any(|l| l.record.run.interrupted);
     record.run.load_cpus = Vec::new();
@@ -332,103 +396,10 @@ pub fn merge(inputs: &[Input]) -> Result<Merged, MergeError> {
     Ok(Merged { record, warnings })
 }
 
-/// Checks that the load records' segments cover `0..N` exactly once.
-fn check_segments(loads: &[&Input]) -> Result<(), MergeError> {
-    let first = loads.first().ok_or(MergeError::NoLoad)?;
-    let seg = |i: &Input| {
-        i.record
-            .segment
-            .as_ref()
-            .map_or((0, 1), |s| (s.index, s.count))
-    };
-    let count = seg(first).1;
-    let mut owner: BTreeMap<u32, &Path> = BTreeMap::new();
-    for l in loads {
-        let (index, n) = seg(l);
-        if n != count {
-            return Err(MergeError::CountMismatch {
-                path_a: first.path.clone(),
-                a: count,
-                path_b: l.path.clone(),
-                b: n,
-            });
-        }
-        if let Some(prev) = owner.insert(index, &l.path) {
-            return Err(MergeError::Overlap {
-                path_a: prev.to_path_buf(),
-                path_b: l.path.clone(),
-                index,
-                count,
-            });
-        }
-    }
-    let missing: Vec<u32> = (0..count).filter(|i| !owner.contains_key(i)).collect();
-    if !missing.is_empty() {
-        let given: Vec<String> = owner
-            .iter()
-            .map(|(i, p)| format!("{}={i}", p.display()))
-            .collect();
-        return Err(MergeError::Missing {
-            missing,
-            count,
-            given: given.join(", "),
-        });
-    }
-    Ok(())
-}
-
-/// Warnings about when the generators started: a spread of real starts above
-/// [`SKEW_BOUND_MS`], and clocks not known to be synchronised or off by more than it.
-fn start_warnings(loads: &[&Input]) -> Vec<String> {
-    let mut out = Vec::new();
-    let starts: Vec<(&Path, u64)> = loads
-        .iter()
-        .filter_map(|l| {
-            Some((
-                l.path.as_path(),
-                l.record.segment.as_ref()?.real_start_unix_ms,
-            ))
-        })
-        .collect();
-    if let (Some(early), Some(late)) = (
-        starts.iter().min_by_key(|s| s.1),
-        starts.iter().max_by_key(|s| s.1),
-    ) {
-        let skew = late.1 - early.1;
-        if skew > SKEW_BOUND_MS {
-            out.push(format!(
-                "start skew {skew} ms (above {SKEW_BOUND_MS} ms): {} started first, {} last; give every generator the same --start-at far enough ahead for all to be ready",
-                early.0.display(),
-                late.0.display()
-            ));
-        }
-    }
-    for l in loads {
-        let Some(s) = &l.record.segment else { continue };
-        if s.clock_sync != "synchronized" {
-            out.push(format!(
-                "{}: host clock sync {} ({}): start times across hosts may not line up",
-                l.path.display(),
-                s.clock_sync,
-                if s.clock_source.is_empty() {
-                    "no timedatectl or chronyc"
-                } else {
-                    s.clock_source.as_str()
-                }
-            ));
-        } else if let Some(off) = s.clock_offset_ms.filter(|o| o.abs() > SKEW_BOUND_MS as f64) {
-            out.push(format!(
-                "{}: host clock is {off:.1} ms off its time source (above {SKEW_BOUND_MS} ms)",
-                l.path.display()
-            ));
-        }
-    }
-    out
-}
-
 /// The servers' phases' accepts, every worker of every server, and their accept errors summed.
 fn merged_server_side(servers: &[&Input]) -> ServerSide {
     let mut side = ServerSide::default();
+    let mut first = true;
     for s in servers {
         for p in &s.record.phases {
             if let Some(srv) = &p.server {
@@ -436,10 +407,23 @@ fn merged_server_side(servers: &[&Input]) -> ServerSide {
                 for (k, v) in &srv.accept_errors {
                     *side.accept_errors.entry(k.clone()).or_insert(0) += v;
                 }
+                side.emfile_backoffs = add_known(side.emfile_backoffs, srv.emfile_backoffs, first);
+                side.left_in_queue = add_known(side.left_in_queue, srv.left_in_queue, first);
+                first = false;
             }
         }
     }
     side
+}
+
+/// The running sum `acc` plus `b`: unknown once any part is unknown (`first`: `acc` holds nothing
+/// yet).
+fn add_known(acc: Option<u64>, b: Option<u64>, first: bool) -> Option<u64> {
+    if first {
+        b
+    } else {
+        Some(acc? + b?)
+    }
 }
 
 fn bounds(h: &Histogram<u64>) -> String {
@@ -461,7 +445,11 @@ fn add_exact(
 }
 
 /// Merges one phase of every generator (`parts`: file and phase).
-fn merge_phase(parts: &[(&Path, &PhaseRecord)]) -> Result<PhaseRecord, MergeError> {
+/// `groups`: the generators grouped by network namespace, `None` when unknown.
+fn merge_phase(
+    parts: &[(&Path, &PhaseRecord)],
+    groups: Option<&[Vec<usize>]>,
+) -> Result<PhaseRecord, MergeError> {
     let (path0, p0) = parts[0];
     let mut out = p0.clone();
     for (path, p) in &parts[1..] {
@@ -507,7 +495,7 @@ fn merge_phase(parts: &[(&Path, &PhaseRecord)]) -> Result<PhaseRecord, MergeErro
                         path_a: path0.to_path_buf(),
                         path_b: path.to_path_buf(),
                         what: format!(
-                            "phase {:?}: the {} histogram is measured in one and not the other (--expect-bytes)",
+                            "phase {:?}: the {} histogram is measured in one and not the other (--expect-bytes, --http)",
                             p.name,
                             which.name()
                         ),
@@ -526,13 +514,34 @@ fn merge_phase(parts: &[(&Path, &PhaseRecord)]) -> Result<PhaseRecord, MergeErro
             .expect("every phase has a service histogram"),
         hists[2].as_ref(),
     );
+    out.histograms.http_response = hists[3].as_ref().map(crate::histogram::encode);
+    out.histograms.http_first_byte = hists[4].as_ref().map(crate::histogram::encode);
+    // HTTP counts: summed when every part has them (a part without is refused above by its
+    // missing HTTP histograms).
+    out.http = parts
+        .iter()
+        .try_fold(None::<crate::record::HttpCounts>, |acc, (_, p)| {
+            let h = p.http.as_ref()?;
+            Some(Some(match acc {
+                Some(mut a) => {
+                    a.add(h);
+                    a
+                }
+                None => h.clone(),
+            }))
+        })
+        .flatten();
     // Counts.
     out.attempts = parts.iter().map(|(_, p)| p.attempts).sum();
     out.successes = parts.iter().map(|(_, p)| p.successes).sum();
     out.late = parts.iter().map(|(_, p)| p.late).sum();
     out.dropped = parts.iter().map(|(_, p)| p.dropped).sum();
     out.failures = sum_maps(parts.iter().map(|(_, p)| &p.failures));
-    out.counters = sum_maps(parts.iter().map(|(_, p)| &p.counters));
+    let phases: Vec<&PhaseRecord> = parts.iter().map(|(_, p)| *p).collect();
+    out.counters = match groups {
+        Some(g) => netns::counters(&phases, g),
+        None => BTreeMap::new(),
+    };
     out.load_workers = parts
         .iter()
         .flat_map(|(_, p)| p.load_workers.iter().copied())
@@ -595,7 +604,7 @@ fn merge_phase(parts: &[(&Path, &PhaseRecord)]) -> Result<PhaseRecord, MergeErro
         server: None,
         load: merged_cpu(parts, out.successes),
     };
-    out.cross_check = merged_cross_check(parts);
+    out.cross_check = netns::cross_check(&phases, groups);
     out.cpu_busy_pct = BTreeMap::new();
     out.settings = BTreeMap::new();
     Ok(out)
@@ -630,29 +639,6 @@ fn merged_cpu(parts: &[(&Path, &PhaseRecord)], successes: u64) -> SideCpu {
         Some(run) => cpu.with_run_ns(run, successes),
         None => cpu,
     }
-}
-
-/// The generators' own cross-checks summed (whole-run handshakes, load namespaces'
-/// `Tcp.ActiveOpens`); `None` when a generator has none.
-fn merged_cross_check(parts: &[(&Path, &PhaseRecord)]) -> Option<CrossCheck> {
-    let checks: Option<Vec<&CrossCheck>> =
-        parts.iter().map(|(_, p)| p.cross_check.as_ref()).collect();
-    let checks = checks?;
-    let active = checks
-        .iter()
-        .map(|c| c.kernel_active_opens)
-        .sum::<Option<i64>>();
-    Some(CrossCheck {
-        server_accepted: None,
-        load_successes: checks.iter().map(|c| c.load_successes).sum(),
-        kernel_passive_opens: None,
-        kernel_active_opens: active,
-        agree: checks.iter().all(|c| c.agree),
-        note: format!(
-            "sum of {} generators' own checks (each: its handshakes against its namespace's Tcp.ActiveOpens)",
-            checks.len()
-        ),
-    })
 }
 
 /// Per-second rows keyed by the wall-clock second each started in (`start_ms + (t − 1) s`,

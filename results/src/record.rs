@@ -6,7 +6,7 @@
 //!             phases: [PhaseRecord { pattern, rates, counts, failures, histograms,
 //!                                    timeline, server, load_workers, cpu, counters,
 //!                                    cross_check }],
-//!             baseline, warnings, role, segment, build: BuildInfo }
+//!             baseline, warnings, role, segment, build: BuildInfo, counters_netns }
 //! ```
 //! `role` says which side wrote it ([`Role`]: bench, load, server, merged); `segment` which share
 //! of a multi-host run a load record covers ([`SegmentInfo`]).
@@ -35,11 +35,11 @@ pub use counter::{
 pub use error::RecordError;
 pub use example::EXAMPLE_START_UNIX_MS;
 pub use phase::{
-    Arrival, CpuUsage, CrossCheck, Histograms, Latency, LoadWorker, Pattern, PhaseRecord,
-    ServerSide, SideCpu, TimelineRow, WorkerAccepts,
+    Arrival, CpuUsage, CrossCheck, Histograms, HttpCounts, Latency, LoadWorker, Pattern,
+    PhaseRecord, ServerSide, SideCpu, TimelineRow, WorkerAccepts,
 };
 pub use run::{Baseline, HostInfo, NumaNode, RunInfo};
-pub use segment::{Role, SegmentInfo};
+pub use segment::{NetnsIdentity, Role, SegmentInfo};
 
 use crate::timestamp;
 
@@ -88,6 +88,11 @@ pub struct RunRecord {
     /// The connstorm build that wrote the record (absent in older records: all fields empty).
     #[serde(default)]
     pub build: BuildInfo,
+    /// The network namespace whose kernel counter deltas the phases' `counters` hold (load and
+    /// server records); `None` in bench records (two namespaces with `--netns`) and in records
+    /// written before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counters_netns: Option<NetnsIdentity>,
 }
 
 impl Default for RunRecord {
@@ -104,6 +109,7 @@ impl Default for RunRecord {
             role: Role::Bench,
             segment: None,
             build: BuildInfo::default(),
+            counters_netns: None,
         }
     }
 }
@@ -310,11 +316,7 @@ impl RunRecord {
             // never accepted (the client saw it complete): a record whose counts were scaled
             // by hand would otherwise print a CPM beside a histogram of other connections.
             if let Ok(Some(h)) = phase.histograms.decode(Latency::Handshake) {
-                let never = phase
-                    .failures
-                    .get(crate::diagnosis::NEVER_ACCEPTED)
-                    .copied()
-                    .unwrap_or(0);
+                let never = crate::diagnosis::never_accepted_total(&phase.failures);
                 if h.len() != phase.successes + never {
                     return Err(RecordError::Inconsistent {
                         path: path_buf(),

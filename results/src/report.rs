@@ -14,8 +14,8 @@ use serde::Serialize;
 
 use crate::histogram::{self, Bucket, LatencySummary};
 use crate::record::{
-    Baseline, CpuUsage, CrossCheck, HostInfo, Latency, Pattern, PhaseRecord, RunInfo, RunRecord,
-    ServerSide,
+    Baseline, CpuUsage, CrossCheck, HostInfo, Latency, Pattern, PhaseRecord, Role, RunInfo,
+    RunRecord, ServerSide,
 };
 use crate::sweep::parse_latency_ns;
 
@@ -116,6 +116,9 @@ pub struct PhaseReport {
     pub abandoned: u64,
     /// Latency histograms that were measured.
     pub latency: Vec<LatencyReport>,
+    /// `load --http`: the HTTP counts (`None` otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub http: Option<crate::record::HttpCounts>,
     /// CPU time per side.
     pub cpu: CpuUsage,
     /// Kernel counter deltas.
@@ -135,6 +138,9 @@ pub struct RecordReport {
     pub file: String,
     /// The record's label.
     pub label: String,
+    /// Which side wrote the record: a `server` record's phase is the accept server's (accepts
+    /// per worker, no handshake latency), printed as such.
+    pub role: Role,
     /// What ran.
     pub run: RunInfo,
     /// The host.
@@ -210,6 +216,7 @@ fn phase_report(file: &str, p: &PhaseRecord, edges_ns: &[u64]) -> Result<PhaseRe
         dropped: p.dropped,
         abandoned: p.abandoned,
         latency,
+        http: p.http.clone(),
         cpu: p.cpu,
         counters: p.counters.clone(),
         drops: p
@@ -238,6 +245,7 @@ pub fn build(rec: &RunRecord, file: &str, edges_ns: &[u64]) -> Result<RecordRepo
     Ok(RecordReport {
         file: file.to_string(),
         label: rec.label.clone(),
+        role: rec.role,
         run: rec.run.clone(),
         host: rec.host.clone(),
         phases,

@@ -30,6 +30,9 @@ pub struct ServerConfig {
     pub mode: Mode,
     /// Flow steering between the listeners of the group.
     pub steer: Steer,
+    /// A TLS handshake on every connection (`--tls`, [`crate::tls`]); `None` = plain TCP. Runs
+    /// on the epoll engine only; modes `close` and `http`.
+    pub tls: Option<crate::tls::TlsServer>,
 }
 
 impl ServerConfig {
@@ -43,6 +46,7 @@ impl ServerConfig {
             backlog: 65535,
             mode: Mode::Close,
             steer: Steer::None,
+            tls: None,
         }
     }
 }

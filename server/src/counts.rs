@@ -12,10 +12,14 @@ pub(crate) struct Counts {
     pub(crate) accepted: u64,
     /// Connections whose whole greeting (`greet`) or response (`http`) was written.
     pub(crate) served: u64,
+    /// `Mode::Http`: connections whose head was not an HTTP/1.x request, closed unanswered.
+    pub(crate) bad_requests: u64,
     /// EMFILE/ENFILE back-offs entered.
     pub(crate) emfile_backoffs: u64,
     /// Queued connections that could not be accepted before the listener closed.
     pub(crate) left_in_queue: u64,
+    /// `--tls`: handshakes completed, resumed, failed.
+    pub(crate) tls: crate::tls::TlsCounts,
     errors: ErrnoCounts,
 }
 

@@ -16,7 +16,8 @@
 //! - Workers count into plain integers (`counts`) and publish them, with their own thread CPU time
 //!   ([`ThreadCpu`]), to their own cache line (`worker::Slot`) every few milliseconds;
 //!   [`Server::stats`] reads those ([`LiveStats`]), so a caller gets the server's CPU time from
-//!   this API, not from thread names in `/proc`.
+//!   this API, not from thread names in `/proc`. [`metrics`] serves the same slots to
+//!   Prometheus ([`StatsReader`], read from the endpoint's thread).
 //! - [`Server::stop`] ends the run without resetting any completed handshake (`drain`): every
 //!   listener gets a classic BPF socket filter that drops new SYNs, the workers keep accepting for
 //!   `DRAIN_GRACE` (200 ms), accept what is left until EAGAIN (at most `FINAL_DRAIN_MAX`, 250 ms),
@@ -42,6 +43,7 @@ mod engine;
 pub mod error;
 pub mod http;
 mod listener;
+pub mod metrics;
 pub mod render;
 pub mod report;
 pub mod rlimit;
@@ -49,6 +51,7 @@ mod server;
 mod shard;
 mod steer;
 mod sys;
+pub mod tls;
 mod worker;
 
 pub use common::threadcpu::ThreadCpu;
@@ -56,4 +59,4 @@ pub use config::{EngineChoice, Mode, ServerConfig, Steer};
 pub use engine::probe;
 pub use error::ServerError;
 pub use report::{Engine, LiveStats, ServerReport, SteeringUsed, WorkerReport};
-pub use server::Server;
+pub use server::{Server, StatsReader};

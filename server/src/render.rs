@@ -3,6 +3,7 @@
 //! [`common::numfmt`] (thousands separators, a space before a unit: `t=   2 s`, as `connstorm
 //! load` prints its seconds); JSON keeps the raw numbers of [`ServerReport`] itself.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
 
@@ -97,6 +98,38 @@ impl fmt::Display for ReportText<'_> {
                 out,
                 "served {} (whole response/greeting written)",
                 numfmt::count(r.served())
+            )?;
+        }
+        if r.workers.iter().any(|w| w.tls_accepted + w.tls_failed > 0) {
+            let mut fails = BTreeMap::<String, u64>::new();
+            for w in &r.workers {
+                for (k, v) in &w.tls_failures {
+                    *fails.entry(k.clone()).or_insert(0) += v;
+                }
+            }
+            let list: Vec<String> = fails
+                .iter()
+                .map(|(k, v)| format!("{k} {}", numfmt::count(*v)))
+                .collect();
+            writeln!(
+                out,
+                "tls: {} handshakes completed ({} resumed, {} full), {} failed{}",
+                numfmt::count(r.tls_accepted()),
+                numfmt::count(r.tls_resumed()),
+                numfmt::count(r.tls_accepted() - r.tls_resumed()),
+                numfmt::count(r.tls_failed()),
+                if list.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", list.join(", "))
+                }
+            )?;
+        }
+        if r.bad_requests() > 0 {
+            writeln!(
+                out,
+                "bad requests {} (the head was not an HTTP/1.x request: closed unanswered)",
+                numfmt::count(r.bad_requests())
             )?;
         }
         writeln!(
@@ -201,6 +234,11 @@ mod tests {
                 cpu: 3,
                 accepted: 12_345,
                 served: 0,
+                bad_requests: 0,
+                tls_accepted: 0,
+                tls_resumed: 0,
+                tls_failed: 0,
+                tls_failures: Default::default(),
                 errors: [("EMFILE".to_string(), 1_200)].into_iter().collect(),
                 emfile_backoffs: 7,
                 cpu_run_ns: 1_760_000_000,

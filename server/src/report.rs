@@ -102,6 +102,11 @@ pub struct WorkerReport {
     /// the other modes and in reports from builds before it was recorded.
     #[serde(default)]
     pub served: u64,
+    /// `--mode http`: connections whose head was not an HTTP/1.x request (e.g.
+    /// `garbage\r\n\r\n`), closed without an answer; not counted in `served` or `errors`. 0
+    /// in reports from builds before it was recorded.
+    #[serde(default)]
+    pub bad_requests: u64,
     /// Failures by errno name (`"EMFILE"`, `"ECONNABORTED"`, ...): accept, and the greeting send
     /// and close of accepted connections.
     pub errors: BTreeMap<String, u64>,
@@ -118,6 +123,19 @@ pub struct WorkerReport {
     /// Connections still queued when the listener closed that could not be accepted (EMFILE while
     /// draining); the kernel resets those. Zero in a clean stop.
     pub left_in_queue: u64,
+    /// `--tls`: TLS handshakes completed (TLS accepts). 0 without TLS and in older reports.
+    #[serde(default)]
+    pub tls_accepted: u64,
+    /// `--tls`: of them, resumed (a ticket or a session ID).
+    #[serde(default)]
+    pub tls_resumed: u64,
+    /// `--tls`: accepted connections whose TLS handshake failed.
+    #[serde(default)]
+    pub tls_failed: u64,
+    /// `--tls`: the failed handshakes by class (`alert CertificateUnknown received`, `EOF`,
+    /// errno names).
+    #[serde(default)]
+    pub tls_failures: BTreeMap<String, u64>,
 }
 
 /// The final report of a server run.
@@ -157,6 +175,26 @@ impl ServerReport {
     /// Connections served by all workers (whole greeting or HTTP response written).
     pub fn served(&self) -> u64 {
         self.workers.iter().map(|w| w.served).sum()
+    }
+
+    /// `--tls`: TLS handshakes completed, all workers.
+    pub fn tls_accepted(&self) -> u64 {
+        self.workers.iter().map(|w| w.tls_accepted).sum()
+    }
+
+    /// `--tls`: resumed handshakes, all workers.
+    pub fn tls_resumed(&self) -> u64 {
+        self.workers.iter().map(|w| w.tls_resumed).sum()
+    }
+
+    /// `--tls`: failed handshakes, all workers.
+    pub fn tls_failed(&self) -> u64 {
+        self.workers.iter().map(|w| w.tls_failed).sum()
+    }
+
+    /// `--mode http`: connections closed unanswered because their head was not HTTP, all workers.
+    pub fn bad_requests(&self) -> u64 {
+        self.workers.iter().map(|w| w.bad_requests).sum()
     }
 
     /// Errors of all workers by errno name.

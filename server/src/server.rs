@@ -52,8 +52,20 @@ impl Server {
                 "Mode::Greet bytes must be 1..={MAX_GREET_BYTES} (Mode::from_str checks this)"
             );
         }
+        if cfg.tls.is_some() && !matches!(cfg.mode, Mode::Close | Mode::Http { .. }) {
+            return Err(ServerError::TlsMode {
+                mode: cfg.mode.to_string(),
+            });
+        }
         let (engine, fallback_reason) = match cfg.engine {
+            _ if cfg.tls.is_some() && cfg.engine == EngineChoice::IoUring => {
+                return Err(ServerError::TlsNeedsEpoll)
+            }
             EngineChoice::Epoll => (Engine::Epoll, None),
+            EngineChoice::Auto if cfg.tls.is_some() => (
+                Engine::Epoll,
+                Some("--tls runs on the epoll engine only".to_string()),
+            ),
             EngineChoice::IoUring => match crate::engine::probe::io_uring() {
                 Ok(()) => (Engine::IoUring, None),
                 Err(reason) => return Err(ServerError::IoUringUnavailable { reason }),
@@ -94,6 +106,7 @@ impl Server {
                 listener,
                 mode: cfg.mode,
                 engine,
+                tls: cfg.tls.as_ref().map(|t| Arc::clone(&t.config)),
             };
             match shard::spawn(spec, Arc::clone(&shared), tx.clone()) {
                 Ok(h) => server.handles.push(h),
@@ -137,6 +150,12 @@ impl Server {
         self.fallback_reason.as_deref()
     }
 
+    /// The io_uring setup flags the rings got (`"single_issuer+defer_taskrun"`, ...); `None` for
+    /// epoll.
+    pub fn ring_setup(&self) -> Option<&str> {
+        self.ring_setup.as_deref()
+    }
+
     /// The steering that was installed.
     pub fn steering(&self) -> SteeringUsed {
         self.steering
@@ -149,20 +168,16 @@ impl Server {
 
     /// Totals and CPU times published by the workers so far (cheap: relaxed loads, no syscall).
     pub fn stats(&self) -> LiveStats {
-        LiveStats {
-            accepted_per_worker: self
-                .shared
-                .slots
-                .iter()
-                .map(|s| s.accepted.load(Ordering::Relaxed))
-                .collect(),
-            errors_total: self
-                .shared
-                .slots
-                .iter()
-                .map(|s| s.errors.load(Ordering::Relaxed))
-                .sum(),
-            cpu_per_worker: self.shared.slots.iter().map(|s| s.cpu()).collect(),
+        self.stats_reader().read()
+    }
+
+    /// A handle that reads the same published stats from any thread, for as long as it lives
+    /// (after [`Server::stop`] it keeps the final values: each worker publishes once more as it
+    /// exits).
+    pub fn stats_reader(&self) -> StatsReader {
+        StatsReader {
+            shared: Arc::clone(&self.shared),
+            cpus: self.cpus.clone(),
         }
     }
 
@@ -201,6 +216,49 @@ impl Server {
             }
         }
         out
+    }
+}
+
+/// Reads the stats the workers publish to their slots ([`Server::stats_reader`]): relaxed loads
+/// of each worker's own cache line, at most [`crate::LiveStats`]' staleness old (10 ms while a
+/// worker is busy, 50 ms when idle). Reading never touches a worker.
+#[derive(Debug, Clone)]
+pub struct StatsReader {
+    shared: Arc<Shared>,
+    cpus: Vec<usize>,
+}
+
+impl StatsReader {
+    /// Totals and CPU times published so far ([`Server::stats`]).
+    pub fn read(&self) -> LiveStats {
+        let slots = &self.shared.slots;
+        LiveStats {
+            accepted_per_worker: slots
+                .iter()
+                .map(|s| s.accepted.load(Ordering::Relaxed))
+                .collect(),
+            errors_total: self.errors_per_worker().iter().sum(),
+            cpu_per_worker: slots.iter().map(|s| s.cpu()).collect(),
+        }
+    }
+
+    /// Errors (accept, send, close) published so far per worker, in CPU-list order.
+    pub fn errors_per_worker(&self) -> Vec<u64> {
+        self.shared
+            .slots
+            .iter()
+            .map(|s| s.errors.load(Ordering::Relaxed))
+            .collect()
+    }
+
+    /// The CPUs of the workers, in order.
+    pub fn cpus(&self) -> &[usize] {
+        &self.cpus
+    }
+
+    /// True once the server was asked to stop (it is draining, or done).
+    pub fn stopping(&self) -> bool {
+        self.shared.draining.load(Ordering::Relaxed)
     }
 }
 

@@ -31,6 +31,8 @@ pub(crate) struct WorkerSpec {
     pub(crate) mode: Mode,
     /// Engine to run.
     pub(crate) engine: Engine,
+    /// The shared TLS config (`--tls`).
+    pub(crate) tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 /// Spawns a worker thread; it reports readiness on `ready` as `(index, Ready)`. The thread is
@@ -57,8 +59,10 @@ fn run(spec: WorkerSpec, shared: Arc<Shared>, ready: Sender<(usize, Ready)>) -> 
         listener,
         mode,
         engine,
+        tls,
     } = spec;
     let mut ctx = Ctx::new(cpu, index, listener, mode, shared);
+    ctx.tls = tls;
     let mut set = CpuSet::new();
     let pinned = set
         .set(cpu)
@@ -80,11 +84,16 @@ fn run(spec: WorkerSpec, shared: Arc<Shared>, ready: Sender<(usize, Ready)>) -> 
         cpu,
         accepted: ctx.counts.accepted,
         served: ctx.counts.served,
+        bad_requests: ctx.counts.bad_requests,
         errors: ctx.counts.error_names(),
         emfile_backoffs: ctx.counts.emfile_backoffs,
         cpu_run_ns: used.run_ns,
         cpu_user_ns: used.user_ns,
         cpu_sys_ns: used.sys_ns,
         left_in_queue: ctx.counts.left_in_queue,
+        tls_accepted: ctx.counts.tls.accepted,
+        tls_resumed: ctx.counts.tls.resumed,
+        tls_failed: ctx.counts.tls.failed_total(),
+        tls_failures: ctx.counts.tls.failures(),
     }
 }

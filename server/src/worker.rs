@@ -86,6 +86,8 @@ pub(crate) struct Ctx {
     pub(crate) greet: Box<[u8]>,
     /// Counters.
     pub(crate) counts: Counts,
+    /// The shared TLS config (`--tls`); `None` = plain TCP.
+    pub(crate) tls: Option<Arc<rustls::ServerConfig>>,
     shared: Arc<Shared>,
     last_publish: Instant,
 }
@@ -111,6 +113,7 @@ impl Ctx {
             mode,
             greet,
             counts: Counts::default(),
+            tls: None,
             shared,
             last_publish: Instant::now(),
         }

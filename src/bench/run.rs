@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 pub use ::bench::run::{peak_concurrency, split_duration, Plan};
 
-use super::harness::Setup;
+use super::harness::{PhaseSpec, Setup};
 use crate::cmd::bench::Args;
 
 /// The composition's plan of a `bench` run from its options.
@@ -21,8 +21,15 @@ pub fn plan(args: &Args) -> Plan {
     }
 }
 
+/// The `/metrics` endpoint of a `bench` run and its metrics ([`::bench::metrics`]).
+pub type Live<'a> = (
+    &'a common::metrics::Endpoint,
+    &'a ::bench::metrics::BenchMetrics,
+);
+
 /// Runs the benchmark and writes its record; returns the record, its path, and the error that
-/// ended the run early, if any (the record is written even then).
+/// ended the run early, if any (the record is written even then). `live` (with `--metrics`)
+/// sees every phase and row.
 ///
 /// # Errors
 /// When the harness cannot start, the floor cannot be set up, or the record cannot be written.
@@ -30,26 +37,56 @@ pub fn execute(
     args: &Args,
     setup: Setup,
     stop: &std::sync::atomic::AtomicBool,
+    live: Option<Live<'_>>,
 ) -> anyhow::Result<(results::RunRecord, PathBuf, anyhow::Result<()>)> {
+    use ::bench::run::Event;
     let plan = plan(args);
     let external = setup.target.is_some();
+    let close = setup.close;
+    let mut on_second = |spec: &PhaseSpec, row: &loadgen::TimelineRow| {
+        if let Some((_, m)) = live {
+            m.observe(row);
+        }
+        super::progress(spec, row);
+    };
+    let mut on_event = |e: Event<'_>| {
+        let Some((ep, m)) = live else { return };
+        match e {
+            Event::Started(h) => m.started(h, ep),
+            Event::PhaseBegins(spec) => m.phase(spec, close),
+            Event::PhaseEnded(_) => m.phase_done(),
+        }
+    };
     let mut trial = ::bench::run::phases(
         &plan,
         setup,
         &super::record::BUILD,
         stop,
-        &mut super::progress,
+        &mut on_second,
         &mut super::note,
+        &mut on_event,
     )?;
     trial.record.build = crate::version::build_info();
     if trial.baseline_due(&plan, external) {
         trial.baseline(
-            args.setup.netns,
-            args.setup.concurrency,
-            args.baseline_options(),
+            ::bench::baseline::BaselineRun {
+                netns: args.setup.netns,
+                concurrency: args.setup.concurrency,
+                opts: args.baseline_options(),
+            },
             stop,
             &mut |line| crate::output::note(line),
+            &mut |row| {
+                if let Some((_, m)) = live {
+                    m.observe(row);
+                }
+            },
+            &mut on_event,
         )?;
     }
-    trial.write(&args.setup.out, stop)
+    let written = trial.write(&args.setup.out, stop);
+    if let Some((_, m)) = live {
+        m.finish();
+    }
+    written
 }

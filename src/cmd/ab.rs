@@ -4,7 +4,8 @@
 //! alike). Before each trial the side's setup runs: `--a-setup`/`--b-setup` shell commands and/or
 //! built-in toggles (`--toggle sysctl:KEY=VA,VB`, `--toggle sched-feature:NAME`). Toggles are
 //! restored to the values they had before the first trial when the run ends — normally, on
-//! failure, or on the first Ctrl-C (a second Ctrl-C exits at once and skips the restore);
+//! failure, or on Ctrl-C (also when a third Ctrl-C, or a second one the run does not finish
+//! after, forces the exit: the restore is a cleanup hook, [`crate::signals`]);
 //! `--restore CMD` runs at the end for what setup commands changed. Every trial writes its own run
 //! record; the comparison uses `results::compare` (the statistics rule in `--help`: Hodges–Lehmann
 //! shift with its exact Mann–Whitney interval, at least 5 unflagged trials a side, a noise floor).
@@ -128,7 +129,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             crate::progress::trial("ab", i, args.trials, name);
             let mut trial = args.bench.clone();
             trial.setup.label = sides.trial_label(&args.bench.setup.label, side, i);
-            match crate::bench::run::execute(&trial, setup.clone(), &stop) {
+            match crate::bench::run::execute(&trial, setup.clone(), &stop, None) {
                 Ok((record, path, result)) => {
                     let flags = results::compare::trial_flags(&record);
                     eprintln!(

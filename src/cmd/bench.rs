@@ -204,18 +204,34 @@ fn parse_target(s: &str) -> Result<std::net::SocketAddr, String> {
     units::parse_target(s)
 }
 
+/// The `connstorm bench` command line: the benchmark's options (shared with `ab`) and
+/// `bench`'s own `--metrics`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Command {
+    /// The benchmark.
+    #[command(flatten)]
+    pub args: Args,
+    /// Prometheus `/metrics`.
+    #[command(flatten)]
+    pub metrics: crate::cmd::metrics::MetricsArgs,
+}
+
 /// Runs `connstorm bench`.
 ///
 /// # Errors
 /// Bad options (exit 2), server/load/namespace failures, record write failures.
-pub fn run(args: Args) -> anyhow::Result<i32> {
+pub fn run(cmd: Command) -> anyhow::Result<i32> {
+    let args = cmd.args;
     // Every input is checked before a record, a namespace or a server exists.
     validate(&args)?;
     let setup = args.setup.resolve()?;
+    let endpoint = crate::cmd::metrics::start(&cmd.metrics, "bench")?;
+    let metrics = endpoint.as_ref().map(::bench::metrics::BenchMetrics::new);
     let _ = server::rlimit::raise_nofile();
     let stop = crate::signals::stop_flag().context("install signal handlers")?;
     let progress = crate::progress::begin("bench", crate::progress::bench_seconds(args.duration));
-    let (record, path, result) = crate::bench::run::execute(&args, setup, &stop)?;
+    let live = endpoint.as_ref().zip(metrics.as_ref());
+    let (record, path, result) = crate::bench::run::execute(&args, setup, &stop, live)?;
     drop(progress);
     match args.format {
         Format::Text => crate::output::out(&summary::render(&record, Some(&path))),
@@ -224,6 +240,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             crate::output::note(&format!("record: {}", path.display()));
         }
     }
+    crate::cmd::metrics::end(endpoint, &cmd.metrics);
     result?;
     Ok(exit_code(&record))
 }

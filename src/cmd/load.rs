@@ -3,7 +3,8 @@
 //!
 //! Exit codes: 0 the run completed (some attempts may have failed: see the report); 1 a
 //! run-time failure; 2 bad input, refused before anything is created (including a CPU this
-//! process may not use, a rate above 1e9/s, a duration under 10 ms); 3 the run completed but no
+//! process may not use, a rate above 1e9/s, a duration under 10 ms, a `--metrics` address in
+//! use); 3 the run completed but no
 //! attempt of the whole run succeeded: every attempt failed (e.g. nothing listens on the
 //! target), none could start, or none was accepted by the server; 128+signo (130 SIGINT, 143
 //! SIGTERM) interrupted by a signal, after the report was printed.
@@ -16,13 +17,12 @@ mod record;
 pub use args::Args;
 
 use std::io::{IsTerminal, Write};
-use std::net::SocketAddr;
 use std::path::Path;
 
 use anyhow::Context;
 use loadgen::{LoadConfig, LoadError, LoadReport, Pattern, TimelineRow};
 use results::acceptance::Acceptance;
-use results::kernel_text::{KernelSection, KernelView};
+use results::kernel_text::{AcceptQueueEnd, KernelSection, KernelView};
 
 use crate::error::bad_input;
 use args::Format;
@@ -37,6 +37,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let command_start = std::time::SystemTime::now();
     let nofile = loadgen::rlimit::raise_nofile_limit().context("raising the open-file limit")?;
     let mut cfg = config(&args, nofile)?;
+    let whole = cfg.clone();
     if let Some(seg) = args.segment {
         cfg = multihost::apply_segment(cfg, seg, args.max_in_flight.is_some())?;
     }
@@ -47,6 +48,14 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     if let Some(dir) = &args.out {
         crate::bench::record::check_writable_dir(dir)?;
     }
+    // Bound before any attempt: an address in use is bad input before anything starts.
+    let endpoint = crate::cmd::metrics::start(&args.metrics, "load")?;
+    let metrics = endpoint.as_ref().map(|ep| {
+        let m = loadgen::metrics::LoadMetrics::new();
+        m.begin(cfg.pattern, cfg.close);
+        ep.register(Box::new(std::sync::Arc::clone(&m)));
+        m
+    });
     let clock = (args.segment.is_some() || planned.is_some()).then(multihost::read_clock_sync);
     if let Some(w) = clock.as_ref().and_then(multihost::clock_warning) {
         eprintln!("connstorm load: warning: {w}");
@@ -72,6 +81,9 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     });
     let open_loop = matches!(cfg.pattern, Pattern::Open { .. });
     let mut on_second = |row: &TimelineRow| {
+        if let Some(m) = &metrics {
+            m.observe(row);
+        }
         let line = loadgen::render::second_line(row, open_loop);
         match &bar {
             Some(b) => {
@@ -85,6 +97,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     // is a loopback address (then it is this process's own namespace).
     let local = cfg.targets.iter().all(|t| is_local(t.ip()));
     let before = (local || args.out.is_some()).then(read_counters).flatten();
+    let mut never_started = None;
     if let Some(t) = planned {
         eprintln!(
             "connstorm load: schedule starts at {} (in {:.3} s)",
@@ -95,22 +108,42 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         );
         // Workers are set up in the last 200 ms; the wait before is interruptible.
         if !multihost::wait_until(t, std::time::Duration::from_millis(200), &stop) {
-            return Ok(128 + crate::signals::received().unwrap_or(libc::SIGINT));
+            never_started = Some(t);
         }
     }
-    let (mut report, real_start) =
-        loadgen::run_at(&cfg, planned, &stop, &mut on_second).map_err(|e| match e {
+    let (mut report, real_start) = match never_started {
+        // Interrupted while waiting for --start-at: nothing ran, and the report and record say so.
+        Some(_) => (loadgen::never_started(&cfg), std::time::SystemTime::now()),
+        None => loadgen::run_at(&cfg, planned, &stop, &mut on_second).map_err(|e| match e {
             LoadError::Config(_) | LoadError::Pin { .. } => bad_input(e.to_string()),
             e => anyhow::Error::new(e).context("running the load"),
-        })?;
+        })?,
+    };
     if let Some(b) = bar {
         b.finish_and_clear();
+    }
+    if let Some(m) = &metrics {
+        m.finish();
     }
     let kernel = match &before {
         Some(before) if local => kernel_view(&cfg, &mut report, before),
         _ => None,
     };
-    let warnings: Vec<String> = report.schedule_warning().into_iter().collect();
+    let mut warnings: Vec<String> = report.schedule_warning().into_iter().collect();
+    if let Some(t) = never_started {
+        warnings.push(multihost::never_started_warning(
+            t,
+            std::time::SystemTime::now(),
+        ));
+    } else if let Some(late) = planned
+        .and_then(|t| real_start.duration_since(t).ok())
+        .filter(|l| l.as_millis() > u128::from(results::merge::SKEW_BOUND_MS))
+    {
+        warnings.push(format!(
+            "the schedule started {} ms after --start-at (the instant had passed when the workers were ready): give a start time further ahead",
+            late.as_millis()
+        ));
+    }
     if let Some(dir) = &args.out {
         let counters = match (&kernel, &before) {
             (Some(k), _) => k.delta.clone(),
@@ -129,7 +162,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
                 real: real_start,
             },
             args.segment
-                .map(|s| (s, clock.as_ref().unwrap_or(&unknown))),
+                .map(|s| (s, clock.as_ref().unwrap_or(&unknown), &whole)),
             counters,
             kernel.as_ref().map(|k| k.acceptance.accepted),
             &warnings,
@@ -151,7 +184,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
                     kernel_counters: kernel.as_ref().map(|k| &k.delta),
                     acceptance: kernel.as_ref().map(|k| &k.acceptance),
                     diagnosis: kernel.as_ref().map(|k| &k.causes),
-                    accept_queue_unaccepted: kernel.as_ref().and_then(|k| k.accept_queue),
+                    accept_queue: kernel.as_ref().and_then(|k| k.accept_queue.as_ref()),
                     report: &report,
                 })?;
                 writeln!(out, "{json}")?;
@@ -181,12 +214,14 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             "writing the report to stdout failed (the run itself ended; its figures are lost with the output)",
         )?,
     }
+    crate::cmd::metrics::end(endpoint, &args.metrics);
     Ok(exit_code(&report))
 }
 
 /// What the kernel of the targets' namespace (this one: every target is loopback) says about the
 /// run, from the counters `before` it and now: acceptance reconciled with the client's handshakes
-/// (the never-accepted ones reclassified in `report`), and the diagnosis with this namespace's
+/// (the never-accepted ones reclassified in `report`), the listener's accept queue after the
+/// settle (what is left of this run's reclassified too), and the diagnosis with this namespace's
 /// settings and the listener's backlog. `None` when the counters cannot be read now.
 fn kernel_view(
     cfg: &LoadConfig,
@@ -198,24 +233,46 @@ fn kernel_view(
     // Private: nothing but this run opens connections here (only `lo` in the namespace, and
     // no more SYNs sent than our attempts).
     let private = only_loopback_interface() && active <= report.total.attempts as i64;
-    let handshakes = report.total.successes + report.total.completed_after_timeout;
+    // TCP handshakes, whether or not an HTTP exchange after them succeeded.
+    let handshakes = report.total.handshakes + report.total.completed_after_timeout;
     let acceptance = results::acceptance::reconcile(handshakes, &delta, private);
-    report.reclassify_never_accepted(acceptance.never_accepted, cfg.warmup.is_zero());
+    // With `--http` a connection the server never accepted already failed its exchange (reset
+    // or no response): it is no success to move.
+    let plain = cfg.http.is_none();
+    if plain {
+        report.reclassify_never_accepted(acceptance.never_accepted, cfg.warmup.is_zero());
+    }
+    // What is still in the listener's accept queue after the server was given a short time to
+    // take it was never accepted: a failure class of its own (bench::accept_queue).
+    let settled = ::bench::accept_queue::settle(&cfg.targets, &crate::signals::hurry);
+    let accept_queue = settled.map(|s| {
+        let ours = ::bench::accept_queue::this_runs(s.after.queued, acceptance.accepted);
+        AcceptQueueEnd {
+            at_end: s.at_end.queued,
+            after_settle: s.after.queued,
+            settle_ms: s.waited.as_millis() as u64,
+            never_accepted: if plain {
+                report.reclassify_still_queued(ours)
+            } else {
+                0
+            },
+        }
+    });
     // This thread is in the targets' namespace, so /proc/sys/net is theirs (see
     // tuning::counters::DEFAULT_SYS_DIR).
     let mut settings =
         tuning::counters::read_settings(Path::new(tuning::counters::DEFAULT_SYS_DIR));
-    let listener = listener_queue(&cfg.targets);
-    if let Some(l) = listener {
-        settings.insert("listen_backlog".into(), l.backlog);
+    if let Some(s) = settled {
+        settings.insert("listen_backlog".into(), s.after.backlog);
     }
+    let still_queued = accept_queue.map_or(0, |q| q.never_accepted);
     let causes = results::diagnosis::diagnose(&results::diagnosis::Evidence {
         counters: &delta,
         settings: &settings,
         attempts: report.total.attempts,
         failures: &report.total.failures,
         client_handshakes: handshakes,
-        server_accepts: Some(acceptance.accepted),
+        server_accepts: Some(acceptance.accepted - still_queued),
         balanced: None,
     })
     .into_iter()
@@ -225,47 +282,7 @@ fn kernel_view(
         delta,
         acceptance,
         causes,
-        accept_queue: listener.map(|l| l.queued),
-    })
-}
-
-/// The local listener(s) on the targets' port as `ss -Hltn` shows them (ss(8), inet_diag): for a
-/// LISTEN socket Send-Q is its backlog (sk_max_ack_backlog) and Recv-Q the connections waiting
-/// in its accept queue (sk_ack_backlog: created by the kernel, not yet accept()ed).
-#[derive(Debug, Clone, Copy)]
-struct ListenerQueue {
-    /// The largest backlog when several SO_REUSEPORT listeners share the port.
-    backlog: i64,
-    /// Connections waiting in the accept queues, summed over those listeners.
-    queued: u64,
-}
-
-/// The [`ListenerQueue`] of the local listener(s) on the targets' port (all targets share one
-/// port), read now. `None` when the targets use several ports, `ss` is missing or shows no
-/// listener.
-fn listener_queue(targets: &[SocketAddr]) -> Option<ListenerQueue> {
-    let port = targets.first()?.port();
-    if targets.iter().any(|t| t.port() != port) {
-        return None;
-    }
-    let out = std::process::Command::new("ss")
-        .args(["-Hltn", &format!("sport = :{port}")])
-        .stderr(std::process::Stdio::null())
-        .output()
-        .ok()?;
-    if !out.status.success() {
-        return None;
-    }
-    let rows: Vec<(u64, i64)> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| {
-            let mut f = l.split_whitespace().skip(1);
-            Some((f.next()?.parse().ok()?, f.next()?.parse().ok()?))
-        })
-        .collect();
-    Some(ListenerQueue {
-        backlog: rows.iter().map(|r| r.1).max()?,
-        queued: rows.iter().map(|r| r.0).sum(),
+        accept_queue,
     })
 }
 
@@ -323,10 +340,10 @@ struct JsonReport<'a> {
     /// One line per cause found in the counters and the namespace's settings (only when
     /// `targets_local`), in the words `bench` uses.
     diagnosis: Option<&'a Vec<String>>,
-    /// Connections still in the listener's accept queue at the end (`ss` Recv-Q, only when
-    /// `targets_local` and readable): created by the server's kernel, not accept()ed by the
-    /// server application.
-    accept_queue_unaccepted: Option<u64>,
+    /// The listener's accept queue at the end (`ss` Recv-Q, only when `targets_local` and
+    /// readable): when the load ended, after the settle, the settle's length, and this run's
+    /// connections left there (the failure class `NEVER_ACCEPTED_QUEUED`).
+    accept_queue: Option<&'a AcceptQueueEnd>,
     #[serde(flatten)]
     report: &'a LoadReport,
 }

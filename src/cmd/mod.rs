@@ -8,6 +8,7 @@ pub mod k8s;
 pub mod load;
 pub mod man;
 pub mod merge;
+pub mod metrics;
 pub mod plot;
 pub mod report;
 pub mod server;

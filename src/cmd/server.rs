@@ -10,11 +10,13 @@
 //!   nothing is a true report of zero, also 0 (a server measures what it was sent);
 //! - 1: a run-time fault (a worker could not set up its ring or epoll, a write of the report
 //!   failed);
-//! - 2: bad input, refused before any listener or thread exists: unknown engine/mode, an invalid,
+//! - 2: bad input, refused before any listener or thread exists: unknown engine/mode, a
+//!   `--metrics` address that does not parse or cannot be bound (in use), an invalid,
 //!   empty, offline or not-allowed CPU list (the usable CPUs are listed), a backlog outside
 //!   1..=2147483647, an address that does not parse or has a port above 65535, an address in use,
 //!   a port below 1024 without privilege, `--engine io-uring` where io_uring cannot run;
-//! - 128+signo (130, 143): only a second SIGINT/SIGTERM, which exits at once without a report.
+//! - 128+signo (130, 143): a second SIGINT/SIGTERM (two quick Ctrl-Cs): the report and the
+//!   `--out` record are still written, then this code says the run was cut short.
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -69,6 +71,23 @@ pub struct Args {
     /// instead of `204 No Content`.
     #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u32).range(0..=i64::from(server::config::MAX_GREET_BYTES)))]
     pub http_response_bytes: Option<u32>,
+    /// A TLS handshake on every connection (rustls, `ring` provider; TLS 1.3 and 1.2, session
+    /// tickets and a session-ID cache for resumption) before the mode's work: `close` (close_notify,
+    /// close) or `http` (the request and response over TLS). Epoll engine only (`--engine
+    /// io-uring --tls` is refused). Certificate: --cert/--key, else a self-signed one generated
+    /// at start for localhost, 127.0.0.1 and ::1.
+    #[arg(long)]
+    pub tls: bool,
+    /// With --tls: the certificate chain, PEM (leaf first). Needs --key.
+    #[arg(long, value_name = "FILE", requires = "tls")]
+    pub cert: Option<std::path::PathBuf>,
+    /// With --tls: the private key of --cert, PEM (PKCS#8, PKCS#1 or SEC1).
+    #[arg(long, value_name = "FILE", requires = "tls")]
+    pub key: Option<std::path::PathBuf>,
+    /// With --tls: write the certificate (PEM) the server uses to this file, e.g. the generated
+    /// self-signed one, for a client's `--ca`.
+    #[arg(long, value_name = "FILE", requires = "tls")]
+    pub cert_out: Option<std::path::PathBuf>,
     /// Stop after this long, e.g. `30s`, `2m`. Default: run until SIGINT/SIGTERM.
     #[arg(long, value_parser = parse_positive_duration)]
     pub duration: Option<Duration>,
@@ -80,6 +99,9 @@ pub struct Args {
     /// `merge` (which checks the accepts against the load generators' handshakes).
     #[arg(long, value_name = "DIR")]
     pub out: Option<std::path::PathBuf>,
+    /// Prometheus `/metrics`.
+    #[command(flatten)]
+    pub metrics: crate::cmd::metrics::MetricsArgs,
 }
 
 /// Report formats.
@@ -109,6 +131,24 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         Some(c) => c,
         None => allowed_cpus().context("reading this process's CPU affinity")?,
     };
+    let tls = if args.tls {
+        if args.engine == EngineChoice::IoUring {
+            return Err(bad_input(server::ServerError::TlsNeedsEpoll.to_string()));
+        }
+        let t = server::tls::server_config(args.cert.as_deref(), args.key.as_deref())
+            .map_err(|e| bad_input(e.to_string()))?;
+        if let Some(path) = &args.cert_out {
+            std::fs::write(path, &t.cert_pem).map_err(|e| {
+                bad_input(format!(
+                    "--cert-out {}: cannot write it ({e}): give a writable path",
+                    path.display()
+                ))
+            })?;
+        }
+        Some(t)
+    } else {
+        None
+    };
     let stop = crate::signals::stop_flag().context("installing SIGINT/SIGTERM handlers")?;
     // The library leaves the process-wide fd limit alone; a server wants all of it.
     let (_, nofile) =
@@ -116,6 +156,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     if let Some(dir) = &args.out {
         crate::bench::record::check_writable_dir(dir)?;
     }
+    // Bound before the server: an address in use is bad input before any listener exists.
+    let endpoint = crate::cmd::metrics::start(&args.metrics, "server")?;
     let cfg = ServerConfig {
         listen: args.listen,
         cpus,
@@ -123,6 +165,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         backlog: args.backlog,
         mode,
         steer: args.steer,
+        tls,
     };
     let srv = Server::start(cfg).map_err(|e| {
         if e.is_bad_input() {
@@ -131,8 +174,13 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             anyhow::Error::new(e).context("starting the server")
         }
     })?;
+    let metrics = endpoint.as_ref().map(|ep| {
+        let m = server::metrics::ServerMetrics::new(&srv);
+        ep.register(Box::new(std::sync::Arc::clone(&m)));
+        m
+    });
     let mut err = std::io::stderr().lock();
-    if let Some(why) = srv.fallback_reason() {
+    if let Some(why) = srv.fallback_reason().filter(|_| !args.tls) {
         let _ = writeln!(
             err,
             "connstorm server: io_uring unavailable, using epoll: {why}"
@@ -185,6 +233,9 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     }
     let mut report = srv.stop();
     report.interrupted = interrupted;
+    if let Some(m) = &metrics {
+        m.finish();
+    }
     if let Some(dir) = &args.out {
         let counters = counters_before
             .and_then(|b| {
@@ -216,6 +267,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
         other => other.context("writing the server report to stdout failed")?,
     }
+    crate::cmd::metrics::end(endpoint, &args.metrics);
     Ok(0)
 }
 

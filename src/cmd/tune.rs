@@ -147,9 +147,12 @@ fn enter_netns(netns: Option<&str>) -> anyhow::Result<()> {
 }
 
 fn apply(a: &ApplyArgs, out: &mut impl Write) -> anyhow::Result<i32> {
-    let preset = a.source.require(Path::new("/"))?;
+    // Files are checked for syntax first (bad input before anything else), then read again
+    // inside the namespace: globs expand over the keys that exist there (its interfaces).
+    a.source.require(Path::new("/"))?;
     let netns = a.netns.as_deref();
     enter_netns(netns)?;
+    let preset = a.source.require(Path::new("/"))?;
     let netns_only = netns.is_some() || !tuning::snapshot::in_initial_netns();
     let mut io = ProcSys {
         root: PathBuf::from("/"),
@@ -220,8 +223,7 @@ fn revert(a: &RevertArgs, out: &mut impl Write) -> anyhow::Result<i32> {
 }
 
 fn import(file: &Path, out: &mut impl Write) -> anyhow::Result<i32> {
-    let text = std::fs::read_to_string(file)
-        .map_err(|e| bad_input(format!("cannot read {}: {e}", file.display())))?;
+    let text = tuning::preset::read_text(file).map_err(|e| bad_input(e.to_string()))?;
     let origin = file.display().to_string();
     let lines = tuning::import::import(&text);
     out.write_all(tuning::import::to_sysctl_d(&lines, &origin).as_bytes())?;

@@ -3,7 +3,14 @@
 //! Understood (one command per line, optionally after `sudo`):
 //! - `echo [-n] VALUE > /proc/sys/a/b/c` (also `>>`, and `echo VALUE | [sudo] tee [-a] FILE`);
 //! - `sysctl [-w] [-q] [-e] KEY=VALUE...` (procps sysctl(8); `-e` ignores unknown keys, so those
-//!   entries get the sysctl.d `-` prefix).
+//!   entries get the sysctl.d `-` prefix);
+//! - `echo "KEY = VALUE" >> /etc/sysctl.conf` (or a `*.conf` in a sysctl.d directory), and a
+//!   here-document into one (`cat >> /etc/sysctl.d/x.conf <<EOF` ... `EOF`), line by line.
+//!
+//! A line may hold several commands (`a; b`, `a && b`, `a || b`): each is read. Descriptor
+//! redirections follow the shell: `2>/dev/null` and `>/dev/null 2>&1` are ignored, and
+//! `echo 1>FILE` redirects descriptor 1 (it writes an empty line, not `1`), so it is not
+//! imported. Loops and conditions (`for`, `if`, ...) are not run: listed as not understood.
 //!
 //! Comments, blank lines and shell boilerplate (`#!`, `set -e`) are skipped. Every other line is
 //! listed as not understood, with what to do instead (`ulimit` → LimitNOFILE= / limits.d,
@@ -84,14 +91,29 @@ fn words(line: &str) -> Option<Vec<String>> {
                 cur.push(chars.next()?);
             }
             '>' | '|' | ';' | '&' => {
+                // `2>/dev/null`, `1>FILE`: a descriptor number glued to `>` is part of it.
+                let fd =
+                    c == '>' && has && !cur.is_empty() && cur.chars().all(|d| d.is_ascii_digit());
+                let mut op = if fd {
+                    has = false;
+                    std::mem::take(&mut cur)
+                } else {
+                    String::new()
+                };
                 if has {
                     out.push(std::mem::take(&mut cur));
                     has = false;
                 }
-                let mut op = c.to_string();
+                op.push(c);
                 if c == '>' && chars.peek() == Some(&'>') {
                     chars.next();
                     op.push('>');
+                }
+                // `2>&1`, `>&2`, `&>FILE`: descriptor duplication, not a command separator.
+                if (c == '>' && chars.peek() == Some(&'&'))
+                    || (c == '&' && chars.peek() == Some(&'>'))
+                {
+                    op.push(chars.next().unwrap_or_default());
                 }
                 out.push(op);
             }
@@ -140,6 +162,60 @@ fn advice_for_path(path: &str) -> String {
     }
 }
 
+/// True for the files sysctl(8) and systemd-sysctl read: `/etc/sysctl.conf` and `*.conf` in
+/// a sysctl.d directory.
+fn is_sysctl_file(path: &str) -> bool {
+    path == "/etc/sysctl.conf"
+        || (path.ends_with(".conf")
+            && crate::sysctld::DIRS.iter().any(|d| {
+                path.strip_prefix('/')
+                    .is_some_and(|p| p.starts_with(&format!("{d}/")))
+            }))
+}
+
+/// A line a script writes into a sysctl file (`echo "k = v" >> /etc/sysctl.conf`, or a
+/// here-document's body): the assignment it holds.
+fn conf_line(text: &str, file: &str) -> Vec<Outcome> {
+    let origin = crate::sysctld::Origin {
+        file: file.to_string(),
+        line: 0,
+    };
+    if has_expansion(text) {
+        return not_understood("uses a shell variable or command substitution: its value is known only when the script runs; write the result as `key = value`");
+    }
+    match crate::sysctld::parse_line(text, &origin) {
+        Ok(crate::sysctld::Line::Blank) => vec![Outcome::Skipped {
+            why: format!("a blank line written to {file}"),
+        }],
+        Ok(crate::sysctld::Line::Comment) => vec![Outcome::Skipped {
+            why: format!("a comment written to {file}"),
+        }],
+        Ok(crate::sysctld::Line::Assign {
+            pattern,
+            value,
+            ignore_failure,
+        }) => match pattern.key() {
+            Ok(key) => vec![Outcome::Sysctl {
+                key,
+                value,
+                ignore_failure,
+            }],
+            Err(_) => not_understood(format!(
+                "a glob written to {file}: copy `{}` into the sysctl.d file by hand (globs expand over the keys of the host that applies it)",
+                text.trim()
+            )),
+        },
+        Ok(crate::sysctld::Line::Exclude { .. }) => not_understood(format!(
+            "an exclusion written to {file}: copy `{}` into the sysctl.d file by hand",
+            text.trim()
+        )),
+        Err(e) => not_understood(format!(
+            "written to {file}, but not a sysctl.d line: {}",
+            e.to_string().trim_start_matches(&format!("{file}:0: "))
+        )),
+    }
+}
+
 fn has_expansion(s: &str) -> bool {
     s.contains('$') || s.contains('`')
 }
@@ -157,9 +233,77 @@ fn classify(line: &str) -> Vec<Outcome> {
             why: "comment".into(),
         }];
     }
-    let Some(mut w) = words(t) else {
+    let Some(all) = words(t) else {
         return not_understood("an unclosed quote: fix the line, then import again");
     };
+    const COMPOUND: &[&str] = &[
+        "for", "while", "until", "if", "case", "do", "done", "then", "else", "elif", "fi", "esac",
+        "function", "{", "}",
+    ];
+    if all.first().is_some_and(|w| COMPOUND.contains(&w.as_str())) {
+        return not_understood(if t.contains("/proc/sys/") {
+            "a shell loop or condition writing /proc/sys: import does not run it; for a loop over interfaces write a glob in the sysctl.d file (`net.ipv4.conf.*.rp_filter = 0`, expanded over the keys that exist when it is applied)"
+        } else {
+            "a shell loop or condition: import does not run it; write what it sets as `key = value` lines"
+        });
+    }
+    // One line may hold several commands: `a; b`, `a && b`, `a || b`, `a & b`.
+    let mut out = Vec::new();
+    let mut cmd: Vec<String> = Vec::new();
+    let mut it = all.into_iter().peekable();
+    while let Some(w) = it.next() {
+        let sep = match w.as_str() {
+            ";" | "&" => true,
+            "|" if it.peek().is_some_and(|n| n == "|") => {
+                it.next();
+                true
+            }
+            _ => false,
+        };
+        if sep {
+            if !cmd.is_empty() {
+                out.extend(command(std::mem::take(&mut cmd), t));
+            }
+            while it.peek().is_some_and(|n| n == "&") {
+                it.next();
+            }
+        } else {
+            cmd.push(w);
+        }
+    }
+    if !cmd.is_empty() {
+        out.extend(command(cmd, t));
+    }
+    if out.is_empty() {
+        out.push(Outcome::Skipped {
+            why: "blank".into(),
+        });
+    }
+    out
+}
+
+/// What one command (its words, without `;`/`&&` separators) means; `t` is the whole line.
+fn command(mut w: Vec<String>, t: &str) -> Vec<Outcome> {
+    // Descriptor redirections: `1>` is `>`; `2>FILE` (stderr) is dropped with its target.
+    let mut i = 0;
+    while i < w.len() {
+        match w[i].as_str() {
+            "1>" | "1>>" => {
+                w[i] = w[i][1..].to_string();
+                i += 1;
+            }
+            x if x.contains(">&") || x == "&>" => {
+                w.drain(i..(i + 2).min(w.len()));
+            }
+            x if x.ends_with('>') && x.len() > 1 && x.as_bytes()[0].is_ascii_digit() => {
+                w.drain(i..(i + 2).min(w.len()));
+            }
+            x if x.ends_with(">>") && x.len() > 2 && x.as_bytes()[0].is_ascii_digit() => {
+                w.drain(i..(i + 2).min(w.len()));
+            }
+            _ => i += 1,
+        }
+    }
     while w.first().is_some_and(|x| x == "sudo" || x == "exec") {
         w.remove(0);
     }
@@ -236,11 +380,14 @@ fn echo(w: &[String]) -> Vec<Outcome> {
     if has_expansion(&value) || has_expansion(file) {
         return not_understood("uses a shell variable or command substitution: its value is known only when the script runs; write the result as `key = value`");
     }
+    if is_sysctl_file(file) {
+        return conf_line(&value, file);
+    }
     if !file.starts_with("/proc/sys/") {
         return not_understood(advice_for_path(file));
     }
     if value.is_empty() {
-        return not_understood("writes an empty value");
+        return not_understood("writes an empty value (`echo 1>FILE` redirects descriptor 1 and writes nothing: write `echo 1 > FILE`)");
     }
     match proc_sys_key(file) {
         Ok(key) => vec![Outcome::Sysctl {
@@ -316,17 +463,107 @@ fn sysctl(w: &[String]) -> Vec<Outcome> {
     out
 }
 
-/// Reads a script.
+/// A here-document start (`cat >> FILE <<EOF`, `tee -a FILE <<'EOF'`, `cat <<-EOF > FILE`):
+/// its delimiter and the file it goes to (`None` when it is not redirected into one).
+fn heredoc(line: &str) -> Option<(String, Option<String>)> {
+    let t = line.trim();
+    if t.starts_with('#') {
+        return None;
+    }
+    let at = t.find("<<")?;
+    if t[at..].starts_with("<<<") {
+        return None;
+    }
+    let rest = t[at + 2..].trim_start_matches('-').trim_start();
+    let delim: String = rest
+        .chars()
+        .take_while(|c| !c.is_whitespace() && !matches!(c, ';' | '>' | '|' | '&'))
+        .filter(|c| !matches!(c, '\'' | '"'))
+        .collect();
+    if delim.is_empty() {
+        return None;
+    }
+    let w = words(t).unwrap_or_default();
+    let w: Vec<&str> = w
+        .iter()
+        .map(String::as_str)
+        .filter(|x| !x.starts_with("<<"))
+        .collect();
+    let target = if let Some(p) = w.iter().position(|x| *x == ">" || *x == ">>") {
+        w.get(p + 1).map(|x| x.to_string())
+    } else if let Some(p) = w.iter().position(|x| *x == "tee") {
+        w[p + 1..]
+            .iter()
+            .find(|x| !x.starts_with('-') && **x != delim)
+            .map(|x| x.to_string())
+    } else {
+        None
+    };
+    Some((delim, target))
+}
+
+/// Reads a script. Here-documents written into a sysctl file (`cat >> /etc/sysctl.conf
+/// <<EOF`) are imported line by line; every other line is classified on its own.
 pub fn import(script: &str) -> Vec<ImportLine> {
-    script
-        .lines()
-        .enumerate()
-        .map(|(i, l)| ImportLine {
-            line: i + 1,
-            text: l.trim().to_string(),
-            outcomes: classify(l),
-        })
-        .collect()
+    let lines: Vec<&str> = script.lines().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let raw = lines[i];
+        let Some((delim, target)) = heredoc(raw) else {
+            out.push(ImportLine {
+                line: i + 1,
+                text: raw.trim().to_string(),
+                outcomes: classify(raw),
+            });
+            i += 1;
+            continue;
+        };
+        let start = i + 1;
+        let into = target.as_deref().filter(|f| is_sysctl_file(f));
+        let outcomes = match (into, target.as_deref()) {
+            (Some(f), _) => vec![Outcome::Skipped {
+                why: format!("a here-document into {f}: its lines are imported one by one"),
+            }],
+            (None, Some(f)) => {
+                not_understood(format!("a here-document into {f}: {}", advice_for_path(f)))
+            }
+            (None, None) => vec![Outcome::Skipped {
+                why: "a here-document that is not written to a file".into(),
+            }],
+        };
+        out.push(ImportLine {
+            line: start,
+            text: raw.trim().to_string(),
+            outcomes,
+        });
+        i += 1;
+        while i < lines.len() {
+            let body = lines[i];
+            let end = body.trim() == delim;
+            let outcomes = if end {
+                vec![Outcome::Skipped {
+                    why: format!("end of the here-document of line {start}"),
+                }]
+            } else if let Some(f) = into {
+                conf_line(body, f)
+            } else {
+                vec![Outcome::Skipped {
+                    why: format!("inside the here-document of line {start}, not a sysctl file"),
+                }]
+            };
+            out.push(ImportLine {
+                line: i + 1,
+                text: body.trim().to_string(),
+                outcomes,
+            });
+            i += 1;
+            if end {
+                break;
+            }
+        }
+    }
+    out
 }
 
 /// The sysctl.d file for the understood lines (a later write of the same key wins, as when the

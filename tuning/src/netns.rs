@@ -50,6 +50,36 @@ pub fn enter(name: &str) -> Result<(), NetnsError> {
         .map_err(|errno| NetnsError::Setns { path, errno })
 }
 
+/// Which network namespace the calling thread is in, on which boot of which host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NetnsId {
+    /// Inode of the namespace (`readlink /proc/thread-self/ns/net` = `net:[4026531840]`): unique
+    /// among the live namespaces of one boot (nsfs, namespaces(7)).
+    pub inode: u64,
+    /// The boot id (`/proc/sys/kernel/random/boot_id`, random per boot, the same in every
+    /// namespace and container of the host); `None` when unreadable.
+    pub boot_id: Option<String>,
+}
+
+/// The calling thread's network namespace as seen under `proc_root` (`/proc` on a live host):
+/// the inode of `<proc_root>/thread-self/ns/net` and `<proc_root>/sys/kernel/random/boot_id`.
+/// `None` when the link cannot be read or is not `net:[N]`. Read from the thread that reads the
+/// namespace's counters (setns(2) moves one thread).
+pub fn identity(proc_root: &std::path::Path) -> Option<NetnsId> {
+    let link = std::fs::read_link(proc_root.join("thread-self/ns/net")).ok()?;
+    let inode = link
+        .to_str()?
+        .strip_prefix("net:[")?
+        .strip_suffix(']')?
+        .parse()
+        .ok()?;
+    let boot_id = std::fs::read_to_string(proc_root.join("sys/kernel/random/boot_id"))
+        .ok()
+        .map(|b| b.trim().to_string())
+        .filter(|b| !b.is_empty());
+    Some(NetnsId { inode, boot_id })
+}
+
 /// Server-side address inside an [`NsPair`] (RFC 2544's benchmarking range 198.18.0.0/15; it
 /// exists only inside the two namespaces).
 pub const PAIR_SERVER_IP: std::net::IpAddr =
@@ -283,6 +313,30 @@ impl Drop for NsPair {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn identity_reads_the_namespace_inode_and_the_boot_id() {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(root.path().join("thread-self/ns")).unwrap();
+        std::fs::create_dir_all(root.path().join("sys/kernel/random")).unwrap();
+        std::os::unix::fs::symlink("net:[4026532417]", root.path().join("thread-self/ns/net"))
+            .unwrap();
+        std::fs::write(root.path().join("sys/kernel/random/boot_id"), "5e1f\n").unwrap();
+        assert_eq!(
+            identity(root.path()),
+            Some(NetnsId {
+                inode: 4_026_532_417,
+                boot_id: Some("5e1f".into())
+            })
+        );
+        std::fs::remove_file(root.path().join("sys/kernel/random/boot_id")).unwrap();
+        assert_eq!(identity(root.path()).unwrap().boot_id, None);
+        std::fs::remove_file(root.path().join("thread-self/ns/net")).unwrap();
+        std::os::unix::fs::symlink("mnt:[1]", root.path().join("thread-self/ns/net")).unwrap();
+        assert_eq!(identity(root.path()), None);
+        // The live host: this thread's namespace has an inode.
+        assert!(identity(std::path::Path::new("/proc")).is_some_and(|i| i.inode > 0));
+    }
 
     #[test]
     fn pair_names_follow_the_tag_and_veth_names_fit_ifnamsiz() {

@@ -221,6 +221,20 @@ pub fn shortfall(e: &Estimate, demand: Demand) -> Option<String> {
     }
 }
 
+/// The sysctl change that would let TIME_WAIT ports be reused under `e`, read from the
+/// settings the estimate rests on (never `tcp_tw_reuse` alone when timestamps are off, since
+/// reuse needs them: tcp_ipv4.c `tcp_twsk_unique`); `None` when ports are already reused.
+pub fn reuse_remedy(e: &Estimate) -> Option<&'static str> {
+    let Reuse::No { why } = &e.reuse else {
+        return None;
+    };
+    Some(if why.contains("tcp_timestamps = 0") {
+        "net.ipv4.tcp_timestamps=1 (tcp_tw_reuse needs timestamps to reuse a TIME_WAIT port)"
+    } else {
+        "net.ipv4.tcp_tw_reuse=1 (with net.ipv4.tcp_timestamps on)"
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -243,6 +257,15 @@ mod tests {
         let e = budget(&s(1, 1), 1, true, true);
         assert!(matches!(e.reuse, Reuse::Yes { delay_ms: 1000, .. }));
         assert_eq!(e.per_sec, Some(28232.0));
+    }
+
+    #[test]
+    fn the_remedy_never_promises_reuse_without_timestamps() {
+        let r = reuse_remedy(&budget(&s(1, 0), 1, true, true)).unwrap();
+        assert!(r.starts_with("net.ipv4.tcp_timestamps=1"), "{r}");
+        let r = reuse_remedy(&budget(&s(0, 1), 1, true, true)).unwrap();
+        assert!(r.starts_with("net.ipv4.tcp_tw_reuse=1"), "{r}");
+        assert_eq!(reuse_remedy(&budget(&s(1, 1), 1, true, true)), None);
     }
 
     #[test]

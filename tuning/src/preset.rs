@@ -115,6 +115,23 @@ pub enum PresetError {
         /// The OS error.
         source: std::io::Error,
     },
+    /// The path is not a regular file (a directory, FIFO, socket or device): reading it could
+    /// block forever (a FIFO without a writer) or mean nothing.
+    #[error("{path} is {what}, not a sysctl.d or preset file: pass a regular file")]
+    NotAFile {
+        /// The path.
+        path: String,
+        /// What it is (`a directory`, `a FIFO`, ...).
+        what: &'static str,
+    },
+    /// Larger than [`MAX_FILE_BYTES`].
+    #[error("{path} is {} bytes, more than the {} bytes a sysctl.d or preset file may have: is it the right file?", common::numfmt::count(*.bytes), common::numfmt::count(MAX_FILE_BYTES))]
+    TooLarge {
+        /// The path.
+        path: String,
+        /// Its size.
+        bytes: u64,
+    },
     /// TOML syntax error, unknown field or wrong type.
     #[error("{origin}:{line}: {message} (see presets/README.md for the format)")]
     Syntax {
@@ -159,6 +176,84 @@ pub enum PresetError {
         /// The key.
         key: String,
     },
+}
+
+/// Largest sysctl.d or preset file read, in bytes (real ones are a few KiB).
+pub const MAX_FILE_BYTES: u64 = 1 << 20;
+
+/// Reads a sysctl.d or preset file as text: a regular file (or `/dev/null`, read as empty, as
+/// systemd reads a masked name) of at most [`MAX_FILE_BYTES`], in UTF-8. Lines may end in LF or
+/// CRLF.
+///
+/// # Errors
+/// [`PresetError::NotAFile`] for a directory, FIFO, socket or other device (checked before
+/// opening, so a FIFO never blocks), [`PresetError::TooLarge`], [`PresetError::Read`], and
+/// [`PresetError::Syntax`] naming the `file:line` of the first byte that is not UTF-8.
+pub fn read_text(path: &Path) -> Result<String, PresetError> {
+    use std::os::unix::fs::FileTypeExt;
+    let name = path.display().to_string();
+    let read_err = |source| PresetError::Read {
+        path: name.clone(),
+        source,
+    };
+    let meta = std::fs::metadata(path).map_err(read_err)?;
+    let t = meta.file_type();
+    if t.is_char_device()
+        && path
+            .canonicalize()
+            .is_ok_and(|p| p == Path::new("/dev/null"))
+    {
+        return Ok(String::new());
+    }
+    let what = if t.is_dir() {
+        Some("a directory")
+    } else if t.is_fifo() {
+        Some("a FIFO (named pipe)")
+    } else if t.is_socket() {
+        Some("a socket")
+    } else if t.is_char_device() || t.is_block_device() {
+        Some("a device")
+    } else {
+        None
+    };
+    if let Some(what) = what {
+        return Err(PresetError::NotAFile { path: name, what });
+    }
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(PresetError::TooLarge {
+            path: name,
+            bytes: meta.len(),
+        });
+    }
+    let mut bytes = Vec::new();
+    {
+        use std::io::Read;
+        std::fs::File::open(path)
+            .map_err(read_err)?
+            .take(MAX_FILE_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .map_err(read_err)?;
+    }
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(PresetError::TooLarge {
+            path: name,
+            bytes: bytes.len() as u64,
+        });
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        let b = e.as_bytes();
+        let line = b[..at].iter().filter(|&&c| c == b'\n').count() + 1;
+        let column = at - b[..at].iter().rposition(|&c| c == b'\n').map_or(0, |p| p + 1) + 1;
+        PresetError::Syntax {
+            origin: name.clone(),
+            line,
+            message: format!(
+                "byte 0x{:02x} at column {column} is not UTF-8 text: sysctl keys are ASCII; re-save the file as UTF-8",
+                b[at]
+            ),
+        }
+    })
 }
 
 #[derive(Deserialize)]
@@ -357,10 +452,7 @@ impl Preset {
         let mut files = Vec::new();
         for p in paths {
             let name = p.display().to_string();
-            let text = std::fs::read_to_string(p).map_err(|source| PresetError::Read {
-                path: name.clone(),
-                source,
-            })?;
+            let text = read_text(p)?;
             files.push(crate::sysctld::SourceFile { name, text });
         }
         Preset::from_sysctl_d(&files, root)
@@ -372,10 +464,7 @@ impl Preset {
     /// [`PresetError`].
     pub fn load(path: &Path) -> Result<Preset, PresetError> {
         let origin = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| PresetError::Read {
-            path: origin.clone(),
-            source,
-        })?;
+        let text = read_text(path)?;
         if path.extension().is_some_and(|e| e == "toml") {
             Preset::parse_toml(&text, &origin)
         } else {

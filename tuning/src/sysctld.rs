@@ -5,7 +5,8 @@
 //! Rules (sysctl.d(5); systemd src/sysctl/sysctl.c and src/basic/sysctl-util.c; systemd-sysctl.service(8)):
 //! - `#` or `;` at the start of a line: comment. `key = value`; a `-` before the key: a failed
 //!   write is ignored (the entry is `optional`). `-key` without `=`: the key is excluded from
-//!   glob matches (and a pattern with glob characters excludes every key it matches).
+//!   glob matches. systemd-sysctl looks an exclusion up by its exact key name, so `-pattern*`
+//!   alone excludes nothing; the line says so ([`Fate::NoEffect`]).
 //! - Separators: the first of `/` or `.` decides. If it is `/`, the key is a path and dots stay
 //!   dots (`net/ipv4/conf/enp3s0.200/forwarding`); if it is `.`, a `/` stands for a dot in a name
 //!   (`net.ipv4.conf.enp3s0/200.forwarding` → interface `enp3s0.200`).
@@ -23,7 +24,7 @@
 //! Unlike systemd-sysctl, which logs and skips a line that is not an assignment, connstorm
 //! refuses the file naming `file:line`, before anything is changed.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -32,7 +33,7 @@ use crate::preset::{Entry, Op, PresetError};
 use crate::sysctl::Key;
 
 /// Where a line is: file and 1-based line number.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub struct Origin {
     /// The file as given.
     pub file: String,
@@ -47,7 +48,7 @@ impl std::fmt::Display for Origin {
 }
 
 /// A key or glob pattern as real path components under `/proc/sys`.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Pattern {
     parts: Vec<String>,
 }
@@ -407,8 +408,34 @@ struct Opt {
     value: Option<String>,
     ignore_failure: bool,
     origin: Origin,
-    /// Earlier lines this one replaced, `file:line (value)`.
+    /// Earlier lines this one replaced, `file:line (value)` (at most [`MAX_OVERRIDES`]).
     overrides: Vec<String>,
+}
+
+/// How many replaced lines an entry lists; more are summed up in one `… N earlier line(s)`.
+pub const MAX_OVERRIDES: usize = 8;
+
+/// Appends `item` to `list`, keeping at most [`MAX_OVERRIDES`] items: the oldest are folded
+/// into a leading `… N earlier line(s)` item.
+fn push_override(list: &mut Vec<String>, item: String) {
+    list.push(item);
+    if list.len() <= MAX_OVERRIDES {
+        return;
+    }
+    let folded = list[0]
+        .strip_prefix("… ")
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse::<usize>().ok());
+    match folded {
+        Some(n) => {
+            list.remove(1);
+            list[0] = format!("… {} earlier line(s)", n + 1);
+        }
+        None => {
+            list.drain(0..2);
+            list.insert(0, "… 2 earlier line(s)".to_string());
+        }
+    }
 }
 
 fn shown(o: &Opt) -> String {
@@ -420,14 +447,18 @@ fn shown(o: &Opt) -> String {
 }
 
 /// Parses `files` in order and resolves them against the keys under `<root>/proc/sys`.
+/// Time and memory grow about linearly with the number of lines (plus the keys each glob
+/// matches).
 ///
 /// # Errors
 /// [`PresetError`] naming `file:line` for the first unusable line; nothing is resolved then.
 pub fn resolve(files: &[SourceFile], root: &Path) -> Result<Resolved, PresetError> {
     let mut notes: Vec<LineNote> = Vec::new();
-    // systemd's ordered hashmap: pattern text → option; replacing moves it to the end.
-    let mut opts: Vec<Opt> = Vec::new();
-    let mut fates: BTreeMap<Origin, Fate> = BTreeMap::new();
+    // systemd's ordered hashmap: pattern text → option; replacing moves it to the end. A
+    // replaced option leaves a hole (`None`) so positions stay valid.
+    let mut opts: Vec<Option<Opt>> = Vec::new();
+    let mut index: HashMap<Pattern, usize> = HashMap::new();
+    let mut fates: HashMap<Origin, Fate> = HashMap::new();
     for f in files {
         for (i, raw) in f.text.lines().enumerate() {
             let origin = Origin {
@@ -454,21 +485,22 @@ pub fn resolve(files: &[SourceFile], root: &Path) -> Result<Resolved, PresetErro
                 Line::Exclude { pattern } => (pattern, None, true),
             };
             let mut overrides = Vec::new();
-            if let Some(pos) = opts.iter().position(|o| o.pattern == pattern) {
-                if opts[pos].value == value {
-                    opts[pos].ignore_failure |= ignore_failure;
+            if let Some(&pos) = index.get(&pattern) {
+                let existing = opts[pos].as_mut().expect("indexed options are live");
+                if existing.value == value {
+                    existing.ignore_failure |= ignore_failure;
                     fates.insert(
                         origin,
                         Fate::Overridden {
-                            by: opts[pos].origin.to_string(),
+                            by: existing.origin.to_string(),
                             why: "same key and value, one assignment".into(),
                         },
                     );
                     continue;
                 }
-                let old = opts.remove(pos);
-                overrides = old.overrides.clone();
-                overrides.push(shown(&old));
+                let mut old = opts[pos].take().expect("indexed options are live");
+                overrides = std::mem::take(&mut old.overrides);
+                push_override(&mut overrides, shown(&old));
                 fates.insert(
                     old.origin,
                     Fate::Overridden {
@@ -477,29 +509,44 @@ pub fn resolve(files: &[SourceFile], root: &Path) -> Result<Resolved, PresetErro
                     },
                 );
             }
-            opts.push(Opt {
+            index.insert(pattern.clone(), opts.len());
+            opts.push(Some(Opt {
                 pattern,
                 value,
                 ignore_failure,
                 origin,
                 overrides,
-            });
+            }));
         }
     }
+    let mut opts: Vec<Opt> = opts.into_iter().flatten().collect();
+    // Concrete keys named by a line without glob characters (an assignment or an exclusion):
+    // a glob leaves them alone (systemd: "Not setting %s (explicit setting exists)").
+    let explicit: HashMap<Key, usize> = opts
+        .iter()
+        .enumerate()
+        .filter(|(_, o)| !o.pattern.is_glob())
+        .filter_map(|(i, o)| o.pattern.key().ok().map(|k| (k, i)))
+        .collect();
     // Aliases: the later of two names for one value wins.
-    let mut dropped: Vec<usize> = Vec::new();
+    let mut dropped: HashSet<usize> = HashSet::new();
     let mut alias_overrides: Vec<(usize, String)> = Vec::new();
     for (i, o) in opts.iter().enumerate() {
         let (Some(_), Ok(key)) = (&o.value, o.pattern.key()) else {
             continue;
         };
+        if o.pattern.is_glob() {
+            continue;
+        }
         let Some((alias, other)) = crate::rules::alias_of(&key) else {
             continue;
         };
-        if let Some(j) = opts.iter().enumerate().skip(i + 1).find_map(|(j, p)| {
-            (p.value.is_some() && p.pattern.key().is_ok_and(|k| k.as_str() == other)).then_some(j)
-        }) {
-            dropped.push(i);
+        let later = Key::parse(other)
+            .ok()
+            .and_then(|k| explicit.get(&k).copied())
+            .filter(|&j| j > i && opts[j].value.is_some());
+        if let Some(j) = later {
+            dropped.insert(i);
             alias_overrides.push((j, format!("{} [{key}]", shown(o))));
             fates.insert(
                 o.origin.clone(),
@@ -514,32 +561,31 @@ pub fn resolve(files: &[SourceFile], root: &Path) -> Result<Resolved, PresetErro
         }
     }
     for (j, text) in alias_overrides {
-        opts[j].overrides.push(text);
+        push_override(&mut opts[j].overrides, text);
     }
-    let explicit: Vec<Key> = opts
-        .iter()
-        .filter(|o| !o.pattern.is_glob())
-        .filter_map(|o| o.pattern.key().ok())
-        .collect();
-    let exclusions: Vec<&Opt> = opts.iter().filter(|o| o.value.is_none()).collect();
-    let mut entries: Vec<Entry> = Vec::new();
-    let mut excluded: BTreeMap<Origin, Vec<Key>> = BTreeMap::new();
-    let push = |entries: &mut Vec<Entry>,
+    let mut entries: Vec<Option<Entry>> = Vec::new();
+    let mut entry_at: HashMap<Key, usize> = HashMap::new();
+    let mut excluded: HashMap<Origin, Vec<Key>> = HashMap::new();
+    let push = |entries: &mut Vec<Option<Entry>>,
+                entry_at: &mut HashMap<Key, usize>,
                 key: Key,
                 o: &Opt,
                 value: &str,
-                fates: &mut BTreeMap<Origin, Fate>| {
+                fates: &mut HashMap<Origin, Fate>| {
         let mut overrides = o.overrides.clone();
-        if let Some(pos) = entries.iter().position(|e| e.key == key) {
-            let old = entries.remove(pos);
-            overrides.extend(old.overrides.iter().cloned());
-            overrides.push(format!("{} ({})", old.origin, old.value));
+        if let Some(pos) = entry_at.remove(&key) {
+            let old = entries[pos].take().expect("indexed entries are live");
+            for x in old.overrides.iter().cloned() {
+                push_override(&mut overrides, x);
+            }
+            push_override(&mut overrides, format!("{} ({})", old.origin, old.value));
             if let Some(Fate::Effective { keys, left }) = fates.get_mut(&origin_of(&old)) {
                 keys.retain(|k| *k != key);
                 left.push(format!("{key} (overridden by {})", o.origin));
             }
         }
-        entries.push(Entry {
+        entry_at.insert(key.clone(), entries.len());
+        entries.push(Some(Entry {
             key,
             value: value.to_string(),
             op: Op::Set,
@@ -550,10 +596,26 @@ pub fn resolve(files: &[SourceFile], root: &Path) -> Result<Resolved, PresetErro
             line: o.origin.line,
             origin: o.origin.to_string(),
             overrides,
-        });
+        }));
     };
+    let proc_sys = root.join("proc/sys");
     for (i, o) in opts.iter().enumerate() {
-        let Some(value) = &o.value else { continue };
+        let Some(value) = &o.value else {
+            if o.pattern.is_glob() {
+                // systemd-sysctl looks an exclusion up by its exact name, so a pattern here
+                // keeps nothing away from a glob.
+                fates.insert(
+                    o.origin.clone(),
+                    Fate::NoEffect {
+                        why: format!(
+                            "`-{}` has glob characters, and systemd-sysctl matches an exclusion by its exact key name (src/sysctl/sysctl.c apply_glob_option), so it excludes nothing: write one `-KEY` line per key to keep away from a glob",
+                            o.pattern.dotted()
+                        ),
+                    },
+                );
+            }
+            continue;
+        };
         if dropped.contains(&i) {
             continue;
         }
@@ -570,49 +632,33 @@ pub fn resolve(files: &[SourceFile], root: &Path) -> Result<Resolved, PresetErro
                     left: Vec::new(),
                 },
             );
-            push(&mut entries, key, o, value, &mut fates);
+            push(&mut entries, &mut entry_at, key, o, value, &mut fates);
             continue;
         }
         let matched = o.pattern.expand(root);
         let mut keys = Vec::new();
         let mut left = Vec::new();
         for key in matched.iter() {
-            if let Some(x) = opts
-                .iter()
-                .find(|x| !x.pattern.is_glob() && x.pattern.key().is_ok_and(|k| k == *key))
-            {
+            if let Some(&x) = explicit.get(key) {
+                let x = &opts[x];
                 let what = if x.value.is_some() {
                     "set explicitly"
                 } else {
-                    "excluded"
-                };
-                if x.value.is_none() {
                     excluded
                         .entry(x.origin.clone())
                         .or_default()
                         .push(key.clone());
-                }
+                    "excluded"
+                };
                 left.push(format!("{key} ({what} at {})", x.origin));
                 continue;
             }
-            if let Some(x) = exclusions
-                .iter()
-                .find(|x| x.pattern.is_glob() && x.pattern.matches(key))
-            {
-                excluded
-                    .entry(x.origin.clone())
-                    .or_default()
-                    .push(key.clone());
-                left.push(format!("{key} (excluded at {})", x.origin));
-                continue;
-            }
-            debug_assert!(!explicit.contains(key));
             keys.push(key.clone());
         }
         let fate = if keys.is_empty() {
             Fate::NoEffect {
                 why: if matched.is_empty() {
-                    format!("no key under {}/proc/sys matches the glob", root.display())
+                    format!("no key under {} matches the glob", proc_sys.display())
                 } else {
                     format!("every match is left alone: {}", left.join(", "))
                 },
@@ -625,10 +671,10 @@ pub fn resolve(files: &[SourceFile], root: &Path) -> Result<Resolved, PresetErro
         };
         fates.insert(o.origin.clone(), fate);
         for key in keys {
-            push(&mut entries, key, o, value, &mut fates);
+            push(&mut entries, &mut entry_at, key, o, value, &mut fates);
         }
     }
-    for o in &exclusions {
+    for o in opts.iter().filter(|o| o.value.is_none()) {
         if !fates.contains_key(&o.origin) {
             fates.insert(
                 o.origin.clone(),
@@ -644,7 +690,7 @@ pub fn resolve(files: &[SourceFile], root: &Path) -> Result<Resolved, PresetErro
         }
     }
     Ok(Resolved {
-        entries,
+        entries: entries.into_iter().flatten().collect(),
         lines: notes,
     })
 }

@@ -70,6 +70,8 @@ pub(crate) struct HttpSlot {
     first: bool,
     /// The response is complete (with `--close server` the slot then waits for the FIN).
     done: bool,
+    /// `done` was seen by the worker (the attempt counted a success).
+    counted: bool,
 }
 
 /// A worker's HTTP side: the encoded requests, the slots' state, counters and histograms.
@@ -117,6 +119,102 @@ impl HttpWorker {
         self.first_byte.add(&o.first_byte);
     }
 
+    /// Resets slot `i` for a new exchange.
+    pub(crate) fn reset_slot(&mut self, i: usize) {
+        let head = self.head_request;
+        let s = &mut self.slots[i];
+        s.parser.reset(head);
+        s.sent = 0;
+        s.first = false;
+        s.done = false;
+        s.counted = false;
+    }
+
+    /// The request for target `target`, counted as written (it goes out through TLS, which
+    /// buffers all of it).
+    pub(crate) fn take_request(&mut self, i: usize, target: usize, measured: bool) -> &[u8] {
+        let len = self.requests[target].len();
+        self.slots[i].sent = len;
+        self.count(measured, |c| {
+            c.requests += 1;
+            c.bytes_sent += len as u64;
+        });
+        &self.requests[target]
+    }
+
+    /// Takes bytes of slot `i`'s response (`data`; empty with `eof` at the server's close)
+    /// read at `t`: records time to first byte and response latency (from the `intended`
+    /// start), the status and bytes. `None` while more is wanted, else how the exchange ends.
+    pub(crate) fn consume(
+        &mut self,
+        i: usize,
+        data: &[u8],
+        t: u64,
+        intended: u64,
+        measured: bool,
+        wait_fin: bool,
+    ) -> Option<Step> {
+        let n = data.len();
+        let slot = &mut self.slots[i];
+        if n > 0 && !slot.first {
+            slot.first = true;
+            if measured {
+                self.first_byte.record(t.saturating_sub(intended));
+            }
+        }
+        let slot = &mut self.slots[i];
+        let result = if n == 0 {
+            slot.parser.eof().map(|()| true)
+        } else {
+            slot.parser.feed(data)
+        };
+        let nb = n as u64;
+        match result {
+            Ok(true) if !slot.done => {
+                slot.done = true;
+                let (code, body) = (slot.parser.status(), slot.parser.body_bytes());
+                if measured {
+                    self.response.record(t.saturating_sub(intended));
+                }
+                self.count(measured, |c| {
+                    c.responses += 1;
+                    c.by_code[usize::from(code) % 1000] += 1;
+                    c.body_bytes += body;
+                    c.bytes_received += nb;
+                });
+                if n == 0 || !wait_fin {
+                    return Some(Step::Finish);
+                }
+                None
+            }
+            Ok(_) => {
+                self.count(measured, |c| c.bytes_received += nb);
+                (n == 0).then_some(Step::Finish)
+            }
+            Err(e) => {
+                let k = ParseError::ALL.iter().position(|&x| x == e).unwrap_or(0);
+                self.count(measured, |c| {
+                    c.parse_errors[k] += 1;
+                    c.bytes_received += nb;
+                });
+                Some(Step::Parse(k))
+            }
+        }
+    }
+
+    /// True once, when slot `i`'s response has completed since the last call.
+    pub(crate) fn take_complete(&mut self, i: usize) -> bool {
+        let s = &mut self.slots[i];
+        let fresh = s.done && !s.counted;
+        s.counted |= s.done;
+        fresh
+    }
+
+    /// True when slot `i`'s response is complete.
+    pub(crate) fn answered(&self, i: usize) -> bool {
+        self.slots[i].done
+    }
+
     fn count(&mut self, measured: bool, f: impl Fn(&mut HttpCounts)) {
         f(&mut self.total);
         if measured {
@@ -133,6 +231,8 @@ pub(crate) enum Step {
     Finish,
     /// A socket error (errno) after the handshake.
     Failed(i32),
+    /// The response could not be read: the parse error's index in [`ParseError::ALL`].
+    Parse(usize),
 }
 
 impl crate::worker::Worker<'_> {
@@ -141,12 +241,7 @@ impl crate::worker::Worker<'_> {
         let Some(h) = self.http.as_mut() else {
             return Step::Wait;
         };
-        let head = h.head_request;
-        let s = &mut h.slots[i];
-        s.parser.reset(head);
-        s.sent = 0;
-        s.first = false;
-        s.done = false;
+        h.reset_slot(i);
         self.http_send(i)
     }
 
@@ -212,51 +307,11 @@ impl crate::worker::Worker<'_> {
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(e) => return Step::Failed(e.raw_os_error().unwrap_or(libc::EIO)),
             };
-            let slot = &mut h.slots[i];
-            if n > 0 && !slot.first {
-                slot.first = true;
-                if measured {
-                    h.first_byte.record(t.saturating_sub(intended));
-                }
-            }
-            let result = if n == 0 {
-                slot.parser.eof().map(|()| true)
-            } else {
-                slot.parser.feed(&h.scratch[..n])
-            };
-            let slot = &mut h.slots[i];
-            let nb = n as u64;
-            match result {
-                Ok(true) if !slot.done => {
-                    slot.done = true;
-                    let (code, body) = (slot.parser.status(), slot.parser.body_bytes());
-                    if measured {
-                        h.response.record(t.saturating_sub(intended));
-                    }
-                    h.count(measured, |c| {
-                        c.responses += 1;
-                        c.by_code[usize::from(code) % 1000] += 1;
-                        c.body_bytes += body;
-                        c.bytes_received += nb;
-                    });
-                    if n == 0 || !wait_fin {
-                        return Step::Finish;
-                    }
-                }
-                Ok(_) => {
-                    h.count(measured, |c| c.bytes_received += nb);
-                    if n == 0 {
-                        return Step::Finish;
-                    }
-                }
-                Err(e) => {
-                    let k = ParseError::ALL.iter().position(|&x| x == e).unwrap_or(0);
-                    h.count(measured, |c| {
-                        c.parse_errors[k] += 1;
-                        c.bytes_received += nb;
-                    });
-                    return Step::Finish;
-                }
+            let scratch = std::mem::take(&mut h.scratch);
+            let step = h.consume(i, &scratch[..n], t, intended, measured, wait_fin);
+            h.scratch = scratch;
+            if let Some(step) = step {
+                return step;
             }
         }
     }

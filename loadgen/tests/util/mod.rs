@@ -113,6 +113,7 @@ pub fn open(target: SocketAddr, rate_per_sec: f64, duration: Duration) -> LoadCo
         max_in_flight: 1000,
         late_threshold: Duration::from_millis(1),
         http: None,
+        tls: None,
     }
 }
 

@@ -5,7 +5,7 @@ use hdrhistogram::Histogram;
 
 use super::*;
 use crate::histogram::new_latency_histogram;
-use crate::record::{Arrival, Pattern, SegmentInfo, WorkerAccepts};
+use crate::record::{Arrival, CrossCheck, NetnsIdentity, Pattern, SegmentInfo, WorkerAccepts};
 
 const T0_MS: u64 = 1_795_990_503_000;
 
@@ -41,6 +41,12 @@ fn load(index: u32, count: u32, rate: u64, secs: u64, skew_ms: u64) -> Input {
         clock_sync: "synchronized".into(),
         clock_offset_ms: Some(0.1),
         clock_source: "chronyc tracking".into(),
+        whole_config: Some(whole_config(secs)),
+    });
+    rec.counters_netns = Some(NetnsIdentity {
+        inode: 4_026_532_000 + u64::from(index),
+        boot_id: Some("b00t".into()),
+        hostname: Some(format!("gen{index}")),
     });
     rec.phases.push(PhaseRecord {
         name: "load".into(),
@@ -61,6 +67,7 @@ fn load(index: u32, count: u32, rate: u64, secs: u64, skew_ms: u64) -> Input {
         cross_check: Some(CrossCheck {
             load_successes: successes,
             kernel_active_opens: Some(successes as i64),
+            load_attempts: Some(successes),
             agree: true,
             ..CrossCheck::default()
         }),
@@ -73,6 +80,24 @@ fn load(index: u32, count: u32, rate: u64, secs: u64, skew_ms: u64) -> Input {
     }
 }
 
+/// The whole run's load configuration every fixture generator was given (as `load` stores it).
+fn whole_config(secs: u64) -> serde_json::Value {
+    serde_json::json!({
+        "targets": ["10.0.0.1:9000"],
+        "pattern": {"kind": "open", "rate_per_sec": 1006.0, "arrival": "uniform"},
+        "duration": {"secs": secs, "nanos": 0},
+        "warmup": {"secs": 0, "nanos": 0},
+        "cpus": [1],
+        "close": "rst",
+        "sources": [],
+        "connect_timeout": {"secs": 3, "nanos": 0},
+        "expect_bytes": null,
+        "max_in_flight": 3018,
+        "late_threshold": {"secs": 0, "nanos": 1_000_000},
+        "http": null
+    })
+}
+
 fn server(accepted: u64, passive: i64) -> Input {
     let mut rec = RunRecord::new("srv", serde_json::Value::Null);
     rec.role = Role::Server;
@@ -83,6 +108,7 @@ fn server(accepted: u64, passive: i64) -> Input {
         server: Some(ServerSide {
             workers: vec![WorkerAccepts { cpu: 0, accepted }],
             accept_errors: BTreeMap::new(),
+            ..ServerSide::default()
         }),
         counters: BTreeMap::from([("Tcp.PassiveOpens".into(), passive)]),
         ..PhaseRecord::default()
@@ -153,7 +179,7 @@ fn overlapping_missing_and_mismatched_segments_are_refused_naming_files() {
     let inputs: Vec<Input> = four().into_iter().take(3).collect();
     let e = merge(&inputs).unwrap_err();
     assert!(
-        matches!(&e, MergeError::Missing { missing, .. } if missing == &vec![3]),
+        matches!(&e, MergeError::Missing { missing, .. } if missing == "3"),
         "{e}"
     );
     assert!(e.to_string().contains("/runs/seg0.json=0"), "{e}");
@@ -248,6 +274,291 @@ fn server_records_cross_check_accepts_against_handshakes() {
     assert!(!m.record.phases[0].cross_check.as_ref().unwrap().agree);
     assert!(
         m.warnings.iter().any(|w| w.contains("do not agree")),
+        "{:?}",
+        m.warnings
+    );
+}
+
+/// Sets `key` (a top-level key or `pattern.*`) of load `i`'s whole-run configuration.
+fn set_whole(inputs: &mut [Input], i: usize, key: &str, v: serde_json::Value) {
+    let w = inputs[i].record.segment.as_mut().unwrap();
+    let w = w.whole_config.as_mut().unwrap();
+    match key.strip_prefix("pattern.") {
+        Some(k) => w["pattern"][k] = v,
+        None => w[key] = v,
+    }
+}
+
+#[test]
+fn segments_of_different_runs_are_refused_naming_both_files_and_the_setting() {
+    type Edit = (&'static str, serde_json::Value, &'static str);
+    let edits: Vec<Edit> = vec![
+        (
+            "pattern.rate_per_sec",
+            serde_json::json!(2012.0),
+            "the whole run's --rate is 1006/s in the first and 2012/s in the second",
+        ),
+        (
+            "duration",
+            serde_json::json!({"secs": 5, "nanos": 0}),
+            "--duration is 3s in the first and 5s in the second",
+        ),
+        (
+            "warmup",
+            serde_json::json!({"secs": 2, "nanos": 0}),
+            "--warmup is 0s in the first and 2s in the second",
+        ),
+        (
+            "close",
+            serde_json::json!("fin"),
+            "--close is rst in the first and fin in the second",
+        ),
+        (
+            "pattern.kind",
+            serde_json::json!("closed"),
+            "the load pattern (--rate: open loop, --concurrency: closed loop) is open in the first and closed in the second",
+        ),
+        (
+            "http",
+            serde_json::json!({"method": "GET", "path": "/", "headers": [], "body": []}),
+            "--http is none in the first and {\"body\":[],\"headers\":[],\"method\":\"GET\",\"path\":\"/\"} in the second",
+        ),
+        (
+            "connect_timeout",
+            serde_json::json!({"secs": 1, "nanos": 0}),
+            "--connect-timeout is 3s in the first and 1s in the second",
+        ),
+        (
+            "late_threshold",
+            serde_json::json!({"secs": 0, "nanos": 5_000_000}),
+            "--late-threshold is 1ms in the first and 5ms in the second",
+        ),
+    ];
+    for (key, v, want) in edits {
+        let mut inputs = four();
+        set_whole(&mut inputs, 2, key, v);
+        let e = merge(&inputs).unwrap_err();
+        let msg = e.to_string();
+        assert!(matches!(e, MergeError::Setting { .. }), "{key}: {msg}");
+        assert_eq!(
+            msg,
+            format!("/runs/seg0.json and /runs/seg2.json are not segments of one run: {want}; merge only the records of one run (every generator given the same settings and --start-at)")
+        );
+    }
+    // Settings each host picks for itself may differ: targets, CPUs, sources, in-flight bound.
+    let mut inputs = four();
+    set_whole(
+        &mut inputs,
+        1,
+        "targets",
+        serde_json::json!(["10.0.1.1:9000"]),
+    );
+    set_whole(&mut inputs, 1, "cpus", serde_json::json!([0, 1]));
+    set_whole(&mut inputs, 1, "max_in_flight", serde_json::json!(7));
+    assert!(merge(&inputs).is_ok());
+
+    // Another planned start instant.
+    let mut inputs = four();
+    inputs[3]
+        .record
+        .segment
+        .as_mut()
+        .unwrap()
+        .planned_start_unix_ms = Some(T0_MS + 60_000);
+    let msg = merge(&inputs).unwrap_err().to_string();
+    assert!(
+        msg.contains("/runs/seg0.json and /runs/seg3.json are not segments of one run: the planned start (--start-at) is 2026-11-29T22:15:03.000Z in the first and 2026-11-29T22:16:03.000Z in the second"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn records_without_the_whole_plan_compare_their_shares_settings_and_warn() {
+    let mut inputs = four();
+    for i in &mut inputs {
+        i.record.segment.as_mut().unwrap().whole_config = None;
+        i.record.config = whole_config(3);
+    }
+    // The shares' rates differ (250..253/s): not compared; the warning says so.
+    let m = merge(&inputs).unwrap();
+    assert!(
+        m.warnings
+            .iter()
+            .any(|w| w.contains("/runs/seg0.json, /runs/seg1.json, /runs/seg2.json, /runs/seg3.json keep only their segment's share")),
+        "{:?}",
+        m.warnings
+    );
+    inputs[1].record.config["close"] = serde_json::json!("fin");
+    let msg = merge(&inputs).unwrap_err().to_string();
+    assert!(msg.contains("--close is rst in the first and fin"), "{msg}");
+}
+
+#[test]
+fn load_records_or_a_server_record_from_another_time_window_are_refused() {
+    // A generator measured an hour later (its record from another run of the same plan).
+    let mut inputs = four();
+    inputs[1] = load(1, 4, 251, 3, 3_600_000);
+    inputs[1]
+        .record
+        .segment
+        .as_mut()
+        .unwrap()
+        .planned_start_unix_ms = Some(T0_MS);
+    let e = merge(&inputs).unwrap_err();
+    assert!(matches!(e, MergeError::Apart { .. }), "{e}");
+    let msg = e.to_string();
+    assert!(
+        msg.starts_with("/runs/seg0.json measured 2026-11-29T22:15:03.000Z – 2026-11-29T22:15:06.000Z but /runs/seg1.json measured 2026-11-29T23:15:03.000Z"),
+        "{msg}"
+    );
+
+    let mut inputs = four();
+    let mut srv = server(3018, 3018);
+    srv.record.run.started_unix_ms = Some(T0_MS - 86_400_000);
+    srv.record.run.wall_secs = 10.0;
+    inputs.push(srv);
+    let msg = merge(&inputs).unwrap_err().to_string();
+    assert_eq!(
+        msg,
+        "/runs/server.json measured 2026-11-28T22:15:03.000Z – 2026-11-28T22:15:13.000Z but /runs/seg0.json measured 2026-11-29T22:15:03.000Z – 2026-11-29T22:15:06.000Z: the server record and the load records do not overlap in time, so they are not one run; merge the records of one run"
+    );
+    // The server of this run (listening from before the generators to after them) merges.
+    let mut inputs = four();
+    let mut srv = server(3018, 3018);
+    srv.record.run.started_unix_ms = Some(T0_MS - 1_000);
+    srv.record.run.wall_secs = 5.0;
+    inputs.push(srv);
+    assert!(merge(&inputs).is_ok());
+}
+
+#[test]
+fn a_segment_index_out_of_range_is_named_not_reported_missing() {
+    let mut inputs = four();
+    inputs[3].record.segment.as_mut().unwrap().index = 5;
+    let e = merge(&inputs).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "/runs/seg3.json: segment 5 of 4 is out of range (0..3); `load --segment i/N` takes i in 0..N-1: fix or drop the record"
+    );
+}
+
+#[test]
+fn a_start_later_than_planned_is_warned_naming_the_file() {
+    let mut inputs = vec![load(0, 2, 100, 3, 0), load(1, 2, 100, 3, 0)];
+    inputs[1]
+        .record
+        .segment
+        .as_mut()
+        .unwrap()
+        .real_start_unix_ms = T0_MS + 250;
+    let m = merge(&inputs).unwrap();
+    assert!(
+        m.warnings.iter().any(|w| w.starts_with(
+            "/runs/seg1.json: started 250 ms after its planned --start-at 2026-11-29T22:15:03.000Z"
+        )),
+        "{:?}",
+        m.warnings
+    );
+}
+
+/// Two generators of one namespace: each record holds the namespace's whole Tcp.ActiveOpens
+/// (both generators' connections), and each generator's own check disagrees.
+fn two_in_one_namespace() -> Vec<Input> {
+    let mut inputs = vec![load(0, 2, 100, 3, 0), load(1, 2, 120, 3, 0)];
+    let ns = inputs[0].record.counters_netns.clone();
+    let whole = 300 + 360;
+    for i in &mut inputs {
+        i.record.counters_netns = ns.clone();
+        let p = &mut i.record.phases[0];
+        p.counters.insert("Tcp.ActiveOpens".into(), whole);
+        p.counters.insert("TcpExt.ListenOverflows".into(), 4);
+        let c = p.cross_check.as_mut().unwrap();
+        c.kernel_active_opens = Some(whole);
+        c.agree = false;
+    }
+    inputs
+}
+
+#[test]
+fn generators_sharing_a_namespace_count_its_counters_once() {
+    let m = merge(&two_in_one_namespace()).unwrap();
+    let p = &m.record.phases[0];
+    assert_eq!(p.counters["Tcp.ActiveOpens"], 660);
+    assert_eq!(p.counters["TcpExt.ListenOverflows"], 4);
+    let c = p.cross_check.as_ref().unwrap();
+    assert_eq!(c.kernel_active_opens, Some(660));
+    assert_eq!(c.load_successes, 660);
+    assert_eq!(c.load_attempts, Some(660));
+    assert!(c.agree, "{}", c.note);
+    assert!(
+        c.note.contains(
+            "namespace 1 (2 generators): 660 handshakes, 660 attempts, Tcp.ActiveOpens 660: agree"
+        ),
+        "{}",
+        c.note
+    );
+    assert!(m.record.counters_netns.is_none());
+
+    // A namespace whose kernel saw fewer SYNs than its generators' handshakes disagrees.
+    let mut inputs = two_in_one_namespace();
+    for i in &mut inputs {
+        i.record.phases[0]
+            .cross_check
+            .as_mut()
+            .unwrap()
+            .kernel_active_opens = Some(600);
+    }
+    let m = merge(&inputs).unwrap();
+    let c = m.record.phases[0].cross_check.as_ref().unwrap();
+    assert!(!c.agree, "{}", c.note);
+    assert_eq!(c.kernel_active_opens, Some(600));
+}
+
+#[test]
+fn generators_in_separate_namespaces_sum_their_counters() {
+    let mut inputs = two_in_one_namespace();
+    inputs[1].record.counters_netns.as_mut().unwrap().inode += 1;
+    for (i, own) in inputs.iter_mut().zip([300, 360]) {
+        let p = &mut i.record.phases[0];
+        p.counters.insert("Tcp.ActiveOpens".into(), own);
+        let c = p.cross_check.as_mut().unwrap();
+        c.kernel_active_opens = Some(own);
+        c.agree = true;
+    }
+    let m = merge(&inputs).unwrap();
+    let p = &m.record.phases[0];
+    assert_eq!(p.counters["Tcp.ActiveOpens"], 660);
+    assert_eq!(p.counters["TcpExt.ListenOverflows"], 8);
+    let c = p.cross_check.as_ref().unwrap();
+    assert_eq!(c.kernel_active_opens, Some(660));
+    assert!(c.agree, "{}", c.note);
+    assert!(
+        c.note.contains("namespace 2 (1 generator): 360 handshakes"),
+        "{}",
+        c.note
+    );
+
+    // The same inode on another host (boot id) is another namespace.
+    let mut inputs = two_in_one_namespace();
+    inputs[1].record.counters_netns.as_mut().unwrap().boot_id = Some("other".into());
+    let m = merge(&inputs).unwrap();
+    assert_eq!(m.record.phases[0].counters["Tcp.ActiveOpens"], 1_320);
+}
+
+#[test]
+fn records_without_a_namespace_leave_the_merged_counters_unknown() {
+    let mut inputs = two_in_one_namespace();
+    inputs[1].record.counters_netns = None;
+    let m = merge(&inputs).unwrap();
+    let p = &m.record.phases[0];
+    assert!(p.counters.is_empty(), "{:?}", p.counters);
+    let c = p.cross_check.as_ref().unwrap();
+    assert_eq!(c.kernel_active_opens, None);
+    assert!(!c.agree);
+    assert!(
+        m.warnings
+            .iter()
+            .any(|w| w.starts_with("/runs/seg1.json record no network namespace")),
         "{:?}",
         m.warnings
     );

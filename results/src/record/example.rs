@@ -88,6 +88,7 @@ fn phase(
                 accepted: successes,
             }],
             accept_errors: BTreeMap::new(),
+            ..ServerSide::default()
         }),
         load_workers: vec![LoadWorker {
             cpu: 1,
@@ -117,6 +118,7 @@ fn phase(
             kernel_active_opens: Some((successes + refused) as i64),
             agree: true,
             note: "exact: separate network namespaces".to_string(),
+            load_attempts: None,
         }),
         ..PhaseRecord::default()
     }

@@ -53,19 +53,81 @@ pub enum Latency {
     Service,
     /// Intended start → first byte from the server (includes accept-queue wait).
     FirstByte,
+    /// `--http`: intended start → HTTP response complete.
+    HttpResponse,
+    /// `--http`: intended start → first response byte (time to first byte).
+    HttpFirstByte,
 }
 
 impl Latency {
-    /// All three, in report order.
-    pub const ALL: [Latency; 3] = [Latency::Handshake, Latency::Service, Latency::FirstByte];
+    /// All of them, in report order.
+    pub const ALL: [Latency; 5] = [
+        Latency::Handshake,
+        Latency::Service,
+        Latency::FirstByte,
+        Latency::HttpResponse,
+        Latency::HttpFirstByte,
+    ];
 
-    /// The field name in the record: `handshake`, `service`, `first_byte`.
+    /// The field name in the record: `handshake`, `service`, `first_byte`, `http_response`,
+    /// `http_first_byte`.
     pub fn name(self) -> &'static str {
         match self {
             Latency::Handshake => "handshake",
             Latency::Service => "service",
             Latency::FirstByte => "first_byte",
+            Latency::HttpResponse => "http_response",
+            Latency::HttpFirstByte => "http_first_byte",
         }
+    }
+}
+
+/// The HTTP counts of a phase run with `load --http` (measured part): one request per
+/// connection. Absent in records of runs without `--http` and in older records.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct HttpCounts {
+    /// The request's method and path (`GET /`); merged records keep it when all agree, else
+    /// `mixed`.
+    pub request: String,
+    /// Requests written completely.
+    pub requests: u64,
+    /// Complete responses (any status).
+    pub responses: u64,
+    /// Complete responses by status class (`2xx`, `4xx`, ..., `other`).
+    pub status_classes: BTreeMap<String, u64>,
+    /// Complete responses by status code, every code but 2xx.
+    pub non_2xx_codes: BTreeMap<u16, u64>,
+    /// Responses that could not be read, by kind (`head`, `truncated`, ...): each a failed
+    /// attempt (also in the phase's `failures` as `HTTP parse error: KIND`).
+    pub parse_errors: BTreeMap<String, u64>,
+    /// Request bytes written.
+    pub bytes_sent: u64,
+    /// Response bytes read (heads, bodies, chunk framing).
+    pub bytes_received: u64,
+    /// Body bytes of complete responses.
+    pub body_bytes: u64,
+}
+
+impl HttpCounts {
+    /// Adds another phase's counts (`merge`).
+    pub fn add(&mut self, o: &HttpCounts) {
+        if self.request != o.request {
+            self.request = "mixed".into();
+        }
+        self.requests += o.requests;
+        self.responses += o.responses;
+        for (k, v) in &o.status_classes {
+            *self.status_classes.entry(k.clone()).or_insert(0) += v;
+        }
+        for (k, v) in &o.non_2xx_codes {
+            *self.non_2xx_codes.entry(*k).or_insert(0) += v;
+        }
+        for (k, v) in &o.parse_errors {
+            *self.parse_errors.entry(k.clone()).or_insert(0) += v;
+        }
+        self.bytes_sent += o.bytes_sent;
+        self.bytes_received += o.bytes_received;
+        self.body_bytes += o.body_bytes;
     }
 }
 
@@ -83,6 +145,13 @@ pub struct Histograms {
     /// measured start; handshake latency includes it. `None` in closed loop and older records.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub generator_lag: Option<String>,
+    /// `--http`: response latency (intended start → response complete). `None` otherwise and
+    /// in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http_response: Option<String>,
+    /// `--http`: time to first response byte (intended start → first byte read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http_first_byte: Option<String>,
 }
 
 impl Histograms {
@@ -97,6 +166,8 @@ impl Histograms {
             service: histogram::encode(service),
             first_byte: first_byte.map(histogram::encode),
             generator_lag: None,
+            http_response: None,
+            http_first_byte: None,
         }
     }
 
@@ -106,6 +177,8 @@ impl Histograms {
             Latency::Handshake => Some(&self.handshake),
             Latency::Service => Some(&self.service),
             Latency::FirstByte => self.first_byte.as_deref(),
+            Latency::HttpResponse => self.http_response.as_deref(),
+            Latency::HttpFirstByte => self.http_first_byte.as_deref(),
         }
     }
 
@@ -202,6 +275,14 @@ pub struct ServerSide {
     pub workers: Vec<WorkerAccepts>,
     /// accept() errors by errno name, all workers.
     pub accept_errors: BTreeMap<String, u64>,
+    /// Times accepting paused for the EMFILE/ENFILE back-off (~10 ms each), all workers; `None`
+    /// in records written before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub emfile_backoffs: Option<u64>,
+    /// Connections left in the accept queues when the listeners closed (EMFILE while draining;
+    /// the kernel resets them), all workers; `None` in records written before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub left_in_queue: Option<u64>,
 }
 
 impl ServerSide {
@@ -333,6 +414,10 @@ pub struct CrossCheck {
     pub server_accepted: Option<u64>,
     /// Handshakes the load generator completed.
     pub load_successes: u64,
+    /// Attempts the load generator started over the same span (load records: the whole run,
+    /// warm-up included); `None` in bench records and records written before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_attempts: Option<u64>,
     /// Delta of `Tcp.PassiveOpens` (server namespace).
     pub kernel_passive_opens: Option<i64>,
     /// Delta of `Tcp.ActiveOpens` (load namespace).
@@ -412,6 +497,11 @@ pub struct PhaseRecord {
     /// Absent in older records.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub cpu_busy_pct: BTreeMap<usize, f64>,
+    /// `load --http`: the HTTP counts ([`HttpCounts`]); its two latency histograms are in
+    /// [`Histograms::http_response`] and [`Histograms::http_first_byte`]. Absent otherwise and
+    /// in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http: Option<HttpCounts>,
 }
 
 impl PhaseRecord {

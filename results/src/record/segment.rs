@@ -61,4 +61,40 @@ pub struct SegmentInfo {
     pub clock_offset_ms: Option<f64>,
     /// Where the sync state came from: `"chronyc tracking"`, `"timedatectl show"` or `""`.
     pub clock_source: String,
+    /// The whole run's load configuration, before it was narrowed to this segment (the
+    /// `config` of the record holds the segment's share: its rate, concurrency and sources):
+    /// what `merge` compares to refuse segments of different runs. Absent in records written
+    /// before it was kept; `merge` then compares the shares' settings and says it could not
+    /// check the planned total.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub whole_config: Option<serde_json::Value>,
+}
+
+/// Which network namespace a record's kernel counters come from: namespaces are told apart by
+/// the inode of `/proc/thread-self/ns/net` (unique among the live namespaces of one boot of one
+/// host: nsfs, see namespaces(7)), hosts by their boot id (`/proc/sys/kernel/random/boot_id`,
+/// random per boot, not namespaced) or, without it, their host name.
+///
+/// Generators in one namespace (two processes on one host, pods with `hostNetwork: true` on one
+/// node) each hold the whole namespace's counter deltas; `merge` counts each namespace once.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct NetnsIdentity {
+    /// Inode of the namespace file (`net:[4026531840]` → 4026531840).
+    pub inode: u64,
+    /// The boot id of the host's kernel; `None` when unreadable.
+    pub boot_id: Option<String>,
+    /// The host name (UTS namespace's), as [`crate::record::HostInfo::hostname`].
+    pub hostname: Option<String>,
+}
+
+impl NetnsIdentity {
+    /// What tells two namespaces apart: the boot id (else the host name, else `""`) and the inode.
+    pub fn key(&self) -> (String, u64) {
+        let host = self
+            .boot_id
+            .clone()
+            .or_else(|| self.hostname.clone())
+            .unwrap_or_default();
+        (host, self.inode)
+    }
 }

@@ -140,11 +140,7 @@ fn latency_blocks(p: &PhaseReport, out: &mut Vec<Block>) {
         t.row(row);
     }
     out.push(Block::Table(t));
-    if let Some(&n) = p
-        .failures
-        .get(crate::diagnosis::NEVER_ACCEPTED)
-        .filter(|&&n| n > 0)
-    {
+    if let n @ 1.. = crate::diagnosis::never_accepted_total(&p.failures) {
         out.push(Block::Line(crate::acceptance::client_view_note(n)));
     }
     let first = &p.latency[0];
@@ -238,6 +234,35 @@ fn phase_blocks(p: &PhaseReport, counters: Counters, out: &mut Vec<Block>) {
         counter_blocks(p, counters, out);
         return;
     }
+    if let Some(h) = &p.http {
+        let classes: Vec<String> = h
+            .status_classes
+            .iter()
+            .map(|(c, n)| format!("{c} {}", count(*n)))
+            .collect();
+        let codes: Vec<String> = h
+            .non_2xx_codes
+            .iter()
+            .map(|(c, n)| format!("{c}: {}", count(*n)))
+            .collect();
+        let parse: Vec<String> = h
+            .parse_errors
+            .iter()
+            .map(|(c, n)| format!("{c} {}", count(*n)))
+            .collect();
+        out.push(Block::Line(format!(
+            "http ({}): {} requests, {} responses; status {}{}; parse errors {}; bytes {} sent, {} received ({} body)",
+            h.request,
+            count(h.requests),
+            count(h.responses),
+            if classes.is_empty() { "none".to_string() } else { classes.join(", ") },
+            if codes.is_empty() { String::new() } else { format!(" (non-2xx: {})", codes.join(", ")) },
+            if parse.is_empty() { "none".to_string() } else { parse.join(", ") },
+            count(h.bytes_sent),
+            count(h.bytes_received),
+            count(h.body_bytes)
+        )));
+    }
     latency_blocks(p, out);
     let mut cpu = Table::new(["CPU µs per conn", "user", "sys", "total", "sys%"]);
     if let Some(s) = &p.cpu.server {
@@ -284,6 +309,83 @@ fn phase_blocks(p: &PhaseReport, counters: Counters, out: &mut Vec<Block>) {
             opt(x.kernel_active_opens),
             if x.agree { "agree" } else { "DISAGREE" },
             if x.note.is_empty() { String::new() } else { format!(" ({})", x.note) }
+        );
+        out.push(if x.agree {
+            Block::Line(line)
+        } else {
+            Block::Warning(line)
+        });
+    }
+}
+
+/// The phase of a `server --out` record: what the accept server did (as `connstorm server`
+/// prints it), not a load phase: accepts in all and per worker, the accept rate over the
+/// server's wall time (listeners open to the end of the stop drain), accept errors, EMFILE
+/// back-offs, the server's CPU per connection, its namespace's counters and its cross-check
+/// against `Tcp.PassiveOpens`. With no accept: no rate, no per-connection figure, no "agree".
+fn server_phase_blocks(
+    p: &PhaseReport,
+    s: &crate::record::ServerSide,
+    counters: Counters,
+    out: &mut Vec<Block>,
+) {
+    let accepted = s.accepted();
+    out.push(Block::Heading(
+        2,
+        format!(
+            "phase {}: accept server, {} workers, {:.3} s (listeners open to the end of the stop drain)",
+            p.name,
+            s.workers.len(),
+            p.measured_secs
+        ),
+    ));
+    let opt = |v: Option<u64>| v.map_or("unknown".to_string(), count);
+    let tail = format!(
+        "accept errors: {}; EMFILE/ENFILE back-offs {}; left in the accept queues at stop {}",
+        errno_list(&s.accept_errors),
+        opt(s.emfile_backoffs),
+        opt(s.left_in_queue)
+    );
+    if accepted == 0 || p.measured_secs <= 0.0 {
+        out.push(Block::Warning(
+            "nothing accepted — no connection reached the server's accept()".to_string(),
+        ));
+        out.push(Block::Line(tail));
+        counter_blocks(p, counters, out);
+        return;
+    }
+    let rate = accepted as f64 / p.measured_secs;
+    out.push(Block::Line(format!(
+        "accepted {} in {:.3} s = {} conn/s ({} CPM); {tail}",
+        count(accepted),
+        p.measured_secs,
+        fixed(rate, 1),
+        fixed(rate * 60.0, 0)
+    )));
+    let mut t = Table::new(["worker CPU", "accepted", "accepts/s", "share"]);
+    for w in &s.workers {
+        t.row([
+            w.cpu.to_string(),
+            count(w.accepted),
+            fixed(w.accepted as f64 / p.measured_secs, 1),
+            format!("{:.1}%", w.accepted as f64 / accepted as f64 * 100.0),
+        ]);
+    }
+    out.push(Block::Table(t));
+    if let Some(c) = &p.cpu.server {
+        let mut cpu = Table::new(["CPU µs per conn", "user", "sys", "total", "sys%"]);
+        cpu_row(&mut cpu, "server", c);
+        out.push(Block::Table(cpu));
+    }
+    counter_blocks(p, counters, out);
+    if let Some(x) = &p.cross_check {
+        let line = format!(
+            "cross-check: server accepted {}, kernel PassiveOpens {}: {} ({})",
+            x.server_accepted.map_or("-".to_string(), count),
+            x.kernel_passive_opens
+                .map_or("unreadable".to_string(), crate::numfmt::signed),
+            if x.agree { "agree" } else { "DISAGREE" },
+            x.note
         );
         out.push(if x.agree {
             Block::Line(line)
@@ -357,7 +459,12 @@ pub fn blocks(reports: &[RecordReport], counters: Counters) -> Vec<Block> {
             out.push(Block::Warning(w.clone()));
         }
         for p in &r.phases {
-            phase_blocks(p, counters, &mut out);
+            match (&r.role, &p.server) {
+                (crate::record::Role::Server, Some(s)) => {
+                    server_phase_blocks(p, s, counters, &mut out)
+                }
+                _ => phase_blocks(p, counters, &mut out),
+            }
         }
     }
     out

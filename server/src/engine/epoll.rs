@@ -14,6 +14,7 @@
 
 use std::io::{ErrorKind, Read, Write};
 use std::os::fd::AsRawFd;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mio::net::{TcpListener, TcpStream};
@@ -41,6 +42,12 @@ struct Conn {
     scan: HeadScan,
     /// `Mode::Http`: the request head is complete; the response is being written.
     responding: bool,
+    /// `--tls`: the connection's TLS state.
+    tls: Option<Box<rustls::ServerConnection>>,
+    /// `--tls`: the handshake is done (counted).
+    tls_done: bool,
+    /// `--tls`: close_notify is queued; close once everything is written.
+    closing: bool,
 }
 
 impl Conn {
@@ -50,6 +57,9 @@ impl Conn {
             sent: 0,
             scan: HeadScan::default(),
             responding: false,
+            tls: None,
+            tls_done: false,
+            closing: false,
         }
     }
 }
@@ -244,6 +254,20 @@ impl EpollLoop<'_> {
     }
 
     fn on_conn(&mut self, stream: TcpStream) {
+        if let Some(cfg) = self.ctx.tls.as_ref() {
+            let mut conn = Conn::new(stream);
+            match rustls::ServerConnection::new(Arc::clone(cfg)) {
+                Ok(c) => conn.tls = Some(Box::new(c)),
+                Err(e) => {
+                    self.ctx.counts.tls.failed(&e);
+                    return;
+                }
+            }
+            if !self.serve_tls(&mut conn) {
+                self.keep(conn, Interest::READABLE | Interest::WRITABLE);
+            }
+            return;
+        }
         match self.ctx.mode {
             Mode::Close => drop(stream),
             // The listener's SO_LINGER {on, 0} is inherited (crate::listener::bind_group):
@@ -279,6 +303,10 @@ impl EpollLoop<'_> {
                     Scan::End => conn.responding = true,
                     Scan::TooLarge => {
                         self.ctx.counts.error(libc::EMSGSIZE);
+                        return true;
+                    }
+                    Scan::Bad => {
+                        self.ctx.counts.bad_requests += 1;
                         return true;
                     }
                 },
@@ -335,6 +363,7 @@ impl EpollLoop<'_> {
             return;
         };
         let done = match self.ctx.mode {
+            _ if conn.tls.is_some() => self.serve_tls(&mut conn),
             Mode::Greet { .. } => self.write_greeting(&mut conn),
             Mode::Http { .. } => self.serve_http(&mut conn),
             _ => match self.read_discard(&mut conn) {
@@ -350,6 +379,113 @@ impl EpollLoop<'_> {
             let _ = self.poll.registry().deregister(&mut conn.stream);
         } else {
             self.conns[fd] = Some(conn);
+        }
+    }
+
+    /// `--tls`: reads records, moves the handshake on (counting it once done, or its failure),
+    /// then does the mode's work over TLS (`close`: close_notify; `http`: the request head, the
+    /// response, close_notify), and writes what rustls queued. True when the connection is done
+    /// (closed after all was written, or failed); false when it waits for the socket.
+    fn serve_tls(&mut self, conn: &mut Conn) -> bool {
+        let Some(tls) = conn.tls.as_mut() else {
+            return true;
+        };
+        loop {
+            // Write first: the handshake's flights, the response, close_notify.
+            while tls.wants_write() {
+                match tls.write_tls(&mut conn.stream) {
+                    Ok(_) => {}
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => return false,
+                    Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                    Err(e) => {
+                        if !conn.tls_done {
+                            self.ctx
+                                .counts
+                                .tls
+                                .errno(e.raw_os_error().unwrap_or(libc::EIO));
+                        }
+                        return true;
+                    }
+                }
+            }
+            if conn.closing && conn.responding && conn.sent == 0 {
+                // The whole response and close_notify are written.
+                conn.sent = self.ctx.greet.len();
+                self.ctx.counts.served += 1;
+            }
+            let n = match tls.read_tls(&mut conn.stream) {
+                Ok(n) => n,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return false,
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    if !conn.tls_done {
+                        self.ctx
+                            .counts
+                            .tls
+                            .errno(e.raw_os_error().unwrap_or(libc::EIO));
+                    }
+                    return true;
+                }
+            };
+            let state = match tls.process_new_packets() {
+                Ok(s) => s,
+                Err(e) => {
+                    if !conn.tls_done {
+                        self.ctx.counts.tls.failed(&e);
+                    }
+                    // Send the alert rustls queued, best effort.
+                    let _ = tls.write_tls(&mut conn.stream);
+                    return true;
+                }
+            };
+            if !conn.tls_done && !tls.is_handshaking() {
+                conn.tls_done = true;
+                self.ctx.counts.tls.done(tls);
+                if !matches!(self.ctx.mode, Mode::Http { .. }) {
+                    tls.send_close_notify();
+                    conn.closing = true;
+                    continue;
+                }
+            }
+            if conn.tls_done && !conn.responding {
+                // `Mode::Http`: scan the plaintext for the end of the request head.
+                loop {
+                    let m = match tls.reader().read(&mut self.scratch) {
+                        Ok(0) => return true,
+                        Ok(m) => m,
+                        Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                        Err(_) => return true,
+                    };
+                    match conn.scan.feed(&self.scratch[..m]) {
+                        Scan::More => {}
+                        Scan::End => {
+                            conn.responding = true;
+                            if tls.writer().write_all(&self.ctx.greet).is_err() {
+                                return true;
+                            }
+                            tls.send_close_notify();
+                            conn.closing = true;
+                            break;
+                        }
+                        Scan::TooLarge => {
+                            self.ctx.counts.error(libc::EMSGSIZE);
+                            return true;
+                        }
+                        Scan::Bad => {
+                            self.ctx.counts.bad_requests += 1;
+                            return true;
+                        }
+                    }
+                }
+            }
+            // After its own close_notify the server waits for the client's (or its FIN), so
+            // it never resets a client that is still reading the session tickets.
+            if n == 0 || state.peer_has_closed() {
+                if !conn.tls_done {
+                    self.ctx.counts.tls.eof();
+                }
+                return true;
+            }
         }
     }
 

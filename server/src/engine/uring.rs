@@ -516,6 +516,10 @@ impl Uring<'_> {
                         self.ctx.counts.error(libc::EMSGSIZE);
                         break;
                     }
+                    Scan::Bad => {
+                        self.ctx.counts.bad_requests += 1;
+                        break;
+                    }
                 }
             }
         }

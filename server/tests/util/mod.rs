@@ -27,6 +27,7 @@ pub fn config(engine: EngineChoice, cpus: Vec<usize>, mode: Mode) -> ServerConfi
         backlog: 4096,
         mode,
         steer: Steer::None,
+        tls: None,
     }
 }
 

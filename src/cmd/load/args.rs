@@ -92,6 +92,37 @@ pub struct Args {
     /// regular file of at most 16 MiB (the encoded request is kept in memory per target).
     #[arg(long, value_name = "FILE", requires = "http")]
     pub http_body: Option<std::path::PathBuf>,
+    /// After the TCP handshake do a TLS handshake (rustls, `ring` provider) and report its
+    /// latency (TCP connected → TLS handshake done), full vs resumed handshakes and failures by
+    /// alert. With --http the request goes over it (HTTPS). Without --http an attempt succeeds
+    /// at the end of its TLS handshake; the client then sends close_notify and reads until the
+    /// server closes.
+    #[arg(long, conflicts_with = "expect_bytes")]
+    pub tls: bool,
+    /// With --tls: the protocol versions offered: `auto` (1.3 and 1.2), `1.2`, `1.3`.
+    #[arg(long, value_enum, default_value = "auto", requires = "tls")]
+    pub tls_version: TlsVersionArg,
+    /// With --tls: the server name sent as SNI and checked against the certificate. Default:
+    /// the first --target's host name when it is a name; an IP target is checked against the
+    /// certificate's IP addresses and sends no SNI.
+    #[arg(long, value_name = "NAME", requires = "tls")]
+    pub sni: Option<String>,
+    /// With --tls: an ALPN protocol to offer, e.g. `http/1.1`; repeat or comma-separate for
+    /// more. Default: none (no ALPN extension).
+    #[arg(long, value_name = "PROTO", value_delimiter = ',', requires = "tls")]
+    pub alpn: Vec<String>,
+    /// With --tls: session resumption within each worker (one client config, one cache of 256
+    /// sessions per worker): `off` (every handshake full), `tickets` (TLS 1.3 tickets, TLS 1.2
+    /// RFC 5077 tickets), `ids` (TLS 1.2 session IDs; needs --tls-version 1.2).
+    #[arg(long, value_enum, default_value = "off", requires = "tls")]
+    pub tls_resume: TlsResumeArg,
+    /// With --tls: accept any server certificate (the handshake's signatures are still checked).
+    #[arg(long, requires = "tls", conflicts_with = "ca")]
+    pub insecure: bool,
+    /// With --tls: check the server's certificate against the CA certificates in this PEM file.
+    /// Default: the system's bundle, /etc/ssl/certs/ca-certificates.crt.
+    #[arg(long, value_name = "FILE", requires = "tls")]
+    pub ca: Option<std::path::PathBuf>,
     /// Report format on stdout: `text` or `json` (per-second lines always go to stderr).
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
@@ -110,6 +141,9 @@ pub struct Args {
     /// from now. A time in the past is refused. Needs synchronised clocks (chrony, NTP).
     #[arg(long, value_name = "TIME", value_parser = super::multihost::parse_start_at)]
     pub start_at: Option<super::multihost::StartAt>,
+    /// Prometheus `/metrics`.
+    #[command(flatten)]
+    pub metrics: crate::cmd::metrics::MetricsArgs,
 }
 
 /// The `--http*` options as the request to send (`None` without `--http`); the body file is read
@@ -169,9 +203,80 @@ pub(super) fn http_request(args: &Args) -> anyhow::Result<Option<loadgen::HttpRe
     Ok(Some(req))
 }
 
-/// One `--target` item: every address its name resolves to, in the resolver's order.
+/// `--tls-version`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TlsVersionArg {
+    /// TLS 1.3 and 1.2.
+    Auto,
+    /// TLS 1.2 only.
+    #[value(name = "1.2")]
+    V12,
+    /// TLS 1.3 only.
+    #[value(name = "1.3")]
+    V13,
+}
+
+/// `--tls-resume`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TlsResumeArg {
+    /// No resumption.
+    Off,
+    /// Session tickets.
+    Tickets,
+    /// TLS 1.2 session IDs.
+    Ids,
+}
+
+/// The `--tls*` options (`None` without `--tls`). The SNI defaults to the first target's host
+/// name when that is a name, else to its IP address (checked against the certificate's IP
+/// addresses, no SNI sent).
+///
+/// # Errors
+/// Bad input for a CA file that cannot be used, an unusable name, `ids` without TLS 1.2.
+pub(super) fn tls_options(
+    args: &Args,
+    first: SocketAddr,
+) -> anyhow::Result<Option<loadgen::tls::TlsOptions>> {
+    use loadgen::tls::{Resume, TlsOptions, TlsVersion, Verify};
+    if !args.tls {
+        return Ok(None);
+    }
+    let name = args
+        .sni
+        .clone()
+        .or_else(|| args.target.iter().find_map(|t| t.1.clone()))
+        .unwrap_or_else(|| first.ip().to_string());
+    let o = TlsOptions {
+        version: match args.tls_version {
+            TlsVersionArg::Auto => TlsVersion::Auto,
+            TlsVersionArg::V12 => TlsVersion::V12,
+            TlsVersionArg::V13 => TlsVersion::V13,
+        },
+        server_name: name,
+        alpn: args.alpn.clone(),
+        resume: match args.tls_resume {
+            TlsResumeArg::Off => Resume::Off,
+            TlsResumeArg::Tickets => Resume::Tickets,
+            TlsResumeArg::Ids => Resume::Ids,
+        },
+        verify: if args.insecure {
+            Verify::Insecure
+        } else {
+            Verify::Ca(
+                args.ca
+                    .clone()
+                    .unwrap_or_else(|| loadgen::tls::SYSTEM_CA_BUNDLE.into()),
+            )
+        },
+    };
+    o.client_config().map_err(crate::error::bad_input)?;
+    Ok(Some(o))
+}
+
+/// One `--target` item: every address its name resolves to, in the resolver's order, and the
+/// host name when it was given as a name (the default `--sni`).
 #[derive(Debug, Clone)]
-pub struct Targets(pub Vec<SocketAddr>);
+pub struct Targets(pub Vec<SocketAddr>, pub Option<String>);
 
 /// `--family`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -246,7 +351,13 @@ fn parse_target_item(s: &str) -> Result<Targets, String> {
             "target {s:?} has port 0, which nothing listens on: give the server's port"
         ));
     }
-    Ok(Targets(addrs))
+    // The host part when it is a name: `localhost:9000` → `localhost`; `[::1]:9000` and
+    // `127.0.0.1:9000` → none.
+    let host = s.trim().rsplit_once(':').map(|(h, _)| h).unwrap_or("");
+    let name =
+        (!host.is_empty() && !host.starts_with('[') && host.parse::<std::net::IpAddr>().is_err())
+            .then(|| host.to_string());
+    Ok(Targets(addrs, name))
 }
 
 /// One `--source` item: an address or an inclusive range `A-B` of one family.

@@ -118,6 +118,7 @@ pub(super) fn config(args: &Args, nofile: u64) -> anyhow::Result<LoadConfig> {
             )));
         }
     }
+    let targets_first = targets[0];
     let cfg = LoadConfig {
         targets,
         pattern,
@@ -135,6 +136,7 @@ pub(super) fn config(args: &Args, nofile: u64) -> anyhow::Result<LoadConfig> {
         max_in_flight: usize::try_from(max_in_flight).unwrap_or(usize::MAX),
         late_threshold: args.late_threshold,
         http: super::args::http_request(args)?,
+        tls: super::args::tls_options(args, targets_first)?,
     };
     cfg.validate().map_err(|e| bad_input(e.to_string()))?;
     Ok(cfg)
@@ -179,9 +181,12 @@ pub(super) fn warn_port_budget(cfg: &LoadConfig, b: &loadgen::ports::PortBudget)
         },
     };
     if let Some(w) = tuning::ports::shortfall(&e, demand) {
+        let reuse = tuning::ports::reuse_remedy(&e)
+            .map(|r| format!(", or {r}"))
+            .unwrap_or_default();
         eprintln!(
             "connstorm load: warning: {w}; use more --source addresses (any 127.0.0.0/8 on loopback), more targets, \
-             --close rst or --close server, a wider net.ipv4.ip_local_port_range, or net.ipv4.tcp_tw_reuse=1"
+             --close rst or --close server, a wider net.ipv4.ip_local_port_range{reuse}"
         );
     }
 }

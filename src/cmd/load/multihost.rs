@@ -6,7 +6,9 @@
 use loadgen::segment::Segment;
 use loadgen::LoadConfig;
 
-pub use loadgen::start::{parse_start_at, planned_start, wait_until, StartAt};
+pub use loadgen::start::{
+    never_started_warning, parse_start_at, planned_start, wait_until, StartAt,
+};
 pub use tuning::clock::{read as read_clock_sync, ClockSync};
 
 /// Parses `--segment i/N` (0-based).

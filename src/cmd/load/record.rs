@@ -1,40 +1,160 @@
-//! `load --out DIR`: the run as a record in the bench schema (role `load`),
-//! [`::bench::standalone::load_record`] with this binary's build.
+//! `load --out DIR`: the run as a record in the bench schema (role `load`), so `report`,
+//! `compare`, `plot` and `merge` read it.
+//!
+//! The record holds one phase, `"load"`: the load side's counts, histograms and per-second rows
+//! (built by the same conversion as `bench`, [`crate::bench::convert::phase_record`]), the
+//! workers' CPU time, the kernel counter deltas of this process's network namespace over the
+//! whole run (warm-up included), and a cross-check of the generator's whole-run handshakes
+//! against that namespace's `Tcp.ActiveOpens`. With `--segment` it also holds the
+//! [`SegmentInfo`]: the segment, the planned and real start, and the clock's sync state.
 
 use std::collections::BTreeMap;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use loadgen::segment::Segment;
 use loadgen::{LoadConfig, LoadReport};
-use results::record::RunRecord;
+use results::record::{self as rec, Role, RunInfo, RunRecord, SegmentInfo};
 
 use super::multihost::ClockSync;
+use crate::bench::convert::{phase_record, PhaseStart};
 
-pub use ::bench::standalone::Starts;
+/// When the run and its schedule started.
+#[derive(Debug, Clone, Copy)]
+pub struct Starts {
+    /// The command started (before set-up).
+    pub command: SystemTime,
+    /// `--start-at` as planned, if given.
+    pub planned: Option<SystemTime>,
+    /// The schedule (warm-up included) really started.
+    pub real: SystemTime,
+}
 
-/// Builds the load record ([`::bench::standalone::load_record`]: `counters` is the Δ of this
-/// namespace's kernel counters, `kernel_completed` the target kernel's completed handshakes
-/// when the targets are in this namespace).
+fn unix_ms(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// Builds the load record.
+///
+/// `segment`: the segment, the clock's sync state and the whole run's configuration before it
+/// was narrowed to the segment (`cfg`); `counters`: Δ of this namespace's kernel counters over the run (empty when unreadable);
+/// `kernel_completed`: the handshakes the target's kernel completed (Δ `Tcp.PassiveOpens`) when
+/// the targets are in this namespace (loopback). Whether the server application accept()ed them
+/// cannot be seen from here, so the record's `server_accepted` stays unknown (`None`).
 pub fn load_record(
     cfg: &LoadConfig,
     report: &LoadReport,
     starts: Starts,
-    segment: Option<(Segment, &ClockSync)>,
+    segment: Option<(Segment, &ClockSync, &LoadConfig)>,
     counters: BTreeMap<String, i64>,
     kernel_completed: Option<u64>,
     warnings: &[String],
 ) -> RunRecord {
-    let mut r = ::bench::standalone::load_record(
-        cfg,
-        report,
-        starts,
-        segment,
-        ::bench::standalone::KernelView {
-            counters,
-            completed: kernel_completed,
-        },
-        warnings,
-        &crate::bench::record::BUILD,
-    );
+    let label = match segment {
+        Some((s, _, _)) => format!("load-{}of{}", s.index, s.count),
+        None => "load".to_string(),
+    };
+    let mut config = serde_json::to_value(cfg).unwrap_or(serde_json::Value::Null);
+    if let (Some((s, _, _)), Some(obj)) = (segment, config.as_object_mut()) {
+        obj.insert("segment".into(), s.to_string().into());
+    }
+    let mut r = RunRecord::new(label, config);
+    r.role = Role::Load;
+    let wall = SystemTime::now()
+        .duration_since(starts.command)
+        .unwrap_or_default();
+    r.run = RunInfo {
+        command: "load".into(),
+        engine: String::new(),
+        engine_fallback_reason: None,
+        steering: "none".into(),
+        server_cpus: Vec::new(),
+        load_cpus: cfg.cpus.clone(),
+        close_mode: cfg.close.name().to_string(),
+        server_mode: "external".into(),
+        netns: false,
+        rtt_ns: None,
+        target: Some(
+            cfg.targets
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(","),
+        ),
+        connstorm_version: env!("CARGO_PKG_VERSION").to_string(),
+        git_commit: env!("CONNSTORM_GIT_COMMIT").to_string(),
+        interrupted: report.interrupted,
+        started_at: results::timestamp::rfc3339_utc(starts.command),
+        started_unix_ms: Some(unix_ms(starts.command)),
+        wall_secs: wall.as_secs_f64(),
+    };
+    r.host = crate::bench::record::host_info();
+    // This thread read the counters (`load` runs its workers on others).
+    r.counters_netns = crate::bench::record::counters_netns(r.host.hostname.clone());
     r.build = crate::version::build_info();
+    let warmup = cfg.warmup.as_secs_f64();
+    let measured_start = starts.real + cfg.warmup;
+    let start = PhaseStart {
+        offset_ms: measured_start
+            .duration_since(starts.command)
+            .unwrap_or_default()
+            .as_secs_f64()
+            * 1e3,
+        unix_ms: unix_ms(measured_start),
+        window: (warmup, warmup + cfg.duration.as_secs_f64()),
+    };
+    let workers = &report.workers;
+    let successes = report.successes;
+    let load_cpu = rec::SideCpu::new(
+        workers.iter().map(|w| w.cpu_user_ns).sum(),
+        workers.iter().map(|w| w.cpu_sys_ns).sum(),
+        workers.iter().map(|w| w.wall_ns).max().unwrap_or(0),
+        workers.len(),
+        successes,
+    )
+    .with_run_ns(workers.iter().map(|w| w.cpu_run_ns).sum(), successes);
+    let active = counters.get(tuning::counters::ACTIVE_OPENS).copied();
+    let total = &report.total;
+    // Tcp.ActiveOpens counts every connect(2) that sent a SYN (tcp_v4_connect → TCP_MIB_ACTIVEOPENS
+    // in tcp_connect, net/ipv4/tcp_output.c): at least the handshakes that completed, at most
+    // the attempts (an attempt refused before its SYN, e.g. EADDRNOTAVAIL, sends none).
+    let agree = active.is_some_and(|a| a >= total.successes as i64 && a <= total.attempts as i64);
+    let cross_check = rec::CrossCheck {
+        server_accepted: None,
+        load_successes: total.successes,
+        load_attempts: Some(total.attempts),
+        kernel_passive_opens: kernel_completed.and_then(|k| i64::try_from(k).ok()),
+        kernel_active_opens: active,
+        agree,
+        note: format!(
+            "whole run (warm-up included): {} attempts, {} handshakes; this namespace's Tcp.ActiveOpens {} (between the two when only this generator connects from here)",
+            total.attempts,
+            total.successes,
+            active.map_or("unreadable".to_string(), |a| a.to_string())
+        ),
+    };
+    r.phases.push(phase_record(
+        "load",
+        start,
+        report,
+        None,
+        rec::CpuUsage {
+            server: None,
+            load: load_cpu,
+        },
+        counters,
+        cross_check,
+    ));
+    r.segment = segment.map(|(s, clock, whole)| SegmentInfo {
+        index: s.index,
+        count: s.count,
+        planned_start_unix_ms: starts.planned.map(unix_ms),
+        real_start_unix_ms: unix_ms(starts.real),
+        clock_sync: clock.state.clone(),
+        clock_offset_ms: clock.offset_ms,
+        clock_source: clock.source.clone(),
+        whole_config: serde_json::to_value(whole).ok(),
+    });
+    r.warnings = warnings.to_vec();
     r
 }

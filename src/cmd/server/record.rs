@@ -1,21 +1,113 @@
-//! `server --out DIR`: the server's run as a record in the bench schema (role `server`),
-//! [`::bench::standalone::server_record`] with this binary's build.
+//! `server --out DIR`: the server's run as a record in the bench schema (role `server`), for
+//! `report` and for `merge`, which cross-checks it against the load generators' records.
+//!
+//! One phase, `"server"`: accepts per worker and accept errors ([`rec::ServerSide`]), the
+//! workers' CPU time, the kernel counter deltas of the server's network namespace from the moment
+//! every listener listened to the end (the stop drain included), and a cross-check of the
+//! accepts against that namespace's `Tcp.PassiveOpens` (a connection counts there when its
+//! handshake completes and the child socket is created: tcp_create_openreq_child →
+//! TCP_MIB_PASSIVEOPENS, net/ipv4/tcp_minisocks.c). No handshake latency: the server does not
+//! see when a connection was meant to start.
 
 use std::collections::BTreeMap;
-use std::time::SystemTime;
+use std::time::{SystemTime, UNIX_EPOCH};
 
-use results::record::RunRecord;
+use results::record::{self as rec, Role, RunInfo, RunRecord};
 use server::ServerReport;
 
-/// Builds the server record ([`::bench::standalone::server_record`]); `started`: when the
-/// listeners listened; `counters`: Δ of the namespace's counters over the run.
+/// Builds the server record; `started`: when the listeners listened; `counters`: Δ of the
+/// namespace's counters over the run (empty when unreadable).
 pub fn server_record(
     report: &ServerReport,
     started: SystemTime,
     counters: BTreeMap<String, i64>,
 ) -> RunRecord {
-    let mut r =
-        ::bench::standalone::server_record(report, started, counters, &crate::bench::record::BUILD);
+    let mut r = RunRecord::new(
+        "server",
+        serde_json::json!({
+            "listen": report.listen.to_string(),
+            "backlog": report.backlog,
+            "mode": report.mode.to_string(),
+        }),
+    );
+    r.role = Role::Server;
+    let start_ms = started
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    let accepted = report.accepted();
+    r.run = RunInfo {
+        command: "server".into(),
+        engine: report.engine.to_string(),
+        engine_fallback_reason: report.fallback_reason.clone(),
+        steering: report.steering.to_string(),
+        server_cpus: report.workers.iter().map(|w| w.cpu).collect(),
+        load_cpus: Vec::new(),
+        close_mode: String::new(),
+        server_mode: report.mode.to_string(),
+        netns: false,
+        rtt_ns: None,
+        target: None,
+        connstorm_version: env!("CARGO_PKG_VERSION").to_string(),
+        git_commit: env!("CONNSTORM_GIT_COMMIT").to_string(),
+        // One signal is how a server without --duration is meant to end (see `connstorm
+        // server`'s exit codes): its counts are whole, not cut short. Two quick ones cut it short
+        // (exit 128+N), and the record says so as the exit code does.
+        interrupted: crate::signals::hurry(),
+        started_at: results::timestamp::rfc3339_utc(started),
+        started_unix_ms: Some(start_ms),
+        wall_secs: report.wall_time_secs(),
+    };
+    r.host = crate::bench::record::host_info();
+    // The caller read the counters on this thread (the workers run on others).
+    r.counters_netns = crate::bench::record::counters_netns(r.host.hostname.clone());
     r.build = crate::version::build_info();
+    let passive = counters.get(tuning::counters::PASSIVE_OPENS).copied();
+    let w = &report.workers;
+    let cpu = rec::SideCpu::new(
+        w.iter().map(|w| w.cpu_user_ns).sum(),
+        w.iter().map(|w| w.cpu_sys_ns).sum(),
+        report.wall_time_ns,
+        w.len(),
+        accepted,
+    )
+    .with_run_ns(w.iter().map(|w| w.cpu_run_ns).sum(), accepted);
+    let empty = results::histogram::new_latency_histogram();
+    r.phases.push(rec::PhaseRecord {
+        name: "server".into(),
+        measured_secs: report.wall_time_secs(),
+        start_unix_ms: Some(start_ms),
+        start_offset_ms: Some(0.0),
+        histograms: rec::Histograms::encode(&empty, &empty, None),
+        server: Some(rec::ServerSide {
+            workers: w
+                .iter()
+                .map(|w| rec::WorkerAccepts {
+                    cpu: w.cpu,
+                    accepted: w.accepted,
+                })
+                .collect(),
+            accept_errors: report.errors(),
+            emfile_backoffs: Some(w.iter().map(|w| w.emfile_backoffs).sum()),
+            left_in_queue: Some(w.iter().map(|w| w.left_in_queue).sum()),
+        }),
+        cpu: rec::CpuUsage {
+            server: Some(cpu),
+            load: rec::SideCpu::default(),
+        },
+        counters,
+        cross_check: Some(rec::CrossCheck {
+            server_accepted: Some(accepted),
+            load_successes: 0,
+            load_attempts: None,
+            kernel_passive_opens: passive,
+            kernel_active_opens: None,
+            agree: passive == Some(accepted as i64),
+            note: format!(
+                "whole run: {accepted} accepted; this namespace's Tcp.PassiveOpens {} (equal when only this server listens here)",
+                passive.map_or("unreadable".to_string(), |p| p.to_string())
+            ),
+        }),
+        ..rec::PhaseRecord::default()
+    });
     r
 }

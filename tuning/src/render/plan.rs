@@ -2,6 +2,8 @@
 //! warnings, contradictions and the sentence saying what `apply --yes` would do (the command
 //! itself comes from [`super::apply::apply_command`]).
 
+use std::collections::HashMap;
+
 use common::numfmt::count;
 
 use crate::plan::{Checked, Contradiction, Prediction, Row, Status};
@@ -62,8 +64,8 @@ pub fn rows(rows: &[Row]) -> String {
 /// What a line that names `key` really does, from the key's row: `None` when apply sets it (or
 /// it is already so), else why it is not set (missing on this kernel, a value the kernel will
 /// reject with the kernel's error, read-only, refused, lowered, manual).
-fn not_set(key: &Key, rows: &[Row]) -> Option<String> {
-    let r = rows.iter().find(|r| &r.entry.key == key)?;
+fn not_set(key: &Key, rows: &RowIndex) -> Option<String> {
+    let r = *rows.get(key)?;
     let note = if r.note.is_empty() {
         String::new()
     } else {
@@ -81,9 +83,17 @@ fn not_set(key: &Key, rows: &[Row]) -> Option<String> {
     })
 }
 
+/// The rows of a check by key ([`index`]), so that describing every line stays linear.
+pub type RowIndex<'a> = HashMap<&'a Key, &'a Row>;
+
+/// [`RowIndex`] of `rows`.
+pub fn index(rows: &[Row]) -> RowIndex<'_> {
+    rows.iter().map(|r| (&r.entry.key, r)).collect()
+}
+
 /// One sentence for a sysctl.d line: which keys it really sets and which it names but does not
 /// set, with why (see [`crate::sysctld::Fate`] for the other fates).
-pub fn line_fate(l: &LineNote, rows: &[Row]) -> String {
+pub fn line_fate(l: &LineNote, rows: &RowIndex) -> String {
     let Fate::Effective { keys, left } = &l.fate else {
         return l.describe();
     };
@@ -129,13 +139,14 @@ pub fn details(preset: &Preset, rows: &[Row], contradictions: &[Contradiction]) 
         .filter(|l| !matches!(l.fate, Fate::Blank | Fate::Comment))
         .collect();
     if !lines.is_empty() {
+        let by_key = index(rows);
         out.push_str("lines:\n");
         for l in lines {
             out.push_str(&format!(
                 "  {}  {}  -> {}\n",
                 l.origin,
                 l.text,
-                line_fate(l, rows)
+                line_fate(l, &by_key)
             ));
         }
     }

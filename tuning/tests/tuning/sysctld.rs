@@ -634,25 +634,205 @@ fn item8_a_script_becomes_a_sysctl_d_file_and_the_rest_is_explained() {
     );
 }
 
-/// Every fixture file through check and plan: no line is silently dropped.
 #[test]
-fn corpus_every_fixture_line_is_accounted_for() {
+fn item1_other_glob_forms_expand_as_glob7_and_a_glob_exclusion_excludes_nothing() {
+    let p = preset("01b-glob-forms.conf", &host());
+    let got: Vec<String> = p
+        .sysctls
+        .iter()
+        .map(|e| format!("{} = {} ({})", e.key, e.value, e.origin))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            "net.ipv4.conf.lxc0.forwarding = 1 (01b-glob-forms.conf:2)",
+            "net.ipv4.conf.enp3s0/200.forwarding = 0 (01b-glob-forms.conf:3)",
+            "net.ipv4.conf.enp3s0/200.rp_filter = 0 (01b-glob-forms.conf:3)",
+            "net.ipv4.conf.all.rp_filter = 1 (01b-glob-forms.conf:4)",
+            "net.ipv4.conf.default.rp_filter = 1 (01b-glob-forms.conf:4)",
+            "net.ipv4.conf.lxc0.rp_filter = 2 (01b-glob-forms.conf:7)",
+            "net.ipv4.conf.lxcbr0.rp_filter = 2 (01b-glob-forms.conf:7)",
+        ]
+    );
+    // `-pattern*` alone: systemd-sysctl looks exclusions up by exact key, so nothing is kept
+    // away from line 7's glob, and the line says why.
+    let Fate::NoEffect { why } = fate(&p, 6) else {
+        panic!("{:?}", fate(&p, 6))
+    };
+    assert!(
+        why.contains("excludes nothing") && why.contains("-KEY"),
+        "{why}"
+    );
+}
+
+#[test]
+fn text_forms_crlf_tabs_and_space_runs_resolve_as_systemd_reads_them() {
+    let p = preset("09-text-forms.conf", &host());
+    let got: Vec<(String, String, bool)> = p
+        .sysctls
+        .iter()
+        .map(|e| (e.key.to_string(), e.value.clone(), e.optional))
+        .collect();
+    let want = [
+        ("net.ipv4.tcp_fin_timeout", "25", false),
+        ("net.core.somaxconn", "8192", false),
+        ("net.ipv4.ip_local_port_range", "40000 60999", false),
+        ("net.ipv4.tcp_no_such_key", "1", true),
+    ];
+    let want: Vec<(String, String, bool)> = want
+        .iter()
+        .map(|(k, v, o)| (k.to_string(), v.to_string(), *o))
+        .collect();
+    assert_eq!(got, want);
+    assert!(matches!(fate(&p, 6), Fate::Comment), "{:?}", fate(&p, 6));
+    let r = rows(&p, &host(), CheckOptions::default());
+    let missing = row(&r, "net.ipv4.tcp_no_such_key");
+    assert_eq!(missing.status, Status::MissingOptional);
+    assert!(missing.note.contains("`-` prefix"), "{}", missing.note);
+    assert_eq!(
+        Prediction::of(&r).writes,
+        [
+            (
+                Key::parse("net.ipv4.tcp_fin_timeout").unwrap(),
+                "25".to_string()
+            ),
+            (
+                Key::parse("net.core.somaxconn").unwrap(),
+                "8192".to_string()
+            ),
+            (
+                Key::parse("net.ipv4.ip_local_port_range").unwrap(),
+                "40000 60999".to_string()
+            ),
+        ]
+    );
+}
+
+/// A directory, a FIFO (which would block a plain read), a huge file, /dev/null and a file
+/// that is not UTF-8, passed as files: refused naming the file (and line), or read as empty.
+#[test]
+fn files_people_pass_directories_fifos_huge_and_binary_are_refused_by_name() {
+    let d = tempfile::tempdir().unwrap();
+    let err = |p: &Path| {
+        Preset::load_all(&[p.to_path_buf()], &host())
+            .unwrap_err()
+            .to_string()
+    };
+    let e = err(d.path());
+    assert!(
+        e.contains("is a directory") && e.contains(&d.path().display().to_string()),
+        "{e}"
+    );
+    let fifo = d.path().join("f.conf");
+    let mk = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(mk.success());
+    let e = err(&fifo);
+    assert!(e.contains("is a FIFO"), "{e}");
+    let big = d.path().join("big.conf");
+    std::fs::write(
+        &big,
+        "#".repeat(tuning::preset::MAX_FILE_BYTES as usize + 1),
+    )
+    .unwrap();
+    let e = err(&big);
+    assert!(
+        e.contains("1,048,577 bytes, more than the 1,048,576"),
+        "{e}"
+    );
+    let empty = Preset::load_all(&[PathBuf::from("/dev/null")], &host()).unwrap();
+    assert!(empty.sysctls.is_empty() && empty.lines.is_empty());
+}
+
+/// Every fixture under `refused/` names the line its first comment announces.
+#[test]
+fn refused_fixtures_name_their_file_and_line() {
+    let mut n = 0;
+    for e in std::fs::read_dir(dir().join("refused")).unwrap() {
+        let path = e.unwrap().path();
+        let head = std::fs::read(&path).unwrap();
+        let head = String::from_utf8_lossy(&head);
+        let spec = head
+            .lines()
+            .next()
+            .and_then(|l| l.strip_prefix("# refused: line "))
+            .unwrap_or_else(|| panic!("{}: no `# refused: line N: text` header", path.display()));
+        let (line, needle) = spec.split_once(": ").unwrap();
+        let e = Preset::load_all(std::slice::from_ref(&path), &host())
+            .unwrap_err()
+            .to_string();
+        let at = format!("{}:{line}: ", path.display());
+        assert!(e.starts_with(&at), "{at} in {e}");
+        assert!(e.contains(needle), "{needle} in {e}");
+        n += 1;
+    }
+    assert!(n >= 6, "{n}");
+}
+
+/// The sysctl.d fixtures (not the scripts, not the refused ones), named as in `file:line`.
+fn sysctl_d_fixtures() -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir())
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.is_file())
         .collect();
     files.sort();
-    assert!(files.len() >= 9, "{files:?}");
+    files
+}
+
+/// Every fixture file through check and plan: no line is silently dropped. Each line is
+/// blank or a comment, sets keys that have a row in the plan (and the plan's text says what
+/// became of them), or is named with a reason (overridden by which line, sets nothing and
+/// why, excludes which keys). Scripts: each line is a sysctl write (which the generated
+/// sysctl.d file carries, with its `file:line`), or skipped / not understood with a reason.
+#[test]
+fn corpus_every_fixture_line_is_accounted_for() {
+    let files = sysctl_d_fixtures();
+    assert!(files.len() >= 11, "{files:?}");
+    let io = ProcSys { root: host() };
     for f in &files {
         let text = std::fs::read_to_string(f).unwrap();
         let name = f.file_name().unwrap().to_string_lossy().to_string();
         if name.ends_with(".sh") {
             let lines = tuning::import::import(&text);
             assert_eq!(lines.len(), text.lines().count(), "{name}");
+            let body = tuning::import::to_sysctl_d(&lines, &name);
             for l in &lines {
                 assert!(!l.outcomes.is_empty(), "{name}:{}", l.line);
+                for o in &l.outcomes {
+                    match o {
+                        tuning::import::Outcome::Sysctl { key, .. } => assert!(
+                            body.contains(&format!("# {name}:{}\n", l.line))
+                                && body.contains(key.as_str()),
+                            "{name}:{} {key} not in {body}",
+                            l.line
+                        ),
+                        tuning::import::Outcome::Skipped { why } => {
+                            assert!(!why.is_empty(), "{name}:{}", l.line)
+                        }
+                        tuning::import::Outcome::NotUnderstood { advice } => {
+                            assert!(!advice.is_empty(), "{name}:{}", l.line);
+                            assert!(
+                                body.contains(&format!("# {name}:{} not imported: ", l.line)),
+                                "{name}:{}",
+                                l.line
+                            );
+                        }
+                    }
+                }
             }
+            // What import writes is a sysctl.d file the planner reads whole.
+            let out = Preset::from_sysctl_d(
+                &[SourceFile {
+                    name: "imported.conf".into(),
+                    text: body.clone(),
+                }],
+                &host(),
+            )
+            .unwrap_or_else(|e| panic!("{name}: {e}\n{body}"));
+            assert_eq!(out.lines.len(), body.lines().count(), "{name}");
             continue;
         }
         let p = Preset::from_sysctl_d(
@@ -668,6 +848,12 @@ fn corpus_every_fixture_line_is_accounted_for() {
             text.lines().count(),
             "{name}: one note per line"
         );
+        let c = plan::Checked::of(&p, &io, CheckOptions::default());
+        let r = &c.rows;
+        assert_eq!(r.len(), p.sysctls.len(), "{name}");
+        let cmd = format!("connstorm tune apply --file {name} --yes");
+        let check_text = tuning::render::plan::check(&p, &c, &cmd);
+        let plan_text = tuning::render::plan::plan(&p, &c, false, &cmd);
         for (l, raw) in p.lines.iter().zip(text.lines()) {
             let t = raw.trim();
             let blank_or_comment = t.is_empty() || t.starts_with('#') || t.starts_with(';');
@@ -679,19 +865,32 @@ fn corpus_every_fixture_line_is_accounted_for() {
                 t,
                 l.fate
             );
-            assert!(!l.describe().is_empty());
-        }
-        let r = rows(&p, &host(), CheckOptions::default());
-        assert_eq!(r.len(), p.sysctls.len(), "{name}");
-        for l in &p.lines {
-            if let Fate::Effective { keys, .. } = &l.fate {
-                for k in keys {
-                    let row = row(&r, k.as_str());
-                    assert_eq!(row.entry.origin, l.origin.to_string(), "{name}");
+            match &l.fate {
+                Fate::Blank | Fate::Comment => continue,
+                Fate::Effective { keys, .. } => {
+                    assert!(!keys.is_empty(), "{}", l.origin);
+                    for k in keys {
+                        let row = row(r, k.as_str());
+                        assert_eq!(row.entry.origin, l.origin.to_string(), "{name}");
+                    }
                 }
+                Fate::Overridden { by, why } => {
+                    assert!(!by.is_empty() && !why.is_empty(), "{}", l.origin)
+                }
+                Fate::NoEffect { why } => assert!(!why.is_empty(), "{}", l.origin),
+                Fate::Excludes { .. } => {}
+            }
+            // Both texts name the line and say what became of it.
+            let shown = format!("  {}  {}  -> ", l.origin, l.text);
+            for (what, out) in [("check", &check_text), ("plan", &plan_text)] {
+                let line = out
+                    .lines()
+                    .find(|x| x.starts_with(&shown))
+                    .unwrap_or_else(|| panic!("{what} does not show {shown:?}:\n{out}"));
+                assert!(line.len() > shown.len(), "{what}: {line}");
             }
         }
-        let pred = Prediction::of(&r);
+        let pred = &c.prediction;
         let accounted = pred.writes.len()
             + pred.skips.len()
             + pred.refusals.len()
@@ -701,5 +900,75 @@ fn corpus_every_fixture_line_is_accounted_for() {
             r.len(),
             "{name}: every row is written, skipped, refused or ok"
         );
+        // Every skip and refusal has its reason in the plan's last line.
+        for (k, why) in pred.skips.iter().chain(&pred.refusals) {
+            assert!(!why.is_empty(), "{name}: {k}");
+            assert!(plan_text.contains(&format!("{k}: {why}")), "{name}: {k}");
+        }
     }
+}
+
+#[test]
+fn item8_script_forms_several_commands_a_line_sysctl_conf_appends_and_here_documents() {
+    let text = std::fs::read_to_string(dir().join("08b-script-forms.sh")).unwrap();
+    let lines = tuning::import::import(&text);
+    let got: Vec<String> = lines
+        .iter()
+        .flat_map(|l| {
+            l.outcomes.iter().filter_map(move |o| match o {
+                tuning::import::Outcome::Sysctl {
+                    key,
+                    value,
+                    ignore_failure,
+                } => Some(format!(
+                    "{}:{}{key} = {value}",
+                    l.line,
+                    if *ignore_failure { "-" } else { "" }
+                )),
+                _ => None,
+            })
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            "3:net.core.somaxconn = 8192",
+            "3:net.ipv4.tcp_fin_timeout = 10",
+            "4:net.ipv4.tcp_tw_reuse = 1",
+            "4:net.ipv4.tcp_timestamps = 1",
+            "5:net.ipv4.tcp_syncookies = 1",
+            "8:net.ipv4.tcp_max_syn_backlog = 4096",
+            "9:-net.ipv4.tcp_no_such_key = 1",
+            "12:net.ipv4.tcp_sack = 1",
+            "13:net.ipv4.tcp_ecn = 2",
+        ]
+    );
+    let bad: Vec<(usize, String)> = lines
+        .iter()
+        .flat_map(|l| {
+            l.outcomes.iter().filter_map(move |o| match o {
+                tuning::import::Outcome::NotUnderstood { advice } => Some((l.line, advice.clone())),
+                _ => None,
+            })
+        })
+        .collect();
+    let at: Vec<usize> = bad.iter().map(|(l, _)| *l).collect();
+    assert_eq!(at, [10, 14, 15, 16, 19], "{bad:?}");
+    for (line, needle) in [
+        (10, "a glob written to /etc/sysctl.d/99-tune.conf"),
+        (14, "redirects descriptor 1"),
+        (15, "net.ipv4.conf.*.rp_filter = 0"),
+        (16, "/tmp/notes.txt is not under /proc/sys"),
+        (19, "--file /etc/sysctl.conf"),
+    ] {
+        assert!(
+            bad.iter().any(|(l, a)| *l == line && a.contains(needle)),
+            "{line}: {needle} in {bad:?}"
+        );
+    }
+    // The body of a here-document into a file that is not a sysctl file is not imported.
+    assert!(
+        !got.iter().any(|g| g.starts_with("17:")),
+        "line 17 is inside /tmp/notes.txt's here-document"
+    );
 }

@@ -1,0 +1,240 @@
+//! `--tls`: a TLS handshake on every accepted connection (rustls, `ring` provider), before the
+//! mode's work (`close`: close_notify and close; `http`: the request and response over TLS).
+//!
+//! # Certificate
+//! `--cert FILE --key FILE` (PEM: the chain, leaf first, and its private key), or, when neither
+//! is given, a self-signed certificate generated at start with rcgen for `localhost`,
+//! `127.0.0.1` and `::1` (a fresh key every run: clients use `--insecure`, or `--ca` with the
+//! PEM the server writes with `--cert-out`). rcgen and rustls both use `ring`, so one crypto
+//! backend is built (aws-lc-rs would need more build tooling; see the loadgen crate's `tls`).
+//!
+//! # Resumption
+//! One [`rustls::ServerConfig`] is shared by all workers (an `Arc`): a ticketer
+//! (`rustls::crypto::ring::Ticketer`, stateless tickets whose key rotates every 6 h) so TLS 1.3
+//! and TLS 1.2 tickets resume on whichever worker the next connection lands on, and a session-ID
+//! cache of [`SESSION_CACHE`] entries for TLS 1.2 clients without tickets. Both are behind
+//! locks inside rustls, taken once per handshake; that is the one thing the workers share.
+//!
+//! # Counted
+//! Per worker: TLS accepts (server handshakes completed), of them resumed, and failed
+//! handshakes by class (`alert NAME received`, `alert NAME sent`, `EOF`, `ERRNO`).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+
+/// TLS 1.2 session-ID cache size of the shared server config, sessions.
+pub const SESSION_CACHE: usize = 4096;
+
+/// The server's TLS configuration, shared by its workers.
+#[derive(Clone)]
+pub struct TlsServer {
+    /// The rustls config.
+    pub config: Arc<rustls::ServerConfig>,
+    /// The certificate chain as PEM (for `--cert-out`).
+    pub cert_pem: String,
+    /// True when generated at start (self-signed).
+    pub self_signed: bool,
+}
+
+impl std::fmt::Debug for TlsServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TlsServer")
+            .field("self_signed", &self.self_signed)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PartialEq for TlsServer {
+    fn eq(&self, o: &TlsServer) -> bool {
+        Arc::ptr_eq(&self.config, &o.config)
+    }
+}
+
+impl Eq for TlsServer {}
+
+/// Why the TLS set-up failed (bad input: exit 2).
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    /// A PEM file could not be read or holds nothing usable.
+    #[error("--{what} {}: {why}: give a PEM file with the {what_long}", path.display())]
+    File {
+        /// `cert` or `key`.
+        what: &'static str,
+        /// What the file should hold.
+        what_long: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        why: String,
+    },
+    /// Only one of `--cert` and `--key`.
+    #[error("--cert and --key go together: give both, or neither for a self-signed certificate")]
+    Half,
+    /// rustls refused the pair (e.g. the key does not match the certificate).
+    #[error(
+        "the certificate and key cannot be used together ({0}): give the key of that certificate"
+    )]
+    Pair(String),
+    /// rcgen could not make the self-signed certificate.
+    #[error("cannot generate a self-signed certificate: {0}")]
+    Generate(String),
+}
+
+/// Builds the shared server config from `--cert`/`--key`, or a self-signed certificate when both
+/// are `None`.
+///
+/// # Errors
+/// [`TlsError`]: an unreadable or empty file, a key that does not fit, only one of the two.
+pub fn server_config(cert: Option<&Path>, key: Option<&Path>) -> Result<TlsServer, TlsError> {
+    let (chain, key, cert_pem, self_signed) = match (cert, key) {
+        (Some(c), Some(k)) => {
+            let file_err = |what, what_long, path: &Path, why: String| TlsError::File {
+                what,
+                what_long,
+                path: path.to_path_buf(),
+                why,
+            };
+            let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(c)
+                .map_err(|e| file_err("cert", "certificate chain", c, e.to_string()))?
+                .collect::<Result<_, _>>()
+                .map_err(|e| file_err("cert", "certificate chain", c, e.to_string()))?;
+            if chain.is_empty() {
+                return Err(file_err(
+                    "cert",
+                    "certificate chain",
+                    c,
+                    "no CERTIFICATE in it".into(),
+                ));
+            }
+            let key = PrivateKeyDer::from_pem_file(k)
+                .map_err(|e| file_err("key", "private key", k, e.to_string()))?;
+            let pem = std::fs::read_to_string(c).unwrap_or_default();
+            (chain, key, pem, false)
+        }
+        (None, None) => {
+            let names = vec!["localhost".into(), "127.0.0.1".into(), "::1".into()];
+            let ck = rcgen::generate_simple_self_signed(names)
+                .map_err(|e| TlsError::Generate(e.to_string()))?;
+            let key = PrivateKeyDer::try_from(ck.signing_key.serialize_der())
+                .map_err(|e| TlsError::Generate(e.to_string()))?;
+            (vec![ck.cert.der().clone()], key, ck.cert.pem(), true)
+        }
+        _ => return Err(TlsError::Half),
+    };
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut cfg = rustls::ServerConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
+        .map_err(|e| TlsError::Pair(e.to_string()))?
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .map_err(|e| TlsError::Pair(e.to_string()))?;
+    cfg.ticketer =
+        rustls::crypto::ring::Ticketer::new().map_err(|e| TlsError::Pair(e.to_string()))?;
+    cfg.session_storage = rustls::server::ServerSessionMemoryCache::new(SESSION_CACHE);
+    cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(TlsServer {
+        config: Arc::new(cfg),
+        cert_pem,
+        self_signed,
+    })
+}
+
+/// A worker's TLS counters.
+#[derive(Debug, Clone)]
+pub(crate) struct TlsCounts {
+    /// Handshakes completed.
+    pub(crate) accepted: u64,
+    /// Of them, resumed.
+    pub(crate) resumed: u64,
+    /// Failed handshakes by alert received (index = alert code).
+    alert_received: [u64; 256],
+    /// Failed handshakes by alert this server sent.
+    alert_sent: [u64; 256],
+    /// The client closed during the handshake.
+    eof: u64,
+    /// The socket failed during the handshake, by errno.
+    errno: common::errno::ErrnoCounts,
+}
+
+impl Default for TlsCounts {
+    fn default() -> Self {
+        TlsCounts {
+            accepted: 0,
+            resumed: 0,
+            alert_received: [0; 256],
+            alert_sent: [0; 256],
+            eof: 0,
+            errno: Default::default(),
+        }
+    }
+}
+
+impl TlsCounts {
+    /// Counts a completed handshake.
+    pub(crate) fn done(&mut self, conn: &rustls::ServerConnection) {
+        self.accepted += 1;
+        self.resumed += u64::from(conn.handshake_kind() == Some(rustls::HandshakeKind::Resumed));
+    }
+
+    /// Counts a failed handshake: rustls' error.
+    pub(crate) fn failed(&mut self, e: &rustls::Error) {
+        match e {
+            rustls::Error::AlertReceived(a) => self.alert_received[usize::from(u8::from(*a))] += 1,
+            rustls::Error::InvalidCertificate(c) => {
+                let a = rustls::AlertDescription::from(c.clone());
+                self.alert_sent[usize::from(u8::from(a))] += 1;
+            }
+            // What rustls answers to other errors is a decode error, an unexpected message or
+            // a handshake failure; counted under the generic one.
+            _ => {
+                self.alert_sent
+                    [usize::from(u8::from(rustls::AlertDescription::HandshakeFailure))] += 1
+            }
+        }
+    }
+
+    /// Counts a handshake the client ended (FIN) before it was done.
+    pub(crate) fn eof(&mut self) {
+        self.eof += 1;
+    }
+
+    /// Counts a handshake whose socket failed with `errno`.
+    pub(crate) fn errno(&mut self, errno: i32) {
+        self.errno.count(errno);
+    }
+
+    /// Failed handshakes, all classes.
+    pub(crate) fn failed_total(&self) -> u64 {
+        self.alert_received.iter().sum::<u64>()
+            + self.alert_sent.iter().sum::<u64>()
+            + self.eof
+            + self.errno.total()
+    }
+
+    /// Failed handshakes by class: `alert NAME received`, `alert NAME sent`, `EOF`, errno names.
+    pub(crate) fn failures(&self) -> BTreeMap<String, u64> {
+        let mut m = self.errno.to_map();
+        for (code, (&r, &s)) in self
+            .alert_received
+            .iter()
+            .zip(self.alert_sent.iter())
+            .enumerate()
+        {
+            let name = format!("{:?}", rustls::AlertDescription::from(code as u8));
+            if r > 0 {
+                m.insert(format!("alert {name} received"), r);
+            }
+            if s > 0 {
+                m.insert(format!("alert {name} sent"), s);
+            }
+        }
+        if self.eof > 0 {
+            m.insert("EOF".into(), self.eof);
+        }
+        m
+    }
+}

@@ -1,0 +1,324 @@
+//! `connstorm load --tls` against `connstorm server --tls`, in private network namespaces:
+//! handshakes counted by the load = the server's TLS accepts = the namespace's new passive
+//! opens; resumption with tickets and session IDs (exact: all but each worker's first handshake
+//! resume when one connection at a time is in flight); a wrong CA fails every handshake with a
+//! class naming the alert, on both sides; bad certificate/key files are refused up front.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+use testkit::{json, stderr};
+
+const PORT: u16 = 8443;
+
+fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_connstorm"));
+    c.stdin(Stdio::null());
+    c
+}
+
+fn cpus() -> (String, String) {
+    let c = testkit::allowed_cpus();
+    let server = c[0].to_string();
+    let load = c.get(1).unwrap_or(&c[0]).to_string();
+    (server, load)
+}
+
+fn u(v: &serde_json::Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
+}
+
+/// Waits until something listens on `port` in this namespace (/proc/thread-self/net/tcp, state
+/// 0A), without connecting.
+fn wait_listening(port: u16) {
+    let want = format!(":{port:04X} 00000000:0000 0A");
+    let until = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < until {
+        let t = std::fs::read_to_string("/proc/thread-self/net/tcp").unwrap();
+        if t.contains(&want) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("nothing listens on port {port} after 10 s");
+}
+
+/// A certificate for `localhost`/127.0.0.1 and its key, written as PEM files in `dir` under
+/// `name`.pem / `name`.key.
+fn cert_files(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
+    let ck =
+        rcgen::generate_simple_self_signed(vec!["localhost".into(), "127.0.0.1".into()]).unwrap();
+    let cert = dir.join(format!("{name}.pem"));
+    let key = dir.join(format!("{name}.key"));
+    std::fs::write(&cert, ck.cert.pem()).unwrap();
+    std::fs::write(&key, ck.signing_key.serialize_pem()).unwrap();
+    (cert, key)
+}
+
+fn start_server(cpu: &str, extra: &[String]) -> Child {
+    let mut args: Vec<String> = [
+        "server",
+        "--listen",
+        &format!("127.0.0.1:{PORT}"),
+        "--cpus",
+        cpu,
+        "--engine",
+        "epoll",
+        "--tls",
+        "--duration",
+        "60s",
+        "--format",
+        "json",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.extend(extra.iter().cloned());
+    bin()
+        .args(&args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn connstorm server")
+}
+
+/// SIGINT ends the server with its JSON report.
+fn stop_server(mut server: Child) -> serde_json::Value {
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(server.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let _ = server.wait();
+    let mut out = String::new();
+    server
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("server JSON report ({e}): {out}"))
+}
+
+fn sum(s: &serde_json::Value, k: &str) -> u64 {
+    s["workers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| u(&w[k]))
+        .sum()
+}
+
+/// One server (`server_args`) and one load (`load_args`) in a fresh namespace: the load's JSON
+/// report and exit code, the server's report, ΔPassiveOpens.
+fn round(server_args: Vec<String>, load_args: Vec<String>) -> (Output, serde_json::Value, i64) {
+    let (scpu, lcpu) = cpus();
+    testkit::NetNs::run(move |ns| {
+        let server = start_server(&scpu, &server_args);
+        wait_listening(PORT);
+        let before = ns.counter("Tcp.PassiveOpens");
+        let mut args: Vec<String> = [
+            "load",
+            "--target",
+            &format!("localhost:{PORT}"),
+            "--family",
+            "4",
+            "--duration",
+            "1s",
+            "--warmup",
+            "0s",
+            "--cpus",
+            &lcpu,
+            "--tls",
+            "--format",
+            "json",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        args.extend(load_args);
+        let load = bin().args(&args).output().expect("run connstorm load");
+        let passive = ns.counter("Tcp.PassiveOpens") - before;
+        (load, stop_server(server), passive)
+    })
+}
+
+fn strings(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+/// Handshakes counted by the load = successes = attempts = the server's TLS accepts = its
+/// accepts = ΔPassiveOpens; without resumption every handshake is full.
+#[test]
+fn tls_handshakes_of_the_load_equal_the_servers_tls_accepts_and_passive_opens() {
+    let _x = testkit::exclusive();
+    let tmp = tempfile::tempdir().unwrap();
+    let (cert, key) = cert_files(tmp.path(), "a");
+    for (version, http) in [("1.3", false), ("1.2", false), ("auto", true)] {
+        let mut load = strings(&["--rate", "200/s", "--tls-version", version]);
+        load.extend(["--ca".into(), cert.display().to_string()]);
+        let mut srv = strings(&["--cert", &cert.display().to_string()]);
+        srv.extend(["--key".into(), key.display().to_string()]);
+        if http {
+            load.push("--http".into());
+            srv.extend(strings(&["--mode", "http"]));
+        }
+        let (out, s, passive) = round(srv, load);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let j = json(&out);
+        let t = &j["tls"];
+        let attempts = u(&j["total"]["attempts"]);
+        assert!(attempts >= 100, "{j}");
+        for (name, v) in [
+            ("load successes", u(&j["total"]["successes"])),
+            ("load TLS handshakes", u(&t["total_handshakes"])),
+            ("load full handshakes", u(&t["total_full"])),
+            ("server TLS accepts", sum(&s, "tls_accepted")),
+            ("server accepts", sum(&s, "accepted")),
+            ("PassiveOpens", passive as u64),
+        ] {
+            assert_eq!(
+                v, attempts,
+                "{version} http {http}: {name}\nload {j}\nserver {s}"
+            );
+        }
+        assert_eq!(u(&t["total_resumed"]), 0, "{t}");
+        assert_eq!(sum(&s, "tls_resumed"), 0, "{s}");
+        assert_eq!(sum(&s, "tls_failed"), 0, "{s}");
+        let key13 = if version == "1.2" { "tls12" } else { "tls13" };
+        assert_eq!(u(&t[key13]), u(&t["handshakes"]), "{t}");
+        assert_eq!(u(&t["handshake"]["count"]), u(&t["handshakes"]), "{t}");
+        if http {
+            assert_eq!(u(&j["http"]["status_classes"]["2xx"]), attempts, "{j}");
+            assert_eq!(sum(&s, "served"), attempts, "{s}");
+        }
+    }
+}
+
+/// One connection in flight (one worker, closed loop of 1): every handshake but the worker's
+/// first resumes — TLS 1.3 and 1.2 tickets, TLS 1.2 session IDs — and the server counts the same.
+#[test]
+fn tls_resumption_resumes_all_but_each_workers_first_handshake() {
+    let _x = testkit::exclusive();
+    for (version, resume) in [("1.3", "tickets"), ("1.2", "tickets"), ("1.2", "ids")] {
+        let load = strings(&[
+            "--concurrency",
+            "1",
+            "--insecure",
+            "--tls-version",
+            version,
+            "--tls-resume",
+            resume,
+        ]);
+        let (out, s, passive) = round(Vec::new(), load);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let j = json(&out);
+        let t = &j["tls"];
+        let hs = u(&t["total_handshakes"]);
+        assert!(hs >= 20, "{version} {resume}: {j}");
+        assert_eq!(hs, u(&j["total"]["attempts"]), "{j}");
+        assert_eq!(u(&t["total_full"]), 1, "{version} {resume}: {t}");
+        assert_eq!(u(&t["total_resumed"]), hs - 1, "{version} {resume}: {t}");
+        assert_eq!(sum(&s, "tls_accepted"), hs, "{s}");
+        assert_eq!(sum(&s, "tls_resumed"), hs - 1, "{s}");
+        assert_eq!(passive as u64, hs, "{s}");
+    }
+}
+
+/// The client trusts another CA: every handshake fails with one class naming the alert it sends,
+/// nothing succeeds (exit 3), and the server counts each of those failed handshakes.
+#[test]
+fn tls_with_a_wrong_ca_fails_every_handshake_naming_the_alert() {
+    let _x = testkit::exclusive();
+    let tmp = tempfile::tempdir().unwrap();
+    let (cert, key) = cert_files(tmp.path(), "server");
+    let (other, _) = cert_files(tmp.path(), "other");
+    let srv = strings(&[
+        "--cert",
+        &cert.display().to_string(),
+        "--key",
+        &key.display().to_string(),
+    ]);
+    let load = strings(&["--rate", "100/s", "--ca", &other.display().to_string()]);
+    let (out, s, passive) = round(srv, load);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let j = json(&out);
+    let attempts = u(&j["total"]["attempts"]);
+    assert!(attempts >= 50, "{j}");
+    assert_eq!(u(&j["total"]["successes"]), 0, "{j}");
+    // One class: the alert this client sent (its name is rustls' mapping of the certificate
+    // error), on every attempt.
+    let fails = j["total"]["failures"].as_object().unwrap();
+    assert_eq!(fails.len(), 1, "{j}");
+    let (class, n) = fails.iter().next().unwrap();
+    assert_eq!(u(n), attempts, "{j}");
+    let alert = class
+        .strip_prefix("TLS alert ")
+        .and_then(|c| c.strip_suffix(" sent"))
+        .unwrap_or_else(|| panic!("not an alert class: {class}"));
+    assert_eq!(u(&j["total"]["handshakes"]), attempts, "{j}");
+    assert_eq!(sum(&s, "tls_accepted"), 0, "{s}");
+    assert_eq!(sum(&s, "tls_failed"), attempts, "{s}");
+    // The server counts every failed handshake (by the alert it read, or the reset that
+    // followed it when the client's RST overtook the alert).
+    let classes: u64 = s["workers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|w| w["tls_failures"].as_object().unwrap().values())
+        .map(u)
+        .sum();
+    assert_eq!(classes, attempts, "{alert}: {s}");
+    assert_eq!(passive as u64, attempts, "{s}");
+}
+
+/// Unusable certificate or key files, half a pair, TLS on io_uring, a bad CA file: one line
+/// saying what and how to fix it, exit 2, before anything listens.
+#[test]
+fn bad_tls_files_and_options_exit_2_with_one_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (cert, key) = cert_files(tmp.path(), "a");
+    let (_, other_key) = cert_files(tmp.path(), "b");
+    let junk = tmp.path().join("junk.pem");
+    std::fs::write(&junk, "not a certificate\n").unwrap();
+    let missing = tmp.path().join("missing.pem");
+    let p = |x: &Path| x.display().to_string();
+    for (args, want) in [
+        (vec!["--cert", &p(&missing), "--key", &p(&key)], "--cert"),
+        (vec!["--cert", &p(&junk), "--key", &p(&key)], "--cert"),
+        (vec!["--cert", &p(&cert), "--key", &p(&junk)], "--key"),
+        (vec!["--cert", &p(&cert), "--key", &p(&other_key)], "key"),
+        (vec!["--cert", &p(&cert)], "--cert and --key go together"),
+        (vec!["--engine", "io-uring"], "epoll engine only"),
+        (vec!["--mode", "hold"], "--mode close or --mode http"),
+    ] {
+        let mut all = vec![
+            "server",
+            "--listen",
+            "127.0.0.1:0",
+            "--duration",
+            "1s",
+            "--tls",
+        ];
+        all.extend_from_slice(&args);
+        let o = bin().args(&all).output().unwrap();
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {e}");
+        assert!(e.contains(want), "{args:?}: want {want:?} in {e}");
+        assert_eq!(e.trim().lines().count(), 1, "{args:?}: {e}");
+    }
+    for (args, want) in [
+        (vec!["--tls", "--ca", &p(&missing)], "--ca"),
+        (vec!["--tls", "--ca", &p(&junk)], "--ca"),
+        (vec!["--tls", "--tls-resume", "ids"], "--tls-version 1.2"),
+        (vec!["--tls-resume", "tickets"], "--tls"),
+    ] {
+        let mut all = vec!["load", "--target", "127.0.0.1:9", "--duration", "1s"];
+        all.extend_from_slice(&args);
+        let o = bin().args(&all).output().unwrap();
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {e}");
+        assert!(e.contains(want), "{args:?}: want {want:?} in {e}");
+    }
+}
