@@ -17,10 +17,13 @@
 //! - [`phase`]: one phase's measurements turned into its record part; [`convert`]: a load
 //!   report in the record's form; [`taskcpu`]: each side's CPU time.
 //! - [`limits`]: the bounds of the options, checked before anything is created.
-//! - [`run`]: one `bench` run (also an `ab` trial): the peak phase, then the latency phase.
+//! - [`run`]: one `bench` run (also an `ab` trial): the peak phase, then the latency phase;
+//!   [`baseline`]: the paired kernel floor of `bench --baseline` on the trial's server.
 //! - [`record`]: the record's header (what ran, on which host) and the `--out` check.
 //! - [`summary`]: the text of a finished run and the per-second progress lines (strings, for
 //!   the caller to print).
+//! - [`k8s`]: the Kubernetes manifests of a multi-host run (`connstorm k8s render`).
+//! - [`ab`]: the sides of `connstorm ab` (toggles, setup commands, names) and their restore.
 //! - [`accept_queue`]: for `connstorm load` against a local target, the listener's accept queue
 //!   at the end of the run after a bounded settle: what is left was never accepted.
 //! - [`metrics`]: the run's Prometheus metrics (bench phase, load and server collectors).
@@ -30,11 +33,14 @@
 //! Bad input found while resolving options (a CPU list, `--out`, netem refused) is an
 //! `anyhow::Error` holding [`common::error::BadInput`]: the binary's exit code 2.
 
+pub mod ab;
 pub mod accept_queue;
+pub mod baseline;
 pub mod cleanup;
 pub mod convert;
 pub mod cpus;
 pub mod harness;
+pub mod k8s;
 pub mod limits;
 pub mod metrics;
 pub mod phase;

@@ -1,6 +1,6 @@
 //! One `connstorm bench` run (also an `ab` trial): the peak phase, then the latency phase at
 //! 80% of the peak (or `--rate`); the caller then runs the paired kernel-floor baseline with
-//! `--baseline` on the still-running server ([`Trial::harness`]), and writes the record
+//! `--baseline` on the still-running server ([`Trial::baseline`]), and writes the record
 //! ([`Trial::write`], which stops the server first).
 
 use std::path::{Path, PathBuf};
@@ -44,6 +44,8 @@ pub struct Trial {
     pub peak_rate: Option<f64>,
     /// The peak phase's measured time (the kernel floor runs as long).
     pub peak_duration: Duration,
+    /// The server's and the load's CPUs (the kernel floor runs on the same).
+    pub(crate) cpus: (Vec<usize>, Vec<usize>),
     started: Instant,
     harness: Option<Harness>,
 }
@@ -150,6 +152,7 @@ pub fn phases(
     on_note: &mut dyn FnMut(&str),
     on_event: &mut dyn FnMut(Event<'_>),
 ) -> anyhow::Result<Trial> {
+    let cpus = (setup.server_cpus.clone(), setup.load_cpus.clone());
     let load_cpus = setup.load_cpus.len();
     let (peak_d, lat_d, warmup) = split_duration(plan.duration);
     let config = serde_json::json!({
@@ -225,6 +228,7 @@ pub fn phases(
         result,
         peak_rate,
         peak_duration: peak_d,
+        cpus,
         started,
         harness: Some(harness),
     })
@@ -275,6 +279,7 @@ mod tests {
             result,
             peak_rate: Some(1_000.0),
             peak_duration: Duration::from_secs(2),
+            cpus: (vec![0], vec![0]),
             started: Instant::now(),
             harness: None,
         }

@@ -12,7 +12,8 @@
 //!   channel; [`run`] merges them into a [`TimelineRow`] for the caller's callback, and at the end
 //!   merges the workers' histograms and counters into a [`LoadReport`] ([`report`]).
 //! - [`segment`] splits a run over several generators (`i/N` shares of rate, concurrency,
-//!   sources); [`run_at`] starts the schedule at a wall-clock instant so they start together.
+//!   sources, [`segment::Segment::apply`]); [`run_at`] starts the schedule at a wall-clock
+//!   instant so they start together, [`start`] parses that instant and waits for it.
 //! - [`metrics`] sums those rows for Prometheus ([`metrics::LoadMetrics`], a collector read
 //!   at scrape time: nothing on the hot path).
 //! - [`render`] writes the text of a run: the per-second line and the report summary.
@@ -71,6 +72,7 @@ mod run;
 mod schedule;
 pub mod segment;
 mod slot;
+pub mod start;
 mod stats;
 pub mod tls;
 mod worker;

@@ -13,6 +13,10 @@
 use std::ops::Range;
 use std::str::FromStr;
 
+use common::error::BadInput;
+
+use crate::{LoadConfig, Pattern};
+
 /// Largest `N` accepted: far more generators than any run needs, small enough that every share
 /// of a sensible rate stays above zero.
 pub const MAX_SEGMENTS: u32 = 10_000;
@@ -96,6 +100,48 @@ impl Segment {
         } else {
             rate_per_sec / f64::from(self.count)
         }
+    }
+
+    /// Narrows `cfg` to this segment's share: the open-loop rate, the closed-loop concurrency
+    /// and the source addresses (a contiguous, disjoint slice). The default in-flight bound
+    /// (`max_in_flight_given` false) follows the smaller rate
+    /// ([`crate::default_max_in_flight`]).
+    ///
+    /// # Errors
+    /// Bad input when the share is empty (a rate, concurrency or source list smaller than `N`),
+    /// or the narrowed configuration does not validate ([`LoadConfig::validate`]).
+    pub fn apply(
+        self,
+        mut cfg: LoadConfig,
+        max_in_flight_given: bool,
+    ) -> Result<LoadConfig, BadInput> {
+        let bad = |e: SegmentError| BadInput(format!("--segment: {e}"));
+        cfg.pattern = match cfg.pattern {
+            Pattern::Open {
+                rate_per_sec,
+                arrival,
+            } => {
+                let rate = self.nonzero_rate(rate_per_sec).map_err(bad)?;
+                if !max_in_flight_given {
+                    let d = crate::default_max_in_flight(rate, cfg.connect_timeout, cfg.cpus.len());
+                    cfg.max_in_flight = cfg.max_in_flight.min(d);
+                }
+                Pattern::Open {
+                    rate_per_sec: rate,
+                    arrival,
+                }
+            }
+            Pattern::Closed { concurrency } => Pattern::Closed {
+                concurrency: self
+                    .nonzero_count(u64::from(concurrency), "connections in flight")
+                    .map_err(bad)? as u32,
+            },
+        };
+        cfg.sources = self
+            .nonempty_slice(&cfg.sources, "source addresses")
+            .map_err(bad)?;
+        cfg.validate().map_err(|e| BadInput(e.to_string()))?;
+        Ok(cfg)
     }
 
     /// [`Segment::share_count`] refusing an empty share.

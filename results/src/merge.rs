@@ -55,6 +55,35 @@ pub struct Input {
     pub record: RunRecord,
 }
 
+impl Input {
+    /// Reads a record file to merge ([`RunRecord::read`]) with the schema version it declares.
+    ///
+    /// # Errors
+    /// As [`RunRecord::read`]: the file cannot be read or is not a record.
+    pub fn read(path: &Path) -> Result<Input, crate::record::RecordError> {
+        let record = RunRecord::read(path)?;
+        Ok(Input {
+            path: path.to_path_buf(),
+            schema_version: declared_schema(path),
+            record,
+        })
+    }
+}
+
+/// The schema version a record file declares, before any upgrade on reading (0 when absent:
+/// [`RunRecord::read`] refuses such a file anyway).
+fn declared_schema(path: &Path) -> u32 {
+    #[derive(serde::Deserialize)]
+    struct Head {
+        schema_version: Option<u32>,
+    }
+    std::fs::read(path)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<Head>(&b).ok())
+        .and_then(|h| h.schema_version)
+        .unwrap_or(0)
+}
+
 /// The merged record and what a reader must know about it.
 #[derive(Debug, Clone)]
 pub struct Merged {

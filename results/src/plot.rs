@@ -7,6 +7,7 @@
 //! the same everywhere.
 
 mod ab;
+mod names;
 mod spectrum;
 mod sweep;
 mod timeline;
@@ -19,6 +20,8 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use crate::record::RunRecord;
+
+pub use names::legend_names;
 
 /// Picture size in pixels (width, height).
 pub const SIZE: (u32, u32) = (1000, 600);

@@ -1,11 +1,9 @@
 //! The binary's side of `bench`, `sweep` and `ab`: the composition itself lives in the
 //! `connstorm-bench` crate (re-exported here under the paths the commands use); this module adds
-//! only what prints (notes, progress lines), the build's version in records, and the kernel floor
-//! of `bench --baseline` ([`baseline`]).
+//! only what prints (notes, progress lines) and the build's version in records.
 
-pub use ::bench::{convert, cpus, harness, summary};
+pub use ::bench::{baseline, convert, cpus, harness, summary};
 
-pub mod baseline;
 pub mod record;
 pub mod run;
 

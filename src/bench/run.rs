@@ -1,6 +1,7 @@
 //! One `connstorm bench` run (also an `ab` trial): the phases ([`::bench::run::phases`]) with
-//! their progress on stderr, the paired kernel-floor baseline with `--baseline` (on the running
-//! server, before it stops), and the record written.
+//! their progress on stderr, the paired kernel-floor baseline with `--baseline`
+//! ([`::bench::run::Trial::baseline`], on the running server, before it stops), and the record
+//! written.
 
 use std::path::PathBuf;
 
@@ -40,7 +41,6 @@ pub fn execute(
 ) -> anyhow::Result<(results::RunRecord, PathBuf, anyhow::Result<()>)> {
     use ::bench::run::Event;
     let plan = plan(args);
-    let (server_cpus, load_cpus) = (setup.server_cpus.clone(), setup.load_cpus.clone());
     let external = setup.target.is_some();
     let close = setup.close;
     let mut on_second = |spec: &PhaseSpec, row: &loadgen::TimelineRow| {
@@ -68,53 +68,21 @@ pub fn execute(
     )?;
     trial.record.build = crate::version::build_info();
     if trial.baseline_due(&plan, external) {
-        if args.setup.netns {
-            trial.record.warnings.push("--baseline with --netns: the floor runs on the host's loopback, connstorm across the namespaces' veth: the ratio compares different paths".into());
-        }
-        let concurrency = peak_concurrency(args.setup.concurrency, load_cpus.len());
-        let spec = |duration, warmup| PhaseSpec {
-            name: "baseline".into(),
-            pattern: loadgen::Pattern::Closed { concurrency },
-            duration,
-            warmup,
-        };
-        let mut record = std::mem::replace(
-            &mut trial.record,
-            results::RunRecord::new("baseline", serde_json::Value::Null),
-        );
-        let measured = {
-            let mut slice = |d, w| match trial.harness() {
-                Some(h) => {
-                    let spec = spec(d, w);
-                    if let Some((_, m)) = live {
-                        m.phase(&spec, close);
-                    }
-                    let ran = h.run_phase(&spec, stop, &mut |row| {
-                        if let Some((_, m)) = live {
-                            m.observe(row);
-                        }
-                    });
-                    if let Some((_, m)) = live {
-                        m.phase_done();
-                    }
-                    ran.map(|o| (o.record, o.warnings))
+        trial.baseline(
+            ::bench::baseline::BaselineRun {
+                netns: args.setup.netns,
+                concurrency: args.setup.concurrency,
+                opts: args.baseline_options(),
+            },
+            stop,
+            &mut |line| crate::output::note(line),
+            &mut |row| {
+                if let Some((_, m)) = live {
+                    m.observe(row);
                 }
-                None => Err(anyhow::anyhow!("the server stopped before the baseline")),
-            };
-            super::baseline::measure(
-                &mut record,
-                &server_cpus,
-                &load_cpus,
-                args.baseline_options(),
-                stop,
-                &mut slice,
-            )
-        };
-        trial.record = record;
-        if let Err(e) = measured {
-            trial.finish(stop);
-            return Err(e);
-        }
+            },
+            &mut on_event,
+        )?;
     }
     let written = trial.write(&args.setup.out, stop);
     if let Some((_, m)) = live {

@@ -13,34 +13,14 @@
 //! Sides are named by what differs (toggle values, setup commands), and each trial's label is
 //! `[LABEL-]<side name>#<trial>` so a later `connstorm compare` names them the same way.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 
+use ::bench::ab::{Restore, Sides};
 use anyhow::{bail, Context};
-use tuning::toggle::{Original, Side, Toggle};
+use tuning::toggle::{Side, Toggle};
 
 use super::compare::{FormatArg, RuleArgs};
 use crate::cmd::bench;
-use crate::error::bad_input;
-
-/// What a side is: its toggle values and setup command, e.g.
-/// `net.ipv4.tcp_timestamps=1` or `setup: ethtool -K eth0 gro off`; `A`/`B` when nothing names it.
-pub fn side_name(args: &Args, side: Side) -> String {
-    let mut parts: Vec<String> = args.toggles.iter().map(|t| t.describe(side)).collect();
-    let cmd = if side == Side::A {
-        &args.a_setup
-    } else {
-        &args.b_setup
-    };
-    if let Some(c) = cmd {
-        parts.push(format!("setup: {c}"));
-    }
-    if parts.is_empty() {
-        (if side == Side::A { "A" } else { "B" }).to_string()
-    } else {
-        parts.join(", ")
-    }
-}
 
 /// Options of `connstorm ab`.
 ///
@@ -82,48 +62,15 @@ fn parse_toggle(s: &str) -> Result<Toggle, String> {
     Toggle::parse(s).map_err(|e| e.to_string())
 }
 
-/// Puts the toggles back; reports every failure.
-struct Restore<'a> {
-    root: &'a Path,
-    saved: Vec<(Toggle, Original)>,
-    command: Option<String>,
-}
+/// Runs the restore on every way out of [`run`], printing what failed.
+struct RestoreOnDrop(Restore);
 
-impl Restore<'_> {
-    fn run(&mut self) -> Vec<String> {
-        let mut errors = Vec::new();
-        for (t, orig) in self.saved.drain(..).rev() {
-            if let Err(e) = t.restore(self.root, &orig) {
-                errors.push(format!("could not restore {}: {e}", t.with_original(&orig)));
-            }
-        }
-        if let Some(cmd) = self.command.take() {
-            if let Err(e) = shell(&cmd) {
-                errors.push(format!("--restore command failed: {e:#}"));
-            }
-        }
-        errors
-    }
-}
-
-impl Drop for Restore<'_> {
+impl Drop for RestoreOnDrop {
     fn drop(&mut self) {
-        for e in self.run() {
+        for e in self.0.run() {
             eprintln!("connstorm: ab: {e}");
         }
     }
-}
-
-fn shell(cmd: &str) -> anyhow::Result<()> {
-    let status = Command::new("sh")
-        .arg("-c")
-        .arg(cmd)
-        .status()
-        .with_context(|| format!("run `{cmd}`"))?;
-    if !status.success() {
-        bail!("`{cmd}` exited with {status}");
-    }
-    Ok(())
 }
 
 /// Runs `connstorm ab`.
@@ -131,37 +78,24 @@ fn shell(cmd: &str) -> anyhow::Result<()> {
 /// # Errors
 /// Bad options (exit 2), a failing setup command or toggle (after restoring), bench failures.
 pub fn run(args: Args) -> anyhow::Result<i32> {
-    if args.a_setup.is_none() && args.b_setup.is_none() && args.toggles.is_empty() {
-        return Err(bad_input(
-            "nothing distinguishes A from B: give --a-setup/--b-setup commands or a --toggle (e.g. --toggle sysctl:net.ipv4.tcp_timestamps=1,0)",
-        ));
-    }
-    if args.bench.setup.netns {
-        for t in &args.toggles {
-            if let Toggle::Sysctl { key, .. } = t {
-                if key.scope() == tuning::sysctl::Scope::Netns {
-                    return Err(bad_input(format!(
-                        "--toggle {}: this sysctl is per network namespace, and --netns runs every trial in fresh namespaces that never see it; drop --netns, or change it with --a-setup/--b-setup inside the namespaces",
-                        key.as_str()
-                    )));
-                }
-            }
-        }
-    }
+    let sides = Sides {
+        toggles: &args.toggles,
+        a_setup: args.a_setup.as_deref(),
+        b_setup: args.b_setup.as_deref(),
+    };
+    sides.check(args.bench.setup.netns)?;
     let setup = args.bench.setup.resolve()?;
     let _ = server::rlimit::raise_nofile();
     let stop = crate::signals::stop_flag().context("install signal handlers")?;
     // Read every original value before changing anything.
-    let mut saved = Vec::new();
-    for t in &args.toggles {
-        let orig = t
-            .read(&args.root)
-            .map_err(|e| bad_input(format!("toggle: {e}")))?;
-        saved.push((t.clone(), orig));
-    }
+    let mut restore = RestoreOnDrop(Restore::read(
+        &args.root,
+        &args.toggles,
+        args.restore.clone(),
+    )?);
     // A second Ctrl-C exits without unwinding: restore the toggles then too.
     let _forced_exit = {
-        let (root, saved) = (args.root.clone(), saved.clone());
+        let (root, saved) = (args.root.clone(), restore.0.saved().to_vec());
         crate::signals::on_forced_exit(move || {
             for (t, orig) in saved.iter().rev() {
                 match t.restore(&root, orig) {
@@ -173,11 +107,6 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
                 }
             }
         })
-    };
-    let mut restore = Restore {
-        root: &args.root,
-        saved,
-        command: args.restore.clone(),
     };
     let mut a_records = Vec::new();
     let mut b_records = Vec::new();
@@ -192,34 +121,14 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
                 break 'trials;
             }
             let name = if side == Side::A { "A" } else { "B" };
-            let step = (|| -> anyhow::Result<()> {
-                for t in &args.toggles {
-                    t.set(&args.root, side)
-                        .with_context(|| format!("set {}", t.describe(side)))?;
-                }
-                let cmd = if side == Side::A {
-                    &args.a_setup
-                } else {
-                    &args.b_setup
-                };
-                if let Some(cmd) = cmd {
-                    shell(cmd).with_context(|| format!("{name} setup"))?;
-                }
-                Ok(())
-            })();
-            if let Err(e) = step {
+            if let Err(e) = sides.set(&args.root, side) {
                 outcome = Err(e);
                 break 'trials;
             }
             eprintln!("[ab] trial {i}/{} side {name}", args.trials);
             crate::progress::trial("ab", i, args.trials, name);
             let mut trial = args.bench.clone();
-            let base = if trial.setup.label.is_empty() {
-                String::new()
-            } else {
-                format!("{}-", trial.setup.label)
-            };
-            trial.setup.label = format!("{base}{}#{i}", side_name(&args, side));
+            trial.setup.label = sides.trial_label(&args.bench.setup.label, side, i);
             match crate::bench::run::execute(&trial, setup.clone(), &stop, None) {
                 Ok((record, path, result)) => {
                     let flags = results::compare::trial_flags(&record);
@@ -256,7 +165,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             }
         }
     }
-    let errors = restore.run();
+    let errors = restore.0.run();
     for e in &errors {
         eprintln!("connstorm: ab: {e}");
     }
@@ -266,7 +175,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     // A comparison needs both sides: with one side empty (e.g. B's setup failed) there is
     // nothing to print but the error.
     if !a_records.is_empty() && !b_records.is_empty() {
-        let (na, nb) = (side_name(&args, Side::A), side_name(&args, Side::B));
+        let (na, nb) = (sides.name(Side::A), sides.name(Side::B));
         let c = results::compare::compare(
             &a_records,
             &b_records,

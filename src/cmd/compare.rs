@@ -83,63 +83,7 @@ impl RuleArgs {
     }
 }
 
-/// Refuses (exit 2) a comparison whose sides' setups differ in a way that makes them different
-/// experiments, unless `allow_mismatch` (`--allow-mismatch`).
-///
-/// # Errors
-/// Bad input naming every difference.
-pub fn check_setups(c: &compare::Comparison, allow_mismatch: bool) -> anyhow::Result<()> {
-    {
-        let refusing: Vec<String> = c
-            .setup_differences
-            .iter()
-            .filter(|d| d.refuses)
-            .map(|d| d.describe())
-            .collect();
-        if refusing.is_empty() || allow_mismatch {
-            return Ok(());
-        }
-        Err(bad_input(format!(
-            "the sides were measured with different setups: {}; a difference in the numbers could come from that, not from what you changed. Re-run with the same setup, or add --allow-mismatch to compare anyway (the differences are then listed in the output)",
-            refusing.join("; ")
-        )))
-    }
-}
-
-/// Refuses (exit 2) a set of records in which one run appears twice (the same path, or files
-/// holding the same record): each trial must be its own run, and a repeated one would make the
-/// verdict look stronger than the data are (overlapping globs do this).
-///
-/// # Errors
-/// Bad input naming both files.
-pub fn refuse_duplicates<'a>(
-    records: impl IntoIterator<Item = (&'a PathBuf, &'a results::record::RunRecord)>,
-) -> anyhow::Result<()> {
-    let mut seen: Vec<(&PathBuf, &results::record::RunRecord)> = Vec::new();
-    for (p, rec) in records {
-        if let Some((first, _)) = seen
-            .iter()
-            .find(|(q, r)| *q == p || *r == rec || same_start(r, rec))
-        {
-            return Err(bad_input(format!(
-                "{} and {} are the same run: each trial must be its own run (a repeated one would make the verdict look stronger than the data are); drop one of them",
-                first.display(),
-                p.display()
-            )));
-        }
-        seen.push((p, rec));
-    }
-    Ok(())
-}
-
-/// Whether two records are one run: the same host and the same start instant (ms since the
-/// epoch). Runs on one host are sequential, so two runs cannot share their start millisecond; a
-/// copy with only its label edited is still the same run.
-fn same_start(a: &results::record::RunRecord, b: &results::record::RunRecord) -> bool {
-    a.run.started_unix_ms.is_some()
-        && a.run.started_unix_ms == b.run.started_unix_ms
-        && a.host.hostname == b.host.hostname
-}
+pub use results::compare::{check_setups, refuse_duplicates};
 
 /// Options of `connstorm compare`.
 ///

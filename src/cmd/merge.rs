@@ -9,7 +9,6 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 use results::merge::{merge, Input};
-use results::record::RunRecord;
 
 use crate::error::bad_input;
 
@@ -25,20 +24,6 @@ pub struct Args {
     pub output: PathBuf,
 }
 
-/// The schema version a record file declares, before any upgrade on reading (0 when absent:
-/// [`RunRecord::read`] refuses such a file anyway).
-fn declared_schema(path: &Path) -> u32 {
-    #[derive(serde::Deserialize)]
-    struct Head {
-        schema_version: Option<u32>,
-    }
-    std::fs::read(path)
-        .ok()
-        .and_then(|b| serde_json::from_slice::<Head>(&b).ok())
-        .and_then(|h| h.schema_version)
-        .unwrap_or(0)
-}
-
 /// Runs `connstorm merge`.
 ///
 /// # Errors
@@ -46,16 +31,11 @@ fn declared_schema(path: &Path) -> u32 {
 /// written.
 pub fn run(args: Args) -> anyhow::Result<i32> {
     if args.output.as_os_str() != "-" {
-        refuse_non_file(&args.output)?;
+        common::files::refuse_non_file("-o", &args.output)?;
     }
     let mut inputs = Vec::with_capacity(args.records.len());
     for path in &args.records {
-        let record = RunRecord::read(path).map_err(|e| bad_input(e.to_string()))?;
-        inputs.push(Input {
-            path: path.clone(),
-            schema_version: declared_schema(path),
-            record,
-        });
+        inputs.push(Input::read(path).map_err(|e| bad_input(e.to_string()))?);
     }
     let merged = merge(&inputs).map_err(|e| bad_input(e.to_string()))?;
     for w in &merged.warnings {
@@ -82,21 +62,6 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-/// Refuses an output path that exists and is not a regular file: the rename that makes the write
-/// atomic would replace a device (`/dev/full`), a symlink or a directory.
-///
-/// # Errors
-/// Bad input (exit 2) naming the path.
-fn refuse_non_file(path: &Path) -> anyhow::Result<()> {
-    match std::fs::symlink_metadata(path) {
-        Ok(m) if !m.file_type().is_file() => Err(bad_input(format!(
-            "-o {}: exists and is not a regular file (a device, symlink or directory would be replaced): give a file path, or - for stdout",
-            path.display()
-        ))),
-        _ => Ok(()),
-    }
-}
-
 /// Writes `json` to `path` through a temporary file in the same directory and a rename, so a
 /// reader never sees half a record.
 ///
@@ -104,7 +69,7 @@ fn refuse_non_file(path: &Path) -> anyhow::Result<()> {
 /// Bad input (exit 2) when `path` exists and is not a regular file (a device such as
 /// `/dev/full`, a symlink, a directory): the rename would replace it. Exit 1 when writing fails.
 fn write_file(path: &Path, json: &str) -> anyhow::Result<()> {
-    refuse_non_file(path)?;
+    common::files::refuse_non_file("-o", path)?;
     common::files::write_atomic(path, format!("{json}\n").as_bytes())
         .with_context(|| format!("writing the merged record to {}", path.display()))
 }

@@ -1,8 +1,8 @@
 //! `connstorm plot`: draw run records to SVG or PNG.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use results::plot::{self, Kind, Named, PlotError};
+use results::plot::{self, legend_names, Kind, PlotError};
 use results::record::RunRecord;
 
 use super::report::read_record;
@@ -41,62 +41,6 @@ pub struct Args {
     /// `--kind ab`: draw even when the sides' setups differ (as `compare --allow-mismatch`).
     #[arg(long)]
     pub allow_mismatch: bool,
-}
-
-/// Legend names: the label; for a record without one, its command and start time
-/// (`sweep 2026-11-29T22:15:03Z`); repeated names get their start time (or, if that repeats
-/// too, the file name) added — except in A/B plots, where a side's trials share a name on
-/// purpose.
-fn names(records: &[(PathBuf, RunRecord)], keep_repeats: bool) -> Vec<String> {
-    let stem = |p: &Path| {
-        p.file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default()
-    };
-    let base = |rec: &RunRecord| {
-        if rec.label.is_empty() {
-            format!("{} {}", rec.run.command, rec.run.started_at)
-        } else {
-            rec.label.clone()
-        }
-    };
-    records
-        .iter()
-        .map(|(path, rec)| {
-            let name = base(rec);
-            let same: Vec<&RunRecord> = records
-                .iter()
-                .map(|(_, r)| r)
-                .filter(|r| base(r) == name)
-                .collect();
-            if same.len() == 1 || keep_repeats {
-                name
-            } else if !rec.label.is_empty()
-                && same
-                    .iter()
-                    .filter(|r| r.run.started_at == rec.run.started_at)
-                    .count()
-                    == 1
-            {
-                format!("{name} ({})", rec.run.started_at)
-            } else {
-                format!("{name} ({})", stem(path))
-            }
-        })
-        .collect()
-}
-
-fn side(recs: &[(PathBuf, RunRecord)], keep_repeats: bool) -> Vec<Named<'_>> {
-    recs.iter()
-        .zip(names(recs, keep_repeats))
-        .map(|((_, record), name)| Named { name, record })
-        .collect()
-}
-
-/// Legend names for records read from files (as `plot` names them, repeats told apart), for
-/// `report --format html`.
-pub(crate) fn legend_names(recs: &[(PathBuf, RunRecord)]) -> Vec<Named<'_>> {
-    side(recs, false)
 }
 
 fn load(paths: &[PathBuf]) -> anyhow::Result<Vec<(PathBuf, RunRecord)>> {
@@ -150,7 +94,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         super::compare::check_setups(&c, args.allow_mismatch)?;
     }
     let keep = kind == Kind::Ab;
-    let (sa, sb) = (side(&a, keep), side(&b, keep));
+    let (sa, sb) = (legend_names(&a, keep), legend_names(&b, keep));
     match plot::write(kind, &sa, &sb, &args.output) {
         Ok(()) => {
             eprintln!("connstorm: wrote {}", args.output.display());

@@ -105,7 +105,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         }
     }
     if args.format == FormatArg::Html {
-        let named = super::plot::legend_names(&html_records);
+        let named = results::plot::legend_names(&html_records, false);
         let counters = if args.all_counters {
             Counters::All
         } else {

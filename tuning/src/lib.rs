@@ -13,13 +13,15 @@
 //!   subcommand;
 //! - [`irq`]: IRQ → CPU plans; [`kconfig`]: kernel config audit; [`doctor`]: one-screen summary
 //!   built from [`finding::Finding`]s; [`netns`]: entering a named network namespace (setns)
-//!   and the veth-joined namespace pair of `bench --netns`; [`procstat`]: per-CPU busy time.
+//!   and the veth-joined namespace pair of `bench --netns`; [`procstat`]: per-CPU busy time;
+//!   [`clock`]: the host clock's sync state (chrony, timedatectl) for multi-host runs.
 //!
 //! Data flows one way: readers produce plain structs, planners turn them into plans, and only
 //! [`plan`] and [`irq`] write to the host — always after saving a [`snapshot::Snapshot`].
 #![forbid(unsafe_code)]
 
 pub mod builtin;
+pub mod clock;
 pub mod cmdline;
 pub mod counters;
 pub mod cpulist;

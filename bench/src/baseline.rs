@@ -6,15 +6,19 @@
 //! whole-machine shape when the CPU sets overlap ([`loadgen::floor::Shape`]). The kernel's
 //! `Tcp.ActiveOpens` is read around each floor slice and checked against its count.
 //!
-//! Interface to the rest of `bench`: [`measure`] takes the connstorm slice as a closure (the
-//! harness lives with the caller), and [`Options`] from the command line.
+//! Interface: [`measure`] takes the connstorm slice as a closure (the harness lives with the
+//! caller) and [`Options`] from the command line; [`crate::run::Trial::baseline`] runs it on a
+//! trial's still-running server. Every line it shows goes to the caller's `on_note`.
 
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use results::numfmt;
+use common::numfmt;
 use results::paired::{abba_order, Arm, Paired, Slice};
 use results::record::{Baseline, PhaseRecord, RunRecord};
+
+use crate::run::{peak_concurrency, Event};
+use crate::setup::PhaseSpec;
 
 /// Default number of pairs: the fewest that give a 95% order-statistic interval (6).
 pub const DEFAULT_PAIRS: usize = 6;
@@ -77,8 +81,9 @@ impl Options {
 
 /// Runs the paired baseline and stores it in `record` (baseline and warnings).
 /// `connstorm_slice(measured, warmup)` runs one connstorm peak slice on the caller's harness and
-/// returns its phase record and warnings. Stops early when `stop` turns true (the slices so far
-/// are kept).
+/// returns its phase record and warnings; `on_note` gets the plan line, one line per slice as it
+/// ends (`[baseline] pair 1/6 floor: ...`) and the summary line. Stops early when `stop` turns
+/// true (the slices so far are kept).
 ///
 /// # Errors
 /// When the floor's listeners cannot be set up or a connstorm slice fails.
@@ -92,9 +97,10 @@ pub fn measure(
         Duration,
         Duration,
     ) -> anyhow::Result<(PhaseRecord, Vec<String>)>,
+    on_note: &mut dyn FnMut(&str),
 ) -> anyhow::Result<()> {
     let shape = loadgen::floor::Shape::of(server_cpus, load_cpus);
-    crate::output::note(&format!(
+    on_note(&format!(
         "[baseline] {} pairs in ABBA order, {:.1} s slices after {:.1} s warm-up each, floor shape {} ({} client / {} server threads)",
         opts.pairs,
         opts.slice.as_secs_f64(),
@@ -105,7 +111,7 @@ pub fn measure(
     ));
     let mut slices = Vec::with_capacity(2 * opts.pairs);
     for (pair, arm) in abba_order(opts.pairs) {
-        if crate::signals::stopped(stop) {
+        if stop.load(Ordering::Relaxed) {
             record
                 .warnings
                 .push("baseline interrupted: fewer pairs than asked".into());
@@ -123,7 +129,7 @@ pub fn measure(
                 from_phase(pair, &phase)
             }
         };
-        if crate::signals::stopped(stop) {
+        if stop.load(Ordering::Relaxed) {
             // Cut short by the interrupt: its rate covers a fraction of a slice; its pair is
             // left out (a pair needs both arms measured the same way).
             slices.retain(|s: &Slice| s.pair != pair);
@@ -133,7 +139,7 @@ pub fn measure(
             ));
             break;
         }
-        crate::output::note(&slice_line(&slice, opts.pairs));
+        on_note(&slice_line(&slice, opts.pairs));
         slices.push(slice);
     }
     let paired = Paired::from_slices(
@@ -143,7 +149,7 @@ pub fn measure(
         WARMUP.as_secs_f64(),
         shape.name(),
     );
-    crate::output::note(&format!(
+    on_note(&format!(
         "[baseline] {}",
         results::paired::summary_line(&paired)
     ));
@@ -153,6 +159,85 @@ pub fn measure(
         paired: Some(paired),
     });
     Ok(())
+}
+
+/// How [`crate::run::Trial::baseline`] runs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BaselineRun {
+    /// `--netns`: the record gets a warning, as the floor runs on the host's loopback and
+    /// connstorm across the namespaces' veth.
+    pub netns: bool,
+    /// Closed-loop concurrency of the connstorm slices; `None` = [`peak_concurrency`]'s default.
+    pub concurrency: Option<u32>,
+    /// Pairs and slice length.
+    pub opts: Options,
+}
+
+impl crate::run::Trial {
+    /// Runs the paired baseline ([`measure`]) on this trial's still-running server and stores it
+    /// in the record; call it when [`crate::run::Trial::baseline_due`] says so. The connstorm
+    /// slices are closed-loop phases named `baseline` ([`BaselineRun`]); `on_second` sees their
+    /// per-second rows and `on_event` their begin and end ([`Event::PhaseBegins`],
+    /// [`Event::PhaseEnded`]), `on_note` the lines of [`measure`].
+    ///
+    /// # Errors
+    /// As [`measure`], or when the server stopped before the baseline; the server is then
+    /// stopped ([`crate::run::Trial::finish`]) and the record is not written.
+    pub fn baseline(
+        &mut self,
+        how: BaselineRun,
+        stop: &AtomicBool,
+        on_note: &mut dyn FnMut(&str),
+        on_second: &mut dyn FnMut(&loadgen::TimelineRow),
+        on_event: &mut dyn FnMut(Event<'_>),
+    ) -> anyhow::Result<()> {
+        let BaselineRun {
+            netns,
+            concurrency,
+            opts,
+        } = how;
+        if netns {
+            self.record.warnings.push("--baseline with --netns: the floor runs on the host's loopback, connstorm across the namespaces' veth: the ratio compares different paths".into());
+        }
+        let (server_cpus, load_cpus) = self.cpus.clone();
+        let concurrency = peak_concurrency(concurrency, load_cpus.len());
+        let spec = |duration, warmup| PhaseSpec {
+            name: "baseline".into(),
+            pattern: loadgen::Pattern::Closed { concurrency },
+            duration,
+            warmup,
+        };
+        let mut record = std::mem::replace(
+            &mut self.record,
+            RunRecord::new("baseline", serde_json::Value::Null),
+        );
+        let measured = {
+            let mut slice = |d, w| match self.harness() {
+                Some(h) => {
+                    let spec = spec(d, w);
+                    on_event(Event::PhaseBegins(&spec));
+                    let ran = h.run_phase(&spec, stop, &mut *on_second);
+                    on_event(Event::PhaseEnded(&spec));
+                    ran.map(|o| (o.record, o.warnings))
+                }
+                None => Err(anyhow::anyhow!("the server stopped before the baseline")),
+            };
+            measure(
+                &mut record,
+                &server_cpus,
+                &load_cpus,
+                opts,
+                stop,
+                &mut slice,
+                on_note,
+            )
+        };
+        self.record = record;
+        if measured.is_err() {
+            self.finish(stop);
+        }
+        measured
+    }
 }
 
 /// One floor slice with the kernel's `Tcp.ActiveOpens` read around it (host namespace: other
@@ -279,16 +364,25 @@ mod tests {
             pairs: 3,
             slice: Duration::from_millis(500),
         };
-        measure(&mut record, &[0], &[0], opts, &stop, &mut |d, w| {
-            calls.push((d, w));
-            let p = PhaseRecord {
-                achieved_per_sec: 1000.0,
-                successes: 500,
-                measured_secs: 0.5,
-                ..PhaseRecord::default()
-            };
-            Ok((p, vec!["x".into()]))
-        })
+        let mut notes = Vec::new();
+        measure(
+            &mut record,
+            &[0],
+            &[0],
+            opts,
+            &stop,
+            &mut |d, w| {
+                calls.push((d, w));
+                let p = PhaseRecord {
+                    achieved_per_sec: 1000.0,
+                    successes: 500,
+                    measured_secs: 0.5,
+                    ..PhaseRecord::default()
+                };
+                Ok((p, vec!["x".into()]))
+            },
+            &mut |l| notes.push(l.to_string()),
+        )
         .unwrap();
         assert_eq!(calls, [(opts.slice, WARMUP); 3]);
         let b = record.baseline.unwrap();
@@ -309,5 +403,11 @@ mod tests {
         assert_eq!(b.floor_per_sec, p.median_per_sec(Arm::Floor));
         assert_eq!(b.ratio, p.median_ratio);
         assert!(record.warnings.iter().any(|w| w == "baseline pair 2: x"));
+        // The plan line, one line per slice, the summary line.
+        assert_eq!(notes.len(), 1 + 6 + 1, "{notes:?}");
+        assert!(
+            notes[1].starts_with("[baseline] pair 1/3 floor: "),
+            "{notes:?}"
+        );
     }
 }

@@ -1,0 +1,227 @@
+//! The sides of `connstorm ab`: what distinguishes A from B (built-in toggles,
+//! [`tuning::toggle`], and setup shell commands), what each side is called, how a side is set
+//! before its trial, and how the toggles are put back ([`Restore`]) when the run ends.
+//!
+//! The trials themselves are `bench` runs ([`crate::run`]); the binary interleaves them.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{bail, Context};
+use common::error::BadInput;
+use tuning::toggle::{Original, Side, Toggle};
+
+/// What distinguishes A from B.
+#[derive(Debug, Clone, Copy)]
+pub struct Sides<'a> {
+    /// Built-in toggles (A = the first value, B = the second).
+    pub toggles: &'a [Toggle],
+    /// Shell command (`sh -c`) run before every A trial.
+    pub a_setup: Option<&'a str>,
+    /// Shell command run before every B trial.
+    pub b_setup: Option<&'a str>,
+}
+
+impl Sides<'_> {
+    /// Refuses sides nothing distinguishes, and (with `netns`: every trial in fresh
+    /// namespaces) a toggle of a per-namespace sysctl, which those namespaces never see.
+    ///
+    /// # Errors
+    /// Bad input saying what to give instead.
+    pub fn check(&self, netns: bool) -> Result<(), BadInput> {
+        if self.a_setup.is_none() && self.b_setup.is_none() && self.toggles.is_empty() {
+            return Err(BadInput(
+                "nothing distinguishes A from B: give --a-setup/--b-setup commands or a --toggle (e.g. --toggle sysctl:net.ipv4.tcp_timestamps=1,0)".into(),
+            ));
+        }
+        if netns {
+            for t in self.toggles {
+                if let Toggle::Sysctl { key, .. } = t {
+                    if key.scope() == tuning::sysctl::Scope::Netns {
+                        return Err(BadInput(format!(
+                            "--toggle {}: this sysctl is per network namespace, and --netns runs every trial in fresh namespaces that never see it; drop --netns, or change it with --a-setup/--b-setup inside the namespaces",
+                            key.as_str()
+                        )));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn setup(&self, side: Side) -> Option<&str> {
+        if side == Side::A {
+            self.a_setup
+        } else {
+            self.b_setup
+        }
+    }
+
+    /// What a side is: its toggle values and setup command, e.g.
+    /// `net.ipv4.tcp_timestamps=1` or `setup: ethtool -K eth0 gro off`; `A`/`B` when nothing
+    /// names it.
+    pub fn name(&self, side: Side) -> String {
+        let mut parts: Vec<String> = self.toggles.iter().map(|t| t.describe(side)).collect();
+        if let Some(c) = self.setup(side) {
+            parts.push(format!("setup: {c}"));
+        }
+        if parts.is_empty() {
+            (if side == Side::A { "A" } else { "B" }).to_string()
+        } else {
+            parts.join(", ")
+        }
+    }
+
+    /// A trial's label: `[LABEL-]<side name>#<trial>`, so a later `connstorm compare` names the
+    /// sides the same way.
+    pub fn trial_label(&self, label: &str, side: Side, trial: u32) -> String {
+        let base = if label.is_empty() {
+            String::new()
+        } else {
+            format!("{label}-")
+        };
+        format!("{base}{}#{trial}", self.name(side))
+    }
+
+    /// Sets `side` under the host root `root`: every toggle to its value, then the side's setup
+    /// command.
+    ///
+    /// # Errors
+    /// The toggle that could not be set, or the setup command that failed (`A setup`, `B
+    /// setup` in the context).
+    pub fn set(&self, root: &Path, side: Side) -> anyhow::Result<()> {
+        for t in self.toggles {
+            t.set(root, side)
+                .with_context(|| format!("set {}", t.describe(side)))?;
+        }
+        if let Some(cmd) = self.setup(side) {
+            let name = if side == Side::A { "A" } else { "B" };
+            shell(cmd).with_context(|| format!("{name} setup"))?;
+        }
+        Ok(())
+    }
+}
+
+/// Puts the toggles back to the values they had before the first trial, newest first, then
+/// runs the `--restore` command. It does nothing on drop: the caller runs [`Restore::run`] (and
+/// prints what failed) on every way out.
+#[derive(Debug)]
+pub struct Restore {
+    root: PathBuf,
+    saved: Vec<(Toggle, Original)>,
+    command: Option<String>,
+}
+
+impl Restore {
+    /// Reads every toggle's original value under `root` before anything is changed.
+    ///
+    /// # Errors
+    /// Bad input when a toggle's current value cannot be read (`toggle: ...`).
+    pub fn read(
+        root: &Path,
+        toggles: &[Toggle],
+        command: Option<String>,
+    ) -> Result<Restore, BadInput> {
+        let mut saved = Vec::new();
+        for t in toggles {
+            let orig = t.read(root).map_err(|e| BadInput(format!("toggle: {e}")))?;
+            saved.push((t.clone(), orig));
+        }
+        Ok(Restore {
+            root: root.to_path_buf(),
+            saved,
+            command,
+        })
+    }
+
+    /// The toggles with their original values (for the undo action of a forced exit).
+    pub fn saved(&self) -> &[(Toggle, Original)] {
+        &self.saved
+    }
+
+    /// Restores every toggle and runs the restore command, once (later calls do nothing);
+    /// returns one line per failure.
+    pub fn run(&mut self) -> Vec<String> {
+        let mut errors = Vec::new();
+        for (t, orig) in self.saved.drain(..).rev() {
+            if let Err(e) = t.restore(&self.root, &orig) {
+                errors.push(format!("could not restore {}: {e}", t.with_original(&orig)));
+            }
+        }
+        if let Some(cmd) = self.command.take() {
+            if let Err(e) = shell(&cmd) {
+                errors.push(format!("--restore command failed: {e:#}"));
+            }
+        }
+        errors
+    }
+}
+
+/// Runs `cmd` with `sh -c`.
+///
+/// # Errors
+/// When `sh` cannot start or the command exits non-zero (its status in the message).
+pub fn shell(cmd: &str) -> anyhow::Result<()> {
+    let status = Command::new("sh")
+        .arg("-c")
+        .arg(cmd)
+        .status()
+        .with_context(|| format!("run `{cmd}`"))?;
+    if !status.success() {
+        bail!("`{cmd}` exited with {status}");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sides_are_named_by_what_differs() {
+        let toggles = [Toggle::parse("sysctl:net.ipv4.tcp_timestamps=1,0").unwrap()];
+        let s = Sides {
+            toggles: &toggles,
+            a_setup: None,
+            b_setup: Some("true"),
+        };
+        assert_eq!(s.name(Side::A), "net.ipv4.tcp_timestamps=1");
+        assert_eq!(s.name(Side::B), "net.ipv4.tcp_timestamps=0, setup: true");
+        assert_eq!(
+            s.trial_label("x", Side::A, 3),
+            "x-net.ipv4.tcp_timestamps=1#3"
+        );
+        let bare = Sides {
+            toggles: &[],
+            a_setup: Some("a"),
+            b_setup: None,
+        };
+        assert_eq!(bare.name(Side::B), "B");
+        assert_eq!(bare.trial_label("", Side::B, 1), "B#1");
+        let none = Sides {
+            toggles: &[],
+            a_setup: None,
+            b_setup: None,
+        };
+        assert!(none
+            .check(false)
+            .unwrap_err()
+            .0
+            .contains("nothing distinguishes"));
+        assert!(s
+            .check(true)
+            .unwrap_err()
+            .0
+            .contains("per network namespace"));
+        assert_eq!(s.check(false), Ok(()));
+    }
+
+    #[test]
+    fn a_failing_restore_command_is_reported_once() {
+        let mut r = Restore::read(Path::new("/"), &[], Some("exit 3".into())).unwrap();
+        let errors = r.run();
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(errors[0].starts_with("--restore command failed: `exit 3` exited with"));
+        assert!(r.run().is_empty(), "runs once");
+    }
+}
