@@ -27,6 +27,8 @@
 //! - [`accept_queue`]: for `connstorm load` against a local target, the listener's accept queue
 //!   at the end of the run after a bounded settle: what is left was never accepted.
 //! - [`metrics`]: the run's Prometheus metrics (bench phase, load and server collectors).
+//! - [`standalone`]: `connstorm load` and `connstorm server` on their own: the kernel's view of
+//!   a load run, its warnings and JSON report, and both commands' `--out` records.
 //! - [`cleanup`]: the registry of undo actions (namespaces, `ab` toggles) that the binary runs
 //!   when a second signal forces an exit.
 //!
@@ -47,6 +49,7 @@ pub mod phase;
 pub mod record;
 pub mod run;
 pub mod setup;
+pub mod standalone;
 pub mod summary;
 pub mod taskcpu;
 

@@ -18,6 +18,7 @@
 //! - [`rlimit`]: raising RLIMIT_NOFILE, for the binary to call once.
 //! - [`threadcpu`]: a thread's own CPU time (CLOCK_THREAD_CPUTIME_ID, RUSAGE_THREAD), which every
 //!   server and load worker publishes.
+//! - [`addr`]: `--target` names resolved to every address, `--source` ranges, local addresses.
 //! - [`units`]: the command line's units (durations, connection rates, `HOST:PORT`, CPU lists),
 //!   the `value_parser`s of every option that takes them.
 //! - [`error`]: [`error::BadInput`], the error kind that means exit code 2.
@@ -27,6 +28,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod addr;
 pub mod counters;
 pub mod cpulist;
 pub mod errno;
