@@ -20,6 +20,8 @@
 //! - [`run`]: one `bench` run (also an `ab` trial): the peak phase, then the latency phase;
 //!   [`baseline`]: the paired kernel floor of `bench --baseline` on the trial's server.
 //! - [`record`]: the record's header (what ran, on which host) and the `--out` check.
+//! - [`sweep`]: the phases of `connstorm sweep` (the peak probe, then one open-loop step per
+//!   offered rate).
 //! - [`summary`]: the text of a finished run and the per-second progress lines (strings, for
 //!   the caller to print).
 //! - [`k8s`]: the Kubernetes manifests of a multi-host run (`connstorm k8s render`).
@@ -34,6 +36,10 @@
 //!
 //! Bad input found while resolving options (a CPU list, `--out`, netem refused) is an
 //! `anyhow::Error` holding [`common::error::BadInput`]: the binary's exit code 2.
+
+// The public API is what the binary calls (issue 12): the workspace allows unreachable_pub (it
+// would reach the binary and the test crates), this library does not.
+#![warn(unreachable_pub)]
 
 pub mod ab;
 pub mod accept_queue;
@@ -51,6 +57,7 @@ pub mod run;
 pub mod setup;
 pub mod standalone;
 pub mod summary;
+pub mod sweep;
 pub mod taskcpu;
 
 /// A bad-input error (exit code 2 in the binary) from a message saying what is wrong and how to

@@ -27,6 +27,9 @@
 //!   and the load generator's collectors.
 
 #![forbid(unsafe_code)]
+// The public API is what its users call (issue 12): the workspace allows unreachable_pub (it
+// would reach the binary and the test crates), this library does not.
+#![warn(unreachable_pub)]
 
 pub mod addr;
 pub mod counters;

@@ -11,7 +11,6 @@ use clap::ValueEnum;
 use results::sweep::{self, Criteria, Slo};
 
 use crate::bench::harness::PhaseSpec;
-use crate::bench::summary;
 use crate::cmd::bench::SetupArgs;
 use crate::error::bad_input;
 use crate::units;
@@ -98,7 +97,6 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let load_cpus = setup.load_cpus.len();
     let mut harness = crate::bench::start(setup)?;
     let mut record = crate::bench::record::new_record("sweep", &args.setup.label, config, &harness);
-    let mut outcome: anyhow::Result<()> = Ok(());
     let probe = PhaseSpec {
         name: "peak".into(),
         pattern: loadgen::Pattern::Closed {
@@ -107,53 +105,21 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         duration: args.probe_duration,
         warmup: args.warmup,
     };
-    let progress_for = |spec: PhaseSpec| {
-        move |row: &loadgen::TimelineRow| {
-            if let Some(line) = summary::progress_line(&spec, row) {
-                crate::progress::second(&spec.name, &line);
-            }
-        }
+    let steps = ::bench::sweep::Steps {
+        from,
+        to,
+        count: args.steps as usize,
+        duration: args.step_duration,
+        warmup: args.warmup,
     };
-    match harness.run_phase(&probe, &stop, &mut progress_for(probe.clone())) {
-        Ok(out) => {
-            let peak = out.record.achieved_per_sec;
-            record.phases.push(out.record);
-            record.warnings.extend(out.warnings);
-            match sweep::step_rates(peak, from, to, args.steps as usize) {
-                Ok(rates) => {
-                    for (i, rate) in rates.into_iter().enumerate() {
-                        if crate::signals::stopped(&stop) {
-                            break;
-                        }
-                        let spec = PhaseSpec {
-                            name: format!("step-{}", i + 1),
-                            pattern: loadgen::Pattern::Open {
-                                rate_per_sec: rate,
-                                arrival: loadgen::Arrival::Uniform,
-                            },
-                            duration: args.step_duration,
-                            warmup: args.warmup,
-                        };
-                        match harness.run_phase(&spec, &stop, &mut progress_for(spec.clone())) {
-                            Ok(out) => {
-                                record.phases.push(out.record);
-                                record.warnings.extend(out.warnings);
-                            }
-                            Err(e) => {
-                                outcome = Err(e);
-                                break;
-                            }
-                        }
-                    }
-                }
-                Err(e) if !crate::signals::stopped(&stop) => {
-                    record.warnings.push(format!("no steps run: {e}"))
-                }
-                Err(_) => {}
-            }
-        }
-        Err(e) => outcome = Err(e),
-    }
+    let outcome = ::bench::sweep::run(
+        &mut harness,
+        &mut record,
+        &probe,
+        &steps,
+        &stop,
+        &mut crate::bench::progress,
+    );
     drop(harness.finish());
     record.run.interrupted = crate::signals::stopped(&stop);
     record.run.wall_secs = started.elapsed().as_secs_f64();
