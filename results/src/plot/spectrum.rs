@@ -76,7 +76,10 @@ pub(crate) fn points(h: &Histogram<u64>) -> Vec<(f64, f64)> {
 /// Draws the spectrum: handshake latency of each record's latency phase; with one record,
 /// also its service and first-byte latency. A sweep record (several open-loop phases) draws
 /// the handshake latency of every step, not only the last (overloaded) one.
-pub(crate) fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, records: &[Named<'_>]) -> DrawResult
+pub(crate) fn draw<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    records: &[Named<'_>],
+) -> DrawResult
 where
     DB::ErrorType: 'static,
 {
