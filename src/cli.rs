@@ -1,4 +1,4 @@
-//! The top-level command line and the error type that maps to exit code 2.
+//! The top-level command line, its help text (exit codes) and the dispatch to each subcommand.
 
 use clap::{Parser, Subcommand};
 
@@ -9,7 +9,7 @@ use crate::cmd;
 #[derive(Debug, Parser)]
 #[command(
     name = "connstorm",
-    version = crate::cmd::VERSION,
+    version = crate::version::VERSION,
     long_version = crate::version::LONG_VERSION,
     about,
     long_about = None
@@ -80,6 +80,28 @@ pub fn command() -> clap::Command {
         c.after_help(EXIT_CODES).mut_subcommands(add)
     }
     add(Cli::command())
+}
+
+/// Runs the chosen subcommand and returns the process exit code.
+///
+/// # Errors
+/// Whatever the subcommand returns; [`crate::error::BadInput`] in the chain means exit code 2.
+pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
+    match cli.command {
+        Command::Bench(a) => cmd::bench::run(a),
+        Command::Server(a) => cmd::server::run(a),
+        Command::Load(a) => cmd::load::run(a),
+        Command::Tune(c) => cmd::tune::run(c),
+        Command::Report(a) => cmd::report::run(a),
+        Command::Compare(a) => cmd::compare::run(a),
+        Command::Ab(a) => cmd::ab::run(a),
+        Command::Sweep(a) => cmd::sweep::run(a),
+        Command::Plot(a) => cmd::plot::run(a),
+        Command::Merge(a) => cmd::merge::run(a),
+        Command::K8s(c) => cmd::k8s::run(c),
+        Command::Completions(a) => cmd::completions::run(a, command()),
+        Command::Man(a) => cmd::man::run(a, command()),
+    }
 }
 
 #[cfg(test)]

@@ -64,7 +64,7 @@ fn main() {
     // One signal is how a server run ends: its report is the result, exit 0. Two quick ones say
     // the run was cut short: 128+N, as for every command.
     let signal_is_normal_end = matches!(cli.command, cli::Command::Server(_));
-    let code = match cmd::dispatch(cli) {
+    let code = match cli::dispatch(cli) {
         // A command that ran to its end after a stop signal (report and record written) says
         // so; errors keep their own code.
         Ok(code) => match signals::received() {

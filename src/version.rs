@@ -1,6 +1,14 @@
 //! What this build is: the `--version` text and the run record's `build` section, from the
 //! facts build.rs records (git commit, cargo features, target, profile, rustc).
 
+/// connstorm's version and the git commit it was built from (see build.rs).
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("CONNSTORM_GIT_COMMIT"),
+    ")"
+);
+
 /// Accept engines compiled into the server, by the names `--engine` takes and `run.engine`
 /// records: `server::engine::uring` (io_uring multishot accept, Linux 5.19+) and
 /// `server::engine::epoll` (mio). Both are always compiled in; which one runs is chosen at run
@@ -8,7 +16,7 @@
 pub const ENGINES: [&str; 2] = ["io_uring", "epoll"];
 
 /// The `--version` text: crate version, git commit (`unknown` outside a git checkout), engines,
-/// cargo features, target and profile, rustc. `-V` prints the short [`crate::cmd::VERSION`].
+/// cargo features, target and profile, rustc. `-V` prints the short [`VERSION`].
 pub const LONG_VERSION: &str = concat!(
     env!("CARGO_PKG_VERSION"),
     "\ncommit:   ",

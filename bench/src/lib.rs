@@ -20,6 +20,8 @@
 //! - [`run`]: one `bench` run (also an `ab` trial): the peak phase, then the latency phase;
 //!   [`baseline`]: the paired kernel floor of `bench --baseline` on the trial's server.
 //! - [`record`]: the record's header (what ran, on which host) and the `--out` check.
+//! - [`sweep`]: the phases of `connstorm sweep` (the peak probe, then one open-loop step per
+//!   offered rate).
 //! - [`summary`]: the text of a finished run and the per-second progress lines (strings, for
 //!   the caller to print).
 //! - [`k8s`]: the Kubernetes manifests of a multi-host run (`connstorm k8s render`).
@@ -27,11 +29,17 @@
 //! - [`accept_queue`]: for `connstorm load` against a local target, the listener's accept queue
 //!   at the end of the run after a bounded settle: what is left was never accepted.
 //! - [`metrics`]: the run's Prometheus metrics (bench phase, load and server collectors).
+//! - [`standalone`]: `connstorm load` and `connstorm server` on their own: the kernel's view of
+//!   a load run, its warnings and JSON report, and both commands' `--out` records.
 //! - [`cleanup`]: the registry of undo actions (namespaces, `ab` toggles) that the binary runs
 //!   when a second signal forces an exit.
 //!
 //! Bad input found while resolving options (a CPU list, `--out`, netem refused) is an
 //! `anyhow::Error` holding [`common::error::BadInput`]: the binary's exit code 2.
+
+// The public API is what the binary calls (issue 12): the workspace allows unreachable_pub (it
+// would reach the binary and the test crates), this library does not.
+#![warn(unreachable_pub)]
 
 pub mod ab;
 pub mod accept_queue;
@@ -47,7 +55,9 @@ pub mod phase;
 pub mod record;
 pub mod run;
 pub mod setup;
+pub mod standalone;
 pub mod summary;
+pub mod sweep;
 pub mod taskcpu;
 
 /// A bad-input error (exit code 2 in the binary) from a message saying what is wrong and how to

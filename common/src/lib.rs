@@ -18,6 +18,7 @@
 //! - [`rlimit`]: raising RLIMIT_NOFILE, for the binary to call once.
 //! - [`threadcpu`]: a thread's own CPU time (CLOCK_THREAD_CPUTIME_ID, RUSAGE_THREAD), which every
 //!   server and load worker publishes.
+//! - [`addr`]: `--target` names resolved to every address, `--source` ranges, local addresses.
 //! - [`units`]: the command line's units (durations, connection rates, `HOST:PORT`, CPU lists),
 //!   the `value_parser`s of every option that takes them.
 //! - [`error`]: [`error::BadInput`], the error kind that means exit code 2.
@@ -26,7 +27,11 @@
 //!   and the load generator's collectors.
 
 #![forbid(unsafe_code)]
+// The public API is what its users call (issue 12): the workspace allows unreachable_pub (it
+// would reach the binary and the test crates), this library does not.
+#![warn(unreachable_pub)]
 
+pub mod addr;
 pub mod counters;
 pub mod cpulist;
 pub mod errno;

@@ -23,9 +23,11 @@ use std::net::SocketAddr;
 use serde::{Deserialize, Serialize};
 
 mod exchange;
+mod options;
 
 pub use exchange::HttpReport;
 pub(crate) use exchange::{render, HttpWorker, Step};
+pub use options::{read_body, MAX_HTTP_BODY};
 
 /// Largest response head (status line + headers + blank line) the parser holds, bytes (8 KiB,
 /// nginx's `large_client_header_buffers` size). A larger head is the parse error `head_too_large`.

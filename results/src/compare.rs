@@ -33,7 +33,7 @@ mod setup;
 
 use serde::{Deserialize, Serialize};
 
-pub use flags::{suspect_retransmits, trial_flags, MAX_SYN_RETRANS_SHARE, SYN_RTO_NS};
+pub use flags::{suspect_retransmits, trial_flags, trial_line, MAX_SYN_RETRANS_SHARE, SYN_RTO_NS};
 pub use refuse::{check_setups, refuse_duplicates};
 pub use render::{render, Format};
 pub use setup::{setup_differences, SetupDifference};

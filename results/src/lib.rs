@@ -22,6 +22,9 @@
 //! This crate does not depend on the other connstorm crates: it only knows the record.
 
 #![forbid(unsafe_code)]
+// The public API is what its users call (issue 12): the workspace allows unreachable_pub (it
+// would reach the binary and the test crates), this library does not.
+#![warn(unreachable_pub)]
 
 pub mod acceptance;
 pub mod bench_summary;

@@ -2,7 +2,7 @@
 //! `connstorm-bench` crate (re-exported here under the paths the commands use); this module adds
 //! only what prints (notes, progress lines) and the build's version in records.
 
-pub use ::bench::{baseline, convert, cpus, harness, summary};
+pub use ::bench::{baseline, cpus, harness, summary};
 
 pub mod record;
 pub mod run;

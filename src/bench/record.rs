@@ -1,6 +1,6 @@
 //! The run-record header ([`::bench::record`]) with this binary's version and git commit.
 
-pub use ::bench::record::{check_writable_dir, counters_netns, host_info, Build};
+pub use ::bench::record::{check_writable_dir, Build};
 
 /// This binary: its version and the git commit build.rs found.
 pub const BUILD: Build = Build {

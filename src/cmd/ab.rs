@@ -131,19 +131,9 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             trial.setup.label = sides.trial_label(&args.bench.setup.label, side, i);
             match crate::bench::run::execute(&trial, setup.clone(), &stop, None) {
                 Ok((record, path, result)) => {
-                    let flags = results::compare::trial_flags(&record);
                     eprintln!(
-                        "[ab] {name}{i}: peak {}, record {}{}",
-                        record.phase("peak").map_or_else(
-                            || results::numfmt::NA.to_string(),
-                            |p| format!("{} conn/s", results::numfmt::fixed(p.achieved_per_sec, 0))
-                        ),
-                        path.display(),
-                        if flags.is_empty() {
-                            String::new()
-                        } else {
-                            format!(" (flagged: {})", flags.join(", "))
-                        }
+                        "[ab] {name}{i}: {}",
+                        results::compare::trial_line(&record, &path)
                     );
                     let interrupted = record.run.interrupted;
                     if !interrupted {

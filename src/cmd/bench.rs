@@ -2,128 +2,13 @@
 //! process (or load only against `--target`), two phases — *peak* (closed loop, saturating) and
 //! *latency* (open loop at 80% of the peak or `--rate`) — a summary, and a run record.
 
-use std::path::PathBuf;
-use std::time::Duration;
-
 use anyhow::Context;
-use clap::ValueEnum;
 
 use crate::bench::harness::Setup;
 use crate::bench::summary;
-use crate::units;
 
-/// Output format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Format {
-    /// The human summary on stdout.
-    Text,
-    /// The run record as JSON on stdout.
-    Json,
-}
-
-/// Client close mode (see `connstorm load --help`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Close {
-    /// SO_LINGER 0: RST, no TIME_WAIT anywhere.
-    Rst,
-    /// Client closes first: TIME_WAIT on the client (port budget!).
-    Fin,
-    /// Wait for the server's FIN, then close.
-    Server,
-}
-
-impl From<Close> for loadgen::CloseMode {
-    fn from(c: Close) -> Self {
-        match c {
-            Close::Rst => loadgen::CloseMode::Rst,
-            Close::Fin => loadgen::CloseMode::Fin,
-            Close::Server => loadgen::CloseMode::Server,
-        }
-    }
-}
-
-/// Options shared by `bench`, `sweep` and `ab`: where server and load run and how.
-#[derive(Debug, Clone, clap::Args)]
-#[group(skip)]
-pub struct SetupArgs {
-    /// Attempts in flight during the peak (closed-loop) phase; default 32 per load CPU.
-    #[arg(long)]
-    pub concurrency: Option<u32>,
-    /// CPUs of the server workers, or `auto` (placement planner: isolated CPUs on the NIC's NUMA
-    /// node first, one per core). Default: the first third (at least one) of the CPUs this
-    /// process may use.
-    #[arg(long)]
-    pub server_cpus: Option<String>,
-    /// CPUs of the load workers, or `auto`. Default: the CPUs not serving (the same CPU on a
-    /// 1-CPU host).
-    #[arg(long)]
-    pub load_cpus: Option<String>,
-    /// Server event engine: auto (io_uring if it works here, else epoll), io-uring, epoll.
-    #[arg(long, default_value = "auto", value_parser = parse_engine)]
-    pub engine: server::EngineChoice,
-    /// Client close mode.
-    #[arg(long, value_enum, default_value = "rst")]
-    pub close: Close,
-    /// Server mode: rst (SO_LINGER 0: no FIN_WAIT2/TIME_WAIT on either side), close (FIN: with
-    /// the default client RST, a few orphaned FIN_WAIT2 minisocks make reused ports' SYNs be
-    /// resent, see README), greet[:BYTES] (the client then measures first-byte latency), hold.
-    #[arg(long, default_value = "rst", value_parser = parse_mode)]
-    pub mode: server::Mode,
-    /// listen() backlog per listener (capped by net.core.somaxconn).
-    #[arg(long, default_value_t = 65535, value_parser = units::parse_backlog)]
-    pub backlog: u32,
-    /// Benchmark an external server (HOST:PORT, e.g. a gateway): load side only.
-    #[arg(long, value_parser = parse_target)]
-    pub target: Option<std::net::SocketAddr>,
-    /// Run server and load in two fresh network namespaces joined by veth (needs root); counts
-    /// must then agree exactly with the kernel's.
-    #[arg(long)]
-    pub netns: bool,
-    /// With --netns: add this round-trip time with netem (e.g. `1ms`).
-    #[arg(long, value_parser = units::parse_duration, requires = "netns")]
-    pub rtt: Option<Duration>,
-    /// Per-attempt connect timeout.
-    #[arg(long, default_value = "3s", value_parser = units::parse_positive_duration)]
-    pub connect_timeout: Duration,
-    /// Label stored in the record and its file name.
-    #[arg(long, default_value = "")]
-    pub label: String,
-    /// Directory for run records.
-    #[arg(long, default_value = "runs")]
-    pub out: PathBuf,
-}
-
-/// Options of `connstorm bench`.
-#[derive(Debug, Clone, clap::Args)]
-#[group(skip)]
-pub struct Args {
-    /// Total measured time of both phases (40% peak, 60% latency, in whole seconds from 3 s up),
-    /// plus a warm-up before each phase (1 s; duration/10 below 3 s).
-    #[arg(long, default_value = "15s", value_parser = units::parse_positive_duration)]
-    pub duration: Duration,
-    /// Offered rate of the latency phase (e.g. `16.7k/s`, `1M/min`); default 80% of the
-    /// measured peak.
-    #[arg(long, value_parser = units::parse_rate)]
-    pub rate: Option<f64>,
-    /// Also measure the kernel floor (a blocking socket/connect/close pair on the same CPUs)
-    /// paired with connstorm's peak: slices alternate in ABBA order, and the median paired ratio
-    /// is printed with its 95% interval.
-    #[arg(long)]
-    pub baseline: bool,
-    /// With --baseline: pairs of slices (floor, connstorm) in ABBA order, 1..=100; 6 is the
-    /// fewest that give a 95% interval for the median ratio.
-    #[arg(long, default_value_t = crate::bench::baseline::DEFAULT_PAIRS, requires = "baseline")]
-    pub baseline_pairs: usize,
-    /// With --baseline: measured time of each slice (0.5s..=60s), after a 0.5 s warm-up.
-    #[arg(long, default_value = "2s", value_parser = units::parse_positive_duration, requires = "baseline")]
-    pub baseline_slice: Duration,
-    /// Output format on stdout.
-    #[arg(long, value_enum, default_value = "text")]
-    pub format: Format,
-    /// Where and how to run.
-    #[command(flatten)]
-    pub setup: SetupArgs,
-}
+mod args;
+pub use args::{Args, Command, Format, SetupArgs};
 
 impl Args {
     /// The paired baseline's options from `--baseline-pairs` and `--baseline-slice`.
@@ -190,30 +75,6 @@ impl SetupArgs {
     pub fn peak_concurrency(&self, load_cpus: usize) -> u32 {
         crate::bench::run::peak_concurrency(self.concurrency, load_cpus)
     }
-}
-
-fn parse_engine(s: &str) -> Result<server::EngineChoice, String> {
-    s.parse()
-}
-
-fn parse_mode(s: &str) -> Result<server::Mode, String> {
-    s.parse()
-}
-
-fn parse_target(s: &str) -> Result<std::net::SocketAddr, String> {
-    units::parse_target(s)
-}
-
-/// The `connstorm bench` command line: the benchmark's options (shared with `ab`) and
-/// `bench`'s own `--metrics`.
-#[derive(Debug, Clone, clap::Args)]
-pub struct Command {
-    /// The benchmark.
-    #[command(flatten)]
-    pub args: Args,
-    /// Prometheus `/metrics`.
-    #[command(flatten)]
-    pub metrics: crate::cmd::metrics::MetricsArgs,
 }
 
 /// Runs `connstorm bench`.

@@ -209,8 +209,17 @@ mod tests {
         assert_eq!(got[3], "--b");
         let other = os(&["connstorm", "ab", "--a-setup", "x", "--", "y"]);
         assert_eq!(b_side_separator(other.clone()), other);
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(subcommand)]
+            command: Sub,
+        }
+        #[derive(clap::Subcommand)]
+        enum Sub {
+            Compare(Args),
+        }
         use clap::Parser as _;
-        let cli = crate::cli::Cli::try_parse_from(b_side_separator(os(&[
+        let cli = Cli::try_parse_from(b_side_separator(os(&[
             "connstorm",
             "compare",
             "a1.json",
@@ -224,9 +233,7 @@ mod tests {
             "markdown",
         ])))
         .unwrap();
-        let crate::cli::Command::Compare(args) = cli.command else {
-            panic!()
-        };
+        let Sub::Compare(args) = cli.command;
         assert_eq!(args.a_files.len(), 2);
         assert_eq!(args.b, [PathBuf::from("b1.json"), PathBuf::from("b2.json")]);
         assert_eq!(args.output, PathBuf::from("out.md"));

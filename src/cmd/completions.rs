@@ -1,7 +1,7 @@
 //! `connstorm completions SHELL`: print a shell completion script (clap_complete) to stdout.
 //!
-//! The script is generated from the same command definition that parses the command line
-//! ([`crate::cli::command`]), so it names every subcommand and option of this build.
+//! The script is generated from the same command definition that parses the command line (the
+//! caller passes `cli::command()`), so it names every subcommand and option of this build.
 
 use std::io::Write as _;
 
@@ -28,14 +28,13 @@ pub struct Args {
     pub shell: ShellArg,
 }
 
-/// The completion script for `shell`, as bytes (UTF-8 shell code).
-pub fn script(shell: ShellArg) -> Vec<u8> {
+/// The completion script of `cmd` (the command line's definition) for `shell`, as bytes (UTF-8 shell code).
+pub fn script(shell: ShellArg, mut cmd: clap::Command) -> Vec<u8> {
     let shell = match shell {
         ShellArg::Bash => clap_complete::Shell::Bash,
         ShellArg::Zsh => clap_complete::Shell::Zsh,
         ShellArg::Fish => clap_complete::Shell::Fish,
     };
-    let mut cmd = crate::cli::command();
     let mut out = Vec::new();
     clap_complete::generate(shell, &mut cmd, "connstorm", &mut out);
     out
@@ -45,9 +44,9 @@ pub fn script(shell: ShellArg) -> Vec<u8> {
 ///
 /// # Errors
 /// An I/O error writing to stdout (a closed pipe ends quietly, see `main`).
-pub fn run(args: Args) -> anyhow::Result<i32> {
+pub fn run(args: Args, cmd: clap::Command) -> anyhow::Result<i32> {
     let mut stdout = std::io::stdout().lock();
-    stdout.write_all(&script(args.shell))?;
+    stdout.write_all(&script(args.shell, cmd))?;
     stdout.flush()?;
     Ok(0)
 }

@@ -12,21 +12,21 @@
 mod args;
 mod config;
 pub mod multihost;
-mod record;
 
 pub use args::Args;
 
 use std::io::{IsTerminal, Write};
 use std::path::Path;
 
+use ::bench::standalone::load as standalone;
 use anyhow::Context;
-use loadgen::{LoadConfig, LoadError, LoadReport, Pattern, TimelineRow};
-use results::acceptance::Acceptance;
-use results::kernel_text::{AcceptQueueEnd, KernelSection, KernelView};
+use loadgen::{LoadError, LoadReport, Pattern, TimelineRow};
+use results::kernel_text::KernelSection;
 
 use crate::error::bad_input;
 use args::Format;
-use config::{config, is_local, warn_port_budget};
+use common::addr::is_local;
+use config::config;
 
 /// Runs `connstorm load`.
 ///
@@ -63,7 +63,14 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let budget = loadgen::ports::read_port_range(Path::new("/proc"))
         .map(|r| loadgen::ports::port_budget(r, &cfg.targets, &cfg.sources, cfg.close));
     match &budget {
-        Ok(b) => warn_port_budget(&cfg, b),
+        Ok(b) => {
+            let io = tuning::plan::ProcSys { root: "/".into() };
+            match standalone::port_budget_warning(&cfg, b, &io) {
+                Ok(Some(w)) => eprintln!("connstorm load: warning: {w}"),
+                Ok(None) => {}
+                Err(e) => eprintln!("connstorm load: warning: {e}; no port-budget check"),
+            }
+        }
         Err(e) => eprintln!(
             "connstorm load: warning: cannot read ip_local_port_range ({e}); no port-budget check"
         ),
@@ -126,7 +133,9 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         m.finish();
     }
     let kernel = match &before {
-        Some(before) if local => kernel_view(&cfg, &mut report, before),
+        Some(before) if local => read_counters().map(|now| {
+            standalone::kernel_view(&cfg, &mut report, before, &now, &crate::signals::hurry)
+        }),
         _ => None,
     };
     let mut warnings: Vec<String> = report.schedule_warning().into_iter().collect();
@@ -135,14 +144,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             t,
             std::time::SystemTime::now(),
         ));
-    } else if let Some(late) = planned
-        .and_then(|t| real_start.duration_since(t).ok())
-        .filter(|l| l.as_millis() > u128::from(results::merge::SKEW_BOUND_MS))
-    {
-        warnings.push(format!(
-            "the schedule started {} ms after --start-at (the instant had passed when the workers were ready): give a start time further ahead",
-            late.as_millis()
-        ));
+    } else if let Some(w) = standalone::late_start_warning(planned, real_start) {
+        warnings.push(w);
     }
     if let Some(dir) = &args.out {
         let counters = match (&kernel, &before) {
@@ -153,19 +156,19 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             (None, None) => Default::default(),
         };
         let unknown = multihost::ClockSync::default();
-        let record = record::load_record(
+        let record = standalone::record(
             &cfg,
             &report,
-            record::Starts {
+            standalone::Starts {
                 command: command_start,
                 planned,
                 real: real_start,
             },
             args.segment
                 .map(|s| (s, clock.as_ref().unwrap_or(&unknown), &whole)),
-            counters,
-            kernel.as_ref().map(|k| k.acceptance.accepted),
+            (counters, kernel.as_ref().map(|k| k.acceptance.accepted)),
             &warnings,
+            (&crate::bench::record::BUILD, crate::version::build_info()),
         );
         let path = record
             .write_atomic(dir)
@@ -176,17 +179,13 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let written = (|| -> std::io::Result<()> {
         match args.format {
             Format::Json => {
-                let json = serde_json::to_string_pretty(&JsonReport {
-                    cpm: (report.successes > 0).then(|| report.cpm()),
-                    port_budget: budget.as_ref().ok(),
-                    warnings: &warnings,
-                    targets_local: local,
-                    kernel_counters: kernel.as_ref().map(|k| &k.delta),
-                    acceptance: kernel.as_ref().map(|k| &k.acceptance),
-                    diagnosis: kernel.as_ref().map(|k| &k.causes),
-                    accept_queue: kernel.as_ref().and_then(|k| k.accept_queue.as_ref()),
-                    report: &report,
-                })?;
+                let json = serde_json::to_string_pretty(&standalone::JsonReport::new(
+                    &report,
+                    budget.as_ref().ok(),
+                    &warnings,
+                    local,
+                    kernel.as_ref(),
+                ))?;
                 writeln!(out, "{json}")?;
                 for w in &warnings {
                     eprintln!("connstorm load: WARNING: {w}");
@@ -218,74 +217,6 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     Ok(exit_code(&report))
 }
 
-/// What the kernel of the targets' namespace (this one: every target is loopback) says about the
-/// run, from the counters `before` it and now: acceptance reconciled with the client's handshakes
-/// (the never-accepted ones reclassified in `report`), the listener's accept queue after the
-/// settle (what is left of this run's reclassified too), and the diagnosis with this namespace's
-/// settings and the listener's backlog. `None` when the counters cannot be read now.
-fn kernel_view(
-    cfg: &LoadConfig,
-    report: &mut LoadReport,
-    before: &tuning::counters::Snapshot,
-) -> Option<KernelView> {
-    let delta = read_counters()?.delta(before).to_map();
-    let active = delta.get("Tcp.ActiveOpens").copied().unwrap_or(0);
-    // Private: nothing but this run opens connections here (only `lo` in the namespace, and
-    // no more SYNs sent than our attempts).
-    let private = only_loopback_interface() && active <= report.total.attempts as i64;
-    // TCP handshakes, whether or not an HTTP exchange after them succeeded.
-    let handshakes = report.total.handshakes + report.total.completed_after_timeout;
-    let acceptance = results::acceptance::reconcile(handshakes, &delta, private);
-    // With `--http` a connection the server never accepted already failed its exchange (reset
-    // or no response): it is no success to move.
-    let plain = cfg.http.is_none();
-    if plain {
-        report.reclassify_never_accepted(acceptance.never_accepted, cfg.warmup.is_zero());
-    }
-    // What is still in the listener's accept queue after the server was given a short time to
-    // take it was never accepted: a failure class of its own (bench::accept_queue).
-    let settled = ::bench::accept_queue::settle(&cfg.targets, &crate::signals::hurry);
-    let accept_queue = settled.map(|s| {
-        let ours = ::bench::accept_queue::this_runs(s.after.queued, acceptance.accepted);
-        AcceptQueueEnd {
-            at_end: s.at_end.queued,
-            after_settle: s.after.queued,
-            settle_ms: s.waited.as_millis() as u64,
-            never_accepted: if plain {
-                report.reclassify_still_queued(ours)
-            } else {
-                0
-            },
-        }
-    });
-    // This thread is in the targets' namespace, so /proc/sys/net is theirs (see
-    // tuning::counters::DEFAULT_SYS_DIR).
-    let mut settings =
-        tuning::counters::read_settings(Path::new(tuning::counters::DEFAULT_SYS_DIR));
-    if let Some(s) = settled {
-        settings.insert("listen_backlog".into(), s.after.backlog);
-    }
-    let still_queued = accept_queue.map_or(0, |q| q.never_accepted);
-    let causes = results::diagnosis::diagnose(&results::diagnosis::Evidence {
-        counters: &delta,
-        settings: &settings,
-        attempts: report.total.attempts,
-        failures: &report.total.failures,
-        client_handshakes: handshakes,
-        server_accepts: Some(acceptance.accepted - still_queued),
-        balanced: None,
-    })
-    .into_iter()
-    .map(|c| c.line)
-    .collect();
-    Some(KernelView {
-        delta,
-        acceptance,
-        causes,
-        accept_queue,
-    })
-}
-
 fn read_counters() -> Option<tuning::counters::Snapshot> {
     match tuning::counters::Snapshot::read(Path::new(tuning::counters::DEFAULT_NET_DIR)) {
         Ok(s) => Some(s),
@@ -294,17 +225,6 @@ fn read_counters() -> Option<tuning::counters::Snapshot> {
             None
         }
     }
-}
-
-/// True when this network namespace has no interface but `lo` (/proc/thread-self/net/dev): then
-/// no connection can come from outside it.
-fn only_loopback_interface() -> bool {
-    std::fs::read_to_string("/proc/thread-self/net/dev").is_ok_and(|t| {
-        t.lines()
-            .skip(2)
-            .filter_map(|l| l.split_once(':').map(|(n, _)| n.trim().to_string()))
-            .all(|n| n == "lo")
-    })
 }
 
 /// The exit code table (README): 128+signo when a signal interrupted the run (the report was
@@ -319,31 +239,4 @@ fn exit_code(report: &LoadReport) -> i32 {
     } else {
         0
     }
-}
-
-/// The report as `--format json` prints it.
-#[derive(serde::Serialize)]
-struct JsonReport<'a> {
-    /// Connections per minute achieved in the measured window; `null` when nothing was measured
-    /// (no success in it), never a made-up 0.
-    cpm: Option<f64>,
-    port_budget: Option<&'a loadgen::ports::PortBudget>,
-    /// The same WARNING lines as the text report (e.g. the generator fell behind its schedule).
-    warnings: &'a [String],
-    /// Every target is a loopback address, so the kernel counters below are the server's too.
-    targets_local: bool,
-    /// Δ of every kernel TCP counter of this namespace over the run (only when `targets_local`).
-    kernel_counters: Option<&'a std::collections::BTreeMap<String, i64>>,
-    /// Client handshakes vs the server's passive opens (only when `targets_local`; `null` means
-    /// server-side acceptance is unknown from here).
-    acceptance: Option<&'a Acceptance>,
-    /// One line per cause found in the counters and the namespace's settings (only when
-    /// `targets_local`), in the words `bench` uses.
-    diagnosis: Option<&'a Vec<String>>,
-    /// The listener's accept queue at the end (`ss` Recv-Q, only when `targets_local` and
-    /// readable): when the load ended, after the settle, the settle's length, and this run's
-    /// connections left there (the failure class `NEVER_ACCEPTED_QUEUED`).
-    accept_queue: Option<&'a AcceptQueueEnd>,
-    #[serde(flatten)]
-    report: &'a LoadReport,
 }

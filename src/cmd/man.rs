@@ -1,7 +1,7 @@
 //! `connstorm man`: man pages (clap_mangen) for connstorm and every subcommand, at any depth.
 //!
-//! Pages are rendered from the command definition that parses the command line
-//! ([`crate::cli::command`]), so options and help text never drift from the binary. Page names
+//! Pages are rendered from the command definition that parses the command line (the caller
+//! passes `cli::command()`), so options and help text never drift from the binary. Page names
 //! follow git's convention: `connstorm.1`, `connstorm-bench.1`, `connstorm-tune-check.1`.
 
 use std::path::{Path, PathBuf};
@@ -23,11 +23,12 @@ pub struct Args {
 }
 
 /// Every page: `(file name, roff text)`, the top-level command first, then each subcommand
-/// depth-first (clap's own `help` subcommand and hidden ones left out).
+/// depth-first (clap's own `help` subcommand and hidden ones left out), of `cmd`: the command
+/// line's definition.
 ///
 /// # Errors
 /// Only if rendering into memory fails (it does not: the writer is a `Vec`).
-pub fn pages() -> std::io::Result<Vec<(String, Vec<u8>)>> {
+pub fn pages(cmd: clap::Command) -> std::io::Result<Vec<(String, Vec<u8>)>> {
     fn walk(
         cmd: &clap::Command,
         name: String,
@@ -44,7 +45,7 @@ pub fn pages() -> std::io::Result<Vec<(String, Vec<u8>)>> {
         }
         Ok(())
     }
-    let mut cmd = crate::cli::command().disable_help_subcommand(true);
+    let mut cmd = cmd.disable_help_subcommand(true);
     // Fills in each subcommand's bin name (`connstorm tune check`) for the SYNOPSIS.
     cmd.build();
     let mut out = Vec::new();
@@ -57,8 +58,8 @@ pub fn pages() -> std::io::Result<Vec<(String, Vec<u8>)>> {
 /// # Errors
 /// Bad input (exit 2) when `--out` exists and is not a directory; an I/O error creating the
 /// directory or writing a page.
-pub fn run(args: Args) -> anyhow::Result<i32> {
-    let pages = pages()?;
+pub fn run(args: Args, cmd: clap::Command) -> anyhow::Result<i32> {
+    let pages = pages(cmd)?;
     let Some(dir) = args.out else {
         let (_, top) = &pages[0];
         crate::cmd::report::write_output(Path::new("-"), &String::from_utf8_lossy(top))?;

@@ -29,8 +29,6 @@ use server::{EngineChoice, Mode, Server, ServerConfig, Steer};
 use crate::error::bad_input;
 use crate::units::{parse_backlog, parse_cpus, parse_listen, parse_positive_duration};
 
-mod record;
-
 /// A parsed `--cpus` list (an alias, so clap takes the parser's whole `Vec` as one value).
 pub type CpuList = Vec<usize>;
 
@@ -246,9 +244,19 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
                 Some(now.delta(&b).to_map())
             })
             .unwrap_or_default();
-        let path = record::server_record(&report, started_wall, counters)
-            .write_atomic(dir)
-            .context("writing the server record (--out)")?;
+        let path = ::bench::standalone::server::record(
+            &report,
+            started_wall,
+            counters,
+            // One signal is how a server without --duration is meant to end (see the exit
+            // codes): its counts are whole. Two quick ones cut it short (exit 128+N), and the
+            // record says so as the exit code does.
+            crate::signals::hurry(),
+            &crate::bench::record::BUILD,
+            crate::version::build_info(),
+        )
+        .write_atomic(dir)
+        .context("writing the server record (--out)")?;
         eprintln!("connstorm server: record written to {}", path.display());
     }
     let mut out = std::io::stdout().lock();

@@ -8,11 +8,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::ValueEnum;
-use results::numfmt;
 use results::sweep::{self, Criteria, Slo};
 
 use crate::bench::harness::PhaseSpec;
-use crate::bench::summary;
 use crate::cmd::bench::SetupArgs;
 use crate::error::bad_input;
 use crate::units;
@@ -99,7 +97,6 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let load_cpus = setup.load_cpus.len();
     let mut harness = crate::bench::start(setup)?;
     let mut record = crate::bench::record::new_record("sweep", &args.setup.label, config, &harness);
-    let mut outcome: anyhow::Result<()> = Ok(());
     let probe = PhaseSpec {
         name: "peak".into(),
         pattern: loadgen::Pattern::Closed {
@@ -108,53 +105,21 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         duration: args.probe_duration,
         warmup: args.warmup,
     };
-    let progress_for = |spec: PhaseSpec| {
-        move |row: &loadgen::TimelineRow| {
-            if let Some(line) = summary::progress_line(&spec, row) {
-                crate::progress::second(&spec.name, &line);
-            }
-        }
+    let steps = ::bench::sweep::Steps {
+        from,
+        to,
+        count: args.steps as usize,
+        duration: args.step_duration,
+        warmup: args.warmup,
     };
-    match harness.run_phase(&probe, &stop, &mut progress_for(probe.clone())) {
-        Ok(out) => {
-            let peak = out.record.achieved_per_sec;
-            record.phases.push(out.record);
-            record.warnings.extend(out.warnings);
-            match sweep::step_rates(peak, from, to, args.steps as usize) {
-                Ok(rates) => {
-                    for (i, rate) in rates.into_iter().enumerate() {
-                        if crate::signals::stopped(&stop) {
-                            break;
-                        }
-                        let spec = PhaseSpec {
-                            name: format!("step-{}", i + 1),
-                            pattern: loadgen::Pattern::Open {
-                                rate_per_sec: rate,
-                                arrival: loadgen::Arrival::Uniform,
-                            },
-                            duration: args.step_duration,
-                            warmup: args.warmup,
-                        };
-                        match harness.run_phase(&spec, &stop, &mut progress_for(spec.clone())) {
-                            Ok(out) => {
-                                record.phases.push(out.record);
-                                record.warnings.extend(out.warnings);
-                            }
-                            Err(e) => {
-                                outcome = Err(e);
-                                break;
-                            }
-                        }
-                    }
-                }
-                Err(e) if !crate::signals::stopped(&stop) => {
-                    record.warnings.push(format!("no steps run: {e}"))
-                }
-                Err(_) => {}
-            }
-        }
-        Err(e) => outcome = Err(e),
-    }
+    let outcome = ::bench::sweep::run(
+        &mut harness,
+        &mut record,
+        &probe,
+        &steps,
+        &stop,
+        &mut crate::bench::progress,
+    );
     drop(harness.finish());
     record.run.interrupted = crate::signals::stopped(&stop);
     record.run.wall_secs = started.elapsed().as_secs_f64();
@@ -170,94 +135,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             eprintln!("record: {}", path.display());
         }
         Format::Text => {
-            let mut out = String::new();
-            if let Some(p) = record.phase("peak") {
-                let _ = writeln!(
-                    out,
-                    "probed peak: {} CPM = {} conn/s (closed loop)",
-                    numfmt::fixed(p.cpm, 0),
-                    numfmt::fixed(p.achieved_per_sec, 0)
-                );
-            }
-            let _ = writeln!(
-                out,
-                "{:<8} {:>14} {:>14} {:>9} {:>12} {:>9} {:>16} {:>16}  meets {}",
-                "step",
-                "offered/s",
-                "achieved/s",
-                "achieved%",
-                format!("p{}", slo.quantile * 100.0),
-                "errors%",
-                "dropped",
-                "late",
-                slo.text
-            );
-            // Dropped and late as count and share of the step's intended starts.
-            let share = |n: u64, r: Option<f64>| match r {
-                Some(r) => format!("{} ({})", numfmt::count(n), numfmt::pct(r)),
-                None => numfmt::NA.to_string(),
-            };
-            for s in &steps {
-                let lat = s
-                    .latency_ns
-                    .map_or_else(|| numfmt::NA.to_string(), |n| numfmt::ns(n as f64));
-                let achieved = if s.offered_per_sec > 0.0 {
-                    numfmt::pct(s.achieved_per_sec / s.offered_per_sec)
-                } else {
-                    numfmt::NA.to_string()
-                };
-                let _ = writeln!(
-                    out,
-                    "{:<8} {:>14} {:>14} {:>9} {:>12} {:>8.3}% {:>16} {:>16}  {}",
-                    s.name,
-                    numfmt::exact(s.offered_per_sec),
-                    numfmt::fixed(s.achieved_per_sec, 0),
-                    achieved,
-                    lat,
-                    s.error_ratio * 100.0,
-                    share(s.dropped, s.dropped_ratio()),
-                    share(s.late, s.late_ratio()),
-                    if sweep::step_ok(s, &criteria) {
-                        "yes"
-                    } else {
-                        "no"
-                    }
-                );
-            }
-            match &knee {
-                _ if record.run.interrupted => {
-                    let _ = writeln!(
-                        out,
-                        "knee: none stated — the sweep was interrupted, so not every step ran"
-                    );
-                }
-                Some(k) => {
-                    let _ = writeln!(
-                        out,
-                        "knee: {} CPM = {} conn/s{} at {} (highest step meeting {} with ≤ {:.3}% errors)",
-                        numfmt::fixed(k.cpm, 0),
-                        numfmt::fixed(k.step.achieved_per_sec, 0),
-                        k.per_core_per_sec
-                            .filter(|_| server_cores > 1)
-                            .map(|c| format!(" = {} conn/s per server core", numfmt::fixed(c, 0)))
-                            .unwrap_or_else(|| if server_cores == 1 { " on 1 server core".into() } else { String::new() }),
-                        k.step.name,
-                        slo.text,
-                        max_err * 100.0
-                    );
-                }
-                None => {
-                    let _ = writeln!(
-                        out,
-                        "knee: no step met {} with ≤ {:.3}% errors — lower --from or relax --slo",
-                        slo.text,
-                        max_err * 100.0
-                    );
-                }
-            }
-            for w in &results::warnings::all(&record) {
-                let _ = writeln!(out, "warning: {w}");
-            }
+            let mut out = sweep::text(&record, &steps, knee.as_ref(), &criteria, server_cores);
             let _ = writeln!(out, "record: {}", path.display());
             print!("{out}");
         }

@@ -47,21 +47,11 @@ pub fn run(cmd: Command) -> anyhow::Result<i32> {
     }
 }
 
-fn builtin(name: &str) -> anyhow::Result<Preset> {
-    let Some(p) = tuning::builtin::get(name) else {
-        return Err(bad_input(format!(
-            "unknown preset {name:?}: choose one of {} (`connstorm tune presets`), or pass --file",
-            tuning::builtin::NAMES.join(", ")
-        )));
-    };
-    p.map_err(|e| bad_input(e.to_string()))
-}
-
 impl Source {
     /// Loads the source (`None` when none was named); sysctl.d globs expand over `<root>/proc/sys`.
     fn load(&self, root: &Path) -> anyhow::Result<Option<Preset>> {
         if let Some(name) = &self.preset {
-            return builtin(name).map(Some);
+            return tuning::builtin::named(name).map(Some).map_err(bad_input);
         }
         let mut files = self.file.clone();
         if self.system {

@@ -24,6 +24,20 @@ pub fn get(name: &str) -> Option<Result<Preset, PresetError>> {
     text(name).map(|t| Preset::parse_toml(t, &format!("builtin:{name}")))
 }
 
+/// The built-in preset `name`, for `--preset NAME`.
+///
+/// # Errors
+/// A message listing [`NAMES`] for an unknown name; the parse error's text if it does not parse.
+pub fn named(name: &str) -> Result<Preset, String> {
+    let Some(p) = get(name) else {
+        return Err(format!(
+            "unknown preset {name:?}: choose one of {} (`connstorm tune presets`), or pass --file",
+            NAMES.join(", ")
+        ));
+    };
+    p.map_err(|e| e.to_string())
+}
+
 /// Every built-in preset, in [`NAMES`] order.
 ///
 /// # Errors
@@ -35,6 +49,18 @@ pub fn all() -> Result<Vec<Preset>, PresetError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn named_gives_a_builtin_and_lists_the_names_for_an_unknown_one() {
+        assert_eq!(
+            named("throughput").unwrap(),
+            get("throughput").unwrap().unwrap()
+        );
+        assert_eq!(
+            named("nope").unwrap_err(),
+            "unknown preset \"nope\": choose one of c1m-server, loadgen-client, low-latency, throughput (`connstorm tune presets`), or pass --file"
+        );
+    }
 
     #[test]
     fn every_builtin_parses_under_its_name() {

@@ -19,6 +19,9 @@
 //! Data flows one way: readers produce plain structs, planners turn them into plans, and only
 //! [`plan`] and [`irq`] write to the host — always after saving a [`snapshot::Snapshot`].
 #![forbid(unsafe_code)]
+// The public API is what its users call (issue 12): the workspace allows unreachable_pub (it
+// would reach the binary and the test crates), this library does not.
+#![warn(unreachable_pub)]
 
 pub mod builtin;
 pub mod clock;

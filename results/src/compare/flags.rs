@@ -68,6 +68,26 @@ pub fn suspect_retransmits(p: &PhaseRecord) -> bool {
     !(explained && few && fast)
 }
 
+/// One finished `ab` trial in a line: its peak (`peak 41,000 conn/s`, `n/a` without a peak
+/// phase), the record's `path`, and its [`trial_flags`] when there are any
+/// (` (flagged: contention, steal)`).
+pub fn trial_line(rec: &RunRecord, path: &std::path::Path) -> String {
+    let flags = trial_flags(rec);
+    format!(
+        "peak {}, record {}{}",
+        rec.phase("peak").map_or_else(
+            || crate::numfmt::NA.to_string(),
+            |p| format!("{} conn/s", crate::numfmt::fixed(p.achieved_per_sec, 0))
+        ),
+        path.display(),
+        if flags.is_empty() {
+            String::new()
+        } else {
+            format!(" (flagged: {})", flags.join(", "))
+        }
+    )
+}
+
 /// The warnings that flag a trial, as short kinds: `contention`, `steal`, `generator behind`,
 /// `drops`, `retransmits` (by the module's rule), `cross-check mismatch`, `interrupted`, or
 /// `warning` for any other warning in the record. Empty when the trial is clean.
@@ -131,6 +151,18 @@ mod tests {
     use super::*;
     use crate::compare::{compare, Options, Verdict};
     use crate::histogram::new_latency_histogram;
+
+    #[test]
+    fn trial_line_names_peak_record_and_flags() {
+        let mut r = RunRecord::new("x", serde_json::Value::Null);
+        let path = std::path::Path::new("runs/x.json");
+        assert_eq!(trial_line(&r, path), "peak n/a, record runs/x.json");
+        r.warnings.push("steal time 3% on the load CPUs".into());
+        assert_eq!(
+            trial_line(&r, path),
+            "peak n/a, record runs/x.json (flagged: steal)"
+        );
+    }
     use crate::record::Histograms;
 
     /// The example record (no warning, no drop) labelled `label`, its peak phase at `rate`,

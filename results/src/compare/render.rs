@@ -14,7 +14,7 @@ pub enum Format {
     Json,
 }
 
-pub use crate::numfmt::value;
+pub(crate) use crate::numfmt::value;
 use crate::numfmt::{pct_change as pct, NA};
 
 fn side_line(side: &SideInfo) -> String {
@@ -45,7 +45,7 @@ fn side_line(side: &SideInfo) -> String {
 }
 
 /// The comparison as a document.
-pub fn blocks(c: &Comparison) -> Vec<Block> {
+pub(crate) fn blocks(c: &Comparison) -> Vec<Block> {
     let mut out = vec![
         Block::Heading(1, format!("A/B comparison: {} vs {}", c.a.name, c.b.name)),
         Block::Line(format!("A: {}", side_line(&c.a))),

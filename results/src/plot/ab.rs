@@ -38,7 +38,7 @@ fn side_name(side: &[Named<'_>], fallback: &str) -> String {
 }
 
 /// Draws the A/B panels; `a` and `b` are the two sides' trials.
-pub fn draw<DB: DrawingBackend>(
+pub(crate) fn draw<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     a: &[Named<'_>],
     b: &[Named<'_>],

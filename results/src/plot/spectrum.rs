@@ -16,7 +16,7 @@ const RIGHT_MARGIN_PX: u32 = 45;
 
 /// The y range of a log axis holding `min..=max` (in the axis unit): from the power of ten at
 /// or below `min` (at least 0.001, so a zero latency still has a place) to 1.25 × `max`.
-pub fn y_range(min: f64, max: f64) -> (f64, f64) {
+pub(crate) fn y_range(min: f64, max: f64) -> (f64, f64) {
     let min = if min.is_finite() && min > 0.0 {
         min
     } else {
@@ -32,7 +32,7 @@ pub fn y_range(min: f64, max: f64) -> (f64, f64) {
 }
 
 /// Labelled y values of a log axis: 1, 2 and 5 × each power of ten within `lo..=hi`.
-pub fn y_key_points(lo: f64, hi: f64) -> Vec<f64> {
+pub(crate) fn y_key_points(lo: f64, hi: f64) -> Vec<f64> {
     let mut out = Vec::new();
     let mut decade = 10f64.powf(lo.log10().floor());
     while decade <= hi {
@@ -53,7 +53,7 @@ fn axis_value(v: f64) -> String {
 }
 
 /// Label of x = log10(1/(1-p)): `0%`, `90%`, `99%`, `99.9%`, `99.99%`.
-pub fn percentile_label(x: f64) -> String {
+pub(crate) fn percentile_label(x: f64) -> String {
     let p = 100.0 * (1.0 - 10f64.powf(-x));
     let decimals = (x.round() as i64 - 2).clamp(0, 6) as usize;
     format!("{p:.decimals$}%")
@@ -61,7 +61,7 @@ pub fn percentile_label(x: f64) -> String {
 
 /// Points (x = log10(1/(1-p)), latency ns) of a histogram up to the deepest percentile its
 /// sample count supports (at most p99.999).
-pub fn points(h: &Histogram<u64>) -> Vec<(f64, f64)> {
+pub(crate) fn points(h: &Histogram<u64>) -> Vec<(f64, f64)> {
     let max_x = (h.len() as f64).log10().clamp(0.0, MAX_NINES);
     let steps = (max_x * 50.0).ceil() as usize;
     (0..=steps)
@@ -76,7 +76,10 @@ pub fn points(h: &Histogram<u64>) -> Vec<(f64, f64)> {
 /// Draws the spectrum: handshake latency of each record's latency phase; with one record,
 /// also its service and first-byte latency. A sweep record (several open-loop phases) draws
 /// the handshake latency of every step, not only the last (overloaded) one.
-pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, records: &[Named<'_>]) -> DrawResult
+pub(crate) fn draw<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    records: &[Named<'_>],
+) -> DrawResult
 where
     DB::ErrorType: 'static,
 {

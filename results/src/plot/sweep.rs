@@ -10,7 +10,10 @@ use crate::numfmt;
 use crate::sweep::{criteria_of, knee, steps_from_record, Criteria};
 
 /// Draws the sweep curves of each record's open-loop phases.
-pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, records: &[Named<'_>]) -> DrawResult
+pub(crate) fn draw<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    records: &[Named<'_>],
+) -> DrawResult
 where
     DB::ErrorType: 'static,
 {

@@ -9,7 +9,10 @@ use super::{color, headroom, DrawResult, Named, Problem};
 
 /// Draws the timeline. Phases of a record follow each other on the time axis (phase *k* starts
 /// where phase *k-1*'s measured seconds end).
-pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, records: &[Named<'_>]) -> DrawResult
+pub(crate) fn draw<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    records: &[Named<'_>],
+) -> DrawResult
 where
     DB::ErrorType: 'static,
 {

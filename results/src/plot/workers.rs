@@ -7,7 +7,10 @@ use super::{color, DrawResult, Named, Problem};
 use crate::compare::rate_phase;
 
 /// Draws one bar per worker and record (grouped by worker), from each record's rate phase.
-pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, records: &[Named<'_>]) -> DrawResult
+pub(crate) fn draw<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    records: &[Named<'_>],
+) -> DrawResult
 where
     DB::ErrorType: 'static,
 {

@@ -89,7 +89,7 @@ fn pattern_fields(p: Pattern) -> [String; 3] {
 }
 
 /// Renders the reports as CSV with a header row.
-pub fn to_csv(reports: &[RecordReport]) -> String {
+pub(crate) fn to_csv(reports: &[RecordReport]) -> String {
     let mut out = header().join(",") + "\n";
     for r in reports {
         for p in &r.phases {

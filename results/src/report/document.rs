@@ -9,7 +9,7 @@ use crate::numfmt::{count, fixed, signed, NA};
 use crate::record::{is_drop_counter, SideCpu, KEY_COUNTERS};
 
 /// Formats a CPU list compactly: `0-3,8,10-11`.
-pub fn cpulist(cpus: &[usize]) -> String {
+pub(crate) fn cpulist(cpus: &[usize]) -> String {
     let mut v = cpus.to_vec();
     v.sort_unstable();
     v.dedup();

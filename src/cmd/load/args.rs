@@ -6,9 +6,6 @@ use std::time::Duration;
 
 use crate::units::{parse_cpus, parse_duration, parse_positive_duration, parse_rate};
 
-/// Largest number of addresses one `--source` range may name.
-const MAX_SOURCES: u128 = 65_536;
-
 /// Options of `connstorm load`.
 ///
 /// Exit codes: 0 completed; 1 run-time failure; 2 bad input; 3 completed but nothing succeeded
@@ -146,63 +143,6 @@ pub struct Args {
     pub metrics: crate::cmd::metrics::MetricsArgs,
 }
 
-/// The `--http*` options as the request to send (`None` without `--http`); the body file is read
-/// here.
-///
-/// # Errors
-/// Bad input when the body file cannot be read or the request is malformed.
-/// Largest `--http-body` accepted, bytes.
-pub const MAX_HTTP_BODY: u64 = 16 << 20;
-
-/// Reads `--http-body`: a regular file of at most [`MAX_HTTP_BODY`] bytes (`/dev/zero` or a FIFO
-/// would never end).
-///
-/// # Errors
-/// Bad input (exit 2) naming the file and what to give instead.
-fn read_body(f: &std::path::Path) -> anyhow::Result<Vec<u8>> {
-    let bad = |why: String| {
-        crate::error::bad_input(format!(
-            "--http-body {}: {why}: give a regular file of at most {} bytes",
-            f.display(),
-            common::numfmt::count(MAX_HTTP_BODY)
-        ))
-    };
-    let meta = std::fs::metadata(f).map_err(|e| bad(format!("cannot read it ({e})")))?;
-    if !meta.is_file() {
-        return Err(bad("not a regular file".into()));
-    }
-    if meta.len() > MAX_HTTP_BODY {
-        return Err(bad(format!("{} bytes", common::numfmt::count(meta.len()))));
-    }
-    let mut body = Vec::new();
-    use std::io::Read;
-    std::fs::File::open(f)
-        .and_then(|file| file.take(MAX_HTTP_BODY + 1).read_to_end(&mut body))
-        .map_err(|e| bad(format!("cannot read it ({e})")))?;
-    if body.len() as u64 > MAX_HTTP_BODY {
-        return Err(bad("it grew past the limit while being read".into()));
-    }
-    Ok(body)
-}
-
-pub(super) fn http_request(args: &Args) -> anyhow::Result<Option<loadgen::HttpRequest>> {
-    let Some(path) = &args.http else {
-        return Ok(None);
-    };
-    let body = match &args.http_body {
-        Some(f) => read_body(f)?,
-        None => Vec::new(),
-    };
-    let req = loadgen::HttpRequest {
-        method: args.http_method.clone().unwrap_or_else(|| "GET".into()),
-        path: path.clone(),
-        headers: args.http_header.clone(),
-        body,
-    };
-    req.validate().map_err(crate::error::bad_input)?;
-    Ok(Some(req))
-}
-
 /// `--tls-version`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum TlsVersionArg {
@@ -225,52 +165,6 @@ pub enum TlsResumeArg {
     Tickets,
     /// TLS 1.2 session IDs.
     Ids,
-}
-
-/// The `--tls*` options (`None` without `--tls`). The SNI defaults to the first target's host
-/// name when that is a name, else to its IP address (checked against the certificate's IP
-/// addresses, no SNI sent).
-///
-/// # Errors
-/// Bad input for a CA file that cannot be used, an unusable name, `ids` without TLS 1.2.
-pub(super) fn tls_options(
-    args: &Args,
-    first: SocketAddr,
-) -> anyhow::Result<Option<loadgen::tls::TlsOptions>> {
-    use loadgen::tls::{Resume, TlsOptions, TlsVersion, Verify};
-    if !args.tls {
-        return Ok(None);
-    }
-    let name = args
-        .sni
-        .clone()
-        .or_else(|| args.target.iter().find_map(|t| t.1.clone()))
-        .unwrap_or_else(|| first.ip().to_string());
-    let o = TlsOptions {
-        version: match args.tls_version {
-            TlsVersionArg::Auto => TlsVersion::Auto,
-            TlsVersionArg::V12 => TlsVersion::V12,
-            TlsVersionArg::V13 => TlsVersion::V13,
-        },
-        server_name: name,
-        alpn: args.alpn.clone(),
-        resume: match args.tls_resume {
-            TlsResumeArg::Off => Resume::Off,
-            TlsResumeArg::Tickets => Resume::Tickets,
-            TlsResumeArg::Ids => Resume::Ids,
-        },
-        verify: if args.insecure {
-            Verify::Insecure
-        } else {
-            Verify::Ca(
-                args.ca
-                    .clone()
-                    .unwrap_or_else(|| loadgen::tls::SYSTEM_CA_BUNDLE.into()),
-            )
-        },
-    };
-    o.client_config().map_err(crate::error::bad_input)?;
-    Ok(Some(o))
 }
 
 /// One `--target` item: every address its name resolves to, in the resolver's order, and the
@@ -326,97 +220,13 @@ pub enum Format {
     Json,
 }
 
-/// Resolves one `HOST:PORT` to every address it has (getaddrinfo(3) through the std resolver,
-/// so /etc/hosts and nsswitch apply). Port 0 is refused.
+/// Resolves one `HOST:PORT` to every address it has ([`common::addr::resolve_targets`]).
 fn parse_target_item(s: &str) -> Result<Targets, String> {
-    use std::net::ToSocketAddrs;
-    let mut addrs: Vec<SocketAddr> = s
-        .trim()
-        .to_socket_addrs()
-        .map_err(|e| {
-            format!(
-                "invalid target {s:?} ({e}): write HOST:PORT, e.g. `127.0.0.1:9000`, `[::1]:9000` or `localhost:9000`"
-            )
-        })?
-        .collect();
-    let mut seen = std::collections::HashSet::new();
-    addrs.retain(|a| seen.insert(*a));
-    let Some(first) = addrs.first() else {
-        return Err(format!(
-            "target {s:?} resolves to no address: give HOST:PORT of the server"
-        ));
-    };
-    if first.port() == 0 {
-        return Err(format!(
-            "target {s:?} has port 0, which nothing listens on: give the server's port"
-        ));
-    }
-    // The host part when it is a name: `localhost:9000` → `localhost`; `[::1]:9000` and
-    // `127.0.0.1:9000` → none.
-    let host = s.trim().rsplit_once(':').map(|(h, _)| h).unwrap_or("");
-    let name =
-        (!host.is_empty() && !host.starts_with('[') && host.parse::<std::net::IpAddr>().is_err())
-            .then(|| host.to_string());
-    Ok(Targets(addrs, name))
+    common::addr::resolve_targets(s).map(|r| Targets(r.addrs, r.name))
 }
 
-/// One `--source` item: an address or an inclusive range `A-B` of one family.
+/// One `--source` item: an address or an inclusive range `A-B` of one family
+/// ([`common::addr::parse_sources`]).
 fn parse_source_item(s: &str) -> Result<Sources, String> {
-    parse_sources(s).map(Sources)
-}
-
-fn parse_sources(s: &str) -> Result<Vec<IpAddr>, String> {
-    let s = s.trim();
-    let ip = |t: &str| -> Result<IpAddr, String> {
-        t.trim().parse().map_err(|_| {
-            format!("invalid source address {t:?}: write an IP address or a range like `127.0.0.2-127.0.0.250`")
-        })
-    };
-    let Some((a, b)) = s.split_once('-') else {
-        return Ok(vec![ip(s)?]);
-    };
-    let (a, b) = (ip(a)?, ip(b)?);
-    let (lo, hi, v4) = match (a, b) {
-        (IpAddr::V4(a), IpAddr::V4(b)) => {
-            (u128::from(u32::from(a)), u128::from(u32::from(b)), true)
-        }
-        (IpAddr::V6(a), IpAddr::V6(b)) => (u128::from(a), u128::from(b), false),
-        _ => return Err(format!("source range {s:?} mixes IPv4 and IPv6")),
-    };
-    if hi < lo {
-        return Err(format!(
-            "source range {s:?} ends before it starts: write low-high"
-        ));
-    }
-    if hi - lo >= MAX_SOURCES {
-        return Err(format!(
-            "source range {s:?} names more than {MAX_SOURCES} addresses"
-        ));
-    }
-    Ok((lo..=hi)
-        .map(|v| {
-            if v4 {
-                IpAddr::from(std::net::Ipv4Addr::from(v as u32))
-            } else {
-                IpAddr::from(std::net::Ipv6Addr::from(v))
-            }
-        })
-        .collect())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn source_ranges_expand_and_bad_ones_are_refused() {
-        let v = parse_sources("127.0.0.2-127.0.0.5").unwrap();
-        assert_eq!(v.len(), 4);
-        assert_eq!(v[3], "127.0.0.5".parse::<IpAddr>().unwrap());
-        assert_eq!(parse_sources("::1").unwrap().len(), 1);
-        assert!(parse_sources("127.0.0.5-127.0.0.2").is_err());
-        assert!(parse_sources("127.0.0.1-::1").is_err());
-        assert!(parse_sources("10.0.0.0-10.255.255.255").is_err());
-        assert!(parse_sources("nope").is_err());
-    }
+    common::addr::parse_sources(s).map(Sources)
 }

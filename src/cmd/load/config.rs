@@ -7,7 +7,7 @@ use std::path::Path;
 use anyhow::Context;
 use loadgen::{Arrival, CloseMode, LoadConfig, Pattern};
 
-use super::args::{Args, ArrivalArg, CloseArg, Family, Targets};
+use super::args::{Args, ArrivalArg, CloseArg, Family, Targets, TlsResumeArg, TlsVersionArg};
 use crate::error::bad_input;
 
 /// Every resolved address of every `--target` item, in order, without repeats, restricted to
@@ -135,58 +135,75 @@ pub(super) fn config(args: &Args, nofile: u64) -> anyhow::Result<LoadConfig> {
         expect_bytes: args.expect_bytes,
         max_in_flight: usize::try_from(max_in_flight).unwrap_or(usize::MAX),
         late_threshold: args.late_threshold,
-        http: super::args::http_request(args)?,
-        tls: super::args::tls_options(args, targets_first)?,
+        http: http_request(args)?,
+        tls: tls_options(args, targets_first)?,
     };
     cfg.validate().map_err(|e| bad_input(e.to_string()))?;
     Ok(cfg)
 }
 
-/// Whether connecting to `ip` stays on this host, in this network namespace: a loopback address
-/// (127.0.0.0/8, ::1, or IPv4-mapped loopback `::ffff:127.x.y.z`), or the unspecified address
-/// (connect(2) to 0.0.0.0 or :: reaches the local host; ip(7)).
-pub(super) fn is_local(ip: IpAddr) -> bool {
-    match ip {
-        IpAddr::V4(v4) => v4.is_loopback() || v4.is_unspecified(),
-        IpAddr::V6(v6) => {
-            v6.is_loopback()
-                || v6.is_unspecified()
-                || v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
-        }
+/// The `--http*` options as the request to send (`None` without `--http`;
+/// [`loadgen::HttpRequest::from_options`] reads the body file).
+///
+/// # Errors
+/// Bad input when the body file cannot be read or the request is malformed.
+fn http_request(args: &Args) -> anyhow::Result<Option<loadgen::HttpRequest>> {
+    let Some(path) = &args.http else {
+        return Ok(None);
+    };
+    loadgen::HttpRequest::from_options(
+        path,
+        args.http_method.as_deref(),
+        &args.http_header,
+        args.http_body.as_deref(),
+    )
+    .map(Some)
+    .map_err(bad_input)
+}
+
+/// The `--tls*` options (`None` without `--tls`). The SNI defaults to the first target's host
+/// name when that is a name, else to its IP address (checked against the certificate's IP
+/// addresses, no SNI sent).
+///
+/// # Errors
+/// Bad input for a CA file that cannot be used, an unusable name, `ids` without TLS 1.2.
+fn tls_options(args: &Args, first: SocketAddr) -> anyhow::Result<Option<loadgen::tls::TlsOptions>> {
+    use loadgen::tls::{Resume, TlsOptions, TlsVersion, Verify};
+    if !args.tls {
+        return Ok(None);
     }
+    let name = args
+        .sni
+        .clone()
+        .or_else(|| args.target.iter().find_map(|t| t.1.clone()))
+        .unwrap_or_else(|| first.ip().to_string());
+    let o = TlsOptions {
+        version: match args.tls_version {
+            TlsVersionArg::Auto => TlsVersion::Auto,
+            TlsVersionArg::V12 => TlsVersion::V12,
+            TlsVersionArg::V13 => TlsVersion::V13,
+        },
+        server_name: name,
+        alpn: args.alpn.clone(),
+        resume: match args.tls_resume {
+            TlsResumeArg::Off => Resume::Off,
+            TlsResumeArg::Tickets => Resume::Tickets,
+            TlsResumeArg::Ids => Resume::Ids,
+        },
+        verify: if args.insecure {
+            Verify::Insecure
+        } else {
+            Verify::Ca(
+                args.ca
+                    .clone()
+                    .unwrap_or_else(|| loadgen::tls::SYSTEM_CA_BUNDLE.into()),
+            )
+        },
+    };
+    o.client_config().map_err(crate::error::bad_input)?;
+    Ok(Some(o))
 }
 
 fn allowed_cpus() -> anyhow::Result<Vec<usize>> {
     Ok(tuning::topology::allowed_cpus(Path::new("/"))?)
-}
-
-/// Warns on stderr when the rate or the concurrency needs more ephemeral ports than this host
-/// offers ([`tuning::ports::shortfall`], with TIME_WAIT reuse taken into account from the
-/// settings it depends on: tcp_tw_reuse, tcp_timestamps, tcp_tw_reuse_delay), saying how to fix
-/// it. `b` gives the run's (source, target) triples.
-pub(super) fn warn_port_budget(cfg: &LoadConfig, b: &loadgen::ports::PortBudget) {
-    let io = tuning::plan::ProcSys { root: "/".into() };
-    let settings = match tuning::ports::PortSettings::read(&io) {
-        Ok(s) => s,
-        Err(e) => return eprintln!("connstorm load: warning: {e}; no port-budget check"),
-    };
-    let all_local = cfg.targets.iter().all(|t| is_local(t.ip()));
-    let e = tuning::ports::budget(&settings, b.triples, all_local, cfg.close == CloseMode::Fin);
-    let demand = match cfg.pattern {
-        Pattern::Open { rate_per_sec, .. } => tuning::ports::Demand::Rate {
-            per_sec: rate_per_sec,
-        },
-        Pattern::Closed { concurrency } => tuning::ports::Demand::InFlight {
-            connections: u64::from(concurrency),
-        },
-    };
-    if let Some(w) = tuning::ports::shortfall(&e, demand) {
-        let reuse = tuning::ports::reuse_remedy(&e)
-            .map(|r| format!(", or {r}"))
-            .unwrap_or_default();
-        eprintln!(
-            "connstorm load: warning: {w}; use more --source addresses (any 127.0.0.0/8 on loopback), more targets, \
-             --close rst or --close server, a wider net.ipv4.ip_local_port_range{reuse}"
-        );
-    }
 }

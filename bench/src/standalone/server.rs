@@ -10,17 +10,24 @@
 //! see when a connection was meant to start.
 
 use std::collections::BTreeMap;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
-use results::record::{self as rec, Role, RunInfo, RunRecord};
+use results::record::{self as rec, BuildInfo, Role, RunInfo, RunRecord};
 use server::ServerReport;
 
+use crate::record::Build;
+
 /// Builds the server record; `started`: when the listeners listened; `counters`: Δ of the
-/// namespace's counters over the run (empty when unreadable).
-pub fn server_record(
+/// namespace's counters over the run (empty when unreadable), read on the calling thread;
+/// `interrupted`: the run was cut short (two quick signals: one signal is how a server without
+/// `--duration` is meant to end, and its counts are whole); `build`/`info`: the binary.
+pub fn record(
     report: &ServerReport,
     started: SystemTime,
     counters: BTreeMap<String, i64>,
+    interrupted: bool,
+    build: &Build,
+    info: BuildInfo,
 ) -> RunRecord {
     let mut r = RunRecord::new(
         "server",
@@ -31,9 +38,7 @@ pub fn server_record(
         }),
     );
     r.role = Role::Server;
-    let start_ms = started
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64);
+    let start_ms = super::unix_ms(started);
     let accepted = report.accepted();
     r.run = RunInfo {
         command: "server".into(),
@@ -47,20 +52,17 @@ pub fn server_record(
         netns: false,
         rtt_ns: None,
         target: None,
-        connstorm_version: env!("CARGO_PKG_VERSION").to_string(),
-        git_commit: env!("CONNSTORM_GIT_COMMIT").to_string(),
-        // One signal is how a server without --duration is meant to end (see `connstorm
-        // server`'s exit codes): its counts are whole, not cut short. Two quick ones cut it short
-        // (exit 128+N), and the record says so as the exit code does.
-        interrupted: crate::signals::hurry(),
+        connstorm_version: build.version.to_string(),
+        git_commit: build.git_commit.to_string(),
+        interrupted,
         started_at: results::timestamp::rfc3339_utc(started),
         started_unix_ms: Some(start_ms),
         wall_secs: report.wall_time_secs(),
     };
-    r.host = crate::bench::record::host_info();
+    r.host = crate::record::host_info();
     // The caller read the counters on this thread (the workers run on others).
-    r.counters_netns = crate::bench::record::counters_netns(r.host.hostname.clone());
-    r.build = crate::version::build_info();
+    r.counters_netns = crate::record::counters_netns(r.host.hostname.clone());
+    r.build = info;
     let passive = counters.get(tuning::counters::PASSIVE_OPENS).copied();
     let w = &report.workers;
     let cpu = rec::SideCpu::new(
@@ -95,19 +97,42 @@ pub fn server_record(
             load: rec::SideCpu::default(),
         },
         counters,
-        cross_check: Some(rec::CrossCheck {
-            server_accepted: Some(accepted),
-            load_successes: 0,
-            load_attempts: None,
-            kernel_passive_opens: passive,
-            kernel_active_opens: None,
-            agree: passive == Some(accepted as i64),
-            note: format!(
-                "whole run: {accepted} accepted; this namespace's Tcp.PassiveOpens {} (equal when only this server listens here)",
-                passive.map_or("unreadable".to_string(), |p| p.to_string())
-            ),
-        }),
+        cross_check: Some(cross_check(accepted, passive)),
         ..rec::PhaseRecord::default()
     });
     r
+}
+
+/// The whole run's accepts against this namespace's Δ `Tcp.PassiveOpens` (`None`: unreadable):
+/// they agree when equal.
+fn cross_check(accepted: u64, passive: Option<i64>) -> rec::CrossCheck {
+    rec::CrossCheck {
+        server_accepted: Some(accepted),
+        load_successes: 0,
+        load_attempts: None,
+        kernel_passive_opens: passive,
+        kernel_active_opens: None,
+        agree: passive == Some(accepted as i64),
+        note: format!(
+            "whole run: {accepted} accepted; this namespace's Tcp.PassiveOpens {} (equal when only this server listens here)",
+            passive.map_or("unreadable".to_string(), |p| p.to_string())
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accepts_agree_with_passive_opens_only_when_equal_and_unreadable_is_named() {
+        assert!(cross_check(7, Some(7)).agree);
+        assert!(!cross_check(7, Some(8)).agree);
+        let c = cross_check(7, None);
+        assert!(!c.agree);
+        assert_eq!(
+            c.note,
+            "whole run: 7 accepted; this namespace's Tcp.PassiveOpens unreadable (equal when only this server listens here)"
+        );
+    }
 }

@@ -1,0 +1,141 @@
+//! The text of a finished `connstorm sweep`: the probed peak, one row per step (offered,
+//! achieved, the SLO's percentile, errors, dropped and late starts, whether it meets the
+//! criteria), the knee and the record's warnings.
+
+use std::fmt::Write as _;
+
+use super::{Criteria, Knee, Step};
+use crate::numfmt;
+use crate::record::RunRecord;
+
+/// The sweep's text: `steps` of `record` ([`super::steps_from_record`]) against `criteria`,
+/// its `knee` ([`super::knee`]; none is stated for an interrupted run), per server core when
+/// `server_cores` > 1, then one `warning:` line per record warning. The caller adds the
+/// record's path.
+pub fn text(
+    record: &RunRecord,
+    steps: &[Step],
+    knee: Option<&Knee>,
+    criteria: &Criteria,
+    server_cores: usize,
+) -> String {
+    let mut out = String::new();
+    if let Some(p) = record.phase("peak") {
+        let _ = writeln!(
+            out,
+            "probed peak: {} CPM = {} conn/s (closed loop)",
+            numfmt::fixed(p.cpm, 0),
+            numfmt::fixed(p.achieved_per_sec, 0)
+        );
+    }
+    let _ = writeln!(
+        out,
+        "{:<8} {:>14} {:>14} {:>9} {:>12} {:>9} {:>16} {:>16}  meets {}",
+        "step",
+        "offered/s",
+        "achieved/s",
+        "achieved%",
+        format!("p{}", criteria.slo.quantile * 100.0),
+        "errors%",
+        "dropped",
+        "late",
+        criteria.slo.text
+    );
+    // Dropped and late as count and share of the step's intended starts.
+    let share = |n: u64, r: Option<f64>| match r {
+        Some(r) => format!("{} ({})", numfmt::count(n), numfmt::pct(r)),
+        None => numfmt::NA.to_string(),
+    };
+    for s in steps {
+        let lat = s
+            .latency_ns
+            .map_or_else(|| numfmt::NA.to_string(), |n| numfmt::ns(n as f64));
+        let achieved = if s.offered_per_sec > 0.0 {
+            numfmt::pct(s.achieved_per_sec / s.offered_per_sec)
+        } else {
+            numfmt::NA.to_string()
+        };
+        let _ = writeln!(
+            out,
+            "{:<8} {:>14} {:>14} {:>9} {:>12} {:>8.3}% {:>16} {:>16}  {}",
+            s.name,
+            numfmt::exact(s.offered_per_sec),
+            numfmt::fixed(s.achieved_per_sec, 0),
+            achieved,
+            lat,
+            s.error_ratio * 100.0,
+            share(s.dropped, s.dropped_ratio()),
+            share(s.late, s.late_ratio()),
+            if super::step_ok(s, criteria) {
+                "yes"
+            } else {
+                "no"
+            }
+        );
+    }
+    match knee {
+        _ if record.run.interrupted => {
+            let _ = writeln!(
+                out,
+                "knee: none stated — the sweep was interrupted, so not every step ran"
+            );
+        }
+        Some(k) => {
+            let _ = writeln!(
+                out,
+                "knee: {} CPM = {} conn/s{} at {} (highest step meeting {} with ≤ {:.3}% errors)",
+                numfmt::fixed(k.cpm, 0),
+                numfmt::fixed(k.step.achieved_per_sec, 0),
+                k.per_core_per_sec
+                    .filter(|_| server_cores > 1)
+                    .map(|c| format!(" = {} conn/s per server core", numfmt::fixed(c, 0)))
+                    .unwrap_or_else(|| if server_cores == 1 {
+                        " on 1 server core".into()
+                    } else {
+                        String::new()
+                    }),
+                k.step.name,
+                criteria.slo.text,
+                criteria.max_error_ratio * 100.0
+            );
+        }
+        None => {
+            let _ = writeln!(
+                out,
+                "knee: no step met {} with ≤ {:.3}% errors — lower --from or relax --slo",
+                criteria.slo.text,
+                criteria.max_error_ratio * 100.0
+            );
+        }
+    }
+    for w in &crate::warnings::all(record) {
+        let _ = writeln!(out, "warning: {w}");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sweep::Slo;
+
+    #[test]
+    fn no_knee_is_said_with_the_fix_and_an_interrupted_sweep_states_none() {
+        let criteria = Criteria::new(Slo::parse("p99<1ms").unwrap(), 0.001);
+        let mut r = RunRecord::new("x", serde_json::Value::Null);
+        let t = text(&r, &[], None, &criteria, 1);
+        assert!(t.starts_with("step "), "{t}");
+        assert!(
+            t.contains(
+                "knee: no step met p99<1ms with ≤ 0.100% errors — lower --from or relax --slo"
+            ),
+            "{t}"
+        );
+        r.run.interrupted = true;
+        let t = text(&r, &[], None, &criteria, 1);
+        assert!(
+            t.contains("knee: none stated — the sweep was interrupted"),
+            "{t}"
+        );
+    }
+}
