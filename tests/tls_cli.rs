@@ -352,3 +352,127 @@ fn bad_tls_files_and_options_exit_2_with_one_line() {
         assert!(e.contains(want), "{args:?}: want {want:?} in {e}");
     }
 }
+
+/// `load --tls --http --out DIR` keeps the TLS counts (full, resumed) and the TLS handshake
+/// histogram in its record (equal to the load's own report); `report` prints them; `merge` of
+/// two segments' records sums them exactly.
+#[test]
+fn tls_load_record_keeps_tls_counts_for_report_and_merge() {
+    let _x = testkit::exclusive();
+    let (scpu, lcpu) = cpus();
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("runs");
+    let od = out_dir.to_str().unwrap().to_string();
+    let engine = match server::probe::io_uring() {
+        Ok(()) => "io-uring",
+        Err(_) => "epoll",
+    };
+    let loads = testkit::NetNs::run(move |_| {
+        let server = start_server(&scpu, engine, &strings(&["--mode", "http"]));
+        wait_listening(PORT);
+        // Both segments start at one wall-clock instant (merge refuses records that do not
+        // overlap in time).
+        let start_at = humantime::format_rfc3339_millis(
+            std::time::SystemTime::now() + Duration::from_millis(1500),
+        )
+        .to_string();
+        let loads: Vec<Output> = std::thread::scope(|s| {
+            let runs: Vec<_> = ["0/2", "1/2"]
+                .iter()
+                .map(|seg| {
+                    let (od, lcpu, start_at) = (&od, &lcpu, &start_at);
+                    s.spawn(move || {
+                        bin()
+                            .args([
+                                "load",
+                                "--target",
+                                &format!("localhost:{PORT}"),
+                                "--family",
+                                "4",
+                                "--rate",
+                                "100/s",
+                                "--duration",
+                                "1s",
+                                "--warmup",
+                                "0s",
+                                "--cpus",
+                                lcpu,
+                                "--tls",
+                                "--insecure",
+                                "--tls-resume",
+                                "tickets",
+                                "--http",
+                                "--format",
+                                "json",
+                                "--out",
+                                od,
+                                "--segment",
+                                seg,
+                                "--start-at",
+                                start_at,
+                            ])
+                            .output()
+                            .unwrap()
+                    })
+                })
+                .collect();
+            runs.into_iter().map(|r| r.join().unwrap()).collect()
+        });
+        stop_server(server);
+        loads
+    });
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&out_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    assert_eq!(files.len(), 2, "{files:?}");
+    let mut handshakes = 0;
+    for (f, l) in files.iter().zip(&loads) {
+        assert_eq!(l.status.code(), Some(0), "{}", stderr(l));
+        let t = &json(l)["tls"];
+        let rec: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap();
+        let p = &rec["phases"][0];
+        for k in [
+            "handshakes",
+            "full",
+            "resumed",
+            "tls13",
+            "tls12",
+            "alpn_agreed",
+        ] {
+            assert_eq!(p["tls"][k], t[k], "{k}: {}", p["tls"]);
+        }
+        assert!(u(&t["handshakes"]) >= 50, "{t}");
+        assert!(u(&t["resumed"]) > 0, "{t}");
+        handshakes += u(&t["handshakes"]);
+        let hist =
+            results::histogram::decode(p["histograms"]["tls_handshake"].as_str().unwrap()).unwrap();
+        assert_eq!(hist.len(), u(&t["handshakes"]), "{p}");
+        let rep = bin().arg("report").arg(f).output().unwrap();
+        assert_eq!(rep.status.code(), Some(0), "{}", stderr(&rep));
+        let text = String::from_utf8_lossy(&rep.stdout);
+        let want = format!(
+            "tls: {} handshakes",
+            results::numfmt::count(u(&t["handshakes"]))
+        );
+        assert!(text.contains(&want), "{want}: {text}");
+        assert!(text.contains("tls_handshake"), "{text}");
+    }
+    let merged = dir.path().join("merged.json");
+    let m = bin()
+        .arg("merge")
+        .args(&files)
+        .args(["-o", merged.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(m.status.code(), Some(0), "{}", stderr(&m));
+    let rec: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&merged).unwrap()).unwrap();
+    let p = &rec["phases"][0];
+    assert_eq!(u(&p["tls"]["handshakes"]), handshakes, "{}", p["tls"]);
+    let hist =
+        results::histogram::decode(p["histograms"]["tls_handshake"].as_str().unwrap()).unwrap();
+    assert_eq!(hist.len(), handshakes);
+}

@@ -232,6 +232,14 @@ impl StatsReader {
                 .collect(),
             errors_total: self.errors_per_worker().iter().sum(),
             cpu_per_worker: slots.iter().map(|s| s.cpu()).collect(),
+            tls_accepted: slots
+                .iter()
+                .map(|s| s.tls_accepted.load(Ordering::Relaxed))
+                .sum(),
+            tls_resumed: slots
+                .iter()
+                .map(|s| s.tls_resumed.load(Ordering::Relaxed))
+                .sum(),
         }
     }
 
