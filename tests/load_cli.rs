@@ -1418,3 +1418,46 @@ fn a_signal_while_waiting_for_start_at_ends_at_once_with_a_never_started_report(
         );
     }
 }
+
+/// A load record's CPU time covers the whole run, warm-up included, so its CPU per connection
+/// divides by the whole run's handshakes (`cross_check.load_successes`), not by the measured
+/// part's (which made it ×(warm-up + duration)/duration too high, and `compare` verdicts with it).
+#[test]
+fn load_record_cpu_per_connection_divides_whole_run_cpu_by_whole_run_handshakes() {
+    let _x = testkit::exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().to_str().unwrap().to_string();
+    let o = testkit::NetNs::run(move |_| {
+        let sink = Sink::start(false);
+        connstorm(&[
+            "--target",
+            &sink.addr.to_string(),
+            "--cpus",
+            &cpu(),
+            "--rate",
+            "500/s",
+            "--duration",
+            "1s",
+            "--warmup",
+            "1s",
+            "--out",
+            &out,
+        ])
+    });
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let files = records(dir.path());
+    let rec = results::RunRecord::read(&files[0]).unwrap();
+    let p = &rec.phases[0];
+    let whole = p.cross_check.as_ref().unwrap().load_successes;
+    assert!(
+        whole > p.successes,
+        "warm-up handshakes are in the whole run: {whole} vs {}",
+        p.successes
+    );
+    let cpu = &p.cpu.load;
+    let per = cpu.us_per_conn_run.expect("exact CPU per connection");
+    let divisor = cpu.run_ns.unwrap() as f64 / 1e3 / per;
+    assert_eq!(divisor.round() as u64, whole, "{cpu:?}");
+    let sys = cpu.sys_ns as f64 / 1e3 / cpu.us_per_conn_sys.unwrap();
+    assert_eq!(sys.round() as u64, whole, "{cpu:?}");
+}

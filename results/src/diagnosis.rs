@@ -148,6 +148,18 @@ pub fn diagnose(e: &Evidence<'_>) -> Vec<Cause> {
         Some(acc) if e.client_handshakes > acc => e.client_handshakes - acc,
         _ => 0,
     };
+    // Handshakes the server's kernel completed and queued, still in the accept queue after the
+    // settle: their cause is known (the application did not accept), not a dropped ACK.
+    let queued = e.failures.get(NEVER_ACCEPTED_QUEUED).copied().unwrap_or(0);
+    if queued > 0 {
+        add(
+            Kind::NeverAccepted,
+            format!(
+                "never accepted: {queued} handshakes the server's kernel completed were still waiting in the listener's accept queue at the end: the server application did not call accept() for them (stopped, blocked, or slower than the arrivals) — fix: check that the server process runs and accepts as fast as connections arrive"
+            ),
+        );
+    }
+    let never = never.saturating_sub(queued);
     let abort = e.s("net.ipv4.tcp_abort_on_overflow");
     if never > 0 {
         let resets = e.c("TcpExt.EmbryonicRsts");
@@ -442,6 +454,38 @@ mod tests {
 
     fn kinds(c: &[Cause]) -> Vec<Kind> {
         c.iter().map(|c| c.kind).collect()
+    }
+
+    /// Handshakes still in the accept queue at the end are explained by the queue (the
+    /// application did not accept), not by a dropped final ACK, whatever the overflow counters.
+    #[test]
+    fn handshakes_left_in_the_accept_queue_name_the_queue_not_a_dropped_ack() {
+        let counters = map(&[("TcpExt.ListenOverflows", 900)]);
+        let settings = map(&[("net.ipv4.tcp_abort_on_overflow", 0)]);
+        let failures = map(&[(NEVER_ACCEPTED_QUEUED, 65u64)]);
+        let c = diagnose(&Evidence {
+            counters: &counters,
+            settings: &settings,
+            attempts: 4000,
+            failures: &failures,
+            client_handshakes: 65,
+            server_accepts: Some(0),
+            balanced: Some(true),
+        });
+        assert_eq!(c[0].kind, Kind::NeverAccepted);
+        let l = &c[0].line;
+        assert!(
+            l.starts_with("never accepted: 65 handshakes the server's kernel completed were still waiting in the listener's accept queue"),
+            "{l}"
+        );
+        assert!(
+            c.iter().all(|c| !c.line.contains("final ACK was dropped")),
+            "{c:?}"
+        );
+        assert!(
+            c.iter().any(|c| c.kind == Kind::AcceptQueueOverflow),
+            "the overflowing SYNs still get their own cause: {c:?}"
+        );
     }
 
     #[test]

@@ -640,9 +640,17 @@ where
 }
 
 /// The generators' CPU time summed; wall time the longest, CPUs the sum (so
-/// [`SideCpu::sys_pct`] is the fleet's share of its capacity).
+/// [`SideCpu::sys_pct`] is the fleet's share of its capacity). A load record's CPU time covers
+/// its whole run, warm-up included, so per connection it is divided by the whole runs'
+/// handshakes (each part's `cross_check.load_successes`), falling back to `successes` (the
+/// measured parts') when a part has no cross-check.
 fn merged_cpu(parts: &[(&Path, &PhaseRecord)], successes: u64) -> SideCpu {
     let sides: Vec<&SideCpu> = parts.iter().map(|(_, p)| &p.cpu.load).collect();
+    let successes = parts
+        .iter()
+        .map(|(_, p)| p.cross_check.as_ref().map(|c| c.load_successes))
+        .sum::<Option<u64>>()
+        .unwrap_or(successes);
     let cpu = SideCpu::new(
         sides.iter().map(|s| s.user_ns).sum(),
         sides.iter().map(|s| s.sys_ns).sum(),

@@ -115,7 +115,7 @@ pub struct PhaseReport {
     /// Attempts still waiting for their handshake at an interrupt (neither successes nor
     /// failures).
     pub abandoned: u64,
-    /// Latency histograms that were measured.
+    /// Latency histograms that were measured and hold at least one sample.
     pub latency: Vec<LatencyReport>,
     /// `load --http`: the HTTP counts (`None` otherwise).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -194,7 +194,9 @@ fn phase_report(file: &str, p: &PhaseRecord, edges_ns: &[u64]) -> Result<PhaseRe
                 which: which.name(),
                 source,
             })?;
-        if let Some(h) = h {
+        // An empty histogram has no percentiles: leave it out rather than report zeros (the
+        // text, JSON and CSV then say "not measured" / null / empty).
+        if let Some(h) = h.filter(|h| !h.is_empty()) {
             latency.push(LatencyReport {
                 which: which.name(),
                 summary: LatencySummary::of(&h),
@@ -241,11 +243,25 @@ fn phase_report(file: &str, p: &PhaseRecord, edges_ns: &[u64]) -> Result<PhaseRe
 /// [`ReportError::Histogram`] if a histogram does not decode (never for a record that
 /// [`RunRecord::read`] accepted).
 pub fn build(rec: &RunRecord, file: &str, edges_ns: &[u64]) -> Result<RecordReport, ReportError> {
-    let phases = rec
+    let mut phases = rec
         .phases
         .iter()
         .map(|p| phase_report(file, p, edges_ns))
         .collect::<Result<Vec<_>, _>>()?;
+    if rec.role == Role::Server {
+        // A `server --out` record measures accepts, not handshakes started by a load: its
+        // rate is the accept rate over the server's wall time, as its text report says.
+        for p in &mut phases {
+            if let Some(s) = &p.server {
+                let accepted = s.accepted();
+                p.successes = accepted;
+                if p.measured_secs > 0.0 {
+                    p.achieved_per_sec = accepted as f64 / p.measured_secs;
+                    p.cpm = p.achieved_per_sec * 60.0;
+                }
+            }
+        }
+    }
     let warnings = warnings(rec);
     Ok(RecordReport {
         file: file.to_string(),
@@ -326,6 +342,56 @@ mod tests {
     }
 
     /// README "Nothing measured": no rate, no percentiles, no CPU per connection, no "agree".
+    /// A phase whose histograms hold no sample (an interrupted run with no success) has no
+    /// percentiles: JSON lists no latency and CSV leaves the fields empty, never 0 ns.
+    #[test]
+    fn empty_histograms_give_no_percentiles_not_zeros() {
+        let mut rec = RunRecord::example();
+        let empty = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).unwrap();
+        rec.phases[1].histograms = crate::record::Histograms::encode(&empty, &empty, None);
+        let r = build(&rec, "x.json", &DEFAULT_BUCKET_EDGES_NS).unwrap();
+        assert!(r.phases[1].latency.is_empty());
+        assert!(!r.phases[0].latency.is_empty());
+        let csv = render(std::slice::from_ref(&r), Format::Csv, Counters::Key);
+        let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+        let row: Vec<&str> = csv.lines().nth(2).unwrap().split(',').collect();
+        let col = header
+            .iter()
+            .position(|h| *h == "handshake_p50_ns")
+            .unwrap();
+        assert_eq!(row[col], "", "{csv}");
+        let json = render(&[r], Format::Json, Counters::Key);
+        assert!(!json.contains("\"p50_ns\": 0"), "{json}");
+    }
+
+    /// A `server --out` record's rate is its accept rate (as its text report says), also in
+    /// JSON and CSV.
+    #[test]
+    fn a_server_record_reports_its_accept_rate_in_every_format() {
+        let mut rec = RunRecord::example();
+        rec.role = Role::Server;
+        rec.phases.truncate(1);
+        let p = &mut rec.phases[0];
+        p.successes = 0;
+        p.achieved_per_sec = 0.0;
+        p.cpm = 0.0;
+        let accepted = p.server.as_ref().unwrap().accepted();
+        assert!(accepted > 0);
+        let secs = p.measured_secs;
+        let r = build(&rec, "s.json", &DEFAULT_BUCKET_EDGES_NS).unwrap();
+        assert_eq!(r.phases[0].successes, accepted);
+        assert!((r.phases[0].achieved_per_sec - accepted as f64 / secs).abs() < 1e-9);
+        let csv = render(&[r], Format::Csv, Counters::Key);
+        let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+        let row: Vec<&str> = csv.lines().nth(1).unwrap().split(',').collect();
+        let col = header
+            .iter()
+            .position(|h| *h == "achieved_per_sec")
+            .unwrap();
+        let got: f64 = row[col].parse().unwrap();
+        assert!((got - accepted as f64 / secs).abs() < 1e-6, "{csv}");
+    }
+
     #[test]
     fn a_phase_without_a_success_prints_nothing_measured() {
         let mut rec = RunRecord::example();

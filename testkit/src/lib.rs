@@ -150,7 +150,7 @@ impl NetNs {
     /// # Panics
     /// If the write fails (unknown key, global key, bad value).
     pub fn set_sysctl(&self, key: &str, value: &str) {
-        let path = format!("/proc/sys/{}", key.replace('.', "/"));
+        let path = sysctl_path(key);
         std::fs::write(&path, value).unwrap_or_else(|e| panic!("write {value:?} to {path}: {e}"));
     }
 
@@ -159,12 +159,20 @@ impl NetNs {
     /// # Panics
     /// If the key does not exist.
     pub fn sysctl(&self, key: &str) -> String {
-        let path = format!("/proc/sys/{}", key.replace('.', "/"));
+        let path = sysctl_path(key);
         std::fs::read_to_string(&path)
             .unwrap_or_else(|e| panic!("read {path}: {e}"))
             .trim()
             .to_string()
     }
+}
+
+/// The `/proc/sys` file of a dotted key, as sysctl(8) reads it: `.` separates, a `/` inside a
+/// component stands for a dot in a name (`net.ipv4.conf.eth0/200.forwarding` is
+/// `/proc/sys/net/ipv4/conf/eth0.200/forwarding`).
+fn sysctl_path(key: &str) -> String {
+    let parts: Vec<String> = key.split('.').map(|c| c.replace('/', ".")).collect();
+    format!("/proc/sys/{}", parts.join("/"))
 }
 
 /// CPUs this process may run on (from sched_getaffinity(2)), ascending. Tests pin workers to these.

@@ -81,7 +81,16 @@ fn words(line: &str) -> Option<Vec<String>> {
                 loop {
                     match chars.next()? {
                         '"' => break,
-                        '\\' => cur.push(chars.next()?),
+                        // sh(1): inside double quotes a backslash escapes only $ ` " \ and a
+                        // newline; before anything else it stays (`"4096\t8192"` keeps `\t`
+                        // for echo -e / dash's echo to turn into a tab).
+                        '\\' => match chars.next()? {
+                            x @ ('$' | '`' | '"' | '\\' | '\n') => cur.push(x),
+                            x => {
+                                cur.push('\\');
+                                cur.push(x);
+                            }
+                        },
                         x => cur.push(x),
                     }
                 }
@@ -376,7 +385,14 @@ fn echo(w: &[String]) -> Vec<Outcome> {
     let Some(file) = file else {
         return not_understood("a redirection without a file");
     };
-    let value = normalize(&value_words.join(" ").replace("\\n", " "));
+    // `\t` and `\n` (echo -e, dash's echo, printf) are whitespace between the numbers of a
+    // vector value (tcp_rmem), which the kernel splits on any whitespace.
+    let value = normalize(
+        &value_words
+            .join(" ")
+            .replace("\\n", " ")
+            .replace("\\t", " "),
+    );
     if has_expansion(&value) || has_expansion(file) {
         return not_understood("uses a shell variable or command substitution: its value is known only when the script runs; write the result as `key = value`");
     }
@@ -615,6 +631,27 @@ pub fn to_sysctl_d(lines: &[ImportLine], origin: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn escapes_in_double_quotes_stay_for_echo_and_become_whitespace() {
+        let s = "echo -e \"4096\\t8192\\t16384\" > /proc/sys/net/ipv4/tcp_rmem\nprintf '4096\\t87380\\n' > /proc/sys/net/ipv4/tcp_wmem\necho \"a\\\"b\" > /proc/sys/kernel/hostname\n";
+        let keys: Vec<String> = import(s)
+            .iter()
+            .flat_map(|l| l.outcomes.iter())
+            .filter_map(|o| match o {
+                Outcome::Sysctl { key, value, .. } => Some(format!("{key}={value}")),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "net.ipv4.tcp_rmem=4096 8192 16384",
+                "net.ipv4.tcp_wmem=4096 87380",
+                "kernel.hostname=a\"b"
+            ]
+        );
+    }
 
     #[test]
     fn echo_and_sysctl_lines_become_keys() {

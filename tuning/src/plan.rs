@@ -102,6 +102,18 @@ impl SideWrite {
 /// must hold them all ([`SideWrite::changes`] tells the ones that change). Empty when the value
 /// does not change (the handlers propagate only a change) or `key` has no side effects.
 pub fn side_writes(key: &Key, current: &str, value: &str, io: &dyn SysctlIo) -> Vec<SideWrite> {
+    side_writes_over(key, current, value, io, &|_| None)
+}
+
+/// [`side_writes`] where `earlier` gives a key's value after the plan's earlier writes (None:
+/// the host's value), so `from` is the value just before this write.
+fn side_writes_over(
+    key: &Key,
+    current: &str,
+    value: &str,
+    io: &dyn SysctlIo,
+    earlier: &dyn Fn(&Key) -> Option<String>,
+) -> Vec<SideWrite> {
     let Some(rule) = crate::rules::side_effect_of(key) else {
         return Vec::new();
     };
@@ -131,7 +143,9 @@ pub fn side_writes(key: &Key, current: &str, value: &str, io: &dyn SysctlIo) -> 
             None => Key::parse(pattern).into_iter().collect(),
         };
         for k in keys {
-            let Ok(from) = io.read(&k) else { continue };
+            let Some(from) = earlier(&k).or_else(|| io.read(&k).ok()) else {
+                continue;
+            };
             out.push(SideWrite {
                 by: key.clone(),
                 key: k,
@@ -466,8 +480,10 @@ pub fn check(preset: &Preset, io: &dyn SysctlIo, opts: CheckOptions) -> Vec<Row>
 /// with the value that write leaves (so `conf.all.forwarding = 1` then `conf.eth0.forwarding =
 /// 0` plans a write of eth0 although eth0 reads 0 now).
 fn side_effects(rows: &mut [Row], io: &dyn SysctlIo) {
+    // (key, value after the write, what wrote it, index of the row that wrote it)
     let mut after: Vec<(Key, String, String)> = Vec::new();
-    for r in rows.iter_mut() {
+    for i in 0..rows.len() {
+        let r = &mut rows[i];
         if let Some((_, to, by)) = after.iter().rev().find(|(k, _, _)| *k == r.entry.key) {
             if matches!(r.status, Status::Ok | Status::Change) {
                 let (status, _) = compare(&r.entry, to);
@@ -503,11 +519,48 @@ fn side_effects(rows: &mut [Row], io: &dyn SysctlIo) {
             } else {
                 format!("{} = {} ({})", r.entry.key, r.target, r.entry.origin)
             };
-            r.side_effects = side_writes(&r.entry.key, &current, &r.target, io);
-            for w in r.side_effects.iter().filter(|w| w.changes()) {
-                after.push((w.key.clone(), w.to.clone(), by.clone()));
+            let earlier = |k: &Key| {
+                after
+                    .iter()
+                    .rev()
+                    .find(|(a, _, _)| a == k)
+                    .map(|(_, v, _)| v.clone())
+            };
+            r.side_effects = side_writes_over(&r.entry.key, &current, &r.target, io, &earlier);
+            let mut now: Vec<(Key, String, String)> = r
+                .side_effects
+                .iter()
+                .filter(|w| w.changes())
+                .map(|w| (w.key.clone(), w.to.clone(), by.clone()))
+                .collect();
+            // An alias is the same kernel value under another name.
+            if let Some((_, other)) = crate::rules::alias_of(&r.entry.key) {
+                if let Ok(k) = Key::parse(other) {
+                    now.push((k, r.target.clone(), by.clone()));
+                }
             }
-            after.push((r.entry.key.clone(), r.target.clone(), by));
+            now.push((r.entry.key.clone(), r.target.clone(), by.clone()));
+            // Earlier rows whose written value this write changes: the host ends with this
+            // write's value, whatever the earlier line said (systemd-sysctl writes in the same
+            // order, so it ends the same way).
+            let overwritten: Vec<(usize, String)> = rows[..i]
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| e.status.needs_write())
+                .filter_map(|(j, e)| {
+                    now.iter()
+                        .find(|(k, v, _)| *k == e.entry.key && *v != e.target)
+                        .map(|(_, v, _)| (j, v.clone()))
+                })
+                .collect();
+            for (j, v) in overwritten {
+                let w = format!(
+                    "overwritten later: {by} sets it to {v} (kernel side effect or alias), so the host ends with {v}, not {}",
+                    rows[j].target
+                );
+                rows[j].warnings.push(w);
+            }
+            after.extend(now);
         }
     }
 }
@@ -664,7 +717,7 @@ pub struct ApplyReport {
 #[derive(Debug, thiserror::Error)]
 pub enum ApplyError {
     /// Keys that must be applied cannot be (missing, read-only, unreadable); nothing was changed.
-    #[error("nothing changed: {} key(s) cannot be applied: {}; fix or remove them, or mark them optional (`optional = true`, or a `-` prefix in sysctl.d files)", .keys.len(), .keys.iter().map(|(k, why)| format!("{k} ({why})")).collect::<Vec<_>>().join("; "))]
+    #[error("nothing changed: {} key(s) cannot be applied: {}; fix or remove each as its reason says (a `-` prefix in sysctl.d files, or `optional = true`, turns a missing, read-only or rejected key into a skip; a lowered limit needs --allow-decrease)", .keys.len(), .keys.iter().map(|(k, why)| format!("{k} ({why})")).collect::<Vec<_>>().join("; "))]
     Blocked {
         /// Key and why.
         keys: Vec<(Key, String)>,

@@ -351,6 +351,13 @@ pub struct Harm {
 /// Every harmful-value rule.
 pub const HARMS: &[Harm] = &[
     Harm {
+        key: "net.ipv6.conf.*.disable_ipv6",
+        when: "= 1",
+        test: |v| v.first().is_some_and(|&x| x != 0),
+        why: "disabling IPv6 removes every IPv6 address and route of the interface(s), static ones included (conf.all: of every interface); writing 0 again (tune revert) brings back only link-local and autoconfigured addresses — re-add static ones (`ip -6 addr add`) or restart the network configuration",
+        source: "net/ipv6/addrconf.c dev_disable_change -> addrconf_ifdown; Documentation/networking/ip-sysctl.rst disable_ipv6",
+    },
+    Harm {
         key: "net.core.somaxconn",
         when: "< 4096",
         test: |v| v.first().is_some_and(|&x| x < 4096),
@@ -440,8 +447,22 @@ pub fn harms(key: &Key, value: &str) -> Vec<&'static Harm> {
     };
     HARMS
         .iter()
-        .filter(|h| h.key == key.as_str() && (h.test)(&nums))
+        .filter(|h| pattern_matches(h.key, key.as_str()) && (h.test)(&nums))
         .collect()
+}
+
+/// True when `key` is `pattern`, where a `*` component of the pattern matches any one
+/// component (`all`, `default` or an interface name).
+fn pattern_matches(pattern: &str, key: &str) -> bool {
+    match pattern.split_once(".*.") {
+        Some((head, tail)) => key
+            .strip_prefix(head)
+            .and_then(|r| r.strip_prefix('.'))
+            .and_then(|r| r.strip_suffix(tail))
+            .and_then(|r| r.strip_suffix('.'))
+            .is_some_and(|mid| !mid.is_empty() && !mid.contains('.')),
+        None => pattern == key,
+    }
 }
 
 /// A setting that does nothing unless another one has a certain value.
@@ -656,9 +677,27 @@ mod tests {
             harms(&k("net.ipv4.ip_local_port_range"), "40000 40999").len(),
             1
         );
+        for key in [
+            "net.ipv6.conf.all.disable_ipv6",
+            "net.ipv6.conf.eth0/200.disable_ipv6",
+        ] {
+            let h = harms(&k(key), "1");
+            assert_eq!(h.len(), 1, "{key}");
+            assert!(h[0].why.contains("removes every IPv6 address"));
+        }
+        assert!(harms(&k("net.ipv6.conf.all.disable_ipv6"), "0").is_empty());
+        assert!(harms(&k("net.ipv6.conf.disable_ipv6"), "1").is_empty());
+        assert!(harms(&k("net.ipv6.conf.a.b.disable_ipv6"), "1").is_empty());
         let t = table();
         for kind in [
-            "alias", "legacy", "status", "module", "range", "harmful", "needs",
+            "alias",
+            "legacy",
+            "status",
+            "module",
+            "range",
+            "harmful",
+            "needs",
+            "side effect",
         ] {
             assert!(t.iter().any(|r| r.kind == kind), "{kind}");
         }

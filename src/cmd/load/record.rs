@@ -104,7 +104,9 @@ pub fn load_record(
         window: (warmup, warmup + cfg.duration.as_secs_f64()),
     };
     let workers = &report.workers;
-    let successes = report.successes;
+    // The workers' CPU times cover the whole run, warm-up included, so they are divided by
+    // the whole run's handshakes (as bench's peak phase does), not by the measured part's.
+    let successes = report.total.successes;
     let load_cpu = rec::SideCpu::new(
         workers.iter().map(|w| w.cpu_user_ns).sum(),
         workers.iter().map(|w| w.cpu_sys_ns).sum(),

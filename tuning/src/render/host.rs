@@ -112,7 +112,24 @@ pub fn import_notes(lines: &[ImportLine], origin: &str) -> (String, usize) {
     for l in lines {
         for o in &l.outcomes {
             match o {
-                Outcome::Sysctl { .. } => imported += 1,
+                Outcome::Sysctl { key, .. } => {
+                    imported += 1;
+                    if let Some(src) = crate::rules::status_key(key) {
+                        out.push_str(&format!(
+                            "connstorm tune import: {origin}:{} imports {key}, a status key: it reports state and cannot be set ({src}); drop the line\n",
+                            l.line
+                        ));
+                    }
+                    if let Some((rule, new)) = crate::rules::legacy(key) {
+                        out.push_str(&format!(
+                            "connstorm tune import: {origin}:{} imports {key}, a legacy key: {}{} ({})\n",
+                            l.line,
+                            rule.note,
+                            new.map(|n| format!("; use {n}")).unwrap_or_default(),
+                            rule.source
+                        ));
+                    }
+                }
                 Outcome::NotUnderstood { advice } => out.push_str(&format!(
                     "connstorm tune import: {origin}:{} not imported: {}\n  -> {advice}\n",
                     l.line, l.text
@@ -131,6 +148,23 @@ pub fn import_notes(lines: &[ImportLine], origin: &str) -> (String, usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn import_notes_name_status_and_legacy_keys() {
+        let lines = crate::import::import(
+            "echo 0 > /proc/sys/net/ipv4/tcp_tw_recycle\necho 5 > /proc/sys/net/netfilter/nf_conntrack_count\n",
+        );
+        let (text, n) = import_notes(&lines, "t.sh");
+        assert_eq!(n, 2);
+        assert!(
+            text.contains("t.sh:1 imports net.ipv4.tcp_tw_recycle, a legacy key: removed in 4.12"),
+            "{text}"
+        );
+        assert!(
+            text.contains("t.sh:2 imports net.netfilter.nf_conntrack_count, a status key"),
+            "{text}"
+        );
+    }
 
     #[test]
     fn presets_are_one_aligned_line_each() {

@@ -1085,3 +1085,99 @@ fn forwarding_and_disable_ipv6_side_effects_match_the_kernel() {
         );
     });
 }
+
+/// A glob that covers `conf.all.forwarding` beside its alias `ip_forward`: the plan follows
+/// the alias and the side effects in file order, so what apply leaves is what the plan said
+/// (and what systemd-sysctl, writing in the same order, leaves).
+#[test]
+fn a_forwarding_glob_beside_ip_forward_ends_as_the_plan_says() {
+    let state = tempfile::tempdir().unwrap();
+    let state_dir = state.path().to_path_buf();
+    NetNs::run(move |ns| {
+        let ip = std::process::Command::new("ip")
+            .args([
+                "link", "add", "v0.200", "type", "veth", "peer", "name", "v1",
+            ])
+            .status()
+            .expect("`ip` not found: install iproute2");
+        assert!(ip.success(), "ip link add veth failed");
+        let ifaces = ["default", "lo", "v0/200", "v1"];
+        let fw = |k: &str| format!("net.ipv4.conf.{k}.forwarding");
+        let plan_of = |text: &str, io: &ProcSys| {
+            let p = Preset::from_sysctl_d(
+                &[SourceFile {
+                    name: "ga.conf".into(),
+                    text: text.into(),
+                }],
+                Path::new("/"),
+            )
+            .unwrap();
+            let opts = CheckOptions {
+                netns_only: true,
+                allow_decrease: false,
+            };
+            plan::check(&p, io, opts)
+        };
+        let mut io = ProcSys { root: "/".into() };
+
+        // a: ip_forward = 1, then the glob sets every conf (all included) to 0: all end at 0.
+        ns.set_sysctl(&fw("v0/200"), "1");
+        let r = plan_of(
+            "net.ipv4.ip_forward = 1\nnet.ipv4.conf.*.forwarding = 0\n",
+            &io,
+        );
+        let all = row(&r, &fw("all"));
+        assert_eq!(all.status, Status::Change, "{}", all.note);
+        assert!(all.note.contains("ga.conf:1"), "{}", all.note);
+        let rep = plan::apply(&r, &mut io, Path::new("/"), &state_dir, "a").unwrap();
+        assert_eq!(ns.sysctl("net.ipv4.ip_forward"), "0");
+        for i in ["all", "default", "lo", "v0/200", "v1"] {
+            assert_eq!(ns.sysctl(&fw(i)), "0", "{i} after case a");
+        }
+        let snap = tuning::snapshot::Snapshot::read(rep.snapshot.as_ref().unwrap()).unwrap();
+        plan::revert(&snap, &mut io, Path::new("/"), false).unwrap();
+        assert_eq!(ns.sysctl(&fw("v0/200")), "1", "revert restores v0.200");
+        assert_eq!(ns.sysctl(&fw("all")), "0");
+
+        // b: the glob first, then ip_forward = 1: the later write propagates 1 everywhere,
+        // the plan says so, and the glob's v0.200 = 0 is flagged as overwritten.
+        let r = plan_of(
+            "net.ipv4.conf.*.forwarding = 0\nnet.ipv4.ip_forward = 1\n",
+            &io,
+        );
+        let v0 = row(&r, &fw("v0/200"));
+        assert_eq!(v0.status, Status::Change);
+        assert!(
+            v0.warnings.iter().any(|w| w.contains("overwritten later")
+                && w.contains("ga.conf:2")
+                && w.contains("ends with 1")),
+            "{:?}",
+            v0.warnings
+        );
+        let pred = Prediction::of(&r);
+        assert!(
+            pred.side_effects
+                .iter()
+                .any(|w| w.key.as_str() == fw("v0/200") && w.from == "0" && w.to == "1"),
+            "{:?}",
+            pred.side_effects
+        );
+        let rep = plan::apply(&r, &mut io, Path::new("/"), &state_dir, "b").unwrap();
+        for i in ["all"].iter().chain(ifaces.iter()) {
+            assert_eq!(ns.sysctl(&fw(i)), "1", "{i} after case b");
+        }
+        assert!(
+            rep.side_effects
+                .iter()
+                .any(|(k, a, b)| k.as_str() == fw("v0/200") && a == "0" && b == "1"),
+            "{:?}",
+            rep.side_effects
+        );
+        let snap = tuning::snapshot::Snapshot::read(rep.snapshot.as_ref().unwrap()).unwrap();
+        plan::revert(&snap, &mut io, Path::new("/"), false).unwrap();
+        assert_eq!(ns.sysctl(&fw("v0/200")), "1");
+        for i in ["all", "default", "lo", "v1"] {
+            assert_eq!(ns.sysctl(&fw(i)), "0", "{i} after revert b");
+        }
+    });
+}
