@@ -143,6 +143,83 @@ fn bench_in_namespaces_agrees_with_the_kernel_io_uring() {
     bench_netns_exact("io-uring");
 }
 
+/// `bench --tls --http` with nothing else installed: every connection of each phase (warm-up
+/// included) is a TLS accept of the in-process server (self-signed certificate the load trusts)
+/// and a kernel passive open, on both engines; the measured part's TLS handshakes, HTTP 2xx
+/// responses and TLS latency samples are its successes; without resumption all are full; with
+/// `--tls-resume tickets` (one worker, closed loop) all but each worker's first resume.
+#[test]
+fn bench_tls_http_counts_equal_the_servers_tls_accepts_and_passive_opens() {
+    let _x = testkit::exclusive();
+    let mut engines = vec!["epoll"];
+    if io_uring_available().is_ok() {
+        engines.push("io-uring");
+    }
+    for (engine, resume) in engines.iter().flat_map(|e| [(*e, "off"), (*e, "tickets")]) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut a = vec![
+            "bench",
+            "--tls",
+            "--http",
+            "--netns",
+            "--duration",
+            "2s",
+            "--engine",
+            engine,
+            "--tls-resume",
+            resume,
+            "--format",
+            "json",
+            "--out",
+            dir.path().to_str().unwrap(),
+        ];
+        if resume == "tickets" {
+            a.extend(["--concurrency", "1"]);
+        }
+        let out = run(&a);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{engine} {resume}: {stderr}");
+        let rec = RunRecord::read(&records(dir.path())[0]).unwrap();
+        assert_eq!(rec.run.server_mode, "http", "{engine}");
+        for p in &rec.phases {
+            let c = p.cross_check.as_ref().unwrap();
+            assert!(c.agree, "{engine} {}: {}", p.name, c.note);
+            let accepted = c.server_accepted.unwrap();
+            assert!(accepted > 0, "{engine} {}", p.name);
+            assert_eq!(c.kernel_passive_opens, Some(accepted as i64), "{engine}");
+            let srv = p.server.as_ref().unwrap();
+            assert_eq!(srv.tls_accepted, Some(accepted), "{engine} {}", p.name);
+            let t = p.tls.as_ref().expect("TLS counts in the record");
+            assert_eq!(t.handshakes, p.successes, "{engine} {}: {t:?}", p.name);
+            assert!(t.failures.is_empty(), "{t:?}");
+            let h = p.http.as_ref().expect("HTTP counts in the record");
+            assert_eq!(h.status_classes.get("2xx"), Some(&p.successes), "{h:?}");
+            let tls_hist = p
+                .histograms
+                .decode(results::record::Latency::TlsHandshake)
+                .unwrap()
+                .unwrap();
+            assert_eq!(tls_hist.len(), p.successes, "{engine} {}", p.name);
+            if resume == "off" {
+                assert_eq!(t.full, t.handshakes, "{t:?}");
+                assert_eq!(srv.tls_resumed, Some(0), "{srv:?}");
+            }
+        }
+        if resume == "tickets" && rec.phases[0].load_workers.len() == 1 {
+            // Peak (closed loop, one connection at a time): the worker's first handshake (in
+            // the warm-up) is its only full one, so the server resumed all of the phase's TLS
+            // accepts but one. Latency (open loop: connections may overlap before a ticket
+            // arrived): a new worker's first is full again, and some resume.
+            let srv = rec.phases[0].server.as_ref().unwrap();
+            let (acc, res) = (srv.tls_accepted.unwrap(), srv.tls_resumed.unwrap());
+            assert_eq!(res + 1, acc, "{engine} peak: {srv:?}");
+            let srv = rec.phases[1].server.as_ref().unwrap();
+            let (acc, res) = (srv.tls_accepted.unwrap(), srv.tls_resumed.unwrap());
+            assert!(res > 0 && res < acc, "{engine} latency: {srv:?}");
+        }
+    }
+}
+
 #[test]
 fn record_round_trips_with_the_printed_numbers() {
     let _x = testkit::exclusive();

@@ -744,6 +744,7 @@ fn report_of_a_server_record_prints_the_accept_server() {
             accept_errors: [("EMFILE".to_string(), 4)].into(),
             emfile_backoffs: Some(2),
             left_in_queue: Some(0),
+            ..ServerSide::default()
         }),
         counters: [("Tcp.PassiveOpens".to_string(), 500)].into(),
         cross_check: Some(CrossCheck {

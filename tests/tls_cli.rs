@@ -56,7 +56,10 @@ fn cert_files(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
     (cert, key)
 }
 
-fn start_server(cpu: &str, extra: &[String]) -> Child {
+/// The server engines every test runs on.
+const ENGINES: [&str; 2] = ["epoll", "io-uring"];
+
+fn start_server(cpu: &str, engine: &str, extra: &[String]) -> Child {
     let mut args: Vec<String> = [
         "server",
         "--listen",
@@ -64,7 +67,7 @@ fn start_server(cpu: &str, extra: &[String]) -> Child {
         "--cpus",
         cpu,
         "--engine",
-        "epoll",
+        engine,
         "--tls",
         "--duration",
         "60s",
@@ -112,10 +115,15 @@ fn sum(s: &serde_json::Value, k: &str) -> u64 {
 
 /// One server (`server_args`) and one load (`load_args`) in a fresh namespace: the load's JSON
 /// report and exit code, the server's report, ΔPassiveOpens.
-fn round(server_args: Vec<String>, load_args: Vec<String>) -> (Output, serde_json::Value, i64) {
+fn round(
+    engine: &str,
+    server_args: Vec<String>,
+    load_args: Vec<String>,
+) -> (Output, serde_json::Value, i64) {
     let (scpu, lcpu) = cpus();
+    let engine = engine.to_string();
     testkit::NetNs::run(move |ns| {
-        let server = start_server(&scpu, &server_args);
+        let server = start_server(&scpu, &engine, &server_args);
         wait_listening(PORT);
         let before = ns.counter("Tcp.PassiveOpens");
         let mut args: Vec<String> = [
@@ -155,7 +163,10 @@ fn tls_handshakes_of_the_load_equal_the_servers_tls_accepts_and_passive_opens() 
     let _x = testkit::exclusive();
     let tmp = tempfile::tempdir().unwrap();
     let (cert, key) = cert_files(tmp.path(), "a");
-    for (version, http) in [("1.3", false), ("1.2", false), ("auto", true)] {
+    for (engine, (version, http)) in ENGINES
+        .iter()
+        .flat_map(|e| [("1.3", false), ("1.2", false), ("auto", true)].map(|c| (*e, c)))
+    {
         let mut load = strings(&["--rate", "200/s", "--tls-version", version]);
         load.extend(["--ca".into(), cert.display().to_string()]);
         let mut srv = strings(&["--cert", &cert.display().to_string()]);
@@ -164,8 +175,9 @@ fn tls_handshakes_of_the_load_equal_the_servers_tls_accepts_and_passive_opens() 
             load.push("--http".into());
             srv.extend(strings(&["--mode", "http"]));
         }
-        let (out, s, passive) = round(srv, load);
-        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let (out, s, passive) = round(engine, srv, load);
+        assert_eq!(out.status.code(), Some(0), "{engine}: {}", stderr(&out));
+        assert_eq!(s["engine"], engine.replace('-', "_"), "{s}");
         let j = json(&out);
         let t = &j["tls"];
         let attempts = u(&j["total"]["attempts"]);
@@ -180,7 +192,7 @@ fn tls_handshakes_of_the_load_equal_the_servers_tls_accepts_and_passive_opens() 
         ] {
             assert_eq!(
                 v, attempts,
-                "{version} http {http}: {name}\nload {j}\nserver {s}"
+                "{engine} {version} http {http}: {name}\nload {j}\nserver {s}"
             );
         }
         assert_eq!(u(&t["total_resumed"]), 0, "{t}");
@@ -201,7 +213,10 @@ fn tls_handshakes_of_the_load_equal_the_servers_tls_accepts_and_passive_opens() 
 #[test]
 fn tls_resumption_resumes_all_but_each_workers_first_handshake() {
     let _x = testkit::exclusive();
-    for (version, resume) in [("1.3", "tickets"), ("1.2", "tickets"), ("1.2", "ids")] {
+    for (engine, (version, resume)) in ENGINES
+        .iter()
+        .flat_map(|e| [("1.3", "tickets"), ("1.2", "tickets"), ("1.2", "ids")].map(|c| (*e, c)))
+    {
         let load = strings(&[
             "--concurrency",
             "1",
@@ -211,15 +226,20 @@ fn tls_resumption_resumes_all_but_each_workers_first_handshake() {
             "--tls-resume",
             resume,
         ]);
-        let (out, s, passive) = round(Vec::new(), load);
-        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let (out, s, passive) = round(engine, Vec::new(), load);
+        assert_eq!(out.status.code(), Some(0), "{engine}: {}", stderr(&out));
+        assert_eq!(s["engine"], engine.replace('-', "_"), "{s}");
         let j = json(&out);
         let t = &j["tls"];
         let hs = u(&t["total_handshakes"]);
-        assert!(hs >= 20, "{version} {resume}: {j}");
+        assert!(hs >= 20, "{engine} {version} {resume}: {j}");
         assert_eq!(hs, u(&j["total"]["attempts"]), "{j}");
-        assert_eq!(u(&t["total_full"]), 1, "{version} {resume}: {t}");
-        assert_eq!(u(&t["total_resumed"]), hs - 1, "{version} {resume}: {t}");
+        assert_eq!(u(&t["total_full"]), 1, "{engine} {version} {resume}: {t}");
+        assert_eq!(
+            u(&t["total_resumed"]),
+            hs - 1,
+            "{engine} {version} {resume}: {t}"
+        );
         assert_eq!(sum(&s, "tls_accepted"), hs, "{s}");
         assert_eq!(sum(&s, "tls_resumed"), hs - 1, "{s}");
         assert_eq!(passive as u64, hs, "{s}");
@@ -241,8 +261,15 @@ fn tls_with_a_wrong_ca_fails_every_handshake_naming_the_alert() {
         &key.display().to_string(),
     ]);
     let load = strings(&["--rate", "100/s", "--ca", &other.display().to_string()]);
-    let (out, s, passive) = round(srv, load);
-    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    for engine in ENGINES {
+        wrong_ca_round(engine, srv.clone(), load.clone());
+    }
+}
+
+fn wrong_ca_round(engine: &str, srv: Vec<String>, load: Vec<String>) {
+    let (out, s, passive) = round(engine, srv, load);
+    assert_eq!(out.status.code(), Some(3), "{engine}: {}", stderr(&out));
+    assert_eq!(s["engine"], engine.replace('-', "_"), "{s}");
     let j = json(&out);
     let attempts = u(&j["total"]["attempts"]);
     assert!(attempts >= 50, "{j}");
@@ -273,8 +300,8 @@ fn tls_with_a_wrong_ca_fails_every_handshake_naming_the_alert() {
     assert_eq!(passive as u64, attempts, "{s}");
 }
 
-/// Unusable certificate or key files, half a pair, TLS on io_uring, a bad CA file: one line
-/// saying what and how to fix it, exit 2, before anything listens.
+/// Unusable certificate or key files, half a pair, a mode TLS does not serve, a bad CA file, on
+/// either engine: one line saying what and how to fix it, exit 2, before anything listens.
 #[test]
 fn bad_tls_files_and_options_exit_2_with_one_line() {
     let tmp = tempfile::tempdir().unwrap();
@@ -290,23 +317,26 @@ fn bad_tls_files_and_options_exit_2_with_one_line() {
         (vec!["--cert", &p(&cert), "--key", &p(&junk)], "--key"),
         (vec!["--cert", &p(&cert), "--key", &p(&other_key)], "key"),
         (vec!["--cert", &p(&cert)], "--cert and --key go together"),
-        (vec!["--engine", "io-uring"], "epoll engine only"),
         (vec!["--mode", "hold"], "--mode close or --mode http"),
     ] {
-        let mut all = vec![
-            "server",
-            "--listen",
-            "127.0.0.1:0",
-            "--duration",
-            "1s",
-            "--tls",
-        ];
-        all.extend_from_slice(&args);
-        let o = bin().args(&all).output().unwrap();
-        let e = stderr(&o);
-        assert_eq!(o.status.code(), Some(2), "{args:?}: {e}");
-        assert!(e.contains(want), "{args:?}: want {want:?} in {e}");
-        assert_eq!(e.trim().lines().count(), 1, "{args:?}: {e}");
+        for engine in ENGINES {
+            let mut all = vec![
+                "server",
+                "--listen",
+                "127.0.0.1:0",
+                "--duration",
+                "1s",
+                "--engine",
+                engine,
+                "--tls",
+            ];
+            all.extend_from_slice(&args);
+            let o = bin().args(&all).output().unwrap();
+            let e = stderr(&o);
+            assert_eq!(o.status.code(), Some(2), "{engine} {args:?}: {e}");
+            assert!(e.contains(want), "{engine} {args:?}: want {want:?} in {e}");
+            assert_eq!(e.trim().lines().count(), 1, "{engine} {args:?}: {e}");
+        }
     }
     for (args, want) in [
         (vec!["--tls", "--ca", &p(&missing)], "--ca"),
@@ -321,4 +351,128 @@ fn bad_tls_files_and_options_exit_2_with_one_line() {
         assert_eq!(o.status.code(), Some(2), "{args:?}: {e}");
         assert!(e.contains(want), "{args:?}: want {want:?} in {e}");
     }
+}
+
+/// `load --tls --http --out DIR` keeps the TLS counts (full, resumed) and the TLS handshake
+/// histogram in its record (equal to the load's own report); `report` prints them; `merge` of
+/// two segments' records sums them exactly.
+#[test]
+fn tls_load_record_keeps_tls_counts_for_report_and_merge() {
+    let _x = testkit::exclusive();
+    let (scpu, lcpu) = cpus();
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("runs");
+    let od = out_dir.to_str().unwrap().to_string();
+    let engine = match server::probe::io_uring() {
+        Ok(()) => "io-uring",
+        Err(_) => "epoll",
+    };
+    let loads = testkit::NetNs::run(move |_| {
+        let server = start_server(&scpu, engine, &strings(&["--mode", "http"]));
+        wait_listening(PORT);
+        // Both segments start at one wall-clock instant (merge refuses records that do not
+        // overlap in time).
+        let start_at = humantime::format_rfc3339_millis(
+            std::time::SystemTime::now() + Duration::from_millis(1500),
+        )
+        .to_string();
+        let loads: Vec<Output> = std::thread::scope(|s| {
+            let runs: Vec<_> = ["0/2", "1/2"]
+                .iter()
+                .map(|seg| {
+                    let (od, lcpu, start_at) = (&od, &lcpu, &start_at);
+                    s.spawn(move || {
+                        bin()
+                            .args([
+                                "load",
+                                "--target",
+                                &format!("localhost:{PORT}"),
+                                "--family",
+                                "4",
+                                "--rate",
+                                "100/s",
+                                "--duration",
+                                "1s",
+                                "--warmup",
+                                "0s",
+                                "--cpus",
+                                lcpu,
+                                "--tls",
+                                "--insecure",
+                                "--tls-resume",
+                                "tickets",
+                                "--http",
+                                "--format",
+                                "json",
+                                "--out",
+                                od,
+                                "--segment",
+                                seg,
+                                "--start-at",
+                                start_at,
+                            ])
+                            .output()
+                            .unwrap()
+                    })
+                })
+                .collect();
+            runs.into_iter().map(|r| r.join().unwrap()).collect()
+        });
+        stop_server(server);
+        loads
+    });
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&out_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    assert_eq!(files.len(), 2, "{files:?}");
+    let mut handshakes = 0;
+    for (f, l) in files.iter().zip(&loads) {
+        assert_eq!(l.status.code(), Some(0), "{}", stderr(l));
+        let t = &json(l)["tls"];
+        let rec: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap();
+        let p = &rec["phases"][0];
+        for k in [
+            "handshakes",
+            "full",
+            "resumed",
+            "tls13",
+            "tls12",
+            "alpn_agreed",
+        ] {
+            assert_eq!(p["tls"][k], t[k], "{k}: {}", p["tls"]);
+        }
+        assert!(u(&t["handshakes"]) >= 50, "{t}");
+        assert!(u(&t["resumed"]) > 0, "{t}");
+        handshakes += u(&t["handshakes"]);
+        let hist =
+            results::histogram::decode(p["histograms"]["tls_handshake"].as_str().unwrap()).unwrap();
+        assert_eq!(hist.len(), u(&t["handshakes"]), "{p}");
+        let rep = bin().arg("report").arg(f).output().unwrap();
+        assert_eq!(rep.status.code(), Some(0), "{}", stderr(&rep));
+        let text = String::from_utf8_lossy(&rep.stdout);
+        let want = format!(
+            "tls: {} handshakes",
+            results::numfmt::count(u(&t["handshakes"]))
+        );
+        assert!(text.contains(&want), "{want}: {text}");
+        assert!(text.contains("tls_handshake"), "{text}");
+    }
+    let merged = dir.path().join("merged.json");
+    let m = bin()
+        .arg("merge")
+        .args(&files)
+        .args(["-o", merged.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(m.status.code(), Some(0), "{}", stderr(&m));
+    let rec: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&merged).unwrap()).unwrap();
+    let p = &rec["phases"][0];
+    assert_eq!(u(&p["tls"]["handshakes"]), handshakes, "{}", p["tls"]);
+    let hist =
+        results::histogram::decode(p["histograms"]["tls_handshake"].as_str().unwrap()).unwrap();
+    assert_eq!(hist.len(), handshakes);
 }

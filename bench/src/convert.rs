@@ -60,6 +60,10 @@ pub fn phase_record(
                 .http
                 .as_ref()
                 .map(|h| results::histogram::encode(&h.first_byte)),
+            tls_handshake: report
+                .tls
+                .as_ref()
+                .map(|t| results::histogram::encode(&t.handshake)),
             ..rec::Histograms::encode(
                 &report.handshake,
                 &report.service,
@@ -99,6 +103,15 @@ pub fn phase_record(
             bytes_sent: h.bytes_sent,
             bytes_received: h.bytes_received,
             body_bytes: h.body_bytes,
+        }),
+        tls: report.tls.as_ref().map(|t| rec::TlsCounts {
+            handshakes: t.handshakes,
+            full: t.full,
+            resumed: t.resumed,
+            tls13: t.tls13,
+            tls12: t.tls12,
+            alpn_agreed: t.alpn_agreed,
+            failures: rec::TlsCounts::failures_of(&report.failures),
         }),
         ..PhaseRecord::default()
     }

@@ -69,6 +69,7 @@ impl Harness {
                 cfg.engine = setup.engine;
                 cfg.mode = setup.mode;
                 cfg.backlog = setup.backlog;
+                cfg.tls = setup.tls.as_ref().and_then(|t| t.server.clone());
                 // No TCP_LINGER2 < 0 on this server: with it the kernel answers the
                 // client's ACK of our FIN with an RST (tcp_rcv_state_process, FIN_WAIT1), which
                 // the client then sees as a failure and the cross-check no longer balances.

@@ -87,6 +87,17 @@ pub fn outcome(m: Measured<'_>) -> PhaseOutcome {
                 Default::default()
             }
         },
+        // Handshakes completed in the phase (warm-up included, like the accepts).
+        tls_accepted: m
+            .setup
+            .tls
+            .is_some()
+            .then(|| a.tls_accepted.saturating_sub(b.tls_accepted)),
+        tls_resumed: m
+            .setup
+            .tls
+            .is_some()
+            .then(|| a.tls_resumed.saturating_sub(b.tls_resumed)),
         ..rec::ServerSide::default()
     });
     // A success is a connection the server accepted: with our own server, handshakes it never

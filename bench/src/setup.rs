@@ -32,6 +32,61 @@ pub struct Setup {
     pub connect_timeout: Duration,
     /// Bytes the client reads after connect (server greet mode).
     pub expect_bytes: Option<u32>,
+    /// `--tls`: a TLS handshake on every connection (`None`: plain TCP).
+    pub tls: Option<BenchTls>,
+    /// `--http`: one HTTP/1.1 request per connection (also with `--mode http`).
+    pub http: bool,
+}
+
+/// `bench --tls`: the in-process server's TLS config and what the load offers.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct BenchTls {
+    /// The in-process server's certificate and config (self-signed at start unless
+    /// `--cert`/`--key`); `None` with `--target`.
+    #[serde(skip)]
+    pub server: Option<server::tls::TlsServer>,
+    /// The load generator's TLS options (it trusts the server's certificate).
+    pub load: loadgen::tls::TlsOptions,
+}
+
+impl BenchTls {
+    /// TLS for `bench`: the server's config from `cert`/`key` (a self-signed certificate for
+    /// localhost, 127.0.0.1 and ::1 when both are `None`), whose certificate the load generator
+    /// trusts (`Verify::CaPem`; name `localhost`). With `external` (`--target`) there is no
+    /// server config, and with `external` or a given `cert` (whose names are not known to
+    /// match `localhost`) no certificate check (`Verify::Insecure`; the handshake's signatures
+    /// are still verified, so the cost is a real client's). Full handshakes unless `resume`.
+    ///
+    /// # Errors
+    /// A message for exit 2: an unusable certificate/key pair or half of one.
+    pub fn new(
+        cert: Option<&std::path::Path>,
+        key: Option<&std::path::Path>,
+        external: bool,
+        resume: loadgen::tls::Resume,
+    ) -> Result<BenchTls, String> {
+        let (server, verify) = if external {
+            (None, loadgen::tls::Verify::Insecure)
+        } else {
+            let s = server::tls::server_config(cert, key).map_err(|e| e.to_string())?;
+            let verify = if s.self_signed {
+                loadgen::tls::Verify::CaPem(s.cert_pem.clone())
+            } else {
+                loadgen::tls::Verify::Insecure
+            };
+            (Some(s), verify)
+        };
+        let load = loadgen::tls::TlsOptions {
+            version: loadgen::tls::TlsVersion::Auto,
+            server_name: "localhost".into(),
+            alpn: vec!["http/1.1".into()],
+            resume,
+            verify,
+        };
+        // A CA file the client cannot read is bad input now, not a failure per worker later.
+        load.client_config()?;
+        Ok(BenchTls { server, load })
+    }
 }
 
 fn debug_str<T: std::fmt::Debug, S: serde::Serializer>(v: &T, s: S) -> Result<S::Ok, S::Error> {
@@ -68,10 +123,33 @@ impl Setup {
             },
             late_threshold: Duration::from_millis(1),
             // `--mode http`: one GET per connection, so the server answers and counts it served.
-            http: matches!(self.mode, server::Mode::Http { .. })
+            http: (self.http || matches!(self.mode, server::Mode::Http { .. }))
                 .then(loadgen::HttpRequest::default),
-            tls: None,
+            tls: self.tls.as_ref().map(|t| t.load.clone()),
         }
+    }
+}
+
+/// The server mode `bench` runs with `--tls` and/or `--http`: `--http` turns the default
+/// `rst` (or `close`) into `http` (a `204` per request), `--tls` alone turns `rst` into `close`
+/// (TLS serves `close` and `http` only: close_notify, then close).
+///
+/// # Errors
+/// A message for exit 2 when `mode` cannot carry the protocol (`greet`, `hold`; `http` needs
+/// no `--mode` at all).
+pub fn protocol_mode(mode: server::Mode, tls: bool, http: bool) -> Result<server::Mode, String> {
+    use server::Mode;
+    match (mode, tls, http) {
+        (Mode::Http { .. }, _, _) => Ok(mode),
+        (Mode::Rst | Mode::Close, _, true) => Ok(Mode::Http { body_bytes: 0 }),
+        (Mode::Rst | Mode::Close, true, false) => Ok(Mode::Close),
+        (m, _, true) => Err(format!(
+            "--http needs the server to answer HTTP, not --mode {m}: drop --mode (or give --mode http)"
+        )),
+        (m, true, false) => Err(format!(
+            "--tls serves --mode close or --mode http, not {m}: drop --mode or pick one of those"
+        )),
+        (m, false, false) => Ok(m),
     }
 }
 

@@ -51,6 +51,7 @@ mod tests {
                     sys_ns,
                 })
                 .collect(),
+            ..LiveStats::default()
         }
     }
 

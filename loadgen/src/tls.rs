@@ -84,6 +84,9 @@ pub enum Verify {
     /// Against the CA certificates of this PEM file (`--ca FILE`), or the system's bundle
     /// (`/etc/ssl/certs/ca-certificates.crt`) when neither `--ca` nor `--insecure` is given.
     Ca(PathBuf),
+    /// Against these CA certificates, PEM text (`bench --tls`: the in-process server's own
+    /// certificate, so the load checks it as a real client would).
+    CaPem(String),
 }
 
 /// The system's CA bundle on Debian and its derivatives (package ca-certificates).
@@ -155,6 +158,19 @@ impl TlsOptions {
                         "--ca {}: no CERTIFICATE in the file: give the CA certificate (PEM)",
                         path.display()
                     ));
+                }
+                builder.with_root_certificates(roots).with_no_client_auth()
+            }
+            Verify::CaPem(pem) => {
+                let mut roots = rustls::RootCertStore::empty();
+                for c in CertificateDer::pem_slice_iter(pem.as_bytes()) {
+                    let c = c.map_err(|e| format!("the CA certificate is not PEM ({e})"))?;
+                    roots
+                        .add(c)
+                        .map_err(|e| format!("the CA certificate is unusable ({e})"))?;
+                }
+                if roots.is_empty() {
+                    return Err("no CERTIFICATE in the CA text (PEM)".into());
                 }
                 builder.with_root_certificates(roots).with_no_client_auth()
             }

@@ -120,10 +120,41 @@ pub fn phase(out: &mut String, p: &PhaseRecord, accounting: Option<&str>) {
         ("handshake", Some(p.histograms.handshake.as_str())),
         ("service", Some(p.histograms.service.as_str())),
         ("first byte", p.histograms.first_byte.as_deref()),
+        ("tls", p.histograms.tls_handshake.as_deref()),
+        ("http resp", p.histograms.http_response.as_deref()),
     ] {
         if let Some(line) = latency_line(name, enc) {
             let _ = writeln!(out, "{line}");
         }
+    }
+    if let Some(t) = &p.tls {
+        let _ = writeln!(
+            out,
+            "  {}",
+            crate::report::tls_line(t, p.measured_secs, p.server.as_ref())
+        );
+    }
+    if let Some(h) = &p.http {
+        let classes: Vec<String> = h
+            .status_classes
+            .iter()
+            .map(|(c, n)| format!("{c} {}", group(*n as f64)))
+            .collect();
+        let _ = writeln!(
+            out,
+            "  http: {} responses ({}/s), status {}",
+            group(h.responses as f64),
+            if p.measured_secs > 0.0 {
+                group(h.responses as f64 / p.measured_secs)
+            } else {
+                "-".into()
+            },
+            if classes.is_empty() {
+                "none".to_string()
+            } else {
+                classes.join(", ")
+            }
+        );
     }
     // The generator's own lag, so the handshake line above can be read net of it.
     if let Some(line) = latency_line("generator lag", p.histograms.generator_lag.as_deref()) {

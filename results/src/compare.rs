@@ -366,7 +366,9 @@ pub fn compare(
         if missing > 0 && !(sa.is_empty() && sb.is_empty()) {
             notes.push(format!("{name}: not measured in {missing} trial(s)"));
         }
-        if sa.is_empty() && sb.is_empty() && *name == "first-byte p99" {
+        // Figures of a kind neither side measured (no greeting, no --http, no --tls) are left
+        // out rather than shown as n/a.
+        if sa.is_empty() && sb.is_empty() && OPTIONAL_METRICS.contains(name) {
             continue;
         }
         let mut m = compare_samples(name, unit, *dir, &sa, &sb, opts.min_effect);
@@ -447,7 +449,7 @@ pub fn compare(
 
 /// The metrics compared: name, unit, direction, and the phase they are read from ([`PEAK`]:
 /// [`rate_phase`], [`LATENCY`]: [`latency_phase`]).
-pub const METRICS: [(&str, &str, Direction, &str); 8] = [
+pub const METRICS: [(&str, &str, Direction, &str); 12] = [
     ("connections/s", "conn/s", Direction::HigherIsBetter, PEAK),
     ("handshake p50", "µs", Direction::LowerIsBetter, LATENCY),
     ("handshake p99", "µs", Direction::LowerIsBetter, LATENCY),
@@ -456,6 +458,20 @@ pub const METRICS: [(&str, &str, Direction, &str); 8] = [
     ("server CPU per conn", "µs", Direction::LowerIsBetter, PEAK),
     ("load CPU per conn", "µs", Direction::LowerIsBetter, PEAK),
     ("sys %", "%", Direction::LowerIsBetter, PEAK),
+    ("responses/s", "resp/s", Direction::HigherIsBetter, PEAK),
+    ("TLS handshakes/s", "hs/s", Direction::HigherIsBetter, PEAK),
+    ("TLS handshake p50", "µs", Direction::LowerIsBetter, LATENCY),
+    ("TLS handshake p99", "µs", Direction::LowerIsBetter, LATENCY),
+];
+
+/// Metrics of a kind a run may not measure at all (greeting, `--http`, `--tls`): left out of a
+/// comparison when neither side has them.
+pub const OPTIONAL_METRICS: [&str; 5] = [
+    "first-byte p99",
+    "responses/s",
+    "TLS handshakes/s",
+    "TLS handshake p50",
+    "TLS handshake p99",
 ];
 
 /// Phase label of the metrics read from [`rate_phase`] (closed loop, as fast as it goes).
@@ -499,11 +515,14 @@ fn summary(phase: &PhaseRecord, which: Latency) -> Option<LatencySummary> {
 ///
 /// A per-connection figure with no connection is `None`, never 0 (see
 /// [`crate::record::SideCpu::us_per_conn`]).
-pub fn metric_values(rec: &RunRecord) -> [Option<f64>; 8] {
+pub fn metric_values(rec: &RunRecord) -> [Option<f64>; METRICS.len()] {
     let rate = rate_phase(rec);
     let lat = latency_phase(rec);
     let hs = lat.and_then(|p| summary(p, Latency::Handshake));
     let fb = lat.and_then(|p| summary(p, Latency::FirstByte));
+    let tls = lat.and_then(|p| summary(p, Latency::TlsHandshake));
+    let per_sec =
+        |p: &PhaseRecord, n: u64| (p.measured_secs > 0.0).then(|| n as f64 / p.measured_secs);
     let us = |ns: u64| ns as f64 / 1e3;
     let sys_pct = rate.and_then(|p| p.cpu.sys_pct());
     [
@@ -516,6 +535,10 @@ pub fn metric_values(rec: &RunRecord) -> [Option<f64>; 8] {
             .and_then(|c| c.us_per_conn()),
         rate.and_then(|p| p.cpu.load.us_per_conn()),
         sys_pct,
+        rate.and_then(|p| per_sec(p, p.http.as_ref()?.responses)),
+        rate.and_then(|p| per_sec(p, p.tls.as_ref()?.handshakes)),
+        tls.map(|s| us(s.p50_ns)),
+        tls.map(|s| us(s.p99_ns)),
     ]
 }
 
@@ -535,7 +558,7 @@ fn phase_note<'a>(recs: impl Iterator<Item = &'a RunRecord> + Clone) -> String {
         }
     };
     format!(
-        "phases: \"{PEAK} phase\" metrics (rate, CPU, sys %) are read from record phase {} (closed loop, as fast as it goes); \"{LATENCY} phase\" metrics (handshake and first-byte latency) from phase {} (open loop at a fixed offered rate)",
+        "phases: \"{PEAK} phase\" metrics (rates, CPU, sys %) are read from record phase {} (closed loop, as fast as it goes); \"{LATENCY} phase\" metrics (handshake, first-byte and TLS handshake latency) from phase {} (open loop at a fixed offered rate)",
         names(rate_phase),
         names(latency_phase)
     )
@@ -734,6 +757,66 @@ mod tests {
         );
         assert_eq!(rate(&kept).a.n, 6);
         assert!(!kept.a.trials[1].excluded);
+    }
+
+    /// Records with `--http` and `--tls` figures compare responses/s, TLS handshakes/s and
+    /// the TLS handshake p50/p99; records without them leave those metrics out.
+    #[test]
+    fn http_and_tls_figures_are_compared_when_the_records_have_them() {
+        let plain = compare(
+            &records("a", &[100.0; 5]),
+            &records("b", &[100.0; 5]),
+            (None, None),
+            &Options::default(),
+        );
+        for name in OPTIONAL_METRICS.iter().skip(1) {
+            assert!(plain.metrics.iter().all(|m| m.name != *name), "{name}");
+        }
+        let with = |label: &str, hs: u64, lat_ns: u64| -> Vec<RunRecord> {
+            let mut v = records(label, &[100.0; 5]);
+            for rec in &mut v {
+                for p in &mut rec.phases {
+                    p.http = Some(crate::record::HttpCounts {
+                        responses: hs,
+                        ..Default::default()
+                    });
+                    p.tls = Some(crate::record::TlsCounts {
+                        handshakes: hs,
+                        ..Default::default()
+                    });
+                    let mut h = crate::histogram::new_latency_histogram();
+                    h.record_n(lat_ns, 100).unwrap();
+                    p.histograms.tls_handshake = Some(crate::histogram::encode(&h));
+                }
+            }
+            v
+        };
+        let (a, b) = (with("a", 1_000, 2_000_000), with("b", 2_000, 1_000_000));
+        let c = compare(&a, &b, (None, None), &Options::default());
+        let get = |n: &str| c.metrics.iter().find(|m| m.name == n).unwrap();
+        let secs = rate_phase(&a[0]).unwrap().measured_secs;
+        for (name, want_a, want_b) in [
+            ("responses/s", 1_000.0 / secs, 2_000.0 / secs),
+            ("TLS handshakes/s", 1_000.0 / secs, 2_000.0 / secs),
+        ] {
+            let m = get(name);
+            assert!((m.a.median.unwrap() - want_a).abs() < 1e-9, "{name} {m:?}");
+            assert!((m.b.median.unwrap() - want_b).abs() < 1e-9, "{name} {m:?}");
+            assert_eq!(m.verdict, Verdict::Better, "{name}");
+        }
+        for name in ["TLS handshake p50", "TLS handshake p99"] {
+            let m = get(name);
+            let (ma, mb) = (m.a.median.unwrap(), m.b.median.unwrap());
+            assert!(
+                (ma - 2_000.0).abs() < 2.0 && (mb - 1_000.0).abs() < 1.0,
+                "{name} {m:?}"
+            );
+            assert_eq!(
+                m.verdict,
+                Verdict::Better,
+                "{name}: lower latency is better"
+            );
+        }
     }
 
     #[test]

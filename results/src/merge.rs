@@ -495,7 +495,7 @@ fn merge_phase(
                         path_a: path0.to_path_buf(),
                         path_b: path.to_path_buf(),
                         what: format!(
-                            "phase {:?}: the {} histogram is measured in one and not the other (--expect-bytes, --http)",
+                            "phase {:?}: the {} histogram is measured in one and not the other (--expect-bytes, --http, --tls)",
                             p.name,
                             which.name()
                         ),
@@ -516,6 +516,7 @@ fn merge_phase(
     );
     out.histograms.http_response = hists[3].as_ref().map(crate::histogram::encode);
     out.histograms.http_first_byte = hists[4].as_ref().map(crate::histogram::encode);
+    out.histograms.tls_handshake = hists[5].as_ref().map(crate::histogram::encode);
     // HTTP counts: summed when every part has them (a part without is refused above by its
     // missing HTTP histograms).
     out.http = parts
@@ -528,6 +529,20 @@ fn merge_phase(
                     a
                 }
                 None => h.clone(),
+            }))
+        })
+        .flatten();
+    // TLS counts: summed the same way (a part without is refused by its missing histogram).
+    out.tls = parts
+        .iter()
+        .try_fold(None::<crate::record::TlsCounts>, |acc, (_, p)| {
+            let t = p.tls.as_ref()?;
+            Some(Some(match acc {
+                Some(mut a) => {
+                    a.add(t);
+                    a
+                }
+                None => t.clone(),
             }))
         })
         .flatten();

@@ -36,7 +36,7 @@ pub use error::RecordError;
 pub use example::EXAMPLE_START_UNIX_MS;
 pub use phase::{
     Arrival, CpuUsage, CrossCheck, Histograms, HttpCounts, Latency, LoadWorker, Pattern,
-    PhaseRecord, ServerSide, SideCpu, TimelineRow, WorkerAccepts,
+    PhaseRecord, ServerSide, SideCpu, TimelineRow, TlsCounts, WorkerAccepts,
 };
 pub use run::{Baseline, HostInfo, NumaNode, RunInfo};
 pub use segment::{NetnsIdentity, Role, SegmentInfo};

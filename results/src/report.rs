@@ -20,6 +20,7 @@ use crate::record::{
 use crate::sweep::parse_latency_ns;
 
 pub use document::blocks;
+pub(crate) use document::tls_line;
 
 /// Output formats of `connstorm report`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -119,6 +120,9 @@ pub struct PhaseReport {
     /// `load --http`: the HTTP counts (`None` otherwise).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub http: Option<crate::record::HttpCounts>,
+    /// `--tls`: the TLS counts (`None` otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls: Option<crate::record::TlsCounts>,
     /// CPU time per side.
     pub cpu: CpuUsage,
     /// Kernel counter deltas.
@@ -219,6 +223,7 @@ fn phase_report(file: &str, p: &PhaseRecord, edges_ns: &[u64]) -> Result<PhaseRe
         abandoned: p.abandoned,
         latency,
         http: p.http.clone(),
+        tls: p.tls.clone(),
         cpu: p.cpu,
         counters: p.counters.clone(),
         drops: p

@@ -30,8 +30,8 @@ pub struct ServerConfig {
     pub mode: Mode,
     /// Flow steering between the listeners of the group.
     pub steer: Steer,
-    /// A TLS handshake on every connection (`--tls`, [`crate::tls`]); `None` = plain TCP. Runs
-    /// on the epoll engine only; modes `close` and `http`.
+    /// A TLS handshake on every connection (`--tls`, [`crate::tls`]); `None` = plain TCP. Both
+    /// engines (io_uring: rustls over the ring's receive/send buffers); modes `close` and `http`.
     pub tls: Option<crate::tls::TlsServer>,
 }
 

@@ -6,9 +6,6 @@ use std::net::SocketAddr;
 /// threads already started are stopped and joined, listeners are closed.
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {
-    /// `--tls` with `--engine io-uring`: TLS runs on the epoll engine only.
-    #[error("--tls runs on the epoll engine only (rustls over io_uring buffers is not built): use --engine epoll or auto")]
-    TlsNeedsEpoll,
     /// `--tls` with a mode other than `close` and `http`.
     #[error("--tls works with --mode close or --mode http, not {mode}: pick one of those")]
     TlsMode {

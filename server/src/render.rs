@@ -180,6 +180,7 @@ mod tests {
             accepted_per_worker: per_worker.to_vec(),
             errors_total: 0,
             cpu_per_worker: Vec::new(),
+            ..LiveStats::default()
         }
     }
 

@@ -64,6 +64,12 @@ pub struct LiveStats {
     /// does while the worker runs is charged to it; work in io_uring's io-wq threads
     /// (`iou-wrk-*`, used only for requests that would block) is not.
     pub cpu_per_worker: Vec<ThreadCpu>,
+    /// `--tls`: TLS handshakes completed (TLS accepts), all workers; 0 without TLS.
+    #[serde(default)]
+    pub tls_accepted: u64,
+    /// `--tls`: of them, resumed.
+    #[serde(default)]
+    pub tls_resumed: u64,
 }
 
 impl LiveStats {

@@ -58,14 +58,7 @@ impl Server {
             });
         }
         let (engine, fallback_reason) = match cfg.engine {
-            _ if cfg.tls.is_some() && cfg.engine == EngineChoice::IoUring => {
-                return Err(ServerError::TlsNeedsEpoll)
-            }
             EngineChoice::Epoll => (Engine::Epoll, None),
-            EngineChoice::Auto if cfg.tls.is_some() => (
-                Engine::Epoll,
-                Some("--tls runs on the epoll engine only".to_string()),
-            ),
             EngineChoice::IoUring => match crate::engine::probe::io_uring() {
                 Ok(()) => (Engine::IoUring, None),
                 Err(reason) => return Err(ServerError::IoUringUnavailable { reason }),
@@ -239,6 +232,14 @@ impl StatsReader {
                 .collect(),
             errors_total: self.errors_per_worker().iter().sum(),
             cpu_per_worker: slots.iter().map(|s| s.cpu()).collect(),
+            tls_accepted: slots
+                .iter()
+                .map(|s| s.tls_accepted.load(Ordering::Relaxed))
+                .sum(),
+            tls_resumed: slots
+                .iter()
+                .map(|s| s.tls_resumed.load(Ordering::Relaxed))
+                .sum(),
         }
     }
 

@@ -30,6 +30,10 @@ pub(crate) struct Slot {
     pub(crate) accepted: AtomicU64,
     /// Errors so far.
     pub(crate) errors: AtomicU64,
+    /// `--tls`: TLS handshakes completed so far.
+    pub(crate) tls_accepted: AtomicU64,
+    /// `--tls`: of them, resumed.
+    pub(crate) tls_resumed: AtomicU64,
     /// The worker thread's on-CPU time so far, ns (CLOCK_THREAD_CPUTIME_ID).
     pub(crate) cpu_run_ns: AtomicU64,
     /// Its user time so far, ns (getrusage(2) RUSAGE_THREAD).
@@ -135,6 +139,10 @@ impl Ctx {
         slot.accepted.store(self.counts.accepted, Ordering::Relaxed);
         slot.errors
             .store(self.counts.errors_total(), Ordering::Relaxed);
+        slot.tls_accepted
+            .store(self.counts.tls.accepted, Ordering::Relaxed);
+        slot.tls_resumed
+            .store(self.counts.tls.resumed, Ordering::Relaxed);
         slot.cpu_run_ns.store(cpu.run_ns, Ordering::Relaxed);
         slot.cpu_user_ns.store(cpu.user_ns, Ordering::Relaxed);
         slot.cpu_sys_ns.store(cpu.sys_ns, Ordering::Relaxed);

@@ -52,15 +52,29 @@ impl SetupArgs {
             crate::bench::note(n);
         }
         let (server_cpus, load_cpus) = (picked.server, picked.load);
-        let expect_bytes = match self.mode {
+        let mode = ::bench::setup::protocol_mode(self.mode, self.tls, self.http)
+            .map_err(crate::error::bad_input)?;
+        let expect_bytes = match mode {
             server::Mode::Greet { bytes } => Some(bytes),
             _ => None,
         };
+        let tls = self
+            .tls
+            .then(|| {
+                ::bench::setup::BenchTls::new(
+                    self.cert.as_deref(),
+                    self.key.as_deref(),
+                    self.target.is_some(),
+                    self.tls_resume,
+                )
+            })
+            .transpose()
+            .map_err(crate::error::bad_input)?;
         Ok(Setup {
             server_cpus,
             load_cpus,
             engine: self.engine,
-            mode: self.mode,
+            mode,
             backlog: self.backlog,
             close: self.close.into(),
             target: self.target,
@@ -68,6 +82,8 @@ impl SetupArgs {
             rtt: self.rtt,
             connect_timeout: self.connect_timeout,
             expect_bytes,
+            tls,
+            http: self.http,
         })
     }
 

@@ -71,8 +71,7 @@ pub struct Args {
     pub http_response_bytes: Option<u32>,
     /// A TLS handshake on every connection (rustls, `ring` provider; TLS 1.3 and 1.2, session
     /// tickets and a session-ID cache for resumption) before the mode's work: `close` (close_notify,
-    /// close) or `http` (the request and response over TLS). Epoll engine only (`--engine
-    /// io-uring --tls` is refused). Certificate: --cert/--key, else a self-signed one generated
+    /// close) or `http` (the request and response over TLS), on both engines. Certificate: --cert/--key, else a self-signed one generated
     /// at start for localhost, 127.0.0.1 and ::1.
     #[arg(long)]
     pub tls: bool,
@@ -130,9 +129,6 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         None => allowed_cpus().context("reading this process's CPU affinity")?,
     };
     let tls = if args.tls {
-        if args.engine == EngineChoice::IoUring {
-            return Err(bad_input(server::ServerError::TlsNeedsEpoll.to_string()));
-        }
         let t = server::tls::server_config(args.cert.as_deref(), args.key.as_deref())
             .map_err(|e| bad_input(e.to_string()))?;
         if let Some(path) = &args.cert_out {
@@ -178,7 +174,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         m
     });
     let mut err = std::io::stderr().lock();
-    if let Some(why) = srv.fallback_reason().filter(|_| !args.tls) {
+    if let Some(why) = srv.fallback_reason() {
         let _ = writeln!(
             err,
             "connstorm server: io_uring unavailable, using epoll: {why}"

@@ -91,6 +91,11 @@ pub fn record(
             accept_errors: report.errors(),
             emfile_backoffs: Some(w.iter().map(|w| w.emfile_backoffs).sum()),
             left_in_queue: Some(w.iter().map(|w| w.left_in_queue).sum()),
+            // Known only from TLS work seen (the report does not say whether --tls was on).
+            tls_accepted: (report.tls_accepted() + report.tls_failed() > 0)
+                .then(|| report.tls_accepted()),
+            tls_resumed: (report.tls_accepted() + report.tls_failed() > 0)
+                .then(|| report.tls_resumed()),
         }),
         cpu: rec::CpuUsage {
             server: Some(cpu),

@@ -563,3 +563,43 @@ fn records_without_a_namespace_leave_the_merged_counters_unknown() {
         m.warnings
     );
 }
+
+/// `load --tls` records: the TLS counts (full, resumed, failures by alert) and the TLS
+/// handshake histogram sum exactly; a part without TLS is refused (its histogram is missing).
+#[test]
+fn tls_counts_and_the_tls_handshake_histogram_sum_exactly() {
+    let mut inputs = four();
+    for (i, inp) in inputs.iter_mut().enumerate() {
+        let i = i as u64;
+        let p = &mut inp.record.phases[0];
+        let mut h = new_latency_histogram();
+        h.record_n(1_000_000 + 100_000 * i, 10 + i).unwrap();
+        p.histograms.tls_handshake = Some(histogram::encode(&h));
+        p.tls = Some(crate::record::TlsCounts {
+            handshakes: 10 + i,
+            full: 1,
+            resumed: 9 + i,
+            tls13: 10 + i,
+            tls12: 0,
+            alpn_agreed: 10 + i,
+            failures: BTreeMap::from([("TLS alert UnknownCA sent".to_string(), i)]),
+        });
+    }
+    let m = merge(&inputs).unwrap();
+    let p = &m.record.phases[0];
+    let t = p.tls.as_ref().unwrap();
+    assert_eq!(t.handshakes, 46);
+    assert_eq!(t.full, 4);
+    assert_eq!(t.resumed, 42);
+    assert_eq!(t.tls13, 46);
+    assert_eq!(t.failures["TLS alert UnknownCA sent"], 6);
+    let h = p.histograms.decode(Latency::TlsHandshake).unwrap().unwrap();
+    assert_eq!(h.len(), 46);
+    for i in 0..4u64 {
+        assert_eq!(h.count_at(1_000_000 + 100_000 * i), 10 + i, "generator {i}");
+    }
+    inputs[2].record.phases[0].histograms.tls_handshake = None;
+    inputs[2].record.phases[0].tls = None;
+    let e = merge(&inputs).unwrap_err().to_string();
+    assert!(e.contains("tls_handshake"), "{e}");
+}

@@ -57,20 +57,23 @@ pub enum Latency {
     HttpResponse,
     /// `--http`: intended start → first response byte (time to first byte).
     HttpFirstByte,
+    /// `--tls`: TCP handshake seen complete → TLS handshake done.
+    TlsHandshake,
 }
 
 impl Latency {
     /// All of them, in report order.
-    pub const ALL: [Latency; 5] = [
+    pub const ALL: [Latency; 6] = [
         Latency::Handshake,
         Latency::Service,
         Latency::FirstByte,
         Latency::HttpResponse,
         Latency::HttpFirstByte,
+        Latency::TlsHandshake,
     ];
 
     /// The field name in the record: `handshake`, `service`, `first_byte`, `http_response`,
-    /// `http_first_byte`.
+    /// `http_first_byte`, `tls_handshake`.
     pub fn name(self) -> &'static str {
         match self {
             Latency::Handshake => "handshake",
@@ -78,6 +81,7 @@ impl Latency {
             Latency::FirstByte => "first_byte",
             Latency::HttpResponse => "http_response",
             Latency::HttpFirstByte => "http_first_byte",
+            Latency::TlsHandshake => "tls_handshake",
         }
     }
 }
@@ -131,6 +135,52 @@ impl HttpCounts {
     }
 }
 
+/// The TLS counts of a phase run with `--tls` (measured part). Absent otherwise and in older
+/// records. The handshake latency histogram is [`Histograms::tls_handshake`].
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct TlsCounts {
+    /// TLS handshakes the client completed.
+    pub handshakes: u64,
+    /// Of them, full handshakes.
+    pub full: u64,
+    /// Of them, resumed (a session ticket or ID).
+    pub resumed: u64,
+    /// Of them, TLS 1.3.
+    pub tls13: u64,
+    /// Of them, TLS 1.2.
+    pub tls12: u64,
+    /// Of them, with an ALPN protocol agreed.
+    pub alpn_agreed: u64,
+    /// Failed handshakes by class (`TLS alert CertificateUnknown sent`, `TLS handshake EOF`,
+    /// ...), each also in the phase's `failures`.
+    pub failures: BTreeMap<String, u64>,
+}
+
+impl TlsCounts {
+    /// Adds another phase's counts (`merge`).
+    pub fn add(&mut self, o: &TlsCounts) {
+        self.handshakes += o.handshakes;
+        self.full += o.full;
+        self.resumed += o.resumed;
+        self.tls13 += o.tls13;
+        self.tls12 += o.tls12;
+        self.alpn_agreed += o.alpn_agreed;
+        for (k, v) in &o.failures {
+            *self.failures.entry(k.clone()).or_insert(0) += v;
+        }
+    }
+
+    /// The classes of a phase's failure table that are TLS handshake failures (their names
+    /// start with `TLS `).
+    pub fn failures_of(failures: &BTreeMap<String, u64>) -> BTreeMap<String, u64> {
+        failures
+            .iter()
+            .filter(|(k, _)| k.starts_with("TLS "))
+            .map(|(k, v)| (k.clone(), *v))
+            .collect()
+    }
+}
+
 /// A phase's histograms, each HdrHistogram V2 + DEFLATE in base64 ([`crate::histogram::encode`]),
 /// values in nanoseconds, covering the measured part only (warm-up excluded).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -152,6 +202,10 @@ pub struct Histograms {
     /// `--http`: time to first response byte (intended start → first byte read).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http_first_byte: Option<String>,
+    /// `--tls`: TLS handshake latency (TCP handshake seen complete → TLS handshake done).
+    /// `None` otherwise and in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_handshake: Option<String>,
 }
 
 impl Histograms {
@@ -168,6 +222,7 @@ impl Histograms {
             generator_lag: None,
             http_response: None,
             http_first_byte: None,
+            tls_handshake: None,
         }
     }
 
@@ -179,6 +234,7 @@ impl Histograms {
             Latency::FirstByte => self.first_byte.as_deref(),
             Latency::HttpResponse => self.http_response.as_deref(),
             Latency::HttpFirstByte => self.http_first_byte.as_deref(),
+            Latency::TlsHandshake => self.tls_handshake.as_deref(),
         }
     }
 
@@ -283,6 +339,13 @@ pub struct ServerSide {
     /// the kernel resets them), all workers; `None` in records written before it was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub left_in_queue: Option<u64>,
+    /// `--tls`: TLS handshakes the server completed (TLS accepts), all workers; `None` without
+    /// TLS and in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_accepted: Option<u64>,
+    /// `--tls`: of them, resumed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_resumed: Option<u64>,
 }
 
 impl ServerSide {
@@ -502,6 +565,10 @@ pub struct PhaseRecord {
     /// in older records.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http: Option<HttpCounts>,
+    /// `--tls`: the TLS counts ([`TlsCounts`]); the handshake histogram is
+    /// [`Histograms::tls_handshake`]. Absent otherwise and in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<TlsCounts>,
 }
 
 impl PhaseRecord {

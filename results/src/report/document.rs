@@ -263,6 +263,9 @@ fn phase_blocks(p: &PhaseReport, counters: Counters, out: &mut Vec<Block>) {
             count(h.body_bytes)
         )));
     }
+    if let Some(t) = &p.tls {
+        out.push(Block::Line(tls_line(t, p.measured_secs, p.server.as_ref())));
+    }
     latency_blocks(p, out);
     let mut cpu = Table::new(["CPU µs per conn", "user", "sys", "total", "sys%"]);
     if let Some(s) = &p.cpu.server {
@@ -468,6 +471,47 @@ pub fn blocks(reports: &[RecordReport], counters: Counters) -> Vec<Block> {
         }
     }
     out
+}
+
+/// The TLS line of a phase: handshakes (per second of measured time), full and resumed, TLS
+/// 1.3/1.2, failures by class, and the server's TLS accepts when the record has them.
+pub(crate) fn tls_line(
+    t: &crate::record::TlsCounts,
+    measured_secs: f64,
+    server: Option<&crate::record::ServerSide>,
+) -> String {
+    let per_sec = |n: u64| {
+        if measured_secs > 0.0 {
+            format!("{}/s", crate::numfmt::fixed(n as f64 / measured_secs, 1))
+        } else {
+            "-/s".to_string()
+        }
+    };
+    let fails: Vec<String> = t
+        .failures
+        .iter()
+        .map(|(c, n)| format!("{c} {}", count(*n)))
+        .collect();
+    let srv = match server.and_then(|s| s.tls_accepted.zip(s.tls_resumed)) {
+        Some((a, r)) => format!(
+            "; server TLS accepts {} ({} resumed; whole phase, warm-up included)",
+            count(a),
+            count(r)
+        ),
+        None => String::new(),
+    };
+    format!(
+        "tls: {} handshakes ({}): {} full ({}), {} resumed ({}); TLS 1.3 {}, TLS 1.2 {}; failed {}{srv}",
+        count(t.handshakes),
+        per_sec(t.handshakes),
+        count(t.full),
+        per_sec(t.full),
+        count(t.resumed),
+        per_sec(t.resumed),
+        count(t.tls13),
+        count(t.tls12),
+        if fails.is_empty() { "none".to_string() } else { fails.join(", ") },
+    )
 }
 
 #[cfg(test)]

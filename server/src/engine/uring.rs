@@ -35,11 +35,13 @@
 
 use std::mem::MaybeUninit;
 use std::os::fd::{BorrowedFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 use socket2::SockRef;
 
+use super::uring_tls::{BufPool, Next, TlsConn};
 use super::{classify, AcceptFailure, BACKOFF, TURN_BUDGET};
 use crate::config::Mode;
 use crate::error::ServerError;
@@ -65,6 +67,12 @@ const TIMEOUT: u64 = 5 << 56;
 const CANCEL: u64 = 6 << 56;
 /// A Close with IOSQE_CQE_SKIP_SUCCESS: its CQE arrives only on failure and is not in flight.
 const CLOSE_SKIP: u64 = 7 << 56;
+/// `--tls`: a Recv into the connection's buffer.
+const RECV: u64 = 8 << 56;
+/// `--tls`: a Send of the connection's queued records.
+const TLS_SEND: u64 = 9 << 56;
+/// `--tls`: the last Send (an alert), hard-linked to the connection's Close.
+const TLS_SEND_LAST: u64 = 10 << 56;
 const KIND_MASK: u64 = 0xff << 56;
 const POLL_EVENTS: u32 = (libc::POLLIN | libc::POLLRDHUP) as u32;
 const POLL_GONE: i32 = (libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR) as i32;
@@ -113,6 +121,9 @@ enum Phase {
     Grace(Instant),
     Cancelling,
     Finishing(Instant),
+    /// `--tls` connections still open at the end of [`Phase::Finishing`] had their receives
+    /// cancelled; the last wait.
+    Last(Instant),
 }
 
 struct Uring<'c> {
@@ -131,6 +142,16 @@ struct Uring<'c> {
     scratch: Box<[MaybeUninit<u8>]>,
     /// Closes carry IOSQE_CQE_SKIP_SUCCESS (the kernel has IORING_FEAT_CQE_SKIP, 5.17).
     skip_close_cqe: bool,
+    /// `--tls`: the shared config.
+    tls: Option<Arc<rustls::ServerConfig>>,
+    /// `--tls`: each open connection's state, indexed by fd (grown by doubling).
+    tls_conns: Vec<Option<Box<TlsConn>>>,
+    /// `--tls`: open connections in `tls_conns`.
+    tls_open: usize,
+    /// `--tls`: free connection buffers.
+    pool: BufPool,
+    /// `--tls`: scratch for decrypted request bytes.
+    plain: Box<[u8]>,
 }
 
 /// The setup label with `+cqe_skip_success` appended when lone closes skip their CQE.
@@ -179,6 +200,7 @@ pub(crate) fn run(ctx: &mut Ctx, ready: impl FnOnce(Ready)) {
     } else {
         Vec::new()
     };
+    let tls = ctx.tls.clone();
     let mut u = Uring {
         ctx,
         ring,
@@ -192,6 +214,11 @@ pub(crate) fn run(ctx: &mut Ctx, ready: impl FnOnce(Ready)) {
         scans,
         scratch: vec![MaybeUninit::uninit(); 4096].into_boxed_slice(),
         skip_close_cqe,
+        tls,
+        tls_conns: Vec::new(),
+        tls_open: 0,
+        pool: BufPool::default(),
+        plain: vec![0; 4096].into_boxed_slice(),
     };
     u.arm_accept();
     ready(Ok(Some(flags)));
@@ -249,9 +276,15 @@ impl Uring<'_> {
                     self.release_held();
                     Phase::Finishing(now + FINISH_MAX)
                 }
-                Phase::Finishing(_) if self.in_flight == 0 => break,
-                Phase::Finishing(until) if now >= until => {
+                Phase::Finishing(_) | Phase::Last(_) if self.in_flight == 0 => break,
+                Phase::Finishing(until) if now >= until && self.tls_open > 0 => {
+                    // TLS connections whose client went quiet: end their receives.
+                    self.cancel_tls();
+                    Phase::Last(now + FINISH_MAX)
+                }
+                Phase::Finishing(until) | Phase::Last(until) if now >= until => {
                     // The kernel still holds SQEs that may point at these: never free them.
+                    std::mem::forget(std::mem::take(&mut self.tls_conns));
                     std::mem::forget(std::mem::take(&mut self.ctx.greet));
                     std::mem::forget(std::mem::replace(
                         &mut self.backoff_ts,
@@ -318,6 +351,33 @@ impl Uring<'_> {
                 self.in_flight -= 1;
                 self.on_poll(fd, res);
             }
+            RECV => {
+                self.in_flight -= 1;
+                let Some(c) = self.tls_conns.get_mut(fd as usize).and_then(Option::as_mut) else {
+                    return;
+                };
+                let next = c.on_recv(
+                    res,
+                    self.ctx.mode,
+                    &self.ctx.greet,
+                    &mut self.plain,
+                    &mut self.ctx.counts,
+                );
+                self.tls_next(fd, next);
+            }
+            TLS_SEND => {
+                self.in_flight -= 1;
+                let Some(c) = self.tls_conns.get_mut(fd as usize).and_then(Option::as_mut) else {
+                    return;
+                };
+                let next = c.on_sent(res, &mut self.ctx.counts);
+                self.tls_next(fd, next);
+            }
+            TLS_SEND_LAST => {
+                // The alert is out (or failed); the linked Close follows. The buffers are free.
+                self.in_flight -= 1;
+                self.tls_forget(fd);
+            }
             _ => self.in_flight -= 1, // CANCEL: ENOENT/EALREADY are fine
         }
     }
@@ -368,6 +428,9 @@ impl Uring<'_> {
 
     /// What the mode says to do with a freshly accepted descriptor.
     fn on_conn(&mut self, fd: RawFd) {
+        if self.tls.is_some() {
+            return self.tls_start(fd);
+        }
         match self.ctx.mode {
             Mode::Close => self.close(fd),
             // The listener's SO_LINGER {on, 0} is inherited (crate::listener::bind_group):
@@ -416,6 +479,97 @@ impl Uring<'_> {
                 if !self.push(&[send, close]) {
                     close_now(fd);
                 }
+            }
+        }
+    }
+
+    /// `--tls`: a new connection gets its [`TlsConn`] and a receive for the ClientHello.
+    fn tls_start(&mut self, fd: RawFd) {
+        let Some(cfg) = self.tls.as_ref() else {
+            return self.close(fd);
+        };
+        let conn = match TlsConn::new(cfg, self.pool.take()) {
+            Ok(c) => c,
+            Err((e, bufs)) => {
+                self.pool.give(bufs);
+                self.ctx.counts.tls.failed(&e);
+                return self.close(fd);
+            }
+        };
+        let i = fd as usize;
+        if i >= self.tls_conns.len() {
+            self.tls_conns
+                .resize_with((i + 1).next_power_of_two(), || None);
+        }
+        self.tls_conns[i] = Some(conn);
+        self.tls_open += 1;
+        self.tls_next(fd, Next::Recv);
+    }
+
+    /// `--tls`: submits what [`TlsConn`] asked for (one operation in flight per connection).
+    fn tls_next(&mut self, fd: RawFd, next: Next) {
+        let Some(c) = self.tls_conns.get_mut(fd as usize).and_then(Option::as_mut) else {
+            return self.close(fd);
+        };
+        let pushed = match next {
+            Next::Recv => {
+                let (p, len) = c.recv_buf();
+                let e = opcode::Recv::new(types::Fd(fd), p, len)
+                    .build()
+                    .user_data(ud(RECV, fd));
+                self.push(&[e])
+            }
+            Next::Send => {
+                let (p, len) = c.send_buf();
+                let e = opcode::Send::new(types::Fd(fd), p, len)
+                    .flags(libc::MSG_NOSIGNAL)
+                    .build()
+                    .user_data(ud(TLS_SEND, fd));
+                self.push(&[e])
+            }
+            Next::SendClose => {
+                let (p, len) = c.send_buf();
+                let send = opcode::Send::new(types::Fd(fd), p, len)
+                    .flags(libc::MSG_NOSIGNAL)
+                    .build()
+                    .user_data(ud(TLS_SEND_LAST, fd))
+                    .flags(squeue::Flags::IO_HARDLINK);
+                let close = opcode::Close::new(types::Fd(fd))
+                    .build()
+                    .user_data(ud(CLOSE, fd));
+                if self.push(&[send, close]) {
+                    return; // the buffers are freed at the Send's CQE
+                }
+                false
+            }
+            Next::Close => {
+                self.tls_forget(fd);
+                return self.close(fd);
+            }
+        };
+        if !pushed {
+            self.tls_forget(fd);
+            close_now(fd);
+        }
+    }
+
+    /// `--tls`: drops a connection's state (no SQE points at its buffers any more).
+    fn tls_forget(&mut self, fd: RawFd) {
+        if let Some(c) = self.tls_conns.get_mut(fd as usize).and_then(Option::take) {
+            self.pool.give(c.into_bufs());
+            self.tls_open -= 1;
+        }
+    }
+
+    /// `--tls`, at the end of the stop: cancels the receives of the connections still open
+    /// (each then completes with ECANCELED and is closed).
+    fn cancel_tls(&mut self) {
+        for fd in 0..self.tls_conns.len() {
+            if self.tls_conns[fd].is_some() {
+                let e = opcode::AsyncCancel::new(ud(RECV, fd as RawFd))
+                    .build()
+                    .user_data(CANCEL);
+                let _ = self.push(&[e]);
             }
         }
     }

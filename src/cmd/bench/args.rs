@@ -87,6 +87,26 @@ pub struct SetupArgs {
     /// Directory for run records.
     #[arg(long, default_value = "runs")]
     pub out: PathBuf,
+    /// A TLS handshake on every connection (rustls, both sides): the in-process server uses
+    /// --cert/--key or a self-signed certificate generated at start, which the load trusts;
+    /// the default server mode becomes `close` (close_notify, close). Records TLS handshakes
+    /// full/resumed, their latency and the server's TLS accepts.
+    #[arg(long)]
+    pub tls: bool,
+    /// One HTTP/1.1 GET per connection (with --tls: over TLS); the default server mode becomes
+    /// `http` (a 204 per request). Records status classes and response latency.
+    #[arg(long)]
+    pub http: bool,
+    /// With --tls: the server's certificate chain, PEM (needs --key); the load then does not
+    /// check the name.
+    #[arg(long, value_name = "FILE", requires = "tls", requires = "key")]
+    pub cert: Option<PathBuf>,
+    /// With --tls: the private key of --cert, PEM.
+    #[arg(long, value_name = "FILE", requires = "cert")]
+    pub key: Option<PathBuf>,
+    /// With --tls: resume sessions with tickets (per load worker) instead of full handshakes.
+    #[arg(long, value_name = "off|tickets", default_value = "off", value_parser = parse_resume, requires = "tls")]
+    pub tls_resume: loadgen::tls::Resume,
 }
 
 /// Options of `connstorm bench`.
@@ -127,6 +147,14 @@ fn parse_engine(s: &str) -> Result<server::EngineChoice, String> {
 
 fn parse_mode(s: &str) -> Result<server::Mode, String> {
     s.parse()
+}
+
+fn parse_resume(s: &str) -> Result<loadgen::tls::Resume, String> {
+    match s {
+        "off" => Ok(loadgen::tls::Resume::Off),
+        "tickets" => Ok(loadgen::tls::Resume::Tickets),
+        _ => Err(format!("unknown resumption {s:?}: use `off` or `tickets`")),
+    }
 }
 
 fn parse_target(s: &str) -> Result<std::net::SocketAddr, String> {
