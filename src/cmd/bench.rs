@@ -61,6 +61,13 @@ pub struct SetupArgs {
     /// Server event engine: auto (io_uring if it works here, else epoll), io-uring, epoll.
     #[arg(long, default_value = "auto", value_parser = parse_engine)]
     pub engine: server::EngineChoice,
+    /// One server worker and one load worker on every CPU this process may use (softirq work
+    /// stays on the CPU that raised it); `--baseline`'s floor runs in the same shape.
+    #[arg(long, conflicts_with_all = ["server_cpus", "load_cpus", "target"])]
+    pub whole_machine: bool,
+    /// Load side's connect engine: auto, io-uring, epoll (see `connstorm load --help`).
+    #[arg(long, default_value = "auto")]
+    pub load_engine: loadgen::LoadEngine,
     /// Client close mode.
     #[arg(long, value_enum, default_value = "rst")]
     pub close: Close,
@@ -158,11 +165,15 @@ impl SetupArgs {
     /// Bad input for CPU lists, limits and option conflicts.
     pub fn resolve(&self) -> anyhow::Result<Setup> {
         self.validate()?;
-        let picked = crate::bench::cpus::pick_cpus(
-            self.server_cpus.as_deref(),
-            self.load_cpus.as_deref(),
-            self.target.is_some(),
-        )?;
+        let picked = if self.whole_machine {
+            crate::bench::cpus::whole_machine()
+        } else {
+            crate::bench::cpus::pick_cpus(
+                self.server_cpus.as_deref(),
+                self.load_cpus.as_deref(),
+                self.target.is_some(),
+            )?
+        };
         for n in &picked.notes {
             crate::bench::note(n);
         }
@@ -183,6 +194,8 @@ impl SetupArgs {
             rtt: self.rtt,
             connect_timeout: self.connect_timeout,
             expect_bytes,
+            load_engine: self.load_engine,
+            whole_machine: self.whole_machine,
         })
     }
 
