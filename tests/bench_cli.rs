@@ -333,20 +333,37 @@ fn two_quick_sigints_still_write_the_record_and_clean_up() {
 #[test]
 fn target_mode_loads_an_external_server() {
     let _x = testkit::exclusive();
-    // A plain accept loop stands in for a gateway; it counts what it accepted.
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    // A plain accept loop stands in for a gateway; it counts what it accepted. It blocks in
+    // accept(2) (woken at once by each connection, not polling) behind a 4,096 backlog, so a
+    // few hundred ms without CPU on a busy machine overflow no accept queue (which would turn
+    // a handshake into a 1 s SYN retransmit and the short phase into "nothing measured").
+    let sock = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    sock.bind(
+        &"127.0.0.1:0"
+            .parse::<std::net::SocketAddr>()
+            .unwrap()
+            .into(),
+    )
+    .unwrap();
+    sock.listen(4096).unwrap();
+    let l: std::net::TcpListener = sock.into();
     let addr = l.local_addr().unwrap();
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let s2 = stop.clone();
-    l.set_nonblocking(true).unwrap();
     let acceptor = std::thread::spawn(move || {
         let mut n = 0u64;
-        while !s2.load(std::sync::atomic::Ordering::Relaxed) {
-            match l.accept() {
-                Ok(_) => n += 1,
-                Err(_) => std::thread::sleep(Duration::from_micros(200)),
+        loop {
+            if l.accept().is_err() {
+                continue;
             }
+            // After `stop` one accepted connection is the wake-up (or one ahead of it, which
+            // leaves the wake-up to the drain below): either way one is not counted.
+            if s2.load(std::sync::atomic::Ordering::Relaxed) {
+                break;
+            }
+            n += 1;
         }
+        l.set_nonblocking(true).unwrap();
         while l.accept().is_ok() {
             n += 1;
         }
@@ -368,7 +385,9 @@ fn target_mode_loads_an_external_server() {
     ]);
     std::thread::sleep(Duration::from_millis(200));
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let wake = std::net::TcpStream::connect(addr).unwrap();
     let accepted = acceptor.join().unwrap();
+    drop(wake);
     assert!(
         out.status.success(),
         "{:?}\n{}\n{}",

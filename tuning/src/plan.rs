@@ -34,6 +34,10 @@ pub trait SysctlIo {
     fn write(&mut self, key: &Key, value: &str) -> Result<(), SysctlError>;
     /// Whether the key's file has a write bit.
     fn writable(&self, key: &Key) -> bool;
+    /// The directory names in a `/proc/sys` directory given by its path components
+    /// (`["net", "ipv4", "conf"]` → `["all", "default", "eth0", "lo"]`), sorted; empty when
+    /// it cannot be read. Used to expand the `*` of [`crate::rules::SIDE_EFFECTS`].
+    fn children(&self, dir: &[&str]) -> Vec<String>;
 }
 
 /// The real `/proc/sys` under a root (`/` on a host; the calling thread's network namespace
@@ -54,6 +58,90 @@ impl SysctlIo for ProcSys {
     fn writable(&self, key: &Key) -> bool {
         sysctl::writable(&self.root, key)
     }
+    fn children(&self, dir: &[&str]) -> Vec<String> {
+        let mut p = self.root.join("proc/sys");
+        p.extend(dir);
+        let mut names: Vec<String> = std::fs::read_dir(&p)
+            .map(|rd| {
+                rd.filter_map(Result::ok)
+                    .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                    .filter_map(|e| e.file_name().into_string().ok())
+                    .collect()
+            })
+            .unwrap_or_default();
+        names.sort();
+        names
+    }
+}
+
+/// A key the kernel sets as a side effect of writing another ([`crate::rules::SIDE_EFFECTS`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SideWrite {
+    /// The key written.
+    pub by: Key,
+    /// The key the kernel also sets.
+    pub key: Key,
+    /// Its value before apply (read by the plan).
+    pub from: String,
+    /// Its value after the write.
+    pub to: String,
+    /// The kernel source stating it.
+    pub source: &'static str,
+}
+
+impl SideWrite {
+    /// True when the write changes this key (`from` differs from `to`).
+    pub fn changes(&self) -> bool {
+        self.from != self.to
+    }
+}
+
+/// The keys that writing `value` over `current` to `key` also sets on this host, with their
+/// current and resulting values — also those already at the resulting value, because a revert
+/// writes `key` back and its handler propagates again, over every one of them, so the snapshot
+/// must hold them all ([`SideWrite::changes`] tells the ones that change). Empty when the value
+/// does not change (the handlers propagate only a change) or `key` has no side effects.
+pub fn side_writes(key: &Key, current: &str, value: &str, io: &dyn SysctlIo) -> Vec<SideWrite> {
+    let Some(rule) = crate::rules::side_effect_of(key) else {
+        return Vec::new();
+    };
+    let num = |v: &str| v.trim().parse::<i64>().ok();
+    if num(current).is_some() && num(current) == num(value) {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for (pattern, follows) in rule.also {
+        let Some(to) = follows.value(value) else {
+            continue;
+        };
+        let keys: Vec<Key> = match pattern.split_once(".*.") {
+            Some((dir, leaf)) => {
+                let parts: Vec<&str> = dir.split('.').collect();
+                io.children(&parts)
+                    .into_iter()
+                    .filter(|n| n != "all" && n != "default")
+                    .filter_map(|n| {
+                        let mut c = parts.clone();
+                        c.push(&n);
+                        c.push(leaf);
+                        Key::from_components(&c).ok()
+                    })
+                    .collect()
+            }
+            None => Key::parse(pattern).into_iter().collect(),
+        };
+        for k in keys {
+            let Ok(from) = io.read(&k) else { continue };
+            out.push(SideWrite {
+                by: key.clone(),
+                key: k,
+                from,
+                to: to.clone(),
+                source: rule.source,
+            });
+        }
+    }
+    out
 }
 
 /// The state of one key against its recommendation.
@@ -146,6 +234,9 @@ pub struct Row {
     /// Values that make connection rate worse than the kernel default, legacy names and
     /// aliases, each with its reason and source ([`crate::rules`]).
     pub warnings: Vec<String>,
+    /// The keys the kernel also sets when apply writes this row ([`side_writes`], including
+    /// those already at the value); empty unless the row is written.
+    pub side_effects: Vec<SideWrite>,
 }
 
 /// How [`check`] treats keys it cannot or should not write.
@@ -286,7 +377,7 @@ pub fn check(preset: &Preset, io: &dyn SysctlIo, opts: CheckOptions) -> Vec<Row>
             .and_then(|v| v.parse::<i64>().ok())
     };
     let unpriv = unpriv(preset);
-    preset
+    let mut rows: Vec<Row> = preset
         .sysctls
         .iter()
         .map(|e| {
@@ -363,9 +454,62 @@ pub fn check(preset: &Preset, io: &dyn SysctlIo, opts: CheckOptions) -> Vec<Row>
             if let Some((a, other)) = crate::rules::alias_of(&e.key) {
                 warnings.push(format!("alias of {other}: {} ({})", a.note, a.source));
             }
-            Row { entry: e.clone(), scope, current, status, note, target, warnings }
+            Row { entry: e.clone(), scope, current, status, note, target, warnings, side_effects: Vec::new() }
         })
-        .collect()
+        .collect();
+    side_effects(&mut rows, io);
+    rows
+}
+
+/// Follows the kernel's side effects through the rows in apply's order: a written row gets
+/// its [`Row::side_effects`], and a later row whose key an earlier write changes is compared
+/// with the value that write leaves (so `conf.all.forwarding = 1` then `conf.eth0.forwarding =
+/// 0` plans a write of eth0 although eth0 reads 0 now).
+fn side_effects(rows: &mut [Row], io: &dyn SysctlIo) {
+    let mut after: Vec<(Key, String, String)> = Vec::new();
+    for r in rows.iter_mut() {
+        if let Some((_, to, by)) = after.iter().rev().find(|(k, _, _)| *k == r.entry.key) {
+            if matches!(r.status, Status::Ok | Status::Change) {
+                let (status, _) = compare(&r.entry, to);
+                let target = target_value(&r.entry, Some(to));
+                if status == Status::Change {
+                    let was = r.status.clone();
+                    r.status = Status::Change;
+                    r.target = target;
+                    r.note = format!(
+                        "{by} sets it to {to} first; apply writes it {}",
+                        if was == Status::Ok {
+                            "back"
+                        } else {
+                            "after that"
+                        }
+                    );
+                } else if r.status == Status::Change {
+                    r.status = Status::Ok;
+                    r.note = format!("{by} already sets it to {to}");
+                }
+            }
+        }
+        if r.status.needs_write() {
+            let current = after
+                .iter()
+                .rev()
+                .find(|(k, _, _)| *k == r.entry.key)
+                .map(|(_, v, _)| v.clone())
+                .or_else(|| r.current.clone())
+                .unwrap_or_default();
+            let by = if r.entry.origin.is_empty() {
+                format!("{} = {}", r.entry.key, r.target)
+            } else {
+                format!("{} = {} ({})", r.entry.key, r.target, r.entry.origin)
+            };
+            r.side_effects = side_writes(&r.entry.key, &current, &r.target, io);
+            for w in r.side_effects.iter().filter(|w| w.changes()) {
+                after.push((w.key.clone(), w.to.clone(), by.clone()));
+            }
+            after.push((r.entry.key.clone(), r.target.clone(), by));
+        }
+    }
 }
 
 /// A contradiction between two settings of one plan (or of a plan and the host).
@@ -445,6 +589,9 @@ pub struct Prediction {
     pub skips: Vec<(Key, String)>,
     /// Keys that make apply refuse everything, with why (nothing is changed then).
     pub refusals: Vec<(Key, String)>,
+    /// Keys the kernel changes because of the writes (the [`Row::side_effects`] that
+    /// [`SideWrite::changes`]); the snapshot saves them and revert restores them.
+    pub side_effects: Vec<SideWrite>,
 }
 
 impl Prediction {
@@ -458,6 +605,8 @@ impl Prediction {
                     .push((k, format!("{}: {}", r.status.label(), r.note)));
             } else if r.status.needs_write() {
                 p.writes.push((k, r.target.clone()));
+                p.side_effects
+                    .extend(r.side_effects.iter().filter(|w| w.changes()).cloned());
             } else if r.status != Status::Ok {
                 p.skips
                     .push((k, format!("{}: {}", r.status.label(), r.note)));
@@ -506,6 +655,9 @@ pub struct ApplyReport {
     pub changed: Vec<(Key, String, String)>,
     /// Rows not applied and why (refused, optional missing, manual).
     pub skipped: Vec<(Key, String)>,
+    /// Keys the kernel set as side effects of the writes, with the value before and the value
+    /// read back after ([`SideWrite`]); saved in the snapshot, restored by revert.
+    pub side_effects: Vec<(Key, String, String)>,
 }
 
 /// Why [`apply`] stopped.
@@ -564,18 +716,31 @@ pub fn apply(
             snapshot: None,
             changed: Vec::new(),
             skipped,
+            side_effects: Vec::new(),
         });
     }
     let mut snap = Snapshot::new(root, what);
     for r in &todo {
+        for w in &r.side_effects {
+            snap.saved.push(Saved::Sysctl {
+                key: w.key.clone(),
+                value: w.from.clone(),
+                by: Some(w.by.clone()),
+            });
+        }
         let value = r.current.clone().unwrap_or_default();
         snap.saved.push(Saved::Sysctl {
             key: r.entry.key.clone(),
             value,
+            by: None,
         });
     }
     let snapshot = snap.write_atomic(state_dir)?;
     let mut changed: Vec<(Key, String, String)> = Vec::new();
+    // What a failure must restore, in change order: side effects before the key that caused
+    // them, so the reverse walk restores the written key first (its handler propagates).
+    let mut undo: Vec<(Key, String)> = Vec::new();
+    let mut side_effects: Vec<(Key, String, String)> = Vec::new();
     for r in &todo {
         let key = &r.entry.key;
         let old = r.current.clone().unwrap_or_default();
@@ -606,12 +771,14 @@ pub fn apply(
             }
         }
         // Record before checking so a half-applied key is restored too.
+        for w in &r.side_effects {
+            undo.push((w.key.clone(), w.from.clone()));
+        }
+        undo.push((key.clone(), old.clone()));
         changed.push((key.clone(), old, r.target.clone()));
         if let Err(cause) = result {
-            let (restored, restore_failures) = restore(
-                io,
-                changed.iter().rev().map(|(k, old, _)| (k, old.as_str())),
-            );
+            let (restored, restore_failures) =
+                restore(io, undo.iter().rev().map(|(k, old)| (k, old.as_str())));
             let snapshot = if restore_failures.is_empty() {
                 // Nothing is left changed: this snapshot must not become the one `tune revert`
                 // picks by default instead of an earlier, successful apply's.
@@ -628,11 +795,20 @@ pub fn apply(
                 snapshot,
             });
         }
+        for w in &r.side_effects {
+            let now = io
+                .read(&w.key)
+                .unwrap_or_else(|e| format!("unreadable: {e}"));
+            if now != w.from {
+                side_effects.push((w.key.clone(), w.from.clone(), now));
+            }
+        }
     }
     Ok(ApplyReport {
         snapshot: Some(snapshot),
         changed,
         skipped,
+        side_effects,
     })
 }
 
@@ -724,7 +900,7 @@ pub fn revert(
     let mut report = RevertReport::default();
     let mut failures = Vec::new();
     for s in snap.saved.iter().rev() {
-        let Saved::Sysctl { key, value } = s else {
+        let Saved::Sysctl { key, value, .. } = s else {
             continue;
         };
         if io.read(key).is_ok_and(|v| v == *value) {

@@ -50,6 +50,81 @@ pub fn alias_of(key: &Key) -> Option<(&'static Alias, &'static str)> {
     })
 }
 
+/// How a side-effect key's new value follows the written value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Follows {
+    /// The same number as written (`2` written → `2`).
+    Same,
+    /// Logical not: `0` when the written number is non-zero, else `1`.
+    Not,
+}
+
+/// A key whose write handler also sets other keys, when the written value differs from the
+/// current one (the handlers compare old and new and propagate only on a change).
+#[derive(Debug, Clone, Copy)]
+pub struct SideEffect {
+    /// The written key (its alias, if any, has the same effect: see [`side_effect_of`]).
+    pub key: &'static str,
+    /// The keys it also sets: `*` stands for every interface directory under the same
+    /// `conf` directory (not `all`, not `default`), as the handler walks every net device.
+    pub also: &'static [(&'static str, Follows)],
+    /// Where it is stated.
+    pub source: &'static str,
+}
+
+/// Every write with side effects connstorm knows (checked against the kernel by the test
+/// `forwarding_and_disable_ipv6_side_effects_match_the_kernel` in a private namespace).
+pub const SIDE_EFFECTS: &[SideEffect] = &[
+    SideEffect {
+        key: "net.ipv4.conf.all.forwarding",
+        also: &[
+            ("net.ipv4.conf.default.forwarding", Follows::Same),
+            ("net.ipv4.conf.*.forwarding", Follows::Same),
+            ("net.ipv4.conf.all.accept_redirects", Follows::Not),
+        ],
+        source: "net/ipv4/devinet.c devinet_sysctl_forward -> inet_forward_change (Linux 2.6+, unchanged in 6.x); Documentation/networking/ip-sysctl.rst conf/all/forwarding",
+    },
+    SideEffect {
+        key: "net.ipv6.conf.all.forwarding",
+        also: &[
+            ("net.ipv6.conf.default.forwarding", Follows::Same),
+            ("net.ipv6.conf.*.forwarding", Follows::Same),
+        ],
+        source: "net/ipv6/addrconf.c addrconf_fixup_forwarding -> addrconf_forward_change; Documentation/networking/ip-sysctl.rst conf/all/forwarding (IPv6)",
+    },
+    SideEffect {
+        key: "net.ipv6.conf.all.disable_ipv6",
+        also: &[
+            ("net.ipv6.conf.default.disable_ipv6", Follows::Same),
+            ("net.ipv6.conf.*.disable_ipv6", Follows::Same),
+        ],
+        source: "net/ipv6/addrconf.c addrconf_disable_ipv6 -> addrconf_disable_change; Documentation/networking/ip-sysctl.rst disable_ipv6",
+    },
+];
+
+/// The side-effect rule of a write to `key` (or to its alias: `net.ipv4.ip_forward` is
+/// `net.ipv4.conf.all.forwarding`).
+pub fn side_effect_of(key: &Key) -> Option<&'static SideEffect> {
+    let k = key.as_str();
+    let canonical = match alias_of(key) {
+        Some((_, other)) if SIDE_EFFECTS.iter().any(|s| s.key == other) => other,
+        _ => k,
+    };
+    SIDE_EFFECTS.iter().find(|s| s.key == canonical)
+}
+
+impl Follows {
+    /// The value the side-effect key takes when `written` is written (`None` when `written`
+    /// is not a single integer: the handlers parse one int).
+    pub fn value(self, written: &str) -> Option<String> {
+        let n: i64 = written.trim().parse().ok()?;
+        Some(match self {
+            Follows::Same => n.to_string(),
+            Follows::Not => i64::from(n == 0).to_string(),
+        })
+    }
+}
+
 /// A key that was renamed or removed.
 #[derive(Debug, Clone, Copy)]
 pub struct Legacy {
@@ -433,7 +508,7 @@ pub const NEEDS: &[Needs] = &[
 /// One row of the printed rule table.
 #[derive(Debug, Clone, Serialize)]
 pub struct RuleRow {
-    /// `alias`, `legacy`, `status`, `module`, `range`, `harmful`, `needs`.
+    /// `alias`, `legacy`, `status`, `module`, `range`, `harmful`, `needs`, `side effect`.
     pub kind: &'static str,
     /// The key (or prefix).
     pub key: String,
@@ -452,6 +527,24 @@ pub fn table() -> Vec<RuleRow> {
             key: format!("{} = {}", a.keys[0], a.keys[1]),
             rule: format!("{}; in one plan the later line wins", a.note),
             source: a.source,
+        });
+    }
+    for e in SIDE_EFFECTS {
+        t.push(RuleRow {
+            kind: "side effect",
+            key: e.key.to_string(),
+            rule: format!(
+                "a write that changes the value also sets {} (plan, snapshot and revert include them)",
+                e.also
+                    .iter()
+                    .map(|(k, f)| match f {
+                        Follows::Same => format!("{k} to the same value"),
+                        Follows::Not => format!("{k} to its logical not"),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            source: e.source,
         });
     }
     for l in LEGACY {

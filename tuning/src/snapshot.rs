@@ -34,6 +34,12 @@ pub enum Saved {
         key: Key,
         /// Its value (normalized).
         value: String,
+        /// When the kernel changed it as a side effect of writing another key
+        /// ([`crate::rules::SIDE_EFFECTS`]): that key. Saved before the key written, so a revert
+        /// (newest first) restores the written key, whose handler propagates again, and then
+        /// this one. Absent in snapshots of earlier versions.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        by: Option<Key>,
     },
     /// An IRQ's `/proc/irq/N/smp_affinity_list` before the change.
     IrqAffinity {
@@ -279,6 +285,7 @@ mod tests {
         s.saved.push(Saved::Sysctl {
             key: Key::parse("net.core.somaxconn").unwrap(),
             value: "4096".into(),
+            by: None,
         });
         s.saved.push(Saved::IrqAffinity {
             irq: 36,

@@ -84,6 +84,11 @@ pub fn applied(report: &ApplyReport, netns: Option<&str>) -> String {
     for (k, old, new) in &report.changed {
         out.push_str(&format!("set {k}: {old} -> {new}\n"));
     }
+    for (k, old, now) in &report.side_effects {
+        out.push_str(&format!(
+            "kernel also set {k}: {old} -> {now} (side effect; saved in the snapshot)\n"
+        ));
+    }
     for (k, why) in &report.skipped {
         out.push_str(&format!("skipped {k}: {why}\n"));
     }

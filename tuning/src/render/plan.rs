@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use common::numfmt::count;
 
-use crate::plan::{Checked, Contradiction, Prediction, Row, Status};
+use crate::plan::{Checked, Contradiction, Prediction, Row, SideWrite, Status};
 use crate::preset::{Op, Preset};
 use crate::sysctl::Key;
 use crate::sysctld::{Fate, LineNote};
@@ -195,7 +195,23 @@ pub fn prediction(p: &Prediction, command: &str) -> String {
             list(&p.skips, ": ")
         )
     };
-    format!("`{command}` {sets}{skips}\n")
+    let mut out = format!("`{command}` {sets}{skips}\n");
+    out.push_str(&side_effects(&p.side_effects));
+    out
+}
+
+/// One line per key the kernel also sets because of a write (`  also sets KEY: OLD -> NEW
+/// (kernel side effect of KEY = V (file:line); source)`), empty when there are none.
+pub fn side_effects(writes: &[SideWrite]) -> String {
+    writes
+        .iter()
+        .map(|w| {
+            format!(
+                "  also sets {}: {} -> {} (kernel side effect of writing {}; saved in the snapshot and restored by revert; {})\n",
+                w.key, w.from, w.to, w.by, w.source
+            )
+        })
+        .collect()
 }
 
 /// The closing line of `tune check`: `N of M key(s) off[, K contradiction(s)]`.

@@ -71,6 +71,9 @@ impl SysctlIo for FailOn {
     fn writable(&self, key: &Key) -> bool {
         self.inner.writable(key)
     }
+    fn children(&self, dir: &[&str]) -> Vec<String> {
+        self.inner.children(dir)
+    }
 }
 
 fn libc_einval() -> i32 {

@@ -972,3 +972,116 @@ fn item8_script_forms_several_commands_a_line_sysctl_conf_appends_and_here_docum
         "line 17 is inside /tmp/notes.txt's here-document"
     );
 }
+
+/// Writing `conf.all.forwarding` (or `ip_forward`) sets `conf.default` and every interface's
+/// forwarding and `conf.all.accept_redirects`; `ipv6 conf.all.disable_ipv6` sets default and every
+/// interface. The plan lists what changes, a later line on an interface is planned against the
+/// value the earlier write leaves, and revert restores per-interface values the revert's own
+/// propagation would otherwise overwrite. Every value is read from the kernel in a private
+/// namespace with a veth pair (iproute2).
+#[test]
+fn forwarding_and_disable_ipv6_side_effects_match_the_kernel() {
+    let state = tempfile::tempdir().unwrap();
+    let state_dir = state.path().to_path_buf();
+    NetNs::run(move |ns| {
+        let ip = std::process::Command::new("ip")
+            .args(["link", "add", "v0", "type", "veth", "peer", "name", "v1"])
+            .status()
+            .expect("`ip` not found: install iproute2");
+        assert!(ip.success(), "ip link add veth failed");
+        // Per-interface values that differ from what the global writes propagate.
+        ns.set_sysctl("net.ipv4.conf.v0.forwarding", "1");
+        ns.set_sysctl("net.ipv6.conf.v1.disable_ipv6", "1");
+        let keys = [
+            "net.ipv4.conf.all.forwarding",
+            "net.ipv4.conf.default.forwarding",
+            "net.ipv4.conf.lo.forwarding",
+            "net.ipv4.conf.v0.forwarding",
+            "net.ipv4.conf.v1.forwarding",
+            "net.ipv4.conf.all.accept_redirects",
+            "net.ipv6.conf.all.disable_ipv6",
+            "net.ipv6.conf.default.disable_ipv6",
+            "net.ipv6.conf.v0.disable_ipv6",
+            "net.ipv6.conf.v1.disable_ipv6",
+        ];
+        let before: Vec<String> = keys.iter().map(|k| ns.sysctl(k)).collect();
+        let text = "net.ipv4.ip_forward = 1\nnet.ipv4.conf.v1.forwarding = 0\n\
+                    net.ipv6.conf.all.disable_ipv6 = 1\n";
+        let p = Preset::from_sysctl_d(
+            &[SourceFile {
+                name: "fw.conf".into(),
+                text: text.into(),
+            }],
+            Path::new("/"),
+        )
+        .unwrap();
+        let mut io = ProcSys { root: "/".into() };
+        let opts = CheckOptions {
+            netns_only: true,
+            allow_decrease: false,
+        };
+        let r = plan::check(&p, &io, opts);
+        let v1 = row(&r, "net.ipv4.conf.v1.forwarding");
+        assert_eq!(v1.status, Status::Change, "{}", v1.note);
+        assert!(
+            v1.note.contains("fw.conf:1") && v1.note.contains("sets it to 1 first"),
+            "{}",
+            v1.note
+        );
+        let pred = Prediction::of(&r);
+        let mut planned: Vec<(String, String, String)> = pred
+            .side_effects
+            .iter()
+            .map(|w| (w.key.to_string(), w.from.clone(), w.to.clone()))
+            .collect();
+        planned.sort();
+        let t = |k: &str, a: &str, b: &str| (k.to_string(), a.to_string(), b.to_string());
+        let mut want = vec![
+            t("net.ipv4.conf.all.accept_redirects", "1", "0"),
+            t("net.ipv4.conf.default.forwarding", "0", "1"),
+            t("net.ipv4.conf.lo.forwarding", "0", "1"),
+            t("net.ipv4.conf.v1.forwarding", "0", "1"),
+            t("net.ipv6.conf.default.disable_ipv6", "0", "1"),
+            t("net.ipv6.conf.lo.disable_ipv6", "0", "1"),
+            t("net.ipv6.conf.v0.disable_ipv6", "0", "1"),
+        ];
+        want.sort();
+        assert_eq!(
+            planned, want,
+            "v0 forwarding and v1 disable_ipv6 are already 1"
+        );
+        let text = tuning::render::plan::prediction(&pred, "connstorm tune apply --yes");
+        assert!(
+            text.contains("also sets net.ipv4.conf.lo.forwarding: 0 -> 1")
+                && text.contains("devinet.c"),
+            "{text}"
+        );
+
+        let rep = plan::apply(&r, &mut io, Path::new("/"), &state_dir, "t").unwrap();
+        // The kernel did what the plan said, and the later v1 line won over the propagation.
+        for (k, _, to) in &want {
+            if k != "net.ipv4.conf.v1.forwarding" {
+                assert_eq!(&ns.sysctl(k), to, "{k} after apply");
+            }
+        }
+        assert_eq!(ns.sysctl("net.ipv4.conf.v1.forwarding"), "0");
+        assert_eq!(ns.sysctl("net.ipv4.conf.all.forwarding"), "1");
+        assert!(
+            rep.side_effects
+                .iter()
+                .any(|(k, a, b)| k.as_str() == "net.ipv4.conf.lo.forwarding"
+                    && a == "0"
+                    && b == "1"),
+            "{:?}",
+            rep.side_effects
+        );
+
+        let snap = tuning::snapshot::Snapshot::read(rep.snapshot.as_ref().unwrap()).unwrap();
+        plan::revert(&snap, &mut io, Path::new("/"), false).unwrap();
+        let after: Vec<String> = keys.iter().map(|k| ns.sysctl(k)).collect();
+        assert_eq!(
+            after, before,
+            "revert restores every key, v0.forwarding = 1 and v1.disable_ipv6 = 1 included"
+        );
+    });
+}
