@@ -1,5 +1,5 @@
 //! Which connect engine a load worker runs: epoll through mio (`crate::worker`,
-//! `crate::attempt`) or io_uring ([`uring`]), and why.
+//! `crate::attempt`) or io_uring (`uring`), and why.
 //!
 //! Both engines share one worker: its schedule, slots, counters, histograms and every
 //! accounting rule (`attempts = successes + failures + abandoned`, dropped and late starts,
@@ -179,7 +179,7 @@ pub(crate) enum Resolved {
 }
 
 /// Whether the io_uring connect engine can run on this kernel, and with which features (the
-/// probe [`resolve`] runs; see `uring::probe` for what it needs).
+/// probe `resolve` runs; see `uring::probe` for what it needs).
 ///
 /// # Errors
 /// Why not, in one line (io_uring disabled, a missing opcode with the kernel version it needs).
