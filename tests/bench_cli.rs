@@ -44,8 +44,14 @@ fn io_uring_available() -> Result<(), String> {
 }
 
 fn bench_netns_exact(engine: &str) {
+    bench_netns_exact_with(engine, &[]);
+}
+
+/// `bench --netns` with `extra` options: every phase's counts equal the kernel's; returns the
+/// record.
+fn bench_netns_exact_with(engine: &str, extra: &[&str]) -> RunRecord {
     let dir = tempfile::tempdir().unwrap();
-    let out = run(&[
+    let mut args = vec![
         "bench",
         "--netns",
         "--duration",
@@ -58,7 +64,9 @@ fn bench_netns_exact(engine: &str) {
         dir.path().to_str().unwrap(),
         "--label",
         engine,
-    ]);
+    ];
+    args.extend_from_slice(extra);
+    let out = run(&args);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "bench failed: {stderr}");
     let printed: serde_json::Value =
@@ -114,6 +122,40 @@ fn bench_netns_exact(engine: &str) {
         (offered - 0.8 * peak).abs() < 1.0,
         "latency phase offers 80% of the peak: {offered} vs {peak}"
     );
+    rec
+}
+
+/// `--whole-machine`: one server worker and one load worker on every CPU this process may use,
+/// recorded as the placement; the counts still equal the kernel's.
+#[test]
+fn bench_whole_machine_puts_a_server_and_a_load_worker_on_every_cpu_and_agrees_with_the_kernel() {
+    let _x = testkit::exclusive();
+    let rec = bench_netns_exact_with("epoll", &["--whole-machine"]);
+    let all = testkit::allowed_cpus();
+    assert_eq!(rec.run.placement.as_deref(), Some("whole-machine"));
+    assert_eq!(rec.run.server_cpus, all);
+    assert_eq!(rec.run.load_cpus, all);
+    let o = run(&["bench", "--whole-machine", "--server-cpus", "0"]);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "conflicting CPU options are refused"
+    );
+}
+
+/// `--load-engine io-uring` on the load side of `bench`: counts equal the kernel's, and the
+/// record says which load engine ran and how.
+#[test]
+fn bench_with_the_io_uring_load_engine_agrees_with_the_kernel() {
+    let _x = testkit::exclusive();
+    if let Err(why) = loadgen::engine::probe_io_uring() {
+        panic!("the io_uring connect engine cannot run here: {why} (this machine kind has io_uring with IORING_OP_SOCKET, Linux >= 5.19; check kernel.io_uring_disabled)");
+    }
+    let rec = bench_netns_exact_with("epoll", &["--load-engine", "io-uring"]);
+    assert_eq!(rec.run.load_engine.as_deref(), Some("io_uring"));
+    let d = rec.run.load_engine_detail.clone().unwrap();
+    assert!(d.contains("connect+link_timeout"), "{d}");
+    assert_eq!(rec.run.placement.as_deref(), Some("split"));
 }
 
 #[test]

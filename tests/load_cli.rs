@@ -1461,3 +1461,52 @@ fn load_record_cpu_per_connection_divides_whole_run_cpu_by_whole_run_handshakes(
     let sys = cpu.sys_ns as f64 / 1e3 / cpu.us_per_conn_sys.unwrap();
     assert_eq!(sys.round() as u64, whole, "{cpu:?}");
 }
+
+/// `--load-engine io-uring` with an option it does not do yet is bad input (exit 2) naming it;
+/// nothing listening on the io_uring engine exits 3 with every attempt refused, and the JSON
+/// report names the engine that ran.
+#[test]
+fn uring_engine_refuses_what_it_cannot_do_and_counts_refusals() {
+    for extra in [
+        &["--http"][..],
+        &["--expect-bytes", "4"],
+        &["--close", "server"],
+    ] {
+        let mut args = vec!["--target", "127.0.0.1:9", "--load-engine", "io-uring"];
+        args.extend_from_slice(extra);
+        let o = connstorm(&args);
+        assert_eq!(o.status.code(), Some(2), "{extra:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("--load-engine io-uring does not support"),
+            "{}",
+            stderr(&o)
+        );
+    }
+    if let Err(why) = loadgen::engine::probe_io_uring() {
+        panic!("the io_uring connect engine cannot run here: {why} (this machine kind has io_uring with IORING_OP_SOCKET, Linux >= 5.19; check kernel.io_uring_disabled)");
+    }
+    let _x = testkit::exclusive();
+    let target = closed_port();
+    let o = connstorm(&[
+        "--target",
+        &target,
+        "--rate",
+        "300/s",
+        "--duration",
+        "400ms",
+        "--warmup",
+        "0s",
+        "--cpus",
+        &cpu(),
+        "--load-engine",
+        "io-uring",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON report");
+    assert_eq!(j["engine"]["engine"], "io_uring", "{}", j["engine"]);
+    let attempts = j["attempts"].as_u64().unwrap();
+    assert!(attempts >= 100, "{j}");
+    assert_eq!(j["failures"]["ECONNREFUSED"].as_u64(), Some(attempts));
+}

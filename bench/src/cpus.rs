@@ -89,6 +89,21 @@ pub fn pick_cpus(
     })
 }
 
+/// `bench --whole-machine`: every CPU this process may use serves and loads (one server worker
+/// and one load worker each), so the softirq work of a connection stays on the CPU that
+/// raised it, and `--baseline`'s floor takes its whole-machine shape (the sets overlap).
+pub fn whole_machine() -> Picked {
+    let all = allowed_cpus();
+    Picked {
+        notes: vec![format!(
+            "whole machine: one server worker and one load worker on each of CPUs {}",
+            common::cpulist::format(&all)
+        )],
+        server: all.clone(),
+        load: all,
+    }
+}
+
 /// The planner's (server, load) CPUs and its notes.
 type Planned = ((Vec<usize>, Vec<usize>), Vec<String>);
 

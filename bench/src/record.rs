@@ -88,6 +88,9 @@ pub fn new_record(
             s.mode.to_string()
         },
         netns: s.netns,
+        load_engine: None,
+        load_engine_detail: None,
+        placement: s.target.is_none().then(|| s.placement().to_string()),
         rtt_ns: s.rtt.map(|d| d.as_nanos() as u64),
         target: s.target.map(|t| t.to_string()),
         connstorm_version: build.version.to_string(),

@@ -214,6 +214,9 @@ pub fn phases(
                     }
                 }
                 record.run.interrupted |= report.interrupted;
+                if let Some(e) = &report.engine {
+                    record.run.note_load_engine(e.engine, e.line());
+                }
                 record.phases.push(phase);
             }
             Err(e) => {

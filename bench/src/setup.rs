@@ -32,6 +32,12 @@ pub struct Setup {
     pub connect_timeout: Duration,
     /// Bytes the client reads after connect (server greet mode).
     pub expect_bytes: Option<u32>,
+    /// `bench --whole-machine`: every CPU this process may use runs one server worker and one
+    /// load worker (recorded as the placement `whole-machine`).
+    pub whole_machine: bool,
+    /// The load side's connect engine (`--load-engine`).
+    #[serde(serialize_with = "debug_str")]
+    pub load_engine: loadgen::LoadEngine,
     /// `--tls`: a TLS handshake on every connection (`None`: plain TCP).
     pub tls: Option<BenchTls>,
     /// `--http`: one HTTP/1.1 request per connection (also with `--mode http`).
@@ -98,6 +104,17 @@ fn display_str<T: std::fmt::Display, S: serde::Serializer>(v: &T, s: S) -> Resul
 }
 
 impl Setup {
+    /// The record's placement: `whole-machine`, `overlap` (the CPU sets share CPUs) or `split`.
+    pub fn placement(&self) -> &'static str {
+        if self.whole_machine {
+            "whole-machine"
+        } else if self.server_cpus.iter().any(|c| self.load_cpus.contains(c)) {
+            "overlap"
+        } else {
+            "split"
+        }
+    }
+
     /// The load generator's configuration for one phase against `target`.
     pub fn load_config(&self, target: SocketAddr, spec: &PhaseSpec) -> loadgen::LoadConfig {
         loadgen::LoadConfig {
@@ -126,6 +143,7 @@ impl Setup {
             http: (self.http || matches!(self.mode, server::Mode::Http { .. }))
                 .then(loadgen::HttpRequest::default),
             tls: self.tls.as_ref().map(|t| t.load.clone()),
+            engine: self.load_engine,
         }
     }
 }

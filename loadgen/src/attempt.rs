@@ -226,6 +226,10 @@ impl Worker<'_> {
             s.measured = measured;
             s.target = target as u32;
         }
+        if self.uring.is_some() {
+            // The io_uring engine: the same attempt as one chain of SQEs (engine::uring).
+            return self.uring_start(i, target);
+        }
         let sock = match Socket::new(self.domains[target], Type::STREAM.nonblocking(), None) {
             Ok(s) => s,
             Err(e) => return self.fail(i, errno(&e)),
@@ -266,7 +270,7 @@ impl Worker<'_> {
 
     /// Socket options before connect: SO_LINGER 0 for RST close, a source address of the
     /// target's family (round-robin; none of that family = the kernel chooses).
-    fn prepare(&self, sock: &Socket, target: usize) -> std::io::Result<()> {
+    pub(crate) fn prepare(&self, sock: &Socket, target: usize) -> std::io::Result<()> {
         if self.cfg.close == CloseMode::Rst {
             sock.set_linger(Some(Duration::ZERO))?;
         }
@@ -342,7 +346,7 @@ impl Worker<'_> {
     /// The handshake of slot `i` was seen complete at `t`. Seen after the attempt's connect
     /// timeout (counted from its socket(2) call; e.g. the generator was stopped or starved), it
     /// is `ETIMEDOUT`, never a success: a client with that timeout would have given up.
-    fn connected(&mut self, i: usize, t: u64, readable: bool) {
+    pub(crate) fn connected(&mut self, i: usize, t: u64, readable: bool) {
         let (intended, start, measured) = {
             let s = self.slab.get(i);
             (s.intended_ns, s.start_ns, s.measured)
@@ -542,6 +546,10 @@ impl Worker<'_> {
     /// (counted in `completed_late`, see [`Self::connected`]); a connect still in SYN-SENT is
     /// `ETIMEDOUT`. In the read phase a read still unfinished at its deadline times out.
     pub(crate) fn expire(&mut self, now: u64) {
+        if self.uring.is_some() {
+            // The kernel's link timeout ends each connect (engine::uring).
+            return;
+        }
         for _ in 0..EXPIRE_BUDGET {
             let Some(i) = self.slab.oldest() else { return };
             let s = self.slab.get(i);
@@ -579,6 +587,9 @@ impl Worker<'_> {
     /// failure: the run, not the target, ended it). Reading slots were already successes and are
     /// just closed. So `attempts = successes + failures + abandoned`.
     pub(crate) fn abandon_all(&mut self, now: u64) {
+        if self.uring.is_some() {
+            return self.uring_abandon_all();
+        }
         while let Some(i) = self.slab.oldest() {
             if self.slab.get(i).phase != Phase::Connecting {
                 if self.exchange_pending(i) {
@@ -615,7 +626,7 @@ impl Worker<'_> {
     }
 
     /// Counts slot `i` abandoned (interrupted while undecided).
-    fn abandon(&mut self, i: usize) {
+    pub(crate) fn abandon(&mut self, i: usize) {
         let (measured, target) = {
             let s = self.slab.get(i);
             (s.measured, s.target as usize)
@@ -631,7 +642,7 @@ impl Worker<'_> {
     }
 
     /// The handshake of slot `i` failed with `errno`.
-    fn fail(&mut self, i: usize, errno: i32) {
+    pub(crate) fn fail(&mut self, i: usize, errno: i32) {
         let (measured, target) = {
             let s = self.slab.get(i);
             (s.measured, s.target as usize)
@@ -654,7 +665,7 @@ impl Worker<'_> {
     /// accepted and reset it before this worker looked. A server whose full accept queue resets
     /// it (tcp_abort_on_overflow=1) never accepted it: the kernel's PassiveOpens tell those
     /// apart where they can be read ([`crate::LoadReport::reclassify_never_accepted`]).
-    fn reset_after_handshake(&mut self, i: usize, t: u64, code: i32) {
+    pub(crate) fn reset_after_handshake(&mut self, i: usize, t: u64, code: i32) {
         let (measured, before) = (self.slab.get(i).measured, self.total.successes);
         self.connected(i, t, false);
         if self.slab.get(i).phase != Phase::Free {
@@ -675,7 +686,11 @@ impl Worker<'_> {
 
     /// Closes slot `i`'s socket (RST or FIN per the close mode, set up at start) and frees the slot.
     pub(crate) fn finish(&mut self, i: usize) {
-        self.slab.get(i).sock = None;
+        let sock = self.slab.get(i).sock.take();
+        match self.uring.as_mut() {
+            Some(r) => r.close(i, sock),
+            None => drop(sock),
+        }
         if let Some(w) = self.tls.as_mut() {
             w.slots[i].conn = None;
         }

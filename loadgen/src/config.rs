@@ -151,6 +151,9 @@ pub struct LoadConfig {
     /// A TLS handshake on every connection after the TCP handshake (`--tls`, [`crate::tls`]);
     /// `None` = no TLS. With `http` the request goes over it. Excludes `expect_bytes`.
     pub tls: Option<crate::tls::TlsOptions>,
+    /// The connect engine (`--load-engine`, [`crate::engine`]); CLI default `auto`.
+    #[serde(default)]
+    pub engine: crate::engine::LoadEngine,
 }
 
 impl LoadConfig {
@@ -256,6 +259,11 @@ impl LoadConfig {
             }
             t.client_config().map_err(LoadError::Config)?;
         }
+        if self.engine == crate::engine::LoadEngine::IoUring {
+            if let Some(flag) = crate::engine::uring_unsupported(self) {
+                return bad(crate::engine::unsupported_message(flag));
+            }
+        }
         if self.targets.len() > u32::MAX as usize {
             return bad("too many targets: give fewer than 2^32".into());
         }
@@ -301,6 +309,7 @@ mod tests {
             late_threshold: Duration::from_millis(1),
             http: None,
             tls: None,
+            engine: crate::engine::LoadEngine::Auto,
         }
     }
 

@@ -4,7 +4,7 @@
 //! # Moving parts
 //! - [`LoadConfig`] ([`config`]): targets, [`Pattern`], durations, CPUs, [`CloseMode`], sources.
 //! - One pinned worker thread per CPU (`worker`): its own mio poll (epoll) plus a timerfd for
-//!   sub-millisecond waits, its own slice of the open-loop `schedule`, a preallocated slab of
+//!   sub-millisecond waits, or its own io_uring ([`engine`]: `--load-engine`, the same accounting), its own slice of the open-loop `schedule`, a preallocated slab of
 //!   attempt `slot`s, its own counters and HdrHistograms (`stats`). The hot path (`attempt.rs`)
 //!   allocates nothing and shares nothing; failures are counted by errno in a fixed array
 //!   ([`failures`]).
@@ -51,7 +51,8 @@
 //! server or a late generator shows as latency, not as silently lower load (no coordinated
 //! omission).
 
-#![forbid(unsafe_code)]
+// Unsafe only in the io_uring engine (engine::uring: SQEs point at memory the kernel reads).
+#![deny(unsafe_code)]
 // The public API is what the binary uses (issue 12); the workspace allows unreachable_pub, this
 // library does not (set here rather than in Cargo.toml so it does not reach the test crates).
 #![warn(unreachable_pub)]
@@ -59,6 +60,7 @@
 mod attempt;
 mod clock;
 pub mod config;
+pub mod engine;
 pub mod error;
 pub mod failures;
 pub mod floor;
@@ -79,6 +81,7 @@ mod worker;
 
 pub use attempt::MAX_GENERATOR_LAG_NS;
 pub use config::{default_max_in_flight, Arrival, CloseMode, LoadConfig, Pattern, MIN_DURATION};
+pub use engine::{EngineRan, LoadEngine, UringFeatures};
 pub use error::LoadError;
 pub use http::{HttpReport, HttpRequest};
 pub use report::{

@@ -128,6 +128,9 @@ impl fmt::Display for Summary<'_> {
                 ""
             }
         )?;
+        if let Some(e) = &r.engine {
+            writeln!(out, "  engine:      {}", e.line())?;
+        }
         let offered = r
             .offered_per_sec
             .map(|o| format!(" (offered {} conn/s)", numfmt::exact(o)))
@@ -538,6 +541,7 @@ mod tests {
             interrupted: false,
             http: None,
             tls: None,
+            engine: None,
         }
     }
 
@@ -586,6 +590,7 @@ mod tests {
             late_threshold: std::time::Duration::from_millis(1),
             http: None,
             tls: None,
+            engine: crate::LoadEngine::Auto,
         };
         assert_eq!(
             plan_line(&cfg),
@@ -615,6 +620,7 @@ mod tests {
             late_threshold: std::time::Duration::from_millis(1),
             http: None,
             tls: None,
+            engine: crate::LoadEngine::Auto,
         };
         assert!(
             plan_line(&open(1.5))

@@ -257,6 +257,9 @@ pub struct LoadReport {
     pub http: Option<crate::http::HttpReport>,
     /// The TLS side of the run (`--tls` only).
     pub tls: Option<crate::tls::TlsReport>,
+    /// The connect engine that ran, how `auto` chose it and (io_uring) which kernel features
+    /// each step used; `None` when the run never started ([`crate::never_started`]).
+    pub engine: Option<crate::engine::EngineRan>,
 }
 
 impl LoadReport {
@@ -491,6 +494,7 @@ mod tests {
             interrupted: false,
             http: None,
             tls: None,
+            engine: None,
         }
     }
 

@@ -68,6 +68,7 @@ pub fn run_at(
     on_second: &mut dyn FnMut(&TimelineRow),
 ) -> Result<(LoadReport, std::time::SystemTime), LoadError> {
     cfg.validate()?;
+    let (engine, engine_ran) = crate::engine::resolve(cfg)?;
     let n = cfg.workers();
     let (tx, rx) = mpsc::channel::<Second>();
     let (ready_tx, ready_rx) = mpsc::channel::<Result<(), LoadError>>();
@@ -84,7 +85,7 @@ pub fn run_at(
             let spawned = std::thread::Builder::new()
                 .name(format!("load-cpu{cpu}"))
                 .spawn_scoped(scope, move || {
-                    let worker = pin(cpu).and_then(|()| Worker::new(cfg, index));
+                    let worker = pin(cpu).and_then(|()| Worker::new(cfg, index, engine));
                     let mut worker = match worker {
                         Ok(w) => {
                             let _ = ready_tx.send(Ok(()));
@@ -171,10 +172,10 @@ pub fn run_at(
         if let Some(e) = first_error {
             return Err(e);
         }
-        Ok((
-            assemble(cfg, start_ns + warmup_ns, duration_ns, results, timeline),
-            real_start,
-        ))
+        let direct = results.iter().all(|r| r.uring_direct != Some(false));
+        let mut report = assemble(cfg, start_ns + warmup_ns, duration_ns, results, timeline);
+        report.engine = Some(engine_ran.with_direct(direct));
+        Ok((report, real_start))
     })
 }
 
@@ -335,6 +336,7 @@ fn assemble(
             .as_ref()
             .zip(tls)
             .map(|(o, t)| crate::tls::TlsReport::of(o, t)),
+        engine: None,
     }
 }
 

@@ -85,6 +85,8 @@ pub(crate) struct WorkerResult {
     pub lag: Latency,
     /// The worker's timer slack, ns.
     pub timer_slack_ns: Option<u64>,
+    /// io_uring engine: whether its sockets were direct descriptors.
+    pub uring_direct: Option<bool>,
     /// Whole-run counts per target, in `LoadConfig::targets` order.
     pub per_target: Vec<TargetCounters>,
     /// CPU and totals of this worker.
@@ -139,6 +141,8 @@ pub(crate) struct Worker<'a> {
     pub(crate) lag: Latency,
     /// This thread's timer slack as read back after `set_timer_slack`, ns.
     pub(crate) timer_slack_ns: Option<u64>,
+    /// The io_uring engine's ring (`None`: the epoll engine runs).
+    pub(crate) uring: Option<crate::engine::uring::Ring>,
 }
 
 /// Timer slack asked for on every load worker (PR_SET_TIMERSLACK, prctl(2)), ns: the kernel
@@ -174,7 +178,11 @@ impl<'a> Worker<'a> {
     ///
     /// # Errors
     /// [`LoadError::EventLoop`] when epoll or the timerfd cannot be created or registered.
-    pub(crate) fn new(cfg: &'a LoadConfig, index: usize) -> Result<Worker<'a>, LoadError> {
+    pub(crate) fn new(
+        cfg: &'a LoadConfig,
+        index: usize,
+        engine: crate::engine::Resolved,
+    ) -> Result<Worker<'a>, LoadError> {
         let win = Window {
             start_ns: 0,
             measure_ns: 0,
@@ -207,7 +215,18 @@ impl<'a> Worker<'a> {
         // Handshake latency counts from the intended start: up to the drop limit (one timeout) of
         // waiting plus one timeout of handshake; first byte adds the read phase.
         let high_ns = timeout_ns.saturating_mul(3).saturating_add(SEC);
+        let uring = match engine {
+            crate::engine::Resolved::Uring(f) => Some(crate::engine::uring::Ring::new(
+                cfg,
+                &f,
+                cfg.slots_for(index),
+                cpu,
+                timeout_ns,
+            )?),
+            crate::engine::Resolved::Epoll => None,
+        };
         Ok(Worker {
+            uring,
             cfg,
             win,
             poll,
@@ -313,6 +332,18 @@ impl<'a> Worker<'a> {
                 break;
             }
             let target = self.next_wake(next_tick, draining);
+            if self.uring.is_some() {
+                self.uring_wait(target, now);
+                let now = now_ns();
+                while now >= next_tick {
+                    self.flush_second(next_tick, next_tick, tx);
+                    next_tick += SEC;
+                }
+                if now < self.win.end_ns || (!rest_dropped && self.starts_pending()) {
+                    self.start_due(now);
+                }
+                continue;
+            }
             let timeout = if target <= now + SPIN_NS {
                 Some(std::time::Duration::ZERO)
             } else {
@@ -356,6 +387,9 @@ impl<'a> Worker<'a> {
             self.drop_before(now.saturating_add(1), false);
             self.abandon_all(now);
         }
+        if let Some(r) = self.uring.as_mut() {
+            r.flush();
+        }
         let ended = now_ns();
         self.flush_second(next_tick, if interrupted { ended } else { next_tick }, tx);
         let used = ThreadCpu::now().since(&cpu0);
@@ -378,6 +412,7 @@ impl<'a> Worker<'a> {
             first_byte: self.first_byte,
             lag: self.lag,
             timer_slack_ns: self.timer_slack_ns,
+            uring_direct: self.uring.as_ref().map(|r| r.direct()),
             per_target: self.per_target,
             interrupted,
             ended_ns: ended,
@@ -411,7 +446,8 @@ impl<'a> Worker<'a> {
                 _ => {}
             }
         }
-        if let Some(i) = self.slab.oldest() {
+        // The io_uring engine's connects end by the kernel's link timeout.
+        if let (Some(i), None) = (self.slab.oldest(), &self.uring) {
             target = target.min(self.slab.get(i).deadline_ns);
         }
         target

@@ -589,3 +589,268 @@ fn generator_lag_counts_every_measured_start_and_records_the_timer_slack() {
     );
     assert!(closed_report.generator_lag.is_none());
 }
+
+// The io_uring connect engine (`--load-engine io-uring`): the same accounting as epoll, each
+// count checked against the kernel's in a private namespace.
+
+/// Runs `cfg` on the io_uring engine in a fresh namespace against a closing server: returns the
+/// report, Δ ActiveOpens and the server's accepts.
+fn uring_against_closing_server(
+    change: impl FnOnce(&mut loadgen::LoadConfig) + Send + 'static,
+) -> Option<(loadgen::LoadReport, i64, u64)> {
+    NetNs::run(|ns| {
+        let server = TestServer::start(ServerMode::Close);
+        let mut cfg = util::on_uring(open(server.addr, 1000.0, Duration::from_millis(500)))?;
+        cfg.warmup = Duration::from_millis(200);
+        cfg.cpus = testkit::allowed_cpus();
+        change(&mut cfg);
+        let before = ns.counter("Tcp.ActiveOpens");
+        let report = run(&cfg);
+        let after = ns.counter("Tcp.ActiveOpens");
+        let deadline = Instant::now() + Duration::from_secs(2);
+        let accepted = || server.accepted.load(std::sync::atomic::Ordering::Relaxed);
+        while accepted() < report.total.successes && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        Some((report, after - before, accepted()))
+    })
+}
+
+fn assert_books_balance(report: &loadgen::LoadReport, active_opens: i64, accepted: u64) {
+    let e = report.engine.as_ref().expect("engine recorded");
+    assert_eq!(e.engine, "io_uring", "{e:?}");
+    assert!(report.total.attempts > 0);
+    assert_eq!(
+        report.total.attempts as i64, active_opens,
+        "attempts vs ΔActiveOpens"
+    );
+    assert_eq!(
+        report.total.successes, report.total.attempts,
+        "failures: {:?}",
+        report.total.failures
+    );
+    assert_eq!(accepted, report.total.successes, "server accepts");
+    assert_eq!(report.handshake.len(), report.successes);
+    let per_sec: u64 = report.timeline.iter().map(|r| r.attempts).sum();
+    assert_eq!(per_sec, report.total.attempts, "timeline adds up");
+}
+
+#[test]
+fn uring_open_loop_attempts_successes_active_opens_and_accepts_agree_exactly() {
+    let _x = testkit::exclusive();
+    let Some((report, active, accepted)) = uring_against_closing_server(|_| {}) else {
+        return;
+    };
+    assert_books_balance(&report, active, accepted);
+    let f = report.engine.as_ref().unwrap().features.clone().unwrap();
+    // Linux 6.7+ (this project's hosts run 6.18): direct sockets and the uring setsockopt.
+    assert!(
+        f.contains("socket=direct") && f.contains("setsockopt=uring_cmd"),
+        "{f}"
+    );
+    let lag = report.generator_lag.as_ref().expect("open loop lag");
+    assert_eq!(
+        lag.hist.len(),
+        report.attempts,
+        "one lag value per measured start"
+    );
+    assert_eq!(report.offered, report.attempts + report.dropped);
+}
+
+#[test]
+fn uring_closed_loop_attempts_successes_active_opens_and_accepts_agree_exactly() {
+    let _x = testkit::exclusive();
+    let Some((report, active, accepted)) = uring_against_closing_server(|c| {
+        c.pattern = Pattern::Closed { concurrency: 4 };
+        c.close = CloseMode::Fin;
+    }) else {
+        return;
+    };
+    assert_books_balance(&report, active, accepted);
+    let f = report.engine.as_ref().unwrap().features.clone().unwrap();
+    assert!(
+        f.contains("socket=direct") && !f.contains("setsockopt"),
+        "{f}"
+    );
+    assert!(report.generator_lag.is_none());
+}
+
+#[test]
+fn uring_nothing_listening_counts_every_attempt_as_refused() {
+    let _x = testkit::exclusive();
+    let Some((report, active)) = NetNs::run(|ns| {
+        let cfg = util::on_uring(open(closed_port(), 500.0, Duration::from_millis(400)))?;
+        let a0 = ns.counter("Tcp.ActiveOpens");
+        let r = run(&cfg);
+        Some((r, ns.counter("Tcp.ActiveOpens") - a0))
+    }) else {
+        return;
+    };
+    assert!(report.attempts >= 190, "{}", report.attempts);
+    assert_eq!(report.successes, 0);
+    assert_eq!(
+        report.failures.get("ECONNREFUSED"),
+        Some(&report.attempts),
+        "{:?}",
+        report.failures
+    );
+    assert_eq!(report.total.attempts as i64, active);
+}
+
+/// A 20 µs connect timeout through IORING_OP_LINK_TIMEOUT: every cancelled connect is asked
+/// where it stands, so the books balance with the kernel exactly as with epoll: successes +
+/// completed late = PassiveOpens, and the other ETIMEDOUT = ActiveOpens − PassiveOpens.
+#[test]
+fn uring_a_tiny_connect_timeout_is_etimedout_and_balances_with_the_kernel() {
+    let _x = testkit::exclusive();
+    let Some((report, active, passive)) = NetNs::run(|ns| {
+        let server = TestServer::start(ServerMode::Close);
+        let mut cfg = util::on_uring(open(server.addr, 2000.0, Duration::from_millis(500)))?;
+        cfg.connect_timeout = Duration::from_micros(20);
+        let (a0, p0) = (
+            ns.counter("Tcp.ActiveOpens"),
+            ns.counter("Tcp.PassiveOpens"),
+        );
+        let r = run(&cfg);
+        std::thread::sleep(Duration::from_millis(50));
+        Some((
+            r,
+            ns.counter("Tcp.ActiveOpens") - a0,
+            ns.counter("Tcp.PassiveOpens") - p0,
+        ))
+    }) else {
+        return;
+    };
+    let t = &report.total;
+    let timed_out = t.failures.get("ETIMEDOUT").copied().unwrap_or(0) as i64;
+    let failed: u64 = t.failures.values().sum();
+    let late = t.completed_after_timeout as i64;
+    assert_eq!(t.attempts as i64, active, "attempts vs ActiveOpens");
+    assert_eq!(t.successes + failed, t.attempts, "{:?}", t.failures);
+    assert!(timed_out > 0, "{:?}", t.failures);
+    assert_eq!(
+        t.successes as i64 + late,
+        passive,
+        "handshakes vs PassiveOpens; failures {:?}",
+        t.failures
+    );
+    assert_eq!(timed_out - late, active - passive);
+}
+
+/// `--close rst` through the uring setsockopt leaves no TIME_WAIT on the client; the same run
+/// with `--close fin` leaves one per connection (so the check can fail).
+#[test]
+fn uring_close_rst_leaves_no_time_wait_and_fin_does() {
+    let _x = testkit::exclusive();
+    let Some((rst, fin)) = NetNs::run(|_| {
+        // The server closes 100 ms after accepting: after the client's FIN with --close fin
+        // (the client then holds TIME_WAIT), after the client's RST with --close rst.
+        let server = TestServer::start(ServerMode::CloseAfter(Duration::from_millis(100)));
+        let port = server.addr.port();
+        let mut cfg = util::on_uring(open(server.addr, 500.0, Duration::from_millis(300)))?;
+        let r = run(&cfg);
+        std::thread::sleep(Duration::from_millis(300));
+        let rst = (r.total.successes, util::time_wait_sockets(port));
+        cfg.close = CloseMode::Fin;
+        let r = run(&cfg);
+        std::thread::sleep(Duration::from_millis(300));
+        let fin = (r.total.successes, util::time_wait_sockets(port));
+        Some((rst, fin))
+    }) else {
+        return;
+    };
+    assert!(rst.0 > 100, "{rst:?}");
+    assert_eq!(rst.1, 0, "TIME_WAIT after --close rst");
+    assert_eq!(
+        fin.1 as u64, fin.0,
+        "one TIME_WAIT per --close fin connection"
+    );
+}
+
+/// A stop while connects wait in SYN-SENT (a listener that never accepts, backlog 0): they are
+/// cancelled and abandoned, and attempts = successes + failures + abandoned = ΔActiveOpens.
+#[test]
+fn uring_a_stop_abandons_what_is_in_flight_and_every_attempt_is_accounted() {
+    let _x = testkit::exclusive();
+    let Some((report, active, elapsed)) = NetNs::run(|ns| {
+        let l = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+        l.bind(&std::net::SocketAddr::from(([127, 0, 0, 1], 0)).into())
+            .unwrap();
+        l.listen(0).unwrap();
+        let addr = l.local_addr().unwrap().as_socket().unwrap();
+        let cfg = util::on_uring(open(addr, 200.0, Duration::from_secs(30)))?;
+        let a0 = ns.counter("Tcp.ActiveOpens");
+        let stop = AtomicBool::new(false);
+        let t = Instant::now();
+        let r = loadgen::run(&cfg, &stop, &mut |_| {
+            stop.store(true, std::sync::atomic::Ordering::Relaxed)
+        })
+        .unwrap();
+        Some((r, ns.counter("Tcp.ActiveOpens") - a0, t.elapsed()))
+    }) else {
+        return;
+    };
+    let t = &report.total;
+    let failed: u64 = t.failures.values().sum();
+    assert!(report.interrupted);
+    assert!(elapsed < Duration::from_secs(5), "{elapsed:?}");
+    assert!(t.abandoned > 100, "{report:?}");
+    assert_eq!(t.successes + failed + t.abandoned, t.attempts, "{t:?}");
+    assert_eq!(t.attempts as i64, active, "attempts vs ActiveOpens");
+}
+
+#[test]
+fn uring_tiny_port_range_with_fin_close_reports_port_exhaustion() {
+    let _x = testkit::exclusive();
+    let Some(report) = NetNs::run(|ns| {
+        ns.set_sysctl("net.ipv4.ip_local_port_range", "40000 40009");
+        ns.set_sysctl("net.ipv4.tcp_tw_reuse", "0");
+        let server = TestServer::start(ServerMode::Hold);
+        let mut cfg = util::on_uring(open(server.addr, 400.0, Duration::from_millis(500)))?;
+        cfg.close = CloseMode::Fin;
+        Some(run(&cfg))
+    }) else {
+        return;
+    };
+    assert!(
+        report.successes <= 10,
+        "only 10 ports: {}",
+        report.successes
+    );
+    let exhausted = report.failures.get("EADDRNOTAVAIL").copied().unwrap_or(0);
+    assert!(exhausted > report.attempts / 2, "{:?}", report.failures);
+    assert_eq!(
+        report.successes + report.failures_total(),
+        report.attempts,
+        "{:?}",
+        report.failures
+    );
+}
+
+/// Options the io_uring engine does not do yet are refused before any worker starts; `auto`
+/// runs them on epoll and says why.
+#[test]
+fn uring_refuses_what_it_cannot_do_and_auto_picks_epoll_for_it() {
+    let mut cfg = open(closed_port(), 100.0, Duration::from_millis(100));
+    cfg.expect_bytes = Some(4);
+    cfg.engine = loadgen::LoadEngine::IoUring;
+    let e = cfg.validate().unwrap_err().to_string();
+    assert!(
+        e.contains("--load-engine io-uring does not support --expect-bytes yet"),
+        "{e}"
+    );
+    let _x = testkit::exclusive();
+    cfg.engine = loadgen::LoadEngine::Auto;
+    let r = NetNs::run(move |_| run(&cfg));
+    let e = r.engine.unwrap();
+    assert_eq!(e.engine, "epoll");
+    assert!(e.reason.unwrap().contains("--expect-bytes"));
+    // Plain TCP: auto takes the engine that measured faster (io_uring) and says so.
+    if loadgen::engine::probe_io_uring().is_ok() {
+        let mut plain = open(closed_port(), 100.0, Duration::from_millis(100));
+        plain.engine = loadgen::LoadEngine::Auto;
+        let e = NetNs::run(move |_| run(&plain)).engine.unwrap();
+        assert_eq!(e.engine, "io_uring", "{e:?}");
+        assert!(e.reason.unwrap().starts_with("auto: io_uring"));
+    }
+}

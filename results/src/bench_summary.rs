@@ -283,6 +283,16 @@ pub fn render(
         run.close_mode,
         run.server_mode
     );
+    if let Some(d) = &run.load_engine_detail {
+        let _ = writeln!(out, "load engine: {d}");
+    }
+    if run.placement.as_deref() == Some("whole-machine") {
+        let _ = writeln!(
+            out,
+            "placement: whole machine: one server worker and one load worker on each of CPUs [{}] (softirq work stays on the CPU that raised it)",
+            common::cpulist::format(&run.load_cpus)
+        );
+    }
     if let Some(peak) = r.phase("peak") {
         if peak.successes == 0 {
             let _ = writeln!(

@@ -43,11 +43,15 @@ impl SetupArgs {
     /// Bad input for CPU lists, limits and option conflicts.
     pub fn resolve(&self) -> anyhow::Result<Setup> {
         self.validate()?;
-        let picked = crate::bench::cpus::pick_cpus(
-            self.server_cpus.as_deref(),
-            self.load_cpus.as_deref(),
-            self.target.is_some(),
-        )?;
+        let picked = if self.whole_machine {
+            crate::bench::cpus::whole_machine()
+        } else {
+            crate::bench::cpus::pick_cpus(
+                self.server_cpus.as_deref(),
+                self.load_cpus.as_deref(),
+                self.target.is_some(),
+            )?
+        };
         for n in &picked.notes {
             crate::bench::note(n);
         }
@@ -84,6 +88,8 @@ impl SetupArgs {
             expect_bytes,
             tls,
             http: self.http,
+            load_engine: self.load_engine,
+            whole_machine: self.whole_machine,
         })
     }
 

@@ -266,6 +266,9 @@ pub fn record(
         close_mode: cfg.close.name().to_string(),
         server_mode: "external".into(),
         netns: false,
+        load_engine: report.engine.as_ref().map(|e| e.engine.to_string()),
+        load_engine_detail: report.engine.as_ref().map(|e| e.line()),
+        placement: None,
         rtt_ns: None,
         target: Some(
             cfg.targets

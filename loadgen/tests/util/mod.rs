@@ -114,6 +114,8 @@ pub fn open(target: SocketAddr, rate_per_sec: f64, duration: Duration) -> LoadCo
         late_threshold: Duration::from_millis(1),
         http: None,
         tls: None,
+        // The epoll engine's tests; the io_uring ones say so (`on_uring`).
+        engine: loadgen::LoadEngine::Epoll,
     }
 }
 
@@ -127,4 +129,38 @@ pub fn run(cfg: &LoadConfig) -> loadgen::LoadReport {
 pub fn closed_port() -> SocketAddr {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     l.local_addr().unwrap()
+}
+
+/// `cfg` on the io_uring engine (always `Some`; the `Option` keeps the callers' shape).
+///
+/// # Panics
+/// When this kernel cannot run the engine (io_uring disabled, or older than 5.19): a test
+/// never skips itself.
+pub fn on_uring(mut cfg: LoadConfig) -> Option<LoadConfig> {
+    if let Err(why) = loadgen::engine::probe_io_uring() {
+        panic!("the io_uring connect engine cannot run here: {why} (this machine kind has io_uring with IORING_OP_SOCKET, Linux >= 5.19; check kernel.io_uring_disabled)");
+    }
+    cfg.engine = loadgen::LoadEngine::IoUring;
+    Some(cfg)
+}
+
+/// Client-side TIME_WAIT sockets to `port` in the calling thread's network namespace
+/// (`ss -tanH state time-wait dport = :PORT`).
+pub fn time_wait_sockets(port: u16) -> usize {
+    let o = std::process::Command::new(testkit::require_tool("ss", "iproute2"))
+        .args([
+            "-tanH",
+            "state",
+            "time-wait",
+            "dport",
+            "=",
+            &format!(":{port}"),
+        ])
+        .output()
+        .expect("run ss");
+    assert!(o.status.success(), "ss failed");
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .count()
 }

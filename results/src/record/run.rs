@@ -45,6 +45,33 @@ pub struct RunInfo {
     pub started_unix_ms: Option<u64>,
     /// Wall-clock length of the whole run in seconds, including warm-up and set-up.
     pub wall_secs: f64,
+    /// Connect engine of the load side that ran: `"io_uring"` or `"epoll"` (`None` in older
+    /// records and in server records).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_engine: Option<String>,
+    /// How it ran and how `--load-engine auto` chose it, one line, e.g. `io_uring
+    /// (socket=direct,setsockopt=uring_cmd,connect+link_timeout,close=skip_success,defer_taskrun)`
+    /// or `epoll — auto: --http needs the epoll engine (…)`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_engine_detail: Option<String>,
+    /// How server and load workers share the CPUs: `"whole-machine"` (`bench --whole-machine`:
+    /// one server worker and one load worker on every CPU the process may use), `"split"`
+    /// (disjoint sets), `"overlap"` (sets that share CPUs, given by hand); `None` in older
+    /// records and without our own server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement: Option<String>,
+}
+
+impl RunInfo {
+    /// Sets [`Self::load_engine`] and [`Self::load_engine_detail`] from a load report's engine
+    /// (`engine`, its one-line `detail`), keeping the first one set (every phase of a run uses
+    /// the same engine).
+    pub fn note_load_engine(&mut self, engine: &str, detail: String) {
+        if self.load_engine.is_none() {
+            self.load_engine = Some(engine.to_string());
+            self.load_engine_detail = Some(detail);
+        }
+    }
 }
 
 /// The host the run measured (the server's host for `bench`; the load host for `--target`).

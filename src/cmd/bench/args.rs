@@ -57,6 +57,13 @@ pub struct SetupArgs {
     /// Server event engine: auto (io_uring if it works here, else epoll), io-uring, epoll.
     #[arg(long, default_value = "auto", value_parser = parse_engine)]
     pub engine: server::EngineChoice,
+    /// One server worker and one load worker on every CPU this process may use (softirq work
+    /// stays on the CPU that raised it); `--baseline`'s floor runs in the same shape.
+    #[arg(long, conflicts_with_all = ["server_cpus", "load_cpus", "target"])]
+    pub whole_machine: bool,
+    /// Load side's connect engine: auto, io-uring, epoll (see `connstorm load --help`).
+    #[arg(long, default_value = "auto")]
+    pub load_engine: loadgen::LoadEngine,
     /// Client close mode.
     #[arg(long, value_enum, default_value = "rst")]
     pub close: Close,

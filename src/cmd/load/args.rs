@@ -120,6 +120,9 @@ pub struct Args {
     /// Default: the system's bundle, /etc/ssl/certs/ca-certificates.crt.
     #[arg(long, value_name = "FILE", requires = "tls")]
     pub ca: Option<std::path::PathBuf>,
+    /// Connect engine: `auto`, `io-uring` or `epoll` (the report says which ran and why).
+    #[arg(long, default_value = "auto")]
+    pub load_engine: loadgen::LoadEngine,
     /// Report format on stdout: `text` or `json` (per-second lines always go to stderr).
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,

@@ -137,6 +137,7 @@ pub(super) fn config(args: &Args, nofile: u64) -> anyhow::Result<LoadConfig> {
         late_threshold: args.late_threshold,
         http: http_request(args)?,
         tls: tls_options(args, targets_first)?,
+        engine: args.load_engine,
     };
     cfg.validate().map_err(|e| bad_input(e.to_string()))?;
     Ok(cfg)

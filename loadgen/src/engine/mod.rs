@@ -1,0 +1,270 @@
+//! Which connect engine a load worker runs: epoll through mio (`crate::worker`,
+//! `crate::attempt`) or io_uring (`uring`), and why.
+//!
+//! Both engines share one worker: its schedule, slots, counters, histograms and every
+//! accounting rule (`attempts = successes + failures + abandoned`, dropped and late starts,
+//! generator lag, failure classes by errno). Only how an attempt's syscalls are made differs:
+//!
+//! | step | epoll | io_uring |
+//! |---|---|---|
+//! | socket | socket(2) | IORING_OP_SOCKET into the slot's direct descriptor (5.19) |
+//! | SO_LINGER {1,0} (`--close rst`) | setsockopt(2) | IORING_OP_URING_CMD SOCKET_URING_OP_SETSOCKOPT (6.7) |
+//! | connect | connect(2) → EINPROGRESS, epoll_ctl(ADD), epoll_wait | IORING_OP_CONNECT linked to IORING_OP_LINK_TIMEOUT (5.5) |
+//! | connect timeout | the worker's deadline list, getsockopt(SO_ERROR) + getpeername(2) | the kernel's link timeout (-ECANCELED → `ETIMEDOUT`) |
+//! | close | close(2) | IORING_OP_CLOSE on the direct descriptor with IOSQE_CQE_SKIP_SUCCESS (5.17) |
+//!
+//! so one io_uring attempt is one chain of SQEs submitted with the worker's next
+//! io_uring_enter(2), which also reaps the completions.
+//!
+//! Where the kernel lacks direct descriptors or the uring setsockopt (and with `--source`, which
+//! needs IP_BIND_ADDRESS_NO_PORT and bind(2) before connect), the io_uring engine makes the
+//! socket with socket(2) and its options with setsockopt(2), and still connects and closes
+//! through the ring; the report's feature label says which ran
+//! ([`UringFeatures::label`]).
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::{CloseMode, LoadConfig};
+use crate::error::LoadError;
+
+#[allow(unsafe_code)]
+pub(crate) mod uring;
+
+/// `--load-engine`: which connect engine to use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum LoadEngine {
+    /// The faster engine on this host ([`AUTO_PREFERS`]) when it can run the config and the
+    /// kernel has it; otherwise epoll. The report says which ran and why.
+    #[default]
+    Auto,
+    /// io_uring; refused (a config error) when the kernel lacks it or the config needs a
+    /// feature it does not have yet ([`uring_unsupported`]).
+    IoUring,
+    /// epoll through mio.
+    Epoll,
+}
+
+impl LoadEngine {
+    /// The CLI name: `auto`, `io-uring`, `epoll`.
+    pub fn name(self) -> &'static str {
+        match self {
+            LoadEngine::Auto => "auto",
+            LoadEngine::IoUring => "io-uring",
+            LoadEngine::Epoll => "epoll",
+        }
+    }
+}
+
+impl std::str::FromStr for LoadEngine {
+    type Err = String;
+
+    /// `auto`, `io-uring` (also `io_uring`, `uring`) or `epoll`.
+    fn from_str(s: &str) -> Result<LoadEngine, String> {
+        match s {
+            "auto" => Ok(LoadEngine::Auto),
+            "io-uring" | "io_uring" | "uring" => Ok(LoadEngine::IoUring),
+            "epoll" => Ok(LoadEngine::Epoll),
+            _ => Err(format!(
+                "unknown load engine {s:?}: give auto, io-uring or epoll"
+            )),
+        }
+    }
+}
+
+/// The engine `auto` picks when both can run: io_uring, measured on this project's 2-vCPU VM
+/// (Linux 6.18, loopback, 4 interleaved pairs): 16.3 against 18.3 µs of load-worker CPU per
+/// connection (median; io_uring lower in 3 of 4 pairs, median pair ratio 0.92) and 0.13
+/// against 5.1 syscalls per attempt (README's performance section).
+pub const AUTO_PREFERS: LoadEngine = LoadEngine::IoUring;
+
+/// What the io_uring engine found in the kernel (probed once per run).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct UringFeatures {
+    /// IORING_OP_SOCKET into a registered (sparse) file table slot: a direct descriptor, no
+    /// entry in the process's fd table (5.19).
+    pub direct_socket: bool,
+    /// IORING_OP_URING_CMD SOCKET_URING_OP_SETSOCKOPT works (6.7).
+    pub uring_setsockopt: bool,
+    /// IOSQE_CQE_SKIP_SUCCESS (IORING_FEAT_CQE_SKIP, 5.17).
+    pub skip_success: bool,
+    /// IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN (6.1).
+    pub defer_taskrun: bool,
+}
+
+impl UringFeatures {
+    /// One label naming how each step of an attempt ran, e.g.
+    /// `socket=direct,setsockopt=uring_cmd,connect+link_timeout,close=skip_success,defer_taskrun`
+    /// for `cfg` (the setsockopt part only with `--close rst`; with `--source` the socket is a
+    /// plain one).
+    pub fn label(&self, cfg: &LoadConfig) -> String {
+        let direct = self.uses_direct(cfg);
+        let mut parts = vec![if direct {
+            "socket=direct"
+        } else {
+            "socket=socket(2)"
+        }];
+        if cfg.close == CloseMode::Rst {
+            parts.push(if direct {
+                "setsockopt=uring_cmd"
+            } else {
+                "setsockopt=setsockopt(2)"
+            });
+        }
+        parts.push("connect+link_timeout");
+        parts.push(if self.skip_success {
+            "close=skip_success"
+        } else {
+            "close"
+        });
+        if self.defer_taskrun {
+            parts.push("defer_taskrun");
+        }
+        parts.join(",")
+    }
+
+    /// Whether the sockets of `cfg` are direct descriptors: the kernel has them, and the options
+    /// before connect can be set through the ring (SO_LINGER needs the uring setsockopt; a
+    /// `--source` needs IP_BIND_ADDRESS_NO_PORT and bind(2), made on a plain socket).
+    pub(crate) fn uses_direct(&self, cfg: &LoadConfig) -> bool {
+        self.direct_socket
+            && cfg.sources.is_empty()
+            && (cfg.close != CloseMode::Rst || self.uring_setsockopt)
+    }
+}
+
+/// The engine that ran and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct EngineRan {
+    /// `io_uring` or `epoll`.
+    pub engine: &'static str,
+    /// How `auto` chose (or why it fell back to epoll); `None` when the engine was asked for.
+    pub reason: Option<String>,
+    /// io_uring only: how each step ran ([`UringFeatures::label`]).
+    pub features: Option<String>,
+}
+
+impl EngineRan {
+    /// The same, saying `socket=socket(2)` when a worker could not register its direct
+    /// descriptors (`all_direct` false).
+    pub(crate) fn with_direct(mut self, all_direct: bool) -> EngineRan {
+        if !all_direct {
+            self.features = self.features.map(|f| {
+                f.replace("socket=direct", "socket=socket(2)")
+                    .replace("setsockopt=uring_cmd", "setsockopt=setsockopt(2)")
+            });
+        }
+        self
+    }
+
+    /// One line: `io_uring (socket=direct,…)` or `epoll`, then how `auto` chose, e.g.
+    /// `epoll — auto: --http needs the epoll engine (…)`.
+    pub fn line(&self) -> String {
+        let mut s = self.engine.to_string();
+        if let Some(f) = &self.features {
+            s.push_str(&format!(" ({f})"));
+        }
+        if let Some(r) = &self.reason {
+            s.push_str(&format!(" — {r}"));
+        }
+        s
+    }
+}
+
+/// What [`resolve`] decided, for the workers.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Resolved {
+    Epoll,
+    Uring(UringFeatures),
+}
+
+/// Whether the io_uring connect engine can run on this kernel, and with which features (the
+/// probe `resolve` runs; see `uring::probe` for what it needs).
+///
+/// # Errors
+/// Why not, in one line (io_uring disabled, a missing opcode with the kernel version it needs).
+pub fn probe_io_uring() -> Result<UringFeatures, String> {
+    uring::probe()
+}
+
+/// The first option of `cfg` the io_uring engine does not do yet, as the flag's name: `--http`,
+/// `--tls`, `--expect-bytes` or `--close server` (each reads from the connection after the
+/// handshake, which only the epoll engine does).
+pub fn uring_unsupported(cfg: &LoadConfig) -> Option<&'static str> {
+    if cfg.http.is_some() {
+        Some("--http")
+    } else if cfg.tls.is_some() {
+        Some("--tls")
+    } else if cfg.expect_bytes.is_some() {
+        Some("--expect-bytes")
+    } else if cfg.close == CloseMode::Server {
+        Some("--close server")
+    } else {
+        None
+    }
+}
+
+/// The refusal of `--load-engine io-uring` with `flag` (an option [`uring_unsupported`] named).
+pub fn unsupported_message(flag: &str) -> String {
+    format!(
+        "--load-engine io-uring does not support {flag} yet: use --load-engine epoll (or auto) with {flag}"
+    )
+}
+
+/// Decides the engine of `cfg` before any worker starts (probing io_uring once when it may run).
+///
+/// # Errors
+/// [`LoadError::Config`] when `io-uring` was asked for and the config needs a feature it lacks
+/// ([`uring_unsupported`]) or the kernel does not have it (the message names why and says to
+/// use `--load-engine epoll`).
+pub(crate) fn resolve(cfg: &LoadConfig) -> Result<(Resolved, EngineRan), LoadError> {
+    let epoll = |reason: Option<String>| {
+        (
+            Resolved::Epoll,
+            EngineRan {
+                engine: "epoll",
+                reason,
+                features: None,
+            },
+        )
+    };
+    let unsupported = uring_unsupported(cfg);
+    match cfg.engine {
+        LoadEngine::Epoll => return Ok(epoll(None)),
+        LoadEngine::IoUring => {
+            if let Some(flag) = unsupported {
+                return Err(LoadError::Config(unsupported_message(flag)));
+            }
+        }
+        LoadEngine::Auto => {
+            if let Some(flag) = unsupported {
+                return Ok(epoll(Some(format!(
+                    "auto: {flag} needs the epoll engine (io_uring does not support it yet)"
+                ))));
+            }
+            if AUTO_PREFERS == LoadEngine::Epoll {
+                return Ok(epoll(Some(
+                    "auto: epoll (it used less CPU per connection than io_uring in this project's measurements)"
+                        .into(),
+                )));
+            }
+        }
+    }
+    match uring::probe() {
+        Ok(f) => Ok((
+            Resolved::Uring(f),
+            EngineRan {
+                engine: "io_uring",
+                reason: (cfg.engine == LoadEngine::Auto).then(|| {
+                    "auto: io_uring (it used less CPU per connection than epoll in this project's measurements)"
+                        .to_string()
+                }),
+                features: Some(f.label(cfg)),
+            },
+        )),
+        Err(why) if cfg.engine == LoadEngine::IoUring => Err(LoadError::Config(format!(
+            "--load-engine io-uring cannot run here: {why}; use --load-engine epoll (or auto)"
+        ))),
+        Err(why) => Ok(epoll(Some(format!("auto: fell back to epoll: {why}")))),
+    }
+}

@@ -1,0 +1,564 @@
+//! The io_uring connect engine: one ring per load worker, created on the worker's (pinned)
+//! thread; the worker's schedule, slots and accounting are the epoll engine's
+//! (`crate::attempt`), only the syscalls differ (see [`super`]).
+//!
+//! # One attempt
+//! With direct descriptors (the slot index `i` is the registered file table slot `i`) one chain
+//! of SQEs, pushed at the start and submitted by the worker's next io_uring_enter(2):
+//!
+//! ```text
+//! SOCKET(file_index=i)            IO_LINK | CQE_SKIP_SUCCESS     (5.19)
+//! URING_CMD SETSOCKOPT SO_LINGER  IO_LINK | CQE_SKIP_SUCCESS     (6.7; --close rst only)
+//! CONNECT(fixed i, target)        IO_LINK                        (5.5)
+//! LINK_TIMEOUT(connect timeout)   CQE_SKIP_SUCCESS               (5.5)
+//! ```
+//!
+//! then, when the attempt has ended, `CLOSE(fixed i)` with IOSQE_CQE_SKIP_SUCCESS (5.17; closing a
+//! direct descriptor 5.15). A failure of the socket or setsockopt step posts its CQE (a skipped
+//! CQE is only skipped on success) and cancels the rest of the chain (`-ECANCELED`,
+//! io_uring_enter(2) "IOSQE_IO_LINK"). Without direct descriptors the socket is made with
+//! socket(2) and its options with setsockopt(2)/bind(2) (`Worker::prepare`, as the epoll engine
+//! does), then the same CONNECT + LINK_TIMEOUT on the plain descriptor and a CLOSE.
+//!
+//! # Completions
+//! `user_data` = kind << 56 | generation << 32 | slot. The generation of a slot moves on every
+//! close, so a late CQE of a chain that already ended (a cancelled link timeout, the connect of a
+//! chain whose socket step failed) is recognised and ignored. A CONNECT CQE of 0 is a completed
+//! handshake; an errno is the attempt's failure class, as connect(2) would give it
+//! (ECONNREFUSED, EADDRNOTAVAIL = port exhaustion, ...; ECONNRESET/EPIPE after the handshake,
+//! see `crate::attempt::Verdict`); `-ECANCELED` means the link timeout fired (or the stop's
+//! cancel): the socket is then asked where it stands, as the epoll engine asks at its deadline,
+//! by a second, lone CONNECT on the direct descriptor (0 or EISCONN = the handshake completed,
+//! seen past its timeout: `ETIMEDOUT`, counted `completed_after_timeout`; EALREADY = still in
+//! SYN-SENT: `ETIMEDOUT`, or abandoned at a stop; `__inet_stream_connect`, net/ipv4/af_inet.c),
+//! or by getsockopt(2)/getpeername(2) on a plain socket. (SO_PEERNAME cannot tell: it names
+//! the peer of a socket in SYN-SENT too, `inet_getname` with `peer == 2`.)
+//!
+//! # Waiting
+//! io_uring_enter(2) with IORING_ENTER_EXT_ARG and a relative timeout up to the worker's next
+//! deadline (5.11; an hrtimer, bounded by the worker's 1 ns timer slack), or with
+//! IORING_ENTER_GETEVENTS and no wait when the deadline is within `crate::worker::SPIN_NS`. The
+//! ring is IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN (6.1) where the kernel has it:
+//! completions are then posted only inside the worker's own io_uring_enter, never by an
+//! interrupt on another task.
+//!
+//! # Memory the kernel reads
+//! The targets' addresses (copied at CONNECT prep, io_uring/net.c `io_connect_prep`), the link
+//! timeout's timespec (copied at prep) and the SO_LINGER value (read when the command runs,
+//! inline at submission or at the end of the previous link) all
+//! live in the worker, which outlives its ring (the ring is dropped, and its requests cancelled,
+//! before them).
+
+use std::os::fd::{AsRawFd, IntoRawFd, RawFd};
+
+use io_uring::{opcode, squeue, types, IoUring, Probe};
+
+use super::UringFeatures;
+use crate::attempt::{probe as probe_socket, verdict, Verdict};
+use crate::config::{CloseMode, LoadConfig};
+use crate::error::LoadError;
+use crate::slot::Phase;
+use crate::worker::{Worker, SPIN_NS};
+
+const SEC: u64 = 1_000_000_000;
+
+const K_SOCKET: u64 = 1;
+const K_SOCKOPT: u64 = 2;
+const K_CONNECT: u64 = 3;
+const K_TIMEOUT: u64 = 4;
+const K_CLOSE: u64 = 5;
+const K_CANCEL: u64 = 6;
+const K_PEER: u64 = 7;
+const GEN_MASK: u32 = 0x00ff_ffff;
+
+/// CQEs taken from the completion queue per batch (then handled, then the next batch).
+const REAP_BATCH: usize = 256;
+/// At most this many batches per wait: a turn stays bounded when completions keep coming.
+const REAP_BATCHES: usize = 32;
+/// How long a stopping worker waits for its cancelled connects to report.
+const STOP_WAIT_NS: u64 = 1_000_000_000;
+
+fn ud(kind: u64, gen: u32, slot: usize) -> u64 {
+    kind << 56 | u64::from(gen & GEN_MASK) << 32 | (slot as u64 & 0xffff_ffff)
+}
+
+/// Builds a ring, with SINGLE_ISSUER + DEFER_TASKRUN (6.1) where the kernel has them; returns
+/// whether it has them.
+fn build(sq: u32, cq: u32) -> std::io::Result<(IoUring, bool)> {
+    match IoUring::builder()
+        .setup_single_issuer()
+        .setup_defer_taskrun()
+        .setup_cqsize(cq)
+        .build(sq)
+    {
+        Ok(r) => Ok((r, true)),
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+            Ok((IoUring::builder().setup_cqsize(cq).build(sq)?, false))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Can the io_uring connect engine run here, and with which features?
+///
+/// Needs io_uring itself (io_uring_setup(2) fails with EPERM when `kernel.io_uring_disabled` is 2,
+/// or 1 without privilege, Linux 6.6, or under a seccomp policy such as Docker's default; ENOSYS
+/// without CONFIG_IO_URING), IORING_OP_SOCKET (5.19, the newest op the engine needs; CONNECT,
+/// LINK_TIMEOUT, CLOSE, ASYNC_CANCEL are older) and IORING_FEAT_EXT_ARG (5.11). Then probes
+/// direct descriptors (a sparse registered file table, 5.19) and the socket commands
+/// SOCKET_URING_OP_SETSOCKOPT (6.7) by running it on a scratch socket.
+///
+/// # Errors
+/// A one-line reason for the "fell back to epoll" note.
+pub(crate) fn probe() -> Result<UringFeatures, String> {
+    let (ring, defer_taskrun) = build(8, 16).map_err(|e| match e.raw_os_error() {
+        Some(libc::EPERM) => {
+            let disabled = std::fs::read_to_string("/proc/sys/kernel/io_uring_disabled")
+                .map(|s| s.trim().to_string())
+                .unwrap_or_else(|_| "absent".into());
+            format!(
+                "io_uring_setup(2) failed with EPERM (kernel.io_uring_disabled={disabled}, or a seccomp policy such as a container's denies io_uring)"
+            )
+        }
+        Some(libc::ENOSYS) => {
+            "io_uring_setup(2) failed with ENOSYS (kernel built without CONFIG_IO_URING)".into()
+        }
+        _ => format!("io_uring_setup(2) failed: {e}"),
+    })?;
+    let mut p = Probe::new();
+    ring.submitter()
+        .register_probe(&mut p)
+        .map_err(|e| format!("IORING_REGISTER_PROBE failed ({e}): kernel older than 5.6"))?;
+    for (code, name) in [
+        (opcode::Socket::CODE, "IORING_OP_SOCKET (Linux 5.19)"),
+        (opcode::Connect::CODE, "IORING_OP_CONNECT (Linux 5.5)"),
+        (
+            opcode::LinkTimeout::CODE,
+            "IORING_OP_LINK_TIMEOUT (Linux 5.5)",
+        ),
+        (opcode::Close::CODE, "IORING_OP_CLOSE (Linux 5.6)"),
+    ] {
+        if !p.is_supported(code) {
+            return Err(format!("the kernel lacks {name}"));
+        }
+    }
+    if !ring.params().is_feature_ext_arg() {
+        return Err("the kernel lacks IORING_FEAT_EXT_ARG (Linux 5.11)".into());
+    }
+    let skip_success = ring.params().is_feature_skip_cqe_on_success();
+    let direct_socket = ring.submitter().register_files_sparse(1).is_ok();
+    let uring_setsockopt = p.is_supported(opcode::SetSockOpt::CODE) && sockcmds_work(ring);
+    Ok(UringFeatures {
+        direct_socket,
+        uring_setsockopt,
+        skip_success,
+        defer_taskrun,
+    })
+}
+
+/// Runs SETSOCKOPT SO_LINGER through `ring` on a scratch socket: true when it succeeds (kernels
+/// before 6.7 answer EOPNOTSUPP or EINVAL).
+fn sockcmds_work(mut ring: IoUring) -> bool {
+    let Ok(s) = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None) else {
+        return false;
+    };
+    let fd = types::Fd(s.as_raw_fd());
+    let linger = libc::linger {
+        l_onoff: 1,
+        l_linger: 0,
+    };
+    let set = opcode::SetSockOpt::new(
+        fd,
+        libc::SOL_SOCKET as u32,
+        libc::SO_LINGER as u32,
+        (&raw const linger).cast(),
+        std::mem::size_of::<libc::linger>() as u32,
+    )
+    .build()
+    .user_data(1);
+    // SAFETY: `linger` lives until the CQE was reaped below (or the ring is dropped, which
+    // cancels what is left, before it goes out of scope).
+    if unsafe { ring.submission().push(&set) }.is_err() {
+        return false;
+    }
+    if ring.submit_and_wait(1).is_err() {
+        return false;
+    }
+    let ok = ring
+        .completion()
+        .any(|c| c.user_data() == 1 && c.result() == 0);
+    drop(ring);
+    ok
+}
+
+/// A worker's ring and what its attempts need from it.
+pub(crate) struct Ring {
+    ring: IoUring,
+    /// Sockets are direct descriptors (slot `i` = registered file `i`).
+    direct: bool,
+    /// Closes carry IOSQE_CQE_SKIP_SUCCESS.
+    skip: bool,
+    /// Per slot: its generation (moves at every close).
+    gen: Vec<u32>,
+    /// Per slot (direct only): its registered file holds a socket.
+    has_file: Vec<bool>,
+    /// The stop has cancelled every request: an ECANCELED connect was cut by it.
+    stopping: bool,
+    linger: Box<libc::linger>,
+    link_timeout: Box<types::Timespec>,
+    /// Of each address family, the domain number.
+    domains: Vec<i32>,
+}
+
+impl Ring {
+    /// Sets up worker `cpu`'s ring for `slots` attempts in flight.
+    ///
+    /// # Errors
+    /// [`LoadError::EventLoop`] when io_uring_setup(2) fails.
+    pub(crate) fn new(
+        cfg: &LoadConfig,
+        f: &UringFeatures,
+        slots: usize,
+        cpu: usize,
+        timeout_ns: u64,
+    ) -> Result<Ring, LoadError> {
+        // Per attempt at most 4 SQEs at its start and one at its end; a turn starts at most
+        // START_BUDGET attempts and ends at most a reaped batch of them.
+        let sq = 1024;
+        let cq = (slots.saturating_mul(4))
+            .clamp(4096, 1 << 16)
+            .next_power_of_two() as u32;
+        let (ring, _) = build(sq, cq).map_err(|source| LoadError::EventLoop {
+            cpu,
+            what: "io_uring_setup",
+            source,
+        })?;
+        // A sparse table of one file per slot; if the kernel refuses (e.g. RLIMIT_NOFILE below
+        // the slot count) the sockets are plain descriptors.
+        let direct = f.uses_direct(cfg)
+            && ring
+                .submitter()
+                .register_files_sparse(slots.min(u32::MAX as usize) as u32)
+                .is_ok();
+        Ok(Ring {
+            ring,
+            direct,
+            skip: f.skip_success,
+            gen: vec![0; slots],
+            has_file: vec![false; slots],
+            stopping: false,
+            linger: Box::new(libc::linger {
+                l_onoff: 1,
+                l_linger: 0,
+            }),
+            link_timeout: Box::new(
+                types::Timespec::new()
+                    .sec(timeout_ns / SEC)
+                    .nsec((timeout_ns % SEC) as u32),
+            ),
+            domains: cfg
+                .targets
+                .iter()
+                .map(|t| {
+                    if t.is_ipv4() {
+                        libc::AF_INET
+                    } else {
+                        libc::AF_INET6
+                    }
+                })
+                .collect(),
+        })
+    }
+
+    /// Whether this worker's sockets are direct descriptors.
+    pub(crate) fn direct(&self) -> bool {
+        self.direct
+    }
+
+    /// Pushes `entries` (one chain) to the submission queue, submitting what is queued first
+    /// when they do not fit.
+    fn push(&mut self, entries: &[squeue::Entry]) -> bool {
+        for _ in 0..2 {
+            // SAFETY: every pointer in the entries is to memory the worker owns for the ring's
+            // whole life (module docs, "Memory the kernel reads").
+            if unsafe { self.ring.submission().push_multiple(entries) }.is_ok() {
+                return true;
+            }
+            if let Err(e) = self.ring.submit() {
+                if e.raw_os_error() != Some(libc::EBUSY) {
+                    panic!("io_uring_enter (submit) failed: {e}");
+                }
+            }
+        }
+        false
+    }
+
+    /// Closes slot `i`'s socket through the ring (its plain descriptor `sock`, or its direct
+    /// one) and moves its generation on.
+    pub(crate) fn close(&mut self, i: usize, sock: Option<socket2::Socket>) {
+        let gen = self.gen[i];
+        self.gen[i] = gen.wrapping_add(1) & GEN_MASK;
+        let entry = if let Some(s) = sock {
+            let fd: RawFd = s.into_raw_fd();
+            opcode::Close::new(types::Fd(fd)).build()
+        } else if self.direct && self.has_file[i] {
+            self.has_file[i] = false;
+            opcode::Close::new(types::Fixed(i as u32)).build()
+        } else {
+            return;
+        };
+        let mut entry = entry.user_data(ud(K_CLOSE, gen, i));
+        if self.skip {
+            entry = entry.flags(squeue::Flags::SKIP_SUCCESS);
+        }
+        // The SQ is submitted whenever it is full, so the push can only fail if the kernel
+        // refuses to take any: then the descriptor stays with the ring (closed when it is).
+        let _ = self.push(&[entry]);
+    }
+
+    /// Submits what is queued (the last closes) and waits for nothing.
+    pub(crate) fn flush(&mut self) {
+        let _ = self.ring.submit();
+    }
+}
+
+impl Worker<'_> {
+    /// The ring (the io_uring engine runs).
+    fn ring(&mut self) -> &mut Ring {
+        self.uring.as_mut().expect("io_uring engine")
+    }
+
+    /// Starts slot `i`'s attempt to target `target` through the ring (accounting done by the
+    /// caller, `Worker::start`).
+    pub(crate) fn uring_start(&mut self, i: usize, target: usize) {
+        let addr = (self.targets[target].as_ptr(), self.targets[target].len());
+        let close_rst = self.cfg.close == CloseMode::Rst;
+        if self.ring().direct {
+            let r = self.ring();
+            let gen = r.gen[i];
+            let slot = types::Fixed(i as u32);
+            let dest = types::DestinationSlot::try_from_slot_target(i as u32).ok();
+            let link = squeue::Flags::IO_LINK;
+            let skip = squeue::Flags::SKIP_SUCCESS;
+            let socket = opcode::Socket::new(r.domains[target], libc::SOCK_STREAM, 0)
+                .file_index(dest)
+                .build()
+                .flags(link | skip)
+                .user_data(ud(K_SOCKET, gen, i));
+            let linger = opcode::SetSockOpt::new(
+                slot,
+                libc::SOL_SOCKET as u32,
+                libc::SO_LINGER as u32,
+                (&raw const *r.linger).cast(),
+                std::mem::size_of::<libc::linger>() as u32,
+            )
+            .build()
+            .flags(link | skip)
+            .user_data(ud(K_SOCKOPT, gen, i));
+            let connect = opcode::Connect::new(slot, addr.0.cast(), addr.1)
+                .build()
+                .flags(link)
+                .user_data(ud(K_CONNECT, gen, i));
+            let timeout = opcode::LinkTimeout::new(&raw const *r.link_timeout)
+                .build()
+                .flags(skip)
+                .user_data(ud(K_TIMEOUT, gen, i));
+            r.has_file[i] = true;
+            let pushed = if close_rst {
+                r.push(&[socket, linger, connect, timeout])
+            } else {
+                r.push(&[socket, connect, timeout])
+            };
+            if !pushed {
+                r.has_file[i] = false;
+                return self.fail(i, libc::EBUSY);
+            }
+            return;
+        }
+        let sock = match socket2::Socket::new(self.domains[target], socket2::Type::STREAM, None) {
+            Ok(s) => s,
+            Err(e) => return self.fail(i, e.raw_os_error().unwrap_or(0)),
+        };
+        if let Err(e) = self.prepare(&sock, target) {
+            return self.fail(i, e.raw_os_error().unwrap_or(0));
+        }
+        let fd = types::Fd(sock.as_raw_fd());
+        self.slab.get(i).sock = Some(sock);
+        let r = self.ring();
+        let gen = r.gen[i];
+        let chain = [
+            opcode::Connect::new(fd, addr.0.cast(), addr.1)
+                .build()
+                .flags(squeue::Flags::IO_LINK)
+                .user_data(ud(K_CONNECT, gen, i)),
+            opcode::LinkTimeout::new(&raw const *r.link_timeout)
+                .build()
+                .flags(squeue::Flags::SKIP_SUCCESS)
+                .user_data(ud(K_TIMEOUT, gen, i)),
+        ];
+        if !r.push(&chain) {
+            self.fail(i, libc::EBUSY);
+        }
+    }
+
+    /// One wait of the loop: submits what is queued, waits for a completion until `target`
+    /// (CLOCK_MONOTONIC ns; no wait when it is within [`SPIN_NS`] of `now`), handles what
+    /// completed.
+    pub(crate) fn uring_wait(&mut self, target: u64, now: u64) {
+        let r = self.ring();
+        let res = if target <= now + SPIN_NS {
+            let n = r.ring.submission().len() as u32;
+            // SAFETY: a plain io_uring_enter(2) without an argument.
+            unsafe {
+                r.ring.submitter().enter::<libc::sigset_t>(
+                    n, 0, 1, // IORING_ENTER_GETEVENTS (include/uapi/linux/io_uring.h)
+                    None,
+                )
+            }
+        } else {
+            let d = target - now;
+            let ts = types::Timespec::new().sec(d / SEC).nsec((d % SEC) as u32);
+            let args = types::SubmitArgs::new().timespec(&ts);
+            r.ring.submitter().submit_with_args(1, &args)
+        };
+        match res {
+            Ok(_) => {}
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::ETIME | libc::EINTR | libc::EBUSY)
+                ) => {}
+            // io_uring_enter only fails otherwise for bugs (EBADF, EFAULT, EINVAL).
+            Err(e) => panic!("io_uring_enter failed: {e}"),
+        }
+        self.reap();
+    }
+
+    /// Handles the completions that are there, at most [`REAP_BATCHES`] batches.
+    fn reap(&mut self) {
+        let mut batch = [(0u64, 0i32); REAP_BATCH];
+        for _ in 0..REAP_BATCHES {
+            let mut n = 0;
+            for c in self.ring().ring.completion().take(REAP_BATCH) {
+                batch[n] = (c.user_data(), c.result());
+                n += 1;
+            }
+            let t = crate::clock::now_ns();
+            for &(u, res) in &batch[..n] {
+                self.on_cqe(u, res, t);
+            }
+            if n < REAP_BATCH {
+                return;
+            }
+        }
+    }
+
+    /// One completion, seen at `t`.
+    fn on_cqe(&mut self, u: u64, res: i32, t: u64) {
+        let kind = u >> 56;
+        let gen = (u >> 32) as u32 & GEN_MASK;
+        let i = (u & 0xffff_ffff) as usize;
+        if !matches!(kind, K_SOCKET | K_SOCKOPT | K_CONNECT | K_PEER)
+            || i >= self.slab.capacity()
+            || self.ring().gen[i] != gen
+            || self.slab.get(i).phase != Phase::Connecting
+        {
+            // Link timeouts, closes, cancels; and CQEs of a chain that already ended.
+            return;
+        }
+        match kind {
+            K_SOCKET | K_SOCKOPT if res < 0 => {
+                if kind == K_SOCKET {
+                    self.ring().has_file[i] = false;
+                }
+                self.fail(i, -res);
+            }
+            K_SOCKET | K_SOCKOPT => {}
+            K_CONNECT if res >= 0 => self.connected(i, t, false),
+            K_CONNECT if res == -libc::ECANCELED => self.ask_where(i, t),
+            K_CONNECT => match verdict(-res, Ok(())) {
+                Verdict::ResetAfterHandshake(code) => self.reset_after_handshake(i, t, code),
+                _ => self.fail(i, -res),
+            },
+            _ => self.peer_answer(i, t, res),
+        }
+    }
+
+    /// Slot `i`'s connect was cancelled (its link timeout fired, or the stop cancelled it): asks
+    /// the socket whether the handshake completed.
+    fn ask_where(&mut self, i: usize, t: u64) {
+        if let Some(sock) = self.slab.get(i).sock.as_ref() {
+            let v = probe_socket(sock);
+            return self.settle(i, t, v);
+        }
+        let target = self.slab.get(i).target as usize;
+        let addr = (self.targets[target].as_ptr(), self.targets[target].len());
+        let r = self.ring();
+        let gen = r.gen[i];
+        let e = opcode::Connect::new(types::Fixed(i as u32), addr.0.cast(), addr.1)
+            .build()
+            .user_data(ud(K_PEER, gen, i));
+        if !r.push(&[e]) {
+            self.settle(i, t, Verdict::Pending);
+        }
+    }
+
+    /// The second connect's answer for slot `i` (`__inet_stream_connect`, net/ipv4/af_inet.c,
+    /// non-blocking): 0 or EISCONN = the handshake completed; EALREADY = still in SYN-SENT;
+    /// another errno = the connect failed (or the peer reset it after the handshake).
+    fn peer_answer(&mut self, i: usize, t: u64, res: i32) {
+        let v = match -res {
+            0 | libc::EISCONN => Verdict::Connected,
+            libc::EALREADY => Verdict::Pending,
+            e => verdict(e, Ok(())),
+        };
+        self.settle(i, t, v);
+    }
+
+    /// Ends slot `i`'s cancelled connect by where its socket stands: past its timeout (the link
+    /// timeout fired) a completed handshake is `ETIMEDOUT` counted `completed_after_timeout` and
+    /// a pending one `ETIMEDOUT`; at a stop a completed one in time is a success and a pending
+    /// one abandoned (as `Worker::abandon_all` decides for the epoll engine).
+    fn settle(&mut self, i: usize, t: u64, v: Verdict) {
+        let stopping = self.ring().stopping;
+        // The link timeout fired: the attempt is past its timeout whenever we look.
+        let late = self.slab.get(i).start_ns + self.timeout_ns + 1;
+        let t = if stopping { t } else { t.max(late) };
+        match v {
+            Verdict::Connected => self.connected(i, t, false),
+            Verdict::ResetAfterHandshake(code) => self.reset_after_handshake(i, t, code),
+            Verdict::Failed(code) => self.fail(i, code),
+            Verdict::Pending if stopping => {
+                self.abandon(i);
+                self.finish(i);
+            }
+            Verdict::Pending => self.fail(i, libc::ETIMEDOUT),
+        }
+    }
+
+    /// The stop: cancels every request in the ring (IORING_ASYNC_CANCEL_ANY, 5.19), then takes
+    /// the connects' answers for up to [`STOP_WAIT_NS`]: completed in time = a success, failed =
+    /// its errno, cancelled while in SYN-SENT = abandoned. Whatever has not answered by then is
+    /// abandoned and closed. So `attempts = successes + failures + abandoned`, as with epoll.
+    pub(crate) fn uring_abandon_all(&mut self) {
+        let r = self.ring();
+        r.stopping = true;
+        let cancel = opcode::AsyncCancel2::new(types::CancelBuilder::any())
+            .build()
+            .user_data(ud(K_CANCEL, 0, 0));
+        r.push(&[cancel]);
+        let until = crate::clock::now_ns() + STOP_WAIT_NS;
+        loop {
+            let now = crate::clock::now_ns();
+            if self.slab.in_flight() == 0 || now >= until {
+                break;
+            }
+            self.uring_wait(now + 10_000_000, now);
+        }
+        while let Some(i) = self.slab.oldest() {
+            self.abandon(i);
+            self.finish(i);
+        }
+        self.ring().flush();
+    }
+}
