@@ -845,12 +845,14 @@ fn uring_refuses_what_it_cannot_do_and_auto_picks_epoll_for_it() {
     let e = r.engine.unwrap();
     assert_eq!(e.engine, "epoll");
     assert!(e.reason.unwrap().contains("--expect-bytes"));
-    // Plain TCP: auto takes the engine that measured faster (io_uring) and says so.
-    if loadgen::engine::probe_io_uring().is_ok() {
-        let mut plain = open(closed_port(), 100.0, Duration::from_millis(100));
-        plain.engine = loadgen::LoadEngine::Auto;
-        let e = NetNs::run(move |_| run(&plain)).engine.unwrap();
-        assert_eq!(e.engine, "io_uring", "{e:?}");
-        assert!(e.reason.unwrap().starts_with("auto: io_uring"));
-    }
+    // Plain TCP: auto takes the preferred engine (loadgen::engine::AUTO_PREFERS) and says so.
+    let mut plain = open(closed_port(), 100.0, Duration::from_millis(100));
+    plain.engine = loadgen::LoadEngine::Auto;
+    let e = NetNs::run(move |_| run(&plain)).engine.unwrap();
+    let want = match loadgen::engine::AUTO_PREFERS {
+        loadgen::LoadEngine::IoUring => "io_uring",
+        _ => "epoll",
+    };
+    assert_eq!(e.engine, want, "{e:?}");
+    assert!(e.reason.unwrap().starts_with(&format!("auto: {want}")));
 }
