@@ -1458,8 +1458,11 @@ fn load_record_cpu_per_connection_divides_whole_run_cpu_by_whole_run_handshakes(
     let per = cpu.us_per_conn_run.expect("exact CPU per connection");
     let divisor = cpu.run_ns.unwrap() as f64 / 1e3 / per;
     assert_eq!(divisor.round() as u64, whole, "{cpu:?}");
-    let sys = cpu.sys_ns as f64 / 1e3 / cpu.us_per_conn_sys.unwrap();
-    assert_eq!(sys.round() as u64, whole, "{cpu:?}");
+    // user + sys (tick samples: either alone may be 0).
+    let ticks = (cpu.user_ns + cpu.sys_ns) as f64
+        / 1e3
+        / (cpu.us_per_conn_user.unwrap() + cpu.us_per_conn_sys.unwrap());
+    assert_eq!(ticks.round() as u64, whole, "{cpu:?}");
 }
 
 /// `--load-engine io-uring` with an option it does not do yet is bad input (exit 2) naming it;
