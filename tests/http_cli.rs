@@ -554,35 +554,19 @@ fn http_load_record_keeps_http_counts_for_report_and_merge() {
             .expect("spawn connstorm server");
         wait_listening(PORT);
         let od = od.to_str().unwrap().to_string();
-        // The two segments are one run: merge refuses records that do not overlap in time, so
-        // both start their schedule at one wall-clock instant (a relative `+1s` would start each
-        // one second after its own spawn).
-        let start_at = humantime::format_rfc3339_millis(
-            std::time::SystemTime::now() + std::time::Duration::from_millis(1500),
-        )
-        .to_string();
-        let loads: Vec<Output> = std::thread::scope(|s| {
-            let runs: Vec<_> = ["0/2", "1/2"]
-                .iter()
-                .map(|seg| {
-                    let (od, lcpu, start_at) = (&od, &lcpu, &start_at);
-                    s.spawn(move || {
-                        load_http(
-                            &[
-                                "--http",
-                                "--out",
-                                od,
-                                "--segment",
-                                seg,
-                                "--start-at",
-                                start_at,
-                            ],
-                            lcpu,
-                        )
-                    })
-                })
-                .collect();
-            runs.into_iter().map(|r| r.join().unwrap()).collect()
+        let loads = testkit::segments_at_one_instant(2, |seg, start_at| {
+            load_http(
+                &[
+                    "--http",
+                    "--out",
+                    &od,
+                    "--segment",
+                    seg,
+                    "--start-at",
+                    start_at,
+                ],
+                &lcpu,
+            )
         });
         let _ = server.kill();
         let _ = server.wait();
@@ -593,11 +577,7 @@ fn http_load_record_keeps_http_counts_for_report_and_merge() {
         assert_eq!(l.status.code(), Some(0), "{}", stderr(l));
         requests += u(&json(l)["http"]["requests"]);
     }
-    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(&out_dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    files.sort();
+    let files = testkit::record_files(&out_dir);
     assert_eq!(files.len(), 2, "{files:?}");
     for (f, l) in files.iter().zip(&loads) {
         let rec: serde_json::Value =
@@ -628,16 +608,7 @@ fn http_load_record_keeps_http_counts_for_report_and_merge() {
         );
         assert!(text.contains("http_response"), "{text}");
     }
-    let merged = dir.path().join("merged.json");
-    let m = bin()
-        .arg("merge")
-        .args(&files)
-        .args(["-o", merged.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert_eq!(m.status.code(), Some(0), "{}", stderr(&m));
-    let rec: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&merged).unwrap()).unwrap();
+    let rec = testkit::merge(bin(), &files, &dir.path().join("merged.json"));
     let p = &rec["phases"][0];
     assert_eq!(u(&p["http"]["requests"]), requests, "{}", p["http"]);
     assert!(p["histograms"]["http_response"].is_string(), "{p}");

@@ -370,62 +370,43 @@ fn tls_load_record_keeps_tls_counts_for_report_and_merge() {
     let loads = testkit::NetNs::run(move |_| {
         let server = start_server(&scpu, engine, &strings(&["--mode", "http"]));
         wait_listening(PORT);
-        // Both segments start at one wall-clock instant (merge refuses records that do not
-        // overlap in time).
-        let start_at = humantime::format_rfc3339_millis(
-            std::time::SystemTime::now() + Duration::from_millis(1500),
-        )
-        .to_string();
-        let loads: Vec<Output> = std::thread::scope(|s| {
-            let runs: Vec<_> = ["0/2", "1/2"]
-                .iter()
-                .map(|seg| {
-                    let (od, lcpu, start_at) = (&od, &lcpu, &start_at);
-                    s.spawn(move || {
-                        bin()
-                            .args([
-                                "load",
-                                "--target",
-                                &format!("localhost:{PORT}"),
-                                "--family",
-                                "4",
-                                "--rate",
-                                "100/s",
-                                "--duration",
-                                "1s",
-                                "--warmup",
-                                "0s",
-                                "--cpus",
-                                lcpu,
-                                "--tls",
-                                "--insecure",
-                                "--tls-resume",
-                                "tickets",
-                                "--http",
-                                "--format",
-                                "json",
-                                "--out",
-                                od,
-                                "--segment",
-                                seg,
-                                "--start-at",
-                                start_at,
-                            ])
-                            .output()
-                            .unwrap()
-                    })
-                })
-                .collect();
-            runs.into_iter().map(|r| r.join().unwrap()).collect()
+        let loads = testkit::segments_at_one_instant(2, |seg, start_at| {
+            bin()
+                .args([
+                    "load",
+                    "--target",
+                    &format!("localhost:{PORT}"),
+                    "--family",
+                    "4",
+                    "--rate",
+                    "100/s",
+                    "--duration",
+                    "1s",
+                    "--warmup",
+                    "0s",
+                    "--cpus",
+                    &lcpu,
+                    "--tls",
+                    "--insecure",
+                    "--tls-resume",
+                    "tickets",
+                    "--http",
+                    "--format",
+                    "json",
+                    "--out",
+                    &od,
+                    "--segment",
+                    seg,
+                    "--start-at",
+                    start_at,
+                ])
+                .output()
+                .unwrap()
         });
         stop_server(server);
         loads
     });
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&out_dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    files.sort();
+    let files = testkit::record_files(&out_dir);
     assert_eq!(files.len(), 2, "{files:?}");
     let mut handshakes = 0;
     for (f, l) in files.iter().zip(&loads) {
@@ -460,16 +441,7 @@ fn tls_load_record_keeps_tls_counts_for_report_and_merge() {
         assert!(text.contains(&want), "{want}: {text}");
         assert!(text.contains("tls_handshake"), "{text}");
     }
-    let merged = dir.path().join("merged.json");
-    let m = bin()
-        .arg("merge")
-        .args(&files)
-        .args(["-o", merged.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert_eq!(m.status.code(), Some(0), "{}", stderr(&m));
-    let rec: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&merged).unwrap()).unwrap();
+    let rec = testkit::merge(bin(), &files, &dir.path().join("merged.json"));
     let p = &rec["phases"][0];
     assert_eq!(u(&p["tls"]["handshakes"]), handshakes, "{}", p["tls"]);
     let hist =

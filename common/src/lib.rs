@@ -23,6 +23,7 @@
 //!   the `value_parser`s of every option that takes them.
 //! - [`error`]: [`error::BadInput`], the error kind that means exit code 2.
 //! - [`files`]: writing an output file atomically (temporary file + rename).
+//! - [`uring`]: the one wording of an io_uring_setup(2) failure (server and load engines).
 //! - [`metrics`]: the Prometheus `/metrics` endpoint and the encoding helpers of the server's
 //!   and the load generator's collectors.
 
@@ -43,3 +44,4 @@ pub mod rlimit;
 pub mod table;
 pub mod threadcpu;
 pub mod units;
+pub mod uring;

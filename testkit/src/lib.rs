@@ -203,6 +203,62 @@ pub fn json(o: &std::process::Output) -> serde_json::Value {
     })
 }
 
+/// Runs `run(segment, start_at)` for the segments `0/n` … `(n-1)/n` of one run at once, each
+/// on its own thread, all with one `--start-at` instant (RFC 3339, 1.5 s from now): `merge`
+/// takes records only when they overlap in time, and a relative `+1s` would start each one a
+/// second after its own spawn. Returns the results in segment order.
+///
+/// # Panics
+/// If a `run` panics.
+pub fn segments_at_one_instant<T: Send>(n: usize, run: impl Fn(&str, &str) -> T + Sync) -> Vec<T> {
+    let start_at = humantime::format_rfc3339_millis(
+        std::time::SystemTime::now() + std::time::Duration::from_millis(1500),
+    )
+    .to_string();
+    let segments: Vec<String> = (0..n).map(|i| format!("{i}/{n}")).collect();
+    std::thread::scope(|s| {
+        let runs: Vec<_> = segments
+            .iter()
+            .map(|seg| {
+                let (run, start_at) = (&run, &start_at);
+                s.spawn(move || run(seg, start_at))
+            })
+            .collect();
+        runs.into_iter().map(|r| r.join().unwrap()).collect()
+    })
+}
+
+/// The record files in `dir`, sorted by name (the names start with the run's start instant, then
+/// the segment).
+///
+/// # Panics
+/// If `dir` cannot be read.
+pub fn record_files(dir: &std::path::Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("read {}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    files
+}
+
+/// `connstorm merge FILES -o OUT` through `cmd` (the binary under test), asserting exit 0;
+/// returns the merged record as JSON.
+///
+/// # Panics
+/// If merge fails or its output is not JSON.
+pub fn merge(mut cmd: Command, files: &[PathBuf], out: &std::path::Path) -> serde_json::Value {
+    let m = cmd
+        .arg("merge")
+        .args(files)
+        .arg("-o")
+        .arg(out)
+        .output()
+        .expect("run connstorm merge");
+    assert_eq!(m.status.code(), Some(0), "{}", stderr(&m));
+    serde_json::from_str(&std::fs::read_to_string(out).unwrap()).expect("merged record is JSON")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

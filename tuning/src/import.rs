@@ -632,17 +632,22 @@ pub fn to_sysctl_d(lines: &[ImportLine], origin: &str) -> String {
 mod tests {
     use super::*;
 
-    #[test]
-    fn escapes_in_double_quotes_stay_for_echo_and_become_whitespace() {
-        let s = "echo -e \"4096\\t8192\\t16384\" > /proc/sys/net/ipv4/tcp_rmem\nprintf '4096\\t87380\\n' > /proc/sys/net/ipv4/tcp_wmem\necho \"a\\\"b\" > /proc/sys/kernel/hostname\n";
-        let keys: Vec<String> = import(s)
+    /// The sysctl writes understood, as `key=value`.
+    fn written(lines: &[ImportLine]) -> Vec<String> {
+        lines
             .iter()
             .flat_map(|l| l.outcomes.iter())
             .filter_map(|o| match o {
                 Outcome::Sysctl { key, value, .. } => Some(format!("{key}={value}")),
                 _ => None,
             })
-            .collect();
+            .collect()
+    }
+
+    #[test]
+    fn escapes_in_double_quotes_stay_for_echo_and_become_whitespace() {
+        let s = "echo -e \"4096\\t8192\\t16384\" > /proc/sys/net/ipv4/tcp_rmem\nprintf '4096\\t87380\\n' > /proc/sys/net/ipv4/tcp_wmem\necho \"a\\\"b\" > /proc/sys/kernel/hostname\n";
+        let keys = written(&import(s));
         assert_eq!(
             keys,
             [
@@ -657,14 +662,7 @@ mod tests {
     fn echo_and_sysctl_lines_become_keys() {
         let s = "#!/bin/sh\nset -e\necho 1 > /proc/sys/net/ipv4/tcp_tw_reuse\nsudo sysctl -w net.core.somaxconn=65535 'net.ipv4.ip_local_port_range=1024 65535'\necho \"2\" | sudo tee /proc/sys/net/ipv4/conf/eth0.100/rp_filter\nulimit -n 1048576\nmodprobe nf_conntrack\necho $X > /proc/sys/fs/file-max\n";
         let l = import(s);
-        let keys: Vec<String> = l
-            .iter()
-            .flat_map(|l| l.outcomes.iter())
-            .filter_map(|o| match o {
-                Outcome::Sysctl { key, value, .. } => Some(format!("{key}={value}")),
-                _ => None,
-            })
-            .collect();
+        let keys = written(&l);
         assert_eq!(
             keys,
             [

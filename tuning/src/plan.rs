@@ -12,6 +12,7 @@
 //! (net/core/sysctl_net_core.c, net/ipv4/sysctl_net_ipv4.c: tables registered only for the
 //! initial namespace).
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -396,7 +397,7 @@ pub fn check(preset: &Preset, io: &dyn SysctlIo, opts: CheckOptions) -> Vec<Row>
         .iter()
         .map(|e| {
             let scope = e.key.scope();
-            let status_key = crate::rules::status_key(&e.key);
+            let status_key = crate::rules::status_text(&e.key);
             let (current, mut status, mut note) = match io.read(&e.key) {
                 Err(SysctlError::Missing { .. }) if e.manual => {
                     (None, Status::MissingOptional, "not on this kernel; optional".to_string())
@@ -429,8 +430,8 @@ pub fn check(preset: &Preset, io: &dyn SysctlIo, opts: CheckOptions) -> Vec<Row>
                         note = "global key: changing it would affect the whole host, refused in --netns mode or a child network namespace".into();
                     } else if writes && (status_key.is_some() || !io.writable(&e.key)) {
                         status = Status::ReadOnly;
-                        note = match status_key {
-                            Some(src) => format!("status key: it reports state and cannot be set ({src})"),
+                        note = match &status_key {
+                            Some(t) => format!("status key: {t}"),
                             None => "read-only here (a global key seen from a child namespace, or a constant)".into(),
                         };
                     } else if writes {
@@ -456,13 +457,8 @@ pub fn check(preset: &Preset, io: &dyn SysctlIo, opts: CheckOptions) -> Vec<Row>
                 .map(|h| format!("{} {}: {} ({})", h.key, h.when, h.why, h.source))
                 .collect();
             if current.is_some() {
-                if let Some((l, new)) = crate::rules::legacy(&e.key) {
-                    warnings.push(format!(
-                        "legacy key: {}{} ({})",
-                        l.note,
-                        new.map(|n| format!("; use {n}")).unwrap_or_default(),
-                        l.source
-                    ));
+                if let Some(t) = crate::rules::legacy_text(&e.key) {
+                    warnings.push(format!("legacy key: {t}"));
                 }
             }
             if let Some((a, other)) = crate::rules::alias_of(&e.key) {
@@ -480,11 +476,11 @@ pub fn check(preset: &Preset, io: &dyn SysctlIo, opts: CheckOptions) -> Vec<Row>
 /// with the value that write leaves (so `conf.all.forwarding = 1` then `conf.eth0.forwarding =
 /// 0` plans a write of eth0 although eth0 reads 0 now).
 fn side_effects(rows: &mut [Row], io: &dyn SysctlIo) {
-    // (key, value after the write, what wrote it, index of the row that wrote it)
-    let mut after: Vec<(Key, String, String)> = Vec::new();
+    // Each key the plan's writes so far have set: its value then, and which line set it.
+    let mut after: HashMap<Key, (String, String)> = HashMap::new();
     for i in 0..rows.len() {
         let r = &mut rows[i];
-        if let Some((_, to, by)) = after.iter().rev().find(|(k, _, _)| *k == r.entry.key) {
+        if let Some((to, by)) = after.get(&r.entry.key) {
             if matches!(r.status, Status::Ok | Status::Change) {
                 let (status, _) = compare(&r.entry, to);
                 let target = target_value(&r.entry, Some(to));
@@ -507,11 +503,8 @@ fn side_effects(rows: &mut [Row], io: &dyn SysctlIo) {
             }
         }
         if r.status.needs_write() {
-            let current = after
-                .iter()
-                .rev()
-                .find(|(k, _, _)| *k == r.entry.key)
-                .map(|(_, v, _)| v.clone())
+            let earlier = |k: &Key| after.get(k).map(|(v, _)| v.clone());
+            let current = earlier(&r.entry.key)
                 .or_else(|| r.current.clone())
                 .unwrap_or_default();
             let by = if r.entry.origin.is_empty() {
@@ -519,27 +512,21 @@ fn side_effects(rows: &mut [Row], io: &dyn SysctlIo) {
             } else {
                 format!("{} = {} ({})", r.entry.key, r.target, r.entry.origin)
             };
-            let earlier = |k: &Key| {
-                after
-                    .iter()
-                    .rev()
-                    .find(|(a, _, _)| a == k)
-                    .map(|(_, v, _)| v.clone())
-            };
             r.side_effects = side_writes_over(&r.entry.key, &current, &r.target, io, &earlier);
-            let mut now: Vec<(Key, String, String)> = r
+            // What this write sets, in the kernel's order: the side effects, the alias (the
+            // same kernel value under another name), the key itself.
+            let mut now: Vec<(Key, String)> = r
                 .side_effects
                 .iter()
                 .filter(|w| w.changes())
-                .map(|w| (w.key.clone(), w.to.clone(), by.clone()))
+                .map(|w| (w.key.clone(), w.to.clone()))
                 .collect();
-            // An alias is the same kernel value under another name.
             if let Some((_, other)) = crate::rules::alias_of(&r.entry.key) {
                 if let Ok(k) = Key::parse(other) {
-                    now.push((k, r.target.clone(), by.clone()));
+                    now.push((k, r.target.clone()));
                 }
             }
-            now.push((r.entry.key.clone(), r.target.clone(), by.clone()));
+            now.push((r.entry.key.clone(), r.target.clone()));
             // Earlier rows whose written value this write changes: the host ends with this
             // write's value, whatever the earlier line said (systemd-sysctl writes in the same
             // order, so it ends the same way).
@@ -549,8 +536,8 @@ fn side_effects(rows: &mut [Row], io: &dyn SysctlIo) {
                 .filter(|(_, e)| e.status.needs_write())
                 .filter_map(|(j, e)| {
                     now.iter()
-                        .find(|(k, v, _)| *k == e.entry.key && *v != e.target)
-                        .map(|(_, v, _)| (j, v.clone()))
+                        .find(|(k, v)| *k == e.entry.key && *v != e.target)
+                        .map(|(_, v)| (j, v.clone()))
                 })
                 .collect();
             for (j, v) in overwritten {
@@ -560,7 +547,9 @@ fn side_effects(rows: &mut [Row], io: &dyn SysctlIo) {
                 );
                 rows[j].warnings.push(w);
             }
-            after.extend(now);
+            for (k, v) in now {
+                after.insert(k, (v, by.clone()));
+            }
         }
     }
 }

@@ -173,6 +173,24 @@ pub fn legacy(key: &Key) -> Option<(&'static Legacy, Option<String>)> {
     })
 }
 
+/// What the legacy rule of `key` says, as every message prints it: `NOTE[; use NEW] (SOURCE)`.
+pub fn legacy_text(key: &Key) -> Option<String> {
+    legacy(key).map(|(l, new)| {
+        format!(
+            "{}{} ({})",
+            l.note,
+            new.map(|n| format!("; use {n}")).unwrap_or_default(),
+            l.source
+        )
+    })
+}
+
+/// What a status key is, as every message prints it: `it reports state and cannot be set
+/// (SOURCE)`; `None` when `key` is not one.
+pub fn status_text(key: &Key) -> Option<String> {
+    status_key(key).map(|src| format!("it reports state and cannot be set ({src})"))
+}
+
 /// Keys that report state and cannot be set (mode 0444 in the kernel's tables).
 pub const STATUS_KEYS: &[(&str, &str)] = &[
     (

@@ -111,20 +111,7 @@ fn build(sq: u32, cq: u32) -> std::io::Result<(IoUring, bool)> {
 /// # Errors
 /// A one-line reason for the "fell back to epoll" note.
 pub(crate) fn probe() -> Result<UringFeatures, String> {
-    let (ring, defer_taskrun) = build(8, 16).map_err(|e| match e.raw_os_error() {
-        Some(libc::EPERM) => {
-            let disabled = std::fs::read_to_string("/proc/sys/kernel/io_uring_disabled")
-                .map(|s| s.trim().to_string())
-                .unwrap_or_else(|_| "absent".into());
-            format!(
-                "io_uring_setup(2) failed with EPERM (kernel.io_uring_disabled={disabled}, or a seccomp policy such as a container's denies io_uring)"
-            )
-        }
-        Some(libc::ENOSYS) => {
-            "io_uring_setup(2) failed with ENOSYS (kernel built without CONFIG_IO_URING)".into()
-        }
-        _ => format!("io_uring_setup(2) failed: {e}"),
-    })?;
+    let (ring, defer_taskrun) = build(8, 16).map_err(|e| common::uring::setup_failure(&e))?;
     let mut p = Probe::new();
     ring.submitter()
         .register_probe(&mut p)

@@ -14,21 +14,7 @@ use io_uring::{opcode, IoUring, Probe};
 /// # Errors
 /// A one-line reason suitable for the "fell back to epoll" message.
 pub fn io_uring() -> Result<(), String> {
-    let ring = match IoUring::new(2) {
-        Ok(r) => r,
-        Err(e) => {
-            let disabled = std::fs::read_to_string("/proc/sys/kernel/io_uring_disabled")
-                .map(|s| s.trim().to_string())
-                .unwrap_or_else(|_| "absent".into());
-            return Err(match e.raw_os_error() {
-                Some(libc::EPERM) => format!(
-                    "io_uring_setup(2) failed with EPERM (kernel.io_uring_disabled={disabled}, or a seccomp policy such as a container's denies io_uring)"
-                ),
-                Some(libc::ENOSYS) => "io_uring_setup(2) failed with ENOSYS (kernel built without CONFIG_IO_URING)".into(),
-                _ => format!("io_uring_setup(2) failed: {e}"),
-            });
-        }
-    };
+    let ring = IoUring::new(2).map_err(|e| common::uring::setup_failure(&e))?;
     let mut probe = Probe::new();
     if let Err(e) = ring.submitter().register_probe(&mut probe) {
         return Err(format!(

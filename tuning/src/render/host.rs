@@ -114,19 +114,16 @@ pub fn import_notes(lines: &[ImportLine], origin: &str) -> (String, usize) {
             match o {
                 Outcome::Sysctl { key, .. } => {
                     imported += 1;
-                    if let Some(src) = crate::rules::status_key(key) {
+                    if let Some(t) = crate::rules::status_text(key) {
                         out.push_str(&format!(
-                            "connstorm tune import: {origin}:{} imports {key}, a status key: it reports state and cannot be set ({src}); drop the line\n",
+                            "connstorm tune import: {origin}:{} imports {key}, a status key: {t}; drop the line\n",
                             l.line
                         ));
                     }
-                    if let Some((rule, new)) = crate::rules::legacy(key) {
+                    if let Some(t) = crate::rules::legacy_text(key) {
                         out.push_str(&format!(
-                            "connstorm tune import: {origin}:{} imports {key}, a legacy key: {}{} ({})\n",
-                            l.line,
-                            rule.note,
-                            new.map(|n| format!("; use {n}")).unwrap_or_default(),
-                            rule.source
+                            "connstorm tune import: {origin}:{} imports {key}, a legacy key: {t}\n",
+                            l.line
                         ));
                     }
                 }
