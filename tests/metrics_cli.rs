@@ -6,10 +6,8 @@
 //! them off `Tcp.ActiveOpens` / `Tcp.PassiveOpens`.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use openmetrics_parser::{MetricNumber, OpenMetricsValue, PrometheusValue};
@@ -18,35 +16,21 @@ use testkit::NetNs;
 const BIN: &str = env!("CARGO_BIN_EXE_connstorm");
 const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
-/// A child whose stderr lines are collected as they come.
-struct Running {
-    child: Child,
-    lines: Arc<Mutex<Vec<String>>>,
-}
+/// A running command: stdout and stderr are read while it runs ([`testkit::Piped`]: a JSON
+/// record larger than a pipe must not block it).
+struct Running(testkit::Piped);
 
 impl Running {
     fn spawn(args: &[&str]) -> Running {
-        let mut child = Command::new(BIN)
-            .args(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let lines = Arc::new(Mutex::new(Vec::new()));
-        let (err, sink) = (child.stderr.take().unwrap(), Arc::clone(&lines));
-        std::thread::spawn(move || {
-            for l in BufReader::new(err).lines().map_while(Result::ok) {
-                sink.lock().unwrap().push(l);
-            }
-        });
-        Running { child, lines }
+        Running(testkit::Piped::spawn(Command::new(BIN).args(args)))
     }
 
     /// The address after `marker` in the first stderr line that has it (waits up to 20 s).
     fn addr_after(&mut self, marker: &str) -> SocketAddr {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
-            let found = self.lines.lock().unwrap().iter().find_map(|l| {
+            let lines = self.0.stderr_lines();
+            let found = lines.iter().find_map(|l| {
                 let rest = &l[l.find(marker)? + marker.len()..];
                 let end = rest.find(['/', ' ']).unwrap_or(rest.len());
                 rest[..end].parse().ok()
@@ -54,17 +38,10 @@ impl Running {
             if let Some(a) = found {
                 return a;
             }
-            if let Some(status) = self.child.try_wait().unwrap() {
-                panic!(
-                    "exited {status} before printing {marker:?}: {:?}",
-                    self.lines.lock().unwrap()
-                );
+            if let Some(status) = self.0.try_wait() {
+                panic!("exited {status} before printing {marker:?}: {lines:?}");
             }
-            assert!(
-                Instant::now() < deadline,
-                "no {marker:?} in {:?}",
-                self.lines.lock().unwrap()
-            );
+            assert!(Instant::now() < deadline, "no {marker:?} in {lines:?}");
             std::thread::sleep(Duration::from_millis(20));
         }
     }
@@ -74,27 +51,12 @@ impl Running {
     }
 
     fn signal(&self, sig: nix::sys::signal::Signal) {
-        nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.child.id() as i32), sig).unwrap();
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.0.id() as i32), sig).unwrap();
     }
 
     /// Waits (at most 60 s) and returns the exit code, stdout and stderr.
-    fn finish(mut self) -> (Option<i32>, String, String) {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while self.child.try_wait().unwrap().is_none() {
-            if Instant::now() > deadline {
-                let _ = self.child.kill();
-                panic!("did not end within 60 s: {:?}", self.lines.lock().unwrap());
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let out = self.child.wait_with_output().unwrap();
-        std::thread::sleep(Duration::from_millis(50));
-        let err = self.lines.lock().unwrap().join("\n");
-        (
-            out.status.code(),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            err,
-        )
+    fn finish(self) -> (Option<i32>, String, String) {
+        self.0.wait(Duration::from_secs(60))
     }
 }
 

@@ -8,7 +8,7 @@
 //! (children by PID) when the test ends, also on failure. Bounded: about 10 s.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use results::record::{Latency, Role, RunRecord};
@@ -41,7 +41,7 @@ fn ip(args: &[&str]) {
 struct Fleet {
     server_ns: String,
     load_ns: Vec<String>,
-    children: Vec<Child>,
+    children: Vec<Option<testkit::Piped>>,
 }
 
 impl Fleet {
@@ -125,16 +125,19 @@ impl Fleet {
     }
 
     fn spawn(&mut self, ns: &str, args: &[String]) -> usize {
-        let child = Command::new("ip")
-            .args(["netns", "exec", ns, bin()])
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn connstorm");
-        self.children.push(child);
+        let child = testkit::Piped::spawn(
+            Command::new("ip")
+                .args(["netns", "exec", ns, bin()])
+                .args(args),
+        );
+        self.children.push(Some(child));
         self.children.len() - 1
+    }
+
+    /// The PID of child `k` (still running).
+    fn pid(&self, k: usize) -> nix::unistd::Pid {
+        let c = self.children[k].as_ref().expect("child already waited for");
+        nix::unistd::Pid::from_raw(c.id() as i32)
     }
 
     /// Runs `f` on a thread inside the server namespace.
@@ -169,38 +172,16 @@ impl Fleet {
 
     /// Waits for child `k` at most `limit`; returns its stdout, stderr and exit code.
     fn wait(&mut self, k: usize, limit: Duration) -> (String, String, Option<i32>) {
-        let t0 = Instant::now();
-        let child = &mut self.children[k];
-        while child.try_wait().expect("try_wait").is_none() {
-            assert!(
-                t0.elapsed() < limit,
-                "connstorm child {} ran past {limit:?}",
-                child.id()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let child = &mut self.children[k];
-        let mut out = String::new();
-        let mut err = String::new();
-        use std::io::Read as _;
-        if let Some(mut o) = child.stdout.take() {
-            o.read_to_string(&mut out).unwrap();
-        }
-        if let Some(mut e) = child.stderr.take() {
-            e.read_to_string(&mut err).unwrap();
-        }
-        (out, err, child.try_wait().unwrap().and_then(|s| s.code()))
+        let child = self.children[k].take().expect("child already waited for");
+        let (code, out, err) = child.wait(limit);
+        (out, err, code)
     }
 }
 
 impl Drop for Fleet {
     fn drop(&mut self) {
-        for c in &mut self.children {
-            if c.try_wait().ok().flatten().is_none() {
-                let _ = c.kill();
-                let _ = c.wait();
-            }
-        }
+        // Children still running are killed and reaped (testkit::Piped's drop).
+        self.children.clear();
         for ns in self.load_ns.iter().chain([&self.server_ns]) {
             let _ = Command::new("ip").args(["netns", "del", ns]).output();
         }
@@ -303,11 +284,7 @@ fn four_segments_in_four_namespaces_merge_to_the_servers_exact_count() {
         assert_eq!(recs.len(), 1, "one record in {}: {err}", out.display());
         files.push(recs[0].clone());
     }
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(fleet.children[srv].id() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
+    nix::sys::signal::kill(fleet.pid(srv), nix::sys::signal::Signal::SIGINT).unwrap();
     let (srv_out, srv_err, code) = fleet.wait(srv, Duration::from_secs(15));
     assert_eq!(code, Some(0), "server: {srv_err}");
     let passive = fleet.passive_opens() - passive_before;
@@ -513,11 +490,7 @@ fn two_generators_in_one_namespace_count_its_counters_once() {
         assert_eq!(recs.len(), 1, "one record in {}: {err}", out.display());
         files.push(recs[0].clone());
     }
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(fleet.children[srv].id() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
+    nix::sys::signal::kill(fleet.pid(srv), nix::sys::signal::Signal::SIGINT).unwrap();
     let (srv_out, srv_err, code) = fleet.wait(srv, Duration::from_secs(15));
     assert_eq!(code, Some(0), "server: {srv_err}");
     let active = Fleet::counter(&ns, "Tcp.ActiveOpens") - active_before;

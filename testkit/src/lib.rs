@@ -1,13 +1,14 @@
 //! Test support shared by the workspace's integration tests (a dev-dependency only; never linked
 //! into the `connstorm` binary).
 //!
-//! Four things live here:
+//! What lives here:
 //! - [`exclusive`]: a process-wide lock that serialises the tests which assert a rate, a latency
 //!   bound or a timing, and the tests which saturate a CPU, within one test binary;
 //! - [`require_tool`]: find a system tool (`ip`, `nft`, ...) or fail with one line naming the
 //!   package to install;
 //! - [`stderr`] and [`json`]: a finished command's stderr as text and its stdout as the JSON
 //!   report it printed;
+//! - [`Piped`]: a child process whose stdout and stderr are read while it runs;
 //! - [`NetNs`]: run a closure on a thread that lives in a **fresh network namespace**
 //!   (`unshare(CLONE_NEWNET)`, see unshare(2) and network_namespaces(7)), with `lo` up.
 //!
@@ -201,6 +202,124 @@ pub fn json(o: &std::process::Output) -> serde_json::Value {
             stderr(o)
         )
     })
+}
+
+/// A spawned child whose stdout and stderr are read on their own threads as they come, so a
+/// child that writes more than a pipe holds (64 KiB, pipe(7)) never blocks while the test waits
+/// for it to exit. (A test that polled `try_wait` and read stdout only after the exit hung on
+/// `bench --format json`, whose record outgrew the pipe.)
+pub struct Piped {
+    child: std::process::Child,
+    out: Option<std::thread::JoinHandle<Vec<u8>>>,
+    err: std::sync::Arc<Mutex<Vec<String>>>,
+    err_thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Piped {
+    /// Spawns `cmd` with stdout and stderr piped (stdin: null) and starts the readers.
+    ///
+    /// # Panics
+    /// If the child cannot be spawned.
+    pub fn spawn(cmd: &mut Command) -> Piped {
+        use std::io::{BufRead, Read};
+        use std::process::Stdio;
+        let mut child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn {cmd:?}: {e}"));
+        let mut stdout = child.stdout.take().expect("piped stdout");
+        let out = std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = stdout.read_to_end(&mut v);
+            v
+        });
+        let stderr = child.stderr.take().expect("piped stderr");
+        let err = std::sync::Arc::new(Mutex::new(Vec::new()));
+        let sink = std::sync::Arc::clone(&err);
+        let err_thread = std::thread::spawn(move || {
+            for l in std::io::BufReader::new(stderr)
+                .lines()
+                .map_while(Result::ok)
+            {
+                sink.lock().unwrap_or_else(PoisonError::into_inner).push(l);
+            }
+        });
+        Piped {
+            child,
+            out: Some(out),
+            err,
+            err_thread: Some(err_thread),
+        }
+    }
+
+    /// The child's PID.
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The stderr lines read so far.
+    pub fn stderr_lines(&self) -> Vec<String> {
+        self.err
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The exit status if the child has ended, without waiting.
+    ///
+    /// # Panics
+    /// If waitpid(2) fails.
+    pub fn try_wait(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.try_wait().expect("try_wait")
+    }
+
+    /// Waits at most `limit` for the exit; returns the exit code (`None`: killed by a signal),
+    /// all of stdout and all of stderr.
+    ///
+    /// # Panics
+    /// When the child runs past `limit` (it is killed first; the message shows its stderr).
+    pub fn wait(mut self, limit: std::time::Duration) -> (Option<i32>, String, String) {
+        let deadline = std::time::Instant::now() + limit;
+        let status = loop {
+            if let Some(s) = self.try_wait() {
+                break s;
+            }
+            if std::time::Instant::now() > deadline {
+                self.kill();
+                panic!(
+                    "child {} did not end within {limit:?}: {:?}",
+                    self.child.id(),
+                    self.stderr_lines()
+                );
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        let out = self.out.take().map(|t| t.join().unwrap_or_default());
+        if let Some(t) = self.err_thread.take() {
+            let _ = t.join();
+        }
+        (
+            status.code(),
+            String::from_utf8_lossy(&out.unwrap_or_default()).into_owned(),
+            self.stderr_lines().join("\n"),
+        )
+    }
+
+    /// Kills the child (SIGKILL) if it still runs and reaps it.
+    pub fn kill(&mut self) {
+        if self.try_wait().is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+impl Drop for Piped {
+    fn drop(&mut self) {
+        self.kill();
+    }
 }
 
 /// Runs `run(segment, start_at)` for the segments `0/n` … `(n-1)/n` of one run at once, each
