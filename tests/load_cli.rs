@@ -1336,6 +1336,76 @@ fn two_quick_sigints_still_print_the_report_and_write_the_record() {
     assert_eq!(rec.phases[0].successes, r["successes"].as_u64().unwrap());
 }
 
+/// Two quick Ctrl-Cs after the schedule ended, while `load` settles the listener's accept queue
+/// (a server that accepts one connection per 30 ms keeps the queue moving, so the settle runs
+/// to its 500 ms limit): the run counts as interrupted — exit 130, the report and the record say
+/// so — because the settle that decides "never accepted" was cut short.
+#[test]
+fn two_sigints_during_the_accept_queue_settle_mark_the_run_interrupted() {
+    let _x = testkit::exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().to_str().unwrap().to_string();
+    let (code, stdout, err) = testkit::NetNs::run(move |_| {
+        let l = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+        l.bind(&"127.0.0.1:0".parse::<SocketAddr>().unwrap().into())
+            .unwrap();
+        l.listen(4096).unwrap();
+        let addr = l.local_addr().unwrap().as_socket().unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = Arc::clone(&stop);
+        let slow = std::thread::spawn(move || {
+            while !s.load(Ordering::Relaxed) {
+                drop(l.accept());
+                std::thread::sleep(Duration::from_millis(30));
+            }
+        });
+        let child = testkit::Piped::spawn(
+            Command::new(env!("CARGO_BIN_EXE_connstorm"))
+                .arg("load")
+                .args([
+                    "--target",
+                    &addr.to_string(),
+                    "--cpus",
+                    &cpu(),
+                    "--rate",
+                    "500/s",
+                    "--duration",
+                    "1s",
+                    "--warmup",
+                    "0s",
+                    "--format",
+                    "json",
+                    "--out",
+                    &out,
+                ]),
+        );
+        // The last second's line is printed when the schedule ends; the settle follows.
+        let t = Instant::now();
+        while !child.stderr_lines().iter().any(|l| l.contains("t=   0 s")) {
+            assert!(
+                t.elapsed() < Duration::from_secs(20),
+                "{:?}",
+                child.stderr_lines()
+            );
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+        std::thread::sleep(Duration::from_millis(10));
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+        let done = child.wait(Duration::from_secs(20));
+        stop.store(true, Ordering::Relaxed);
+        slow.join().unwrap();
+        done
+    });
+    assert_eq!(code, Some(130), "{err}");
+    let r: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(r["interrupted"], true, "{r}");
+    let files = records(dir.path());
+    assert_eq!(files.len(), 1, "{files:?}: {err}");
+    assert!(results::RunRecord::read(&files[0]).unwrap().run.interrupted);
+}
+
 /// `load --start-at +30s --out DIR` interrupted while it waits for its start, by SIGINT (exit
 /// 130) or SIGTERM (143): it ends at once, its report says the run never started and nothing
 /// was measured, and the record is written.

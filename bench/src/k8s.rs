@@ -111,6 +111,14 @@ pub fn check(o: &Options) -> anyhow::Result<()> {
             loadgen::config::MIN_DURATION
         )));
     }
+    if let Some(c) = o.concurrency {
+        if c < o.clients {
+            return Err(bad_input(format!(
+                "--concurrency {c} over {} generators leaves some with no connection in flight (each takes ⌊{c}/{}⌋ or one more): give --concurrency {} or more, or fewer --clients",
+                o.clients, o.clients, o.clients
+            )));
+        }
+    }
     if let Some(rate) = &o.rate {
         let per_sec = parse_rate(rate).map_err(bad_input)?;
         let share = per_sec / f64::from(o.clients);
@@ -366,6 +374,17 @@ mod tests {
             .to_string()
             .contains("fewer than one start"));
         assert!(check(&rate("40/s", "100ms")).is_ok());
+        let closed = |c: u32| Options {
+            concurrency: Some(c),
+            ..rate("40/s", "60s")
+        };
+        let too_few = check(&closed(3)).unwrap_err().to_string();
+        assert!(
+            too_few.contains("--concurrency 3 over 4 generators")
+                && too_few.contains("give --concurrency 4 or more"),
+            "{too_few}"
+        );
+        assert!(check(&closed(4)).is_ok());
         let no_quantity = Options {
             memory: "lots".into(),
             ..options()

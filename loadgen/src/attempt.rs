@@ -114,14 +114,17 @@ impl Worker<'_> {
                         self.last_full_ns = now;
                     }
                     if now - t > self.timeout_ns {
-                        // Everything due before now - timeout is dropped, in one step.
-                        self.drop_before(now - self.timeout_ns, full);
+                        // Everything due before now - timeout is dropped, in one step. Those
+                        // starts waited for a slot when every slot was busy at some moment after
+                        // the last of them fell due (the slots may have freed just now).
+                        let cutoff = now - self.timeout_ns;
+                        self.drop_before(cutoff, full || self.last_full_ns >= cutoff);
                         continue;
                     }
                     // The generator's own lag: time past the intended start and past the last
                     // moment every slot was busy (a start waiting for a slot is not lagging).
                     let lag = self.max_lag_ns();
-                    if !full && now - t > lag && now - self.last_full_ns > lag {
+                    if !full && now - t > lag && now.saturating_sub(self.last_full_ns) > lag {
                         self.drop_before(now - lag, false);
                         continue;
                     }
@@ -160,9 +163,15 @@ impl Worker<'_> {
     }
 
     /// Counts every intended start the schedule still holds as dropped: the window has ended and
-    /// the worker never got to them (it was behind). Keeps `offered = attempts + dropped`. O(1).
+    /// the worker never got to them — because every in-flight slot was busy (now, or within the
+    /// generator's lag bound: those starts were waiting for a slot, counted as full-slot drops)
+    /// or because it was behind. Keeps `offered = attempts + dropped`. O(1).
     pub(crate) fn drop_rest(&mut self) {
-        self.drop_before(u64::MAX, false);
+        let now = crate::clock::now_ns();
+        let full = self.slab.is_full()
+            || (self.last_full_ns > 0
+                && now.saturating_sub(self.last_full_ns) <= self.max_lag_ns());
+        self.drop_before(u64::MAX, full);
     }
 
     /// Drops every intended start before `cutoff_ns` (all when `u64::MAX`), counting them by
@@ -693,6 +702,11 @@ impl Worker<'_> {
         }
         if let Some(w) = self.tls.as_mut() {
             w.slots[i].conn = None;
+        }
+        // Open loop: a full slab frees now, so the starts still waiting waited for a slot until
+        // this moment (the loop may have slept while every slot was busy).
+        if self.schedule.is_some() && self.slab.is_full() {
+            self.last_full_ns = crate::clock::now_ns();
         }
         self.slab.release(i);
     }

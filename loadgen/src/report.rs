@@ -357,6 +357,18 @@ impl LoadReport {
         if late_pct <= 1.0 && self.dropped == 0 {
             return None;
         }
+        if self.dropped > 0 && self.dropped_in_flight_full == self.dropped {
+            // Every drop found every in-flight slot held by a connection the target had not
+            // finished: the generator was waiting on the target, not behind on CPU.
+            return Some(format!(
+                "{} of {} scheduled starts dropped: each found every in-flight slot held by a connection \
+                 the target had not completed within --connect-timeout yet ({late_pct:.1}% of starts late) \
+                 — the target is slower than the offered rate, not the generator; lower --rate, or raise \
+                 --max-in-flight to keep offering while the target is slow",
+                count(self.dropped),
+                count(self.offered)
+            ));
+        }
         let full = if self.dropped_in_flight_full > 0 {
             format!(
                 " ({} of the drops found every in-flight slot busy: a slow server holds them, or raise --max-in-flight)",
@@ -556,7 +568,17 @@ mod tests {
             w.contains("27,866 of 400,000 scheduled starts dropped (12,000 of the drops found every in-flight slot busy"),
             "{w}"
         );
+        r.dropped_in_flight_full = 27_866;
+        let w = r.schedule_warning().unwrap();
+        assert!(
+            w.contains(
+                "27,866 of 400,000 scheduled starts dropped: each found every in-flight slot held"
+            ) && w.contains("the target is slower than the offered rate, not the generator")
+                && !w.contains("fell behind"),
+            "{w}"
+        );
         r.dropped = 0;
+        r.dropped_in_flight_full = 0;
         let w = r.schedule_warning().unwrap();
         assert!(w.contains("all 400,000 scheduled starts ran"), "{w}");
     }

@@ -336,6 +336,39 @@ fn full_accept_queue_gives_etimedout_at_the_connect_timeout() {
     );
 }
 
+/// A target too slow for the offered rate (a listener that never accepts, backlog 1) holds every
+/// in-flight slot until the connect timeout: every dropped start is a full-slots drop, and the
+/// warning blames the target, not the generator.
+#[test]
+fn a_target_holding_every_slot_is_blamed_not_the_generator() {
+    let _x = testkit::exclusive();
+    let report = NetNs::run(|_| {
+        let l = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+        l.bind(
+            &"127.0.0.1:0"
+                .parse::<std::net::SocketAddr>()
+                .unwrap()
+                .into(),
+        )
+        .unwrap();
+        l.listen(1).unwrap();
+        let addr = l.local_addr().unwrap().as_socket().unwrap();
+        let mut cfg = open(addr, 500.0, Duration::from_millis(600));
+        cfg.connect_timeout = Duration::from_millis(200);
+        cfg.max_in_flight = 4;
+        run(&cfg)
+    });
+    assert!(report.dropped > 0, "{report:?}");
+    assert_eq!(report.dropped_in_flight_full, report.dropped, "{report:?}");
+    assert_eq!(report.offered, report.attempts + report.dropped);
+    let w = report.schedule_warning().expect("a warning");
+    assert!(
+        w.contains("the target is slower than the offered rate, not the generator")
+            && !w.contains("fell behind"),
+        "{w}"
+    );
+}
+
 /// Values outside the connect timeout: with a 20 µs connect timeout nearly every handshake is
 /// seen after its timeout (loopback completes it in tens of µs, the worker looks later). Such an
 /// attempt is ETIMEDOUT, never a success — but the kernel did complete it, so it is counted in

@@ -304,8 +304,18 @@ impl RunRecord {
         if found == 1 {
             upgrade_v1(&mut record);
         }
+        if record.phases.is_empty() {
+            return Err(RecordError::Inconsistent {
+                path: path_buf(),
+                phase: "(none)".into(),
+                what: "the record has no phase (every run connstorm writes has at least one)"
+                    .into(),
+            });
+        }
         for phase in &record.phases {
-            if let Some(what) = phase.inconsistency() {
+            if let Some(what) = phase.inconsistency().or_else(|| {
+                phase.cross_check_contradiction(record.run.netns && record.role == Role::Bench)
+            }) {
                 return Err(RecordError::Inconsistent {
                     path: path_buf(),
                     phase: phase.name.clone(),
@@ -377,6 +387,58 @@ mod tests {
         // Nothing but the record is left in the directory.
         let entries: Vec<_> = fs::read_dir(path.parent().unwrap()).unwrap().collect();
         assert_eq!(entries.len(), 1);
+    }
+
+    /// Hand edits the figures cannot back: no phase at all, or `agree: true` beside a server
+    /// that accepted more than the kernel created (any namespace), or, in private namespaces,
+    /// anything but equal counts.
+    #[test]
+    fn a_record_without_phases_or_with_an_agreeing_cross_check_that_contradicts_itself_is_refused()
+    {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |rec: &RunRecord, name: &str| {
+            let p = dir.path().join(name);
+            fs::write(&p, serde_json::to_string(rec).unwrap()).unwrap();
+            p
+        };
+        let mut empty = RunRecord::example();
+        empty.phases.clear();
+        let err = RunRecord::read(&write(&empty, "empty.json")).unwrap_err();
+        assert!(err.to_string().contains("has no phase"), "{err}");
+
+        let base = RunRecord::example();
+        assert!(base.phases.iter().any(|p| p.cross_check.is_some()));
+        let edited = |exact: bool, accepted: u64, passive: i64| {
+            let mut r = base.clone();
+            r.run.netns = exact;
+            let c = r.phases[0].cross_check.as_mut().unwrap();
+            c.agree = true;
+            c.server_accepted = Some(accepted);
+            c.kernel_passive_opens = Some(passive);
+            r
+        };
+        for (exact, accepted, passive, refused) in [
+            (false, 1_000, 999, true),
+            (true, 1_000, 999, true),
+            (true, 1_000, 1_001, true),
+            (false, 1_000, 1_001, false),
+            (true, 1_000, 1_000, false),
+        ] {
+            let p = write(&edited(exact, accepted, passive), "edited.json");
+            let got = RunRecord::read(&p);
+            assert_eq!(
+                got.is_err(),
+                refused,
+                "{exact} {accepted} {passive}: {got:?}"
+            );
+            if let Err(e) = got {
+                assert!(
+                    e.to_string()
+                        .contains("says the counts agree, but the server accepted 1,000"),
+                    "{e}"
+                );
+            }
+        }
     }
 
     #[test]

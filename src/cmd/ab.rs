@@ -111,6 +111,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let mut a_records = Vec::new();
     let mut b_records = Vec::new();
     let mut outcome: anyhow::Result<()> = Ok(());
+    let mut written: Vec<String> = Vec::new();
     let _progress = crate::progress::begin(
         "ab",
         crate::progress::bench_seconds(args.bench.duration) * (2 * args.trials),
@@ -131,6 +132,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             trial.setup.label = sides.trial_label(&args.bench.setup.label, side, i);
             match crate::bench::run::execute(&trial, setup.clone(), &stop, None) {
                 Ok((record, path, result)) => {
+                    written.push(path.display().to_string());
                     eprintln!(
                         "[ab] {name}{i}: {}",
                         results::compare::trial_line(&record, &path)
@@ -164,6 +166,21 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     }
     // A comparison needs both sides: with one side empty (e.g. B's setup failed) there is
     // nothing to print but the error.
+    if (a_records.is_empty() || b_records.is_empty()) && crate::signals::stopped(&stop) {
+        eprintln!(
+            "[ab] interrupted: {} complete trial(s) of A, {} of B — no comparison (it needs both sides); {}",
+            a_records.len(),
+            b_records.len(),
+            if written.is_empty() {
+                "no trial record was written".to_string()
+            } else {
+                format!(
+                    "compare the records written so far later: connstorm compare {}",
+                    written.join(" ")
+                )
+            }
+        );
+    }
     if !a_records.is_empty() && !b_records.is_empty() {
         let (na, nb) = (sides.name(Side::A), sides.name(Side::B));
         let c = results::compare::compare(

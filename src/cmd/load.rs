@@ -138,6 +138,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         }),
         _ => None,
     };
+    // A signal after the schedule ended (during the accept-queue settle) still interrupted the
+    // run: the settle may have been cut short, and the exit code and record say so.
+    if stop.load(std::sync::atomic::Ordering::SeqCst) {
+        report.interrupted = true;
+    }
     let mut warnings: Vec<String> = report.schedule_warning().into_iter().collect();
     if let Some(t) = never_started {
         warnings.push(multihost::never_started_warning(

@@ -627,6 +627,25 @@ impl PhaseRecord {
         None
     }
 
+    /// A stored cross-check that says `agree` while its own figures disagree, or `None`: the
+    /// kernel counts every child socket it creates (`Tcp.PassiveOpens`, tcp_create_openreq_child)
+    /// and every SYN-SENT (`Tcp.ActiveOpens`), so with `agree` the kernel's passive opens are
+    /// never below the server's accepts, and in private namespaces (`exact`, `--netns`) equal to
+    /// them ([`crate::crosscheck`]). A file edited to say `agree: true` would otherwise print
+    /// `cross-check [ok]` beside counts that contradict it.
+    pub fn cross_check_contradiction(&self, exact: bool) -> Option<String> {
+        let c = self.cross_check.as_ref().filter(|c| c.agree)?;
+        let (accepted, passive) = (c.server_accepted?, c.kernel_passive_opens?);
+        let passive = passive.max(0) as u64;
+        (passive < accepted || (exact && passive != accepted)).then(|| {
+            format!(
+                "the cross-check says the counts agree, but the server accepted {} and the kernel's PassiveOpens is {}",
+                crate::numfmt::count(accepted),
+                crate::numfmt::count(passive)
+            )
+        })
+    }
+
     /// Failed attempts, all causes.
     pub fn failed(&self) -> u64 {
         self.failures.values().sum()
