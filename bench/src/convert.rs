@@ -188,7 +188,10 @@ fn timeline_row(r: &loadgen::TimelineRow, first_measured: f64) -> rec::TimelineR
         length_secs: r.length_secs,
         dropped: r.dropped,
         late: r.late,
-        handshake: r.handshake.as_ref().map(results::histogram::encode),
+        handshake: r
+            .handshake
+            .as_ref()
+            .map(|h| results::histogram::encode(&h.decode())),
         attempts: r.attempts,
         successes: r.successes,
         failures: r.failures_by_cause.clone(),

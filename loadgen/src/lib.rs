@@ -85,8 +85,9 @@ pub use engine::{EngineRan, LoadEngine, UringFeatures};
 pub use error::LoadError;
 pub use http::{HttpReport, HttpRequest};
 pub use report::{
-    GeneratorLag, HistogramSummary, LoadReport, LoadWorkerReport, Overflow, TargetReport,
-    TimelineRow, Totals, WorkerSecond, NEVER_ACCEPTED, NEVER_ACCEPTED_QUEUED, PERCENTILES,
+    GeneratorLag, HistogramSummary, LoadReport, LoadWorkerReport, Overflow, SecondHistogram,
+    TargetReport, TimelineRow, Totals, WorkerSecond, NEVER_ACCEPTED, NEVER_ACCEPTED_QUEUED,
+    PERCENTILES,
 };
 pub use run::{never_started, run, run_at};
 pub use schedule::MAX_RATE_PER_SEC;

@@ -110,7 +110,11 @@ impl LoadMetrics {
         for (cause, n) in &row.failures_by_cause {
             *s.failures.entry(cause.clone()).or_insert(0) += n;
         }
-        if let Some(h) = &row.handshake {
+        if let Some(h) = row
+            .handshake
+            .as_ref()
+            .map(crate::report::SecondHistogram::decode)
+        {
             for v in h.iter_recorded() {
                 let value = h.median_equivalent(v.value_iterated_to());
                 s.handshake.add(value, v.count_at_value());
@@ -217,7 +221,7 @@ mod tests {
             length_secs: 1.0,
             successes: 4,
             failures_by_cause: [("ECONNREFUSED".to_string(), 2)].into_iter().collect(),
-            handshake: Some(h),
+            handshake: Some(crate::report::SecondHistogram::of(&h)),
             workers: vec![
                 WorkerSecond {
                     cpu: 1,

@@ -484,7 +484,7 @@ impl SecondMerger {
             p99_ns: q(99.0),
             max_ns: l.max_ns,
             length_secs,
-            handshake: Some(h.clone()),
+            handshake: Some(crate::report::SecondHistogram::of(h)),
             workers,
         }
     }
