@@ -381,9 +381,15 @@ fn overloaded_generator_keeps_reporting_warns_and_exits_3_without_successes() {
     assert!(out.contains("lower --rate, add --cpus"), "{out}");
 }
 
+/// `connstorm load`, arguments to follow.
+fn load_command() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_connstorm"));
+    c.arg("load");
+    c
+}
+
 fn spawn_load(args: &[&str]) -> std::process::Child {
-    Command::new(env!("CARGO_BIN_EXE_connstorm"))
-        .arg("load")
+    load_command()
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -1346,11 +1352,7 @@ fn two_sigints_during_the_accept_queue_settle_mark_the_run_interrupted() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().to_str().unwrap().to_string();
     let (code, stdout, err) = testkit::NetNs::run(move |_| {
-        let l = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
-        l.bind(&"127.0.0.1:0".parse::<SocketAddr>().unwrap().into())
-            .unwrap();
-        l.listen(4096).unwrap();
-        let addr = l.local_addr().unwrap().as_socket().unwrap();
+        let (l, addr) = deaf_listener(4096);
         let stop = Arc::new(AtomicBool::new(false));
         let s = Arc::clone(&stop);
         let slow = std::thread::spawn(move || {
@@ -1359,26 +1361,22 @@ fn two_sigints_during_the_accept_queue_settle_mark_the_run_interrupted() {
                 std::thread::sleep(Duration::from_millis(30));
             }
         });
-        let child = testkit::Piped::spawn(
-            Command::new(env!("CARGO_BIN_EXE_connstorm"))
-                .arg("load")
-                .args([
-                    "--target",
-                    &addr.to_string(),
-                    "--cpus",
-                    &cpu(),
-                    "--rate",
-                    "500/s",
-                    "--duration",
-                    "1s",
-                    "--warmup",
-                    "0s",
-                    "--format",
-                    "json",
-                    "--out",
-                    &out,
-                ]),
-        );
+        let child = testkit::Piped::spawn(load_command().args([
+            "--target",
+            &addr,
+            "--cpus",
+            &cpu(),
+            "--rate",
+            "500/s",
+            "--duration",
+            "1s",
+            "--warmup",
+            "0s",
+            "--format",
+            "json",
+            "--out",
+            &out,
+        ]));
         // The last second's line is printed when the schedule ends; the settle follows.
         let t = Instant::now();
         while !child.stderr_lines().iter().any(|l| l.contains("t=   0 s")) {

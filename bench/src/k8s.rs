@@ -114,8 +114,8 @@ pub fn check(o: &Options) -> anyhow::Result<()> {
     if let Some(c) = o.concurrency {
         if c < o.clients {
             return Err(bad_input(format!(
-                "--concurrency {c} over {} generators leaves some with no connection in flight (each takes ⌊{c}/{}⌋ or one more): give --concurrency {} or more, or fewer --clients",
-                o.clients, o.clients, o.clients
+                "--concurrency {c} over {n} generators leaves some with no connection in flight (each takes ⌊{c}/{n}⌋ or one more): give --concurrency {n} or more, or fewer --clients",
+                n = o.clients
             )));
         }
     }

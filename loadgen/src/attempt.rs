@@ -118,7 +118,7 @@ impl Worker<'_> {
                         // starts waited for a slot when every slot was busy at some moment after
                         // the last of them fell due (the slots may have freed just now).
                         let cutoff = now - self.timeout_ns;
-                        self.drop_before(cutoff, full || self.last_full_ns >= cutoff);
+                        self.drop_before(cutoff, self.slots_busy_since(cutoff));
                         continue;
                     }
                     // The generator's own lag: time past the intended start and past the last
@@ -167,11 +167,14 @@ impl Worker<'_> {
     /// generator's lag bound: those starts were waiting for a slot, counted as full-slot drops)
     /// or because it was behind. Keeps `offered = attempts + dropped`. O(1).
     pub(crate) fn drop_rest(&mut self) {
-        let now = crate::clock::now_ns();
-        let full = self.slab.is_full()
-            || (self.last_full_ns > 0
-                && now.saturating_sub(self.last_full_ns) <= self.max_lag_ns());
-        self.drop_before(u64::MAX, full);
+        let since = crate::clock::now_ns().saturating_sub(self.max_lag_ns());
+        self.drop_before(u64::MAX, self.slots_busy_since(since));
+    }
+
+    /// Every in-flight slot is busy now, or was at some moment at or after `t_ns`: a start due
+    /// before then that was not made waited for a slot (a full-slot drop), not for the generator.
+    fn slots_busy_since(&self, t_ns: u64) -> bool {
+        self.slab.is_full() || (self.last_full_ns > 0 && self.last_full_ns >= t_ns)
     }
 
     /// Drops every intended start before `cutoff_ns` (all when `u64::MAX`), counting them by

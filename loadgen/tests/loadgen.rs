@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use loadgen::{CloseMode, Pattern};
 use testkit::NetNs;
-use util::{closed_port, open, run, ServerMode, TestServer};
+use util::{closed_port, deaf_listener, open, run, ServerMode, TestServer};
 
 #[test]
 fn attempts_successes_and_active_opens_agree_exactly() {
@@ -304,16 +304,7 @@ fn closed_loop_against_nothing_ends_at_its_duration() {
 fn full_accept_queue_gives_etimedout_at_the_connect_timeout() {
     let _x = testkit::exclusive();
     let (report, elapsed, overflows) = NetNs::run(|ns| {
-        let l = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
-        l.bind(
-            &"127.0.0.1:0"
-                .parse::<std::net::SocketAddr>()
-                .unwrap()
-                .into(),
-        )
-        .unwrap();
-        l.listen(1).unwrap();
-        let addr = l.local_addr().unwrap().as_socket().unwrap();
+        let (_l, addr) = deaf_listener(1);
         let mut cfg = open(addr, 50.0, Duration::from_millis(400));
         cfg.connect_timeout = Duration::from_millis(200);
         let t = Instant::now();
@@ -343,16 +334,7 @@ fn full_accept_queue_gives_etimedout_at_the_connect_timeout() {
 fn a_target_holding_every_slot_is_blamed_not_the_generator() {
     let _x = testkit::exclusive();
     let report = NetNs::run(|_| {
-        let l = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
-        l.bind(
-            &"127.0.0.1:0"
-                .parse::<std::net::SocketAddr>()
-                .unwrap()
-                .into(),
-        )
-        .unwrap();
-        l.listen(1).unwrap();
-        let addr = l.local_addr().unwrap().as_socket().unwrap();
+        let (_l, addr) = deaf_listener(1);
         let mut cfg = open(addr, 500.0, Duration::from_millis(600));
         cfg.connect_timeout = Duration::from_millis(200);
         cfg.max_in_flight = 4;

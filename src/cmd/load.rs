@@ -140,7 +140,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     };
     // A signal after the schedule ended (during the accept-queue settle) still interrupted the
     // run: the settle may have been cut short, and the exit code and record say so.
-    if stop.load(std::sync::atomic::Ordering::SeqCst) {
+    if crate::signals::stopped(&stop) {
         report.interrupted = true;
     }
     let mut warnings: Vec<String> = report.schedule_warning().into_iter().collect();

@@ -126,6 +126,17 @@ pub fn run(cfg: &LoadConfig) -> loadgen::LoadReport {
 }
 
 /// A port on 127.0.0.1 where nothing listens (bound, then closed).
+/// A listener on 127.0.0.1:0 with `backlog` that never accepts (keep the socket alive): its
+/// accept queue fills, then the kernel drops SYNs (TcpExt.ListenOverflows).
+pub fn deaf_listener(backlog: i32) -> (socket2::Socket, SocketAddr) {
+    let l = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    l.bind(&SocketAddr::from(([127, 0, 0, 1], 0)).into())
+        .unwrap();
+    l.listen(backlog).unwrap();
+    let addr = l.local_addr().unwrap().as_socket().unwrap();
+    (l, addr)
+}
+
 pub fn closed_port() -> SocketAddr {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     l.local_addr().unwrap()
