@@ -43,10 +43,11 @@ mod bench;
 mod cli;
 mod cmd;
 mod error;
-mod output;
-mod progress;
-mod signals;
 mod version;
+
+/// Stdout/stderr that never panic, the progress bar and the signal handling of every command
+/// ([`::bench::output`], [`::bench::progress`], [`::bench::signals`]).
+use ::bench::{output, progress, signals};
 
 /// The command line's units ([`common::units`]), as `crate::units` for every `value_parser`.
 use common::units;

@@ -131,8 +131,7 @@ fn auto_placement(allowed: &[usize], external: bool) -> anyhow::Result<Planned> 
 }
 
 fn allowed_cpus() -> Vec<usize> {
-    tuning::topology::allowed_cpus(std::path::Path::new("/"))
-        .ok()
+    Some(common::cpulist::usable())
         .filter(|c| !c.is_empty())
         .unwrap_or_else(|| vec![0])
 }

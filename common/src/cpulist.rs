@@ -44,6 +44,32 @@ pub fn unavailable_message(cpu: usize, usable: &[usize]) -> String {
     )
 }
 
+/// The CPUs this process may run on now, ascending: sched_getaffinity(2), which the kernel
+/// answers with the affinity mask (taskset, cpuset) already masked by the active CPUs
+/// (kernel/sched/core.c `sched_getaffinity`: `cpus_mask & cpu_active_mask`), so an offline CPU
+/// is never in it. Empty only when the call fails. The one answer every command and test uses.
+pub fn usable() -> Vec<usize> {
+    let Ok(set) = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)) else {
+        return Vec::new();
+    };
+    (0..nix::sched::CpuSet::count())
+        .filter(|&c| set.is_set(c).unwrap_or(false))
+        .collect()
+}
+
+/// `Ok` when every CPU of `cpus` is [`usable`]; else [`unavailable_message`] for the first that
+/// is not.
+///
+/// # Errors
+/// The message, for the caller to prefix with its option's name.
+pub fn check_usable(cpus: &[usize]) -> Result<(), String> {
+    let usable = usable();
+    match cpus.iter().find(|c| !usable.contains(c)) {
+        Some(&c) => Err(unavailable_message(c, &usable)),
+        None => Ok(()),
+    }
+}
+
 /// A cpulist that could not be parsed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CpuListError {

@@ -285,17 +285,7 @@ fn validate_cpus(cpus: &[usize]) -> Result<(), ServerError> {
             return Err(ServerError::DuplicateCpu { cpu: c });
         }
     }
-    let allowed = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)).ok();
-    let online = std::fs::read_to_string("/sys/devices/system/cpu/online").ok();
-    let online = online.and_then(|text| common::cpulist::parse(&text).ok());
-    let usable: Vec<usize> = (0..nix::sched::CpuSet::count())
-        .filter(|&c| {
-            allowed
-                .as_ref()
-                .is_none_or(|s| s.is_set(c).unwrap_or(false))
-        })
-        .filter(|&c| online.as_ref().is_none_or(|o| o.contains(&c)))
-        .collect();
+    let usable = common::cpulist::usable();
     for &c in cpus {
         if !usable.contains(&c) {
             return Err(ServerError::CpuUnavailable {

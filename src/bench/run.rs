@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-pub use ::bench::run::{peak_concurrency, split_duration, Plan};
+pub use ::bench::run::{peak_concurrency, Plan};
 
 use super::harness::{PhaseSpec, Setup};
 use crate::cmd::bench::Args;

@@ -31,25 +31,8 @@ impl From<FormatArg> for Format {
     }
 }
 
-/// The statistics rule, for `--help` of `compare` and `ab` (README "Analysis" says the same).
-pub const RULE_HELP: &str = "\
-Statistics rule: for each metric, the Hodges-Lehmann shift B-A (median of all B-A differences) \
-with its exact 95% Mann-Whitney confidence interval, relative to A's median. A verdict \
-(better/worse) needs (1) at least 5 unflagged trials a side, else \"inconclusive: N too small\" \
-(2 a side can never reach 95%: all B below all A happens 1 time in 6 by chance; 5 a side finds \
-a 2-sigma shift about 2 times in 3, 10 a side a 1.5-sigma shift at least 4 times in 5), (2) an \
-interval that excludes 0, and (3) a shift at least --min-effect (default: A's run-to-run spread \
-of that metric, 1.4826*MAD/median). A metric with no samples is n/a (null in JSON). Trials whose \
-record carries a warning (contention, steal, generator behind, drops, retransmits, cross-check \
-mismatch, interrupted) are marked and left out unless --include-flagged. SYN retransmits flag a \
-trial only when suspect: not explained by orphaned FIN_WAIT2 minisocks (no SYN-losing drop \
-counter, no ETIMEDOUT, TcpExt.TW >= TCPSynRetrans), above 0.1% of the handshakes started, or \
-with a handshake (service latency) at or above the 1 s initial SYN RTO. Setups that differ \
-(engine, target vs loopback, CPUs, close/server mode, netns, RTT, durations) are refused unless \
---allow-mismatch; kernel and connstorm version differences are listed.
-
-Exit codes: 0 ok; 1 run-time failure; 2 bad input (command line, unreadable record, mismatched \
-setups), refused before anything is written.";
+/// The statistics rule, for `--help` of `compare` and `ab` ([`compare::RULE_HELP`]).
+pub const RULE_HELP: &str = compare::RULE_HELP;
 
 /// Options shared by `compare` and `ab` for the comparison.
 #[derive(Debug, Clone, clap::Args)]

@@ -15,7 +15,7 @@ pub mod multihost;
 
 pub use args::Args;
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::Path;
 
 use ::bench::standalone::load as standalone;
@@ -77,28 +77,13 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     }
     eprintln!("connstorm load: {}", loadgen::render::plan_line(&cfg));
     let stop = crate::signals::stop_flag().context("installing the SIGINT/SIGTERM handler")?;
-    let total_secs = (cfg.warmup + cfg.duration).as_secs_f64().ceil() as u64;
-    let bar = std::io::stderr().is_terminal().then(|| {
-        let bar = indicatif::ProgressBar::new(total_secs);
-        bar.set_style(
-            indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len}s {msg}")
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-        );
-        bar
-    });
+    let bar = crate::progress::begin("load", cfg.warmup + cfg.duration);
     let open_loop = matches!(cfg.pattern, Pattern::Open { .. });
     let mut on_second = |row: &TimelineRow| {
         if let Some(m) = &metrics {
             m.observe(row);
         }
-        let line = loadgen::render::second_line(row, open_loop);
-        match &bar {
-            Some(b) => {
-                b.println(&line);
-                b.set_position((row.t_secs + 1).min(total_secs));
-            }
-            None => eprintln!("{line}"),
-        }
+        crate::progress::second_line(&loadgen::render::second_line(row, open_loop));
     };
     // The kernel's counters of the targets' namespace: readable from here only when every target
     // is a loopback address (then it is this process's own namespace).
@@ -126,9 +111,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             e => anyhow::Error::new(e).context("running the load"),
         })?,
     };
-    if let Some(b) = bar {
-        b.finish_and_clear();
-    }
+    drop(bar);
     if let Some(m) = &metrics {
         m.finish();
     }
@@ -155,10 +138,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     if let Some(dir) = &args.out {
         let counters = match (&kernel, &before) {
             (Some(k), _) => k.delta.clone(),
-            (None, Some(b)) => {
-                read_counters().map_or_else(Default::default, |now| now.delta(b).to_map())
-            }
-            (None, None) => Default::default(),
+            (None, b) => ::bench::standalone::delta_since(b.as_ref()),
         };
         let unknown = multihost::ClockSync::default();
         let record = standalone::record(
@@ -223,13 +203,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
 }
 
 fn read_counters() -> Option<tuning::counters::Snapshot> {
-    match tuning::counters::Snapshot::read(Path::new(tuning::counters::DEFAULT_NET_DIR)) {
-        Ok(s) => Some(s),
-        Err(e) => {
-            eprintln!("connstorm load: warning: cannot read the kernel's TCP counters ({e}); server-side acceptance unknown");
-            None
-        }
-    }
+    ::bench::standalone::counters(&mut |w| eprintln!("connstorm load: warning: {w}"))
 }
 
 /// The exit code table (README): 128+signo when a signal interrupted the run (the report was

@@ -20,10 +20,11 @@
 
 use std::io::Write;
 use std::net::SocketAddr;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use ::bench::standalone;
 use anyhow::Context;
-use server::render::{progress_line, ReportText, MIN_PARTIAL};
+use server::render::ReportText;
 use server::{EngineChoice, Mode, Server, ServerConfig, Steer};
 
 use crate::error::bad_input;
@@ -126,7 +127,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     };
     let cpus = match args.cpus {
         Some(c) => c,
-        None => allowed_cpus().context("reading this process's CPU affinity")?,
+        None => common::cpulist::usable(),
     };
     let tls = if args.tls {
         let t = server::tls::server_config(args.cert.as_deref(), args.key.as_deref())
@@ -193,54 +194,21 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     );
     drop(err);
     let started_wall = std::time::SystemTime::now();
-    let counters_before = args.out.as_ref().and_then(|_| {
-        tuning::counters::Snapshot::read(std::path::Path::new(tuning::counters::DEFAULT_NET_DIR))
-            .ok()
+    let counters_before = args
+        .out
+        .as_ref()
+        .and_then(|_| standalone::counters(&mut |w| eprintln!("connstorm server: warning: {w}")));
+    let interrupted = standalone::server::watch(&srv, args.duration, &stop, &mut |l| {
+        crate::output::note(l);
     });
-    let started = Instant::now();
-    let mut last = srv.stats();
-    let mut last_at = started;
-    let mut next_tick = started + Duration::from_secs(1);
-    let interrupted = loop {
-        if crate::signals::stopped(&stop) {
-            break true;
-        }
-        let now = Instant::now();
-        if args.duration.is_some_and(|d| now >= started + d) {
-            break false;
-        }
-        if now >= next_tick {
-            let cur = srv.stats();
-            let line = progress_line(now - started, now - last_at, &last, &cur, false);
-            let _ = writeln!(std::io::stderr(), "{line}");
-            (last, last_at) = (cur, now);
-            next_tick += Duration::from_secs(1);
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    // The last, partial second: scaled to a per-second rate and marked, or left out when too short
-    // to say anything.
-    let now = Instant::now();
-    if now - last_at >= MIN_PARTIAL {
-        let line = progress_line(now - started, now - last_at, &last, &srv.stats(), true);
-        let _ = writeln!(std::io::stderr(), "{line}");
-    }
     let mut report = srv.stop();
     report.interrupted = interrupted;
     if let Some(m) = &metrics {
         m.finish();
     }
     if let Some(dir) = &args.out {
-        let counters = counters_before
-            .and_then(|b| {
-                let now = tuning::counters::Snapshot::read(std::path::Path::new(
-                    tuning::counters::DEFAULT_NET_DIR,
-                ))
-                .ok()?;
-                Some(now.delta(&b).to_map())
-            })
-            .unwrap_or_default();
-        let path = ::bench::standalone::server::record(
+        let counters = standalone::delta_since(counters_before.as_ref());
+        let path = standalone::server::record(
             &report,
             started_wall,
             counters,
@@ -273,8 +241,4 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     }
     crate::cmd::metrics::end(endpoint, &args.metrics);
     Ok(0)
-}
-
-fn allowed_cpus() -> anyhow::Result<Vec<usize>> {
-    Ok(tuning::topology::allowed_cpus(std::path::Path::new("/"))?)
 }

@@ -178,11 +178,7 @@ fn sysctl_path(key: &str) -> String {
 
 /// CPUs this process may run on (from sched_getaffinity(2)), ascending. Tests pin workers to these.
 pub fn allowed_cpus() -> Vec<usize> {
-    let set =
-        nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)).expect("sched_getaffinity");
-    (0..nix::sched::CpuSet::count())
-        .filter(|&c| set.is_set(c).unwrap_or(false))
-        .collect()
+    common::cpulist::usable()
 }
 
 /// A finished command's stderr, as (lossy) text.

@@ -10,12 +10,64 @@
 //! see when a connection was meant to start.
 
 use std::collections::BTreeMap;
-use std::time::SystemTime;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant, SystemTime};
 
 use results::record::{self as rec, BuildInfo, Role, RunInfo, RunRecord};
-use server::ServerReport;
+use server::render::{progress_line, MIN_PARTIAL};
+use server::{Server, ServerReport};
 
 use crate::record::Build;
+
+/// Watches a started server until `duration` (if any) has passed since the call or `stop` turns
+/// true, polling every 20 ms; `on_line` gets one progress line a second
+/// ([`server::render::progress_line`]) and one for the last, partial second when it lasted at
+/// least [`MIN_PARTIAL`] (scaled to a per-second rate and marked). Returns true when `stop` ended
+/// the watch. The caller then stops the server ([`Server::stop`]).
+pub fn watch(
+    srv: &Server,
+    duration: Option<Duration>,
+    stop: &AtomicBool,
+    on_line: &mut dyn FnMut(&str),
+) -> bool {
+    let started = Instant::now();
+    let mut last = srv.stats();
+    let mut last_at = started;
+    let mut next_tick = started + Duration::from_secs(1);
+    let stopped = loop {
+        if crate::signals::stopped(stop) {
+            break true;
+        }
+        let now = Instant::now();
+        if duration.is_some_and(|d| now >= started + d) {
+            break false;
+        }
+        if now >= next_tick {
+            let cur = srv.stats();
+            on_line(&progress_line(
+                now - started,
+                now - last_at,
+                &last,
+                &cur,
+                false,
+            ));
+            (last, last_at) = (cur, now);
+            next_tick += Duration::from_secs(1);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let now = Instant::now();
+    if now - last_at >= MIN_PARTIAL {
+        on_line(&progress_line(
+            now - started,
+            now - last_at,
+            &last,
+            &srv.stats(),
+            true,
+        ));
+    }
+    stopped
+}
 
 /// Builds the server record; `started`: when the listeners listened; `counters`: Δ of the
 /// namespace's counters over the run (empty when unreadable), read on the calling thread;

@@ -2,9 +2,7 @@
 //! anything is created), and the ephemeral-port budget warnings printed before a run.
 
 use std::net::{IpAddr, SocketAddr};
-use std::path::Path;
 
-use anyhow::Context;
 use loadgen::{Arrival, CloseMode, LoadConfig, Pattern};
 
 use super::args::{Args, ArrivalArg, CloseArg, Family, Targets, TlsResumeArg, TlsVersionArg};
@@ -70,10 +68,10 @@ pub(super) fn config(args: &Args, nofile: u64) -> anyhow::Result<LoadConfig> {
         Some(m) => m,
         None => match pattern {
             Pattern::Open { rate_per_sec, .. } => {
-                let workers = args.cpus.as_ref().map_or_else(
-                    || allowed_cpus().map_or(1, |c| c.len()),
-                    |c| c.0.len(),
-                );
+                let workers = args
+                    .cpus
+                    .as_ref()
+                    .map_or_else(|| common::cpulist::usable().len().max(1), |c| c.0.len());
                 let d = loadgen::default_max_in_flight(rate_per_sec, args.connect_timeout, workers);
                 (d as u64).min(fd_room)
             }
@@ -88,20 +86,14 @@ pub(super) fn config(args: &Args, nofile: u64) -> anyhow::Result<LoadConfig> {
             )));
         }
     }
-    let allowed = allowed_cpus().context("reading this process's CPU affinity")?;
     let cpus = match &args.cpus {
         Some(c) => c.0.clone(),
-        None => allowed.clone(),
+        None => common::cpulist::usable(),
     };
     // sched_setaffinity(2) on a thread checks the cpuset, not this process's affinity mask
     // (taskset), so a CPU outside the mask would be pinned to without complaint: refuse it here,
     // with the same words as `connstorm server`.
-    if let Some(cpu) = cpus.iter().find(|c| !allowed.contains(c)) {
-        return Err(bad_input(format!(
-            "--cpus: {}",
-            tuning::cpulist::unavailable_message(*cpu, &allowed)
-        )));
-    }
+    common::cpulist::check_usable(&cpus).map_err(|e| bad_input(format!("--cpus: {e}")))?;
     let mut seen = std::collections::HashSet::new();
     let sources: Vec<IpAddr> = args
         .source
@@ -203,8 +195,4 @@ fn tls_options(args: &Args, first: SocketAddr) -> anyhow::Result<Option<loadgen:
     };
     o.client_config().map_err(crate::error::bad_input)?;
     Ok(Some(o))
-}
-
-fn allowed_cpus() -> anyhow::Result<Vec<usize>> {
-    Ok(tuning::topology::allowed_cpus(Path::new("/"))?)
 }

@@ -4,7 +4,7 @@
 //! accept-queue settle), writes what it has — report on stdout, record file — runs its cleanup and
 //! exits with the same 128+signo code; only when it has not finished within
 //! [`SECOND_SIGNAL_GRACE`] does the signal thread exit for it, after running the registered
-//! *cleanup hooks* ([`::bench::cleanup`]: the `bench --netns` namespaces, `ab` toggles). A third
+//! *cleanup hooks* ([`crate::cleanup`]: the `bench --netns` namespaces, `ab` toggles). A third
 //! signal runs the hooks and exits at once. Hooks run on the signal-watching thread, not in a
 //! signal handler, so they may do anything (spawn `ip`, write sysctls).
 
@@ -17,7 +17,7 @@ use std::io::Write as _;
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
-pub use ::bench::cleanup::on_forced_exit;
+pub use crate::cleanup::on_forced_exit;
 
 /// The first stop signal's number (0: none yet).
 static RECEIVED: AtomicI32 = AtomicI32::new(0);
@@ -88,13 +88,13 @@ pub fn stop_flag() -> std::io::Result<Arc<AtomicBool>> {
                                     "connstorm: not finished {} s after the second signal: cleaning up and exiting without the rest",
                                     SECOND_SIGNAL_GRACE.as_secs()
                                 );
-                                ::bench::cleanup::run_all();
+                                crate::cleanup::run_all();
                                 std::process::exit(code);
                             });
                     }
                     _ => {
                         let _ = writeln!(err, "connstorm: third signal: cleaning up and exiting now");
-                        ::bench::cleanup::run_all();
+                        crate::cleanup::run_all();
                         std::process::exit(code);
                     }
                 }

@@ -1,4 +1,4 @@
-//! Progress of `bench`, `sweep` and `ab` on stderr: on a terminal one indicatif bar (command,
+//! Progress of `bench`, `sweep`, `ab` and `load` on stderr: on a terminal one indicatif bar (command,
 //! trial k of n, phase, elapsed, seconds done of planned, ETA) with every note printed above
 //! it; otherwise the plain per-second lines `load` prints, one per measured second.
 //!
@@ -59,14 +59,27 @@ pub fn trial(command: &str, k: u32, n: u32, side: &str) {
 pub fn second(phase: &str, line: &str) {
     match bar() {
         Some(b) => {
-            if b.position() + 1 > b.length().unwrap_or(0) {
-                b.set_length(b.position() + 1);
-            }
-            b.inc(1);
+            advance(&b);
             b.set_message(format!("phase {phase}"));
         }
         None => crate::output::note(line),
     }
+}
+
+/// One second of `load` is done: `line` is printed (above the bar on a terminal) and the bar,
+/// if any, moves on.
+pub fn second_line(line: &str) {
+    crate::output::note(line);
+    if let Some(b) = bar() {
+        advance(&b);
+    }
+}
+
+fn advance(b: &indicatif::ProgressBar) {
+    if b.position() + 1 > b.length().unwrap_or(0) {
+        b.set_length(b.position() + 1);
+    }
+    b.inc(1);
 }
 
 /// Prints `line` above the bar and returns `true` when a bar is shown; `false` (nothing
@@ -83,7 +96,7 @@ pub fn println(line: &str) -> bool {
 
 /// Planned seconds of one `bench` run: warm-up and measurement of its peak and latency phases.
 pub fn bench_seconds(duration: Duration) -> Duration {
-    let (peak, latency, warmup) = crate::bench::run::split_duration(duration);
+    let (peak, latency, warmup) = crate::run::split_duration(duration);
     peak + latency + warmup * 2
 }
 
