@@ -448,3 +448,59 @@ fn tls_load_record_keeps_tls_counts_for_report_and_merge() {
         results::histogram::decode(p["histograms"]["tls_handshake"].as_str().unwrap()).unwrap();
     assert_eq!(hist.len(), handshakes);
 }
+
+/// Resumption when many handshakes of a worker are in flight, with a request on each: a warm
+/// worker finds a ticket for every handshake (rustls' own cache keeps only 8 per server, so at
+/// 32 in flight about half went full), and a resumed TLS 1.2 handshake — where the client
+/// speaks last — sends its Finished and the request in one segment: two segments made the
+/// request wait under Nagle for the server's delayed ACK, at least 40 ms (TCP_DELACK_MIN) on
+/// every connection.
+#[test]
+fn tls_resumption_with_many_in_flight_and_a_request_resumes_without_waiting_for_acks() {
+    let _x = testkit::exclusive();
+    let srv = strings(&["--mode", "http"]);
+    for (engine, (version, resume, concurrency)) in ENGINES.iter().flat_map(|e| {
+        [
+            ("1.3", "tickets", 32u64),
+            ("1.2", "ids", 1),
+            ("1.2", "tickets", 1),
+        ]
+        .map(|c| (*e, c))
+    }) {
+        let load = strings(&[
+            "--concurrency",
+            &concurrency.to_string(),
+            "--insecure",
+            "--http",
+            "/",
+            "--tls-version",
+            version,
+            "--tls-resume",
+            resume,
+        ]);
+        let case = format!("{engine} {version} {resume} c{concurrency}");
+        let (out, s, passive) = round(engine, srv.clone(), load);
+        assert_eq!(out.status.code(), Some(0), "{case}: {}", stderr(&out));
+        let j = json(&out);
+        let t = &j["tls"];
+        let hs = u(&t["total_handshakes"]);
+        let full = u(&t["total_full"]);
+        assert!(hs >= 100, "{case}: {j}");
+        assert!(
+            (1..=concurrency).contains(&full),
+            "{case}: only each slot's first handshake may be full, {full} of {hs} were: {t}"
+        );
+        assert_eq!(u(&t["total_resumed"]), hs - full, "{case}: {t}");
+        assert_eq!(sum(&s, "tls_resumed"), hs - full, "{case}: {s}");
+        assert_eq!(passive as u64, hs, "{case}: {s}");
+        let p50 = j["http"]["response"]["percentiles"]
+            .as_array()
+            .and_then(|p| p.iter().find(|x| x[0] == 50.0))
+            .map(|x| u(&x[1]))
+            .unwrap_or_else(|| panic!("{case}: no response p50: {j}"));
+        assert!(
+            p50 < 40_000_000,
+            "{case}: response p50 {p50} ns is at the delayed-ACK floor (40 ms): a segment waited for an ACK"
+        );
+    }
+}

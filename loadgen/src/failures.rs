@@ -219,6 +219,16 @@ pub fn explain(name: &str) -> Option<&'static str> {
              or its accept queue was full with net.ipv4.tcp_abort_on_overflow=1 (then it never accepted the \
              connection: see the acceptance line where the server's counters are readable)"
         }
+        "TLS protocol error" => {
+            "the server's bytes were not the TLS expected (a record that does not parse, or a message out \
+             of place): most often a server that does not speak TLS on this port (plain HTTP, SSH, a \
+             greeting); check that the port serves TLS (`openssl s_client -connect HOST:PORT`) or drop --tls"
+        }
+        "TLS handshake EOF" => {
+            "the server closed the connection during the TLS handshake without an alert: a server that \
+             does not speak TLS on this port (it closes on bytes it does not understand), or one that drops \
+             handshakes it cannot serve (overloaded, or no common version or cipher and no alert sent)"
+        }
         "EMFILE" => "per-process descriptor limit hit: raise RLIMIT_NOFILE (ulimit -n) or lower --max-in-flight",
         "ENFILE" => "system-wide descriptor limit hit: raise fs.file-max or lower --max-in-flight",
         "ENOBUFS" | "ENOMEM" => "the kernel ran out of socket memory: check net.ipv4.tcp_mem and free memory",

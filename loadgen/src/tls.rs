@@ -37,6 +37,7 @@ use serde::{Deserialize, Serialize};
 use crate::failures::{ProtoFailures, TlsOther};
 
 mod exchange;
+mod store;
 use crate::report::{HistogramSummary, Overflow};
 use crate::stats::Latency;
 
@@ -331,8 +332,19 @@ impl TlsWorker {
     /// # Errors
     /// As [`TlsOptions::client_config`].
     pub(crate) fn new(o: &TlsOptions, slots: usize, high_ns: u64) -> Result<TlsWorker, String> {
+        let mut cfg = (*o.client_config()?).clone();
+        if o.resume != Resume::Off {
+            // rustls' cache keeps 8 tickets per server; a worker may have more in flight.
+            let tls12 = match o.resume {
+                Resume::Ids => rustls::client::Tls12Resumption::SessionIdOnly,
+                _ => rustls::client::Tls12Resumption::SessionIdOrTickets,
+            };
+            cfg.resumption =
+                rustls::client::Resumption::store(Arc::new(store::SessionStore::for_slots(slots)))
+                    .tls12_resumption(tls12);
+        }
         Ok(TlsWorker {
-            cfg: o.client_config()?,
+            cfg: Arc::new(cfg),
             name: o.name()?,
             slots: (0..slots).map(|_| TlsSlot::default()).collect(),
             scratch: vec![0; 16 * 1024].into_boxed_slice(),
@@ -424,15 +436,23 @@ pub(crate) fn drive(s: &mut TlsSlot, sock: &socket2::Socket) -> TlsStep {
             Err(e) if e.kind() == ErrorKind::Interrupted => continue,
             Err(e) => return TlsStep::Errno(e.raw_os_error().unwrap_or(libc::EIO)),
         };
-        let state = conn.process_new_packets();
-        let _ = flush(conn, sock);
-        let state = match state {
+        let state = match conn.process_new_packets() {
             Ok(st) => st,
-            Err(e) => return TlsStep::Tls(e),
+            Err(e) => {
+                // The alert rustls queued for the server.
+                let _ = flush(conn, sock);
+                return TlsStep::Tls(e);
+            }
         };
         if !s.done && !conn.is_handshaking() {
+            // Not flushed here: the caller appends the request (or close_notify) and flushes
+            // both in one write. Two writes would be two segments, and the second (the request
+            // after a resumed TLS 1.2 handshake, where the client speaks last) would wait under
+            // Nagle for the server's delayed ACK of the first: ~40 ms per connection (measured:
+            // 24 conn/s, response p50 43.9 ms, against 566 conn/s for full handshakes).
             return TlsStep::Handshaken;
         }
+        let _ = flush(conn, sock);
         if n == 0 || state.peer_has_closed() {
             return if s.done {
                 TlsStep::Closed

@@ -123,12 +123,18 @@ impl Evidence<'_> {
         self.failures.get(class).copied().unwrap_or(0)
     }
 
-    /// "listen backlog B, net.core.somaxconn S: accept queue Q".
+    /// "listen backlog B, net.core.somaxconn S: the accept queue holds Q+1".
     fn accept_queue(&self) -> String {
         let b = self.s("listen_backlog");
         let m = self.s("net.core.somaxconn");
         let q = match (b, m) {
-            (Some(b), Some(m)) => format!(": accept queue {}", b.min(m)),
+            // The kernel refuses a child only when more than the backlog wait
+            // (`sk_acceptq_is_full`: sk_ack_backlog > sk_max_ack_backlog, include/net/sock.h),
+            // so the queue holds backlog + 1.
+            (Some(b), Some(m)) => format!(
+                ": the accept queue holds {} (the smaller of the two, plus one)",
+                b.min(m) + 1
+            ),
             _ => String::new(),
         };
         format!(
@@ -242,10 +248,12 @@ pub fn diagnose(e: &Evidence<'_>) -> Vec<Cause> {
         );
     }
     if failed > 0 && !balanced {
-        add(
-            Kind::SyncookiesFailed,
-            format!("syncookie ACKs rejected: SyncookiesFailed {failed} ACKs did not validate as cookies (expired or mangled), and our counts do not balance: those handshakes were dropped — fix: avoid relying on cookies (raise the SYN backlog)"),
-        );
+        let line = if e.balanced.is_none() {
+            format!("syncookie ACKs rejected: SyncookiesFailed {failed} ACKs did not validate as cookies (expired or mangled); each is a lost handshake only if the client completed it and the server never accepted it, which cannot be told here (other connections count in this namespace's counters) — run in a private namespace (bench --netns) to know; fix if they were: avoid relying on cookies (raise the SYN backlog)")
+        } else {
+            format!("syncookie ACKs rejected: SyncookiesFailed {failed} ACKs did not validate as cookies (expired or mangled), and our counts do not balance: those handshakes were dropped — fix: avoid relying on cookies (raise the SYN backlog)")
+        };
+        add(Kind::SyncookiesFailed, line);
     }
     let qdrop = e.c("TcpExt.TCPReqQFullDrop");
     if qdrop > 0 {
@@ -514,7 +522,10 @@ mod tests {
             "{l}"
         );
         assert!(l.contains("EmbryonicRsts 51"), "{l}");
-        assert!(l.contains("accept queue 1"), "{l}");
+        assert!(
+            l.contains("the accept queue holds 2 (the smaller of the two, plus one)"),
+            "{l}"
+        );
         // The same shortfall through syncookie handshakes: dropped, not reset.
         let counters = map(&[
             ("TcpExt.ListenOverflows", 120),

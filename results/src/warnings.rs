@@ -44,7 +44,14 @@ pub fn derived(r: &RunRecord) -> Vec<String> {
     };
     let mut other: std::collections::BTreeMap<&str, i64> = Default::default();
     for p in &r.phases {
+        // SyncookiesFailed counts ACKs that were not valid cookies; when every handshake the
+        // client completed was accepted (the cross-check agreed) none of them was a lost
+        // handshake (late segments of connections already gone): no warning.
+        let balanced = p.cross_check.as_ref().is_some_and(|c| c.agree);
         for (k, v) in p.drops() {
+            if balanced && k == "TcpExt.SyncookiesFailed" {
+                continue;
+            }
             if !named(k) {
                 *other.entry(k).or_insert(0) += v;
             }
@@ -221,5 +228,31 @@ mod tests {
         };
         assert_eq!(c.share(c.busy_ns), 0.0);
         assert!(cpu_contention("peak", &c).is_empty());
+    }
+}
+
+#[cfg(test)]
+mod syncookies_failed {
+    use super::*;
+
+    /// A record whose peak phase saw `failed` SyncookiesFailed, with its cross-check `agree`.
+    fn with_failed_cookies(failed: i64, agree: bool) -> RunRecord {
+        let mut r = RunRecord::example();
+        r.phases.truncate(1);
+        let p = &mut r.phases[0];
+        p.counters.insert("TcpExt.SyncookiesFailed".into(), failed);
+        if let Some(c) = p.cross_check.as_mut() {
+            c.agree = agree;
+        }
+        r
+    }
+
+    #[test]
+    fn failed_cookie_acks_of_a_balanced_run_are_no_lost_handshakes() {
+        let says_failed = |w: &[String]| w.iter().any(|l| l.contains("SyncookiesFailed"));
+        let balanced = derived(&with_failed_cookies(578, true));
+        assert!(!says_failed(&balanced), "{balanced:?}");
+        let unbalanced = derived(&with_failed_cookies(578, false));
+        assert!(says_failed(&unbalanced), "{unbalanced:?}");
     }
 }

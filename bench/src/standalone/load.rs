@@ -87,7 +87,14 @@ pub fn kernel_view(
         failures: &report.total.failures,
         client_handshakes: handshakes,
         server_accepts: Some(acceptance.accepted - still_queued),
-        balanced: None,
+        // Balanced when the count is exact and nothing was lost; unbalanced whenever something
+        // was (even a lower bound); unknown when other connections may hide a loss.
+        balanced: match acceptance.exactness {
+            results::acceptance::Exactness::Exact => Some(acceptance.never_accepted == 0),
+            results::acceptance::Exactness::LowerBound => {
+                (acceptance.never_accepted > 0).then_some(false)
+            }
+        },
     })
     .into_iter()
     .map(|c| c.line)

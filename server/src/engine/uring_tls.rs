@@ -230,7 +230,14 @@ impl TlsConn {
                 if !self.done {
                     counts.tls.eof();
                 }
-                return Next::Close;
+                // The client's Finished and close_notify can come in one read: what this
+                // handshake queued after the Finished (TLS 1.3 session tickets, its own
+                // close_notify) is still sent before the close, or the client never resumes.
+                return if self.queue() {
+                    Next::SendClose
+                } else {
+                    Next::Close
+                };
             }
         }
         if self.queue() {
