@@ -18,7 +18,10 @@ use crate::{Arrival, HistogramSummary, LoadConfig, LoadReport, Overflow, Pattern
 /// Shape: `t=   3 s offered 20,000/s, achieved 19,990/s, errors 0/s, late 0/s, dropped 0/s,
 /// handshake p50 1.0 µs p99 2.50 ms`.
 pub fn second_line(row: &TimelineRow, open_loop: bool) -> String {
-    let lat = if row.successes == 0 {
+    // No latency in this second's histogram (no success, or — with --http, where a success is
+    // a complete response — successes whose handshakes fell in earlier seconds, as in a drain
+    // second): no figure rather than "0 ns". A real handshake never takes 0 ns.
+    let lat = if row.successes == 0 || row.p99_ns == 0 {
         "handshake p50 - p99 -".to_string()
     } else {
         format!(
@@ -58,6 +61,27 @@ pub fn second_line(row: &TimelineRow, open_loop: bool) -> String {
     )
 }
 
+/// The source addresses of a run in words: `kernel-chosen source address(es)`, or each source,
+/// and — when the targets are of both families but the sources of one — which targets get a
+/// kernel-chosen source (an attempt binds only sources of its target's family).
+fn sources_text(cfg: &LoadConfig) -> String {
+    if cfg.sources.is_empty() {
+        return "kernel-chosen source address(es)".into();
+    }
+    let list: Vec<String> = cfg.sources.iter().map(ToString::to_string).collect();
+    let mut t = format!("source address(es) {}", list.join(","));
+    for (v4, fam) in [(true, "IPv4"), (false, "IPv6")] {
+        let targets = cfg.targets.iter().any(|a| a.is_ipv4() == v4);
+        let sources = cfg.sources.iter().any(|a| a.is_ipv4() == v4);
+        if targets && !sources {
+            t.push_str(&format!(
+                " (no {fam} source: {fam} targets get a kernel-chosen one)"
+            ));
+        }
+    }
+    t
+}
+
 /// The line `connstorm load` prints before a run: pattern, targets, durations, CPUs, close mode,
 /// sources and connect timeout, e.g. `open loop at 1,000/s (uniform arrivals, at most 3,000 in
 /// flight) to 127.0.0.1:9000 for 10s (+2s warm-up) on CPUs 0-1, --close rst, kernel-chosen
@@ -83,17 +107,13 @@ pub fn plan_line(cfg: &LoadConfig) -> String {
     };
     let targets: Vec<String> = cfg.targets.iter().map(ToString::to_string).collect();
     format!(
-        "{what} to {} for {} (+{} warm-up) on CPUs {}, --close {}, {} source address(es), connect timeout {}",
+        "{what} to {} for {} (+{} warm-up) on CPUs {}, --close {}, {}, connect timeout {}",
         targets.join(","),
         humantime::format_duration(cfg.duration),
         humantime::format_duration(cfg.warmup),
         common::cpulist::format(&cfg.cpus),
         cfg.close.name(),
-        if cfg.sources.is_empty() {
-            "kernel-chosen".to_string()
-        } else {
-            numfmt::count(cfg.sources.len() as u64)
-        },
+        sources_text(cfg),
         humantime::format_duration(cfg.connect_timeout),
     )
 }
@@ -282,7 +302,7 @@ impl fmt::Display for Summary<'_> {
             };
             writeln!(
                 out,
-                "  worker cpu {:>3}: {} attempts, {} handshakes in time, on CPU {:.3} s ({}/attempt, exact); user {:.3} s ({}/attempt) sys {:.3} s ({}/attempt) by tick samples",
+                "  worker cpu {:>3}: {} attempts, {} successes, on CPU {:.3} s ({}/attempt, exact); user {:.3} s ({}/attempt) sys {:.3} s ({}/attempt) by tick samples",
                 w.cpu,
                 numfmt::count(w.attempts),
                 numfmt::count(w.successes),
@@ -452,6 +472,14 @@ mod tests {
             "{l}"
         );
         assert!(!l.contains("/s"), "a drain second has no rates: {l}");
+        // Responses completed, their handshakes all in earlier seconds: no "p50 0 ns".
+        let (mut h, mut empty) = (row(2, 0.0, 0, 44), row(2, 0.0, 0, 44));
+        (h.p50_ns, h.p99_ns, h.max_ns) = (1_000, 2_000, 3_000);
+        (empty.p50_ns, empty.p99_ns, empty.max_ns) = (0, 0, 0);
+        let l = second_line(&h, true);
+        assert!(l.ends_with("handshake p50 1.0 µs p99 2.0 µs"), "{l}");
+        let l = second_line(&empty, true);
+        assert!(l.ends_with("handshake p50 - p99 -"), "{l}");
     }
 
     #[test]
@@ -567,7 +595,7 @@ mod tests {
             "  whole run incl. warm-up: 12,000 attempts, 10,000 succeeded, 2,000 failed, 25 late, 0 dropped, 0 abandoned, 0 completed after the timeout\n",
             "    [::1]:9000               6,000 attempts, 4,500 succeeded, failed: 1,500 ECONNREFUSED\n",
             "  NOTE: ECONNREFUSED on [::1]:9000 (1,500 of 6,000 attempts) while 127.0.0.1:9000 accepts\n",
-            "  worker cpu   1: 12,000 attempts, 10,000 handshakes in time, on CPU 1.200 s (100.0 µs/attempt, exact)",
+            "  worker cpu   1: 12,000 attempts, 10,000 successes, on CPU 1.200 s (100.0 µs/attempt, exact)",
         ] {
             assert!(text.contains(want), "missing {want:?} in\n{text}");
         }
@@ -596,6 +624,20 @@ mod tests {
             plan_line(&cfg),
             "closed loop with 1,500 in flight to 127.0.0.1:9000 for 10s (+2s warm-up) on CPUs 0-2, \
              --close fin, kernel-chosen source address(es), connect timeout 3s"
+        );
+        // Targets of both families, sources of one: the plan says which targets get none.
+        let mixed = LoadConfig {
+            targets: vec![
+                "127.0.0.1:9000".parse().unwrap(),
+                "[::1]:9000".parse().unwrap(),
+            ],
+            sources: vec!["127.0.0.5".parse().unwrap()],
+            ..cfg
+        };
+        let l = plan_line(&mixed);
+        assert!(
+            l.contains("source address(es) 127.0.0.5 (no IPv6 source: IPv6 targets get a kernel-chosen one)"),
+            "{l}"
         );
     }
 

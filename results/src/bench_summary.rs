@@ -310,7 +310,10 @@ pub fn render(
                     peak,
                     &r.run.server_cpus,
                     &r.run.load_cpus,
-                    !crate::diagnosis::of_phases(std::slice::from_ref(peak)).is_empty()
+                    Limits {
+                        causes: !crate::diagnosis::of_phases(std::slice::from_ref(peak)).is_empty(),
+                        contention: contended(r, "peak"),
+                    }
                 )
             );
         }
@@ -366,11 +369,28 @@ pub fn render(
 /// sides share CPUs, their shares of those CPUs say nothing about saturation; each CPU's own busy
 /// time (/proc/stat) does ([`saturation`]). With named causes (drops, resets, refusals) and no
 /// saturated CPU, the causes limited the peak, not the concurrency.
+/// What else may have limited a phase's peak than its CPUs: named causes (drops, resets,
+/// refusals) and other work on (or steal time of) the benchmark CPUs.
+struct Limits {
+    causes: bool,
+    contention: bool,
+}
+
+/// Whether the record carries a contention or steal warning of `phase`
+/// ([`crate::warnings::cpu_contention`]'s wording).
+fn contended(r: &RunRecord, phase: &str) -> bool {
+    let other = format!("{phase}: other work used");
+    let steal = format!("{phase}: the hypervisor took");
+    r.warnings
+        .iter()
+        .any(|w| w.starts_with(&other) || w.starts_with(&steal))
+}
+
 fn bottleneck(
     p: &PhaseRecord,
     server_cpus: &[usize],
     load_cpus: &[usize],
-    has_causes: bool,
+    limits: Limits,
 ) -> String {
     let util = |c: &crate::record::SideCpu| {
         let cap = c.wall_ns as f64 * c.cpus as f64;
@@ -390,7 +410,10 @@ fn bottleneck(
             common::cpulist::format(&busy.iter().map(|b| b.0).collect::<Vec<_>>()),
             busy.iter().map(|b| format!("{:.0}%", b.1)).collect::<Vec<_>>().join(", ")
         ),
-        (Some(server), Saturation::Neither) if has_causes => format!(
+        (Some(server), Saturation::Neither) if limits.contention => format!(
+            " (CPU busy: load {load:.0}%, server {server:.0}% — neither side saturated: other work on the benchmark CPUs (see the warnings below) limits the peak; run on a quiet host or other CPUs)"
+        ),
+        (Some(server), Saturation::Neither) if limits.causes => format!(
             " (CPU busy: load {load:.0}%, server {server:.0}% — neither side saturated: the causes in the warnings below limit the peak)"
         ),
         (Some(server), Saturation::Neither) => format!(
@@ -585,6 +608,27 @@ mod tests {
             !quiet.contains("tick note") && !quiet.contains("record:"),
             "{quiet}"
         );
+    }
+
+    /// A peak below saturation on both sides while other work used the benchmark CPUs: the
+    /// headline names the contention, not a low --concurrency.
+    #[test]
+    fn an_unsaturated_peak_on_contended_cpus_blames_the_contention_not_the_concurrency() {
+        let mut r = RunRecord::example();
+        let load = &mut r.phases[0].cpu.load;
+        load.run_ns = Some(load.wall_ns * load.cpus as u64 * 7 / 10);
+        let headline = |r: &RunRecord| {
+            let text = render(r, None, None);
+            text.lines().nth(1).unwrap_or_default().to_string()
+        };
+        assert!(!headline(&r).contains("other work"), "{}", headline(&r));
+        r.warnings.push("peak: other work used 45% of the benchmark CPUs [0-1] (busy 100%, connstorm itself 55%): the numbers include that contention; stop other load or choose other CPUs".into());
+        let h = headline(&r);
+        assert!(
+            h.contains("neither side saturated: other work on the benchmark CPUs (see the warnings below) limits the peak"),
+            "{h}"
+        );
+        assert!(!h.contains("raise --concurrency"), "{h}");
     }
 
     #[test]

@@ -451,8 +451,22 @@ pub fn compare(
         }
     }
     if side_a.used() < stats::MIN_TRIALS || side_b.used() < stats::MIN_TRIALS {
+        // Too few because trials were flagged: more trials on the same host get flagged too.
+        let flagged_out = !opts.include_flagged
+            && [&side_a, &side_b]
+                .iter()
+                .any(|s| s.used() < stats::MIN_TRIALS && s.trials.len() >= stats::MIN_TRIALS);
+        let fix = if flagged_out {
+            format!(
+                "enough trials ran, but flagged ones are left out: remove what flagged them (the flags above: e.g. other work on the benchmark CPUs — run on a quiet host or other CPUs), or keep them with --include-flagged (at {} trials a side, {} ran)",
+                stats::MIN_TRIALS,
+                side_a.trials.len().min(side_b.trials.len())
+            )
+        } else {
+            "run `connstorm ab --trials 10`".to_string()
+        };
         notes.push(format!(
-            "{} and {} trial(s) in the verdict: fewer than {} a side cannot show a change at 95% (with 2 a side, every B below every A happens 1 time in 6 by chance); run `connstorm ab --trials 10`",
+            "{} and {} trial(s) in the verdict: fewer than {} a side cannot show a change at 95% (with 2 a side, every B below every A happens 1 time in 6 by chance); {fix}",
             side_a.used(),
             side_b.used(),
             stats::MIN_TRIALS
@@ -767,6 +781,24 @@ mod tests {
         assert_eq!(rate(&c).a_excluded.n, 1);
         let text = render(&none_left, Format::Text);
         assert!(text.contains("n/a; flagged, excluded: 2"), "{text}");
+        // Enough trials ran: the note says what left them out, not "run more trials".
+        let few = none_left
+            .notes
+            .iter()
+            .find(|n| n.contains("cannot show a change"))
+            .unwrap_or_else(|| panic!("{:?}", none_left.notes));
+        assert!(few.contains("flagged ones are left out"), "{few}");
+        assert!(!few.contains("--trials 10"), "{few}");
+        let too_few = compare(&a[..2], &b[..2], (None, None), &Options::default());
+        let few = too_few
+            .notes
+            .iter()
+            .find(|n| n.contains("cannot show a change"));
+        assert!(
+            few.is_some_and(|n| n.contains("--trials 10")),
+            "{:?}",
+            too_few.notes
+        );
         let kept = compare(
             &a,
             &b,

@@ -179,7 +179,7 @@ pub fn check(c: &Counts) -> CrossCheck {
         if c.exact {
             "exact: server accepts = load handshakes = PassiveOpens; SYNs sent = ActiveOpens (private namespaces)".to_string()
         } else {
-            "equal to the host namespace's counters (no other traffic during the phase)".to_string()
+            "equal to this network namespace's counters, which other traffic could share (none showed during the phase)".to_string()
         }
     } else {
         notes.join("; ")
@@ -228,7 +228,8 @@ mod tests {
         let host = check(&balanced(false));
         assert!(host.agree);
         assert!(
-            host.note.starts_with("equal to the host namespace"),
+            host.note
+                .starts_with("equal to this network namespace's counters"),
             "{}",
             host.note
         );

@@ -52,9 +52,17 @@ pub fn progress_line(
     );
     if partial {
         line.push_str(&format!(" (partial second: {secs:.2} s, scaled to /s)"));
+    } else if interval >= LONG_TICK {
+        line.push_str(&format!(
+            " (over {secs:.2} s: the watching process was stopped or starved; scaled to /s)"
+        ));
     }
     line
 }
+
+/// A tick this much after the previous one covers missed seconds (a stopped or starved
+/// process): its line says over how long its rate was taken.
+pub const LONG_TICK: Duration = Duration::from_millis(1500);
 
 /// The final report as text (its `Display`): engine, steering, mode, listen address, backlog and
 /// whether a signal stopped the run; the epoll fallback reason; wall time and accepts; one table
@@ -202,6 +210,25 @@ mod tests {
         assert!(line.contains("total 360 "), "{line}");
         assert!(
             line.ends_with("(partial second: 0.40 s, scaled to /s)"),
+            "{line}"
+        );
+    }
+
+    #[test]
+    fn a_tick_after_missed_seconds_says_over_how_long() {
+        let line = progress_line(
+            Duration::from_secs(5),
+            Duration::from_millis(3500),
+            &stats(&[296]),
+            &stats(&[552]),
+            false,
+        );
+        // 256 accepts over 3.5 s, not over the 20 ms since the last poll.
+        assert!(line.starts_with("t=   5 s accepts/s        73 "), "{line}");
+        assert!(
+            line.ends_with(
+                "(over 3.50 s: the watching process was stopped or starved; scaled to /s)"
+            ),
             "{line}"
         );
     }

@@ -52,7 +52,7 @@ pub fn watch(
                 false,
             ));
             (last, last_at) = (cur, now);
-            next_tick += Duration::from_secs(1);
+            next_tick = next_tick_after(next_tick, now);
         }
         std::thread::sleep(Duration::from_millis(20));
     };
@@ -67,6 +67,16 @@ pub fn watch(
         ));
     }
     stopped
+}
+
+/// The first whole-second tick after `now`: ticks missed while the process was stopped or
+/// starved are skipped (one line covers them, [`server::render::LONG_TICK`]), not printed back
+/// to back over the 20 ms between polls, each scaled into a false rate.
+fn next_tick_after(mut tick: Instant, now: Instant) -> Instant {
+    while tick <= now {
+        tick += Duration::from_secs(1);
+    }
+    tick
 }
 
 /// Builds the server record; `started`: when the listeners listened; `counters`: Δ of the
@@ -193,6 +203,18 @@ mod tests {
         assert_eq!(
             c.note,
             "whole run: 7 accepted; this namespace's Tcp.PassiveOpens unreadable (equal when only this server listens here)"
+        );
+    }
+
+    #[test]
+    fn ticks_missed_while_stopped_are_skipped_not_printed_back_to_back() {
+        let t0 = Instant::now();
+        let s = Duration::from_secs;
+        assert_eq!(next_tick_after(t0 + s(1), t0 + s(1)), t0 + s(2));
+        // Stopped from 1.5 s to 4 s: the next line is due at 5 s, not at 2, 3 and 4 s at once.
+        assert_eq!(
+            next_tick_after(t0 + s(2), t0 + Duration::from_millis(4_020)),
+            t0 + s(5)
         );
     }
 }
