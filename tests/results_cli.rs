@@ -764,7 +764,7 @@ fn report_of_a_server_record_prints_the_accept_server() {
     assert!(!text.contains("nothing measured"), "{text}");
     for want in [
         "phase server: accept server, 2 workers, 2.500 s",
-        "accepted 500 in 2.500 s = 200.0 conn/s (12,000 CPM); accept errors: EMFILE 4; EMFILE/ENFILE back-offs 2; left in the accept queues at stop 0",
+        "accepted 500 in 2.500 s = 200.0 conn/s (12,000 CPM) averaged over the server's whole run, idle time included (the load records' rates are those of the load); accept errors: EMFILE 4; EMFILE/ENFILE back-offs 2; left in the accept queues at stop 0",
         "Tcp.PassiveOpens +500",
         "cross-check: server accepted 500, kernel PassiveOpens 500: agree",
     ] {

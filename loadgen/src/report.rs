@@ -132,7 +132,10 @@ pub struct TimelineRow {
     /// True when the second lies in the warm-up (no row straddles the start of the measured
     /// part).
     pub warmup: bool,
-    /// Intended starts that fell due in this second (open loop; attempts started in closed loop).
+    /// Starts handled in this second: attempts started plus starts dropped (open loop; in
+    /// closed loop the attempts started). Counted when the generator handled them, so after it
+    /// fell behind a second holds starts that fell due in earlier ones and can exceed the
+    /// rate; the run's totals are exact (offered = attempts + dropped).
     pub offered: u64,
     /// Attempts started.
     pub attempts: u64,

@@ -166,7 +166,7 @@ pub fn phase(out: &mut String, p: &PhaseRecord, accounting: Option<&str>) {
     if p.attempts == 0 {
         let _ = writeln!(
             out,
-            "  attempts: none ended in the measured window (kernel ActiveOpens {} incl. warm-up: those SYNs got no answer by the phase's end)",
+            "  attempts: none started in the measured window (attempts count by when they start; kernel ActiveOpens {} incl. warm-up): every slot was held by attempts started before it, and any handshake the per-second lines show in the window is one of those",
             p.cross_check
                 .as_ref()
                 .and_then(|c| c.kernel_active_opens)

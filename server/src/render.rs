@@ -97,7 +97,7 @@ impl fmt::Display for ReportText<'_> {
         }
         writeln!(
             out,
-            "wall time {secs:.3} s, accepted {} ({}/s)",
+            "wall time {secs:.3} s, accepted {} ({}/s averaged over the whole run, idle time included: the per-second lines show the rate while load ran)",
             numfmt::count(r.accepted()),
             numfmt::fixed(r.accepted() as f64 / secs, 1)
         )?;
@@ -281,7 +281,7 @@ mod tests {
         for want in [
             "engine epoll, steering none, mode close, listen 127.0.0.1:9000, backlog 65,535, stopped by signal\n",
             "fell back to epoll: io_uring_setup: EPERM\n",
-            "wall time 2.000 s, accepted 12,345 (6,172.5/s)\n",
+            "wall time 2.000 s, accepted 12,345 (6,172.5/s averaged over the whole run, idle time included: the per-second lines show the rate while load ran)\n",
             "    3       12,345      6,172.5     1.760     0.250     1.500        7  EMFILE=1,200\n",
             "      1,500 connections left in the accept queue at stop (reset by the kernel)\n",
         ] {

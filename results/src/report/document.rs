@@ -359,7 +359,7 @@ fn server_phase_blocks(
     }
     let rate = accepted as f64 / p.measured_secs;
     out.push(Block::Line(format!(
-        "accepted {} in {:.3} s = {} conn/s ({} CPM); {tail}",
+        "accepted {} in {:.3} s = {} conn/s ({} CPM) averaged over the server's whole run, idle time included (the load records' rates are those of the load); {tail}",
         count(accepted),
         p.measured_secs,
         fixed(rate, 1),
