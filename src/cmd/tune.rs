@@ -96,7 +96,7 @@ fn check(a: &CheckArgs, out: &mut impl Write) -> anyhow::Result<i32> {
         } else {
             write!(
                 out,
-                "connstorm doctor ({})\n{}",
+                "connstorm doctor (host root {}: no preset or file given, so the host is checked)\n{}",
                 a.root.display(),
                 render::findings(&f)
             )?;

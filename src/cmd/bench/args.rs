@@ -120,8 +120,9 @@ pub struct SetupArgs {
 #[derive(Debug, Clone, clap::Args)]
 #[group(skip)]
 pub struct Args {
-    /// Total measured time of both phases (40% peak, 60% latency, in whole seconds from 3 s up),
-    /// plus a warm-up before each phase (1 s; duration/10 below 3 s).
+    /// Total measured time of both phases: from 3 s up the peak phase gets 40% rounded to whole
+    /// seconds and the latency phase the rest (e.g. `3.5s`: 1 s and 2.5 s); below 3 s, 40% and
+    /// 60% exactly. Plus a warm-up before each phase: 1 s, or duration/10 below 3 s.
     #[arg(long, default_value = "15s", value_parser = units::parse_positive_duration)]
     pub duration: Duration,
     /// Offered rate of the latency phase (e.g. `16.7k/s`, `1M/min`); default 80% of the
