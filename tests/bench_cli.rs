@@ -1220,3 +1220,121 @@ fn default_bench_leaves_no_minisock_and_retransmits_no_syn() {
     assert_eq!(k["Tcp.PassiveOpens"], handshakes as i64, "{k:?}");
     assert_eq!(k["Tcp.ActiveOpens"], handshakes as i64, "{k:?}");
 }
+
+/// Finding: `sweep --from 10% --to 1000000000%` ran the probe and step 1, then exited 2 with a
+/// record that looked whole. A range no peak fits is refused before anything runs (no record);
+/// a step rate known only from the probe is refused right after it, before any step, and the
+/// record says the sweep is incomplete.
+#[test]
+fn a_sweep_step_that_would_be_refused_is_refused_before_any_step_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().to_str().unwrap();
+    let upfront = run(&[
+        "sweep",
+        "--from",
+        "10%",
+        "--to",
+        "1000000000%",
+        "--out",
+        out,
+    ]);
+    let err = String::from_utf8_lossy(&upfront.stderr);
+    assert_eq!(upfront.status.code(), Some(2), "{err}");
+    assert!(err.contains("no probed peak fits every step"), "{err}");
+    assert!(records(dir.path()).is_empty(), "nothing ran, no record");
+
+    let _x = testkit::exclusive();
+    // 2,000,000× the peak: the span fits (one step of 1 s may offer 1/s to 10M/s), but any
+    // peak above 5/s puts the top step above 10M/s.
+    let after = run(&[
+        "sweep",
+        "--netns",
+        "--from",
+        "100%",
+        "--to",
+        "200000000%",
+        "--steps",
+        "2",
+        "--probe-duration",
+        "1s",
+        "--step-duration",
+        "1s",
+        "--out",
+        out,
+    ]);
+    let err = String::from_utf8_lossy(&after.stderr);
+    assert_eq!(after.status.code(), Some(2), "{err}");
+    assert!(err.contains("above the highest rate sweep offers"), "{err}");
+    let rec = only_record(dir.path());
+    let names: Vec<&str> = rec.phases.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["peak"], "no step ran");
+    assert!(
+        rec.warnings.iter().any(|w| w.starts_with(
+            "sweep incomplete: 0 of 2 step(s) ran: step 2 of 2 (200,000,000% of the probed peak"
+        )),
+        "{:?}",
+        rec.warnings
+    );
+}
+
+/// Finding: `ab --toggle sysctl:net.ipv4.tcp_timestamps=1,banana` ran trial A1 and wrote its
+/// record before the kernel refused "banana" (exit 1). A value the key does not take is
+/// refused before any trial (exit 2), naming the key, the value and what the key takes; the
+/// sysctl is untouched. Inside a namespace of the test's own.
+#[test]
+fn a_toggle_value_the_key_does_not_take_is_refused_before_any_trial() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().to_path_buf();
+    let (out, before, after) = testkit::NetNs::run(move |ns| {
+        ns.set_sysctl("net.ipv4.tcp_timestamps", "1");
+        let before = ns.sysctl("net.ipv4.tcp_timestamps");
+        let out = Command::new(bin())
+            .args([
+                "ab",
+                "--trials",
+                "2",
+                "--toggle",
+                "sysctl:net.ipv4.tcp_timestamps=2,banana",
+                "--duration",
+                "1s",
+                "--out",
+                out_dir.to_str().unwrap(),
+            ])
+            .output()
+            .expect("run connstorm");
+        (out, before, ns.sysctl("net.ipv4.tcp_timestamps"))
+    });
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(
+            "--toggle: sysctl net.ipv4.tcp_timestamps: the B value \"banana\" is not one it takes: the kernel parses numbers here"
+        ),
+        "{err}"
+    );
+    assert!(!err.contains("[ab] trial"), "no trial ran: {err}");
+    assert!(records(dir.path()).is_empty(), "no trial record");
+    assert_eq!((before.as_str(), after.as_str()), ("1", "1"));
+}
+
+/// Finding: `bench --rtt 10d --netns` reached tc and blamed a missing sch_netem for tc's
+/// "Illegal 2503270400 time (too large)". An rtt beyond netem's 32-bit tick field is refused
+/// when parsed, with the range, and blames no module.
+#[test]
+fn an_rtt_netem_cannot_take_is_refused_when_parsed() {
+    let out = run(&["bench", "--rtt", "10d", "--netns", "--duration", "1s"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("is outside 0s..=549.755812s"), "{err}");
+    assert!(!err.contains("sch_netem"), "{err}");
+    let ok_range = run(&[
+        "bench",
+        "--rtt",
+        "549.755813s",
+        "--netns",
+        "--duration",
+        "1s",
+    ]);
+    assert_eq!(ok_range.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&ok_range.stderr).contains("outside"));
+}

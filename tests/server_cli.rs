@@ -65,6 +65,55 @@ fn expect_bad_input(args: &[&str], needle: &str) {
     );
 }
 
+/// Finding: `server --cpus 5` said "CPU 5 is offline…" where `load`, `bench` and `sweep` say
+/// "--cpus: CPU 5 is offline…": every command names the option of an unusable CPU.
+#[test]
+fn every_command_names_the_option_of_an_unusable_cpu() {
+    let want = "CPU 8000 is offline, absent or not allowed for this process (usable CPUs: ";
+    for (args, option) in [
+        (
+            &[
+                "server",
+                "--listen",
+                "127.0.0.1:0",
+                "--cpus",
+                "8000",
+                "--duration",
+                "1s",
+            ][..],
+            "--cpus",
+        ),
+        (
+            &[
+                "load",
+                "--target",
+                "127.0.0.1:1",
+                "--cpus",
+                "8000",
+                "--duration",
+                "1s",
+            ][..],
+            "--cpus",
+        ),
+        (
+            &["bench", "--server-cpus", "8000", "--duration", "1s"][..],
+            "--server-cpus",
+        ),
+        (
+            &["sweep", "--load-cpus", "8000", "--step-duration", "1s"][..],
+            "--load-cpus",
+        ),
+    ] {
+        let out = Command::new(BIN).args(args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.starts_with(&format!("connstorm: error: {option}: {want}")),
+            "{args:?}: {stderr}"
+        );
+    }
+}
+
 #[test]
 fn bad_inputs_exit_2_with_one_line() {
     expect_bad_input(&["--listen", "127.0.0.1:0", "--cpus", "4095"], "CPU 4095");

@@ -839,3 +839,68 @@ fn check_refuses_a_directory_a_fifo_and_a_binary_file_naming_them() {
         assert!(text(&o).contains(&want), "{want}: {}", text(&o));
     }
 }
+
+/// Finding: in a child network namespace `tune check` called keys that exist nowhere "refused
+/// (global) — global key: not visible in this network namespace", where the host says
+/// "missing". Only a key the initial namespace has is global there.
+#[test]
+fn a_key_missing_everywhere_is_missing_in_a_child_network_namespace_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("b.conf");
+    std::fs::write(
+        &file,
+        "net.does.not.exist = 5\nkernel.this_is_bogus = 1\nnet.core.netdev_max_backlog = 5000\n",
+    )
+    .unwrap();
+    let row = |t: &str, key: &str| -> String {
+        t.lines()
+            .find(|l| l.starts_with(key))
+            .unwrap_or_else(|| panic!("no row {key} in {t}"))
+            .to_string()
+    };
+    let child = in_netns(&format!("$BIN tune check --file {}", file.display()));
+    let t = text(&child);
+    assert_eq!(child.status.code(), Some(0), "{t}");
+    for key in ["net.does.not.exist", "kernel.this_is_bogus"] {
+        let r = row(&t, key);
+        assert!(r.contains(" missing ") && !r.contains("global key"), "{r}");
+    }
+    let r = row(&t, "net.core.netdev_max_backlog");
+    assert!(
+        r.contains("refused (global)") && r.contains("the initial one has it"),
+        "{r}"
+    );
+    let host = run(&["tune", "check", "--file", file.to_str().unwrap()]);
+    let t = text(&host);
+    for key in ["net.does.not.exist", "kernel.this_is_bogus"] {
+        assert!(row(&t, key).contains(" missing "), "{t}");
+    }
+}
+
+/// Finding: a line setting a value apply will not write was quoted with the host's current
+/// value: "net.ipv4.tcp_max_syn_backlog = 2048 (sd/a.conf:20) has no effect".
+#[test]
+fn a_contradiction_quotes_the_line_value_not_the_current_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("a.conf");
+    let mut text_of_file: String = (1..20).map(|i| format!("# line {i}\n")).collect();
+    text_of_file.push_str("net.ipv4.tcp_max_syn_backlog = 99999999999999999999\n");
+    std::fs::write(&file, text_of_file).unwrap();
+    // A fresh namespace has SYN cookies on (tcp_syncookies = 1, the kernel default).
+    let o = in_netns(&format!(
+        "echo 1 > /proc/sys/net/ipv4/tcp_syncookies; echo 2048 > /proc/sys/net/ipv4/tcp_max_syn_backlog; $BIN tune check --file {}",
+        file.display()
+    ));
+    let t = text(&o);
+    let line = t
+        .lines()
+        .find(|l| l.starts_with("contradiction:"))
+        .unwrap_or_else(|| panic!("no contradiction in {t}"));
+    let origin = format!("{}:20", file.display());
+    assert!(
+        line.starts_with(&format!(
+            "contradiction: net.ipv4.tcp_max_syn_backlog = 99999999999999999999 ({origin}, not applied: rejected; this host keeps 2048) has no effect: it needs net.ipv4.tcp_syncookies = 0, which is 1 (this host);"
+        )),
+        "{line}"
+    );
+}

@@ -113,10 +113,13 @@ pub struct Restore {
 }
 
 impl Restore {
-    /// Reads every toggle's original value under `root` before anything is changed.
+    /// Reads every toggle's original value under `root` before anything is changed, and
+    /// checks that each toggle's A and B values can be set ([`Toggle::check`]), so a value the
+    /// key does not take is refused before the first trial, not after it.
     ///
     /// # Errors
-    /// Bad input when a toggle's current value cannot be read (`toggle: ...`).
+    /// Bad input when a toggle's current value cannot be read, its key is read-only, or a value
+    /// is one the kernel would refuse (`--toggle: ...`, naming the key and the value).
     pub fn read(
         root: &Path,
         toggles: &[Toggle],
@@ -124,7 +127,9 @@ impl Restore {
     ) -> Result<Restore, BadInput> {
         let mut saved = Vec::new();
         for t in toggles {
-            let orig = t.read(root).map_err(|e| BadInput(format!("toggle: {e}")))?;
+            let bad = |e: tuning::toggle::ToggleError| BadInput(format!("--toggle: {e}"));
+            let orig = t.read(root).map_err(bad)?;
+            t.check(root, &orig).map_err(bad)?;
             saved.push((t.clone(), orig));
         }
         Ok(Restore {

@@ -48,12 +48,7 @@ pub fn pick_cpus(
             Some("auto") => Ok(planned.cloned()),
             Some(s) => {
                 let l = units::parse_cpus(s).map_err(|e| bad_input(format!("{what}: {e}")))?;
-                if let Some(c) = l.iter().find(|c| !allowed.contains(c)) {
-                    return Err(bad_input(format!(
-                        "{what}: {}",
-                        tuning::cpulist::unavailable_message(*c, &allowed)
-                    )));
-                }
+                common::cpulist::check_option(what, &l).map_err(bad_input)?;
                 Ok(Some(l))
             }
         }

@@ -155,6 +155,19 @@ impl Harness {
         }
     }
 
+    /// Checks that `spec` would start: the load configuration [`Harness::run_phase`] builds for
+    /// it, validated as `loadgen::run` validates it ([`loadgen::LoadConfig::validate`]), so a
+    /// phase that would be refused can be refused before an earlier one runs.
+    ///
+    /// # Errors
+    /// Bad input (exit 2) with the load generator's reason.
+    pub fn check_phase(&self, spec: &PhaseSpec) -> anyhow::Result<()> {
+        self.setup
+            .load_config(self.target, spec)
+            .validate()
+            .map_err(load_error)
+    }
+
     /// Runs one load phase and returns its record part. `on_second` sees the loadgen's
     /// per-second rows (for progress lines).
     ///
@@ -288,8 +301,8 @@ const SETTLE: Duration = Duration::from_millis(50);
 const ACCEPT_WAIT_MAX: Duration = Duration::from_secs(5);
 
 /// Creates the `--netns` pair, tagged with our PID, after registering its removal for a forced
-/// exit (a second Ctrl-C at any point of the setup must not leave a namespace behind). The
-/// kernel's refusal of netem is bad input (`--rtt`).
+/// exit (a second Ctrl-C at any point of the setup must not leave a namespace behind). A
+/// kernel without netem, or an rtt netem cannot take, is bad input (`--rtt`).
 fn create_pair(rtt: Option<Duration>) -> anyhow::Result<(NsPair, crate::cleanup::HookGuard)> {
     let tag = std::process::id().to_string();
     let guard = {
@@ -298,7 +311,9 @@ fn create_pair(rtt: Option<Duration>) -> anyhow::Result<(NsPair, crate::cleanup:
     };
     match NsPair::create(&tag, rtt) {
         Ok(pair) => Ok((pair, guard)),
-        Err(e @ tuning::netns::PairError::Netem(_)) => Err(crate::bad_input(e.to_string())),
+        Err(e @ (tuning::netns::PairError::NetemMissing(_) | tuning::netns::PairError::Rtt(_))) => {
+            Err(crate::bad_input(e.to_string()))
+        }
         Err(e) => Err(e.into()),
     }
 }

@@ -12,6 +12,7 @@ use std::time::{Duration, SystemTime};
 
 use anyhow::Context as _;
 use common::units::{parse_positive_duration, parse_rate};
+use loadgen::segment::Segment;
 
 use crate::bad_input;
 
@@ -96,9 +97,20 @@ pub fn start_time(start_at: Option<&str>, now: SystemTime) -> anyhow::Result<Str
     Ok(humantime::format_rfc3339_seconds(t).to_string())
 }
 
+/// The fleet's open-loop rate as written: `--rate`, or [`DEFAULT_RATE`] without one.
+fn rate_text(o: &Options) -> &str {
+    o.rate.as_deref().unwrap_or(DEFAULT_RATE)
+}
+
+/// The fleet's rate without `--rate` or `--concurrency`.
+pub const DEFAULT_RATE: &str = "1000/s";
+
 /// Refuses what every generator's `load` would refuse at run time — a measured duration under
-/// loadgen's minimum ([`loadgen::config::MIN_DURATION`]), an open-loop share that schedules
-/// fewer than one start — and a memory quantity that is not one.
+/// loadgen's minimum ([`loadgen::config::MIN_DURATION`]), a pod whose share of the rate or the
+/// concurrency is empty (checked for every segment `i/N` with the functions `load --segment`
+/// uses, [`Segment::nonzero_rate`] and [`Segment::nonzero_count`]: a whole rate of 2/s over 3
+/// pods leaves pod 2 nothing), an open-loop share that schedules fewer than one start — and a
+/// memory quantity that is not one.
 ///
 /// # Errors
 /// Bad input naming the option and a value that works.
@@ -111,22 +123,40 @@ pub fn check(o: &Options) -> anyhow::Result<()> {
             loadgen::config::MIN_DURATION
         )));
     }
-    if let Some(c) = o.concurrency {
-        if c < o.clients {
-            return Err(bad_input(format!(
-                "--concurrency {c} over {n} generators leaves some with no connection in flight (each takes ⌊{c}/{n}⌋ or one more): give --concurrency {n} or more, or fewer --clients",
-                n = o.clients
-            )));
+    // Every pod's share, by the rule its `load --segment i/N` applies.
+    let segments = (0..o.clients).map(|index| Segment {
+        index,
+        count: o.clients,
+    });
+    let n = o.clients;
+    match (o.concurrency, rate_text(o)) {
+        (Some(c), _) => {
+            for seg in segments {
+                seg.nonzero_count(u64::from(c), "connections in flight")
+                    .map_err(|_| {
+                        bad_input(format!(
+                            "--concurrency {c} over {n} generators leaves segment {seg} (pod {}) with no connection in flight (each takes ⌊{c}/{n}⌋ or one more): give --concurrency {n} or more, or fewer --clients",
+                            seg.index
+                        ))
+                    })?;
+            }
         }
-    }
-    if let Some(rate) = &o.rate {
-        let per_sec = parse_rate(rate).map_err(bad_input)?;
-        let share = per_sec / f64::from(o.clients);
-        if share * duration.as_secs_f64() < 1.0 {
-            return Err(bad_input(format!(
-                "--rate {rate} over {} generators for {} gives each fewer than one start: raise --rate or --duration, or use fewer --clients",
-                o.clients, o.duration
-            )));
+        (None, rate) => {
+            let per_sec = parse_rate(rate).map_err(bad_input)?;
+            for seg in segments {
+                let share = seg.nonzero_rate(per_sec).map_err(|_| {
+                    bad_input(format!(
+                        "--rate {rate} over {n} generators leaves segment {seg} (pod {}) with no rate (a whole rate is split into whole connections per second, ⌊rate/{n}⌋ or one more each): give --rate {n}/s or more, or fewer --clients",
+                        seg.index
+                    ))
+                })?;
+                if share * duration.as_secs_f64() < 1.0 {
+                    return Err(bad_input(format!(
+                        "--rate {rate} over {n} generators for {} gives segment {seg} fewer than one start: raise --rate or --duration, or use fewer --clients",
+                        o.duration
+                    )));
+                }
+            }
         }
     }
     let memory_ok = o
@@ -150,12 +180,9 @@ pub fn render(o: &Options, start_at: &str) -> Vec<(&'static str, String)> {
         .iter()
         .map(|s| s.to_string())
         .collect();
-    match (&o.rate, o.concurrency) {
-        (_, Some(c)) => load.extend(["--concurrency".into(), c.to_string()]),
-        (rate, None) => load.extend([
-            "--rate".into(),
-            rate.clone().unwrap_or_else(|| "1000/s".into()),
-        ]),
+    match o.concurrency {
+        Some(c) => load.extend(["--concurrency".into(), c.to_string()]),
+        None => load.extend(["--rate".into(), rate_text(o).to_string()]),
     }
     let segment = format!("$(SEGMENT_INDEX)/{}", o.clients);
     load.extend(
@@ -393,6 +420,35 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("invalid --memory \"lots\""));
+    }
+
+    /// Finding: `--clients 3 --rate 2/s` rendered, and pod 2's `load --segment 2/3` then
+    /// refused "segment 2/3 gets no rate". Every pod's share is checked by the load's rule.
+    #[test]
+    fn a_rate_that_leaves_a_pod_without_a_share_is_refused_at_render() {
+        let three = |r: Option<&str>| Options {
+            clients: 3,
+            rate: r.map(str::to_string),
+            ..options()
+        };
+        let e = check(&three(Some("2/s"))).unwrap_err();
+        assert!(e.downcast_ref::<common::error::BadInput>().is_some());
+        assert_eq!(
+            e.to_string(),
+            "--rate 2/s over 3 generators leaves segment 2/3 (pod 2) with no rate (a whole rate is split into whole connections per second, ⌊rate/3⌋ or one more each): give --rate 3/s or more, or fewer --clients"
+        );
+        assert!(check(&three(Some("3/s"))).is_ok());
+        // A fractional rate is split evenly: every pod has a share.
+        assert!(check(&three(Some("2.5/s"))).is_ok());
+        // Without --rate the default rate is checked the same way.
+        let many = Options {
+            clients: 1001,
+            ..options()
+        };
+        assert!(check(&many)
+            .unwrap_err()
+            .to_string()
+            .contains("leaves segment 1000/1001 (pod 1000) with no rate"));
     }
 
     #[test]

@@ -70,6 +70,16 @@ pub fn check_usable(cpus: &[usize]) -> Result<(), String> {
     }
 }
 
+/// [`check_usable`] for the CPUs given to a command-line option: the message starts with the
+/// option's name (`--cpus: CPU 5 is offline, …`), so every command (`server`, `load`, `bench`,
+/// `sweep`, `ab`) says it the same way.
+///
+/// # Errors
+/// `"{option}: "` and [`unavailable_message`] for the first CPU that is not usable.
+pub fn check_option(option: &str, cpus: &[usize]) -> Result<(), String> {
+    check_usable(cpus).map_err(|e| format!("{option}: {e}"))
+}
+
 /// A cpulist that could not be parsed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CpuListError {

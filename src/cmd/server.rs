@@ -129,6 +129,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         Some(c) => c,
         None => common::cpulist::usable(),
     };
+    // As `load` and `bench` do: an unusable CPU is refused naming the option.
+    common::cpulist::check_option("--cpus", &cpus).map_err(bad_input)?;
     let tls = if args.tls {
         let t = server::tls::server_config(args.cert.as_deref(), args.key.as_deref())
             .map_err(|e| bad_input(e.to_string()))?;

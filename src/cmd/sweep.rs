@@ -76,8 +76,16 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             args.max_errors
         )));
     }
-    // Check the range before running anything (with a stand-in peak).
-    sweep::step_rates(1.0, from, to, args.steps as usize).map_err(|e| bad_input(e.to_string()))?;
+    // Every step that the range alone decides is checked before anything runs; each step's
+    // rate is checked right after the probe, before the first step runs.
+    let steps = ::bench::sweep::Steps {
+        from,
+        to,
+        count: args.steps as usize,
+        duration: args.step_duration,
+        warmup: args.warmup,
+    };
+    steps.check()?;
     let setup = args.setup.resolve()?;
     let _ = server::rlimit::raise_nofile();
     let stop = crate::signals::stop_flag().context("install signal handlers")?;
@@ -103,13 +111,6 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             concurrency: args.setup.peak_concurrency(load_cpus),
         },
         duration: args.probe_duration,
-        warmup: args.warmup,
-    };
-    let steps = ::bench::sweep::Steps {
-        from,
-        to,
-        count: args.steps as usize,
-        duration: args.step_duration,
         warmup: args.warmup,
     };
     let outcome = ::bench::sweep::run(

@@ -80,6 +80,79 @@ pub fn identity(proc_root: &std::path::Path) -> Option<NetnsId> {
     Some(NetnsId { inode, boot_id })
 }
 
+/// A file that exists only in the initial network namespace: net/core/sysctl_net_core.c
+/// registers `net_core_table` (netdev_max_backlog, rmem_max, ...) for `init_net` alone, so a
+/// namespace where it exists is the initial one.
+pub const INITIAL_MARKER: &str = "/proc/sys/net/core/netdev_max_backlog";
+
+/// A handle on the initial network namespace, looked for once per process: the calling
+/// thread's own when [`INITIAL_MARKER`] exists in it, else the first namespace of a process
+/// under `/proc` (PID 1 first) that this process may open and in which the marker exists.
+/// `None` when there is none to open (`/proc/1/ns/net` is often EACCES in sandboxes) or
+/// setns(2) is refused (needs CAP_SYS_ADMIN).
+fn initial_handle() -> Option<&'static std::fs::File> {
+    use std::os::unix::fs::MetadataExt;
+    static INITIAL: std::sync::OnceLock<Option<std::fs::File>> = std::sync::OnceLock::new();
+    INITIAL
+        .get_or_init(|| {
+            let own = std::fs::File::open("/proc/thread-self/ns/net").ok()?;
+            if std::path::Path::new(INITIAL_MARKER).exists() {
+                return Some(own);
+            }
+            // The search moves a thread of its own from namespace to namespace.
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    let mut tried = std::collections::BTreeSet::new();
+                    tried.insert(own.metadata().ok()?.ino());
+                    let others = std::fs::read_dir("/proc").ok()?.filter_map(|e| {
+                        let name = e.ok()?.file_name().into_string().ok()?;
+                        (name != "1" && name.bytes().all(|b| b.is_ascii_digit())).then_some(name)
+                    });
+                    for pid in std::iter::once("1".to_string()).chain(others) {
+                        let Ok(file) = std::fs::File::open(format!("/proc/{pid}/ns/net")) else {
+                            continue;
+                        };
+                        let Some(ino) = file.metadata().ok().map(|m| m.ino()) else {
+                            continue;
+                        };
+                        if !tried.insert(ino) {
+                            continue;
+                        }
+                        if nix::sched::setns(&file, nix::sched::CloneFlags::CLONE_NEWNET).is_ok()
+                            && std::path::Path::new(INITIAL_MARKER).exists()
+                        {
+                            return Some(file);
+                        }
+                    }
+                    None
+                })
+                .join()
+                .ok()
+                .flatten()
+            })
+        })
+        .as_ref()
+}
+
+/// Runs `f` on a new thread inside the initial network namespace (see [`initial_handle`]'s
+/// search) and returns its result, leaving the calling thread where it is: what
+/// `/proc/sys/net` holds on the host, seen from a child namespace (`/proc/sys/net` follows the
+/// reading thread's namespace, net/sysctl_net.c `net_ctl_header_lookup`). `None` when the
+/// initial namespace cannot be entered (no process in it this process may open, or setns(2)
+/// refused: needs CAP_SYS_ADMIN).
+pub fn in_initial<T: Send>(f: impl FnOnce() -> T + Send) -> Option<T> {
+    let handle = initial_handle()?;
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            nix::sched::setns(handle, nix::sched::CloneFlags::CLONE_NEWNET).ok()?;
+            Some(f())
+        })
+        .join()
+        .ok()
+        .flatten()
+    })
+}
+
 /// Server-side address inside an [`NsPair`] (RFC 2544's benchmarking range 198.18.0.0/15; it
 /// exists only inside the two namespaces).
 pub const PAIR_SERVER_IP: std::net::IpAddr =
@@ -109,9 +182,21 @@ pub enum PairError {
         /// Its standard error, trimmed.
         stderr: String,
     },
-    /// The kernel refused the netem qdisc (a configuration problem: the caller's `--rtt`).
-    #[error("--rtt needs the netem qdisc, which this kernel refused ({0}): build or load sch_netem (CONFIG_NET_SCH_NETEM), or run without --rtt")]
-    Netem(String),
+    /// The kernel has no netem qdisc ([`netem_missing`]: a configuration problem of the
+    /// host, met through the caller's `--rtt`).
+    #[error("--rtt needs the netem qdisc, which this kernel does not have ({0}): build or load sch_netem (CONFIG_NET_SCH_NETEM, `modprobe sch_netem`), or run without --rtt")]
+    NetemMissing(String),
+    /// `tc qdisc add ... netem` failed for another reason (its standard error says which).
+    #[error("`{command}` failed: {stderr}")]
+    Netem {
+        /// The command line.
+        command: String,
+        /// Its standard error, trimmed.
+        stderr: String,
+    },
+    /// The round-trip time is beyond what netem takes ([`check_rtt`]).
+    #[error("{0}")]
+    Rtt(String),
     /// A namespace file or the thread's own namespace could not be opened.
     #[error("open {path}: {error}")]
     Open {
@@ -131,6 +216,58 @@ pub enum PairError {
     /// The server namespace's `net.core.somaxconn` could not be raised.
     #[error("raise net.core.somaxconn in the server namespace: {0}")]
     Somaxconn(std::io::Error),
+}
+
+/// Longest delay one netem qdisc takes: tc hands the delay to the kernel in the 32-bit
+/// `latency` field of `struct tc_netem_qopt` (include/uapi/linux/pkt_sched.h), counted in
+/// psched ticks of 64 ns (include/net/pkt_sched.h, `PSCHED_SHIFT` 6; /proc/net/psched), and
+/// refuses a longer one ("Illegal N time (too large)": iproute2 tc/q_netem.c `get_ticks` →
+/// tc/tc_core.c `tc_core_time2big`): 2^32 × 64 ns = 274.877906944 s, in the whole microseconds
+/// [`NsPair::create`] passes.
+pub const MAX_NETEM_DELAY: std::time::Duration = std::time::Duration::from_micros(274_877_906);
+
+/// Longest round-trip time an [`NsPair`] adds: [`MAX_NETEM_DELAY`] on each side's veth
+/// (rtt/2 each), 549.755812 s.
+pub const MAX_RTT: std::time::Duration = std::time::Duration::from_micros(2 * 274_877_906);
+
+/// Refuses a round-trip time netem cannot add ([`MAX_RTT`]); checked when the option is parsed,
+/// before anything is made. iproute2's own parser keeps microseconds in 32 bits, so a delay of
+/// 2^32 µs or more would wrap around to a small one rather than fail.
+///
+/// # Errors
+/// A message naming `--rtt`, the allowed range and why.
+pub fn check_rtt(rtt: std::time::Duration) -> Result<(), String> {
+    if rtt > MAX_RTT {
+        return Err(format!(
+            "--rtt {} is outside 0s..={}: netem delays each side by rtt/2 and takes at most {} (a 32-bit count of 64 ns psched ticks in struct tc_netem_qopt)",
+            humantime_us(rtt),
+            humantime_us(MAX_RTT),
+            humantime_us(MAX_NETEM_DELAY)
+        ));
+    }
+    Ok(())
+}
+
+/// `549.755812s`, `10ms`: seconds with up to six decimals, or whole milliseconds/µs.
+fn humantime_us(d: std::time::Duration) -> String {
+    let us = d.as_micros();
+    if us >= 1_000_000 {
+        let s = format!("{}.{:06}", us / 1_000_000, us % 1_000_000);
+        format!("{}s", s.trim_end_matches('0').trim_end_matches('.'))
+    } else if us.is_multiple_of(1000) {
+        format!("{}ms", us / 1000)
+    } else {
+        format!("{us}us")
+    }
+}
+
+/// Whether tc's standard error says the kernel has no netem qdisc: "Specified qdisc kind is
+/// unknown" (the extack of net/sched/sch_api.c `qdisc_create` when no module provides the
+/// kind, ENOENT) or, from kernels without extack, ENOENT's "No such file or directory".
+/// Anything else (a refused parameter, a missing device, EPERM) is not a missing module.
+pub fn netem_missing(stderr: &str) -> bool {
+    stderr.contains("Specified qdisc kind is unknown")
+        || stderr.contains("No such file or directory")
 }
 
 /// Two fresh network namespaces, one for a server and one for a load generator, joined by a
@@ -198,6 +335,9 @@ impl NsPair {
     /// [`PairError`] when a namespace, the veth pair or the qdisc cannot be made; what was made
     /// is removed.
     pub fn create(tag: &str, rtt: Option<std::time::Duration>) -> Result<NsPair, PairError> {
+        if let Some(rtt) = rtt {
+            check_rtt(rtt).map_err(PairError::Rtt)?;
+        }
         let (server, load) = Self::names(tag);
         ip(&["netns", "add", &server])?;
         if let Err(e) = ip(&["netns", "add", &load]) {
@@ -235,17 +375,21 @@ impl NsPair {
             ip(&["-n", ns, "link", "set", "lo", "up"])?;
             if let Some(rtt) = rtt {
                 let half = format!("{}us", (rtt.as_micros() / 2).max(1));
-                let out = run_tool(
-                    "ip",
-                    &[
-                        "netns", "exec", ns, "tc", "qdisc", "add", "dev", dev, "root", "netem",
-                        "delay", &half, "limit", "100000",
-                    ],
-                )?;
+                let args = [
+                    "netns", "exec", ns, "tc", "qdisc", "add", "dev", dev, "root", "netem",
+                    "delay", &half, "limit", "100000",
+                ];
+                let out = run_tool("ip", &args)?;
                 if !out.status.success() {
-                    return Err(PairError::Netem(
-                        String::from_utf8_lossy(&out.stderr).trim().to_string(),
-                    ));
+                    let stderr = String::from_utf8_lossy(&out.stderr).trim().to_string();
+                    return Err(if netem_missing(&stderr) {
+                        PairError::NetemMissing(stderr)
+                    } else {
+                        PairError::Netem {
+                            command: format!("ip {}", args.join(" ")),
+                            stderr,
+                        }
+                    });
                 }
             }
         }
@@ -336,6 +480,43 @@ mod tests {
         assert_eq!(identity(root.path()), None);
         // The live host: this thread's namespace has an inode.
         assert!(identity(std::path::Path::new("/proc")).is_some_and(|i| i.inode > 0));
+    }
+
+    /// Finding: `--rtt 10d` reached tc, whose "Illegal 2503270400 time (too large)" was
+    /// blamed on a missing sch_netem. The range is checked first; only a missing qdisc kind
+    /// blames the module.
+    #[test]
+    fn an_rtt_netem_cannot_take_is_refused_and_only_a_missing_qdisc_blames_sch_netem() {
+        use std::time::Duration;
+        assert_eq!(check_rtt(MAX_RTT), Ok(()));
+        assert_eq!(check_rtt(Duration::ZERO), Ok(()));
+        assert_eq!(MAX_RTT, Duration::from_micros(549_755_812));
+        let e = check_rtt(Duration::from_secs(10 * 86_400)).unwrap_err();
+        assert_eq!(
+            e,
+            "--rtt 864000s is outside 0s..=549.755812s: netem delays each side by rtt/2 and takes at most 274.877906s (a 32-bit count of 64 ns psched ticks in struct tc_netem_qopt)"
+        );
+        assert!(check_rtt(MAX_RTT + Duration::from_micros(1)).is_err());
+        assert!(matches!(
+            NsPair::create("rtt-check", Some(Duration::from_secs(600))),
+            Err(PairError::Rtt(_))
+        ));
+        assert!(netem_missing("Error: Specified qdisc kind is unknown."));
+        assert!(netem_missing(
+            "RTNETLINK answers: No such file or directory"
+        ));
+        assert!(!netem_missing(
+            "Illegal 2503270400 time (too large)\nIllegal \"latency\""
+        ));
+        assert!(!netem_missing("RTNETLINK answers: Operation not permitted"));
+        let generic = PairError::Netem {
+            command: "ip netns exec x tc qdisc add dev v root netem".into(),
+            stderr: "RTNETLINK answers: Invalid argument".into(),
+        };
+        assert!(!generic.to_string().contains("sch_netem"), "{generic}");
+        assert!(PairError::NetemMissing("x".into())
+            .to_string()
+            .contains("sch_netem"));
     }
 
     #[test]

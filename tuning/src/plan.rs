@@ -39,6 +39,13 @@ pub trait SysctlIo {
     /// (`["net", "ipv4", "conf"]` → `["all", "default", "eth0", "lo"]`), sorted; empty when
     /// it cannot be read. Used to expand the `*` of [`crate::rules::SIDE_EFFECTS`].
     fn children(&self, dir: &[&str]) -> Vec<String>;
+    /// For a key missing here: whether it exists in the initial network namespace (the
+    /// host's), where the global `net.*` tables are registered. `None` when that namespace
+    /// cannot be looked into; [`check`] then goes by [`Key::global_by_name`]. Default `None`.
+    fn in_initial_netns(&self, key: &Key) -> Option<bool> {
+        let _ = key;
+        None
+    }
 }
 
 /// The real `/proc/sys` under a root (`/` on a host; the calling thread's network namespace
@@ -72,6 +79,15 @@ impl SysctlIo for ProcSys {
             .unwrap_or_default();
         names.sort();
         names
+    }
+    /// Looks from a thread inside the initial namespace ([`crate::netns::in_initial`]) for a
+    /// root of `/`; `None` for a fixture tree (it has no other namespace).
+    fn in_initial_netns(&self, key: &Key) -> Option<bool> {
+        if self.root != Path::new("/") {
+            return None;
+        }
+        let path = key.path(&self.root);
+        crate::netns::in_initial(move || path.exists())
     }
 }
 
@@ -356,8 +372,20 @@ fn is_limit(key: &Key) -> bool {
     .any(|p| k.contains(p))
 }
 
-/// Why a missing key is missing: legacy name, module, global key in a child namespace.
-fn missing_note(key: &Key, netns_only: bool) -> String {
+/// Whether a key missing here is a global key this network namespace does not show: only
+/// `/proc/sys/net` depends on the network namespace (net/sysctl_net.c), and there a global key
+/// exists in the initial namespace but not in a child ([`SysctlIo::in_initial_netns`]); when
+/// the initial namespace cannot be looked into, the keys the kernel registers for it alone
+/// ([`Key::global_by_name`]). A key that exists nowhere is missing, not global.
+fn hidden_global(key: &Key, io: &dyn SysctlIo) -> bool {
+    key.as_str().starts_with("net.")
+        && io
+            .in_initial_netns(key)
+            .unwrap_or_else(|| key.global_by_name())
+}
+
+/// Why a missing key is missing: legacy name, module, not on this kernel.
+fn missing_note(key: &Key) -> String {
     if let Some((l, new)) = crate::rules::legacy(key) {
         return match new {
             Some(n) => format!("legacy name: {}; use {n} ({})", l.note, l.source),
@@ -368,9 +396,6 @@ fn missing_note(key: &Key, netns_only: bool) -> String {
         return format!(
             "exists only while module {m} is loaded: `modprobe {m}` (persist in /etc/modules-load.d/{m}.conf) ({src})"
         );
-    }
-    if netns_only && key.scope() == Scope::Global {
-        return "global key: not visible in this network namespace".into();
     }
     "not on this kernel (removed, renamed or not built); mark it optional or drop it".into()
 }
@@ -402,15 +427,15 @@ pub fn check(preset: &Preset, io: &dyn SysctlIo, opts: CheckOptions) -> Vec<Row>
                 Err(SysctlError::Missing { .. }) if e.manual => {
                     (None, Status::MissingOptional, "not on this kernel; optional".to_string())
                 }
-                Err(SysctlError::Missing { .. }) if netns_only && scope == Scope::Global => (
+                Err(SysctlError::Missing { .. }) if netns_only && hidden_global(&e.key, io) => (
                     None,
                     if e.optional { Status::Skipped } else { Status::Refused },
-                    "global key: not visible in this network namespace".into(),
+                    "global key: not visible in this network namespace (the initial one has it)".into(),
                 ),
                 Err(SysctlError::Missing { .. }) => (
                     None,
                     if e.optional { Status::MissingOptional } else { Status::Missing },
-                    missing_note(&e.key, netns_only),
+                    missing_note(&e.key),
                 ),
                 Err(err) => (None, Status::Unreadable(err.to_string()), err.to_string()),
                 Ok(cur) => {
@@ -559,7 +584,8 @@ fn side_effects(rows: &mut [Row], io: &dyn SysctlIo) {
 pub struct Contradiction {
     /// The key that does nothing.
     pub key: Key,
-    /// Its value after the plan, and where that comes from (`file:line` or `host`).
+    /// Its value after the plan quoted with where it comes from (`V (file:line)`,
+    /// `V (this host)`, or the line's own value and the host's when the line is not applied).
     pub value: String,
     /// The key it needs.
     pub needs: String,
@@ -576,20 +602,13 @@ pub struct Contradiction {
 pub fn contradictions(rows: &[Row], io: &dyn SysctlIo) -> Vec<Contradiction> {
     let after = |k: &str| -> Option<(String, String)> {
         if let Some(r) = rows.iter().find(|r| r.entry.key.as_str() == k) {
-            let v = if r.status.needs_write() || r.status == Status::Lower {
-                r.target.clone()
-            } else {
-                r.current.clone()?
-            };
-            let from = if r.entry.origin.is_empty() {
-                "the preset".to_string()
-            } else {
-                r.entry.origin.clone()
-            };
-            return Some((v, from));
+            return after_plan(r);
         }
         let key = Key::parse(k).ok()?;
-        io.read(&key).ok().map(|v| (v, "this host".to_string()))
+        io.read(&key).ok().map(|v| {
+            let quoted = format!("{v} (this host)");
+            (v, quoted)
+        })
     };
     let first = |v: &str| v.split(' ').next().and_then(|n| n.parse::<i64>().ok());
     let mut out = Vec::new();
@@ -608,17 +627,57 @@ pub fn contradictions(rows: &[Row], io: &dyn SysctlIo) -> Vec<Contradiction> {
         if (n.active)(vn) && !(n.satisfied)(wn) {
             out.push(Contradiction {
                 key: Key::parse(n.key).expect("rule keys are valid"),
-                value: format!("{v} ({vfrom})"),
+                value: vfrom.clone(),
                 needs: n.needs.to_string(),
-                needs_value: format!("{w} ({wfrom})"),
+                needs_value: wfrom.clone(),
                 message: format!(
-                    "{} = {v} ({vfrom}) has no effect: it needs {} = {}, which is {w} ({wfrom}); {} ({})",
+                    "{} = {vfrom} has no effect: it needs {} = {}, which is {wfrom}; {} ({})",
                     n.key, n.needs, n.needs_text, n.why, n.source
                 ),
             });
         }
     }
     out
+}
+
+/// A row's value after the plan (its target when apply writes it, else the host's current
+/// value) and that value quoted with where it comes from: `V (file:line)` when the plan sets V
+/// as the line says; when the line's own value is not what the host ends with (rejected,
+/// refused, read-only, skipped, manual; an at-least or at-most value the host is already
+/// beyond; a multi-number limit merged field by field), the line's own value with its
+/// `file:line` and the host's value separately — `F (file:line, not applied: rejected; this
+/// host keeps V)` — so a value is never attributed to a line that does not hold it. `None`
+/// when the row is not written and has no current value.
+fn after_plan(r: &Row) -> Option<(String, String)> {
+    let origin = if r.entry.origin.is_empty() {
+        "the preset".to_string()
+    } else {
+        r.entry.origin.clone()
+    };
+    let written = r.status.needs_write() || r.status == Status::Lower;
+    let v = if written {
+        r.target.clone()
+    } else {
+        r.current.clone()?
+    };
+    let line = match r.entry.op {
+        Op::Set => r.entry.value.clone(),
+        Op::AtLeast => format!("at least {}", r.entry.value),
+        Op::AtMost => format!("at most {}", r.entry.value),
+    };
+    let quoted = if v == r.entry.value {
+        format!("{v} ({origin})")
+    } else if written {
+        format!("{line} ({origin}; apply writes {v}, merged field by field with the host's)")
+    } else if r.status == Status::Ok {
+        format!("{line} ({origin}; this host keeps {v})")
+    } else {
+        format!(
+            "{line} ({origin}, not applied: {}; this host keeps {v})",
+            r.status.label()
+        )
+    };
+    Some((v, quoted))
 }
 
 /// What `apply --yes` will do with a set of rows: the same function decides for the dry run
@@ -1064,6 +1123,158 @@ mod tests {
         assert_eq!(
             sysctl::read(d.path(), &Key::parse("net.core.somaxconn").unwrap()).unwrap(),
             "4096"
+        );
+    }
+
+    /// A child network namespace as `check` sees it: the fixture tree is this namespace, and
+    /// `initial` lists the keys the initial one has (`None`: it cannot be looked into).
+    struct Child {
+        here: ProcSys,
+        initial: Option<Vec<&'static str>>,
+    }
+
+    impl SysctlIo for Child {
+        fn read(&self, key: &Key) -> Result<String, SysctlError> {
+            self.here.read(key)
+        }
+        fn write(&mut self, key: &Key, value: &str) -> Result<(), SysctlError> {
+            self.here.write(key, value)
+        }
+        fn writable(&self, key: &Key) -> bool {
+            self.here.writable(key)
+        }
+        fn children(&self, dir: &[&str]) -> Vec<String> {
+            self.here.children(dir)
+        }
+        fn in_initial_netns(&self, key: &Key) -> Option<bool> {
+            self.initial
+                .as_ref()
+                .map(|keys| keys.contains(&key.as_str()))
+        }
+    }
+
+    /// Finding: in a child namespace every missing key was "refused (global)", also keys that
+    /// exist nowhere; only a key the initial namespace has (or, when it cannot be looked into,
+    /// one the kernel registers for it alone) is global there.
+    #[test]
+    fn a_key_missing_everywhere_is_missing_in_a_child_namespace_too() {
+        let d = tempfile::tempdir().unwrap();
+        let preset = Preset {
+            name: "t".into(),
+            description: String::new(),
+            origin: "t".into(),
+            sysctls: vec![
+                entry("net.does.not.exist", "5", Op::Set),
+                entry("kernel.this_is_bogus", "1", Op::Set),
+                entry("net.core.netdev_max_backlog", "5000", Op::Set),
+                entry("net.core.no_such_key", "1", Op::Set),
+            ],
+            cmdline: Vec::new(),
+            lines: Vec::new(),
+        };
+        let child = |initial| Child {
+            here: ProcSys {
+                root: d.path().to_path_buf(),
+            },
+            initial,
+        };
+        let opts = CheckOptions {
+            netns_only: true,
+            allow_decrease: false,
+        };
+        let labels = |io: &Child| {
+            check(&preset, io, opts)
+                .iter()
+                .map(|r| r.status.label())
+                .collect::<Vec<_>>()
+        };
+        let seen = child(Some(vec!["net.core.netdev_max_backlog"]));
+        assert_eq!(
+            labels(&seen),
+            ["missing", "missing", "refused (global)", "missing"]
+        );
+        let rows = check(&preset, &seen, opts);
+        assert!(
+            rows[0].note.starts_with("not on this kernel"),
+            "{}",
+            rows[0].note
+        );
+        assert!(
+            rows[2].note.contains("the initial one has it"),
+            "{}",
+            rows[2].note
+        );
+        // The initial namespace out of reach: the kernel's own global tables only.
+        assert_eq!(
+            labels(&child(None)),
+            ["missing", "missing", "refused (global)", "refused (global)"]
+        );
+        // On the host (not netns-only) every one of them is missing.
+        let host = check(&preset, &child(None), CheckOptions::default());
+        assert!(host.iter().all(|r| r.status == Status::Missing), "{host:?}");
+    }
+
+    /// Finding: a line whose value is not applied (here rejected) was quoted with the host's
+    /// current value: "tcp_max_syn_backlog = 2048 (a.conf:20) has no effect".
+    #[test]
+    fn a_contradiction_quotes_the_line_value_not_the_current_one() {
+        let d = tempfile::tempdir().unwrap();
+        for (k, v) in [
+            ("net.ipv4.tcp_max_syn_backlog", "2048"),
+            ("net.ipv4.tcp_syncookies", "1"),
+        ] {
+            let p = Key::parse(k).unwrap().path(d.path());
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(&p, v).unwrap();
+        }
+        let io = ProcSys {
+            root: d.path().to_path_buf(),
+        };
+        let line = |value: &str| Entry {
+            origin: "sd/a.conf:20".into(),
+            ..entry("net.ipv4.tcp_max_syn_backlog", value, Op::Set)
+        };
+        let preset = |value: &str| Preset {
+            name: "t".into(),
+            description: String::new(),
+            origin: "t".into(),
+            sysctls: vec![line(value)],
+            cmdline: Vec::new(),
+            lines: Vec::new(),
+        };
+        let rejected = check(
+            &preset("99999999999999999999"),
+            &io,
+            CheckOptions::default(),
+        );
+        assert_eq!(rejected[0].status, Status::Rejected);
+        let c = contradictions(&rejected, &io);
+        assert_eq!(c.len(), 1, "{c:?}");
+        assert!(
+            c[0].message.starts_with(
+                "net.ipv4.tcp_max_syn_backlog = 99999999999999999999 (sd/a.conf:20, not applied: rejected; this host keeps 2048) has no effect"
+            ),
+            "{}",
+            c[0].message
+        );
+        assert!(
+            !c[0].message.contains("2048 (sd/a.conf:20)"),
+            "{}",
+            c[0].message
+        );
+        // A line that is applied is quoted as it is.
+        let applied = check(&preset("4096"), &io, CheckOptions::default());
+        let c = contradictions(&applied, &io);
+        assert!(
+            c[0].message
+                .starts_with("net.ipv4.tcp_max_syn_backlog = 4096 (sd/a.conf:20) has no effect"),
+            "{}",
+            c[0].message
+        );
+        assert!(
+            c[0].message.contains("which is 1 (this host)"),
+            "{}",
+            c[0].message
         );
     }
 }

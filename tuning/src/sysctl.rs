@@ -149,8 +149,14 @@ impl Key {
         p
     }
 
-    /// Whether the key is per network namespace or global (see the module docs).
-    pub fn scope(&self) -> Scope {
+    /// Whether the key is a `net.*` key the kernel registers for the initial network
+    /// namespace only, by its name: `net.core.*` but the few per-namespace ones
+    /// (net/core/sysctl_net_core.c: `net_core_table` for `init_net`, `netns_core_table` for
+    /// each namespace), and the global tables of net/ipv4/sysctl_net_ipv4.c (`ipv4_table`:
+    /// tcp_mem, udp_mem, tcp_max_orphans, inet_peer_*, ...). Unlike [`Key::scope`], which calls
+    /// every key outside the known per-namespace families global, a name it does not know is
+    /// not called global here.
+    pub fn global_by_name(&self) -> bool {
         let k = self.0.as_str();
         const IPV4_GLOBAL: &[&str] = &[
             "net.ipv4.tcp_mem",
@@ -168,16 +174,20 @@ impl Key {
             "net.core.rps_default_mask",
         ];
         if k.starts_with("net.ipv4.") {
-            if IPV4_GLOBAL.contains(&k) || k.starts_with("net.ipv4.inet_peer_") {
+            IPV4_GLOBAL.contains(&k) || k.starts_with("net.ipv4.inet_peer_")
+        } else {
+            k.starts_with("net.core.") && !CORE_NETNS.contains(&k)
+        }
+    }
+
+    /// Whether the key is per network namespace or global (see the module docs).
+    pub fn scope(&self) -> Scope {
+        let k = self.0.as_str();
+        if k.starts_with("net.ipv4.") || k.starts_with("net.core.") {
+            if self.global_by_name() {
                 Scope::Global
             } else {
                 Scope::Netns
-            }
-        } else if k.starts_with("net.core.") {
-            if CORE_NETNS.contains(&k) {
-                Scope::Netns
-            } else {
-                Scope::Global
             }
         } else if ["net.ipv6.", "net.netfilter.", "net.unix.", "net.mptcp."]
             .iter()
@@ -238,7 +248,21 @@ pub enum SysctlError {
         /// The file.
         path: PathBuf,
     },
-    /// The kernel refused the read or write.
+    /// The kernel refused the write of `value` (EINVAL: not a value the key takes).
+    #[error("write {value:?} to sysctl {key} ({path}) failed: {error}{hint}")]
+    Write {
+        /// The key.
+        key: Key,
+        /// The value written.
+        value: String,
+        /// The file.
+        path: PathBuf,
+        /// The OS error (errno), in the message (not a `source`, so `{:#}` says it once).
+        error: io::Error,
+        /// A fixing hint, as for [`SysctlError::Io`].
+        hint: &'static str,
+    },
+    /// The kernel refused the read (or the file could not be looked at for a write).
     #[error("{op} sysctl {key} ({path}) failed: {source}{hint}")]
     Io {
         /// `"read"` or `"write"`.
@@ -337,12 +361,12 @@ pub fn write(root: &Path, key: &Key, value: &str) -> Result<(), SysctlError> {
         .custom_flags(libc::O_NOFOLLOW)
         .open(&path)
         .and_then(|mut f| f.write_all(value.as_bytes()));
-    res.map_err(|source| SysctlError::Io {
-        op: "write",
+    res.map_err(|error| SysctlError::Write {
         key: key.clone(),
-        hint: hint(&source),
+        value: value.to_string(),
+        hint: hint(&error),
         path,
-        source,
+        error,
     })
 }
 

@@ -43,6 +43,21 @@ pub enum ToggleError {
         /// The error.
         source: std::io::Error,
     },
+    /// A sysctl toggle's value the kernel would refuse (checked before any trial, with the
+    /// rules `tune check` uses: [`crate::rules::rejects`]).
+    #[error("sysctl {key}: the {side} value {value:?} is not one it takes: {why}")]
+    Value {
+        /// The key.
+        key: Key,
+        /// `A` or `B`.
+        side: char,
+        /// The value given.
+        value: String,
+        /// What the key takes, and its source.
+        why: String,
+        /// The key's value now.
+        current: String,
+    },
     /// The feature does not exist on this kernel.
     #[error("scheduler feature {name} is not in {path}; pick one the file lists")]
     UnknownFeature {
@@ -190,6 +205,46 @@ impl Toggle {
         }
     }
 
+    /// Refuses, before anything is changed, a toggle whose values cannot be set: a read-only
+    /// sysctl, or an A or B value the kernel would answer with EINVAL ([`crate::rules::rejects`]
+    /// against `original`, the value now: a key holding numbers takes only numbers; the
+    /// ranges the kernel enforces). Scheduler features take on and off alone: always `Ok`.
+    ///
+    /// # Errors
+    /// [`ToggleError::Value`] naming the key, the side, the value and what the key takes, or
+    /// [`sysctl::SysctlError::ReadOnly`].
+    pub fn check(&self, root: &Path, original: &Original) -> Result<(), ToggleError> {
+        let (Toggle::Sysctl { key, a, b }, Original::Sysctl(current)) = (self, original) else {
+            return Ok(());
+        };
+        if !sysctl::writable(root, key) {
+            return Err(sysctl::SysctlError::ReadOnly {
+                key: key.clone(),
+                path: key.path(root),
+            }
+            .into());
+        }
+        let unprivileged_port_start = Key::parse("net.ipv4.ip_unprivileged_port_start")
+            .ok()
+            .and_then(|k| sysctl::read(root, &k).ok())
+            .and_then(|v| v.parse().ok());
+        for (side, value) in [('A', a), ('B', b)] {
+            let value = sysctl::normalize(value);
+            if let Some(why) =
+                crate::rules::rejects(key, &value, Some(current), unprivileged_port_start)
+            {
+                return Err(ToggleError::Value {
+                    key: key.clone(),
+                    side,
+                    value,
+                    why,
+                    current: current.clone(),
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// Sets side A or B.
     ///
     /// # Errors
@@ -260,6 +315,46 @@ mod tests {
         ] {
             assert!(Toggle::parse(bad).is_err(), "{bad}");
         }
+    }
+
+    /// Finding: `--toggle sysctl:net.ipv4.tcp_timestamps=1,banana` ran trial A1 before the
+    /// kernel refused "banana"; a value the key does not take is refused before anything runs.
+    #[test]
+    fn a_toggle_value_the_key_does_not_take_is_refused_before_any_trial() {
+        let dir = tempfile::tempdir().unwrap();
+        let key = Key::parse("net.ipv4.tcp_timestamps").unwrap();
+        let path = key.path(dir.path());
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, "1\n").unwrap();
+        let t = Toggle::parse("sysctl:net.ipv4.tcp_timestamps=1,banana").unwrap();
+        let orig = t.read(dir.path()).unwrap();
+        let e = t.check(dir.path(), &orig).unwrap_err();
+        assert!(matches!(e, ToggleError::Value { side: 'B', .. }), "{e:?}");
+        assert_eq!(
+            e.to_string(),
+            "sysctl net.ipv4.tcp_timestamps: the B value \"banana\" is not one it takes: the kernel parses numbers here (now \"1\"); \"banana\" gets EINVAL"
+        );
+        let range = Toggle::parse("sysctl:net.ipv4.tcp_tw_reuse=7,1").unwrap();
+        let p = Key::parse("net.ipv4.tcp_tw_reuse")
+            .unwrap()
+            .path(dir.path());
+        std::fs::write(&p, "2").unwrap();
+        let e = range.check(dir.path(), &range.read(dir.path()).unwrap());
+        assert!(e
+            .unwrap_err()
+            .to_string()
+            .contains("A value \"7\" is not one it takes: 7 is outside 0..=2"),);
+        let fine = Toggle::parse("sysctl:net.ipv4.tcp_timestamps=0,1").unwrap();
+        assert!(fine.check(dir.path(), &orig).is_ok());
+        // A write that fails anyway names the key and the value (here: the file is a
+        // directory, EISDIR).
+        std::fs::remove_file(&path).unwrap();
+        std::fs::create_dir(&path).unwrap();
+        let e = t.set(dir.path(), Side::B).unwrap_err().to_string();
+        assert!(
+            e.starts_with("write \"banana\" to sysctl net.ipv4.tcp_timestamps ("),
+            "{e}"
+        );
     }
 
     #[test]

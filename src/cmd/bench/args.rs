@@ -82,8 +82,9 @@ pub struct SetupArgs {
     /// must then agree exactly with the kernel's.
     #[arg(long)]
     pub netns: bool,
-    /// With --netns: add this round-trip time with netem (e.g. `1ms`).
-    #[arg(long, value_parser = units::parse_duration, requires = "netns")]
+    /// With --netns: add this round-trip time with netem (e.g. `1ms`), up to 549.755812s
+    /// (rtt/2 on each side, netem's 32-bit tick field).
+    #[arg(long, value_parser = parse_rtt, requires = "netns")]
     pub rtt: Option<Duration>,
     /// Per-attempt connect timeout.
     #[arg(long, default_value = "3s", value_parser = units::parse_positive_duration)]
@@ -179,4 +180,11 @@ pub struct Command {
     /// Prometheus `/metrics`.
     #[command(flatten)]
     pub metrics: crate::cmd::metrics::MetricsArgs,
+}
+
+/// `--rtt`: a duration netem can add ([`tuning::netns::check_rtt`]), refused when parsed.
+fn parse_rtt(s: &str) -> Result<Duration, String> {
+    let d = units::parse_duration(s)?;
+    tuning::netns::check_rtt(d)?;
+    Ok(d)
 }

@@ -93,7 +93,7 @@ pub(super) fn config(args: &Args, nofile: u64) -> anyhow::Result<LoadConfig> {
     // sched_setaffinity(2) on a thread checks the cpuset, not this process's affinity mask
     // (taskset), so a CPU outside the mask would be pinned to without complaint: refuse it here,
     // with the same words as `connstorm server`.
-    common::cpulist::check_usable(&cpus).map_err(|e| bad_input(format!("--cpus: {e}")))?;
+    common::cpulist::check_option("--cpus", &cpus).map_err(bad_input)?;
     let mut seen = std::collections::HashSet::new();
     let sources: Vec<IpAddr> = args
         .source
