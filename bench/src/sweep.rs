@@ -45,6 +45,14 @@ pub fn run(
     let peak = out.record.achieved_per_sec;
     record.phases.push(out.record);
     record.warnings.extend(out.warnings);
+    let Some(peak) = peak else {
+        if !stop.load(Ordering::Relaxed) {
+            record.warnings.push(
+                "no steps run: the peak probe measured nothing (no connection succeeded), so there is no rate to sweep".into(),
+            );
+        }
+        return Ok(());
+    };
     let rates = match results::sweep::step_rates(peak, steps.from, steps.to, steps.count) {
         Ok(rates) => rates,
         Err(e) => {
