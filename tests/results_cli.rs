@@ -62,7 +62,7 @@ fn report_prints_rates_percentiles_buckets_and_drop_warnings() {
         assert!(text.contains(needle), "{needle:?} missing:\n{text}");
     }
     assert!(
-        text.contains(&format!("{} CPM", results::numfmt::fixed(phase.cpm, 0))),
+        text.contains(&format!("{} CPM", results::numfmt::fixed_opt(phase.cpm, 0))),
         "{text}"
     );
     assert!(
@@ -122,6 +122,169 @@ fn report_writes_interval_logs() {
         .contains("CPM"));
 }
 
+/// Runs `connstorm` with `args` in `dir` (for `./in.json` spellings).
+fn connstorm_in(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_connstorm"))
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("run connstorm")
+}
+
+/// `report in.json --format html -o in.json`, `compare in.json -- other.json -o in.json`,
+/// `merge L0.json L1.json -o L1.json` replaced an input record and exited 0. Every command that
+/// reads records and writes a file refuses an output that is one of them (exit 2, naming the
+/// record), in every spelling (`./`, a symlink, a hard link, `--hlog` logs named after a record),
+/// before writing anything.
+#[test]
+fn lost_data_an_output_that_is_an_input_record_is_refused_before_writing() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let golden_bytes = std::fs::read(golden()).unwrap();
+    let other_rec = {
+        let mut r = RunRecord::read(&golden()).unwrap();
+        r.run.started_unix_ms = r.run.started_unix_ms.map(|t| t + 1);
+        r.to_json()
+    };
+    let reset = || {
+        std::fs::write(d.join("in.json"), &golden_bytes).unwrap();
+        std::fs::write(d.join("other.json"), &other_rec).unwrap();
+        std::fs::write(d.join("in.svg"), &golden_bytes).unwrap();
+        std::fs::write(d.join("run.latency.hlog"), &golden_bytes).unwrap();
+        std::fs::write(d.join("run.json"), &other_rec).unwrap();
+    };
+    reset();
+    std::os::unix::fs::symlink("in.json", d.join("link.json")).unwrap();
+    std::fs::create_dir(d.join("sub")).unwrap();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec!["report", "in.json", "--format", "html", "-o", "in.json"],
+            "in.json",
+        ),
+        (vec!["report", "in.json", "-o", "./in.json"], "in.json"),
+        (
+            vec!["report", "in.json", "-o", "sub/../link.json"],
+            "in.json",
+        ),
+        (
+            vec!["report", "link.json", "--format", "csv", "-o", "in.json"],
+            "link.json",
+        ),
+        (
+            vec![
+                "compare",
+                "in.json",
+                "--",
+                "other.json",
+                "--allow-mismatch",
+                "-o",
+                "in.json",
+            ],
+            "in.json",
+        ),
+        (
+            vec![
+                "compare",
+                "in.json",
+                "--",
+                "other.json",
+                "--allow-mismatch",
+                "-o",
+                "./other.json",
+            ],
+            "other.json",
+        ),
+        (
+            vec!["merge", "in.json", "other.json", "-o", "other.json"],
+            "other.json",
+        ),
+        (vec!["plot", "in.svg", "-o", "./in.svg"], "in.svg"),
+        (
+            vec![
+                "plot", "--kind", "ab", "in.json", "--", "in.svg", "-o", "in.svg",
+            ],
+            "in.svg",
+        ),
+        // The interval log of run.json's latency phase would be run.latency.hlog, a record.
+        (
+            vec!["report", "run.json", "run.latency.hlog", "--hlog", "."],
+            "run.latency.hlog",
+        ),
+    ];
+    for (args, input) in &cases {
+        reset();
+        let o = connstorm_in(d, args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains(&format!("is the input record {input}"))
+                && err.contains("give another output path"),
+            "{args:?}: {err}"
+        );
+        assert_eq!(o.stdout, b"", "{args:?}: nothing written to stdout");
+        for f in ["in.json", "in.svg", "run.latency.hlog"] {
+            assert_eq!(
+                std::fs::read(d.join(f)).unwrap(),
+                golden_bytes,
+                "{args:?}: {f}"
+            );
+        }
+        assert_eq!(
+            std::fs::read_to_string(d.join("other.json")).unwrap(),
+            other_rec
+        );
+        let stray: Vec<_> = std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".tmp") || n.ends_with(".hlog") && n != "run.latency.hlog")
+            .collect();
+        assert!(stray.is_empty(), "{args:?}: {stray:?}");
+    }
+    // Two records of the same name would write the same interval logs: refused, naming both.
+    std::fs::write(d.join("sub/in.json"), &other_rec).unwrap();
+    let o = connstorm_in(d, &["report", "in.json", "sub/in.json", "--hlog", "logs"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("in.json and sub/in.json would both write logs/in.latency.hlog"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!d.join("logs").exists(), "nothing written");
+    // Other outputs still work.
+    let o = connstorm_in(
+        d,
+        &["report", "in.json", "-o", "report.txt", "--hlog", "logs"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(d.join("logs/in.latency.hlog").exists());
+}
+
+/// `report R.json --hlog in.json` (a file) was exit 1 "File exists (os error 17); check free
+/// space and permissions": the path is wrong, not the disk.
+#[test]
+fn hlog_naming_a_file_is_bad_input_not_an_io_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("in.json");
+    std::fs::copy(golden(), &file).unwrap();
+    let o = connstorm(&["report", s(&golden()), "--hlog", s(&file)]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_eq!(
+        stderr(&o).trim_end(),
+        format!(
+            "connstorm: error: --hlog {} is not a directory: give a directory (created if missing)",
+            s(&file)
+        )
+    );
+    assert_eq!(o.stdout, b"", "refused before the report");
+    let o = connstorm(&["report", s(&golden()), "--hlog", s(&file.join("logs"))]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!("{} is not a directory", s(&file))),
+        "{}",
+        stderr(&o)
+    );
+}
+
 #[test]
 fn bad_record_files_exit_2_naming_the_file() {
     for name in [
@@ -153,8 +316,7 @@ fn trials(dir: &Path, label: &str, factor: f64, n: usize) -> Vec<PathBuf> {
             for p in &mut rec.phases {
                 // The same successes in less time: the rate moves, the record stays consistent.
                 p.measured_secs /= factor * noise;
-                p.achieved_per_sec = p.successes as f64 / p.measured_secs;
-                p.cpm = p.achieved_per_sec * 60.0;
+                p.set_rates();
             }
             rec.write_atomic(dir).unwrap()
         })
@@ -313,8 +475,9 @@ fn compare_of_zero_connection_records_gives_no_verdict() {
             rec.run.started_unix_ms = rec.run.started_unix_ms.map(|t| t + i);
             for p in &mut rec.phases {
                 p.successes = 0;
-                p.achieved_per_sec = 0.0;
-                p.cpm = 0.0;
+                // What older builds wrote for a phase without a success (read as null).
+                p.achieved_per_sec = Some(0.0);
+                p.cpm = Some(0.0);
                 // Every attempt failed: no handshake sample.
                 p.failures = [("ETIMEDOUT".to_string(), p.attempts)].into();
                 let empty =
@@ -346,7 +509,40 @@ fn compare_of_zero_connection_records_gives_no_verdict() {
             assert_eq!(m["verdict"], "not_applicable", "{m}");
         }
     }
+    // The trials measured nothing: flagged so, their rate n/a (not `0 [0 – 0]`).
+    for side in ["a", "b"] {
+        for t in json[side]["trials"].as_array().unwrap() {
+            assert!(
+                t["flags"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|f| f == "nothing measured"),
+                "{t}"
+            );
+        }
+    }
+    let rate = json["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "connections/s")
+        .unwrap();
+    assert!(
+        rate["a"]["median"].is_null() && rate["a_excluded"]["median"].is_null(),
+        "{rate}"
+    );
+    let text = ok(&["compare", s(&paths[0]), s(&paths[1]), "--", s(&paths[2])]);
+    let row = text
+        .lines()
+        .find(|l| l.contains("connections/s (peak phase"))
+        .unwrap();
+    assert!(!row.contains("0 [0 – 0]") && row.contains("n/a"), "{row}");
     let rec = RunRecord::read(&paths[0]).unwrap();
+    assert_eq!(
+        (rec.phases[0].cpm, rec.phases[0].achieved_per_sec),
+        (None, None)
+    );
     let text = ok(&["report", s(&paths[0])]);
     assert!(rec.phases[0].cpu.load.us_per_conn().is_none());
     assert!(
@@ -666,6 +862,62 @@ fn merge_bad_input_histograms_of_different_bounds_are_refused_naming_both_files(
     );
 }
 
+/// Two unrelated load records without `--segment` were refused as "segments overlap … both
+/// segment 0/1; give each generator its own --segment".
+#[test]
+fn merge_bad_input_records_that_are_not_segments_are_not_called_overlapping() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut a, mut b) = (segment_record(0, 2), segment_record(1, 2));
+    a.segment = None;
+    b.segment = None;
+    let f = write_records(dir.path(), &[("L0.json", &a), ("L1.json", &b)]);
+    let err = merge_refused(&f);
+    assert!(
+        err.contains(&format!(
+            "{} and {} are not segments of one run: neither was run with --segment, so each is a whole run by itself; merge joins the shares of one multi-host run: run every generator with `--segment K/N` (K = 0..N-1, the same N) and the same `--start-at`, then merge their records",
+            s(&f[0]),
+            s(&f[1])
+        )),
+        "{err}"
+    );
+    assert!(!err.contains("overlap"), "{err}");
+}
+
+/// `merge` said "8000.0 /s (480000 /min)": its summary line uses the one number format.
+#[test]
+fn merge_prints_its_rate_in_the_one_number_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (segment_record(0, 2), segment_record(1, 2));
+    let f = write_records(dir.path(), &[("a.json", &a), ("b.json", &b)]);
+    let out = dir.path().join("m.json");
+    let o = connstorm(&["merge", s(&f[0]), s(&f[1]), "-o", s(&out)]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let m = RunRecord::read(&out).unwrap();
+    let p = &m.phases[0];
+    let line = format!(
+        "connstorm merge: phase load: {} successes in {} s: {} CPM = {} conn/s",
+        results::numfmt::count(p.successes),
+        results::numfmt::fixed(p.measured_secs, 3),
+        results::numfmt::fixed_opt(p.cpm, 0),
+        results::numfmt::fixed_opt(p.achieved_per_sec, 0)
+    );
+    assert!(
+        stderr(&o).lines().any(|l| l == line),
+        "{line:?} in:\n{}",
+        stderr(&o)
+    );
+    assert!(
+        p.successes >= 1_000,
+        "a count with a separator: {}",
+        p.successes
+    );
+    assert!(
+        !stderr(&o).contains(" /s") && !stderr(&o).contains("/min"),
+        "{}",
+        stderr(&o)
+    );
+}
+
 #[test]
 fn merge_bad_input_segments_of_another_run_name_both_files_and_the_setting() {
     let dir = tempfile::tempdir().unwrap();
@@ -676,7 +928,7 @@ fn merge_bad_input_segments_of_another_run_name_both_files_and_the_setting() {
     let err = merge_refused(&f);
     assert!(
         err.contains(&format!(
-            "{} and {} are not segments of one run: the whole run's --rate is 6400/s in the first and 12800/s in the second",
+            "{} and {} are not segments of one run: the whole run's --rate is 6,400/s in the first and 12,800/s in the second",
             s(&f[0]),
             s(&f[1])
         )),

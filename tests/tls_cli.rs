@@ -353,6 +353,49 @@ fn bad_tls_files_and_options_exit_2_with_one_line() {
     }
 }
 
+/// `server --tls --cert c.pem --key k.pem --cert-out k.pem` wrote the certificate over the
+/// private key it had just read (lost data): an output that is one of the inputs is refused,
+/// exit 2, before anything listens, in any spelling.
+#[test]
+fn lost_data_cert_out_naming_the_key_or_cert_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (cert, key) = cert_files(tmp.path(), "a");
+    let (cert_pem, key_pem) = (std::fs::read(&cert).unwrap(), std::fs::read(&key).unwrap());
+    let p = |x: &Path| x.display().to_string();
+    let dotted = tmp.path().join(".").join("a.key");
+    for (out, what) in [
+        (p(&key), format!("--key file {}", p(&key))),
+        (p(&dotted), format!("--key file {}", p(&key))),
+        (p(&cert), format!("--cert file {}", p(&cert))),
+    ] {
+        let o = bin()
+            .args([
+                "server",
+                "--listen",
+                "127.0.0.1:0",
+                "--duration",
+                "1s",
+                "--tls",
+                "--cert",
+                &p(&cert),
+                "--key",
+                &p(&key),
+                "--cert-out",
+                &out,
+            ])
+            .output()
+            .unwrap();
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{out}: {e}");
+        assert!(
+            e.contains(&format!("--cert-out {out} is the {what}")),
+            "{out}: {e}"
+        );
+        assert_eq!(std::fs::read(&key).unwrap(), key_pem, "the key is intact");
+        assert_eq!(std::fs::read(&cert).unwrap(), cert_pem);
+    }
+}
+
 /// `load --tls --http --out DIR` keeps the TLS counts (full, resumed) and the TLS handshake
 /// histogram in its record (equal to the load's own report); `report` prints them; `merge` of
 /// two segments' records sums them exactly.

@@ -283,7 +283,8 @@ fn from_phase(pair: usize, p: &PhaseRecord) -> Slice {
     Slice {
         pair,
         arm: Some(Arm::Connstorm),
-        per_sec: p.achieved_per_sec,
+        // A slice without a success completed 0 connections/s, as a floor slice would.
+        per_sec: p.achieved_per_sec.unwrap_or(0.0),
         connections: p.successes,
         secs: p.measured_secs,
         failures: p.failures.values().sum(),
@@ -315,11 +316,16 @@ fn warnings(connections: u64, failures: u64, active_opens: Option<i64>) -> Vec<S
     let mut w = Vec::new();
     if let Some(k) = active_opens.filter(|&k| (k.max(0) as u64) < connections) {
         w.push(format!(
-            "kernel floor: {connections} connects counted but the kernel's Tcp.ActiveOpens rose by only {k}"
+            "kernel floor: {} connects counted but the kernel's Tcp.ActiveOpens rose by only {}",
+            numfmt::count(connections),
+            numfmt::signed(k)
         ));
     }
     if failures > 0 {
-        w.push(format!("kernel floor: {failures} connect failures"));
+        w.push(format!(
+            "kernel floor: {} connect failures",
+            numfmt::count(failures)
+        ));
     }
     w
 }
@@ -374,7 +380,7 @@ mod tests {
             &mut |d, w| {
                 calls.push((d, w));
                 let p = PhaseRecord {
-                    achieved_per_sec: 1000.0,
+                    achieved_per_sec: Some(1000.0),
                     successes: 500,
                     measured_secs: 0.5,
                     ..PhaseRecord::default()

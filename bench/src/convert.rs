@@ -32,12 +32,13 @@ pub fn phase_record(
     let (warmup_secs, end_secs) = start.window;
     // loadgen's rows start so that one begins with the measured part: at row ceil(warm-up).
     let first_measured = (warmup_secs - 1e-9).ceil().max(0.0);
-    PhaseRecord {
+    let (achieved_per_sec, cpm) = PhaseRecord::rates(report.successes, report.measured_secs);
+    let mut record = PhaseRecord {
         name: name.to_string(),
         pattern: pattern(report.pattern),
         offered_per_sec: report.offered_per_sec,
-        achieved_per_sec: report.achieved_per_sec,
-        cpm: report.cpm(),
+        achieved_per_sec,
+        cpm,
         measured_secs: report.measured_secs,
         start_unix_ms: Some(start.unix_ms),
         start_offset_ms: Some(start.offset_ms),
@@ -114,7 +115,11 @@ pub fn phase_record(
             failures: rec::TlsCounts::failures_of(&report.failures),
         }),
         ..PhaseRecord::default()
-    }
+    };
+    // No success in the measured window: no rate, and no CPU per connection (the CPU figures
+    // would divide by the warm-up's connections).
+    record.forget_unmeasured();
+    record
 }
 
 /// The load report's failure table in the record's class names: loadgen's never-accepted
@@ -146,7 +151,8 @@ pub fn measured_share(n: u64, report: &loadgen::LoadReport) -> u64 {
 }
 
 /// Moves `n` handshakes the server never accepted from the phase's successes to the failure
-/// class [`results::diagnosis::NEVER_ACCEPTED`], and recomputes the rates from the successes.
+/// class [`results::diagnosis::NEVER_ACCEPTED`], and recomputes the rates from the successes
+/// (none, and no CPU per connection, when no success is left).
 pub fn count_never_accepted(p: &mut PhaseRecord, n: u64) {
     if n == 0 {
         return;
@@ -156,10 +162,8 @@ pub fn count_never_accepted(p: &mut PhaseRecord, n: u64) {
     *p.failures
         .entry(results::diagnosis::NEVER_ACCEPTED.to_string())
         .or_insert(0) += n;
-    if p.measured_secs > 0.0 {
-        p.achieved_per_sec = p.successes as f64 / p.measured_secs;
-        p.cpm = p.achieved_per_sec * 60.0;
-    }
+    p.set_rates();
+    p.forget_unmeasured();
 }
 
 /// The record's form of a load pattern.
@@ -203,6 +207,114 @@ fn timeline_row(r: &loadgen::TimelineRow, first_measured: f64) -> rec::TimelineR
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
+
+    /// A closed-loop load report whose 0.8 s measured window had no success, after a warm-up
+    /// with `warmup_successes` handshakes (as `bench --backlog 1 --duration 2s` in a fresh
+    /// namespace).
+    fn nothing_in_the_window(warmup_successes: u64) -> loadgen::LoadReport {
+        let cfg = loadgen::LoadConfig {
+            targets: vec!["127.0.0.1:9".parse().unwrap()],
+            pattern: loadgen::Pattern::Closed { concurrency: 32 },
+            duration: Duration::from_millis(800),
+            warmup: Duration::from_millis(200),
+            cpus: vec![0],
+            close: loadgen::CloseMode::Rst,
+            sources: Vec::new(),
+            connect_timeout: Duration::from_secs(3),
+            expect_bytes: None,
+            max_in_flight: 32,
+            late_threshold: Duration::from_millis(1),
+            http: None,
+            tls: None,
+            engine: Default::default(),
+        };
+        let mut r = loadgen::never_started(&cfg);
+        r.interrupted = false;
+        r.measured_secs = 0.8;
+        r.achieved_per_sec = 0.0;
+        r.total.attempts = warmup_successes + 32;
+        r.total.successes = warmup_successes;
+        r
+    }
+
+    fn start() -> PhaseStart {
+        PhaseStart {
+            offset_ms: 200.0,
+            unix_ms: 1_795_990_503_200,
+            window: (0.2, 1.0),
+        }
+    }
+
+    /// A window without a success stored `cpm: 0.0`, `achieved_per_sec: 0.0` and CPU per
+    /// connection of the warm-up's accepts (41.6/31.8/71.3 µs): no rate and no CPU per
+    /// connection exist there (`null`), as `load --format json` says (`cpm: null`).
+    #[test]
+    fn nothing_measured_a_window_without_a_success_has_no_rate_and_no_cpu_per_connection() {
+        let report = nothing_in_the_window(80);
+        // The harness divides the phase's CPU time by its 57 accepted connections.
+        let side = rec::SideCpu::new(2_371_200, 1_812_600, 1_500_000_000, 1, 57)
+            .with_run_ns(4_064_100, 57);
+        assert!(side.us_per_conn().is_some(), "the warm-up's figure");
+        let cpu = rec::CpuUsage {
+            server: Some(side),
+            load: side,
+        };
+        let check = results::crosscheck::check(&results::crosscheck::Counts {
+            exact: true,
+            attempts: 112,
+            successes: 80,
+            server_accepted: Some(57),
+            passive_opens: Some(57),
+            active_opens: Some(112),
+            attempt_fails: Some(32),
+            ..Default::default()
+        });
+        let p = phase_record("peak", start(), &report, None, cpu, BTreeMap::new(), check);
+        assert_eq!(p.successes, 0);
+        assert_eq!((p.achieved_per_sec, p.cpm), (None, None));
+        for s in [p.cpu.server.unwrap(), p.cpu.load] {
+            assert_eq!(
+                (s.us_per_conn_user, s.us_per_conn_sys, s.us_per_conn_run),
+                (None, None, None)
+            );
+            // The CPU time itself was measured and stays.
+            assert_eq!(s.run_ns, Some(4_064_100));
+        }
+        let c = p.cross_check.as_ref().unwrap();
+        assert!(!c.agree, "23 of 80 never accepted: {}", c.note);
+        assert!(p.inconsistency().is_none(), "{:?}", p.inconsistency());
+        let json: serde_json::Value =
+            serde_json::from_str(&serde_json::to_string(&p).unwrap()).unwrap();
+        assert!(
+            json["cpm"].is_null() && json["achieved_per_sec"].is_null(),
+            "{json}"
+        );
+    }
+
+    /// Moving never-accepted handshakes out of the successes can leave none: then the phase
+    /// measured nothing either.
+    #[test]
+    fn nothing_measured_after_the_never_accepted_are_moved_out() {
+        let mut p = PhaseRecord {
+            successes: 5,
+            attempts: 5,
+            measured_secs: 1.0,
+            cpu: rec::CpuUsage {
+                server: None,
+                load: rec::SideCpu::new(1_000, 1_000, 1_000_000, 1, 5),
+            },
+            ..PhaseRecord::default()
+        };
+        p.set_rates();
+        count_never_accepted(&mut p, 2);
+        assert_eq!(p.achieved_per_sec, Some(3.0));
+        assert_eq!(p.cpm, Some(180.0));
+        count_never_accepted(&mut p, 3);
+        assert_eq!((p.successes, p.achieved_per_sec, p.cpm), (0, None, None));
+        assert_eq!(p.cpu.load.us_per_conn(), None);
+        assert_eq!(p.failures[results::diagnosis::NEVER_ACCEPTED], 5);
+    }
 
     /// A load record names its never-accepted handshakes as `report` reads them (so the
     /// histogram check counts them), whatever loadgen calls them.

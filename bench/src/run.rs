@@ -40,7 +40,7 @@ pub struct Trial {
     pub record: results::RunRecord,
     /// The error that ended the phases early, if any (the record is still written).
     pub result: anyhow::Result<()>,
-    /// The peak phase's achieved rate, connections/s, when it ran to its end.
+    /// The peak phase's achieved rate, connections/s, when it ran to its end with a success.
     pub peak_rate: Option<f64>,
     /// The peak phase's measured time (the kernel floor runs as long).
     pub peak_duration: Duration,
@@ -95,9 +95,10 @@ impl Trial {
         self.record.run.interrupted |= stop.load(Ordering::Relaxed);
         if let Some(sr) = &server_report {
             for (k, v) in sr.errors() {
-                self.record
-                    .warnings
-                    .push(format!("server accept errors: {k} × {v}"));
+                self.record.warnings.push(format!(
+                    "server accept errors: {k} × {}",
+                    common::numfmt::count(v)
+                ));
             }
         }
     }
@@ -195,8 +196,10 @@ pub fn phases(
                 let (phase, report) = (out.record, out.report);
                 record.warnings.extend(out.warnings);
                 if spec.name == "peak" && !report.interrupted {
-                    peak_rate = Some(phase.achieved_per_sec);
-                    let rate = plan.rate.unwrap_or(phase.achieved_per_sec * 0.8);
+                    peak_rate = phase.achieved_per_sec;
+                    let rate = plan
+                        .rate
+                        .unwrap_or(phase.achieved_per_sec.unwrap_or(0.0) * 0.8);
                     if rate > 0.0 {
                         phases.push(PhaseSpec {
                             name: "latency".into(),

@@ -164,6 +164,14 @@ fn run_steps(
     let peak = out.record.achieved_per_sec;
     record.phases.push(out.record);
     record.warnings.extend(out.warnings);
+    let Some(peak) = peak else {
+        if !stop.load(Ordering::Relaxed) {
+            record.warnings.push(
+                "no steps run: the peak probe measured nothing (no connection succeeded), so there is no rate to sweep".into(),
+            );
+        }
+        return Ok(());
+    };
     let specs = match steps.phases(peak, harness) {
         Ok(specs) => specs,
         Err(Refusal::NoRates(e)) => {

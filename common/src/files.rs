@@ -1,7 +1,9 @@
-//! Writing an output file so that a reader never sees half of it.
+//! Writing an output file so that a reader never sees half of it, and never over a file the
+//! same command reads (an input record named as the output).
 
 use std::io;
-use std::path::Path;
+use std::os::unix::fs::MetadataExt as _;
+use std::path::{Path, PathBuf};
 
 /// Writes `bytes` to `path` through a temporary file `.NAME.tmp` in the same directory and a
 /// rename(2) (atomic within one file system), so a failed write (ENOSPC) leaves neither a
@@ -11,18 +13,121 @@ use std::path::Path;
 /// # Errors
 /// `InvalidInput` when `path` has no file name; the errno of the write or the rename.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let name = path.file_name().ok_or_else(|| {
+    let tmp = temp_path(path).ok_or_else(|| {
         io::Error::new(
             io::ErrorKind::InvalidInput,
             format!("{}: give a file name", path.display()),
         )
     })?;
-    let tmp = path.with_file_name(format!(".{}.tmp", name.to_string_lossy()));
     std::fs::write(&tmp, bytes)
         .and_then(|()| std::fs::rename(&tmp, path))
         .inspect_err(|_| {
             let _ = std::fs::remove_file(&tmp);
         })
+}
+
+/// The temporary file [`write_atomic`] writes before its rename: `.NAME.tmp` beside `path`;
+/// `None` when `path` has no file name (`/`, `..`).
+pub fn temp_path(path: &Path) -> Option<PathBuf> {
+    let name = path.file_name()?;
+    Some(path.with_file_name(format!(".{}.tmp", name.to_string_lossy())))
+}
+
+/// Which file a path names: its device and inode (stat(2), following symlinks), the same for
+/// every spelling of one file (`x`, `./x`, `../d/x`, a symlink to it, a hard link); `None` when
+/// nothing is there.
+fn identity(path: &Path) -> Option<(u64, u64)> {
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
+/// Where a write to `path` would land, for comparing two outputs that may not exist yet: the
+/// file's [`identity`] when it exists, else the canonical directory joined with the file name
+/// (the path as given when the directory does not exist either).
+fn destination(path: &Path) -> Result<(u64, u64), PathBuf> {
+    if let Some(id) = identity(path) {
+        return Ok(id);
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    match (std::fs::canonicalize(dir), path.file_name()) {
+        (Ok(d), Some(name)) => Err(d.join(name)),
+        _ => Err(path.to_path_buf()),
+    }
+}
+
+/// Whether writing `a` and writing `b` land in the same file (see [`destination`]).
+pub fn same_destination(a: &Path, b: &Path) -> bool {
+    destination(a) == destination(b)
+}
+
+/// Refuses an output that is one of the command's input files: `output` (and the temporary
+/// file [`write_atomic`] writes beside it) compared by device and inode with each of `inputs`,
+/// so `in.json`, `./in.json`, a symlink or a hard link to it are all caught. Writing there
+/// would replace what the command read (a run record lost, exit 0). `option` names the option
+/// (`-o`, `--hlog`); each input comes with what it is (`input record`, `--key`). An output that
+/// does not exist yet is no input; `-` (stdout) is never refused.
+///
+/// Call it before anything is written.
+///
+/// # Errors
+/// Bad input naming the option, the output and the input it would replace.
+pub fn refuse_overwriting_inputs(
+    option: &str,
+    output: &Path,
+    inputs: &[(&str, &Path)],
+) -> Result<(), crate::error::BadInput> {
+    if output == Path::new("-") {
+        return Ok(());
+    }
+    let targets = [Some(output.to_path_buf()), temp_path(output)];
+    for target in targets.iter().flatten() {
+        let Some(id) = identity(target) else { continue };
+        if let Some((what, input)) = inputs.iter().find(|(_, p)| identity(p) == Some(id)) {
+            let same = if target == output {
+                String::new()
+            } else {
+                format!(" (through its temporary file {})", target.display())
+            };
+            return Err(crate::error::BadInput(format!(
+                "{option} {} is the {what} {}{same}: writing it would replace what this command reads; give another output path (nothing was written)",
+                output.display(),
+                input.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Refuses a directory option whose path exists and is not a directory, or lies under a file
+/// (`--hlog in.json`, `--hlog in.json/logs`): creating it would fail with EEXIST or ENOTDIR,
+/// which reads as an I/O failure, not as the wrong path it is. A missing directory is fine (the
+/// command creates it).
+///
+/// # Errors
+/// Bad input naming the option, the path and the file in the way.
+pub fn refuse_non_dir(option: &str, dir: &Path) -> Result<(), crate::error::BadInput> {
+    for ancestor in dir.ancestors().filter(|a| !a.as_os_str().is_empty()) {
+        match std::fs::metadata(ancestor) {
+            Ok(m) if m.is_dir() => return Ok(()),
+            Ok(_) if ancestor == dir => {
+                return Err(crate::error::BadInput(format!(
+                    "{option} {} is not a directory: give a directory (created if missing)",
+                    dir.display()
+                )))
+            }
+            Ok(_) => {
+                return Err(crate::error::BadInput(format!(
+                    "{option} {}: {} is not a directory: give a directory (created if missing)",
+                    dir.display(),
+                    ancestor.display()
+                )))
+            }
+            Err(_) => {}
+        }
+    }
+    Ok(())
 }
 
 /// Refuses an output path that exists and is not a regular file: the rename that makes
@@ -55,6 +160,106 @@ mod tests {
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
         let err = write_atomic(Path::new("/"), b"x").unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
+    }
+
+    /// `report in.json -o in.json` (and `./in.json`, a symlink, the temporary file) replaced
+    /// the input record and exited 0.
+    #[test]
+    fn lost_data_an_output_that_is_an_input_is_refused_in_every_spelling() {
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("in.json");
+        std::fs::write(&input, b"record").unwrap();
+        let other = dir.path().join("other.json");
+        std::fs::write(&other, b"other").unwrap();
+        let link = dir.path().join("link.json");
+        std::os::unix::fs::symlink(&input, &link).unwrap();
+        let hard = dir.path().join("hard.json");
+        std::fs::hard_link(&input, &hard).unwrap();
+        let dotted = dir.path().join(".").join("sub/../in.json");
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        let inputs = [
+            ("input record", other.as_path()),
+            ("input record", input.as_path()),
+        ];
+        for out in [&input, &link, &hard, &dotted] {
+            let err = refuse_overwriting_inputs("-o", out, &inputs).unwrap_err();
+            assert_eq!(
+                err.0,
+                format!(
+                    "-o {} is the input record {}: writing it would replace what this command reads; give another output path (nothing was written)",
+                    out.display(),
+                    input.display()
+                )
+            );
+        }
+        // Through the symlink given as the input, too.
+        let via_link = [("input record", link.as_path())];
+        assert!(refuse_overwriting_inputs("-o", &input, &via_link).is_err());
+        // The temporary file write_atomic renames from.
+        let tmp_input = dir.path().join(".out.json.tmp");
+        std::fs::write(&tmp_input, b"x").unwrap();
+        let err = refuse_overwriting_inputs(
+            "-o",
+            &dir.path().join("out.json"),
+            &[("input record", tmp_input.as_path())],
+        )
+        .unwrap_err();
+        assert!(err.0.contains("through its temporary file"), "{err}");
+        // A new file, another file and stdout are fine; nothing was touched.
+        assert_eq!(
+            refuse_overwriting_inputs("-o", &dir.path().join("new.json"), &inputs),
+            Ok(())
+        );
+        let elsewhere = dir.path().join("elsewhere.json");
+        std::fs::write(&elsewhere, b"old output").unwrap();
+        assert_eq!(refuse_overwriting_inputs("-o", &elsewhere, &inputs), Ok(()));
+        assert_eq!(
+            refuse_overwriting_inputs("-o", Path::new("-"), &inputs),
+            Ok(())
+        );
+        assert_eq!(std::fs::read(&input).unwrap(), b"record");
+    }
+
+    #[test]
+    fn same_destination_compares_outputs_that_do_not_exist_yet() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("x.hlog");
+        let b = dir.path().join("sub/../x.hlog");
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        assert!(same_destination(&a, &b));
+        assert!(!same_destination(&a, &dir.path().join("y.hlog")));
+        std::fs::write(&a, b"").unwrap();
+        assert!(same_destination(&a, &b));
+    }
+
+    /// `report R.json --hlog in.json` said "File exists (os error 17); check free space and
+    /// permissions" (exit 1) for a path that is a file.
+    #[test]
+    fn a_directory_option_naming_a_file_is_bad_input() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("in.json");
+        std::fs::write(&file, b"x").unwrap();
+        let err = refuse_non_dir("--hlog", &file).unwrap_err();
+        assert_eq!(
+            err.0,
+            format!(
+                "--hlog {} is not a directory: give a directory (created if missing)",
+                file.display()
+            )
+        );
+        let under = file.join("logs");
+        let err = refuse_non_dir("--hlog", &under).unwrap_err();
+        assert!(
+            err.0
+                .contains(&format!("{} is not a directory", file.display())),
+            "{err}"
+        );
+        assert_eq!(refuse_non_dir("--hlog", dir.path()), Ok(()));
+        assert_eq!(
+            refuse_non_dir("--hlog", &dir.path().join("new/logs")),
+            Ok(())
+        );
+        assert_eq!(refuse_non_dir("--hlog", Path::new("relative-new")), Ok(()));
     }
 
     #[test]

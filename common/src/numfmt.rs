@@ -51,6 +51,12 @@ pub fn fixed(v: f64, decimals: usize) -> String {
     group_digits(&format!("{v:.decimals$}"))
 }
 
+/// [`fixed`] of a value that may not exist (a rate of a phase without a success): [`NA`] for
+/// `None`.
+pub fn fixed_opt(v: Option<f64>, decimals: usize) -> String {
+    fixed(v.unwrap_or(f64::NAN), decimals)
+}
+
 /// A value with as many decimals as its size deserves (3 significant digits below 100, none
 /// from 100): `21,034`, `45.2`, `3.07`, `0.052`; [`NA`] when not finite.
 pub fn value(v: f64) -> String {
@@ -157,6 +163,8 @@ mod tests {
         assert_eq!(count(999), "999");
         assert_eq!(signed(-20_527), "-20,527");
         assert_eq!(fixed(21_034.26, 1), "21,034.3");
+        assert_eq!(fixed_opt(Some(8_000.0), 0), "8,000");
+        assert_eq!(fixed_opt(None, 0), "n/a");
         assert_eq!(value(21_034.4), "21,034");
         assert_eq!(value(45.23), "45.2");
         assert_eq!(value(3.071), "3.07");

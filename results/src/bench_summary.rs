@@ -28,6 +28,11 @@ fn group(n: f64) -> String {
     crate::numfmt::fixed(n.max(0.0), 0)
 }
 
+/// A rate that may not exist (no success measured): [`group`], or `n/a`.
+fn rate(v: Option<f64>) -> String {
+    v.map_or_else(|| crate::numfmt::NA.to_string(), group)
+}
+
 /// `, N abandoned at the interrupt` when an interrupt left attempts waiting for their handshake
 /// (neither successes nor failures), else nothing.
 fn abandoned_part(abandoned: u64) -> String {
@@ -82,8 +87,8 @@ pub fn phase(out: &mut String, p: &PhaseRecord, accounting: Option<&str>) {
             p.name,
             pattern_text(p),
             p.measured_secs,
-            group(p.cpm),
-            group(p.achieved_per_sec)
+            rate(p.cpm),
+            rate(p.achieved_per_sec)
         );
     } else if p.measured_secs <= 0.0 {
         let _ = writeln!(
@@ -102,16 +107,22 @@ pub fn phase(out: &mut String, p: &PhaseRecord, accounting: Option<&str>) {
         );
     }
     if let Some(offered) = p.offered_per_sec {
-        let pct = if offered > 0.0 {
-            p.achieved_per_sec / offered * 100.0
-        } else {
-            0.0
+        let achieved = match p.achieved_per_sec {
+            Some(a) if offered > 0.0 => format!(
+                "achieved {}/s of {}/s offered ({:.2}%)",
+                group(a),
+                crate::numfmt::exact(offered),
+                a / offered * 100.0
+            ),
+            Some(a) => format!("achieved {}/s of 0/s offered", group(a)),
+            None => format!(
+                "achieved nothing of {}/s offered",
+                crate::numfmt::exact(offered)
+            ),
         };
         let _ = writeln!(
             out,
-            "  achieved {}/s of {}/s offered ({pct:.2}%), late starts {}, dropped starts {}",
-            group(p.achieved_per_sec),
-            crate::numfmt::exact(offered),
+            "  {achieved}, late starts {}, dropped starts {}",
             group(p.late as f64),
             group(p.dropped as f64)
         );
@@ -304,8 +315,8 @@ pub fn render(
             let _ = writeln!(
                 out,
                 "PEAK: {} CPM = {} conn/s{}",
-                group(peak.cpm),
-                group(peak.achieved_per_sec),
+                rate(peak.cpm),
+                rate(peak.achieved_per_sec),
                 bottleneck(
                     peak,
                     &r.run.server_cpus,
@@ -327,8 +338,12 @@ pub fn render(
             let _ = writeln!(
                 out,
                 "LATENCY at {}/s offered ({} conn/s achieved): handshake p50 {}, p99 {}, max {}",
-                crate::numfmt::exact(lat.offered_per_sec.unwrap_or(lat.achieved_per_sec)),
-                group(lat.achieved_per_sec),
+                crate::numfmt::exact(
+                    lat.offered_per_sec
+                        .or(lat.achieved_per_sec)
+                        .unwrap_or(f64::NAN)
+                ),
+                rate(lat.achieved_per_sec),
                 format_ns(s.p50_ns as f64),
                 format_ns(s.p99_ns as f64),
                 format_ns(s.max_ns as f64)
@@ -667,7 +682,7 @@ mod tests {
             "{text}"
         );
         assert_eq!(
-            text.matches("warning: peak: our counts disagree with the kernel's: server accepts vs Tcp.PassiveOpens: ours 6000 != kernel 6001").count(),
+            text.matches("warning: peak: our counts do not agree: server accepts vs Tcp.PassiveOpens: ours 6000 != kernel 6001").count(),
             1,
             "{text}"
         );

@@ -15,7 +15,8 @@
 //! *n/a*: no value, no change, no verdict (`null` in JSON).
 //!
 //! Trials whose record carries a warning ([`trial_flags`]: contention, steal, generator behind,
-//! drops, retransmits, cross-check mismatch, interrupted) are marked and left out of the verdict
+//! drops, retransmits, cross-check mismatch, interrupted) or measured nothing (a phase without a
+//! success: its rates and CPU per connection are n/a) are marked and left out of the verdict
 //! unless [`Options::include_flagged`]. SYN retransmits flag only when they are suspect
 //! ([`suspect_retransmits`]): not explained by orphaned FIN_WAIT2 minisocks, above 0.1% of the
 //! handshakes started, or with a handshake that took the 1 s SYN RTO.
@@ -44,7 +45,8 @@ a 2-sigma shift about 2 times in 3, 10 a side a 1.5-sigma shift at least 4 times
 interval that excludes 0, and (3) a shift at least --min-effect (default: A's run-to-run spread \
 of that metric, 1.4826*MAD/median). A metric with no samples is n/a (null in JSON). Trials whose \
 record carries a warning (contention, steal, generator behind, drops, retransmits, cross-check \
-mismatch, interrupted) are marked and left out unless --include-flagged. SYN retransmits flag a \
+mismatch, interrupted) or that measured nothing (a phase without a success) are marked and left \
+out unless --include-flagged. SYN retransmits flag a \
 trial only when suspect: not explained by orphaned FIN_WAIT2 minisocks (no SYN-losing drop \
 counter, no ETIMEDOUT, TcpExt.TW >= TCPSynRetrans), above 0.1% of the handshakes started, or \
 with a handshake (service latency) at or above the 1 s initial SYN RTO. Setups that differ \
@@ -561,7 +563,7 @@ pub fn metric_values(rec: &RunRecord) -> [Option<f64>; METRICS.len()] {
     let us = |ns: u64| ns as f64 / 1e3;
     let sys_pct = rate.and_then(|p| p.cpu.sys_pct());
     [
-        rate.map(|p| p.achieved_per_sec),
+        rate.and_then(|p| p.achieved_per_sec),
         hs.map(|s| us(s.p50_ns)),
         hs.map(|s| us(s.p99_ns)),
         hs.map(|s| us(s.max_ns)),
@@ -628,7 +630,7 @@ mod tests {
                         c.agree = true;
                     }
                 }
-                rec.phases[0].achieved_per_sec = r;
+                rec.phases[0].achieved_per_sec = Some(r);
                 rec
             })
             .collect()
@@ -748,7 +750,7 @@ mod tests {
         let b = records("B", &b_rates);
         a[1].warnings
             .push("latency: generator fell behind: 100.0% of starts late".into());
-        a[1].phases[0].achieved_per_sec = 1.0;
+        a[1].phases[0].achieved_per_sec = Some(1.0);
         let c = compare(&a, &b, (None, None), &Options::default());
         assert_eq!(c.a.trials[1].flags, ["generator behind"]);
         assert!(c.a.trials[1].excluded);
@@ -872,6 +874,52 @@ mod tests {
         }
     }
 
+    /// A trial whose peak window had no success (`bench --backlog 1`): `compare` printed
+    /// `connections/s 0 [0 – 0]` and CPU per connection of its warm-up for it. Its rates and
+    /// CPU per connection are n/a, and the trial is flagged `nothing measured` and left out.
+    #[test]
+    fn nothing_measured_a_trial_without_a_success_is_na_and_flagged() {
+        let mut a = records("A", &[20_000.0]);
+        let mut b = records("B", &[21_000.0]);
+        let p = &mut b[0].phases[0];
+        p.successes = 0;
+        p.set_rates();
+        p.forget_unmeasured();
+        assert_eq!(metric_values(&b[0])[0], None, "connections/s");
+        assert_eq!(metric_values(&b[0])[5], None, "server CPU per conn");
+        assert_eq!(metric_values(&b[0])[6], None, "load CPU per conn");
+        a[0].label = "A#1".into();
+        let c = compare(&a, &b, (None, None), &Options::default());
+        assert_eq!(c.b.trials[0].flags, ["nothing measured"]);
+        assert!(c.b.trials[0].excluded);
+        let m = rate(&c);
+        assert_eq!((m.b.n, m.b_excluded.n), (0, 0), "{m:?}");
+        let text = render(&c, Format::Text);
+        let row = text
+            .lines()
+            .find(|l| l.contains("connections/s (peak phase"))
+            .unwrap();
+        assert!(!row.contains("0 [0 – 0]"), "{row}");
+        assert!(
+            c.notes.iter().any(
+                |n| n.contains("B: 1 flagged trial(s)") && n.contains("B#1 (nothing measured)")
+            ),
+            "{:?}",
+            c.notes
+        );
+        // --include-flagged keeps the trial, but it still has no rate.
+        let kept = compare(
+            &a,
+            &b,
+            (None, None),
+            &Options {
+                include_flagged: true,
+                ..Options::default()
+            },
+        );
+        assert_eq!(rate(&kept).b.n, 0);
+    }
+
     #[test]
     fn cpu_per_connection_without_connections_is_na_never_zero() {
         let mut recs = records("A", &[0.0; 3]);
@@ -880,6 +928,7 @@ mod tests {
                 p.successes = 0;
                 p.cpu.load = crate::record::SideCpu::new(0, 1_900_000_000, 3_000_000_000, 1, 0);
                 p.cpu.server = Some(p.cpu.load);
+                p.forget_unmeasured();
             }
         }
         let c = compare(&recs, &recs, (None, None), &Options::default());
@@ -891,7 +940,7 @@ mod tests {
         assert_eq!(
             rate(&c).verdict,
             Verdict::NotApplicable,
-            "A's median rate is 0"
+            "no success: no rate"
         );
         let json: serde_json::Value = serde_json::from_str(&render(&c, Format::Json)).unwrap();
         let cpu = json["metrics"]

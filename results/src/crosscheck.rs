@@ -7,8 +7,10 @@
 //! - connections our server accepted against `Tcp.PassiveOpens`, which the server's kernel
 //!   counts when it creates the child socket (`tcp_create_openreq_child`);
 //! - handshakes the client completed against the server's accepts: fewer accepts are handshakes
-//!   the server never accepted (a failure class, not a mismatch); more accepts balance only with
-//!   attempts abandoned at Ctrl-C.
+//!   the server never accepted, counted in their own failure class, and the counts do not agree
+//!   (a handshake the client counted and the server did not is not a balanced count, even when
+//!   the kernel's counters say where it went); more accepts balance only with attempts
+//!   abandoned at Ctrl-C.
 //!
 //! In two private namespaces (`exact`) every count must be equal. In the host namespace other
 //! processes add to the kernel's counters: a kernel count above ours agrees when other traffic
@@ -147,8 +149,9 @@ pub fn check(c: &Counts) -> CrossCheck {
         );
         if acc < successes {
             // The server is ours and drains its queues before we count: a handshake the client
-            // completed but the server never accepted is a failure, not a mismatch (reset after
-            // the handshake, or final ACK dropped at a full accept queue).
+            // completed but the server never accepted (reset after the handshake, or final ACK
+            // dropped at a full accept queue) is a failure, and the two counts disagree.
+            agree = false;
             notes.push(format!(
                 "{} of {} handshakes completed on the client were never accepted by the server: counted as failures \"{}\", not successes",
                 count(successes - acc),
@@ -263,13 +266,23 @@ mod tests {
         assert!(!check(&c).agree);
     }
 
+    /// A cross-check that found handshakes the server never accepted does not agree (it said
+    /// `agree: true` beside "23 of 80 ... never accepted"), in either namespace kind.
     #[test]
-    fn never_accepted_handshakes_are_a_failure_class_not_a_mismatch() {
+    fn never_accepted_handshakes_are_a_failure_class_and_a_disagreement() {
+        for exact in [true, false] {
+            let mut c = balanced(exact);
+            c.server_accepted = Some(943);
+            c.passive_opens = Some(943);
+            let x = check(&c);
+            assert!(!x.agree, "{exact}: {}", x.note);
+            assert_eq!(x.never_accepted(), 47);
+        }
         let mut c = balanced(true);
         c.server_accepted = Some(943);
         c.passive_opens = Some(943);
         let x = check(&c);
-        assert!(x.agree, "{}", x.note);
+        assert!(!x.agree, "{}", x.note);
         assert_eq!(
             x.note,
             "47 of 990 handshakes completed on the client were never accepted by the server: counted as failures \"never accepted\", not successes"

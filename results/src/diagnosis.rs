@@ -13,6 +13,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::numfmt::{count, signed};
 use crate::record::PhaseRecord;
 
 /// The failure class of handshakes the client completed (connect() returned 0) but the server
@@ -158,6 +159,7 @@ pub fn diagnose(e: &Evidence<'_>) -> Vec<Cause> {
     // settle: their cause is known (the application did not accept), not a dropped ACK.
     let queued = e.failures.get(NEVER_ACCEPTED_QUEUED).copied().unwrap_or(0);
     if queued > 0 {
+        let queued = count(queued);
         add(
             Kind::NeverAccepted,
             format!(
@@ -171,12 +173,16 @@ pub fn diagnose(e: &Evidence<'_>) -> Vec<Cause> {
         let resets = e.c("TcpExt.EmbryonicRsts");
         let cookie_acks = e.c("TcpExt.SyncookiesRecv");
         let head = format!(
-            "never accepted: {never} handshakes completed on the client were never accepted by the server"
+            "never accepted: {} handshakes completed on the client were never accepted by the server",
+            count(never)
         );
-        let line = if overflows > 0 {
-            let how = if abort == Some(1) && resets > 0 {
+        let overflows_n = overflows;
+        let (overflows, resets, cookie_acks) =
+            (signed(overflows), signed(resets), signed(cookie_acks));
+        let line = if overflows_n > 0 {
+            let how = if abort == Some(1) && e.c("TcpExt.EmbryonicRsts") > 0 {
                 format!(", and net.ipv4.tcp_abort_on_overflow=1 answered final ACKs with RST after the handshake (EmbryonicRsts {resets})")
-            } else if cookie_acks > 0 {
+            } else if e.c("TcpExt.SyncookiesRecv") > 0 {
                 format!(
                     ", so final ACKs completing a syncookie handshake (SyncookiesRecv {cookie_acks}) were dropped without a reset (net.ipv4.tcp_abort_on_overflow={} acts only on queued requests)",
                     fmt_opt(abort)
@@ -204,6 +210,7 @@ pub fn diagnose(e: &Evidence<'_>) -> Vec<Cause> {
         };
         add(Kind::NeverAccepted, line);
     } else if overflows > 0 {
+        let overflows = signed(overflows);
         let settled = if e.balanced == Some(true) && e.server_accepts.is_some() {
             "; every handshake the client completed was still accepted (cross-check balanced)"
         } else {
@@ -224,12 +231,14 @@ pub fn diagnose(e: &Evidence<'_>) -> Vec<Cause> {
     let failed = e.c("TcpExt.SyncookiesFailed");
     let balanced = e.balanced == Some(true) && never == 0;
     let failed_text = if failed > 0 && balanced {
-        format!("; SyncookiesFailed {failed} counts ACKs at the listener that were not valid cookies, but every handshake the client completed was accepted (cross-check balanced), so none was a lost handshake: they were late segments of connections already gone")
+        format!("; SyncookiesFailed {} counts ACKs at the listener that were not valid cookies, but every handshake the client completed was accepted (cross-check balanced), so none was a lost handshake: they were late segments of connections already gone", signed(failed))
     } else {
         String::new()
     };
     let syn_backlog = e.s("net.ipv4.tcp_max_syn_backlog");
+    let (sent_s, recv) = (signed(sent), signed(recv));
     if sent > 0 && cookies == Some(2) {
+        let sent = &sent_s;
         add(
             Kind::SyncookiesAlways,
             format!(
@@ -237,17 +246,19 @@ pub fn diagnose(e: &Evidence<'_>) -> Vec<Cause> {
             ),
         );
     } else if sent > 0 || e.c("TcpExt.TCPReqQFullDoCookies") > 0 {
+        let sent = &sent_s;
         add(
             Kind::SynQueueCookies,
             format!(
                 "SYN queue overflowed: SYNs answered with syncookies (TCPReqQFullDoCookies {}, SyncookiesSent {sent}, SyncookiesRecv {recv}; net.ipv4.tcp_max_syn_backlog {}, {}){failed_text} — fix: accept faster, raise net.ipv4.tcp_max_syn_backlog and the backlog",
-                e.c("TcpExt.TCPReqQFullDoCookies"),
+                signed(e.c("TcpExt.TCPReqQFullDoCookies")),
                 fmt_opt(syn_backlog),
                 e.accept_queue()
             ),
         );
     }
     if failed > 0 && !balanced {
+        let failed = signed(failed);
         let line = if e.balanced.is_none() {
             format!("syncookie ACKs rejected: SyncookiesFailed {failed} ACKs did not validate as cookies (expired or mangled); each is a lost handshake only if the client completed it and the server never accepted it, which cannot be told here (other connections count in this namespace's counters) — run in a private namespace (bench --netns) to know; fix if they were: avoid relying on cookies (raise the SYN backlog)")
         } else {
@@ -257,6 +268,7 @@ pub fn diagnose(e: &Evidence<'_>) -> Vec<Cause> {
     }
     let qdrop = e.c("TcpExt.TCPReqQFullDrop");
     if qdrop > 0 {
+        let qdrop = signed(qdrop);
         add(
             Kind::SynQueueDrop,
             format!(
@@ -275,10 +287,11 @@ pub fn diagnose(e: &Evidence<'_>) -> Vec<Cause> {
     let ct_full = matches!((ct_count, ct_max), (Some(c), Some(m)) if m > 0 && c >= m);
     if ct_drop > 0 || ct_full {
         let timeouts = if timed_out > 0 {
-            format!(" (ETIMEDOUT {timed_out})")
+            format!(" (ETIMEDOUT {})", count(timed_out))
         } else {
             String::new()
         };
+        let ct_drop = signed(ct_drop);
         add(
             Kind::ConntrackFull,
             format!(
@@ -290,6 +303,7 @@ pub fn diagnose(e: &Evidence<'_>) -> Vec<Cause> {
     }
     let tw = e.c("TcpExt.TCPTimeWaitOverflow");
     if tw > 0 {
+        let tw = signed(tw);
         add(
             Kind::TimeWaitOverflow,
             format!(
@@ -300,37 +314,42 @@ pub fn diagnose(e: &Evidence<'_>) -> Vec<Cause> {
     }
     let refused = e.f("ECONNREFUSED");
     if refused > 0 {
+        let refused = count(refused);
         add(
             Kind::Refused,
             format!(
                 "refused: {refused} of {} attempts got an RST in answer to their SYN (ECONNREFUSED): nothing listened at the target address and port, or a firewall rejected them — fix: check the target and that its server runs",
-                e.attempts
+                count(e.attempts)
             ),
         );
     }
     let syn_retrans = e.c("TcpExt.TCPSynRetrans");
+    let (timed_out_s, syn_retrans_s) = (count(timed_out), signed(syn_retrans));
     if timed_out > 0 && !(ct_drop > 0 || ct_full) && qdrop == 0 && overflows > 0 {
+        let (timed_out, syn_retrans, overflows) = (&timed_out_s, &syn_retrans_s, signed(overflows));
         // A SYN that meets a full accept queue is dropped (ListenOverflows++, kernels ≥ 4.10;
         // net/ipv4/tcp_input.c `tcp_conn_request`): the client retries after 1 s, 2 s, …
         add(
             Kind::TimedOut,
             format!(
                 "timed out: {timed_out} of {} attempts got no SYN-ACK within the connect timeout (ETIMEDOUT; TCPSynRetrans {syn_retrans}) because the accept queue was full: a SYN that meets a full accept queue is dropped (ListenOverflows {overflows}; {}) — fix: accept faster, raise the backlog and net.core.somaxconn, or allow a longer --connect-timeout (SYN retries come after 1 s, 2 s, …)",
-                e.attempts,
+                count(e.attempts),
                 e.accept_queue()
             ),
         );
     } else if timed_out > 0 && !(ct_drop > 0 || ct_full) && qdrop == 0 {
+        let (timed_out, syn_retrans) = (&timed_out_s, &syn_retrans_s);
         add(
             Kind::TimedOut,
             format!(
                 "timed out: {timed_out} of {} attempts got no SYN-ACK within the connect timeout (ETIMEDOUT; TCPSynRetrans {syn_retrans}) and no counter here explains it: something dropped SYNs or SYN-ACKs (a firewall rule, a stopped server, a lossy path) — fix: check nft/iptables rule counters and the server",
-                e.attempts
+                count(e.attempts)
             ),
         );
     }
     let ports = e.f("EADDRNOTAVAIL");
     if ports > 0 {
+        let ports = count(ports);
         add(
             Kind::PortsExhausted,
             format!(
@@ -340,6 +359,7 @@ pub fn diagnose(e: &Evidence<'_>) -> Vec<Cause> {
     }
     let fds = e.f("EMFILE") + e.f("ENFILE");
     if fds > 0 {
+        let fds = count(fds);
         add(
             Kind::FdLimit,
             format!(
@@ -349,6 +369,7 @@ pub fn diagnose(e: &Evidence<'_>) -> Vec<Cause> {
     }
     let softnet = e.c("softnet.dropped");
     if softnet > 0 {
+        let softnet = signed(softnet);
         add(
             Kind::SoftnetDrop,
             format!(
@@ -358,6 +379,7 @@ pub fn diagnose(e: &Evidence<'_>) -> Vec<Cause> {
     }
     let bdrop = e.c("TcpExt.TCPBacklogDrop");
     if bdrop > 0 {
+        let bdrop = signed(bdrop);
         add(
             Kind::BacklogDrop,
             format!(
@@ -381,6 +403,7 @@ fn syn_retransmit_cause(e: &Evidence<'_>, syn_retrans: i64, timed_out: u64) -> O
         + e.c("TcpExt.ListenOverflows")
         + e.c("softnet.dropped");
     if explained > 0 || timed_out > 0 {
+        let syn_retrans = signed(syn_retrans);
         return Some(format!(
             "SYN retransmits: TCPSynRetrans {syn_retrans} (SYN or SYN-ACK retransmitted after the drops above: ≥ 1 s on each such handshake)"
         ));
@@ -389,6 +412,7 @@ fn syn_retransmit_cause(e: &Evidence<'_>, syn_retrans: i64, timed_out: u64) -> O
     let fw2 = e.c("TcpExt.TCPACKSkippedFinWait2");
     let tw = e.c("TcpExt.TCPACKSkippedTimeWait");
     if minisocks <= 0 {
+        let syn_retrans = signed(syn_retrans);
         return Some(format!(
             "SYN retransmits: TCPSynRetrans {syn_retrans} with no drop counter rising and no FIN_WAIT2/TIME_WAIT minisock created here (TcpExt.TW 0): the SYNs met state this namespace does not count (the peer's host, a middlebox) or a lost packet — fix: check the target host's TcpExt.TW and drop counters"
         ));
@@ -462,6 +486,44 @@ mod tests {
 
     fn kinds(c: &[Cause]) -> Vec<Kind> {
         c.iter().map(|c| c.kind).collect()
+    }
+
+    /// Cause lines printed raw counts ("never accepted: 40000 handshakes", "ListenOverflows
+    /// 54000"): every count goes through the one formatter; settings stay as sysctl prints them.
+    #[test]
+    fn numbers_in_cause_lines_use_the_one_format() {
+        let counters = map(&[
+            ("TcpExt.ListenOverflows", 54_000),
+            ("TcpExt.SyncookiesRecv", 30_000),
+            ("TcpExt.TCPSynRetrans", 32_000),
+            ("softnet.dropped", 1_500),
+        ]);
+        let settings = map(&[("listen_backlog", 4096), ("net.core.somaxconn", 4096)]);
+        let failures = map(&[("ETIMEDOUT", 12_345u64), ("ECONNREFUSED", 2_000)]);
+        let c = diagnose(&Evidence {
+            counters: &counters,
+            settings: &settings,
+            attempts: 120_000,
+            failures: &failures,
+            client_handshakes: 80_000,
+            server_accepts: Some(40_000),
+            balanced: Some(false),
+        });
+        let text: Vec<&str> = c.iter().map(|c| c.line.as_str()).collect();
+        let all = text.join("\n");
+        for want in [
+            "never accepted: 40,000 handshakes completed on the client",
+            "ListenOverflows 54,000",
+            "SyncookiesRecv 30,000",
+            "refused: 2,000 of 120,000 attempts",
+            "timed out: 12,345 of 120,000 attempts",
+            "TCPSynRetrans 32,000",
+            "softnet dropped 1,500 packets",
+            "net.core.somaxconn 4096",
+        ] {
+            assert!(all.contains(want), "{want:?} missing:\n{all}");
+        }
+        assert!(!all.contains("40000") && !all.contains("54000"), "{all}");
     }
 
     /// Handshakes still in the accept queue at the end are explained by the queue (the
@@ -567,7 +629,7 @@ mod tests {
         let c = diagnose(&ev);
         assert_eq!(kinds(&c), [Kind::SyncookiesAlways]);
         assert!(c[0].line.contains("tcp_syncookies=2"), "{}", c[0].line);
-        assert!(c[0].line.contains("SyncookiesSent 28573"), "{}", c[0].line);
+        assert!(c[0].line.contains("SyncookiesSent 28,573"), "{}", c[0].line);
         assert!(!c[0].line.contains("overflowed"), "{}", c[0].line);
         assert!(!c[0].line.contains("were dropped"), "{}", c[0].line);
         // Unbalanced: the same counter now means lost handshakes.

@@ -151,8 +151,32 @@ pub fn write_phase<W: Write>(
     Ok(())
 }
 
-/// Writes one `.hlog` per phase into `dir` (created if missing), named
-/// `<stem>.<phase>.hlog`, and returns their paths in phase order.
+/// The files [`write_all`] writes for `record`: one `<stem>.<phase>.hlog` per phase in `dir`,
+/// in phase order (anything but `A-Z a-z 0-9 . _ -` in a phase name becomes `-`). Callers check
+/// them against their inputs before anything is written.
+pub fn paths(record: &RunRecord, stem: &str, dir: &Path) -> Vec<PathBuf> {
+    record
+        .phases
+        .iter()
+        .map(|phase| {
+            let safe: String = phase
+                .name
+                .chars()
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || "._-".contains(c) {
+                        c
+                    } else {
+                        '-'
+                    }
+                })
+                .collect();
+            dir.join(format!("{stem}.{safe}.hlog"))
+        })
+        .collect()
+}
+
+/// Writes one `.hlog` per phase into `dir` (created if missing), at [`paths`], and returns
+/// them in phase order.
 ///
 /// `stem` is usually the record file's name without `.json`.
 ///
@@ -163,29 +187,17 @@ pub fn write_all(record: &RunRecord, stem: &str, dir: &Path) -> Result<Vec<PathB
         path: dir.to_path_buf(),
         source,
     })?;
-    let mut paths = Vec::new();
-    for (i, phase) in record.phases.iter().enumerate() {
-        let safe: String = phase
-            .name
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || "._-".contains(c) {
-                    c
-                } else {
-                    '-'
-                }
-            })
-            .collect();
-        let path = dir.join(format!("{stem}.{safe}.hlog"));
+    let mut written = Vec::new();
+    for (i, path) in paths(record, stem, dir).into_iter().enumerate() {
         let mut buf = Vec::new();
         write_phase(&mut buf, record, i)?;
         fs::write(&path, buf).map_err(|source| HlogError::Write {
             path: path.clone(),
             source,
         })?;
-        paths.push(path);
+        written.push(path);
     }
-    Ok(paths)
+    Ok(written)
 }
 
 #[cfg(test)]
@@ -284,5 +296,9 @@ mod tests {
             .map(|p| p.file_name().unwrap().to_str().unwrap())
             .collect();
         assert_eq!(names, ["run.peak.hlog", "run.latency.hlog"]);
+        assert_eq!(
+            paths,
+            super::paths(&RunRecord::example(), "run", dir.path())
+        );
     }
 }

@@ -122,9 +122,9 @@ fn summary_table(reports: &[RecordReport]) -> Table {
                     .unwrap_or_else(|| numfmt::NA.to_string())
             };
             let measured = p.successes > 0;
-            let rate = |v: f64| {
+            let rate = |v: Option<f64>| {
                 if measured {
-                    numfmt::fixed(v, 0)
+                    numfmt::fixed_opt(v, 0)
                 } else {
                     numfmt::NA.to_string()
                 }

@@ -16,7 +16,8 @@
 //! Generators sharing a network namespace each hold the whole namespace's counter deltas: the
 //! counters are counted once per namespace and cross-checked per namespace (`merge/netns.rs`).
 //!
-//! Refused with one line naming the files: segments that overlap, are missing, out of range or
+//! Refused with one line naming the files: load records that are not segments (`load` without
+//! `--segment`, beside another load record); segments that overlap, are missing, out of range or
 //! disagree on `N`; segments of different runs (a different whole-run rate or concurrency,
 //! duration, warm-up, close mode, open vs closed loop, arrival, connect timeout, `--http` or
 //! `--expect-bytes`, or planned `--start-at`; `merge/segments.rs`); load records whose measured
@@ -120,6 +121,17 @@ pub enum MergeError {
         path: PathBuf,
         /// Its role.
         role: &'static str,
+    },
+    /// Several load records, and at least one of them is not a segment (`load` ran without
+    /// `--segment`): each such record is a whole run by itself.
+    #[error("{} and {} are not segments of one run: {why}; merge joins the shares of one multi-host run: run every generator with `--segment K/N` (K = 0..N-1, the same N) and the same `--start-at`, then merge their records", .path_a.display(), .path_b.display())]
+    NotSegmented {
+        /// A load record without a segment.
+        path_a: PathBuf,
+        /// Another load record.
+        path_b: PathBuf,
+        /// Which of them has no segment, and what that makes it.
+        why: &'static str,
     },
     /// Two generators ran the same segment.
     #[error("segments overlap: {} and {} are both segment {index}/{count}; give each generator its own --segment", .path_a.display(), .path_b.display())]
@@ -336,8 +348,10 @@ pub fn merge(inputs: &[Input]) -> Result<Merged, MergeError> {
         let accepted = server_side.accepted();
         let agree = accepted == handshakes && passive.is_none_or(|p| p == accepted as i64);
         let note = format!(
-            "servers accepted {accepted} connections, server namespaces' Tcp.PassiveOpens {}, generators completed {handshakes} handshakes (whole run, warm-up included)",
-            passive.map_or("unknown".to_string(), |p| p.to_string())
+            "servers accepted {} connections, server namespaces' Tcp.PassiveOpens {}, generators completed {} handshakes (whole run, warm-up included)",
+            crate::numfmt::count(accepted),
+            passive.map_or("unknown".to_string(), crate::numfmt::signed),
+            crate::numfmt::count(handshakes)
         );
         if !agree {
             warnings.push(format!("counts do not agree: {note}"));
@@ -609,20 +623,37 @@ fn merge_phase(
             out.timeline = merge_timeline(parts, &vec![0; parts.len()], 0);
         }
     }
-    out.achieved_per_sec = if out.measured_secs > 0.0 {
-        out.successes as f64 / out.measured_secs
-    } else {
-        0.0
-    };
-    out.cpm = out.achieved_per_sec * 60.0;
+    out.set_rates();
     out.cpu = CpuUsage {
         server: None,
         load: merged_cpu(parts, out.successes),
     };
+    out.forget_unmeasured();
     out.cross_check = netns::cross_check(&phases, groups);
     out.cpu_busy_pct = BTreeMap::new();
     out.settings = BTreeMap::new();
     Ok(out)
+}
+
+/// What `connstorm merge` says of a merged phase, in the numbers' one format ([`crate::numfmt`],
+/// as the bench summary): `phase load: 24,000 successes in 3.000 s: 480,000 CPM = 8,000 conn/s`,
+/// or that nothing was measured.
+pub fn phase_line(p: &PhaseRecord) -> String {
+    match (p.cpm, p.achieved_per_sec) {
+        (Some(cpm), Some(per_sec)) => format!(
+            "phase {}: {} successes in {} s: {} CPM = {} conn/s",
+            p.name,
+            crate::numfmt::count(p.successes),
+            crate::numfmt::fixed(p.measured_secs, 3),
+            crate::numfmt::fixed(cpm, 0),
+            crate::numfmt::fixed(per_sec, 0)
+        ),
+        _ => format!(
+            "phase {}: nothing measured — no connection succeeded in {} s",
+            p.name,
+            crate::numfmt::fixed(p.measured_secs, 3)
+        ),
+    }
 }
 
 /// Sums maps of counts key by key.

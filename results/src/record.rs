@@ -304,6 +304,7 @@ impl RunRecord {
         if found == 1 {
             upgrade_v1(&mut record);
         }
+        forget_unmeasured_figures(&mut record);
         if record.phases.is_empty() {
             return Err(RecordError::Inconsistent {
                 path: path_buf(),
@@ -351,6 +352,10 @@ impl RunRecord {
                 }
             }
         }
+        // After the checks: a stored `agree` that contradicts the kernel's counts is refused
+        // above as the hand edit it is; one beside handshakes never accepted was this
+        // project's older rule.
+        disagree_on_never_accepted(&mut record);
         Ok(record)
     }
 }
@@ -360,16 +365,39 @@ impl RunRecord {
 /// phase), and the per-connection CPU figures it stored as 0 for a phase with no connection
 /// become `None` (they never existed).
 pub fn upgrade_v1(record: &mut RunRecord) {
-    for p in &mut record.phases {
-        if p.successes == 0 {
-            for side in p.cpu.server.iter_mut().chain([&mut p.cpu.load]) {
-                side.us_per_conn_user = None;
-                side.us_per_conn_sys = None;
-                side.us_per_conn_run = None;
-            }
+    if record.role != Role::Server {
+        for p in &mut record.phases {
+            p.forget_unmeasured();
         }
     }
     record.schema_version = SCHEMA_VERSION;
+}
+
+/// What records of older builds (any schema) stored that was never measured, read as this build
+/// writes it: a phase without a success in its measured part has no rates and no CPU per
+/// connection ([`PhaseRecord::forget_unmeasured`]: they stored 0, and CPU per connection of the
+/// warm-up). A server record's phase counts accepts, not successes: its CPU per connection (per
+/// accept) stays.
+fn forget_unmeasured_figures(record: &mut RunRecord) {
+    if record.role == Role::Server {
+        return;
+    }
+    for p in &mut record.phases {
+        p.forget_unmeasured();
+    }
+}
+
+/// A cross-check that found handshakes the server never accepted does not agree
+/// ([`CrossCheck::never_accepted`]); older builds stored `agree: true` beside the note that
+/// said so.
+fn disagree_on_never_accepted(record: &mut RunRecord) {
+    for c in record
+        .phases
+        .iter_mut()
+        .filter_map(|p| p.cross_check.as_mut())
+    {
+        c.agree &= c.never_accepted() == 0;
+    }
 }
 
 #[cfg(test)]
@@ -557,25 +585,96 @@ mod tests {
         assert!(msg.contains("latency.service"), "{msg}");
     }
 
+    /// Older builds stored, for a phase whose measured window had no success, `cpm: 0.0`,
+    /// `achieved_per_sec: 0.0`, CPU per connection of the warm-up's accepts, and
+    /// `cross_check.agree: true` beside "N of M handshakes ... never accepted". Read back, the
+    /// rates and CPU per connection are unknown and the cross-check does not agree; a server
+    /// record keeps its CPU per accept.
+    #[test]
+    fn nothing_measured_reads_as_unknown_in_records_of_older_builds() {
+        let mut v: serde_json::Value =
+            serde_json::from_str(&RunRecord::example().to_json()).unwrap();
+        let p = &mut v["phases"][0];
+        p["successes"] = 0.into();
+        p["achieved_per_sec"] = 0.0.into();
+        p["cpm"] = 0.0.into();
+        p["failures"] = serde_json::json!({"never accepted": 23, "ECONNREFUSED": 1});
+        p["attempts"] = 24.into();
+        let mut h = crate::histogram::new_latency_histogram();
+        h.record_n(1_000, 23).unwrap();
+        p["histograms"]["handshake"] = crate::histogram::encode(&h).into();
+        for side in ["server", "load"] {
+            p["cpu"][side]["us_per_conn_user"] = 41.6.into();
+            p["cpu"][side]["us_per_conn_sys"] = 31.8.into();
+            p["cpu"][side]["us_per_conn_run"] = 71.3.into();
+        }
+        p["cross_check"]["server_accepted"] = 57.into();
+        p["cross_check"]["load_successes"] = 80.into();
+        p["cross_check"]["kernel_passive_opens"] = 57.into();
+        p["cross_check"]["agree"] = true.into();
+        let text = serde_json::to_string(&v).unwrap();
+        let rec = RunRecord::from_json(&text, Path::new("old.json")).unwrap();
+        let p = &rec.phases[0];
+        assert_eq!((p.achieved_per_sec, p.cpm), (None, None));
+        for side in [p.cpu.server.unwrap(), p.cpu.load] {
+            assert_eq!(side.us_per_conn_user, None);
+            assert_eq!(side.us_per_conn_sys, None);
+            assert_eq!(side.us_per_conn_run, None);
+            assert_eq!(side.us_per_conn(), None);
+        }
+        let c = p.cross_check.as_ref().unwrap();
+        assert!(!c.agree, "{c:?}");
+        assert_eq!(c.never_accepted(), 23);
+        // Written again, they are null.
+        let again: serde_json::Value = serde_json::from_str(&rec.to_json()).unwrap();
+        assert!(again["phases"][0]["cpm"].is_null());
+        assert!(again["phases"][0]["achieved_per_sec"].is_null());
+        assert!(again["phases"][0]["cpu"]["load"]["us_per_conn_run"].is_null());
+        // The measured phase beside it keeps its figures.
+        assert!(rec.phases[1].cpm.is_some() && rec.phases[1].cpu.load.us_per_conn().is_some());
+
+        let mut server = RunRecord::example();
+        server.role = Role::Server;
+        server.phases.truncate(1);
+        let p = &mut server.phases[0];
+        p.successes = 0;
+        p.set_rates();
+        p.histograms.handshake =
+            crate::histogram::encode(&crate::histogram::new_latency_histogram());
+        p.failures.clear();
+        let read = RunRecord::from_json(&server.to_json(), Path::new("s.json")).unwrap();
+        assert!(read.phases[0].cpu.server.unwrap().us_per_conn().is_some());
+    }
+
     #[test]
     fn a_phase_that_contradicts_itself_is_refused() {
         type Edit = fn(&mut PhaseRecord);
-        let edits: [(Edit, &str); 6] = [
+        let edits: [(Edit, &str); 8] = [
             (
                 |p| p.measured_secs = 0.0,
                 "successes in a measured time of 0 s",
             ),
             (|p| p.successes = p.attempts + 1, "exceed attempts"),
-            (|p| p.cpm *= 2.0, "is not 60 × achieved_per_sec"),
-            (|p| p.achieved_per_sec = -5.0, "not a finite number ≥ 0"),
+            (
+                |p| p.cpm = p.cpm.map(|v| v * 2.0),
+                "is not 60 × achieved_per_sec",
+            ),
+            (|p| p.cpm = None, "cpm null is not 60 × achieved_per_sec"),
+            (
+                |p| p.achieved_per_sec = Some(-5.0),
+                "not a finite number ≥ 0",
+            ),
+            (
+                |p| p.achieved_per_sec = None,
+                "achieved_per_sec is null but",
+            ),
             (|p| p.successes /= 2, "is not successes / measured_secs"),
             (
                 |p| {
                     // Scaled consistently, but the histogram still holds the old samples.
                     p.successes *= 2;
                     p.attempts *= 2;
-                    p.achieved_per_sec *= 2.0;
-                    p.cpm *= 2.0;
+                    p.set_rates();
                 },
                 "the handshake histogram holds",
             ),

@@ -94,11 +94,11 @@ pub struct PhaseReport {
     pub pattern: Pattern,
     /// Offered attempts/s (open loop).
     pub offered_per_sec: Option<f64>,
-    /// Successful handshakes/s.
-    pub achieved_per_sec: f64,
-    /// Successful handshakes per minute.
-    pub cpm: f64,
-    /// `achieved / offered` (open loop).
+    /// Successful handshakes/s; `null` when the measured part had no success.
+    pub achieved_per_sec: Option<f64>,
+    /// Successful handshakes per minute; `null` as `achieved_per_sec`.
+    pub cpm: Option<f64>,
+    /// `achieved / offered` (open loop; `null` with nothing achieved).
     pub achieved_ratio: Option<f64>,
     /// Measured seconds.
     pub measured_secs: f64,
@@ -213,7 +213,8 @@ fn phase_report(file: &str, p: &PhaseRecord, edges_ns: &[u64]) -> Result<PhaseRe
         achieved_ratio: p
             .offered_per_sec
             .filter(|&o| o > 0.0)
-            .map(|o| p.achieved_per_sec / o),
+            .zip(p.achieved_per_sec)
+            .map(|(o, a)| a / o),
         measured_secs: p.measured_secs,
         attempts: p.attempts,
         successes: p.successes,
@@ -255,10 +256,7 @@ pub fn build(rec: &RunRecord, file: &str, edges_ns: &[u64]) -> Result<RecordRepo
             if let Some(s) = &p.server {
                 let accepted = s.accepted();
                 p.successes = accepted;
-                if p.measured_secs > 0.0 {
-                    p.achieved_per_sec = accepted as f64 / p.measured_secs;
-                    p.cpm = p.achieved_per_sec * 60.0;
-                }
+                (p.achieved_per_sec, p.cpm) = PhaseRecord::rates(accepted, p.measured_secs);
             }
         }
     }
@@ -373,14 +371,14 @@ mod tests {
         rec.phases.truncate(1);
         let p = &mut rec.phases[0];
         p.successes = 0;
-        p.achieved_per_sec = 0.0;
-        p.cpm = 0.0;
+        p.achieved_per_sec = None;
+        p.cpm = None;
         let accepted = p.server.as_ref().unwrap().accepted();
         assert!(accepted > 0);
         let secs = p.measured_secs;
         let r = build(&rec, "s.json", &DEFAULT_BUCKET_EDGES_NS).unwrap();
         assert_eq!(r.phases[0].successes, accepted);
-        assert!((r.phases[0].achieved_per_sec - accepted as f64 / secs).abs() < 1e-9);
+        assert!((r.phases[0].achieved_per_sec.unwrap() - accepted as f64 / secs).abs() < 1e-9);
         let csv = render(&[r], Format::Csv, Counters::Key);
         let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
         let row: Vec<&str> = csv.lines().nth(1).unwrap().split(',').collect();
@@ -397,8 +395,8 @@ mod tests {
         let mut rec = RunRecord::example();
         let p = &mut rec.phases[1];
         p.successes = 0;
-        p.achieved_per_sec = 0.0;
-        p.cpm = 0.0;
+        p.achieved_per_sec = None;
+        p.cpm = None;
         p.measured_secs = 0.0;
         let r = build(&rec, "x.json", &DEFAULT_BUCKET_EDGES_NS).unwrap();
         let text = render(&[r], Format::Text, Counters::Key);

@@ -188,8 +188,9 @@ pub struct Step {
     pub name: String,
     /// Offered attempts per second.
     pub offered_per_sec: f64,
-    /// Successful handshakes per second.
-    pub achieved_per_sec: f64,
+    /// Successful handshakes per second (`None`: no success, nothing measured; such a step
+    /// never meets the criteria).
+    pub achieved_per_sec: Option<f64>,
     /// Handshake latency at the SLO's quantile, ns (`None`: no successes).
     pub latency_ns: Option<u64>,
     /// Failed attempts / attempts.
@@ -227,7 +228,7 @@ pub fn steps_from_record(rec: &RunRecord, quantile: f64) -> Vec<Step> {
         .filter(|p| matches!(p.pattern, Pattern::Open { .. }))
         .map(|p| Step {
             name: p.name.clone(),
-            offered_per_sec: p.offered_per_sec.unwrap_or(p.achieved_per_sec),
+            offered_per_sec: p.offered_per_sec.or(p.achieved_per_sec).unwrap_or(0.0),
             achieved_per_sec: p.achieved_per_sec,
             latency_ns: p
                 .histograms
@@ -276,7 +277,9 @@ impl Criteria {
 pub fn step_ok(step: &Step, c: &Criteria) -> bool {
     step.latency_ns.is_some_and(|l| c.slo.met_by(l))
         && step.error_ratio <= c.max_error_ratio
-        && step.achieved_per_sec >= c.min_achieved_ratio * step.offered_per_sec
+        && step
+            .achieved_per_sec
+            .is_some_and(|a| a >= c.min_achieved_ratio * step.offered_per_sec)
 }
 
 /// The knee of a sweep.
@@ -286,6 +289,8 @@ pub struct Knee {
     pub index: usize,
     /// The step.
     pub step: Step,
+    /// Its achieved rate per second (a passing step always has one).
+    pub achieved_per_sec: f64,
     /// Its achieved rate per minute.
     pub cpm: f64,
     /// Achieved rate per server core (`None` when the core count is 0 or unknown).
@@ -302,15 +307,18 @@ pub struct Knee {
 pub fn knee(steps: &[Step], c: &Criteria, server_cores: usize) -> Option<Knee> {
     let first_failing = steps.iter().position(|s| !step_ok(s, c));
     let passing = &steps[..first_failing.unwrap_or(steps.len())];
-    let (index, step) = passing
+    // Every passing step achieved something (step_ok).
+    let (index, step, achieved) = passing
         .iter()
         .enumerate()
-        .max_by(|a, b| a.1.achieved_per_sec.total_cmp(&b.1.achieved_per_sec))?;
+        .filter_map(|(i, s)| Some((i, s, s.achieved_per_sec?)))
+        .max_by(|a, b| a.2.total_cmp(&b.2))?;
     Some(Knee {
         index,
         step: step.clone(),
-        cpm: step.achieved_per_sec * 60.0,
-        per_core_per_sec: (server_cores > 0).then(|| step.achieved_per_sec / server_cores as f64),
+        achieved_per_sec: achieved,
+        cpm: achieved * 60.0,
+        per_core_per_sec: (server_cores > 0).then(|| achieved / server_cores as f64),
         first_failing,
     })
 }
@@ -378,7 +386,7 @@ mod tests {
         Step {
             name: format!("{offered}"),
             offered_per_sec: offered,
-            achieved_per_sec: achieved,
+            achieved_per_sec: Some(achieved),
             latency_ns: Some(p99_us * 1_000),
             error_ratio: errors,
             dropped: 0,

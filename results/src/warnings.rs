@@ -14,7 +14,10 @@ fn counter_warning(name: &str, delta: i64) -> String {
     if crate::record::is_retransmit_counter(name) {
         format!("{short}: {what}")
     } else {
-        format!("{short} +{delta}: {what} — drops make this a different experiment")
+        format!(
+            "{short} +{}: {what} — drops make this a different experiment",
+            crate::numfmt::signed(delta)
+        )
     }
 }
 
@@ -64,10 +67,9 @@ pub fn derived(r: &RunRecord) -> Vec<String> {
     for p in &r.phases {
         if let Some(c) = &p.cross_check {
             if !c.agree {
-                w.push(format!(
-                    "{}: our counts disagree with the kernel's: {}",
-                    p.name, c.note
-                ));
+                // The note says which counts: ours against the kernel's, or the client's
+                // handshakes against the server's accepts (handshakes never accepted).
+                w.push(format!("{}: our counts do not agree: {}", p.name, c.note));
             }
         }
     }

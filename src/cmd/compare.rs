@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use results::compare::{self, Format};
 
-use super::report::{read_record, write_output};
+use super::report::{read_record, refuse_input_as_output, write_output};
 use crate::error::bad_input;
 
 /// Output formats of `connstorm compare` (and of `connstorm ab`'s comparison).
@@ -143,10 +143,13 @@ fn sides(args: &Args) -> anyhow::Result<(Vec<PathBuf>, Vec<PathBuf>)> {
 /// Runs `connstorm compare`.
 ///
 /// # Errors
-/// Bad input (exit 2) for missing sides, unreadable/invalid records or mismatched setups
-/// (before any output is written); an I/O error writing the output.
+/// Bad input (exit 2) for missing sides, unreadable/invalid records, mismatched setups or an
+/// output that is one of the records (before any output is written); an I/O error writing the
+/// output.
 pub fn run(args: Args) -> anyhow::Result<i32> {
     let (a, b) = sides(&args)?;
+    let all: Vec<PathBuf> = a.iter().chain(&b).cloned().collect();
+    refuse_input_as_output("-o", &args.output, &all)?;
     let read = |paths: &[PathBuf]| {
         paths
             .iter()

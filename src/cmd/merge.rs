@@ -2,8 +2,9 @@
 //! `server --out`) into one exact record (see [`results::merge`]).
 //!
 //! Exit codes: 0 merged and written; 1 the output cannot be written; 2 bad input (a file that is
-//! not a record, overlapping or missing segments, different schema versions, histograms of
-//! different bounds, different load patterns), each a one-line error naming the files.
+//! not a record, records that are not segments, overlapping or missing segments, different
+//! schema versions, histograms of different bounds, different load patterns, an output that is
+//! one of the inputs), each a one-line error naming the files.
 
 use std::path::{Path, PathBuf};
 
@@ -27,12 +28,13 @@ pub struct Args {
 /// Runs `connstorm merge`.
 ///
 /// # Errors
-/// Bad input (exit 2) for unreadable or unmergeable records; exit 1 when the output cannot be
-/// written.
+/// Bad input (exit 2) for unreadable or unmergeable records and an output that is one of them;
+/// exit 1 when the output cannot be written.
 pub fn run(args: Args) -> anyhow::Result<i32> {
     if args.output.as_os_str() != "-" {
         common::files::refuse_non_file("-o", &args.output)?;
     }
+    super::report::refuse_input_as_output("-o", &args.output, &args.records)?;
     let mut inputs = Vec::with_capacity(args.records.len());
     for path in &args.records {
         inputs.push(Input::read(path).map_err(|e| bad_input(e.to_string()))?);
@@ -52,12 +54,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             args.output.display()
         );
     }
-    let p = merged.record.phases.first();
-    if let Some(p) = p {
-        eprintln!(
-            "connstorm merge: phase {}: {} successes in {:.3} s = {:.1} /s ({:.0} /min)",
-            p.name, p.successes, p.measured_secs, p.achieved_per_sec, p.cpm
-        );
+    if let Some(p) = merged.record.phases.first() {
+        eprintln!("connstorm merge: {}", results::merge::phase_line(p));
     }
     Ok(0)
 }

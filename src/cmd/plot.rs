@@ -53,9 +53,9 @@ fn load(paths: &[PathBuf]) -> anyhow::Result<Vec<(PathBuf, RunRecord)>> {
 /// Runs `connstorm plot`.
 ///
 /// # Errors
-/// Bad input (exit 2) for unreadable records, an output name that is not `.svg`/`.png`,
-/// records with nothing to draw, or B files without `--kind ab`; an error if drawing or
-/// writing fails.
+/// Bad input (exit 2) for unreadable records, an output name that is not `.svg`/`.png` or that
+/// is one of the records, records with nothing to draw, or B files without `--kind ab`; an
+/// error if drawing or writing fails.
 pub fn run(args: Args) -> anyhow::Result<i32> {
     let kind = match args.kind {
         KindArg::Spectrum => Kind::Spectrum,
@@ -77,6 +77,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             "--allow-mismatch is for `--kind ab` (two sides to compare): drop it",
         ));
     }
+    let all: Vec<PathBuf> = args.records.iter().chain(&args.b).cloned().collect();
+    super::report::refuse_input_as_output("-o", &args.output, &all)?;
     let a = load(&args.records)?;
     let b = load(&args.b)?;
     if kind == Kind::Ab {

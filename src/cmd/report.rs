@@ -63,6 +63,61 @@ pub(crate) fn read_record(path: &Path) -> anyhow::Result<RunRecord> {
     RunRecord::read(path).map_err(|e| bad_input(e.to_string()))
 }
 
+/// Refuses an output path that is one of the command's input records (by device and inode, so
+/// every spelling and symlink of it): writing it would replace the record
+/// ([`common::files::refuse_overwriting_inputs`]). Bad input (exit 2), before anything is
+/// written.
+pub(crate) fn refuse_input_as_output(
+    option: &str,
+    output: &Path,
+    records: &[PathBuf],
+) -> anyhow::Result<()> {
+    let inputs: Vec<(&str, &Path)> = records
+        .iter()
+        .map(|p| ("input record", p.as_path()))
+        .collect();
+    common::files::refuse_overwriting_inputs(option, output, &inputs).map_err(anyhow::Error::new)
+}
+
+/// Checks the `.hlog` files `report --hlog DIR` will write for each record (`<record
+/// stem>.<phase>.hlog`, [`results::hlog::paths`]) before anything is written: no file is an
+/// input record or the `-o` output, and no two records write the same file (two `run.json`
+/// from different directories).
+///
+/// # Errors
+/// Bad input (exit 2) naming the paths.
+fn check_hlogs(dir: &Path, records: &[(PathBuf, RunRecord)], output: &Path) -> anyhow::Result<()> {
+    let inputs: Vec<PathBuf> = records.iter().map(|(p, _)| p.clone()).collect();
+    let mut by: Vec<(&Path, PathBuf)> = Vec::new();
+    for (path, rec) in records {
+        let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("run");
+        for f in results::hlog::paths(rec, stem, dir) {
+            refuse_input_as_output("--hlog", &f, &inputs)?;
+            if output != Path::new("-") && common::files::same_destination(&f, output) {
+                return Err(bad_input(format!(
+                    "--hlog {} would write {}, the -o output: give -o another path",
+                    dir.display(),
+                    f.display()
+                )));
+            }
+            if let Some((other, _)) = by
+                .iter()
+                .find(|(_, g)| common::files::same_destination(&f, g))
+            {
+                return Err(bad_input(format!(
+                    "--hlog {}: {} and {} would both write {} (the interval logs are named after the record file): copy one of them to another name first",
+                    dir.display(),
+                    other.display(),
+                    path.display(),
+                    f.display()
+                )));
+            }
+            by.push((path, f));
+        }
+    }
+    Ok(())
+}
+
 /// Writes command output to stdout (`-`) or a file.
 pub(crate) fn write_output(output: &Path, text: &str) -> anyhow::Result<()> {
     if output == Path::new("-") {
@@ -83,29 +138,37 @@ pub(crate) fn write_output(output: &Path, text: &str) -> anyhow::Result<()> {
 /// Runs `connstorm report`.
 ///
 /// # Errors
-/// Bad input (exit 2) for unreadable or invalid records and bad `--buckets`; an I/O error
-/// writing the output or the interval logs.
+/// Bad input (exit 2) for unreadable or invalid records, bad `--buckets`, and outputs that
+/// would replace an input record or each other (`-o`, `--hlog`), all before anything is
+/// written; an I/O error writing the output or the interval logs.
 pub fn run(args: Args) -> anyhow::Result<i32> {
     let edges = report::parse_bucket_edges(&args.buckets).map_err(|e| bad_input(e.to_string()))?;
+    if let Some(dir) = &args.hlog {
+        common::files::refuse_non_dir("--hlog", dir)?;
+    }
+    refuse_input_as_output("-o", &args.output, &args.records)?;
+    let mut records = Vec::new();
     let mut reports = Vec::new();
-    let mut html_records = Vec::new();
     for path in &args.records {
         let rec = read_record(path)?;
         let file = path.display().to_string();
         reports.push(report::build(&rec, &file, &edges).map_err(|e| bad_input(e.to_string()))?);
-        if let Some(dir) = &args.hlog {
+        records.push((path.clone(), rec));
+    }
+    if let Some(dir) = &args.hlog {
+        check_hlogs(dir, &records, &args.output)?;
+        for (path, rec) in &records {
             let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("run");
-            let written = results::hlog::write_all(&rec, stem, dir)?;
+            // The error names the file and the OS error once (not again as its source).
+            let written = results::hlog::write_all(rec, stem, dir)
+                .map_err(|e| anyhow::anyhow!(e.to_string()))?;
             for p in written {
                 eprintln!("connstorm: wrote {}", p.display());
             }
         }
-        if args.format == FormatArg::Html {
-            html_records.push((path.clone(), rec));
-        }
     }
     if args.format == FormatArg::Html {
-        let named = results::plot::legend_names(&html_records, false);
+        let named = results::plot::legend_names(&records, false);
         let counters = if args.all_counters {
             Counters::All
         } else {

@@ -135,6 +135,13 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         let t = server::tls::server_config(args.cert.as_deref(), args.key.as_deref())
             .map_err(|e| bad_input(e.to_string()))?;
         if let Some(path) = &args.cert_out {
+            // `--cert-out key.pem` would replace the private key with the certificate.
+            let inputs: Vec<(&str, &std::path::Path)> =
+                [("--cert file", &args.cert), ("--key file", &args.key)]
+                    .into_iter()
+                    .filter_map(|(what, p)| Some((what, p.as_deref()?)))
+                    .collect();
+            common::files::refuse_overwriting_inputs("--cert-out", path, &inputs)?;
             std::fs::write(path, &t.cert_pem).map_err(|e| {
                 bad_input(format!(
                     "--cert-out {}: cannot write it ({e}): give a writable path",

@@ -333,9 +333,9 @@ pub fn record(
         agree,
         note: format!(
             "whole run (warm-up included): {} attempts, {} handshakes; this namespace's Tcp.ActiveOpens {} (between the two when only this generator connects from here)",
-            total.attempts,
-            total.successes,
-            active.map_or("unreadable".to_string(), |a| a.to_string())
+            common::numfmt::count(total.attempts),
+            common::numfmt::count(total.successes),
+            active.map_or("unreadable".to_string(), common::numfmt::signed)
         ),
     };
     r.phases.push(phase_record(

@@ -184,8 +184,9 @@ fn cross_check(accepted: u64, passive: Option<i64>) -> rec::CrossCheck {
         kernel_active_opens: None,
         agree: passive == Some(accepted as i64),
         note: format!(
-            "whole run: {accepted} accepted; this namespace's Tcp.PassiveOpens {} (equal when only this server listens here)",
-            passive.map_or("unreadable".to_string(), |p| p.to_string())
+            "whole run: {} accepted; this namespace's Tcp.PassiveOpens {} (equal when only this server listens here)",
+            common::numfmt::count(accepted),
+            passive.map_or("unreadable".to_string(), common::numfmt::signed)
         ),
     }
 }
@@ -197,6 +198,12 @@ mod tests {
     #[test]
     fn accepts_agree_with_passive_opens_only_when_equal_and_unreadable_is_named() {
         assert!(cross_check(7, Some(7)).agree);
+        assert!(
+            cross_check(40_000, Some(40_000)).note.starts_with(
+                "whole run: 40,000 accepted; this namespace's Tcp.PassiveOpens 40,000 "
+            ),
+            "numbers in the one format"
+        );
         assert!(!cross_check(7, Some(8)).agree);
         let c = cross_check(7, None);
         assert!(!c.agree);

@@ -20,7 +20,7 @@
 //!
 //! Other retransmit counters (`TCPRetransFail`, ...) always flag.
 
-use crate::record::{is_retransmit_counter, Latency, PhaseRecord, RunRecord};
+use crate::record::{is_retransmit_counter, Latency, PhaseRecord, Role, RunRecord};
 
 /// SYN retransmits above this share of the handshakes started flag a trial even when explained.
 pub const MAX_SYN_RETRANS_SHARE: f64 = 0.001;
@@ -77,7 +77,7 @@ pub fn trial_line(rec: &RunRecord, path: &std::path::Path) -> String {
         "peak {}, record {}{}",
         rec.phase("peak").map_or_else(
             || crate::numfmt::NA.to_string(),
-            |p| format!("{} conn/s", crate::numfmt::fixed(p.achieved_per_sec, 0))
+            |p| format!("{} conn/s", crate::numfmt::fixed_opt(p.achieved_per_sec, 0))
         ),
         path.display(),
         if flags.is_empty() {
@@ -89,8 +89,9 @@ pub fn trial_line(rec: &RunRecord, path: &std::path::Path) -> String {
 }
 
 /// The warnings that flag a trial, as short kinds: `contention`, `steal`, `generator behind`,
-/// `drops`, `retransmits` (by the module's rule), `cross-check mismatch`, `interrupted`, or
-/// `warning` for any other warning in the record. Empty when the trial is clean.
+/// `drops`, `retransmits` (by the module's rule), `cross-check mismatch`, `interrupted`,
+/// `nothing measured` (a phase without a success: no rate, no CPU per connection, nothing to
+/// compare), or `warning` for any other warning in the record. Empty when the trial is clean.
 pub fn trial_flags(rec: &RunRecord) -> Vec<String> {
     let mut flags: Vec<&str> = Vec::new();
     // Retransmits are judged from the counters when the record has them; a stored warning about
@@ -130,6 +131,10 @@ pub fn trial_flags(rec: &RunRecord) -> Vec<String> {
         }
         if p.cross_check.as_ref().is_some_and(|c| !c.agree) {
             flags.push("cross-check mismatch");
+        }
+        // A server record's phase counts accepts, not successes.
+        if rec.role != Role::Server && !p.measured() {
+            flags.push("nothing measured");
         }
     }
     if rec.run.interrupted {
@@ -176,7 +181,7 @@ mod tests {
                 p.counters.insert(k.to_string(), *v);
             }
         }
-        r.phases[0].achieved_per_sec = rate;
+        r.phases[0].achieved_per_sec = Some(rate);
         r
     }
 

@@ -122,12 +122,13 @@ pub(super) fn cross_check(
         agree &= ok;
         total_active = total_active.zip(active).map(|(t, a)| t + a);
         lines.push(format!(
-            "namespace {} ({} generator{}): {successes} handshakes, {} attempts, Tcp.ActiveOpens {}: {}",
+            "namespace {} ({} generator{}): {} handshakes, {} attempts, Tcp.ActiveOpens {}: {}",
             n + 1,
             g.len(),
             if g.len() == 1 { "" } else { "s" },
-            attempts.map_or("unknown".into(), |a| a.to_string()),
-            active.map_or("unreadable".into(), |a| a.to_string()),
+            crate::numfmt::count(successes),
+            attempts.map_or("unknown".into(), crate::numfmt::count),
+            active.map_or("unreadable".into(), crate::numfmt::signed),
             if ok { "agree" } else { "DISAGREE" }
         ));
     }

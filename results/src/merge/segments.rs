@@ -28,9 +28,29 @@ fn seg(i: &Input) -> (u32, u32) {
 }
 
 /// Checks that the load records' segments cover `0..N` exactly once: every index inside
-/// `0..N`, no index twice, none missing, one `N` for all.
+/// `0..N`, no index twice, none missing, one `N` for all. A load record without a segment is a
+/// whole run by itself (`load` without `--segment`): alone it is the run, next to another load
+/// record it is refused as [`MergeError::NotSegmented`], not as an overlap of "segment 0/1".
 pub(super) fn check_segments(loads: &[&Input]) -> Result<(), MergeError> {
     let first = loads.first().ok_or(MergeError::NoLoad)?;
+    if loads.len() > 1 {
+        if let Some(i) = loads.iter().position(|l| l.record.segment.is_none()) {
+            // Name another record without a segment when there is one, else the first other.
+            let j = (0..loads.len())
+                .filter(|&j| j != i)
+                .min_by_key(|&j| loads[j].record.segment.is_some())
+                .expect("two load records or more");
+            return Err(MergeError::NotSegmented {
+                path_a: loads[i].path.clone(),
+                path_b: loads[j].path.clone(),
+                why: if loads[j].record.segment.is_none() {
+                    "neither was run with --segment, so each is a whole run by itself"
+                } else {
+                    "the first was run without --segment, so it is a whole run by itself"
+                },
+            });
+        }
+    }
     let count = seg(first).1;
     let mut owner: BTreeMap<u32, &Path> = BTreeMap::new();
     for l in loads {
@@ -130,7 +150,7 @@ fn show(key: &str, v: Option<&Value>) -> String {
     let text = match v {
         Value::String(s) => s.clone(),
         Value::Number(n) if key == "pattern.rate_per_sec" => {
-            format!("{}/s", n.as_f64().unwrap_or(f64::NAN))
+            format!("{}/s", crate::numfmt::exact(n.as_f64().unwrap_or(f64::NAN)))
         }
         other => other.to_string(),
     };

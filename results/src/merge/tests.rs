@@ -55,8 +55,8 @@ fn load(index: u32, count: u32, rate: u64, secs: u64, skew_ms: u64) -> Input {
             arrival: Arrival::Uniform,
         },
         offered_per_sec: Some(rate as f64),
-        achieved_per_sec: successes as f64 / secs as f64,
-        cpm: successes as f64 / secs as f64 * 60.0,
+        achieved_per_sec: Some(successes as f64 / secs as f64),
+        cpm: Some(successes as f64 / secs as f64 * 60.0),
         measured_secs: secs as f64,
         start_unix_ms: Some(T0_MS + skew_ms),
         attempts: successes,
@@ -137,7 +137,7 @@ fn counts_histograms_and_timelines_sum_exactly() {
     assert_eq!(p.counters["Tcp.ActiveOpens"], want as i64);
     assert_eq!(p.offered_per_sec, Some(1_006.0));
     assert!(matches!(p.pattern, Pattern::Open { rate_per_sec, .. } if rate_per_sec == 1_006.0));
-    assert!((p.achieved_per_sec - want as f64 / 3.0).abs() < 1e-9);
+    assert!((p.achieved_per_sec.unwrap() - want as f64 / 3.0).abs() < 1e-9);
     assert!(p.inconsistency().is_none(), "{:?}", p.inconsistency());
     // Bucket by bucket: each generator's latency value holds exactly its own count.
     let h = p.histograms.decode(Latency::Handshake).unwrap().unwrap();
@@ -296,7 +296,7 @@ fn segments_of_different_runs_are_refused_naming_both_files_and_the_setting() {
         (
             "pattern.rate_per_sec",
             serde_json::json!(2012.0),
-            "the whole run's --rate is 1006/s in the first and 2012/s in the second",
+            "the whole run's --rate is 1,006/s in the first and 2,012/s in the second",
         ),
         (
             "duration",
@@ -602,4 +602,76 @@ fn tls_counts_and_the_tls_handshake_histogram_sum_exactly() {
     inputs[2].record.phases[0].tls = None;
     let e = merge(&inputs).unwrap_err().to_string();
     assert!(e.contains("tls_handshake"), "{e}");
+}
+
+/// Two unrelated load records without `--segment` were refused as "segments overlap … both
+/// segment 0/1; give each generator its own --segment": they are not segments at all.
+#[test]
+fn records_that_are_not_segments_are_refused_as_such_not_as_overlapping() {
+    let whole = |i: u32| {
+        let mut l = load(i, 1, 250, 3, 0);
+        l.record.segment = None;
+        l
+    };
+    for inputs in [
+        vec![whole(0), whole(1)],
+        vec![whole(0), load(1, 2, 250, 3, 0)],
+    ] {
+        let err = merge(&inputs).unwrap_err();
+        assert!(matches!(err, MergeError::NotSegmented { .. }), "{err}");
+        let msg = err.to_string();
+        assert!(!msg.contains("overlap"), "{msg}");
+        assert!(
+            msg.starts_with("/runs/seg0.json and /runs/seg1.json are not segments of one run: "),
+            "{msg}"
+        );
+        assert!(
+            msg.contains("run every generator with `--segment K/N`")
+                && msg.contains("the same `--start-at`"),
+            "{msg}"
+        );
+    }
+    let msg = merge(&[whole(0), whole(1)]).unwrap_err().to_string();
+    assert!(msg.contains("neither was run with --segment"), "{msg}");
+    let msg = merge(&[load(1, 2, 250, 3, 0), whole(0)])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        msg.starts_with("/runs/seg0.json and /runs/seg1.json are not segments of one run: the first was run without --segment"),
+        "{msg}"
+    );
+    // One whole-run load record and its server still merge.
+    let mut one = vec![whole(0)];
+    one.push(server(750, 750));
+    assert!(merge(&one).is_ok());
+}
+
+/// `merge` printed "8000.0 /s (480000 /min)" and notes with "40000 accepted": the numbers go
+/// through the one formatter (separators, CPM, `conn/s`).
+#[test]
+fn numbers_in_merge_text_use_the_one_format() {
+    let mut inputs: Vec<Input> = (0..2).map(|i| load(i, 2, 4_000, 3, 0)).collect();
+    inputs.push(server(24_000, 24_000));
+    let m = merge(&inputs).unwrap();
+    let p = &m.record.phases[0];
+    assert_eq!(
+        phase_line(p),
+        "phase load: 24,000 successes in 3.000 s: 480,000 CPM = 8,000 conn/s"
+    );
+    let note = &p.cross_check.as_ref().unwrap().note;
+    assert!(
+        note.starts_with("servers accepted 24,000 connections, server namespaces' Tcp.PassiveOpens 24,000, generators completed 24,000 handshakes"),
+        "{note}"
+    );
+    assert!(
+        note.contains(": 12,000 handshakes, 12,000 attempts, Tcp.ActiveOpens 12,000: agree"),
+        "{note}"
+    );
+    let mut none = p.clone();
+    none.successes = 0;
+    none.set_rates();
+    assert_eq!(
+        phase_line(&none),
+        "phase load: nothing measured — no connection succeeded in 3.000 s"
+    );
 }

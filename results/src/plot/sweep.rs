@@ -41,7 +41,7 @@ where
     }
     let steps = || sweeps.iter().flat_map(|(_, s, _, _)| s.iter());
     let max_rate = steps()
-        .map(|s| s.offered_per_sec.max(s.achieved_per_sec))
+        .map(|s| s.offered_per_sec.max(s.achieved_per_sec.unwrap_or(0.0)))
         .fold(0.0, f64::max);
     let max_ns = steps()
         .filter_map(|s| s.latency_ns)
@@ -98,9 +98,10 @@ where
         .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK.mix(0.3)));
     for (i, (name, steps, criteria, k)) in sweeps.iter().enumerate() {
         let c = color(2 * i);
+        // A step without a success has no achieved rate: no point (not one at 0).
         let achieved: Vec<_> = steps
             .iter()
-            .map(|s| (s.offered_per_sec, s.achieved_per_sec))
+            .filter_map(|s| Some((s.offered_per_sec, s.achieved_per_sec?)))
             .collect();
         chart
             .draw_series(LineSeries::new(achieved, c.stroke_width(2)).point_size(3))?
@@ -130,7 +131,7 @@ where
                 });
         }
         if let Some(k) = k {
-            let at = (k.step.offered_per_sec, k.step.achieved_per_sec);
+            let at = (k.step.offered_per_sec, k.achieved_per_sec);
             chart
                 .draw_series([
                     Circle::new(at, 9, c.stroke_width(3)),
@@ -138,7 +139,7 @@ where
                 ])?
                 .label(format!(
                     "{name} knee: {} conn/s ({})",
-                    numfmt::fixed(k.step.achieved_per_sec, 0),
+                    numfmt::fixed(k.achieved_per_sec, 0),
                     k.step.name
                 ))
                 .legend(move |(x, y)| Circle::new((x + 10, y), 5, c.stroke_width(2)));

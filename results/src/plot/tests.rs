@@ -229,7 +229,7 @@ fn sweep_record() -> RunRecord {
                     arrival: Arrival::Uniform,
                 },
                 offered_per_sec: Some(rate),
-                achieved_per_sec: rate.min(3_500.0),
+                achieved_per_sec: Some(rate.min(3_500.0)),
                 attempts: 100,
                 successes: 100,
                 histograms: Histograms::encode(&h, &h, None),

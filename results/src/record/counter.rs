@@ -89,6 +89,7 @@ pub fn counter_meaning(name: &str) -> Option<&'static str> {
 /// 12 times (...)`), others their [`counter_meaning`] (the count is the reader's to print); a
 /// counter without a meaning becomes `rose by N`.
 pub fn describe_counter(name: &str, value: i64) -> String {
+    let value = crate::numfmt::signed(value);
     match counter_meaning(name) {
         Some(m) if is_retransmit_counter(name) => match m.split_once("retransmitted") {
             Some((head, tail)) => format!("{head}retransmitted {value} times{tail}"),
@@ -129,6 +130,12 @@ mod tests {
         assert!(!s.contains("met a TIME_WAIT"), "{s}");
         let s = describe_counter("Tcp.RetransSegs", 4);
         assert!(s.contains("retransmitted 4 times"), "{s}");
+        let s = describe_counter("TcpExt.TCPSynRetrans", 12_345);
+        assert!(s.contains("retransmitted 12,345 times"), "{s}");
+        assert_eq!(
+            describe_counter("TcpExt.NoSuchDrop", 40_000),
+            "rose by 40,000 (a drop, overflow or retransmit counter)"
+        );
         let s = describe_counter("TcpExt.ListenOverflows", 3);
         assert!(s.starts_with("accept queue full"), "{s}");
         assert!(describe_counter("softnet.dropped", 1).contains("netdev_max_backlog"));

@@ -375,7 +375,8 @@ pub struct LoadWorker {
     pub successes: u64,
 }
 
-/// CPU time one side used during the measured part.
+/// CPU time one side used over the phase (warm-up included: the CPU clocks are read around the
+/// whole load run), and its figures per connection over the same span.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct SideCpu {
     /// User CPU time of the side's threads, ns.
@@ -386,10 +387,12 @@ pub struct SideCpu {
     pub wall_ns: u64,
     /// CPUs the side ran on (for utilisation: `sys_ns / (wall_ns × cpus)`).
     pub cpus: usize,
-    /// User CPU µs per successful connection; `null` with no connection (schema 2; schema-1
-    /// records stored 0 there, which the reader turns into `null`).
+    /// User CPU µs per connection the server accepted over the same span; `null` with no
+    /// connection, and when the phase's measured part had no success
+    /// ([`PhaseRecord::forget_unmeasured`]: schema-1 records stored 0 there, older schema-2 ones
+    /// the warm-up's figure; the reader turns both into `null`).
     pub us_per_conn_user: Option<f64>,
-    /// System CPU µs per successful connection; `null` with no connection.
+    /// System CPU µs per connection; `null` as `us_per_conn_user`.
     pub us_per_conn_sys: Option<f64>,
     /// Exact on-CPU time of the side's threads, ns (the scheduler's sum_exec_runtime: schedstat
     /// or CLOCK_THREAD_CPUTIME_ID). Absent in records from older builds. Prefer it to
@@ -485,10 +488,24 @@ pub struct CrossCheck {
     pub kernel_passive_opens: Option<i64>,
     /// Delta of `Tcp.ActiveOpens` (load namespace).
     pub kernel_active_opens: Option<i64>,
-    /// All present counts agree (exactly in `--netns`, within other traffic on the host).
+    /// All present counts agree (exactly in `--netns`, within other traffic on the host), the
+    /// client's handshakes with the server's accepts too: `false` when the server never
+    /// accepted some of them ([`CrossCheck::never_accepted`]; records of older builds said
+    /// `true` there, which the reader corrects).
     pub agree: bool,
     /// How they were compared and why they differ, for people.
     pub note: String,
+}
+
+impl CrossCheck {
+    /// Handshakes the client completed that the server never accepted: `load_successes −
+    /// server_accepted` over the same span (warm-up included), 0 when the server is not ours
+    /// or accepted as many. Any makes the counts disagree (`agree: false`): the client's
+    /// handshakes and the server's accepts differ, even when the kernel's counters explain why.
+    pub fn never_accepted(&self) -> u64 {
+        self.server_accepted
+            .map_or(0, |a| self.load_successes.saturating_sub(a))
+    }
 }
 
 /// One load run: bench has `"peak"` (closed loop) and `"latency"` (open loop); a sweep has one
@@ -503,10 +520,13 @@ pub struct PhaseRecord {
     pub pattern: Pattern,
     /// Offered attempts per second (open loop); `None` for closed loop.
     pub offered_per_sec: Option<f64>,
-    /// Successful handshakes per second.
-    pub achieved_per_sec: f64,
-    /// Successful handshakes per minute (`achieved_per_sec × 60`).
-    pub cpm: f64,
+    /// Successful handshakes per second over the measured part (`successes / measured_secs`);
+    /// `None` (`null`) when the measured part had no success: nothing was measured, and a rate
+    /// of 0 would read as a measurement ([`PhaseRecord::rates`]). Records written before this
+    /// stored 0 there, which the reader turns into `None`.
+    pub achieved_per_sec: Option<f64>,
+    /// Successful handshakes per minute (`achieved_per_sec × 60`); `None` as `achieved_per_sec`.
+    pub cpm: Option<f64>,
     /// Length of the measured part, seconds.
     pub measured_secs: f64,
     /// Wall-clock start of the measured part (warm-up excluded), ms since the Unix epoch
@@ -572,20 +592,63 @@ pub struct PhaseRecord {
 }
 
 impl PhaseRecord {
+    /// The achieved rate per second and per minute of `successes` in `measured_secs`: `None`
+    /// for both when nothing succeeded or nothing was measured (a phase without a success has
+    /// no rate, not a rate of 0; `load --format json` prints its CPM as `null` too).
+    pub fn rates(successes: u64, measured_secs: f64) -> (Option<f64>, Option<f64>) {
+        if successes == 0 || measured_secs <= 0.0 || !measured_secs.is_finite() {
+            return (None, None);
+        }
+        let per_sec = successes as f64 / measured_secs;
+        (Some(per_sec), Some(per_sec * 60.0))
+    }
+
+    /// Sets [`PhaseRecord::achieved_per_sec`] and [`PhaseRecord::cpm`] from the successes and the
+    /// measured time ([`PhaseRecord::rates`]).
+    pub fn set_rates(&mut self) {
+        (self.achieved_per_sec, self.cpm) = PhaseRecord::rates(self.successes, self.measured_secs);
+    }
+
+    /// Whether the measured part had at least one success: without one, rates and CPU per
+    /// connection do not exist (`null`), and the phase measured nothing.
+    pub fn measured(&self) -> bool {
+        self.successes > 0
+    }
+
+    /// Clears what a phase without a success cannot have: its rates and every per-connection
+    /// CPU figure (the CPU time itself stays). The CPU figures divide the whole phase's CPU time
+    /// by its connections, warm-up included; with no success in the measured part that would
+    /// be warm-up connections passed off as the measurement. Writers call it when they build a
+    /// phase, the reader on every record (older builds stored 0 or the warm-up's figures) but a
+    /// server record's (`server --out`: its phase counts accepts, not successes, and its CPU
+    /// per connection is per accept).
+    pub fn forget_unmeasured(&mut self) {
+        if self.measured() {
+            return;
+        }
+        self.achieved_per_sec = None;
+        self.cpm = None;
+        for side in self.cpu.server.iter_mut().chain([&mut self.cpu.load]) {
+            side.us_per_conn_user = None;
+            side.us_per_conn_sys = None;
+            side.us_per_conn_run = None;
+        }
+    }
+
     /// What in this phase contradicts itself, or `None`: a figure that is not a finite,
     /// non-negative number; successes above attempts; successes without a measured time; a rate
     /// that does not follow from `successes / measured_secs` (`cpm = 60 × achieved_per_sec`,
-    /// relative tolerance 1e-6). A record edited by hand or damaged so would otherwise print a
-    /// CPM that was never measured.
+    /// relative tolerance 1e-6), or a rate without a success. A record edited by hand or damaged
+    /// so would otherwise print a CPM that was never measured.
     pub fn inconsistency(&self) -> Option<String> {
         let figures = [
-            ("measured_secs", self.measured_secs),
+            ("measured_secs", Some(self.measured_secs)),
             ("achieved_per_sec", self.achieved_per_sec),
             ("cpm", self.cpm),
-            ("offered_per_sec", self.offered_per_sec.unwrap_or(0.0)),
+            ("offered_per_sec", self.offered_per_sec),
         ];
         for (name, v) in figures {
-            if !v.is_finite() || v < 0.0 {
+            if let Some(v) = v.filter(|v| !v.is_finite() || *v < 0.0) {
                 return Some(format!("{name} is {v}, not a finite number ≥ 0"));
             }
         }
@@ -604,24 +667,40 @@ impl PhaseRecord {
             ));
         }
         let close = |a: f64, b: f64| (a - b).abs() <= 1e-6 * a.abs().max(b.abs()) + 1e-9;
-        if self.measured_secs > 0.0 {
-            let rate = self.successes as f64 / self.measured_secs;
-            if !close(self.achieved_per_sec, rate) {
+        let show = |v: Option<f64>| v.map_or_else(|| "null".to_string(), |v| v.to_string());
+        match (
+            PhaseRecord::rates(self.successes, self.measured_secs).0,
+            self.achieved_per_sec,
+        ) {
+            (Some(rate), Some(stored)) if !close(stored, rate) => {
                 return Some(format!(
-                    "achieved_per_sec {} is not successes / measured_secs = {} / {} = {rate}",
-                    self.achieved_per_sec, self.successes, self.measured_secs
+                    "achieved_per_sec {stored} is not successes / measured_secs = {} / {} = {rate}",
+                    self.successes, self.measured_secs
                 ));
             }
-        } else if self.achieved_per_sec != 0.0 {
-            return Some(format!(
-                "achieved_per_sec {} with no measured time",
-                self.achieved_per_sec
-            ));
+            (Some(rate), None) => {
+                return Some(format!(
+                    "achieved_per_sec is null but successes / measured_secs = {} / {} = {rate}",
+                    self.successes, self.measured_secs
+                ));
+            }
+            (None, Some(stored)) => {
+                return Some(format!(
+                    "achieved_per_sec {stored} without a success in the measured part"
+                ));
+            }
+            _ => {}
         }
-        if !close(self.cpm, self.achieved_per_sec * 60.0) {
+        let cpm_ok = match (self.cpm, self.achieved_per_sec) {
+            (Some(cpm), Some(rate)) => close(cpm, rate * 60.0),
+            (None, None) => true,
+            _ => false,
+        };
+        if !cpm_ok {
             return Some(format!(
                 "cpm {} is not 60 × achieved_per_sec {}",
-                self.cpm, self.achieved_per_sec
+                show(self.cpm),
+                show(self.achieved_per_sec)
             ));
         }
         None

@@ -97,8 +97,10 @@ pub(crate) fn to_csv(reports: &[RecordReport]) -> String {
             row.extend(pattern_fields(p.pattern));
             row.extend([
                 p.offered_per_sec.map(|o| o.to_string()).unwrap_or_default(),
-                p.achieved_per_sec.to_string(),
-                p.cpm.to_string(),
+                p.achieved_per_sec
+                    .map(|v| v.to_string())
+                    .unwrap_or_default(),
+                p.cpm.map(|v| v.to_string()).unwrap_or_default(),
                 p.measured_secs.to_string(),
                 p.attempts.to_string(),
                 p.successes.to_string(),

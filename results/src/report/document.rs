@@ -202,8 +202,8 @@ fn phase_blocks(p: &PhaseReport, counters: Counters, out: &mut Vec<Block>) {
     if measured {
         out.push(Block::Line(format!(
             "rate: {} CPM = {} conn/s; {offered}",
-            fixed(p.cpm, 0),
-            fixed(p.achieved_per_sec, 1)
+            crate::numfmt::fixed_opt(p.cpm, 0),
+            crate::numfmt::fixed_opt(p.achieved_per_sec, 1)
         )));
     } else if p.measured_secs <= 0.0 {
         out.push(Block::Warning(

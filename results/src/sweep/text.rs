@@ -24,8 +24,8 @@ pub fn text(
         let _ = writeln!(
             out,
             "probed peak: {} CPM = {} conn/s (closed loop)",
-            numfmt::fixed(p.cpm, 0),
-            numfmt::fixed(p.achieved_per_sec, 0)
+            numfmt::fixed_opt(p.cpm, 0),
+            numfmt::fixed_opt(p.achieved_per_sec, 0)
         );
     }
     let _ = writeln!(
@@ -50,17 +50,18 @@ pub fn text(
         let lat = s
             .latency_ns
             .map_or_else(|| numfmt::NA.to_string(), |n| numfmt::ns(n as f64));
-        let achieved = if s.offered_per_sec > 0.0 {
-            numfmt::pct(s.achieved_per_sec / s.offered_per_sec)
-        } else {
-            numfmt::NA.to_string()
+        let achieved = match s.achieved_per_sec {
+            Some(a) if s.offered_per_sec > 0.0 => numfmt::pct(a / s.offered_per_sec),
+            _ => numfmt::NA.to_string(),
         };
         let _ = writeln!(
             out,
             "{:<8} {:>14} {:>14} {:>9} {:>12} {:>8.3}% {:>16} {:>16}  {}",
             s.name,
-            numfmt::exact(s.offered_per_sec),
-            numfmt::fixed(s.achieved_per_sec, 0),
+            // Offered rates are shares of the probed peak, not given digits: the same
+            // precision as the achieved rates beside them.
+            numfmt::fixed(s.offered_per_sec, 0),
+            numfmt::fixed_opt(s.achieved_per_sec, 0),
             achieved,
             lat,
             s.error_ratio * 100.0,
@@ -85,7 +86,7 @@ pub fn text(
                 out,
                 "knee: {} CPM = {} conn/s{} at {} (highest step meeting {} with ≤ {:.3}% errors)",
                 numfmt::fixed(k.cpm, 0),
-                numfmt::fixed(k.step.achieved_per_sec, 0),
+                numfmt::fixed(k.achieved_per_sec, 0),
                 k.per_core_per_sec
                     .filter(|_| server_cores > 1)
                     .map(|c| format!(" = {} conn/s per server core", numfmt::fixed(c, 0)))
@@ -118,6 +119,41 @@ pub fn text(
 mod tests {
     use super::*;
     use crate::sweep::Slo;
+
+    /// `sweep` printed offered rates (shares of the probed peak) as "2,569.933 / 7,709.8 /
+    /// 12,849.667" beside achieved rates in whole connections/s; a step without a success
+    /// printed an achieved rate of 0.
+    #[test]
+    fn numbers_in_the_sweep_table_use_one_precision_and_no_rate_without_a_success() {
+        let criteria = Criteria::new(Slo::parse("p99<1ms").unwrap(), 0.001);
+        let step = |offered: f64, achieved: Option<f64>| Step {
+            name: format!("step-{offered}"),
+            offered_per_sec: offered,
+            achieved_per_sec: achieved,
+            latency_ns: achieved.map(|_| 100_000),
+            error_ratio: if achieved.is_some() { 0.0 } else { 1.0 },
+            dropped: 0,
+            late: 0,
+            intended: 0,
+        };
+        let steps = [
+            step(2_569.933_333, Some(2_569.5)),
+            step(7_709.8, Some(7_709.8)),
+            step(12_849.666_667, None),
+        ];
+        let r = RunRecord::new("x", serde_json::Value::Null);
+        let t = text(&r, &steps, None, &criteria, 1);
+        for (name, offered, achieved) in [
+            ("step-2569.933333", "2,570", "2,570"),
+            ("step-7709.8", "7,710", "7,710"),
+            ("step-12849.666667", "12,850", "n/a"),
+        ] {
+            let row = t.lines().find(|l| l.starts_with(name)).unwrap();
+            let cols: Vec<&str> = row.split_whitespace().collect();
+            assert_eq!((cols[1], cols[2]), (offered, achieved), "{row}");
+        }
+        assert!(!t.contains("2,569.933") && !t.contains("7,709.8"), "{t}");
+    }
 
     #[test]
     fn no_knee_is_said_with_the_fix_and_an_interrupted_sweep_states_none() {
