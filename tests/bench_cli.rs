@@ -1065,7 +1065,8 @@ fn syncookies_two_are_attributed_to_the_setting() {
     }
     assert!(
         text.contains(&format!(
-            "net.ipv4.tcp_syncookies=2 answers every SYN with a syncookie (SyncookiesSent {sent}"
+            "net.ipv4.tcp_syncookies=2 answers every SYN with a syncookie (SyncookiesSent {}",
+            results::numfmt::signed(sent)
         )),
         "{text}"
     );
