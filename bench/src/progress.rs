@@ -3,7 +3,7 @@
 //! it; otherwise the plain per-second lines `load` prints, one per measured second.
 //!
 //! The bar is process-wide (one long command runs at a time), so the deep code that runs
-//! phases only reports seconds ([`second`]) and notes go through [`println`] from
+//! phases only reports seconds ([`second`]) and notes go through [`println()`] from
 //! `output::note`. Planned seconds are warm-up plus measurement of every phase; the ETA is
 //! indicatif's, from the rate of seconds done (set-up and drains make it a little optimistic).
 

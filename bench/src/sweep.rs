@@ -3,7 +3,7 @@
 //! record part and warnings pushed into the run record as it ends.
 //!
 //! Every step is checked before any runs: what the range alone decides before the probe
-//! ([`Steps::check`]), each step's rate once the peak is known ([`Steps::phases`]) — so a
+//! ([`Steps::check`]), each step's rate once the peak is known (`Steps::phases`) — so a
 //! refusal never comes after some steps ran, and a sweep that stops early says so in its
 //! record's warnings.
 
@@ -124,7 +124,7 @@ enum Refusal {
 
 /// Runs `probe`, then the steps at the rates of [`Steps`] (phases `step-1`, …), on `harness`,
 /// pushing every phase and its warnings into `record`. Every step is checked right after the
-/// probe, before the first runs ([`Steps::phases`]). A set `stop` ends the sweep before the next
+/// probe, before the first runs (`Steps::phases`). A set `stop` ends the sweep before the next
 /// step; rates that cannot be made of the probed peak (e.g. a peak of 0) leave a warning `no
 /// steps run: …` unless stopped. `on_second` gets each phase's per-second rows.
 ///

@@ -57,7 +57,7 @@ fn destination(path: &Path) -> Result<(u64, u64), PathBuf> {
     }
 }
 
-/// Whether writing `a` and writing `b` land in the same file (see [`destination`]).
+/// Whether writing `a` and writing `b` land in the same file (see `destination`).
 pub fn same_destination(a: &Path, b: &Path) -> bool {
     destination(a) == destination(b)
 }

@@ -134,7 +134,7 @@ fn initial_handle() -> Option<&'static std::fs::File> {
         .as_ref()
 }
 
-/// Runs `f` on a new thread inside the initial network namespace (see [`initial_handle`]'s
+/// Runs `f` on a new thread inside the initial network namespace (see `initial_handle`'s
 /// search) and returns its result, leaving the calling thread where it is: what
 /// `/proc/sys/net` holds on the host, seen from a child namespace (`/proc/sys/net` follows the
 /// reading thread's namespace, net/sysctl_net.c `net_ctl_header_lookup`). `None` when the
