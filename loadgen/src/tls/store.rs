@@ -10,7 +10,7 @@
 //! so every handshake of a warm worker finds one. TLS 1.2 keeps one session (ID or ticket) per
 //! server, as rustls does; a session ID may be reused (RFC 5246 §7.3).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Mutex;
 
 use rustls::client::{ClientSessionStore, Tls12ClientSessionValue, Tls13ClientSessionValue};
@@ -26,11 +26,14 @@ struct Entry {
 }
 
 /// A session store keeping up to `max_tickets` TLS 1.3 tickets per server name. Its mutex is
-/// taken only by its own worker (uncontended).
+/// taken only by its own worker (uncontended). A worker talks to one name (`--sni`, or the
+/// first target's), so the names are a short list searched in place: a lookup per handshake
+/// allocates nothing (a map keyed by `ServerName<'static>` would need an owned copy of the
+/// name for every lookup).
 #[derive(Debug)]
 pub(crate) struct SessionStore {
     max_tickets: usize,
-    servers: Mutex<HashMap<ServerName<'static>, Entry>>,
+    servers: Mutex<Vec<(ServerName<'static>, Entry)>>,
 }
 
 impl SessionStore {
@@ -38,19 +41,28 @@ impl SessionStore {
     pub(crate) fn for_slots(slots: usize) -> SessionStore {
         SessionStore {
             max_tickets: slots.saturating_mul(2).max(8),
-            servers: Mutex::new(HashMap::new()),
+            servers: Mutex::new(Vec::new()),
         }
     }
 
     fn edit<R>(&self, name: &ServerName<'_>, f: impl FnOnce(&mut Entry) -> R) -> R {
         let mut servers = self.servers.lock().unwrap_or_else(|p| p.into_inner());
-        let key = name.to_owned();
-        f(servers.entry(key).or_default())
+        let i = match servers.iter().position(|(n, _)| n == name) {
+            Some(i) => i,
+            None => {
+                servers.push((name.to_owned(), Entry::default()));
+                servers.len() - 1
+            }
+        };
+        f(&mut servers[i].1)
     }
 
     fn read<R>(&self, name: &ServerName<'_>, f: impl FnOnce(&Entry) -> Option<R>) -> Option<R> {
         let servers = self.servers.lock().unwrap_or_else(|p| p.into_inner());
-        servers.get(&name.to_owned()).and_then(f)
+        servers
+            .iter()
+            .find(|(n, _)| n == name)
+            .and_then(|(_, e)| f(e))
     }
 }
 
