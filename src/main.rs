@@ -23,23 +23,15 @@ use std::io::Write;
 
 use clap::FromArgMatches;
 
-// `print!`, `println!` and `eprintln!` in this crate never panic: std's panic when stdout or
-// stderr is closed (`connstorm bench | head -1`, `2>&-`), which would lose the run before its
-// record is written. These go through `output::out` / `output::note`, which ignore EPIPE and remember
-// any other stdout error for the exit code (see `output::stdout_error`).
-macro_rules! print {
-    ($($t:tt)*) => { $crate::output::out(&format!($($t)*)) };
-}
-macro_rules! println {
-    () => { $crate::output::out("\n") };
-    ($($t:tt)*) => { $crate::output::out(&format!("{}\n", format_args!($($t)*))) };
-}
+// `eprintln!` in this crate never panics: std's panics when stderr is closed (`2>&-`), which
+// would lose the run before its record is written. It goes through `output::note`, which
+// ignores write errors; stdout goes through `output::out`, which remembers any error but EPIPE
+// for the exit code (see `output::stdout_error`). The commands in `::bench::commands` do the same.
 macro_rules! eprintln {
     () => { $crate::output::note("") };
     ($($t:tt)*) => { $crate::output::note(&format!($($t)*)) };
 }
 
-mod bench;
 mod cli;
 mod cmd;
 mod error;
@@ -47,7 +39,7 @@ mod version;
 
 /// Stdout/stderr that never panic, the progress bar and the signal handling of every command
 /// ([`::bench::output`], [`::bench::progress`], [`::bench::signals`]).
-use ::bench::{output, progress, signals};
+use ::bench::{output, signals};
 
 /// The command line's units ([`common::units`]), as `crate::units` for every `value_parser`.
 use common::units;

@@ -33,6 +33,17 @@ pub const LONG_VERSION: &str = concat!(
     env!("CONNSTORM_RUSTC"),
 );
 
+/// This binary's version for record headers, and its record `build` section.
+pub fn build() -> (::bench::record::Build, results::record::BuildInfo) {
+    (
+        ::bench::record::Build {
+            version: env!("CARGO_PKG_VERSION"),
+            git_commit: env!("CONNSTORM_GIT_COMMIT"),
+        },
+        build_info(),
+    )
+}
+
 /// The run record's `build` section for this binary.
 pub fn build_info() -> results::record::BuildInfo {
     let list = |s: &str| -> Vec<String> {

@@ -45,6 +45,7 @@ pub mod ab;
 pub mod accept_queue;
 pub mod baseline;
 pub mod cleanup;
+pub mod commands;
 pub mod convert;
 pub mod cpus;
 pub mod harness;

@@ -62,32 +62,42 @@ pub enum Pattern {
 }
 
 /// Spacing of intended start times in open loop.
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum Arrival {
     /// Fixed spacing `1/rate`; worker `w` of `N` takes global slots `w, w+N, w+2N, ...`, so the
     /// merged schedule is evenly spaced (staggered phases, no bursts).
     #[default]
+    #[cfg_attr(feature = "clap", value(help = "Evenly spaced."))]
     Uniform,
     /// Exponential gaps with mean `N/rate` per worker (a Poisson process; the merged stream of
     /// independent Poisson processes is Poisson at the total rate). Seeded per worker, so runs repeat.
+    #[cfg_attr(feature = "clap", value(help = "Exponential gaps."))]
     Poisson,
 }
 
 /// How the client ends each connection once the handshake (and the optional read) is done.
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum CloseMode {
     /// `SO_LINGER {on, 0}` then close(2): the kernel sends RST, no TIME_WAIT anywhere (socket(7)).
     /// Not what well-behaved clients do, but it frees ports at once. The default.
     #[default]
+    #[cfg_attr(feature = "clap", value(help = "SO_LINGER 0: RST, no TIME_WAIT."))]
     Rst,
     /// Client closes first (FIN): TIME_WAIT (60 s, TCP_TIMEWAIT_LEN) stays on the client, which
     /// limits each (source IP, destination IP, destination port) triple to about
     /// `ip_local_port_range size / 60 s` new connections per second.
+    #[cfg_attr(
+        feature = "clap",
+        value(help = "Client FIN first: TIME_WAIT on the client.")
+    )]
     Fin,
     /// Wait for the server's FIN (read(2) returns 0), then close: TIME_WAIT stays on the server.
     /// The attempt holds its in-flight slot until then (bounded by the connect timeout).
+    #[cfg_attr(feature = "clap", value(help = "Wait for the server's FIN."))]
     Server,
 }
 

@@ -48,30 +48,38 @@ pub fn alert_name(code: u8) -> String {
 }
 
 /// `--tls-version`: which protocol versions the client offers.
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum TlsVersion {
     /// TLS 1.3 and 1.2 (the server picks; usually 1.3).
+    #[cfg_attr(feature = "clap", value(help = "TLS 1.3 and 1.2."))]
     Auto,
     /// TLS 1.2 only.
     #[serde(rename = "1.2")]
+    #[cfg_attr(feature = "clap", value(help = "TLS 1.2 only.", name = "1.2"))]
     V12,
     /// TLS 1.3 only.
     #[serde(rename = "1.3")]
+    #[cfg_attr(feature = "clap", value(help = "TLS 1.3 only.", name = "1.3"))]
     V13,
 }
 
 /// `--tls-resume`: how connections of one worker resume sessions of earlier ones.
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Resume {
     /// Every handshake is full (`Resumption::disabled()`).
+    #[cfg_attr(feature = "clap", value(help = "No resumption."))]
     Off,
     /// Session tickets (TLS 1.3 PSK tickets; TLS 1.2 RFC 5077 tickets, else session IDs),
     /// cached per worker (256 entries).
+    #[cfg_attr(feature = "clap", value(help = "Session tickets."))]
     Tickets,
     /// TLS 1.2 session IDs only (the server's session cache). TLS 1.3 has no session IDs, so
     /// this needs `--tls-version 1.2`.
+    #[cfg_attr(feature = "clap", value(help = "TLS 1.2 session IDs."))]
     Ids,
 }
 

@@ -27,18 +27,36 @@ pub use names::legend_names;
 pub const SIZE: (u32, u32) = (1000, 600);
 
 /// What to draw.
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     /// Handshake latency by percentile, one line per record (and per latency kind with one
     /// record), x = 1/(1-p) on a log scale labelled `50%`, `90%`, `99%`, `99.9%`, ...
+    #[cfg_attr(
+        feature = "clap",
+        value(help = "Handshake latency by percentile (log scale of 1/(1-p)), records overlaid.")
+    )]
     Spectrum,
     /// Connections per minute over time, one line per record and phase.
+    #[cfg_attr(feature = "clap", value(help = "Connections per minute over time."))]
     Timeline,
     /// Share of accepted connections per server worker, grouped by record.
+    #[cfg_attr(
+        feature = "clap",
+        value(help = "Share of accepted connections per server worker.")
+    )]
     Workers,
     /// A vs B trials: connections/s and handshake p99 per trial, with medians.
+    #[cfg_attr(
+        feature = "clap",
+        value(help = "A vs B trials (A files -- B files): connections/s and handshake p99.")
+    )]
     Ab,
     /// A sweep: offered vs achieved rate, and handshake p99 on a second axis.
+    #[cfg_attr(
+        feature = "clap",
+        value(help = "Sweep: offered vs achieved rate and handshake p99.")
+    )]
     Sweep,
 }
 

@@ -15,12 +15,11 @@
 
 use std::path::PathBuf;
 
-use ::bench::ab::{Restore, Sides};
-use anyhow::{bail, Context};
-use tuning::toggle::{Side, Toggle};
+use tuning::toggle::Toggle;
 
-use super::compare::{FormatArg, RuleArgs};
+use super::compare::RuleArgs;
 use crate::cmd::bench;
+use results::compare::Format;
 
 /// Options of `connstorm ab`.
 ///
@@ -49,7 +48,7 @@ pub struct Args {
     pub root: PathBuf,
     /// Comparison format on stdout, overriding `--format` (the only way to get Markdown).
     #[arg(long = "compare-format", value_enum)]
-    pub compare_format: Option<FormatArg>,
+    pub compare_format: Option<Format>,
     /// The statistics rule's options.
     #[command(flatten)]
     pub rule: RuleArgs,
@@ -62,145 +61,25 @@ fn parse_toggle(s: &str) -> Result<Toggle, String> {
     Toggle::parse(s).map_err(|e| e.to_string())
 }
 
-/// Runs the restore on every way out of [`run`], printing what failed.
-struct RestoreOnDrop(Restore);
-
-impl Drop for RestoreOnDrop {
-    fn drop(&mut self) {
-        for e in self.0.run() {
-            eprintln!("connstorm: ab: {e}");
-        }
-    }
-}
-
-/// Runs `connstorm ab`.
+/// Runs `connstorm ab` ([`::bench::commands::ab::run`]).
 ///
 /// # Errors
 /// Bad options (exit 2), a failing setup command or toggle (after restoring), bench failures.
 pub fn run(args: Args) -> anyhow::Result<i32> {
-    let sides = Sides {
-        toggles: &args.toggles,
-        a_setup: args.a_setup.as_deref(),
-        b_setup: args.b_setup.as_deref(),
+    let ab = ::bench::commands::ab::Ab {
+        trials: args.trials,
+        toggles: args.toggles.clone(),
+        a_setup: args.a_setup.clone(),
+        b_setup: args.b_setup.clone(),
+        restore: args.restore.clone(),
+        root: args.root.clone(),
+        trial: args.bench.trial(),
+        netns: args.bench.setup.netns,
+        rule: args.rule.options(),
+        format: args.compare_format.unwrap_or(match args.bench.format {
+            crate::cli::Format::Text => Format::Text,
+            crate::cli::Format::Json => Format::Json,
+        }),
     };
-    sides.check(args.bench.setup.netns)?;
-    let setup = args.bench.setup.resolve()?;
-    let _ = server::rlimit::raise_nofile();
-    let stop = crate::signals::stop_flag().context("install signal handlers")?;
-    // Read every original value before changing anything.
-    let mut restore = RestoreOnDrop(Restore::read(
-        &args.root,
-        &args.toggles,
-        args.restore.clone(),
-    )?);
-    // A second Ctrl-C exits without unwinding: restore the toggles then too.
-    let _forced_exit = {
-        let (root, saved) = (args.root.clone(), restore.0.saved().to_vec());
-        crate::signals::on_forced_exit(move || {
-            for (t, orig) in saved.iter().rev() {
-                match t.restore(&root, orig) {
-                    Ok(()) => eprintln!("connstorm: ab: restored {}", t.with_original(orig)),
-                    Err(e) => eprintln!(
-                        "connstorm: ab: could not restore {}: {e}",
-                        t.with_original(orig)
-                    ),
-                }
-            }
-        })
-    };
-    let mut a_records = Vec::new();
-    let mut b_records = Vec::new();
-    let mut outcome: anyhow::Result<()> = Ok(());
-    let mut written: Vec<String> = Vec::new();
-    let _progress = crate::progress::begin(
-        "ab",
-        crate::progress::bench_seconds(args.bench.duration) * (2 * args.trials),
-    );
-    'trials: for i in 1..=args.trials {
-        for side in [Side::A, Side::B] {
-            if crate::signals::stopped(&stop) {
-                break 'trials;
-            }
-            let name = if side == Side::A { "A" } else { "B" };
-            if let Err(e) = sides.set(&args.root, side) {
-                outcome = Err(e);
-                break 'trials;
-            }
-            eprintln!("[ab] trial {i}/{} side {name}", args.trials);
-            crate::progress::trial("ab", i, args.trials, name);
-            let mut trial = args.bench.clone();
-            trial.setup.label = sides.trial_label(&args.bench.setup.label, side, i);
-            match crate::bench::run::execute(&trial, setup.clone(), &stop, None) {
-                Ok((record, path, result)) => {
-                    written.push(path.display().to_string());
-                    eprintln!(
-                        "[ab] {name}{i}: {}",
-                        results::compare::trial_line(&record, &path)
-                    );
-                    let interrupted = record.run.interrupted;
-                    if !interrupted {
-                        if side == Side::A {
-                            a_records.push(record)
-                        } else {
-                            b_records.push(record)
-                        }
-                    }
-                    if let Err(e) = result {
-                        outcome = Err(e);
-                        break 'trials;
-                    }
-                }
-                Err(e) => {
-                    outcome = Err(e);
-                    break 'trials;
-                }
-            }
-        }
-    }
-    let errors = restore.0.run();
-    for e in &errors {
-        eprintln!("connstorm: ab: {e}");
-    }
-    if !args.toggles.is_empty() && errors.is_empty() {
-        eprintln!("[ab] toggles restored to their original values");
-    }
-    // A comparison needs both sides: with one side empty (e.g. B's setup failed) there is
-    // nothing to print but the error.
-    if (a_records.is_empty() || b_records.is_empty()) && crate::signals::stopped(&stop) {
-        eprintln!(
-            "[ab] interrupted: {} complete trial(s) of A, {} of B — no comparison (it needs both sides); {}",
-            a_records.len(),
-            b_records.len(),
-            if written.is_empty() {
-                "no trial record was written".to_string()
-            } else {
-                format!(
-                    "compare the records written so far later: connstorm compare {}",
-                    written.join(" ")
-                )
-            }
-        );
-    }
-    if !a_records.is_empty() && !b_records.is_empty() {
-        let (na, nb) = (sides.name(Side::A), sides.name(Side::B));
-        let c = results::compare::compare(
-            &a_records,
-            &b_records,
-            (Some(&na), Some(&nb)),
-            &args.rule.options(),
-        );
-        let fmt = args.compare_format.unwrap_or(match args.bench.format {
-            bench::Format::Text => FormatArg::Text,
-            bench::Format::Json => FormatArg::Json,
-        });
-        print!("{}", results::compare::render(&c, fmt.into()));
-    }
-    outcome?;
-    if !errors.is_empty() {
-        bail!(
-            "the run finished but {} setting(s) could not be restored (see above)",
-            errors.len()
-        );
-    }
-    Ok(0)
+    ::bench::commands::ab::run(&ab, || args.bench.setup.resolve())
 }

@@ -2,18 +2,18 @@
 //! process (or load only against `--target`), two phases — *peak* (closed loop, saturating) and
 //! *latency* (open loop at 80% of the peak or `--rate`) — a summary, and a run record.
 
-use anyhow::Context;
-
-use crate::bench::harness::Setup;
-use crate::bench::summary;
+use ::bench::baseline::BaselineRun;
+use ::bench::commands::bench::Trial;
+use ::bench::harness::Setup;
+use ::bench::run::Plan;
 
 mod args;
 pub use args::{Args, Command, Format, SetupArgs};
 
 impl Args {
     /// The paired baseline's options from `--baseline-pairs` and `--baseline-slice`.
-    pub fn baseline_options(&self) -> crate::bench::baseline::Options {
-        crate::bench::baseline::Options {
+    pub fn baseline_options(&self) -> ::bench::baseline::Options {
+        ::bench::baseline::Options {
             pairs: self.baseline_pairs,
             slice: self.baseline_slice,
         }
@@ -44,16 +44,16 @@ impl SetupArgs {
     pub fn resolve(&self) -> anyhow::Result<Setup> {
         self.validate()?;
         let picked = if self.whole_machine {
-            crate::bench::cpus::whole_machine()
+            ::bench::cpus::whole_machine()
         } else {
-            crate::bench::cpus::pick_cpus(
+            ::bench::cpus::pick_cpus(
                 self.server_cpus.as_deref(),
                 self.load_cpus.as_deref(),
                 self.target.is_some(),
             )?
         };
         for n in &picked.notes {
-            crate::bench::note(n);
+            ::bench::commands::bench::note(n);
         }
         let (server_cpus, load_cpus) = (picked.server, picked.load);
         let mode = ::bench::setup::protocol_mode(self.mode, self.tls, self.http)
@@ -80,7 +80,7 @@ impl SetupArgs {
             engine: self.engine,
             mode,
             backlog: self.backlog,
-            close: self.close.into(),
+            close: self.close,
             target: self.target,
             netns: self.netns,
             rtt: self.rtt,
@@ -92,10 +92,27 @@ impl SetupArgs {
             whole_machine: self.whole_machine,
         })
     }
+}
 
-    /// Closed-loop concurrency of the peak phase.
-    pub fn peak_concurrency(&self, load_cpus: usize) -> u32 {
-        crate::bench::run::peak_concurrency(self.concurrency, load_cpus)
+impl Args {
+    /// The run's plan, baseline and record directory.
+    pub fn trial(&self) -> Trial {
+        Trial {
+            plan: Plan {
+                duration: self.duration,
+                rate: self.rate,
+                concurrency: self.setup.concurrency,
+                baseline: self.baseline,
+                label: self.setup.label.clone(),
+            },
+            baseline: BaselineRun {
+                netns: self.setup.netns,
+                concurrency: self.setup.concurrency,
+                opts: self.baseline_options(),
+            },
+            out: self.setup.out.clone(),
+            build: crate::version::build(),
+        }
     }
 }
 
@@ -108,33 +125,8 @@ pub fn run(cmd: Command) -> anyhow::Result<i32> {
     // Every input is checked before a record, a namespace or a server exists.
     validate(&args)?;
     let setup = args.setup.resolve()?;
-    let endpoint = crate::cmd::metrics::start(&cmd.metrics, "bench")?;
-    let metrics = endpoint.as_ref().map(::bench::metrics::BenchMetrics::new);
-    let _ = server::rlimit::raise_nofile();
-    let stop = crate::signals::stop_flag().context("install signal handlers")?;
-    let progress = crate::progress::begin("bench", crate::progress::bench_seconds(args.duration));
-    let live = endpoint.as_ref().zip(metrics.as_ref());
-    let (record, path, result) = crate::bench::run::execute(&args, setup, &stop, live)?;
-    drop(progress);
-    match args.format {
-        Format::Text => crate::output::out(&summary::render(&record, Some(&path))),
-        Format::Json => {
-            crate::output::out(&format!("{}\n", record.to_json()));
-            crate::output::note(&format!("record: {}", path.display()));
-        }
-    }
-    crate::cmd::metrics::end(endpoint, &cmd.metrics);
-    result?;
-    Ok(exit_code(&record))
-}
-
-/// `3` when no phase completed a connection (nothing was measured), else `0`.
-pub fn exit_code(record: &results::RunRecord) -> i32 {
-    if record.phases.iter().all(|p| p.successes == 0) {
-        3
-    } else {
-        0
-    }
+    let json = args.format == Format::Json;
+    ::bench::commands::bench::run(&args.trial(), setup, json, &cmd.metrics.options())
 }
 
 /// Checks `bench`'s own options (duration, rate; [`::bench::limits::check_plan`]);
@@ -143,7 +135,7 @@ pub fn exit_code(record: &results::RunRecord) -> i32 {
 /// # Errors
 /// Bad input (exit 2) naming the option, its limit and how to fix it.
 pub fn validate(args: &Args) -> anyhow::Result<()> {
-    ::bench::limits::check_plan(&crate::bench::run::plan(args))?;
+    ::bench::limits::check_plan(&args.trial().plan)?;
     if args.baseline {
         args.baseline_options()
             .validate()

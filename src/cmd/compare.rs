@@ -10,27 +10,6 @@ use results::compare::{self, Format};
 use super::report::{read_record, refuse_input_as_output, write_output};
 use crate::error::bad_input;
 
-/// Output formats of `connstorm compare` (and of `connstorm ab`'s comparison).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum FormatArg {
-    /// Aligned plain text.
-    Text,
-    /// GitHub-flavoured Markdown (pastes into a PR or a mailing-list post).
-    Markdown,
-    /// JSON.
-    Json,
-}
-
-impl From<FormatArg> for Format {
-    fn from(f: FormatArg) -> Format {
-        match f {
-            FormatArg::Text => Format::Text,
-            FormatArg::Markdown => Format::Markdown,
-            FormatArg::Json => Format::Json,
-        }
-    }
-}
-
 /// The statistics rule, for `--help` of `compare` and `ab` ([`compare::RULE_HELP`]).
 pub const RULE_HELP: &str = compare::RULE_HELP;
 
@@ -86,7 +65,7 @@ pub struct Args {
     pub b: Vec<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value = "text")]
-    pub format: FormatArg,
+    pub format: Format,
     /// Write the comparison to PATH instead of stdout (`-` = stdout).
     #[arg(long, short, value_name = "PATH", default_value = "-")]
     pub output: PathBuf,
@@ -161,10 +140,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let (a, b) = (ra, rb);
     let comparison = compare::compare(&a, &b, (None, None), &args.rule.options());
     check_setups(&comparison, args.allow_mismatch)?;
-    write_output(
-        &args.output,
-        &compare::render(&comparison, args.format.into()),
-    )?;
+    write_output(&args.output, &compare::render(&comparison, args.format))?;
     Ok(0)
 }
 
@@ -223,7 +199,7 @@ mod tests {
         assert_eq!(args.a_files.len(), 2);
         assert_eq!(args.b, [PathBuf::from("b1.json"), PathBuf::from("b2.json")]);
         assert_eq!(args.output, PathBuf::from("out.md"));
-        assert_eq!(args.format, FormatArg::Markdown);
+        assert_eq!(args.format, Format::Markdown);
     }
 
     #[test]

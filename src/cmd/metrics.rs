@@ -1,13 +1,10 @@
-//! `--metrics ADDR` and `--metrics-linger` of `server`, `load` and `bench`: the options, and
-//! starting and ending the endpoint ([`common::metrics::Endpoint`]; the collectors live in the
+//! `--metrics ADDR` and `--metrics-linger` of `server`, `load` and `bench` (the endpoint is
+//! started and ended by [`::bench::commands::start_metrics`]; the collectors live in the
 //! `server`, `loadgen` and `bench` crates).
 
 use std::net::SocketAddr;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::metrics::Endpoint;
-
-use crate::error::bad_input;
 use crate::units::{parse_duration, parse_listen};
 
 /// The Prometheus options.
@@ -28,44 +25,12 @@ pub struct MetricsArgs {
     pub metrics_linger: Option<Duration>,
 }
 
-/// Binds and starts the endpoint when `--metrics` is given, and says where on stderr
-/// (`connstorm COMMAND: metrics on http://127.0.0.1:PORT/metrics`).
-///
-/// # Errors
-/// Bad input (exit 2) when the address cannot be bound (in use, not local, privileged port);
-/// a run-time error when the thread cannot start.
-pub fn start(args: &MetricsArgs, command: &str) -> anyhow::Result<Option<Endpoint>> {
-    let Some(addr) = args.metrics else {
-        return Ok(None);
-    };
-    let ep = Endpoint::start(addr).map_err(|e| {
-        if e.is_bad_input() {
-            bad_input(e.to_string())
-        } else {
-            anyhow::Error::new(e)
-        }
-    })?;
-    crate::output::note(&format!(
-        "connstorm {command}: metrics on http://{}/metrics",
-        ep.local_addr()
-    ));
-    Ok(Some(ep))
-}
-
-/// Ends the endpoint: after `--metrics-linger` (cut short by a SIGINT/SIGTERM that arrives
-/// during it; one that ended the run before does not), stops its thread and joins it.
-pub fn end(ep: Option<Endpoint>, args: &MetricsArgs) {
-    let Some(mut ep) = ep else { return };
-    if let Some(linger) = args.metrics_linger.filter(|d| !d.is_zero()) {
-        let signals_before = crate::signals::count();
-        let until = Instant::now() + linger;
-        crate::output::note(&format!(
-            "connstorm: serving the final metrics for {} more (SIGINT/SIGTERM ends it)",
-            humantime::format_duration(linger)
-        ));
-        while Instant::now() < until && crate::signals::count() == signals_before {
-            std::thread::sleep(Duration::from_millis(20));
+impl MetricsArgs {
+    /// The options as [`::bench::commands`] takes them.
+    pub fn options(&self) -> ::bench::commands::MetricsOptions {
+        ::bench::commands::MetricsOptions {
+            addr: self.metrics,
+            linger: self.metrics_linger,
         }
     }
-    ep.stop();
 }

@@ -8,21 +8,6 @@ use results::record::RunRecord;
 use super::report::read_record;
 use crate::error::bad_input;
 
-/// What to draw.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum KindArg {
-    /// Handshake latency by percentile (log scale of 1/(1-p)), records overlaid.
-    Spectrum,
-    /// Connections per minute over time.
-    Timeline,
-    /// Share of accepted connections per server worker.
-    Workers,
-    /// A vs B trials (A files -- B files): connections/s and handshake p99.
-    Ab,
-    /// Sweep: offered vs achieved rate and handshake p99.
-    Sweep,
-}
-
 /// Options of `connstorm plot`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -37,7 +22,7 @@ pub struct Args {
     pub output: PathBuf,
     /// What to draw.
     #[arg(long, value_enum, default_value = "spectrum")]
-    pub kind: KindArg,
+    pub kind: Kind,
     /// `--kind ab`: draw even when the sides' setups differ (as `compare --allow-mismatch`).
     #[arg(long)]
     pub allow_mismatch: bool,
@@ -57,13 +42,7 @@ fn load(paths: &[PathBuf]) -> anyhow::Result<Vec<(PathBuf, RunRecord)>> {
 /// is one of the records, records with nothing to draw, or B files without `--kind ab`; an
 /// error if drawing or writing fails.
 pub fn run(args: Args) -> anyhow::Result<i32> {
-    let kind = match args.kind {
-        KindArg::Spectrum => Kind::Spectrum,
-        KindArg::Timeline => Kind::Timeline,
-        KindArg::Workers => Kind::Workers,
-        KindArg::Ab => Kind::Ab,
-        KindArg::Sweep => Kind::Sweep,
-    };
+    let kind = args.kind;
     if kind != Kind::Ab && !args.b.is_empty() {
         return Err(bad_input(
             "records after `--` are side B of an A/B plot: add `--kind ab`, or drop the `--`",

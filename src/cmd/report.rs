@@ -1,10 +1,9 @@
 //! `connstorm report`: print reports for run records, optionally write `.hlog` interval logs.
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use anyhow::Context as _;
-use results::record::RunRecord;
+use ::bench::commands::records::check_hlogs;
+pub(crate) use ::bench::commands::records::{read_record, refuse_input_as_output, write_output};
 use results::report::{self, Counters, Format};
 
 use crate::error::bad_input;
@@ -56,83 +55,6 @@ pub struct Args {
     /// Write the report to PATH instead of stdout (`-` = stdout).
     #[arg(long, short, value_name = "PATH", default_value = "-")]
     pub output: PathBuf,
-}
-
-/// Reads a record; a missing or bad file is bad input (exit code 2).
-pub(crate) fn read_record(path: &Path) -> anyhow::Result<RunRecord> {
-    RunRecord::read(path).map_err(|e| bad_input(e.to_string()))
-}
-
-/// Refuses an output path that is one of the command's input records (by device and inode, so
-/// every spelling and symlink of it): writing it would replace the record
-/// ([`common::files::refuse_overwriting_inputs`]). Bad input (exit 2), before anything is
-/// written.
-pub(crate) fn refuse_input_as_output(
-    option: &str,
-    output: &Path,
-    records: &[PathBuf],
-) -> anyhow::Result<()> {
-    let inputs: Vec<(&str, &Path)> = records
-        .iter()
-        .map(|p| ("input record", p.as_path()))
-        .collect();
-    common::files::refuse_overwriting_inputs(option, output, &inputs).map_err(anyhow::Error::new)
-}
-
-/// Checks the `.hlog` files `report --hlog DIR` will write for each record (`<record
-/// stem>.<phase>.hlog`, [`results::hlog::paths`]) before anything is written: no file is an
-/// input record or the `-o` output, and no two records write the same file (two `run.json`
-/// from different directories).
-///
-/// # Errors
-/// Bad input (exit 2) naming the paths.
-fn check_hlogs(dir: &Path, records: &[(PathBuf, RunRecord)], output: &Path) -> anyhow::Result<()> {
-    let inputs: Vec<PathBuf> = records.iter().map(|(p, _)| p.clone()).collect();
-    let mut by: Vec<(&Path, PathBuf)> = Vec::new();
-    for (path, rec) in records {
-        let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("run");
-        for f in results::hlog::paths(rec, stem, dir) {
-            refuse_input_as_output("--hlog", &f, &inputs)?;
-            if output != Path::new("-") && common::files::same_destination(&f, output) {
-                return Err(bad_input(format!(
-                    "--hlog {} would write {}, the -o output: give -o another path",
-                    dir.display(),
-                    f.display()
-                )));
-            }
-            if let Some((other, _)) = by
-                .iter()
-                .find(|(_, g)| common::files::same_destination(&f, g))
-            {
-                return Err(bad_input(format!(
-                    "--hlog {}: {} and {} would both write {} (the interval logs are named after the record file): copy one of them to another name first",
-                    dir.display(),
-                    other.display(),
-                    path.display(),
-                    f.display()
-                )));
-            }
-            by.push((path, f));
-        }
-    }
-    Ok(())
-}
-
-/// Writes command output to stdout (`-`) or a file.
-pub(crate) fn write_output(output: &Path, text: &str) -> anyhow::Result<()> {
-    if output == Path::new("-") {
-        let mut out = std::io::stdout().lock();
-        out.write_all(text.as_bytes())?;
-        out.flush()?;
-        Ok(())
-    } else if std::fs::symlink_metadata(output).is_ok_and(|m| !m.file_type().is_file()) {
-        // A device or a link the user named (`/dev/stdout`, a FIFO): written in place.
-        std::fs::write(output, text).with_context(|| format!("cannot write {}", output.display()))
-    } else {
-        // A regular file: so a failed write (ENOSPC) leaves no truncated file behind.
-        common::files::write_atomic(output, text.as_bytes())
-            .with_context(|| format!("cannot write {}", output.display()))
-    }
 }
 
 /// Runs `connstorm report`.

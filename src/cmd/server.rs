@@ -1,32 +1,15 @@
-//! `connstorm server`: run the per-core accept server until `--duration` passes or SIGINT/SIGTERM,
-//! print one progress line per second on stderr, then the final report (text, or JSON with
-//! `--format json`) on stdout.
-//!
-//! Exit codes (the table of every command: 0 ok, 1 run-time failure, 2 bad input, 3 nothing
-//! measured, 4 strict check failed, 128+signo interrupted):
-//! - 0: the run ended and the report was printed, by `--duration` **or by SIGINT/SIGTERM** — a
-//!   signal is how a server without `--duration` is meant to end, so it is not an interruption
-//!   here (the report says `stopped by signal` / `"interrupted": true`); a run that accepted
-//!   nothing is a true report of zero, also 0 (a server measures what it was sent);
-//! - 1: a run-time fault (a worker could not set up its ring or epoll, a write of the report
-//!   failed);
-//! - 2: bad input, refused before any listener or thread exists: unknown engine/mode, a
-//!   `--metrics` address that does not parse or cannot be bound (in use), an invalid,
-//!   empty, offline or not-allowed CPU list (the usable CPUs are listed), a backlog outside
-//!   1..=2147483647, an address that does not parse or has a port above 65535, an address in use,
-//!   a port below 1024 without privilege, `--engine io-uring` where io_uring cannot run;
-//! - 128+signo (130, 143): a second SIGINT/SIGTERM (two quick Ctrl-Cs): the report and the
-//!   `--out` record are still written, then this code says the run was cut short.
+//! `connstorm server`: run the per-core accept server until `--duration` passes or SIGINT/SIGTERM
+//! ([`::bench::commands::server`] runs it; its docs give the exit codes). Bad input refused by
+//! the parsers here: unknown engine/mode, an invalid, empty, offline or not-allowed CPU list, a
+//! backlog outside 1..=2147483647, an address that does not parse or has a port above 65535.
 
-use std::io::Write;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use ::bench::standalone;
-use anyhow::Context;
-use server::render::ReportText;
-use server::{EngineChoice, Mode, Server, ServerConfig, Steer};
+use ::bench::commands::server::{ServerCommand, TlsFiles};
+use server::{EngineChoice, Mode, ServerConfig, Steer};
 
+use crate::cli::Format;
 use crate::error::bad_input;
 use crate::units::{parse_backlog, parse_cpus, parse_listen, parse_positive_duration};
 
@@ -102,19 +85,10 @@ pub struct Args {
     pub metrics: crate::cmd::metrics::MetricsArgs,
 }
 
-/// Report formats.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    /// Human-readable table.
-    Text,
-    /// The `ServerReport` as JSON.
-    Json,
-}
-
 /// Runs `connstorm server`.
 ///
 /// # Errors
-/// Bad input (exit 2, see the module docs) or a run-time fault (exit 1).
+/// Bad input (exit 2) or a run-time fault (exit 1), see [`::bench::commands::server`].
 pub fn run(args: Args) -> anyhow::Result<i32> {
     let mode = match (args.mode, args.http_response_bytes) {
         (Mode::Http { .. }, Some(body_bytes)) => Mode::Http { body_bytes },
@@ -125,129 +99,26 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         )))
         }
     };
-    let cpus = match args.cpus {
-        Some(c) => c,
-        None => common::cpulist::usable(),
-    };
-    // As `load` and `bench` do: an unusable CPU is refused naming the option.
-    common::cpulist::check_option("--cpus", &cpus).map_err(bad_input)?;
-    let tls = if args.tls {
-        let t = server::tls::server_config(args.cert.as_deref(), args.key.as_deref())
-            .map_err(|e| bad_input(e.to_string()))?;
-        if let Some(path) = &args.cert_out {
-            // `--cert-out key.pem` would replace the private key with the certificate.
-            let inputs: Vec<(&str, &std::path::Path)> =
-                [("--cert file", &args.cert), ("--key file", &args.key)]
-                    .into_iter()
-                    .filter_map(|(what, p)| Some((what, p.as_deref()?)))
-                    .collect();
-            common::files::refuse_overwriting_inputs("--cert-out", path, &inputs)?;
-            std::fs::write(path, &t.cert_pem).map_err(|e| {
-                bad_input(format!(
-                    "--cert-out {}: cannot write it ({e}): give a writable path",
-                    path.display()
-                ))
-            })?;
-        }
-        Some(t)
-    } else {
-        None
-    };
-    let stop = crate::signals::stop_flag().context("installing SIGINT/SIGTERM handlers")?;
-    // The library leaves the process-wide fd limit alone; a server wants all of it.
-    let (_, nofile) =
-        server::rlimit::raise_nofile().context("raising RLIMIT_NOFILE to its hard limit")?;
-    if let Some(dir) = &args.out {
-        crate::bench::record::check_writable_dir(dir)?;
-    }
-    // Bound before the server: an address in use is bad input before any listener exists.
-    let endpoint = crate::cmd::metrics::start(&args.metrics, "server")?;
     let cfg = ServerConfig {
         listen: args.listen,
-        cpus,
+        cpus: args.cpus.unwrap_or_else(common::cpulist::usable),
         engine: args.engine,
         backlog: args.backlog,
         mode,
         steer: args.steer,
-        tls,
+        tls: None,
     };
-    let srv = Server::start(cfg).map_err(|e| {
-        if e.is_bad_input() {
-            bad_input(e.to_string())
-        } else {
-            anyhow::Error::new(e).context("starting the server")
-        }
-    })?;
-    let metrics = endpoint.as_ref().map(|ep| {
-        let m = server::metrics::ServerMetrics::new(&srv);
-        ep.register(Box::new(std::sync::Arc::clone(&m)));
-        m
-    });
-    let mut err = std::io::stderr().lock();
-    if let Some(why) = srv.fallback_reason() {
-        let _ = writeln!(
-            err,
-            "connstorm server: io_uring unavailable, using epoll: {why}"
-        );
-    }
-    let _ = writeln!(
-        err,
-        "connstorm server: listening on {} (engine {}, {} workers on CPUs {:?}, mode {}, steering {}, RLIMIT_NOFILE {})",
-        srv.local_addr(),
-        srv.engine(),
-        srv.cpus().len(),
-        srv.cpus(),
-        mode,
-        srv.steering(),
-        results::numfmt::count(nofile)
-    );
-    drop(err);
-    let started_wall = std::time::SystemTime::now();
-    let counters_before = args
-        .out
-        .as_ref()
-        .and_then(|_| standalone::counters(&mut |w| eprintln!("connstorm server: warning: {w}")));
-    let interrupted = standalone::server::watch(&srv, args.duration, &stop, &mut |l| {
-        crate::output::note(l);
-    });
-    let mut report = srv.stop();
-    report.interrupted = interrupted;
-    if let Some(m) = &metrics {
-        m.finish();
-    }
-    if let Some(dir) = &args.out {
-        let counters = standalone::delta_since(counters_before.as_ref());
-        let path = standalone::server::record(
-            &report,
-            started_wall,
-            counters,
-            // One signal is how a server without --duration is meant to end (see the exit
-            // codes): its counts are whole. Two quick ones cut it short (exit 128+N), and the
-            // record says so as the exit code does.
-            crate::signals::hurry(),
-            &crate::bench::record::BUILD,
-            crate::version::build_info(),
-        )
-        .write_atomic(dir)
-        .context("writing the server record (--out)")?;
-        eprintln!("connstorm server: record written to {}", path.display());
-    }
-    let mut out = std::io::stdout().lock();
-    let written = (|| -> std::io::Result<()> {
-        match args.format {
-            Format::Json => {
-                serde_json::to_writer_pretty(&mut out, &report)?;
-                writeln!(out)?;
-            }
-            Format::Text => write!(out, "{}", ReportText(&report))?,
-        }
-        out.flush()
-    })();
-    match written {
-        // The reader went away (`| head`): the server ran to its end.
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
-        other => other.context("writing the server report to stdout failed")?,
-    }
-    crate::cmd::metrics::end(endpoint, &args.metrics);
-    Ok(0)
+    ::bench::commands::server::run(ServerCommand {
+        cfg,
+        tls: args.tls.then_some(TlsFiles {
+            cert: args.cert,
+            key: args.key,
+            cert_out: args.cert_out,
+        }),
+        duration: args.duration,
+        json: args.format == Format::Json,
+        out: args.out,
+        metrics: args.metrics.options(),
+        build: crate::version::build(),
+    })
 }

@@ -3,26 +3,15 @@
 //! step, and reports the knee: the highest rate that meets the SLO — as CPM, connections/s and per
 //! server core. One run record holds every step as a phase (`step-1`, …).
 
-use std::fmt::Write as _;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use anyhow::Context;
-use clap::ValueEnum;
-use results::sweep::{self, Criteria, Slo};
+use ::bench::commands::sweep::Sweep;
+use results::sweep::{self, Slo};
 
-use crate::bench::harness::PhaseSpec;
+use crate::cli::Format;
 use crate::cmd::bench::SetupArgs;
 use crate::error::bad_input;
 use crate::units;
-
-/// Output format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Format {
-    /// A table and the knee.
-    Text,
-    /// The run record as JSON.
-    Json,
-}
 
 /// Options of `connstorm sweep`.
 #[derive(Debug, Clone, clap::Args)]
@@ -76,71 +65,22 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             args.max_errors
         )));
     }
-    // Every step that the range alone decides is checked before anything runs; each step's
-    // rate is checked right after the probe, before the first step runs.
-    let steps = ::bench::sweep::Steps {
-        from,
-        to,
-        count: args.steps as usize,
-        duration: args.step_duration,
-        warmup: args.warmup,
-    };
-    steps.check()?;
-    let setup = args.setup.resolve()?;
-    let _ = server::rlimit::raise_nofile();
-    let stop = crate::signals::stop_flag().context("install signal handlers")?;
-    let server_cores = setup.server_cpus.len();
-    let config = serde_json::json!({
-        "from": from, "to": to, "steps": args.steps, "slo": args.slo, "max_errors": max_err,
-        "step_secs": args.step_duration.as_secs_f64(), "probe_secs": args.probe_duration.as_secs_f64(),
-        "warmup_secs": args.warmup.as_secs_f64(), "setup": setup,
-    });
-    let started = Instant::now();
-    let _progress = crate::progress::begin(
-        "sweep",
-        args.probe_duration
-            + args.warmup
-            + (args.step_duration + args.warmup).mul_f64(args.steps as f64),
-    );
-    let load_cpus = setup.load_cpus.len();
-    let mut harness = crate::bench::start(setup)?;
-    let mut record = crate::bench::record::new_record("sweep", &args.setup.label, config, &harness);
-    let probe = PhaseSpec {
-        name: "peak".into(),
-        pattern: loadgen::Pattern::Closed {
-            concurrency: args.setup.peak_concurrency(load_cpus),
+    let sweep = Sweep {
+        steps: ::bench::sweep::Steps {
+            from,
+            to,
+            count: args.steps as usize,
+            duration: args.step_duration,
+            warmup: args.warmup,
         },
-        duration: args.probe_duration,
-        warmup: args.warmup,
+        slo: (args.slo.clone(), slo),
+        max_errors: max_err,
+        probe_duration: args.probe_duration,
+        concurrency: args.setup.concurrency,
+        label: args.setup.label.clone(),
+        out: args.setup.out.clone(),
+        json: args.format == Format::Json,
+        build: crate::version::build(),
     };
-    let outcome = ::bench::sweep::run(
-        &mut harness,
-        &mut record,
-        &probe,
-        &steps,
-        &stop,
-        &mut crate::bench::progress,
-    );
-    drop(harness.finish());
-    record.run.interrupted = crate::signals::stopped(&stop);
-    record.run.wall_secs = started.elapsed().as_secs_f64();
-    let path = record
-        .write_atomic(&args.setup.out)
-        .with_context(|| format!("write the run record under {}", args.setup.out.display()))?;
-    let criteria = Criteria::new(slo.clone(), max_err);
-    let steps = sweep::steps_from_record(&record, slo.quantile);
-    let knee = sweep::knee(&steps, &criteria, server_cores);
-    match args.format {
-        Format::Json => {
-            println!("{}", record.to_json());
-            eprintln!("record: {}", path.display());
-        }
-        Format::Text => {
-            let mut out = sweep::text(&record, &steps, knee.as_ref(), &criteria, server_cores);
-            let _ = writeln!(out, "record: {}", path.display());
-            print!("{out}");
-        }
-    }
-    outcome?;
-    Ok(0)
+    ::bench::commands::sweep::run(&sweep, || args.setup.resolve())
 }

@@ -20,14 +20,18 @@ use crate::snapshot::{Saved, Snapshot, SnapshotError};
 use crate::topology::Topology;
 
 /// Which layout to plan.
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum IrqPlan {
     /// All queue IRQs on the housekeeping CPUs.
+    #[cfg_attr(feature = "clap", value(help = "All queue IRQs on housekeeping CPUs."))]
     Housekeeping,
     /// Spread over the NIC's NUMA node.
+    #[cfg_attr(feature = "clap", value(help = "Spread over the NIC's NUMA node."))]
     Spread,
     /// Queue i → worker CPU i.
+    #[cfg_attr(feature = "clap", value(help = "Queue i → worker CPU i."))]
     PerQueue,
 }
 

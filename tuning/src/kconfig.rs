@@ -19,14 +19,18 @@ use crate::cmdline::Cmdline;
 use crate::finding::{Finding, Severity};
 
 /// What the host is for; decides the recommendations.
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Profile {
     /// Real-time / isolated-CPU latency work (pinned SCHED_FIFO workers on nohz_full CPUs).
+    #[cfg_attr(feature = "clap", value(help = "Real-time, isolated CPUs."))]
     Rt,
     /// A server measured for connection rate (throughput first, bounded latency).
+    #[cfg_attr(feature = "clap", value(help = "Connection-rate server."))]
     Server,
     /// An interactive desktop.
+    #[cfg_attr(feature = "clap", value(help = "Desktop."))]
     Desktop,
 }
 

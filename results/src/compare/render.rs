@@ -4,13 +4,20 @@ use super::{Comparison, Direction, SideInfo, Verdict};
 use crate::report::table::{self, Block, Table};
 
 /// Output formats of a comparison.
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
     /// Aligned plain text.
+    #[cfg_attr(feature = "clap", value(help = "Aligned plain text."))]
     Text,
     /// GitHub-flavoured Markdown (for a PR or a mailing-list post).
+    #[cfg_attr(
+        feature = "clap",
+        value(help = "GitHub-flavoured Markdown (pastes into a PR or a mailing-list post).")
+    )]
     Markdown,
     /// The [`Comparison`] as JSON.
+    #[cfg_attr(feature = "clap", value(help = "JSON."))]
     Json,
 }
 

@@ -4,39 +4,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::ValueEnum;
-
+pub use crate::cli::Format;
 use crate::units;
-
-/// Output format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Format {
-    /// The human summary on stdout.
-    Text,
-    /// The run record as JSON on stdout.
-    Json,
-}
-
-/// Client close mode (see `connstorm load --help`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Close {
-    /// SO_LINGER 0: RST, no TIME_WAIT anywhere.
-    Rst,
-    /// Client closes first: TIME_WAIT on the client (port budget!).
-    Fin,
-    /// Wait for the server's FIN, then close.
-    Server,
-}
-
-impl From<Close> for loadgen::CloseMode {
-    fn from(c: Close) -> Self {
-        match c {
-            Close::Rst => loadgen::CloseMode::Rst,
-            Close::Fin => loadgen::CloseMode::Fin,
-            Close::Server => loadgen::CloseMode::Server,
-        }
-    }
-}
 
 /// Options shared by `bench`, `sweep` and `ab`: where server and load run and how.
 #[derive(Debug, Clone, clap::Args)]
@@ -66,7 +35,7 @@ pub struct SetupArgs {
     pub load_engine: loadgen::LoadEngine,
     /// Client close mode.
     #[arg(long, value_enum, default_value = "rst")]
-    pub close: Close,
+    pub close: loadgen::CloseMode,
     /// Server mode: rst (SO_LINGER 0: no FIN_WAIT2/TIME_WAIT on either side), close (FIN: with
     /// the default client RST, a few orphaned FIN_WAIT2 minisocks make reused ports' SYNs be
     /// resent, see README), greet[:BYTES] (the client then measures first-byte latency), hold.
@@ -137,7 +106,7 @@ pub struct Args {
     pub baseline: bool,
     /// With --baseline: pairs of slices (floor, connstorm) in ABBA order, 1..=100; 6 is the
     /// fewest that give a 95% interval for the median ratio.
-    #[arg(long, default_value_t = crate::bench::baseline::DEFAULT_PAIRS, requires = "baseline")]
+    #[arg(long, default_value_t = ::bench::baseline::DEFAULT_PAIRS, requires = "baseline")]
     pub baseline_pairs: usize,
     /// With --baseline: measured time of each slice (0.5s..=60s), after a 0.5 s warm-up.
     #[arg(long, default_value = "2s", value_parser = units::parse_positive_duration, requires = "baseline")]

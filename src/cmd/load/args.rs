@@ -4,6 +4,7 @@
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
+use crate::cli::Format;
 use crate::units::{parse_cpus, parse_duration, parse_positive_duration, parse_rate};
 
 /// Options of `connstorm load`.
@@ -43,7 +44,7 @@ pub struct Args {
     /// How the client ends each connection: `rst` (SO_LINGER 0, no TIME_WAIT), `fin` (client
     /// closes first; TIME_WAIT on the client limits ports), `server` (wait for the server's FIN).
     #[arg(long, value_enum, default_value = "rst")]
-    pub close: CloseArg,
+    pub close: loadgen::CloseMode,
     /// Source addresses, used round-robin with IP_BIND_ADDRESS_NO_PORT: a list and/or ranges, e.g.
     /// `127.0.0.2-127.0.0.250` (any 127.0.0.0/8 address works on loopback). Default: the kernel
     /// chooses.
@@ -60,7 +61,7 @@ pub struct Args {
     /// Open-loop spacing of scheduled starts: `uniform` (evenly spaced) or `poisson`
     /// (exponential gaps, same mean).
     #[arg(long, value_enum, default_value = "uniform")]
-    pub arrival: ArrivalArg,
+    pub arrival: loadgen::Arrival,
     /// Open loop: at most this many attempts in flight for the whole run (each holds a file
     /// descriptor); a start that finds none free waits, and is dropped after --connect-timeout
     /// (one the generator itself reaches more than 100 ms late is dropped then).
@@ -98,7 +99,7 @@ pub struct Args {
     pub tls: bool,
     /// With --tls: the protocol versions offered: `auto` (1.3 and 1.2), `1.2`, `1.3`.
     #[arg(long, value_enum, default_value = "auto", requires = "tls")]
-    pub tls_version: TlsVersionArg,
+    pub tls_version: loadgen::tls::TlsVersion,
     /// With --tls: the server name sent as SNI and checked against the certificate. Default:
     /// the first --target's host name when it is a name; an IP target is checked against the
     /// certificate's IP addresses and sends no SNI.
@@ -112,7 +113,7 @@ pub struct Args {
     /// sessions per worker): `off` (every handshake full), `tickets` (TLS 1.3 tickets, TLS 1.2
     /// RFC 5077 tickets), `ids` (TLS 1.2 session IDs; needs --tls-version 1.2).
     #[arg(long, value_enum, default_value = "off", requires = "tls")]
-    pub tls_resume: TlsResumeArg,
+    pub tls_resume: loadgen::tls::Resume,
     /// With --tls: accept any server certificate (the handshake's signatures are still checked).
     #[arg(long, requires = "tls", conflicts_with = "ca")]
     pub insecure: bool,
@@ -134,40 +135,16 @@ pub struct Args {
     /// (0/4 … 3/4, as Kubernetes' JOB_COMPLETION_INDEX). The open-loop --rate, the closed-loop
     /// --concurrency and the --source list are split into whole shares that sum exactly to the
     /// whole (the remainder goes one apiece to the first segments); sources in disjoint slices.
-    #[arg(long, value_name = "i/N", value_parser = super::multihost::parse_segment)]
+    #[arg(long, value_name = "i/N", value_parser = super::parse_segment)]
     pub segment: Option<loadgen::segment::Segment>,
     /// Start the schedule (warm-up included) at this wall-clock instant, so generators on
     /// several hosts start together: an RFC 3339 UTC time (`2026-12-01T07:00:00Z`) or `+2s`
     /// from now. A time in the past is refused. Needs synchronised clocks (chrony, NTP).
-    #[arg(long, value_name = "TIME", value_parser = super::multihost::parse_start_at)]
-    pub start_at: Option<super::multihost::StartAt>,
+    #[arg(long, value_name = "TIME", value_parser = loadgen::start::parse_start_at)]
+    pub start_at: Option<loadgen::start::StartAt>,
     /// Prometheus `/metrics`.
     #[command(flatten)]
     pub metrics: crate::cmd::metrics::MetricsArgs,
-}
-
-/// `--tls-version`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum TlsVersionArg {
-    /// TLS 1.3 and 1.2.
-    Auto,
-    /// TLS 1.2 only.
-    #[value(name = "1.2")]
-    V12,
-    /// TLS 1.3 only.
-    #[value(name = "1.3")]
-    V13,
-}
-
-/// `--tls-resume`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum TlsResumeArg {
-    /// No resumption.
-    Off,
-    /// Session tickets.
-    Tickets,
-    /// TLS 1.2 session IDs.
-    Ids,
 }
 
 /// One `--target` item: every address its name resolves to, in the resolver's order, and the
@@ -193,35 +170,6 @@ pub struct CpuList(pub Vec<usize>);
 /// One `--source` item: one address or an expanded range.
 #[derive(Debug, Clone)]
 pub struct Sources(pub Vec<IpAddr>);
-
-/// `--close`.
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-pub enum CloseArg {
-    /// SO_LINGER 0: RST, no TIME_WAIT.
-    Rst,
-    /// Client FIN first: TIME_WAIT on the client.
-    Fin,
-    /// Wait for the server's FIN.
-    Server,
-}
-
-/// `--arrival`.
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-pub enum ArrivalArg {
-    /// Evenly spaced.
-    Uniform,
-    /// Exponential gaps.
-    Poisson,
-}
-
-/// `--format`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    /// Human-readable.
-    Text,
-    /// The report as JSON.
-    Json,
-}
 
 /// Resolves one `HOST:PORT` to every address it has ([`common::addr::resolve_targets`]).
 fn parse_target_item(s: &str) -> Result<Targets, String> {

@@ -3,9 +3,9 @@
 
 use std::net::{IpAddr, SocketAddr};
 
-use loadgen::{Arrival, CloseMode, LoadConfig, Pattern};
+use loadgen::{LoadConfig, Pattern};
 
-use super::args::{Args, ArrivalArg, CloseArg, Family, Targets, TlsResumeArg, TlsVersionArg};
+use super::args::{Args, Family, Targets};
 use crate::error::bad_input;
 
 /// Every resolved address of every `--target` item, in order, without repeats, restricted to
@@ -51,10 +51,7 @@ pub(super) fn config(args: &Args, nofile: u64) -> anyhow::Result<LoadConfig> {
         (_, Some(c)) => Pattern::Closed { concurrency: c },
         (rate, None) => Pattern::Open {
             rate_per_sec: rate.unwrap_or(1000.0),
-            arrival: match args.arrival {
-                ArrivalArg::Uniform => Arrival::Uniform,
-                ArrivalArg::Poisson => Arrival::Poisson,
-            },
+            arrival: args.arrival,
         },
     };
     let fd_room = nofile.saturating_sub(256).max(1);
@@ -117,11 +114,7 @@ pub(super) fn config(args: &Args, nofile: u64) -> anyhow::Result<LoadConfig> {
         duration: args.duration,
         warmup: args.warmup,
         cpus,
-        close: match args.close {
-            CloseArg::Rst => CloseMode::Rst,
-            CloseArg::Fin => CloseMode::Fin,
-            CloseArg::Server => CloseMode::Server,
-        },
+        close: args.close,
         sources,
         connect_timeout: args.connect_timeout,
         expect_bytes: args.expect_bytes,
@@ -161,7 +154,7 @@ fn http_request(args: &Args) -> anyhow::Result<Option<loadgen::HttpRequest>> {
 /// # Errors
 /// Bad input for a CA file that cannot be used, an unusable name, `ids` without TLS 1.2.
 fn tls_options(args: &Args, first: SocketAddr) -> anyhow::Result<Option<loadgen::tls::TlsOptions>> {
-    use loadgen::tls::{Resume, TlsOptions, TlsVersion, Verify};
+    use loadgen::tls::{TlsOptions, Verify};
     if !args.tls {
         return Ok(None);
     }
@@ -171,18 +164,10 @@ fn tls_options(args: &Args, first: SocketAddr) -> anyhow::Result<Option<loadgen:
         .or_else(|| args.target.iter().find_map(|t| t.1.clone()))
         .unwrap_or_else(|| first.ip().to_string());
     let o = TlsOptions {
-        version: match args.tls_version {
-            TlsVersionArg::Auto => TlsVersion::Auto,
-            TlsVersionArg::V12 => TlsVersion::V12,
-            TlsVersionArg::V13 => TlsVersion::V13,
-        },
+        version: args.tls_version,
         server_name: name,
         alpn: args.alpn.clone(),
-        resume: match args.tls_resume {
-            TlsResumeArg::Off => Resume::Off,
-            TlsResumeArg::Tickets => Resume::Tickets,
-            TlsResumeArg::Ids => Resume::Ids,
-        },
+        resume: args.tls_resume,
         verify: if args.insecure {
             Verify::Insecure
         } else {

@@ -62,15 +62,6 @@ pub enum Command {
     Kernel(KernelArgs),
 }
 
-/// `--format` values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum OutputFormat {
-    /// Aligned table.
-    Text,
-    /// JSON on stdout.
-    Json,
-}
-
 /// `--as` values.
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum ExportFormat {
@@ -80,28 +71,6 @@ pub enum ExportFormat {
     Tuned,
     /// The kernel command-line parameters to add.
     Cmdline,
-}
-
-/// `--plan` values.
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum IrqPlanArg {
-    /// All queue IRQs on housekeeping CPUs.
-    Housekeeping,
-    /// Spread over the NIC's NUMA node.
-    Spread,
-    /// Queue i → worker CPU i.
-    PerQueue,
-}
-
-/// `--profile` values.
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum ProfileArg {
-    /// Real-time, isolated CPUs.
-    Rt,
-    /// Connection-rate server.
-    Server,
-    /// Desktop.
-    Desktop,
 }
 
 /// Arguments of `connstorm tune check`.
@@ -115,7 +84,7 @@ pub struct CheckArgs {
     pub strict: bool,
     /// Output format.
     #[arg(long, value_enum, default_value = "text")]
-    pub format: OutputFormat,
+    pub format: crate::cli::Format,
     /// Read /proc and /sys (and, with --system, the sysctl.d directories) under this root.
     #[arg(long, default_value = "/")]
     pub root: PathBuf,
@@ -185,7 +154,7 @@ pub struct IrqArgs {
     pub dev: String,
     /// Layout.
     #[arg(long, value_enum)]
-    pub plan: IrqPlanArg,
+    pub plan: IrqPlan,
     /// Worker CPUs for --plan per-queue (default: isolated CPUs of the NIC's node).
     #[arg(long, value_parser = crate::units::parse_cpus)]
     pub cpus: Option<Vec<usize>>,
@@ -208,7 +177,7 @@ pub struct IrqArgs {
 pub struct KernelArgs {
     /// What the host is for.
     #[arg(long, value_enum, default_value = "server")]
-    pub profile: ProfileArg,
+    pub profile: Profile,
     /// Config file (default: /proc/config.gz, then /boot/config-$(uname -r)).
     #[arg(long)]
     pub config: Option<PathBuf>,
@@ -226,48 +195,3 @@ pub struct ImportArgs {
     /// The script.
     pub file: PathBuf,
 }
-
-impl Source {
-    /// The source as `apply` arguments (for the command the plan names).
-    pub(super) fn args(&self) -> Vec<String> {
-        match (&self.preset, self.system) {
-            (Some(p), _) => vec!["--preset".into(), p.clone()],
-            (None, true) => vec!["--system".into()],
-            (None, false) => self
-                .file
-                .iter()
-                .flat_map(|f| ["--file".into(), f.display().to_string()])
-                .collect(),
-        }
-    }
-}
-
-impl From<IrqPlanArg> for IrqPlan {
-    fn from(a: IrqPlanArg) -> IrqPlan {
-        match a {
-            IrqPlanArg::Housekeeping => IrqPlan::Housekeeping,
-            IrqPlanArg::Spread => IrqPlan::Spread,
-            IrqPlanArg::PerQueue => IrqPlan::PerQueue,
-        }
-    }
-}
-
-impl From<ProfileArg> for Profile {
-    fn from(a: ProfileArg) -> Profile {
-        match a {
-            ProfileArg::Rt => Profile::Rt,
-            ProfileArg::Server => Profile::Server,
-            ProfileArg::Desktop => Profile::Desktop,
-        }
-    }
-}
-
-/// The name a value is typed as (`per-queue`), for messages.
-pub(super) trait TypedName: ValueEnum {
-    fn name(&self) -> String {
-        self.to_possible_value()
-            .map_or_else(String::new, |v| v.get_name().to_string())
-    }
-}
-impl TypedName for IrqPlanArg {}
-impl TypedName for ProfileArg {}

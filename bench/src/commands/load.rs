@@ -1,0 +1,228 @@
+//! `connstorm load` once its options are parsed into a [`LoadConfig`]: the port-budget check,
+//! the `--start-at` wait, the run with its per-second lines, the kernel's view of it, the
+//! `--out` record and the report.
+//!
+//! Exit codes: 0 the run completed (some attempts may have failed: see the report); 1 a
+//! run-time failure; 2 bad input, refused before anything is created; 3 the run completed but
+//! no attempt of the whole run succeeded (every attempt failed, none could start, or none was
+//! accepted by the server); 128+signo (130 SIGINT, 143 SIGTERM) interrupted by a signal, after
+//! the report was printed.
+
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use anyhow::Context;
+use loadgen::segment::Segment;
+use loadgen::start::StartAt;
+use loadgen::{LoadConfig, LoadError, LoadReport, Pattern, TimelineRow};
+use results::kernel_text::KernelSection;
+use results::record::BuildInfo;
+
+use super::MetricsOptions;
+use crate::record::Build;
+use crate::standalone::{self, load as sa};
+
+/// `connstorm load`'s options beyond the run configuration.
+#[derive(Debug, Clone)]
+pub struct LoadCommand {
+    /// The whole run's configuration (before `segment` narrows it).
+    pub cfg: LoadConfig,
+    /// `--segment i/N`: this generator's share of a multi-host run.
+    pub segment: Option<Segment>,
+    /// `--max-in-flight` was given (a segment keeps it whole rather than taking a share).
+    pub max_in_flight_given: bool,
+    /// `--start-at`: the common start of a multi-host run.
+    pub start_at: Option<StartAt>,
+    /// `--out DIR`: also write a run record there.
+    pub out: Option<PathBuf>,
+    /// `--format json` (else text).
+    pub json: bool,
+    /// `--metrics`.
+    pub metrics: MetricsOptions,
+    /// The binary's version and build, for the record.
+    pub build: (Build, BuildInfo),
+}
+
+/// Runs `connstorm load`; `command_start`: when the command began (for the record's start
+/// lag). Returns the exit code (see the module docs).
+///
+/// # Errors
+/// Bad input (exit 2): a segment with no share, a start time in the past, an unusable `--out`
+/// or `--metrics`, a CPU the workers cannot pin to. Others (exit 1): the workers cannot start,
+/// the record or stdout cannot be written.
+pub fn run(c: LoadCommand, command_start: SystemTime) -> anyhow::Result<i32> {
+    let whole = c.cfg.clone();
+    let cfg = match c.segment {
+        Some(seg) => seg.apply(c.cfg, c.max_in_flight_given)?,
+        None => c.cfg,
+    };
+    let planned = c
+        .start_at
+        .map(|at| loadgen::start::planned_start(at, command_start))
+        .transpose()?;
+    if let Some(dir) = &c.out {
+        crate::record::check_writable_dir(dir)?;
+    }
+    // Bound before any attempt: an address in use is bad input before anything starts.
+    let endpoint = super::start_metrics(&c.metrics, "load")?;
+    let metrics = endpoint.as_ref().map(|ep| {
+        let m = loadgen::metrics::LoadMetrics::new();
+        m.begin(cfg.pattern, cfg.close);
+        ep.register(Box::new(std::sync::Arc::clone(&m)));
+        m
+    });
+    let clock = (c.segment.is_some() || planned.is_some()).then(tuning::clock::read);
+    if let Some(w) = clock
+        .as_ref()
+        .and_then(|s| tuning::clock::warning(s, results::merge::SKEW_BOUND_MS as f64))
+    {
+        eprintln!("connstorm load: warning: {w}");
+    }
+    let budget = loadgen::ports::read_port_range(Path::new("/proc"))
+        .map(|r| loadgen::ports::port_budget(r, &cfg.targets, &cfg.sources, cfg.close));
+    match &budget {
+        Ok(b) => {
+            let io = tuning::plan::ProcSys { root: "/".into() };
+            match sa::port_budget_warning(&cfg, b, &io) {
+                Ok(Some(w)) => eprintln!("connstorm load: warning: {w}"),
+                Ok(None) => {}
+                Err(e) => eprintln!("connstorm load: warning: {e}; no port-budget check"),
+            }
+        }
+        Err(e) => eprintln!(
+            "connstorm load: warning: cannot read ip_local_port_range ({e}); no port-budget check"
+        ),
+    }
+    eprintln!("connstorm load: {}", loadgen::render::plan_line(&cfg));
+    let stop = crate::signals::stop_flag().context("installing the SIGINT/SIGTERM handler")?;
+    let bar = crate::progress::begin("load", cfg.warmup + cfg.duration);
+    let open_loop = matches!(cfg.pattern, Pattern::Open { .. });
+    let mut on_second = |row: &TimelineRow| {
+        if let Some(m) = &metrics {
+            m.observe(row);
+        }
+        crate::progress::second_line(&loadgen::render::second_line(row, open_loop));
+    };
+    // The kernel's counters of the targets' namespace: readable from here only when every target
+    // is a loopback address (then it is this process's own namespace).
+    let local = cfg.targets.iter().all(|t| common::addr::is_local(t.ip()));
+    let before = (local || c.out.is_some()).then(read_counters).flatten();
+    let mut never_started = None;
+    if let Some(t) = planned {
+        eprintln!(
+            "connstorm load: schedule starts at {} (in {:.3} s)",
+            humantime::format_rfc3339_millis(t),
+            t.duration_since(SystemTime::now())
+                .unwrap_or_default()
+                .as_secs_f64()
+        );
+        // Workers are set up in the last 200 ms; the wait before is interruptible.
+        if !loadgen::start::wait_until(t, std::time::Duration::from_millis(200), &stop) {
+            never_started = Some(t);
+        }
+    }
+    let (mut report, real_start) = match never_started {
+        // Interrupted while waiting for --start-at: nothing ran, and the report and record say so.
+        Some(_) => (loadgen::never_started(&cfg), SystemTime::now()),
+        None => loadgen::run_at(&cfg, planned, &stop, &mut on_second).map_err(|e| match e {
+            LoadError::Config(_) | LoadError::Pin { .. } => crate::bad_input(e.to_string()),
+            e => anyhow::Error::new(e).context("running the load"),
+        })?,
+    };
+    drop(bar);
+    if let Some(m) = &metrics {
+        m.finish();
+    }
+    let kernel = match &before {
+        Some(before) if local => read_counters()
+            .map(|now| sa::kernel_view(&cfg, &mut report, before, &now, &crate::signals::hurry)),
+        _ => None,
+    };
+    // A signal after the schedule ended (during the accept-queue settle) still interrupted the
+    // run: the settle may have been cut short, and the exit code and record say so.
+    if crate::signals::stopped(&stop) {
+        report.interrupted = true;
+    }
+    let mut warnings: Vec<String> = report.schedule_warning().into_iter().collect();
+    if let Some(t) = never_started {
+        warnings.push(loadgen::start::never_started_warning(t, SystemTime::now()));
+    } else if let Some(w) = sa::late_start_warning(planned, real_start) {
+        warnings.push(w);
+    }
+    if let Some(dir) = &c.out {
+        let counters = match (&kernel, &before) {
+            (Some(k), _) => k.delta.clone(),
+            (None, b) => standalone::delta_since(b.as_ref()),
+        };
+        let unknown = tuning::clock::ClockSync::default();
+        let record = sa::record(
+            &cfg,
+            &report,
+            sa::Starts {
+                command: command_start,
+                planned,
+                real: real_start,
+            },
+            c.segment
+                .map(|s| (s, clock.as_ref().unwrap_or(&unknown), &whole)),
+            (counters, kernel.as_ref().map(|k| k.acceptance.accepted)),
+            &warnings,
+            (&c.build.0, c.build.1.clone()),
+        );
+        let path = record
+            .write_atomic(dir)
+            .context("writing the load record (--out)")?;
+        eprintln!("connstorm load: record written to {}", path.display());
+    }
+    super::write_report(
+        "writing the report to stdout failed (the run itself ended; its figures are lost with the output)",
+        |out| {
+            use std::io::Write as _;
+            if c.json {
+                let json = serde_json::to_string_pretty(&sa::JsonReport::new(
+                    &report,
+                    budget.as_ref().ok(),
+                    &warnings,
+                    local,
+                    kernel.as_ref(),
+                ))?;
+                writeln!(out, "{json}")?;
+                for w in &warnings {
+                    eprintln!("connstorm load: WARNING: {w}");
+                }
+                Ok(())
+            } else {
+                let summary = loadgen::render::Summary {
+                    report: &report,
+                    warnings: &warnings,
+                };
+                let kernel = KernelSection {
+                    view: kernel.as_ref(),
+                    local,
+                    successes: report.total.successes,
+                };
+                write!(out, "{summary}{kernel}")
+            }
+        },
+    )?;
+    super::end_metrics(endpoint, &c.metrics);
+    Ok(exit_code(&report))
+}
+
+fn read_counters() -> Option<tuning::counters::Snapshot> {
+    standalone::counters(&mut |w| eprintln!("connstorm load: warning: {w}"))
+}
+
+/// The exit code table (README): 128+signo when a signal interrupted the run (the report was
+/// printed first); 3 when no attempt of the whole run succeeded (all failed, none could start,
+/// or none was accepted by the server) or nothing was measured; else 0.
+fn exit_code(report: &LoadReport) -> i32 {
+    if report.interrupted {
+        return 128 + crate::signals::received().unwrap_or(nix::libc::SIGINT);
+    }
+    if report.total.successes == 0 || report.attempts + report.dropped == 0 {
+        3
+    } else {
+        0
+    }
+}

@@ -1,0 +1,173 @@
+//! `connstorm server` once its options are parsed: the TLS certificate (and `--cert-out`), the
+//! server started, one progress line per second on stderr until `--duration` or a signal, the
+//! `--out` record and the final report on stdout.
+//!
+//! Exit codes (the table of every command: 0 ok, 1 run-time failure, 2 bad input, 3 nothing
+//! measured, 4 strict check failed, 128+signo interrupted):
+//! - 0: the run ended and the report was printed, by `--duration` **or by SIGINT/SIGTERM** — a
+//!   signal is how a server without `--duration` is meant to end, so it is not an interruption
+//!   here (the report says `stopped by signal` / `"interrupted": true`); a run that accepted
+//!   nothing is a true report of zero, also 0 (a server measures what it was sent);
+//! - 1: a run-time fault (a worker could not set up its ring or epoll, a write of the report
+//!   failed);
+//! - 2: bad input, refused before any listener or thread exists: a `--metrics` address that
+//!   cannot be bound (in use), an unusable CPU (the usable CPUs are listed), an address in use,
+//!   a port below 1024 without privilege, `--engine io-uring` where io_uring cannot run, a bad
+//!   certificate or key;
+//! - 128+signo (130, 143): a second SIGINT/SIGTERM (two quick Ctrl-Cs): the report and the
+//!   `--out` record are still written, then this code says the run was cut short.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Context;
+use results::record::BuildInfo;
+use server::render::ReportText;
+use server::{Server, ServerConfig};
+
+use super::MetricsOptions;
+use crate::record::Build;
+use crate::standalone;
+
+/// `--tls` with `--cert`/`--key` (both or neither: a self-signed certificate) and `--cert-out`.
+#[derive(Debug, Clone, Default)]
+pub struct TlsFiles {
+    /// The certificate chain, PEM.
+    pub cert: Option<PathBuf>,
+    /// Its private key, PEM.
+    pub key: Option<PathBuf>,
+    /// Where to write the certificate in use (PEM), for a client's `--ca`.
+    pub cert_out: Option<PathBuf>,
+}
+
+/// `connstorm server`'s options beyond the server configuration.
+#[derive(Debug, Clone)]
+pub struct ServerCommand {
+    /// The server; its `tls` is filled from `tls`.
+    pub cfg: ServerConfig,
+    /// `--tls` and its files.
+    pub tls: Option<TlsFiles>,
+    /// `--duration` (default: until SIGINT/SIGTERM).
+    pub duration: Option<Duration>,
+    /// `--format json` (else text).
+    pub json: bool,
+    /// `--out DIR`: also write a server record there.
+    pub out: Option<PathBuf>,
+    /// `--metrics`.
+    pub metrics: MetricsOptions,
+    /// The binary's version and build, for the record.
+    pub build: (Build, BuildInfo),
+}
+
+/// The server's TLS configuration; writes its certificate to `cert_out` when asked.
+///
+/// # Errors
+/// Bad input for unusable certificate or key files, and a `--cert-out` that is one of them or
+/// cannot be written.
+fn tls_config(f: &TlsFiles) -> anyhow::Result<server::tls::TlsServer> {
+    let t = server::tls::server_config(f.cert.as_deref(), f.key.as_deref())
+        .map_err(|e| crate::bad_input(e.to_string()))?;
+    if let Some(path) = &f.cert_out {
+        // `--cert-out key.pem` would replace the private key with the certificate.
+        let inputs: Vec<(&str, &Path)> = [("--cert file", &f.cert), ("--key file", &f.key)]
+            .into_iter()
+            .filter_map(|(what, p)| Some((what, p.as_deref()?)))
+            .collect();
+        common::files::refuse_overwriting_inputs("--cert-out", path, &inputs)?;
+        std::fs::write(path, &t.cert_pem).map_err(|e| {
+            crate::bad_input(format!(
+                "--cert-out {}: cannot write it ({e}): give a writable path",
+                path.display()
+            ))
+        })?;
+    }
+    Ok(t)
+}
+
+/// Runs `connstorm server` and returns the exit code (see the module docs).
+///
+/// # Errors
+/// Bad input (exit 2, see the module docs) or a run-time fault (exit 1).
+pub fn run(mut c: ServerCommand) -> anyhow::Result<i32> {
+    // As `load` and `bench` do: an unusable CPU is refused naming the option.
+    common::cpulist::check_option("--cpus", &c.cfg.cpus).map_err(crate::bad_input)?;
+    if let Some(files) = &c.tls {
+        c.cfg.tls = Some(tls_config(files)?);
+    }
+    let stop = crate::signals::stop_flag().context("installing SIGINT/SIGTERM handlers")?;
+    // The library leaves the process-wide fd limit alone; a server wants all of it.
+    let (_, nofile) =
+        server::rlimit::raise_nofile().context("raising RLIMIT_NOFILE to its hard limit")?;
+    if let Some(dir) = &c.out {
+        crate::record::check_writable_dir(dir)?;
+    }
+    // Bound before the server: an address in use is bad input before any listener exists.
+    let endpoint = super::start_metrics(&c.metrics, "server")?;
+    let mode = c.cfg.mode;
+    let srv = Server::start(c.cfg).map_err(|e| {
+        if e.is_bad_input() {
+            crate::bad_input(e.to_string())
+        } else {
+            anyhow::Error::new(e).context("starting the server")
+        }
+    })?;
+    let metrics = endpoint.as_ref().map(|ep| {
+        let m = server::metrics::ServerMetrics::new(&srv);
+        ep.register(Box::new(std::sync::Arc::clone(&m)));
+        m
+    });
+    if let Some(why) = srv.fallback_reason() {
+        eprintln!("connstorm server: io_uring unavailable, using epoll: {why}");
+    }
+    eprintln!(
+        "connstorm server: listening on {} (engine {}, {} workers on CPUs {:?}, mode {}, steering {}, RLIMIT_NOFILE {})",
+        srv.local_addr(),
+        srv.engine(),
+        srv.cpus().len(),
+        srv.cpus(),
+        mode,
+        srv.steering(),
+        results::numfmt::count(nofile)
+    );
+    let started_wall = std::time::SystemTime::now();
+    let counters_before = c
+        .out
+        .as_ref()
+        .and_then(|_| standalone::counters(&mut |w| eprintln!("connstorm server: warning: {w}")));
+    let interrupted = standalone::server::watch(&srv, c.duration, &stop, &mut |l| {
+        crate::output::note(l);
+    });
+    let mut report = srv.stop();
+    report.interrupted = interrupted;
+    if let Some(m) = &metrics {
+        m.finish();
+    }
+    if let Some(dir) = &c.out {
+        let counters = standalone::delta_since(counters_before.as_ref());
+        let path = standalone::server::record(
+            &report,
+            started_wall,
+            counters,
+            // One signal is how a server without --duration is meant to end (see the exit
+            // codes): its counts are whole. Two quick ones cut it short (exit 128+N), and the
+            // record says so as the exit code does.
+            crate::signals::hurry(),
+            &c.build.0,
+            c.build.1.clone(),
+        )
+        .write_atomic(dir)
+        .context("writing the server record (--out)")?;
+        eprintln!("connstorm server: record written to {}", path.display());
+    }
+    super::write_report("writing the server report to stdout failed", |out| {
+        if c.json {
+            serde_json::to_writer_pretty(&mut *out, &report)?;
+            writeln!(out)
+        } else {
+            write!(out, "{}", ReportText(&report))
+        }
+    })?;
+    super::end_metrics(endpoint, &c.metrics);
+    Ok(0)
+}

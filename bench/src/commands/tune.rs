@@ -1,0 +1,393 @@
+//! `connstorm tune` once its options are parsed: check, apply, revert, export, IRQ plans, the
+//! kernel audit and import. The logic and the text live in the `tuning` crate
+//! (`tuning::render`); this module composes the calls and returns the exit code.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use tuning::finding::Severity;
+use tuning::plan::{self, CheckOptions, Checked, ProcSys};
+use tuning::preset::Preset;
+use tuning::render;
+use tuning::snapshot::{Saved, Snapshot};
+
+use crate::bad_input;
+
+/// Exit code of `check --strict` and `kernel --strict` when something is off.
+const EXIT_OFF: i32 = 4;
+
+/// Where the recommendations come from: a built-in preset, files, or the host's sysctl.d
+/// configuration (at most one of them is given; none means "no source").
+#[derive(Debug, Clone, Default)]
+pub struct Source {
+    /// `--preset NAME`.
+    pub preset: Option<String>,
+    /// `--file PATH`, in order (a later line for the same key wins).
+    pub files: Vec<PathBuf>,
+    /// `--system`: the sysctl.d directories as systemd-sysctl reads them.
+    pub system: bool,
+}
+
+impl Source {
+    /// The source as `apply` arguments (for the command the plan names).
+    fn args(&self) -> Vec<String> {
+        match (&self.preset, self.system) {
+            (Some(p), _) => vec!["--preset".into(), p.clone()],
+            (None, true) => vec!["--system".into()],
+            (None, false) => self
+                .files
+                .iter()
+                .flat_map(|f| ["--file".into(), f.display().to_string()])
+                .collect(),
+        }
+    }
+
+    /// Loads the source (`None` when none was named); sysctl.d globs expand over `<root>/proc/sys`.
+    fn load(&self, root: &Path) -> anyhow::Result<Option<Preset>> {
+        if let Some(name) = &self.preset {
+            return tuning::builtin::named(name).map(Some).map_err(bad_input);
+        }
+        let mut files = self.files.clone();
+        if self.system {
+            let found = tuning::sysctld::system_files(root);
+            eprint!("{}", render::apply::system_notes(&found));
+            files = found
+                .into_iter()
+                .filter(|f| !f.masked)
+                .map(|f| f.path)
+                .collect();
+            if files.is_empty() {
+                let dirs = tuning::sysctld::DIRS.join(", ");
+                return Err(bad_input(format!(
+                    "no sysctl.d files under {} ({dirs}): nothing to check",
+                    root.display()
+                )));
+            }
+        }
+        if files.is_empty() {
+            return Ok(None);
+        }
+        Preset::load_all(&files, root)
+            .map(Some)
+            .map_err(|e| bad_input(e.to_string()))
+    }
+
+    fn require(&self, root: &Path) -> anyhow::Result<Preset> {
+        self.load(root)?.ok_or_else(|| {
+            bad_input("name a preset with --preset NAME, files with --file PATH, or --system")
+        })
+    }
+}
+
+/// Writes `text` to stdout.
+fn out(text: &str) -> anyhow::Result<()> {
+    let mut o = std::io::stdout().lock();
+    o.write_all(text.as_bytes())?;
+    o.flush()?;
+    Ok(())
+}
+
+/// `tune presets`.
+///
+/// # Errors
+/// Bad input when a built-in preset does not parse; an I/O error writing stdout.
+pub fn presets() -> anyhow::Result<i32> {
+    let all = tuning::builtin::all().map_err(|e| bad_input(e.to_string()))?;
+    out(&render::host::presets(&all))?;
+    Ok(0)
+}
+
+/// `tune rules`.
+///
+/// # Errors
+/// An I/O error writing stdout.
+pub fn rules() -> anyhow::Result<i32> {
+    out(&render::host::rules())?;
+    Ok(0)
+}
+
+/// `tune check`: the host against `source` read under `root`, or the doctor summary without one;
+/// exit 4 with `strict` when something is off.
+///
+/// # Errors
+/// Bad input for a source that cannot be read; an I/O error writing stdout.
+pub fn check(
+    source: &Source,
+    root: &Path,
+    json: bool,
+    strict: bool,
+    allow_decrease: bool,
+) -> anyhow::Result<i32> {
+    let exit = |off: bool| if strict && off { EXIT_OFF } else { 0 };
+    let Some(preset) = source.load(root)? else {
+        let f = tuning::doctor::run(root);
+        out(&if json {
+            format!("{}\n", serde_json::to_string_pretty(&f)?)
+        } else {
+            format!(
+                "connstorm doctor (host root {}: no preset or file given, so the host is checked)\n{}",
+                root.display(),
+                render::findings(&f)
+            )
+        })?;
+        return Ok(exit(f.iter().any(|x| x.severity >= Severity::Warn)));
+    };
+    let io = ProcSys { root: root.into() };
+    let netns_only = !tuning::snapshot::in_initial_netns();
+    let c = Checked::of(
+        &preset,
+        &io,
+        CheckOptions {
+            netns_only,
+            allow_decrease,
+        },
+    );
+    out(&if json {
+        let v = render::plan::check_json(&preset, &c);
+        format!("{}\n", serde_json::to_string_pretty(&v)?)
+    } else {
+        let command = render::apply::apply_command(&source.args(), None, allow_decrease);
+        render::plan::check(&preset, &c, &command)
+    })?;
+    Ok(exit(c.off()))
+}
+
+fn enter_netns(netns: Option<&str>) -> anyhow::Result<()> {
+    let Some(name) = netns else { return Ok(()) };
+    tuning::netns::enter(name).map_err(|e| match e {
+        tuning::netns::NetnsError::BadName(_) | tuning::netns::NetnsError::Open { .. } => {
+            bad_input(e.to_string())
+        }
+        other => anyhow::Error::new(other),
+    })
+}
+
+/// `tune apply`'s options.
+#[derive(Debug, Clone, Default)]
+pub struct Apply {
+    /// What to apply.
+    pub source: Source,
+    /// `--netns NAME`: enter /var/run/netns/NAME first.
+    pub netns: Option<String>,
+    /// `--yes` without `--dry-run`: really change the host.
+    pub change: bool,
+    /// `--dry-run` was given (the plan says so).
+    pub dry_run: bool,
+    /// Where snapshots are saved.
+    pub state_dir: PathBuf,
+    /// `--allow-decrease`.
+    pub allow_decrease: bool,
+}
+
+/// `tune apply`: the plan, and with `change` a snapshot, the writes and their read-back.
+///
+/// # Errors
+/// Bad input for a source that cannot be read, a namespace that cannot be entered, a plan
+/// that would be refused; a failed apply (after the snapshot restores what was written).
+pub fn apply(a: &Apply) -> anyhow::Result<i32> {
+    // Files are checked for syntax first (bad input before anything else), then read again
+    // inside the namespace: globs expand over the keys that exist there (its interfaces).
+    a.source.require(Path::new("/"))?;
+    let netns = a.netns.as_deref();
+    enter_netns(netns)?;
+    let preset = a.source.require(Path::new("/"))?;
+    let netns_only = netns.is_some() || !tuning::snapshot::in_initial_netns();
+    let mut io = ProcSys { root: "/".into() };
+    let allow_decrease = a.allow_decrease;
+    let c = Checked::of(
+        &preset,
+        &io,
+        CheckOptions {
+            netns_only,
+            allow_decrease,
+        },
+    );
+    let command = render::apply::apply_command(&a.source.args(), netns, allow_decrease);
+    out(&render::plan::plan(&preset, &c, netns_only, &command))?;
+    if !a.change {
+        out(&render::apply::not_applied(&c.prediction, a.dry_run))?;
+        return match render::apply::refusal(&c.prediction) {
+            Some(e) => Err(bad_input(e)),
+            None => Ok(0),
+        };
+    }
+    let reason = format!("apply {}", preset.title());
+    let report = plan::apply(&c.rows, &mut io, Path::new("/"), &a.state_dir, &reason).map_err(
+        |e| match e {
+            plan::ApplyError::Blocked { .. } => bad_input(e.to_string()),
+            e => anyhow::Error::new(e).context("apply"),
+        },
+    )?;
+    out(&render::apply::applied(&report, netns))?;
+    Ok(0)
+}
+
+/// `tune revert`: restores `snapshot` (default: the newest in `state_dir`), in `netns` when
+/// given; `force` restores one from another boot or namespace.
+///
+/// # Errors
+/// Bad input for a missing or foreign snapshot; an incomplete restore.
+pub fn revert(
+    snapshot: Option<&Path>,
+    state_dir: &Path,
+    netns: Option<&str>,
+    force: bool,
+) -> anyhow::Result<i32> {
+    enter_netns(netns)?;
+    let path = match snapshot {
+        Some(p) => p.to_path_buf(),
+        None => Snapshot::latest(state_dir).map_err(|e| bad_input(e.to_string()))?,
+    };
+    let snap = Snapshot::read(&path).map_err(|e| bad_input(e.to_string()))?;
+    let mut io = ProcSys { root: "/".into() };
+    let rep = plan::revert(&snap, &mut io, Path::new("/"), force).map_err(|e| match e {
+        plan::RevertError::Incomplete(_) => anyhow::Error::new(e),
+        other => bad_input(other.to_string()),
+    })?;
+    let irq_failed = tuning::irq::restore(Path::new("/"), &snap.saved);
+    let irqs = snap
+        .saved
+        .iter()
+        .filter(|s| matches!(s, Saved::IrqAffinity { .. }))
+        .count();
+    out(&render::apply::reverted(&path, &rep, irqs))?;
+    if !irq_failed.is_empty() {
+        anyhow::bail!("could not restore the affinity of IRQs {irq_failed:?}");
+    }
+    Ok(0)
+}
+
+/// `tune import`: a shell script's sysctl writes as a sysctl.d file on stdout, what could not
+/// be imported on stderr; exit 3 when no line was imported.
+///
+/// # Errors
+/// Bad input for a file that cannot be read as text.
+pub fn import(file: &Path) -> anyhow::Result<i32> {
+    let text = tuning::preset::read_text(file).map_err(|e| bad_input(e.to_string()))?;
+    let origin = file.display().to_string();
+    let lines = tuning::import::import(&text);
+    out(&tuning::import::to_sysctl_d(&lines, &origin))?;
+    let (notes, imported) = render::host::import_notes(&lines, &origin);
+    eprint!("{notes}");
+    Ok(if imported == 0 { 3 } else { 0 })
+}
+
+/// The forms of `tune export --as`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExportForm {
+    /// A file for /etc/sysctl.d/.
+    SysctlD,
+    /// A tuned profile (tuned.conf with `[sysctl]` and `[bootloader]`).
+    Tuned,
+    /// The kernel command-line parameters to add.
+    Cmdline,
+}
+
+/// `tune export`: `source` as a sysctl.d file, a tuned profile or a kernel command line
+/// (current values read under `root`).
+///
+/// # Errors
+/// Bad input for a source that cannot be read.
+pub fn export(source: &Source, root: &Path, form: ExportForm) -> anyhow::Result<i32> {
+    let p = source.require(root)?;
+    let io = ProcSys { root: root.into() };
+    out(&match form {
+        ExportForm::SysctlD => tuning::export::sysctl_d(&p, &io),
+        ExportForm::Tuned => tuning::export::tuned(&p, &io),
+        ExportForm::Cmdline => {
+            if p.cmdline.is_empty() {
+                eprintln!(
+                    "connstorm: {} has no kernel command-line parameters",
+                    p.title()
+                );
+            }
+            format!("{}\n", tuning::export::cmdline(&p))
+        }
+    })?;
+    Ok(0)
+}
+
+/// `tune irq`'s options.
+#[derive(Debug, Clone)]
+pub struct Irq {
+    /// The network device.
+    pub dev: String,
+    /// The layout.
+    pub plan: tuning::irq::IrqPlan,
+    /// Worker CPUs for the per-queue plan (empty: the isolated CPUs of the NIC's node).
+    pub cpus: Vec<usize>,
+    /// `--apply --yes`: really change the host.
+    pub change: bool,
+    /// `--apply` was given (without `--yes` the plan says what is missing).
+    pub apply: bool,
+    /// Where snapshots are saved.
+    pub state_dir: PathBuf,
+    /// Host root of /proc and /sys.
+    pub root: PathBuf,
+}
+
+/// `tune irq`: the plan, and with `change` a snapshot and the affinity writes.
+///
+/// # Errors
+/// Bad input for an unknown device or an impossible plan; a failed write.
+pub fn irq(a: &Irq) -> anyhow::Result<i32> {
+    let nic = tuning::nic::Nic::read(&a.root, &a.dev).map_err(|e| bad_input(e.to_string()))?;
+    let topo = tuning::topology::Topology::read(&a.root).context("read CPU topology")?;
+    let (moves, warnings) = tuning::irq::plan(&a.root, &nic, &topo, a.plan, &a.cpus)
+        .map_err(|e| bad_input(e.to_string()))?;
+    let name = a.plan.to_string();
+    out(&render::host::irq_plan(
+        &name,
+        &a.dev,
+        nic.numa_node,
+        &moves,
+        &warnings,
+    ))?;
+    if !a.change {
+        let how = if a.apply {
+            "pass --yes to apply"
+        } else {
+            "pass --apply --yes to apply"
+        };
+        out(&format!("nothing changed ({how})\n"))?;
+        return Ok(0);
+    }
+    let reason = format!("irq {} {name}", a.dev);
+    let snap =
+        tuning::irq::apply(&a.root, &moves, &a.state_dir, &reason).context("apply IRQ plan")?;
+    out(&render::host::irq_applied(moves.len(), &snap))?;
+    Ok(0)
+}
+
+/// `tune kernel`: the kernel config (`config`, else the host's) audited for `profile`; exit 4
+/// with `strict` when something is off.
+///
+/// # Errors
+/// Bad input for a config file that cannot be read; the host's config cannot be found.
+pub fn kernel(
+    profile: tuning::kconfig::Profile,
+    config: Option<&Path>,
+    root: &Path,
+    strict: bool,
+) -> anyhow::Result<i32> {
+    use tuning::kconfig::{self, KernelConfig, Runtime};
+    let cfg = match config {
+        Some(p) => KernelConfig::read_file(p).map_err(|e| bad_input(e.to_string()))?,
+        None => KernelConfig::read_host(root)?,
+    };
+    let (rows, findings) = kconfig::audit(&cfg, profile, &Runtime::read(root, false));
+    let name = serde_json::to_value(profile)?
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    out(&render::host::kernel_audit(
+        &cfg.origin,
+        &name,
+        &rows,
+        &findings,
+    ))?;
+    let off = rows.iter().any(|r| r.severity > Severity::Info)
+        || findings.iter().any(|f| f.severity > Severity::Info);
+    Ok(if strict && off { EXIT_OFF } else { 0 })
+}
