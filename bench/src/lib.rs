@@ -1,13 +1,15 @@
-//! `connstorm-bench`: the composition behind `connstorm bench`, `sweep` and `ab`. An in-process
-//! [`harness`] runs load phases against an in-process server (or an external target) — in the
-//! `--netns` pair of [`tuning::netns`] when asked — measures around each phase (kernel counter
-//! deltas, per-side CPU from each worker's own thread CPU time, `/proc/stat`), and turns what it
-//! measured into run-record parts ([`results::record`]).
+//! `connstorm-bench`: the composition behind every `connstorm` command ([`commands`]). An
+//! in-process [`harness`] runs load phases against an in-process server (or an external
+//! target) — in the `--netns` pair of [`tuning::netns`] when asked — measures around each
+//! phase (kernel counter deltas, per-side CPU from each worker's own thread CPU time,
+//! `/proc/stat`), and turns what it measured into run-record parts ([`results::record`]).
 //!
-//! Like the binary, this crate composes the four library crates (`server`, `loadgen`, `tuning`,
-//! `results`), which never depend on each other. Unlike the binary it **never prints**: it returns
-//! values and records, and reports progress, notes and per-second rows through the callbacks its
-//! callers pass; the binary decides what goes to stdout and stderr.
+//! This crate composes the four library crates (`server`, `loadgen`, `tuning`, `results`),
+//! which never depend on each other; the binary only parses the command line and maps it onto
+//! [`commands`]. Every module but [`commands`] (and the printing primitives [`output`],
+//! [`progress`], [`signals`]) **never prints**: it returns values and records, and reports
+//! progress, notes and per-second rows through the callbacks its callers pass; [`commands`]
+//! decides what goes to stdout and stderr.
 //!
 //! # Moving parts
 //! - [`setup`]: what a harness is given ([`setup::Setup`], each phase's [`setup::PhaseSpec`]),
@@ -31,6 +33,10 @@
 //! - [`metrics`]: the run's Prometheus metrics (bench phase, load and server collectors).
 //! - [`standalone`]: `connstorm load` and `connstorm server` on their own: the kernel's view of
 //!   a load run, its warnings and JSON report, and both commands' `--out` records.
+//! - [`commands`]: each command once its options are parsed (`load`, `server`, `tune`,
+//!   `bench`, `ab`, `sweep`, what the record commands share, the `/metrics` endpoint), printing
+//!   through [`output`] (never panics on a closed stream) and [`progress`]; [`signals`]: the
+//!   stop flag, the second-signal hurry and the forced exit.
 //! - [`cleanup`]: the registry of undo actions (namespaces, `ab` toggles) that the binary runs
 //!   when a second signal forces an exit.
 //!

@@ -5,7 +5,7 @@
 //! built-in toggles (`--toggle sysctl:KEY=VA,VB`, `--toggle sched-feature:NAME`). Toggles are
 //! restored to the values they had before the first trial when the run ends — normally, on
 //! failure, or on Ctrl-C (also when a third Ctrl-C, or a second one the run does not finish
-//! after, forces the exit: the restore is a cleanup hook, [`crate::signals`]);
+//! after, forces the exit: the restore is a cleanup hook, [`::bench::signals`]);
 //! `--restore CMD` runs at the end for what setup commands changed. Every trial writes its own run
 //! record; the comparison uses `results::compare` (the statistics rule in `--help`: Hodges–Lehmann
 //! shift with its exact Mann–Whitney interval, at least 5 unflagged trials a side, a noise floor).

@@ -1,8 +1,8 @@
-//! The commands between parsing and exit code: what `connstorm load`, `server`, `tune`, `ab`,
-//! `sweep` and the record commands do once their options are parsed. The binary parses the
-//! command line into the option structs here and maps the result to an exit code; these
-//! functions compose the libraries and print — results on stdout, notes on stderr — only through
-//! [`crate::output`], which never panics on a closed stream.
+//! The commands between parsing and exit code: what `connstorm bench`, `load`, `server`,
+//! `tune`, `ab`, `sweep` and the record commands do once their options are parsed. The binary
+//! parses the command line into the option structs here and maps the result to an exit code;
+//! these functions compose the libraries and print (results on stdout, notes on stderr) only
+//! through [`crate::output`], which never panics on a closed stream.
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
