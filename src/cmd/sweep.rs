@@ -41,7 +41,7 @@ pub struct Args {
     /// aligned with the measured window).
     #[arg(long, default_value = "1s", value_parser = units::parse_duration)]
     pub warmup: Duration,
-    /// Output format on stdout.
+    /// Output on stdout: `text` (a table of the steps and the knee) or `json` (the run record).
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
     /// Where and how to run.

@@ -226,3 +226,46 @@ fn exit_code(report: &LoadReport) -> i32 {
         0
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn report(attempts: u64, successes: u64, interrupted: bool) -> LoadReport {
+        let cfg = LoadConfig {
+            targets: vec!["127.0.0.1:9".parse().unwrap()],
+            pattern: Pattern::Closed { concurrency: 1 },
+            duration: Duration::from_secs(1),
+            warmup: Duration::ZERO,
+            cpus: vec![0],
+            close: loadgen::CloseMode::Rst,
+            sources: Vec::new(),
+            connect_timeout: Duration::from_secs(1),
+            expect_bytes: None,
+            max_in_flight: 1,
+            late_threshold: Duration::from_millis(1),
+            http: None,
+            tls: None,
+            engine: Default::default(),
+        };
+        let mut r = loadgen::never_started(&cfg);
+        r.interrupted = interrupted;
+        r.attempts = attempts;
+        r.total.attempts = attempts;
+        r.total.successes = successes;
+        r
+    }
+
+    /// The exit code table of `load`: 3 when nothing of the whole run succeeded (all failed,
+    /// or nothing was attempted), 0 with one success, 128+signo when interrupted whatever the
+    /// counts (no signal was received in this test process, so SIGINT's 130).
+    #[test]
+    fn exit_code_says_nothing_succeeded_and_interrupted_apart() {
+        assert_eq!(exit_code(&report(0, 0, false)), 3);
+        assert_eq!(exit_code(&report(500, 0, false)), 3);
+        assert_eq!(exit_code(&report(500, 1, false)), 0);
+        assert_eq!(exit_code(&report(500, 500, true)), 130);
+        assert_eq!(exit_code(&report(0, 0, true)), 130);
+    }
+}

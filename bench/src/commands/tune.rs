@@ -391,3 +391,47 @@ pub fn kernel(
         || findings.iter().any(|f| f.severity > Severity::Info);
     Ok(if strict && off { EXIT_OFF } else { 0 })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The plan's printed `connstorm tune apply …` names the source as it was given, so it can
+    /// be run as printed.
+    #[test]
+    fn the_source_is_named_as_the_command_line_gave_it() {
+        let preset = Source {
+            preset: Some("gateway".into()),
+            ..Source::default()
+        };
+        assert_eq!(preset.args(), ["--preset", "gateway"]);
+        let system = Source {
+            system: true,
+            ..Source::default()
+        };
+        assert_eq!(system.args(), ["--system"]);
+        let files = Source {
+            files: vec!["a.conf".into(), "dir/b.conf".into()],
+            ..Source::default()
+        };
+        assert_eq!(files.args(), ["--file", "a.conf", "--file", "dir/b.conf"]);
+        assert!(Source::default().args().is_empty());
+    }
+
+    /// No source at all is the doctor's case for `check` (`None`), and bad input naming the
+    /// three ways to give one for `apply` and `export`.
+    #[test]
+    fn no_source_is_none_for_check_and_bad_input_for_apply() {
+        let none = Source::default();
+        assert!(none.load(Path::new("/")).unwrap().is_none());
+        let e = none.require(Path::new("/")).unwrap_err();
+        assert!(e.downcast_ref::<common::error::BadInput>().is_some());
+        assert!(e.to_string().contains("--preset NAME"), "{e}");
+        let unknown = Source {
+            preset: Some("no-such-preset".into()),
+            ..Source::default()
+        };
+        let e = unknown.load(Path::new("/")).unwrap_err();
+        assert!(e.downcast_ref::<common::error::BadInput>().is_some(), "{e}");
+    }
+}

@@ -111,7 +111,7 @@ pub struct Args {
     /// With --baseline: measured time of each slice (0.5s..=60s), after a 0.5 s warm-up.
     #[arg(long, default_value = "2s", value_parser = units::parse_positive_duration, requires = "baseline")]
     pub baseline_slice: Duration,
-    /// Output format on stdout.
+    /// Output on stdout: `text` (the human summary) or `json` (the run record).
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
     /// Where and how to run.

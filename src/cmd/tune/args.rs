@@ -82,7 +82,7 @@ pub struct CheckArgs {
     /// Exit with code 4 when something is off.
     #[arg(long)]
     pub strict: bool,
-    /// Output format.
+    /// Output on stdout: `text` (aligned table) or `json`.
     #[arg(long, value_enum, default_value = "text")]
     pub format: crate::cli::Format,
     /// Read /proc and /sys (and, with --system, the sysctl.d directories) under this root.
