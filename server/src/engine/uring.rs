@@ -11,6 +11,15 @@
 //!   {on, 0} is inherited, see `crate::listener::bind_group`), Send with MSG_WAITALL (short sends are retried by the kernel for
 //!   stream sockets) hard-linked to Close (`greet`), or a one-shot PollAdd(POLLIN|POLLRDHUP)
 //!   (`hold`; data is read and dropped with recv(MSG_DONTWAIT), EOF/HUP/error closes).
+//! - Direct descriptors (`close`, `rst` and `greet` without TLS): the ring registers a sparse
+//!   file table (IORING_REGISTER_FILES2 with IORING_RSRC_REGISTER_SPARSE, Linux 5.19) and the
+//!   multishot accept allocates each connection a slot in it (IORING_FILE_INDEX_ALLOC, 5.19):
+//!   the connection never enters the process-wide fd table, which every worker and the load
+//!   side contend on (`fd_install`/`close_fd` take its lock), and its Close/Send name the fixed
+//!   slot. The setup label ends in `+direct_accept` when it ran; where registering fails (older
+//!   kernels, a small RLIMIT_NOFILE) the engine accepts plain descriptors as before. The final
+//!   synchronous drain at stop accepts plain descriptors. (io_uring_register(2),
+//!   io_uring_prep_multishot_accept_direct(3).)
 //! - A lone Close carries IOSQE_CQE_SKIP_SUCCESS (Linux 5.17; the ring's IORING_FEAT_CQE_SKIP
 //!   says so, io_uring_setup(2)) where the kernel has it: no CQE for a close that worked, one
 //!   only for a failure, so a `close`/`rst` connection costs one CQE (its accept) instead of two.
@@ -55,6 +64,12 @@ pub(crate) const SQ_ENTRIES: u32 = 256;
 pub(crate) const CQ_ENTRIES: u32 = 4096;
 /// How long a stopping worker waits for its last CQEs.
 pub(crate) const FINISH_MAX: Duration = Duration::from_secs(2);
+
+/// Slots of the sparse file table for direct accepts (at most RLIMIT_NOFILE's soft limit, which
+/// the kernel checks): a connection holds its slot from its accept until its Close, so this
+/// bounds the connections in between (a greeting still being sent); a full table fails the
+/// accept with ENFILE, which backs off as the plain descriptors' EMFILE does.
+const DIRECT_FILES: usize = 65_536;
 
 /// recv(2) calls of 4 KiB a held connection gets per readiness; more data waits for a new poll.
 const READS_PER_POLL: usize = 16;
@@ -142,6 +157,9 @@ struct Uring<'c> {
     scratch: Box<[MaybeUninit<u8>]>,
     /// Closes carry IOSQE_CQE_SKIP_SUCCESS (the kernel has IORING_FEAT_CQE_SKIP, 5.17).
     skip_close_cqe: bool,
+    /// The multishot accept allocates direct descriptors (slots of the ring's sparse file
+    /// table): its CQEs carry slot numbers, not fds.
+    direct: bool,
     /// `--tls`: the shared config.
     tls: Option<Arc<rustls::ServerConfig>>,
     /// `--tls`: each open connection's state, indexed by fd (grown by doubling).
@@ -152,6 +170,16 @@ struct Uring<'c> {
     pool: BufPool,
     /// `--tls`: scratch for decrypted request bytes.
     plain: Box<[u8]>,
+}
+
+/// The setup label with `+direct_accept` appended when connections are accepted into the
+/// ring's file table (one leaked string per worker, made at its start).
+fn label_direct(label: &'static str, direct: bool) -> &'static str {
+    if direct {
+        Box::leak(format!("{label}+direct_accept").into_boxed_str())
+    } else {
+        label
+    }
 }
 
 /// The setup label with `+cqe_skip_success` appended when lone closes skip their CQE.
@@ -181,6 +209,13 @@ pub(crate) fn run(ctx: &mut Ctx, ready: impl FnOnce(Ready)) {
     let Some(listener) = ctx.listener.as_ref() else {
         return ready(Ok(Some(flags)));
     };
+    // Direct descriptors where the mode only closes or sends (no per-fd state, no syscall on the
+    // fd outside the ring); registered after pinning, so the table is the worker's node's memory.
+    let slots = DIRECT_FILES.min(crate::rlimit::nofile_table_len()) as u32;
+    let direct = ctx.tls.is_none()
+        && matches!(ctx.mode, Mode::Close | Mode::Rst | Mode::Greet { .. })
+        && ring.submitter().register_files_sparse(slots).is_ok();
+    let flags = label_direct(flags, direct);
     // Blocking for the multishot accept (it polls by itself); made non-blocking for the final
     // synchronous drain.
     if let Err(source) = listener.set_nonblocking(false) {
@@ -214,6 +249,7 @@ pub(crate) fn run(ctx: &mut Ctx, ready: impl FnOnce(Ready)) {
         scans,
         scratch: vec![MaybeUninit::uninit(); 4096].into_boxed_slice(),
         skip_close_cqe,
+        direct,
         tls,
         tls_conns: Vec::new(),
         tls_open: 0,
@@ -389,7 +425,11 @@ impl Uring<'_> {
         let mut backoff = false;
         if res >= 0 {
             self.ctx.counts.accepted += 1;
-            self.on_conn(res);
+            if self.direct {
+                self.on_direct(res as u32);
+            } else {
+                self.on_conn(res);
+            }
         } else if res != -libc::ECANCELED {
             let errno = -res;
             self.ctx.counts.error(errno);
@@ -409,7 +449,10 @@ impl Uring<'_> {
 
     fn arm_accept(&mut self) {
         let e = opcode::AcceptMulti::new(types::Fd(self.listener_fd))
-            .flags(libc::SOCK_CLOEXEC)
+            .allocate_file_index(self.direct)
+            // A direct descriptor has no fd to inherit, and the kernel refuses SOCK_CLOEXEC
+            // with a file slot (EINVAL, io_uring/net.c io_accept_prep).
+            .flags(if self.direct { 0 } else { libc::SOCK_CLOEXEC })
             .build()
             .user_data(ud(ACCEPT, self.listener_fd));
         if self.push(&[e]) {
@@ -457,6 +500,49 @@ impl Uring<'_> {
                 self.scans[i] = HeadScan::default();
                 self.poll(fd);
             }
+        }
+    }
+
+    /// What the mode says to do with a connection accepted into `slot` of the file table
+    /// (`close`, `rst`, `greet`: see [`Uring::direct`]).
+    fn on_direct(&mut self, slot: u32) {
+        if matches!(self.ctx.mode, Mode::Greet { .. }) {
+            let send = opcode::Send::new(
+                types::Fixed(slot),
+                self.ctx.greet.as_ptr(),
+                self.ctx.greet.len() as u32,
+            )
+            .flags(libc::MSG_NOSIGNAL | libc::MSG_WAITALL)
+            .build()
+            .user_data(ud(SEND, slot as RawFd))
+            .flags(squeue::Flags::IO_HARDLINK);
+            let close = opcode::Close::new(types::Fixed(slot))
+                .build()
+                .user_data(ud(CLOSE, slot as RawFd));
+            if !self.push(&[send, close]) {
+                self.drop_slot(slot);
+            }
+            return;
+        }
+        let e = opcode::Close::new(types::Fixed(slot)).build();
+        let e = if self.skip_close_cqe {
+            e.user_data(ud(CLOSE_SKIP, slot as RawFd))
+                .flags(squeue::Flags::SKIP_SUCCESS)
+        } else {
+            e.user_data(ud(CLOSE, slot as RawFd))
+        };
+        if !self.push(&[e]) {
+            self.drop_slot(slot);
+        } else if self.skip_close_cqe {
+            self.in_flight -= 1; // no CQE will say it is done
+        }
+    }
+
+    /// Closes the connection in `slot` at once (the SQ had no room): updating the slot to -1
+    /// drops the table's reference (IORING_REGISTER_FILES_UPDATE).
+    fn drop_slot(&mut self, slot: u32) {
+        if let Err(e) = self.ring.submitter().register_files_update(slot, &[-1]) {
+            self.ctx.counts.error(e.raw_os_error().unwrap_or(libc::EIO));
         }
     }
 
@@ -753,7 +839,7 @@ impl Uring<'_> {
     /// the SQ lacks room. False when there is still no room (the caller then acts synchronously).
     fn push(&mut self, entries: &[squeue::Entry]) -> bool {
         for _ in 0..4 {
-            // SAFETY: every entry names an fd this worker owns until the entry's CQE, and points
+            // SAFETY: every entry names an fd (or a fixed-file slot) this worker owns until the entry's CQE, and points
             // at no memory except `self.ctx.greet` (Send) and `self.backoff_ts` (Timeout), which
             // stay alive until all CQEs arrived (run_loop waits for in_flight == 0, or leaks
             // them).
@@ -778,6 +864,15 @@ fn close_now(fd: RawFd) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_setup_label_names_direct_accepts() {
+        assert_eq!(
+            label_direct("single_issuer+defer_taskrun+cqe_skip_success", true),
+            "single_issuer+defer_taskrun+cqe_skip_success+direct_accept"
+        );
+        assert_eq!(label_direct("none", false), "none");
+    }
 
     #[test]
     fn the_setup_label_names_skipped_close_cqes() {
