@@ -81,6 +81,17 @@ fn bench_netns_exact_with(engine: &str, extra: &[&str]) -> RunRecord {
         "epoll"
     };
     assert_eq!(rec.run.engine, want_engine);
+    // The ring's features that ran are recorded with io_uring (setup flags first), and only then.
+    match rec.run.engine_detail.as_deref() {
+        Some(d) if want_engine == "io_uring" => assert!(
+            ["single_issuer", "coop_taskrun", "none", "cqe_skip_success"]
+                .iter()
+                .any(|f| d.starts_with(f)),
+            "{d}"
+        ),
+        None if want_engine == "epoll" => {}
+        other => panic!("{want_engine}: engine_detail {other:?}"),
+    }
     assert!(rec.run.netns);
     assert!(!rec.run.interrupted);
     assert_eq!(rec.phases.len(), 2, "peak and latency phases");

@@ -68,6 +68,7 @@ pub fn new_record(
             .server()
             .map(|s| s.engine().to_string())
             .unwrap_or_else(|| "external".into()),
+        engine_detail: h.server().and_then(|s| s.ring_setup().map(str::to_string)),
         engine_fallback_reason: h
             .server()
             .and_then(|s| s.fallback_reason().map(str::to_string)),

@@ -267,6 +267,7 @@ pub fn record(
         command: "load".into(),
         engine: String::new(),
         engine_fallback_reason: None,
+        engine_detail: None,
         steering: "none".into(),
         server_cpus: Vec::new(),
         load_cpus: cfg.cpus.clone(),

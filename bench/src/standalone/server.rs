@@ -106,6 +106,7 @@ pub fn record(
         command: "server".into(),
         engine: report.engine.to_string(),
         engine_fallback_reason: report.fallback_reason.clone(),
+        engine_detail: report.ring_setup.clone(),
         steering: report.steering.to_string(),
         server_cpus: report.workers.iter().map(|w| w.cpu).collect(),
         load_cpus: Vec::new(),

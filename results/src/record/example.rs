@@ -160,6 +160,7 @@ impl RunRecord {
                 command: "bench".to_string(),
                 engine: "epoll".to_string(),
                 engine_fallback_reason: Some("io_uring disabled (example)".to_string()),
+                engine_detail: None,
                 steering: "none".to_string(),
                 server_cpus: vec![0],
                 load_cpus: vec![1],

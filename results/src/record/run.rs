@@ -14,6 +14,12 @@ pub struct RunInfo {
     pub engine: String,
     /// Why `auto` fell back to epoll (e.g. `"io_uring disabled by kernel.io_uring_disabled=2"`).
     pub engine_fallback_reason: Option<String>,
+    /// The io_uring server's ring setup, the features that ran, `+`-joined: setup flags
+    /// (`single_issuer+defer_taskrun`, `coop_taskrun` or `none`), `cqe_skip_success` (closes
+    /// post no CQE, 5.17), `direct_accept` (accepts into the ring's file table, 5.19); `None` with
+    /// epoll, with `--target`, and in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine_detail: Option<String>,
     /// Connection steering in force: `"none"`, `"incoming_cpu"` or `"reuseport_cbpf"`.
     pub steering: String,
     /// CPUs running server workers, in listener order (empty with `--target`).
