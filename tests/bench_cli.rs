@@ -95,6 +95,17 @@ fn bench_netns_exact_with(engine: &str, extra: &[&str]) -> RunRecord {
     assert!(rec.run.netns);
     assert!(!rec.run.interrupted);
     assert_eq!(rec.phases.len(), 2, "peak and latency phases");
+    // The open-loop phase records how the generator cut its own lag.
+    let latency = &rec.phases[1].settings;
+    assert_eq!(
+        latency.get("load.spin_ns"),
+        Some(&(loadgen::SPIN_NS as i64))
+    );
+    assert_eq!(
+        latency.get("load.start_batch"),
+        Some(&(loadgen::START_BUDGET as i64))
+    );
+    assert_eq!(latency.get("load.timer_slack_ns"), Some(&1));
     for p in &rec.phases {
         let c = p.cross_check.as_ref().expect("cross-check present");
         assert!(c.agree, "{}: {}", p.name, c.note);

@@ -228,6 +228,14 @@ impl Harness {
         {
             let ns = i64::try_from(ns).unwrap_or(i64::MAX);
             out.record.settings.insert("load.timer_slack_ns".into(), ns);
+            // The other two ways the generator cuts its lag: a zero-timeout poll when a start
+            // is due within this many ns, and the starts due together made in one batch.
+            out.record
+                .settings
+                .insert("load.spin_ns".into(), loadgen::SPIN_NS as i64);
+            out.record
+                .settings
+                .insert("load.start_batch".into(), loadgen::START_BUDGET as i64);
         }
         Ok(out)
     }

@@ -26,9 +26,11 @@ use crate::worker::Worker;
 /// arrived (counted as `ENODATA`).
 const SHORT_GREETING: i32 = libc::ENODATA;
 
-/// At most this many attempts start per loop turn. An overloaded worker (more due starts than it
+/// At most this many attempts start per loop turn: starts that are due together are made in one
+/// batch after one wait (no wait between them). An overloaded worker (more due starts than it
 /// can make) still returns to its events, timeouts and per-second flush every few milliseconds.
-pub(crate) const START_BUDGET: usize = 64;
+/// Recorded in `bench` records as the setting `load.start_batch`.
+pub const START_BUDGET: usize = 64;
 
 /// Open loop: a due start that finds a free slot but that the generator itself reaches more than
 /// this after its intended time (it was starved of CPU, or is offered more than it can start) is

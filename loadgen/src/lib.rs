@@ -79,7 +79,7 @@ mod stats;
 pub mod tls;
 mod worker;
 
-pub use attempt::MAX_GENERATOR_LAG_NS;
+pub use attempt::{MAX_GENERATOR_LAG_NS, START_BUDGET};
 pub use config::{default_max_in_flight, Arrival, CloseMode, LoadConfig, Pattern, MIN_DURATION};
 pub use engine::{EngineRan, LoadEngine, UringFeatures};
 pub use error::LoadError;
@@ -91,4 +91,4 @@ pub use report::{
 };
 pub use run::{never_started, run, run_at};
 pub use schedule::MAX_RATE_PER_SEC;
-pub use worker::TIMER_SLACK_NS;
+pub use worker::{SPIN_NS, TIMER_SLACK_NS};

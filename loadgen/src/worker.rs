@@ -31,8 +31,10 @@ use crate::slot::Slab;
 use crate::stats::{Counters, Latency, Second, TargetCounters};
 
 /// Below this distance to the next deadline the worker polls with a zero timeout instead of arming
-/// its timerfd, ns.
-pub(crate) const SPIN_NS: u64 = 2_000;
+/// its timerfd, ns: a short spin before a start that is due within a few µs, so it is not left
+/// to a timer wake-up (whose latency is the generator's lag). Recorded in `bench` records as
+/// the setting `load.spin_ns`.
+pub const SPIN_NS: u64 = 2_000;
 
 const TIMER: Token = Token(usize::MAX);
 const SEC: u64 = 1_000_000_000;
