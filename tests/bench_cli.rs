@@ -1384,6 +1384,46 @@ fn a_sweep_step_that_would_be_refused_is_refused_before_any_step_runs() {
     );
 }
 
+/// Safety of the machine (kind: files people bring / host states): `ab` run inside a child
+/// network namespace (`ip netns exec`) toggled a host-wide sysctl (`fs.file-max`), changing the
+/// whole host from a place that looks isolated. It is refused before any trial (exit 2), as
+/// `tune apply --netns` refuses global keys. Both sides use the host's current value, so even a
+/// build without the refusal would leave the host as it was.
+#[test]
+fn a_host_wide_toggle_from_a_child_namespace_is_refused_before_any_trial() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().to_path_buf();
+    let cur = std::fs::read_to_string("/proc/sys/fs/file-max")
+        .unwrap()
+        .trim()
+        .to_string();
+    let toggle = format!("sysctl:fs.file-max={cur},{cur}");
+    let out = testkit::NetNs::run(move |_| {
+        Command::new(bin())
+            .args([
+                "ab",
+                "--trials",
+                "1",
+                "--duration",
+                "1s",
+                "--toggle",
+                &toggle,
+            ])
+            .arg("--out")
+            .arg(&out_dir)
+            .output()
+            .expect("run connstorm")
+    });
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--toggle sysctl:fs.file-max: a host-wide setting, and this process runs in a child network namespace"),
+        "{err}"
+    );
+    assert!(!err.contains("[ab] trial"), "no trial ran: {err}");
+    assert_eq!(records(dir.path()).len(), 0);
+}
+
 /// Finding: `ab --toggle sysctl:net.ipv4.tcp_timestamps=1,banana` ran trial A1 and wrote its
 /// record before the kernel refused "banana" (exit 1). A value the key does not take is
 /// refused before any trial (exit 2), naming the key, the value and what the key takes; the

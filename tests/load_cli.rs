@@ -1210,6 +1210,14 @@ fn handshakes_still_in_the_accept_queue_at_the_end_are_never_accepted_failures()
         )),
         "{text}"
     );
+    // The diagnosis names the cause it knows (the application did not accept), and no other
+    // for the same connections: not a dropped final ACK, not "no counter says why".
+    assert!(
+        text.contains(&format!("never accepted: {passive} handshakes the server's kernel completed were still waiting in the listener's accept queue at the end")),
+        "{text}"
+    );
+    assert!(!text.contains("final ACK was dropped"), "{text}");
+    assert!(!text.contains("no counter here says why"), "{text}");
 }
 
 /// The other side of the settle rule: a healthy server (`connstorm server`, which accepts at

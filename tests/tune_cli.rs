@@ -323,7 +323,10 @@ fn apply_and_revert_with_netns_name() {
     let host_fin = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_fin_timeout").unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(
-        text(&o).contains("global keys refused") && text(&o).contains("3 change(s) applied"),
+        text(&o).contains("plan for ")
+            && text(&o)
+                .contains(" in a child network namespace (global keys are refused there):\n")
+            && text(&o).contains("3 change(s) applied"),
         "{}",
         text(&o)
     );

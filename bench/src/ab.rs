@@ -23,12 +23,32 @@ pub struct Sides<'a> {
 }
 
 impl Sides<'_> {
-    /// Refuses sides nothing distinguishes, and (with `netns`: every trial in fresh
-    /// namespaces) a toggle of a per-namespace sysctl, which those namespaces never see.
+    /// Refuses sides nothing distinguishes; (with `netns`: every trial in fresh namespaces) a
+    /// toggle of a per-namespace sysctl, which those namespaces never see; and (`child_netns`:
+    /// this process runs in a network namespace other than the host's, e.g. `ip netns exec`) a
+    /// toggle of a host-wide setting — a global sysctl such as `fs.file-max`, or a scheduler
+    /// feature — which would change the whole host from a place that looks isolated, as `tune
+    /// apply --netns` refuses global keys.
     ///
     /// # Errors
     /// Bad input saying what to give instead.
-    pub fn check(&self, netns: bool) -> Result<(), BadInput> {
+    pub fn check(&self, netns: bool, child_netns: bool) -> Result<(), BadInput> {
+        if child_netns {
+            for t in self.toggles {
+                let (global, what) = match t {
+                    Toggle::Sysctl { key, .. } => (
+                        key.scope() == tuning::sysctl::Scope::Global,
+                        format!("sysctl:{}", key.as_str()),
+                    ),
+                    Toggle::SchedFeature { name } => (true, format!("sched-feature:{name}")),
+                };
+                if global {
+                    return Err(BadInput(format!(
+                        "--toggle {what}: a host-wide setting, and this process runs in a child network namespace: changing it here would change the whole host; run `connstorm ab` from the host's namespace, or toggle a per-namespace sysctl (net.*)"
+                    )));
+                }
+            }
+        }
         if self.a_setup.is_none() && self.b_setup.is_none() && self.toggles.is_empty() {
             return Err(BadInput(
                 "nothing distinguishes A from B: give --a-setup/--b-setup commands or a --toggle (e.g. --toggle sysctl:net.ipv4.tcp_timestamps=1,0)".into(),
@@ -209,16 +229,37 @@ mod tests {
             b_setup: None,
         };
         assert!(none
-            .check(false)
+            .check(false, false)
             .unwrap_err()
             .0
             .contains("nothing distinguishes"));
         assert!(s
-            .check(true)
+            .check(true, false)
             .unwrap_err()
             .0
             .contains("per network namespace"));
-        assert_eq!(s.check(false), Ok(()));
+        assert_eq!(s.check(false, false), Ok(()));
+        // From a child network namespace a per-namespace key may be toggled, a host-wide one not.
+        assert_eq!(s.check(false, true), Ok(()));
+        let host_wide = [
+            Toggle::parse("sysctl:fs.file-max=100000,200000").unwrap(),
+            Toggle::parse("sched-feature:TTWU_QUEUE").unwrap(),
+        ];
+        for t in host_wide {
+            let one = [t];
+            let g = Sides {
+                toggles: &one,
+                a_setup: None,
+                b_setup: None,
+            };
+            let e = g.check(false, true).unwrap_err().0;
+            assert!(e.contains("host-wide setting"), "{e}");
+            assert_eq!(
+                g.check(false, false),
+                Ok(()),
+                "on the host it may be toggled"
+            );
+        }
     }
 
     #[test]

@@ -83,26 +83,33 @@ pub fn parse_rate(s: &str) -> Result<f64, String> {
     Ok(rate)
 }
 
-/// Parses `HOST:PORT` (first resolved address); port 0 is refused (nothing can be connected to it).
+/// Parses `HOST:PORT` as one server address (`bench --target`): a name must resolve to exactly
+/// one address, since a benchmark of "the first one the resolver gave" would measure one of
+/// several servers without saying which, or a refused one (`localhost` → `::1` while the server
+/// listens on 127.0.0.1). Port 0 is refused (nothing can be connected to it).
 ///
 /// # Errors
-/// A message for unparsable or unresolvable addresses and port 0.
+/// A message for unparsable or unresolvable addresses, port 0, and a name with several
+/// addresses (every one listed, with how to pick one).
 pub fn parse_target(s: &str) -> Result<std::net::SocketAddr, String> {
-    use std::net::ToSocketAddrs;
-    let addr = s
-        .trim()
-        .to_socket_addrs()
-        .map_err(|e| {
-            format!("invalid target {s:?} ({e}): write HOST:PORT, e.g. `127.0.0.1:9000` or `[::1]:9000`")
-        })?
-        .next()
-        .ok_or_else(|| format!("target {s:?} resolves to no address"))?;
-    if addr.port() == 0 {
-        return Err(format!(
-            "target {s:?} has port 0, which nothing listens on: give the server's port"
-        ));
+    one_target(s, &crate::addr::resolve_targets(s)?.addrs)
+}
+
+/// The one address `s` resolved to (`addrs`, non-empty), else the message of [`parse_target`].
+fn one_target(s: &str, addrs: &[std::net::SocketAddr]) -> Result<std::net::SocketAddr, String> {
+    match addrs {
+        [one] => Ok(*one),
+        all => {
+            let list: Vec<String> = all.iter().map(ToString::to_string).collect();
+            Err(format!(
+                "target {s:?} resolves to {} addresses ({}): a benchmark measures one server address; give one of them (e.g. --target {}), or use `connstorm load --target {}`, which loads every address and reports each",
+                all.len(),
+                list.join(", "),
+                list[0],
+                s.trim()
+            ))
+        }
     }
-    Ok(addr)
 }
 
 /// Parses a non-empty CPU list (`0-3,8`).
@@ -208,6 +215,19 @@ mod tests {
         assert_eq!(parse_target("127.0.0.1:9000").unwrap().port(), 9000);
         assert!(parse_target("[::1]:0").unwrap_err().contains("port 0"));
         assert!(parse_target("nohost").unwrap_err().contains("HOST:PORT"));
+        // A name with several addresses is refused naming each of them, not cut to the first
+        // (as `localhost` resolves where /etc/hosts also maps ::1).
+        let both: Vec<std::net::SocketAddr> = ["[::1]:9000", "127.0.0.1:9000"]
+            .iter()
+            .map(|a| a.parse().unwrap())
+            .collect();
+        let e = one_target("localhost:9000", &both).unwrap_err();
+        assert!(
+            e.contains("resolves to 2 addresses ([::1]:9000, 127.0.0.1:9000)"),
+            "{e}"
+        );
+        assert!(e.contains("connstorm load --target localhost:9000"), "{e}");
+        assert_eq!(one_target("x:1", &both[1..]), Ok(both[1]));
     }
 
     #[test]

@@ -237,6 +237,12 @@ pub fn phase(out: &mut String, p: &PhaseRecord, accounting: Option<&str>) {
             (true, true) => "ok",
             (true, false) => "nothing to check",
         };
+        // Nothing completed on either side: no count is "equal" to anything.
+        let note = if c.agree && c.load_successes == 0 && c.server_accepted.unwrap_or(0) == 0 {
+            "no handshake completed, so there was nothing to compare".to_string()
+        } else {
+            c.note.clone()
+        };
         let _ = writeln!(
             out,
             "  cross-check [{mark}] (incl. warm-up): server accepts {}, load handshakes {}, kernel PassiveOpens {}, ActiveOpens {} — {}",
@@ -244,7 +250,7 @@ pub fn phase(out: &mut String, p: &PhaseRecord, accounting: Option<&str>) {
             group(c.load_successes as f64),
             c.kernel_passive_opens.map(|v| group(v as f64)).unwrap_or_else(|| "-".into()),
             c.kernel_active_opens.map(|v| group(v as f64)).unwrap_or_else(|| "-".into()),
-            c.note
+            note
         );
     }
 }
@@ -663,6 +669,19 @@ mod tests {
             text.contains("  cross-check [nothing to check] (incl. warm-up)"),
             "{text}"
         );
+        // Zero on every side is no agreement: the note says so rather than "equal to".
+        let p = &mut r.phases[0];
+        if let Some(c) = p.cross_check.as_mut() {
+            c.load_successes = 0;
+            c.server_accepted = None;
+            c.note = "equal to this network namespace's counters".into();
+        }
+        let text = render(&r, None, Some("tick note"));
+        assert!(
+            text.contains("— no handshake completed, so there was nothing to compare\n"),
+            "{text}"
+        );
+        assert!(!text.contains("equal to this network"), "{text}");
         assert!(
             !text.contains("CPU per connection") && !text.contains("tick note"),
             "{text}"

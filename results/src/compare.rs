@@ -531,16 +531,19 @@ pub fn rate_phase(rec: &RunRecord) -> Option<&PhaseRecord> {
         .or_else(|| rec.phases.first())
 }
 
-/// The phase latency metrics are read from (see the module docs).
+/// The phase latency metrics are read from (see the module docs): the `latency` phase, else the
+/// last open-loop phase; `None` for a record without one (a closed loop's latency is measured at
+/// whatever rate it reached, so beside an open loop's it is no like-for-like figure: an
+/// interrupted `bench` that kept only its peak phase has no latency metrics, not its peak's).
 pub fn latency_phase(rec: &RunRecord) -> Option<&PhaseRecord> {
     rec.phase("latency")
+        .filter(|p| matches!(p.pattern, Pattern::Open { .. }))
         .or_else(|| {
             rec.phases
                 .iter()
                 .rev()
                 .find(|p| matches!(p.pattern, Pattern::Open { .. }))
         })
-        .or_else(|| rec.phases.first())
 }
 
 fn summary(phase: &PhaseRecord, which: Latency) -> Option<LatencySummary> {
@@ -954,5 +957,30 @@ mod tests {
             "{cpu}"
         );
         assert!(!render(&c, Format::Text).contains("-100"));
+    }
+
+    /// A record that kept only its closed-loop peak phase (a `bench` interrupted during the
+    /// peak) has no latency metrics: its peak's handshake latency is not an open loop's at a
+    /// fixed rate, so it is n/a, never shown under "latency phase" (kind: statistics).
+    #[test]
+    fn a_record_without_an_open_loop_phase_has_no_latency_metrics() {
+        let mut rec = RunRecord::example();
+        let whole = metric_values(&rec);
+        rec.phases.retain(|p| p.name == "peak");
+        assert!(latency_phase(&rec).is_none());
+        let v = metric_values(&rec);
+        for (i, (name, _, _, group)) in METRICS.iter().enumerate() {
+            if *group == LATENCY {
+                assert_eq!(v[i], None, "{name}");
+            } else {
+                assert_eq!(v[i], whole[i], "{name}: the peak's figures stay");
+            }
+        }
+        assert!(whole
+            .iter()
+            .zip(METRICS)
+            .any(|(x, (_, _, _, group))| group == LATENCY && x.is_some()));
+        let note = phase_note([&rec].into_iter());
+        assert!(note.contains("from phase - (open loop"), "{note}");
     }
 }

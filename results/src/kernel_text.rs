@@ -113,7 +113,13 @@ impl fmt::Display for KernelSection<'_> {
             writeln!(out, "  acceptance: {}", a.summary())?;
         }
         let queued = k.accept_queue.map_or(0, |q| q.never_accepted);
+        let created = k.delta.get("Tcp.PassiveOpens").copied().unwrap_or(0);
         match k.accept_queue {
+            // Nothing to accept: no claim about what the application did.
+            Some(q) if q.after_settle == 0 && q.at_end == 0 && created <= 0 => writeln!(
+                out,
+                "  accept queue at the end: empty (ss Recv-Q 0); the server's kernel created no connection (Δ Tcp.PassiveOpens 0), so there was nothing to accept"
+            )?,
             Some(q) if q.after_settle == 0 => {
                 let taken = if q.at_end > 0 {
                     format!(
@@ -328,6 +334,33 @@ mod tests {
         );
         assert!(t.contains("    note: the handshake percentiles and per-second lines are the client's: they include the 20 handshakes"), "{t}");
         assert!(!t.contains("counted as failures NEVER_ACCEPTED ("), "{t}");
+    }
+
+    /// Nothing to measure (every SYN dropped by a firewall): the empty queue claims nothing
+    /// about an application that had nothing to accept.
+    #[test]
+    fn an_empty_queue_of_a_kernel_that_created_nothing_claims_no_accept() {
+        let delta = BTreeMap::from([
+            ("Tcp.ActiveOpens".to_string(), 40),
+            ("Tcp.PassiveOpens".to_string(), 0),
+        ]);
+        let view = KernelView {
+            acceptance: reconcile(0, &delta, true),
+            delta,
+            causes: vec![],
+            accept_queue: Some(AcceptQueueEnd {
+                at_end: 0,
+                after_settle: 0,
+                settle_ms: 0,
+                never_accepted: 0,
+            }),
+        };
+        let t = text(Some(&view), true, 0);
+        assert!(
+            t.contains("  accept queue at the end: empty (ss Recv-Q 0); the server's kernel created no connection (Δ Tcp.PassiveOpens 0), so there was nothing to accept\n"),
+            "{t}"
+        );
+        assert!(!t.contains("accept()ed every connection"), "{t}");
     }
 
     /// A server that was a few milliseconds behind when the load ended: the queue it emptied in

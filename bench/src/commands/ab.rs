@@ -58,7 +58,9 @@ pub fn run(args: &Ab, setup: impl FnOnce() -> anyhow::Result<Setup>) -> anyhow::
         a_setup: args.a_setup.as_deref(),
         b_setup: args.b_setup.as_deref(),
     };
-    sides.check(args.netns)?;
+    // A fixture root (`--root`, tests) changes no host setting.
+    let on_host = args.root == std::path::Path::new("/");
+    sides.check(args.netns, on_host && !tuning::snapshot::in_initial_netns())?;
     let setup = setup()?;
     let _ = server::rlimit::raise_nofile();
     let stop = crate::signals::stop_flag().context("install signal handlers")?;

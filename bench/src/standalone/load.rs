@@ -80,11 +80,14 @@ pub fn kernel_view(
         settings.insert("listen_backlog".into(), s.after.backlog);
     }
     let still_queued = accept_queue.map_or(0, |q| q.never_accepted);
+    // The diagnosis reads the failure classes by the record's names (as `report` does): the
+    // connections still queued are then known as queued, not taken for dropped final ACKs.
+    let failures = crate::convert::record_failures(&report.total.failures);
     let causes = results::diagnosis::diagnose(&results::diagnosis::Evidence {
         counters: &delta,
         settings: &settings,
         attempts: report.total.attempts,
-        failures: &report.total.failures,
+        failures: &failures,
         client_handshakes: handshakes,
         server_accepts: Some(acceptance.accepted - still_queued),
         // Balanced when the count is exact and nothing was lost; unbalanced whenever something

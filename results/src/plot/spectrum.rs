@@ -99,7 +99,9 @@ where
         let (phases, kinds): (Vec<&crate::record::PhaseRecord>, &[Latency]) = if open.len() > 1 {
             (open, &[Latency::Handshake])
         } else {
-            (latency_phase(r.record).into_iter().collect(), kinds)
+            // A record without an open-loop phase (`load --concurrency`) draws its first phase.
+            let phase = latency_phase(r.record).or_else(|| r.record.phases.first());
+            (phase.into_iter().collect(), kinds)
         };
         for (phase, &which) in phases
             .iter()

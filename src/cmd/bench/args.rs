@@ -44,7 +44,8 @@ pub struct SetupArgs {
     /// listen() backlog per listener (capped by net.core.somaxconn).
     #[arg(long, default_value_t = 65535, value_parser = units::parse_backlog)]
     pub backlog: u32,
-    /// Benchmark an external server (HOST:PORT, e.g. a gateway): load side only.
+    /// Benchmark an external server (HOST:PORT, e.g. a gateway): load side only. A name must
+    /// resolve to one address (one with several is refused, listing them).
     #[arg(long, value_parser = parse_target)]
     pub target: Option<std::net::SocketAddr>,
     /// Run server and load in two fresh network namespaces joined by veth (needs root); counts

@@ -259,13 +259,14 @@ pub fn check_json(preset: &Preset, c: &Checked) -> serde_json::Value {
 }
 
 /// The plan `tune apply` prints before doing anything: `plan for TITLE[ in a child network
-/// namespace: global keys refused]:`, [`rows`], [`details`], [`prediction`] for `command`.
+/// namespace (global keys are refused there)]:`, [`rows`], [`details`], [`prediction`] for
+/// `command`.
 pub fn plan(preset: &Preset, c: &Checked, netns_only: bool, command: &str) -> String {
     let mut out = format!(
         "plan for {}{}:\n",
         preset.title(),
         if netns_only {
-            " in a child network namespace: global keys refused"
+            " in a child network namespace (global keys are refused there)"
         } else {
             ""
         }
