@@ -72,13 +72,15 @@ impl std::str::FromStr for LoadEngine {
     }
 }
 
-/// The engine `auto` picks when both can run: epoll, for now. io_uring used less CPU per
-/// connection on this project's 2-vCPU VM (Linux 6.18, loopback, 4 interleaved pairs on a busy
-/// host: 16.3 against 18.3 µs of load-worker CPU per connection, median pair ratio 0.92; 0.13
-/// against 5.1 syscalls per attempt), but on the quiet CI host the default `bench` with it
-/// outran the accept server (68.6k conn/s closed loop): the 4,096 accept queue overflowed
-/// (ListenOverflows 32, each a 1 s SYN retransmit). A default run must be clean, so io_uring
-/// stays opt-in (`--load-engine io-uring`) until the accept side keeps up.
+/// The engine `auto` picks when both can run: epoll, for now. On this project's 2-vCPU VM
+/// (Linux 6.18, loopback, quiet host, 2026-12-03) `bench --baseline` reached 1.32 × and 1.27 ×
+/// the kernel floor with io_uring against 1.24 × and 1.15 × with epoll (6 ABBA pairs each), with
+/// 0.13 against 5.1 syscalls per attempt, and since the io_uring server accepts into direct
+/// descriptors the default `bench` with it no longer overflows the accept queue (four runs at
+/// 89.6k–92.1k conn/s: ListenOverflows 0). But with io_uring as the default the test suite
+/// found two differences that must be understood first: against a target refusing 1M/s,
+/// io_uring's starts ran 100 ms (the connect timeout) late and were blamed on held slots where
+/// epoll reports its own lag; and one run counted one success more than the server accepted.
 pub const AUTO_PREFERS: LoadEngine = LoadEngine::Epoll;
 
 /// What the io_uring engine found in the kernel (probed once per run).
