@@ -134,14 +134,11 @@ pub fn check(
         return Ok(exit(f.iter().any(|x| x.severity >= Severity::Warn)));
     };
     let io = ProcSys { root: root.into() };
-    let netns_only = !tuning::snapshot::in_initial_netns();
-    let c = Checked::of(
+    let c = checked(
         &preset,
         &io,
-        CheckOptions {
-            netns_only,
-            allow_decrease,
-        },
+        !tuning::snapshot::in_initial_netns(),
+        allow_decrease,
     );
     out(&if json {
         let v = render::plan::check_json(&preset, &c);
@@ -151,6 +148,18 @@ pub fn check(
         render::plan::check(&preset, &c, &command)
     })?;
     Ok(exit(c.off()))
+}
+
+/// `preset` checked against the host `io` reads, as `check` and `apply` both need it.
+fn checked(preset: &Preset, io: &ProcSys, netns_only: bool, allow_decrease: bool) -> Checked {
+    Checked::of(
+        preset,
+        io,
+        CheckOptions {
+            netns_only,
+            allow_decrease,
+        },
+    )
 }
 
 fn enter_netns(netns: Option<&str>) -> anyhow::Result<()> {
@@ -195,14 +204,7 @@ pub fn apply(a: &Apply) -> anyhow::Result<i32> {
     let netns_only = netns.is_some() || !tuning::snapshot::in_initial_netns();
     let mut io = ProcSys { root: "/".into() };
     let allow_decrease = a.allow_decrease;
-    let c = Checked::of(
-        &preset,
-        &io,
-        CheckOptions {
-            netns_only,
-            allow_decrease,
-        },
-    );
+    let c = checked(&preset, &io, netns_only, allow_decrease);
     let command = render::apply::apply_command(&a.source.args(), netns, allow_decrease);
     out(&render::plan::plan(&preset, &c, netns_only, &command))?;
     if !a.change {

@@ -172,13 +172,21 @@ struct Uring<'c> {
     plain: Box<[u8]>,
 }
 
-/// The setup label with `+direct_accept` appended when connections are accepted into the
-/// ring's file table (one leaked string per worker, made at its start).
+/// The setup label ([`label`]'s) with `+direct_accept` appended when connections are accepted
+/// into the ring's file table.
 fn label_direct(label: &'static str, direct: bool) -> &'static str {
-    if direct {
-        Box::leak(format!("{label}+direct_accept").into_boxed_str())
-    } else {
-        label
+    if !direct {
+        return label;
+    }
+    match label {
+        "single_issuer+defer_taskrun+cqe_skip_success" => {
+            "single_issuer+defer_taskrun+cqe_skip_success+direct_accept"
+        }
+        "coop_taskrun+cqe_skip_success" => "coop_taskrun+cqe_skip_success+direct_accept",
+        "cqe_skip_success" => "cqe_skip_success+direct_accept",
+        "single_issuer+defer_taskrun" => "single_issuer+defer_taskrun+direct_accept",
+        "coop_taskrun" => "coop_taskrun+direct_accept",
+        _ => "direct_accept",
     }
 }
 
@@ -872,6 +880,19 @@ mod tests {
             "single_issuer+defer_taskrun+cqe_skip_success+direct_accept"
         );
         assert_eq!(label_direct("none", false), "none");
+        // Every label `label` makes keeps its flags when `+direct_accept` is added.
+        for flags in ["single_issuer+defer_taskrun", "coop_taskrun", "none"] {
+            for skip in [false, true] {
+                let l = label(flags, skip);
+                let d = label_direct(l, true);
+                let want = if l == "none" {
+                    "direct_accept".to_string()
+                } else {
+                    format!("{l}+direct_accept")
+                };
+                assert_eq!(d, want);
+            }
+        }
     }
 
     #[test]
