@@ -22,6 +22,8 @@
 # interleaved rounds, medians, paired ratios connstorm/h2load per round (the resumed figure is
 # shown beside the full one: h2load does not resume sessions). connstorm runs with --insecure, as
 # h2load does not verify the certificate either (both still verify the handshake signature).
+# When nginx is the TLS limit, the same two clients then run against connstorm's own
+# `server --tls --mode http` on the server CPU (h2load vs connstorm full handshakes, paired).
 #
 # Everything runs in a private network namespace (unshare -n; loopback only). Installs
 # nginx-light, wrk and nghttp2-client (h2load) with apt-get when missing (needs root and the
@@ -160,4 +162,34 @@ printf "median h2load --h1           %12.1f req/s (each a new TLS connection: ng
 printf "median connstorm (full)      %12.1f responses/s (new TLS connection each, full handshakes)\n" "$(median "${fr[@]}")"
 printf "median connstorm (resumed)   %12.1f responses/s (--tls-resume tickets)\n" "$(median "${rr[@]}")"
 printf "paired ratios connstorm full/h2load: %s (median %.2f)\n" "$(printf "%.2f " "${tratios[@]}")" "$(median "${tratios[@]}")"
+
+# When nginx is the limit (its CPU near 100% above), the clients are compared against a server
+# that is not: connstorm'"'"'s own (server --tls --mode http, a self-signed P-256 certificate, TLS 1.3,
+# tickets on), same CPUs. The CPU column is then that server'"'"'s.
+sport=18444
+"$B" server --listen 127.0.0.1:$sport --cpus "$SERVER_CPU" --tls --mode http --duration 900s >/dev/null 2>&1 &
+own=$!
+cleanup() { kill "$master" 2>/dev/null || true; kill -INT "$own" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$tmp"; }
+for _ in $(seq 100); do grep -q ":$(printf %04X $sport) 00000000:0000 0A" /proc/net/tcp && break; sleep 0.05; done
+worker=$own
+surl=https://127.0.0.1:$sport/
+echo
+echo "TLS against connstorm server --tls --mode http on CPU $SERVER_CPU (not nginx)"
+printf "%-6s %-22s %14s %12s\n" round tool "connections/s" "server CPU %"
+sh=(); sf=(); sratios=()
+for r in $(seq "$ROUNDS"); do
+  parse=h2_rate
+  read -r h hc < <(measure taskset -c "$CLIENT_CPU" h2load --h1 -t1 -c"$CONNS" -n"$H2N" "$surl")
+  printf "%-6s %-22s %14.1f %12.1f\n" "$r" "h2load --h1" "$h" "$hc"
+  parse=cs_rate
+  read -r f fc < <(measure "$B" load --target 127.0.0.1:$sport --tls --insecure \
+      --http --concurrency "$CONNS" --duration "${DURATION}s" --warmup 1s --cpus "$CLIENT_CPU" --tls-resume off)
+  printf "%-6s %-22s %14.1f %12.1f\n" "$r" "connstorm (full)" "$f" "$fc"
+  sh+=("$h"); sf+=("$f"); sratios+=("$(echo "$f / $h" | bc -l)")
+done
+echo
+printf "median h2load --h1           %12.1f req/s\n" "$(median "${sh[@]}")"
+printf "median connstorm (full)      %12.1f responses/s\n" "$(median "${sf[@]}")"
+printf "paired ratios connstorm full/h2load (own server): %s (median %.2f)\n" "$(printf "%.2f " "${sratios[@]}")" "$(median "${sratios[@]}")"
+kill -INT "$own"; wait "$own" 2>/dev/null || true
 '

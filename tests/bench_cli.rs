@@ -1021,7 +1021,18 @@ fn abort_on_overflow_handshakes_are_never_accepted_failures() {
     // The kernel: every accepted connection is a PassiveOpen; every handshake never accepted had
     // its final ACK meet a full accept queue (ListenOverflows) and was then either reset
     // (EmbryonicRsts, tcp_abort_on_overflow=1) or, completed by a syncookie, dropped.
-    assert_eq!(k["Tcp.PassiveOpens"], accepted as i64);
+    // PassiveOpens counts a child socket when it is created (tcp_create_openreq_child), before
+    // tcp_v4_syn_recv_sock knows it owns the request (inet_ehash_nolisten) and before
+    // inet_csk_complete_hashdance queues it; a child that loses that race is freed, never
+    // accepted. So the application may accept a few fewer than PassiveOpens (1 of 1,349 once
+    // with the io_uring load), and each of those must be among the handshakes the record calls
+    // never accepted.
+    let passive = k["Tcp.PassiveOpens"];
+    assert!(passive >= accepted as i64, "{k:?}");
+    assert!(
+        passive - accepted as i64 <= shortfall as i64,
+        "{passive} PassiveOpens, {accepted} accepted, {shortfall} never accepted"
+    );
     assert!(k["TcpExt.ListenOverflows"] >= shortfall as i64, "{k:?}");
     assert!(
         k["TcpExt.EmbryonicRsts"] + k["TcpExt.SyncookiesRecv"] >= shortfall as i64,

@@ -71,6 +71,15 @@ fn u(v: &serde_json::Value) -> u64 {
 /// responses = 2xx = the load's attempts = the server's accepts = its served count = the
 /// namespace's new passive opens, and the bytes are those of the request and response exactly.
 fn own_server_round(engine: &str, body: u32) {
+    for load_engine in LOAD_ENGINES {
+        own_server_load_round(engine, load_engine, body);
+    }
+}
+
+/// Both connect engines of the load (each reads the response its own way).
+const LOAD_ENGINES: [&str; 2] = ["epoll", "io-uring"];
+
+fn own_server_load_round(engine: &str, load_engine: &'static str, body: u32) {
     let (scpu, lcpu) = cpus();
     let engine = engine.to_string();
     let (load, srv, passive) = testkit::NetNs::run(move |ns| {
@@ -98,7 +107,7 @@ fn own_server_round(engine: &str, body: u32) {
             .expect("spawn connstorm server");
         wait_listening(PORT);
         let before = ns.counter("Tcp.PassiveOpens");
-        let load = load_http(&["--http"], &lcpu);
+        let load = load_http(&["--http", "--load-engine", load_engine], &lcpu);
         // SIGINT ends the server with its report (exit 0).
         nix::sys::signal::kill(
             nix::unistd::Pid::from_raw(server.id() as i32),
@@ -116,8 +125,19 @@ fn own_server_round(engine: &str, body: u32) {
         let passive = ns.counter("Tcp.PassiveOpens") - before;
         (load, out, passive)
     });
-    assert_eq!(load.status.code(), Some(0), "{}", stderr(&load));
+    assert_eq!(
+        load.status.code(),
+        Some(0),
+        "{load_engine}: {}",
+        stderr(&load)
+    );
     let j = json(&load);
+    assert_eq!(
+        j["engine"]["engine"],
+        load_engine.replace('-', "_"),
+        "{}",
+        j["engine"]
+    );
     let s: serde_json::Value = serde_json::from_str(&srv).expect("server JSON report");
     let h = &j["http"];
     let attempts = u(&j["total"]["attempts"]);
@@ -275,14 +295,20 @@ fn serve(mut c: TcpStream, resp: &[u8]) -> bool {
 #[test]
 fn chunked_close_delimited_error_and_malformed_responses_are_counted_exactly() {
     let _x = testkit::exclusive();
+    for engine in LOAD_ENGINES {
+        mixed_responses_round(engine);
+    }
+}
+
+fn mixed_responses_round(engine: &'static str) {
     let (_, lcpu) = cpus();
     let (load, counts) = testkit::NetNs::run(move |_| {
         let l = TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], PORT))).unwrap();
         let f = Fixture::start(l);
-        let load = load_http(&["--http", "/x?y=1"], &lcpu);
+        let load = load_http(&["--http", "/x?y=1", "--load-engine", engine], &lcpu);
         (load, f.finish())
     });
-    assert_eq!(load.status.code(), Some(0), "{}", stderr(&load));
+    assert_eq!(load.status.code(), Some(0), "{engine}: {}", stderr(&load));
     let j = json(&load);
     let h = &j["http"];
     let attempts = u(&j["total"]["attempts"]);
@@ -351,16 +377,22 @@ fn chunked_close_delimited_error_and_malformed_responses_are_counted_exactly() {
 #[test]
 fn http_load_with_only_unparseable_responses_exits_3() {
     let _x = testkit::exclusive();
+    for engine in LOAD_ENGINES {
+        unparseable_round(engine);
+    }
+}
+
+fn unparseable_round(engine: &'static str) {
     let (_, lcpu) = cpus();
     const BAD: &[u8] = b"garbage\r\n\r\n";
     const SHORT: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nab";
     let (load, counts) = testkit::NetNs::run(move |_| {
         let l = TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], PORT))).unwrap();
         let f = Fixture::start_with(l, [BAD, SHORT, BAD, SHORT, BAD, SHORT]);
-        let load = load_http(&["--http"], &lcpu);
+        let load = load_http(&["--http", "--load-engine", engine], &lcpu);
         (load, f.finish())
     });
-    assert_eq!(load.status.code(), Some(3), "{}", stderr(&load));
+    assert_eq!(load.status.code(), Some(3), "{engine}: {}", stderr(&load));
     let j = json(&load);
     let t = &j["total"];
     let attempts = u(&t["attempts"]);

@@ -107,6 +107,10 @@ fn bad_input_exits_2_with_a_message_that_says_what_is_wrong() {
             &["--source", "::1"],
             "source ::1 is IPv6 but every target is IPv4",
         ),
+        (&["--spin", "2ms"], "--spin 2000000 ns is above 1 ms"),
+        (&["--spin", "fast"], "invalid duration"),
+        (&["--start-batch", "0"], "--start-batch"),
+        (&["--start-batch", "5000"], "--start-batch"),
     ];
     for (args, want) in cases {
         let mut all = vec!["--target", target.as_str(), "--warmup", "0s"];
@@ -345,40 +349,50 @@ fn sigint_ends_the_run_early_and_still_prints_the_report() {
 }
 
 /// A generator that cannot keep its schedule (one worker offered 1M/s against a closed port) keeps
-/// printing its per-second lines, says plainly that it fell behind, and exits 3 when nothing
-/// succeeded.
+/// printing its per-second lines, says plainly that it fell behind (not that the target held its
+/// slots: a refused connect ends at once), and exits 3 when nothing succeeded. On both engines:
+/// the io_uring engine once left most completions unreaped under this load (Linux 6.13+ runs
+/// at most 20 deferred task-work items per io_uring_enter) and blamed the target.
 #[test]
 fn overloaded_generator_keeps_reporting_warns_and_exits_3_without_successes() {
     let _x = testkit::exclusive();
-    let o = testkit::NetNs::run(|_| {
-        let target = closed_port();
-        connstorm(&[
-            "--target",
-            &target,
-            "--rate",
-            "1M/s",
-            "--duration",
-            "2s",
-            "--warmup",
-            "0s",
-            "--connect-timeout",
-            "100ms",
-            "--cpus",
-            &cpu(),
-        ])
-    });
-    let out = String::from_utf8_lossy(&o.stdout);
-    assert_eq!(o.status.code(), Some(3), "{out}\n{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("t=   0 s") && stderr(&o).contains("t=   1 s"),
-        "{}",
-        stderr(&o)
-    );
-    assert!(
-        out.contains("WARNING: the generator fell behind its schedule"),
-        "{out}"
-    );
-    assert!(out.contains("lower --rate, add --cpus"), "{out}");
+    for engine in ["epoll", "io-uring"] {
+        let o = testkit::NetNs::run(move |_| {
+            let target = closed_port();
+            connstorm(&[
+                "--target",
+                &target,
+                "--rate",
+                "1M/s",
+                "--duration",
+                "2s",
+                "--warmup",
+                "0s",
+                "--connect-timeout",
+                "100ms",
+                "--load-engine",
+                engine,
+                "--cpus",
+                &cpu(),
+            ])
+        });
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert_eq!(o.status.code(), Some(3), "{engine}: {out}\n{}", stderr(&o));
+        assert!(
+            stderr(&o).contains("t=   0 s") && stderr(&o).contains("t=   1 s"),
+            "{engine}: {}",
+            stderr(&o)
+        );
+        assert!(
+            out.contains("WARNING: the generator fell behind its schedule"),
+            "{engine}: {out}"
+        );
+        assert!(
+            !out.contains("found every in-flight slot"),
+            "{engine}: {out}"
+        );
+        assert!(out.contains("lower --rate, add --cpus"), "{engine}: {out}");
+    }
 }
 
 /// `connstorm load`, arguments to follow.
@@ -1560,7 +1574,7 @@ fn load_record_cpu_per_connection_divides_whole_run_cpu_by_whole_run_handshakes(
 #[test]
 fn uring_engine_refuses_what_it_cannot_do_and_counts_refusals() {
     for extra in [
-        &["--http"][..],
+        &["--tls"][..],
         &["--expect-bytes", "4"],
         &["--close", "server"],
     ] {

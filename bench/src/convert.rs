@@ -228,6 +228,7 @@ mod tests {
             http: None,
             tls: None,
             engine: Default::default(),
+            pacing: Default::default(),
         };
         let mut r = loadgen::never_started(&cfg);
         r.interrupted = false;

@@ -220,22 +220,18 @@ impl Harness {
         });
         out.record.settings = self.settings();
         // The load workers' timer slack (PR_SET_TIMERSLACK), ns: it bounds the generator's lag.
-        if let Some(ns) = out
-            .report
-            .generator_lag
-            .as_ref()
-            .and_then(|l| l.timer_slack_ns)
-        {
-            let ns = i64::try_from(ns).unwrap_or(i64::MAX);
-            out.record.settings.insert("load.timer_slack_ns".into(), ns);
-            // The other two ways the generator cuts its lag: a zero-timeout poll when a start
-            // is due within this many ns, and the starts due together made in one batch.
-            out.record
-                .settings
-                .insert("load.spin_ns".into(), loadgen::SPIN_NS as i64);
-            out.record
-                .settings
-                .insert("load.start_batch".into(), loadgen::START_BUDGET as i64);
+        if let Some(l) = out.report.generator_lag.as_ref() {
+            let settings = &mut out.record.settings;
+            if let Some(ns) = l.timer_slack_ns {
+                let ns = i64::try_from(ns).unwrap_or(i64::MAX);
+                settings.insert("load.timer_slack_ns".into(), ns);
+            }
+            // The other two ways the generator cuts its lag, as they ran: a zero-timeout poll
+            // when a start is due within this many ns, and the due starts made in one batch.
+            let spin = i64::try_from(l.pacing.spin_ns).unwrap_or(i64::MAX);
+            settings.insert("load.spin_ns".into(), spin);
+            let batch = i64::try_from(l.pacing.start_batch).unwrap_or(i64::MAX);
+            settings.insert("load.start_batch".into(), batch);
         }
         Ok(out)
     }

@@ -38,6 +38,9 @@ pub struct Setup {
     /// The load side's connect engine (`--load-engine`).
     #[serde(serialize_with = "debug_str")]
     pub load_engine: loadgen::LoadEngine,
+    /// The open-loop generator's pacing (`--spin`, `--start-batch`).
+    #[serde(skip)]
+    pub pacing: loadgen::Pacing,
     /// `--tls`: a TLS handshake on every connection (`None`: plain TCP).
     pub tls: Option<BenchTls>,
     /// `--http`: one HTTP/1.1 request per connection (also with `--mode http`).
@@ -144,6 +147,7 @@ impl Setup {
                 .then(loadgen::HttpRequest::default),
             tls: self.tls.as_ref().map(|t| t.load.clone()),
             engine: self.load_engine,
+            pacing: self.pacing,
         }
     }
 }

@@ -29,7 +29,8 @@ const SHORT_GREETING: i32 = libc::ENODATA;
 /// At most this many attempts start per loop turn: starts that are due together are made in one
 /// batch after one wait (no wait between them). An overloaded worker (more due starts than it
 /// can make) still returns to its events, timeouts and per-second flush every few milliseconds.
-/// Recorded in `bench` records as the setting `load.start_batch`.
+/// The open-loop default of [`crate::Pacing::start_batch`] (`--start-batch`), recorded in
+/// `bench` records as the setting `load.start_batch`.
 pub const START_BUDGET: usize = 64;
 
 /// Open loop: a due start that finds a free slot but that the generator itself reaches more than
@@ -92,7 +93,8 @@ pub(crate) fn probe(sock: &Socket) -> Verdict {
 }
 
 impl Worker<'_> {
-    /// Starts the attempts that are due at `now`, at most [`START_BUDGET`] of them (the loop then
+    /// Starts the attempts that are due at `now`, at most `cfg.pacing.start_batch` of them in open
+    /// loop ([`START_BUDGET`] by default and always in closed loop; the loop then
     /// goes back to its events, timeouts and per-second flush before starting more); returns a
     /// fresh `now`.
     ///
@@ -106,7 +108,7 @@ impl Worker<'_> {
     pub(crate) fn start_due(&mut self, mut now: u64) -> u64 {
         match self.cfg.pattern {
             Pattern::Open { .. } => {
-                let mut budget = START_BUDGET;
+                let mut budget = self.cfg.pacing.start_batch;
                 while let Some(t) = self.schedule.as_ref().and_then(|s| s.peek()) {
                     if t > now {
                         break;
@@ -409,6 +411,9 @@ impl Worker<'_> {
         self.slab.requeue(i);
         if self.tls.is_some() {
             return self.tls_begin(i, t);
+        }
+        if self.http.is_some() && self.uring.is_some() {
+            return self.uring_http_begin(i, t);
         }
         if self.http.is_some() {
             let step = self.http_begin(i);

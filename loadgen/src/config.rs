@@ -164,7 +164,37 @@ pub struct LoadConfig {
     /// The connect engine (`--load-engine`, [`crate::engine`]); CLI default `auto`.
     #[serde(default)]
     pub engine: crate::engine::LoadEngine,
+    /// How the generator paces its starts (`--spin`, `--start-batch`); default [`Pacing::default`].
+    #[serde(default)]
+    pub pacing: Pacing,
 }
+
+/// Two ways the generator cuts its own lag (actual − scheduled start), each switchable so it can
+/// be measured on and off (`connstorm load --spin 0 --start-batch 1` turns both off).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pacing {
+    /// Below this distance to its next deadline a worker polls with a zero timeout instead of
+    /// arming a timer, ns: a short spin before a start due within a few µs, so it is not left to
+    /// a timer wake-up. 0 = always arm the timer. Default [`crate::SPIN_NS`] (2 µs); at most 1 ms.
+    pub spin_ns: u64,
+    /// At most this many due starts are made one after another after one wait (a batch), before
+    /// the worker looks at its completions again. 1..=4096; default [`crate::START_BUDGET`] (64).
+    pub start_batch: usize,
+}
+
+impl Default for Pacing {
+    fn default() -> Self {
+        Pacing {
+            spin_ns: crate::SPIN_NS,
+            start_batch: crate::START_BUDGET,
+        }
+    }
+}
+
+/// Highest [`Pacing::spin_ns`], ns (1 ms: a longer spin only burns the worker's CPU).
+pub const MAX_SPIN_NS: u64 = 1_000_000;
+/// Highest [`Pacing::start_batch`].
+pub const MAX_START_BATCH: usize = 4096;
 
 impl LoadConfig {
     /// Checks the config before any thread starts.
@@ -173,6 +203,19 @@ impl LoadConfig {
     /// [`LoadError::Config`] naming the field and how to fix it.
     pub fn validate(&self) -> Result<(), LoadError> {
         let bad = |msg: String| Err(LoadError::Config(msg));
+        if self.pacing.spin_ns > MAX_SPIN_NS {
+            return bad(format!(
+                "--spin {} ns is above 1 ms: a longer spin only burns the worker's CPU; give 0..=1ms (default 2us)",
+                self.pacing.spin_ns
+            ));
+        }
+        if self.pacing.start_batch == 0 || self.pacing.start_batch > MAX_START_BATCH {
+            return bad(format!(
+                "--start-batch {} is outside 1..={MAX_START_BATCH}: give how many due starts to make after one wait (default {})",
+                self.pacing.start_batch,
+                crate::START_BUDGET
+            ));
+        }
         if self.targets.is_empty() {
             return bad("no target: give at least one HOST:PORT to connect to".into());
         }
@@ -320,6 +363,7 @@ mod tests {
             http: None,
             tls: None,
             engine: crate::engine::LoadEngine::Auto,
+            pacing: Pacing::default(),
         }
     }
 

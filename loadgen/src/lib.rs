@@ -80,7 +80,10 @@ pub mod tls;
 mod worker;
 
 pub use attempt::{MAX_GENERATOR_LAG_NS, START_BUDGET};
-pub use config::{default_max_in_flight, Arrival, CloseMode, LoadConfig, Pattern, MIN_DURATION};
+pub use config::{
+    default_max_in_flight, Arrival, CloseMode, LoadConfig, Pacing, Pattern, MAX_SPIN_NS,
+    MAX_START_BATCH, MIN_DURATION,
+};
 pub use engine::{EngineRan, LoadEngine, UringFeatures};
 pub use error::LoadError;
 pub use http::{HttpReport, HttpRequest};

@@ -241,11 +241,13 @@ impl fmt::Display for Summary<'_> {
             overflow(out, &l.overflow)?;
             writeln!(
                 out,
-                "  timer slack: {} (load workers, PR_SET_TIMERSLACK)",
+                "  timer slack: {} (load workers, PR_SET_TIMERSLACK); spin below {} ns to a due start; up to {} due starts per batch",
                 l.timer_slack_ns
                     .map_or("default (50 µs), could not be set".into(), |n| format!(
                         "{n} ns"
-                    ))
+                    )),
+                numfmt::count(l.pacing.spin_ns),
+                l.pacing.start_batch
             )?;
         }
         if r.failures.is_empty() {
@@ -619,6 +621,7 @@ mod tests {
             http: None,
             tls: None,
             engine: crate::LoadEngine::Auto,
+            pacing: crate::Pacing::default(),
         };
         assert_eq!(
             plan_line(&cfg),
@@ -663,6 +666,7 @@ mod tests {
             http: None,
             tls: None,
             engine: crate::LoadEngine::Auto,
+            pacing: crate::Pacing::default(),
         };
         assert!(
             plan_line(&open(1.5))

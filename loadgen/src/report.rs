@@ -490,6 +490,8 @@ pub struct GeneratorLag {
     /// Timer slack the load workers ran with, ns (PR_GET_TIMERSLACK; `None` if it could not be
     /// set, then the kernel default of 50 µs applies).
     pub timer_slack_ns: Option<u64>,
+    /// The spin threshold and start batch the workers ran with (`--spin`, `--start-batch`).
+    pub pacing: crate::config::Pacing,
 }
 
 pub(crate) fn summary<S: Serializer>(h: &Histogram<u64>, s: S) -> Result<S::Ok, S::Error> {

@@ -269,6 +269,7 @@ fn assemble(
             overflow: l.overflow(),
             hist: l.hist,
             timer_slack_ns,
+            pacing: cfg.pacing,
         }
     });
     LoadReport {

@@ -5,7 +5,7 @@
 //! would start attempts up to 1 ms late. The worker therefore registers a timerfd (timerfd_create(2),
 //! CLOCK_MONOTONIC, armed with TFD_TIMER_ABSTIME at the exact next deadline; hrtimer-backed, no
 //! timer slack) in its poll and blocks in epoll_wait without a timeout. When the next deadline is
-//! less than [`SPIN_NS`] away it polls with a zero timeout instead (a short busy wait: a timer
+//! less than `cfg.pacing.spin_ns` ([`SPIN_NS`] by default) away it polls with a zero timeout instead (a short busy wait: a timer
 //! round trip costs about as much). Typical start accuracy is the wake-up latency, a few to tens of
 //! µs; starts later than `late_threshold` are counted `late`. The timerfd is re-armed only when
 //! the deadline moves earlier or the armed one has passed (one timerfd_settime per wait at most).
@@ -32,8 +32,9 @@ use crate::stats::{Counters, Latency, Second, TargetCounters};
 
 /// Below this distance to the next deadline the worker polls with a zero timeout instead of arming
 /// its timerfd, ns: a short spin before a start that is due within a few µs, so it is not left
-/// to a timer wake-up (whose latency is the generator's lag). Recorded in `bench` records as
-/// the setting `load.spin_ns`.
+/// to a timer wake-up (whose latency is the generator's lag). The default of
+/// [`crate::Pacing::spin_ns`] (`--spin`), recorded in `bench` records as the setting
+/// `load.spin_ns`.
 pub const SPIN_NS: u64 = 2_000;
 
 const TIMER: Token = Token(usize::MAX);
@@ -346,7 +347,7 @@ impl<'a> Worker<'a> {
                 }
                 continue;
             }
-            let timeout = if target <= now + SPIN_NS {
+            let timeout = if target <= now + self.cfg.pacing.spin_ns {
                 Some(std::time::Duration::ZERO)
             } else {
                 self.arm(target, now);

@@ -3,7 +3,7 @@
 //! ([`::bench::commands::load`] runs it; its docs give the exit codes).
 
 mod args;
-mod config;
+pub(crate) mod config;
 
 pub use args::Args;
 

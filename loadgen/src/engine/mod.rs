@@ -11,6 +11,8 @@
 //! | SO_LINGER {1,0} (`--close rst`) | setsockopt(2) | IORING_OP_URING_CMD SOCKET_URING_OP_SETSOCKOPT (6.7) |
 //! | connect | connect(2) → EINPROGRESS, epoll_ctl(ADD), epoll_wait | IORING_OP_CONNECT linked to IORING_OP_LINK_TIMEOUT (5.5) |
 //! | connect timeout | the worker's deadline list, getsockopt(SO_ERROR) + getpeername(2) | the kernel's link timeout (-ECANCELED → `ETIMEDOUT`) |
+//! | `--http` request | send(2) at write readiness | IORING_OP_SEND (MSG_WAITALL, skip-success) linked to the first RECV (5.19 for MSG_WAITALL on SEND) |
+//! | `--http` response | read(2) until EAGAIN at read readiness | IORING_OP_RECV into the slot's buffer, linked to a LINK_TIMEOUT at the read deadline |
 //! | close | close(2) | IORING_OP_CLOSE on the direct descriptor with IOSQE_CQE_SKIP_SUCCESS (5.17) |
 //!
 //! so one io_uring attempt is one chain of SQEs submitted with the worker's next
@@ -72,16 +74,16 @@ impl std::str::FromStr for LoadEngine {
     }
 }
 
-/// The engine `auto` picks when both can run: epoll, for now. On this project's 2-vCPU VM
-/// (Linux 6.18, loopback, quiet host, 2026-12-03) `bench --baseline` reached 1.32 × and 1.27 ×
-/// the kernel floor with io_uring against 1.24 × and 1.15 × with epoll (6 ABBA pairs each), with
-/// 0.13 against 5.1 syscalls per attempt, and since the io_uring server accepts into direct
-/// descriptors the default `bench` with it no longer overflows the accept queue (four runs at
-/// 89.6k–92.1k conn/s: ListenOverflows 0). But with io_uring as the default the test suite
-/// found two differences that must be understood first: against a target refusing 1M/s,
-/// io_uring's starts ran 100 ms (the connect timeout) late and were blamed on held slots where
-/// epoll reports its own lag; and one run counted one success more than the server accepted.
-pub const AUTO_PREFERS: LoadEngine = LoadEngine::Epoll;
+/// The engine `auto` picks when both can run: io_uring. On this project's 2-vCPU VM (Linux
+/// 6.18, loopback, quiet host, 2026-12-03) `bench --baseline` reached 1.32 × and 1.27 × the
+/// kernel floor with io_uring against 1.24 × and 1.15 × with epoll (6 ABBA pairs each), with
+/// 0.13 against 5.1 syscalls per attempt. (It stayed epoll until a wait of the io_uring engine
+/// ran only part of the completions the kernel had ready: since Linux 6.13 an io_uring_enter(2)
+/// on a DEFER_TASKRUN ring runs at most max(20, min_complete) deferred task-work items per pass,
+/// `IO_LOCAL_TW_DEFAULT_MAX`, so a worker that could not keep its schedule filled its in-flight
+/// slots with connections the kernel had already finished, and its drops were blamed on the
+/// target. A wait that must not block now asks for every in-flight completion.)
+pub const AUTO_PREFERS: LoadEngine = LoadEngine::IoUring;
 
 /// What the io_uring engine found in the kernel (probed once per run).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
@@ -117,6 +119,9 @@ impl UringFeatures {
             });
         }
         parts.push("connect+link_timeout");
+        if cfg.http.is_some() {
+            parts.push("http=send+recv+link_timeout");
+        }
         parts.push(if self.skip_success {
             "close=skip_success"
         } else {
@@ -163,7 +168,7 @@ impl EngineRan {
     }
 
     /// One line: `io_uring (socket=direct,…)` or `epoll`, then how `auto` chose, e.g.
-    /// `epoll — auto: --http needs the epoll engine (…)`.
+    /// `epoll — auto: --tls needs the epoll engine (…)`.
     pub fn line(&self) -> String {
         let mut s = self.engine.to_string();
         if let Some(f) = &self.features {
@@ -192,13 +197,11 @@ pub fn probe_io_uring() -> Result<UringFeatures, String> {
     uring::probe()
 }
 
-/// The first option of `cfg` the io_uring engine does not do yet, as the flag's name: `--http`,
-/// `--tls`, `--expect-bytes` or `--close server` (each reads from the connection after the
-/// handshake, which only the epoll engine does).
+/// The first option of `cfg` the io_uring engine does not do yet, as the flag's name: `--tls`,
+/// `--expect-bytes` or `--close server` (`--http` it does, without `--tls` and with a client
+/// close).
 pub fn uring_unsupported(cfg: &LoadConfig) -> Option<&'static str> {
-    if cfg.http.is_some() {
-        Some("--http")
-    } else if cfg.tls.is_some() {
+    if cfg.tls.is_some() {
         Some("--tls")
     } else if cfg.expect_bytes.is_some() {
         Some("--expect-bytes")

@@ -20,6 +20,11 @@
 //! socket(2) and its options with setsockopt(2)/bind(2) (`Worker::prepare`, as the epoll engine
 //! does), then the same CONNECT + LINK_TIMEOUT on the plain descriptor and a CLOSE.
 //!
+//! With `--http`, the CONNECT's completion pushes `SEND(request, MSG_WAITALL)` (IO_LINK |
+//! CQE_SKIP_SUCCESS) → `RECV(slot buffer)` (IO_LINK) → `LINK_TIMEOUT(left of the read deadline)`
+//! (CQE_SKIP_SUCCESS); each RECV's bytes go to the slot's response parser (the epoll engine's,
+//! `crate::http`), and while it wants more the next RECV + LINK_TIMEOUT follows.
+//!
 //! # Completions
 //! `user_data` = kind << 56 | generation << 32 | slot. The generation of a slot moves on every
 //! close, so a late CQE of a chain that already ended (a cancelled link timeout, the connect of a
@@ -37,7 +42,7 @@
 //! # Waiting
 //! io_uring_enter(2) with IORING_ENTER_EXT_ARG and a relative timeout up to the worker's next
 //! deadline (5.11; an hrtimer, bounded by the worker's 1 ns timer slack), or with
-//! IORING_ENTER_GETEVENTS and no wait when the deadline is within `crate::worker::SPIN_NS`. The
+//! IORING_ENTER_GETEVENTS and a zero timeout when the deadline is within `Pacing::spin_ns`. The
 //! ring is IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN (6.1) where the kernel has it:
 //! completions are then posted only inside the worker's own io_uring_enter, never by an
 //! interrupt on another task.
@@ -57,8 +62,9 @@ use super::UringFeatures;
 use crate::attempt::{probe as probe_socket, verdict, Verdict};
 use crate::config::{CloseMode, LoadConfig};
 use crate::error::LoadError;
+use crate::http::Step;
 use crate::slot::Phase;
-use crate::worker::{Worker, SPIN_NS};
+use crate::worker::Worker;
 
 const SEC: u64 = 1_000_000_000;
 
@@ -69,6 +75,8 @@ const K_TIMEOUT: u64 = 4;
 const K_CLOSE: u64 = 5;
 const K_CANCEL: u64 = 6;
 const K_PEER: u64 = 7;
+const K_SEND: u64 = 8;
+const K_RECV: u64 = 9;
 const GEN_MASK: u32 = 0x00ff_ffff;
 
 /// CQEs taken from the completion queue per batch (then handled, then the next batch).
@@ -77,6 +85,8 @@ const REAP_BATCH: usize = 256;
 const REAP_BATCHES: usize = 32;
 /// How long a stopping worker waits for its cancelled connects to report.
 const STOP_WAIT_NS: u64 = 1_000_000_000;
+/// `--http`: bytes of a slot's receive buffer (one RECV reads at most this much).
+const RECV_BUF: usize = 4096;
 
 fn ud(kind: u64, gen: u32, slot: usize) -> u64 {
     kind << 56 | u64::from(gen & GEN_MASK) << 32 | (slot as u64 & 0xffff_ffff)
@@ -195,6 +205,22 @@ pub(crate) struct Ring {
     link_timeout: Box<types::Timespec>,
     /// Of each address family, the domain number.
     domains: Vec<i32>,
+    /// `--http`: per slot, [`RECV_BUF`] bytes its RECVs read into (allocated zeroed, so only
+    /// the pages of slots in use become resident).
+    recv_buf: Box<[u8]>,
+    /// `--http`: per slot, the link timeout of its pending RECV (what is left of the read
+    /// phase's deadline; the kernel copies it when the RECV is submitted).
+    recv_ts: Box<[types::Timespec]>,
+    /// A stop left requests in the kernel that may still write to `recv_buf`: never free it.
+    keep_bufs: bool,
+}
+
+impl Drop for Ring {
+    fn drop(&mut self) {
+        if self.keep_bufs {
+            std::mem::forget(std::mem::take(&mut self.recv_buf));
+        }
+    }
 }
 
 impl Ring {
@@ -254,6 +280,17 @@ impl Ring {
                     }
                 })
                 .collect(),
+            recv_buf: if cfg.http.is_some() {
+                vec![0; slots * RECV_BUF].into_boxed_slice()
+            } else {
+                Box::default()
+            },
+            recv_ts: if cfg.http.is_some() {
+                vec![types::Timespec::new(); slots].into_boxed_slice()
+            } else {
+                Box::default()
+            },
+            keep_bufs: false,
         })
     }
 
@@ -389,19 +426,22 @@ impl Worker<'_> {
     }
 
     /// One wait of the loop: submits what is queued, waits for a completion until `target`
-    /// (CLOCK_MONOTONIC ns; no wait when it is within [`SPIN_NS`] of `now`), handles what
+    /// (CLOCK_MONOTONIC ns; no wait when it is within `cfg.pacing.spin_ns` of `now`), handles what
     /// completed.
     pub(crate) fn uring_wait(&mut self, target: u64, now: u64) {
+        let in_flight = self.slab.in_flight();
+        let spin = self.cfg.pacing.spin_ns;
         let r = self.ring();
-        let res = if target <= now + SPIN_NS {
-            let n = r.ring.submission().len() as u32;
-            // SAFETY: a plain io_uring_enter(2) without an argument.
-            unsafe {
-                r.ring.submitter().enter::<libc::sigset_t>(
-                    n, 0, 1, // IORING_ENTER_GETEVENTS (include/uapi/linux/io_uring.h)
-                    None,
-                )
-            }
+        let res = if target <= now + spin {
+            // Not blocking, so ask for every completion in flight: since Linux 6.13 an
+            // io_uring_enter(2) on a DEFER_TASKRUN ring runs at most max(20, min_complete)
+            // deferred task-work items per pass (IO_LOCAL_TW_DEFAULT_MAX, io_uring/io_uring.c),
+            // and a worker behind its schedule would otherwise leave most of its finished
+            // connects unreaped, holding their slots. The zero timeout returns at once.
+            let want = in_flight.max(1);
+            let ts = types::Timespec::new();
+            let args = types::SubmitArgs::new().timespec(&ts);
+            r.ring.submitter().submit_with_args(want, &args)
         } else {
             let d = target - now;
             let ts = types::Timespec::new().sec(d / SEC).nsec((d % SEC) as u32);
@@ -445,15 +485,20 @@ impl Worker<'_> {
         let kind = u >> 56;
         let gen = (u >> 32) as u32 & GEN_MASK;
         let i = (u & 0xffff_ffff) as usize;
-        if !matches!(kind, K_SOCKET | K_SOCKOPT | K_CONNECT | K_PEER)
-            || i >= self.slab.capacity()
-            || self.ring().gen[i] != gen
-            || self.slab.get(i).phase != Phase::Connecting
+        let phase = match kind {
+            K_SOCKET | K_SOCKOPT | K_CONNECT | K_PEER => Phase::Connecting,
+            K_SEND | K_RECV => Phase::Reading,
+            // Link timeouts, closes, cancels.
+            _ => return,
+        };
+        if i >= self.slab.capacity() || self.ring().gen[i] != gen || self.slab.get(i).phase != phase
         {
-            // Link timeouts, closes, cancels; and CQEs of a chain that already ended.
+            // CQEs of a chain that already ended.
             return;
         }
         match kind {
+            K_SEND => self.sent(i, res),
+            K_RECV => self.received(i, t, res),
             K_SOCKET | K_SOCKOPT if res < 0 => {
                 if kind == K_SOCKET {
                     self.ring().has_file[i] = false;
@@ -469,6 +514,121 @@ impl Worker<'_> {
             },
             _ => self.peer_answer(i, t, res),
         }
+    }
+
+    /// `--http`: slot `i`'s handshake is done (its read phase's deadline set): resets its
+    /// exchange and pushes one chain, SEND of the whole request (MSG_WAITALL, so the kernel
+    /// retries a short send and a CQE comes only on failure: IOSQE_CQE_SKIP_SUCCESS) linked to
+    /// a RECV linked to a LINK_TIMEOUT at the deadline. A failed SEND cancels the RECV and,
+    /// being skip-success, skips its CQE too (io_uring_enter(2), IOSQE_CQE_SKIP_SUCCESS).
+    pub(crate) fn uring_http_begin(&mut self, i: usize, t: u64) {
+        let target = self.slab.get(i).target as usize;
+        let Some(h) = self.http.as_mut() else { return };
+        h.reset_slot(i);
+        if self.ring().stopping {
+            // Completed as the run stopped: closed now, its exchange abandoned (as with epoll).
+            return self.stopped_exchange(i);
+        }
+        let Some(h) = self.http.as_ref() else { return };
+        let req = h.request(target);
+        let (ptr, len) = (req.as_ptr(), req.len() as u32);
+        let plain = self.slab.get(i).sock.as_ref().map(AsRawFd::as_raw_fd);
+        let r = self.ring();
+        let send = match plain {
+            Some(fd) => opcode::Send::new(types::Fd(fd), ptr, len),
+            None => opcode::Send::new(types::Fixed(i as u32), ptr, len),
+        }
+        .flags(libc::MSG_NOSIGNAL | libc::MSG_WAITALL)
+        .build()
+        .flags(squeue::Flags::IO_LINK | squeue::Flags::SKIP_SUCCESS)
+        .user_data(ud(K_SEND, r.gen[i], i));
+        self.push_recv(i, t, Some(send));
+    }
+
+    /// Pushes slot `i`'s next RECV (after `first`, linked to it, when given) with its link
+    /// timeout at the read phase's deadline (seen from `t`).
+    fn push_recv(&mut self, i: usize, t: u64, first: Option<squeue::Entry>) {
+        let left = self.slab.get(i).deadline_ns.saturating_sub(t).max(1);
+        let plain = self.slab.get(i).sock.as_ref().map(AsRawFd::as_raw_fd);
+        let r = self.ring();
+        let gen = r.gen[i];
+        r.recv_ts[i] = types::Timespec::new()
+            .sec(left / SEC)
+            .nsec((left % SEC) as u32);
+        let buf = r.recv_buf[i * RECV_BUF..].as_mut_ptr();
+        let recv = match plain {
+            Some(fd) => opcode::Recv::new(types::Fd(fd), buf, RECV_BUF as u32),
+            None => opcode::Recv::new(types::Fixed(i as u32), buf, RECV_BUF as u32),
+        }
+        .build()
+        .flags(squeue::Flags::IO_LINK)
+        .user_data(ud(K_RECV, gen, i));
+        let timeout = opcode::LinkTimeout::new(&raw const r.recv_ts[i])
+            .build()
+            .flags(squeue::Flags::SKIP_SUCCESS)
+            .user_data(ud(K_TIMEOUT, gen, i));
+        let pushed = match first {
+            Some(send) => r.push(&[send, recv, timeout]),
+            None => r.push(&[recv, timeout]),
+        };
+        if !pushed {
+            self.http_step(i, Step::Failed(libc::EBUSY));
+        }
+    }
+
+    /// A CQE of slot `i`'s SEND: it failed (`res` < 0; a successful one posts none), or was
+    /// cancelled by the stop.
+    fn sent(&mut self, i: usize, res: i32) {
+        if self.ring().stopping && res == -libc::ECANCELED {
+            return self.stopped_exchange(i);
+        }
+        // MSG_WAITALL: a short count only comes with an error the kernel did not report.
+        let errno = if res < 0 { -res } else { libc::EIO };
+        self.http_step(i, Step::Failed(errno));
+    }
+
+    /// A CQE of slot `i`'s RECV seen at `t`: bytes (fed to the response parser, then the next
+    /// RECV while more is wanted), 0 = the server's FIN, an errno, or `-ECANCELED` = its link
+    /// timeout fired (the read phase's deadline, `ETIMEDOUT` as the epoll engine counts it) or
+    /// the stop cancelled it.
+    fn received(&mut self, i: usize, t: u64, res: i32) {
+        let (target, intended, measured, deadline) = {
+            let s = self.slab.get(i);
+            (s.target as usize, s.intended_ns, s.measured, s.deadline_ns)
+        };
+        if res == -libc::ECANCELED && self.ring().stopping {
+            return self.stopped_exchange(i);
+        }
+        // A RECV CQE means the SEND linked before it completed: the request is written.
+        if let Some(h) = self.http.as_mut() {
+            h.mark_written(i, target, measured);
+        }
+        let step = if res == -libc::ECANCELED || (res >= 0 && t > deadline) {
+            Some(Step::Failed(libc::ETIMEDOUT))
+        } else if res < 0 {
+            Some(Step::Failed(-res))
+        } else {
+            let wait_fin = self.cfg.close == CloseMode::Server;
+            let (Some(h), Some(r)) = (self.http.as_mut(), self.uring.as_ref()) else {
+                return;
+            };
+            let data = &r.recv_buf[i * RECV_BUF..i * RECV_BUF + res as usize];
+            h.consume(i, data, t, intended, measured, wait_fin)
+        };
+        match step {
+            Some(step) => {
+                self.http_step(i, step);
+            }
+            None => self.push_recv(i, t, None),
+        }
+    }
+
+    /// Slot `i`'s exchange was cut by the stop: abandoned unless its response was complete.
+    fn stopped_exchange(&mut self, i: usize) {
+        if self.exchange_pending(i) {
+            self.abandon(i);
+        }
+        self.finish(i);
     }
 
     /// Slot `i`'s connect was cancelled (its link timeout fired, or the stop cancelled it): asks
@@ -542,7 +702,15 @@ impl Worker<'_> {
             }
             self.uring_wait(now + 10_000_000, now);
         }
+        if self.slab.in_flight() > 0 {
+            // Requests the kernel did not end in time may still read or write our memory.
+            self.ring().keep_bufs = true;
+        }
         while let Some(i) = self.slab.oldest() {
+            if self.slab.get(i).phase == Phase::Reading && !self.exchange_pending(i) {
+                self.finish(i);
+                continue;
+            }
             self.abandon(i);
             self.finish(i);
         }

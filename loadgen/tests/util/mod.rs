@@ -116,6 +116,7 @@ pub fn open(target: SocketAddr, rate_per_sec: f64, duration: Duration) -> LoadCo
         tls: None,
         // The epoll engine's tests; the io_uring ones say so (`on_uring`).
         engine: loadgen::LoadEngine::Epoll,
+        pacing: loadgen::Pacing::default(),
     }
 }
 

@@ -33,6 +33,15 @@ pub struct SetupArgs {
     /// Load side's connect engine: auto, io-uring, epoll (see `connstorm load --help`).
     #[arg(long, default_value = "auto")]
     pub load_engine: loadgen::LoadEngine,
+    /// Open loop: when the next start is due within this, poll without sleeping instead of arming
+    /// a timer (a short spin, so the start is not left to a timer wake-up); 0 = always arm the
+    /// timer. At most 1ms. Recorded (`load.spin_ns`).
+    #[arg(long, default_value = "2us", value_parser = units::parse_duration)]
+    pub spin: Duration,
+    /// Open loop: at most this many due starts are made one after another after one wait
+    /// (1..=4096; 1 = a wait before every start). Recorded (`load.start_batch`).
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=4096))]
+    pub start_batch: u64,
     /// Client close mode.
     #[arg(long, value_enum, default_value = "rst")]
     pub close: loadgen::CloseMode,

@@ -73,6 +73,15 @@ pub struct Args {
     /// Open loop: a start later than this after its scheduled time counts as `late`.
     #[arg(long, default_value = "1ms", value_parser = parse_positive_duration)]
     pub late_threshold: Duration,
+    /// Open loop: when the next start is due within this, poll without sleeping instead of arming
+    /// a timer (a short spin, so the start is not left to a timer wake-up); 0 = always arm the
+    /// timer. At most 1ms. Recorded (`load.spin_ns`).
+    #[arg(long, default_value = "2us", value_parser = parse_duration)]
+    pub spin: Duration,
+    /// Open loop: at most this many due starts are made one after another after one wait
+    /// (1..=4096; 1 = a wait before every start). Recorded (`load.start_batch`).
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=4096))]
+    pub start_batch: u64,
     /// After the handshake send one HTTP/1.1 request for PATH (default `/`) with `Host: IP:PORT`
     /// and `Connection: close`, and read the response (Content-Length, chunked or until the
     /// server's FIN): reports requests, responses by status class and code, parse errors, bytes,

@@ -123,9 +123,18 @@ pub(super) fn config(args: &Args, nofile: u64) -> anyhow::Result<LoadConfig> {
         http: http_request(args)?,
         tls: tls_options(args, targets_first)?,
         engine: args.load_engine,
+        pacing: pacing(args.spin, args.start_batch),
     };
     cfg.validate().map_err(|e| bad_input(e.to_string()))?;
     Ok(cfg)
+}
+
+/// `--spin` and `--start-batch` as the generator's pacing (checked by `LoadConfig::validate`).
+pub(crate) fn pacing(spin: std::time::Duration, start_batch: u64) -> loadgen::Pacing {
+    loadgen::Pacing {
+        spin_ns: u64::try_from(spin.as_nanos()).unwrap_or(u64::MAX),
+        start_batch: usize::try_from(start_batch).unwrap_or(usize::MAX),
+    }
 }
 
 /// The `--http*` options as the request to send (`None` without `--http`;
