@@ -412,8 +412,8 @@ impl Worker<'_> {
         if self.tls.is_some() {
             return self.tls_begin(i, t);
         }
-        if self.http.is_some() && self.uring.is_some() {
-            return self.uring_http_begin(i, t);
+        if self.uring.is_some() {
+            return self.uring_read_begin(i, t);
         }
         if self.http.is_some() {
             let step = self.http_begin(i);
@@ -517,36 +517,10 @@ impl Worker<'_> {
                 Some(mut sock) => Read::read(&mut sock, &mut buf),
                 None => return,
             };
-            if t > self.slab.get(i).deadline_ns {
-                return self.post_fail(i, libc::ETIMEDOUT);
-            }
             match r {
-                Ok(0) => {
-                    let short = self
-                        .cfg
-                        .expect_bytes
-                        .is_some_and(|n| self.slab.get(i).read < n);
-                    if short {
-                        self.post_fail(i, SHORT_GREETING);
-                    } else {
-                        self.finish(i);
-                    }
-                    return;
-                }
                 Ok(n) => {
-                    let s = self.slab.get(i);
-                    let before = s.read;
-                    s.read = s.read.saturating_add(n as u32);
-                    let (after, intended, measured) = (s.read, s.intended_ns, s.measured);
-                    if let Some(want) = self.cfg.expect_bytes {
-                        if before < want && after >= want {
-                            if measured {
-                                self.first_byte.record(t.saturating_sub(intended));
-                            }
-                            if self.cfg.close != CloseMode::Server {
-                                return self.finish(i);
-                            }
-                        }
+                    if !self.took(i, t, n) {
+                        return;
                     }
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
@@ -554,6 +528,47 @@ impl Worker<'_> {
                 Err(e) => return self.post_fail(i, errno(&e)),
             }
         }
+    }
+
+    /// `n` bytes read on slot `i` at `t` (0 = the server's FIN), in the read phase of
+    /// `--expect-bytes` / `--close server` (both engines): records the first-byte latency when
+    /// `expect_bytes` are in, and ends the attempt when it is done (`expect_bytes` read without
+    /// `--close server`, or the FIN), when the FIN came before `expect_bytes` (a post-handshake
+    /// `ENODATA`), or when bytes come after the read phase's deadline (`ETIMEDOUT`). True while
+    /// the slot reads on.
+    pub(crate) fn took(&mut self, i: usize, t: u64, n: usize) -> bool {
+        if t > self.slab.get(i).deadline_ns {
+            self.post_fail(i, libc::ETIMEDOUT);
+            return false;
+        }
+        if n == 0 {
+            let short = self
+                .cfg
+                .expect_bytes
+                .is_some_and(|n| self.slab.get(i).read < n);
+            if short {
+                self.post_fail(i, SHORT_GREETING);
+            } else {
+                self.finish(i);
+            }
+            return false;
+        }
+        let s = self.slab.get(i);
+        let before = s.read;
+        s.read = s.read.saturating_add(n as u32);
+        let (after, intended, measured) = (s.read, s.intended_ns, s.measured);
+        if let Some(want) = self.cfg.expect_bytes {
+            if before < want && after >= want {
+                if measured {
+                    self.first_byte.record(t.saturating_sub(intended));
+                }
+                if self.cfg.close != CloseMode::Server {
+                    self.finish(i);
+                    return false;
+                }
+            }
+        }
+        true
     }
 
     /// Ends the slots whose deadline has passed, oldest first, at most [`EXPIRE_BUDGET`] per call

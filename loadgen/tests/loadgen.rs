@@ -102,17 +102,33 @@ fn open_loop_starts_the_scheduled_number_of_attempts() {
 /// so two slots serve only ~20 attempts/s of the 200/s offered: attempts queue for a slot. Measured
 /// from the intended start (handshake) that wait shows; measured from socket() (service) it does
 /// not. A generator that measured from its actual start would hide the stall: coordinated omission.
+/// Both engines (each reads until the FIN its own way).
 #[test]
 fn handshake_latency_from_intended_start_shows_the_stall_service_does_not() {
     let _x = testkit::exclusive();
-    let report = NetNs::run(|_| {
+    for engine in [loadgen::LoadEngine::Epoll, loadgen::LoadEngine::IoUring] {
+        stall_round(engine);
+    }
+}
+
+fn stall_round(engine: loadgen::LoadEngine) {
+    let report = NetNs::run(move |_| {
         let server = TestServer::start(ServerMode::CloseAfter(Duration::from_millis(100)));
         let mut cfg = open(server.addr, 200.0, Duration::from_secs(1));
         cfg.close = CloseMode::Server;
         cfg.max_in_flight = 2;
         cfg.connect_timeout = Duration::from_secs(2);
+        cfg.engine = engine;
         run(&cfg)
     });
+    assert_eq!(
+        report.engine.as_ref().unwrap().engine,
+        if engine == loadgen::LoadEngine::Epoll {
+            "epoll"
+        } else {
+            "io_uring"
+        }
+    );
     let hs_p50 = report.handshake.value_at_percentile(50.0);
     let svc_p99 = report.service.value_at_percentile(99.0);
     assert!(report.successes >= 10, "{report:?}");
@@ -222,14 +238,21 @@ fn closed_loop_keeps_concurrency_and_sources_spread_over_addresses() {
 #[test]
 fn greeting_server_gives_first_byte_latency() {
     let _x = testkit::exclusive();
-    let report = NetNs::run(|_| {
+    for engine in [loadgen::LoadEngine::Epoll, loadgen::LoadEngine::IoUring] {
+        greeting_round(engine);
+    }
+}
+
+fn greeting_round(engine: loadgen::LoadEngine) {
+    let report = NetNs::run(move |_| {
         let server = TestServer::start(ServerMode::Greet(5));
         let mut cfg = open(server.addr, 200.0, Duration::from_millis(300));
         cfg.expect_bytes = Some(5);
+        cfg.engine = engine;
         run(&cfg)
     });
     let fb = report.first_byte.as_ref().expect("first-byte histogram");
-    assert!(report.successes > 0);
+    assert!(report.successes > 0, "{engine:?}");
     assert_eq!(
         fb.len(),
         report.successes,
@@ -889,11 +912,17 @@ fn uring_tiny_port_range_with_fin_close_reports_port_exhaustion() {
 #[test]
 fn uring_refuses_what_it_cannot_do_and_auto_picks_epoll_for_it() {
     let mut cfg = open(closed_port(), 100.0, Duration::from_millis(100));
-    cfg.expect_bytes = Some(4);
+    cfg.tls = Some(loadgen::tls::TlsOptions {
+        version: loadgen::tls::TlsVersion::Auto,
+        server_name: "localhost".into(),
+        alpn: Vec::new(),
+        resume: loadgen::tls::Resume::Off,
+        verify: loadgen::tls::Verify::Insecure,
+    });
     cfg.engine = loadgen::LoadEngine::IoUring;
     let e = cfg.validate().unwrap_err().to_string();
     assert!(
-        e.contains("--load-engine io-uring does not support --expect-bytes yet"),
+        e.contains("--load-engine io-uring does not support --tls yet"),
         "{e}"
     );
     let _x = testkit::exclusive();
@@ -901,7 +930,7 @@ fn uring_refuses_what_it_cannot_do_and_auto_picks_epoll_for_it() {
     let r = NetNs::run(move |_| run(&cfg));
     let e = r.engine.unwrap();
     assert_eq!(e.engine, "epoll");
-    assert!(e.reason.unwrap().contains("--expect-bytes"));
+    assert!(e.reason.unwrap().contains("--tls"));
     // Plain TCP: auto takes the preferred engine (loadgen::engine::AUTO_PREFERS) and says so.
     let mut plain = open(closed_port(), 100.0, Duration::from_millis(100));
     plain.engine = loadgen::LoadEngine::Auto;

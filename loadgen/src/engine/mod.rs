@@ -12,7 +12,7 @@
 //! | connect | connect(2) → EINPROGRESS, epoll_ctl(ADD), epoll_wait | IORING_OP_CONNECT linked to IORING_OP_LINK_TIMEOUT (5.5) |
 //! | connect timeout | the worker's deadline list, getsockopt(SO_ERROR) + getpeername(2) | the kernel's link timeout (-ECANCELED → `ETIMEDOUT`) |
 //! | `--http` request | send(2) at write readiness | IORING_OP_SEND (MSG_WAITALL, skip-success) linked to the first RECV (5.19 for MSG_WAITALL on SEND) |
-//! | `--http` response | read(2) until EAGAIN at read readiness | IORING_OP_RECV into the slot's buffer, linked to a LINK_TIMEOUT at the read deadline |
+//! | `--http` response, `--expect-bytes`, `--close server` | read(2) until EAGAIN at read readiness | IORING_OP_RECV into the slot's buffer, linked to a LINK_TIMEOUT at the read deadline |
 //! | close | close(2) | IORING_OP_CLOSE on the direct descriptor with IOSQE_CQE_SKIP_SUCCESS (5.17) |
 //!
 //! so one io_uring attempt is one chain of SQEs submitted with the worker's next
@@ -121,6 +121,8 @@ impl UringFeatures {
         parts.push("connect+link_timeout");
         if cfg.http.is_some() {
             parts.push("http=send+recv+link_timeout");
+        } else if cfg.expect_bytes.is_some() || cfg.close == CloseMode::Server {
+            parts.push("read=recv+link_timeout");
         }
         parts.push(if self.skip_success {
             "close=skip_success"
@@ -197,19 +199,10 @@ pub fn probe_io_uring() -> Result<UringFeatures, String> {
     uring::probe()
 }
 
-/// The first option of `cfg` the io_uring engine does not do yet, as the flag's name: `--tls`,
-/// `--expect-bytes` or `--close server` (`--http` it does, without `--tls` and with a client
-/// close).
+/// The first option of `cfg` the io_uring engine does not do yet, as the flag's name: `--tls`
+/// (`--http`, `--expect-bytes` and `--close server` it does).
 pub fn uring_unsupported(cfg: &LoadConfig) -> Option<&'static str> {
-    if cfg.tls.is_some() {
-        Some("--tls")
-    } else if cfg.expect_bytes.is_some() {
-        Some("--expect-bytes")
-    } else if cfg.close == CloseMode::Server {
-        Some("--close server")
-    } else {
-        None
-    }
+    cfg.tls.is_some().then_some("--tls")
 }
 
 /// The refusal of `--load-engine io-uring` with `flag` (an option [`uring_unsupported`] named).

@@ -20,6 +20,9 @@
 //! socket(2) and its options with setsockopt(2)/bind(2) (`Worker::prepare`, as the epoll engine
 //! does), then the same CONNECT + LINK_TIMEOUT on the plain descriptor and a CLOSE.
 //!
+//! With `--expect-bytes` or `--close server` the CONNECT's completion pushes `RECV(slot buffer)`
+//! (IO_LINK) → `LINK_TIMEOUT(left of the read deadline)`, and each RECV's count goes to the epoll
+//! engine's read rules (`Worker::took`) until they end the attempt.
 //! With `--http`, the CONNECT's completion pushes `SEND(request, MSG_WAITALL)` (IO_LINK |
 //! CQE_SKIP_SUCCESS) → `RECV(slot buffer)` (IO_LINK) → `LINK_TIMEOUT(left of the read deadline)`
 //! (CQE_SKIP_SUCCESS); each RECV's bytes go to the slot's response parser (the epoll engine's,
@@ -48,6 +51,8 @@
 //! interrupt on another task.
 //!
 //! # Memory the kernel reads
+//! The `--http` request bytes and the receive buffers live in the ring's struct and are leaked
+//! rather than freed when a stop leaves requests in the kernel (`Ring::keep_bufs`).
 //! The targets' addresses (copied at CONNECT prep, io_uring/net.c `io_connect_prep`), the link
 //! timeout's timespec (copied at prep) and the SO_LINGER value (read when the command runs,
 //! inline at submission or at the end of the previous link) all
@@ -205,13 +210,17 @@ pub(crate) struct Ring {
     link_timeout: Box<types::Timespec>,
     /// Of each address family, the domain number.
     domains: Vec<i32>,
-    /// `--http`: per slot, [`RECV_BUF`] bytes its RECVs read into (allocated zeroed, so only
+    /// `--http`, `--expect-bytes`, `--close server`: per slot, [`RECV_BUF`] bytes its RECVs read into (allocated zeroed, so only
     /// the pages of slots in use become resident).
     recv_buf: Box<[u8]>,
-    /// `--http`: per slot, the link timeout of its pending RECV (what is left of the read
+    /// Per slot (when it reads), the link timeout of its pending RECV (what is left of the read
     /// phase's deadline; the kernel copies it when the RECV is submitted).
     recv_ts: Box<[types::Timespec]>,
-    /// A stop left requests in the kernel that may still write to `recv_buf`: never free it.
+    /// `--http`: per target, the request bytes its SENDs read (owned here, beside `recv_buf`,
+    /// so both outlive every request that points at them).
+    requests: Box<[Box<[u8]>]>,
+    /// A stop left requests in the kernel that may still read `requests` or write `recv_buf`:
+    /// never free them.
     keep_bufs: bool,
 }
 
@@ -219,6 +228,7 @@ impl Drop for Ring {
     fn drop(&mut self) {
         if self.keep_bufs {
             std::mem::forget(std::mem::take(&mut self.recv_buf));
+            std::mem::forget(std::mem::take(&mut self.requests));
         }
     }
 }
@@ -248,6 +258,8 @@ impl Ring {
         })?;
         // A sparse table of one file per slot; if the kernel refuses (e.g. RLIMIT_NOFILE below
         // the slot count) the sockets are plain descriptors.
+        let reads =
+            cfg.http.is_some() || cfg.expect_bytes.is_some() || cfg.close == CloseMode::Server;
         let direct = f.uses_direct(cfg)
             && ring
                 .submitter()
@@ -280,16 +292,22 @@ impl Ring {
                     }
                 })
                 .collect(),
-            recv_buf: if cfg.http.is_some() {
+            recv_buf: if reads {
                 vec![0; slots * RECV_BUF].into_boxed_slice()
             } else {
                 Box::default()
             },
-            recv_ts: if cfg.http.is_some() {
+            recv_ts: if reads {
                 vec![types::Timespec::new(); slots].into_boxed_slice()
             } else {
                 Box::default()
             },
+            requests: cfg.http.as_ref().map_or_else(Box::default, |req| {
+                cfg.targets
+                    .iter()
+                    .map(|&t| req.encode(t).into_boxed_slice())
+                    .collect()
+            }),
             keep_bufs: false,
         })
     }
@@ -516,24 +534,28 @@ impl Worker<'_> {
         }
     }
 
-    /// `--http`: slot `i`'s handshake is done (its read phase's deadline set): resets its
-    /// exchange and pushes one chain, SEND of the whole request (MSG_WAITALL, so the kernel
-    /// retries a short send and a CQE comes only on failure: IOSQE_CQE_SKIP_SUCCESS) linked to
-    /// a RECV linked to a LINK_TIMEOUT at the deadline. A failed SEND cancels the RECV and,
-    /// being skip-success, skips its CQE too (io_uring_enter(2), IOSQE_CQE_SKIP_SUCCESS).
-    pub(crate) fn uring_http_begin(&mut self, i: usize, t: u64) {
+    /// Slot `i`'s handshake is done and it reads on (`--http`, `--expect-bytes`, `--close
+    /// server`; its read phase's deadline set). With `--http`: resets its exchange and pushes one
+    /// chain, SEND of the whole request (MSG_WAITALL, so the kernel retries a short send and a
+    /// CQE comes only on failure: IOSQE_CQE_SKIP_SUCCESS) linked to a RECV linked to a
+    /// LINK_TIMEOUT at the deadline; a failed SEND cancels the RECV and, being skip-success,
+    /// skips its CQE too (io_uring_enter(2), IOSQE_CQE_SKIP_SUCCESS). Otherwise the RECV alone.
+    pub(crate) fn uring_read_begin(&mut self, i: usize, t: u64) {
         let target = self.slab.get(i).target as usize;
-        let Some(h) = self.http.as_mut() else { return };
-        h.reset_slot(i);
+        if let Some(h) = self.http.as_mut() {
+            h.reset_slot(i);
+        }
         if self.ring().stopping {
             // Completed as the run stopped: closed now, its exchange abandoned (as with epoll).
             return self.stopped_exchange(i);
         }
-        let Some(h) = self.http.as_ref() else { return };
-        let req = h.request(target);
-        let (ptr, len) = (req.as_ptr(), req.len() as u32);
+        if self.http.is_none() {
+            return self.push_recv(i, t, None);
+        }
         let plain = self.slab.get(i).sock.as_ref().map(AsRawFd::as_raw_fd);
         let r = self.ring();
+        let req = &r.requests[target];
+        let (ptr, len) = (req.as_ptr(), req.len() as u32);
         let send = match plain {
             Some(fd) => opcode::Send::new(types::Fd(fd), ptr, len),
             None => opcode::Send::new(types::Fixed(i as u32), ptr, len),
@@ -598,6 +620,18 @@ impl Worker<'_> {
         };
         if res == -libc::ECANCELED && self.ring().stopping {
             return self.stopped_exchange(i);
+        }
+        if self.http.is_none() {
+            // `--expect-bytes` / `--close server`: the epoll engine's rules (`Worker::took`).
+            return match res {
+                r if r == -libc::ECANCELED => self.post_fail(i, libc::ETIMEDOUT),
+                r if r < 0 => self.post_fail(i, -r),
+                n => {
+                    if self.took(i, t, n as usize) {
+                        self.push_recv(i, t, None);
+                    }
+                }
+            };
         }
         // A RECV CQE means the SEND linked before it completed: the request is written.
         if let Some(h) = self.http.as_mut() {

@@ -142,12 +142,6 @@ impl HttpWorker {
         &self.requests[target]
     }
 
-    /// The encoded request for target `target` (the io_uring engine sends it from here: the
-    /// bytes stay put for the worker's life).
-    pub(crate) fn request(&self, target: usize) -> &[u8] {
-        &self.requests[target]
-    }
-
     /// Counts slot `i`'s request (to `target`) as written, once per exchange; the io_uring
     /// engine calls it when the request's SEND has completed.
     pub(crate) fn mark_written(&mut self, i: usize, target: usize, measured: bool) {
