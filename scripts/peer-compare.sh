@@ -136,20 +136,24 @@ echo "$out" | grep -E "rate:|attempts:|http:|status:|response \(|WARNING" | sed 
 echo
 echo "TLS: new HTTPS connections/s (TLS 1.3, X25519, ECDSA P-256 certificate, one request per connection)"
 h2_rate() { sed -n "s/^finished in .*, \([0-9.]*\) req\/s.*/\1/p"; }
-turl=https://127.0.0.1:$tport/
 hr=(); fr=(); rr=()
 # h2load -D does not reconnect after the server closes (keepalive_timeout 0): a request count it is.
 H2N=${H2_REQUESTS:-$((CONNS * 60))}
 
 printf "%-6s %-22s %14s %12s\n" round tool "connections/s" "nginx CPU %"
-for r in $(seq "$ROUNDS"); do
+# One TLS round r against port $2: h2load --h1, then connstorm full handshakes; sets h, f.
+h2_vs_full() {
+  local hc fc
   parse=h2_rate
-  read -r h hc < <(measure taskset -c "$CLIENT_CPU" h2load --h1 -t1 -c"$CONNS" -n"$H2N" "$turl")
-  printf "%-6s %-22s %14.1f %12.1f\n" "$r" "h2load --h1" "$h" "$hc"
+  read -r h hc < <(measure taskset -c "$CLIENT_CPU" h2load --h1 -t1 -c"$CONNS" -n"$H2N" "https://127.0.0.1:$2/")
+  printf "%-6s %-22s %14.1f %12.1f\n" "$1" "h2load --h1" "$h" "$hc"
   parse=cs_rate
-  read -r f fc < <(measure "$B" load --target 127.0.0.1:$tport --tls --insecure \
+  read -r f fc < <(measure "$B" load --target 127.0.0.1:$2 --tls --insecure \
       --http --concurrency "$CONNS" --duration "${DURATION}s" --warmup 1s --cpus "$CLIENT_CPU" --tls-resume off)
-  printf "%-6s %-22s %14.1f %12.1f\n" "$r" "connstorm (full)" "$f" "$fc"
+  printf "%-6s %-22s %14.1f %12.1f\n" "$1" "connstorm (full)" "$f" "$fc"
+}
+for r in $(seq "$ROUNDS"); do
+  h2_vs_full "$r" "$tport"
   read -r e ec < <(measure "$B" load --target 127.0.0.1:$tport --tls --insecure \
       --http --concurrency "$CONNS" --duration "${DURATION}s" --warmup 1s --cpus "$CLIENT_CPU" --tls-resume tickets)
   printf "%-6s %-22s %14.1f %12.1f\n" "$r" "connstorm (resumed)" "$e" "$ec"
@@ -172,19 +176,12 @@ own=$!
 cleanup() { kill "$master" 2>/dev/null || true; kill -INT "$own" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$tmp"; }
 for _ in $(seq 100); do grep -q ":$(printf %04X $sport) 00000000:0000 0A" /proc/net/tcp && break; sleep 0.05; done
 worker=$own
-surl=https://127.0.0.1:$sport/
 echo
 echo "TLS against connstorm server --tls --mode http on CPU $SERVER_CPU (not nginx)"
 printf "%-6s %-22s %14s %12s\n" round tool "connections/s" "server CPU %"
 sh=(); sf=(); sratios=()
 for r in $(seq "$ROUNDS"); do
-  parse=h2_rate
-  read -r h hc < <(measure taskset -c "$CLIENT_CPU" h2load --h1 -t1 -c"$CONNS" -n"$H2N" "$surl")
-  printf "%-6s %-22s %14.1f %12.1f\n" "$r" "h2load --h1" "$h" "$hc"
-  parse=cs_rate
-  read -r f fc < <(measure "$B" load --target 127.0.0.1:$sport --tls --insecure \
-      --http --concurrency "$CONNS" --duration "${DURATION}s" --warmup 1s --cpus "$CLIENT_CPU" --tls-resume off)
-  printf "%-6s %-22s %14.1f %12.1f\n" "$r" "connstorm (full)" "$f" "$fc"
+  h2_vs_full "$r" "$sport"
   sh+=("$h"); sf+=("$f"); sratios+=("$(echo "$f / $h" | bc -l)")
 done
 echo
