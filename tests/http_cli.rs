@@ -658,3 +658,168 @@ fn common_count(n: u64) -> String {
     }
     out
 }
+
+/// Every attempt of `j` (a JSON report's `total`) is a success, a failure or abandoned.
+fn balanced(t: &serde_json::Value) -> bool {
+    let failures: u64 = t["failures"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_u64().unwrap())
+        .sum();
+    u(&t["attempts"]) == u(&t["successes"]) + failures + u(&t["abandoned"])
+}
+
+/// `--http` against a server that resets each connection as it accepts it (`--mode rst`), closed
+/// loop so many handshakes complete already reset: on both engines every attempt is a failure of
+/// an HTTP class, none lost (the io_uring engine once counted such handshakes in no class).
+#[test]
+fn http_against_a_resetting_server_accounts_for_every_attempt_on_both_engines() {
+    let _x = testkit::exclusive();
+    let (scpu, lcpu) = cpus();
+    for engine in LOAD_ENGINES {
+        let (scpu, lcpu) = (scpu.clone(), lcpu.clone());
+        let load = testkit::NetNs::run(move |_| {
+            let mut server = bin()
+                .args(["server", "--listen", &format!("127.0.0.1:{PORT}")])
+                .args(["--cpus", &scpu, "--mode", "rst", "--duration", "30s"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("spawn connstorm server");
+            wait_listening(PORT);
+            let target = format!("127.0.0.1:{PORT}");
+            let load = bin()
+                .args(["load", "--target", &target, "--http", "--concurrency", "64"])
+                .args(["--duration", "1s", "--warmup", "0s", "--cpus", &lcpu])
+                .args(["--format", "json", "--load-engine", engine])
+                .output()
+                .unwrap();
+            let _ = server.kill();
+            let _ = server.wait();
+            load
+        });
+        let j = json(&load);
+        let t = &j["total"];
+        assert!(u(&t["attempts"]) > 100, "{engine}: {t}");
+        assert!(balanced(t), "{engine}: {t}");
+        let http_failures: u64 = t["failures"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .filter(|(k, _)| k.starts_with("HTTP "))
+            .map(|(_, v)| v.as_u64().unwrap())
+            .sum();
+        assert_eq!(http_failures, u(&t["handshakes"]), "{engine}: {t}");
+    }
+}
+
+/// A request body the server never reads (larger than both socket buffers) cannot be written:
+/// each attempt fails `HTTP ETIMEDOUT` at the read phase's deadline and the run ends on time,
+/// on both engines (the io_uring engine's SEND once had no timeout and held the run).
+#[test]
+fn a_body_the_server_never_reads_times_out_on_both_engines() {
+    let _x = testkit::exclusive();
+    let (_, lcpu) = cpus();
+    let dir = tempfile::tempdir().unwrap();
+    let body = dir.path().join("body");
+    std::fs::write(&body, vec![b'x'; 8 << 20]).unwrap();
+    let body = body.to_str().unwrap().to_string();
+    for engine in LOAD_ENGINES {
+        let (lcpu, body) = (lcpu.clone(), body.clone());
+        let (load, took) = testkit::NetNs::run(move |_| {
+            // Accepts (the kernel does) and never reads.
+            let _l = TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], PORT))).unwrap();
+            let t0 = Instant::now();
+            let load = bin()
+                .args(["load", "--target", &format!("127.0.0.1:{PORT}")])
+                .args(["--http", "--http-method", "POST", "--http-body", &body])
+                .args(["--rate", "20/s", "--duration", "1s", "--warmup", "0s"])
+                .args(["--connect-timeout", "1s", "--cpus", &lcpu])
+                .args(["--format", "json", "--load-engine", engine])
+                .output()
+                .unwrap();
+            (load, t0.elapsed())
+        });
+        assert!(took < Duration::from_secs(10), "{engine}: {took:?}");
+        assert_eq!(load.status.code(), Some(3), "{engine}: {}", stderr(&load));
+        let j = json(&load);
+        let t = &j["total"];
+        assert!(u(&t["attempts"]) >= 10, "{engine}: {t}");
+        assert!(balanced(t), "{engine}: {t}");
+        assert_eq!(
+            u(&t["failures"]["HTTP ETIMEDOUT"]),
+            u(&t["attempts"]),
+            "{engine}: {t}"
+        );
+        assert_eq!(
+            u(&j["http"]["total_requests"]),
+            0,
+            "{engine}: {}",
+            j["http"]
+        );
+    }
+}
+
+/// Interrupted while every connection waits for a response (`server --mode hold`): each attempt
+/// is abandoned, and each request written in full is counted, on both engines (the io_uring
+/// engine once counted a request only when its response began, so none here).
+#[test]
+fn an_interrupt_while_responses_are_awaited_counts_the_requests_written() {
+    let _x = testkit::exclusive();
+    let (scpu, lcpu) = cpus();
+    for engine in LOAD_ENGINES {
+        let (scpu, lcpu) = (scpu.clone(), lcpu.clone());
+        let load = testkit::NetNs::run(move |_| {
+            let mut server = bin()
+                .args(["server", "--listen", &format!("127.0.0.1:{PORT}")])
+                .args(["--cpus", &scpu, "--mode", "hold", "--duration", "30s"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("spawn connstorm server");
+            wait_listening(PORT);
+            let load = bin()
+                .args(["load", "--target", &format!("127.0.0.1:{PORT}"), "--http"])
+                .args(["--rate", "200/s", "--duration", "5s", "--warmup", "0s"])
+                .args(["--connect-timeout", "4s", "--cpus", &lcpu])
+                .args(["--format", "json", "--load-engine", engine])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            std::thread::sleep(Duration::from_millis(1200));
+            nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(load.id() as i32),
+                nix::sys::signal::Signal::SIGINT,
+            )
+            .unwrap();
+            let out = load.wait_with_output().unwrap();
+            let _ = server.kill();
+            let _ = server.wait();
+            out
+        });
+        assert_eq!(load.status.code(), Some(130), "{engine}: {}", stderr(&load));
+        let j = json(&load);
+        let t = &j["total"];
+        assert!(u(&t["abandoned"]) >= 100, "{engine}: {t}");
+        assert!(balanced(t), "{engine}: {t}");
+        // A request is counted once written in full. At the stop the io_uring engine may
+        // still hold the SEND of a connection that completed just before it (cancelled, never
+        // written): a few at most; the epoll engine writes at the handshake.
+        let (requests, handshakes) = (u(&j["http"]["total_requests"]), u(&t["handshakes"]));
+        assert!(requests <= handshakes, "{engine}: {}", j["http"]);
+        assert!(
+            handshakes - requests <= 2,
+            "{engine}: {requests} of {handshakes}"
+        );
+        let request =
+            format!("GET / HTTP/1.1\r\nHost: 127.0.0.1:{PORT}\r\nConnection: close\r\n\r\n");
+        assert_eq!(
+            u(&j["http"]["bytes_sent"]),
+            requests * request.len() as u64,
+            "{engine}: {}",
+            j["http"]
+        );
+    }
+}

@@ -703,7 +703,15 @@ impl Worker<'_> {
         let (measured, before) = (self.slab.get(i).measured, self.total.successes);
         self.connected(i, t, false);
         if self.slab.get(i).phase != Phase::Free {
-            self.finish(i);
+            // An exchange began on a connection already reset: it fails with that code (the
+            // epoll engine's first write fails at once, the io_uring engine's SEND later).
+            if self.tls_pending(i) {
+                self.exchange_failed(i, |p| p.tls_errno(code));
+            } else if self.exchange_pending(i) {
+                self.exchange_failed(i, |p| p.http_errno(code));
+            } else {
+                self.finish(i);
+            }
         }
         if measured && self.total.successes > before {
             self.post_connect.count(code);

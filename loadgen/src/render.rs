@@ -191,7 +191,7 @@ impl fmt::Display for Summary<'_> {
         if r.abandoned > 0 || r.interrupted {
             writeln!(
                 out,
-                "               {} abandoned: still waiting for their handshake when the run was interrupted (neither successes nor failures; attempts = {} succeeded + {} failed + {} abandoned)",
+                "               {} abandoned: still waiting for their handshake (or, with --http/--tls, their exchange) when the run was interrupted (neither successes nor failures; attempts = {} succeeded + {} failed + {} abandoned)",
                 numfmt::count(r.abandoned),
                 numfmt::count(r.successes),
                 numfmt::count(r.failures_total()),

@@ -44,7 +44,8 @@ pub struct Totals {
     /// (no free in-flight slot, or the generator fell that far behind), or still due when the
     /// window ended.
     pub dropped: u64,
-    /// Attempts still waiting for their handshake when the run was interrupted: each was asked
+    /// Attempts still waiting for their handshake (or, with `--http`/`--tls`, for their exchange after
+    /// it) when the run was interrupted: each was asked
     /// where it stood first (a completed one is a success, a failed one a failure), and the rest
     /// are abandoned: counted here only, neither successes nor failures, so
     /// `attempts = successes + failures + abandoned` (each still sent its SYN: all are in the

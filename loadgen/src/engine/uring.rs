@@ -23,10 +23,12 @@
 //! With `--expect-bytes` or `--close server` the CONNECT's completion pushes `RECV(slot buffer)`
 //! (IO_LINK) → `LINK_TIMEOUT(left of the read deadline)`, and each RECV's count goes to the epoll
 //! engine's read rules (`Worker::took`) until they end the attempt.
-//! With `--http`, the CONNECT's completion pushes `SEND(request, MSG_WAITALL)` (IO_LINK |
-//! CQE_SKIP_SUCCESS) → `RECV(slot buffer)` (IO_LINK) → `LINK_TIMEOUT(left of the read deadline)`
-//! (CQE_SKIP_SUCCESS); each RECV's bytes go to the slot's response parser (the epoll engine's,
-//! `crate::http`), and while it wants more the next RECV + LINK_TIMEOUT follows.
+//! With `--http`, the CONNECT's completion pushes `SEND(request, MSG_WAITALL)` (IO_LINK) →
+//! `LINK_TIMEOUT(left of the read deadline)` (IO_LINK | CQE_SKIP_SUCCESS) → `RECV(slot buffer)`
+//! (IO_LINK) → `LINK_TIMEOUT` (CQE_SKIP_SUCCESS): a link timeout covers only the request just
+//! before it, and the chain goes on past it when that request completes in time. A SEND cut
+//! short by its timeout reports the bytes it wrote and cancels the rest. Each RECV's bytes go to the slot's response parser (the epoll
+//! engine's, `crate::http`), and while it wants more the next RECV + LINK_TIMEOUT follows.
 //!
 //! # Completions
 //! `user_data` = kind << 56 | generation << 32 | slot. The generation of a slot moves on every
@@ -535,11 +537,11 @@ impl Worker<'_> {
     }
 
     /// Slot `i`'s handshake is done and it reads on (`--http`, `--expect-bytes`, `--close
-    /// server`; its read phase's deadline set). With `--http`: resets its exchange and pushes one
-    /// chain, SEND of the whole request (MSG_WAITALL, so the kernel retries a short send and a
-    /// CQE comes only on failure: IOSQE_CQE_SKIP_SUCCESS) linked to a RECV linked to a
-    /// LINK_TIMEOUT at the deadline; a failed SEND cancels the RECV and, being skip-success,
-    /// skips its CQE too (io_uring_enter(2), IOSQE_CQE_SKIP_SUCCESS). Otherwise the RECV alone.
+    /// server`; its read phase's deadline set). With `--http`: resets its exchange and pushes
+    /// one chain, SEND of the whole request (MSG_WAITALL: the kernel retries a short send) →
+    /// LINK_TIMEOUT → RECV → LINK_TIMEOUT, both timeouts at the deadline (a link timeout covers
+    /// only the request just before it, so the SEND has its own: a body the server never reads
+    /// must not hold the slot). Otherwise RECV → LINK_TIMEOUT alone.
     pub(crate) fn uring_read_begin(&mut self, i: usize, t: u64) {
         let target = self.slab.get(i).target as usize;
         if let Some(h) = self.http.as_mut() {
@@ -562,21 +564,17 @@ impl Worker<'_> {
         }
         .flags(libc::MSG_NOSIGNAL | libc::MSG_WAITALL)
         .build()
-        .flags(squeue::Flags::IO_LINK | squeue::Flags::SKIP_SUCCESS)
+        .flags(squeue::Flags::IO_LINK)
         .user_data(ud(K_SEND, r.gen[i], i));
         self.push_recv(i, t, Some(send));
     }
 
-    /// Pushes slot `i`'s next RECV (after `first`, linked to it, when given) with its link
-    /// timeout at the read phase's deadline (seen from `t`).
-    fn push_recv(&mut self, i: usize, t: u64, first: Option<squeue::Entry>) {
-        let left = self.slab.get(i).deadline_ns.saturating_sub(t).max(1);
+    /// Pushes slot `i`'s next RECV with its link timeout at the read phase's deadline (seen
+    /// from `t`).
+    fn push_recv(&mut self, i: usize, t: u64, send: Option<squeue::Entry>) {
         let plain = self.slab.get(i).sock.as_ref().map(AsRawFd::as_raw_fd);
         let r = self.ring();
         let gen = r.gen[i];
-        r.recv_ts[i] = types::Timespec::new()
-            .sec(left / SEC)
-            .nsec((left % SEC) as u32);
         let buf = r.recv_buf[i * RECV_BUF..].as_mut_ptr();
         let recv = match plain {
             Some(fd) => opcode::Recv::new(types::Fd(fd), buf, RECV_BUF as u32),
@@ -585,27 +583,71 @@ impl Worker<'_> {
         .build()
         .flags(squeue::Flags::IO_LINK)
         .user_data(ud(K_RECV, gen, i));
+        self.push_timed(i, t, send, recv);
+    }
+
+    /// Pushes `op` (IO_LINK set) of slot `i` linked to a LINK_TIMEOUT at the read phase's
+    /// deadline (seen from `t`); the timeout's timespec is the slot's (a slot has one such pair
+    /// pending at a time, and the kernel copies it when the pair is submitted).
+    fn push_timed(&mut self, i: usize, t: u64, send: Option<squeue::Entry>, op: squeue::Entry) {
+        let left = self.slab.get(i).deadline_ns.saturating_sub(t).max(1);
+        let r = self.ring();
+        let gen = r.gen[i];
+        r.recv_ts[i] = types::Timespec::new()
+            .sec(left / SEC)
+            .nsec((left % SEC) as u32);
         let timeout = opcode::LinkTimeout::new(&raw const r.recv_ts[i])
             .build()
             .flags(squeue::Flags::SKIP_SUCCESS)
             .user_data(ud(K_TIMEOUT, gen, i));
-        let pushed = match first {
-            Some(send) => r.push(&[send, recv, timeout]),
-            None => r.push(&[recv, timeout]),
+        let pushed = match send {
+            // SEND → its LINK_TIMEOUT → RECV → its LINK_TIMEOUT: a link timeout covers only
+            // the request just before it and, linked itself, lets the chain go on when that
+            // request completes in time (both read the same timespec, copied at submission).
+            Some(send) => {
+                let mid = timeout
+                    .clone()
+                    .flags(squeue::Flags::IO_LINK | squeue::Flags::SKIP_SUCCESS);
+                r.push(&[send, mid, op, timeout])
+            }
+            None => r.push(&[op, timeout]),
         };
         if !pushed {
-            self.http_step(i, Step::Failed(libc::EBUSY));
+            if self.http.is_some() {
+                self.http_step(i, Step::Failed(libc::EBUSY));
+            } else {
+                self.post_fail(i, libc::EBUSY);
+            }
         }
     }
 
-    /// A CQE of slot `i`'s SEND: it failed (`res` < 0; a successful one posts none), or was
-    /// cancelled by the stop.
+    /// The CQE of slot `i`'s SEND: the whole request went out (counted written; the RECV
+    /// linked after it runs on), or it failed (the RECV is cancelled with it), or `-ECANCELED`: its link timeout fired (the read
+    /// phase's deadline: `HTTP ETIMEDOUT`, as the epoll engine counts a request it could not
+    /// write in time) or the stop cancelled it.
     fn sent(&mut self, i: usize, res: i32) {
-        if self.ring().stopping && res == -libc::ECANCELED {
+        let (target, measured) = {
+            let s = self.slab.get(i);
+            (s.target as usize, s.measured)
+        };
+        let len = self.ring().requests.get(target).map_or(0, |r| r.len());
+        // A MSG_WAITALL send that was cancelled part way (its link timeout, or the stop) reports
+        // the bytes it did write, not -ECANCELED: a short count is a cancellation too.
+        let cancelled = res == -libc::ECANCELED || (res >= 0 && (res as usize) < len);
+        if cancelled && self.ring().stopping {
             return self.stopped_exchange(i);
         }
-        // MSG_WAITALL: a short count only comes with an error the kernel did not report.
-        let errno = if res < 0 { -res } else { libc::EIO };
+        let errno = match res {
+            _ if cancelled => libc::ETIMEDOUT,
+            r if r < 0 => -r,
+            _ => {
+                // The RECV linked after it is on its way.
+                if let Some(h) = self.http.as_mut() {
+                    h.mark_written(i, target, measured);
+                }
+                return;
+            }
+        };
         self.http_step(i, Step::Failed(errno));
     }
 
@@ -614,9 +656,9 @@ impl Worker<'_> {
     /// timeout fired (the read phase's deadline, `ETIMEDOUT` as the epoll engine counts it) or
     /// the stop cancelled it.
     fn received(&mut self, i: usize, t: u64, res: i32) {
-        let (target, intended, measured, deadline) = {
+        let (intended, measured, deadline) = {
             let s = self.slab.get(i);
-            (s.target as usize, s.intended_ns, s.measured, s.deadline_ns)
+            (s.intended_ns, s.measured, s.deadline_ns)
         };
         if res == -libc::ECANCELED && self.ring().stopping {
             return self.stopped_exchange(i);
@@ -632,10 +674,6 @@ impl Worker<'_> {
                     }
                 }
             };
-        }
-        // A RECV CQE means the SEND linked before it completed: the request is written.
-        if let Some(h) = self.http.as_mut() {
-            h.mark_written(i, target, measured);
         }
         let step = if res == -libc::ECANCELED || (res >= 0 && t > deadline) {
             Some(Step::Failed(libc::ETIMEDOUT))

@@ -34,7 +34,7 @@ pub struct SetupArgs {
     #[arg(long, default_value = "auto")]
     pub load_engine: loadgen::LoadEngine,
     /// Open loop: when the next start is due within this, poll without sleeping instead of arming
-    /// a timer (a short spin, so the start is not left to a timer wake-up); 0 = always arm the
+    /// a timer (a short spin, so the start is not left to a timer wake-up); 0s = always arm the
     /// timer. At most 1ms. Recorded (`load.spin_ns`).
     #[arg(long, default_value = "2us", value_parser = units::parse_duration)]
     pub spin: Duration,

@@ -74,7 +74,7 @@ pub struct Args {
     #[arg(long, default_value = "1ms", value_parser = parse_positive_duration)]
     pub late_threshold: Duration,
     /// Open loop: when the next start is due within this, poll without sleeping instead of arming
-    /// a timer (a short spin, so the start is not left to a timer wake-up); 0 = always arm the
+    /// a timer (a short spin, so the start is not left to a timer wake-up); 0s = always arm the
     /// timer. At most 1ms. Recorded (`load.spin_ns`).
     #[arg(long, default_value = "2us", value_parser = parse_duration)]
     pub spin: Duration,
