@@ -661,13 +661,21 @@ fn common_count(n: u64) -> String {
 
 /// Every attempt of `j` (a JSON report's `total`) is a success, a failure or abandoned.
 fn balanced(t: &serde_json::Value) -> bool {
-    let failures: u64 = t["failures"]
-        .as_object()
-        .unwrap()
-        .values()
-        .map(|v| v.as_u64().unwrap())
-        .sum();
-    u(&t["attempts"]) == u(&t["successes"]) + failures + u(&t["abandoned"])
+    u(&t["attempts"]) == u(&t["successes"]) + testkit::failures_total(t) + u(&t["abandoned"])
+}
+
+/// `connstorm server --mode MODE` on 127.0.0.1:PORT and `cpu` in this namespace, listening when
+/// it returns; the caller kills it.
+fn spawn_server(cpu: &str, mode: &str) -> std::process::Child {
+    let server = bin()
+        .args(["server", "--listen", &format!("127.0.0.1:{PORT}")])
+        .args(["--cpus", cpu, "--mode", mode, "--duration", "30s"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn connstorm server");
+    wait_listening(PORT);
+    server
 }
 
 /// `--http` against a server that resets each connection as it accepts it (`--mode rst`), closed
@@ -680,14 +688,7 @@ fn http_against_a_resetting_server_accounts_for_every_attempt_on_both_engines() 
     for engine in LOAD_ENGINES {
         let (scpu, lcpu) = (scpu.clone(), lcpu.clone());
         let load = testkit::NetNs::run(move |_| {
-            let mut server = bin()
-                .args(["server", "--listen", &format!("127.0.0.1:{PORT}")])
-                .args(["--cpus", &scpu, "--mode", "rst", "--duration", "30s"])
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("spawn connstorm server");
-            wait_listening(PORT);
+            let mut server = spawn_server(&scpu, "rst");
             let target = format!("127.0.0.1:{PORT}");
             let load = bin()
                 .args(["load", "--target", &target, "--http", "--concurrency", "64"])
@@ -771,14 +772,7 @@ fn an_interrupt_while_responses_are_awaited_counts_the_requests_written() {
     for engine in LOAD_ENGINES {
         let (scpu, lcpu) = (scpu.clone(), lcpu.clone());
         let load = testkit::NetNs::run(move |_| {
-            let mut server = bin()
-                .args(["server", "--listen", &format!("127.0.0.1:{PORT}")])
-                .args(["--cpus", &scpu, "--mode", "hold", "--duration", "30s"])
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("spawn connstorm server");
-            wait_listening(PORT);
+            let mut server = spawn_server(&scpu, "hold");
             let load = bin()
                 .args(["load", "--target", &format!("127.0.0.1:{PORT}"), "--http"])
                 .args(["--rate", "200/s", "--duration", "5s", "--warmup", "0s"])

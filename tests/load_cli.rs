@@ -554,12 +554,7 @@ fn one_sigterm_ends_an_overloaded_30_day_run_with_its_report_and_exit_143() {
         dropped > 500_000_000,
         "starts due before the stop are counted: {dropped}"
     );
-    let failed: u64 = j["total"]["failures"]
-        .as_object()
-        .unwrap()
-        .values()
-        .map(|v| v.as_u64().unwrap())
-        .sum();
+    let failed = testkit::failures_total(&j["total"]);
     assert_eq!(
         j["total"]["successes"].as_u64().unwrap() + failed,
         j["total"]["attempts"].as_u64().unwrap()
@@ -597,12 +592,7 @@ fn attempts_whose_syns_are_dropped_are_counted_at_their_timeout_and_match_active
     let j = json(&o);
     let total = &j["total"];
     let attempts = total["attempts"].as_u64().unwrap();
-    let failed: u64 = total["failures"]
-        .as_object()
-        .unwrap()
-        .values()
-        .map(|v| v.as_u64().unwrap())
-        .sum();
+    let failed = testkit::failures_total(total);
     assert_eq!(attempts as i64, active, "{j}");
     assert_eq!(
         total["successes"].as_u64().unwrap() + failed,
@@ -1053,12 +1043,7 @@ fn attempts_cut_by_sigint_are_abandoned_not_failures() {
     assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
     let j = json(&o);
     let t = &j["total"];
-    let failures: u64 = t["failures"]
-        .as_object()
-        .unwrap()
-        .values()
-        .map(|v| v.as_u64().unwrap())
-        .sum();
+    let failures = testkit::failures_total(t);
     let (attempts, successes, abandoned) = (
         t["attempts"].as_u64().unwrap(),
         t["successes"].as_u64().unwrap(),
@@ -1072,12 +1057,7 @@ fn attempts_cut_by_sigint_are_abandoned_not_failures() {
     assert!(j["failures"].get("ECANCELED").is_none(), "{j}");
     assert_eq!(attempts, successes + failures + abandoned, "{j}");
     assert_eq!(attempts as i64, active, "attempts vs Tcp.ActiveOpens: {j}");
-    let measured_failures: u64 = j["failures"]
-        .as_object()
-        .unwrap()
-        .values()
-        .map(|v| v.as_u64().unwrap())
-        .sum();
+    let measured_failures = testkit::failures_total(&j);
     assert_eq!(
         j["attempts"].as_u64().unwrap(),
         j["successes"].as_u64().unwrap() + measured_failures + j["abandoned"].as_u64().unwrap(),

@@ -197,6 +197,15 @@ pub const MAX_SPIN_NS: u64 = 1_000_000;
 pub const MAX_START_BATCH: usize = 4096;
 
 impl LoadConfig {
+    /// Whether an attempt reads from its connection after the handshake (`--expect-bytes`,
+    /// `--close server`, `--http`, `--tls`), so its slot has a read phase.
+    pub(crate) fn reads_after_handshake(&self) -> bool {
+        self.expect_bytes.is_some()
+            || self.close == CloseMode::Server
+            || self.http.is_some()
+            || self.tls.is_some()
+    }
+
     /// Checks the config before any thread starts.
     ///
     /// # Errors

@@ -22,7 +22,7 @@ use nix::sys::timerfd::{ClockId, Expiration, TimerFd, TimerFlags, TimerSetTimeFl
 use socket2::{Domain, SockAddr};
 
 use crate::clock::now_ns;
-use crate::config::{CloseMode, LoadConfig, Pattern};
+use crate::config::{LoadConfig, Pattern};
 use crate::error::LoadError;
 use crate::failures::Failures;
 use crate::report::LoadWorkerReport;
@@ -248,10 +248,7 @@ impl<'a> Worker<'a> {
             sources_v6: sources(cfg, false),
             per_target: vec![TargetCounters::default(); cfg.targets.len()],
             rr: index,
-            needs_read: cfg.expect_bytes.is_some()
-                || cfg.close == CloseMode::Server
-                || cfg.http.is_some()
-                || cfg.tls.is_some(),
+            needs_read: cfg.reads_after_handshake(),
             timeout_ns,
             late_ns: cfg.late_threshold.as_nanos().min(u128::from(u64::MAX)) as u64,
             last_full_ns: 0,

@@ -186,6 +186,20 @@ pub fn stderr(o: &std::process::Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// The sum of a JSON report's `failures` object (`total` is the report's `total` or a phase):
+/// every failure class counted once.
+///
+/// # Panics
+/// When `failures` is not an object of counts.
+pub fn failures_total(total: &serde_json::Value) -> u64 {
+    total["failures"]
+        .as_object()
+        .expect("a `failures` object")
+        .values()
+        .map(|v| v.as_u64().expect("a failure count"))
+        .sum()
+}
+
 /// A finished command's stdout parsed as the JSON report it printed.
 ///
 /// # Panics

@@ -217,7 +217,7 @@ pub(crate) struct Ring {
     recv_buf: Box<[u8]>,
     /// Per slot (when it reads), the link timeout of its pending RECV (what is left of the read
     /// phase's deadline; the kernel copies it when the RECV is submitted).
-    recv_ts: Box<[types::Timespec]>,
+    read_ts: Box<[types::Timespec]>,
     /// `--http`: per target, the request bytes its SENDs read (owned here, beside `recv_buf`,
     /// so both outlive every request that points at them).
     requests: Box<[Box<[u8]>]>,
@@ -258,10 +258,9 @@ impl Ring {
             what: "io_uring_setup",
             source,
         })?;
+        let reads = cfg.reads_after_handshake();
         // A sparse table of one file per slot; if the kernel refuses (e.g. RLIMIT_NOFILE below
         // the slot count) the sockets are plain descriptors.
-        let reads =
-            cfg.http.is_some() || cfg.expect_bytes.is_some() || cfg.close == CloseMode::Server;
         let direct = f.uses_direct(cfg)
             && ring
                 .submitter()
@@ -299,7 +298,7 @@ impl Ring {
             } else {
                 Box::default()
             },
-            recv_ts: if reads {
+            read_ts: if reads {
                 vec![types::Timespec::new(); slots].into_boxed_slice()
             } else {
                 Box::default()
@@ -593,10 +592,10 @@ impl Worker<'_> {
         let left = self.slab.get(i).deadline_ns.saturating_sub(t).max(1);
         let r = self.ring();
         let gen = r.gen[i];
-        r.recv_ts[i] = types::Timespec::new()
+        r.read_ts[i] = types::Timespec::new()
             .sec(left / SEC)
             .nsec((left % SEC) as u32);
-        let timeout = opcode::LinkTimeout::new(&raw const r.recv_ts[i])
+        let timeout = opcode::LinkTimeout::new(&raw const r.read_ts[i])
             .build()
             .flags(squeue::Flags::SKIP_SUCCESS)
             .user_data(ud(K_TIMEOUT, gen, i));
@@ -779,8 +778,8 @@ impl Worker<'_> {
             self.ring().keep_bufs = true;
         }
         while let Some(i) = self.slab.oldest() {
-            if self.slab.get(i).phase == Phase::Reading && !self.exchange_pending(i) {
-                self.finish(i);
+            if self.slab.get(i).phase == Phase::Reading {
+                self.stopped_exchange(i);
                 continue;
             }
             self.abandon(i);
