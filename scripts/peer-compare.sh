@@ -21,7 +21,10 @@
 # on the same nginx (a second server block, `ssl_session_tickets on`), same CPUs, ROUNDS
 # interleaved rounds, medians, paired ratios connstorm/h2load per round (the resumed figure is
 # shown beside the full one: h2load does not resume sessions). connstorm runs with --insecure, as
-# h2load does not verify the certificate either (both still verify the handshake signature).
+# h2load does not verify the certificate either (both still verify the handshake signature),
+# and with --close server, as h2load waits for the server's close: connstorm's default RST
+# after the response made nginx's close_notify write fail (strace of the nginx worker: 0.77
+# failed write(2) per connection, against none under h2load), costing nginx CPU per handshake.
 # When nginx is the TLS limit, the same two clients then run against connstorm's own
 # `server --tls --mode http` on the server CPU (h2load vs connstorm full handshakes, paired).
 #
@@ -148,13 +151,13 @@ h2_vs_full() {
   read -r h hc < <(measure taskset -c "$CLIENT_CPU" h2load --h1 -t1 -c"$CONNS" -n"$H2N" "https://127.0.0.1:$2/")
   printf "%-6s %-22s %14.1f %12.1f\n" "$1" "h2load --h1" "$h" "$hc"
   parse=cs_rate
-  read -r f fc < <(measure "$B" load --target 127.0.0.1:$2 --tls --insecure \
+  read -r f fc < <(measure "$B" load --target 127.0.0.1:$2 --tls --insecure --close server \
       --http --concurrency "$CONNS" --duration "${DURATION}s" --warmup 1s --cpus "$CLIENT_CPU" --tls-resume off)
   printf "%-6s %-22s %14.1f %12.1f\n" "$1" "connstorm (full)" "$f" "$fc"
 }
 for r in $(seq "$ROUNDS"); do
   h2_vs_full "$r" "$tport"
-  read -r e ec < <(measure "$B" load --target 127.0.0.1:$tport --tls --insecure \
+  read -r e ec < <(measure "$B" load --target 127.0.0.1:$tport --tls --insecure --close server \
       --http --concurrency "$CONNS" --duration "${DURATION}s" --warmup 1s --cpus "$CLIENT_CPU" --tls-resume tickets)
   printf "%-6s %-22s %14.1f %12.1f\n" "$r" "connstorm (resumed)" "$e" "$ec"
   hr+=("$h"); fr+=("$f"); rr+=("$e")

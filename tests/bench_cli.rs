@@ -546,6 +546,19 @@ fn bad_options_exit_2_with_one_clear_line() {
             "--baseline-slice",
         ),
         (&["bench", "--baseline-pairs", "6"], "--baseline"),
+        // An explicit server mode is never silently replaced by the protocol's.
+        (
+            &["bench", "--http", "--mode", "rst"],
+            "--http needs the server to answer HTTP, not --mode rst",
+        ),
+        (
+            &["bench", "--tls", "--mode", "rst"],
+            "--tls serves --mode close or --mode http, not rst",
+        ),
+        (
+            &["bench", "--tls", "--http", "--mode", "close"],
+            "not --mode close",
+        ),
     ];
     for (args, needle) in cases {
         let out = run(args);

@@ -163,11 +163,32 @@ fn tls_handshakes_of_the_load_equal_the_servers_tls_accepts_and_passive_opens() 
     let _x = testkit::exclusive();
     let tmp = tempfile::tempdir().unwrap();
     let (cert, key) = cert_files(tmp.path(), "a");
-    for (engine, (version, http)) in ENGINES
-        .iter()
-        .flat_map(|e| [("1.3", false), ("1.2", false), ("auto", true)].map(|c| (*e, c)))
+    // (versions offered, --http, --tls-ciphers, the suite every handshake must agree): by
+    // default AES-128-GCM first (an ECDSA certificate, so ECDHE_ECDSA in TLS 1.2); a list
+    // given in IANA spelling is offered as given.
+    let configs = [
+        ("1.3", false, None, "TLS13_AES_128_GCM_SHA256"),
+        (
+            "1.2",
+            false,
+            None,
+            "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+        ),
+        ("auto", true, None, "TLS13_AES_128_GCM_SHA256"),
+        (
+            "auto",
+            false,
+            Some("TLS_CHACHA20_POLY1305_SHA256,TLS13_AES_256_GCM_SHA384"),
+            "TLS13_CHACHA20_POLY1305_SHA256",
+        ),
+    ];
+    for (engine, (version, http, ciphers, suite)) in
+        ENGINES.iter().flat_map(|e| configs.map(|c| (*e, c)))
     {
         let mut load = strings(&["--rate", "200/s", "--tls-version", version]);
+        if let Some(c) = ciphers {
+            load.extend(strings(&["--tls-ciphers", c]));
+        }
         load.extend(["--ca".into(), cert.display().to_string()]);
         let mut srv = strings(&["--cert", &cert.display().to_string()]);
         srv.extend(["--key".into(), key.display().to_string()]);
@@ -201,6 +222,13 @@ fn tls_handshakes_of_the_load_equal_the_servers_tls_accepts_and_passive_opens() 
         let key13 = if version == "1.2" { "tls12" } else { "tls13" };
         assert_eq!(u(&t[key13]), u(&t["handshakes"]), "{t}");
         assert_eq!(u(&t["handshake"]["count"]), u(&t["handshakes"]), "{t}");
+        let suites = t["cipher_suites"].as_object().expect("cipher_suites");
+        assert_eq!(suites.len(), 1, "{engine} {version} {ciphers:?}: {t}");
+        assert_eq!(
+            u(&suites[suite]),
+            u(&t["handshakes"]),
+            "{engine} {version}: {t}"
+        );
         if http {
             assert_eq!(u(&j["http"]["status_classes"]["2xx"]), attempts, "{j}");
             assert_eq!(sum(&s, "served"), attempts, "{s}");
@@ -343,6 +371,29 @@ fn bad_tls_files_and_options_exit_2_with_one_line() {
         (vec!["--tls", "--ca", &p(&junk)], "--ca"),
         (vec!["--tls", "--tls-resume", "ids"], "--tls-version 1.2"),
         (vec!["--tls-resume", "tickets"], "--tls"),
+        (
+            vec!["--tls", "--tls-ciphers", "TLS_RSA_WITH_RC4_128_MD5"],
+            "give one or more of: TLS13_",
+        ),
+        (
+            vec![
+                "--tls",
+                "--tls-ciphers",
+                "TLS13_AES_128_GCM_SHA256,tls_aes_128_gcm_sha256",
+            ],
+            "given twice",
+        ),
+        (
+            vec![
+                "--tls",
+                "--tls-version",
+                "1.3",
+                "--tls-ciphers",
+                "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+            ],
+            "--tls-ciphers and --tls-version",
+        ),
+        (vec!["--tls-ciphers", "TLS13_AES_128_GCM_SHA256"], "--tls"),
     ] {
         let mut all = vec!["load", "--target", "127.0.0.1:9", "--duration", "1s"];
         all.extend_from_slice(&args);
@@ -465,6 +516,7 @@ fn tls_load_record_keeps_tls_counts_for_report_and_merge() {
             "tls13",
             "tls12",
             "alpn_agreed",
+            "cipher_suites",
         ] {
             assert_eq!(p["tls"][k], t[k], "{k}: {}", p["tls"]);
         }
@@ -479,6 +531,11 @@ fn tls_load_record_keeps_tls_counts_for_report_and_merge() {
         let text = String::from_utf8_lossy(&rep.stdout);
         let want = format!(
             "tls: {} handshakes",
+            results::numfmt::count(u(&t["handshakes"]))
+        );
+        assert!(text.contains(&want), "{want}: {text}");
+        let want = format!(
+            "cipher suites TLS13_AES_128_GCM_SHA256 {}",
             results::numfmt::count(u(&t["handshakes"]))
         );
         assert!(text.contains(&want), "{want}: {text}");

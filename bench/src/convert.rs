@@ -112,6 +112,7 @@ pub fn phase_record(
             tls13: t.tls13,
             tls12: t.tls12,
             alpn_agreed: t.alpn_agreed,
+            cipher_suites: t.cipher_suites.clone(),
             failures: rec::TlsCounts::failures_of(&report.failures),
         }),
         ..PhaseRecord::default()

@@ -91,6 +91,7 @@ impl BenchTls {
             alpn: vec!["http/1.1".into()],
             resume,
             verify,
+            ciphers: Vec::new(),
         };
         // A CA file the client cannot read is bad input now, not a failure per worker later.
         load.client_config()?;
@@ -152,26 +153,33 @@ impl Setup {
     }
 }
 
-/// The server mode `bench` runs with `--tls` and/or `--http`: `--http` turns the default
-/// `rst` (or `close`) into `http` (a `204` per request), `--tls` alone turns `rst` into `close`
-/// (TLS serves `close` and `http` only: close_notify, then close).
+/// The server mode `bench` runs: `mode` as given (`--mode`), or when none was given `http` (a
+/// `204` per request) with `--http`, `close` with `--tls` alone (TLS serves `close` and `http`
+/// only: close_notify, then close), else `rst`.
 ///
 /// # Errors
-/// A message for exit 2 when `mode` cannot carry the protocol (`greet`, `hold`; `http` needs
-/// no `--mode` at all).
-pub fn protocol_mode(mode: server::Mode, tls: bool, http: bool) -> Result<server::Mode, String> {
+/// A message for exit 2 when the given `mode` cannot carry the protocol: with `--http` any mode
+/// but `http` (an explicit `--mode rst` is refused rather than silently replaced), with `--tls`
+/// alone any mode but `close` and `http`.
+pub fn protocol_mode(
+    mode: Option<server::Mode>,
+    tls: bool,
+    http: bool,
+) -> Result<server::Mode, String> {
     use server::Mode;
     match (mode, tls, http) {
-        (Mode::Http { .. }, _, _) => Ok(mode),
-        (Mode::Rst | Mode::Close, _, true) => Ok(Mode::Http { body_bytes: 0 }),
-        (Mode::Rst | Mode::Close, true, false) => Ok(Mode::Close),
-        (m, _, true) => Err(format!(
+        (None, _, true) => Ok(Mode::Http { body_bytes: 0 }),
+        (None, true, false) => Ok(Mode::Close),
+        (None, false, false) => Ok(Mode::Rst),
+        (Some(m @ Mode::Http { .. }), _, _) => Ok(m),
+        (Some(m), _, true) => Err(format!(
             "--http needs the server to answer HTTP, not --mode {m}: drop --mode (or give --mode http)"
         )),
-        (m, true, false) => Err(format!(
+        (Some(Mode::Close), true, false) => Ok(Mode::Close),
+        (Some(m), true, false) => Err(format!(
             "--tls serves --mode close or --mode http, not {m}: drop --mode or pick one of those"
         )),
-        (m, false, false) => Ok(m),
+        (Some(m), false, false) => Ok(m),
     }
 }
 

@@ -177,7 +177,7 @@ impl Worker<'_> {
 
     /// Every in-flight slot is busy now, or was at some moment at or after `t_ns`: a start due
     /// before then that was not made waited for a slot (a full-slot drop), not for the generator.
-    fn slots_busy_since(&self, t_ns: u64) -> bool {
+    pub(crate) fn slots_busy_since(&self, t_ns: u64) -> bool {
         self.slab.is_full() || (self.last_full_ns > 0 && self.last_full_ns >= t_ns)
     }
 

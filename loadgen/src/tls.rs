@@ -116,6 +116,64 @@ pub struct TlsOptions {
     pub resume: Resume,
     /// Certificate check.
     pub verify: Verify,
+    /// Cipher suites offered, in order (`--tls-ciphers`), as rustls names them
+    /// (`TLS13_AES_128_GCM_SHA256`, `TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256`). Empty (the
+    /// default): [`cipher_suites`]`(&[])`, every suite of the `ring` provider with AES-128-GCM
+    /// first.
+    #[serde(default)]
+    pub ciphers: Vec<String>,
+}
+
+/// The cipher suites a client offers for `names` (`--tls-ciphers`), in that order; for an empty
+/// list, the `ring` provider's suites with the AES-128-GCM ones first in each version, as
+/// browsers and h2load (nghttp2's default TLS 1.3 list) order them. rustls' own order puts
+/// AES-256-GCM first, whose TLS 1.3 suite hashes its transcript and key schedule with SHA-384:
+/// on a CPU with SHA extensions but no SHA-512 ones (most x86-64 today) that is ~10% of a
+/// client's CPU per full handshake (measured here with perf: `sha512_block_data_order_nohw`
+/// 9.7% of a `--tls --http` load), and the server pays it too. A server following the
+/// client's order (rustls' and OpenSSL's default) then picks AES-128-GCM with SHA-256.
+///
+/// A name is matched without regard to case, in rustls' spelling or, for TLS 1.3, the IANA one
+/// (`TLS_AES_128_GCM_SHA256`, which OpenSSL uses too).
+///
+/// # Errors
+/// A name that is not a suite of the provider (the message lists those that are), or a name
+/// given twice.
+pub fn cipher_suites(names: &[String]) -> Result<Vec<rustls::SupportedCipherSuite>, String> {
+    let all = rustls::crypto::ring::DEFAULT_CIPHER_SUITES;
+    if names.is_empty() {
+        let mut v = all.to_vec();
+        v.sort_by_key(|s| !suite_name(s).contains("_AES_128_GCM_"));
+        return Ok(v);
+    }
+    let mut v: Vec<rustls::SupportedCipherSuite> = Vec::with_capacity(names.len());
+    for n in names {
+        let want = n.trim().to_ascii_uppercase();
+        let found = all.iter().find(|s| {
+            let r = suite_name(s);
+            r == want
+                || r.strip_prefix("TLS13_")
+                    .is_some_and(|t| format!("TLS_{t}") == want)
+        });
+        let Some(s) = found else {
+            let known: Vec<String> = all.iter().map(suite_name).collect();
+            return Err(format!(
+                "--tls-ciphers: {n:?} is not a cipher suite of this build (rustls, ring provider); \
+                 give one or more of: {}",
+                known.join(", ")
+            ));
+        };
+        if v.iter().any(|x| x.suite() == s.suite()) {
+            return Err(format!("--tls-ciphers: {n:?} is given twice"));
+        }
+        v.push(*s);
+    }
+    Ok(v)
+}
+
+/// A suite's name as rustls spells it (`TLS13_AES_128_GCM_SHA256`).
+pub fn suite_name(s: &rustls::SupportedCipherSuite) -> String {
+    format!("{:?}", s.suite())
 }
 
 impl TlsOptions {
@@ -125,7 +183,10 @@ impl TlsOptions {
     /// A message naming the problem and its fix: an unreadable or empty CA file, a server
     /// name that is neither a DNS name nor an IP address, `ids` with TLS 1.3.
     pub fn client_config(&self) -> Result<Arc<ClientConfig>, String> {
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let provider = Arc::new(rustls::crypto::CryptoProvider {
+            cipher_suites: cipher_suites(&self.ciphers)?,
+            ..rustls::crypto::ring::default_provider()
+        });
         let versions: &[&'static rustls::SupportedProtocolVersion] = match self.version {
             TlsVersion::Auto => &[&rustls::version::TLS13, &rustls::version::TLS12],
             TlsVersion::V12 => &[&rustls::version::TLS12],
@@ -140,7 +201,12 @@ impl TlsOptions {
         }
         let builder = ClientConfig::builder_with_provider(provider.clone())
             .with_protocol_versions(versions)
-            .map_err(|e| format!("TLS versions: {e}"))?;
+            .map_err(|e| {
+                format!(
+                    "--tls-ciphers and --tls-version: {e}: offer a suite of the version(s) \
+                     (TLS13_* for 1.3, TLS_ECDHE_* for 1.2)"
+                )
+            })?;
         let mut cfg = match &self.verify {
             Verify::Insecure => builder
                 .dangerous()
@@ -308,6 +374,9 @@ pub(crate) struct TlsCounts {
     pub tls12: u64,
     /// Of them, with the first offered ALPN protocol agreed.
     pub alpn_agreed: u64,
+    /// Of them, by the cipher suite agreed (a suite appears on its first handshake: a few
+    /// entries, no allocation per connection after them).
+    pub suites: Vec<(rustls::CipherSuite, u64)>,
 }
 
 impl TlsCounts {
@@ -318,6 +387,16 @@ impl TlsCounts {
         self.tls13 += o.tls13;
         self.tls12 += o.tls12;
         self.alpn_agreed += o.alpn_agreed;
+        for &(s, n) in &o.suites {
+            self.count_suite(s, n);
+        }
+    }
+
+    fn count_suite(&mut self, s: rustls::CipherSuite, n: u64) {
+        match self.suites.iter_mut().find(|e| e.0 == s) {
+            Some(e) => e.1 += n,
+            None => self.suites.push((s, n)),
+        }
     }
 }
 
@@ -377,6 +456,7 @@ impl TlsWorker {
         let resumed = c.handshake_kind() == Some(rustls::HandshakeKind::Resumed);
         let v13 = c.protocol_version() == Some(rustls::ProtocolVersion::TLSv1_3);
         let alpn = c.alpn_protocol().is_some();
+        let suite = c.negotiated_cipher_suite().map(|s| s.suite());
         let lat = t.saturating_sub(s.tcp_ns);
         let f = |k: &mut TlsCounts| {
             k.handshakes += 1;
@@ -385,6 +465,9 @@ impl TlsWorker {
             k.tls13 += u64::from(v13);
             k.tls12 += u64::from(!v13);
             k.alpn_agreed += u64::from(alpn);
+            if let Some(s) = suite {
+                k.count_suite(s, 1);
+            }
         };
         f(&mut self.total);
         if measured {
@@ -516,6 +599,8 @@ pub struct TlsReport {
     pub tls12: u64,
     /// Of them, with an ALPN protocol agreed.
     pub alpn_agreed: u64,
+    /// Of them, by the cipher suite agreed (rustls' name, e.g. `TLS13_AES_128_GCM_SHA256`).
+    pub cipher_suites: std::collections::BTreeMap<String, u64>,
     /// Whole run (warm-up included): TLS handshakes done.
     pub total_handshakes: u64,
     /// Whole run: full handshakes.
@@ -540,6 +625,11 @@ impl TlsReport {
             tls13: m.tls13,
             tls12: m.tls12,
             alpn_agreed: m.alpn_agreed,
+            cipher_suites: m
+                .suites
+                .iter()
+                .map(|(s, n)| (format!("{s:?}"), *n))
+                .collect(),
             total_handshakes: w.total.handshakes,
             total_full: w.total.full,
             total_resumed: w.total.resumed,
@@ -581,6 +671,14 @@ pub(crate) fn render(
         numfmt::count(t.tls12),
         numfmt::count(t.alpn_agreed)
     )?;
+    if !t.cipher_suites.is_empty() {
+        let v: Vec<String> = t
+            .cipher_suites
+            .iter()
+            .map(|(s, n)| format!("{s} {}", numfmt::count(*n)))
+            .collect();
+        writeln!(out, "               cipher suites agreed: {}", v.join(", "))?;
+    }
     crate::render::hist(
         out,
         "tls handshake (TCP connected -> done)   ",

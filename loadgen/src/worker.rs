@@ -39,6 +39,9 @@ pub const SPIN_NS: u64 = 2_000;
 
 const TIMER: Token = Token(usize::MAX);
 const SEC: u64 = 1_000_000_000;
+/// The longest a worker sleeps without looking at the stop flag, ns (50 ms): the bound on how
+/// late an interrupt is seen, and so on how far past the stop the measured window can reach.
+const STOP_CHECK_NS: u64 = 50_000_000;
 /// Seed of the Poisson arrivals (runs repeat exactly).
 const POISSON_SEED: u64 = 0x636f_6e6e_7374_6f72;
 
@@ -331,7 +334,11 @@ impl<'a> Worker<'a> {
             if draining && self.slab.in_flight() == 0 && !self.starts_pending() {
                 break;
             }
-            let target = self.next_wake(next_tick, draining);
+            // Never asleep longer than STOP_CHECK_NS: a stop (Ctrl-C) is seen within it even
+            // when every slot is held and nothing else is due before the next second.
+            let target = self
+                .next_wake(next_tick, draining)
+                .min(now.saturating_add(STOP_CHECK_NS));
             if self.uring.is_some() {
                 self.uring_wait(target, now);
                 let now = now_ns();
@@ -382,9 +389,13 @@ impl<'a> Worker<'a> {
         }
         if interrupted {
             // Starts that fell due before the stop and were never made are dropped (so offered
-            // = attempts + dropped still holds); those not yet due were never offered.
+            // = attempts + dropped still holds); those not yet due were never offered. Those
+            // still waiting for a slot (every slot busy now or within the lag bound: a start
+            // due longer ago without a busy slot was dropped as lag already) waited for the
+            // target, not for the generator: full-slot drops, as `drop_rest` counts them.
             let now = now_ns();
-            self.drop_before(now.saturating_add(1), false);
+            let full = self.slots_busy_since(now.saturating_sub(self.max_lag_ns()));
+            self.drop_before(now.saturating_add(1), full);
             self.abandon_all(now);
         }
         if let Some(r) = self.uring.as_mut() {

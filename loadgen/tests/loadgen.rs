@@ -374,6 +374,51 @@ fn a_target_holding_every_slot_is_blamed_not_the_generator() {
     );
 }
 
+/// The same target at an interrupt: the starts still waiting for a slot when the stop comes
+/// (within the generator's lag bound) waited for the target, not for the generator, so they are
+/// full-slot drops too and the warning still blames the target, on both engines.
+#[test]
+fn an_interrupt_while_the_target_holds_every_slot_still_blames_the_target() {
+    let _x = testkit::exclusive();
+    for engine in [loadgen::LoadEngine::Epoll, loadgen::LoadEngine::IoUring] {
+        let report = NetNs::run(move |_| {
+            let (_l, addr) = deaf_listener(1);
+            let mut cfg = open(addr, 500.0, Duration::from_secs(10));
+            cfg.connect_timeout = Duration::from_secs(5);
+            cfg.max_in_flight = 4;
+            cfg.engine = engine;
+            let stop = std::sync::Arc::new(AtomicBool::new(false));
+            let s = stop.clone();
+            let stopper = std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(700));
+                s.store(true, std::sync::atomic::Ordering::Relaxed);
+            });
+            let r = loadgen::run(&cfg, &stop, &mut |_| {}).unwrap();
+            stopper.join().unwrap();
+            r
+        });
+        assert!(report.interrupted, "{engine:?}");
+        // The stop is seen within 50 ms although nothing else was due before the next second.
+        assert!(
+            report.measured_secs < 0.8,
+            "{engine:?}: measured {} s",
+            report.measured_secs
+        );
+        assert!(report.dropped > 0, "{engine:?}: {report:?}");
+        assert_eq!(
+            report.dropped_in_flight_full, report.dropped,
+            "{engine:?}: {report:?}"
+        );
+        assert_eq!(report.offered, report.attempts + report.dropped);
+        let w = report.schedule_warning().expect("a warning");
+        assert!(
+            w.contains("the target is slower than the offered rate, not the generator")
+                && !w.contains("fell behind"),
+            "{engine:?}: {w}"
+        );
+    }
+}
+
 /// Values outside the connect timeout: with a 20 µs connect timeout nearly every handshake is
 /// seen after its timeout (loopback completes it in tens of µs, the worker looks later). Such an
 /// attempt is ETIMEDOUT, never a success — but the kernel did complete it, so it is counted in
@@ -918,6 +963,7 @@ fn uring_refuses_what_it_cannot_do_and_auto_picks_epoll_for_it() {
         alpn: Vec::new(),
         resume: loadgen::tls::Resume::Off,
         verify: loadgen::tls::Verify::Insecure,
+        ciphers: Vec::new(),
     });
     cfg.engine = loadgen::LoadEngine::IoUring;
     let e = cfg.validate().unwrap_err().to_string();

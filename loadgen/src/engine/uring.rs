@@ -23,7 +23,9 @@
 //! With `--expect-bytes` or `--close server` the CONNECT's completion pushes `RECV(slot buffer)`
 //! (IO_LINK) → `LINK_TIMEOUT(left of the read deadline)`, and each RECV's count goes to the epoll
 //! engine's read rules (`Worker::took`) until they end the attempt.
-//! With `--http`, the CONNECT's completion pushes `SEND(request, MSG_WAITALL)` (IO_LINK) →
+//! With `--http`, the CONNECT's completion pushes `SEND(request, MSG_WAITALL)` (IO_LINK |
+//! CQE_SKIP_SUCCESS: only a failed or short SEND posts a CQE; the request counts as written at
+//! its RECV's first CQE) →
 //! `LINK_TIMEOUT(left of the read deadline)` (IO_LINK | CQE_SKIP_SUCCESS) → `RECV(slot buffer)`
 //! (IO_LINK) → `LINK_TIMEOUT` (CQE_SKIP_SUCCESS): a link timeout covers only the request just
 //! before it, and the chain goes on past it when that request completes in time. A SEND cut
@@ -200,7 +202,7 @@ pub(crate) struct Ring {
     ring: IoUring,
     /// Sockets are direct descriptors (slot `i` = registered file `i`).
     direct: bool,
-    /// Closes carry IOSQE_CQE_SKIP_SUCCESS.
+    /// Closes and `--http` SENDs carry IOSQE_CQE_SKIP_SUCCESS.
     skip: bool,
     /// Per slot: its generation (moves at every close).
     gen: Vec<u32>,
@@ -563,7 +565,13 @@ impl Worker<'_> {
         }
         .flags(libc::MSG_NOSIGNAL | libc::MSG_WAITALL)
         .build()
-        .flags(squeue::Flags::IO_LINK)
+        // A SEND that wrote the whole request posts no CQE (one ring round less per
+        // connection); the request is then counted at its RECV's first CQE (`received`).
+        .flags(if r.skip {
+            squeue::Flags::IO_LINK | squeue::Flags::SKIP_SUCCESS
+        } else {
+            squeue::Flags::IO_LINK
+        })
         .user_data(ud(K_SEND, r.gen[i], i));
         self.push_recv(i, t, Some(send));
     }
@@ -621,9 +629,13 @@ impl Worker<'_> {
     }
 
     /// The CQE of slot `i`'s SEND: the whole request went out (counted written; the RECV
-    /// linked after it runs on), or it failed (the RECV is cancelled with it), or `-ECANCELED`: its link timeout fired (the read
-    /// phase's deadline: `HTTP ETIMEDOUT`, as the epoll engine counts a request it could not
-    /// write in time) or the stop cancelled it.
+    /// linked after it runs on; with IOSQE_CQE_SKIP_SUCCESS this CQE is not posted), or it
+    /// failed (the RECV is cancelled with it), or `-ECANCELED`: its link timeout fired (the
+    /// read phase's deadline: `HTTP ETIMEDOUT`, as the epoll engine counts a request it could
+    /// not write in time) or the stop cancelled it. A failed SEND's CQE is posted before the
+    /// `-ECANCELED` of the RECV linked after it (the links fail from task work queued when the
+    /// head's completion is flushed: `io_free_batch_list` → `io_fail_links`, io_uring/timeout.c),
+    /// and it ends the slot, so that RECV's CQE is then ignored by its generation.
     fn sent(&mut self, i: usize, res: i32) {
         let (target, measured) = {
             let s = self.slab.get(i);
@@ -659,6 +671,12 @@ impl Worker<'_> {
             let s = self.slab.get(i);
             (s.intended_ns, s.measured, s.deadline_ns)
         };
+        if let Some(h) = self.http.as_mut() {
+            // A RECV CQE of a live exchange: its SEND did not fail (a failed SEND's CQE comes
+            // first and ends the slot, see `sent`), so the whole request was written.
+            let target = self.slab.get(i).target as usize;
+            h.mark_written(i, target, measured);
+        }
         if res == -libc::ECANCELED && self.ring().stopping {
             return self.stopped_exchange(i);
         }

@@ -582,6 +582,7 @@ fn tls_counts_and_the_tls_handshake_histogram_sum_exactly() {
             tls13: 10 + i,
             tls12: 0,
             alpn_agreed: 10 + i,
+            cipher_suites: BTreeMap::from([("TLS13_AES_128_GCM_SHA256".to_string(), 10 + i)]),
             failures: BTreeMap::from([("TLS alert UnknownCA sent".to_string(), i)]),
         });
     }
@@ -592,6 +593,7 @@ fn tls_counts_and_the_tls_handshake_histogram_sum_exactly() {
     assert_eq!(t.full, 4);
     assert_eq!(t.resumed, 42);
     assert_eq!(t.tls13, 46);
+    assert_eq!(t.cipher_suites["TLS13_AES_128_GCM_SHA256"], 46);
     assert_eq!(t.failures["TLS alert UnknownCA sent"], 6);
     let h = p.histograms.decode(Latency::TlsHandshake).unwrap().unwrap();
     assert_eq!(h.len(), 46);

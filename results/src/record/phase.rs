@@ -151,6 +151,10 @@ pub struct TlsCounts {
     pub tls12: u64,
     /// Of them, with an ALPN protocol agreed.
     pub alpn_agreed: u64,
+    /// Of them, by the cipher suite agreed (rustls' name, e.g. `TLS13_AES_128_GCM_SHA256`).
+    /// Empty in records before 2026-12-04.
+    #[serde(default)]
+    pub cipher_suites: BTreeMap<String, u64>,
     /// Failed handshakes by class (`TLS alert CertificateUnknown sent`, `TLS handshake EOF`,
     /// ...), each also in the phase's `failures`.
     pub failures: BTreeMap<String, u64>,
@@ -165,6 +169,9 @@ impl TlsCounts {
         self.tls13 += o.tls13;
         self.tls12 += o.tls12;
         self.alpn_agreed += o.alpn_agreed;
+        for (k, v) in &o.cipher_suites {
+            *self.cipher_suites.entry(k.clone()).or_insert(0) += v;
+        }
         for (k, v) in &o.failures {
             *self.failures.entry(k.clone()).or_insert(0) += v;
         }

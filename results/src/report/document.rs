@@ -500,8 +500,18 @@ pub(crate) fn tls_line(
         ),
         None => String::new(),
     };
+    let suites = if t.cipher_suites.is_empty() {
+        String::new()
+    } else {
+        let v: Vec<String> = t
+            .cipher_suites
+            .iter()
+            .map(|(s, n)| format!("{s} {}", count(*n)))
+            .collect();
+        format!("; cipher suites {}", v.join(", "))
+    };
     format!(
-        "tls: {} handshakes ({}): {} full ({}), {} resumed ({}); TLS 1.3 {}, TLS 1.2 {}; failed {}{srv}",
+        "tls: {} handshakes ({}): {} full ({}), {} resumed ({}); TLS 1.3 {}, TLS 1.2 {}{suites}; failed {}{srv}",
         count(t.handshakes),
         per_sec(t.handshakes),
         count(t.full),

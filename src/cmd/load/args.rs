@@ -123,6 +123,13 @@ pub struct Args {
     /// RFC 5077 tickets), `ids` (TLS 1.2 session IDs; needs --tls-version 1.2).
     #[arg(long, value_enum, default_value = "off", requires = "tls")]
     pub tls_resume: loadgen::tls::Resume,
+    /// With --tls: the cipher suites to offer, in order, comma-separated, e.g.
+    /// `TLS13_AES_256_GCM_SHA384,TLS13_AES_128_GCM_SHA256` (rustls' names; for TLS 1.3 the IANA
+    /// name `TLS_AES_128_GCM_SHA256` is accepted too). Default: every suite of the ring
+    /// provider, AES-128-GCM first (as browsers and h2load offer them). The report counts the
+    /// suites agreed.
+    #[arg(long, value_name = "LIST", value_delimiter = ',', requires = "tls")]
+    pub tls_ciphers: Vec<String>,
     /// With --tls: accept any server certificate (the handshake's signatures are still checked).
     #[arg(long, requires = "tls", conflicts_with = "ca")]
     pub insecure: bool,

@@ -177,6 +177,7 @@ fn tls_options(args: &Args, first: SocketAddr) -> anyhow::Result<Option<loadgen:
         server_name: name,
         alpn: args.alpn.clone(),
         resume: args.tls_resume,
+        ciphers: args.tls_ciphers.clone(),
         verify: if args.insecure {
             Verify::Insecure
         } else {
