@@ -762,6 +762,54 @@ fn a_body_the_server_never_reads_times_out_on_both_engines() {
     }
 }
 
+/// A server that answers after the request head and closes with most of a large body unread
+/// (`server --mode http`: the close of a socket with unread data is an RST) cuts the body's
+/// send short: on both engines that is the reset it is (`HTTP ECONNRESET`, or `HTTP EPIPE`),
+/// never a timeout (the io_uring engine once took every short SEND for its link timeout), and
+/// the run ends long before the 10 s read deadline.
+#[test]
+fn a_body_cut_short_by_the_servers_reset_is_a_reset_not_a_timeout_on_both_engines() {
+    let _x = testkit::exclusive();
+    let (scpu, lcpu) = cpus();
+    let dir = tempfile::tempdir().unwrap();
+    let body = dir.path().join("body");
+    std::fs::write(&body, vec![b'x'; 16 << 20]).unwrap();
+    let body = body.to_str().unwrap().to_string();
+    for engine in LOAD_ENGINES {
+        let (scpu, lcpu, body) = (scpu.clone(), lcpu.clone(), body.clone());
+        let (load, took) = testkit::NetNs::run(move |_| {
+            let mut server = spawn_server(&scpu, "http");
+            let t0 = Instant::now();
+            let load = bin()
+                .args(["load", "--target", &format!("127.0.0.1:{PORT}")])
+                .args(["--http", "--http-method", "POST", "--http-body", &body])
+                .args(["--rate", "20/s", "--duration", "1s", "--warmup", "0s"])
+                .args(["--connect-timeout", "10s", "--cpus", &lcpu])
+                .args(["--format", "json", "--load-engine", engine])
+                .output()
+                .unwrap();
+            let took = t0.elapsed();
+            server.kill().unwrap();
+            server.wait().unwrap();
+            (load, took)
+        });
+        assert!(took < Duration::from_secs(6), "{engine}: {took:?}");
+        let j = json(&load);
+        let t = &j["total"];
+        assert!(u(&t["attempts"]) >= 10, "{engine}: {t}");
+        assert!(balanced(t), "{engine}: {t}");
+        let class = |c: &str| t["failures"][c].as_u64().unwrap_or(0);
+        assert_eq!(class("HTTP ETIMEDOUT"), 0, "{engine}: {t}");
+        let resets = class("HTTP ECONNRESET") + class("HTTP EPIPE");
+        assert!(resets > 0, "{engine}: {t}");
+        assert_eq!(
+            resets + u(&t["successes"]),
+            u(&t["attempts"]),
+            "{engine}: {t}"
+        );
+    }
+}
+
 /// Interrupted while every connection waits for a response (`server --mode hold`): each attempt
 /// is abandoned, and each request written in full is counted, on both engines (the io_uring
 /// engine once counted a request only when its response began, so none here).

@@ -373,7 +373,7 @@ fn bad_tls_files_and_options_exit_2_with_one_line() {
         (vec!["--tls-resume", "tickets"], "--tls"),
         (
             vec!["--tls", "--tls-ciphers", "TLS_RSA_WITH_RC4_128_MD5"],
-            "give one or more of: TLS13_",
+            "TLS_AES_128_GCM_SHA256 etc.): TLS13_",
         ),
         (
             vec![
@@ -381,7 +381,7 @@ fn bad_tls_files_and_options_exit_2_with_one_line() {
                 "--tls-ciphers",
                 "TLS13_AES_128_GCM_SHA256,tls_aes_128_gcm_sha256",
             ],
-            "given twice",
+            "names TLS13_AES_128_GCM_SHA256 again",
         ),
         (
             vec![
@@ -391,7 +391,11 @@ fn bad_tls_files_and_options_exit_2_with_one_line() {
                 "--tls-ciphers",
                 "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
             ],
-            "--tls-ciphers and --tls-version",
+            "no suite given is of the TLS version(s) offered (--tls-version 1.3)",
+        ),
+        (
+            vec!["--tls", "--tls-ciphers", "TLS13_AES_128_GCM_SHA256,"],
+            "an empty name",
         ),
         (vec!["--tls-ciphers", "TLS13_AES_128_GCM_SHA256"], "--tls"),
     ] {

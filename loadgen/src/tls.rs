@@ -1,11 +1,24 @@
 //! TLS on the load side (`--tls`): a TLS handshake on every connection after the TCP handshake,
-//! with rustls and its `ring` crypto provider, then (with `--http`) the request over it.
+//! with rustls and its `aws-lc-rs` crypto provider, then (with `--http`) the request over it.
 //!
-//! # Why `ring`
-//! rustls' default provider, aws-lc-rs, is faster for some ciphers but its build needs CMake or
-//! a recent C/C++ toolchain with more set-up (and Go for FIPS); `ring` builds with a C compiler
-//! alone, which is all this project's machines and CI bring. The server (rcgen for its
-//! self-signed certificate) uses `ring` as well, so one backend is built, not two.
+//! # Why `aws-lc-rs`, not `ring`
+//! A full TLS 1.3 handshake's client CPU is mostly its X25519 key exchange and the ECDSA P-256
+//! verify of the server's CertificateVerify (perf of `load --tls --http` against connstorm's
+//! own server, ring: X25519 29%, P-256 22%). Measured here on one CPU, 5 interleaved rounds of
+//! 2,000 operations each: X25519 keygen + agree 59.0–64.2 µs with ring 0.17.14, 32.4–39.9 µs
+//! with aws-lc-rs 1.19 (aws-lc-sys 0.47); P-256 verify 52.7–57.5 vs 50.3–59.5 µs and sign
+//! 16.8–19.8 vs 15.4–18.7 µs, the same. aws-lc-sys 0.47 builds with a C compiler alone on
+//! x86-64 and aarch64 Linux (no CMake, no Go, no bindgen: its bindings come pre-generated),
+//! about 40 s here. The server (rcgen for its self-signed certificate) uses it as well, so one
+//! backend is built, not two.
+//!
+//! # Key exchange groups
+//! X25519, then P-256, then P-384 (ring's list, kept): the provider's default list also names
+//! X25519MLKEM768 after them, and offering a group without its key share lets a server that
+//! prefers it ask for it with a HelloRetryRequest, a round trip and a second key exchange on
+//! every handshake: OpenSSL 3.5's default group list puts X25519MLKEM768 alone in its first
+//! tuple, and a group of an earlier tuple wins even without a key share
+//! (SSL_CTX_set1_groups_list(3), OpenSSL 3.5; not tried here, this machine has OpenSSL 3.0).
 //!
 //! # Per worker, per connection
 //! Each worker builds its own [`rustls::ClientConfig`] once ([`TlsOptions::client_config`]), so
@@ -118,14 +131,14 @@ pub struct TlsOptions {
     pub verify: Verify,
     /// Cipher suites offered, in order (`--tls-ciphers`), as rustls names them
     /// (`TLS13_AES_128_GCM_SHA256`, `TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256`). Empty (the
-    /// default): [`cipher_suites`]`(&[])`, every suite of the `ring` provider with AES-128-GCM
+    /// default): [`cipher_suites`]`(&[])`, every suite of the `aws-lc-rs` provider with AES-128-GCM
     /// first.
     #[serde(default)]
     pub ciphers: Vec<String>,
 }
 
 /// The cipher suites a client offers for `names` (`--tls-ciphers`), in that order; for an empty
-/// list, the `ring` provider's suites with the AES-128-GCM ones first in each version, as
+/// list, the `aws-lc-rs` provider's suites with the AES-128-GCM ones first in each version, as
 /// browsers and h2load (nghttp2's default TLS 1.3 list) order them. rustls' own order puts
 /// AES-256-GCM first, whose TLS 1.3 suite hashes its transcript and key schedule with SHA-384:
 /// on a CPU with SHA extensions but no SHA-512 ones (most x86-64 today) that is ~10% of a
@@ -140,7 +153,7 @@ pub struct TlsOptions {
 /// A name that is not a suite of the provider (the message lists those that are), or a name
 /// given twice.
 pub fn cipher_suites(names: &[String]) -> Result<Vec<rustls::SupportedCipherSuite>, String> {
-    let all = rustls::crypto::ring::DEFAULT_CIPHER_SUITES;
+    let all = rustls::crypto::aws_lc_rs::DEFAULT_CIPHER_SUITES;
     if names.is_empty() {
         let mut v = all.to_vec();
         v.sort_by_key(|s| !suite_name(s).contains("_AES_128_GCM_"));
@@ -149,6 +162,12 @@ pub fn cipher_suites(names: &[String]) -> Result<Vec<rustls::SupportedCipherSuit
     let mut v: Vec<rustls::SupportedCipherSuite> = Vec::with_capacity(names.len());
     for n in names {
         let want = n.trim().to_ascii_uppercase();
+        if want.is_empty() {
+            return Err(
+                "--tls-ciphers: an empty name (a stray comma?): give suite names separated by commas"
+                    .into(),
+            );
+        }
         let found = all.iter().find(|s| {
             let r = suite_name(s);
             r == want
@@ -158,18 +177,30 @@ pub fn cipher_suites(names: &[String]) -> Result<Vec<rustls::SupportedCipherSuit
         let Some(s) = found else {
             let known: Vec<String> = all.iter().map(suite_name).collect();
             return Err(format!(
-                "--tls-ciphers: {n:?} is not a cipher suite of this build (rustls, ring provider); \
-                 give one or more of: {}",
+                "--tls-ciphers: {n:?} is not a cipher suite of this build (rustls, aws-lc-rs provider); \
+                 give one or more of (TLS 1.3 ones also as TLS_AES_128_GCM_SHA256 etc.): {}",
                 known.join(", ")
             ));
         };
         if v.iter().any(|x| x.suite() == s.suite()) {
-            return Err(format!("--tls-ciphers: {n:?} is given twice"));
+            return Err(format!(
+                "--tls-ciphers: {:?} names {} again: give each suite once",
+                n.trim(),
+                suite_name(s)
+            ));
         }
         v.push(*s);
     }
     Ok(v)
 }
+
+/// The key exchange groups the client offers, in order (see the module doc): X25519, P-256,
+/// P-384.
+const KX_GROUPS: &[&dyn rustls::crypto::SupportedKxGroup] = &[
+    rustls::crypto::aws_lc_rs::kx_group::X25519,
+    rustls::crypto::aws_lc_rs::kx_group::SECP256R1,
+    rustls::crypto::aws_lc_rs::kx_group::SECP384R1,
+];
 
 /// A suite's name as rustls spells it (`TLS13_AES_128_GCM_SHA256`).
 pub fn suite_name(s: &rustls::SupportedCipherSuite) -> String {
@@ -185,7 +216,8 @@ impl TlsOptions {
     pub fn client_config(&self) -> Result<Arc<ClientConfig>, String> {
         let provider = Arc::new(rustls::crypto::CryptoProvider {
             cipher_suites: cipher_suites(&self.ciphers)?,
-            ..rustls::crypto::ring::default_provider()
+            kx_groups: KX_GROUPS.to_vec(),
+            ..rustls::crypto::aws_lc_rs::default_provider()
         });
         let versions: &[&'static rustls::SupportedProtocolVersion] = match self.version {
             TlsVersion::Auto => &[&rustls::version::TLS13, &rustls::version::TLS12],
@@ -198,6 +230,21 @@ impl TlsOptions {
                  (it resumes with tickets): add --tls-version 1.2 or use --tls-resume tickets"
                     .into(),
             );
+        }
+        if !provider
+            .cipher_suites
+            .iter()
+            .any(|s| versions.iter().any(|v| s.version() == *v))
+        {
+            return Err(format!(
+                "--tls-ciphers: no suite given is of the TLS version(s) offered (--tls-version {}): \
+                 offer a TLS13_* suite for 1.3, a TLS_ECDHE_* one for 1.2",
+                match self.version {
+                    TlsVersion::Auto => "auto",
+                    TlsVersion::V12 => "1.2",
+                    TlsVersion::V13 => "1.3",
+                }
+            ));
         }
         let builder = ClientConfig::builder_with_provider(provider.clone())
             .with_protocol_versions(versions)

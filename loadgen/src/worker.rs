@@ -99,7 +99,8 @@ pub(crate) struct WorkerResult {
     pub report: LoadWorkerReport,
     /// The stop flag ended it.
     pub interrupted: bool,
-    /// When its loop ended, ns.
+    /// When its loop ended, ns; for an interrupted worker, when it saw the stop (before it
+    /// settled what was in flight).
     pub ended_ns: u64,
     /// The HTTP side (`--http` only).
     pub http: Option<crate::http::HttpWorker>,
@@ -387,6 +388,9 @@ impl<'a> Worker<'a> {
                 self.start_due(now);
             }
         }
+        // An interrupted run's measured time ends when the stop was seen, not when the attempts
+        // in flight have been settled (the io_uring stop waits up to 1 s for its cancels).
+        let mut stop_seen_ns = None;
         if interrupted {
             // Starts that fell due before the stop and were never made are dropped (so offered
             // = attempts + dropped still holds); those not yet due were never offered. Those
@@ -394,6 +398,7 @@ impl<'a> Worker<'a> {
             // due longer ago without a busy slot was dropped as lag already) waited for the
             // target, not for the generator: full-slot drops, as `drop_rest` counts them.
             let now = now_ns();
+            stop_seen_ns = Some(now);
             let full = self.slots_busy_since(now.saturating_sub(self.max_lag_ns()));
             self.drop_before(now.saturating_add(1), full);
             self.abandon_all(now);
@@ -401,7 +406,7 @@ impl<'a> Worker<'a> {
         if let Some(r) = self.uring.as_mut() {
             r.flush();
         }
-        let ended = now_ns();
+        let ended = stop_seen_ns.unwrap_or_else(now_ns);
         self.flush_second(next_tick, if interrupted { ended } else { next_tick }, tx);
         let used = ThreadCpu::now().since(&cpu0);
         WorkerResult {

@@ -1,16 +1,16 @@
-//! `--tls`: a TLS handshake on every accepted connection (rustls, `ring` provider), before the
+//! `--tls`: a TLS handshake on every accepted connection (rustls, `aws-lc-rs` provider), before the
 //! mode's work (`close`: close_notify and close; `http`: the request and response over TLS).
 //!
 //! # Certificate
 //! `--cert FILE --key FILE` (PEM: the chain, leaf first, and its private key), or, when neither
 //! is given, a self-signed certificate generated at start with rcgen for `localhost`,
 //! `127.0.0.1` and `::1` (a fresh key every run: clients use `--insecure`, or `--ca` with the
-//! PEM the server writes with `--cert-out`). rcgen and rustls both use `ring`, so one crypto
-//! backend is built (aws-lc-rs would need more build tooling; see the loadgen crate's `tls`).
+//! PEM the server writes with `--cert-out`). rcgen and rustls both use `aws-lc-rs`, so one
+//! crypto backend is built (why that one: the loadgen crate's `tls`).
 //!
 //! # Resumption
 //! One [`rustls::ServerConfig`] is shared by all workers (an `Arc`): a ticketer
-//! (`rustls::crypto::ring::Ticketer`, stateless tickets whose key rotates every 6 h) so TLS 1.3
+//! (`rustls::crypto::aws_lc_rs::Ticketer`, stateless tickets whose key rotates every 6 h) so TLS 1.3
 //! and TLS 1.2 tickets resume on whichever worker the next connection lands on, and a session-ID
 //! cache of [`SESSION_CACHE`] entries for TLS 1.2 clients without tickets. Both are behind
 //! locks inside rustls, taken once per handshake; that is the one thing the workers share.
@@ -125,7 +125,7 @@ pub fn server_config(cert: Option<&Path>, key: Option<&Path>) -> Result<TlsServe
         }
         _ => return Err(TlsError::Half),
     };
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
     let mut cfg = rustls::ServerConfig::builder_with_provider(provider)
         .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
         .map_err(|e| TlsError::Pair(e.to_string()))?
@@ -133,7 +133,7 @@ pub fn server_config(cert: Option<&Path>, key: Option<&Path>) -> Result<TlsServe
         .with_single_cert(chain, key)
         .map_err(|e| TlsError::Pair(e.to_string()))?;
     cfg.ticketer =
-        rustls::crypto::ring::Ticketer::new().map_err(|e| TlsError::Pair(e.to_string()))?;
+        rustls::crypto::aws_lc_rs::Ticketer::new().map_err(|e| TlsError::Pair(e.to_string()))?;
     cfg.session_storage = rustls::server::ServerSessionMemoryCache::new(SESSION_CACHE);
     cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(TlsServer {

@@ -53,7 +53,7 @@ pub struct Args {
     /// instead of `204 No Content`.
     #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u32).range(0..=i64::from(server::config::MAX_GREET_BYTES)))]
     pub http_response_bytes: Option<u32>,
-    /// A TLS handshake on every connection (rustls, `ring` provider; TLS 1.3 and 1.2, session
+    /// A TLS handshake on every connection (rustls, `aws-lc-rs` provider; TLS 1.3 and 1.2, session
     /// tickets and a session-ID cache for resumption) before the mode's work: `close` (close_notify,
     /// close) or `http` (the request and response over TLS), on both engines. Certificate: --cert/--key, else a self-signed one generated
     /// at start for localhost, 127.0.0.1 and ::1.

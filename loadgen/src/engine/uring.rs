@@ -518,7 +518,7 @@ impl Worker<'_> {
             return;
         }
         match kind {
-            K_SEND => self.sent(i, res),
+            K_SEND => self.sent(i, t, res),
             K_RECV => self.received(i, t, res),
             K_SOCKET | K_SOCKOPT if res < 0 => {
                 if kind == K_SOCKET {
@@ -636,20 +636,24 @@ impl Worker<'_> {
     /// `-ECANCELED` of the RECV linked after it (the links fail from task work queued when the
     /// head's completion is flushed: `io_free_batch_list` → `io_fail_links`, io_uring/timeout.c),
     /// and it ends the slot, so that RECV's CQE is then ignored by its generation.
-    fn sent(&mut self, i: usize, res: i32) {
-        let (target, measured) = {
+    fn sent(&mut self, i: usize, t: u64, res: i32) {
+        let (target, measured, deadline) = {
             let s = self.slab.get(i);
-            (s.target as usize, s.measured)
+            (s.target as usize, s.measured, s.deadline_ns)
         };
         let len = self.ring().requests.get(target).map_or(0, |r| r.len());
-        // A MSG_WAITALL send that was cancelled part way (its link timeout, or the stop) reports
-        // the bytes it did write, not -ECANCELED: a short count is a cancellation too.
-        let cancelled = res == -libc::ECANCELED || (res >= 0 && (res as usize) < len);
-        if cancelled && self.ring().stopping {
+        // A MSG_WAITALL send cut part way reports the bytes it did write, not an errno: by its
+        // link timeout (at the read deadline), by the stop, or by the connection failing under
+        // it (the peer's RST: the socket's error is not in the CQE, and send(2) on the epoll
+        // engine reports it as ECONNRESET). Before the deadline it is the last.
+        let short = res >= 0 && (res as usize) < len;
+        let cancelled = res == -libc::ECANCELED || (short && t >= deadline);
+        if (cancelled || short) && self.ring().stopping {
             return self.stopped_exchange(i);
         }
         let errno = match res {
             _ if cancelled => libc::ETIMEDOUT,
+            _ if short => libc::ECONNRESET,
             r if r < 0 => -r,
             _ => {
                 // The RECV linked after it is on its way.

@@ -594,6 +594,19 @@ fn tls_counts_and_the_tls_handshake_histogram_sum_exactly() {
     assert_eq!(t.resumed, 42);
     assert_eq!(t.tls13, 46);
     assert_eq!(t.cipher_suites["TLS13_AES_128_GCM_SHA256"], 46);
+    // A segment from before the suites were counted makes the merged table unknown (empty),
+    // not a partial count.
+    let mut older = inputs.clone();
+    older[2].record.phases[0]
+        .tls
+        .as_mut()
+        .unwrap()
+        .cipher_suites
+        .clear();
+    let m2 = merge(&older).unwrap();
+    let t2 = m2.record.phases[0].tls.as_ref().unwrap();
+    assert_eq!(t2.handshakes, 46);
+    assert!(t2.cipher_suites.is_empty(), "{:?}", t2.cipher_suites);
     assert_eq!(t.failures["TLS alert UnknownCA sent"], 6);
     let h = p.histograms.decode(Latency::TlsHandshake).unwrap().unwrap();
     assert_eq!(h.len(), 46);

@@ -152,7 +152,8 @@ pub struct TlsCounts {
     /// Of them, with an ALPN protocol agreed.
     pub alpn_agreed: u64,
     /// Of them, by the cipher suite agreed (rustls' name, e.g. `TLS13_AES_128_GCM_SHA256`).
-    /// Empty in records before 2026-12-04.
+    /// Empty when unknown: in records before 2026-12-04, and in a merge with one of them (a
+    /// partial table would undercount the suites without saying so).
     #[serde(default)]
     pub cipher_suites: BTreeMap<String, u64>,
     /// Failed handshakes by class (`TLS alert CertificateUnknown sent`, `TLS handshake EOF`,
@@ -163,6 +164,8 @@ pub struct TlsCounts {
 impl TlsCounts {
     /// Adds another phase's counts (`merge`).
     pub fn add(&mut self, o: &TlsCounts) {
+        let unknown = |t: &TlsCounts| t.handshakes > 0 && t.cipher_suites.is_empty();
+        let suites_unknown = unknown(self) || unknown(o);
         self.handshakes += o.handshakes;
         self.full += o.full;
         self.resumed += o.resumed;
@@ -171,6 +174,9 @@ impl TlsCounts {
         self.alpn_agreed += o.alpn_agreed;
         for (k, v) in &o.cipher_suites {
             *self.cipher_suites.entry(k.clone()).or_insert(0) += v;
+        }
+        if suites_unknown {
+            self.cipher_suites.clear();
         }
         for (k, v) in &o.failures {
             *self.failures.entry(k.clone()).or_insert(0) += v;

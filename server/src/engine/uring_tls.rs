@@ -291,7 +291,7 @@ mod tests {
     fn client_config(cert: rustls::pki_types::CertificateDer<'static>) -> rustls::ClientConfig {
         let mut roots = rustls::RootCertStore::empty();
         roots.add(cert).unwrap();
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
         rustls::ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
             .unwrap()

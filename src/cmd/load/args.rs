@@ -99,7 +99,7 @@ pub struct Args {
     /// regular file of at most 16 MiB (the encoded request is kept in memory per target).
     #[arg(long, value_name = "FILE", requires = "http")]
     pub http_body: Option<std::path::PathBuf>,
-    /// After the TCP handshake do a TLS handshake (rustls, `ring` provider) and report its
+    /// After the TCP handshake do a TLS handshake (rustls, `aws-lc-rs` provider) and report its
     /// latency (TCP connected → TLS handshake done), full vs resumed handshakes and failures by
     /// alert. With --http the request goes over it (HTTPS). Without --http an attempt succeeds
     /// at the end of its TLS handshake; the client then sends close_notify and reads until the
@@ -125,7 +125,7 @@ pub struct Args {
     pub tls_resume: loadgen::tls::Resume,
     /// With --tls: the cipher suites to offer, in order, comma-separated, e.g.
     /// `TLS13_AES_256_GCM_SHA384,TLS13_AES_128_GCM_SHA256` (rustls' names; for TLS 1.3 the IANA
-    /// name `TLS_AES_128_GCM_SHA256` is accepted too). Default: every suite of the ring
+    /// name `TLS_AES_128_GCM_SHA256` is accepted too). Default: every suite of the aws-lc-rs
     /// provider, AES-128-GCM first (as browsers and h2load offer them). The report counts the
     /// suites agreed.
     #[arg(long, value_name = "LIST", value_delimiter = ',', requires = "tls")]
