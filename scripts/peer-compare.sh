@@ -6,8 +6,10 @@
 #
 # both closed loop with C connections in flight, one request per connection, against nginx pinned
 # to one CPU (1 worker, keepalive_timeout 0, `return 204`, access log off); the clients are
-# pinned to another CPU. ROUNDS interleaved rounds (wrk, connstorm, wrk, connstorm, ...), then the
-# median of each and the paired ratios connstorm/wrk per round. Then connstorm open loop at 80% of
+# pinned to another CPU. ROUNDS interleaved rounds, counterbalanced (odd rounds wrk then connstorm,
+# even rounds connstorm then wrk: wrk leaves ~one TIME_WAIT socket per connection on nginx's side,
+# which slowed the run right after it in 3 of 4 paired checks), then the median of each and the
+# paired ratios connstorm/wrk per round. Then connstorm open loop at 80% of
 # its median closed-loop rate, with its response-latency p99 (scheduled start -> response
 # complete). The nginx worker's CPU use during each run says whether nginx was the limit (~100% of
 # its CPU: both tools measure nginx, and the ratio says little about the tools).
@@ -102,22 +104,40 @@ measure() {
   w0=$(cpu_ticks); t0=$(date +%s.%N)
   out=$("$@" 2>/dev/null)
   t1=$(date +%s.%N); w1=$(cpu_ticks)
+  printf "%s\n" "$out" >"$tmp/last.out"
   echo "$(echo "$out" | $parse) $(echo "($w1 - $w0) / $ticks / ($t1 - $t0) * 100" | bc -l)"
+}
+# After a connstorm run: its failure classes and any WARNING lines, when it had some (a rate
+# with failures in it is not the rate of the same work).
+cs_failures() {
+  awk "/^  failures/ {f = 1; print; next} f && /^    / {print; next} {f = 0} /WARNING/" "$tmp/last.out" |
+    grep -v "failures: *none" | sed "s/^ */       /" || true
 }
 wrk_rate() { awk "/Requests\/sec:/ {print \$2}"; }
 # connstorm: complete responses per second over the measured window.
 cs_rate() { sed -n "s/.*responses (\([0-9,.]*\) responses\/s).*/\1/p" | tr -d ,; }
 url=http://127.0.0.1:$port/
+# Sockets in TIME_WAIT in the namespace now (left by the run before: wrk closes after nginx, so
+# nginx keeps ~one per connection; connstorm resets, leaving none).
+tw() { ss -Htan state time-wait | wc -l; }
 wr=(); cr=()
-printf "%-6s %-10s %14s %12s\n" round tool "requests/s" "nginx CPU %"
-for r in $(seq "$ROUNDS"); do
+printf "%-6s %-10s %14s %12s %16s\n" round tool "requests/s" "nginx CPU %" "TIME_WAIT after"
+wrk_run() {
   parse=wrk_rate
   read -r w wc < <(measure taskset -c "$CLIENT_CPU" wrk -t1 -c"$CONNS" -d"${DURATION}s" -H "Connection: close" "$url")
-  printf "%-6s %-10s %14.1f %12.1f\n" "$r" wrk "$w" "$wc"
+  printf "%-6s %-10s %14.1f %12.1f %16s\n" "$r" wrk "$w" "$wc" "$(tw)"
+}
+cs_run() {
   parse=cs_rate
   read -r c cc < <(measure "$B" load --target 127.0.0.1:$port --http --concurrency "$CONNS" \
       --duration "${DURATION}s" --warmup 1s --cpus "$CLIENT_CPU")
-  printf "%-6s %-10s %14.1f %12.1f\n" "$r" connstorm "$c" "$cc"
+  printf "%-6s %-10s %14.1f %12.1f %16s\n" "$r" connstorm "$c" "$cc" "$(tw)"
+  cs_failures
+}
+# Counterbalanced (ABBA): odd rounds run the peer first, even rounds connstorm first, so neither
+# tool always inherits the other'"'"'s TIME_WAIT sockets and warm caches.
+for r in $(seq "$ROUNDS"); do
+  if [ $((r % 2)) -eq 1 ]; then wrk_run; cs_run; else cs_run; wrk_run; fi
   wr+=("$w"); cr+=("$c")
 done
 median() { printf "%s\n" "$@" | sort -g | awk "{a[NR]=\$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}"; }
@@ -130,7 +150,7 @@ printf "median connstorm  %12.1f responses/s (one request per connection)\n" "$m
 printf "paired ratios connstorm/wrk: %s (median %.2f)\n" "$(printf "%.2f " "${ratios[@]}")" "$mr"
 rate=$(printf "%.0f" "$(echo "$mc * 0.8" | bc -l)")
 echo
-echo "connstorm open loop at 80% of its median closed-loop rate: ${rate}/s"
+echo "connstorm open loop at 80% of its median closed-loop rate: ${rate}/s ($(tw) sockets in TIME_WAIT at its start, left by the runs before)"
 parse=cat
 out=$("$B" load --target 127.0.0.1:$port --http --rate "${rate}/s" --duration "${DURATION}s" --warmup 1s \
   --cpus "$CLIENT_CPU" 2>/dev/null || true)
@@ -145,21 +165,29 @@ H2N=${H2_REQUESTS:-$((CONNS * 60))}
 
 printf "%-6s %-22s %14s %12s\n" round tool "connections/s" "nginx CPU %"
 # One TLS round r against port $2: h2load --h1, then connstorm full handshakes; sets h, f.
+# Odd rounds run h2load first, even rounds connstorm first (counterbalanced, as above).
 h2_vs_full() {
   local hc fc
-  parse=h2_rate
-  read -r h hc < <(measure taskset -c "$CLIENT_CPU" h2load --h1 -t1 -c"$CONNS" -n"$H2N" "https://127.0.0.1:$2/")
-  printf "%-6s %-22s %14.1f %12.1f\n" "$1" "h2load --h1" "$h" "$hc"
-  parse=cs_rate
-  read -r f fc < <(measure "$B" load --target 127.0.0.1:$2 --tls --insecure --close server \
-      --http --concurrency "$CONNS" --duration "${DURATION}s" --warmup 1s --cpus "$CLIENT_CPU" --tls-resume off)
-  printf "%-6s %-22s %14.1f %12.1f\n" "$1" "connstorm (full)" "$f" "$fc"
+  h2_run() {
+    parse=h2_rate
+    read -r h hc < <(measure taskset -c "$CLIENT_CPU" h2load --h1 -t1 -c"$CONNS" -n"$H2N" "https://127.0.0.1:$2/")
+    printf "%-6s %-22s %14.1f %12.1f\n" "$1" "h2load --h1" "$h" "$hc"
+  }
+  full_run() {
+    parse=cs_rate
+    read -r f fc < <(measure "$B" load --target 127.0.0.1:$2 --tls --insecure --close server \
+        --http --concurrency "$CONNS" --duration "${DURATION}s" --warmup 1s --cpus "$CLIENT_CPU" --tls-resume off)
+    printf "%-6s %-22s %14.1f %12.1f\n" "$1" "connstorm (full)" "$f" "$fc"
+    cs_failures
+  }
+  if [ $(($1 % 2)) -eq 1 ]; then h2_run "$@"; full_run "$@"; else full_run "$@"; h2_run "$@"; fi
 }
 for r in $(seq "$ROUNDS"); do
   h2_vs_full "$r" "$tport"
   read -r e ec < <(measure "$B" load --target 127.0.0.1:$tport --tls --insecure --close server \
       --http --concurrency "$CONNS" --duration "${DURATION}s" --warmup 1s --cpus "$CLIENT_CPU" --tls-resume tickets)
   printf "%-6s %-22s %14.1f %12.1f\n" "$r" "connstorm (resumed)" "$e" "$ec"
+  cs_failures
   hr+=("$h"); fr+=("$f"); rr+=("$e")
 done
 tratios=()

@@ -762,51 +762,168 @@ fn a_body_the_server_never_reads_times_out_on_both_engines() {
     }
 }
 
-/// A server that answers after the request head and closes with most of a large body unread
-/// (`server --mode http`: the close of a socket with unread data is an RST) cuts the body's
+/// A large POST body, `len` bytes of `x`, in `dir`: its path.
+fn big_body(dir: &std::path::Path, len: usize) -> String {
+    let body = dir.join("body");
+    std::fs::write(&body, vec![b'x'; len]).unwrap();
+    body.to_str().unwrap().to_string()
+}
+
+/// `load --http` POSTing `body` at 20/s for 1 s (10 s deadlines) with `engine`: its output
+/// and how long it took.
+fn post_round(engine: &str, lcpu: &str, body: &str) -> (Output, Duration) {
+    let t0 = Instant::now();
+    let load = bin()
+        .args(["load", "--target", &format!("127.0.0.1:{PORT}")])
+        .args(["--http", "--http-method", "POST", "--http-body", body])
+        .args(["--rate", "20/s", "--duration", "1s", "--warmup", "0s"])
+        .args(["--connect-timeout", "10s", "--cpus", lcpu])
+        .args(["--format", "json", "--load-engine", engine])
+        .output()
+        .unwrap();
+    (load, t0.elapsed())
+}
+
+/// A test server on `PORT` (in the caller's namespace): for each connection it reads the
+/// request head, writes `answer` if any, then holds the connection unread (`hold`) or closes
+/// it with the body unread (an RST). Returns the stop flag and the thread, which answers how
+/// many connections it served.
+fn early_server(
+    answer: Option<&'static [u8]>,
+    hold: bool,
+) -> (Arc<AtomicBool>, std::thread::JoinHandle<u64>) {
+    let l = TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], PORT))).unwrap();
+    l.set_nonblocking(true).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let s = stop.clone();
+    let server = std::thread::spawn(move || {
+        let (mut held, mut served) = (Vec::new(), 0);
+        while !s.load(Ordering::Relaxed) {
+            match l.accept() {
+                Ok((c, _)) => {
+                    if serve(c.try_clone().unwrap(), answer.unwrap_or_default()) {
+                        served += 1;
+                        if hold {
+                            held.push(c);
+                        }
+                    }
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(1)),
+            }
+        }
+        served
+    });
+    (stop, server)
+}
+
+/// A server that closes each connection after the request head, with most of a large body
+/// unread and no answer (the close of a socket with unread data is an RST), cuts the body's
 /// send short: on both engines that is the reset it is (`HTTP ECONNRESET`, or `HTTP EPIPE`),
 /// never a timeout (the io_uring engine once took every short SEND for its link timeout), and
 /// the run ends long before the 10 s read deadline.
 #[test]
 fn a_body_cut_short_by_the_servers_reset_is_a_reset_not_a_timeout_on_both_engines() {
     let _x = testkit::exclusive();
+    let (_, lcpu) = cpus();
+    let dir = tempfile::tempdir().unwrap();
+    let body = big_body(dir.path(), 16 << 20);
+    for engine in LOAD_ENGINES {
+        let (lcpu, body) = (lcpu.clone(), body.clone());
+        let ((load, took), served) = testkit::NetNs::run(move |_| {
+            let (stop, server) = early_server(None, false);
+            let out = post_round(engine, &lcpu, &body);
+            stop.store(true, Ordering::Relaxed);
+            (out, server.join().unwrap())
+        });
+        assert!(took < Duration::from_secs(6), "{engine}: {took:?}");
+        let j = json(&load);
+        let (t, h) = (&j["total"], &j["http"]);
+        let attempts = u(&t["attempts"]);
+        assert!(attempts >= 10, "{engine}: {t}");
+        assert!(balanced(t), "{engine}: {t}");
+        assert_eq!(served, attempts, "{engine}: {t}");
+        let class = |c: &str| t["failures"][c].as_u64().unwrap_or(0);
+        assert_eq!(class("HTTP ETIMEDOUT"), 0, "{engine}: {t}");
+        let resets = class("HTTP ECONNRESET") + class("HTTP EPIPE");
+        assert_eq!(resets, attempts, "{engine}: {t}");
+        assert_eq!(u(&h["total_responses"]), 0, "{engine}: {h}");
+        assert_eq!(u(&h["requests"]), 0, "{engine}: {h}");
+    }
+}
+
+/// `server --mode http` answers after the request head and closes with most of a large body
+/// unread (an RST): the complete response came before the reset, so on both engines each
+/// attempt is a success whose response came before its request was written completely (the
+/// epoll engine reads what is queued when its write fails; the io_uring engine's RECV runs
+/// beside the long SEND), none a reset or a timeout.
+#[test]
+fn an_answer_before_the_servers_reset_is_a_response_on_both_engines() {
+    let _x = testkit::exclusive();
     let (scpu, lcpu) = cpus();
     let dir = tempfile::tempdir().unwrap();
-    let body = dir.path().join("body");
-    std::fs::write(&body, vec![b'x'; 16 << 20]).unwrap();
-    let body = body.to_str().unwrap().to_string();
+    let body = big_body(dir.path(), 16 << 20);
     for engine in LOAD_ENGINES {
         let (scpu, lcpu, body) = (scpu.clone(), lcpu.clone(), body.clone());
         let (load, took) = testkit::NetNs::run(move |_| {
             let mut server = spawn_server(&scpu, "http");
-            let t0 = Instant::now();
-            let load = bin()
-                .args(["load", "--target", &format!("127.0.0.1:{PORT}")])
-                .args(["--http", "--http-method", "POST", "--http-body", &body])
-                .args(["--rate", "20/s", "--duration", "1s", "--warmup", "0s"])
-                .args(["--connect-timeout", "10s", "--cpus", &lcpu])
-                .args(["--format", "json", "--load-engine", engine])
-                .output()
-                .unwrap();
-            let took = t0.elapsed();
+            let out = post_round(engine, &lcpu, &body);
             server.kill().unwrap();
             server.wait().unwrap();
-            (load, took)
+            out
         });
         assert!(took < Duration::from_secs(6), "{engine}: {took:?}");
         let j = json(&load);
-        let t = &j["total"];
-        assert!(u(&t["attempts"]) >= 10, "{engine}: {t}");
+        let (t, h) = (&j["total"], &j["http"]);
+        let attempts = u(&t["attempts"]);
+        assert!(attempts >= 10, "{engine}: {t}");
         assert!(balanced(t), "{engine}: {t}");
-        let class = |c: &str| t["failures"][c].as_u64().unwrap_or(0);
-        assert_eq!(class("HTTP ETIMEDOUT"), 0, "{engine}: {t}");
-        let resets = class("HTTP ECONNRESET") + class("HTTP EPIPE");
-        assert!(resets > 0, "{engine}: {t}");
-        assert_eq!(
-            resets + u(&t["successes"]),
-            u(&t["attempts"]),
-            "{engine}: {t}"
-        );
+        assert_eq!(u(&t["successes"]), attempts, "{engine}: {t}");
+        assert_eq!(u(&h["responses"]), attempts, "{engine}: {h}");
+        assert_eq!(u(&h["early_responses"]), attempts, "{engine}: {h}");
+        assert_eq!(u(&h["requests"]), 0, "{engine}: {h}");
+    }
+}
+
+/// A server that answers 413 after the request head and stops reading, the connection held
+/// open (a gateway refusing a body too large): each response came before its request was
+/// written, on both engines. Each attempt is a success with a 4xx, none a timeout or reset;
+/// `responses` = `early_responses`, `requests` 0 (none was written completely), and the bytes
+/// sent count the part of each body that did go out (the io_uring engine once linked its RECV
+/// after the whole SEND, so it never read these answers and called each a reset).
+#[test]
+fn an_early_413_before_the_body_is_written_is_a_response_on_both_engines() {
+    let _x = testkit::exclusive();
+    let (_, lcpu) = cpus();
+    let dir = tempfile::tempdir().unwrap();
+    let len = 8usize << 20;
+    let body = big_body(dir.path(), len);
+    for engine in LOAD_ENGINES {
+        let (lcpu, body) = (lcpu.clone(), body.clone());
+        let ((load, took), answered) = testkit::NetNs::run(move |_| {
+            let resp = b"HTTP/1.1 413 Content Too Large\r\nContent-Length: 3\r\nConnection: close\r\n\r\nbig";
+            let (stop, server) = early_server(Some(resp), true);
+            let out = post_round(engine, &lcpu, &body);
+            stop.store(true, Ordering::Relaxed);
+            (out, server.join().unwrap())
+        });
+        assert!(took < Duration::from_secs(6), "{engine}: {took:?}");
+        assert_eq!(load.status.code(), Some(0), "{engine}: {}", stderr(&load));
+        let j = json(&load);
+        let (t, h) = (&j["total"], &j["http"]);
+        let attempts = u(&t["attempts"]);
+        assert!(attempts >= 10, "{engine}: {t}");
+        assert!(balanced(t), "{engine}: {t}");
+        assert_eq!(u(&t["successes"]), attempts, "{engine}: {t}");
+        assert_eq!(answered, attempts, "{engine}: {t}");
+        assert_eq!(u(&h["total_responses"]), attempts, "{engine}: {h}");
+        assert_eq!(u(&h["responses"]), attempts, "{engine}: {h}");
+        assert_eq!(u(&h["early_responses"]), attempts, "{engine}: {h}");
+        assert_eq!(u(&h["requests"]), 0, "{engine}: {h}");
+        assert_eq!(u(&h["non_2xx_codes"]["413"]), attempts, "{engine}: {h}");
+        assert_eq!(u(&h["body_bytes"]), 3 * attempts, "{engine}: {h}");
+        let sent = u(&h["bytes_sent"]);
+        assert!(sent >= attempts * 100, "{engine}: {h}");
+        assert!(sent < attempts * len as u64, "{engine}: {h}");
     }
 }
 

@@ -101,6 +101,7 @@ pub fn phase_record(
             status_classes: h.status_classes.clone(),
             non_2xx_codes: h.non_2xx_codes.clone(),
             parse_errors: h.parse_errors.clone(),
+            early_responses: h.early_responses,
             bytes_sent: h.bytes_sent,
             bytes_received: h.bytes_received,
             body_bytes: h.body_bytes,

@@ -347,7 +347,7 @@ impl Worker<'_> {
             Phase::Reading if self.tls.is_some() => self.tls_event(i, t),
             Phase::Reading if self.http.is_some() => {
                 if ev.is_writable() {
-                    let step = self.http_send(i);
+                    let step = self.http_send_or_answer(i, t);
                     if !self.http_step(i, step) {
                         return;
                     }
@@ -416,7 +416,10 @@ impl Worker<'_> {
             return self.uring_read_begin(i, t);
         }
         if self.http.is_some() {
-            let step = self.http_begin(i);
+            let step = match self.http_begin(i) {
+                crate::http::Step::Failed(e) => self.answer_before(i, t, e),
+                step => step,
+            };
             if self.http_step(i, step) && readable {
                 let step = self.http_read(i, t);
                 self.http_step(i, step);

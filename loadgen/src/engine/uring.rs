@@ -96,6 +96,12 @@ const REAP_BATCHES: usize = 32;
 const STOP_WAIT_NS: u64 = 1_000_000_000;
 /// `--http`: bytes of a slot's receive buffer (one RECV reads at most this much).
 const RECV_BUF: usize = 4096;
+/// `--http`: requests up to this many bytes go out as SEND → RECV linked (the RECV issued only
+/// once the whole request is written: fewest ring rounds). Longer ones (a body) may not fit the
+/// socket's send buffer (tcp_wmem's default 16 KiB, ip-sysctl.rst) while the server answers
+/// early (413) and stops reading, so their SEND and RECV run side by side, as the epoll engine
+/// reads while it writes.
+const LINKED_SEND_MAX: usize = 16 * 1024;
 
 fn ud(kind: u64, gen: u32, slot: usize) -> u64 {
     kind << 56 | u64::from(gen & GEN_MASK) << 32 | (slot as u64 & 0xffff_ffff)
@@ -208,6 +214,9 @@ pub(crate) struct Ring {
     gen: Vec<u32>,
     /// Per slot (direct only): its registered file holds a socket.
     has_file: Vec<bool>,
+    /// Per slot: its `--http` SEND and RECV run side by side (a request longer than
+    /// [`LINKED_SEND_MAX`]); the close cancels both first.
+    split: Vec<bool>,
     /// The stop has cancelled every request: an ECANCELED connect was cut by it.
     stopping: bool,
     linger: Box<libc::linger>,
@@ -274,6 +283,7 @@ impl Ring {
             skip: f.skip_success,
             gen: vec![0; slots],
             has_file: vec![false; slots],
+            split: vec![false; slots],
             stopping: false,
             linger: Box::new(libc::linger {
                 l_onoff: 1,
@@ -343,6 +353,17 @@ impl Ring {
     pub(crate) fn close(&mut self, i: usize, sock: Option<socket2::Socket>) {
         let gen = self.gen[i];
         self.gen[i] = gen.wrapping_add(1) & GEN_MASK;
+        if std::mem::take(&mut self.split[i]) {
+            // Its SEND or RECV may still be pending: cancelled before the close, so none
+            // writes the slot's buffer once the slot is reused (an ENOENT CQE, ignored, when
+            // it was done).
+            let cancel = |kind| {
+                opcode::AsyncCancel::new(ud(kind, gen, i))
+                    .build()
+                    .user_data(ud(K_CANCEL, gen, i))
+            };
+            let _ = self.push(&[cancel(K_SEND), cancel(K_RECV)]);
+        }
         let entry = if let Some(s) = sock {
             let fd: RawFd = s.into_raw_fd();
             opcode::Close::new(types::Fd(fd)).build()
@@ -546,7 +567,7 @@ impl Worker<'_> {
     pub(crate) fn uring_read_begin(&mut self, i: usize, t: u64) {
         let target = self.slab.get(i).target as usize;
         if let Some(h) = self.http.as_mut() {
-            h.reset_slot(i);
+            h.reset_slot(i, target);
         }
         if self.ring().stopping {
             // Completed as the run stopped: closed now, its exchange abandoned (as with epoll).
@@ -559,6 +580,8 @@ impl Worker<'_> {
         let r = self.ring();
         let req = &r.requests[target];
         let (ptr, len) = (req.as_ptr(), req.len() as u32);
+        let split = req.len() > LINKED_SEND_MAX;
+        r.split[i] = split;
         let send = match plain {
             Some(fd) => opcode::Send::new(types::Fd(fd), ptr, len),
             None => opcode::Send::new(types::Fixed(i as u32), ptr, len),
@@ -567,7 +590,8 @@ impl Worker<'_> {
         .build()
         // A SEND that wrote the whole request posts no CQE (one ring round less per
         // connection); the request is then counted at its RECV's first CQE (`received`).
-        .flags(if r.skip {
+        // Split from its RECV, its success CQE says the request is written.
+        .flags(if r.skip && !split {
             squeue::Flags::IO_LINK | squeue::Flags::SKIP_SUCCESS
         } else {
             squeue::Flags::IO_LINK
@@ -611,10 +635,13 @@ impl Worker<'_> {
             // SEND → its LINK_TIMEOUT → RECV → its LINK_TIMEOUT: a link timeout covers only
             // the request just before it and, linked itself, lets the chain go on when that
             // request completes in time (both read the same timespec, copied at submission).
+            // Split (a long request): SEND → LINK_TIMEOUT and RECV → LINK_TIMEOUT, two chains.
             Some(send) => {
-                let mid = timeout
-                    .clone()
-                    .flags(squeue::Flags::IO_LINK | squeue::Flags::SKIP_SUCCESS);
+                let mid = timeout.clone().flags(if r.split[i] {
+                    squeue::Flags::SKIP_SUCCESS
+                } else {
+                    squeue::Flags::IO_LINK | squeue::Flags::SKIP_SUCCESS
+                });
                 r.push(&[send, mid, op, timeout])
             }
             None => r.push(&[op, timeout]),
@@ -647,6 +674,28 @@ impl Worker<'_> {
         // it (the peer's RST: the socket's error is not in the CQE, and send(2) on the epoll
         // engine reports it as ECONNRESET). Before the deadline it is the last.
         let short = res >= 0 && (res as usize) < len;
+        if short {
+            // The bytes did go out (the epoll engine counts them as send(2) returns them).
+            if let Some(h) = self.http.as_mut() {
+                h.mark_partial(i, res as usize, measured);
+            }
+        }
+        if self.ring().split[i] {
+            if res >= 0 && !short {
+                if let Some(h) = self.http.as_mut() {
+                    h.mark_written(i, target, measured);
+                }
+            }
+            if self.http.as_ref().is_some_and(|h| h.answered(i)) {
+                // The response came first (`received` cancelled this SEND): done now.
+                self.http_step(i, Step::Finish);
+                return;
+            }
+            if res >= 0 && !short {
+                // Written; the RECV beside it goes on.
+                return;
+            }
+        }
         let cancelled = res == -libc::ECANCELED || (short && t >= deadline);
         if (cancelled || short) && self.ring().stopping {
             return self.stopped_exchange(i);
@@ -675,9 +724,10 @@ impl Worker<'_> {
             let s = self.slab.get(i);
             (s.intended_ns, s.measured, s.deadline_ns)
         };
-        if let Some(h) = self.http.as_mut() {
-            // A RECV CQE of a live exchange: its SEND did not fail (a failed SEND's CQE comes
-            // first and ends the slot, see `sent`), so the whole request was written.
+        let split = self.ring().split[i];
+        if let (Some(h), false) = (self.http.as_mut(), split) {
+            // A RECV CQE of a live linked exchange: its SEND did not fail (a failed SEND's CQE
+            // comes first and ends the slot, see `sent`), so the whole request was written.
             let target = self.slab.get(i).target as usize;
             h.mark_written(i, target, measured);
         }
@@ -709,6 +759,17 @@ impl Worker<'_> {
             h.consume(i, data, t, intended, measured, wait_fin)
         };
         match step {
+            Some(Step::Finish) if split && self.http.as_ref().is_some_and(|h| !h.written(i)) => {
+                // Answered before the request was written (413 and the like): the success
+                // counted now, the SEND cancelled, the slot ended at its CQE (`sent`), which
+                // says how many bytes went out.
+                self.http_step(i, Step::Wait);
+                let r = self.ring();
+                let cancel = opcode::AsyncCancel::new(ud(K_SEND, r.gen[i], i))
+                    .build()
+                    .user_data(ud(K_CANCEL, r.gen[i], i));
+                let _ = r.push(&[cancel]);
+            }
             Some(step) => {
                 self.http_step(i, step);
             }

@@ -22,7 +22,10 @@ pub(crate) struct HttpCounts {
     pub by_code: Vec<u64>,
     /// Parse errors by kind, in [`ParseError::ALL`] order.
     pub parse_errors: [u64; 5],
-    /// Request bytes written.
+    /// Complete responses that came before their request was written completely (the server
+    /// answered early, e.g. 413, and stopped reading; the request is not in `requests`).
+    pub early_responses: u64,
+    /// Request bytes written (of requests cut short too).
     pub bytes_sent: u64,
     /// Response bytes read (heads, bodies, chunk framing; bytes after a complete response too).
     pub bytes_received: u64,
@@ -37,6 +40,7 @@ impl Default for HttpCounts {
             responses: 0,
             by_code: vec![0; 1000],
             parse_errors: [0; 5],
+            early_responses: 0,
             bytes_sent: 0,
             bytes_received: 0,
             body_bytes: 0,
@@ -54,6 +58,7 @@ impl HttpCounts {
         for (a, b) in self.parse_errors.iter_mut().zip(&o.parse_errors) {
             *a += b;
         }
+        self.early_responses += o.early_responses;
         self.bytes_sent += o.bytes_sent;
         self.bytes_received += o.bytes_received;
         self.body_bytes += o.body_bytes;
@@ -66,6 +71,8 @@ pub(crate) struct HttpSlot {
     parser: ResponseParser,
     /// Request bytes written so far.
     sent: usize,
+    /// The request's length, bytes.
+    want: usize,
     /// A response byte has been read (time to first byte recorded).
     first: bool,
     /// The response is complete (with `--close server` the slot then waits for the FIN).
@@ -119,12 +126,14 @@ impl HttpWorker {
         self.first_byte.add(&o.first_byte);
     }
 
-    /// Resets slot `i` for a new exchange.
-    pub(crate) fn reset_slot(&mut self, i: usize) {
+    /// Resets slot `i` for a new exchange, of the request to target `target`.
+    pub(crate) fn reset_slot(&mut self, i: usize, target: usize) {
         let head = self.head_request;
+        let want = self.requests[target].len();
         let s = &mut self.slots[i];
         s.parser.reset(head);
         s.sent = 0;
+        s.want = want;
         s.first = false;
         s.done = false;
         s.counted = false;
@@ -148,6 +157,15 @@ impl HttpWorker {
         if self.slots[i].sent == 0 {
             self.take_request(i, target, measured);
         }
+    }
+
+    /// Counts `n` bytes of slot `i`'s request as written when its SEND was cut short (the
+    /// io_uring engine; the request itself is not counted).
+    pub(crate) fn mark_partial(&mut self, i: usize, n: usize, measured: bool) {
+        let s = &mut self.slots[i];
+        let n = n.min(s.want.saturating_sub(s.sent));
+        s.sent += n;
+        self.count(measured, |c| c.bytes_sent += n as u64);
     }
 
     /// Takes bytes of slot `i`'s response (`data`; empty with `eof` at the server's close)
@@ -181,11 +199,13 @@ impl HttpWorker {
             Ok(true) if !slot.done => {
                 slot.done = true;
                 let (code, body) = (slot.parser.status(), slot.parser.body_bytes());
+                let early = u64::from(slot.sent < slot.want);
                 if measured {
                     self.response.record(t.saturating_sub(intended));
                 }
                 self.count(measured, |c| {
                     c.responses += 1;
+                    c.early_responses += early;
                     c.by_code[usize::from(code) % 1000] += 1;
                     c.body_bytes += body;
                     c.bytes_received += nb;
@@ -218,6 +238,12 @@ impl HttpWorker {
         fresh
     }
 
+    /// True when slot `i`'s request has been written completely.
+    pub(crate) fn written(&self, i: usize) -> bool {
+        let s = &self.slots[i];
+        s.sent >= s.want
+    }
+
     /// True when slot `i`'s response is complete.
     pub(crate) fn answered(&self, i: usize) -> bool {
         self.slots[i].done
@@ -246,11 +272,35 @@ pub(crate) enum Step {
 impl crate::worker::Worker<'_> {
     /// Handshake done on slot `i` (seen at `t`): reset its parser and send the request.
     pub(crate) fn http_begin(&mut self, i: usize) -> Step {
+        let target = self.slab.get(i).target as usize;
         let Some(h) = self.http.as_mut() else {
             return Step::Wait;
         };
-        h.reset_slot(i);
+        h.reset_slot(i, target);
         self.http_send(i)
+    }
+
+    /// [`Self::http_send`] at `t`; when the write fails, the response the server may have sent
+    /// before it reset the connection decides instead (see [`Self::answer_before`]).
+    pub(crate) fn http_send_or_answer(&mut self, i: usize, t: u64) -> Step {
+        match self.http_send(i) {
+            Step::Failed(e) => self.answer_before(i, t, e),
+            step => step,
+        }
+    }
+
+    /// Slot `i`'s request write failed with `errno` at `t` (EPIPE or ECONNRESET: the server
+    /// reset the connection, e.g. closing it with the body unread after a 413). A complete
+    /// response already queued is still read (tcp_recvmsg copies queued data before it reports
+    /// the socket's error, net/ipv4/tcp.c): the exchange then ends as that response says, as
+    /// on the io_uring engine, whose RECV runs beside a long SEND. Otherwise the write's errno.
+    pub(crate) fn answer_before(&mut self, i: usize, t: u64, errno: i32) -> Step {
+        let read = self.http_read(i, t);
+        if self.http.as_ref().is_some_and(|h| h.answered(i)) {
+            read
+        } else {
+            Step::Failed(errno)
+        }
     }
 
     /// Writes the rest of slot `i`'s request (MSG_NOSIGNAL); counts it when complete.
@@ -274,12 +324,16 @@ impl crate::worker::Worker<'_> {
             match sock.send_with_flags(&req[slot.sent..], libc::MSG_NOSIGNAL) {
                 Ok(n) => {
                     slot.sent += n;
-                    if slot.sent == req.len() {
-                        let len = req.len() as u64;
-                        h.count(measured, |c| {
-                            c.requests += 1;
-                            c.bytes_sent += len;
-                        });
+                    let done = slot.sent == req.len();
+                    // Fields apart from `requests` and `slots`, which are borrowed.
+                    for c in [&mut h.total, &mut h.measured]
+                        .into_iter()
+                        .take(1 + usize::from(measured))
+                    {
+                        c.requests += u64::from(done);
+                        c.bytes_sent += n as u64;
+                    }
+                    if done {
                         return Step::Wait;
                     }
                 }
@@ -342,7 +396,11 @@ pub struct HttpReport {
     pub non_2xx_codes: BTreeMap<u16, u64>,
     /// Responses that could not be read, by [`ParseError::name`] (a failure class each).
     pub parse_errors: BTreeMap<String, u64>,
-    /// Request bytes written.
+    /// Complete responses (in `responses`) that came before their request was written
+    /// completely: the server answered early (e.g. 413) and stopped reading. So `responses`
+    /// can exceed `requests` by at most this.
+    pub early_responses: u64,
+    /// Request bytes written, of requests cut short too.
     pub bytes_sent: u64,
     /// Response bytes read (heads, bodies, chunk framing).
     pub bytes_received: u64,
@@ -398,6 +456,7 @@ impl HttpReport {
                 .filter(|&(_, n)| n > 0)
                 .map(|(e, n)| (e.name().to_string(), n))
                 .collect(),
+            early_responses: m.early_responses,
             bytes_sent: m.bytes_sent,
             bytes_received: m.bytes_received,
             body_bytes: m.body_bytes,
@@ -481,6 +540,13 @@ pub(crate) fn render(
             out,
             "               parse error {name}: {} (a failure: the response could not be read)",
             numfmt::count(*n)
+        )?;
+    }
+    if h.early_responses > 0 {
+        writeln!(
+            out,
+            "               {} responses came before their request was written completely (the server answered early, e.g. 413, and stopped reading)",
+            numfmt::count(h.early_responses)
         )?;
     }
     writeln!(

@@ -97,7 +97,7 @@ impl Worker<'_> {
         let s = &mut w.slots[i];
         let sent = match self.http.as_mut() {
             Some(h) => {
-                h.reset_slot(i);
+                h.reset_slot(i, target);
                 let req = h.take_request(i, target, measured);
                 write_plain(s, req)
             }

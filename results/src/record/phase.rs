@@ -104,7 +104,11 @@ pub struct HttpCounts {
     /// Responses that could not be read, by kind (`head`, `truncated`, ...): each a failed
     /// attempt (also in the phase's `failures` as `HTTP parse error: KIND`).
     pub parse_errors: BTreeMap<String, u64>,
-    /// Request bytes written.
+    /// Complete responses (in `responses`) that came before their request was written
+    /// completely (the server answered early, e.g. 413). Absent in older records (0).
+    #[serde(default)]
+    pub early_responses: u64,
+    /// Request bytes written (of requests cut short too).
     pub bytes_sent: u64,
     /// Response bytes read (heads, bodies, chunk framing).
     pub bytes_received: u64,
@@ -129,6 +133,7 @@ impl HttpCounts {
         for (k, v) in &o.parse_errors {
             *self.parse_errors.entry(k.clone()).or_insert(0) += v;
         }
+        self.early_responses += o.early_responses;
         self.bytes_sent += o.bytes_sent;
         self.bytes_received += o.bytes_received;
         self.body_bytes += o.body_bytes;

@@ -6,12 +6,30 @@
 //! closed loop, empty otherwise: raw values, never the text form), then for each of `handshake`, `service`,
 //! `first_byte`: `_p50_ns,_p90_ns,_p99_ns,_p999_ns,_p9999_ns,_max_ns,_mean_ns,_stddev_ns`
 //! (empty when not measured), then `server_us_per_conn_user,server_us_per_conn_sys,
-//! load_us_per_conn_user,load_us_per_conn_sys,drops`.
+//! load_us_per_conn_user,load_us_per_conn_sys,drops`, then (`load --http`, empty otherwise)
+//! `http_requests,http_responses,http_responses_per_sec,http_early_responses,http_2xx,
+//! http_non_2xx,http_parse_errors,http_bytes_sent,http_bytes_received`, (`--tls`, empty otherwise)
+//! `tls_handshakes,tls_full,tls_resumed,tls_failures`, and the same eight statistics of
+//! `http_response`, `http_first_byte` and `tls_handshake`. New columns only ever go at the end.
 
 use super::RecordReport;
 use crate::record::{Arrival, Pattern, SideCpu};
 
 const LATENCIES: [&str; 3] = ["handshake", "service", "first_byte"];
+/// Latencies of `--http` and `--tls` runs, after the counts.
+const LATER_LATENCIES: [&str; 3] = ["http_response", "http_first_byte", "tls_handshake"];
+const HTTP: [&str; 9] = [
+    "http_requests",
+    "http_responses",
+    "http_responses_per_sec",
+    "http_early_responses",
+    "http_2xx",
+    "http_non_2xx",
+    "http_parse_errors",
+    "http_bytes_sent",
+    "http_bytes_received",
+];
+const TLS: [&str; 4] = ["tls_handshakes", "tls_full", "tls_resumed", "tls_failures"];
 const STATS: [&str; 8] = [
     "p50_ns",
     "p90_ns",
@@ -67,7 +85,64 @@ fn header() -> Vec<String> {
         .iter()
         .map(|s| s.to_string()),
     );
+    h.extend(HTTP.iter().chain(&TLS).map(|s| s.to_string()));
+    for l in LATER_LATENCIES {
+        h.extend(STATS.iter().map(|s| format!("{l}_{s}")));
+    }
     h
+}
+
+/// The eight statistics of latency `which` of phase `p`, or empty fields.
+fn latency_fields(p: &super::PhaseReport, which: &str) -> Vec<String> {
+    match p.latency.iter().find(|x| x.which == which) {
+        Some(x) => {
+            let s = &x.summary;
+            let mut v: Vec<String> = s.percentiles().iter().map(|(_, v)| v.to_string()).collect();
+            v.extend([
+                s.max_ns.to_string(),
+                s.mean_ns.to_string(),
+                s.stddev_ns.to_string(),
+            ]);
+            v
+        }
+        None => vec![String::new(); STATS.len()],
+    }
+}
+
+/// The HTTP and TLS count fields of phase `p` (empty when the run had none).
+fn http_tls_fields(p: &super::PhaseReport) -> Vec<String> {
+    let mut row = match &p.http {
+        Some(h) => {
+            let class = |c: &str| h.status_classes.get(c).copied().unwrap_or(0);
+            let per_sec = if p.measured_secs > 0.0 {
+                (h.responses as f64 / p.measured_secs).to_string()
+            } else {
+                String::new()
+            };
+            vec![
+                h.requests.to_string(),
+                h.responses.to_string(),
+                per_sec,
+                h.early_responses.to_string(),
+                class("2xx").to_string(),
+                (h.responses - class("2xx").min(h.responses)).to_string(),
+                h.parse_errors.values().sum::<u64>().to_string(),
+                h.bytes_sent.to_string(),
+                h.bytes_received.to_string(),
+            ]
+        }
+        None => vec![String::new(); HTTP.len()],
+    };
+    match &p.tls {
+        Some(t) => row.extend([
+            t.handshakes.to_string(),
+            t.full.to_string(),
+            t.resumed.to_string(),
+            t.failures.values().sum::<u64>().to_string(),
+        ]),
+        None => row.extend(std::iter::repeat_n(String::new(), TLS.len())),
+    }
+    row
 }
 
 /// The `pattern,arrival,concurrency` fields of a phase, raw.
@@ -109,18 +184,7 @@ pub(crate) fn to_csv(reports: &[RecordReport]) -> String {
                 p.dropped.to_string(),
             ]);
             for l in LATENCIES {
-                match p.latency.iter().find(|x| x.which == l) {
-                    Some(x) => {
-                        let s = &x.summary;
-                        row.extend(s.percentiles().iter().map(|(_, v)| v.to_string()));
-                        row.extend([
-                            s.max_ns.to_string(),
-                            s.mean_ns.to_string(),
-                            s.stddev_ns.to_string(),
-                        ]);
-                    }
-                    None => row.extend(std::iter::repeat_n(String::new(), STATS.len())),
-                }
+                row.extend(latency_fields(p, l));
             }
             let cpu = |c: Option<&SideCpu>| match c {
                 Some(c) => [
@@ -133,6 +197,10 @@ pub(crate) fn to_csv(reports: &[RecordReport]) -> String {
             row.extend(cpu(Some(&p.cpu.load)));
             let drops: Vec<String> = p.drops.iter().map(|(k, v)| format!("{k}={v}")).collect();
             row.push(field(&drops.join(";")));
+            row.extend(http_tls_fields(p));
+            for l in LATER_LATENCIES {
+                row.extend(latency_fields(p, l));
+            }
             out.push_str(&row.join(","));
             out.push('\n');
         }
@@ -168,6 +236,62 @@ mod tests {
             assert!(line.contains("\"a,b\""), "{line}");
             assert_eq!(fields(line), n, "{line}");
         }
+    }
+
+    #[test]
+    fn http_and_tls_counts_are_columns_at_the_end_empty_without_them() {
+        let mut rec = RunRecord::example();
+        let mut h = crate::record::HttpCounts {
+            requests: 90,
+            responses: 100,
+            early_responses: 10,
+            bytes_sent: 5_000,
+            bytes_received: 7_000,
+            ..Default::default()
+        };
+        h.status_classes.insert("2xx".into(), 60);
+        h.status_classes.insert("4xx".into(), 40);
+        h.parse_errors.insert("truncated".into(), 3);
+        let mut t = crate::record::TlsCounts {
+            handshakes: 103,
+            full: 3,
+            resumed: 100,
+            ..Default::default()
+        };
+        t.failures.insert("bad certificate".into(), 2);
+        rec.phases[0].http = Some(h);
+        rec.phases[0].tls = Some(t);
+        let r = crate::report::build(&rec, "x.json", &[]).unwrap();
+        let secs = r.phases[0].measured_secs;
+        let csv = to_csv(&[r]);
+        let mut lines = csv.lines();
+        let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+        assert_eq!(&head[..15], &header()[..15]);
+        let col = |row: &str, name: &str| {
+            let i = head.iter().position(|h| *h == name).unwrap();
+            row.split(',').nth(i).unwrap().to_string()
+        };
+        let (with, without) = (lines.next().unwrap(), lines.next().unwrap());
+        for (name, want) in [
+            ("http_requests", "90".to_string()),
+            ("http_responses", "100".into()),
+            ("http_responses_per_sec", (100.0 / secs).to_string()),
+            ("http_early_responses", "10".into()),
+            ("http_2xx", "60".into()),
+            ("http_non_2xx", "40".into()),
+            ("http_parse_errors", "3".into()),
+            ("http_bytes_sent", "5000".into()),
+            ("http_bytes_received", "7000".into()),
+            ("tls_handshakes", "103".into()),
+            ("tls_full", "3".into()),
+            ("tls_resumed", "100".into()),
+            ("tls_failures", "2".into()),
+            ("tls_handshake_p50_ns", String::new()),
+        ] {
+            assert_eq!(col(with, name), want, "{name}: {with}");
+            assert_eq!(col(without, name), "", "{name}: {without}");
+        }
+        assert_eq!(with.split(',').count(), head.len());
     }
 
     #[test]

@@ -251,10 +251,15 @@ fn phase_blocks(p: &PhaseReport, counters: Counters, out: &mut Vec<Block>) {
             .map(|(c, n)| format!("{c} {}", count(*n)))
             .collect();
         out.push(Block::Line(format!(
-            "http ({}): {} requests, {} responses; status {}{}; parse errors {}; bytes {} sent, {} received ({} body)",
+            "http ({}): {} requests, {} responses{}; status {}{}; parse errors {}; bytes {} sent, {} received ({} body)",
             h.request,
             count(h.requests),
             count(h.responses),
+            if h.early_responses > 0 {
+                format!(" ({} before their request was written completely)", count(h.early_responses))
+            } else {
+                String::new()
+            },
             if classes.is_empty() { "none".to_string() } else { classes.join(", ") },
             if codes.is_empty() { String::new() } else { format!(" (non-2xx: {})", codes.join(", ")) },
             if parse.is_empty() { "none".to_string() } else { parse.join(", ") },
