@@ -184,6 +184,7 @@ h2_vs_full() {
 }
 for r in $(seq "$ROUNDS"); do
   h2_vs_full "$r" "$tport"
+  parse=cs_rate
   read -r e ec < <(measure "$B" load --target 127.0.0.1:$tport --tls --insecure --close server \
       --http --concurrency "$CONNS" --duration "${DURATION}s" --warmup 1s --cpus "$CLIENT_CPU" --tls-resume tickets)
   printf "%-6s %-22s %14.1f %12.1f\n" "$r" "connstorm (resumed)" "$e" "$ec"
