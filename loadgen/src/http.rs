@@ -49,7 +49,11 @@ pub struct HttpRequest {
     /// are set by connstorm and refused here.
     pub headers: Vec<String>,
     /// Request body (sent with `Content-Length`); empty = no body and no `Content-Length` (except
-    /// for `POST`/`PUT`/`PATCH`, which get `Content-Length: 0`).
+    /// for `POST`/`PUT`/`PATCH`, which get `Content-Length: 0`). Serialized (in records and JSON
+    /// reports) as its size and digest, `{"bytes": N, "sha256": "hex"}`, never the bytes: a
+    /// 16 MiB body once made a 184 MB record; records before that hold the bytes as an array,
+    /// which still deserializes.
+    #[serde(with = "body_digest")]
     pub body: Vec<u8>,
 }
 
@@ -60,6 +64,39 @@ impl Default for HttpRequest {
             path: "/".into(),
             headers: Vec::new(),
             body: Vec::new(),
+        }
+    }
+}
+
+/// [`HttpRequest::body`] as `{"bytes": N, "sha256": "hex"}`.
+mod body_digest {
+    use serde::de::Error as _;
+    use serde::ser::SerializeStruct;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(body: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        let d = aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, body);
+        let hex: String = d.as_ref().iter().map(|b| format!("{b:02x}")).collect();
+        let mut m = s.serialize_struct("Body", 2)?;
+        m.serialize_field("bytes", &body.len())?;
+        m.serialize_field("sha256", &hex)?;
+        m.end()
+    }
+
+    /// The bytes (an array, older records); the digest form cannot give them back.
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Form {
+            Bytes(Vec<u8>),
+            Digest { bytes: u64 },
+        }
+        match Form::deserialize(d)? {
+            Form::Bytes(b) => Ok(b),
+            Form::Digest { bytes } => Err(D::Error::custom(format!(
+                "the HTTP body is recorded as its size ({bytes} bytes) and SHA-256 only, not its \
+                 bytes: give the body file again with --http-body FILE"
+            ))),
         }
     }
 }
@@ -488,6 +525,41 @@ fn body_state(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_body_is_serialized_as_its_size_and_sha256_and_old_arrays_still_load() {
+        let r = HttpRequest {
+            body: b"abc".to_vec(),
+            ..Default::default()
+        };
+        let v = serde_json::to_value(&r).unwrap();
+        assert_eq!(
+            v["body"],
+            serde_json::json!({
+                "bytes": 3,
+                // FIPS 180-2 appendix B.1's example.
+                "sha256": "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+            })
+        );
+        let old =
+            serde_json::json!({"method": "POST", "path": "/", "headers": [], "body": [97, 98, 99]});
+        let back: HttpRequest = serde_json::from_value(old).unwrap();
+        assert_eq!(back, r_with_method(&r, "POST"));
+        let e = serde_json::from_value::<HttpRequest>(v)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("3 bytes") && e.contains("--http-body FILE"),
+            "{e}"
+        );
+    }
+
+    fn r_with_method(r: &HttpRequest, m: &str) -> HttpRequest {
+        HttpRequest {
+            method: m.into(),
+            ..r.clone()
+        }
+    }
 
     /// Feeds `bytes` split at `cut` (both parts; the second one only if the first did not end
     /// the response), then the FIN when `fin`. Returns the result and the parser.

@@ -11,7 +11,7 @@
 //! | SO_LINGER {1,0} (`--close rst`) | setsockopt(2) | IORING_OP_URING_CMD SOCKET_URING_OP_SETSOCKOPT (6.7) |
 //! | connect | connect(2) → EINPROGRESS, epoll_ctl(ADD), epoll_wait | IORING_OP_CONNECT linked to IORING_OP_LINK_TIMEOUT (5.5) |
 //! | connect timeout | the worker's deadline list, getsockopt(SO_ERROR) + getpeername(2) | the kernel's link timeout (-ECANCELED → `ETIMEDOUT`) |
-//! | `--http` request | send(2) at write readiness | IORING_OP_SEND (MSG_WAITALL, 5.19 on SEND; IOSQE_CQE_SKIP_SUCCESS, counted at its RECV) linked to a LINK_TIMEOUT at the read deadline |
+//! | `--http` request | send(2) at write readiness | IORING_OP_SEND (MSG_WAITALL, 5.19 on SEND; IOSQE_CQE_SKIP_SUCCESS, counted at its RECV) linked to a LINK_TIMEOUT at the read deadline; over 16 KiB its own chain beside the RECV's, so an early answer (413) is read |
 //! | `--http` response, `--expect-bytes`, `--close server` | read(2) until EAGAIN at read readiness | IORING_OP_RECV into the slot's buffer, linked to a LINK_TIMEOUT at the read deadline |
 //! | close | close(2) | IORING_OP_CLOSE on the direct descriptor with IOSQE_CQE_SKIP_SUCCESS (5.17) |
 //!

@@ -31,6 +31,11 @@
 //! before it, and the chain goes on past it when that request completes in time. A SEND cut
 //! short by its timeout reports the bytes it wrote and cancels the rest. Each RECV's bytes go to the slot's response parser (the epoll
 //! engine's, `crate::http`), and while it wants more the next RECV + LINK_TIMEOUT follows.
+//! A request over [`LINKED_SEND_MAX`] (a body) goes as two chains side by side, `SEND` →
+//! `LINK_TIMEOUT` (its success CQE says the request is written) and `RECV` → `LINK_TIMEOUT`, so a
+//! server that answers before the body is in (413) and stops reading is still read; a response
+//! complete first cancels the SEND (IORING_OP_ASYNC_CANCEL), whose CQE ends the slot and says how
+//! many bytes went out, and the slot's close cancels whichever of the two is still pending.
 //!
 //! # Completions
 //! `user_data` = kind << 56 | generation << 32 | slot. The generation of a slot moves on every
@@ -86,6 +91,8 @@ const K_CANCEL: u64 = 6;
 const K_PEER: u64 = 7;
 const K_SEND: u64 = 8;
 const K_RECV: u64 = 9;
+/// The cancel of a split SEND whose response came first (retried while it finds nothing).
+const K_CANCEL_SEND: u64 = 10;
 const GEN_MASK: u32 = 0x00ff_ffff;
 
 /// CQEs taken from the completion queue per batch (then handled, then the next batch).
@@ -217,6 +224,13 @@ pub(crate) struct Ring {
     /// Per slot: its `--http` SEND and RECV run side by side (a request longer than
     /// [`LINKED_SEND_MAX`]); the close cancels both first.
     split: Vec<bool>,
+    /// Per slot: its split SEND is pending, `Some(measured)` (of the attempt it belongs to).
+    send_open: Vec<Option<bool>>,
+    /// Per slot: its response came complete before its split SEND ended ([`Worker::cancel_send`]).
+    answered_first: Vec<bool>,
+    /// Per slot: the generation and measured flag of a closed exchange whose split SEND was
+    /// still pending: its CQE, stale by then, still says how many bytes went out.
+    orphan: Vec<Option<(u32, bool)>>,
     /// The stop has cancelled every request: an ECANCELED connect was cut by it.
     stopping: bool,
     linger: Box<libc::linger>,
@@ -284,6 +298,9 @@ impl Ring {
             gen: vec![0; slots],
             has_file: vec![false; slots],
             split: vec![false; slots],
+            send_open: vec![None; slots],
+            answered_first: vec![false; slots],
+            orphan: vec![None; slots],
             stopping: false,
             linger: Box::new(libc::linger {
                 l_onoff: 1,
@@ -356,7 +373,10 @@ impl Ring {
         if std::mem::take(&mut self.split[i]) {
             // Its SEND or RECV may still be pending: cancelled before the close, so none
             // writes the slot's buffer once the slot is reused (an ENOENT CQE, ignored, when
-            // it was done).
+            // it was done). A pending SEND's CQE is then counted as an orphan's.
+            if let Some(measured) = self.send_open[i].take() {
+                self.orphan[i] = Some((gen, measured));
+            }
             let cancel = |kind| {
                 opcode::AsyncCancel::new(ud(kind, gen, i))
                     .build()
@@ -527,6 +547,13 @@ impl Worker<'_> {
         let kind = u >> 56;
         let gen = (u >> 32) as u32 & GEN_MASK;
         let i = (u & 0xffff_ffff) as usize;
+        if i < self.slab.capacity() && self.ring().gen[i] != gen {
+            self.stale(kind, gen, i, res);
+            return;
+        }
+        if kind == K_CANCEL_SEND {
+            return self.cancel_answer(i, res);
+        }
         let phase = match kind {
             K_SOCKET | K_SOCKOPT | K_CONNECT | K_PEER => Phase::Connecting,
             K_SEND | K_RECV => Phase::Reading,
@@ -563,7 +590,8 @@ impl Worker<'_> {
     /// one chain, SEND of the whole request (MSG_WAITALL: the kernel retries a short send) →
     /// LINK_TIMEOUT → RECV → LINK_TIMEOUT, both timeouts at the deadline (a link timeout covers
     /// only the request just before it, so the SEND has its own: a body the server never reads
-    /// must not hold the slot). Otherwise RECV → LINK_TIMEOUT alone.
+    /// must not hold the slot); a request over [`LINKED_SEND_MAX`] as two chains, SEND →
+    /// LINK_TIMEOUT beside RECV → LINK_TIMEOUT. Otherwise RECV → LINK_TIMEOUT alone.
     pub(crate) fn uring_read_begin(&mut self, i: usize, t: u64) {
         let target = self.slab.get(i).target as usize;
         if let Some(h) = self.http.as_mut() {
@@ -577,11 +605,14 @@ impl Worker<'_> {
             return self.push_recv(i, t, None);
         }
         let plain = self.slab.get(i).sock.as_ref().map(AsRawFd::as_raw_fd);
+        let measured = self.slab.get(i).measured;
         let r = self.ring();
         let req = &r.requests[target];
         let (ptr, len) = (req.as_ptr(), req.len() as u32);
         let split = req.len() > LINKED_SEND_MAX;
         r.split[i] = split;
+        r.send_open[i] = split.then_some(measured);
+        r.answered_first[i] = false;
         let send = match plain {
             Some(fd) => opcode::Send::new(types::Fd(fd), ptr, len),
             None => opcode::Send::new(types::Fixed(i as u32), ptr, len),
@@ -669,6 +700,7 @@ impl Worker<'_> {
             (s.target as usize, s.measured, s.deadline_ns)
         };
         let len = self.ring().requests.get(target).map_or(0, |r| r.len());
+        self.ring().send_open[i] = None;
         // A MSG_WAITALL send cut part way reports the bytes it did write, not an errno: by its
         // link timeout (at the read deadline), by the stop, or by the connection failing under
         // it (the peer's RST: the socket's error is not in the CQE, and send(2) on the epoll
@@ -681,20 +713,23 @@ impl Worker<'_> {
             }
         }
         if self.ring().split[i] {
-            if res >= 0 && !short {
+            let written = res >= 0 && !short;
+            if written {
                 if let Some(h) = self.http.as_mut() {
                     h.mark_written(i, target, measured);
                 }
             }
-            if self.http.as_ref().is_some_and(|h| h.answered(i)) {
+            if self.ring().answered_first[i] {
                 // The response came first (`received` cancelled this SEND): done now.
                 self.http_step(i, Step::Finish);
                 return;
             }
-            if res >= 0 && !short {
-                // Written; the RECV beside it goes on.
+            if written {
+                // Written; the RECV beside it goes on (for the response, or the FIN after it).
                 return;
             }
+            // Failed or cut short: the attempt's failure, or (a response complete, waiting for
+            // the FIN of `--close server`) a post-connect one, as on the epoll engine.
         }
         let cancelled = res == -libc::ECANCELED || (short && t >= deadline);
         if (cancelled || short) && self.ring().stopping {
@@ -764,16 +799,49 @@ impl Worker<'_> {
                 // counted now, the SEND cancelled, the slot ended at its CQE (`sent`), which
                 // says how many bytes went out.
                 self.http_step(i, Step::Wait);
-                let r = self.ring();
-                let cancel = opcode::AsyncCancel::new(ud(K_SEND, r.gen[i], i))
-                    .build()
-                    .user_data(ud(K_CANCEL, r.gen[i], i));
-                let _ = r.push(&[cancel]);
+                self.cancel_send(i);
             }
             Some(step) => {
                 self.http_step(i, step);
             }
             None => self.push_recv(i, t, None),
+        }
+    }
+
+    /// Cancels slot `i`'s split SEND (its response is complete; the SEND's CQE ends the slot).
+    fn cancel_send(&mut self, i: usize) {
+        let r = self.ring();
+        r.answered_first[i] = true;
+        let cancel = opcode::AsyncCancel::new(ud(K_SEND, r.gen[i], i))
+            .build()
+            .user_data(ud(K_CANCEL_SEND, r.gen[i], i));
+        let _ = r.push(&[cancel]);
+    }
+
+    /// The answer to [`Self::cancel_send`] for slot `i` (of its current exchange). ENOENT
+    /// while the SEND is still pending: the cancel came while the SEND was neither waiting for
+    /// space nor in io-wq but between the two (its socket woke it, e.g. by the server's FIN,
+    /// and its retry waits as deferred task work), so it is asked again; the SEND would
+    /// otherwise hold the slot until its link timeout.
+    fn cancel_answer(&mut self, i: usize, res: i32) {
+        if res == -libc::ENOENT && self.ring().send_open[i].is_some() {
+            self.cancel_send(i);
+        }
+    }
+
+    /// A CQE of slot `i`'s closed exchange `gen`: only a split SEND's that was pending at the
+    /// close counts, its bytes (the epoll engine counts a cut request's bytes as they go).
+    fn stale(&mut self, kind: u64, gen: u32, i: usize, res: i32) {
+        if kind != K_SEND || res <= 0 {
+            return;
+        }
+        if let Some((g, measured)) = self.ring().orphan[i] {
+            if g == gen {
+                self.ring().orphan[i] = None;
+                if let Some(h) = self.http.as_mut() {
+                    h.count_sent(res as usize, measured);
+                }
+            }
         }
     }
 

@@ -168,6 +168,12 @@ impl HttpWorker {
         self.count(measured, |c| c.bytes_sent += n as u64);
     }
 
+    /// Counts `n` request bytes written by an exchange that has ended (the io_uring engine's
+    /// SEND that completed after its slot closed).
+    pub(crate) fn count_sent(&mut self, n: usize, measured: bool) {
+        self.count(measured, |c| c.bytes_sent += n as u64);
+    }
+
     /// Takes bytes of slot `i`'s response (`data`; empty with `eof` at the server's close)
     /// read at `t`: records time to first byte and response latency (from the `intended`
     /// start), the status and bytes. `None` while more is wanted, else how the exchange ends.
@@ -294,12 +300,27 @@ impl crate::worker::Worker<'_> {
     /// response already queued is still read (tcp_recvmsg copies queued data before it reports
     /// the socket's error, net/ipv4/tcp.c): the exchange then ends as that response says, as
     /// on the io_uring engine, whose RECV runs beside a long SEND. Otherwise the write's errno.
+    ///
+    /// Nothing queued: the write's errno, and nothing else counted. Something queued is read
+    /// and parsed as any response: a response cut short is the parse error it is. With
+    /// `--close server` a complete response whose connection then ended in the write's error
+    /// (no FIN) is a post-connect failure of that errno, as the io_uring engine's RECV of the
+    /// FIN reports it (the write took the socket's error, so the read sees only the end).
     pub(crate) fn answer_before(&mut self, i: usize, t: u64, errno: i32) -> Step {
+        // recv(2) MSG_PEEK of one byte (non-blocking): queued data is there after a reset too.
+        let queued = self.slab.get(i).sock.as_ref().is_some_and(|s| {
+            let mut b = [std::mem::MaybeUninit::<u8>::uninit()];
+            matches!(s.peek(&mut b), Ok(n) if n > 0)
+        });
+        if !queued {
+            return Step::Failed(errno);
+        }
         let read = self.http_read(i, t);
-        if self.http.as_ref().is_some_and(|h| h.answered(i)) {
-            read
-        } else {
-            Step::Failed(errno)
+        let wait_fin = self.cfg.close == crate::config::CloseMode::Server;
+        match read {
+            Step::Finish if wait_fin => Step::Failed(errno),
+            Step::Wait => Step::Failed(errno),
+            step => step,
         }
     }
 
