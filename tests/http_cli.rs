@@ -785,6 +785,17 @@ fn post_round(engine: &str, lcpu: &str, body: &str, extra: &[&str]) -> (Output, 
     (load, t0.elapsed())
 }
 
+/// Checks of every [`post_round`]: it ended within 6 s (the deadlines are 10 s), started at
+/// least 10 attempts and accounted for each. Returns its JSON report and its attempts.
+fn post_checked(load: &Output, took: Duration, what: &str) -> (serde_json::Value, u64) {
+    assert!(took < Duration::from_secs(6), "{what}: {took:?}");
+    let j = json(load);
+    let attempts = u(&j["total"]["attempts"]);
+    assert!(attempts >= 10, "{what}: {}", j["total"]);
+    assert!(balanced(&j["total"]), "{what}: {}", j["total"]);
+    (j, attempts)
+}
+
 /// A test server on `PORT` (in the caller's namespace): for each connection it reads the
 /// request head, writes `answer` if any (then its FIN with `fin`), then holds the connection
 /// unread (`hold`) or closes it with the body unread (an RST). Returns the stop flag and the
@@ -840,12 +851,8 @@ fn a_body_cut_short_by_the_servers_reset_is_a_reset_not_a_timeout_on_both_engine
             stop.store(true, Ordering::Relaxed);
             (out, server.join().unwrap())
         });
-        assert!(took < Duration::from_secs(6), "{engine}: {took:?}");
-        let j = json(&load);
+        let (j, attempts) = post_checked(&load, took, engine);
         let (t, h) = (&j["total"], &j["http"]);
-        let attempts = u(&t["attempts"]);
-        assert!(attempts >= 10, "{engine}: {t}");
-        assert!(balanced(t), "{engine}: {t}");
         assert_eq!(served, attempts, "{engine}: {t}");
         let class = |c: &str| t["failures"][c].as_u64().unwrap_or(0);
         assert_eq!(class("HTTP ETIMEDOUT"), 0, "{engine}: {t}");
@@ -880,12 +887,8 @@ fn an_answer_before_the_servers_reset_is_a_response_on_both_engines() {
             server.wait().unwrap();
             out
         });
-        assert!(took < Duration::from_secs(6), "{engine}: {took:?}");
-        let j = json(&load);
+        let (j, attempts) = post_checked(&load, took, engine);
         let (t, h) = (&j["total"], &j["http"]);
-        let attempts = u(&t["attempts"]);
-        assert!(attempts >= 10, "{engine}: {t}");
-        assert!(balanced(t), "{engine}: {t}");
         assert_eq!(u(&t["successes"]), attempts, "{engine}: {t}");
         assert_eq!(u(&h["responses"]), attempts, "{engine}: {h}");
         assert_eq!(u(&h["early_responses"]), attempts, "{engine}: {h}");
@@ -917,21 +920,10 @@ fn an_early_413_before_the_body_is_written_is_a_response_on_both_engines() {
             stop.store(true, Ordering::Relaxed);
             (out, server.join().unwrap())
         });
-        assert!(
-            took < Duration::from_secs(6),
-            "{engine} fin {fin}: {took:?}"
-        );
-        assert_eq!(
-            load.status.code(),
-            Some(0),
-            "{engine} fin {fin}: {}",
-            stderr(&load)
-        );
-        let j = json(&load);
+        let what = format!("{engine} fin {fin}");
+        assert_eq!(load.status.code(), Some(0), "{what}: {}", stderr(&load));
+        let (j, attempts) = post_checked(&load, took, &what);
         let (t, h) = (&j["total"], &j["http"]);
-        let attempts = u(&t["attempts"]);
-        assert!(attempts >= 10, "{engine} fin {fin}: {t}");
-        assert!(balanced(t), "{engine} fin {fin}: {t}");
         assert_eq!(u(&t["successes"]), attempts, "{engine} fin {fin}: {t}");
         assert_eq!(answered, attempts, "{engine} fin {fin}: {t}");
         assert_eq!(

@@ -377,12 +377,12 @@ impl Ring {
             if let Some(measured) = self.send_open[i].take() {
                 self.orphan[i] = Some((gen, measured));
             }
-            let cancel = |kind| {
+            let cancel = |kind, answer| {
                 opcode::AsyncCancel::new(ud(kind, gen, i))
                     .build()
-                    .user_data(ud(K_CANCEL, gen, i))
+                    .user_data(ud(answer, gen, i))
             };
-            let _ = self.push(&[cancel(K_SEND), cancel(K_RECV)]);
+            let _ = self.push(&[cancel(K_SEND, K_CANCEL_SEND), cancel(K_RECV, K_CANCEL)]);
         }
         let entry = if let Some(s) = sock {
             let fd: RawFd = s.into_raw_fd();
@@ -831,14 +831,28 @@ impl Worker<'_> {
 
     /// A CQE of slot `i`'s closed exchange `gen`: only a split SEND's that was pending at the
     /// close counts, its bytes (the epoll engine counts a cut request's bytes as they go).
+    /// The cancel of such a SEND (at the close) that found nothing while the SEND is pending is
+    /// asked again, as in [`Self::cancel_answer`]: the SEND would otherwise hold its socket open
+    /// until its link timeout.
     fn stale(&mut self, kind: u64, gen: u32, i: usize, res: i32) {
-        if kind != K_SEND || res <= 0 {
+        if kind == K_CANCEL_SEND && res == -libc::ENOENT {
+            if self.ring().orphan[i].is_some_and(|(g, _)| g == gen) {
+                let r = self.ring();
+                let cancel = opcode::AsyncCancel::new(ud(K_SEND, gen, i))
+                    .build()
+                    .user_data(ud(K_CANCEL_SEND, gen, i));
+                let _ = r.push(&[cancel]);
+            }
+            return;
+        }
+        if kind != K_SEND {
             return;
         }
         if let Some((g, measured)) = self.ring().orphan[i] {
             if g == gen {
+                // Done, whatever it says: no cancel is asked again.
                 self.ring().orphan[i] = None;
-                if let Some(h) = self.http.as_mut() {
+                if let (Some(h), true) = (self.http.as_mut(), res > 0) {
                     h.count_sent(res as usize, measured);
                 }
             }
