@@ -28,7 +28,7 @@ pub enum FormatArg {
 /// Options of `connstorm report`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Run record files (JSON written by `connstorm bench`, `sweep` or `ab`).
+    /// Run record files (JSON written by `connstorm bench`, `load`, `server`, `sweep`, `ab` or `merge` (`--out`)).
     #[arg(value_name = "RECORD", required = true)]
     pub records: Vec<PathBuf>,
     /// Output format.

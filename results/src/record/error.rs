@@ -52,7 +52,7 @@ pub enum RecordError {
         column: usize,
     },
     /// The file is not JSON at all.
-    #[error("{} is not a connstorm run record: not JSON ({source}); give a .json file written by `connstorm bench`, `sweep` or `ab`", .path.display())]
+    #[error("{} is not a connstorm run record: not JSON ({source}); give a .json file written by `connstorm bench`, `load`, `server`, `sweep`, `ab` or `merge` (`--out`)", .path.display())]
     NotJson {
         /// The file.
         path: PathBuf,
@@ -61,7 +61,7 @@ pub enum RecordError {
         source: serde_json::Error,
     },
     /// The JSON has no numeric `schema_version` at the top level.
-    #[error("{} is not a connstorm run record: it has no numeric \"schema_version\" field; give a .json file written by `connstorm bench`, `sweep` or `ab`", .path.display())]
+    #[error("{} is not a connstorm run record: it has no numeric \"schema_version\" field; give a .json file written by `connstorm bench`, `load`, `server`, `sweep`, `ab` or `merge` (`--out`)", .path.display())]
     NoSchemaVersion {
         /// The file.
         path: PathBuf,

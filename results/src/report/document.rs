@@ -59,6 +59,10 @@ fn host_blocks(r: &RecordReport, out: &mut Vec<Block>) {
         cpulist(&run.server_cpus),
         cpulist(&run.load_cpus),
     );
+    if let Some(e) = &run.load_engine {
+        // `engine` above is the server's accept engine (`-` in a load-only record).
+        what.push_str(&format!(", load engine {e}"));
+    }
     if run.netns {
         what.push_str(", separate network namespaces");
     }
