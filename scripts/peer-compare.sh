@@ -122,6 +122,11 @@ url=http://127.0.0.1:$port/
 tw() { ss -Htan state time-wait | wc -l; }
 wr=(); cr=()
 printf "%-6s %-10s %14s %12s %16s\n" round tool "requests/s" "nginx CPU %" "TIME_WAIT after"
+# abba R A B [ARGS...]: round R runs A then B when odd, B then A when even (counterbalanced).
+abba() {
+  local r=$1 a=$2 b=$3; shift 3
+  if [ $((r % 2)) -eq 1 ]; then "$a" "$@"; "$b" "$@"; else "$b" "$@"; "$a" "$@"; fi
+}
 wrk_run() {
   parse=wrk_rate
   read -r w wc < <(measure taskset -c "$CLIENT_CPU" wrk -t1 -c"$CONNS" -d"${DURATION}s" -H "Connection: close" "$url")
@@ -137,7 +142,7 @@ cs_run() {
 # Counterbalanced (ABBA): odd rounds run the peer first, even rounds connstorm first, so neither
 # tool always inherits the other'"'"'s TIME_WAIT sockets and warm caches.
 for r in $(seq "$ROUNDS"); do
-  if [ $((r % 2)) -eq 1 ]; then wrk_run; cs_run; else cs_run; wrk_run; fi
+  abba "$r" wrk_run cs_run
   wr+=("$w"); cr+=("$c")
 done
 median() { printf "%s\n" "$@" | sort -g | awk "{a[NR]=\$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}"; }
@@ -180,7 +185,7 @@ h2_vs_full() {
     printf "%-6s %-22s %14.1f %12.1f\n" "$1" "connstorm (full)" "$f" "$fc"
     cs_failures
   }
-  if [ $(($1 % 2)) -eq 1 ]; then h2_run "$@"; full_run "$@"; else full_run "$@"; h2_run "$@"; fi
+  abba "$1" h2_run full_run "$@"
 }
 for r in $(seq "$ROUNDS"); do
   h2_vs_full "$r" "$tport"

@@ -416,10 +416,7 @@ impl Worker<'_> {
             return self.uring_read_begin(i, t);
         }
         if self.http.is_some() {
-            let step = match self.http_begin(i) {
-                crate::http::Step::Failed(e) => self.answer_before(i, t, e),
-                step => step,
-            };
+            let step = self.http_begin(i, t);
             if self.http_step(i, step) && readable {
                 let step = self.http_read(i, t);
                 self.http_step(i, step);

@@ -93,6 +93,19 @@ const K_SEND: u64 = 8;
 const K_RECV: u64 = 9;
 /// The cancel of a split SEND whose response came first (retried while it finds nothing).
 const K_CANCEL_SEND: u64 = 10;
+
+/// Where a slot's `--http` request stands on the ring.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum BodySend {
+    /// SEND → RECV linked (a request up to [`LINKED_SEND_MAX`]), or no request.
+    Linked,
+    /// A split SEND pending beside its RECV, of an attempt `measured` or not; `answered`:
+    /// the response came complete first and the SEND is being cancelled
+    /// ([`Worker::cancel_send`]).
+    Open { measured: bool, answered: bool },
+    /// The split SEND has completed; the RECV beside it may still be pending.
+    Done,
+}
 const GEN_MASK: u32 = 0x00ff_ffff;
 
 /// CQEs taken from the completion queue per batch (then handled, then the next batch).
@@ -112,6 +125,14 @@ const LINKED_SEND_MAX: usize = 16 * 1024;
 
 fn ud(kind: u64, gen: u32, slot: usize) -> u64 {
     kind << 56 | u64::from(gen & GEN_MASK) << 32 | (slot as u64 & 0xffff_ffff)
+}
+
+/// IORING_OP_ASYNC_CANCEL of slot `i`'s request `kind` of generation `gen`; its own CQE is
+/// `answer`'s.
+fn cancel(kind: u64, gen: u32, i: usize, answer: u64) -> squeue::Entry {
+    opcode::AsyncCancel::new(ud(kind, gen, i))
+        .build()
+        .user_data(ud(answer, gen, i))
 }
 
 /// Builds a ring, with SINGLE_ISSUER + DEFER_TASKRUN (6.1) where the kernel has them; returns
@@ -221,13 +242,9 @@ pub(crate) struct Ring {
     gen: Vec<u32>,
     /// Per slot (direct only): its registered file holds a socket.
     has_file: Vec<bool>,
-    /// Per slot: its `--http` SEND and RECV run side by side (a request longer than
-    /// [`LINKED_SEND_MAX`]); the close cancels both first.
-    split: Vec<bool>,
-    /// Per slot: its split SEND is pending, `Some(measured)` (of the attempt it belongs to).
-    send_open: Vec<Option<bool>>,
-    /// Per slot: its response came complete before its split SEND ended ([`Worker::cancel_send`]).
-    answered_first: Vec<bool>,
+    /// Per slot: its `--http` request's SEND, linked to its RECV or beside it (split: a request
+    /// longer than [`LINKED_SEND_MAX`]; the close cancels what is pending first).
+    body: Vec<BodySend>,
     /// Per slot: the generation and measured flag of a closed exchange whose split SEND was
     /// still pending: its CQE, stale by then, still says how many bytes went out.
     orphan: Vec<Option<(u32, bool)>>,
@@ -297,9 +314,7 @@ impl Ring {
             skip: f.skip_success,
             gen: vec![0; slots],
             has_file: vec![false; slots],
-            split: vec![false; slots],
-            send_open: vec![None; slots],
-            answered_first: vec![false; slots],
+            body: vec![BodySend::Linked; slots],
             orphan: vec![None; slots],
             stopping: false,
             linger: Box::new(libc::linger {
@@ -370,19 +385,21 @@ impl Ring {
     pub(crate) fn close(&mut self, i: usize, sock: Option<socket2::Socket>) {
         let gen = self.gen[i];
         self.gen[i] = gen.wrapping_add(1) & GEN_MASK;
-        if std::mem::take(&mut self.split[i]) {
-            // Its SEND or RECV may still be pending: cancelled before the close, so none
-            // writes the slot's buffer once the slot is reused (an ENOENT CQE, ignored, when
-            // it was done). A pending SEND's CQE is then counted as an orphan's.
-            if let Some(measured) = self.send_open[i].take() {
+        // A split exchange's RECV (and SEND, while open) may still be pending: cancelled before
+        // the close, so none writes the slot's buffer once the slot is reused (an ENOENT CQE,
+        // ignored, when it was done). A pending SEND's CQE is then counted as an orphan's.
+        match std::mem::replace(&mut self.body[i], BodySend::Linked) {
+            BodySend::Linked => {}
+            BodySend::Open { measured, .. } => {
                 self.orphan[i] = Some((gen, measured));
+                let _ = self.push(&[
+                    cancel(K_SEND, gen, i, K_CANCEL_SEND),
+                    cancel(K_RECV, gen, i, K_CANCEL),
+                ]);
             }
-            let cancel = |kind, answer| {
-                opcode::AsyncCancel::new(ud(kind, gen, i))
-                    .build()
-                    .user_data(ud(answer, gen, i))
-            };
-            let _ = self.push(&[cancel(K_SEND, K_CANCEL_SEND), cancel(K_RECV, K_CANCEL)]);
+            BodySend::Done => {
+                let _ = self.push(&[cancel(K_RECV, gen, i, K_CANCEL)]);
+            }
         }
         let entry = if let Some(s) = sock {
             let fd: RawFd = s.into_raw_fd();
@@ -560,8 +577,8 @@ impl Worker<'_> {
             // Link timeouts, closes, cancels.
             _ => return,
         };
-        if i >= self.slab.capacity() || self.ring().gen[i] != gen || self.slab.get(i).phase != phase
-        {
+        // (A CQE of an older generation went to `stale` above.)
+        if i >= self.slab.capacity() || self.slab.get(i).phase != phase {
             // CQEs of a chain that already ended.
             return;
         }
@@ -610,9 +627,14 @@ impl Worker<'_> {
         let req = &r.requests[target];
         let (ptr, len) = (req.as_ptr(), req.len() as u32);
         let split = req.len() > LINKED_SEND_MAX;
-        r.split[i] = split;
-        r.send_open[i] = split.then_some(measured);
-        r.answered_first[i] = false;
+        r.body[i] = if split {
+            BodySend::Open {
+                measured,
+                answered: false,
+            }
+        } else {
+            BodySend::Linked
+        };
         let send = match plain {
             Some(fd) => opcode::Send::new(types::Fd(fd), ptr, len),
             None => opcode::Send::new(types::Fixed(i as u32), ptr, len),
@@ -668,7 +690,7 @@ impl Worker<'_> {
             // request completes in time (both read the same timespec, copied at submission).
             // Split (a long request): SEND → LINK_TIMEOUT and RECV → LINK_TIMEOUT, two chains.
             Some(send) => {
-                let mid = timeout.clone().flags(if r.split[i] {
+                let mid = timeout.clone().flags(if r.body[i] != BodySend::Linked {
                     squeue::Flags::SKIP_SUCCESS
                 } else {
                     squeue::Flags::IO_LINK | squeue::Flags::SKIP_SUCCESS
@@ -700,7 +722,10 @@ impl Worker<'_> {
             (s.target as usize, s.measured, s.deadline_ns)
         };
         let len = self.ring().requests.get(target).map_or(0, |r| r.len());
-        self.ring().send_open[i] = None;
+        let body = self.ring().body[i];
+        if body != BodySend::Linked {
+            self.ring().body[i] = BodySend::Done;
+        }
         // A MSG_WAITALL send cut part way reports the bytes it did write, not an errno: by its
         // link timeout (at the read deadline), by the stop, or by the connection failing under
         // it (the peer's RST: the socket's error is not in the CQE, and send(2) on the epoll
@@ -712,14 +737,14 @@ impl Worker<'_> {
                 h.mark_partial(i, res as usize, measured);
             }
         }
-        if self.ring().split[i] {
+        if body != BodySend::Linked {
             let written = res >= 0 && !short;
             if written {
                 if let Some(h) = self.http.as_mut() {
                     h.mark_written(i, target, measured);
                 }
             }
-            if self.ring().answered_first[i] {
+            if matches!(body, BodySend::Open { answered: true, .. }) {
                 // The response came first (`received` cancelled this SEND): done now.
                 self.http_step(i, Step::Finish);
                 return;
@@ -759,7 +784,7 @@ impl Worker<'_> {
             let s = self.slab.get(i);
             (s.intended_ns, s.measured, s.deadline_ns)
         };
-        let split = self.ring().split[i];
+        let split = self.ring().body[i] != BodySend::Linked;
         if let (Some(h), false) = (self.http.as_mut(), split) {
             // A RECV CQE of a live linked exchange: its SEND did not fail (a failed SEND's CQE
             // comes first and ends the slot, see `sent`), so the whole request was written.
@@ -811,11 +836,10 @@ impl Worker<'_> {
     /// Cancels slot `i`'s split SEND (its response is complete; the SEND's CQE ends the slot).
     fn cancel_send(&mut self, i: usize) {
         let r = self.ring();
-        r.answered_first[i] = true;
-        let cancel = opcode::AsyncCancel::new(ud(K_SEND, r.gen[i], i))
-            .build()
-            .user_data(ud(K_CANCEL_SEND, r.gen[i], i));
-        let _ = r.push(&[cancel]);
+        if let BodySend::Open { answered, .. } = &mut r.body[i] {
+            *answered = true;
+            let _ = r.push(&[cancel(K_SEND, r.gen[i], i, K_CANCEL_SEND)]);
+        }
     }
 
     /// The answer to [`Self::cancel_send`] for slot `i` (of its current exchange). ENOENT
@@ -824,7 +848,7 @@ impl Worker<'_> {
     /// and its retry waits as deferred task work), so it is asked again; the SEND would
     /// otherwise hold the slot until its link timeout.
     fn cancel_answer(&mut self, i: usize, res: i32) {
-        if res == -libc::ENOENT && self.ring().send_open[i].is_some() {
+        if res == -libc::ENOENT {
             self.cancel_send(i);
         }
     }
@@ -837,11 +861,7 @@ impl Worker<'_> {
     fn stale(&mut self, kind: u64, gen: u32, i: usize, res: i32) {
         if kind == K_CANCEL_SEND && res == -libc::ENOENT {
             if self.ring().orphan[i].is_some_and(|(g, _)| g == gen) {
-                let r = self.ring();
-                let cancel = opcode::AsyncCancel::new(ud(K_SEND, gen, i))
-                    .build()
-                    .user_data(ud(K_CANCEL_SEND, gen, i));
-                let _ = r.push(&[cancel]);
+                let _ = self.ring().push(&[cancel(K_SEND, gen, i, K_CANCEL_SEND)]);
             }
             return;
         }

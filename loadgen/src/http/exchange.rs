@@ -165,7 +165,7 @@ impl HttpWorker {
         let s = &mut self.slots[i];
         let n = n.min(s.want.saturating_sub(s.sent));
         s.sent += n;
-        self.count(measured, |c| c.bytes_sent += n as u64);
+        self.count_sent(n, measured);
     }
 
     /// Counts `n` request bytes written by an exchange that has ended (the io_uring engine's
@@ -276,14 +276,15 @@ pub(crate) enum Step {
 }
 
 impl crate::worker::Worker<'_> {
-    /// Handshake done on slot `i` (seen at `t`): reset its parser and send the request.
-    pub(crate) fn http_begin(&mut self, i: usize) -> Step {
+    /// Handshake done on slot `i` (seen at `t`): reset its parser and send the request
+    /// ([`Self::http_send_or_answer`]).
+    pub(crate) fn http_begin(&mut self, i: usize, t: u64) -> Step {
         let target = self.slab.get(i).target as usize;
         let Some(h) = self.http.as_mut() else {
             return Step::Wait;
         };
         h.reset_slot(i, target);
-        self.http_send(i)
+        self.http_send_or_answer(i, t)
     }
 
     /// [`Self::http_send`] at `t`; when the write fails, the response the server may have sent
@@ -306,7 +307,7 @@ impl crate::worker::Worker<'_> {
     /// `--close server` a complete response whose connection then ended in the write's error
     /// (no FIN) is a post-connect failure of that errno, as the io_uring engine's RECV of the
     /// FIN reports it (the write took the socket's error, so the read sees only the end).
-    pub(crate) fn answer_before(&mut self, i: usize, t: u64, errno: i32) -> Step {
+    fn answer_before(&mut self, i: usize, t: u64, errno: i32) -> Step {
         // recv(2) MSG_PEEK of one byte (non-blocking): queued data is there after a reset too.
         let queued = self.slab.get(i).sock.as_ref().is_some_and(|s| {
             let mut b = [std::mem::MaybeUninit::<u8>::uninit()];
@@ -341,28 +342,27 @@ impl crate::worker::Worker<'_> {
         let Some(sock) = self.slab.get(i).sock.as_ref() else {
             return Step::Finish;
         };
-        loop {
+        let before = slot.sent;
+        let step = loop {
             match sock.send_with_flags(&req[slot.sent..], libc::MSG_NOSIGNAL) {
                 Ok(n) => {
                     slot.sent += n;
-                    let done = slot.sent == req.len();
-                    // Fields apart from `requests` and `slots`, which are borrowed.
-                    for c in [&mut h.total, &mut h.measured]
-                        .into_iter()
-                        .take(1 + usize::from(measured))
-                    {
-                        c.requests += u64::from(done);
-                        c.bytes_sent += n as u64;
-                    }
-                    if done {
-                        return Step::Wait;
+                    if slot.sent == req.len() {
+                        break Step::Wait;
                     }
                 }
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Step::Wait,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break Step::Wait,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Step::Failed(e.raw_os_error().unwrap_or(libc::EIO)),
+                Err(e) => break Step::Failed(e.raw_os_error().unwrap_or(libc::EIO)),
             }
-        }
+        };
+        // Every byte that went out counts, of a request cut short too; the request once whole.
+        let (wrote, done) = (slot.sent - before, slot.sent == req.len());
+        h.count(measured, |c| {
+            c.bytes_sent += wrote as u64;
+            c.requests += u64::from(done);
+        });
+        step
     }
 
     /// Reads what slot `i` has (until EAGAIN, the end of the response, or the FIN) at `t` and

@@ -125,7 +125,7 @@ fn http_tls_fields(p: &super::PhaseReport) -> Vec<String> {
                 per_sec,
                 h.early_responses.to_string(),
                 class("2xx").to_string(),
-                (h.responses - class("2xx").min(h.responses)).to_string(),
+                h.responses.saturating_sub(class("2xx")).to_string(),
                 h.parse_errors.values().sum::<u64>().to_string(),
                 h.bytes_sent.to_string(),
                 h.bytes_received.to_string(),
