@@ -7,12 +7,17 @@
 # both closed loop with C connections in flight, one request per connection, against nginx pinned
 # to one CPU (1 worker, keepalive_timeout 0, `return 204`, access log off); the clients are
 # pinned to another CPU. ROUNDS interleaved rounds, counterbalanced (odd rounds wrk then connstorm,
-# even rounds connstorm then wrk: wrk leaves ~one TIME_WAIT socket per connection on nginx's side,
-# which slowed the run right after it in 3 of 4 paired checks), then the median of each and the
-# paired ratios connstorm/wrk per round. Then connstorm open loop at 80% of
-# its median closed-loop rate, with its response-latency p99 (scheduled start -> response
-# complete). The nginx worker's CPU use during each run says whether nginx was the limit (~100% of
-# its CPU: both tools measure nginx, and the ratio says little about the tools).
+# even rounds connstorm then wrk), then the median of each and the paired ratios connstorm/wrk per
+# round. Each HTTP run gets a network namespace and an nginx of its own: wrk closes after nginx,
+# so nginx keeps ~one TIME_WAIT socket per connection (~14,000 after 5 s), and in a shared
+# namespace their timers expire on the client CPU during the next run (connstorm right after wrk:
+# 31.0k responses/s, right after itself: 41.9k, 2026-12-05); connstorm's RST leaves none, so a
+# shared namespace penalised only the tool after wrk. Then connstorm open loop at 80% of its median
+# closed-loop rate, with its response-latency p99 (scheduled start -> response complete). The
+# nginx worker's CPU use during each run says whether nginx was the limit (~100% of its CPU: both
+# tools measure nginx, and the ratio says little about the tools); the client CPU's use (all of
+# it: on loopback the softirq work of both ends of a packet runs on the sending CPU) per response
+# says what each client costs.
 #
 # Then TLS (HTTPS, one request per new connection; TLS 1.3 with the X25519 key exchange, which
 # both clients offer first, and a self-signed ECDSA P-256 certificate made here with openssl):
@@ -30,122 +35,210 @@
 # When nginx is the TLS limit, the same two clients then run against connstorm's own
 # `server --tls --mode http` on the server CPU (h2load vs connstorm full handshakes, paired).
 #
-# Everything runs in a private network namespace (unshare -n; loopback only). Installs
+# Everything runs in private network namespaces (unshare -n; loopback only). Installs
 # nginx-light, wrk and nghttp2-client (h2load) with apt-get when missing (needs root and the
 # Debian archive). The figures are only as quiet as the machine: on a shared host, say so.
 #
 # Usage: scripts/peer-compare.sh [path/to/connstorm]
 # Environment: SERVER_CPU (default 0), CLIENT_CPU (default 1), CONNS (64), DURATION (5, seconds),
-# ROUNDS (3), H2_REQUESTS (h2load -n, default CONNS x 60).
+# ROUNDS (3), H2_REQUESTS (h2load -n, default CONNS x 60); whole numbers, two different CPUs this
+# process may use, checked before anything runs.
+# Exit status: 0; 1 a tool gave no rate (its output's tail is shown); 2 bad input; 130 Ctrl-C
+# (143 SIGTERM): nginx and the tools stopped, namespaces and files removed, no figures from the
+# run it cut.
 set -euo pipefail
-B=$(realpath "${1:-target/release/connstorm}")
-[ -x "$B" ] || { echo "peer-compare: no connstorm binary at $B: build it (cargo build --release)" >&2; exit 2; }
-need=()
-command -v nginx >/dev/null || need+=(nginx-light)
-command -v wrk >/dev/null || need+=(wrk)
-command -v h2load >/dev/null || need+=(nghttp2-client)
-command -v openssl >/dev/null || need+=(openssl)
-if [ ${#need[@]} -gt 0 ]; then
-  echo "peer-compare: installing ${need[*]} (apt-get)" >&2
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
-fi
-export B SERVER_CPU=${SERVER_CPU:-0} CLIENT_CPU=${CLIENT_CPU:-1} CONNS=${CONNS:-64} \
-  DURATION=${DURATION:-5} ROUNDS=${ROUNDS:-3} H2_REQUESTS=${H2_REQUESTS:-}
-exec unshare -n bash -c '
-set -euo pipefail
-ip link set lo up
-tmp=$(mktemp -d)
+self=$(realpath "$0")
+ticks=$(getconf CLK_TCK)
 port=18080
 tport=18443
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=localhost \
-  -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" -keyout "$tmp/key.pem" -out "$tmp/cert.pem" 2>/dev/null
-cat >"$tmp/nginx.conf" <<EOF
-worker_processes 1;
-worker_cpu_affinity auto;
-daemon off;
-pid $tmp/nginx.pid;
-error_log $tmp/error.log;
-events { worker_connections 8192; }
-http {
-  access_log off;
-  keepalive_timeout 0;
-  client_body_temp_path $tmp/body;
-  proxy_temp_path $tmp/proxy;
-  fastcgi_temp_path $tmp/fastcgi;
-  uwsgi_temp_path $tmp/uwsgi;
-  scgi_temp_path $tmp/scgi;
-  server {
-    listen 127.0.0.1:$port backlog=4096 reuseport;
-    location / { return 204; }
-  }
-  server {
+# Busy ticks of CPU $1 (user, nice, system, irq, softirq) from /proc/stat (proc(5)).
+cpu_busy() { awk -v c="cpu$1" '$1 == c {print $2 + $3 + $4 + $7 + $8}' /proc/stat; }
+# User + system ticks of process $1 (proc_pid_stat(5) fields 14 and 15).
+proc_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+wrk_rate() { awk '/Requests\/sec:/ {print $2}'; }
+# connstorm: complete responses per second over the measured window.
+cs_rate() { sed -n 's/.*responses (\([0-9,.]*\) responses\/s).*/\1/p' | tr -d ,; }
+h2_rate() { sed -n 's/^finished in .*, \([0-9.]*\) req\/s.*/\1/p'; }
+# Sockets in TIME_WAIT in this network namespace now.
+tw() { ss -Htan state time-wait | wc -l; }
+# nginx_conf DIR: DIR/nginx.conf, 1 worker, HTTP on $port; TLS on $tport when DIR/cert.pem exists.
+nginx_conf() {
+  local tls=""
+  [ -e "$1/cert.pem" ] && tls="server {
     listen 127.0.0.1:$tport ssl backlog=4096 reuseport;
-    ssl_certificate $tmp/cert.pem;
-    ssl_certificate_key $tmp/key.pem;
+    ssl_certificate $1/cert.pem;
+    ssl_certificate_key $1/key.pem;
     ssl_protocols TLSv1.3;
     ssl_ecdh_curve X25519:prime256v1;
     ssl_session_tickets on;
     location / { return 204; }
+  }"
+  cat >"$1/nginx.conf" <<EOC
+worker_processes 1;
+worker_cpu_affinity auto;
+daemon off;
+pid $1/nginx.pid;
+error_log $1/error.log;
+events { worker_connections 8192; }
+http {
+  access_log off;
+  keepalive_timeout 0;
+  client_body_temp_path $1/body;
+  proxy_temp_path $1/proxy;
+  fastcgi_temp_path $1/fastcgi;
+  uwsgi_temp_path $1/uwsgi;
+  scgi_temp_path $1/scgi;
+  server {
+    listen 127.0.0.1:$port backlog=4096 reuseport;
+    location / { return 204; }
   }
+  $tls
 }
-EOF
-taskset -c "$SERVER_CPU" nginx -p "$tmp" -c "$tmp/nginx.conf" &
-master=$!
-cleanup() { kill "$master" 2>/dev/null || true; wait "$master" 2>/dev/null || true; rm -rf "$tmp"; }
-trap cleanup EXIT
-for _ in $(seq 100); do [ -s "$tmp/nginx.pid" ] && break; sleep 0.05; done
-sleep 0.3
-worker=$(pgrep -P "$master" | head -1)
-ticks=$(getconf CLK_TCK)
-cpu_ticks() { awk "{print \$14 + \$15}" "/proc/$worker/stat"; }
-# Runs "$@", prints "<rate> <nginx worker CPU %>" (rate from the tool output, parsed by $parse).
+EOC
+}
+# start_nginx DIR: nginx on $SERVER_CPU in this network namespace; sets master and worker.
+start_nginx() {
+  taskset -c "$SERVER_CPU" nginx -p "$1" -c "$1/nginx.conf" &
+  master=$!
+  for _ in $(seq 100); do [ -s "$1/nginx.pid" ] && break; sleep 0.05; done
+  sleep 0.3
+  worker=$(pgrep -P "$master" | head -1 || true)
+  [ -n "$worker" ] || { echo "peer-compare: nginx did not start: $(cat "$1/error.log" 2>/dev/null)" >&2; exit 1; }
+}
+# measure PARSER OUT CMD...: runs CMD (its output to OUT) and prints "<rate> <server CPU %>
+# <client CPU %>", the rate parsed from OUT by PARSER, the server's CPU that of process $worker,
+# the client's that of all of CPU $CLIENT_CPU. A run without a rate ends the script.
 measure() {
-  local t0 t1 w0 w1 out
-  w0=$(cpu_ticks); t0=$(date +%s.%N)
-  out=$("$@" 2>/dev/null)
-  t1=$(date +%s.%N); w1=$(cpu_ticks)
-  printf "%s\n" "$out" >"$tmp/last.out"
-  echo "$(echo "$out" | $parse) $(echo "($w1 - $w0) / $ticks / ($t1 - $t0) * 100" | bc -l)"
+  local parse=$1 out=$2 w0 w1 c0 c1 t0 t1 rate
+  shift 2
+  local rc=0
+  w0=$(proc_ticks "$worker"); c0=$(cpu_busy "$CLIENT_CPU"); t0=$(date +%s.%N)
+  "$@" >"$out" 2>&1 || rc=$?
+  # A tool ended by SIGINT/SIGTERM (connstorm exits 130/143 with its report): a partial run
+  # is no round.
+  if [ "$rc" -eq 130 ] || [ "$rc" -eq 143 ]; then
+    exit "$rc"
+  fi
+  t1=$(date +%s.%N); w1=$(proc_ticks "$worker"); c1=$(cpu_busy "$CLIENT_CPU")
+  rate=$($parse <"$out")
+  if [ -z "$rate" ]; then
+    { echo "peer-compare: no rate in the output of: $*"; tail -5 "$out"; } >&2
+    exit 1
+  fi
+  echo "$rate $(echo "($w1 - $w0) / $ticks / ($t1 - $t0) * 100" | bc -l)" \
+    "$(echo "($c1 - $c0) / $ticks / ($t1 - $t0) * 100" | bc -l)"
 }
+
+# Ctrl-C sends SIGINT to the whole process group (nginx and the tools too): every level stops
+# there, through its EXIT trap (nginx stopped, files removed), with 130 (SIGTERM: 143).
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# Internal: one HTTP run in the fresh network namespace this process was started in (by http_run
+# below): its own nginx, the run, then "<rate> <nginx CPU %> <client CPU %> <TIME_WAIT after>".
+if [ "${1:-}" = --http-run ]; then
+  parse=$2 out=$3
+  shift 3
+  ip link set lo up
+  d=$(mktemp -d -p "$TMPD")
+  nginx_conf "$d"
+  start_nginx "$d"
+  trap 'kill "$master" 2>/dev/null || true; wait "$master" 2>/dev/null || true; rm -rf "$d"' EXIT
+  m=$(measure "$parse" "$out" "$@")
+  echo "$m $(tw)"
+  exit 0
+fi
+
+if [ "${1:-}" != --in-namespace ]; then
+  bad() { echo "peer-compare: $*" >&2; exit 2; }
+  bin=${1:-target/release/connstorm}
+  [ -f "$bin" ] && [ -x "$bin" ] ||
+    bad "no connstorm binary at $bin: build it (cargo build --release) or give its path"
+  B=$(realpath "$bin")
+  ROUNDS=${ROUNDS:-3} DURATION=${DURATION:-5} CONNS=${CONNS:-64}
+  SERVER_CPU=${SERVER_CPU:-0} CLIENT_CPU=${CLIENT_CPU:-1} H2_REQUESTS=${H2_REQUESTS:-}
+  for v in ROUNDS DURATION CONNS ${H2_REQUESTS:+H2_REQUESTS}; do
+    [[ ${!v} =~ ^[1-9][0-9]{0,8}$ ]] || bad "$v=${!v}: give a whole number from 1 to 999999999"
+  done
+  allowed=$(awk '/^Cpus_allowed_list/ {print $2}' /proc/self/status)
+  for v in SERVER_CPU CLIENT_CPU; do
+    [[ ${!v} =~ ^[0-9]+$ ]] && taskset -c "${!v}" true 2>/dev/null ||
+      bad "$v=${!v}: not a CPU this process may run on (allowed: $allowed)"
+  done
+  [ "$SERVER_CPU" != "$CLIENT_CPU" ] ||
+    bad "SERVER_CPU and CLIENT_CPU are both $SERVER_CPU: give two CPUs (on one, the client CPU figures would include nginx's work)"
+  need=()
+  command -v nginx >/dev/null || need+=(nginx-light)
+  command -v wrk >/dev/null || need+=(wrk)
+  command -v h2load >/dev/null || need+=(nghttp2-client)
+  command -v openssl >/dev/null || need+=(openssl)
+  if [ ${#need[@]} -gt 0 ]; then
+    echo "peer-compare: installing ${need[*]} (apt-get)" >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+  fi
+  export B SERVER_CPU CLIENT_CPU CONNS DURATION ROUNDS H2_REQUESTS
+  exec unshare -n "$BASH" "$self" --in-namespace
+fi
+
+trap 'echo "peer-compare: interrupted: no figures from the run it cut" >&2; exit 130' INT
+ip link set lo up
+TMPD=$(mktemp -d)
+export TMPD
+master=""
+own=""
+cleanup() {
+  [ -n "$master" ] && { kill "$master" 2>/dev/null || true; }
+  [ -n "$own" ] && { kill -INT "$own" 2>/dev/null || true; }
+  wait 2>/dev/null || true
+  rm -rf "$TMPD"
+}
+trap cleanup EXIT
+url=http://127.0.0.1:$port/
 # After a connstorm run: its failure classes and any WARNING lines, when it had some (a rate
 # with failures in it is not the rate of the same work).
 cs_failures() {
-  awk "/^  failures/ {f = 1; print; next} f && /^    / {print; next} {f = 0} /WARNING/" "$tmp/last.out" |
+  awk '/^  failures/ {f = 1; print; next} f && /^    / {print; next} {f = 0} /WARNING/' "$TMPD/last.out" |
     grep -v "failures: *none" | sed "s/^ */       /" || true
 }
-wrk_rate() { awk "/Requests\/sec:/ {print \$2}"; }
-# connstorm: complete responses per second over the measured window.
-cs_rate() { sed -n "s/.*responses (\([0-9,.]*\) responses\/s).*/\1/p" | tr -d ,; }
-url=http://127.0.0.1:$port/
-# Sockets in TIME_WAIT in the namespace now (left by the run before: wrk closes after nginx, so
-# nginx keeps ~one per connection; connstorm resets, leaving none).
-tw() { ss -Htan state time-wait | wc -l; }
+# http_run PARSER CMD...: CMD against a fresh nginx in a fresh network namespace (see the top);
+# sets rate, ncpu, ccpu (CPU %s), left (TIME_WAIT after). The second's pause lets the kernel
+# tear the namespace down before the next run.
+http_run() {
+  local parse=$1
+  shift
+  local line
+  line=$(unshare -n "$BASH" "$self" --http-run "$parse" "$TMPD/last.out" "$@") || exit $?
+  read -r rate ncpu ccpu left <<<"$line"
+  sleep 1
+}
+# µs of client CPU per response at rate $1 and client CPU % $2.
+per_resp() { echo "$2 / 100 * 1000000 / $1" | bc -l; }
+row() { printf "%-6s %-10s %14.1f %12.1f %12.1f %11.1f %16s\n" "$@"; }
 wr=(); cr=()
-printf "%-6s %-10s %14s %12s %16s\n" round tool "requests/s" "nginx CPU %" "TIME_WAIT after"
+printf "%-6s %-10s %14s %12s %12s %11s %16s\n" round tool "requests/s" "nginx CPU %" "client CPU %" "client µs/req" "TIME_WAIT after"
 # abba R A B [ARGS...]: round R runs A then B when odd, B then A when even (counterbalanced).
 abba() {
-  local r=$1 a=$2 b=$3; shift 3
+  local r=$1 a=$2 b=$3
+  shift 3
   if [ $((r % 2)) -eq 1 ]; then "$a" "$@"; "$b" "$@"; else "$b" "$@"; "$a" "$@"; fi
 }
 wrk_run() {
-  parse=wrk_rate
-  read -r w wc < <(measure taskset -c "$CLIENT_CPU" wrk -t1 -c"$CONNS" -d"${DURATION}s" -H "Connection: close" "$url")
-  printf "%-6s %-10s %14.1f %12.1f %16s\n" "$r" wrk "$w" "$wc" "$(tw)"
+  http_run wrk_rate taskset -c "$CLIENT_CPU" wrk -t1 -c"$CONNS" -d"${DURATION}s" -H "Connection: close" "$url"
+  w=$rate
+  row "$r" wrk "$rate" "$ncpu" "$ccpu" "$(per_resp "$rate" "$ccpu")" "$left"
 }
 cs_run() {
-  parse=cs_rate
-  read -r c cc < <(measure "$B" load --target 127.0.0.1:$port --http --concurrency "$CONNS" \
-      --duration "${DURATION}s" --warmup 1s --cpus "$CLIENT_CPU")
-  printf "%-6s %-10s %14.1f %12.1f %16s\n" "$r" connstorm "$c" "$cc" "$(tw)"
+  http_run cs_rate "$B" load --target 127.0.0.1:$port --http --concurrency "$CONNS" \
+    --duration "${DURATION}s" --warmup 1s --cpus "$CLIENT_CPU"
+  c=$rate
+  row "$r" connstorm "$rate" "$ncpu" "$ccpu" "$(per_resp "$rate" "$ccpu")" "$left"
   cs_failures
 }
-# Counterbalanced (ABBA): odd rounds run the peer first, even rounds connstorm first, so neither
-# tool always inherits the other'"'"'s TIME_WAIT sockets and warm caches.
 for r in $(seq "$ROUNDS"); do
   abba "$r" wrk_run cs_run
   wr+=("$w"); cr+=("$c")
 done
-median() { printf "%s\n" "$@" | sort -g | awk "{a[NR]=\$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}"; }
+median() { printf "%s\n" "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 ratios=()
 for i in "${!wr[@]}"; do ratios+=("$(echo "${cr[$i]} / ${wr[$i]}" | bc -l)"); done
 mw=$(median "${wr[@]}"); mc=$(median "${cr[@]}"); mr=$(median "${ratios[@]}")
@@ -153,46 +246,51 @@ echo
 printf "median wrk        %12.1f requests/s (new connections/s, Connection: close)\n" "$mw"
 printf "median connstorm  %12.1f responses/s (one request per connection)\n" "$mc"
 printf "paired ratios connstorm/wrk: %s (median %.2f)\n" "$(printf "%.2f " "${ratios[@]}")" "$mr"
-rate=$(printf "%.0f" "$(echo "$mc * 0.8" | bc -l)")
+orate=$(printf "%.0f" "$(echo "$mc * 0.8" | bc -l)")
 echo
-echo "connstorm open loop at 80% of its median closed-loop rate: ${rate}/s ($(tw) sockets in TIME_WAIT at its start, left by the runs before)"
-parse=cat
-out=$("$B" load --target 127.0.0.1:$port --http --rate "${rate}/s" --duration "${DURATION}s" --warmup 1s \
-  --cpus "$CLIENT_CPU" 2>/dev/null || true)
-echo "$out" | grep -E "rate:|attempts:|http:|status:|response \(|WARNING" | sed "s/^/  /"
+echo "connstorm open loop at 80% of its median closed-loop rate: ${orate}/s (fresh namespace and nginx)"
+http_run cs_rate "$B" load --target 127.0.0.1:$port --http --rate "${orate}/s" --duration "${DURATION}s" \
+  --warmup 1s --cpus "$CLIENT_CPU"
+grep -E "rate:|attempts:|http:|status:|response \(|WARNING" "$TMPD/last.out" | sed "s/^/  /" || true
+printf "  nginx CPU %.1f%%, client CPU %.1f%% (%.1f µs per response)\n" "$ncpu" "$ccpu" "$(per_resp "$rate" "$ccpu")"
 
 echo
 echo "TLS: new HTTPS connections/s (TLS 1.3, X25519, ECDSA P-256 certificate, one request per connection)"
-h2_rate() { sed -n "s/^finished in .*, \([0-9.]*\) req\/s.*/\1/p"; }
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=localhost \
+  -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" -keyout "$TMPD/key.pem" -out "$TMPD/cert.pem" 2>/dev/null
+nginx_conf "$TMPD"
+start_nginx "$TMPD"
 hr=(); fr=(); rr=()
 # h2load -D does not reconnect after the server closes (keepalive_timeout 0): a request count it is.
 H2N=${H2_REQUESTS:-$((CONNS * 60))}
-
-printf "%-6s %-22s %14s %12s\n" round tool "connections/s" "nginx CPU %"
+trow() { printf "%-6s %-22s %14.1f %12.1f %12.1f\n" "$@"; }
+printf "%-6s %-22s %14s %12s %12s\n" round tool "connections/s" "server CPU %" "client CPU %"
 # One TLS round r against port $2: h2load --h1, then connstorm full handshakes; sets h, f.
 # Odd rounds run h2load first, even rounds connstorm first (counterbalanced, as above).
 h2_vs_full() {
-  local hc fc
   h2_run() {
-    parse=h2_rate
-    read -r h hc < <(measure taskset -c "$CLIENT_CPU" h2load --h1 -t1 -c"$CONNS" -n"$H2N" "https://127.0.0.1:$2/")
-    printf "%-6s %-22s %14.1f %12.1f\n" "$1" "h2load --h1" "$h" "$hc"
+    m=$(measure h2_rate "$TMPD/last.out" taskset -c "$CLIENT_CPU" h2load --h1 -t1 \
+      -c"$CONNS" -n"$H2N" "https://127.0.0.1:$2/") || exit $?
+    read -r h hc hk <<<"$m"
+    trow "$1" "h2load --h1" "$h" "$hc" "$hk"
   }
   full_run() {
-    parse=cs_rate
-    read -r f fc < <(measure "$B" load --target 127.0.0.1:$2 --tls --insecure --close server \
-        --http --concurrency "$CONNS" --duration "${DURATION}s" --warmup 1s --cpus "$CLIENT_CPU" --tls-resume off)
-    printf "%-6s %-22s %14.1f %12.1f\n" "$1" "connstorm (full)" "$f" "$fc"
+    m=$(measure cs_rate "$TMPD/last.out" "$B" load --target 127.0.0.1:"$2" --tls \
+      --insecure --close server --http --concurrency "$CONNS" --duration "${DURATION}s" --warmup 1s \
+      --cpus "$CLIENT_CPU" --tls-resume off) || exit $?
+    read -r f fc fk <<<"$m"
+    trow "$1" "connstorm (full)" "$f" "$fc" "$fk"
     cs_failures
   }
   abba "$1" h2_run full_run "$@"
 }
 for r in $(seq "$ROUNDS"); do
   h2_vs_full "$r" "$tport"
-  parse=cs_rate
-  read -r e ec < <(measure "$B" load --target 127.0.0.1:$tport --tls --insecure --close server \
-      --http --concurrency "$CONNS" --duration "${DURATION}s" --warmup 1s --cpus "$CLIENT_CPU" --tls-resume tickets)
-  printf "%-6s %-22s %14.1f %12.1f\n" "$r" "connstorm (resumed)" "$e" "$ec"
+  m=$(measure cs_rate "$TMPD/last.out" "$B" load --target 127.0.0.1:$tport --tls \
+    --insecure --close server --http --concurrency "$CONNS" --duration "${DURATION}s" --warmup 1s \
+    --cpus "$CLIENT_CPU" --tls-resume tickets) || exit $?
+  read -r e ec ek <<<"$m"
+  trow "$r" "connstorm (resumed)" "$e" "$ec" "$ek"
   cs_failures
   hr+=("$h"); fr+=("$f"); rr+=("$e")
 done
@@ -205,17 +303,16 @@ printf "median connstorm (resumed)   %12.1f responses/s (--tls-resume tickets)\n
 printf "paired ratios connstorm full/h2load: %s (median %.2f)\n" "$(printf "%.2f " "${tratios[@]}")" "$(median "${tratios[@]}")"
 
 # When nginx is the limit (its CPU near 100% above), the clients are compared against a server
-# that is not: connstorm'"'"'s own (server --tls --mode http, a self-signed P-256 certificate, TLS 1.3,
-# tickets on), same CPUs. The CPU column is then that server'"'"'s.
+# that is not: connstorm's own (server --tls --mode http, a self-signed P-256 certificate, TLS 1.3,
+# tickets on), same CPUs. The CPU column is then that server's.
 sport=18444
 "$B" server --listen 127.0.0.1:$sport --cpus "$SERVER_CPU" --tls --mode http --duration 900s >/dev/null 2>&1 &
 own=$!
-cleanup() { kill "$master" 2>/dev/null || true; kill -INT "$own" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$tmp"; }
 for _ in $(seq 100); do grep -q ":$(printf %04X $sport) 00000000:0000 0A" /proc/net/tcp && break; sleep 0.05; done
 worker=$own
 echo
 echo "TLS against connstorm server --tls --mode http on CPU $SERVER_CPU (not nginx)"
-printf "%-6s %-22s %14s %12s\n" round tool "connections/s" "server CPU %"
+printf "%-6s %-22s %14s %12s %12s\n" round tool "connections/s" "server CPU %" "client CPU %"
 sh=(); sf=(); sratios=()
 for r in $(seq "$ROUNDS"); do
   h2_vs_full "$r" "$sport"
@@ -225,5 +322,3 @@ echo
 printf "median h2load --h1           %12.1f req/s\n" "$(median "${sh[@]}")"
 printf "median connstorm (full)      %12.1f responses/s\n" "$(median "${sf[@]}")"
 printf "paired ratios connstorm full/h2load (own server): %s (median %.2f)\n" "$(printf "%.2f " "${sratios[@]}")" "$(median "${sratios[@]}")"
-kill -INT "$own"; wait "$own" 2>/dev/null || true
-'

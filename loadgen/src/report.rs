@@ -270,7 +270,8 @@ pub struct LoadReport {
     /// Handshake latency, ns: intended start → connect completed (measured successes).
     #[serde(serialize_with = "summary")]
     pub handshake: Histogram<u64>,
-    /// Service latency, ns: socket(2) call → connect completed.
+    /// Service latency, ns: socket(2) call (a kept socket's connect submission on the io_uring
+    /// engine with `--close rst`: `engine::uring` docs, "Reuse") → connect completed.
     #[serde(serialize_with = "summary")]
     pub service: Histogram<u64>,
     /// First-byte latency, ns: intended start → `expect_bytes` read (only with `expect_bytes`).

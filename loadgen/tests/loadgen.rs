@@ -465,7 +465,13 @@ fn a_handshake_seen_after_its_timeout_is_etimedout_and_still_balances_with_the_k
         active - passive,
         "the other ETIMEDOUT are exactly the handshakes the kernel did not complete"
     );
-    assert!(late > t.attempts as i64 / 2, "{report:?}");
+    // Handshakes seen after the 20 µs (how many depends on the host's speed: 15% of 21,516 on
+    // a quiet one, most of them on a busy one) are what this test is about: some must occur.
+    assert!(
+        late > 0,
+        "no handshake completed after its timeout: {:?}",
+        report.total
+    );
     // A success is never longer than its timeout from its socket(2) call.
     assert!(
         report.service.is_empty() || report.service.max() <= 20_000 + 20,
@@ -770,6 +776,8 @@ fn uring_open_loop_attempts_successes_active_opens_and_accepts_agree_exactly() {
         f.contains("socket=direct") && f.contains("setsockopt=uring_cmd"),
         "{f}"
     );
+    // --close rst (the default) keeps each socket for the slot's next attempt.
+    assert!(f.contains("reuse=disconnect"), "{f}");
     let lag = report.generator_lag.as_ref().expect("open loop lag");
     assert_eq!(
         lag.hist.len(),
@@ -791,7 +799,7 @@ fn uring_closed_loop_attempts_successes_active_opens_and_accepts_agree_exactly()
     assert_books_balance(&report, active, accepted);
     let f = report.engine.as_ref().unwrap().features.clone().unwrap();
     assert!(
-        f.contains("socket=direct") && !f.contains("setsockopt"),
+        f.contains("socket=direct") && !f.contains("setsockopt") && !f.contains("reuse"),
         "{f}"
     );
     assert!(report.generator_lag.is_none());
@@ -890,6 +898,102 @@ fn uring_close_rst_leaves_no_time_wait_and_fin_does() {
         fin.1 as u64, fin.0,
         "one TIME_WAIT per --close fin connection"
     );
+}
+
+/// `--close rst` on direct sockets keeps each socket and ends its connection with
+/// connect(AF_UNSPEC) (engine::uring docs, "Reuse"). Against a server that holds every
+/// connection open, each connection still ends with exactly one RST from the client (ΔTcp.OutRsts
+/// = successes), both ends leave ESTABLISHED by reset (ΔTcp.EstabResets = 2 × successes), the
+/// server accepts each as a new connection, and ΔActiveOpens = attempts.
+#[test]
+fn uring_reused_sockets_send_one_rst_per_connection_and_balance_with_the_kernel() {
+    let _x = testkit::exclusive();
+    let names = [
+        "Tcp.ActiveOpens",
+        "Tcp.PassiveOpens",
+        "Tcp.OutRsts",
+        "Tcp.EstabResets",
+    ];
+    let Some((report, delta, accepted)) = NetNs::run(move |ns| {
+        // Open loop at 2,000/s: the server holds what it accepts (800 descriptors), and each
+        // connection ends long before the next start, so a few slots' sockets serve them all.
+        let server = TestServer::start(ServerMode::Hold);
+        let cfg = util::on_uring(open(server.addr, 2000.0, Duration::from_millis(400)))?;
+        let before: Vec<i64> = names.iter().map(|n| ns.counter(n)).collect();
+        let r = run(&cfg);
+        let deadline = Instant::now() + Duration::from_secs(2);
+        let accepted = || server.accepted.load(std::sync::atomic::Ordering::Relaxed);
+        while accepted() < r.total.successes && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let delta: Vec<i64> = names
+            .iter()
+            .zip(&before)
+            .map(|(n, b)| ns.counter(n) - b)
+            .collect();
+        Some((r, delta, accepted()))
+    }) else {
+        return;
+    };
+    let f = report.engine.as_ref().unwrap().features.clone().unwrap();
+    assert!(f.contains("reuse=disconnect"), "{f}");
+    let t = &report.total;
+    assert!(t.successes > 100, "{t:?}");
+    assert_eq!(t.successes, t.attempts, "{:?}", t.failures);
+    assert_eq!(delta[0], t.attempts as i64, "ΔActiveOpens vs attempts");
+    assert_eq!(delta[1], t.successes as i64, "ΔPassiveOpens vs successes");
+    assert_eq!(accepted, t.successes, "server accepts");
+    assert_eq!(
+        delta[2], t.successes as i64,
+        "ΔOutRsts: one RST per connection"
+    );
+    assert_eq!(delta[3], 2 * t.successes as i64, "ΔEstabResets: both ends");
+}
+
+/// A reused socket whose connect failed serves the slot's next attempt, and a slot whose next
+/// target is of the other family gets a new socket: targets 127.0.0.1 (a server) and ::1 (a
+/// closed port) alternate, 3 slots, so every slot switches families. Each target's books are
+/// exact: the IPv4 one all successes, the IPv6 one all ECONNREFUSED.
+#[test]
+fn uring_reuse_across_refusals_and_address_families_keeps_every_target_exact() {
+    let _x = testkit::exclusive();
+    let Some((report, active, accepted)) = NetNs::run(|ns| {
+        let server = TestServer::start(ServerMode::Close);
+        let v6 = std::net::TcpListener::bind("[::1]:0")
+            .expect("bind [::1]:0 (IPv6 on this namespace's loopback)")
+            .local_addr()
+            .unwrap();
+        let mut cfg = util::on_uring(open(server.addr, 1000.0, Duration::from_millis(400)))?;
+        cfg.targets.push(v6);
+        cfg.pattern = Pattern::Closed { concurrency: 3 };
+        let a0 = ns.counter("Tcp.ActiveOpens");
+        let r = run(&cfg);
+        let deadline = Instant::now() + Duration::from_secs(2);
+        let accepted = || server.accepted.load(std::sync::atomic::Ordering::Relaxed);
+        while accepted() < r.total.successes && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        Some((r, ns.counter("Tcp.ActiveOpens") - a0, accepted()))
+    }) else {
+        return;
+    };
+    let f = report.engine.as_ref().unwrap().features.clone().unwrap();
+    assert!(f.contains("reuse=disconnect"), "{f}");
+    let (v4, v6) = (&report.per_target[0], &report.per_target[1]);
+    assert!(v4.attempts > 50 && v6.attempts > 50, "{v4:?} {v6:?}");
+    assert_eq!(v4.successes, v4.attempts, "{v4:?}");
+    assert!(v4.failures.is_empty(), "{v4:?}");
+    assert_eq!(v6.successes, 0, "{v6:?}");
+    assert_eq!(
+        v6.failures.get("ECONNREFUSED"),
+        Some(&v6.attempts),
+        "{v6:?}"
+    );
+    assert_eq!(
+        report.total.attempts as i64, active,
+        "attempts vs ΔActiveOpens"
+    );
+    assert_eq!(accepted, report.total.successes, "server accepts");
 }
 
 /// A stop while connects wait in SYN-SENT (a listener that never accepts, backlog 0): they are

@@ -101,9 +101,9 @@ pub struct UringFeatures {
 
 impl UringFeatures {
     /// One label naming how each step of an attempt ran, e.g.
-    /// `socket=direct,setsockopt=uring_cmd,connect+link_timeout,close=skip_success,defer_taskrun`
-    /// for `cfg` (the setsockopt part only with `--close rst`; with `--source` the socket is a
-    /// plain one).
+    /// `socket=direct,setsockopt=uring_cmd,connect+link_timeout,reuse=disconnect,close=skip_success,defer_taskrun`
+    /// for `cfg` (the setsockopt and reuse parts only with `--close rst`, reuse only on direct
+    /// sockets: `engine::uring` module docs, "Reuse"; with `--source` the socket is a plain one).
     pub fn label(&self, cfg: &LoadConfig) -> String {
         let direct = self.uses_direct(cfg);
         let mut parts = vec![if direct {
@@ -123,6 +123,10 @@ impl UringFeatures {
             parts.push("http=send+recv+link_timeout");
         } else if cfg.expect_bytes.is_some() || cfg.close == CloseMode::Server {
             parts.push("read=recv+link_timeout");
+        }
+        if direct && cfg.close == CloseMode::Rst {
+            // The socket is kept after an attempt: disconnected by connect(AF_UNSPEC) (RST).
+            parts.push("reuse=disconnect");
         }
         parts.push(if self.skip_success {
             "close=skip_success"
@@ -164,6 +168,7 @@ impl EngineRan {
             self.features = self.features.map(|f| {
                 f.replace("socket=direct", "socket=socket(2)")
                     .replace("setsockopt=uring_cmd", "setsockopt=setsockopt(2)")
+                    .replace(",reuse=disconnect", "")
             });
         }
         self

@@ -56,7 +56,7 @@ pub struct RunInfo {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load_engine: Option<String>,
     /// How it ran and how `--load-engine auto` chose it, one line, e.g. `io_uring
-    /// (socket=direct,setsockopt=uring_cmd,connect+link_timeout,close=skip_success,defer_taskrun)`
+    /// (socket=direct,setsockopt=uring_cmd,connect+link_timeout,reuse=disconnect,close=skip_success,defer_taskrun)`
     /// or `epoll — auto: --tls needs the epoll engine (…)`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load_engine_detail: Option<String>,
