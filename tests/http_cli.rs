@@ -680,7 +680,8 @@ fn spawn_server(cpu: &str, mode: &str) -> std::process::Child {
 
 /// `--http` against a server that resets each connection as it accepts it (`--mode rst`), closed
 /// loop so many handshakes complete already reset: on both engines every attempt is a failure of
-/// an HTTP class, none lost (the io_uring engine once counted such handshakes in no class).
+/// the same class, `HTTP ECONNRESET`, none lost (the io_uring engine once counted such
+/// handshakes in no class; the epoll engine once called most of them `HTTP EPIPE`).
 #[test]
 fn http_against_a_resetting_server_accounts_for_every_attempt_on_both_engines() {
     let _x = testkit::exclusive();
@@ -712,6 +713,10 @@ fn http_against_a_resetting_server_accounts_for_every_attempt_on_both_engines() 
             .map(|(_, v)| v.as_u64().unwrap())
             .sum();
         assert_eq!(http_failures, u(&t["handshakes"]), "{engine}: {t}");
+        // The same class on both engines: the reset is `HTTP ECONNRESET` (the epoll engine's
+        // send(2) reports EPIPE once its connect check took the socket's error).
+        let resets = t["failures"]["HTTP ECONNRESET"].as_u64().unwrap_or(0);
+        assert_eq!(resets, http_failures, "{engine}: {t}");
     }
 }
 
@@ -1018,6 +1023,169 @@ fn an_interrupt_while_responses_are_awaited_counts_the_requests_written() {
             requests * request.len() as u64,
             "{engine}: {}",
             j["http"]
+        );
+    }
+}
+
+/// `--http` against a listener that never accepts (a stopped gateway): the server's kernel
+/// completes every handshake and queues it, no response comes, so each attempt is an HTTP
+/// failure. The accept-queue line says the queued connections are this run's (not "queued
+/// before the run"), already failures on the client, and the diagnosis names the cause: the
+/// application never accepted them. On both engines; counts equal the kernel's Δ PassiveOpens.
+#[test]
+fn http_against_a_listener_that_never_accepts_names_the_queue_as_this_runs() {
+    let _x = testkit::exclusive();
+    testkit::require_tool("ss", "iproute2");
+    let (_, lcpu) = cpus();
+    for engine in LOAD_ENGINES {
+        let lcpu = lcpu.clone();
+        let (j, t, passive) = testkit::NetNs::run(move |ns| {
+            // Listening, never accepting: the accept queue (backlog 128) holds every handshake.
+            let l =
+                socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+            l.bind(&SocketAddr::from(([127, 0, 0, 1], 0)).into())
+                .unwrap();
+            l.listen(128).unwrap();
+            let target = l.local_addr().unwrap().as_socket().unwrap().to_string();
+            let run = |format: &str| {
+                bin()
+                    .args(["load", "--target", &target, "--http", "--rate", "60/s"])
+                    .args(["--duration", "500ms", "--warmup", "0s", "--cpus", &lcpu])
+                    .args(["--connect-timeout", "300ms", "--load-engine", engine])
+                    .args(["--format", format])
+                    .output()
+                    .unwrap()
+            };
+            let p0 = ns.counter("Tcp.PassiveOpens");
+            let j = run("json");
+            let passive = ns.counter("Tcp.PassiveOpens") - p0;
+            // The second run finds the first run's connections still queued (older, FIFO).
+            let t = run("text");
+            drop(l);
+            (j, t, passive)
+        });
+        assert_eq!(j.status.code(), Some(3), "{engine}: {}", stderr(&j));
+        let r = json(&j);
+        let tot = &r["total"];
+        let attempts = u(&tot["attempts"]);
+        assert!(attempts >= 20, "{engine}: {tot}");
+        assert_eq!(
+            attempts as i64, passive,
+            "{engine}: every handshake queued: {r}"
+        );
+        assert_eq!(u(&tot["successes"]), 0, "{engine}: {tot}");
+        let http_failures: u64 = tot["failures"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .filter(|(k, _)| k.starts_with("HTTP "))
+            .map(|(_, v)| v.as_u64().unwrap())
+            .sum();
+        assert_eq!(http_failures, attempts, "{engine}: {tot}");
+        assert!(
+            tot["failures"].get("NEVER_ACCEPTED_QUEUED").is_none(),
+            "{engine}: an HTTP failure is not counted twice: {tot}"
+        );
+        let q = &r["accept_queue"];
+        assert_eq!(q["after_settle"].as_i64(), Some(passive), "{engine}: {q}");
+        assert_eq!(q["this_run"].as_i64(), Some(passive), "{engine}: {q}");
+        assert_eq!(q["never_accepted"].as_u64(), Some(0), "{engine}: {q}");
+        let diag = r["diagnosis"].to_string();
+        assert!(
+            diag.contains(&format!(
+                "never accepted: {passive} handshakes the server's kernel completed were still waiting in the listener's accept queue"
+            )),
+            "{engine}: {diag}"
+        );
+        assert!(
+            !diag.contains("no counter here says why"),
+            "{engine}: {diag}"
+        );
+        // The text run: both runs' connections queued, only its own called this run's.
+        let text = String::from_utf8_lossy(&t.stdout);
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("  accept queue at the end: "))
+            .unwrap_or_else(|| panic!("{engine}: no accept queue line: {text}"));
+        let queued: i64 = line["  accept queue at the end: ".len()..]
+            .split(' ')
+            .next()
+            .unwrap()
+            .replace(',', "")
+            .parse()
+            .unwrap();
+        let second = queued - passive;
+        assert!(second > 0, "{engine}: {line}");
+        assert!(
+            line.contains(&format!(
+                "; {second} of them from this run, each already a failure on the client (counted under its class above, not twice) (the other {passive} were queued before the run)"
+            )),
+            "{engine}: {line}"
+        );
+    }
+}
+
+/// A server that answers 413 after the request head and then reads the rest of the body (a
+/// gateway that drains what it refused): a response can come before its request is written and
+/// the write finish after it. Each exchange is counted once on both engines: written before
+/// its response (`requests`) or answered first (`early_responses`), never both (the io_uring
+/// engine once counted a SEND that finished after its response in both).
+#[test]
+fn a_response_before_a_drained_body_counts_each_exchange_once_on_both_engines() {
+    let _x = testkit::exclusive();
+    let (_, lcpu) = cpus();
+    let dir = tempfile::tempdir().unwrap();
+    let body = big_body(dir.path(), 8 << 20);
+    for engine in LOAD_ENGINES {
+        let (lcpu, body) = (lcpu.clone(), body.clone());
+        let (load, took, served) = testkit::NetNs::run(move |_| {
+            let l = TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], PORT))).unwrap();
+            l.set_nonblocking(true).unwrap();
+            let stop = Arc::new(AtomicBool::new(false));
+            let s = stop.clone();
+            let server = std::thread::spawn(move || {
+                let resp = b"HTTP/1.1 413 Content Too Large\r\nContent-Length: 0\r\n\r\n";
+                let mut served = 0u64;
+                while !s.load(Ordering::Relaxed) {
+                    let Ok((c, _)) = l.accept() else {
+                        std::thread::sleep(Duration::from_millis(1));
+                        continue;
+                    };
+                    if serve(c.try_clone().unwrap(), resp) {
+                        served += 1;
+                        // Drain the body until the client's close (FIN or RST).
+                        let mut c = c;
+                        let mut buf = vec![0u8; 64 << 10];
+                        while matches!(c.read(&mut buf), Ok(n) if n > 0) {}
+                    }
+                }
+                served
+            });
+            let t0 = Instant::now();
+            let load = bin()
+                .args(["load", "--target", &format!("127.0.0.1:{PORT}")])
+                .args(["--http", "--http-method", "POST", "--http-body", &body])
+                .args(["--rate", "30/s", "--duration", "1s", "--warmup", "0s"])
+                .args(["--connect-timeout", "10s", "--cpus", &lcpu])
+                .args(["--format", "json", "--load-engine", engine])
+                .output()
+                .unwrap();
+            let took = t0.elapsed();
+            stop.store(true, Ordering::Relaxed);
+            (load, took, server.join().unwrap())
+        });
+        let (j, attempts) = post_checked(&load, took, engine);
+        let (t, h) = (&j["total"], &j["http"]);
+        eprintln!("{engine}: {h}");
+        assert_eq!(u(&t["successes"]), attempts, "{engine}: {t}");
+        assert_eq!(served, attempts, "{engine}: {t}");
+        assert_eq!(u(&h["total_responses"]), attempts, "{engine}: {h}");
+        assert_eq!(u(&h["non_2xx_codes"]["413"]), attempts, "{engine}: {h}");
+        assert_eq!(u(&h["responses"]), u(&j["successes"]), "{engine}: {h}");
+        assert_eq!(
+            u(&h["requests"]) + u(&h["early_responses"]),
+            u(&h["responses"]),
+            "{engine}: each exchange once: {h}"
         );
     }
 }

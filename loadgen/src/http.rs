@@ -15,7 +15,8 @@
 //! # Cost per connection
 //! The request bytes are built once per target; each slot's head buffer is allocated on the
 //! slot's first use and kept (at most [`MAX_HEAD_BYTES`]); body bytes are counted, never copied.
-//! One send(2) (MSG_NOSIGNAL, so a server that reset the connection gives `EPIPE`, not SIGPIPE)
+//! One send(2) (MSG_NOSIGNAL, so a server that reset the connection gives `EPIPE`, not SIGPIPE;
+//! counted as the reset it is, `HTTP ECONNRESET`, as on the io_uring engine)
 //! and reads until EAGAIN, in the worker's 16 KiB scratch buffer.
 
 use std::net::SocketAddr;

@@ -201,7 +201,7 @@ impl fmt::Display for Summary<'_> {
         if r.completed_after_timeout > 0 {
             writeln!(
                 out,
-                "               {} handshakes completed only after --connect-timeout (the generator saw them late, e.g. it was stopped or starved): counted ETIMEDOUT, not successes",
+                "               {} handshakes completed only after --connect-timeout (a handshake slower than the timeout, or seen late by a generator stopped, starved or behind): counted ETIMEDOUT, not successes",
                 numfmt::count(r.completed_after_timeout)
             )?;
         }

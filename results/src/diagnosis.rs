@@ -55,6 +55,9 @@ pub struct Evidence<'a> {
     pub server_accepts: Option<u64>,
     /// Whether our counts agreed with the kernel's (`None`: not checked).
     pub balanced: Option<bool>,
+    /// Handshakes that completed, but only after the connect timeout (counted `ETIMEDOUT`; 0
+    /// when unknown, as in records): their SYN-ACK came, so no drop explains them.
+    pub late_handshakes: u64,
 }
 
 /// Which cause.
@@ -324,6 +327,25 @@ pub fn diagnose(e: &Evidence<'_>) -> Vec<Cause> {
         );
     }
     let syn_retrans = e.c("TcpExt.TCPSynRetrans");
+    // Timeouts whose handshake did complete, later: the timeout was shorter than the handshake
+    // took (or than the generator took to see it), not a lost SYN.
+    let late = e.late_handshakes.min(timed_out);
+    if late > 0 {
+        let lost = if syn_retrans == 0 {
+            "; no SYN was retransmitted (TCPSynRetrans 0), so none was lost"
+        } else {
+            ""
+        };
+        add(
+            Kind::TimedOut,
+            format!(
+                "timed out late: {} of {} attempts completed their handshake, but only after the connect timeout (ETIMEDOUT){lost}: the handshake took longer than --connect-timeout, or the generator saw it late (stopped, starved, or behind its schedule) — fix: allow a longer --connect-timeout, or give the generator CPU time",
+                count(late),
+                count(e.attempts)
+            ),
+        );
+    }
+    let timed_out = timed_out - late;
     let (timed_out_s, syn_retrans_s) = (count(timed_out), signed(syn_retrans));
     if timed_out > 0 && !(ct_drop > 0 || ct_full) && qdrop == 0 && overflows > 0 {
         let (timed_out, syn_retrans, overflows) = (&timed_out_s, &syn_retrans_s, signed(overflows));
@@ -473,6 +495,7 @@ pub fn of_phases(phases: &[PhaseRecord]) -> Vec<Cause> {
         client_handshakes: checks.iter().map(|c| c.load_successes).sum(),
         server_accepts,
         balanced: (!checks.is_empty()).then(|| checks.iter().all(|c| c.agree)),
+        late_handshakes: 0,
     })
 }
 
@@ -508,6 +531,7 @@ mod tests {
             client_handshakes: 80_000,
             server_accepts: Some(40_000),
             balanced: Some(false),
+            late_handshakes: 0,
         });
         let text: Vec<&str> = c.iter().map(|c| c.line.as_str()).collect();
         let all = text.join("\n");
@@ -541,6 +565,7 @@ mod tests {
             client_handshakes: 65,
             server_accepts: Some(0),
             balanced: Some(true),
+            late_handshakes: 0,
         });
         assert_eq!(c[0].kind, Kind::NeverAccepted);
         let l = &c[0].line;
@@ -575,6 +600,7 @@ mod tests {
             client_handshakes: 794,
             server_accepts: Some(743),
             balanced: Some(true),
+            late_handshakes: 0,
         });
         assert_eq!(kinds(&c), [Kind::NeverAccepted]);
         let l = &c[0].line;
@@ -601,6 +627,7 @@ mod tests {
             client_handshakes: 245,
             server_accepts: Some(189),
             balanced: Some(true),
+            late_handshakes: 0,
         });
         let l = &c[0].line;
         assert!(l.starts_with("never accepted: 56 handshakes"), "{l}");
@@ -625,6 +652,7 @@ mod tests {
             client_handshakes: 28_573,
             server_accepts: Some(28_573),
             balanced: Some(true),
+            late_handshakes: 0,
         };
         let c = diagnose(&ev);
         assert_eq!(kinds(&c), [Kind::SyncookiesAlways]);
@@ -663,6 +691,7 @@ mod tests {
             client_handshakes: 0,
             server_accepts: Some(0),
             balanced: Some(true),
+            late_handshakes: 0,
         });
         assert_eq!(kinds(&c), [Kind::ConntrackFull, Kind::SynRetransmits]);
         assert!(
@@ -686,6 +715,7 @@ mod tests {
             client_handshakes: 0,
             server_accepts: None,
             balanced: Some(true),
+            late_handshakes: 0,
         });
         assert_eq!(kinds(&c), [Kind::Refused]);
         assert!(c[0].line.contains("100 of 100 attempts"), "{}", c[0].line);
@@ -699,6 +729,7 @@ mod tests {
             client_handshakes: 10,
             server_accepts: Some(10),
             balanced: Some(true),
+            late_handshakes: 0,
         });
         assert!(c.is_empty(), "{c:?}");
     }
@@ -715,6 +746,7 @@ mod tests {
             client_handshakes: 8,
             server_accepts: None,
             balanced: None,
+            late_handshakes: 0,
         });
         assert_eq!(kinds(&c), [Kind::TimedOut, Kind::PortsExhausted]);
     }
@@ -735,6 +767,7 @@ mod tests {
             client_handshakes: 1227,
             server_accepts: Some(1227),
             balanced: None,
+            late_handshakes: 0,
         });
         let t = c.iter().find(|c| c.kind == Kind::TimedOut).unwrap();
         assert!(
@@ -761,6 +794,7 @@ mod tests {
             client_handshakes: 66_505,
             server_accepts: Some(66_505),
             balanced: Some(true),
+            late_handshakes: 0,
         });
         assert_eq!(kinds(&c), [Kind::SynRetransmits]);
         let l = &c[0].line;

@@ -45,8 +45,13 @@ pub struct AcceptQueueEnd {
     /// How long the settle waited, ms.
     pub settle_ms: u64,
     /// This run's connections among `after_settle`: at most the handshakes the server's kernel
-    /// created in the run (the queue is FIFO, so what is left is the newest), counted as the
-    /// failure class "never accepted: in the listener's accept queue at the end".
+    /// created in the run (the queue is FIFO, so what is left is the newest); the rest were
+    /// queued before the run.
+    pub this_run: u64,
+    /// Those of `this_run` counted as the failure class "never accepted: in the listener's
+    /// accept queue at the end": the ones the client had counted as successes. The others had
+    /// already failed on the client under another class (with `--http` their exchange got no
+    /// answer; a handshake seen only after the connect timeout is `ETIMEDOUT`), not counted twice.
     pub never_accepted: u64,
 }
 
@@ -136,14 +141,33 @@ impl fmt::Display for KernelSection<'_> {
                 )?
             }
             Some(q) => {
-                let before = q.after_settle - q.never_accepted;
+                let before = q.after_settle.saturating_sub(q.this_run);
+                let counted = if q.never_accepted == 0 {
+                    String::new()
+                } else if q.never_accepted == q.this_run {
+                    ", counted as failures NEVER_ACCEPTED_QUEUED (never accepted: in the listener's accept queue at the end), not successes".to_string()
+                } else {
+                    format!(
+                        ", {} counted as failures NEVER_ACCEPTED_QUEUED (never accepted: in the listener's accept queue at the end), not successes",
+                        numfmt::count(q.never_accepted)
+                    )
+                };
+                let failed = q.this_run.saturating_sub(q.never_accepted);
+                let failed = match (failed, counted.is_empty()) {
+                    (0, _) => String::new(),
+                    (_, true) => ", each already a failure on the client (counted under its class above, not twice)".to_string(),
+                    (n, false) => format!(
+                        "; {} others already failures on the client (counted under their class above, not twice)",
+                        numfmt::count(n)
+                    ),
+                };
                 writeln!(
                     out,
-                    "  accept queue at the end: {} connections still wait in the listener's accept queue (ss Recv-Q, {} ms after the load ended, when {} waited): created by the server's kernel, never accept()ed by the server application (stopped, hung or too slow?); {} of them from this run, counted as failures NEVER_ACCEPTED_QUEUED (never accepted: in the listener's accept queue at the end), not successes{}",
+                    "  accept queue at the end: {} connections still wait in the listener's accept queue (ss Recv-Q, {} ms after the load ended, when {} waited): created by the server's kernel, never accept()ed by the server application (stopped, hung or too slow?); {} of them from this run{counted}{failed}{}",
                     numfmt::count(q.after_settle),
                     q.settle_ms,
                     numfmt::count(q.at_end),
-                    numfmt::count(q.never_accepted),
+                    numfmt::count(q.this_run),
                     if before > 0 {
                         format!(" (the other {} were queued before the run)", numfmt::count(before))
                     } else {
@@ -253,6 +277,7 @@ mod tests {
                 at_end: 3,
                 after_settle: 0,
                 settle_ms: 12,
+                this_run: 0,
                 never_accepted: 0,
             }),
         };
@@ -319,6 +344,7 @@ mod tests {
                 at_end: 25,
                 after_settle: 25,
                 settle_ms: 100,
+                this_run: 20,
                 never_accepted: 20,
             }),
         };
@@ -352,6 +378,7 @@ mod tests {
                 at_end: 0,
                 after_settle: 0,
                 settle_ms: 0,
+                this_run: 0,
                 never_accepted: 0,
             }),
         };
@@ -376,6 +403,7 @@ mod tests {
                 at_end: 4,
                 after_settle: 0,
                 settle_ms: 20,
+                this_run: 0,
                 never_accepted: 0,
             }),
         };

@@ -143,7 +143,12 @@ pub fn run(c: LoadCommand, command_start: SystemTime) -> anyhow::Result<i32> {
     if crate::signals::stopped(&stop) {
         report.interrupted = true;
     }
-    let mut warnings: Vec<String> = report.schedule_warning().into_iter().collect();
+    // With a connect timeout below the late threshold the drops are the timeout's: that warning
+    // replaces the generic one (which would advise a lower rate or more CPUs).
+    let mut warnings: Vec<String> = sa::short_timeout_warning(&cfg, &report)
+        .or_else(|| report.schedule_warning())
+        .into_iter()
+        .collect();
     if let Some(t) = never_started {
         warnings.push(loadgen::start::never_started_warning(t, SystemTime::now()));
     } else if let Some(w) = sa::late_start_warning(planned, real_start) {

@@ -65,6 +65,7 @@ pub fn kernel_view(
             at_end: s.at_end.queued,
             after_settle: s.after.queued,
             settle_ms: s.waited.as_millis() as u64,
+            this_run: ours,
             never_accepted: if plain {
                 report.reclassify_still_queued(ours)
             } else {
@@ -79,10 +80,21 @@ pub fn kernel_view(
     if let Some(s) = settled {
         settings.insert("listen_backlog".into(), s.after.backlog);
     }
-    let still_queued = accept_queue.map_or(0, |q| q.never_accepted);
+    // This run's connections the server application never took, whatever class the client
+    // counted them under (with `--http` their exchange failed: no answer came).
+    let still_queued = accept_queue.map_or(0, |q| q.this_run);
     // The diagnosis reads the failure classes by the record's names (as `report` does): the
-    // connections still queued are then known as queued, not taken for dropped final ACKs.
-    let failures = crate::convert::record_failures(&report.total.failures);
+    // connections still queued are then known as queued, not taken for dropped final ACKs. Those
+    // the client had already counted as failures of another class (with `--http` their exchange
+    // got no answer; a handshake seen after the connect timeout) are told to the diagnosis here
+    // too, so that it names the cause of those failures.
+    let mut failures = crate::convert::record_failures(&report.total.failures);
+    let unmoved = accept_queue.map_or(0, |q| q.this_run - q.never_accepted);
+    if unmoved > 0 {
+        *failures
+            .entry(results::diagnosis::NEVER_ACCEPTED_QUEUED.to_string())
+            .or_insert(0) += unmoved;
+    }
     let causes = results::diagnosis::diagnose(&results::diagnosis::Evidence {
         counters: &delta,
         settings: &settings,
@@ -98,6 +110,7 @@ pub fn kernel_view(
                 (acceptance.never_accepted > 0).then_some(false)
             }
         },
+        late_handshakes: report.total.completed_after_timeout,
     })
     .into_iter()
     .map(|c| c.line)
@@ -122,6 +135,32 @@ fn only_lo(dev: &str) -> bool {
         .skip(2)
         .filter_map(|l| l.split_once(':').map(|(n, _)| n.trim().to_string()))
         .all(|n| n == "lo")
+}
+
+/// The warning when an open-loop run dropped starts that found a free slot (the generator was
+/// behind, not the target) while its `--connect-timeout` is shorter than the late threshold
+/// (`LoadConfig::late_threshold`, 1 ms): a start that cannot begin within the connect timeout of
+/// its scheduled time is dropped, so with a timeout that short a lag the report would not even
+/// call late drops starts, and the drops are the timeout's, not the server's.
+pub fn short_timeout_warning(cfg: &LoadConfig, report: &LoadReport) -> Option<String> {
+    let lag = report.generator_lag.as_ref()?;
+    let behind = report.dropped - report.dropped_in_flight_full.min(report.dropped);
+    (behind > 0 && cfg.connect_timeout < cfg.late_threshold).then(|| {
+        let p99 = if lag.hist.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; the starts that did begin lagged p99 {}",
+                common::numfmt::ns(lag.hist.value_at_quantile(0.99) as f64)
+            )
+        };
+        format!(
+            "--connect-timeout {} is shorter than the late threshold ({}): a start that cannot begin within --connect-timeout of its scheduled time is dropped, so {} starts were dropped for a lag the report would not even call late{p99} — the drops are the timeout's, not the server's; allow a longer --connect-timeout",
+            common::numfmt::ns(cfg.connect_timeout.as_nanos() as f64),
+            common::numfmt::ns(cfg.late_threshold.as_nanos() as f64),
+            common::numfmt::count(behind)
+        )
+    })
 }
 
 /// The warning when the schedule started more than [`results::merge::SKEW_BOUND_MS`] after

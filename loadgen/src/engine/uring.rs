@@ -819,12 +819,20 @@ impl Worker<'_> {
         }
         if body != BodySend::Linked {
             let written = res >= 0 && !short;
+            let answered = matches!(body, BodySend::Open { answered: true, .. });
             if written {
                 if let Some(h) = self.http.as_mut() {
-                    h.mark_written(i, target, measured);
+                    if answered {
+                        // Written whole after its response came (the SEND finished before the
+                        // cancel reached it): an early response, as the epoll engine counts one
+                        // (it stops writing at the response), so its bytes count, not a request.
+                        h.mark_partial(i, res as usize, measured);
+                    } else {
+                        h.mark_written(i, target, measured);
+                    }
                 }
             }
-            if matches!(body, BodySend::Open { answered: true, .. }) {
+            if answered {
                 // The response came first (`received` cancelled this SEND): done now.
                 self.http_step(i, Step::Finish);
                 return;

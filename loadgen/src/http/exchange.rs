@@ -296,8 +296,8 @@ impl crate::worker::Worker<'_> {
         }
     }
 
-    /// Slot `i`'s request write failed with `errno` at `t` (EPIPE or ECONNRESET: the server
-    /// reset the connection, e.g. closing it with the body unread after a 413). A complete
+    /// Slot `i`'s request write failed with `errno` at `t` (ECONNRESET, which `http_send` also
+    /// makes of EPIPE: the server reset the connection, e.g. closing it with the body unread after a 413). A complete
     /// response already queued is still read (tcp_recvmsg copies queued data before it reports
     /// the socket's error, net/ipv4/tcp.c): the exchange then ends as that response says, as
     /// on the io_uring engine, whose RECV runs beside a long SEND. Otherwise the write's errno.
@@ -353,7 +353,19 @@ impl crate::worker::Worker<'_> {
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break Step::Wait,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => break Step::Failed(e.raw_os_error().unwrap_or(libc::EIO)),
+                // EPIPE is the peer's reset: its RST set the socket's error, which the connect
+                // check (SO_ERROR) may already have taken, and closed the connection (tcp_done
+                // sets SHUTDOWN_MASK), so send(2) then reports EPIPE, not ECONNRESET
+                // (sk_stream_error, net/core/stream.c, from tcp_sendmsg_locked). This engine
+                // shuts nothing down before the request is written, so it is the reset, counted
+                // as `ECONNRESET`, as the io_uring engine's SEND (which takes no SO_ERROR first)
+                // reports it.
+                Err(e) => {
+                    break Step::Failed(match e.raw_os_error().unwrap_or(libc::EIO) {
+                        libc::EPIPE => libc::ECONNRESET,
+                        errno => errno,
+                    })
+                }
             }
         };
         // Every byte that went out counts, of a request cut short too; the request once whole.
