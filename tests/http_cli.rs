@@ -67,6 +67,17 @@ fn u(v: &serde_json::Value) -> u64 {
     v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
 }
 
+/// The attempts of a report's `total` that failed in an HTTP class (`HTTP ...`).
+fn http_failures(total: &serde_json::Value) -> u64 {
+    total["failures"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(k, _)| k.starts_with("HTTP "))
+        .map(|(_, v)| u(v))
+        .sum()
+}
+
 /// `load --http` against `server --mode http` in a fresh namespace: requests written = complete
 /// responses = 2xx = the load's attempts = the server's accepts = its served count = the
 /// namespace's new passive opens, and the bytes are those of the request and response exactly.
@@ -705,13 +716,7 @@ fn http_against_a_resetting_server_accounts_for_every_attempt_on_both_engines() 
         let t = &j["total"];
         assert!(u(&t["attempts"]) > 100, "{engine}: {t}");
         assert!(balanced(t), "{engine}: {t}");
-        let http_failures: u64 = t["failures"]
-            .as_object()
-            .unwrap()
-            .iter()
-            .filter(|(k, _)| k.starts_with("HTTP "))
-            .map(|(_, v)| v.as_u64().unwrap())
-            .sum();
+        let http_failures = http_failures(t);
         assert_eq!(http_failures, u(&t["handshakes"]), "{engine}: {t}");
         // The same class on both engines: the reset is `HTTP ECONNRESET` (the epoll engine's
         // send(2) reports EPIPE once its connect check took the socket's error).
@@ -777,11 +782,22 @@ fn big_body(dir: &std::path::Path, len: usize) -> String {
 /// `load --http` POSTing `body` at 20/s for 1 s (10 s deadlines) with `engine`: its output
 /// and how long it took.
 fn post_round(engine: &str, lcpu: &str, body: &str, extra: &[&str]) -> (Output, Duration) {
+    post_round_at("20/s", engine, lcpu, body, extra)
+}
+
+/// [`post_round`] at `rate`.
+fn post_round_at(
+    rate: &str,
+    engine: &str,
+    lcpu: &str,
+    body: &str,
+    extra: &[&str],
+) -> (Output, Duration) {
     let t0 = Instant::now();
     let load = bin()
         .args(["load", "--target", &format!("127.0.0.1:{PORT}")])
         .args(["--http", "--http-method", "POST", "--http-body", body])
-        .args(["--rate", "20/s", "--duration", "1s", "--warmup", "0s"])
+        .args(["--rate", rate, "--duration", "1s", "--warmup", "0s"])
         .args(["--connect-timeout", "10s", "--cpus", lcpu])
         .args(["--format", "json", "--load-engine", engine])
         .args(extra)
@@ -801,14 +817,24 @@ fn post_checked(load: &Output, took: Duration, what: &str) -> (serde_json::Value
     (j, attempts)
 }
 
+/// What [`early_server`] does with a connection after its answer.
+#[derive(Clone, Copy, PartialEq)]
+enum After {
+    /// Closes it with the body unread (an RST).
+    Close,
+    /// Holds it open, unread, until the server stops.
+    Hold,
+    /// Reads the rest of the body until the client's close, then closes it.
+    Drain,
+}
+
 /// A test server on `PORT` (in the caller's namespace): for each connection it reads the
-/// request head, writes `answer` if any (then its FIN with `fin`), then holds the connection
-/// unread (`hold`) or closes it with the body unread (an RST). Returns the stop flag and the
-/// thread, which answers how many connections it served.
+/// request head, writes `answer` if any (then its FIN with `fin`), then does `after`. Returns
+/// the stop flag and the thread, which answers how many connections it served.
 fn early_server(
     answer: Option<&'static [u8]>,
     fin: bool,
-    hold: bool,
+    after: After,
 ) -> (Arc<AtomicBool>, std::thread::JoinHandle<u64>) {
     let l = TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], PORT))).unwrap();
     l.set_nonblocking(true).unwrap();
@@ -824,8 +850,13 @@ fn early_server(
                             let _ = c.shutdown(std::net::Shutdown::Write);
                         }
                         served += 1;
-                        if hold {
-                            held.push(c);
+                        match after {
+                            After::Hold => held.push(c),
+                            After::Drain => {
+                                let (mut c, mut buf) = (c, vec![0u8; 64 << 10]);
+                                while matches!(c.read(&mut buf), Ok(n) if n > 0) {}
+                            }
+                            After::Close => {}
                         }
                     }
                 }
@@ -851,7 +882,7 @@ fn a_body_cut_short_by_the_servers_reset_is_a_reset_not_a_timeout_on_both_engine
     for engine in LOAD_ENGINES {
         let (lcpu, body) = (lcpu.clone(), body.clone());
         let ((load, took), served) = testkit::NetNs::run(move |_| {
-            let (stop, server) = early_server(None, false, false);
+            let (stop, server) = early_server(None, false, After::Close);
             let out = post_round(engine, &lcpu, &body, &[]);
             stop.store(true, Ordering::Relaxed);
             (out, server.join().unwrap())
@@ -920,7 +951,7 @@ fn an_early_413_before_the_body_is_written_is_a_response_on_both_engines() {
         let rec = out.to_str().unwrap().to_string();
         let ((load, took), answered) = testkit::NetNs::run(move |_| {
             let resp = b"HTTP/1.1 413 Content Too Large\r\nContent-Length: 3\r\nConnection: close\r\n\r\nbig";
-            let (stop, server) = early_server(Some(resp), fin, true);
+            let (stop, server) = early_server(Some(resp), fin, After::Hold);
             let out = post_round(engine, &lcpu, &body, &["--out", &rec]);
             stop.store(true, Ordering::Relaxed);
             (out, server.join().unwrap())
@@ -1074,13 +1105,7 @@ fn http_against_a_listener_that_never_accepts_names_the_queue_as_this_runs() {
             "{engine}: every handshake queued: {r}"
         );
         assert_eq!(u(&tot["successes"]), 0, "{engine}: {tot}");
-        let http_failures: u64 = tot["failures"]
-            .as_object()
-            .unwrap()
-            .iter()
-            .filter(|(k, _)| k.starts_with("HTTP "))
-            .map(|(_, v)| v.as_u64().unwrap())
-            .sum();
+        let http_failures = http_failures(tot);
         assert_eq!(http_failures, attempts, "{engine}: {tot}");
         assert!(
             tot["failures"].get("NEVER_ACCEPTED_QUEUED").is_none(),
@@ -1138,41 +1163,12 @@ fn a_response_before_a_drained_body_counts_each_exchange_once_on_both_engines() 
     let body = big_body(dir.path(), 8 << 20);
     for engine in LOAD_ENGINES {
         let (lcpu, body) = (lcpu.clone(), body.clone());
-        let (load, took, served) = testkit::NetNs::run(move |_| {
-            let l = TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], PORT))).unwrap();
-            l.set_nonblocking(true).unwrap();
-            let stop = Arc::new(AtomicBool::new(false));
-            let s = stop.clone();
-            let server = std::thread::spawn(move || {
-                let resp = b"HTTP/1.1 413 Content Too Large\r\nContent-Length: 0\r\n\r\n";
-                let mut served = 0u64;
-                while !s.load(Ordering::Relaxed) {
-                    let Ok((c, _)) = l.accept() else {
-                        std::thread::sleep(Duration::from_millis(1));
-                        continue;
-                    };
-                    if serve(c.try_clone().unwrap(), resp) {
-                        served += 1;
-                        // Drain the body until the client's close (FIN or RST).
-                        let mut c = c;
-                        let mut buf = vec![0u8; 64 << 10];
-                        while matches!(c.read(&mut buf), Ok(n) if n > 0) {}
-                    }
-                }
-                served
-            });
-            let t0 = Instant::now();
-            let load = bin()
-                .args(["load", "--target", &format!("127.0.0.1:{PORT}")])
-                .args(["--http", "--http-method", "POST", "--http-body", &body])
-                .args(["--rate", "30/s", "--duration", "1s", "--warmup", "0s"])
-                .args(["--connect-timeout", "10s", "--cpus", &lcpu])
-                .args(["--format", "json", "--load-engine", engine])
-                .output()
-                .unwrap();
-            let took = t0.elapsed();
+        let ((load, took), served) = testkit::NetNs::run(move |_| {
+            let resp = b"HTTP/1.1 413 Content Too Large\r\nContent-Length: 0\r\n\r\n";
+            let (stop, server) = early_server(Some(resp), false, After::Drain);
+            let out = post_round_at("30/s", engine, &lcpu, &body, &[]);
             stop.store(true, Ordering::Relaxed);
-            (load, took, server.join().unwrap())
+            (out, server.join().unwrap())
         });
         let (j, attempts) = post_checked(&load, took, engine);
         let (t, h) = (&j["total"], &j["http"]);

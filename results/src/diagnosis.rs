@@ -58,6 +58,11 @@ pub struct Evidence<'a> {
     /// Handshakes that completed, but only after the connect timeout (counted `ETIMEDOUT`; 0
     /// when unknown, as in records): their SYN-ACK came, so no drop explains them.
     pub late_handshakes: u64,
+    /// This run's connections still in the listener's accept queue after the settle, whatever
+    /// class the client counted them under (with `--http` their exchange got no answer): their
+    /// cause is known, the application did not accept them, not a dropped final ACK. Records
+    /// keep them as the failure class [`NEVER_ACCEPTED_QUEUED`].
+    pub still_queued: u64,
 }
 
 /// Which cause.
@@ -160,7 +165,7 @@ pub fn diagnose(e: &Evidence<'_>) -> Vec<Cause> {
     };
     // Handshakes the server's kernel completed and queued, still in the accept queue after the
     // settle: their cause is known (the application did not accept), not a dropped ACK.
-    let queued = e.failures.get(NEVER_ACCEPTED_QUEUED).copied().unwrap_or(0);
+    let queued = e.still_queued;
     if queued > 0 {
         let queued = count(queued);
         add(
@@ -496,6 +501,7 @@ pub fn of_phases(phases: &[PhaseRecord]) -> Vec<Cause> {
         server_accepts,
         balanced: (!checks.is_empty()).then(|| checks.iter().all(|c| c.agree)),
         late_handshakes: 0,
+        still_queued: failures.get(NEVER_ACCEPTED_QUEUED).copied().unwrap_or(0),
     })
 }
 
@@ -532,6 +538,7 @@ mod tests {
             server_accepts: Some(40_000),
             balanced: Some(false),
             late_handshakes: 0,
+            still_queued: 0,
         });
         let text: Vec<&str> = c.iter().map(|c| c.line.as_str()).collect();
         let all = text.join("\n");
@@ -566,6 +573,7 @@ mod tests {
             server_accepts: Some(0),
             balanced: Some(true),
             late_handshakes: 0,
+            still_queued: 65,
         });
         assert_eq!(c[0].kind, Kind::NeverAccepted);
         let l = &c[0].line;
@@ -601,6 +609,7 @@ mod tests {
             server_accepts: Some(743),
             balanced: Some(true),
             late_handshakes: 0,
+            still_queued: 0,
         });
         assert_eq!(kinds(&c), [Kind::NeverAccepted]);
         let l = &c[0].line;
@@ -628,6 +637,7 @@ mod tests {
             server_accepts: Some(189),
             balanced: Some(true),
             late_handshakes: 0,
+            still_queued: 0,
         });
         let l = &c[0].line;
         assert!(l.starts_with("never accepted: 56 handshakes"), "{l}");
@@ -653,6 +663,7 @@ mod tests {
             server_accepts: Some(28_573),
             balanced: Some(true),
             late_handshakes: 0,
+            still_queued: 0,
         };
         let c = diagnose(&ev);
         assert_eq!(kinds(&c), [Kind::SyncookiesAlways]);
@@ -692,6 +703,7 @@ mod tests {
             server_accepts: Some(0),
             balanced: Some(true),
             late_handshakes: 0,
+            still_queued: 0,
         });
         assert_eq!(kinds(&c), [Kind::ConntrackFull, Kind::SynRetransmits]);
         assert!(
@@ -716,6 +728,7 @@ mod tests {
             server_accepts: None,
             balanced: Some(true),
             late_handshakes: 0,
+            still_queued: 0,
         });
         assert_eq!(kinds(&c), [Kind::Refused]);
         assert!(c[0].line.contains("100 of 100 attempts"), "{}", c[0].line);
@@ -730,6 +743,7 @@ mod tests {
             server_accepts: Some(10),
             balanced: Some(true),
             late_handshakes: 0,
+            still_queued: 0,
         });
         assert!(c.is_empty(), "{c:?}");
     }
@@ -747,6 +761,7 @@ mod tests {
             server_accepts: None,
             balanced: None,
             late_handshakes: 0,
+            still_queued: 0,
         });
         assert_eq!(kinds(&c), [Kind::TimedOut, Kind::PortsExhausted]);
     }
@@ -768,6 +783,7 @@ mod tests {
             server_accepts: Some(1227),
             balanced: None,
             late_handshakes: 0,
+            still_queued: 0,
         });
         let t = c.iter().find(|c| c.kind == Kind::TimedOut).unwrap();
         assert!(
@@ -795,6 +811,7 @@ mod tests {
             server_accepts: Some(66_505),
             balanced: Some(true),
             late_handshakes: 0,
+            still_queued: 0,
         });
         assert_eq!(kinds(&c), [Kind::SynRetransmits]);
         let l = &c[0].line;

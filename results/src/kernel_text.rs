@@ -142,15 +142,12 @@ impl fmt::Display for KernelSection<'_> {
             }
             Some(q) => {
                 let before = q.after_settle.saturating_sub(q.this_run);
-                let counted = if q.never_accepted == 0 {
-                    String::new()
-                } else if q.never_accepted == q.this_run {
-                    ", counted as failures NEVER_ACCEPTED_QUEUED (never accepted: in the listener's accept queue at the end), not successes".to_string()
-                } else {
-                    format!(
-                        ", {} counted as failures NEVER_ACCEPTED_QUEUED (never accepted: in the listener's accept queue at the end), not successes",
-                        numfmt::count(q.never_accepted)
-                    )
+                let counted = match q.never_accepted {
+                    0 => String::new(),
+                    n => format!(
+                        ", {}counted as failures NEVER_ACCEPTED_QUEUED (never accepted: in the listener's accept queue at the end), not successes",
+                        if n == q.this_run { String::new() } else { format!("{} ", numfmt::count(n)) }
+                    ),
                 };
                 let failed = q.this_run.saturating_sub(q.never_accepted);
                 let failed = match (failed, counted.is_empty()) {

@@ -83,18 +83,8 @@ pub fn kernel_view(
     // This run's connections the server application never took, whatever class the client
     // counted them under (with `--http` their exchange failed: no answer came).
     let still_queued = accept_queue.map_or(0, |q| q.this_run);
-    // The diagnosis reads the failure classes by the record's names (as `report` does): the
-    // connections still queued are then known as queued, not taken for dropped final ACKs. Those
-    // the client had already counted as failures of another class (with `--http` their exchange
-    // got no answer; a handshake seen after the connect timeout) are told to the diagnosis here
-    // too, so that it names the cause of those failures.
-    let mut failures = crate::convert::record_failures(&report.total.failures);
-    let unmoved = accept_queue.map_or(0, |q| q.this_run - q.never_accepted);
-    if unmoved > 0 {
-        *failures
-            .entry(results::diagnosis::NEVER_ACCEPTED_QUEUED.to_string())
-            .or_insert(0) += unmoved;
-    }
+    // The diagnosis reads the failure classes by the record's names (as `report` does).
+    let failures = crate::convert::record_failures(&report.total.failures);
     let causes = results::diagnosis::diagnose(&results::diagnosis::Evidence {
         counters: &delta,
         settings: &settings,
@@ -111,6 +101,7 @@ pub fn kernel_view(
             }
         },
         late_handshakes: report.total.completed_after_timeout,
+        still_queued,
     })
     .into_iter()
     .map(|c| c.line)
@@ -144,7 +135,7 @@ fn only_lo(dev: &str) -> bool {
 /// call late drops starts, and the drops are the timeout's, not the server's.
 pub fn short_timeout_warning(cfg: &LoadConfig, report: &LoadReport) -> Option<String> {
     let lag = report.generator_lag.as_ref()?;
-    let behind = report.dropped - report.dropped_in_flight_full.min(report.dropped);
+    let behind = report.dropped.saturating_sub(report.dropped_in_flight_full);
     (behind > 0 && cfg.connect_timeout < cfg.late_threshold).then(|| {
         let p99 = if lag.hist.is_empty() {
             String::new()
