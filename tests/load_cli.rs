@@ -1299,19 +1299,31 @@ fn a_server_that_drains_its_accept_queue_loses_no_success_to_the_settle() {
     assert_eq!(r["accept_queue"]["never_accepted"].as_u64(), Some(0), "{r}");
 }
 
-/// The terminal, kind "two quick Ctrl-Cs" (EDGES.md): SIGINT twice 10 ms apart. The second one
-/// does not throw the run away: the report is printed, the `--out` record written (readable,
-/// marked interrupted), exit 130.
+/// The terminal, kind "two quick Ctrl-Cs" (EDGES.md): SIGINT twice 10 ms apart in the middle of
+/// the schedule. The second one does not throw the run away: the report is printed, the `--out`
+/// record written (readable, marked interrupted), exit 130. The server accepts one connection per
+/// 30 ms, so after the first signal `load` still has its accept-queue settle to wait for (up to
+/// 500 ms) and the second signal surely arrives while it runs: against a server that accepts at
+/// once the whole stop can end within the 10 ms, and the second signal would find nothing to cut.
 #[test]
 fn two_quick_sigints_still_print_the_report_and_write_the_record() {
     let _x = testkit::exclusive();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().to_str().unwrap().to_string();
     let (o, elapsed) = testkit::NetNs::run(move |_| {
-        let sink = Sink::start(false);
+        let (l, addr) = deaf_listener(4096);
+        l.set_nonblocking(true).unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = Arc::clone(&stop);
+        let slow = std::thread::spawn(move || {
+            while !s.load(Ordering::Relaxed) {
+                drop(l.accept());
+                std::thread::sleep(Duration::from_millis(30));
+            }
+        });
         let child = spawn_load(&[
             "--target",
-            &sink.addr.to_string(),
+            &addr,
             "--cpus",
             &cpu(),
             "--rate",
@@ -1331,7 +1343,10 @@ fn two_quick_sigints_still_print_the_report_and_write_the_record() {
         signal(&child, nix::sys::signal::Signal::SIGINT);
         let t = Instant::now();
         let o = child.wait_with_output().unwrap();
-        (o, t.elapsed())
+        let elapsed = t.elapsed();
+        stop.store(true, Ordering::Relaxed);
+        slow.join().unwrap();
+        (o, elapsed)
     });
     eprintln!("exited {:?} after the second SIGINT", elapsed);
     assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
