@@ -41,13 +41,22 @@
 #
 # Usage: scripts/peer-compare.sh [path/to/connstorm]
 # Environment: SERVER_CPU (default 0), CLIENT_CPU (default 1), CONNS (64), DURATION (5, seconds),
-# ROUNDS (3), H2_REQUESTS (h2load -n, default CONNS x 60); whole numbers, two different CPUs this
-# process may use, checked before anything runs.
+# ROUNDS (3), H2_REQUESTS (h2load -n, default CONNS x 60, at least CONNS); whole numbers, two
+# different CPUs this process may use, DURATION at most 30 days (connstorm's limit), CONNS within
+# the open-file limit (RLIMIT_NOFILE, raised to its hard limit here); checked before anything runs.
 # Exit status: 0; 1 a tool gave no rate (its output's tail is shown); 2 bad input; 130 Ctrl-C
 # (143 SIGTERM): nginx and the tools stopped, namespaces and files removed, no figures from the
 # run it cut.
 set -euo pipefail
 self=$(realpath "$0")
+# A shell without job control starts a background command (`peer-compare.sh &`, setsid from a
+# script) with SIGINT ignored, and bash can neither trap nor reset a signal ignored at entry:
+# Ctrl-C then reached only the tools (wrk catches it and exits 0 with partial figures) and the
+# script went on with a row for the cut run. Start again with SIGINT and SIGTERM at their
+# defaults (coreutils env), which the levels below inherit.
+if [[ $(trap -p INT TERM) == *"''"* ]] && env --default-signal=INT true 2>/dev/null; then
+  exec env --default-signal=INT,TERM "$BASH" "$self" "$@"
+fi
 ticks=$(getconf CLK_TCK)
 port=18080
 tport=18443
@@ -79,7 +88,7 @@ worker_cpu_affinity auto;
 daemon off;
 pid $1/nginx.pid;
 error_log $1/error.log;
-events { worker_connections 8192; }
+events { worker_connections $((CONNS + 256 > 8192 ? CONNS + 256 : 8192)); }
 http {
   access_log off;
   keepalive_timeout 0;
@@ -105,9 +114,12 @@ start_nginx() {
   worker=$(pgrep -P "$master" | head -1 || true)
   [ -n "$worker" ] || { echo "peer-compare: nginx did not start: $(cat "$1/error.log" 2>/dev/null)" >&2; exit 1; }
 }
-# measure PARSER OUT CMD...: runs CMD (its output to OUT) and prints "<rate> <server CPU %>
-# <client CPU %>", the rate parsed from OUT by PARSER, the server's CPU that of process $worker,
-# the client's that of all of CPU $CLIENT_CPU. A run without a rate ends the script.
+# measure PARSER OUT CMD...: runs CMD (its output to OUT) and sets mrate, mscpu and mccpu: the
+# rate parsed from OUT by PARSER, the server's CPU % (that of process $worker), the client's (all
+# of CPU $CLIENT_CPU). A run without a rate (none, or 0: wrk with no connection says "Requests/sec:
+# 0.00") ends the script with its output's tail. Not in a command substitution: a subshell has
+# none of this level's traps, so after a tool that exits 0 on SIGINT (wrk) it measured on and
+# printed the cut run; here the trap ends this level as soon as the tool returns.
 measure() {
   local parse=$1 out=$2 w0 w1 c0 c1 t0 t1 rate
   shift 2
@@ -121,31 +133,43 @@ measure() {
   fi
   t1=$(date +%s.%N); w1=$(proc_ticks "$worker"); c1=$(cpu_busy "$CLIENT_CPU")
   rate=$($parse <"$out")
-  if [ -z "$rate" ]; then
+  # One number with a nonzero digit: the ratios and µs per response divide by it (bc).
+  if ! [[ $rate =~ ^[0-9]*\.?[0-9]+$ && $rate =~ [1-9] ]]; then
     { echo "peer-compare: no rate in the output of: $*"; tail -5 "$out"; } >&2
     exit 1
   fi
-  echo "$rate $(echo "($w1 - $w0) / $ticks / ($t1 - $t0) * 100" | bc -l)" \
-    "$(echo "($c1 - $c0) / $ticks / ($t1 - $t0) * 100" | bc -l)"
+  mrate=$rate
+  mscpu=$(echo "($w1 - $w0) / $ticks / ($t1 - $t0) * 100" | bc -l)
+  mccpu=$(echo "($c1 - $c0) / $ticks / ($t1 - $t0) * 100" | bc -l)
 }
 
 # Ctrl-C sends SIGINT to the whole process group (nginx and the tools too): every level stops
-# there, through its EXIT trap (nginx stopped, files removed), with 130 (SIGTERM: 143).
-trap 'exit 130' INT
-trap 'exit 143' TERM
+# there, through its EXIT trap (nginx stopped, files removed), with 130 (SIGTERM: 143). Bash runs
+# a trap once the foreground command it waits for has returned, so a level stops right after the
+# tool (or the level below) it ran, before it measures or prints anything; no long command runs
+# in a subshell (command substitution), where these traps would be reset.
+interrupted() { echo "peer-compare: interrupted: no figures from the run it cut" >&2; exit "$1"; }
+trap 'interrupted 130' INT
+trap 'interrupted 143' TERM
 
 # Internal: one HTTP run in the fresh network namespace this process was started in (by http_run
 # below): its own nginx, the run, then "<rate> <nginx CPU %> <client CPU %> <TIME_WAIT after>".
 if [ "${1:-}" = --http-run ]; then
-  parse=$2 out=$3
+  # Quietly: the level that started this one says it was interrupted.
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
+  parse=$2 out=$3 master="" d=""
   shift 3
+  # Set before nginx starts, so a signal while it starts stops it too; a second Ctrl-C does not
+  # cut the cleanup short.
+  trap 'trap "" INT TERM; [ -z "$master" ] || { kill "$master" 2>/dev/null; wait "$master" 2>/dev/null; }
+    rm -rf "$d"' EXIT
   ip link set lo up
   d=$(mktemp -d -p "$TMPD")
   nginx_conf "$d"
   start_nginx "$d"
-  trap 'kill "$master" 2>/dev/null || true; wait "$master" 2>/dev/null || true; rm -rf "$d"' EXIT
-  m=$(measure "$parse" "$out" "$@")
-  echo "$m $(tw)"
+  measure "$parse" "$out" "$@"
+  echo "$mrate $mscpu $mccpu $(tw)"
   exit 0
 fi
 
@@ -160,6 +184,20 @@ if [ "${1:-}" != --in-namespace ]; then
   for v in ROUNDS DURATION CONNS ${H2_REQUESTS:+H2_REQUESTS}; do
     [[ ${!v} =~ ^[1-9][0-9]{0,8}$ ]] || bad "$v=${!v}: give a whole number from 1 to 999999999"
   done
+  # connstorm refuses a --duration above 30 days, after the HTTP rounds would have run.
+  [ "$DURATION" -le 2592000 ] ||
+    bad "DURATION=$DURATION: at most 2592000 seconds (30 days, connstorm's limit); give a smaller DURATION"
+  # h2load refuses fewer requests (-n) than clients (-c), after the HTTP part would have run.
+  [ -z "$H2_REQUESTS" ] || [ "$H2_REQUESTS" -ge "$CONNS" ] ||
+    bad "H2_REQUESTS=$H2_REQUESTS is below CONNS=$CONNS: h2load needs at least one request per connection; give H2_REQUESTS of at least $CONNS (or leave it unset: CONNS x 60)"
+  # One descriptor per connection, in each client and in the server (nginx, connstorm server),
+  # plus connstorm's slack of 256 (it refuses --concurrency above RLIMIT_NOFILE - 256; wrk out
+  # of descriptors said "Divide by zero" and gave a 0.0 row). Raised to the hard limit, as
+  # connstorm does; the tools and nginx inherit it.
+  ulimit -Sn "$(ulimit -Hn)" 2>/dev/null || true
+  nofile=$(ulimit -Sn)
+  [ "$nofile" = unlimited ] || [ "$CONNS" -le $((nofile - 256)) ] ||
+    bad "CONNS=$CONNS: needs more file descriptors than RLIMIT_NOFILE ($nofile, hard $(ulimit -Hn)) allows: give CONNS of at most $((nofile > 256 ? nofile - 256 : 0)) or raise the hard limit (ulimit -Hn, as root)"
   allowed=$(awk '/^Cpus_allowed_list/ {print $2}' /proc/self/status)
   for v in SERVER_CPU CLIENT_CPU; do
     [[ ${!v} =~ ^[0-9]+$ ]] && taskset -c "${!v}" true 2>/dev/null ||
@@ -180,19 +218,21 @@ if [ "${1:-}" != --in-namespace ]; then
   exec unshare -n "$BASH" "$self" --in-namespace
 fi
 
-trap 'echo "peer-compare: interrupted: no figures from the run it cut" >&2; exit 130' INT
-ip link set lo up
-TMPD=$(mktemp -d)
-export TMPD
 master=""
 own=""
+TMPD=""
+# A second Ctrl-C does not cut the cleanup short.
 cleanup() {
+  trap "" INT TERM
   [ -n "$master" ] && { kill "$master" 2>/dev/null || true; }
   [ -n "$own" ] && { kill -INT "$own" 2>/dev/null || true; }
   wait 2>/dev/null || true
-  rm -rf "$TMPD"
+  [ -z "$TMPD" ] || rm -rf "$TMPD"
 }
 trap cleanup EXIT
+ip link set lo up
+TMPD=$(mktemp -d)
+export TMPD
 url=http://127.0.0.1:$port/
 # After a connstorm run: its failure classes and any WARNING lines, when it had some (a rate
 # with failures in it is not the rate of the same work).
@@ -207,7 +247,11 @@ http_run() {
   local parse=$1
   shift
   local line
-  line=$(unshare -n "$BASH" "$self" --http-run "$parse" "$TMPD/last.out" "$@") || exit $?
+  line=$(unshare -n "$BASH" "$self" --http-run "$parse" "$TMPD/last.out" "$@") || {
+    local rc=$?
+    if [ "$rc" -eq 130 ] || [ "$rc" -eq 143 ]; then interrupted "$rc"; fi
+    exit "$rc"
+  }
   read -r rate ncpu ccpu left <<<"$line"
   sleep 1
 }
@@ -247,6 +291,7 @@ printf "median wrk        %12.1f requests/s (new connections/s, Connection: clos
 printf "median connstorm  %12.1f responses/s (one request per connection)\n" "$mc"
 printf "paired ratios connstorm/wrk: %s (median %.2f)\n" "$(printf "%.2f " "${ratios[@]}")" "$mr"
 orate=$(printf "%.0f" "$(echo "$mc * 0.8" | bc -l)")
+[ "$orate" -ge 1 ] || orate=1
 echo
 echo "connstorm open loop at 80% of its median closed-loop rate: ${orate}/s (fresh namespace and nginx)"
 http_run cs_rate "$B" load --target 127.0.0.1:$port --http --rate "${orate}/s" --duration "${DURATION}s" \
@@ -269,16 +314,16 @@ printf "%-6s %-22s %14s %12s %12s\n" round tool "connections/s" "server CPU %" "
 # Odd rounds run h2load first, even rounds connstorm first (counterbalanced, as above).
 h2_vs_full() {
   h2_run() {
-    m=$(measure h2_rate "$TMPD/last.out" taskset -c "$CLIENT_CPU" h2load --h1 -t1 \
-      -c"$CONNS" -n"$H2N" "https://127.0.0.1:$2/") || exit $?
-    read -r h hc hk <<<"$m"
+    measure h2_rate "$TMPD/last.out" taskset -c "$CLIENT_CPU" h2load --h1 -t1 \
+      -c"$CONNS" -n"$H2N" "https://127.0.0.1:$2/"
+    h=$mrate hc=$mscpu hk=$mccpu
     trow "$1" "h2load --h1" "$h" "$hc" "$hk"
   }
   full_run() {
-    m=$(measure cs_rate "$TMPD/last.out" "$B" load --target 127.0.0.1:"$2" --tls \
+    measure cs_rate "$TMPD/last.out" "$B" load --target 127.0.0.1:"$2" --tls \
       --insecure --close server --http --concurrency "$CONNS" --duration "${DURATION}s" --warmup 1s \
-      --cpus "$CLIENT_CPU" --tls-resume off) || exit $?
-    read -r f fc fk <<<"$m"
+      --cpus "$CLIENT_CPU" --tls-resume off
+    f=$mrate fc=$mscpu fk=$mccpu
     trow "$1" "connstorm (full)" "$f" "$fc" "$fk"
     cs_failures
   }
@@ -286,10 +331,10 @@ h2_vs_full() {
 }
 for r in $(seq "$ROUNDS"); do
   h2_vs_full "$r" "$tport"
-  m=$(measure cs_rate "$TMPD/last.out" "$B" load --target 127.0.0.1:$tport --tls \
+  measure cs_rate "$TMPD/last.out" "$B" load --target 127.0.0.1:$tport --tls \
     --insecure --close server --http --concurrency "$CONNS" --duration "${DURATION}s" --warmup 1s \
-    --cpus "$CLIENT_CPU" --tls-resume tickets) || exit $?
-  read -r e ec ek <<<"$m"
+    --cpus "$CLIENT_CPU" --tls-resume tickets
+  e=$mrate ec=$mscpu ek=$mccpu
   trow "$r" "connstorm (resumed)" "$e" "$ec" "$ek"
   cs_failures
   hr+=("$h"); fr+=("$f"); rr+=("$e")
@@ -306,7 +351,9 @@ printf "paired ratios connstorm full/h2load: %s (median %.2f)\n" "$(printf "%.2f
 # that is not: connstorm's own (server --tls --mode http, a self-signed P-256 certificate, TLS 1.3,
 # tickets on), same CPUs. The CPU column is then that server's.
 sport=18444
-"$B" server --listen 127.0.0.1:$sport --cpus "$SERVER_CPU" --tls --mode http --duration 900s >/dev/null 2>&1 &
+# No --duration: it runs until the EXIT trap's SIGINT (a fixed 900 s ended it in the middle of
+# the rounds once ROUNDS x DURATION exceeded it).
+"$B" server --listen 127.0.0.1:$sport --cpus "$SERVER_CPU" --tls --mode http >/dev/null 2>&1 &
 own=$!
 for _ in $(seq 100); do grep -q ":$(printf %04X $sport) 00000000:0000 0A" /proc/net/tcp && break; sleep 0.05; done
 worker=$own

@@ -173,7 +173,7 @@ pub fn outcome(m: Measured<'_>) -> PhaseOutcome {
             ours_ns: ours,
         },
     );
-    if let Some(w) = m.report.schedule_warning() {
+    if let Some(w) = m.report.schedule_warning_with(false) {
         warnings.push(format!("{}: {w}", spec.name));
     }
     // The measured part began a warm-up after the load started (t0).

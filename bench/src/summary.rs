@@ -34,14 +34,16 @@ pub fn progress_line(
     spec: &crate::harness::PhaseSpec,
     row: &loadgen::TimelineRow,
 ) -> Option<String> {
-    if row.is_drain() {
+    // A drain second with drops settled at the end (starts due in the phase that the generator
+    // never made) is printed: without it the lines would show "dropped 0/s" throughout while
+    // the phase total counts thousands.
+    if row.is_drain() && row.dropped == 0 {
         return None;
     }
-    let open_loop = matches!(spec.pattern, loadgen::Pattern::Open { .. });
     Some(format!(
         "[{}] {}",
         spec.name,
-        loadgen::render::second_line(row, open_loop)
+        loadgen::render::second_line(row, spec.pattern.offered_per_sec())
     ))
 }
 
@@ -83,5 +85,9 @@ mod tests {
         let mut drain = row(2, 3, 3, 3);
         drain.length_secs = 0.0;
         assert_eq!(progress_line(&spec, &drain), None, "drain second");
+        // Starts the generator never made, settled at the end: the drain line shows them.
+        drain.dropped = 69_006;
+        let l = progress_line(&spec, &drain).unwrap();
+        assert!(l.contains("69,006 dropped"), "{l}");
     }
 }

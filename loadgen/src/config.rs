@@ -61,6 +61,17 @@ pub enum Pattern {
     },
 }
 
+impl Pattern {
+    /// The offered rate, connections per second: `Some` for an open loop, `None` for a closed
+    /// loop (whose rate the server's speed sets).
+    pub fn offered_per_sec(&self) -> Option<f64> {
+        match *self {
+            Pattern::Open { rate_per_sec, .. } => Some(rate_per_sec),
+            Pattern::Closed { .. } => None,
+        }
+    }
+}
+
 /// Spacing of intended start times in open loop.
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]

@@ -219,6 +219,15 @@ pub fn explain(name: &str) -> Option<&'static str> {
              or its accept queue was full with net.ipv4.tcp_abort_on_overflow=1 (then it never accepted the \
              connection: see the acceptance line where the server's counters are readable)"
         }
+        "TLS alert UnknownCA sent" => {
+            "this client did not trust the server's certificate: it is not signed by a CA it was given \
+             (a self-signed certificate, e.g. `connstorm server --tls` without --cert) — pass the CA with \
+             --ca FILE (the server's certificate itself for a self-signed one), or --insecure to skip the check"
+        }
+        "TLS alert BadCertificate sent" | "TLS alert CertificateUnknown sent" => {
+            "this client refused the server's certificate (wrong name for the SNI, expired, or not usable): \
+             check the certificate, --sni, or pass --insecure to skip the check"
+        }
         "TLS protocol error" => {
             "the server's bytes were not the TLS expected (a record that does not parse, or a message out \
              of place): most often a server that does not speak TLS on this port (plain HTTP, SSH, a \
@@ -232,7 +241,12 @@ pub fn explain(name: &str) -> Option<&'static str> {
         "EMFILE" => "per-process descriptor limit hit: raise RLIMIT_NOFILE (ulimit -n) or lower --max-in-flight",
         "ENFILE" => "system-wide descriptor limit hit: raise fs.file-max or lower --max-in-flight",
         "ENOBUFS" | "ENOMEM" => "the kernel ran out of socket memory: check net.ipv4.tcp_mem and free memory",
-        "EHOSTUNREACH" | "ENETUNREACH" => "no route to the target: check the address and routing",
+        "ENETUNREACH" => {
+            "no route to the target (from connect(2) itself: the route lookup failed and no SYN left, \
+             counted in the kernel's Ip.OutNoRoutes): check the address and routing; to 127.0.0.0/8 or ::1 \
+             the loopback interface is down, as in a fresh network namespace: `ip link set lo up`"
+        }
+        "EHOSTUNREACH" => "no route to the target: check the address and routing",
         _ => return None,
     })
 }

@@ -46,8 +46,9 @@ pub struct HttpRequest {
     /// Request target in origin form (`/`, `/health?x=1`). CLI default `/`.
     pub path: String,
     /// Extra header fields, each `Name: value`. A `Host` field here replaces the default one
-    /// (the target address as `IP:PORT`); `Connection`, `Content-Length` and `Transfer-Encoding`
-    /// are set by connstorm and refused here.
+    /// (the target address as `IP:PORT`), and a second `Host` is refused (RFC 9112 §3.2);
+    /// `Connection`, `Content-Length` and `Transfer-Encoding` are set by connstorm and refused
+    /// here.
     pub headers: Vec<String>,
     /// Request body (sent with `Content-Length`); empty = no body and no `Content-Length` (except
     /// for `POST`/`PUT`/`PATCH`, which get `Content-Length: 0`). Serialized (in records and JSON
@@ -125,6 +126,7 @@ impl HttpRequest {
                 self.path
             ));
         }
+        let mut host: Option<&str> = None;
         for h in &self.headers {
             let Some((name, value)) = h.split_once(':') else {
                 return Err(format!(
@@ -147,6 +149,16 @@ impl HttpRequest {
                     "--http-header {h:?}: connstorm sets {name} itself (Connection: close, \
                      Content-Length from --http-body); drop it"
                 ));
+            }
+            // RFC 9112 §3.2: a server must answer 400 to a request with more than one Host.
+            if lower == "host" {
+                if let Some(first) = host {
+                    return Err(format!(
+                        "--http-header {h:?}: a second Host header (the first: {first:?}); a \
+                         server must answer 400 to more than one (RFC 9112 §3.2): give one"
+                    ));
+                }
+                host = Some(h);
             }
         }
         Ok(())
@@ -755,5 +767,24 @@ mod tests {
             };
             assert!(r.validate().is_err(), "{m} {p} {h}");
         }
+    }
+
+    /// Names and addresses, kind "a field given twice": a second `Host` (any case) is refused
+    /// (RFC 9112 §3.2: the server must answer 400); one `Host` replaces the default.
+    #[test]
+    fn a_second_host_header_is_refused() {
+        let with = |h: &[&str]| HttpRequest {
+            headers: h.iter().map(|s| s.to_string()).collect(),
+            ..HttpRequest::default()
+        };
+        let e = with(&["Host: x", "X-A: 1", "host: y"])
+            .validate()
+            .unwrap_err();
+        assert!(
+            e.contains("second Host") && e.contains("\"Host: x\""),
+            "{e}"
+        );
+        assert!(with(&["HOST: x", "Host: x"]).validate().is_err());
+        assert!(with(&["Host: x", "X-Host: y"]).validate().is_ok());
     }
 }

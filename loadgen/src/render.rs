@@ -12,12 +12,16 @@ use crate::{Arrival, HistogramSummary, LoadConfig, LoadReport, Overflow, Pattern
 /// One per-second line of a load run. Rates are per second of the row's real length: a partial
 /// second (the end of the window, or a signal that stopped the run within it) is scaled to /s
 /// and marked with its length; a drain second after the window (no new starts) shows counts,
-/// not rates. Closed loop says "started" (there is no offered rate), open loop "offered".
-/// A second without a success prints `-` for its latency, never `0 ns`.
+/// not rates. `offered`: the open loop's rate (connections per second, the schedule's), `None`
+/// for a closed loop. Open loop prints that rate and the starts made apart ("offered" is the
+/// schedule, not what the generator got to: after it fell behind, the starts it made in a second
+/// and the offered rate differ, and the drops are settled later — README "Late and dropped
+/// starts"); closed loop says "started" only. A second without a success prints `-` for its
+/// latency, never `0 ns`.
 ///
-/// Shape: `t=   3 s offered 20,000/s, achieved 19,990/s, errors 0/s, late 0/s, dropped 0/s,
-/// handshake p50 1.0 µs p99 2.50 ms`.
-pub fn second_line(row: &TimelineRow, open_loop: bool) -> String {
+/// Shape: `t=   3 s offered 20,000/s, started 19,995/s, achieved 19,990/s, errors 0/s, late 0/s,
+/// dropped 0/s, handshake p50 1.0 µs p99 2.50 ms`.
+pub fn second_line(row: &TimelineRow, offered: Option<f64>) -> String {
     // No latency in this second's histogram (no success, or — with --http, where a success is
     // a complete response — successes whose handshakes fell in earlier seconds, as in a drain
     // second): no figure rather than "0 ns". A real handshake never takes 0 ns.
@@ -41,10 +45,13 @@ pub fn second_line(row: &TimelineRow, open_loop: bool) -> String {
         );
     }
     let rate = |n: u64| format!("{}/s", numfmt::fixed(row.per_sec(n).unwrap_or(0.0), 0));
-    let started = if open_loop {
-        format!("offered {}", rate(row.offered))
-    } else {
-        format!("started {}", rate(row.attempts))
+    let started = match offered {
+        Some(r) => format!(
+            "offered {}/s, started {}",
+            numfmt::fixed(r, 0),
+            rate(row.attempts)
+        ),
+        None => format!("started {}", rate(row.attempts)),
     };
     let partial = if row.is_partial() {
         format!(" (partial second: {:.3} s, scaled to /s)", row.length_secs)
@@ -440,9 +447,9 @@ mod tests {
 
     #[test]
     fn a_whole_second_has_separators_and_units() {
-        let l = second_line(&row(3, 1.0, 20_000, 19_990), true);
+        let l = second_line(&row(3, 1.0, 20_000, 19_990), Some(20_000.0));
         assert!(
-            l.starts_with("t=   3 s offered 20,000/s, achieved 19,990/s"),
+            l.starts_with("t=   3 s offered 20,000/s, started 20,000/s, achieved 19,990/s"),
             "{l}"
         );
         assert!(l.contains("p50 1.0 µs p99 2.50 ms"), "{l}");
@@ -452,9 +459,9 @@ mod tests {
     #[test]
     fn a_partial_second_is_scaled_to_per_second_and_marked() {
         // 40 in 0.4 s = 100/s, marked.
-        let l = second_line(&row(1, 0.4, 40, 40), true);
+        let l = second_line(&row(1, 0.4, 40, 40), Some(100.0));
         assert!(
-            l.starts_with("t=   1 s offered 100/s, achieved 100/s"),
+            l.starts_with("t=   1 s offered 100/s, started 100/s, achieved 100/s"),
             "{l}"
         );
         assert!(
@@ -468,7 +475,7 @@ mod tests {
         let mut r = row(2, 0.0, 0, 3);
         r.failures = 1_200;
         r.dropped = 4;
-        let l = second_line(&r, true);
+        let l = second_line(&r, Some(100.0));
         assert!(
             l.starts_with("t=   2 s drain (after the run, no new starts): 3 completed, 1,200 failed, 4 dropped"),
             "{l}"
@@ -478,15 +485,27 @@ mod tests {
         let (mut h, mut empty) = (row(2, 0.0, 0, 44), row(2, 0.0, 0, 44));
         (h.p50_ns, h.p99_ns, h.max_ns) = (1_000, 2_000, 3_000);
         (empty.p50_ns, empty.p99_ns, empty.max_ns) = (0, 0, 0);
-        let l = second_line(&h, true);
+        let l = second_line(&h, Some(100.0));
         assert!(l.ends_with("handshake p50 1.0 µs p99 2.0 µs"), "{l}");
-        let l = second_line(&empty, true);
+        let l = second_line(&empty, Some(100.0));
         assert!(l.ends_with("handshake p50 - p99 -"), "{l}");
+    }
+
+    /// The kind "the generator fell behind": a second in which the generator made fewer starts
+    /// than the schedule offered prints the schedule's rate as offered and the starts it made
+    /// apart (it used to print the starts made as "offered").
+    #[test]
+    fn an_open_loop_second_behind_its_schedule_says_offered_and_started_apart() {
+        let l = second_line(&row(4, 1.0, 61_052, 61_000), Some(79_128.8));
+        assert!(
+            l.starts_with("t=   4 s offered 79,129/s, started 61,052/s, achieved 61,000/s"),
+            "{l}"
+        );
     }
 
     #[test]
     fn closed_loop_says_started_and_no_latency_without_a_success() {
-        let l = second_line(&row(0, 1.0, 7, 0), false);
+        let l = second_line(&row(0, 1.0, 7, 0), None);
         assert!(l.starts_with("t=   0 s started 7/s, achieved 0/s"), "{l}");
         assert!(!l.contains("offered"), "{l}");
         assert!(l.contains("handshake p50 - p99 -"), "no 0 ns latency: {l}");

@@ -383,10 +383,26 @@ impl LoadReport {
         n
     }
 
+    /// The worker with the largest on-CPU share of its loop's wall time: `(cpu, share 0..1)`;
+    /// `None` without workers or wall time.
+    pub fn busiest_worker(&self) -> Option<(usize, f64)> {
+        self.workers
+            .iter()
+            .filter(|w| w.wall_ns > 0)
+            .map(|w| (w.cpu, w.cpu_run_ns as f64 / w.wall_ns as f64))
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+    }
+
     /// Open loop: a warning when the generator did not keep its schedule in the measured window
     /// (more than 1% of starts later than `late_threshold`, or any start dropped), else `None`.
     /// Then the achieved rate and the latencies describe the generator as much as the server.
     pub fn schedule_warning(&self) -> Option<String> {
+        self.schedule_warning_with(true)
+    }
+
+    /// [`Self::schedule_warning`] for a command with (`load`) or without (`bench`, whose
+    /// latency phase has no such flag) `--max-in-flight`: without it the advice does not name it.
+    pub fn schedule_warning_with(&self, max_in_flight_flag: bool) -> Option<String> {
         if !matches!(self.pattern, Pattern::Open { .. }) {
             return None;
         }
@@ -399,21 +415,44 @@ impl LoadReport {
             return None;
         }
         if self.dropped > 0 && self.dropped_in_flight_full == self.dropped {
-            // Every drop found every in-flight slot held by a connection the target had not
-            // finished: the generator was waiting on the target, not behind on CPU.
-            return Some(format!(
-                "{} of {} scheduled starts dropped: each found every in-flight slot held by a connection \
-                 the target had not completed within --connect-timeout yet ({late_pct:.1}% of starts late) \
-                 — the target is slower than the offered rate, not the generator; lower --rate, or raise \
-                 --max-in-flight to keep offering while the target is slow",
+            // Every drop found every in-flight slot held by an unfinished connection. That is the
+            // target's slowness only while the generator had CPU to spare: a worker on CPU for
+            // (nearly) all of its loop finishes its connections late itself — on one host its CPU
+            // also runs the kernel's handshake work for both ends (loopback softirq).
+            let head = format!(
+                "{} of {} scheduled starts dropped: each was due while every in-flight slot was held \
+                 by a connection not yet completed ({late_pct:.1}% of starts late)",
                 count(self.dropped),
                 count(self.offered)
-            ));
+            );
+            return Some(match self.busiest_worker() {
+                Some((cpu, share)) if share >= SATURATED_WORKER => format!(
+                    "{head} — but the generator's worker on CPU {cpu} was on CPU {:.0}% of its run: \
+                     it was saturated too, so the slow completions may be its own (on one host that CPU \
+                     also runs the kernel's handshake work of both ends); add --cpus or lower --rate, \
+                     and read the achieved rate as the generator's limit as much as the target's",
+                    share * 100.0
+                ),
+                _ => format!(
+                    "{head} — the target is slower than the offered rate, not the generator (its \
+                     workers had CPU to spare); lower --rate{}",
+                    if max_in_flight_flag {
+                        ", or raise --max-in-flight to keep offering while the target is slow"
+                    } else {
+                        ""
+                    }
+                ),
+            });
         }
         let full = if self.dropped_in_flight_full > 0 {
             format!(
-                " ({} of the drops found every in-flight slot busy: a slow server holds them, or raise --max-in-flight)",
-                count(self.dropped_in_flight_full)
+                " ({} of the drops found every in-flight slot busy: a slow server holds them{})",
+                count(self.dropped_in_flight_full),
+                if max_in_flight_flag {
+                    ", or raise --max-in-flight"
+                } else {
+                    ""
+                }
             )
         } else {
             String::new()
@@ -434,6 +473,11 @@ impl LoadReport {
         ))
     }
 }
+
+/// The on-CPU share of its loop's wall time from which a load worker counts as saturated
+/// (CLOCK_THREAD_CPUTIME_ID over the loop's wall time): 0.9. A worker with spare CPU sleeps in
+/// epoll_wait / io_uring_enter between events; one at 90% has (almost) none to spare.
+pub const SATURATED_WORKER: f64 = 0.9;
 
 /// A histogram as the reports print it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -629,11 +673,28 @@ mod tests {
         let w = r.schedule_warning().unwrap();
         assert!(
             w.contains(
-                "27,866 of 400,000 scheduled starts dropped: each found every in-flight slot held"
+                "27,866 of 400,000 scheduled starts dropped: each was due while every in-flight slot was held"
             ) && w.contains("the target is slower than the offered rate, not the generator")
                 && !w.contains("fell behind"),
             "{w}"
         );
+        // The generator starved, kind "every slot held while its own CPU was saturated": the
+        // drops are not blamed on the target alone.
+        r.workers = vec![LoadWorkerReport {
+            cpu: 1,
+            cpu_run_ns: 3_982_000_000,
+            wall_ns: 4_000_000_000,
+            ..LoadWorkerReport::default()
+        }];
+        let w = r.schedule_warning().unwrap();
+        assert!(
+            w.contains("worker on CPU 1 was on CPU 100% of its run")
+                && !w.contains("not the generator"),
+            "{w}"
+        );
+        r.workers[0].cpu_run_ns = 1_000_000_000;
+        let w = r.schedule_warning().unwrap();
+        assert!(w.contains("not the generator"), "{w}");
         r.dropped = 0;
         r.dropped_in_flight_full = 0;
         let w = r.schedule_warning().unwrap();

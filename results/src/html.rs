@@ -225,7 +225,7 @@ pub fn render(reports: &[RecordReport], records: &[Named<'_>], counters: Counter
 
     out.push_str("<section id=\"summary\">\n<h2>Summary</h2>\n");
     table_html(&summary_table(reports), &mut out);
-    out.push_str("<p class=\"note\">achieved and CPM count successful handshakes; latencies are handshake times (connect() to writable) per phase.</p>\n</section>\n");
+    out.push_str("<p class=\"note\">achieved and CPM count successful handshakes; latencies are handshake times per phase, from each attempt's scheduled start (open loop: the schedule's time, so a stall is not hidden — no coordinated omission; closed loop: the connect) to the handshake's completion.</p>\n</section>\n");
 
     out.push_str("<section id=\"warnings\">\n<h2>Warnings</h2>\n");
     let mut any = false;

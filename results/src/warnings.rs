@@ -95,11 +95,15 @@ pub fn all(r: &RunRecord) -> Vec<String> {
         .filter(|x| !x.agree && !x.note.is_empty())
         .map(|x| x.note.as_str())
         .collect();
+    // A bare counter name counts only when it is a kernel MIB name (CamelCase, `ListenOverflows`):
+    // softnet's `dropped` is also a plain word, and a schedule warning ("12 scheduled starts
+    // dropped") named no counter — matching it hid that warning from every report.
     let repeats = |w: &str| {
         counters.iter().any(|c| {
             w.contains(c)
-                || c.rsplit_once('.')
-                    .is_some_and(|(_, bare)| mentions_word(w, bare))
+                || c.rsplit_once('.').is_some_and(|(_, bare)| {
+                    bare.chars().any(|ch| ch.is_ascii_uppercase()) && mentions_word(w, bare)
+                })
         }) || (r.run.interrupted && w.contains("interrupted"))
             || notes.iter().any(|n| w.contains(n))
     };
@@ -230,6 +234,30 @@ mod tests {
         };
         assert_eq!(c.share(c.busy_ns), 0.0);
         assert!(cpu_contention("peak", &c).is_empty());
+    }
+}
+
+#[cfg(test)]
+mod stored {
+    use super::*;
+
+    /// A stored schedule warning ("… scheduled starts dropped …") in a run whose softnet
+    /// counter `softnet.dropped` rose is shown: the plain word is no counter name. A stored
+    /// warning naming a MIB counter the derived ones already name is still not repeated.
+    #[test]
+    fn a_schedule_warning_beside_softnet_drops_is_shown() {
+        let mut r = RunRecord::example();
+        r.phases.truncate(1);
+        r.phases[0].counters.insert("softnet.dropped".into(), 589);
+        r.phases[0]
+            .counters
+            .insert("TcpExt.ListenOverflows".into(), 2_048);
+        let drop = "latency: 69,006 of 316,516 scheduled starts dropped: each was due while every in-flight slot was held";
+        let old = "peak: TcpExt.ListenOverflows rose: the accept queue overflowed (stored by an old build)";
+        r.warnings = vec![drop.to_string(), old.to_string()];
+        let w = all(&r);
+        assert!(w.iter().any(|l| l == drop), "{w:?}");
+        assert!(!w.iter().any(|l| l == old), "{w:?}");
     }
 }
 

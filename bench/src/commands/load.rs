@@ -14,7 +14,7 @@ use std::time::SystemTime;
 use anyhow::Context;
 use loadgen::segment::Segment;
 use loadgen::start::StartAt;
-use loadgen::{LoadConfig, LoadError, LoadReport, Pattern, TimelineRow};
+use loadgen::{LoadConfig, LoadError, LoadReport, TimelineRow};
 use results::kernel_text::KernelSection;
 use results::record::BuildInfo;
 
@@ -96,12 +96,12 @@ pub fn run(c: LoadCommand, command_start: SystemTime) -> anyhow::Result<i32> {
     eprintln!("connstorm load: {}", loadgen::render::plan_line(&cfg));
     let stop = crate::signals::stop_flag().context("installing the SIGINT/SIGTERM handler")?;
     let bar = crate::progress::begin("load", cfg.warmup + cfg.duration);
-    let open_loop = matches!(cfg.pattern, Pattern::Open { .. });
+    let offered = cfg.pattern.offered_per_sec();
     let mut on_second = |row: &TimelineRow| {
         if let Some(m) = &metrics {
             m.observe(row);
         }
-        crate::progress::second_line(&loadgen::render::second_line(row, open_loop));
+        crate::progress::second_line(&loadgen::render::second_line(row, offered));
     };
     // The kernel's counters of the targets' namespace: readable from here only when every target
     // is a loopback address (then it is this process's own namespace).
@@ -235,6 +235,7 @@ fn exit_code(report: &LoadReport) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use loadgen::Pattern;
     use std::time::Duration;
 
     fn report(attempts: u64, successes: u64, interrupted: bool) -> LoadReport {

@@ -25,7 +25,7 @@ pub(crate) struct HttpCounts {
     /// Complete responses that came before their request was written completely (the server
     /// answered early, e.g. 413, and stopped reading; the request is not in `requests`).
     pub early_responses: u64,
-    /// Request bytes written (of requests cut short too).
+    /// Request bytes written to the socket (accepted by `send(2)`; of requests cut short too).
     pub bytes_sent: u64,
     /// Response bytes read (heads, bodies, chunk framing; bytes after a complete response too).
     pub bytes_received: u64,
@@ -433,7 +433,10 @@ pub struct HttpReport {
     /// completely: the server answered early (e.g. 413) and stopped reading. So `responses`
     /// can exceed `requests` by at most this.
     pub early_responses: u64,
-    /// Request bytes written, of requests cut short too.
+    /// Request bytes written to the socket (accepted by `send(2)` into the send buffer), of
+    /// requests cut short too. Not all of them left the host: what was still in the send buffer
+    /// when the server reset the connection, or when `--close rst` closed it, is discarded by the
+    /// kernel (`tcp_disconnect` purges the write queue).
     pub bytes_sent: u64,
     /// Response bytes read (heads, bodies, chunk framing).
     pub bytes_received: u64,
@@ -584,7 +587,7 @@ pub(crate) fn render(
     }
     writeln!(
         out,
-        "               bytes: {} sent, {} received ({} body bytes in complete responses)",
+        "               bytes: {} written to the socket (accepted by send(2), not all sent: see README), {} received ({} body bytes in complete responses)",
         numfmt::count(h.bytes_sent),
         numfmt::count(h.bytes_received),
         numfmt::count(h.body_bytes)

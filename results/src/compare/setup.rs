@@ -8,7 +8,7 @@ use crate::record::RunRecord;
 /// One setup fact whose values differ between (or within) the sides.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SetupDifference {
-    /// What differs: `engine`, `target`, `server CPUs`, `load CPUs`, `client close`,
+    /// What differs: `engine`, `protocol`, `target`, `server CPUs`, `load CPUs`, `client close`,
     /// `server mode`, `netns`, `added RTT`, `durations`, `kernel`, `connstorm version`.
     pub what: String,
     /// Distinct values on side A, in order of appearance.
@@ -42,9 +42,34 @@ fn cpus(v: &[usize]) -> String {
     }
 }
 
+/// What a record's connections carried: `TCP` (connect and close), `HTTP GET /` (a request per
+/// connection), `TLS`, `TLS + HTTP GET /`, from its phases' HTTP and TLS counts (a server
+/// record: its TLS accepts). Phases that differ are joined with ` / `.
+fn protocol(r: &RunRecord) -> String {
+    let mut v: Vec<String> = Vec::new();
+    for p in &r.phases {
+        let tls = p.tls.is_some() || p.server.as_ref().is_some_and(|s| s.tls_accepted.is_some());
+        let x = match (&p.http, tls) {
+            (Some(h), true) => format!("TLS + HTTP {}", h.request),
+            (Some(h), false) => format!("HTTP {}", h.request),
+            (None, true) => "TLS".to_string(),
+            (None, false) => "TCP".to_string(),
+        };
+        if !v.contains(&x) {
+            v.push(x);
+        }
+    }
+    if v.is_empty() {
+        "TCP".into()
+    } else {
+        v.join(" / ")
+    }
+}
+
 /// The facts compared, whether a difference refuses, and how each is read from a record.
-const FACTS: [Fact; 11] = [
+const FACTS: [Fact; 12] = [
     ("engine", true, |r| r.run.engine.clone()),
+    ("protocol", true, protocol),
     ("target", true, |r| {
         r.run
             .target
@@ -143,5 +168,25 @@ mod tests {
             kernel.describe()
         );
         assert!(setup_differences(&a, &a).is_empty());
+    }
+
+    /// Statistics, kind "mixed setups compared": plain TCP against TLS + HTTP is a different
+    /// experiment, listed and refused (it used to pass as a −95% "regression").
+    #[test]
+    fn plain_and_tls_http_runs_differ_in_protocol_and_refuse() {
+        let a = vec![RunRecord::example()];
+        let mut b = RunRecord::example();
+        for p in &mut b.phases {
+            p.http = Some(crate::record::HttpCounts {
+                request: "GET /".into(),
+                ..Default::default()
+            });
+            p.tls = Some(crate::record::TlsCounts::default());
+        }
+        let d = setup_differences(&a, &[b]);
+        let proto = d.iter().find(|d| d.what == "protocol").expect("protocol");
+        assert!(proto.refuses);
+        assert_eq!(proto.a, ["TCP"]);
+        assert_eq!(proto.b, ["TLS + HTTP GET /"]);
     }
 }

@@ -108,7 +108,9 @@ pub struct HttpCounts {
     /// completely (the server answered early, e.g. 413). Absent in older records (0).
     #[serde(default)]
     pub early_responses: u64,
-    /// Request bytes written (of requests cut short too).
+    /// Request bytes written to the socket (accepted by `send(2)` into the send buffer, of
+    /// requests cut short too); the part still in the buffer when the connection was reset or
+    /// closed with RST never left the host.
     pub bytes_sent: u64,
     /// Response bytes read (heads, bodies, chunk framing).
     pub bytes_received: u64,

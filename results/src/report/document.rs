@@ -255,7 +255,7 @@ fn phase_blocks(p: &PhaseReport, counters: Counters, out: &mut Vec<Block>) {
             .map(|(c, n)| format!("{c} {}", count(*n)))
             .collect();
         out.push(Block::Line(format!(
-            "http ({}): {} requests, {} responses{}; status {}{}; parse errors {}; bytes {} sent, {} received ({} body)",
+            "http ({}): {} requests, {} responses{}; status {}{}; parse errors {}; bytes {} written to the socket, {} received ({} body)",
             h.request,
             count(h.requests),
             count(h.responses),

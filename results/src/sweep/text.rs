@@ -84,7 +84,7 @@ pub fn text(
         Some(k) => {
             let _ = writeln!(
                 out,
-                "knee: {} CPM = {} conn/s{} at {} (highest step meeting {} with ≤ {:.3}% errors)",
+                "knee: {} CPM = {} conn/s{} at {} (highest step meeting {} with ≤ {:.3}% errors before the first step that does not{})",
                 numfmt::fixed(k.cpm, 0),
                 numfmt::fixed(k.achieved_per_sec, 0),
                 k.per_core_per_sec
@@ -97,7 +97,17 @@ pub fn text(
                     }),
                 k.step.name,
                 criteria.slo.text,
-                criteria.max_error_ratio * 100.0
+                criteria.max_error_ratio * 100.0,
+                // Steps after the first failing one that pass again are noise, not capacity
+                // (`super::knee`): say so when there are any, so a reader does not look for them.
+                match k.first_failing {
+                    Some(f) if steps.iter().skip(f + 1).any(|s| super::step_ok(s, criteria)) => format!(
+                        ", {}; a later step that meets it again is not counted: the rate failed once below it",
+                        steps[f].name
+                    ),
+                    Some(f) => format!(", {}", steps[f].name),
+                    None => String::new(),
+                }
             );
         }
         None => {
@@ -153,6 +163,44 @@ mod tests {
             assert_eq!((cols[1], cols[2]), (offered, achieved), "{row}");
         }
         assert!(!t.contains("2,569.933") && !t.contains("7,709.8"), "{t}");
+    }
+
+    /// Statistics, kind "one noisy step": a step that meets the SLO again after one that failed
+    /// is not the knee, and the knee line says which step failed first and that the later one
+    /// is not counted (it used to say "highest step meeting" beside a higher passing step).
+    #[test]
+    fn the_knee_line_names_the_first_failing_step_and_the_later_pass() {
+        let criteria = Criteria::new(Slo::parse("p99<1ms").unwrap(), 0.001);
+        let step = |name: &str, rate: f64, p99_ns: u64| Step {
+            name: name.into(),
+            offered_per_sec: rate,
+            achieved_per_sec: Some(rate),
+            latency_ns: Some(p99_ns),
+            error_ratio: 0.0,
+            dropped: 0,
+            late: 0,
+            intended: 0,
+        };
+        let steps = [
+            step("step-1", 10_000.0, 100_000),
+            step("step-2", 29_045.0, 200_000),
+            step("step-3", 50_000.0, 5_000_000),
+            step("step-4", 74_226.0, 300_000),
+        ];
+        let k = crate::sweep::knee(&steps, &criteria, 1).unwrap();
+        let t = text(
+            &RunRecord::new("x", serde_json::Value::Null),
+            &steps,
+            Some(&k),
+            &criteria,
+            1,
+        );
+        let line = t.lines().find(|l| l.starts_with("knee:")).unwrap();
+        assert!(line.contains("= 29,045 conn/s"), "{line}");
+        assert!(
+            line.contains("before the first step that does not, step-3; a later step that meets it again is not counted"),
+            "{line}"
+        );
     }
 
     #[test]
