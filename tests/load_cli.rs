@@ -1653,16 +1653,32 @@ fn a_connect_timeout_shorter_than_a_handshake_is_named_not_blamed_on_lost_syns()
     assert_eq!(attempts, active, "{t}");
     assert_eq!(t["successes"].as_i64(), Some(0), "{t}");
     assert_eq!(t["failures"]["ETIMEDOUT"].as_i64(), Some(attempts), "{t}");
-    assert_eq!(t["completed_after_timeout"].as_i64(), Some(attempts), "{t}");
+    // Most handshakes complete after the 1 µs timeout; the rest are closed by it still in
+    // SYN-SENT, their SYN-ACK on its way (96 of 19,041 in one CI run), or met the sink's full
+    // accept queue (backlog 128; 1,129 of 15,778 in one run, = ListenOverflows).
+    let late = t["completed_after_timeout"].as_i64().unwrap();
+    assert!(late * 2 >= attempts && late <= attempts, "{t}");
     let diag = c["diagnosis"].to_string();
     assert!(
         diag.contains(&format!(
             "timed out late: {} of {} attempts completed their handshake, but only after the connect timeout",
-            common::numfmt::count(attempts as u64),
+            common::numfmt::count(late as u64),
             common::numfmt::count(attempts as u64)
         )),
         "{diag}"
     );
+    if late < attempts {
+        let rest = common::numfmt::count((attempts - late) as u64);
+        let all = common::numfmt::count(attempts as u64);
+        assert!(
+            diag.contains(&format!(
+                "timed out early: the other {rest} of {all} attempts were closed at the connect timeout before their SYN-ACK arrived"
+            )) || diag.contains(&format!(
+                "timed out: {rest} of {all} attempts got no SYN-ACK within the connect timeout (ETIMEDOUT; TCPSynRetrans 0) because the accept queue was full"
+            )),
+            "{diag}"
+        );
+    }
     assert!(!diag.contains("no counter here explains it"), "{diag}");
     assert!(!diag.contains("got no SYN-ACK"), "{diag}");
     // Open loop: starts more than 1 µs behind their schedule are dropped; the warning says the
