@@ -468,6 +468,7 @@ fn target_mode_loads_an_external_server() {
         n
     });
     let dir = tempfile::tempdir().unwrap();
+    let overflows0 = host_counter("TcpExt.ListenOverflows");
     let out = run(&[
         "bench",
         "--target",
@@ -486,6 +487,11 @@ fn target_mode_loads_an_external_server() {
     let wake = std::net::TcpStream::connect(addr).unwrap();
     let accepted = acceptor.join().unwrap();
     drop(wake);
+    // At ~77k handshakes/s the 4,097-deep accept queue fills in ~53 ms: an acceptor thread
+    // without CPU that long (a busy CI host) loses final ACKs (ListenOverflows), and those
+    // handshakes the client counted never reached the server (CI once: 77,701 counted, 77,301
+    // accepted). Then the bench must say so; without an overflow the counts are equal.
+    let overflows = host_counter("TcpExt.ListenOverflows") - overflows0;
     assert!(
         out.status.success(),
         "{:?}\n{}\n{}",
@@ -502,10 +508,19 @@ fn target_mode_loads_an_external_server() {
         .map(|p| p.cross_check.as_ref().unwrap().load_successes)
         .sum();
     assert!(total > 0);
-    assert_eq!(
-        total, accepted,
-        "every handshake we counted reached the external server"
-    );
+    if overflows == 0 {
+        assert_eq!(
+            total, accepted,
+            "every handshake we counted reached the external server"
+        );
+    } else {
+        assert!(accepted <= total, "{accepted} > {total}");
+        let w = results::warnings::all(&rec);
+        assert!(
+            w.iter().any(|l| l.contains("ListenOverflows")),
+            "an overflow ({overflows}) the bench did not warn of: {w:?}"
+        );
+    }
     assert!(rec.phases.iter().all(|p| p.server.is_none()));
 }
 
@@ -1541,4 +1556,26 @@ fn an_rtt_netem_cannot_take_is_refused_when_parsed() {
     ]);
     assert_eq!(ok_range.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&ok_range.stderr).contains("outside"));
+}
+
+/// A counter of the host namespace's `/proc/net/netstat` / `/proc/net/snmp` (`TcpExt.Name`).
+fn host_counter(name: &str) -> i64 {
+    let (table, field) = name.split_once('.').unwrap();
+    for f in ["/proc/net/netstat", "/proc/net/snmp"] {
+        let text = std::fs::read_to_string(f).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        for pair in lines.chunks(2) {
+            let [h, v] = pair else { continue };
+            let prefix = format!("{table}:");
+            if !h.starts_with(&prefix) {
+                continue;
+            }
+            let names: Vec<&str> = h.split_whitespace().collect();
+            let vals: Vec<&str> = v.split_whitespace().collect();
+            if let Some(i) = names.iter().position(|n| *n == field) {
+                return vals[i].parse().unwrap();
+            }
+        }
+    }
+    panic!("no counter {name}")
 }
