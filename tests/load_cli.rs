@@ -1679,8 +1679,9 @@ fn a_connect_timeout_shorter_than_a_handshake_is_named_not_blamed_on_lost_syns()
             "{diag}"
         );
     }
+    // No timeout is blamed on an unexplained drop (the accept-queue line above may say "got no
+    // SYN-ACK … because the accept queue was full", with its count).
     assert!(!diag.contains("no counter here explains it"), "{diag}");
-    assert!(!diag.contains("got no SYN-ACK"), "{diag}");
     // Open loop: starts more than 1 µs behind their schedule are dropped; the warning says the
     // timeout did it, and not the generic "fell behind: lower --rate, add --cpus".
     let o = json(&open);
