@@ -1558,24 +1558,13 @@ fn an_rtt_netem_cannot_take_is_refused_when_parsed() {
     assert!(String::from_utf8_lossy(&ok_range.stderr).contains("outside"));
 }
 
-/// A counter of the host namespace's `/proc/net/netstat` / `/proc/net/snmp` (`TcpExt.Name`).
+/// A counter of this (the host) namespace, e.g. `TcpExt.ListenOverflows`, through the parser the
+/// binary's cross-checks use.
 fn host_counter(name: &str) -> i64 {
-    let (table, field) = name.split_once('.').unwrap();
-    for f in ["/proc/net/netstat", "/proc/net/snmp"] {
-        let text = std::fs::read_to_string(f).unwrap();
-        let lines: Vec<&str> = text.lines().collect();
-        for pair in lines.chunks(2) {
-            let [h, v] = pair else { continue };
-            let prefix = format!("{table}:");
-            if !h.starts_with(&prefix) {
-                continue;
-            }
-            let names: Vec<&str> = h.split_whitespace().collect();
-            let vals: Vec<&str> = v.split_whitespace().collect();
-            if let Some(i) = names.iter().position(|n| *n == field) {
-                return vals[i].parse().unwrap();
-            }
-        }
-    }
-    panic!("no counter {name}")
+    common::counters::Snapshot::read_current()
+        .unwrap()
+        .counters
+        .get(name)
+        .copied()
+        .unwrap_or_else(|| panic!("no counter {name}"))
 }

@@ -463,6 +463,23 @@ fn deaf_listener(backlog: i32) -> (socket2::Socket, String) {
     (l, addr)
 }
 
+/// A listener (backlog 4,096) whose thread accepts one connection per 30 ms until the returned
+/// flag is set: the accept queue keeps moving, so `load`'s accept-queue settle runs to its
+/// 500 ms limit. Returns the address, the stop flag and the thread (join it after the flag).
+fn slow_acceptor() -> (String, Arc<AtomicBool>, std::thread::JoinHandle<()>) {
+    let (l, addr) = deaf_listener(4096);
+    l.set_nonblocking(true).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let s = Arc::clone(&stop);
+    let slow = std::thread::spawn(move || {
+        while !s.load(Ordering::Relaxed) {
+            drop(l.accept());
+            std::thread::sleep(Duration::from_millis(30));
+        }
+    });
+    (addr, stop, slow)
+}
+
 /// Overload never ends (issue 9, row 1): a rate the machine cannot start ends at duration +
 /// connect timeout, counts what it could not start as dropped by arithmetic (exactly the
 /// schedule's 1e9 starts offered), and every attempt it started equals the kernel's ActiveOpens.
@@ -1311,16 +1328,7 @@ fn two_quick_sigints_still_print_the_report_and_write_the_record() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().to_str().unwrap().to_string();
     let (o, elapsed) = testkit::NetNs::run(move |_| {
-        let (l, addr) = deaf_listener(4096);
-        l.set_nonblocking(true).unwrap();
-        let stop = Arc::new(AtomicBool::new(false));
-        let s = Arc::clone(&stop);
-        let slow = std::thread::spawn(move || {
-            while !s.load(Ordering::Relaxed) {
-                drop(l.accept());
-                std::thread::sleep(Duration::from_millis(30));
-            }
-        });
+        let (addr, stop, slow) = slow_acceptor();
         let child = spawn_load(&[
             "--target",
             &addr,
@@ -1376,15 +1384,7 @@ fn two_sigints_during_the_accept_queue_settle_mark_the_run_interrupted() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().to_str().unwrap().to_string();
     let (code, stdout, err) = testkit::NetNs::run(move |_| {
-        let (l, addr) = deaf_listener(4096);
-        let stop = Arc::new(AtomicBool::new(false));
-        let s = Arc::clone(&stop);
-        let slow = std::thread::spawn(move || {
-            while !s.load(Ordering::Relaxed) {
-                drop(l.accept());
-                std::thread::sleep(Duration::from_millis(30));
-            }
-        });
+        let (addr, stop, slow) = slow_acceptor();
         let child = testkit::Piped::spawn(load_command().args([
             "--target",
             &addr,
