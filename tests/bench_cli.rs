@@ -108,10 +108,29 @@ fn bench_netns_exact_with(engine: &str, extra: &[&str]) -> RunRecord {
     assert_eq!(latency.get("load.timer_slack_ns"), Some(&1));
     for p in &rec.phases {
         let c = p.cross_check.as_ref().expect("cross-check present");
-        assert!(c.agree, "{}: {}", p.name, c.note);
         let server = c.server_accepted.unwrap();
         assert!(server > 0, "{}: no connection", p.name);
-        assert_eq!(server, c.load_successes, "{}", p.name);
+        // A final ACK that met the server's full accept queue (a worker without CPU for a few
+        // ms on a busy host) is a handshake the client completed and the server never accepted
+        // (ListenOverflows, no child socket): then the check must disagree and name them, each
+        // one at least one overflow. Without an overflow every count is equal.
+        let overflows = p
+            .counters
+            .get("TcpExt.ListenOverflows")
+            .copied()
+            .unwrap_or(0);
+        if overflows == 0 {
+            assert!(c.agree, "{}: {}", p.name, c.note);
+            assert_eq!(server, c.load_successes, "{}", p.name);
+        } else if server != c.load_successes {
+            assert!(
+                server < c.load_successes && (c.load_successes - server) as i64 <= overflows,
+                "{}: {} counted, {server} accepted, {overflows} overflows",
+                p.name,
+                c.load_successes
+            );
+            assert!(!c.agree && c.note.contains("never accepted"), "{}", c.note);
+        }
         assert_eq!(c.kernel_passive_opens, Some(server as i64), "{}", p.name);
         assert_eq!(
             c.kernel_active_opens,
@@ -130,12 +149,18 @@ fn bench_netns_exact_with(engine: &str, extra: &[&str]) -> RunRecord {
             .decode(results::record::Latency::Handshake)
             .unwrap()
             .unwrap();
-        assert_eq!(
-            h.len(),
-            p.successes,
-            "{}: one handshake sample per success",
-            p.name
-        );
+        if overflows == 0 {
+            assert_eq!(
+                h.len(),
+                p.successes,
+                "{}: one handshake sample per success",
+                p.name
+            );
+        } else {
+            // The client timed the handshakes the server never accepted too; which ones they
+            // were cannot be told apart, so the samples stay and the successes do not.
+            assert!(h.len() >= p.successes && (h.len() - p.successes) as i64 <= overflows);
+        }
     }
     let lat = rec.phase("latency").unwrap();
     let offered = lat.offered_per_sec.unwrap();

@@ -549,7 +549,26 @@ fn bench_metrics_follow_the_phases_and_equal_the_kernel_counters() {
             "scrapes {}",
             sc.attempts
         );
-        assert_eq!(end.sum("connstorm_load_successes"), accepted);
+        // A final ACK that met the server's full accept queue (its worker without CPU for a
+        // few ms on a busy host) is a handshake the client counted and no server socket was made
+        // for (tcp_v4_syn_recv_sock: ListenOverflows, no child, no PassiveOpens): each such one
+        // is at least one overflow, and the record must say so. Without one, the counts are equal.
+        let successes = end.sum("connstorm_load_successes");
+        let overflows = delta("TcpExt.ListenOverflows");
+        let rec = serde_json::from_str::<results::RunRecord>(&stdout).unwrap();
+        if overflows == 0 {
+            assert_eq!(successes, accepted);
+        } else {
+            assert!(
+                accepted <= successes && successes - accepted <= overflows,
+                "{successes} counted, {accepted} accepted, {overflows} overflows"
+            );
+            let w = results::warnings::all(&rec);
+            assert!(
+                w.iter().any(|l| l.contains("ListenOverflows")),
+                "an overflow ({overflows}) the bench did not warn of: {w:?}"
+            );
+        }
         // The record's per-phase successes are the measured parts: at most the whole run's.
         let record: serde_json::Value = serde_json::from_str(&stdout).unwrap();
         let measured: u64 = record["phases"]
