@@ -318,17 +318,19 @@ pub fn merge(inputs: &[Input]) -> Result<Merged, MergeError> {
         });
     }
     if !servers.is_empty() {
-        let server_side = merged_server_side(&servers);
-        // Servers sharing a namespace each hold its whole Tcp.PassiveOpens: once per namespace.
+        let mut server_side = merged_server_side(&servers);
+        // Servers sharing a namespace each hold its whole counters (Tcp.PassiveOpens,
+        // ListenOverflows, …): once per namespace. They stay apart from the generators'.
         let passive: Option<i64> = match netns::groups(&servers) {
             Ok(g) => {
                 let parts: Vec<&PhaseRecord> = servers
                     .iter()
                     .flat_map(|s| s.record.phases.first())
                     .collect();
-                (parts.len() == servers.len())
-                    .then(|| netns::counters(&parts, &g).get("Tcp.PassiveOpens").copied())
-                    .flatten()
+                if parts.len() == servers.len() {
+                    server_side.counters = netns::counters(&parts, &g);
+                }
+                server_side.counters.get("Tcp.PassiveOpens").copied()
             }
             Err(files) => {
                 warnings.push(netns::unknown_warning(&files));
@@ -423,11 +425,21 @@ fn merged_server_side(servers: &[&Input]) -> ServerSide {
                 }
                 side.emfile_backoffs = add_known(side.emfile_backoffs, srv.emfile_backoffs, first);
                 side.left_in_queue = add_known(side.left_in_queue, srv.left_in_queue, first);
+                side.tls_accepted = add_tls(side.tls_accepted, srv.tls_accepted);
+                side.tls_resumed = add_tls(side.tls_resumed, srv.tls_resumed);
                 first = false;
             }
         }
     }
     side
+}
+
+/// TLS accepts of servers: summed over the servers that ran `--tls` (a plain server adds none).
+fn add_tls(acc: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (acc, b) {
+        (Some(a), Some(b)) => Some(a + b),
+        (a, b) => a.or(b),
+    }
 }
 
 /// The running sum `acc` plus `b`: unknown once any part is unknown (`first`: `acc` holds nothing

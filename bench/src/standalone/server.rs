@@ -162,6 +162,7 @@ pub fn record(
                 .then(|| report.tls_accepted()),
             tls_resumed: (report.tls_accepted() + report.tls_failed() > 0)
                 .then(|| report.tls_resumed()),
+            counters: Default::default(),
         }),
         cpu: rec::CpuUsage {
             server: Some(cpu),

@@ -690,3 +690,65 @@ fn numbers_in_merge_text_use_the_one_format() {
         "phase load: nothing measured — no connection succeeded in 3.000 s"
     );
 }
+
+/// Servers in two namespaces: the merged record keeps their counters apart from the
+/// generators' (`server.counters`, each namespace once), sums their TLS accepts, counts their
+/// drops as the run's, and the report names both counter lines (it printed the generators'
+/// `Tcp.PassiveOpens +0` as the run's beside a cross-check of 3,018 accepts).
+#[test]
+fn server_namespaces_counters_and_tls_accepts_are_kept_apart_and_summed() {
+    let mut inputs = four();
+    let want: u64 = (0..4).map(|i| (250 + i) * 3).sum();
+    for (k, accepted) in [(0u64, 1_000u64), (1, want - 1_000)] {
+        let mut s = server(accepted, accepted as i64);
+        s.path = PathBuf::from(format!("/runs/server{k}.json"));
+        s.record.counters_netns = Some(NetnsIdentity {
+            inode: 4_026_533_000 + k,
+            boot_id: Some("b00t".into()),
+            hostname: Some(format!("srv{k}")),
+        });
+        let p = &mut s.record.phases[0];
+        p.counters
+            .insert("TcpExt.ListenOverflows".into(), 5 + k as i64);
+        let side = p.server.as_mut().unwrap();
+        side.tls_accepted = Some(accepted);
+        side.tls_resumed = Some(accepted / 2);
+        inputs.push(s);
+    }
+    let m = merge(&inputs).unwrap();
+    let p = &m.record.phases[0];
+    let side = p.server.as_ref().unwrap();
+    assert_eq!(side.accepted(), want);
+    assert_eq!(side.counters["Tcp.PassiveOpens"], want as i64);
+    assert_eq!(side.counters["TcpExt.ListenOverflows"], 11);
+    assert_eq!(side.tls_accepted, Some(want));
+    assert_eq!(side.tls_resumed, Some(500 + (want - 1_000) / 2));
+    assert!(
+        !p.counters.contains_key("Tcp.PassiveOpens"),
+        "{:?}",
+        p.counters
+    );
+    assert_eq!(p.drops(), vec![("TcpExt.ListenOverflows", 11)]);
+    let c = p.cross_check.as_ref().unwrap();
+    assert_eq!(c.kernel_passive_opens, Some(want as i64));
+    assert!(c.agree, "{}", c.note);
+    let text = crate::report::render(
+        &[crate::report::build(&m.record, "merged.json", &[]).unwrap()],
+        crate::report::Format::Text,
+        crate::report::Counters::Key,
+    );
+    assert!(
+        text.contains("kernel counters (the generators' namespaces): ")
+            && text.contains(&format!(
+                "kernel counters (the server namespaces, the servers' whole run): TcpExt.ListenOverflows +11, Tcp.PassiveOpens +{}",
+                crate::numfmt::count(want)
+            )),
+        "{text}"
+    );
+    // Written and read back, the server namespaces' counters stay.
+    let back: RunRecord = serde_json::from_str(&serde_json::to_string(&m.record).unwrap()).unwrap();
+    assert_eq!(
+        back.phases[0].server.as_ref().unwrap().counters,
+        side.counters
+    );
+}

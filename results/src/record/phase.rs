@@ -366,6 +366,12 @@ pub struct ServerSide {
     /// `--tls`: of them, resumed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls_resumed: Option<u64>,
+    /// Merged records only (`connstorm merge` with server records): the server namespaces'
+    /// kernel counter deltas over the servers' whole run (`Tcp.PassiveOpens`,
+    /// `TcpExt.ListenOverflows`, …), each namespace counted once. The phase's own `counters`
+    /// are then the generators' namespaces. Empty (and absent from JSON) otherwise.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub counters: BTreeMap<String, i64>,
 }
 
 impl ServerSide {
@@ -759,16 +765,20 @@ impl PhaseRecord {
         }
     }
 
-    /// Non-zero drop counters among [`PhaseRecord::counters`] (names containing `Drop`,
+    /// Non-zero drop counters among [`PhaseRecord::counters`] and, in a merged record, the
+    /// server namespaces' [`ServerSide::counters`] (summed by name; names containing `Drop`,
     /// `Overflow`, `dropped`, `Retrans`, `Cookies`/`Syncookies`), in name order. `Tcp.RetransSegs`
     /// is left out: it also counts data retransmits, and its handshake part is `TCPSynRetrans`.
     pub fn drops(&self) -> Vec<(&str, i64)> {
-        self.counters
-            .iter()
-            .filter(|(k, v)| {
-                **v != 0 && super::is_drop_counter(k) && k.as_str() != "Tcp.RetransSegs"
-            })
-            .map(|(k, v)| (k.as_str(), *v))
+        // A merged record keeps the server namespaces' counters apart: their drops (a full
+        // accept queue is counted on the server's host) are the run's drops too.
+        let mut all: BTreeMap<&str, i64> = BTreeMap::new();
+        let server = self.server.iter().flat_map(|s| s.counters.iter());
+        for (k, v) in self.counters.iter().chain(server) {
+            *all.entry(k.as_str()).or_insert(0) += v;
+        }
+        all.into_iter()
+            .filter(|(k, v)| *v != 0 && super::is_drop_counter(k) && *k != "Tcp.RetransSegs")
             .collect()
     }
 }

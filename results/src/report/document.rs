@@ -409,18 +409,45 @@ fn server_phase_blocks(
 
 /// The kernel counters line of a phase: with [`Counters::Key`] the design's counters the record
 /// has (in their order) and other non-zero drop counters, then how many were left out.
+/// A merged record (`connstorm merge` with server records) lists the generators' namespaces
+/// and the server namespaces on two lines, each named.
 fn counter_blocks(p: &PhaseReport, counters: Counters, out: &mut Vec<Block>) {
-    if p.counters.is_empty() {
+    match p.server.as_ref().map(|s| &s.counters) {
+        Some(server) if !server.is_empty() => {
+            counter_line(
+                "kernel counters (the generators' namespaces)",
+                &p.counters,
+                counters,
+                out,
+            );
+            counter_line(
+                "kernel counters (the server namespaces, the servers' whole run)",
+                server,
+                counters,
+                out,
+            );
+        }
+        _ => counter_line("kernel counters", &p.counters, counters, out),
+    }
+}
+
+/// One kernel counters line titled `title` (see [`counter_blocks`]).
+fn counter_line(
+    title: &str,
+    map: &BTreeMap<String, i64>,
+    counters: Counters,
+    out: &mut Vec<Block>,
+) {
+    if map.is_empty() {
         return;
     }
     let shown: Vec<(&str, i64)> = match counters {
-        Counters::All => p.counters.iter().map(|(k, v)| (k.as_str(), *v)).collect(),
+        Counters::All => map.iter().map(|(k, v)| (k.as_str(), *v)).collect(),
         Counters::Key => KEY_COUNTERS
             .iter()
-            .filter_map(|k| p.counters.get(*k).map(|v| (*k, *v)))
+            .filter_map(|k| map.get(*k).map(|v| (*k, *v)))
             .chain(
-                p.counters
-                    .iter()
+                map.iter()
                     .filter(|(k, v)| {
                         **v != 0 && is_drop_counter(k) && !KEY_COUNTERS.contains(&k.as_str())
                     })
@@ -433,7 +460,7 @@ fn counter_blocks(p: &PhaseReport, counters: Counters, out: &mut Vec<Block>) {
         .iter()
         .map(|(k, v)| format!("{k} {}{}", if *v >= 0 { "+" } else { "" }, signed(*v)))
         .collect();
-    let hidden = p.counters.len().saturating_sub(listed);
+    let hidden = map.len().saturating_sub(listed);
     let rest = if hidden > 0 {
         format!(
             " ({} more, zero or not drops: --all-counters lists them)",
@@ -442,10 +469,7 @@ fn counter_blocks(p: &PhaseReport, counters: Counters, out: &mut Vec<Block>) {
     } else {
         String::new()
     };
-    out.push(Block::Line(format!(
-        "kernel counters: {}{rest}",
-        c.join(", ")
-    )));
+    out.push(Block::Line(format!("{title}: {}{rest}", c.join(", "))));
 }
 
 /// The document for a list of record reports; `counters` picks the kernel counters listed.
