@@ -140,10 +140,25 @@ impl fmt::Display for ReportText<'_> {
                 numfmt::count(r.bad_requests())
             )?;
         }
+        // With TLS, each worker's completed and failed TLS handshakes have their own columns:
+        // a failed handshake is not an errno error, and the `errors` column alone read `-`
+        // beside 255 alerts.
+        let tls = r.workers.iter().any(|w| w.tls_accepted + w.tls_failed > 0);
         writeln!(
             out,
-            "{:>5} {:>12} {:>12} {:>9} {:>9} {:>9} {:>8}  errors",
-            "cpu", "accepted", "accepts/s", "on_cpu_s", "user_s", "sys_s", "emfile"
+            "{:>5} {:>12} {:>12} {:>9} {:>9} {:>9} {:>8}{}  errors (errno)",
+            "cpu",
+            "accepted",
+            "accepts/s",
+            "on_cpu_s",
+            "user_s",
+            "sys_s",
+            "emfile",
+            if tls {
+                format!(" {:>10} {:>10}", "tls_done", "tls_failed")
+            } else {
+                String::new()
+            }
         )?;
         for w in &r.workers {
             let errs: Vec<String> = w
@@ -153,7 +168,7 @@ impl fmt::Display for ReportText<'_> {
                 .collect();
             writeln!(
                 out,
-                "{:>5} {:>12} {:>12} {:>9.3} {:>9.3} {:>9.3} {:>8}  {}",
+                "{:>5} {:>12} {:>12} {:>9.3} {:>9.3} {:>9.3} {:>8}{}  {}",
                 w.cpu,
                 numfmt::count(w.accepted),
                 numfmt::fixed(w.accepted as f64 / secs, 1),
@@ -161,6 +176,15 @@ impl fmt::Display for ReportText<'_> {
                 w.cpu_user_ns as f64 / 1e9,
                 w.cpu_sys_ns as f64 / 1e9,
                 numfmt::count(w.emfile_backoffs),
+                if tls {
+                    format!(
+                        " {:>10} {:>10}",
+                        numfmt::count(w.tls_accepted),
+                        numfmt::count(w.tls_failed)
+                    )
+                } else {
+                    String::new()
+                },
                 if errs.is_empty() {
                     "-".to_string()
                 } else {
@@ -284,6 +308,19 @@ mod tests {
             "wall time 2.000 s, accepted 12,345 (6,172.5/s averaged over the whole run, idle time included: the per-second lines show the rate while load ran)\n",
             "    3       12,345      6,172.5     1.760     0.250     1.500        7  EMFILE=1,200\n",
             "      1,500 connections left in the accept queue at stop (reset by the kernel)\n",
+        ] {
+            assert!(t.contains(want), "missing {want:?} in\n{t}");
+        }
+        assert!(!t.contains("tls_failed"), "{t}");
+        // With TLS, failed handshakes have their own column (`errors` read `-` beside them).
+        let mut r = r;
+        r.workers[0].tls_accepted = 10;
+        r.workers[0].tls_failed = 255;
+        r.workers[0].errors.clear();
+        let t = ReportText(&r).to_string();
+        for want in [
+            "  cpu     accepted    accepts/s  on_cpu_s    user_s     sys_s   emfile   tls_done tls_failed  errors (errno)\n",
+            "    3       12,345      6,172.5     1.760     0.250     1.500        7         10        255  -\n",
         ] {
             assert!(t.contains(want), "missing {want:?} in\n{t}");
         }
