@@ -621,7 +621,7 @@ fn ab_restores_toggles_after_success_and_failure() {
     let out_dir = dir.path().to_str().unwrap();
     let script = format!(
         "set -e; ip link set lo up; echo 1 > /proc/sys/net/ipv4/tcp_timestamps; \
-         {bin} ab --trials 1 --toggle sysctl:net.ipv4.tcp_timestamps=0,2 --duration 1s --format json --out {out_dir}/ok >{out_dir}/ok.out 2>{out_dir}/ok.err; \
+         {bin} ab --trials 1 --toggle sysctl:net.ipv4.tcp_timestamps=0,2 --b-setup 'echo B-setup-ran' --duration 1s --format json --out {out_dir}/ok >{out_dir}/ok.out 2>{out_dir}/ok.err; \
          echo ok-after=$(cat /proc/sys/net/ipv4/tcp_timestamps); \
          if {bin} ab --trials 2 --toggle sysctl:net.ipv4.tcp_timestamps=0,2 --b-setup false --duration 1s --out {out_dir}/fail >{out_dir}/fail.out 2>{out_dir}/fail.err; then echo fail-rc=0; else echo fail-rc=$?; fi; \
          echo fail-after=$(cat /proc/sys/net/ipv4/tcp_timestamps)",
@@ -655,12 +655,17 @@ fn ab_restores_toggles_after_success_and_failure() {
     assert!(fail_err.contains("B setup"), "{fail_err}");
     let fail_out = std::fs::read_to_string(dir.path().join("fail.out")).unwrap();
     assert_eq!(fail_out, "", "no comparison table before the error");
-    // `--format json` prints the comparison as JSON, sides named by the toggle's values.
+    // `--format json` prints the comparison as JSON, sides named by the toggle's values; a
+    // setup command's output goes to stderr, never into the JSON.
+    assert!(err_ok.contains("B-setup-ran"), "{err_ok}");
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("ok.out")).unwrap())
             .unwrap_or_else(|e| panic!("ab --format json printed no JSON ({e}): {err_ok}"));
     assert_eq!(json["a"]["name"], "net.ipv4.tcp_timestamps=0");
-    assert_eq!(json["b"]["name"], "net.ipv4.tcp_timestamps=2");
+    assert_eq!(
+        json["b"]["name"],
+        "net.ipv4.tcp_timestamps=2, setup: echo B-setup-ran"
+    );
     assert_eq!(
         json["metrics"][0]["verdict"], "too_few_trials",
         "1 trial a side"

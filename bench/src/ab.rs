@@ -182,7 +182,8 @@ impl Restore {
     }
 }
 
-/// Runs `cmd` with `sh -c`.
+/// Runs `cmd` with `sh -c`, its standard output sent to our standard error: stdout carries
+/// only the comparison (`ab --format json` stayed parseable only with silent setups).
 ///
 /// # Errors
 /// When `sh` cannot start or the command exits non-zero (its status in the message).
@@ -190,6 +191,7 @@ pub fn shell(cmd: &str) -> anyhow::Result<()> {
     let status = Command::new("sh")
         .arg("-c")
         .arg(cmd)
+        .stdout(std::io::stderr())
         .status()
         .with_context(|| format!("run `{cmd}`"))?;
     if !status.success() {

@@ -31,13 +31,14 @@ pub struct Args {
     /// Trials per side (A and B each run this many times, interleaved).
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub trials: u32,
-    /// Shell command (sh -c) run before every A trial.
+    /// Shell command (sh -c) run before every A trial; its output goes to stderr (stdout carries
+    /// only the comparison).
     #[arg(long)]
     pub a_setup: Option<String>,
-    /// Shell command (sh -c) run before every B trial.
+    /// Shell command (sh -c) run before every B trial; output to stderr, as --a-setup.
     #[arg(long)]
     pub b_setup: Option<String>,
-    /// Shell command run once at the end (also after a failure or Ctrl-C).
+    /// Shell command run once at the end (also after a failure or Ctrl-C); output to stderr.
     #[arg(long)]
     pub restore: Option<String>,
     /// Built-in toggle: `sysctl:KEY=VA,VB` or `sched-feature:NAME` (A = on, B = off); repeatable.
