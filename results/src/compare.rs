@@ -286,27 +286,51 @@ pub struct Comparison {
     pub notes: Vec<String>,
 }
 
-/// The name of a side from its records' labels: distinct labels without a trailing trial tag
-/// (`#3`, or digits after a letter: `A3` → `A`), joined by `, `; `unlabelled` when none.
+/// The name of a side from its records' labels: distinct labels without a trailing trial tag,
+/// joined by `, `; `unlabelled` when none. A tag is `#3`, or digits (after `-`, `_`, a space or
+/// a letter) that only number trials: `A1`, `A2`, `A3` → `A`. Digits are kept when no other
+/// label of the side shares the stem (`kernel2` alone stays `kernel2`: a side of one record
+/// labelled `tlshttp2` was shown as `tlshttp`, the same name as the other side).
 pub fn side_name(recs: &[RunRecord]) -> String {
     side_name_of(recs.iter().map(|r| r.label.as_str()))
 }
 
 /// [`side_name`] from the labels themselves.
 pub fn side_name_of<'a>(labels: impl IntoIterator<Item = &'a str>) -> String {
-    let mut names: Vec<String> = Vec::new();
-    for l in labels {
+    // A label without its `#n` tag, and its stem without trailing digits (None: no digits to
+    // cut, or nothing left).
+    fn split(l: &str) -> (&str, Option<&str>) {
         let l = l.trim();
-        let l = match l.rfind('#') {
-            Some(i) if l[i + 1..].chars().all(|c| c.is_ascii_digit()) => l[..i].trim_end(),
-            _ => {
-                let cut = l.trim_end_matches(|c: char| c.is_ascii_digit());
-                if cut.is_empty() {
-                    l
-                } else {
-                    cut.trim_end_matches(['-', '_', ' '])
-                }
+        if let Some(i) = l.rfind('#') {
+            if l[i + 1..].chars().all(|c| c.is_ascii_digit()) {
+                return (l[..i].trim_end(), None);
             }
+        }
+        let cut = l.trim_end_matches(|c: char| c.is_ascii_digit());
+        let after_tag = cut
+            .chars()
+            .next_back()
+            .is_some_and(|c| c.is_alphabetic() || matches!(c, '-' | '_' | ' '));
+        if cut.len() == l.len() || !after_tag {
+            (l, None)
+        } else {
+            (l, Some(cut.trim_end_matches(['-', '_', ' '])))
+        }
+    }
+    let parts: Vec<(&str, Option<&str>)> = labels.into_iter().map(split).collect();
+    let mut names: Vec<String> = Vec::new();
+    for (l, stem) in &parts {
+        // Digits are a trial number only when another distinct label has the same stem.
+        let l = match stem {
+            Some(st)
+                if !st.is_empty()
+                    && parts
+                        .iter()
+                        .any(|(o, os)| o != l && os.as_ref() == Some(st)) =>
+            {
+                *st
+            }
+            _ => *l,
         };
         if !l.is_empty() && !names.iter().any(|n| n == l) {
             names.push(l.to_string());
@@ -644,6 +668,21 @@ mod tests {
             .iter()
             .find(|m| m.name == "connections/s")
             .unwrap()
+    }
+
+    /// Trial numbers are cut only where they number trials: a side of one record labelled
+    /// `tlshttp2` is not the same side as `tlshttp`.
+    #[test]
+    fn side_names_cut_trial_numbers_not_the_digits_of_a_name() {
+        assert_eq!(side_name_of(["A1", "A2", "A3"]), "A");
+        assert_eq!(side_name_of(["run-1", "run-2"]), "run");
+        assert_eq!(side_name_of(["x#1", "x#2"]), "x");
+        assert_eq!(side_name_of(["tlshttp2"]), "tlshttp2");
+        assert_eq!(side_name_of(["kernel1"]), "kernel1");
+        assert_eq!(side_name_of(["kernel1", "kernel1"]), "kernel1");
+        assert_eq!(side_name_of(["v6.1", "v6.8"]), "v6.1, v6.8");
+        assert_eq!(side_name_of(["42", "43"]), "42, 43");
+        assert_eq!(side_name_of(["", ""]), "unlabelled");
     }
 
     #[test]
