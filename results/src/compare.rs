@@ -413,9 +413,11 @@ pub fn compare(
         if missing > 0 && !(sa.is_empty() && sb.is_empty()) {
             notes.push(format!("{name}: not measured in {missing} trial(s)"));
         }
-        // Figures of a kind neither side measured (no greeting, no --http, no --tls) are left
-        // out rather than shown as n/a.
-        if sa.is_empty() && sb.is_empty() && OPTIONAL_METRICS.contains(name) {
+        // Figures of a kind no trial of either side measured (no greeting, no --http, no
+        // --tls) are left out rather than shown as n/a; measured only by flagged trials, they
+        // stay (n/a, with the flagged figures), as the TCP figures do.
+        let in_excluded = xa.iter().chain(&xb).any(|v| v[i].is_some());
+        if sa.is_empty() && sb.is_empty() && !in_excluded && OPTIONAL_METRICS.contains(name) {
             continue;
         }
         let mut m = compare_samples(name, unit, *dir, &sa, &sb, opts.min_effect);
@@ -913,6 +915,19 @@ mod tests {
                 Verdict::Better,
                 "{name}: lower latency is better"
             );
+        }
+        // Every trial flagged (left out): the HTTP/TLS rows stay, too few trials with the
+        // flagged figures, as the TCP rows do (they vanished from the text table).
+        let flag = |mut v: Vec<RunRecord>| {
+            v.iter_mut().for_each(|r| r.run.interrupted = true);
+            v
+        };
+        let c = compare(&flag(a), &flag(b), (None, None), &Options::default());
+        for name in OPTIONAL_METRICS.iter().skip(1) {
+            let m = c.metrics.iter().find(|m| m.name == *name);
+            let m = m.unwrap_or_else(|| panic!("{name} left out when every trial is flagged"));
+            assert_eq!(m.verdict, Verdict::TooFewTrials, "{name}");
+            assert_eq!(m.a_excluded.n, 5, "{name}");
         }
     }
 
