@@ -1029,3 +1029,85 @@ fn report_of_a_server_record_prints_the_accept_server() {
     assert!(row("0", "300", "120.0", "60.0%"), "{text}");
     assert!(row("3", "200", "80.0", "40.0%"), "{text}");
 }
+
+/// Files people bring: a FIFO, `/dev/zero` or a directory given where a record, certificate,
+/// key, CA, snapshot or kernel config is read is refused at once with exit 2 naming the file
+/// (a FIFO hung `report`, `compare`, `merge`, `plot` and `server --cert` for ever; `/dev/zero`
+/// as `--cert`, `--key` or `--ca` grew the process by ~0.6 GB/s until it was killed).
+#[test]
+fn files_people_bring_fifos_devices_and_directories_are_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo.pem");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    let tmp = dir.path().to_str().unwrap();
+    let good = golden();
+    // A real certificate beside each bad file (the files are read before either is parsed).
+    let cert = dir.path().join("cert.pem");
+    let o = connstorm(&[
+        "server",
+        "--listen",
+        "127.0.0.1:0",
+        "--tls",
+        "--cert-out",
+        s(&cert),
+        "--duration",
+        "10ms",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (cert, key) = (s(&cert).to_string(), s(&cert).to_string());
+    let svg = format!("{tmp}/never-written.svg");
+    let merged = format!("{tmp}/never-written.json");
+    for bad in [s(&fifo), "/dev/zero", tmp] {
+        let cases: Vec<Vec<&str>> = vec![
+            vec!["report", bad],
+            vec!["compare", bad, "--", s(&good)],
+            vec!["merge", bad, s(&good), "-o", &merged],
+            vec!["plot", bad, "-o", &svg],
+            vec![
+                "server",
+                "--listen",
+                "127.0.0.1:0",
+                "--tls",
+                "--cert",
+                bad,
+                "--key",
+                &key,
+            ],
+            vec![
+                "server",
+                "--listen",
+                "127.0.0.1:0",
+                "--tls",
+                "--cert",
+                &cert,
+                "--key",
+                bad,
+            ],
+            vec![
+                "load",
+                "--target",
+                "127.0.0.1:9",
+                "--tls",
+                "--ca",
+                bad,
+                "--rate",
+                "1/s",
+                "--duration",
+                "1s",
+            ],
+            vec!["tune", "kernel", "--config", bad],
+        ];
+        for args in cases {
+            let mut cmd = Command::new(env!("CARGO_BIN_EXE_connstorm"));
+            cmd.args(&args);
+            let (code, _, err) =
+                testkit::Piped::spawn(&mut cmd).wait(std::time::Duration::from_secs(20));
+            assert_eq!(code, Some(2), "{args:?}: {err}");
+            assert!(
+                err.contains(bad)
+                    && (err.contains("not a regular file") || err.contains("directory")),
+                "{args:?}: {err}"
+            );
+        }
+    }
+}

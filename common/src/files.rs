@@ -5,6 +5,51 @@ use std::io;
 use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 
+/// Reads a file a user named as input, bounded: it must be a regular file (checked with
+/// stat(2) before it is opened, so a FIFO never blocks the open) of at most `max` bytes, and it
+/// may not grow past `max` while being read. `/dev/zero` would otherwise fill memory until the
+/// process is killed, and a FIFO without a writer would hang the command.
+///
+/// # Errors
+/// `InvalidInput` "not a regular file (a FIFO, device or directory): give a file";
+/// `InvalidData` "N bytes, more than the M bytes such a file can be" (also when it grew while
+/// read); the errno of stat(2), open(2) or read(2).
+pub fn read_regular(path: &Path, max: u64) -> io::Result<Vec<u8>> {
+    use std::io::Read as _;
+    let too_big = |n: u64| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "{} bytes, more than the {} bytes such a file can be",
+                crate::numfmt::count(n),
+                crate::numfmt::count(max)
+            ),
+        )
+    };
+    let meta = std::fs::metadata(path)?;
+    if !meta.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "not a regular file (a FIFO, device or directory): give a file",
+        ));
+    }
+    if meta.len() > max {
+        return Err(too_big(meta.len()));
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    std::fs::File::open(path)?
+        .take(max + 1)
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > max {
+        return Err(too_big(bytes.len() as u64));
+    }
+    Ok(bytes)
+}
+
+/// Largest certificate, key or CA file read (`--cert`, `--key`, `--ca`), bytes: 1 MiB, far more
+/// than any PEM chain or bundle (a full public CA bundle is ~220 KiB).
+pub const MAX_PEM_BYTES: u64 = 1 << 20;
+
 /// Writes `bytes` to `path` through a temporary file `.NAME.tmp` in the same directory and a
 /// rename(2) (atomic within one file system), so a failed write (ENOSPC) leaves neither a
 /// truncated file nor the temporary one. The caller decides what to do with a `path` that is not
@@ -148,6 +193,36 @@ pub fn refuse_non_file(option: &str, path: &Path) -> Result<(), crate::error::Ba
 
 #[cfg(test)]
 mod tests {
+    /// Files people bring: a FIFO is refused without blocking, a device without reading it,
+    /// a file over the bound by its size; a regular file within it is read whole.
+    #[test]
+    fn read_regular_refuses_fifos_devices_and_oversized_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("f");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let e = read_regular(&fifo, 10).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidInput, "{e}");
+        assert!(e.to_string().contains("not a regular file"), "{e}");
+        let e = read_regular(Path::new("/dev/zero"), 10).unwrap_err();
+        assert!(e.to_string().contains("not a regular file"), "{e}");
+        let e = read_regular(dir.path(), 10).unwrap_err();
+        assert!(e.to_string().contains("not a regular file"), "{e}");
+        let big = dir.path().join("big");
+        std::fs::write(&big, [b'x'; 11]).unwrap();
+        let e = read_regular(&big, 10).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "11 bytes, more than the 10 bytes such a file can be"
+        );
+        assert_eq!(read_regular(&big, 11).unwrap(), vec![b'x'; 11]);
+        assert_eq!(
+            read_regular(&dir.path().join("none"), 10)
+                .unwrap_err()
+                .kind(),
+            io::ErrorKind::NotFound
+        );
+    }
+
     use super::*;
 
     #[test]

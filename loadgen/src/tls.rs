@@ -261,13 +261,15 @@ impl TlsOptions {
                 .with_no_client_auth(),
             Verify::Ca(path) => {
                 let mut roots = rustls::RootCertStore::empty();
-                let certs = CertificateDer::pem_file_iter(path).map_err(|e| {
-                    format!(
-                        "--ca {}: {e}: give a PEM file of CA certificates, or --insecure",
-                        path.display()
-                    )
-                })?;
-                for c in certs {
+                // A bounded read of a regular file: `/dev/zero` filled memory, a FIFO hung.
+                let bytes = common::files::read_regular(path, common::files::MAX_PEM_BYTES)
+                    .map_err(|e| {
+                        format!(
+                            "--ca {}: {e}: give a PEM file of CA certificates, or --insecure",
+                            path.display()
+                        )
+                    })?;
+                for c in CertificateDer::pem_slice_iter(&bytes) {
                     let c = c.map_err(|e| {
                         format!("--ca {}: not PEM certificates ({e})", path.display())
                     })?;

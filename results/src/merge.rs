@@ -78,7 +78,7 @@ fn declared_schema(path: &Path) -> u32 {
     struct Head {
         schema_version: Option<u32>,
     }
-    std::fs::read(path)
+    common::files::read_regular(path, crate::record::MAX_RECORD_BYTES)
         .ok()
         .and_then(|b| serde_json::from_slice::<Head>(&b).ok())
         .and_then(|h| h.schema_version)

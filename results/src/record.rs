@@ -217,32 +217,20 @@ impl RunRecord {
     /// (missing field or wrong type, the message names the field), [`RecordError::Histogram`]
     /// (a histogram does not decode).
     pub fn read(path: &Path) -> Result<RunRecord, RecordError> {
-        use std::io::Read as _;
-        let err = |source: std::io::Error| RecordError::Read {
-            path: path.to_path_buf(),
-            source,
-        };
-        let file = fs::File::open(path).map_err(err)?;
-        let meta = file.metadata().map_err(err)?;
-        if !meta.is_file() {
-            return Err(err(std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
-                "not a regular file (a record is a .json file written by `connstorm bench`)",
-            )));
-        }
-        if meta.len() > MAX_RECORD_BYTES {
-            return Err(err(std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                format!(
-                    "{} bytes is larger than any run record ({MAX_RECORD_BYTES} bytes at most)",
-                    meta.len()
-                ),
-            )));
-        }
-        let mut bytes = Vec::with_capacity(meta.len() as usize);
-        file.take(MAX_RECORD_BYTES + 1)
-            .read_to_end(&mut bytes)
-            .map_err(err)?;
+        // stat(2) before open(2): a FIFO is refused, not waited on for ever.
+        let bytes = common::files::read_regular(path, MAX_RECORD_BYTES).map_err(|e| {
+            let hint = match e.kind() {
+                std::io::ErrorKind::InvalidInput => {
+                    " (a record is a .json file written by `connstorm bench`)"
+                }
+                std::io::ErrorKind::InvalidData => ": larger than any run record",
+                _ => "",
+            };
+            RecordError::Read {
+                path: path.to_path_buf(),
+                source: std::io::Error::new(e.kind(), format!("{e}{hint}")),
+            }
+        })?;
         RunRecord::from_slice(&bytes, path)
     }
 

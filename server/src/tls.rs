@@ -98,8 +98,14 @@ pub fn server_config(cert: Option<&Path>, key: Option<&Path>) -> Result<TlsServe
                 path: path.to_path_buf(),
                 why,
             };
-            let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(c)
-                .map_err(|e| file_err("cert", "certificate chain", c, e.to_string()))?
+            // Bounded reads of regular files: `/dev/zero` filled memory, a FIFO hung.
+            let read = |what, what_long, path: &Path| {
+                common::files::read_regular(path, common::files::MAX_PEM_BYTES)
+                    .map_err(|e| file_err(what, what_long, path, e.to_string()))
+            };
+            let cert_bytes = read("cert", "certificate chain", c)?;
+            let key_bytes = read("key", "private key", k)?;
+            let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&cert_bytes)
                 .collect::<Result<_, _>>()
                 .map_err(|e| file_err("cert", "certificate chain", c, e.to_string()))?;
             if chain.is_empty() {
@@ -110,9 +116,9 @@ pub fn server_config(cert: Option<&Path>, key: Option<&Path>) -> Result<TlsServe
                     "no CERTIFICATE in it".into(),
                 ));
             }
-            let key = PrivateKeyDer::from_pem_file(k)
+            let key = PrivateKeyDer::from_pem_slice(&key_bytes)
                 .map_err(|e| file_err("key", "private key", k, e.to_string()))?;
-            let pem = std::fs::read_to_string(c).unwrap_or_default();
+            let pem = String::from_utf8_lossy(&cert_bytes).into_owned();
             (chain, key, pem, false)
         }
         (None, None) => {

@@ -18,6 +18,10 @@ use serde::Serialize;
 use crate::cmdline::Cmdline;
 use crate::finding::{Finding, Severity};
 
+/// Largest kernel config read (`tune kernel --config`), bytes, packed and unpacked: 16 MiB (a
+/// distribution `.config` is ~300 KiB).
+pub const MAX_KCONFIG_BYTES: u64 = 16 << 20;
+
 /// What the host is for; decides the recommendations.
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -88,7 +92,8 @@ impl KernelConfig {
         }
     }
 
-    /// Reads `path` (gzip when it ends in `.gz`).
+    /// Reads `path` (gzip when it ends in `.gz`): a regular file of at most
+    /// [`MAX_KCONFIG_BYTES`], read and unpacked.
     ///
     /// # Errors
     /// [`KconfigError::Read`].
@@ -97,10 +102,13 @@ impl KernelConfig {
             path: path.to_path_buf(),
             source,
         };
-        let raw = std::fs::read(path).map_err(err)?;
+        // Regular files only, bounded before and after gunzip: a FIFO hung the command,
+        // `/dev/zero` filled memory.
+        let raw = common::files::read_regular(path, MAX_KCONFIG_BYTES).map_err(err)?;
         let text = if path.extension().is_some_and(|e| e == "gz") {
             let mut s = String::new();
             flate2::read::GzDecoder::new(&raw[..])
+                .take(MAX_KCONFIG_BYTES)
                 .read_to_string(&mut s)
                 .map_err(err)?;
             s

@@ -50,6 +50,9 @@ pub enum Saved {
     },
 }
 
+/// Largest snapshot file `tune revert` reads, bytes (16 MiB; a snapshot holds a few KiB).
+pub const MAX_SNAPSHOT_BYTES: u64 = 16 << 20;
+
 /// Values saved before a change.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Snapshot {
@@ -224,8 +227,11 @@ impl Snapshot {
                 path: path.to_path_buf(),
             });
         }
-        let text = std::fs::read_to_string(path).map_err(io("read", path))?;
-        let s: Snapshot = serde_json::from_str(&text).map_err(|e| SnapshotError::Format {
+        // Bounded, regular files only (a FIFO hung, `/dev/zero` filled memory); a snapshot is a
+        // few KiB.
+        let bytes =
+            common::files::read_regular(path, MAX_SNAPSHOT_BYTES).map_err(io("read", path))?;
+        let s: Snapshot = serde_json::from_slice(&bytes).map_err(|e| SnapshotError::Format {
             path: path.to_path_buf(),
             message: e.to_string(),
         })?;
