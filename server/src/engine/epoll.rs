@@ -451,7 +451,9 @@ impl EpollLoop<'_> {
                 // `Mode::Http`: scan the plaintext for the end of the request head.
                 loop {
                     let m = match tls.reader().read(&mut self.scratch) {
-                        Ok(0) => return true,
+                        // The client closed (close_notify) without a request: below, what the
+                        // handshake queued is still sent before the close.
+                        Ok(0) => break,
                         Ok(m) => m,
                         Err(e) if e.kind() == ErrorKind::WouldBlock => break,
                         Err(_) => return true,
@@ -483,6 +485,14 @@ impl EpollLoop<'_> {
             if n == 0 || state.peer_has_closed() {
                 if !conn.tls_done {
                     self.ctx.counts.tls.eof();
+                }
+                // The client's Finished and close_notify can come in one read: what the
+                // handshake queued after the Finished (TLS 1.3 session tickets) is still sent,
+                // best effort, or a client without a request never resumes.
+                while tls.wants_write() {
+                    if tls.write_tls(&mut conn.stream).is_err() {
+                        break;
+                    }
                 }
                 return true;
             }

@@ -199,7 +199,9 @@ impl TlsConn {
                 // Scan the plaintext for the end of the request head.
                 loop {
                     let m = match self.tls.reader().read(plain) {
-                        Ok(0) => return Next::Close,
+                        // The client closed (close_notify) without a request: below, what the
+                        // handshake queued is still sent before the close.
+                        Ok(0) => break,
                         Ok(m) => m,
                         Err(e) if e.kind() == ErrorKind::WouldBlock => break,
                         Err(_) => return Next::Close,
