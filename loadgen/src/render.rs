@@ -336,10 +336,11 @@ pub(crate) fn hist(out: &mut fmt::Formatter<'_>, name: &str, s: &HistogramSummar
         .percentiles
         .iter()
         .map(|&(p, v)| {
+            let v = v.map_or("-".to_string(), |v| numfmt::ns(v as f64));
             if p >= 100.0 {
-                format!("max {}", numfmt::ns(v as f64))
+                format!("max {v}")
             } else {
-                format!("p{p} {}", numfmt::ns(v as f64))
+                format!("p{p} {v}")
             }
         })
         .collect();

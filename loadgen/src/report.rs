@@ -479,19 +479,21 @@ impl LoadReport {
 /// epoll_wait / io_uring_enter between events; one at 90% has (almost) none to spare.
 pub const SATURATED_WORKER: f64 = 0.9;
 
-/// A histogram as the reports print it.
+/// A histogram as the reports print it. An empty histogram has no minimum, mean, deviation
+/// or percentiles: they are `None` (JSON `null`), never 0 ns.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct HistogramSummary {
     /// Recorded values.
     pub count: u64,
-    /// Smallest value, ns (0 when empty).
-    pub min_ns: u64,
-    /// Mean, ns.
-    pub mean_ns: f64,
-    /// Standard deviation, ns.
-    pub stdev_ns: f64,
-    /// `(percentile, value_ns)` for each of [`PERCENTILES`] (100 = max).
-    pub percentiles: Vec<(f64, u64)>,
+    /// Smallest value, ns (`None` when empty).
+    pub min_ns: Option<u64>,
+    /// Mean, ns (`None` when empty).
+    pub mean_ns: Option<f64>,
+    /// Standard deviation, ns (`None` when empty).
+    pub stdev_ns: Option<f64>,
+    /// `(percentile, value_ns)` for each of [`PERCENTILES`] (100 = max); values `None` when
+    /// empty.
+    pub percentiles: Vec<(f64, Option<u64>)>,
 }
 
 impl HistogramSummary {
@@ -500,21 +502,21 @@ impl HistogramSummary {
         let empty = h.is_empty();
         HistogramSummary {
             count: h.len(),
-            min_ns: if empty { 0 } else { h.min() },
-            mean_ns: if empty { 0.0 } else { h.mean() },
-            stdev_ns: if empty { 0.0 } else { h.stdev() },
+            min_ns: (!empty).then(|| h.min()),
+            mean_ns: (!empty).then(|| h.mean()),
+            stdev_ns: (!empty).then(|| h.stdev()),
             percentiles: PERCENTILES
                 .iter()
                 .map(|&p| {
                     (
                         p,
-                        if empty {
-                            0
-                        } else if p >= 100.0 {
-                            h.max()
-                        } else {
-                            h.value_at_percentile(p)
-                        },
+                        (!empty).then(|| {
+                            if p >= 100.0 {
+                                h.max()
+                            } else {
+                                h.value_at_percentile(p)
+                            }
+                        }),
                     )
                 })
                 .collect(),
@@ -710,11 +712,20 @@ mod tests {
         let s = HistogramSummary::of(&h);
         assert_eq!(s.count, 1000);
         assert_eq!(s.percentiles.len(), PERCENTILES.len());
-        let p50 = s.percentiles[0].1;
+        let p50 = s.percentiles[0].1.unwrap();
         assert!((499_000..=501_000).contains(&p50), "{p50}");
-        assert!(s.percentiles[5].1 >= 1_000_000);
+        assert!(s.percentiles[5].1.unwrap() >= 1_000_000);
         let empty = HistogramSummary::of(&Histogram::<u64>::new(3).unwrap());
         assert_eq!(empty.count, 0);
-        assert!(empty.percentiles.iter().all(|&(_, v)| v == 0));
+        // Nothing measured: no figure, never 0 ns.
+        assert!(empty.percentiles.iter().all(|&(_, v)| v.is_none()));
+        assert_eq!(
+            (empty.min_ns, empty.mean_ns, empty.stdev_ns),
+            (None, None, None)
+        );
+        assert_eq!(
+            serde_json::to_value(&empty).unwrap()["percentiles"][0],
+            serde_json::json!([50.0, null])
+        );
     }
 }
