@@ -15,7 +15,17 @@ use super::{Input, MergeError, SKEW_BOUND_MS};
 /// of one run: the addresses it reaches the server by (`targets`: each host may use its own
 /// route or address of the server), its CPUs, its source addresses, its in-flight bound, and
 /// the segment itself.
-const PER_HOST: &[&str] = &["targets", "cpus", "sources", "max_in_flight", "segment"];
+/// With `--tls`, also the name it checks and sends (`tls.server_name`: by default the target's
+/// host, which each host may reach by its own address) and where its CA file lies (only
+/// whether the certificate is checked is compared: `tls.verify` is cut to its kind).
+const PER_HOST: &[&str] = &[
+    "targets",
+    "cpus",
+    "sources",
+    "max_in_flight",
+    "segment",
+    "tls.server_name",
+];
 
 /// The settings a segment's share changes (compared only in the whole run's configuration).
 const SHARES: &[&str] = &["pattern.rate_per_sec", "pattern.concurrency"];
@@ -111,6 +121,18 @@ fn settings(config: &Value, shares: bool) -> BTreeMap<String, Value> {
             ("pattern", Some(p)) => {
                 for (pk, pv) in p {
                     out.insert(format!("pattern.{pk}"), pv.clone());
+                }
+            }
+            ("tls", Some(t)) => {
+                for (tk, tv) in t {
+                    // `{"ca": "/path"}` → `"ca"`: the path is each host's own.
+                    let tv = match (tk.as_str(), tv.as_object()) {
+                        ("verify", Some(o)) if o.len() == 1 => {
+                            Value::String(o.keys().next().cloned().unwrap_or_default())
+                        }
+                        _ => tv.clone(),
+                    };
+                    out.insert(format!("tls.{tk}"), tv);
                 }
             }
             _ => {

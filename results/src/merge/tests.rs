@@ -357,6 +357,38 @@ fn segments_of_different_runs_are_refused_naming_both_files_and_the_setting() {
     set_whole(&mut inputs, 1, "max_in_flight", serde_json::json!(7));
     assert!(merge(&inputs).is_ok());
 
+    // With --tls: the name each host checks (its target's host by default) and where its CA
+    // file lies are its own; whether the certificate is checked, the version, ALPN and the
+    // resumption are the run's (TLS segments against 127.0.0.1 and 127.0.0.2 were refused).
+    let tls = |name: &str, verify: serde_json::Value, resume: &str| {
+        serde_json::json!({"version": "1.3", "server_name": name, "alpn": [], "resume": resume,
+            "verify": verify, "ciphers": []})
+    };
+    let mut inputs = four();
+    for (i, inp) in ["10.0.0.1", "10.0.1.1", "10.0.2.1", "10.0.3.1"]
+        .iter()
+        .enumerate()
+    {
+        let ca = serde_json::json!({"ca": format!("/home/gen{i}/ca.pem")});
+        set_whole(&mut inputs, i, "tls", tls(inp, ca, "tickets"));
+    }
+    assert!(merge(&inputs).is_ok(), "{:?}", merge(&inputs).err());
+    for (other, what) in [
+        (
+            tls("10.0.2.1", serde_json::json!("insecure"), "tickets"),
+            "setting `tls.verify` is ca in the first and insecure in the second",
+        ),
+        (
+            tls("10.0.2.1", serde_json::json!({"ca": "/x"}), "off"),
+            "setting `tls.resume` is tickets in the first and off in the second",
+        ),
+    ] {
+        let mut bad = inputs.clone();
+        set_whole(&mut bad, 2, "tls", other);
+        let msg = merge(&bad).unwrap_err().to_string();
+        assert!(msg.contains(what), "{what}: {msg}");
+    }
+
     // Another planned start instant.
     let mut inputs = four();
     inputs[3]
