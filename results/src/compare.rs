@@ -24,8 +24,9 @@
 //! Which figure of a record each metric reads (see [`metric_values`]):
 //! - rate and CPU metrics come from the *rate phase*: `peak`, else the first closed-loop
 //!   phase, else the first phase;
-//! - latency metrics come from the *latency phase*: `latency`, else the last open-loop phase,
-//!   else the first phase.
+//! - latency metrics come from the *latency phase*: `latency`, else the last open-loop phase;
+//!   a record without one has no latency metrics, unless no record compared has one (two sets
+//!   of closed-loop `load` records): then they come from the rate phase, and a note says so.
 
 mod flags;
 mod refuse;
@@ -393,13 +394,18 @@ pub fn compare(
             .collect()
     };
     let (ua, ub) = (used(a, &side_a), used(b, &side_b));
-    let va: Vec<_> = ua.iter().map(metric_values).collect();
-    let vb: Vec<_> = ub.iter().map(metric_values).collect();
+    // No record of either side has an open-loop phase (two sets of `load --concurrency`
+    // records): their latency is read from the closed-loop phase, like for like between them
+    // (it said "no samples" beside tens of thousands).
+    let closed_only = a.iter().chain(b).all(|r| latency_phase(r).is_none());
+    let values = |r: &RunRecord| metric_values_in(r, closed_only);
+    let va: Vec<_> = ua.iter().map(values).collect();
+    let vb: Vec<_> = ub.iter().map(values).collect();
     let left_out = |recs: &[RunRecord], side: &SideInfo| -> Vec<[Option<f64>; METRICS.len()]> {
         recs.iter()
             .zip(&side.trials)
             .filter(|(_, t)| t.excluded)
-            .map(|(r, _)| metric_values(r))
+            .map(|(r, _)| values(r))
             .collect()
     };
     let (xa, xb) = (left_out(a, &side_a), left_out(b, &side_b));
@@ -428,7 +434,7 @@ pub fn compare(
         m.a_excluded = excluded(&xa);
         m.b_excluded = excluded(&xb);
         // Samples that exist but were all left out (flagged): too few, not "no samples".
-        let measured = |recs: &[RunRecord]| recs.iter().any(|r| metric_values(r)[i].is_some());
+        let measured = |recs: &[RunRecord]| recs.iter().any(|r| values(r)[i].is_some());
         if m.verdict == Verdict::NotApplicable
             && (sa.is_empty() || sb.is_empty())
             && measured(a)
@@ -438,7 +444,7 @@ pub fn compare(
         }
         metrics.push(m);
     }
-    notes.push(phase_note(a.iter().chain(b)));
+    notes.push(phase_note(a.iter().chain(b), closed_only));
     let offered = |recs: &[RunRecord]| {
         let v: Vec<f64> = recs
             .iter()
@@ -582,8 +588,18 @@ fn summary(phase: &PhaseRecord, which: Latency) -> Option<LatencySummary> {
 /// A per-connection figure with no connection is `None`, never 0 (see
 /// [`crate::record::SideCpu::us_per_conn`]).
 pub fn metric_values(rec: &RunRecord) -> [Option<f64>; METRICS.len()] {
+    metric_values_in(rec, false)
+}
+
+/// [`metric_values`]; with `closed_only` the latency figures come from [`rate_phase`] (when no
+/// record compared has an open-loop phase).
+fn metric_values_in(rec: &RunRecord, closed_only: bool) -> [Option<f64>; METRICS.len()] {
     let rate = rate_phase(rec);
-    let lat = latency_phase(rec);
+    let lat = if closed_only {
+        rate
+    } else {
+        latency_phase(rec)
+    };
     let hs = lat.and_then(|p| summary(p, Latency::Handshake));
     let fb = lat.and_then(|p| summary(p, Latency::FirstByte));
     let tls = lat.and_then(|p| summary(p, Latency::TlsHandshake));
@@ -609,7 +625,7 @@ pub fn metric_values(rec: &RunRecord) -> [Option<f64>; METRICS.len()] {
 }
 
 /// Says which record phase each metric group was read from, naming the phases found.
-fn phase_note<'a>(recs: impl Iterator<Item = &'a RunRecord> + Clone) -> String {
+fn phase_note<'a>(recs: impl Iterator<Item = &'a RunRecord> + Clone, closed_only: bool) -> String {
     let names = |pick: fn(&RunRecord) -> Option<&PhaseRecord>| {
         let mut v: Vec<&str> = recs
             .clone()
@@ -623,6 +639,12 @@ fn phase_note<'a>(recs: impl Iterator<Item = &'a RunRecord> + Clone) -> String {
             v.join(", ")
         }
     };
+    if closed_only {
+        return format!(
+            "phases: every metric is read from record phase {} (closed loop): no record has an open-loop phase, so the latency figures are each trial's at the rate its concurrency reached, like for like only at the same --concurrency",
+            names(rate_phase)
+        );
+    }
     format!(
         "phases: \"{PEAK} phase\" metrics (rates, CPU, sys %) are read from record phase {} (closed loop, as fast as it goes); \"{LATENCY} phase\" metrics (handshake, first-byte and TLS handshake latency) from phase {} (open loop at a fixed offered rate)",
         names(rate_phase),
@@ -670,6 +692,51 @@ mod tests {
             .iter()
             .find(|m| m.name == "connections/s")
             .unwrap()
+    }
+
+    /// Two sets of closed-loop `load` records (no open-loop phase anywhere): their latency is
+    /// compared from the closed-loop phase, and the note says so (it said "no samples" beside
+    /// tens of thousands). Beside a record with an open-loop phase it stays n/a.
+    #[test]
+    fn closed_loop_records_compare_their_latency_from_the_closed_loop_phase() {
+        let closed = |label: &str| {
+            let mut v = records(label, &[100.0; 5]);
+            for r in &mut v {
+                r.phases
+                    .retain(|p| matches!(p.pattern, Pattern::Closed { .. }));
+                r.phases[0].name = "load".into();
+            }
+            v
+        };
+        let (a, b) = (closed("a"), closed("b"));
+        assert!(latency_phase(&a[0]).is_none());
+        let c = compare(&a, &b, (None, None), &Options::default());
+        let p50 = c
+            .metrics
+            .iter()
+            .find(|m| m.name == "handshake p50")
+            .unwrap();
+        assert_eq!(p50.a.n, 5, "{p50:?}");
+        assert_ne!(p50.verdict, Verdict::NotApplicable);
+        assert!(
+            c.notes
+                .iter()
+                .any(|n| n.contains("no record has an open-loop phase")),
+            "{:?}",
+            c.notes
+        );
+        let mixed = compare(
+            &records("a", &[100.0; 5]),
+            &b,
+            (None, None),
+            &Options::default(),
+        );
+        let p50 = mixed
+            .metrics
+            .iter()
+            .find(|m| m.name == "handshake p50")
+            .unwrap();
+        assert_eq!(p50.b.n, 0, "{p50:?}");
     }
 
     /// Trial numbers are cut only where they number trials: a side of one record labelled
@@ -1034,7 +1101,7 @@ mod tests {
             .iter()
             .zip(METRICS)
             .any(|(x, (_, _, _, group))| group == LATENCY && x.is_some()));
-        let note = phase_note([&rec].into_iter());
+        let note = phase_note([&rec].into_iter(), false);
         assert!(note.contains("from phase - (open loop"), "{note}");
     }
 }
