@@ -376,6 +376,11 @@ fn bad_tls_files_and_options_exit_2_with_one_line() {
         (vec!["--tls", "--ca", &p(&missing)], "--ca"),
         (vec!["--tls", "--ca", &p(&junk)], "--ca"),
         (vec!["--tls", "--tls-resume", "ids"], "--tls-version 1.2"),
+        (vec!["--tls", "--alpn", ""], "1 to 255 bytes (RFC 7301 3.1)"),
+        (
+            vec!["--tls", "--alpn", "http/1.1,"],
+            "1 to 255 bytes (RFC 7301 3.1)",
+        ),
         (vec!["--tls-resume", "tickets"], "--tls"),
         (
             vec!["--tls", "--tls-ciphers", "TLS_RSA_WITH_RC4_128_MD5"],

@@ -238,6 +238,24 @@ pub fn explain(name: &str) -> Option<&'static str> {
              does not speak TLS on this port (it closes on bytes it does not understand), or one that drops \
              handshakes it cannot serve (overloaded, or no common version or cipher and no alert sent)"
         }
+        "TLS alert NoApplicationProtocol received" => {
+            "the server shares none of the ALPN protocols offered (--alpn): offer one it serves \
+             (e.g. --alpn http/1.1), or leave --alpn out to send no ALPN extension"
+        }
+        "TLS alert DecodeError received" => {
+            "the server could not parse this client's handshake message: check --alpn, --sni and \
+             --tls-ciphers against what the server accepts"
+        }
+        "TLS alert HandshakeFailure received" | "TLS alert ProtocolVersion received" => {
+            "the server shares no TLS version or cipher suite with this client: check --tls-version \
+             and --tls-ciphers against what the server accepts"
+        }
+        "HTTP ETIMEDOUT" => {
+            "the server took the connection (the kernel counted it in Tcp.PassiveOpens) but sent no \
+             complete response in time: a stopped or overloaded server, or one still waiting for more \
+             request (a body shorter than its Content-Length); check the server, or raise \
+             --connect-timeout (it also bounds the exchange after the handshake)"
+        }
         "EMFILE" => "per-process descriptor limit hit: raise RLIMIT_NOFILE (ulimit -n) or lower --max-in-flight",
         "ENFILE" => "system-wide descriptor limit hit: raise fs.file-max or lower --max-in-flight",
         "ENOBUFS" | "ENOMEM" => "the kernel ran out of socket memory: check net.ipv4.tcp_mem and free memory",
@@ -272,6 +290,14 @@ mod tests {
         assert!(explain("EADDRNOTAVAIL")
             .unwrap()
             .contains("port exhaustion"));
+        // Failure classes of the TLS/HTTP exchange that had no line (found by a breaking try).
+        for (class, fix) in [
+            ("TLS alert NoApplicationProtocol received", "--alpn"),
+            ("TLS alert DecodeError received", "--alpn"),
+            ("HTTP ETIMEDOUT", "--connect-timeout"),
+        ] {
+            assert!(explain(class).is_some_and(|e| e.contains(fix)), "{class}");
+        }
     }
 
     /// Only non-zero counts become classes, with their names: 46 = certificate_unknown.

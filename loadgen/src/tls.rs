@@ -231,6 +231,13 @@ impl TlsOptions {
                     .into(),
             );
         }
+        // RFC 7301 §3.1: a protocol name is 1–255 bytes, empty ones MUST NOT be sent (an empty
+        // `--alpn ''` failed every handshake with "TLS alert DecodeError received").
+        if let Some(bad) = self.alpn.iter().find(|p| p.is_empty() || p.len() > 255) {
+            return Err(format!(
+                "--alpn {bad:?}: an ALPN protocol name is 1 to 255 bytes (RFC 7301 3.1), e.g. --alpn http/1.1; leave --alpn out to send no ALPN extension"
+            ));
+        }
         if !provider
             .cipher_suites
             .iter()
