@@ -1694,3 +1694,54 @@ fn a_connect_timeout_shorter_than_a_handshake_is_named_not_blamed_on_lost_syns()
     );
     assert!(!warnings.contains("fell behind its schedule"), "{warnings}");
 }
+
+/// The host drops or delays (descriptor limit): with RLIMIT_NOFILE at 300 an open loop's
+/// default in-flight bound (rate x connect timeout = 1,000) is cut to 44; a listener that never
+/// accepts holds every slot, so starts are dropped. The warning names the limit at the start
+/// and beside the drops, and does not advise a --max-in-flight the limit would refuse (it
+/// blamed the target and advised raising --max-in-flight).
+#[test]
+fn a_descriptor_limit_that_caps_the_in_flight_bound_is_named() {
+    use std::os::unix::process::CommandExt as _;
+    testkit::NetNs::run(|_| {
+        let (_l, addr) = deaf_listener(1);
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_connstorm"));
+        cmd.args([
+            "load",
+            "--target",
+            &addr,
+            "--rate",
+            "2000/s",
+            "--duration",
+            "1s",
+            "--warmup",
+            "0s",
+            "--connect-timeout",
+            "500ms",
+            "--cpus",
+            "0",
+        ]);
+        // SAFETY: setrlimit(2) is async-signal-safe; nothing else runs between fork and exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                nix::sys::resource::setrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE, 300, 300)
+                    .map_err(std::io::Error::from)
+            });
+        }
+        let o = cmd.stdin(Stdio::null()).output().unwrap();
+        let err = stderr(&o);
+        let want = "RLIMIT_NOFILE allows at most 44 attempts in flight (the limit less 256 descriptors kept for the process), below this rate's default of 1,000";
+        assert!(
+            err.lines()
+                .any(|l| l.starts_with("connstorm load: warning: ") && l.contains(want)),
+            "{err}"
+        );
+        let all = format!("{}\n{err}", String::from_utf8_lossy(&o.stdout));
+        assert!(
+            all.lines()
+                .any(|l| l.contains("WARNING") && l.contains(want)),
+            "the drops name the limit: {all}"
+        );
+        assert!(!all.contains("raise --max-in-flight"), "{all}");
+    });
+}

@@ -28,6 +28,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         cfg: config::config(&args, nofile)?,
         segment: args.segment,
         max_in_flight_given: args.max_in_flight.is_some(),
+        fd_capped_in_flight: config::fd_capped_in_flight(&args, nofile),
         start_at: args.start_at,
         out: args.out,
         json: args.format == crate::cli::Format::Json,

@@ -31,6 +31,9 @@ pub struct LoadCommand {
     pub segment: Option<Segment>,
     /// `--max-in-flight` was given (a segment keeps it whole rather than taking a share).
     pub max_in_flight_given: bool,
+    /// `(default, bound)` when RLIMIT_NOFILE lowered the open loop's default in-flight bound
+    /// (then a warning names the limit, at the start and beside any drops).
+    pub fd_capped_in_flight: Option<(u64, u64)>,
     /// `--start-at`: the common start of a multi-host run.
     pub start_at: Option<StartAt>,
     /// `--out DIR`: also write a run record there.
@@ -41,6 +44,17 @@ pub struct LoadCommand {
     pub metrics: MetricsOptions,
     /// The binary's version and build, for the record.
     pub build: (Build, BuildInfo),
+}
+
+/// The warning for an open loop whose in-flight bound RLIMIT_NOFILE lowered: `(default, bound)`.
+pub fn fd_cap_warning((default, bound): (u64, u64)) -> String {
+    format!(
+        "RLIMIT_NOFILE allows at most {} attempts in flight (the limit less 256 descriptors kept for \
+         the process), below this rate's default of {}: a start due while all are busy is dropped; \
+         raise the limit (`ulimit -n`; the hard limit with `ulimit -Hn`) or lower --rate",
+        common::numfmt::count(bound),
+        common::numfmt::count(default)
+    )
 }
 
 /// Runs `connstorm load`; `command_start`: when the command began (for the record's start
@@ -94,6 +108,9 @@ pub fn run(c: LoadCommand, command_start: SystemTime) -> anyhow::Result<i32> {
         ),
     }
     eprintln!("connstorm load: {}", loadgen::render::plan_line(&cfg));
+    if let Some(cap) = c.fd_capped_in_flight {
+        eprintln!("connstorm load: warning: {}", fd_cap_warning(cap));
+    }
     let stop = crate::signals::stop_flag().context("installing the SIGINT/SIGTERM handler")?;
     let bar = crate::progress::begin("load", cfg.warmup + cfg.duration);
     let offered = cfg.pattern.offered_per_sec();
@@ -145,9 +162,18 @@ pub fn run(c: LoadCommand, command_start: SystemTime) -> anyhow::Result<i32> {
     }
     // With a connect timeout below the late threshold the drops are the timeout's: that warning
     // replaces the generic one (which would advise a lower rate or more CPUs).
-    let mut warnings: Vec<String> = sa::short_timeout_warning(&cfg, &report)
-        .or_else(|| report.schedule_warning())
+    // When the descriptor limit set the in-flight bound, the drops are named by it first, and
+    // the schedule warning does not advise a --max-in-flight the limit would refuse.
+    let fd_cap = c
+        .fd_capped_in_flight
+        .filter(|_| report.dropped_in_flight_full > 0)
+        .map(fd_cap_warning);
+    let mut warnings: Vec<String> = fd_cap
         .into_iter()
+        .chain(
+            sa::short_timeout_warning(&cfg, &report)
+                .or_else(|| report.schedule_warning_with(c.fd_capped_in_flight.is_none())),
+        )
         .collect();
     if let Some(t) = never_started {
         warnings.push(loadgen::start::never_started_warning(t, SystemTime::now()));

@@ -46,6 +46,35 @@ fn targets(items: &[Targets], family: Option<Family>) -> anyhow::Result<Vec<Sock
 /// Bad input (exit 2): too many in flight for the fd limit, an unusable CPU, a source address
 /// this host does not have, or what [`LoadConfig::validate`] refuses.
 pub(super) fn config(args: &Args, nofile: u64) -> anyhow::Result<LoadConfig> {
+    config_inner(args, nofile)
+}
+
+/// An open loop's default in-flight bound before the descriptor limit
+/// ([`loadgen::default_max_in_flight`]).
+fn open_default_in_flight(args: &Args, rate_per_sec: f64) -> u64 {
+    let workers = args
+        .cpus
+        .as_ref()
+        .map_or_else(|| common::cpulist::usable().len().max(1), |c| c.0.len());
+    loadgen::default_max_in_flight(rate_per_sec, args.connect_timeout, workers) as u64
+}
+
+/// When RLIMIT_NOFILE (`nofile`, less 256 kept for the process) lowered an open loop's default
+/// in-flight bound: `(default, bound)`, for a warning that names the limit (a drop warning
+/// blamed the target and advised a `--max-in-flight` the limit refuses). `None` with
+/// `--max-in-flight` (refused up front when it does not fit), a closed loop, or room enough.
+pub(super) fn fd_capped_in_flight(args: &Args, nofile: u64) -> Option<(u64, u64)> {
+    let fd_room = nofile.saturating_sub(256).max(1);
+    match (args.max_in_flight, args.rate, args.concurrency) {
+        (None, rate, None) => {
+            let d = open_default_in_flight(args, rate.unwrap_or(1000.0));
+            (d > fd_room).then_some((d, fd_room))
+        }
+        _ => None,
+    }
+}
+
+fn config_inner(args: &Args, nofile: u64) -> anyhow::Result<LoadConfig> {
     let targets = targets(&args.target, args.family)?;
     let pattern = match (args.rate, args.concurrency) {
         (_, Some(c)) => Pattern::Closed { concurrency: c },
@@ -65,12 +94,7 @@ pub(super) fn config(args: &Args, nofile: u64) -> anyhow::Result<LoadConfig> {
         Some(m) => m,
         None => match pattern {
             Pattern::Open { rate_per_sec, .. } => {
-                let workers = args
-                    .cpus
-                    .as_ref()
-                    .map_or_else(|| common::cpulist::usable().len().max(1), |c| c.0.len());
-                let d = loadgen::default_max_in_flight(rate_per_sec, args.connect_timeout, workers);
-                (d as u64).min(fd_room)
+                open_default_in_flight(args, rate_per_sec).min(fd_room)
             }
             Pattern::Closed { .. } => fd_room,
         },
