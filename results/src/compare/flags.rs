@@ -238,6 +238,48 @@ mod tests {
         assert_eq!(trial_flags(&record("A", 1.0, &c)), ["retransmits"]);
     }
 
+    /// Host-wide softnet drops (every namespace's traffic) beside a run that agreed with the
+    /// kernel, failed nothing and retransmitted nothing are other traffic's: no `drops` flag, no
+    /// warning. With a retransmit (or a failure) they may be the run's: flagged and warned.
+    #[test]
+    fn softnet_drops_the_run_shows_no_sign_of_do_not_flag_it() {
+        let quiet = [
+            ("softnet.dropped", 626),
+            ("TcpExt.TCPSynRetrans", 0),
+            ("Tcp.RetransSegs", 0),
+        ];
+        let r = record("A", 1_000.0, &quiet);
+        assert!(r
+            .phases
+            .iter()
+            .all(|p| p.cross_check.as_ref().unwrap().agree));
+        assert!(trial_flags(&r).is_empty(), "{:?}", trial_flags(&r));
+        assert!(
+            !crate::warnings::all(&r)
+                .iter()
+                .any(|w| w.contains("softnet")),
+            "{:?}",
+            crate::warnings::all(&r)
+        );
+        let lossy = [
+            ("softnet.dropped", 626),
+            ("TcpExt.TCPSynRetrans", 3),
+            ("Tcp.RetransSegs", 3),
+        ];
+        let r = record("A", 1_000.0, &lossy);
+        assert!(
+            trial_flags(&r).contains(&"drops".to_string()),
+            "{:?}",
+            trial_flags(&r)
+        );
+        assert!(crate::warnings::all(&r)
+            .iter()
+            .any(|w| w.contains("softnet dropped 1,252")));
+        // Retransmit counters unknown (an older record): not shown to be elsewhere.
+        let r = record("A", 1_000.0, &[("softnet.dropped", 626)]);
+        assert!(trial_flags(&r).contains(&"drops".to_string()));
+    }
+
     #[test]
     fn a_latency_phase_name_is_not_a_late_generator() {
         let mut r = record("A", 1.0, &[]);

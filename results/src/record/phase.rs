@@ -767,7 +767,9 @@ impl PhaseRecord {
 
     /// Non-zero drop counters among [`PhaseRecord::counters`] and, in a merged record, the
     /// server namespaces' [`ServerSide::counters`] (summed by name; names containing `Drop`,
-    /// `Overflow`, `dropped`, `Retrans`, `Cookies`/`Syncookies`), in name order. `Tcp.RetransSegs`
+    /// `Overflow`, `dropped`, `Retrans`, `Cookies`/`Syncookies`), in name order. Host-wide
+    /// softnet drops the run shows no sign of are left out
+    /// ([`crate::diagnosis::softnet_drops_not_shown_ours`]). `Tcp.RetransSegs`
     /// is left out: it also counts data retransmits, and its handshake part is `TCPSynRetrans`.
     pub fn drops(&self) -> Vec<(&str, i64)> {
         // A merged record keeps the server namespaces' counters apart: their drops (a full
@@ -777,8 +779,14 @@ impl PhaseRecord {
         for (k, v) in self.counters.iter().chain(server) {
             *all.entry(k.as_str()).or_insert(0) += v;
         }
+        let elsewhere = crate::diagnosis::softnet_drops_not_shown_ours(
+            &self.counters,
+            &self.failures,
+            self.cross_check.as_ref().is_some_and(|c| c.agree),
+        );
         all.into_iter()
             .filter(|(k, v)| *v != 0 && super::is_drop_counter(k) && *k != "Tcp.RetransSegs")
+            .filter(|(k, _)| !(elsewhere && *k == "softnet.dropped"))
             .collect()
     }
 }
