@@ -388,6 +388,25 @@ mod tests {
             .unwrap();
         let got: f64 = row[col].parse().unwrap();
         assert!((got - accepted as f64 / secs).abs() < 1e-6, "{csv}");
+        // `server --tls`: the report says how many TLS handshakes it completed.
+        let text = |rec: &RunRecord| {
+            render(
+                &[build(rec, "s.json", &DEFAULT_BUCKET_EDGES_NS).unwrap()],
+                Format::Text,
+                Counters::Key,
+            )
+        };
+        assert!(!text(&rec).contains("handshakes completed"));
+        let side = rec.phases[0].server.as_mut().unwrap();
+        side.tls_accepted = Some(accepted - 1);
+        side.tls_resumed = Some(accepted - 3);
+        let want = format!(
+            "tls: {} handshakes completed ({} resumed, 2 full) of {} accepted connections",
+            crate::numfmt::count(accepted - 1),
+            crate::numfmt::count(accepted - 3),
+            crate::numfmt::count(accepted)
+        );
+        assert!(text(&rec).contains(&want), "{}", text(&rec));
     }
 
     #[test]

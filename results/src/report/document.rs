@@ -384,6 +384,17 @@ fn server_phase_blocks(
         ]);
     }
     out.push(Block::Table(t));
+    if let Some(tls) = s.tls_accepted {
+        // `server --tls`: the record keeps the TLS accepts (a report said nothing of TLS).
+        let resumed = s.tls_resumed.unwrap_or(0);
+        out.push(Block::Line(format!(
+            "tls: {} handshakes completed ({} resumed, {} full) of {} accepted connections",
+            count(tls),
+            count(resumed),
+            count(tls.saturating_sub(resumed)),
+            count(accepted)
+        )));
+    }
     if let Some(c) = &p.cpu.server {
         let mut cpu = Table::new(["CPU µs per conn", "user", "sys", "total", "sys%"]);
         cpu_row(&mut cpu, "server", c);
