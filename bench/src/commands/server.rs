@@ -121,12 +121,13 @@ pub fn run(mut c: ServerCommand) -> anyhow::Result<i32> {
         eprintln!("connstorm server: io_uring unavailable, using epoll: {why}");
     }
     eprintln!(
-        "connstorm server: listening on {} (engine {}, {} workers on CPUs {:?}, mode {}, steering {}, RLIMIT_NOFILE {})",
+        "connstorm server: listening on {} (engine {}, {} workers on CPUs {:?}, mode {}{}, steering {}, RLIMIT_NOFILE {})",
         srv.local_addr(),
         srv.engine(),
         srv.cpus().len(),
         srv.cpus(),
         mode,
+        if c.tls.is_some() { " over TLS" } else { "" },
         srv.steering(),
         results::numfmt::count(nofile)
     );
