@@ -538,7 +538,7 @@ pub(crate) fn tls_line(
         .collect();
     let srv = match server.and_then(|s| s.tls_accepted.zip(s.tls_resumed)) {
         Some((a, r)) => format!(
-            "; server TLS accepts {} ({} resumed; whole phase, warm-up included)",
+            "; server TLS accepts {} ({} resumed; whole phase, warm-up included, each counted when its TLS handshake completed: one in flight at a phase boundary is in the next phase's)",
             count(a),
             count(r)
         ),
