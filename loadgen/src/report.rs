@@ -421,7 +421,7 @@ impl LoadReport {
             // also runs the kernel's handshake work for both ends (loopback softirq).
             let head = format!(
                 "{} of {} scheduled starts dropped: each was due while every in-flight slot was held \
-                 by a connection not yet completed ({late_pct:.1}% of starts late)",
+                 by a connection not yet completed ({late_pct:.1}% of the starts made were late)",
                 count(self.dropped),
                 count(self.offered)
             );
@@ -465,7 +465,7 @@ impl LoadReport {
             ));
         }
         Some(format!(
-            "the generator fell behind its schedule: {late_pct:.1}% of starts late, {} of {} scheduled starts dropped{full} \
+            "the generator fell behind its schedule: {late_pct:.1}% of the starts made late, {} of {} scheduled starts dropped{full} \
              — achieved rate and latency reflect the generator, not only the server; lower --rate, add --cpus, \
              or check for other load on the CPUs",
             count(self.dropped),
