@@ -81,14 +81,23 @@ impl Sides<'_> {
     /// `net.ipv4.tcp_timestamps=1` or `setup: ethtool -K eth0 gro off`; `A`/`B` when nothing
     /// names it.
     pub fn name(&self, side: Side) -> String {
-        let mut parts: Vec<String> = self.toggles.iter().map(|t| t.describe(side)).collect();
-        if let Some(c) = self.setup(side) {
-            parts.push(format!("setup: {c}"));
-        }
-        if parts.is_empty() {
-            (if side == Side::A { "A" } else { "B" }).to_string()
-        } else {
+        let letter = if side == Side::A { "A" } else { "B" };
+        let raw = |side: Side| {
+            let mut parts: Vec<String> = self.toggles.iter().map(|t| t.describe(side)).collect();
+            if let Some(c) = self.setup(side) {
+                parts.push(format!("setup: {c}"));
+            }
             parts.join(", ")
+        };
+        let (mine, other) = (raw(side), raw(side.other()));
+        if mine.is_empty() {
+            letter.to_string()
+        } else if mine == other {
+            // An A/A run (the same setup on both sides, to see the noise): the sides must still
+            // be told apart (both were named `setup: true`).
+            format!("{letter} ({mine})")
+        } else {
+            mine
         }
     }
 
@@ -225,6 +234,14 @@ mod tests {
         };
         assert_eq!(bare.name(Side::B), "B");
         assert_eq!(bare.trial_label("", Side::B, 1), "B#1");
+        // An A/A run: the same setup on both sides is still two names.
+        let same = Sides {
+            toggles: &[],
+            a_setup: Some("true"),
+            b_setup: Some("true"),
+        };
+        assert_eq!(same.name(Side::A), "A (setup: true)");
+        assert_eq!(same.name(Side::B), "B (setup: true)");
         let none = Sides {
             toggles: &[],
             a_setup: None,

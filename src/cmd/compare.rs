@@ -30,7 +30,7 @@ fn parse_min_effect(s: &str) -> Result<f64, String> {
     match t.parse::<f64>() {
         Ok(v) if v.is_finite() && (0.0..100.0).contains(&v) => Ok(v / 100.0),
         _ => Err(format!(
-            "--min-effect {s:?}: give a percentage from 0 to 100, e.g. `2` or `2%`"
+            "--min-effect {s:?}: give a percentage from 0 up to (not including) 100, e.g. `2` or `2%`"
         )),
     }
 }

@@ -77,6 +77,16 @@ pub enum Side {
     B,
 }
 
+impl Side {
+    /// The other side.
+    pub fn other(self) -> Side {
+        match self {
+            Side::A => Side::B,
+            Side::B => Side::A,
+        }
+    }
+}
+
 /// One toggle.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Toggle {
