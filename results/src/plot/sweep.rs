@@ -17,8 +17,11 @@ pub(crate) fn draw<DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
+    // A sweep's phases are its steps (`step-1`, …); the one open-loop phase of a bench or load
+    // record is one rate, not a sweep (it drew a one-point "capacity sweep" with exit 0).
     let sweeps: Vec<_> = records
         .iter()
+        .filter(|r| r.record.phases.iter().any(|p| p.name.starts_with("step-")))
         .map(|r| {
             let c: Option<Criteria> = criteria_of(r.record);
             let q = c.as_ref().map_or(0.99, |c| c.slo.quantile);
@@ -36,7 +39,7 @@ where
         .collect();
     if sweeps.is_empty() {
         return Err(Problem::Empty(
-            "no record has open-loop phases (write one with `connstorm sweep`)".into(),
+            "no record is a sweep (its phases are the steps step-1, step-2, …; a bench or load record's open-loop phase is one rate): write one with `connstorm sweep`".into(),
         ));
     }
     let steps = || sweeps.iter().flat_map(|(_, s, _, _)| s.iter());

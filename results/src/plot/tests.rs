@@ -350,3 +350,18 @@ fn spectrum_last_percentile_label_is_not_cut_off() {
     unique.dedup();
     assert_eq!(unique, y_labels, "no repeated y labels");
 }
+
+/// A bench record's one open-loop phase is one rate, not a sweep: `--kind sweep` refuses it
+/// (it drew a one-point "capacity sweep" and exited 0).
+#[test]
+fn a_sweep_plot_of_a_record_that_is_no_sweep_is_refused() {
+    let bench = RunRecord::example();
+    assert!(bench
+        .phases
+        .iter()
+        .any(|p| matches!(p.pattern, crate::record::Pattern::Open { .. })));
+    match svg_err(Kind::Sweep, &bench) {
+        PlotError::Empty(why) => assert!(why.contains("no record is a sweep"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+}
