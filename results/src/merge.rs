@@ -133,6 +133,15 @@ pub enum MergeError {
         /// Which of them has no segment, and what that makes it.
         why: &'static str,
     },
+    /// One record given twice (the same path, or two files holding the same record): its
+    /// connections would be counted twice.
+    #[error("{} and {} are the same record: its connections would be counted twice; give each record once", .path_a.display(), .path_b.display())]
+    SameRecord {
+        /// First file.
+        path_a: PathBuf,
+        /// The other file.
+        path_b: PathBuf,
+    },
     /// Two generators ran the same segment.
     #[error("segments overlap: {} and {} are both segment {index}/{count}; give each generator its own --segment", .path_a.display(), .path_b.display())]
     Overlap {
@@ -276,6 +285,18 @@ pub fn merge(inputs: &[Input]) -> Result<Merged, MergeError> {
         .iter()
         .filter(|i| i.record.role == Role::Server)
         .collect();
+    // One record given twice was reported as two generators of the same segment.
+    for (i, a) in inputs.iter().enumerate() {
+        if let Some(b) = inputs[..i]
+            .iter()
+            .find(|b| b.path == a.path || b.record == a.record)
+        {
+            return Err(MergeError::SameRecord {
+                path_a: b.path.clone(),
+                path_b: a.path.clone(),
+            });
+        }
+    }
     segments::check_segments(&loads)?;
     let mut warnings = segments::check_settings(&loads)?;
     segments::check_windows(&loads, &servers)?;

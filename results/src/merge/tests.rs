@@ -784,3 +784,21 @@ fn server_namespaces_counters_and_tls_accepts_are_kept_apart_and_summed() {
         side.counters
     );
 }
+
+/// One record given twice (the same path, or a copy) is named as such: it was reported as two
+/// generators of the same segment ("both segment 0/2; give each generator its own --segment").
+#[test]
+fn a_record_given_twice_is_named_the_same_record() {
+    for copy_path in ["/runs/seg0.json", "/runs/copy-of-seg0.json"] {
+        let mut inputs = four();
+        let mut copy = inputs[0].clone();
+        copy.path = PathBuf::from(copy_path);
+        inputs.push(copy);
+        let e = merge(&inputs).unwrap_err();
+        assert!(matches!(e, MergeError::SameRecord { .. }), "{e}");
+        assert_eq!(
+            e.to_string(),
+            format!("/runs/seg0.json and {copy_path} are the same record: its connections would be counted twice; give each record once")
+        );
+    }
+}
