@@ -755,7 +755,9 @@ fn merge_refused(files: &[PathBuf]) -> String {
 #[test]
 fn merge_bad_input_overlapping_segments_name_both_files() {
     let dir = tempfile::tempdir().unwrap();
-    let (a, b) = (segment_record(0, 2), segment_record(0, 2));
+    // Two generators (different hosts) that both ran segment 0/2.
+    let (a, mut b) = (segment_record(0, 2), segment_record(0, 2));
+    b.host.hostname = Some("another-generator".into());
     let f = write_records(dir.path(), &[("a.json", &a), ("b.json", &b)]);
     let err = merge_refused(&f);
     assert!(
