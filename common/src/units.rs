@@ -164,9 +164,59 @@ pub fn parse_backlog(s: &str) -> Result<u32, String> {
     }
 }
 
+/// Parses a byte count of at most `max`: plain bytes (`4096`) or with a binary suffix `K`/`KiB`
+/// (1,024) or `M`/`MiB` (1,048,576), e.g. `64K`, `1M`.
+///
+/// # Errors
+/// A message naming the bound for non-numbers, fractions and values above `max`.
+pub fn parse_bytes_at_most(s: &str, max: u64) -> Result<u64, String> {
+    let t = s.trim();
+    let (num, unit) = match t.find(|c: char| !c.is_ascii_digit()) {
+        Some(i) => t.split_at(i),
+        None => (t, ""),
+    };
+    let mul = match unit.trim() {
+        "" | "B" => Some(1),
+        "K" | "k" | "KiB" => Some(1 << 10),
+        "M" | "MiB" => Some(1 << 20),
+        _ => None,
+    };
+    match (num.parse::<u64>(), mul) {
+        (Ok(n), Some(m)) if n.checked_mul(m).is_some_and(|v| v <= max) => Ok(n * m),
+        _ => Err(format!(
+            "{s:?}: give a byte count up to {} ({} bytes), e.g. 4096, 64K or 1M",
+            if max >= 1 << 20 && max % (1 << 20) == 0 {
+                format!("{} MiB", max >> 20)
+            } else {
+                format!("{} KiB", max >> 10)
+            },
+            crate::numfmt::count(max)
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn byte_counts_take_binary_suffixes_and_name_the_bound() {
+        assert_eq!(parse_bytes_at_most("4096", 1 << 20), Ok(4096));
+        assert_eq!(parse_bytes_at_most("64K", 1 << 20), Ok(65_536));
+        assert_eq!(parse_bytes_at_most("1M", 1 << 20), Ok(1 << 20));
+        assert_eq!(parse_bytes_at_most("0", 1 << 20), Ok(0));
+        for bad in [
+            "2M",
+            "1.5K",
+            "-1",
+            "lots",
+            "1048577",
+            "18446744073709551615K",
+        ] {
+            let e = parse_bytes_at_most(bad, 1 << 20).unwrap_err();
+            assert!(e.contains("up to 1 MiB (1,048,576 bytes)"), "{bad}: {e}");
+        }
+    }
 
     #[test]
     fn backlog_and_listen_out_of_range_are_refused() {

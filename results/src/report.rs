@@ -117,6 +117,11 @@ pub struct PhaseReport {
     pub abandoned: u64,
     /// Latency histograms that were measured and hold at least one sample.
     pub latency: Vec<LatencyReport>,
+    /// Open loop: the generator's own lag (actual start − scheduled start of each measured
+    /// start), so the latencies can be read net of it; `None` without one (closed loop, older
+    /// records, no start).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub generator_lag: Option<LatencySummary>,
     /// `load --http`: the HTTP counts (`None` otherwise).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub http: Option<crate::record::HttpCounts>,
@@ -204,7 +209,15 @@ fn phase_report(file: &str, p: &PhaseRecord, edges_ns: &[u64]) -> Result<PhaseRe
             });
         }
     }
+    let generator_lag = p
+        .histograms
+        .generator_lag
+        .as_deref()
+        .and_then(|e| histogram::decode(e).ok())
+        .filter(|h| !h.is_empty())
+        .map(|h| LatencySummary::of(&h));
     Ok(PhaseReport {
+        generator_lag,
         name: p.name.clone(),
         pattern: p.pattern,
         offered_per_sec: p.offered_per_sec,
@@ -407,6 +420,26 @@ mod tests {
             crate::numfmt::count(accepted)
         );
         assert!(text(&rec).contains(&want), "{}", text(&rec));
+    }
+
+    /// The generator's lag the record keeps is reported (as `bench` prints it; `report` left
+    /// it out in text, Markdown and HTML).
+    #[test]
+    fn the_generator_lag_of_an_open_loop_phase_is_reported() {
+        let mut rec = RunRecord::example();
+        let mut h = crate::histogram::new_latency_histogram();
+        h.record_n(5_000, 99).unwrap();
+        h.record(2_000_000).unwrap();
+        rec.phases[1].histograms.generator_lag = Some(crate::histogram::encode(&h));
+        let r = build(&rec, "x.json", &DEFAULT_BUCKET_EDGES_NS).unwrap();
+        assert_eq!(r.phases[1].generator_lag.as_ref().unwrap().count, 100);
+        assert!(r.phases[0].generator_lag.is_none());
+        let text = render(&[r], Format::Text, Counters::Key);
+        assert!(
+            text.contains("generator lag (actual − scheduled start, included in the latencies above): p50 5.00 µs"),
+            "{text}"
+        );
+        assert!(text.contains("(100 starts)"), "{text}");
     }
 
     #[test]

@@ -49,9 +49,9 @@ pub struct Args {
     /// `incoming-cpu` / `cbpf`.
     #[arg(long, default_value = "none")]
     pub steer: Steer,
-    /// With `--mode http`: answer `200 OK` with a body of this many bytes (at most 1 MiB)
-    /// instead of `204 No Content`.
-    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u32).range(0..=i64::from(server::config::MAX_GREET_BYTES)))]
+    /// With `--mode http`: answer `200 OK` with a body of this many bytes (at most 1 MiB; plain
+    /// bytes or `64K`, `1M`) instead of `204 No Content`.
+    #[arg(long, value_name = "BYTES", value_parser = parse_response_bytes)]
     pub http_response_bytes: Option<u32>,
     /// A TLS handshake on every connection (rustls, `aws-lc-rs` provider; TLS 1.3 and 1.2, session
     /// tickets and a session-ID cache for resumption) before the mode's work: `close` (close_notify,
@@ -121,4 +121,10 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         metrics: args.metrics.options(),
         build: crate::version::build(),
     })
+}
+
+/// `--http-response-bytes`: at most [`server::config::MAX_GREET_BYTES`].
+fn parse_response_bytes(s: &str) -> Result<u32, String> {
+    common::units::parse_bytes_at_most(s, u64::from(server::config::MAX_GREET_BYTES))
+        .map(|v| v as u32)
 }

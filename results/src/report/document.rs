@@ -144,6 +144,19 @@ fn latency_blocks(p: &PhaseReport, out: &mut Vec<Block>) {
         t.row(row);
     }
     out.push(Block::Table(t));
+    if let Some(g) = &p.generator_lag {
+        // As `bench` prints it: the latencies above include this lag (they count from each
+        // attempt's scheduled start).
+        out.push(Block::Line(format!(
+            "generator lag (actual − scheduled start, included in the latencies above): p50 {}, p90 {}, p99 {}, p99.9 {}, max {} ({} starts)",
+            format_ns(g.p50_ns as f64),
+            format_ns(g.p90_ns as f64),
+            format_ns(g.p99_ns as f64),
+            format_ns(g.p999_ns as f64),
+            format_ns(g.max_ns as f64),
+            count(g.count)
+        )));
+    }
     if let n @ 1.. = crate::diagnosis::never_accepted_total(&p.failures) {
         out.push(Block::Line(crate::acceptance::client_view_note(n)));
     }

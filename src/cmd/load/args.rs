@@ -118,8 +118,8 @@ pub struct Args {
     /// more. Default: none (no ALPN extension).
     #[arg(long, value_name = "PROTO", value_delimiter = ',', requires = "tls")]
     pub alpn: Vec<String>,
-    /// With --tls: session resumption within each worker (one client config, one cache of 256
-    /// sessions per worker): `off` (every handshake full), `tickets` (TLS 1.3 tickets, TLS 1.2
+    /// With --tls: session resumption within each worker (one client config and one session
+    /// store per worker, 2 TLS 1.3 tickets per in-flight slot, at least 8): `off` (every handshake full), `tickets` (TLS 1.3 tickets, TLS 1.2
     /// RFC 5077 tickets), `ids` (TLS 1.2 session IDs; needs --tls-version 1.2).
     #[arg(long, value_enum, default_value = "off", requires = "tls")]
     pub tls_resume: loadgen::tls::Resume,
