@@ -185,7 +185,7 @@ pub fn parse_bytes_at_most(s: &str, max: u64) -> Result<u64, String> {
         (Ok(n), Some(m)) if n.checked_mul(m).is_some_and(|v| v <= max) => Ok(n * m),
         _ => Err(format!(
             "{s:?}: give a byte count up to {} ({} bytes), e.g. 4096, 64K or 1M",
-            if max >= 1 << 20 && max % (1 << 20) == 0 {
+            if max >= 1 << 20 && max.is_multiple_of(1 << 20) {
                 format!("{} MiB", max >> 20)
             } else {
                 format!("{} KiB", max >> 10)
