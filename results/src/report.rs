@@ -436,7 +436,7 @@ mod tests {
         assert!(r.phases[0].generator_lag.is_none());
         let text = render(&[r], Format::Text, Counters::Key);
         assert!(
-            text.contains("generator lag (actual − scheduled start, included in the latencies above): p50 5.00 µs"),
+            text.contains("generator lag (actual − scheduled start, included in the latencies above): p50 5.0 µs"),
             "{text}"
         );
         assert!(text.contains("(100 starts)"), "{text}");
