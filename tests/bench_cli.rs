@@ -37,6 +37,30 @@ fn records(dir: &Path) -> Vec<PathBuf> {
     v
 }
 
+/// A phase's cross-check agrees, unless final ACKs met a full accept queue in it
+/// (ΔListenOverflows > 0, an acceptor starved for a few ms on a busy host): then handshakes the
+/// client completed were never accepted, and the check must disagree and name them, each at
+/// least one overflow (`tcp_v4_syn_recv_sock`: no child socket). That is the tool's truth, not
+/// a flake of it.
+fn assert_agrees_unless_overflowed(p: &results::record::PhaseRecord, what: &str) {
+    let c = p.cross_check.as_ref().expect("cross-check present");
+    let overflows = p
+        .counters
+        .get("TcpExt.ListenOverflows")
+        .copied()
+        .unwrap_or(0);
+    if overflows == 0 || c.never_accepted() == 0 {
+        assert!(c.agree, "{what} {}: {}", p.name, c.note);
+    } else {
+        assert!(
+            !c.agree && c.note.contains("never accepted") && c.never_accepted() as i64 <= overflows,
+            "{what} {}: {overflows} overflows: {}",
+            p.name,
+            c.note
+        );
+    }
+}
+
 /// The server library's own probe (what `Server::start` asks for `--engine io-uring`): `Ok` when
 /// io_uring multishot accept runs here, else why not.
 fn io_uring_available() -> Result<(), String> {
@@ -272,7 +296,7 @@ fn bench_tls_http_counts_equal_the_servers_tls_accepts_and_passive_opens() {
         assert_eq!(rec.run.server_mode, "http", "{engine}");
         for p in &rec.phases {
             let c = p.cross_check.as_ref().unwrap();
-            assert!(c.agree, "{engine} {}: {}", p.name, c.note);
+            assert_agrees_unless_overflowed(p, engine);
             let accepted = c.server_accepted.unwrap();
             assert!(accepted > 0, "{engine} {}", p.name);
             assert_eq!(c.kernel_passive_opens, Some(accepted as i64), "{engine}");
@@ -711,12 +735,7 @@ fn sweep_finds_a_knee_in_its_own_record() {
     assert!(text.contains("knee:"), "{text}");
     assert!(text.contains("CPM"), "{text}");
     for p in &rec.phases {
-        assert!(
-            p.cross_check.as_ref().unwrap().agree,
-            "{}: {:?}",
-            p.name,
-            p.cross_check
-        );
+        assert_agrees_unless_overflowed(p, "sweep");
     }
     // Each phase's measured part has its real start: after the previous phase's, and wall
     // clock = run start + monotonic offset; every timeline second carries its histogram.
@@ -1151,7 +1170,7 @@ fn syncookies_two_are_attributed_to_the_setting() {
         "record agrees with the kernel"
     );
     for p in &rec.phases {
-        assert!(p.cross_check.as_ref().unwrap().agree, "{}", p.name);
+        assert_agrees_unless_overflowed(p, "syncookies=2");
         assert_eq!(p.settings.get("net.ipv4.tcp_syncookies"), Some(&2));
     }
     assert!(
