@@ -1,7 +1,6 @@
 //! From the `--http*` options to the checked [`HttpRequest`]: the method default, the body file
 //! ([`read_body`], bounded by [`MAX_HTTP_BODY`]) and [`HttpRequest::validate`].
 
-use std::io::Read;
 use std::path::Path;
 
 use super::HttpRequest;
@@ -17,28 +16,18 @@ pub const MAX_HTTP_BODY: u64 = 16 << 20;
 /// A message naming the file and what to give instead: unreadable, not a regular file, too
 /// large, or grown past the limit while being read.
 pub fn read_body(f: &Path) -> Result<Vec<u8>, String> {
-    let bad = |why: String| {
+    common::files::read_regular(f, MAX_HTTP_BODY).map_err(|e| {
+        let why = match e.kind() {
+            std::io::ErrorKind::InvalidInput => "not a regular file".to_string(),
+            std::io::ErrorKind::InvalidData => e.to_string(),
+            _ => format!("cannot read it ({e})"),
+        };
         format!(
             "--http-body {}: {why}: give a regular file of at most {} bytes",
             f.display(),
             common::numfmt::count(MAX_HTTP_BODY)
         )
-    };
-    let meta = std::fs::metadata(f).map_err(|e| bad(format!("cannot read it ({e})")))?;
-    if !meta.is_file() {
-        return Err(bad("not a regular file".into()));
-    }
-    if meta.len() > MAX_HTTP_BODY {
-        return Err(bad(format!("{} bytes", common::numfmt::count(meta.len()))));
-    }
-    let mut body = Vec::new();
-    std::fs::File::open(f)
-        .and_then(|file| file.take(MAX_HTTP_BODY + 1).read_to_end(&mut body))
-        .map_err(|e| bad(format!("cannot read it ({e})")))?;
-    if body.len() as u64 > MAX_HTTP_BODY {
-        return Err(bad("it grew past the limit while being read".into()));
-    }
-    Ok(body)
+    })
 }
 
 impl HttpRequest {
