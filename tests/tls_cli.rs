@@ -56,6 +56,26 @@ fn cert_files(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
     (cert, key)
 }
 
+/// A 1,024-bit RSA private key (PKCS#8 PEM), a test fixture: too small for aws-lc-rs to sign with.
+const RSA_1024_KEY: &str = "\
+-----BEGIN PRIVATE KEY-----\n\
+MIICdQIBADANBgkqhkiG9w0BAQEFAASCAl8wggJbAgEAAoGBAMY/swWAzZXJyf3G\n\
+stvuFaz4wNqTA0l6ZVWSlABWV1TVtQBVurfDrfq5BaHLopura8jsL085gZqIpA+w\n\
+n758k2zHbHPADjlvItNEPLFLlFaM8DQS/uhHmtEQVmCBEX5KRdzvN2pCbZ2Hl8qI\n\
+r7SzmUAPWcKc9AYTqYyYXxdKy1k5AgMBAAECgYBzcJA8Oh58hH48akGoU2EH0enq\n\
+3QRi+wSa6bmI4L4FxlOZmFIbw7RBdQ/UgRF0+ELRQsbhqSjQ5ZQzFrROZZgqDxfH\n\
+5qT1hxzrSqOQWy4JdmGZDrCYeyqtGLySqoXRMhFL/Rx910wxEUtD09k3H2EXxjYl\n\
+2dW/X6hNdaemkL5NKQJBAOd72l/D2y7T4ActpPPncoeS2xmFwCPWwTcrl0tU0xiO\n\
+g8IcH4OshdUnDm2Ywo4mlX6cR8JKu/47zfiN8ch90PcCQQDbPsHFNBvra1YzlLyh\n\
+UNlrS8aV1NLkl+EwkHk6FKfr3d3gPYZDGCLjzCJAYWafzgnJcFI+F/QyAgsBL7fF\n\
+3MtPAkAvz4TrAqjioyBCW0sWlVcyaUKXouhsfo6ptncpN/vhto3AKc7Yg2mg/NAe\n\
+Es8cTRvTarPnjUgG2pNQIwEtR89BAkAC36i0iAFRrZ98n5d1WdTvtheNQTPecSsv\n\
+csVUAI9O5SKSXNwUpw1WBQfx5hTtRUsVi9ZYIAJAYYx5YIG9Iy67AkAz1PHye/z+\n\
+R4Nl1bwHS3NqOH6DVaecYRev7fxmvZ2p4qG8DOULaNJ8wr6vzIXJQa1NlcWhWmky\n\
++37Eet46taMS\n\
+-----END PRIVATE KEY-----\n\
+";
+
 /// The server engines every test runs on.
 const ENGINES: [&str; 2] = ["epoll", "io-uring"];
 
@@ -280,6 +300,75 @@ fn tls_resumption_resumes_all_but_each_workers_first_handshake() {
     }
 }
 
+/// `server --tls --tls-resume off` offers no resumption: a client that asks for it (tickets in
+/// TLS 1.3 and 1.2, session IDs in 1.2) gets a full handshake every time, counted so on both
+/// sides, and the server's start line says so.
+#[test]
+fn server_without_resumption_gives_only_full_handshakes_to_clients_that_ask() {
+    let _x = testkit::exclusive();
+    let cases = ENGINES
+        .iter()
+        .flat_map(|e| [("1.3", "tickets"), ("1.2", "tickets"), ("1.2", "ids")].map(|c| (*e, c)));
+    for (engine, (version, resume)) in cases {
+        let load = strings(&[
+            "--concurrency",
+            "1",
+            "--insecure",
+            "--tls-version",
+            version,
+            "--tls-resume",
+            resume,
+        ]);
+        let srv = strings(&["--mode", "http", "--tls-resume", "off"]);
+        let (out, s, passive) = round(engine, srv, load);
+        let case = format!("{engine} {version} {resume}");
+        assert_eq!(out.status.code(), Some(0), "{case}: {}", stderr(&out));
+        let j = json(&out);
+        let t = &j["tls"];
+        let hs = u(&t["total_handshakes"]);
+        assert!(hs >= 20, "{case}: {j}");
+        assert_eq!(u(&t["total_full"]), hs, "{case}: {t}");
+        assert_eq!(u(&t["total_resumed"]), 0, "{case}: {t}");
+        assert_eq!(sum(&s, "tls_accepted"), hs, "{case}: {s}");
+        assert_eq!(sum(&s, "tls_resumed"), 0, "{case}: {s}");
+        assert_eq!(passive as u64, hs, "{case}: {s}");
+    }
+    // The start line names it; without --tls the option is refused.
+    let mut srv = bin()
+        .args([
+            "server",
+            "--listen",
+            "127.0.0.1:0",
+            "--duration",
+            "1s",
+            "--tls",
+            "--tls-resume",
+            "off",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(srv.status.code(), Some(0), "{}", stderr(&srv));
+    assert!(
+        stderr(&srv).contains("over TLS (resumption off: every handshake full)"),
+        "{}",
+        stderr(&srv)
+    );
+    srv = bin()
+        .args([
+            "server",
+            "--listen",
+            "127.0.0.1:0",
+            "--duration",
+            "1s",
+            "--tls-resume",
+            "off",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(srv.status.code(), Some(2), "{}", stderr(&srv));
+    assert!(stderr(&srv).contains("--tls"), "{}", stderr(&srv));
+}
+
 /// The client trusts another CA: every handshake fails with one class naming the alert it sends,
 /// nothing succeeds (exit 3), and the server counts each of those failed handshakes.
 #[test]
@@ -344,12 +433,21 @@ fn bad_tls_files_and_options_exit_2_with_one_line() {
     let junk = tmp.path().join("junk.pem");
     std::fs::write(&junk, "not a certificate\n").unwrap();
     let missing = tmp.path().join("missing.pem");
+    // An RSA key of 1,024 bits (made once with `openssl genpkey -algorithm RSA -pkeyopt
+    // rsa_keygen_bits:1024`): aws-lc-rs will not sign with it. It was reported as a key that
+    // does not match its certificate.
+    let small = tmp.path().join("rsa1024.key");
+    std::fs::write(&small, RSA_1024_KEY).unwrap();
     let p = |x: &Path| x.display().to_string();
     for (args, want) in [
         (vec!["--cert", &p(&missing), "--key", &p(&key)], "--cert"),
         (vec!["--cert", &p(&junk), "--key", &p(&key)], "--cert"),
         (vec!["--cert", &p(&cert), "--key", &p(&junk)], "--key"),
         (vec!["--cert", &p(&cert), "--key", &p(&other_key)], "key"),
+        (
+            vec!["--cert", &p(&cert), "--key", &p(&small)],
+            "not a signing key this server can use",
+        ),
         (vec!["--cert", &p(&cert)], "--cert and --key go together"),
         (vec!["--mode", "hold"], "--mode close or --mode http"),
     ] {

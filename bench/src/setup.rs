@@ -77,7 +77,7 @@ impl BenchTls {
         let (server, verify) = if external {
             (None, loadgen::tls::Verify::Insecure)
         } else {
-            let s = server::tls::server_config(cert, key).map_err(|e| e.to_string())?;
+            let s = server::tls::server_config(cert, key, true).map_err(|e| e.to_string())?;
             let verify = if s.self_signed {
                 loadgen::tls::Verify::CaPem(s.cert_pem.clone())
             } else {

@@ -9,10 +9,17 @@ use common::numfmt;
 
 use crate::{Arrival, HistogramSummary, LoadConfig, LoadReport, Overflow, Pattern, TimelineRow};
 
+/// The shortest partial second whose counts are scaled to a per-second rate, seconds (100 ms,
+/// as the server's progress lines: below it a rate says more about where the signal fell than
+/// about the target).
+pub const MIN_SCALED_SECS: f64 = 0.1;
+
 /// One per-second line of a load run. Rates are per second of the row's real length: a partial
 /// second (the end of the window, or a signal that stopped the run within it) is scaled to /s
 /// and marked with its length; a drain second after the window (no new starts) shows counts,
-/// not rates. `offered`: the open loop's rate (connections per second, the schedule's), `None`
+/// not rates, and so does a partial second shorter than [`MIN_SCALED_SECS`] (a signal just after
+/// a second began: scaled, 2 attempts in 0.3 ms read as 6,667/s), marked with its length.
+/// `offered`: the open loop's rate (connections per second, the schedule's), `None`
 /// for a closed loop. Open loop prints that rate and the starts made apart ("offered" is the
 /// schedule, not what the generator got to: after it fell behind, the starts it made in a second
 /// and the offered rate differ, and the drops are settled later — README "Late and dropped
@@ -22,6 +29,7 @@ use crate::{Arrival, HistogramSummary, LoadConfig, LoadReport, Overflow, Pattern
 /// Shape: `t=   3 s offered 20,000/s, started 19,995/s, achieved 19,990/s, errors 0/s, late 0/s,
 /// dropped 0/s, handshake p50 1.0 µs p99 2.50 ms`.
 pub fn second_line(row: &TimelineRow, offered: Option<f64>) -> String {
+    let short = row.is_partial() && row.length_secs < MIN_SCALED_SECS;
     // No latency in this second's histogram (no success, or — with --http, where a success is
     // a complete response — successes whose handshakes fell in earlier seconds, as in a drain
     // second): no figure rather than "0 ns". A real handshake never takes 0 ns.
@@ -44,7 +52,13 @@ pub fn second_line(row: &TimelineRow, offered: Option<f64>) -> String {
             numfmt::count(row.dropped)
         );
     }
-    let rate = |n: u64| format!("{}/s", numfmt::fixed(row.per_sec(n).unwrap_or(0.0), 0));
+    let rate = |n: u64| {
+        if short {
+            numfmt::count(n)
+        } else {
+            format!("{}/s", numfmt::fixed(row.per_sec(n).unwrap_or(0.0), 0))
+        }
+    };
     let started = match offered {
         Some(r) => format!(
             "offered {}/s, started {}",
@@ -53,7 +67,12 @@ pub fn second_line(row: &TimelineRow, offered: Option<f64>) -> String {
         ),
         None => format!("started {}", rate(row.attempts)),
     };
-    let partial = if row.is_partial() {
+    let partial = if short {
+        format!(
+            " (last {} of the run: counts, too short to scale to /s)",
+            numfmt::ns(row.length_secs * 1e9)
+        )
+    } else if row.is_partial() {
         format!(" (partial second: {:.3} s, scaled to /s)", row.length_secs)
     } else {
         String::new()
@@ -469,6 +488,21 @@ mod tests {
             l.ends_with("(partial second: 0.400 s, scaled to /s)"),
             "{l}"
         );
+    }
+
+    #[test]
+    fn a_very_short_last_second_shows_counts_and_its_length_not_rates() {
+        // 2 in 0.3 ms: 6,667/s scaled, and "(partial second: 0.000 s" printed.
+        let l = second_line(&row(5, 0.0003, 2, 2), Some(100.0));
+        assert!(
+            l.starts_with("t=   5 s offered 100/s, started 2, achieved 2, errors 0, late 0"),
+            "{l}"
+        );
+        assert!(
+            l.ends_with("(last 300.0 µs of the run: counts, too short to scale to /s)"),
+            "{l}"
+        );
+        assert!(!l.contains("/s, achieved"), "{l}");
     }
 
     #[test]

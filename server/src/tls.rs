@@ -14,6 +14,11 @@
 //! and TLS 1.2 tickets resume on whichever worker the next connection lands on, and a session-ID
 //! cache of [`SESSION_CACHE`] entries for TLS 1.2 clients without tickets. Both are behind
 //! locks inside rustls, taken once per handshake; that is the one thing the workers share.
+//! With resumption off (`server --tls-resume off`) there is neither: no NewSessionTicket is sent
+//! (TLS 1.3 `send_tls13_tickets = 0`; TLS 1.2 no ticket extension) and no session ID is kept, so
+//! every handshake is a full one whatever the client offers (RFC 8446 §2.2: a server may always
+//! decline a PSK) — how to measure full handshakes with a client that resumes when it can
+//! (h2load does).
 //!
 //! # Counted
 //! Per worker: TLS accepts (server handshakes completed), of them resumed, and failed
@@ -38,12 +43,16 @@ pub struct TlsServer {
     pub cert_pem: String,
     /// True when generated at start (self-signed).
     pub self_signed: bool,
+    /// Whether clients can resume (tickets and the session-ID cache); `false`: every handshake
+    /// is full.
+    pub resumption: bool,
 }
 
 impl std::fmt::Debug for TlsServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TlsServer")
             .field("self_signed", &self.self_signed)
+            .field("resumption", &self.resumption)
             .finish_non_exhaustive()
     }
 }
@@ -74,6 +83,17 @@ pub enum TlsError {
     /// Only one of `--cert` and `--key`.
     #[error("--cert and --key go together: give both, or neither for a self-signed certificate")]
     Half,
+    /// The key is of a kind or size the crypto provider (aws-lc-rs) does not sign with.
+    #[error(
+        "--key {}: not a signing key this server can use ({why}): give an ECDSA P-256/P-384, Ed25519 or RSA key of at least 2048 bits",
+        path.display()
+    )]
+    KeyKind {
+        /// The file.
+        path: PathBuf,
+        /// What the provider said.
+        why: String,
+    },
     /// rustls refused the pair (e.g. the key does not match the certificate).
     #[error(
         "the certificate and key cannot be used together ({0}): give the key of that certificate"
@@ -85,11 +105,19 @@ pub enum TlsError {
 }
 
 /// Builds the shared server config from `--cert`/`--key`, or a self-signed certificate when both
-/// are `None`.
+/// are `None`; with `resumption` (the default of `server --tls`) tickets and a session-ID cache
+/// (module docs, "Resumption"), without it every handshake is full.
 ///
 /// # Errors
-/// [`TlsError`]: an unreadable or empty file, a key that does not fit, only one of the two.
-pub fn server_config(cert: Option<&Path>, key: Option<&Path>) -> Result<TlsServer, TlsError> {
+/// [`TlsError`]: an unreadable or empty file, a key the provider cannot sign with (e.g. RSA
+/// below 2048 bits: aws-lc-rs refuses them), a key that does not fit the certificate, only one
+/// of the two files.
+pub fn server_config(
+    cert: Option<&Path>,
+    key: Option<&Path>,
+    resumption: bool,
+) -> Result<TlsServer, TlsError> {
+    let key_path = key;
     let (chain, key, cert_pem, self_signed) = match (cert, key) {
         (Some(c), Some(k)) => {
             let file_err = |what, what_long, path: &Path, why: String| TlsError::File {
@@ -132,20 +160,39 @@ pub fn server_config(cert: Option<&Path>, key: Option<&Path>) -> Result<TlsServe
         _ => return Err(TlsError::Half),
     };
     let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    // Loaded on its own first, so that a key the provider will not sign with (RSA-1024) is not
+    // reported as a key that does not match its certificate.
+    if let (Err(e), Some(path)) = (
+        provider.key_provider.load_private_key(key.clone_key()),
+        key_path,
+    ) {
+        return Err(TlsError::KeyKind {
+            path: path.to_path_buf(),
+            why: e.to_string(),
+        });
+    }
     let mut cfg = rustls::ServerConfig::builder_with_provider(provider)
         .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
         .map_err(|e| TlsError::Pair(e.to_string()))?
         .with_no_client_auth()
         .with_single_cert(chain, key)
         .map_err(|e| TlsError::Pair(e.to_string()))?;
-    cfg.ticketer =
-        rustls::crypto::aws_lc_rs::Ticketer::new().map_err(|e| TlsError::Pair(e.to_string()))?;
-    cfg.session_storage = rustls::server::ServerSessionMemoryCache::new(SESSION_CACHE);
+    if resumption {
+        cfg.ticketer = rustls::crypto::aws_lc_rs::Ticketer::new()
+            .map_err(|e| TlsError::Pair(e.to_string()))?;
+        cfg.session_storage = rustls::server::ServerSessionMemoryCache::new(SESSION_CACHE);
+    } else {
+        // rustls's defaults are a ticketer that never makes tickets; the session store and the
+        // TLS 1.3 ticket count are set here.
+        cfg.session_storage = Arc::new(rustls::server::NoServerSessionStorage {});
+        cfg.send_tls13_tickets = 0;
+    }
     cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(TlsServer {
         config: Arc::new(cfg),
         cert_pem,
         self_signed,
+        resumption,
     })
 }
 

@@ -13,6 +13,15 @@ use crate::cli::Format;
 use crate::error::bad_input;
 use crate::units::{parse_backlog, parse_cpus, parse_listen, parse_positive_duration};
 
+/// `--tls-resume`: whether the server offers session resumption.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OnOff {
+    /// Offered (the default).
+    On,
+    /// Not offered: every handshake full.
+    Off,
+}
+
 /// A parsed `--cpus` list (an alias, so clap takes the parser's whole `Vec` as one value).
 pub type CpuList = Vec<usize>;
 
@@ -65,6 +74,18 @@ pub struct Args {
     /// With --tls: the private key of --cert, PEM (PKCS#8, PKCS#1 or SEC1).
     #[arg(long, value_name = "FILE", requires = "tls")]
     pub key: Option<std::path::PathBuf>,
+    /// With --tls: `on` offers resumption (TLS 1.3/1.2 session tickets and a TLS 1.2 session-ID
+    /// cache), `off` offers none: no ticket is sent and no session kept, so every handshake is
+    /// full whatever the client asks (to measure full handshakes with clients that resume when
+    /// they can, as h2load does).
+    #[arg(
+        long,
+        value_enum,
+        value_name = "on|off",
+        default_value = "on",
+        requires = "tls"
+    )]
+    pub tls_resume: OnOff,
     /// With --tls: write the certificate (PEM) the server uses to this file, e.g. the generated
     /// self-signed one, for a client's `--ca`.
     #[arg(long, value_name = "FILE", requires = "tls")]
@@ -114,6 +135,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             cert: args.cert,
             key: args.key,
             cert_out: args.cert_out,
+            resumption: args.tls_resume == OnOff::On,
         }),
         duration: args.duration,
         json: args.format == Format::Json,

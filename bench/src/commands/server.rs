@@ -31,7 +31,7 @@ use crate::record::Build;
 use crate::standalone;
 
 /// `--tls` with `--cert`/`--key` (both or neither: a self-signed certificate) and `--cert-out`.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct TlsFiles {
     /// The certificate chain, PEM.
     pub cert: Option<PathBuf>,
@@ -39,6 +39,8 @@ pub struct TlsFiles {
     pub key: Option<PathBuf>,
     /// Where to write the certificate in use (PEM), for a client's `--ca`.
     pub cert_out: Option<PathBuf>,
+    /// `--tls-resume on` (tickets and a session-ID cache); `false`: every handshake full.
+    pub resumption: bool,
 }
 
 /// `connstorm server`'s options beyond the server configuration.
@@ -66,7 +68,7 @@ pub struct ServerCommand {
 /// Bad input for unusable certificate or key files, and a `--cert-out` that is one of them or
 /// cannot be written.
 fn tls_config(f: &TlsFiles) -> anyhow::Result<server::tls::TlsServer> {
-    let t = server::tls::server_config(f.cert.as_deref(), f.key.as_deref())
+    let t = server::tls::server_config(f.cert.as_deref(), f.key.as_deref(), f.resumption)
         .map_err(|e| crate::bad_input(e.to_string()))?;
     if let Some(path) = &f.cert_out {
         // `--cert-out key.pem` would replace the private key with the certificate.
@@ -127,7 +129,11 @@ pub fn run(mut c: ServerCommand) -> anyhow::Result<i32> {
         srv.cpus().len(),
         srv.cpus(),
         mode,
-        if c.tls.is_some() { " over TLS" } else { "" },
+        match &c.tls {
+            Some(t) if t.resumption => " over TLS",
+            Some(_) => " over TLS (resumption off: every handshake full)",
+            None => "",
+        },
         srv.steering(),
         results::numfmt::count(nofile)
     );

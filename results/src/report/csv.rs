@@ -3,7 +3,8 @@
 //! Columns: `file,label,phase,pattern,arrival,concurrency,offered_per_sec,achieved_per_sec,cpm,
 //! measured_secs,attempts,successes,failed,late,dropped` (`pattern` is `open` or `closed`;
 //! `arrival` `uniform`/`poisson` for open loop, `concurrency` the connections in flight for
-//! closed loop, empty otherwise: raw values, never the text form), then for each of `handshake`, `service`,
+//! closed loop, empty otherwise: raw values, never the text form; all three empty for a `server`
+//! record's phase, which has no load pattern), then for each of `handshake`, `service`,
 //! `first_byte`: `_p50_ns,_p90_ns,_p99_ns,_p999_ns,_p9999_ns,_max_ns,_mean_ns,_stddev_ns`
 //! (empty when not measured), then `server_us_per_conn_user,server_us_per_conn_sys,
 //! load_us_per_conn_user,load_us_per_conn_sys,drops`, then (`load --http`, empty otherwise)
@@ -169,7 +170,13 @@ pub(crate) fn to_csv(reports: &[RecordReport]) -> String {
     for r in reports {
         for p in &r.phases {
             let mut row = vec![field(&r.file), field(&r.label), field(&p.name)];
-            row.extend(pattern_fields(p.pattern));
+            if r.role == crate::record::Role::Server {
+                // An accept server has no load pattern (the record's default read `closed`
+                // with 0 in flight).
+                row.extend([String::new(), String::new(), String::new()]);
+            } else {
+                row.extend(pattern_fields(p.pattern));
+            }
             row.extend([
                 p.offered_per_sec.map(|o| o.to_string()).unwrap_or_default(),
                 p.achieved_per_sec
@@ -317,6 +324,20 @@ mod tests {
         assert_eq!(
             crate::report::describe_pattern(&rec.phases[1].pattern),
             "open loop, 16,196/s poisson"
+        );
+    }
+
+    #[test]
+    fn a_server_records_phase_has_no_pattern_fields() {
+        let mut rec = RunRecord::example();
+        rec.role = crate::record::Role::Server;
+        let r = crate::report::build(&rec, "s.json", &[]).unwrap();
+        let csv = to_csv(std::slice::from_ref(&r));
+        // It read `closed,,0` (the record's default pattern) for a server, which has none.
+        assert!(csv.contains("s.json,example,peak,,,,"), "{csv}");
+        assert!(
+            !csv.contains(",closed,") && !csv.contains(",open,"),
+            "{csv}"
         );
     }
 }

@@ -305,7 +305,7 @@ mod tests {
     /// what the server sends in pieces of `chunk` bytes (as short sends would); returns the
     /// counts and the client's plaintext.
     fn exchange(mode: Mode, chunk: usize) -> (Counts, Vec<u8>) {
-        let srv = crate::tls::server_config(None, None).unwrap();
+        let srv = crate::tls::server_config(None, None, true).unwrap();
         let der = rustls::pki_types::CertificateDer::from_pem_slice(srv.cert_pem.as_bytes());
         use rustls::pki_types::pem::PemObject;
         let ccfg = Arc::new(client_config(der.unwrap()));
@@ -393,7 +393,7 @@ mod tests {
 
     #[test]
     fn garbage_instead_of_a_client_hello_fails_the_handshake_with_an_alert_sent() {
-        let srv = crate::tls::server_config(None, None).unwrap();
+        let srv = crate::tls::server_config(None, None, true).unwrap();
         let mut pool = BufPool::default();
         let mut conn = TlsConn::new(&srv.config, pool.take()).ok().unwrap();
         let mut counts = Counts::default();
