@@ -20,20 +20,27 @@
 # says what each client costs.
 #
 # Then TLS (HTTPS, one request per new connection; TLS 1.3 with the X25519 key exchange, which
-# both clients offer first, and a self-signed ECDSA P-256 certificate made here with openssl):
+# both clients offer first, and a self-signed ECDSA P-256 certificate made here with openssl),
+# full handshakes and resumed ones apart, because h2load resumes whenever the server lets it: it
+# keeps each client's TLS session and offers it on the next connection (strace of nginx under
+# `h2load --h1 -c64 -n3000`: 2,936 of 3,000 server flights had no certificate). So:
 #
-#   h2load --h1 -c C (TLS, no resumption)   vs   connstorm load --tls --http --concurrency C
-#                                                 (--tls-resume off, then --tls-resume tickets)
+#   full:    h2load --h1 -c C   vs   connstorm load --tls --http --tls-resume off --concurrency C
+#            against an nginx server block that refuses resumption (ssl_session_tickets off,
+#            ssl_session_cache off): every handshake full for both;
+#   resumed: h2load --h1 -c C   vs   connstorm load --tls --http --tls-resume tickets
+#            against a block that offers tickets;
 #
-# on the same nginx (a second server block, `ssl_session_tickets on`), same CPUs, ROUNDS
-# interleaved rounds, medians, paired ratios connstorm/h2load per round (the resumed figure is
-# shown beside the full one: h2load does not resume sessions). connstorm runs with --insecure, as
-# h2load does not verify the certificate either (both still verify the handshake signature),
-# and with --close server, as h2load waits for the server's close: connstorm's default RST
-# after the response made nginx's close_notify write fail (strace of the nginx worker: 0.77
-# failed write(2) per connection, against none under h2load), costing nginx CPU per handshake.
-# When nginx is the TLS limit, the same two clients then run against connstorm's own
-# `server --tls --mode http` on the server CPU (h2load vs connstorm full handshakes, paired).
+# on the same nginx and CPUs, ROUNDS interleaved rounds, medians and paired ratios per round.
+# nginx logs $ssl_session_reused for every request on both blocks, and each row shows how many
+# of that run's handshakes nginx itself saw resumed (0 on the full block, or the comparison is
+# void). connstorm runs with --insecure, as h2load does not verify the certificate either (both
+# still verify the handshake signature), and with --close server, as h2load waits for the
+# server's close: connstorm's default RST after the response made nginx's close_notify write
+# fail (strace of the nginx worker: 0.77 failed write(2) per connection, against none under
+# h2load), costing nginx CPU per handshake. Then the same two full-handshake clients against
+# connstorm's own `server --tls --tls-resume off --mode http` on the server CPU, for when nginx
+# is the limit (its CPU near 100%: then both clients measure nginx, not themselves).
 #
 # Everything runs in private network namespaces (unshare -n; loopback only). Installs
 # nginx-light, wrk and nghttp2-client (h2load) with apt-get when missing (needs root and the
@@ -60,6 +67,7 @@ fi
 ticks=$(getconf CLK_TCK)
 port=18080
 tport=18443
+fport=18445
 # Busy ticks of CPU $1 (user, nice, system, irq, softirq) from /proc/stat (proc(5)).
 cpu_busy() { awk -v c="cpu$1" '$1 == c {print $2 + $3 + $4 + $7 + $8}' /proc/stat; }
 # User + system ticks of process $1 (proc_pid_stat(5) fields 14 and 15).
@@ -70,16 +78,33 @@ cs_rate() { sed -n 's/.*responses (\([0-9,.]*\) responses\/s).*/\1/p' | tr -d ,;
 h2_rate() { sed -n 's/^finished in .*, \([0-9.]*\) req\/s.*/\1/p'; }
 # Sockets in TIME_WAIT in this network namespace now.
 tw() { ss -Htan state time-wait | wc -l; }
-# nginx_conf DIR: DIR/nginx.conf, 1 worker, HTTP on $port; TLS on $tport when DIR/cert.pem exists.
+# nginx_conf DIR: DIR/nginx.conf, 1 worker, HTTP on $port; TLS on $tport and $fport when
+# DIR/cert.pem exists.
 nginx_conf() {
   local tls=""
-  [ -e "$1/cert.pem" ] && tls="server {
+  # Two TLS blocks: $tport offers resumption (tickets), $fport refuses it (no tickets, no
+  # session cache: full handshakes only). Each logs \$ssl_session_reused per request (r or .),
+  # unbuffered, to DIR/tls-PORT.log: nginx's own count of resumed handshakes.
+  [ -e "$1/cert.pem" ] && tls="log_format reuse '\$ssl_session_reused';
+  server {
     listen 127.0.0.1:$tport ssl backlog=4096 reuseport;
     ssl_certificate $1/cert.pem;
     ssl_certificate_key $1/key.pem;
     ssl_protocols TLSv1.3;
     ssl_ecdh_curve X25519:prime256v1;
     ssl_session_tickets on;
+    access_log $1/tls-$tport.log reuse;
+    location / { return 204; }
+  }
+  server {
+    listen 127.0.0.1:$fport ssl backlog=4096 reuseport;
+    ssl_certificate $1/cert.pem;
+    ssl_certificate_key $1/key.pem;
+    ssl_protocols TLSv1.3;
+    ssl_ecdh_curve X25519:prime256v1;
+    ssl_session_tickets off;
+    ssl_session_cache off;
+    access_log $1/tls-$fport.log reuse;
     location / { return 204; }
   }"
   cat >"$1/nginx.conf" <<EOC
@@ -305,67 +330,92 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -su
   -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" -keyout "$TMPD/key.pem" -out "$TMPD/cert.pem" 2>/dev/null
 nginx_conf "$TMPD"
 start_nginx "$TMPD"
-hr=(); fr=(); rr=()
 # h2load -D does not reconnect after the server closes (keepalive_timeout 0): a request count it is.
 H2N=${H2_REQUESTS:-$((CONNS * 60))}
-trow() { printf "%-6s %-22s %14.1f %12.1f %12.1f\n" "$@"; }
-printf "%-6s %-22s %14s %12s %12s\n" round tool "connections/s" "server CPU %" "client CPU %"
-# One TLS round r against port $2: h2load --h1, then connstorm full handshakes; sets h, f.
-# Odd rounds run h2load first, even rounds connstorm first (counterbalanced, as above).
-h2_vs_full() {
+trow() { printf "%-6s %-22s %14.1f %12.1f %12.1f %20s\n" "$@"; }
+thead() { printf "%-6s %-22s %14s %12s %12s %20s\n" round tool "connections/s" "server CPU %" "client CPU %" "$1"; }
+# nginx's log of port $1: lines so far (before a run), then "resumed/requests" of the lines
+# after (after it): nginx's own count of the run's resumed handshakes.
+log_lines() { wc -l <"$TMPD/tls-$1.log"; }
+log_resumed() {
+  tail -n +"$(($2 + 1))" "$TMPD/tls-$1.log" |
+    awk '{n++} $1 == "r" {r++} END {printf "%d/%d", r, n}'
+}
+# tls_pair R PORT TOOL-RESUME LOGGED: round R against PORT, h2load then connstorm with
+# --tls-resume TOOL-RESUME (odd rounds; even rounds connstorm first); sets h, f (rates) and hs,
+# fs (server CPU %). LOGGED: nginx logs PORT (prints its resumed counts), else "-" (connstorm's
+# server with --tls-resume off: none offered).
+tls_pair() {
+  local r=$1 p=$2 resume=$3 logged=$4
   h2_run() {
+    local n0=0 seen="none offered"
+    [ "$logged" = - ] || n0=$(log_lines "$p")
     measure h2_rate "$TMPD/last.out" taskset -c "$CLIENT_CPU" h2load --h1 -t1 \
-      -c"$CONNS" -n"$H2N" "https://127.0.0.1:$2/"
-    h=$mrate hc=$mscpu hk=$mccpu
-    trow "$1" "h2load --h1" "$h" "$hc" "$hk"
+      -c"$CONNS" -n"$H2N" "https://127.0.0.1:$p/"
+    [ "$logged" = - ] || seen=$(log_resumed "$p" "$n0")
+    h=$mrate hs=$mscpu
+    trow "$r" "h2load --h1" "$h" "$mscpu" "$mccpu" "$seen"
   }
-  full_run() {
-    measure cs_rate "$TMPD/last.out" "$B" load --target 127.0.0.1:"$2" --tls \
+  cs_run_tls() {
+    local n0=0 seen="none offered"
+    [ "$logged" = - ] || n0=$(log_lines "$p")
+    measure cs_rate "$TMPD/last.out" "$B" load --target 127.0.0.1:"$p" --tls \
       --insecure --close server --http --concurrency "$CONNS" --duration "${DURATION}s" --warmup 1s \
-      --cpus "$CLIENT_CPU" --tls-resume off
-    f=$mrate fc=$mscpu fk=$mccpu
-    trow "$1" "connstorm (full)" "$f" "$fc" "$fk"
+      --cpus "$CLIENT_CPU" --tls-resume "$resume"
+    [ "$logged" = - ] || seen=$(log_resumed "$p" "$n0")
+    f=$mrate fs=$mscpu
+    trow "$r" "connstorm ($([ "$resume" = off ] && echo full || echo "$resume"))" "$f" "$mscpu" "$mccpu" "$seen"
     cs_failures
   }
-  abba "$1" h2_run full_run "$@"
+  abba "$r" h2_run cs_run_tls
 }
-for r in $(seq "$ROUNDS"); do
-  h2_vs_full "$r" "$tport"
-  measure cs_rate "$TMPD/last.out" "$B" load --target 127.0.0.1:$tport --tls \
-    --insecure --close server --http --concurrency "$CONNS" --duration "${DURATION}s" --warmup 1s \
-    --cpus "$CLIENT_CPU" --tls-resume tickets
-  e=$mrate ec=$mscpu ek=$mccpu
-  trow "$r" "connstorm (resumed)" "$e" "$ec" "$ek"
-  cs_failures
-  hr+=("$h"); fr+=("$f"); rr+=("$e")
-done
-tratios=()
-for i in "${!hr[@]}"; do tratios+=("$(echo "${fr[$i]} / ${hr[$i]}" | bc -l)"); done
+# ratios A B: the paired ratios A[i]/B[i] of two arrays named A and B.
+ratios_of() {
+  local -n a=$1 b=$2
+  local i
+  for i in "${!a[@]}"; do echo "${a[$i]} / ${b[$i]}" | bc -l; done
+}
+# summary TITLE PEER-ARRAY CS-ARRAY: medians and paired ratios.
+summary() {
+  local t=$1 rs
+  local -n pa=$2 ca=$3
+  mapfile -t rs < <(ratios_of "$3" "$2")
+  printf "%s: h2load median %.1f/s, connstorm median %.1f/s; paired connstorm/h2load: %s(median %.2f)\n" \
+    "$t" "$(median "${pa[@]}")" "$(median "${ca[@]}")" "$(printf "%.2f " "${rs[@]}")" "$(median "${rs[@]}")"
+}
+fh=(); fc=(); rh=(); rc=(); fhs=(); fcs=(); rhs=(); rcs=()
 echo
-printf "median h2load --h1           %12.1f req/s (each a new TLS connection: nginx closes, keepalive_timeout 0)\n" "$(median "${hr[@]}")"
-printf "median connstorm (full)      %12.1f responses/s (new TLS connection each, full handshakes)\n" "$(median "${fr[@]}")"
-printf "median connstorm (resumed)   %12.1f responses/s (--tls-resume tickets)\n" "$(median "${rr[@]}")"
-printf "paired ratios connstorm full/h2load: %s (median %.2f)\n" "$(printf "%.2f " "${tratios[@]}")" "$(median "${tratios[@]}")"
+echo "Against nginx on CPU $SERVER_CPU: full handshakes on port $fport (resumption refused), resumed on port $tport"
+thead "resumed (nginx log)"
+for r in $(seq "$ROUNDS"); do
+  tls_pair "$r" "$fport" off log
+  fh+=("$h"); fc+=("$f"); fhs+=("$hs"); fcs+=("$fs")
+  tls_pair "$r" "$tport" tickets log
+  rh+=("$h"); rc+=("$f"); rhs+=("$hs"); rcs+=("$fs")
+done
+echo
+summary "full handshakes   " fh fc
+summary "resumed handshakes" rh rc
+printf "nginx CPU %%, medians: full h2load %.1f, connstorm %.1f; resumed h2load %.1f, connstorm %.1f (near 100: nginx is the limit, and the ratio measures nginx, not the clients)\n" \
+  "$(median "${fhs[@]}")" "$(median "${fcs[@]}")" "$(median "${rhs[@]}")" "$(median "${rcs[@]}")"
 
-# When nginx is the limit (its CPU near 100% above), the clients are compared against a server
-# that is not: connstorm's own (server --tls --mode http, a self-signed P-256 certificate, TLS 1.3,
-# tickets on), same CPUs. The CPU column is then that server's.
+# Full handshakes against a server that is not the limit: connstorm's own (server --tls
+# --tls-resume off --mode http, a self-signed P-256 certificate, TLS 1.3), same CPUs. The server
+# CPU column is then that server's.
 sport=18444
 # No --duration: it runs until the EXIT trap's SIGINT (a fixed 900 s ended it in the middle of
 # the rounds once ROUNDS x DURATION exceeded it).
-"$B" server --listen 127.0.0.1:$sport --cpus "$SERVER_CPU" --tls --mode http >/dev/null 2>&1 &
+"$B" server --listen 127.0.0.1:$sport --cpus "$SERVER_CPU" --tls --tls-resume off --mode http >/dev/null 2>&1 &
 own=$!
 for _ in $(seq 100); do grep -q ":$(printf %04X $sport) 00000000:0000 0A" /proc/net/tcp && break; sleep 0.05; done
 worker=$own
 echo
-echo "TLS against connstorm server --tls --mode http on CPU $SERVER_CPU (not nginx)"
-printf "%-6s %-22s %14s %12s %12s\n" round tool "connections/s" "server CPU %" "client CPU %"
-sh=(); sf=(); sratios=()
+echo "Full handshakes against connstorm server --tls --tls-resume off --mode http on CPU $SERVER_CPU (not nginx; it offers no resumption)"
+thead "resumed"
+sh=(); sf=()
 for r in $(seq "$ROUNDS"); do
-  h2_vs_full "$r" "$sport"
-  sh+=("$h"); sf+=("$f"); sratios+=("$(echo "$f / $h" | bc -l)")
+  tls_pair "$r" "$sport" off -
+  sh+=("$h"); sf+=("$f")
 done
 echo
-printf "median h2load --h1           %12.1f req/s\n" "$(median "${sh[@]}")"
-printf "median connstorm (full)      %12.1f responses/s\n" "$(median "${sf[@]}")"
-printf "paired ratios connstorm full/h2load (own server): %s (median %.2f)\n" "$(printf "%.2f " "${sratios[@]}")" "$(median "${sratios[@]}")"
+summary "full handshakes, own server" sh sf
