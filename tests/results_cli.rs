@@ -302,6 +302,49 @@ fn bad_record_files_exit_2_naming_the_file() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
 }
 
+/// A record whose label is megabytes long (hand-edited) made `report --format html` write
+/// 268 MB in 9 s (the label is in every table and plot): refused when read, naming the field,
+/// by every reader; and `bench --label` refuses one over the bound before running anything.
+#[test]
+fn bad_input_an_unbounded_label_is_refused_when_read_and_when_given() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut rec = RunRecord::example();
+    rec.label = "L".repeat(16 << 20);
+    let path = tmp.path().join("long-label.json");
+    std::fs::write(&path, rec.to_json()).unwrap();
+    let other = write_records(tmp.path(), &[("other.json", &RunRecord::example())]);
+    for args in [
+        vec!["report", s(&path), "--format", "html"],
+        vec!["report", s(&path)],
+        vec!["compare", s(&other[0]), s(&path)],
+        vec!["plot", s(&path), "--output", "x.svg"],
+    ] {
+        let t0 = std::time::Instant::now();
+        let o = connstorm_in(tmp.path(), &args);
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{:?}: {e}", &args[..1]);
+        assert!(
+            e.contains("long-label.json: its label is 16,777,216 bytes, longer than connstorm writes (at most 1,024)"),
+            "{:?}: {e}",
+            &args[..1]
+        );
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(20),
+            "{:?}",
+            &args[..1]
+        );
+    }
+    assert!(!tmp.path().join("x.svg").exists());
+    let long = "b".repeat(1025);
+    let o = connstorm(&["bench", "--label", &long, "--duration", "1s"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("1,025 bytes: a label is at most 1,024 bytes"),
+        "{}",
+        stderr(&o)
+    );
+}
+
 /// Writes `n` trials of the example record with the connection rate scaled by `factor` and a
 /// little deterministic noise; returns their paths.
 fn trials(dir: &Path, label: &str, factor: f64, n: usize) -> Vec<PathBuf> {

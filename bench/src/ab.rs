@@ -102,14 +102,34 @@ impl Sides<'_> {
     }
 
     /// A trial's label: `[LABEL-]<side name>#<trial>`, so a later `connstorm compare` names the
-    /// sides the same way.
+    /// sides the same way. A label that would pass [`results::record::MAX_LABEL_BYTES`] (a long
+    /// setup command) is cut, and the cut one ends in `…[HASH]` (16 hex digits of the whole
+    /// name) so that sides that differ only past the cut keep different names.
     pub fn trial_label(&self, label: &str, side: Side, trial: u32) -> String {
         let base = if label.is_empty() {
             String::new()
         } else {
             format!("{label}-")
         };
-        format!("{base}{}#{trial}", self.name(side))
+        let name = format!("{base}{}", self.name(side));
+        let suffix = format!("#{trial}");
+        let max = results::record::MAX_LABEL_BYTES;
+        if name.len() + suffix.len() <= max {
+            return name + &suffix;
+        }
+        let hash = {
+            use std::hash::{Hash as _, Hasher as _};
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            name.hash(&mut h);
+            format!("…[{:016x}]", h.finish())
+        };
+        // Room for any trial number ("#" and the 10 digits of a u32), so a side's trials are
+        // cut at the same place and share their name.
+        let mut cut = max - 11 - hash.len();
+        while !name.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        format!("{}{hash}{suffix}", &name[..cut])
     }
 
     /// Sets `side` under the host root `root`: every toggle to its value, then the side's setup
@@ -212,6 +232,44 @@ pub fn shell(cmd: &str) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_trial_label_past_the_record_bound_is_cut_and_sides_stay_apart() {
+        // Setup commands of 3,000 bytes that differ only at their ends.
+        let long = "ethtool -K lo gro off; ".repeat(130);
+        let (a, b) = (format!("{long}echo A"), format!("{long}echo B"));
+        let s = Sides {
+            toggles: &[],
+            a_setup: Some(&a),
+            b_setup: Some(&b),
+        };
+        let (la, lb) = (
+            s.trial_label("run", Side::A, 12),
+            s.trial_label("run", Side::B, 12),
+        );
+        let max = results::record::MAX_LABEL_BYTES;
+        assert!(
+            la.len() <= max && lb.len() <= max,
+            "{} {}",
+            la.len(),
+            lb.len()
+        );
+        assert!(la.starts_with("run-setup: ethtool -K lo gro off;"), "{la}");
+        assert!(la.ends_with("]#12") && la.contains("…["), "{la}");
+        assert_ne!(la, lb);
+        // The same side's trials share everything but the trial number.
+        assert_eq!(
+            s.trial_label("run", Side::A, 3).trim_end_matches("#3"),
+            la.trim_end_matches("#12")
+        );
+        // Short ones are untouched.
+        let short = Sides {
+            toggles: &[],
+            a_setup: Some("true"),
+            b_setup: Some("false"),
+        };
+        assert_eq!(short.trial_label("x", Side::A, 1), "x-setup: true#1");
+    }
 
     #[test]
     fn sides_are_named_by_what_differs() {

@@ -56,6 +56,10 @@ pub const SCHEMA_VERSION: u32 = 2;
 /// MiB): a device or a wrong file must not exhaust memory.
 pub const MAX_RECORD_BYTES: u64 = 256 << 20;
 
+/// The longest label a record holds, bytes (`bench --label` refuses longer ones; a record read
+/// with a longer one is refused: reports repeat the label in every table and plot).
+pub const MAX_LABEL_BYTES: usize = 1024;
+
 /// Oldest record format this build still reads.
 pub const OLDEST_READABLE_SCHEMA_VERSION: u32 = 1;
 
@@ -293,6 +297,14 @@ impl RunRecord {
             upgrade_v1(&mut record);
         }
         forget_unmeasured_figures(&mut record);
+        if record.label.len() > MAX_LABEL_BYTES {
+            return Err(RecordError::TooLong {
+                path: path_buf(),
+                field: "label",
+                bytes: record.label.len(),
+                max: MAX_LABEL_BYTES,
+            });
+        }
         if record.phases.is_empty() {
             return Err(RecordError::Inconsistent {
                 path: path_buf(),
@@ -464,6 +476,23 @@ mod tests {
             assert!(matches!(err, RecordError::Read { .. }), "{p}: {err}");
             assert!(err.to_string().contains(p), "{err}");
         }
+    }
+
+    #[test]
+    fn a_label_longer_than_connstorm_writes_is_refused_naming_it() {
+        let mut rec = RunRecord::example();
+        rec.label = "x".repeat(MAX_LABEL_BYTES);
+        assert!(RunRecord::from_json(&rec.to_json(), Path::new("ok.json")).is_ok());
+        rec.label.push('y');
+        let e = RunRecord::from_json(&rec.to_json(), Path::new("long.json"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(
+                "long.json: its label is 1,025 bytes, longer than connstorm writes (at most 1,024)"
+            ),
+            "{e}"
+        );
     }
 
     #[test]

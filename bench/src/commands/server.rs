@@ -123,10 +123,13 @@ pub fn run(mut c: ServerCommand) -> anyhow::Result<i32> {
         eprintln!("connstorm server: io_uring unavailable, using epoll: {why}");
     }
     eprintln!(
-        "connstorm server: listening on {} (engine {}, {} workers on CPUs {:?}, mode {}{}, steering {}, RLIMIT_NOFILE {})",
+        "connstorm server: listening on {} (engine {}, {} on CPUs {:?}, mode {}{}, steering {}, RLIMIT_NOFILE {})",
         srv.local_addr(),
         srv.engine(),
-        srv.cpus().len(),
+        match srv.cpus().len() {
+            1 => "1 worker".to_string(),
+            n => format!("{n} workers"),
+        },
         srv.cpus(),
         mode,
         match &c.tls {

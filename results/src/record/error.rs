@@ -97,6 +97,19 @@ pub enum RecordError {
         #[source]
         source: serde_path_to_error::Error<serde_json::Error>,
     },
+    /// A text field is longer than connstorm ever writes (a label of megabytes made every
+    /// report repeat it: a 16 MB label gave a 268 MB HTML report).
+    #[error("run record {}: its {field} is {} bytes, longer than connstorm writes (at most {}); the file was edited or damaged: shorten the field, or restore the file as connstorm wrote it", .path.display(), crate::numfmt::count(*.bytes as u64), crate::numfmt::count(*.max as u64))]
+    TooLong {
+        /// The file.
+        path: PathBuf,
+        /// The field, e.g. `label`.
+        field: &'static str,
+        /// Its length, bytes.
+        bytes: usize,
+        /// The most connstorm writes, bytes.
+        max: usize,
+    },
     /// A phase's figures contradict each other ([`crate::record::PhaseRecord::inconsistency`]).
     #[error("run record {}: phase {phase} is inconsistent: {what}; the file was edited or damaged: re-run the benchmark, or restore the file as connstorm wrote it", .path.display())]
     Inconsistent {

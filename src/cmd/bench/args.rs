@@ -70,8 +70,9 @@ pub struct SetupArgs {
     /// Per-attempt connect timeout.
     #[arg(long, default_value = "3s", value_parser = units::parse_positive_duration)]
     pub connect_timeout: Duration,
-    /// Label stored in the record and its file name.
-    #[arg(long, default_value = "")]
+    /// Label stored in the record and (its first 64 characters, made file-safe) its file name;
+    /// at most 1,024 bytes.
+    #[arg(long, default_value = "", value_parser = parse_label)]
     pub label: String,
     /// Directory for run records.
     #[arg(long, default_value = "runs")]
@@ -168,4 +169,18 @@ fn parse_rtt(s: &str) -> Result<Duration, String> {
     let d = units::parse_duration(s)?;
     tuning::netns::check_rtt(d)?;
     Ok(d)
+}
+
+/// `--label`: at most [`results::record::MAX_LABEL_BYTES`] bytes (reports print it in every
+/// table and plot, and records with a longer one are refused when read).
+fn parse_label(s: &str) -> Result<String, String> {
+    let max = results::record::MAX_LABEL_BYTES;
+    if s.len() > max {
+        return Err(format!(
+            "{} bytes: a label is at most {} bytes; give a shorter one",
+            results::numfmt::count(s.len() as u64),
+            results::numfmt::count(max as u64)
+        ));
+    }
+    Ok(s.to_string())
 }
