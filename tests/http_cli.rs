@@ -397,10 +397,12 @@ fn unparseable_round(engine: &'static str) {
     let (_, lcpu) = cpus();
     const BAD: &[u8] = b"garbage\r\n\r\n";
     const SHORT: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nab";
+    let dir = tempfile::tempdir().unwrap();
+    let od = dir.path().to_str().unwrap().to_string();
     let (load, counts) = testkit::NetNs::run(move |_| {
         let l = TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], PORT))).unwrap();
         let f = Fixture::start_with(l, [BAD, SHORT, BAD, SHORT, BAD, SHORT]);
-        let load = load_http(&["--http", "--load-engine", engine], &lcpu);
+        let load = load_http(&["--http", "--load-engine", engine, "--out", &od], &lcpu);
         (load, f.finish())
     });
     assert_eq!(load.status.code(), Some(3), "{engine}: {}", stderr(&load));
@@ -420,6 +422,17 @@ fn unparseable_round(engine: &'static str) {
         "{t}"
     );
     assert!(j["cpm"].is_null(), "{j}");
+    // Its record reads back: each failed exchange has its TCP handshake in the histogram (the
+    // record was refused as damaged: "holds 26,412 samples but the phase has 13,206 successes").
+    let files = testkit::record_files(dir.path());
+    assert_eq!(files.len(), 1, "{files:?}");
+    let rep = bin().arg("report").arg(&files[0]).output().unwrap();
+    assert_eq!(rep.status.code(), Some(0), "{engine}: {}", stderr(&rep));
+    let text = String::from_utf8_lossy(&rep.stdout);
+    assert!(
+        text.contains(&format!("HTTP parse error: head {}", common_count(bad))),
+        "{engine}: {text}"
+    );
 }
 
 #[test]

@@ -423,6 +423,44 @@ fn wrong_ca_round(engine: &str, srv: Vec<String>, load: Vec<String>) {
     assert_eq!(passive as u64, attempts, "{s}");
 }
 
+/// A `load --tls --out` record of a run whose every TLS handshake failed reads back (it was
+/// refused as damaged: its handshake histogram holds the TCP handshakes of the failed
+/// attempts), and `report` names the alert.
+#[test]
+fn a_record_of_failed_tls_handshakes_reads_back_and_names_the_alert() {
+    let _x = testkit::exclusive();
+    let tmp = tempfile::tempdir().unwrap();
+    let (other, _) = cert_files(tmp.path(), "other");
+    let runs = tmp.path().join("runs");
+    let load = strings(&[
+        "--concurrency",
+        "2",
+        "--ca",
+        other.to_str().unwrap(),
+        "--out",
+        runs.to_str().unwrap(),
+    ]);
+    let (out, _, _) = round("epoll", vec![], load);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let j = json(&out);
+    let attempts = u(&j["total"]["attempts"]);
+    let files = testkit::record_files(&runs);
+    assert_eq!(files.len(), 1, "{files:?}");
+    let rep = bin().arg("report").arg(&files[0]).output().unwrap();
+    assert_eq!(rep.status.code(), Some(0), "{}", stderr(&rep));
+    let text = String::from_utf8_lossy(&rep.stdout);
+    // The class the load printed (the alert rustls sends for that certificate error), with
+    // its count, as the load counted it.
+    let fails = j["total"]["failures"].as_object().unwrap();
+    assert_eq!(fails.len(), 1, "{j}");
+    let (class, n) = fails.iter().next().unwrap();
+    assert!(class.starts_with("TLS alert "), "{j}");
+    assert_eq!(u(n), attempts, "{j}");
+    let want = format!("({class} {})", common::numfmt::count(attempts));
+    assert!(text.contains(&want), "{want} in {text}");
+    assert!(attempts >= 20, "{j}");
+}
+
 /// Unusable certificate or key files, half a pair, a mode TLS does not serve, a bad CA file, on
 /// either engine: one line saying what and how to fix it, exit 2, before anything listens.
 #[test]

@@ -36,6 +36,17 @@ pub fn never_accepted_total(failures: &BTreeMap<String, u64>) -> u64 {
         .sum()
 }
 
+/// Failed attempts whose TCP handshake had completed: the HTTP exchange or the TLS handshake
+/// after it failed (the load's classes named `HTTP …` and `TLS …`; each such attempt has its
+/// TCP handshake in the handshake histogram, as the server's kernel has it in PassiveOpens).
+pub fn after_handshake_failures(failures: &BTreeMap<String, u64>) -> u64 {
+    failures
+        .iter()
+        .filter(|(k, _)| k.starts_with("HTTP ") || k.starts_with("TLS "))
+        .map(|(_, v)| v)
+        .sum()
+}
+
 /// What a diagnosis is made from. Counters and settings use the record's names
 /// (`"TcpExt.ListenOverflows"`, `"nf_conntrack.drop"`, `"net.ipv4.tcp_syncookies"`,
 /// `"listen_backlog"`); a missing one reads as unknown (settings) or 0 (counters).

@@ -324,19 +324,33 @@ impl RunRecord {
                 });
             }
             // Each success has its handshake sample, and so has each handshake the server
-            // never accepted (the client saw it complete): a record whose counts were scaled
-            // by hand would otherwise print a CPM beside a histogram of other connections.
+            // never accepted (the client saw it complete) and each attempt whose HTTP exchange
+            // or TLS handshake failed after its TCP handshake (`load --http`/`--tls`: they were
+            // refused as damaged), and at most each attempt cut by a signal: a record whose
+            // counts were scaled by hand would otherwise print a CPM beside a histogram of
+            // other connections.
             if let Ok(Some(h)) = phase.histograms.decode(Latency::Handshake) {
                 let never = crate::diagnosis::never_accepted_total(&phase.failures);
-                if h.len() != phase.successes + never {
+                let after = crate::diagnosis::after_handshake_failures(&phase.failures);
+                let least = phase.successes + never + after;
+                if h.len() < least || h.len() > least + phase.abandoned {
+                    let cut = if phase.abandoned > 0 {
+                        format!(
+                            " (and up to {} attempts cut by a signal)",
+                            crate::numfmt::count(phase.abandoned)
+                        )
+                    } else {
+                        String::new()
+                    };
                     return Err(RecordError::Inconsistent {
                         path: path_buf(),
                         phase: phase.name.clone(),
                         what: format!(
-                            "the handshake histogram holds {} samples but the phase has {} successes and {} handshakes never accepted",
+                            "the handshake histogram holds {} samples but the phase has {} successes, {} handshakes never accepted and {} failed after their TCP handshake (HTTP/TLS){cut}",
                             crate::numfmt::count(h.len()),
                             crate::numfmt::count(phase.successes),
-                            crate::numfmt::count(never)
+                            crate::numfmt::count(never),
+                            crate::numfmt::count(after)
                         ),
                     });
                 }

@@ -102,10 +102,48 @@ impl fmt::Display for ReportText<'_> {
             numfmt::fixed(r.accepted() as f64 / secs, 1)
         )?;
         if matches!(r.mode, crate::Mode::Http { .. } | crate::Mode::Greet { .. }) {
+            // Every accepted connection is accounted for: served, or why not (a client that
+            // closed after its TLS handshake without a request was counted nowhere).
+            let http = matches!(r.mode, crate::Mode::Http { .. });
+            let unserved = r.accepted().saturating_sub(r.served());
+            let rest = unserved
+                .saturating_sub(r.bad_requests())
+                .saturating_sub(r.tls_failed());
+            let mut why = Vec::new();
+            if r.bad_requests() > 0 {
+                why.push(format!("{} bad requests", numfmt::count(r.bad_requests())));
+            }
+            if r.tls_failed() > 0 {
+                why.push(format!(
+                    "{} failed TLS handshakes",
+                    numfmt::count(r.tls_failed())
+                ));
+            }
+            if rest > 0 {
+                why.push(format!(
+                    "{} closed or reset by the client, or failed (errors column), before {}",
+                    numfmt::count(rest),
+                    if http {
+                        "a whole request was in and answered"
+                    } else {
+                        "the whole greeting was written"
+                    }
+                ));
+            }
             writeln!(
                 out,
-                "served {} (whole response/greeting written)",
-                numfmt::count(r.served())
+                "served {} (whole {} written){}",
+                numfmt::count(r.served()),
+                if http { "response" } else { "greeting" },
+                if unserved == 0 {
+                    String::new()
+                } else {
+                    format!(
+                        "; not served {}: {}",
+                        numfmt::count(unserved),
+                        why.join(", ")
+                    )
+                }
             )?;
         }
         if r.workers.iter().any(|w| w.tls_accepted + w.tls_failed > 0) {
@@ -324,5 +362,25 @@ mod tests {
         ] {
             assert!(t.contains(want), "missing {want:?} in\n{t}");
         }
+        // `--mode http`: every accepted connection is served or said why not; TLS clients that
+        // closed after the handshake without a request were counted nowhere.
+        r.mode = crate::Mode::Http { body_bytes: 0 };
+        r.workers[0].served = 12_000;
+        r.workers[0].bad_requests = 40;
+        let t = ReportText(&r).to_string();
+        let want = "served 12,000 (whole response written); not served 345: 40 bad requests, 255 failed TLS handshakes, 50 closed or reset by the client, or failed (errors column), before a whole request was in and answered\n";
+        assert!(t.contains(want), "missing {want:?} in\n{t}");
+        r.workers[0].served = 12_345 - 40 - 255;
+        let t = ReportText(&r).to_string();
+        assert!(
+            t.contains("served 12,050 (whole response written); not served 295: 40 bad requests, 255 failed TLS handshakes\n"),
+            "{t}"
+        );
+        r.workers[0].served = 12_345;
+        let t = ReportText(&r).to_string();
+        assert!(
+            t.contains("served 12,345 (whole response written)\n"),
+            "{t}"
+        );
     }
 }
