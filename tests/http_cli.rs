@@ -288,6 +288,103 @@ impl Fixture {
     }
 }
 
+/// `Host` is the target as given: `--target localhost:PORT` sends `Host: localhost:PORT` (as
+/// curl and wrk do; it sent `Host: 127.0.0.1:PORT`, so a name-based virtual host got the wrong
+/// site), an address target sends `IP:PORT`, and `--http-header 'Host: …'` replaces it; on both
+/// load engines.
+#[test]
+fn the_host_header_is_the_target_as_given() {
+    let _x = testkit::exclusive();
+    let (_, lcpu) = cpus();
+    for engine in LOAD_ENGINES {
+        for (target, extra, want) in [
+            ("localhost", None, format!("Host: localhost:{PORT}")),
+            ("127.0.0.1", None, format!("Host: 127.0.0.1:{PORT}")),
+            (
+                "localhost",
+                Some("Host: gw.example"),
+                "Host: gw.example".to_string(),
+            ),
+        ] {
+            let lcpu = lcpu.clone();
+            let (load, hosts) = testkit::NetNs::run(move |_| {
+                let l = TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], PORT))).unwrap();
+                let handle = std::thread::spawn(move || {
+                    let mut hosts = std::collections::BTreeSet::new();
+                    l.set_nonblocking(true).unwrap();
+                    let until = Instant::now() + Duration::from_secs(5);
+                    let mut idle_since = None;
+                    while Instant::now() < until {
+                        match l.accept() {
+                            Ok((mut c, _)) => {
+                                idle_since = None;
+                                c.set_nonblocking(false).unwrap();
+                                c.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+                                let mut head = Vec::new();
+                                let mut buf = [0u8; 1024];
+                                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                                    match c.read(&mut buf) {
+                                        Ok(0) | Err(_) => break,
+                                        Ok(n) => head.extend_from_slice(&buf[..n]),
+                                    }
+                                }
+                                for line in String::from_utf8_lossy(&head).lines() {
+                                    if line.to_ascii_lowercase().starts_with("host:") {
+                                        hosts.insert(line.to_string());
+                                    }
+                                }
+                                let _ = c.write_all(b"HTTP/1.1 204 No Content\r\n\r\n");
+                            }
+                            Err(_) => {
+                                let t = *idle_since.get_or_insert_with(Instant::now);
+                                if !hosts.is_empty() && t.elapsed() > Duration::from_millis(500) {
+                                    break;
+                                }
+                                std::thread::sleep(Duration::from_millis(2));
+                            }
+                        }
+                    }
+                    hosts
+                });
+                let t = format!("{target}:{PORT}");
+                let mut args = vec![
+                    "load",
+                    "--target",
+                    &t,
+                    "--family",
+                    "4",
+                    "--rate",
+                    "50/s",
+                    "--duration",
+                    "0.5s",
+                    "--warmup",
+                    "0s",
+                    "--cpus",
+                    &lcpu,
+                    "--format",
+                    "json",
+                    "--http",
+                    "--load-engine",
+                    engine,
+                ];
+                if let Some(h) = extra {
+                    args.extend(["--http-header", h]);
+                }
+                let load = bin().args(&args).output().expect("run connstorm load");
+                (load, handle.join().unwrap())
+            });
+            assert_eq!(
+                load.status.code(),
+                Some(0),
+                "{engine} {target}: {}",
+                stderr(&load)
+            );
+            let want: std::collections::BTreeSet<String> = [want].into();
+            assert_eq!(hosts, want, "{engine} {target} {extra:?}");
+        }
+    }
+}
+
 /// Reads a request head, writes `resp`, closes; true when all of it was written.
 fn serve(mut c: TcpStream, resp: &[u8]) -> bool {
     c.set_nonblocking(false).unwrap();

@@ -46,7 +46,7 @@ pub struct HttpRequest {
     /// Request target in origin form (`/`, `/health?x=1`). CLI default `/`.
     pub path: String,
     /// Extra header fields, each `Name: value`. A `Host` field here replaces the default one
-    /// (the target address as `IP:PORT`), and a second `Host` is refused (RFC 9112 §3.2);
+    /// (the target as given: [`HttpRequest::host_names`], else `IP:PORT`), and a second `Host` is refused (RFC 9112 §3.2);
     /// `Connection`, `Content-Length` and `Transfer-Encoding` are set by connstorm and refused
     /// here.
     pub headers: Vec<String>,
@@ -57,6 +57,12 @@ pub struct HttpRequest {
     /// which still deserializes.
     #[serde(with = "body_digest")]
     pub body: Vec<u8>,
+    /// The `Host` value of each target address given by name (`localhost:9443` for the
+    /// addresses `--target localhost:9443` resolved to), as curl and wrk send it and as
+    /// name-based virtual hosts (nginx `server_name`) need it; an address not here gets
+    /// `IP:PORT`. Not kept in records (the record keeps the targets).
+    #[serde(skip)]
+    pub host_names: std::collections::BTreeMap<SocketAddr, String>,
 }
 
 impl Default for HttpRequest {
@@ -66,6 +72,7 @@ impl Default for HttpRequest {
             path: "/".into(),
             headers: Vec::new(),
             body: Vec::new(),
+            host_names: Default::default(),
         }
     }
 }
@@ -169,7 +176,8 @@ impl HttpRequest {
         self.method.eq_ignore_ascii_case("HEAD")
     }
 
-    /// The request bytes for `target`: request line, `Host` (unless a header gives one),
+    /// The request bytes for `target`: request line, `Host` (unless a header gives one: the
+    /// name the target was given by, [`HttpRequest::host_names`], else `IP:PORT`),
     /// `Connection: close`, the extra headers, `Content-Length` when there is a body (or the
     /// method usually has one), blank line, body.
     pub fn encode(&self, target: SocketAddr) -> Vec<u8> {
@@ -179,7 +187,10 @@ impl HttpRequest {
                 .is_some_and(|(n, _)| n.eq_ignore_ascii_case("host"))
         });
         if !has_host {
-            head.push_str(&format!("Host: {target}\r\n"));
+            match self.host_names.get(&target) {
+                Some(name) => head.push_str(&format!("Host: {name}\r\n")),
+                None => head.push_str(&format!("Host: {target}\r\n")),
+            }
         }
         head.push_str("Connection: close\r\n");
         for h in &self.headers {
@@ -744,6 +755,7 @@ mod tests {
             path: "/x?y=1".into(),
             headers: vec!["Host: example.test".into(), "X-A:  b ".into()],
             body: b"abc".to_vec(),
+            ..Default::default()
         };
         assert_eq!(
             r.encode("[::1]:80".parse().unwrap()),
@@ -751,6 +763,17 @@ mod tests {
               Content-Length: 3\r\n\r\nabc"
         );
         assert!(r.validate().is_ok());
+        // A target given by name: its name and port, as given (curl and wrk send that; nginx
+        // picks its server block by it); another address of the run keeps IP:PORT.
+        let mut named = HttpRequest::default();
+        named.host_names.insert(t, "localhost:8080".into());
+        assert_eq!(
+            named.encode(t),
+            b"GET / HTTP/1.1\r\nHost: localhost:8080\r\nConnection: close\r\n\r\n"
+        );
+        assert!(named
+            .encode("127.0.0.2:8080".parse().unwrap())
+            .starts_with(b"GET / HTTP/1.1\r\nHost: 127.0.0.2:8080\r\n"));
         for (m, p, h) in [
             ("GE T", "/", ""),
             ("GET", "x", ""),
@@ -763,7 +786,7 @@ mod tests {
                 method: m.into(),
                 path: p.into(),
                 headers: if h.is_empty() { vec![] } else { vec![h.into()] },
-                body: vec![],
+                ..Default::default()
             };
             assert!(r.validate().is_err(), "{m} {p} {h}");
         }

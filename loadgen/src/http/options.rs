@@ -52,6 +52,7 @@ impl HttpRequest {
             path: path.to_string(),
             headers: headers.to_vec(),
             body,
+            ..HttpRequest::default()
         };
         req.validate()?;
         Ok(req)

@@ -82,8 +82,8 @@ pub struct Args {
     /// (1..=4096; 1 = a wait before every start). Recorded (`load.start_batch`).
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=4096))]
     pub start_batch: u64,
-    /// After the handshake send one HTTP/1.1 request for PATH (default `/`) with `Host: IP:PORT`
-    /// and `Connection: close`, and read the response (Content-Length, chunked or until the
+    /// After the handshake send one HTTP/1.1 request for PATH (default `/`) with `Host` the
+    /// target as given (`localhost:9443`; `IP:PORT` for an address) and `Connection: close`, and read the response (Content-Length, chunked or until the
     /// server's FIN): reports requests, responses by status class and code, parse errors, bytes,
     /// response latency and time to first byte (both from the scheduled start).
     #[arg(long, value_name = "PATH", num_args = 0..=1, default_missing_value = "/", conflicts_with = "expect_bytes")]

@@ -162,7 +162,8 @@ pub(crate) fn pacing(spin: std::time::Duration, start_batch: u64) -> loadgen::Pa
 }
 
 /// The `--http*` options as the request to send (`None` without `--http`;
-/// [`loadgen::HttpRequest::from_options`] reads the body file).
+/// [`loadgen::HttpRequest::from_options`] reads the body file), with the `Host` of each target
+/// given by name (`--target localhost:9443` → `Host: localhost:9443`).
 ///
 /// # Errors
 /// Bad input when the body file cannot be read or the request is malformed.
@@ -170,14 +171,24 @@ fn http_request(args: &Args) -> anyhow::Result<Option<loadgen::HttpRequest>> {
     let Some(path) = &args.http else {
         return Ok(None);
     };
-    loadgen::HttpRequest::from_options(
+    let mut req = loadgen::HttpRequest::from_options(
         path,
         args.http_method.as_deref(),
         &args.http_header,
         args.http_body.as_deref(),
     )
-    .map(Some)
-    .map_err(bad_input)
+    .map_err(bad_input)?;
+    // `Host` is the target as given: a name keeps its name (and the port given with it).
+    for Targets(addrs, name) in &args.target {
+        if let Some(name) = name {
+            for a in addrs {
+                req.host_names
+                    .entry(*a)
+                    .or_insert_with(|| format!("{name}:{}", a.port()));
+            }
+        }
+    }
+    Ok(Some(req))
 }
 
 /// The `--tls*` options (`None` without `--tls`). The SNI defaults to the first target's host
