@@ -593,7 +593,7 @@ mod tests {
         let text = render(std::slice::from_ref(&r), Format::Text, Counters::All);
         for needle in [
             "server accepted 6,000 (cpu0 100.0%)",
-            "cross-check: server accepted 6,000, load successes 6,000, kernel PassiveOpens 6,000, ActiveOpens 6,003: agree",
+            "cross-check (incl. warm-up): server accepted 6,000, load successes 6,000, kernel PassiveOpens 6,000, ActiveOpens 6,003: agree",
             "attempts 6,003, successes 6,000, failed 3 (ECONNREFUSED 3)",
             "Tcp.ActiveOpens +6,003",
             "TcpExt.TW +11,420",

@@ -327,7 +327,7 @@ fn phase_blocks(p: &PhaseReport, counters: Counters, out: &mut Vec<Block>) {
     if let Some(x) = &p.cross_check {
         let opt = |v: Option<i64>| v.map_or("-".to_string(), crate::numfmt::signed);
         let line = format!(
-            "cross-check: server accepted {}, load successes {}, kernel PassiveOpens {}, ActiveOpens {}: {}{}",
+            "cross-check (incl. warm-up): server accepted {}, load successes {}, kernel PassiveOpens {}, ActiveOpens {}: {}{}",
             x.server_accepted.map_or("-".to_string(), count),
             count(x.load_successes),
             opt(x.kernel_passive_opens),
