@@ -423,6 +423,72 @@ fn wrong_ca_round(engine: &str, srv: Vec<String>, load: Vec<String>) {
     assert_eq!(passive as u64, attempts, "{s}");
 }
 
+/// A server certificate marked CA:TRUE (what `openssl req -x509` makes by default), trusted by
+/// the client as its own CA: webpki refuses a CA as an end entity, the client sends
+/// CertificateUnknown, and the report's explanation names that cause (it offered only "wrong
+/// name, expired, or not usable", and a new user could not find it).
+#[test]
+fn a_ca_certificate_served_as_the_servers_own_is_explained() {
+    let _x = testkit::exclusive();
+    let tmp = tempfile::tempdir().unwrap();
+    let mut params =
+        rcgen::CertificateParams::new(vec!["localhost".into(), "127.0.0.1".into()]).unwrap();
+    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    let key = rcgen::KeyPair::generate().unwrap();
+    let cert = params.self_signed(&key).unwrap();
+    let (c, k) = (tmp.path().join("ca.pem"), tmp.path().join("ca.key"));
+    std::fs::write(&c, cert.pem()).unwrap();
+    std::fs::write(&k, key.serialize_pem()).unwrap();
+    let srv = strings(&["--cert", c.to_str().unwrap(), "--key", k.to_str().unwrap()]);
+    let load = vec!["--ca".to_string(), c.display().to_string()];
+    let (out, _, _) = round("epoll", srv, load);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let j = json(&out);
+    let fails = j["total"]["failures"].as_object().unwrap();
+    assert_eq!(
+        fails.keys().collect::<Vec<_>>(),
+        ["TLS alert CertificateUnknown sent"],
+        "{j}"
+    );
+    // The text report (stdout) explains the class.
+    let (scpu, lcpu) = cpus();
+    let ca = c.display().to_string();
+    let srv = strings(&["--cert", c.to_str().unwrap(), "--key", k.to_str().unwrap()]);
+    let text = testkit::NetNs::run(move |_| {
+        let server = start_server(&scpu, "epoll", &srv);
+        wait_listening(PORT);
+        let target = format!("localhost:{PORT}");
+        let o = bin()
+            .args([
+                "load",
+                "--target",
+                &target,
+                "--family",
+                "4",
+                "--duration",
+                "1s",
+                "--warmup",
+                "0s",
+                "--cpus",
+                &lcpu,
+                "--tls",
+                "--ca",
+                &ca,
+                "--concurrency",
+                "2",
+            ])
+            .output()
+            .unwrap();
+        stop_server(server);
+        o
+    });
+    let t = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        t.contains("TLS alert CertificateUnknown sent") && t.contains("CA:TRUE"),
+        "{t}"
+    );
+}
+
 /// A `load --tls --out` record of a run whose every TLS handshake failed reads back (it was
 /// refused as damaged: its handshake histogram holds the TCP handshakes of the failed
 /// attempts), and `report` names the alert.

@@ -225,8 +225,11 @@ pub fn explain(name: &str) -> Option<&'static str> {
              --ca FILE (the server's certificate itself for a self-signed one), or --insecure to skip the check"
         }
         "TLS alert BadCertificate sent" | "TLS alert CertificateUnknown sent" => {
-            "this client refused the server's certificate (wrong name for the SNI, expired, or not usable): \
-             check the certificate, --sni, or pass --insecure to skip the check"
+            "this client refused the server's certificate: a name that does not match the SNI, expired or \
+             not yet valid, or not usable as a server's own certificate — often a CA certificate served \
+             as one (`openssl req -x509` marks its certificate CA:TRUE unless given \
+             `-addext basicConstraints=critical,CA:FALSE`; webpki refuses a CA as an end entity): check \
+             the certificate (`openssl x509 -noout -text`), --sni, or pass --insecure to skip the check"
         }
         "TLS protocol error" => {
             "the server's bytes were not the TLS expected (a record that does not parse, or a message out \

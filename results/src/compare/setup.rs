@@ -191,7 +191,10 @@ mod tests {
         let mut b = a.clone();
         b.run.load_engine = Some("epoll".into());
         let d = setup_differences(std::slice::from_ref(&a), std::slice::from_ref(&b));
-        let e = d.iter().find(|d| d.what == "load engine").expect("load engine");
+        let e = d
+            .iter()
+            .find(|d| d.what == "load engine")
+            .expect("load engine");
         assert!(e.refuses);
         assert_eq!(e.describe(), "load engine: A io_uring, B epoll");
         b.run.load_engine = None;
