@@ -33,8 +33,12 @@ pub fn second_line(row: &TimelineRow, offered: Option<f64>) -> String {
     // No latency in this second's histogram (no success, or — with --http, where a success is
     // a complete response — successes whose handshakes fell in earlier seconds, as in a drain
     // second): no figure rather than "0 ns". A real handshake never takes 0 ns.
-    let lat = if row.successes == 0 || row.p99_ns == 0 {
+    let lat = if row.successes == 0 {
         "handshake p50 - p99 -".to_string()
+    } else if row.p99_ns == 0 {
+        // Successes whose handshakes this second's histogram does not hold: "30 completed,
+        // handshake p50 -" read as a contradiction.
+        "handshake p50 - p99 - (their TCP handshakes completed in earlier seconds)".to_string()
     } else {
         format!(
             "handshake p50 {} p99 {}",
@@ -523,7 +527,12 @@ mod tests {
         let l = second_line(&h, Some(100.0));
         assert!(l.ends_with("handshake p50 1.0 µs p99 2.0 µs"), "{l}");
         let l = second_line(&empty, Some(100.0));
-        assert!(l.ends_with("handshake p50 - p99 -"), "{l}");
+        assert!(
+            l.ends_with(
+                "handshake p50 - p99 - (their TCP handshakes completed in earlier seconds)"
+            ),
+            "{l}"
+        );
     }
 
     /// The kind "the generator fell behind": a second in which the generator made fewer starts

@@ -416,7 +416,9 @@ fn bottleneck(
     let util = |c: &crate::record::SideCpu| {
         let cap = c.wall_ns as f64 * c.cpus as f64;
         if cap > 0.0 {
-            c.run_ns.unwrap_or(c.user_ns + c.sys_ns) as f64 / cap * 100.0
+            // At most 100%: a thread's CPU time read a little after the window's end (or
+            // tick-sampled user/sys) can pass the wall time by a tick ("busy 101%").
+            (c.run_ns.unwrap_or(c.user_ns + c.sys_ns) as f64 / cap * 100.0).min(100.0)
         } else {
             0.0
         }

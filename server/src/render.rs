@@ -50,7 +50,10 @@ pub fn progress_line(
         numfmt::count(cur.accepted()),
         numfmt::count(cur.errors_total)
     );
-    if partial {
+    if partial && secs >= 1.0 {
+        // The last interval, a tick late: not part of a second ("partial second: 1.01 s").
+        line.push_str(&format!(" (last interval: {secs:.2} s, scaled to /s)"));
+    } else if partial {
         line.push_str(&format!(" (partial second: {secs:.2} s, scaled to /s)"));
     } else if interval >= LONG_TICK {
         line.push_str(&format!(
@@ -274,6 +277,22 @@ mod tests {
             line.ends_with("(partial second: 0.40 s, scaled to /s)"),
             "{line}"
         );
+    }
+
+    #[test]
+    fn a_last_interval_of_a_second_or_more_is_not_called_partial() {
+        let line = progress_line(
+            Duration::from_millis(9010),
+            Duration::from_millis(1010),
+            &stats(&[0]),
+            &stats(&[1010]),
+            true,
+        );
+        assert!(
+            line.ends_with("(last interval: 1.01 s, scaled to /s)"),
+            "{line}"
+        );
+        assert!(!line.contains("partial"), "{line}");
     }
 
     #[test]
