@@ -225,8 +225,10 @@ if [ "${1:-}" != --in-namespace ]; then
     bad "CONNS=$CONNS: needs more file descriptors than RLIMIT_NOFILE ($nofile, hard $(ulimit -Hn)) allows: give CONNS of at most $((nofile > 256 ? nofile - 256 : 0)) or raise the hard limit (ulimit -Hn, as root)"
   allowed=$(awk '/^Cpus_allowed_list/ {print $2}' /proc/self/status)
   for v in SERVER_CPU CLIENT_CPU; do
-    [[ ${!v} =~ ^[0-9]+$ ]] && taskset -c "${!v}" true 2>/dev/null ||
+    [[ ${!v} =~ ^[0-9]{1,6}$ ]] && taskset -c "${!v}" true 2>/dev/null ||
       bad "$v=${!v}: not a CPU this process may run on (allowed: $allowed)"
+    # One spelling per CPU (00 and 0 are CPU 0), so the check below sees equal CPUs.
+    printf -v "$v" '%d' "$((10#${!v}))"
   done
   [ "$SERVER_CPU" != "$CLIENT_CPU" ] ||
     bad "SERVER_CPU and CLIENT_CPU are both $SERVER_CPU: give two CPUs (on one, the client CPU figures would include nginx's work)"

@@ -294,6 +294,11 @@ fn tls_resumption_resumes_all_but_each_workers_first_handshake() {
         assert_eq!(hs, u(&j["total"]["attempts"]), "{j}");
         assert_eq!(u(&t["total_full"]), 1, "{case}: {t}");
         assert_eq!(u(&t["total_resumed"]), hs - 1, "{case}: {t}");
+        assert!(
+            !stderr(&out).contains("was asked for"),
+            "{case}: {}",
+            stderr(&out)
+        );
         assert_eq!(sum(&s, "tls_accepted"), hs, "{s}");
         assert_eq!(sum(&s, "tls_resumed"), hs - 1, "{s}");
         assert_eq!(passive as u64, hs, "{s}");
@@ -329,6 +334,9 @@ fn server_without_resumption_gives_only_full_handshakes_to_clients_that_ask() {
         assert!(hs >= 20, "{case}: {j}");
         assert_eq!(u(&t["total_full"]), hs, "{case}: {t}");
         assert_eq!(u(&t["total_resumed"]), 0, "{case}: {t}");
+        // Asked for and not given: said, so the figures are not read as resumed ones.
+        let want = format!("--tls-resume {resume} was asked for, but none of the");
+        assert!(stderr(&out).contains(&want), "{case}: {}", stderr(&out));
         assert_eq!(sum(&s, "tls_accepted"), hs, "{case}: {s}");
         assert_eq!(sum(&s, "tls_resumed"), 0, "{case}: {s}");
         assert_eq!(passive as u64, hs, "{case}: {s}");

@@ -671,6 +671,26 @@ pub struct TlsReport {
 }
 
 impl TlsReport {
+    /// The warning when resumption was asked for (`--tls-resume tickets|ids`) and none happened
+    /// although some in-flight slot made more than one handshake (`total_handshakes` above
+    /// `slots`, the most in flight at once): the server offers no resumption (no tickets, no
+    /// session cache; e.g. `connstorm server --tls --tls-resume off`, nginx with
+    /// `ssl_session_tickets off` and no `ssl_session_cache`), so every handshake was full and
+    /// the run measured full handshakes, not resumed ones. `None` otherwise.
+    pub fn resumption_warning(&self, slots: u64) -> Option<String> {
+        let asked = match self.options.resume {
+            Resume::Off => return None,
+            Resume::Tickets => "tickets",
+            Resume::Ids => "ids",
+        };
+        (self.total_resumed == 0 && self.total_handshakes > slots).then(|| {
+            format!(
+                "--tls-resume {asked} was asked for, but none of the {} TLS handshakes resumed: the server offers no resumption (no session tickets or session cache), so every handshake was full — these are full-handshake figures",
+                common::numfmt::count(self.total_handshakes)
+            )
+        })
+    }
+
     pub(crate) fn of(o: &TlsOptions, w: TlsWorker) -> TlsReport {
         let m = &w.measured;
         TlsReport {

@@ -175,6 +175,19 @@ pub fn run(c: LoadCommand, command_start: SystemTime) -> anyhow::Result<i32> {
                 .or_else(|| report.schedule_warning_with(c.fd_capped_in_flight.is_none())),
         )
         .collect();
+    // The most attempts in flight at once: a slot's second handshake is the first that can
+    // resume.
+    let slots = match cfg.pattern {
+        loadgen::Pattern::Closed { concurrency } => u64::from(concurrency),
+        loadgen::Pattern::Open { .. } => cfg.max_in_flight as u64,
+    };
+    if let Some(w) = report
+        .tls
+        .as_ref()
+        .and_then(|t| t.resumption_warning(slots))
+    {
+        warnings.push(w);
+    }
     if let Some(t) = never_started {
         warnings.push(loadgen::start::never_started_warning(t, SystemTime::now()));
     } else if let Some(w) = sa::late_start_warning(planned, real_start) {

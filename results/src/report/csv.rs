@@ -4,7 +4,9 @@
 //! measured_secs,attempts,successes,failed,late,dropped` (`pattern` is `open` or `closed`;
 //! `arrival` `uniform`/`poisson` for open loop, `concurrency` the connections in flight for
 //! closed loop, empty otherwise: raw values, never the text form; all three empty for a `server`
-//! record's phase, which has no load pattern), then for each of `handshake`, `service`,
+//! record's phase, which has no load pattern; so are its `attempts`, `failed`, `late` and
+//! `dropped`, the clients' figures, while its `successes` are its accepts and its rate is over
+//! its whole run, idle time included), then for each of `handshake`, `service`,
 //! `first_byte`: `_p50_ns,_p90_ns,_p99_ns,_p999_ns,_p9999_ns,_max_ns,_mean_ns,_stddev_ns`
 //! (empty when not measured), then `server_us_per_conn_user,server_us_per_conn_sys,
 //! load_us_per_conn_user,load_us_per_conn_sys,drops`, then (`load --http`, empty otherwise)
@@ -177,6 +179,16 @@ pub(crate) fn to_csv(reports: &[RecordReport]) -> String {
             } else {
                 row.extend(pattern_fields(p.pattern));
             }
+            // A server sees accepts only: the client's attempts, failures, late and dropped
+            // starts are not its figures (they read 0 beside 48,926 accepts) and stay empty;
+            // its `successes` are its accepts, its rate is over its whole run, idle included.
+            let client = |v: u64| {
+                if r.role == crate::record::Role::Server {
+                    String::new()
+                } else {
+                    v.to_string()
+                }
+            };
             row.extend([
                 p.offered_per_sec.map(|o| o.to_string()).unwrap_or_default(),
                 p.achieved_per_sec
@@ -184,11 +196,11 @@ pub(crate) fn to_csv(reports: &[RecordReport]) -> String {
                     .unwrap_or_default(),
                 p.cpm.map(|v| v.to_string()).unwrap_or_default(),
                 p.measured_secs.to_string(),
-                p.attempts.to_string(),
+                client(p.attempts),
                 p.successes.to_string(),
-                p.failures.values().sum::<u64>().to_string(),
-                p.late.to_string(),
-                p.dropped.to_string(),
+                client(p.failures.values().sum::<u64>()),
+                client(p.late),
+                client(p.dropped),
             ]);
             for l in LATENCIES {
                 row.extend(latency_fields(p, l));
@@ -333,8 +345,21 @@ mod tests {
         rec.role = crate::record::Role::Server;
         let r = crate::report::build(&rec, "s.json", &[]).unwrap();
         let csv = to_csv(std::slice::from_ref(&r));
-        // It read `closed,,0` (the record's default pattern) for a server, which has none.
+        // It read `closed,,0` (the record's default pattern) for a server, which has none, and
+        // 0 attempts beside its accepts.
         assert!(csv.contains("s.json,example,peak,,,,"), "{csv}");
+        let row = csv.lines().nth(1).unwrap();
+        let cols: Vec<&str> = row.split(',').collect();
+        let head: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+        let col = |n: &str| cols[head.iter().position(|h| *h == n).unwrap()];
+        for n in ["attempts", "failed", "late", "dropped"] {
+            assert_eq!(col(n), "", "{n}: {row}");
+        }
+        assert_eq!(
+            col("successes"),
+            rec.phases[0].successes.to_string(),
+            "{row}"
+        );
         assert!(
             !csv.contains(",closed,") && !csv.contains(",open,"),
             "{csv}"
