@@ -282,6 +282,51 @@ fn json_report_has_rates_percentile_tables_and_the_close_mode() {
     );
 }
 
+/// With net.ipv4.tcp_syncookies=2 every SYN gets a cookie: the live run says so, and `report` of
+/// its `--out` record names the same cause (it read the record without the namespace's
+/// settings and said "SYN queue overflowed … unknown").
+#[test]
+fn a_load_record_keeps_the_settings_its_diagnosis_read() {
+    let _x = testkit::exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().to_str().unwrap().to_string();
+    let o = testkit::NetNs::run(move |ns| {
+        ns.set_sysctl("net.ipv4.tcp_syncookies", "2");
+        let sink = Sink::start(true);
+        connstorm(&[
+            "--target",
+            &sink.addr.to_string(),
+            "--concurrency",
+            "2",
+            "--duration",
+            "500ms",
+            "--warmup",
+            "0s",
+            "--cpus",
+            &cpu(),
+            "--out",
+            &out_dir,
+        ])
+    });
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let want = "net.ipv4.tcp_syncookies=2 answers every SYN with a syncookie";
+    let live = String::from_utf8_lossy(&o.stdout);
+    assert!(live.contains(want), "{live}");
+    let files = testkit::record_files(dir.path());
+    let rec: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&files[0]).unwrap()).unwrap();
+    assert_eq!(rec["phases"][0]["settings"]["net.ipv4.tcp_syncookies"], 2);
+    let rep = Command::new(env!("CARGO_BIN_EXE_connstorm"))
+        .arg("report")
+        .arg(&files[0])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&rep.stdout);
+    assert_eq!(rep.status.code(), Some(0), "{}", stderr(&rep));
+    assert!(text.contains(want), "{text}");
+    assert!(!text.contains("SYN queue overflowed"), "{text}");
+}
+
 #[test]
 fn text_report_names_port_exhaustion_and_warns_before_the_run() {
     let _x = testkit::exclusive();

@@ -29,6 +29,10 @@ pub struct KernelView {
     /// take what it held ([`AcceptQueueEnd`]). `None` when the queue could not be read (no
     /// `ss`, several target ports, no listener seen).
     pub accept_queue: Option<AcceptQueueEnd>,
+    /// The targets' namespace settings the diagnosis read (sysctls by name and
+    /// `"listen_backlog"`, as [`crate::record::PhaseRecord::settings`]): kept in the `--out`
+    /// record, so that `report` diagnoses as the run did.
+    pub settings: BTreeMap<String, i64>,
 }
 
 /// The listener's accept queue at the end of a `load` run against a local target: `ss -Hltn`
@@ -267,6 +271,7 @@ mod tests {
         .map(|(k, v)| (k.to_string(), v))
         .collect();
         let view = KernelView {
+            settings: BTreeMap::new(),
             acceptance: reconcile(10_000, &delta, true),
             delta,
             causes: vec!["accept queue overflow: listen backlog 8, ...".into()],
@@ -309,6 +314,7 @@ mod tests {
     fn no_handshake_says_nothing_was_there_to_accept() {
         let delta = BTreeMap::from([("Tcp.PassiveOpens".to_string(), 0)]);
         let view = KernelView {
+            settings: BTreeMap::new(),
             acceptance: reconcile(0, &delta, true),
             delta,
             causes: vec![],
@@ -334,6 +340,7 @@ mod tests {
             ("Tcp.PassiveOpens".to_string(), 20),
         ]);
         let view = KernelView {
+            settings: BTreeMap::new(),
             acceptance: reconcile(20, &delta, true),
             delta,
             causes: vec![],
@@ -368,6 +375,7 @@ mod tests {
             ("Tcp.PassiveOpens".to_string(), 0),
         ]);
         let view = KernelView {
+            settings: BTreeMap::new(),
             acceptance: reconcile(0, &delta, true),
             delta,
             causes: vec![],
@@ -393,6 +401,7 @@ mod tests {
     fn a_queue_emptied_in_the_settle_is_shown_empty_with_what_it_held() {
         let delta = BTreeMap::from([("Tcp.PassiveOpens".to_string(), 20)]);
         let view = KernelView {
+            settings: BTreeMap::new(),
             acceptance: reconcile(20, &delta, true),
             delta,
             causes: vec![],

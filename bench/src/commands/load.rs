@@ -213,6 +213,13 @@ pub fn run(c: LoadCommand, command_start: SystemTime) -> anyhow::Result<i32> {
             &warnings,
             (&c.build.0, c.build.1.clone()),
         );
+        // The settings the live diagnosis read (targets in this namespace), so that `report`
+        // of the record names the same causes (it said "SYN queue overflowed … unknown"
+        // where the run had said "syncookies always on").
+        let mut record = record;
+        if let (Some(k), Some(p)) = (&kernel, record.phases.first_mut()) {
+            p.settings = k.settings.clone();
+        }
         let path = record
             .write_atomic(dir)
             .context("writing the load record (--out)")?;

@@ -111,6 +111,7 @@ pub fn kernel_view(
         acceptance,
         causes,
         accept_queue,
+        settings,
     }
 }
 
