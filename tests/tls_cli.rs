@@ -550,6 +550,16 @@ fn bad_tls_files_and_options_exit_2_with_one_line() {
     // does not match its certificate.
     let small = tmp.path().join("rsa1024.key");
     std::fs::write(&small, RSA_1024_KEY).unwrap();
+    // Files that yielded "no items found" alike: an encrypted key (only its PEM label matters
+    // here), a DER key, a certificate given as the key, a key given as the certificate.
+    let encrypted = tmp.path().join("enc.key");
+    std::fs::write(
+        &encrypted,
+        "-----BEGIN ENCRYPTED PRIVATE KEY-----\nMIIBvTBXBgkqhkiG9w0BBQ0wSjApBgkqhkiG9w0BBQwwHAQI\n-----END ENCRYPTED PRIVATE KEY-----\n",
+    )
+    .unwrap();
+    let der = tmp.path().join("der.key");
+    std::fs::write(&der, rcgen::KeyPair::generate().unwrap().serialize_der()).unwrap();
     let p = |x: &Path| x.display().to_string();
     for (args, want) in [
         (vec!["--cert", &p(&missing), "--key", &p(&key)], "--cert"),
@@ -558,7 +568,23 @@ fn bad_tls_files_and_options_exit_2_with_one_line() {
         (vec!["--cert", &p(&cert), "--key", &p(&other_key)], "key"),
         (
             vec!["--cert", &p(&cert), "--key", &p(&small)],
-            "not a signing key this server can use",
+            "an RSA key aws-lc-rs will not sign with, most likely shorter than 2,048 bits",
+        ),
+        (
+            vec!["--cert", &p(&cert), "--key", &p(&encrypted)],
+            "an encrypted private key (the server cannot ask for its passphrase): decrypt it first",
+        ),
+        (
+            vec!["--cert", &p(&cert), "--key", &p(&der)],
+            "not PEM (no -----BEGIN line; DER or another format): convert it",
+        ),
+        (
+            vec!["--cert", &p(&cert), "--key", &p(&cert)],
+            "it holds a certificate, not a private key",
+        ),
+        (
+            vec!["--cert", &p(&key), "--key", &p(&key)],
+            "it holds a private key, not a certificate",
         ),
         (vec!["--cert", &p(&cert)], "--cert and --key go together"),
         (vec!["--mode", "hold"], "--mode close or --mode http"),

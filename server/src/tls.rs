@@ -85,7 +85,7 @@ pub enum TlsError {
     Half,
     /// The key is of a kind or size the crypto provider (aws-lc-rs) does not sign with.
     #[error(
-        "--key {}: not a signing key this server can use ({why}): give an ECDSA P-256/P-384, Ed25519 or RSA key of at least 2048 bits",
+        "--key {}: not a signing key this server can use ({why}): give an ECDSA P-256/P-384/P-521, Ed25519 or RSA key of at least 2,048 bits",
         path.display()
     )]
     KeyKind {
@@ -128,8 +128,12 @@ pub fn server_config(
             };
             // Bounded reads of regular files: `/dev/zero` filled memory, a FIFO hung.
             let read = |what, what_long, path: &Path| {
-                common::files::read_regular(path, common::files::MAX_PEM_BYTES)
-                    .map_err(|e| file_err(what, what_long, path, e.to_string()))
+                common::files::read_regular(path, common::files::MAX_PEM_BYTES).map_err(|e| {
+                    // Its own advice ("give a file") is the one below.
+                    let why = e.to_string();
+                    let why = why.trim_end_matches(": give a file").to_string();
+                    file_err(what, what_long, path, why)
+                })
             };
             let cert_bytes = read("cert", "certificate chain", c)?;
             let key_bytes = read("key", "private key", k)?;
@@ -137,15 +141,16 @@ pub fn server_config(
                 .collect::<Result<_, _>>()
                 .map_err(|e| file_err("cert", "certificate chain", c, e.to_string()))?;
             if chain.is_empty() {
-                return Err(file_err(
-                    "cert",
-                    "certificate chain",
-                    c,
-                    "no CERTIFICATE in it".into(),
-                ));
+                let why = pem_kind(&cert_bytes, Pem::Cert)
+                    .unwrap_or_else(|| "no CERTIFICATE in it".into());
+                return Err(file_err("cert", "certificate chain", c, why));
             }
-            let key = PrivateKeyDer::from_pem_slice(&key_bytes)
-                .map_err(|e| file_err("key", "private key", k, e.to_string()))?;
+            let key = PrivateKeyDer::from_pem_slice(&key_bytes).map_err(|e| {
+                // rustls-pki-types says "no items found" for an encrypted key, a DER file and
+                // a certificate alike.
+                let why = pem_kind(&key_bytes, Pem::Key).unwrap_or_else(|| e.to_string());
+                file_err("key", "private key", k, why)
+            })?;
             let pem = String::from_utf8_lossy(&cert_bytes).into_owned();
             (chain, key, pem, false)
         }
@@ -166,9 +171,18 @@ pub fn server_config(
         provider.key_provider.load_private_key(key.clone_key()),
         key_path,
     ) {
+        // aws-lc-rs says "failed to parse private key as RSA, ECDSA, or EdDSA" of a well-formed
+        // RSA key it will not sign with (below 2,048 bits).
+        let why = if is_rsa(&key) {
+            format!(
+                "an RSA key aws-lc-rs will not sign with, most likely shorter than 2,048 bits: {e}"
+            )
+        } else {
+            format!("aws-lc-rs: {e}")
+        };
         return Err(TlsError::KeyKind {
             path: path.to_path_buf(),
-            why: e.to_string(),
+            why,
         });
     }
     let mut cfg = rustls::ServerConfig::builder_with_provider(provider)
@@ -194,6 +208,64 @@ pub fn server_config(
         self_signed,
         resumption,
     })
+}
+
+/// Which file a PEM was given as.
+#[derive(Clone, Copy, PartialEq)]
+enum Pem {
+    Cert,
+    Key,
+}
+
+/// What a `--cert`/`--key` file that yielded nothing holds instead, in words with the fix:
+/// an encrypted key, the other kind of PEM, or no PEM at all (DER); `None` when none applies.
+fn pem_kind(bytes: &[u8], given_as: Pem) -> Option<String> {
+    let text = String::from_utf8_lossy(bytes);
+    let has = |label: &str| text.contains(&format!("-----BEGIN {label}-----"));
+    if has("ENCRYPTED PRIVATE KEY") {
+        return Some(
+            "an encrypted private key (the server cannot ask for its passphrase): decrypt it \
+             first, e.g. `openssl pkey -in KEY -out KEY.plain`"
+                .into(),
+        );
+    }
+    let key = ["PRIVATE KEY", "RSA PRIVATE KEY", "EC PRIVATE KEY"]
+        .iter()
+        .any(|l| has(l));
+    match given_as {
+        Pem::Key if has("CERTIFICATE") && !key => {
+            return Some("it holds a certificate, not a private key".into())
+        }
+        Pem::Cert if key && !has("CERTIFICATE") => {
+            return Some("it holds a private key, not a certificate".into())
+        }
+        _ => {}
+    }
+    (!text.contains("-----BEGIN ")).then(|| {
+        "not PEM (no -----BEGIN line; DER or another format): convert it, e.g. `openssl x509 \
+         -inform DER -in F -out F.pem` for a certificate, `openssl pkey -inform DER -in F -out \
+         F.pem` for a key"
+            .into()
+    })
+}
+
+/// True for an RSA key (PKCS#1, or PKCS#8 whose algorithm is rsaEncryption, OID
+/// 1.2.840.113549.1.1.1, RFC 8017 appendix C).
+fn is_rsa(key: &PrivateKeyDer<'_>) -> bool {
+    const RSA_OID: [u8; 11] = [
+        0x06, 0x09, 0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x01, 0x01,
+    ];
+    match key {
+        PrivateKeyDer::Pkcs1(_) => true,
+        PrivateKeyDer::Pkcs8(k) => k
+            .secret_pkcs8_der()
+            .iter()
+            .take(32)
+            .collect::<Vec<_>>()
+            .windows(RSA_OID.len())
+            .any(|w| w.iter().copied().eq(RSA_OID.iter())),
+        _ => false,
+    }
 }
 
 /// A worker's TLS counters.
