@@ -327,6 +327,58 @@ fn a_load_record_keeps_the_settings_its_diagnosis_read() {
     assert!(!text.contains("SYN queue overflowed"), "{text}");
 }
 
+/// Stdout that cannot be written (`> /dev/full`): the error says where the figures are when
+/// `--out` wrote a record (it said they were lost), and that they are lost without one.
+#[test]
+fn an_unwritable_stdout_says_where_the_figures_are() {
+    let _x = testkit::exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let target = closed_port();
+    let out_dir = dir.path().to_str().unwrap();
+    let cpu = cpu();
+    for with_out in [true, false] {
+        let mut args = vec![
+            "load",
+            "--target",
+            &target,
+            "--rate",
+            "100/s",
+            "--duration",
+            "200ms",
+            "--warmup",
+            "0s",
+            "--cpus",
+            &cpu,
+        ];
+        if with_out {
+            args.extend(["--out", out_dir]);
+        }
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let o = Command::new(env!("CARGO_BIN_EXE_connstorm"))
+            .args(&args)
+            .stdout(full)
+            .output()
+            .unwrap();
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{e}");
+        if with_out {
+            let rec = &testkit::record_files(dir.path())[0];
+            assert!(
+                e.contains(&format!("its figures are in the record {}", rec.display())),
+                "{e}"
+            );
+        } else {
+            assert!(
+                e.contains("its figures are lost with the output: give --out DIR"),
+                "{e}"
+            );
+        }
+    }
+}
+
 #[test]
 fn text_report_names_port_exhaustion_and_warns_before_the_run() {
     let _x = testkit::exclusive();

@@ -225,7 +225,9 @@ pub fn explain(name: &str) -> Option<&'static str> {
              --ca FILE (the server's certificate itself for a self-signed one), or --insecure to skip the check"
         }
         "TLS alert BadCertificate sent" | "TLS alert CertificateUnknown sent" => {
-            "this client refused the server's certificate: a name that does not match the SNI, expired or \
+            "this client refused the server's certificate: a name that does not match the SNI (names are \
+             read from the subjectAltName only: a certificate without one, e.g. `openssl req -x509 -subj \
+             /CN=host` alone, matches no name), expired or \
              not yet valid, or not usable as a server's own certificate — often a CA certificate served \
              as one (`openssl req -x509` marks its certificate CA:TRUE unless given \
              `-addext basicConstraints=critical,CA:FALSE`; webpki refuses a CA as an end entity): check \

@@ -193,6 +193,7 @@ pub fn run(c: LoadCommand, command_start: SystemTime) -> anyhow::Result<i32> {
     } else if let Some(w) = sa::late_start_warning(planned, real_start) {
         warnings.push(w);
     }
+    let mut written = None;
     if let Some(dir) = &c.out {
         let counters = match (&kernel, &before) {
             (Some(k), _) => k.delta.clone(),
@@ -224,38 +225,44 @@ pub fn run(c: LoadCommand, command_start: SystemTime) -> anyhow::Result<i32> {
             .write_atomic(dir)
             .context("writing the load record (--out)")?;
         eprintln!("connstorm load: record written to {}", path.display());
+        written = Some(path);
     }
-    super::write_report(
-        "writing the report to stdout failed (the run itself ended; its figures are lost with the output)",
-        |out| {
-            use std::io::Write as _;
-            if c.json {
-                let json = serde_json::to_string_pretty(&sa::JsonReport::new(
-                    &report,
-                    budget.as_ref().ok(),
-                    &warnings,
-                    local,
-                    kernel.as_ref(),
-                ))?;
-                writeln!(out, "{json}")?;
-                for w in &warnings {
-                    eprintln!("connstorm load: WARNING: {w}");
-                }
-                Ok(())
-            } else {
-                let summary = loadgen::render::Summary {
-                    report: &report,
-                    warnings: &warnings,
-                };
-                let kernel = KernelSection {
-                    view: kernel.as_ref(),
-                    local,
-                    successes: report.total.successes,
-                };
-                write!(out, "{summary}{kernel}")
+    // The record, when written, keeps the figures the lost output would have shown.
+    let lost = match &written {
+        Some(p) => format!(
+            "writing the report to stdout failed (the run itself ended; its figures are in the record {}: `connstorm report` prints them)",
+            p.display()
+        ),
+        None => "writing the report to stdout failed (the run itself ended; its figures are lost with the output: give --out DIR to keep a record)".to_string(),
+    };
+    super::write_report(lost, |out| {
+        use std::io::Write as _;
+        if c.json {
+            let json = serde_json::to_string_pretty(&sa::JsonReport::new(
+                &report,
+                budget.as_ref().ok(),
+                &warnings,
+                local,
+                kernel.as_ref(),
+            ))?;
+            writeln!(out, "{json}")?;
+            for w in &warnings {
+                eprintln!("connstorm load: WARNING: {w}");
             }
-        },
-    )?;
+            Ok(())
+        } else {
+            let summary = loadgen::render::Summary {
+                report: &report,
+                warnings: &warnings,
+            };
+            let kernel = KernelSection {
+                view: kernel.as_ref(),
+                local,
+                successes: report.total.successes,
+            };
+            write!(out, "{summary}{kernel}")
+        }
+    })?;
     super::end_metrics(endpoint, &c.metrics);
     Ok(exit_code(&report))
 }

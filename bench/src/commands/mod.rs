@@ -86,7 +86,7 @@ pub fn end_metrics(ep: Option<Endpoint>, o: &MetricsOptions) {
 /// # Errors
 /// Any other write error, with `what` as its context.
 pub fn write_report(
-    what: &'static str,
+    what: impl Into<String>,
     write: impl FnOnce(&mut std::io::StdoutLock<'_>) -> std::io::Result<()>,
 ) -> anyhow::Result<()> {
     use anyhow::Context as _;
@@ -94,6 +94,6 @@ pub fn write_report(
     let mut out = std::io::stdout().lock();
     match write(&mut out).and_then(|()| out.flush()) {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        other => other.context(what),
+        other => other.context(what.into()),
     }
 }
