@@ -514,10 +514,34 @@ fn a_record_of_failed_tls_handshakes_reads_back_and_names_the_alert() {
         "--out",
         runs.to_str().unwrap(),
     ]);
-    let (out, _, _) = round("epoll", vec![], load);
+    let srv_runs = tmp.path().join("srv");
+    let srv = strings(&["--out", srv_runs.to_str().unwrap(), "--tls-resume", "off"]);
+    let (out, _, _) = round("epoll", srv, load);
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
     let j = json(&out);
     let attempts = u(&j["total"]["attempts"]);
+    // The server's record keeps its failed handshakes by class and that it offered no
+    // resumption (it kept neither), and its report prints them.
+    let srv_files = testkit::record_files(&srv_runs);
+    let srec: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&srv_files[0]).unwrap()).unwrap();
+    let side = &srec["phases"][0]["server"];
+    let failed: u64 = side["tls_failures"]
+        .as_object()
+        .unwrap_or_else(|| panic!("{side}"))
+        .values()
+        .map(u)
+        .sum();
+    assert_eq!(failed, attempts, "{side}");
+    assert_eq!(side["tls_accepted"], 0, "{side}");
+    assert_eq!(side["tls_resumption"], false, "{side}");
+    let srep = bin().arg("report").arg(&srv_files[0]).output().unwrap();
+    let stext = String::from_utf8_lossy(&srep.stdout);
+    assert!(
+        stext.contains(&format!("{} failed (", common::numfmt::count(attempts)))
+            && stext.contains("resumption not offered (server --tls-resume off)"),
+        "{stext}"
+    );
     let files = testkit::record_files(&runs);
     assert_eq!(files.len(), 1, "{files:?}");
     let rep = bin().arg("report").arg(&files[0]).output().unwrap();

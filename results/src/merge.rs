@@ -448,6 +448,15 @@ fn merged_server_side(servers: &[&Input]) -> ServerSide {
                 side.left_in_queue = add_known(side.left_in_queue, srv.left_in_queue, first);
                 side.tls_accepted = add_tls(side.tls_accepted, srv.tls_accepted);
                 side.tls_resumed = add_tls(side.tls_resumed, srv.tls_resumed);
+                for (k, v) in &srv.tls_failures {
+                    *side.tls_failures.entry(k.clone()).or_insert(0) += v;
+                }
+                // Kept when every TLS server said the same; unknown once they differ.
+                side.tls_resumption = match (first, side.tls_resumption, srv.tls_resumption) {
+                    (true, _, b) => b,
+                    (false, Some(a), Some(b)) if a == b => Some(a),
+                    _ => None,
+                };
                 first = false;
             }
         }

@@ -420,6 +420,16 @@ mod tests {
             crate::numfmt::count(accepted)
         );
         assert!(text(&rec).contains(&want), "{}", text(&rec));
+        // Its failed handshakes by class and whether it offered resumption (the record kept
+        // neither: "0 handshakes completed" beside 6,492 failed ones).
+        let side = rec.phases[0].server.as_mut().unwrap();
+        side.tls_failures = [("alert UnknownCA received".to_string(), 6_492)].into();
+        side.tls_resumption = Some(false);
+        assert!(
+            text(&rec).contains(" accepted connections, 6,492 failed (alert UnknownCA received 6,492); resumption not offered (server --tls-resume off): every handshake full"),
+            "{}",
+            text(&rec)
+        );
     }
 
     /// The generator's lag the record keeps is reported (as `bench` prints it; `report` left

@@ -163,6 +163,7 @@ pub fn run(mut c: ServerCommand) -> anyhow::Result<i32> {
             // codes): its counts are whole. Two quick ones cut it short (exit 128+N), and the
             // record says so as the exit code does.
             crate::signals::hurry(),
+            c.tls.as_ref().map(|t| t.resumption),
             &c.build.0,
             c.build.1.clone(),
         )

@@ -366,6 +366,14 @@ pub struct ServerSide {
     /// `--tls`: of them, resumed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls_resumed: Option<u64>,
+    /// `--tls`: handshakes that failed, by class (`alert UnknownCA received`, `EOF`, errno
+    /// names), all workers; empty (absent) without failures and in older records.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tls_failures: BTreeMap<String, u64>,
+    /// `server --tls`: whether it offered resumption (`--tls-resume on|off`); `None` without
+    /// TLS, in older records, and in a merge of servers that differed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_resumption: Option<bool>,
     /// Merged records only (`connstorm merge` with server records): the server namespaces'
     /// kernel counter deltas over the servers' whole run (`Tcp.PassiveOpens`,
     /// `TcpExt.ListenOverflows`, …), each namespace counted once. The phase's own `counters`

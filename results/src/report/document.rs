@@ -400,12 +400,29 @@ fn server_phase_blocks(
     if let Some(tls) = s.tls_accepted {
         // `server --tls`: the record keeps the TLS accepts (a report said nothing of TLS).
         let resumed = s.tls_resumed.unwrap_or(0);
+        let failed: u64 = s.tls_failures.values().sum();
+        let classes: Vec<String> = s
+            .tls_failures
+            .iter()
+            .map(|(k, v)| format!("{k} {}", count(*v)))
+            .collect();
         out.push(Block::Line(format!(
-            "tls: {} handshakes completed ({} resumed, {} full) of {} accepted connections",
+            "tls: {} handshakes completed ({} resumed, {} full) of {} accepted connections, {} failed{}{}",
             count(tls),
             count(resumed),
             count(tls.saturating_sub(resumed)),
-            count(accepted)
+            count(accepted),
+            count(failed),
+            if classes.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", classes.join(", "))
+            },
+            match s.tls_resumption {
+                Some(false) => "; resumption not offered (server --tls-resume off): every handshake full",
+                Some(true) => "; resumption offered (tickets, session IDs)",
+                None => "",
+            }
         )));
     }
     if let Some(c) = &p.cpu.server {
