@@ -305,6 +305,22 @@ impl RunRecord {
                 max: MAX_LABEL_BYTES,
             });
         }
+        // A hand-edited label with control characters (`a\x1b[2J\nb`) cleared the terminal
+        // and broke the report's lines: shown escaped (`a\u{1b}[2J\nb`), as every reader
+        // prints it.
+        if record.label.chars().any(char::is_control) {
+            record.label = record
+                .label
+                .chars()
+                .map(|c| {
+                    if c.is_control() {
+                        c.escape_default().to_string()
+                    } else {
+                        c.to_string()
+                    }
+                })
+                .collect();
+        }
         if record.phases.is_empty() {
             return Err(RecordError::Inconsistent {
                 path: path_buf(),
@@ -490,6 +506,14 @@ mod tests {
             assert!(matches!(err, RecordError::Read { .. }), "{p}: {err}");
             assert!(err.to_string().contains(p), "{err}");
         }
+    }
+
+    #[test]
+    fn a_label_with_control_characters_is_read_escaped() {
+        let mut rec = RunRecord::example();
+        rec.label = "a\u{1b}[2J\nb".into();
+        let back = RunRecord::from_json(&rec.to_json(), Path::new("x.json")).unwrap();
+        assert_eq!(back.label, "a\\u{1b}[2J\\nb");
     }
 
     #[test]

@@ -175,6 +175,13 @@ fn parse_rtt(s: &str) -> Result<Duration, String> {
 /// table and plot, and records with a longer one are refused when read).
 fn parse_label(s: &str) -> Result<String, String> {
     let max = results::record::MAX_LABEL_BYTES;
+    if let Some(c) = s.chars().find(|c| c.is_control()) {
+        return Err(format!(
+            "{:?} holds the control character {:?}: a label is printed in reports; give one without control characters",
+            s,
+            c
+        ));
+    }
     if s.len() > max {
         return Err(format!(
             "{} bytes: a label is at most {} bytes; give a shorter one",
