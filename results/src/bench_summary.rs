@@ -341,9 +341,36 @@ pub fn render(
             .filter(|h| !h.is_empty())
         {
             let s = LatencySummary::of(&h);
+            // With --http/--tls the response (and the TLS handshake) come first: the TCP
+            // handshake alone led a `bench --tls --http` headline.
+            let of = |which| {
+                lat.histograms
+                    .decode(which)
+                    .ok()
+                    .flatten()
+                    .filter(|h| !h.is_empty())
+                    .map(|h| LatencySummary::of(&h))
+            };
+            let mut before = String::new();
+            if let Some(r) = of(crate::record::Latency::HttpResponse) {
+                before.push_str(&format!(
+                    "response p50 {}, p99 {}, max {}; ",
+                    format_ns(r.p50_ns as f64),
+                    format_ns(r.p99_ns as f64),
+                    format_ns(r.max_ns as f64)
+                ));
+            }
+            if let Some(t) = of(crate::record::Latency::TlsHandshake) {
+                before.push_str(&format!(
+                    "TLS handshake p50 {}, p99 {}; ",
+                    format_ns(t.p50_ns as f64),
+                    format_ns(t.p99_ns as f64)
+                ));
+            }
+            let tcp = if before.is_empty() { "" } else { "TCP " };
             let _ = writeln!(
                 out,
-                "LATENCY at {}/s offered ({} conn/s achieved): handshake p50 {}, p99 {}, max {}",
+                "LATENCY at {}/s offered ({} conn/s achieved): {before}{tcp}handshake p50 {}, p99 {}, max {}",
                 crate::numfmt::exact(
                     lat.offered_per_sec
                         .or(lat.achieved_per_sec)
@@ -635,6 +662,26 @@ mod tests {
 
     /// A peak below saturation on both sides while other work used the benchmark CPUs: the
     /// headline names the contention, not a low --concurrency.
+    /// `bench --tls --http`: the LATENCY headline leads with the response and the TLS
+    /// handshake (it gave only the TCP handshake).
+    #[test]
+    fn the_latency_headline_of_an_http_tls_run_leads_with_the_response() {
+        let mut r = RunRecord::example();
+        let mut h = crate::histogram::new_latency_histogram();
+        h.record(2_000_000).unwrap();
+        let mut t = crate::histogram::new_latency_histogram();
+        t.record(500_000).unwrap();
+        let lat = &mut r.phases[1].histograms;
+        lat.http_response = Some(crate::histogram::encode(&h));
+        lat.tls_handshake = Some(crate::histogram::encode(&t));
+        let text = render(&r, None, None);
+        let line = text.lines().find(|l| l.starts_with("LATENCY")).unwrap();
+        assert!(
+            line.contains("achieved): response p50 2.00 ms, p99 2.00 ms, max 2.00 ms; TLS handshake p50 500.2 µs, p99 500.2 µs; TCP handshake p50 "),
+            "{line}"
+        );
+    }
+
     #[test]
     fn an_unsaturated_peak_on_contended_cpus_blames_the_contention_not_the_concurrency() {
         let mut r = RunRecord::example();
