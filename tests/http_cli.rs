@@ -318,16 +318,7 @@ fn the_host_header_is_the_target_as_given() {
                         match l.accept() {
                             Ok((mut c, _)) => {
                                 idle_since = None;
-                                c.set_nonblocking(false).unwrap();
-                                c.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
-                                let mut head = Vec::new();
-                                let mut buf = [0u8; 1024];
-                                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-                                    match c.read(&mut buf) {
-                                        Ok(0) | Err(_) => break,
-                                        Ok(n) => head.extend_from_slice(&buf[..n]),
-                                    }
-                                }
+                                let head = read_head(&mut c).unwrap_or_default();
                                 for line in String::from_utf8_lossy(&head).lines() {
                                     if line.to_ascii_lowercase().starts_with("host:") {
                                         hosts.insert(line.to_string());
@@ -385,19 +376,25 @@ fn the_host_header_is_the_target_as_given() {
     }
 }
 
-/// Reads a request head, writes `resp`, closes; true when all of it was written.
-fn serve(mut c: TcpStream, resp: &[u8]) -> bool {
+/// Reads a request head (up to its blank line; blocking, 2 s per read); `None` when the client
+/// closed or the read failed first.
+fn read_head(c: &mut TcpStream) -> Option<Vec<u8>> {
     c.set_nonblocking(false).unwrap();
     c.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
     let mut head = Vec::new();
     let mut buf = [0u8; 1024];
     while !head.windows(4).any(|w| w == b"\r\n\r\n") {
         match c.read(&mut buf) {
-            Ok(0) | Err(_) => return false,
+            Ok(0) | Err(_) => return None,
             Ok(n) => head.extend_from_slice(&buf[..n]),
         }
     }
-    c.write_all(resp).is_ok()
+    Some(head)
+}
+
+/// Reads a request head, writes `resp`, closes; true when all of it was written.
+fn serve(mut c: TcpStream, resp: &[u8]) -> bool {
+    read_head(&mut c).is_some() && c.write_all(resp).is_ok()
 }
 
 #[test]

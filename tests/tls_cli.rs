@@ -146,30 +146,36 @@ fn round(
         let server = start_server(&scpu, &engine, &server_args);
         wait_listening(PORT);
         let before = ns.counter("Tcp.PassiveOpens");
-        let mut args: Vec<String> = [
-            "load",
-            "--target",
-            &format!("localhost:{PORT}"),
-            "--family",
-            "4",
-            "--duration",
-            "1s",
-            "--warmup",
-            "0s",
-            "--cpus",
-            &lcpu,
-            "--tls",
-            "--format",
-            "json",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+        let mut args = load_base(&lcpu, true);
         args.extend(load_args);
         let load = bin().args(&args).output().expect("run connstorm load");
         let passive = ns.counter("Tcp.PassiveOpens") - before;
         (load, stop_server(server), passive)
     })
+}
+
+/// `connstorm load --tls` against this test's server on `localhost` (IPv4), 1 s, no warm-up,
+/// on CPU `lcpu`; `json`: with `--format json` (else the text report).
+fn load_base(lcpu: &str, json: bool) -> Vec<String> {
+    let target = format!("localhost:{PORT}");
+    let mut v = strings(&[
+        "load",
+        "--target",
+        &target,
+        "--family",
+        "4",
+        "--duration",
+        "1s",
+        "--warmup",
+        "0s",
+        "--cpus",
+        lcpu,
+        "--tls",
+    ]);
+    if json {
+        v.extend(strings(&["--format", "json"]));
+    }
+    v
 }
 
 fn strings(v: &[&str]) -> Vec<String> {
@@ -465,28 +471,9 @@ fn a_ca_certificate_served_as_the_servers_own_is_explained() {
     let text = testkit::NetNs::run(move |_| {
         let server = start_server(&scpu, "epoll", &srv);
         wait_listening(PORT);
-        let target = format!("localhost:{PORT}");
-        let o = bin()
-            .args([
-                "load",
-                "--target",
-                &target,
-                "--family",
-                "4",
-                "--duration",
-                "1s",
-                "--warmup",
-                "0s",
-                "--cpus",
-                &lcpu,
-                "--tls",
-                "--ca",
-                &ca,
-                "--concurrency",
-                "2",
-            ])
-            .output()
-            .unwrap();
+        let mut args = load_base(&lcpu, false);
+        args.extend(strings(&["--ca", &ca, "--concurrency", "2"]));
+        let o = bin().args(&args).output().unwrap();
         stop_server(server);
         o
     });
