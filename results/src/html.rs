@@ -99,7 +99,7 @@ fn record_name(r: &RecordReport) -> String {
 }
 
 fn summary_table(reports: &[RecordReport]) -> Table {
-    let mut t = Table::new([
+    let mut headers = vec![
         "record",
         "command",
         "engine",
@@ -112,15 +112,30 @@ fn summary_table(reports: &[RecordReport]) -> Table {
         "p99",
         "p99.9",
         "max",
-    ]);
+    ];
+    // `--http`/`--tls` runs: their response latency and TLS handshake rate and latency, which
+    // the summary left out (only the TCP handshake was in it).
+    let phases = || reports.iter().flat_map(|r| &r.phases);
+    let http = phases().any(|p| p.http.is_some());
+    let tls = phases().any(|p| p.tls.is_some());
+    if http {
+        headers.extend(["response p50", "response p99"]);
+    }
+    if tls {
+        headers.extend(["TLS handshakes/s", "TLS handshake p99"]);
+    }
+    let mut t = Table::new(headers);
     for r in reports {
         for p in &r.phases {
-            let hs = p.latency.iter().find(|l| l.which == "handshake");
-            let q = |f: fn(&crate::histogram::LatencySummary) -> u64| {
-                hs.filter(|l| l.summary.count > 0)
+            let of = |which: &str, f: fn(&crate::histogram::LatencySummary) -> u64| {
+                p.latency
+                    .iter()
+                    .find(|l| l.which == which)
+                    .filter(|l| l.summary.count > 0)
                     .map(|l| numfmt::ns(f(&l.summary) as f64))
                     .unwrap_or_else(|| numfmt::NA.to_string())
             };
+            let q = |f| of("handshake", f);
             let measured = p.successes > 0;
             let rate = |v: Option<f64>| {
                 if measured {
@@ -129,7 +144,7 @@ fn summary_table(reports: &[RecordReport]) -> Table {
                     numfmt::NA.to_string()
                 }
             };
-            t.row([
+            let mut row = vec![
                 record_name(r),
                 r.run.command.clone(),
                 if r.run.engine.is_empty() {
@@ -146,7 +161,21 @@ fn summary_table(reports: &[RecordReport]) -> Table {
                 q(|s| s.p99_ns),
                 q(|s| s.p999_ns),
                 q(|s| s.max_ns),
-            ]);
+            ];
+            if http {
+                row.push(of("http_response", |s| s.p50_ns));
+                row.push(of("http_response", |s| s.p99_ns));
+            }
+            if tls {
+                row.push(match &p.tls {
+                    Some(c) if p.measured_secs > 0.0 => {
+                        numfmt::fixed(c.handshakes as f64 / p.measured_secs, 1)
+                    }
+                    _ => numfmt::NA.to_string(),
+                });
+                row.push(of("tls_handshake", |s| s.p99_ns));
+            }
+            t.row(row);
         }
     }
     t
@@ -368,6 +397,38 @@ mod tests {
         let warnings =
             &html[html.find("id=\"warnings\"").unwrap()..html.find("id=\"plots\"").unwrap()];
         assert!(warnings.contains("class=\"warning\""), "{warnings}");
+    }
+
+    /// `--http --tls` records: the summary has response and TLS handshake columns (the HTML
+    /// summary showed only the TCP handshake); plain records do not get them.
+    #[test]
+    fn an_http_tls_summary_has_response_and_tls_columns() {
+        let plain = summary_table(&[report::build(&RunRecord::example(), "", &[]).unwrap()]);
+        assert!(!plain.headers.iter().any(|h| h.starts_with("response")));
+        let mut rec = RunRecord::example();
+        let mut resp = crate::histogram::new_latency_histogram();
+        resp.record(2_000_000).unwrap();
+        let mut tls = crate::histogram::new_latency_histogram();
+        tls.record(500_000).unwrap();
+        let lat = &mut rec.phases[1];
+        lat.http = Some(crate::record::HttpCounts {
+            request: "GET /".into(),
+            ..Default::default()
+        });
+        lat.tls = Some(crate::record::TlsCounts {
+            handshakes: (lat.measured_secs * 1_000.0) as u64,
+            ..Default::default()
+        });
+        lat.histograms.http_response = Some(crate::histogram::encode(&resp));
+        lat.histograms.tls_handshake = Some(crate::histogram::encode(&tls));
+        let t = summary_table(&[report::build(&rec, "", &[]).unwrap()]);
+        let col = |name: &str| t.headers.iter().position(|h| h == name).unwrap();
+        let row = t.rows.iter().find(|r| r[3] == "latency").unwrap();
+        assert_eq!(row[col("response p50")], "2.00 ms");
+        assert_eq!(row[col("TLS handshakes/s")], "1,000.0");
+        assert_eq!(row[col("TLS handshake p99")], "500.2 µs");
+        let peak = t.rows.iter().find(|r| r[3] == "peak").unwrap();
+        assert_eq!(peak[col("TLS handshakes/s")], numfmt::NA);
     }
 
     #[test]
