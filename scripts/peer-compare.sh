@@ -78,35 +78,31 @@ cs_rate() { sed -n 's/.*responses (\([0-9,.]*\) responses\/s).*/\1/p' | tr -d ,;
 h2_rate() { sed -n 's/^finished in .*, \([0-9.]*\) req\/s.*/\1/p'; }
 # Sockets in TIME_WAIT in this network namespace now.
 tw() { ss -Htan state time-wait | wc -l; }
+# tls_server DIR PORT RESUMPTION-LINES: an nginx TLS server block on PORT (TLS 1.3, X25519 first,
+# DIR's certificate, `return 204`) with the given resumption directives, logging
+# \$ssl_session_reused per request (r or .), unbuffered, to DIR/tls-PORT.log: nginx's own count
+# of resumed handshakes.
+tls_server() {
+  echo "server {
+    listen 127.0.0.1:$2 ssl backlog=4096 reuseport;
+    ssl_certificate $1/cert.pem;
+    ssl_certificate_key $1/key.pem;
+    ssl_protocols TLSv1.3;
+    ssl_ecdh_curve X25519:prime256v1;
+    $3
+    access_log $1/tls-$2.log reuse;
+    location / { return 204; }
+  }"
+}
 # nginx_conf DIR: DIR/nginx.conf, 1 worker, HTTP on $port; TLS on $tport and $fport when
 # DIR/cert.pem exists.
 nginx_conf() {
   local tls=""
   # Two TLS blocks: $tport offers resumption (tickets), $fport refuses it (no tickets, no
-  # session cache: full handshakes only). Each logs \$ssl_session_reused per request (r or .),
-  # unbuffered, to DIR/tls-PORT.log: nginx's own count of resumed handshakes.
+  # session cache: full handshakes only).
   [ -e "$1/cert.pem" ] && tls="log_format reuse '\$ssl_session_reused';
-  server {
-    listen 127.0.0.1:$tport ssl backlog=4096 reuseport;
-    ssl_certificate $1/cert.pem;
-    ssl_certificate_key $1/key.pem;
-    ssl_protocols TLSv1.3;
-    ssl_ecdh_curve X25519:prime256v1;
-    ssl_session_tickets on;
-    access_log $1/tls-$tport.log reuse;
-    location / { return 204; }
-  }
-  server {
-    listen 127.0.0.1:$fport ssl backlog=4096 reuseport;
-    ssl_certificate $1/cert.pem;
-    ssl_certificate_key $1/key.pem;
-    ssl_protocols TLSv1.3;
-    ssl_ecdh_curve X25519:prime256v1;
-    ssl_session_tickets off;
-    ssl_session_cache off;
-    access_log $1/tls-$fport.log reuse;
-    location / { return 204; }
-  }"
+  $(tls_server "$1" "$tport" "ssl_session_tickets on;")
+  $(tls_server "$1" "$fport" "ssl_session_tickets off; ssl_session_cache off;")"
   cat >"$1/nginx.conf" <<EOC
 worker_processes 1;
 worker_cpu_affinity auto;

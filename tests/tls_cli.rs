@@ -178,6 +178,27 @@ fn load_base(lcpu: &str, json: bool) -> Vec<String> {
     v
 }
 
+/// A [`round`] with one connection in flight at a time (so every handshake after a worker's
+/// first can resume), TLS `version`, `--tls-resume resume`, `--insecure`, and the server's
+/// `srv` options.
+fn one_at_a_time(
+    engine: &str,
+    version: &str,
+    resume: &str,
+    srv: &[&str],
+) -> (Output, serde_json::Value, i64) {
+    let load = strings(&[
+        "--concurrency",
+        "1",
+        "--insecure",
+        "--tls-version",
+        version,
+        "--tls-resume",
+        resume,
+    ]);
+    round(engine, strings(srv), load)
+}
+
 fn strings(v: &[&str]) -> Vec<String> {
     v.iter().map(|s| s.to_string()).collect()
 }
@@ -280,16 +301,7 @@ fn tls_resumption_resumes_all_but_each_workers_first_handshake() {
         .map(|c| (*e, c))
     });
     for (engine, (version, resume, mode)) in cases {
-        let load = strings(&[
-            "--concurrency",
-            "1",
-            "--insecure",
-            "--tls-version",
-            version,
-            "--tls-resume",
-            resume,
-        ]);
-        let (out, s, passive) = round(engine, strings(&["--mode", mode]), load);
+        let (out, s, passive) = one_at_a_time(engine, version, resume, &["--mode", mode]);
         assert_eq!(out.status.code(), Some(0), "{engine}: {}", stderr(&out));
         assert_eq!(s["engine"], engine.replace('-', "_"), "{s}");
         let j = json(&out);
@@ -321,17 +333,8 @@ fn server_without_resumption_gives_only_full_handshakes_to_clients_that_ask() {
         .iter()
         .flat_map(|e| [("1.3", "tickets"), ("1.2", "tickets"), ("1.2", "ids")].map(|c| (*e, c)));
     for (engine, (version, resume)) in cases {
-        let load = strings(&[
-            "--concurrency",
-            "1",
-            "--insecure",
-            "--tls-version",
-            version,
-            "--tls-resume",
-            resume,
-        ]);
-        let srv = strings(&["--mode", "http", "--tls-resume", "off"]);
-        let (out, s, passive) = round(engine, srv, load);
+        let srv = ["--mode", "http", "--tls-resume", "off"];
+        let (out, s, passive) = one_at_a_time(engine, version, resume, &srv);
         let case = format!("{engine} {version} {resume}");
         assert_eq!(out.status.code(), Some(0), "{case}: {}", stderr(&out));
         let j = json(&out);

@@ -3,7 +3,6 @@
 //! [`common::numfmt`] (thousands separators, a space before a unit: `t=   2 s`, as `connstorm
 //! load` prints its seconds); JSON keeps the raw numbers of [`ServerReport`] itself.
 
-use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
 
@@ -150,12 +149,7 @@ impl fmt::Display for ReportText<'_> {
             )?;
         }
         if r.workers.iter().any(|w| w.tls_accepted + w.tls_failed > 0) {
-            let mut fails = BTreeMap::<String, u64>::new();
-            for w in &r.workers {
-                for (k, v) in &w.tls_failures {
-                    *fails.entry(k.clone()).or_insert(0) += v;
-                }
-            }
+            let fails = r.tls_failures();
             let list: Vec<String> = fails
                 .iter()
                 .map(|(k, v)| format!("{k} {}", numfmt::count(*v)))

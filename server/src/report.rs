@@ -203,6 +203,18 @@ impl ServerReport {
         self.workers.iter().map(|w| w.bad_requests).sum()
     }
 
+    /// `--tls`: failed handshakes of all workers by class (`alert UnknownCA received`, `EOF`,
+    /// errno names).
+    pub fn tls_failures(&self) -> BTreeMap<String, u64> {
+        let mut all = BTreeMap::new();
+        for w in &self.workers {
+            for (k, v) in &w.tls_failures {
+                *all.entry(k.clone()).or_insert(0) += v;
+            }
+        }
+        all
+    }
+
     /// Errors of all workers by errno name.
     pub fn errors(&self) -> BTreeMap<String, u64> {
         let mut all = BTreeMap::new();

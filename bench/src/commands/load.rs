@@ -177,10 +177,7 @@ pub fn run(c: LoadCommand, command_start: SystemTime) -> anyhow::Result<i32> {
         .collect();
     // The most attempts in flight at once: a slot's second handshake is the first that can
     // resume.
-    let slots = match cfg.pattern {
-        loadgen::Pattern::Closed { concurrency } => u64::from(concurrency),
-        loadgen::Pattern::Open { .. } => cfg.max_in_flight as u64,
-    };
+    let slots = (0..cfg.workers()).map(|w| cfg.slots_for(w) as u64).sum();
     if let Some(w) = report
         .tls
         .as_ref()

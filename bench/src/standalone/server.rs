@@ -163,15 +163,7 @@ pub fn record(
             tls_resumed: tls.map(|_| report.tls_resumed()),
             // The failed handshakes by class (the record kept none: "0 handshakes completed"
             // beside 6,492 failed ones the run had printed).
-            tls_failures: {
-                let mut m = BTreeMap::new();
-                for w in &report.workers {
-                    for (k, v) in &w.tls_failures {
-                        *m.entry(k.clone()).or_insert(0) += v;
-                    }
-                }
-                m
-            },
+            tls_failures: report.tls_failures(),
             tls_resumption: tls,
             counters: Default::default(),
         }),
