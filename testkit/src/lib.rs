@@ -58,7 +58,9 @@ pub fn exclusive() -> MutexGuard<'static, ()> {
 /// The path of the system tool `name` (searched in `PATH`, like a shell does), for
 /// `Command::new(testkit::require_tool("nft", "nftables"))`.
 ///
-/// Tests install nothing: `.ci/run` installs what they need (iproute2, nftables, util-linux).
+/// Tests install nothing: README's test command, `scripts/test.sh`, installs the package of every
+/// tool in its table when the tool is missing (`.ci/run` runs that script), and
+/// `tools_table_lists_every_required_tool` checks that every call names a tool of that table.
 ///
 /// # Panics
 /// With one line naming the Debian/Ubuntu package to install when no executable `name` is on
@@ -409,6 +411,62 @@ mod tests {
                 && !msg.contains('\n'),
             "{msg}"
         );
+    }
+
+    /// Every `require_tool` call in the workspace names a `tool:package` pair of
+    /// scripts/test.sh's table, so README's test command installs what a test runs on a fresh
+    /// machine (a tool the table lacks would fail its test there, one line naming the package).
+    #[test]
+    fn tools_table_lists_every_required_tool() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let script =
+            std::fs::read_to_string(root.join("scripts/test.sh")).expect("scripts/test.sh");
+        let table: Vec<&str> = script
+            .lines()
+            .skip_while(|l| !l.starts_with("tools=("))
+            .skip(1)
+            .take_while(|l| !l.starts_with(')'))
+            .flat_map(str::split_whitespace)
+            .collect();
+        assert!(
+            table.contains(&"nft:nftables"),
+            "table not found: {table:?}"
+        );
+        let mut calls = Vec::new();
+        let mut dirs = vec![root.clone()];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+                let path = entry.path();
+                let name = entry.file_name();
+                if path.is_dir() {
+                    if name != "target" && !name.to_string_lossy().starts_with('.') {
+                        dirs.push(path);
+                    }
+                } else if path.extension().is_some_and(|e| e == "rs") {
+                    let text = std::fs::read_to_string(&path).unwrap();
+                    for rest in text.split("require_tool(\"").skip(1) {
+                        let parts: Vec<&str> = rest.splitn(4, '"').collect();
+                        let (tool, package) = (parts[0], parts.get(2).copied().unwrap_or_default());
+                        calls.push((path.clone(), tool.to_string(), package.to_string()));
+                    }
+                }
+            }
+        }
+        assert!(
+            calls.len() > 5,
+            "too few require_tool calls found: {calls:?}"
+        );
+        for (path, tool, package) in calls {
+            if tool.starts_with("connstorm-no-such") {
+                continue; // this file's own test of a missing tool
+            }
+            assert!(
+                table.contains(&format!("{tool}:{package}").as_str()),
+                "{} calls require_tool(\"{tool}\", \"{package}\"), which scripts/test.sh's tools \
+                 table does not list: add {tool}:{package} there",
+                path.display()
+            );
+        }
     }
 
     #[test]
