@@ -526,3 +526,219 @@ fn sweep_prints_plain_per_second_lines_without_a_terminal() {
         assert!(lines >= 2, "{step}: {lines} per-second lines in {err}");
     }
 }
+
+/// The pod templates (`spec` of a Pod, `spec.template.spec` of a Deployment or Job) of every
+/// document in the files `connstorm k8s render` wrote into `dir`, by `kind/name`, and the
+/// Namespace documents.
+fn rendered_manifests(
+    dir: &Path,
+) -> (Vec<(String, serde_norway::Value)>, Vec<serde_norway::Value>) {
+    use serde::Deserialize;
+    let (mut pods, mut namespaces) = (Vec::new(), Vec::new());
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+        for doc in serde_norway::Deserializer::from_str(&text) {
+            let v = serde_norway::Value::deserialize(doc).expect("rendered YAML parses");
+            let kind = v["kind"].as_str().unwrap_or_default().to_string();
+            let name = format!("{kind}/{}", v["metadata"]["name"].as_str().unwrap_or("?"));
+            match kind.as_str() {
+                "Pod" => pods.push((name, v["spec"].clone())),
+                "Deployment" | "Job" => pods.push((name, v["spec"]["template"]["spec"].clone())),
+                "Namespace" => namespaces.push(v),
+                _ => {}
+            }
+        }
+    }
+    (pods, namespaces)
+}
+
+/// Every rule of the restricted Pod Security Standard (kubernetes.io/docs/concepts/security/
+/// pod-security-standards, "Restricted", and the baseline rules it includes) that a pod spec
+/// can break, plus a read-only root filesystem; `host_network_allowed` lets hostNetwork be true
+/// (`--host-network`, the documented exception). Returns each broken rule.
+fn restricted_violations(
+    name: &str,
+    spec: &serde_norway::Value,
+    host_network_allowed: bool,
+) -> Vec<String> {
+    let mut bad = Vec::new();
+    let pod_sc = &spec["securityContext"];
+    for key in ["hostPID", "hostIPC"] {
+        if spec[key].as_bool() == Some(true) {
+            bad.push(format!("{name}: {key} is true"));
+        }
+    }
+    if spec["hostNetwork"].as_bool() == Some(true) && !host_network_allowed {
+        bad.push(format!("{name}: hostNetwork is true"));
+    }
+    for vol in spec["volumes"].as_sequence().into_iter().flatten() {
+        let allowed = [
+            "configMap",
+            "csi",
+            "downwardAPI",
+            "emptyDir",
+            "ephemeral",
+            "persistentVolumeClaim",
+            "projected",
+            "secret",
+        ];
+        let types: Vec<&str> = vol
+            .as_mapping()
+            .unwrap()
+            .keys()
+            .filter_map(|k| k.as_str())
+            .filter(|k| *k != "name")
+            .collect();
+        if !types.iter().all(|t| allowed.contains(t)) {
+            bad.push(format!("{name}: volume type {types:?} is not allowed"));
+        }
+    }
+    let containers: Vec<&serde_norway::Value> = ["containers", "initContainers"]
+        .iter()
+        .flat_map(|k| spec[*k].as_sequence().into_iter().flatten())
+        .collect();
+    assert!(!containers.is_empty(), "{name}: no containers");
+    for c in containers {
+        let cname = format!("{name} container {}", c["name"].as_str().unwrap_or("?"));
+        let sc = &c["securityContext"];
+        let either = |key: &str| {
+            if sc[key].is_null() {
+                &pod_sc[key]
+            } else {
+                &sc[key]
+            }
+        };
+        if sc["privileged"].as_bool() == Some(true) {
+            bad.push(format!("{cname}: privileged"));
+        }
+        if sc["allowPrivilegeEscalation"].as_bool() != Some(false) {
+            bad.push(format!("{cname}: allowPrivilegeEscalation is not false"));
+        }
+        if either("runAsNonRoot").as_bool() != Some(true) {
+            bad.push(format!("{cname}: runAsNonRoot is not true"));
+        }
+        if either("runAsUser").as_u64() == Some(0) {
+            bad.push(format!("{cname}: runAsUser is 0"));
+        }
+        let seccomp = either("seccompProfile")["type"].as_str().unwrap_or("");
+        if seccomp != "RuntimeDefault" && seccomp != "Localhost" {
+            bad.push(format!("{cname}: seccompProfile.type is {seccomp:?}"));
+        }
+        let caps = &sc["capabilities"];
+        let drop: Vec<&str> = caps["drop"]
+            .as_sequence()
+            .into_iter()
+            .flatten()
+            .filter_map(|v| v.as_str())
+            .collect();
+        if !drop.contains(&"ALL") {
+            bad.push(format!("{cname}: capabilities.drop lacks ALL"));
+        }
+        for add in caps["add"].as_sequence().into_iter().flatten() {
+            if add.as_str() != Some("NET_BIND_SERVICE") {
+                bad.push(format!("{cname}: capabilities.add has {add:?}"));
+            }
+        }
+        if sc["readOnlyRootFilesystem"].as_bool() != Some(true) {
+            bad.push(format!("{cname}: readOnlyRootFilesystem is not true"));
+        }
+        if c["ports"]
+            .as_sequence()
+            .into_iter()
+            .flatten()
+            .any(|p| !p["hostPort"].is_null())
+        {
+            bad.push(format!("{cname}: hostPort set"));
+        }
+    }
+    bad
+}
+
+/// `connstorm k8s render` writes manifests that meet the restricted Pod Security Standard in
+/// both shapes (the pod network; `--host-network`, where only the server's hostNetwork departs
+/// from it and its namespace says so), and the image they run is built as a non-root user with
+/// the toolchain of the workspace's declared rust-version.
+#[test]
+fn k8s_manifests_meet_the_restricted_pod_security_standard() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (shape, extra) in [
+        ("pod", &[][..]),
+        ("host", &["--host-network"][..]),
+        ("low-port", &["--port", "443"][..]),
+    ] {
+        let dir = tmp.path().join(shape);
+        let mut args = vec![
+            "k8s",
+            "render",
+            "--clients",
+            "4",
+            "--target",
+            "connstorm-server.connstorm.svc:9000",
+            "--rate",
+            "20k/s",
+            "--out",
+            dir.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        stdout_ok(&args);
+        let host = shape == "host";
+        let (pods, namespaces) = rendered_manifests(&dir);
+        assert_eq!(
+            pods.len(),
+            3,
+            "{shape}: the server, the generators and the records pod: {pods:?}"
+        );
+        let mut bad = Vec::new();
+        for (name, spec) in &pods {
+            bad.extend(restricted_violations(
+                name,
+                spec,
+                host && name.starts_with("Deployment/"),
+            ));
+            if name.starts_with("Deployment/") {
+                assert_eq!(spec["hostNetwork"].as_bool(), Some(host), "{shape}: {name}");
+            }
+        }
+        assert!(bad.is_empty(), "{shape}: {bad:#?}");
+        let labels = &namespaces[0]["metadata"]["labels"];
+        assert_eq!(
+            labels["pod-security.kubernetes.io/enforce"].as_str(),
+            Some(if host { "privileged" } else { "restricted" }),
+            "{shape}: {labels:?}"
+        );
+        assert_eq!(
+            labels["pod-security.kubernetes.io/warn"].as_str(),
+            Some("restricted")
+        );
+    }
+    // A restricted violation is found (the checker can fail): a spec without any context.
+    let bare: serde_norway::Value =
+        serde_norway::from_str("containers: [{name: x, image: y}]").unwrap();
+    assert!(restricted_violations("Pod/bare", &bare, false).len() >= 5);
+
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dockerfile = std::fs::read_to_string(root.join("deploy/kubernetes/Dockerfile")).unwrap();
+    let user = dockerfile
+        .lines()
+        .filter_map(|l| l.strip_prefix("USER "))
+        .last()
+        .expect("the image sets a USER");
+    assert!(
+        !user.starts_with("root") && !user.starts_with("0"),
+        "USER {user}"
+    );
+    assert!(
+        user.starts_with("10001"),
+        "the manifests' runAsUser is 10001: USER {user}"
+    );
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    let rust_version = manifest
+        .lines()
+        .find_map(|l| l.strip_prefix("rust-version = \""))
+        .and_then(|v| v.strip_suffix('"'))
+        .expect("the workspace declares rust-version");
+    assert!(
+        dockerfile.contains(&format!("FROM rust:{rust_version}-")),
+        "the image builds with rust:{rust_version} (Cargo.toml's rust-version)"
+    );
+}

@@ -213,7 +213,28 @@ pub fn render(o: &Options, start_at: &str) -> Vec<(&'static str, String)> {
         "/records".into(),
     ];
     let json = |v: &[String]| serde_json::to_string(v).expect("strings serialize");
-    let vars: [(&str, String); 12] = [
+    // The restricted Pod Security Standard holds for every pod but a `--host-network` server
+    // (host namespaces are outside even the baseline standard): its namespace then enforces
+    // nothing and warns at restricted, so the cluster names that one difference.
+    let (pod_security, pod_security_why) = if o.host_network {
+        (
+            "privileged",
+            "--host-network: the server pod shares the node's network namespace, which the baseline and restricted standards forbid; every other setting meets restricted",
+        )
+    } else {
+        ("restricted", "every pod meets the restricted standard")
+    };
+    // A port below 1024 needs NET_BIND_SERVICE, the one capability the restricted standard
+    // allows to add; none otherwise.
+    let server_caps_add = if o.port < 1024 {
+        r#"["NET_BIND_SERVICE"]"#
+    } else {
+        "[]"
+    };
+    let vars: [(&str, String); 15] = [
+        ("POD_SECURITY", pod_security.to_string()),
+        ("POD_SECURITY_WHY", pod_security_why.to_string()),
+        ("SERVER_CAPS_ADD", server_caps_add.to_string()),
         ("NAMESPACE", o.namespace.clone()),
         // A YAML double-quoted scalar (JSON's string syntax is one): `#` or quotes in the
         // name stay part of it.
