@@ -26,7 +26,7 @@ use clap::FromArgMatches;
 // `eprintln!` in this crate never panics: std's panics when stderr is closed (`2>&-`), which
 // would lose the run before its record is written. It goes through `output::note`, which
 // ignores write errors; stdout goes through `output::out`, which remembers any error but EPIPE
-// for the exit code (see `output::stdout_error`). The commands in `::bench::commands` do the same.
+// for the exit code (see `output::stdout_error`). The commands in `::app::commands` do the same.
 macro_rules! eprintln {
     () => { $crate::output::note("") };
     ($($t:tt)*) => { $crate::output::note(&format!($($t)*)) };
@@ -38,8 +38,8 @@ mod error;
 mod version;
 
 /// Stdout/stderr that never panic, the progress bar and the signal handling of every command
-/// ([`::bench::output`], [`::bench::progress`], [`::bench::signals`]).
-use ::bench::{output, signals};
+/// ([`::app::output`], [`::app::progress`], [`::app::signals`]).
+use ::app::{output, signals};
 
 /// The command line's units ([`common::units`]), as `crate::units` for every `value_parser`.
 use common::units;

@@ -5,7 +5,7 @@
 //! built-in toggles (`--toggle sysctl:KEY=VA,VB`, `--toggle sched-feature:NAME`). Toggles are
 //! restored to the values they had before the first trial when the run ends — normally, on
 //! failure, or on Ctrl-C (also when a third Ctrl-C, or a second one the run does not finish
-//! after, forces the exit: the restore is a cleanup hook, [`::bench::signals`]);
+//! after, forces the exit: the restore is a cleanup hook, [`::app::signals`]);
 //! `--restore CMD` runs at the end for what setup commands changed. Every trial writes its own run
 //! record; the comparison uses `results::compare` (the statistics rule in `--help`: Hodges–Lehmann
 //! shift with its exact Mann–Whitney interval, at least 5 unflagged trials a side, a noise floor).
@@ -62,12 +62,12 @@ fn parse_toggle(s: &str) -> Result<Toggle, String> {
     Toggle::parse(s).map_err(|e| e.to_string())
 }
 
-/// Runs `connstorm ab` ([`::bench::commands::ab::run`]).
+/// Runs `connstorm ab` ([`::app::commands::ab::run`]).
 ///
 /// # Errors
 /// Bad options (exit 2), a failing setup command or toggle (after restoring), bench failures.
 pub fn run(args: Args) -> anyhow::Result<i32> {
-    let ab = ::bench::commands::ab::Ab {
+    let ab = ::app::commands::ab::Ab {
         trials: args.trials,
         toggles: args.toggles.clone(),
         a_setup: args.a_setup.clone(),
@@ -82,5 +82,5 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             crate::cli::Format::Json => Format::Json,
         }),
     };
-    ::bench::commands::ab::run(&ab, || args.bench.setup.resolve())
+    ::app::commands::ab::run(&ab, || args.bench.setup.resolve())
 }

@@ -2,18 +2,18 @@
 //! process (or load only against `--target`), two phases — *peak* (closed loop, saturating) and
 //! *latency* (open loop at 80% of the peak or `--rate`) — a summary, and a run record.
 
-use ::bench::baseline::BaselineRun;
-use ::bench::commands::bench::Trial;
-use ::bench::harness::Setup;
-use ::bench::run::Plan;
+use ::app::baseline::BaselineRun;
+use ::app::commands::bench::Trial;
+use ::app::harness::Setup;
+use ::app::run::Plan;
 
 mod args;
 pub use args::{Args, Command, Format, SetupArgs};
 
 impl Args {
     /// The paired baseline's options from `--baseline-pairs` and `--baseline-slice`.
-    pub fn baseline_options(&self) -> ::bench::baseline::Options {
-        ::bench::baseline::Options {
+    pub fn baseline_options(&self) -> ::app::baseline::Options {
+        ::app::baseline::Options {
             pairs: self.baseline_pairs,
             slice: self.baseline_slice,
         }
@@ -22,13 +22,13 @@ impl Args {
 
 impl SetupArgs {
     /// Checks every option that needs no host state beyond limits and the `--out` directory,
-    /// before anything is created ([`::bench::limits::check_setup`]; `--backlog` is checked by
+    /// before anything is created ([`::app::limits::check_setup`]; `--backlog` is checked by
     /// its parser).
     ///
     /// # Errors
     /// Bad input (exit 2) naming the option, its limit and how to fix it.
     pub fn validate(&self) -> anyhow::Result<()> {
-        ::bench::limits::check_setup(&::bench::limits::SetupRequest {
+        ::app::limits::check_setup(&::app::limits::SetupRequest {
             concurrency: self.concurrency,
             connect_timeout: self.connect_timeout,
             target: self.target.is_some(),
@@ -44,19 +44,19 @@ impl SetupArgs {
     pub fn resolve(&self) -> anyhow::Result<Setup> {
         self.validate()?;
         let picked = if self.whole_machine {
-            ::bench::cpus::whole_machine()
+            ::app::cpus::whole_machine()
         } else {
-            ::bench::cpus::pick_cpus(
+            ::app::cpus::pick_cpus(
                 self.server_cpus.as_deref(),
                 self.load_cpus.as_deref(),
                 self.target.is_some(),
             )?
         };
         for n in &picked.notes {
-            ::bench::commands::bench::note(n);
+            ::app::commands::bench::note(n);
         }
         let (server_cpus, load_cpus) = (picked.server, picked.load);
-        let mode = ::bench::setup::protocol_mode(self.mode, self.tls, self.http)
+        let mode = ::app::setup::protocol_mode(self.mode, self.tls, self.http)
             .map_err(crate::error::bad_input)?;
         let expect_bytes = match mode {
             server::Mode::Greet { bytes } => Some(bytes),
@@ -65,7 +65,7 @@ impl SetupArgs {
         let tls = self
             .tls
             .then(|| {
-                ::bench::setup::BenchTls::new(
+                ::app::setup::BenchTls::new(
                     self.cert.as_deref(),
                     self.key.as_deref(),
                     self.target.is_some(),
@@ -127,16 +127,16 @@ pub fn run(cmd: Command) -> anyhow::Result<i32> {
     validate(&args)?;
     let setup = args.setup.resolve()?;
     let json = args.format == Format::Json;
-    ::bench::commands::bench::run(&args.trial(), setup, json, &cmd.metrics.options())
+    ::app::commands::bench::run(&args.trial(), setup, json, &cmd.metrics.options())
 }
 
-/// Checks `bench`'s own options (duration, rate; [`::bench::limits::check_plan`]);
+/// Checks `bench`'s own options (duration, rate; [`::app::limits::check_plan`]);
 /// [`SetupArgs::resolve`] checks the shared ones.
 ///
 /// # Errors
 /// Bad input (exit 2) naming the option, its limit and how to fix it.
 pub fn validate(args: &Args) -> anyhow::Result<()> {
-    ::bench::limits::check_plan(&args.trial().plan)?;
+    ::app::limits::check_plan(&args.trial().plan)?;
     if args.baseline {
         args.baseline_options()
             .validate()

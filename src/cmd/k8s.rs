@@ -2,7 +2,7 @@
 //! generators as an Indexed Job (segment `i/N` from the job-completion index, one common start
 //! time), the accept server as a Deployment + Service (optionally on the host network), and a
 //! shared volume for the records — from the templates in `deploy/kubernetes/templates/`
-//! ([`::bench::k8s`] fills and checks them).
+//! ([`::app::k8s`] fills and checks them).
 //!
 //! Exit codes: 0 written; 1 the files cannot be written; 2 bad input (refused before any file is
 //! written).
@@ -10,7 +10,7 @@
 use std::path::PathBuf;
 use std::time::SystemTime;
 
-use ::bench::k8s::{self, dns_label, parse_host_port};
+use ::app::k8s::{self, dns_label, parse_host_port};
 
 use crate::units::{parse_duration, parse_positive_duration, parse_rate};
 

@@ -1,6 +1,6 @@
 //! `connstorm load`: open connections to one or more servers at an intended rate (open loop) or a
 //! fixed concurrency (closed loop) and report connections per minute and handshake latency
-//! ([`::bench::commands::load`] runs it; its docs give the exit codes).
+//! ([`::app::commands::load`] runs it; its docs give the exit codes).
 
 mod args;
 pub(crate) mod config;
@@ -24,7 +24,7 @@ fn parse_segment(s: &str) -> Result<Segment, String> {
 pub fn run(args: Args) -> anyhow::Result<i32> {
     let command_start = std::time::SystemTime::now();
     let nofile = loadgen::rlimit::raise_nofile_limit().context("raising the open-file limit")?;
-    let command = ::bench::commands::load::LoadCommand {
+    let command = ::app::commands::load::LoadCommand {
         cfg: config::config(&args, nofile)?,
         segment: args.segment,
         max_in_flight_given: args.max_in_flight.is_some(),
@@ -35,5 +35,5 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         metrics: args.metrics.options(),
         build: crate::version::build(),
     };
-    ::bench::commands::load::run(command, command_start)
+    ::app::commands::load::run(command, command_start)
 }

@@ -1,5 +1,5 @@
 //! `--metrics ADDR` and `--metrics-linger` of `server`, `load` and `bench` (the endpoint is
-//! started and ended by [`::bench::commands::start_metrics`]; the collectors live in the
+//! started and ended by [`::app::commands::start_metrics`]; the collectors live in the
 //! `server`, `loadgen` and `bench` crates).
 
 use std::net::SocketAddr;
@@ -26,9 +26,9 @@ pub struct MetricsArgs {
 }
 
 impl MetricsArgs {
-    /// The options as [`::bench::commands`] takes them.
-    pub fn options(&self) -> ::bench::commands::MetricsOptions {
-        ::bench::commands::MetricsOptions {
+    /// The options as [`::app::commands`] takes them.
+    pub fn options(&self) -> ::app::commands::MetricsOptions {
+        ::app::commands::MetricsOptions {
             addr: self.metrics,
             linger: self.metrics_linger,
         }

@@ -2,8 +2,8 @@
 
 use std::path::{Path, PathBuf};
 
-use ::bench::commands::records::check_hlogs;
-pub(crate) use ::bench::commands::records::{read_record, refuse_input_as_output, write_output};
+use ::app::commands::records::check_hlogs;
+pub(crate) use ::app::commands::records::{read_record, refuse_input_as_output, write_output};
 use results::report::{self, Counters, Format};
 
 use crate::error::bad_input;

@@ -1,12 +1,12 @@
 //! `connstorm server`: run the per-core accept server until `--duration` passes or SIGINT/SIGTERM
-//! ([`::bench::commands::server`] runs it; its docs give the exit codes). Bad input refused by
+//! ([`::app::commands::server`] runs it; its docs give the exit codes). Bad input refused by
 //! the parsers here: unknown engine/mode, an invalid, empty, offline or not-allowed CPU list, a
 //! backlog outside 1..=2147483647, an address that does not parse or has a port above 65535.
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use ::bench::commands::server::{ServerCommand, TlsFiles};
+use ::app::commands::server::{ServerCommand, TlsFiles};
 use server::{EngineChoice, Mode, ServerConfig, Steer};
 
 use crate::cli::Format;
@@ -109,7 +109,7 @@ pub struct Args {
 /// Runs `connstorm server`.
 ///
 /// # Errors
-/// Bad input (exit 2) or a run-time fault (exit 1), see [`::bench::commands::server`].
+/// Bad input (exit 2) or a run-time fault (exit 1), see [`::app::commands::server`].
 pub fn run(args: Args) -> anyhow::Result<i32> {
     let mode = match (args.mode, args.http_response_bytes) {
         (Mode::Http { .. }, Some(body_bytes)) => Mode::Http { body_bytes },
@@ -129,7 +129,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         steer: args.steer,
         tls: None,
     };
-    ::bench::commands::server::run(ServerCommand {
+    ::app::commands::server::run(ServerCommand {
         cfg,
         tls: args.tls.then_some(TlsFiles {
             cert: args.cert,

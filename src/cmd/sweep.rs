@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use ::bench::commands::sweep::Sweep;
+use ::app::commands::sweep::Sweep;
 use results::sweep::{self, Slo};
 
 use crate::cli::Format;
@@ -66,7 +66,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         )));
     }
     let sweep = Sweep {
-        steps: ::bench::sweep::Steps {
+        steps: ::app::sweep::Steps {
             from,
             to,
             count: args.steps as usize,
@@ -82,5 +82,5 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         json: args.format == Format::Json,
         build: crate::version::build(),
     };
-    ::bench::commands::sweep::run(&sweep, || args.setup.resolve())
+    ::app::commands::sweep::run(&sweep, || args.setup.resolve())
 }

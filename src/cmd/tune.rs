@@ -1,8 +1,8 @@
 //! `connstorm tune`: check, apply, revert and export sysctl presets and sysctl.d files; import
 //! shell scripts; IRQ plans; kernel audit; the doctor summary; the rule table. `args` holds the
-//! clap definitions; [`::bench::commands::tune`] composes the `tuning` crate's calls.
+//! clap definitions; [`::app::commands::tune`] composes the `tuning` crate's calls.
 
-use ::bench::commands::tune::{self as run_tune, Apply, ExportForm, Irq};
+use ::app::commands::tune::{self as run_tune, Apply, ExportForm, Irq};
 
 mod args;
 pub use args::*;

@@ -119,7 +119,7 @@ pub struct Args {
     pub baseline: bool,
     /// With --baseline: pairs of slices (floor, connstorm) in ABBA order, 1..=100; 6 is the
     /// fewest that give a 95% interval for the median ratio.
-    #[arg(long, default_value_t = ::bench::baseline::DEFAULT_PAIRS, requires = "baseline")]
+    #[arg(long, default_value_t = ::app::baseline::DEFAULT_PAIRS, requires = "baseline")]
     pub baseline_pairs: usize,
     /// With --baseline: measured time of each slice (0.5s..=60s), after a 0.5 s warm-up.
     #[arg(long, default_value = "2s", value_parser = units::parse_positive_duration, requires = "baseline")]

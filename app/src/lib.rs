@@ -1,4 +1,4 @@
-//! `connstorm-bench`: the composition behind every `connstorm` command ([`commands`]). An
+//! `connstorm-app`: the composition behind every `connstorm` command ([`commands`]). An
 //! in-process [`harness`] runs load phases against an in-process server (or an external
 //! target) — in the `--netns` pair of [`tuning::netns`] when asked — measures around each
 //! phase (kernel counter deltas, per-side CPU from each worker's own thread CPU time,
