@@ -17,8 +17,8 @@ use tuning::procstat;
 
 use crate::taskcpu;
 
-pub use crate::phase::PhaseOutcome;
-pub use crate::setup::{fd_room_after_raise, load_error, server_error, PhaseSpec, Setup};
+use crate::phase::PhaseOutcome;
+use crate::setup::{load_error, server_error, PhaseSpec, Setup};
 
 /// A running harness.
 pub struct Harness {

@@ -9,7 +9,8 @@ use common::metrics::{Endpoint, StateMetric};
 use loadgen::metrics::LoadMetrics;
 use server::metrics::ServerMetrics;
 
-use crate::harness::{Harness, PhaseSpec};
+use crate::harness::Harness;
+use crate::setup::PhaseSpec;
 
 /// The states of `connstorm_bench_phase`.
 pub const PHASES: [&str; 5] = ["starting", "peak", "latency", "baseline", "done"];

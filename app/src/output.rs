@@ -30,11 +30,7 @@ pub fn stdout_error() -> Option<String> {
 }
 
 /// Writes one line to stderr, ignoring errors (see [`out`]): progress and notes never panic on a
-/// closed stderr.
+/// closed stderr. While a progress bar is shown the line goes above it ([`crate::progress::note`]).
 pub fn note(line: &str) {
-    use std::io::Write as _;
-    if crate::progress::println(line) {
-        return;
-    }
-    let _ = writeln!(std::io::stderr().lock(), "{line}");
+    crate::progress::note(line);
 }

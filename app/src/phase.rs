@@ -11,7 +11,7 @@ use tuning::counters::CounterDelta;
 use tuning::procstat;
 
 use crate::convert;
-use crate::harness::PhaseSpec;
+use crate::setup::{PhaseSpec, Setup};
 use crate::taskcpu;
 
 /// What the harness measured around one load run.
@@ -19,7 +19,7 @@ pub struct Measured<'a> {
     /// The phase.
     pub spec: &'a PhaseSpec,
     /// The harness's setup (CPUs).
-    pub setup: &'a crate::harness::Setup,
+    pub setup: &'a Setup,
     /// Server and load ran in the private `--netns` pair (the cross-check must be exact).
     pub exact: bool,
     /// When the run started: monotonic origin of phase offsets and its wall-clock twin.

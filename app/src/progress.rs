@@ -3,9 +3,12 @@
 //! it; otherwise the plain per-second lines `load` prints, one per measured second.
 //!
 //! The bar is process-wide (one long command runs at a time), so the deep code that runs
-//! phases only reports seconds ([`second`]) and notes go through [`println()`] from
-//! `output::note`. Planned seconds are warm-up plus measurement of every phase; the ETA is
-//! indicatif's, from the rate of seconds done (set-up and drains make it a little optimistic).
+//! phases only reports seconds ([`second`]), and every note on stderr goes through [`note`]
+//! (`output::note`), which prints it above the bar. Planned seconds are warm-up plus
+//! measurement of every phase; the ETA is indicatif's, from the rate of seconds done (set-up
+//! and drains make it a little optimistic).
+//!
+//! This module is the bottom of the printing: it uses no other module of this crate.
 
 use std::io::IsTerminal as _;
 use std::sync::Mutex;
@@ -62,14 +65,14 @@ pub fn second(phase: &str, line: &str) {
             advance(&b);
             b.set_message(format!("phase {phase}"));
         }
-        None => crate::output::note(line),
+        None => note(line),
     }
 }
 
 /// One second of `load` is done: `line` is printed (above the bar on a terminal) and the bar,
 /// if any, moves on.
 pub fn second_line(line: &str) {
-    crate::output::note(line);
+    note(line);
     if let Some(b) = bar() {
         advance(&b);
     }
@@ -80,6 +83,16 @@ fn advance(b: &indicatif::ProgressBar) {
         b.set_length(b.position() + 1);
     }
     b.inc(1);
+}
+
+/// Writes one line to stderr: above the bar when one is shown, else as a plain line. Write
+/// errors are ignored: a closed stderr must not lose a run before its record is written
+/// (`output::note`, which every note goes through, is this).
+pub fn note(line: &str) {
+    use std::io::Write as _;
+    if !println(line) {
+        let _ = writeln!(std::io::stderr().lock(), "{line}");
+    }
 }
 
 /// Prints `line` above the bar and returns `true` when a bar is shown; `false` (nothing
@@ -94,27 +107,9 @@ pub fn println(line: &str) -> bool {
     }
 }
 
-/// Planned seconds of one `bench` run: warm-up and measurement of its peak and latency phases.
-pub fn bench_seconds(duration: Duration) -> Duration {
-    let (peak, latency, warmup) = crate::run::split_duration(duration);
-    peak + latency + warmup * 2
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn bench_plan_counts_both_phases_and_their_warmups() {
-        assert_eq!(
-            bench_seconds(Duration::from_secs(15)),
-            Duration::from_secs(17)
-        );
-        assert_eq!(
-            bench_seconds(Duration::from_secs(2)),
-            Duration::from_millis(2400)
-        );
-    }
 
     #[test]
     fn without_a_bar_nothing_is_printed_above_it() {

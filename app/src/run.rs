@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
-use crate::harness::{Harness, PhaseSpec, Setup};
+use crate::harness::Harness;
+use crate::setup::{PhaseSpec, Setup};
 
 /// What one `bench` run asks for (the binary's `bench` options, without where to run: that is
 /// the [`Setup`]).
@@ -254,6 +255,13 @@ pub fn split_duration(total: Duration) -> (Duration, Duration, Duration) {
     (peak, total - peak, warmup)
 }
 
+/// Planned seconds of one `bench` run (for the progress bar): warm-up and measurement of its
+/// peak and latency phases.
+pub fn planned_seconds(duration: Duration) -> Duration {
+    let (peak, latency, warmup) = split_duration(duration);
+    peak + latency + warmup * 2
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -275,6 +283,18 @@ mod tests {
         let (p, l, w) = split_duration(Duration::from_secs(2));
         assert_eq!(p + l, Duration::from_secs(2));
         assert_eq!(w, Duration::from_millis(200));
+    }
+
+    #[test]
+    fn bench_plan_counts_both_phases_and_their_warmups() {
+        assert_eq!(
+            planned_seconds(Duration::from_secs(15)),
+            Duration::from_secs(17)
+        );
+        assert_eq!(
+            planned_seconds(Duration::from_secs(2)),
+            Duration::from_millis(2400)
+        );
     }
 
     fn trial(interrupted: bool, result: anyhow::Result<()>) -> Trial {

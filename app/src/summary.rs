@@ -30,10 +30,7 @@ pub fn render(r: &results::RunRecord, record_path: Option<&std::path::Path>) -> 
 /// A progress line for one second of a phase: `[phase] ` and the one per-second line
 /// ([`loadgen::render::second_line`]), or `None` for a drain second after the phase's end (it
 /// only holds completions of attempts started before).
-pub fn progress_line(
-    spec: &crate::harness::PhaseSpec,
-    row: &loadgen::TimelineRow,
-) -> Option<String> {
+pub fn progress_line(spec: &crate::setup::PhaseSpec, row: &loadgen::TimelineRow) -> Option<String> {
     // A drain second with drops settled at the end (starts due in the phase that the generator
     // never made) is printed: without it the lines would show "dropped 0/s" throughout while
     // the phase total counts thousands.
@@ -74,7 +71,7 @@ mod tests {
     #[test]
     fn progress_line_names_the_phase_and_skips_drain_seconds() {
         use std::time::Duration;
-        let spec = crate::harness::PhaseSpec {
+        let spec = crate::setup::PhaseSpec {
             name: "latency".into(),
             pattern: loadgen::Pattern::Closed { concurrency: 4 },
             duration: Duration::from_millis(1_200),

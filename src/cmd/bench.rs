@@ -4,8 +4,8 @@
 
 use ::app::baseline::BaselineRun;
 use ::app::commands::bench::Trial;
-use ::app::harness::Setup;
 use ::app::run::Plan;
+use ::app::setup::Setup;
 
 mod args;
 pub use args::{Args, Command, Format, SetupArgs};

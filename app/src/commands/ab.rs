@@ -10,7 +10,7 @@ use tuning::toggle::{Side, Toggle};
 
 use super::bench::Trial;
 use crate::ab::{Restore, Sides};
-use crate::harness::Setup;
+use crate::setup::Setup;
 
 /// `connstorm ab`'s options, parsed.
 #[derive(Debug, Clone)]
@@ -91,7 +91,7 @@ pub fn run(args: &Ab, setup: impl FnOnce() -> anyhow::Result<Setup>) -> anyhow::
     let mut written: Vec<String> = Vec::new();
     let _progress = crate::progress::begin(
         "ab",
-        crate::progress::bench_seconds(args.trial.plan.duration) * (2 * args.trials),
+        crate::run::planned_seconds(args.trial.plan.duration) * (2 * args.trials),
     );
     'trials: for i in 1..=args.trials {
         for side in [Side::A, Side::B] {

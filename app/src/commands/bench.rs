@@ -13,9 +13,9 @@ use results::RunRecord;
 
 use super::MetricsOptions;
 use crate::baseline::BaselineRun;
-use crate::harness::{PhaseSpec, Setup};
 use crate::record::Build;
 use crate::run::{Event, Plan};
+use crate::setup::{PhaseSpec, Setup};
 
 /// One `bench` run (or `ab` trial) beyond its setup.
 #[derive(Debug, Clone)]
@@ -128,7 +128,7 @@ pub fn run(t: &Trial, setup: Setup, json: bool, metrics: &MetricsOptions) -> any
     let bench_metrics = endpoint.as_ref().map(crate::metrics::BenchMetrics::new);
     let _ = server::rlimit::raise_nofile();
     let stop = crate::signals::stop_flag().context("install signal handlers")?;
-    let progress = crate::progress::begin("bench", crate::progress::bench_seconds(t.plan.duration));
+    let progress = crate::progress::begin("bench", crate::run::planned_seconds(t.plan.duration));
     let live = endpoint.as_ref().zip(bench_metrics.as_ref());
     let (record, path, result) = execute(t, setup, &stop, live)?;
     drop(progress);

@@ -10,8 +10,8 @@ use anyhow::Context;
 use results::record::BuildInfo;
 use results::sweep::{self, Criteria, Slo};
 
-use crate::harness::{PhaseSpec, Setup};
 use crate::record::Build;
+use crate::setup::{PhaseSpec, Setup};
 use crate::sweep::Steps;
 
 /// `connstorm sweep`'s options, parsed.
