@@ -54,16 +54,6 @@ pub enum Command {
     Man(cmd::man::Args),
 }
 
-/// `--format` of `bench`, `sweep`, `server`, `load`, `ab` and `tune check`: what each command's
-/// `--format` help says it prints.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    /// Human-readable text.
-    Text,
-    /// JSON.
-    Json,
-}
-
 /// The exit codes of every command, shown after each command's `--help` (and in README.md and
 /// `src/main.rs`).
 pub const EXIT_CODES: &str = "\

@@ -78,8 +78,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         netns: args.bench.setup.netns,
         rule: args.rule.options(),
         format: args.compare_format.unwrap_or(match args.bench.format {
-            crate::cli::Format::Text => Format::Text,
-            crate::cli::Format::Json => Format::Json,
+            ::app::commands::Format::Text => Format::Text,
+            ::app::commands::Format::Json => Format::Json,
         }),
     };
     ::app::commands::ab::run(&ab, || args.bench.setup.resolve())

@@ -127,7 +127,7 @@ pub fn run(cmd: Command) -> anyhow::Result<i32> {
     validate(&args)?;
     let setup = args.setup.resolve()?;
     let json = args.format == Format::Json;
-    ::app::commands::bench::run(&args.trial(), setup, json, &cmd.metrics.options())
+    ::app::commands::bench::run(&args.trial(), setup, json, &cmd.metrics)
 }
 
 /// Checks `bench`'s own options (duration, rate; [`::app::limits::check_plan`]);

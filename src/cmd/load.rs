@@ -31,8 +31,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         fd_capped_in_flight: config::fd_capped_in_flight(&args, nofile),
         start_at: args.start_at,
         out: args.out,
-        json: args.format == crate::cli::Format::Json,
-        metrics: args.metrics.options(),
+        json: args.format == ::app::commands::Format::Json,
+        metrics: args.metrics,
         build: crate::version::build(),
     };
     ::app::commands::load::run(command, command_start)

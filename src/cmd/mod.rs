@@ -8,7 +8,6 @@ pub mod k8s;
 pub mod load;
 pub mod man;
 pub mod merge;
-pub mod metrics;
 pub mod plot;
 pub mod report;
 pub mod server;

@@ -9,9 +9,9 @@ use std::time::Duration;
 use ::app::commands::server::{ServerCommand, TlsFiles};
 use server::{EngineChoice, Mode, ServerConfig, Steer};
 
-use crate::cli::Format;
 use crate::error::bad_input;
 use crate::units::{parse_backlog, parse_cpus, parse_listen, parse_positive_duration};
+use ::app::commands::Format;
 
 /// `--tls-resume`: whether the server offers session resumption.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -103,7 +103,7 @@ pub struct Args {
     pub out: Option<std::path::PathBuf>,
     /// Prometheus `/metrics`.
     #[command(flatten)]
-    pub metrics: crate::cmd::metrics::MetricsArgs,
+    pub metrics: ::app::commands::metrics::MetricsArgs,
 }
 
 /// Runs `connstorm server`.
@@ -140,7 +140,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         duration: args.duration,
         json: args.format == Format::Json,
         out: args.out,
-        metrics: args.metrics.options(),
+        metrics: args.metrics,
         build: crate::version::build(),
     })
 }

@@ -8,10 +8,10 @@ use std::time::Duration;
 use ::app::commands::sweep::Sweep;
 use results::sweep::{self, Slo};
 
-use crate::cli::Format;
 use crate::cmd::bench::SetupArgs;
 use crate::error::bad_input;
 use crate::units;
+use ::app::commands::Format;
 
 /// Options of `connstorm sweep`.
 #[derive(Debug, Clone, clap::Args)]

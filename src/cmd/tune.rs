@@ -26,7 +26,7 @@ pub fn run(cmd: Command) -> anyhow::Result<i32> {
         Command::Check(a) => run_tune::check(
             &a.source.options(),
             &a.root,
-            a.format == crate::cli::Format::Json,
+            a.format == ::app::commands::Format::Json,
             a.strict,
             a.allow_decrease,
         ),

@@ -11,7 +11,7 @@ use loadgen::TimelineRow;
 use results::record::BuildInfo;
 use results::RunRecord;
 
-use super::MetricsOptions;
+use super::metrics::MetricsArgs;
 use crate::baseline::BaselineRun;
 use crate::record::Build;
 use crate::run::{Event, Plan};
@@ -123,8 +123,8 @@ pub fn execute(
 ///
 /// # Errors
 /// Server, load or namespace failures, an unusable `--metrics`, record write failures.
-pub fn run(t: &Trial, setup: Setup, json: bool, metrics: &MetricsOptions) -> anyhow::Result<i32> {
-    let endpoint = super::start_metrics(metrics, "bench")?;
+pub fn run(t: &Trial, setup: Setup, json: bool, metrics: &MetricsArgs) -> anyhow::Result<i32> {
+    let endpoint = super::metrics::start(metrics, "bench")?;
     let bench_metrics = endpoint.as_ref().map(crate::metrics::BenchMetrics::new);
     let _ = server::rlimit::raise_nofile();
     let stop = crate::signals::stop_flag().context("install signal handlers")?;
@@ -138,7 +138,7 @@ pub fn run(t: &Trial, setup: Setup, json: bool, metrics: &MetricsOptions) -> any
     } else {
         crate::output::out(&crate::summary::render(&record, Some(&path)));
     }
-    super::end_metrics(endpoint, metrics);
+    super::metrics::end(endpoint, metrics);
     result?;
     Ok(exit_code(&record))
 }

@@ -18,7 +18,7 @@ use loadgen::{LoadConfig, LoadError, LoadReport, TimelineRow};
 use results::kernel_text::KernelSection;
 use results::record::BuildInfo;
 
-use super::MetricsOptions;
+use super::metrics::{self, MetricsArgs};
 use crate::record::Build;
 use crate::standalone::{self, load as sa};
 
@@ -41,7 +41,7 @@ pub struct LoadCommand {
     /// `--format json` (else text).
     pub json: bool,
     /// `--metrics`.
-    pub metrics: MetricsOptions,
+    pub metrics: MetricsArgs,
     /// The binary's version and build, for the record.
     pub build: (Build, BuildInfo),
 }
@@ -78,7 +78,7 @@ pub fn run(c: LoadCommand, command_start: SystemTime) -> anyhow::Result<i32> {
         crate::record::check_writable_dir(dir)?;
     }
     // Bound before any attempt: an address in use is bad input before anything starts.
-    let endpoint = super::start_metrics(&c.metrics, "load")?;
+    let endpoint = metrics::start(&c.metrics, "load")?;
     let metrics = endpoint.as_ref().map(|ep| {
         let m = loadgen::metrics::LoadMetrics::new();
         m.begin(cfg.pattern, cfg.close);
@@ -260,7 +260,7 @@ pub fn run(c: LoadCommand, command_start: SystemTime) -> anyhow::Result<i32> {
             write!(out, "{summary}{kernel}")
         }
     })?;
-    super::end_metrics(endpoint, &c.metrics);
+    metrics::end(endpoint, &c.metrics);
     Ok(exit_code(&report))
 }
 

@@ -4,11 +4,6 @@
 //! these functions compose the libraries and print (results on stdout, notes on stderr) only
 //! through [`crate::output`], which never panics on a closed stream.
 
-use std::net::SocketAddr;
-use std::time::{Duration, Instant};
-
-use common::metrics::Endpoint;
-
 // As in the binary: printing never panics (a closed stdout or stderr must not lose a run before
 // its record is written), see `crate::output`.
 macro_rules! eprint {
@@ -24,60 +19,20 @@ macro_rules! eprintln {
 pub mod ab;
 pub mod bench;
 pub mod load;
+pub mod metrics;
 pub mod records;
 pub mod server;
 pub mod sweep;
 pub mod tune;
 
-/// The `--metrics ADDR` / `--metrics-linger` options of `server`, `load` and `bench`.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct MetricsOptions {
-    /// Where to serve `/metrics` (`None`: no endpoint).
-    pub addr: Option<SocketAddr>,
-    /// How long to keep serving the final values after the run (`None` or zero: not at all).
-    pub linger: Option<Duration>,
-}
-
-/// Binds and starts the endpoint when an address is given, and says where on stderr
-/// (`connstorm COMMAND: metrics on http://127.0.0.1:PORT/metrics`).
-///
-/// # Errors
-/// Bad input (exit 2) when the address cannot be bound (in use, not local, privileged port);
-/// a run-time error when the thread cannot start.
-pub fn start_metrics(o: &MetricsOptions, command: &str) -> anyhow::Result<Option<Endpoint>> {
-    let Some(addr) = o.addr else {
-        return Ok(None);
-    };
-    let ep = Endpoint::start(addr).map_err(|e| {
-        if e.is_bad_input() {
-            crate::bad_input(e.to_string())
-        } else {
-            anyhow::Error::new(e)
-        }
-    })?;
-    eprintln!(
-        "connstorm {command}: metrics on http://{}/metrics",
-        ep.local_addr()
-    );
-    Ok(Some(ep))
-}
-
-/// Ends the endpoint: after the linger (cut short by a SIGINT/SIGTERM that arrives during it;
-/// one that ended the run before does not), stops its thread and joins it.
-pub fn end_metrics(ep: Option<Endpoint>, o: &MetricsOptions) {
-    let Some(mut ep) = ep else { return };
-    if let Some(linger) = o.linger.filter(|d| !d.is_zero()) {
-        let signals_before = crate::signals::count();
-        let until = Instant::now() + linger;
-        eprintln!(
-            "connstorm: serving the final metrics for {} more (SIGINT/SIGTERM ends it)",
-            humantime::format_duration(linger)
-        );
-        while Instant::now() < until && crate::signals::count() == signals_before {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-    ep.stop();
+/// `--format` of `bench`, `sweep`, `server`, `load`, `ab` and `tune check`: what each command's
+/// `--format` help says it prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// Human-readable text.
+    Text,
+    /// JSON.
+    Json,
 }
 
 /// Writes a command's final report to stdout with `write`: a reader that went away (`| head`)

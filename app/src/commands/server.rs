@@ -26,7 +26,7 @@ use results::record::BuildInfo;
 use server::render::ReportText;
 use server::{Server, ServerConfig};
 
-use super::MetricsOptions;
+use super::metrics::{self, MetricsArgs};
 use crate::record::Build;
 use crate::standalone;
 
@@ -57,7 +57,7 @@ pub struct ServerCommand {
     /// `--out DIR`: also write a server record there.
     pub out: Option<PathBuf>,
     /// `--metrics`.
-    pub metrics: MetricsOptions,
+    pub metrics: MetricsArgs,
     /// The binary's version and build, for the record.
     pub build: (Build, BuildInfo),
 }
@@ -105,7 +105,7 @@ pub fn run(mut c: ServerCommand) -> anyhow::Result<i32> {
         crate::record::check_writable_dir(dir)?;
     }
     // Bound before the server: an address in use is bad input before any listener exists.
-    let endpoint = super::start_metrics(&c.metrics, "server")?;
+    let endpoint = metrics::start(&c.metrics, "server")?;
     let mode = c.cfg.mode;
     let srv = Server::start(c.cfg).map_err(|e| {
         if e.is_bad_input() {
@@ -179,6 +179,6 @@ pub fn run(mut c: ServerCommand) -> anyhow::Result<i32> {
             write!(out, "{}", ReportText(&report))
         }
     })?;
-    super::end_metrics(endpoint, &c.metrics);
+    metrics::end(endpoint, &c.metrics);
     Ok(0)
 }

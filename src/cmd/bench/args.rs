@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-pub use crate::cli::Format;
 use crate::units;
+pub use ::app::commands::Format;
 
 /// Options shared by `bench`, `sweep` and `ab`: where server and load run and how.
 #[derive(Debug, Clone, clap::Args)]
@@ -161,7 +161,7 @@ pub struct Command {
     pub args: Args,
     /// Prometheus `/metrics`.
     #[command(flatten)]
-    pub metrics: crate::cmd::metrics::MetricsArgs,
+    pub metrics: ::app::commands::metrics::MetricsArgs,
 }
 
 /// `--rtt`: a duration netem can add ([`tuning::netns::check_rtt`]), refused when parsed.

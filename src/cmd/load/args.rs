@@ -4,8 +4,8 @@
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
-use crate::cli::Format;
 use crate::units::{parse_cpus, parse_duration, parse_positive_duration, parse_rate};
+use ::app::commands::Format;
 
 /// Options of `connstorm load`.
 ///
@@ -160,7 +160,7 @@ pub struct Args {
     pub start_at: Option<loadgen::start::StartAt>,
     /// Prometheus `/metrics`.
     #[command(flatten)]
-    pub metrics: crate::cmd::metrics::MetricsArgs,
+    pub metrics: ::app::commands::metrics::MetricsArgs,
 }
 
 /// One `--target` item: every address its name resolves to, in the resolver's order, and the

@@ -84,7 +84,7 @@ pub struct CheckArgs {
     pub strict: bool,
     /// Output on stdout: `text` (aligned table) or `json`.
     #[arg(long, value_enum, default_value = "text")]
-    pub format: crate::cli::Format,
+    pub format: ::app::commands::Format,
     /// Read /proc and /sys (and, with --system, the sysctl.d directories) under this root.
     #[arg(long, default_value = "/")]
     pub root: PathBuf,
