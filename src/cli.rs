@@ -29,7 +29,7 @@ pub enum Command {
     /// Run the per-core accept server.
     Server(cmd::server::Args),
     /// Run the load generator against one or more servers.
-    Load(cmd::load::Args),
+    Load(app::commands::load::Args),
     /// Read, check and change the host: sysctl presets, IRQ affinity, kernel config audit.
     #[command(subcommand)]
     Tune(cmd::tune::Command),
@@ -90,7 +90,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
         Command::Bench(a) => cmd::bench::run(a),
         Command::Server(a) => cmd::server::run(a),
-        Command::Load(a) => cmd::load::run(a),
+        Command::Load(a) => app::commands::load::run(a, crate::version::build()),
         Command::Tune(c) => cmd::tune::run(c),
         Command::Report(a) => cmd::report::run(a),
         Command::Compare(a) => cmd::compare::run(a),

@@ -28,11 +28,8 @@
 //!   the caller to print).
 //! - [`k8s`]: the Kubernetes manifests of a multi-host run (`connstorm k8s render`).
 //! - [`ab`]: the sides of `connstorm ab` (toggles, setup commands, names) and their restore.
-//! - [`accept_queue`]: for `connstorm load` against a local target, the listener's accept queue
-//!   at the end of the run after a bounded settle: what is left was never accepted.
 //! - [`metrics`]: the run's Prometheus metrics (bench phase, load and server collectors).
-//! - [`standalone`]: `connstorm load` and `connstorm server` on their own: the kernel's view of
-//!   a load run, its warnings and JSON report, and both commands' `--out` records.
+//! - [`standalone`]: `connstorm server` on its own: its watch loop and `--out` record.
 //! - [`commands`]: each command once its options are parsed (`load`, `server`, `tune`,
 //!   `bench`, `ab`, `sweep`, what the record commands share, the `/metrics` endpoint), printing
 //!   through [`output`] (never panics on a closed stream) and [`progress`]; [`signals`]: the
@@ -48,7 +45,6 @@
 #![warn(unreachable_pub)]
 
 pub mod ab;
-pub mod accept_queue;
 pub mod baseline;
 pub mod cleanup;
 pub mod commands;

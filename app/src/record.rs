@@ -1,6 +1,9 @@
-//! Filling the run-record header: what ran, on which host.
+//! Filling the run-record header: what ran, on which host, in which network namespace; and that
+//! namespace's TCP counters ([`counters`], [`delta_since`]) for the records of `load` and
+//! `server`.
 
 use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use results::record::{HostInfo, NumaNode, RunInfo, RunRecord};
 
@@ -40,6 +43,37 @@ pub fn counters_netns(hostname: Option<String>) -> Option<results::record::Netns
         boot_id: id.boot_id,
         hostname,
     })
+}
+
+/// ms since the epoch (0 before 1970).
+pub fn unix_ms(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// This process's network namespace's TCP counters now (`/proc/net/snmp`, `/proc/net/netstat`);
+/// `None` when unreadable, after passing `warn` one line saying so and what is then unknown.
+pub fn counters(warn: &mut dyn FnMut(&str)) -> Option<tuning::counters::Snapshot> {
+    let dir = std::path::Path::new(tuning::counters::DEFAULT_NET_DIR);
+    match tuning::counters::Snapshot::read(dir) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            warn(&format!(
+                "cannot read the kernel's TCP counters ({e}); the kernel's side of this run is unknown"
+            ));
+            None
+        }
+    }
+}
+
+/// The counters' change since `before`, by name, for a record's `counters`: empty when there
+/// is no `before` or the counters cannot be read now.
+pub fn delta_since(
+    before: Option<&tuning::counters::Snapshot>,
+) -> std::collections::BTreeMap<String, i64> {
+    before
+        .and_then(|b| Some(counters(&mut |_| {})?.delta(b).to_map()))
+        .unwrap_or_default()
 }
 
 /// Which binary made a record: its version and the git commit it was built from (the binary's

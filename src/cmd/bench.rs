@@ -89,7 +89,7 @@ impl SetupArgs {
             tls,
             http: self.http,
             load_engine: self.load_engine,
-            pacing: crate::cmd::load::config::pacing(self.spin, self.start_batch),
+            pacing: ::app::commands::load::pacing(self.spin, self.start_batch),
             whole_machine: self.whole_machine,
         })
     }

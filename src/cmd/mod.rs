@@ -5,7 +5,6 @@ pub mod bench;
 pub mod compare;
 pub mod completions;
 pub mod k8s;
-pub mod load;
 pub mod man;
 pub mod merge;
 pub mod plot;

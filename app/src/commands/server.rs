@@ -141,10 +141,9 @@ pub fn run(mut c: ServerCommand) -> anyhow::Result<i32> {
         results::numfmt::count(nofile)
     );
     let started_wall = std::time::SystemTime::now();
-    let counters_before = c
-        .out
-        .as_ref()
-        .and_then(|_| standalone::counters(&mut |w| eprintln!("connstorm server: warning: {w}")));
+    let counters_before = c.out.as_ref().and_then(|_| {
+        crate::record::counters(&mut |w| eprintln!("connstorm server: warning: {w}"))
+    });
     let interrupted = standalone::server::watch(&srv, c.duration, &stop, &mut |l| {
         crate::output::note(l);
     });
@@ -154,7 +153,7 @@ pub fn run(mut c: ServerCommand) -> anyhow::Result<i32> {
         m.finish();
     }
     if let Some(dir) = &c.out {
-        let counters = standalone::delta_since(counters_before.as_ref());
+        let counters = crate::record::delta_since(counters_before.as_ref());
         let path = standalone::server::record(
             &report,
             started_wall,

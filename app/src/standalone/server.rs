@@ -102,7 +102,7 @@ pub fn record(
         }),
     );
     r.role = Role::Server;
-    let start_ms = super::unix_ms(started);
+    let start_ms = crate::record::unix_ms(started);
     let accepted = report.accepted();
     r.run = RunInfo {
         command: "server".into(),

@@ -32,7 +32,7 @@ use crate::record::Build;
 /// What the kernel of the targets' namespace (this one: every target is loopback) says about the
 /// run, from its counters `before` it and `now`: acceptance reconciled with the client's
 /// handshakes (the never-accepted ones reclassified in `report`), the listener's accept queue
-/// after the settle ([`crate::accept_queue::settle`]; `hurry`: a second signal ends it; what is
+/// after the settle ([`super::accept_queue::settle`]; `hurry`: a second signal ends it; what is
 /// left of this run is reclassified too), and the diagnosis with this namespace's settings and
 /// the listener's backlog. Call it on a thread in the targets' namespace.
 pub fn kernel_view(
@@ -58,9 +58,9 @@ pub fn kernel_view(
     }
     // What is still in the listener's accept queue after the server was given a short time to
     // take it was never accepted: a failure class of its own.
-    let settled = crate::accept_queue::settle(&cfg.targets, hurry);
+    let settled = super::accept_queue::settle(&cfg.targets, hurry);
     let accept_queue = settled.map(|s| {
-        let ours = crate::accept_queue::this_runs(s.after.queued, acceptance.accepted);
+        let ours = super::accept_queue::this_runs(s.after.queued, acceptance.accepted);
         AcceptQueueEnd {
             at_end: s.at_end.queued,
             after_settle: s.after.queued,
@@ -323,7 +323,7 @@ pub fn record(
         git_commit: build.0.git_commit.to_string(),
         interrupted: report.interrupted,
         started_at: results::timestamp::rfc3339_utc(starts.command),
-        started_unix_ms: Some(super::unix_ms(starts.command)),
+        started_unix_ms: Some(crate::record::unix_ms(starts.command)),
         wall_secs: wall.as_secs_f64(),
     };
     r.host = crate::record::host_info();
@@ -338,7 +338,7 @@ pub fn record(
             .unwrap_or_default()
             .as_secs_f64()
             * 1e3,
-        unix_ms: super::unix_ms(measured_start),
+        unix_ms: crate::record::unix_ms(measured_start),
         window: (warmup, warmup + cfg.duration.as_secs_f64()),
     };
     let workers = &report.workers;
@@ -388,8 +388,8 @@ pub fn record(
     r.segment = segment.map(|(s, clock, whole)| SegmentInfo {
         index: s.index,
         count: s.count,
-        planned_start_unix_ms: starts.planned.map(super::unix_ms),
-        real_start_unix_ms: super::unix_ms(starts.real),
+        planned_start_unix_ms: starts.planned.map(crate::record::unix_ms),
+        real_start_unix_ms: crate::record::unix_ms(starts.real),
         clock_sync: clock.state.clone(),
         clock_offset_ms: clock.offset_ms,
         clock_source: clock.source.clone(),

@@ -6,7 +6,7 @@ use std::net::{IpAddr, SocketAddr};
 use loadgen::{LoadConfig, Pattern};
 
 use super::args::{Args, Family, Targets};
-use crate::error::bad_input;
+use crate::bad_input;
 
 /// Every resolved address of every `--target` item, in order, without repeats, restricted to
 /// `family`.
@@ -154,7 +154,7 @@ fn config_inner(args: &Args, nofile: u64) -> anyhow::Result<LoadConfig> {
 }
 
 /// `--spin` and `--start-batch` as the generator's pacing (checked by `LoadConfig::validate`).
-pub(crate) fn pacing(spin: std::time::Duration, start_batch: u64) -> loadgen::Pacing {
+pub fn pacing(spin: std::time::Duration, start_batch: u64) -> loadgen::Pacing {
     loadgen::Pacing {
         spin_ns: u64::try_from(spin.as_nanos()).unwrap_or(u64::MAX),
         start_batch: usize::try_from(start_batch).unwrap_or(usize::MAX),
@@ -223,6 +223,6 @@ fn tls_options(args: &Args, first: SocketAddr) -> anyhow::Result<Option<loadgen:
             )
         },
     };
-    o.client_config().map_err(crate::error::bad_input)?;
+    o.client_config().map_err(bad_input)?;
     Ok(Some(o))
 }

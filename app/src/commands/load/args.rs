@@ -4,8 +4,11 @@
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
-use crate::units::{parse_cpus, parse_duration, parse_positive_duration, parse_rate};
-use ::app::commands::Format;
+use common::units::{parse_cpus, parse_duration, parse_positive_duration, parse_rate};
+use loadgen::segment::Segment;
+
+use crate::commands::metrics::MetricsArgs;
+use crate::commands::Format;
 
 /// Options of `connstorm load`.
 ///
@@ -151,8 +154,8 @@ pub struct Args {
     /// (0/4 … 3/4, as Kubernetes' JOB_COMPLETION_INDEX). The open-loop --rate, the closed-loop
     /// --concurrency and the --source list are split into whole shares that sum exactly to the
     /// whole (the remainder goes one apiece to the first segments); sources in disjoint slices.
-    #[arg(long, value_name = "i/N", value_parser = super::parse_segment)]
-    pub segment: Option<loadgen::segment::Segment>,
+    #[arg(long, value_name = "i/N", value_parser = parse_segment)]
+    pub segment: Option<Segment>,
     /// Start the schedule (warm-up included) at this wall-clock instant, so generators on
     /// several hosts start together: an RFC 3339 UTC time (`2026-12-01T07:00:00Z`) or `+2s`
     /// from now. A time in the past is refused. Needs synchronised clocks (chrony, NTP).
@@ -160,7 +163,7 @@ pub struct Args {
     pub start_at: Option<loadgen::start::StartAt>,
     /// Prometheus `/metrics`.
     #[command(flatten)]
-    pub metrics: ::app::commands::metrics::MetricsArgs,
+    pub metrics: MetricsArgs,
 }
 
 /// One `--target` item: every address its name resolves to, in the resolver's order, and the
@@ -186,6 +189,12 @@ pub struct CpuList(pub Vec<usize>);
 /// One `--source` item: one address or an expanded range.
 #[derive(Debug, Clone)]
 pub struct Sources(pub Vec<IpAddr>);
+
+/// Parses `--segment i/N` (0-based).
+fn parse_segment(s: &str) -> Result<Segment, String> {
+    s.parse()
+        .map_err(|e: loadgen::segment::SegmentError| e.to_string())
+}
 
 /// Resolves one `HOST:PORT` to every address it has ([`common::addr::resolve_targets`]).
 fn parse_target_item(s: &str) -> Result<Targets, String> {

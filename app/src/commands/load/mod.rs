@@ -1,6 +1,13 @@
-//! `connstorm load` once its options are parsed into a [`LoadConfig`]: the port-budget check,
-//! the `--start-at` wait, the run with its per-second lines, the kernel's view of it, the
-//! `--out` record and the report.
+//! `connstorm load`: open connections to one or more servers at an intended rate (open loop)
+//! or a fixed concurrency (closed loop) and report connections per minute and handshake
+//! latency.
+//!
+//! - [`args`]: the options ([`Args`]) and their value parsers (targets resolved to every
+//!   address, source ranges expanded); [`config`] turns them into a checked
+//!   [`loadgen::LoadConfig`], refusing bad input before anything is created.
+//! - [`run`] (here): the port-budget check, the `--start-at` wait, the run with its per-second
+//!   lines, the kernel's view of it ([`record::kernel_view`], with the listener's
+//!   [`accept_queue`] after a settle), the `--out` record ([`record::record`]) and the report.
 //!
 //! Exit codes: 0 the run completed (some attempts may have failed: see the report); 1 a
 //! run-time failure; 2 bad input, refused before anything is created; 3 the run completed but
@@ -8,43 +15,26 @@
 //! accepted by the server); 128+signo (130 SIGINT, 143 SIGTERM) interrupted by a signal, after
 //! the report was printed.
 
-use std::path::{Path, PathBuf};
+pub mod accept_queue;
+pub mod args;
+mod config;
+pub mod record;
+
+pub use args::Args;
+pub use config::pacing;
+
+use std::path::Path;
 use std::time::SystemTime;
 
 use anyhow::Context;
-use loadgen::segment::Segment;
-use loadgen::start::StartAt;
-use loadgen::{LoadConfig, LoadError, LoadReport, TimelineRow};
+use loadgen::{LoadError, LoadReport, TimelineRow};
 use results::kernel_text::KernelSection;
 use results::record::BuildInfo;
 
-use super::metrics::{self, MetricsArgs};
+use super::metrics;
+use super::Format;
 use crate::record::Build;
-use crate::standalone::{self, load as sa};
-
-/// `connstorm load`'s options beyond the run configuration.
-#[derive(Debug, Clone)]
-pub struct LoadCommand {
-    /// The whole run's configuration (before `segment` narrows it).
-    pub cfg: LoadConfig,
-    /// `--segment i/N`: this generator's share of a multi-host run.
-    pub segment: Option<Segment>,
-    /// `--max-in-flight` was given (a segment keeps it whole rather than taking a share).
-    pub max_in_flight_given: bool,
-    /// `(default, bound)` when RLIMIT_NOFILE lowered the open loop's default in-flight bound
-    /// (then a warning names the limit, at the start and beside any drops).
-    pub fd_capped_in_flight: Option<(u64, u64)>,
-    /// `--start-at`: the common start of a multi-host run.
-    pub start_at: Option<StartAt>,
-    /// `--out DIR`: also write a run record there.
-    pub out: Option<PathBuf>,
-    /// `--format json` (else text).
-    pub json: bool,
-    /// `--metrics`.
-    pub metrics: MetricsArgs,
-    /// The binary's version and build, for the record.
-    pub build: (Build, BuildInfo),
-}
+use record as sa;
 
 /// The warning for an open loop whose in-flight bound RLIMIT_NOFILE lowered: `(default, bound)`.
 pub fn fd_cap_warning((default, bound): (u64, u64)) -> String {
@@ -57,35 +47,39 @@ pub fn fd_cap_warning((default, bound): (u64, u64)) -> String {
     )
 }
 
-/// Runs `connstorm load`; `command_start`: when the command began (for the record's start
-/// lag). Returns the exit code (see the module docs).
+/// Runs `connstorm load`; `build`: the binary's version and build, for the record. Returns
+/// the exit code (see the module docs).
 ///
 /// # Errors
-/// Bad input (exit 2): a segment with no share, a start time in the past, an unusable `--out`
-/// or `--metrics`, a CPU the workers cannot pin to. Others (exit 1): the workers cannot start,
-/// the record or stdout cannot be written.
-pub fn run(c: LoadCommand, command_start: SystemTime) -> anyhow::Result<i32> {
-    let whole = c.cfg.clone();
-    let cfg = match c.segment {
-        Some(seg) => seg.apply(c.cfg, c.max_in_flight_given)?,
-        None => c.cfg,
+/// Bad input (exit 2): an inconsistent configuration, a segment with no share, a start time in
+/// the past, an unusable `--out` or `--metrics`, a CPU the workers cannot pin to. Others (exit
+/// 1): the workers cannot start, the record or stdout cannot be written.
+pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
+    let command_start = SystemTime::now();
+    let nofile = loadgen::rlimit::raise_nofile_limit().context("raising the open-file limit")?;
+    let whole = config::config(&args, nofile)?;
+    let fd_capped_in_flight = config::fd_capped_in_flight(&args, nofile);
+    let json = args.format == Format::Json;
+    let cfg = match args.segment {
+        Some(seg) => seg.apply(whole.clone(), args.max_in_flight.is_some())?,
+        None => whole.clone(),
     };
-    let planned = c
+    let planned = args
         .start_at
         .map(|at| loadgen::start::planned_start(at, command_start))
         .transpose()?;
-    if let Some(dir) = &c.out {
+    if let Some(dir) = &args.out {
         crate::record::check_writable_dir(dir)?;
     }
     // Bound before any attempt: an address in use is bad input before anything starts.
-    let endpoint = metrics::start(&c.metrics, "load")?;
+    let endpoint = metrics::start(&args.metrics, "load")?;
     let metrics = endpoint.as_ref().map(|ep| {
         let m = loadgen::metrics::LoadMetrics::new();
         m.begin(cfg.pattern, cfg.close);
         ep.register(Box::new(std::sync::Arc::clone(&m)));
         m
     });
-    let clock = (c.segment.is_some() || planned.is_some()).then(tuning::clock::read);
+    let clock = (args.segment.is_some() || planned.is_some()).then(tuning::clock::read);
     if let Some(w) = clock
         .as_ref()
         .and_then(|s| tuning::clock::warning(s, results::merge::SKEW_BOUND_MS as f64))
@@ -108,7 +102,7 @@ pub fn run(c: LoadCommand, command_start: SystemTime) -> anyhow::Result<i32> {
         ),
     }
     eprintln!("connstorm load: {}", loadgen::render::plan_line(&cfg));
-    if let Some(cap) = c.fd_capped_in_flight {
+    if let Some(cap) = fd_capped_in_flight {
         eprintln!("connstorm load: warning: {}", fd_cap_warning(cap));
     }
     let stop = crate::signals::stop_flag().context("installing the SIGINT/SIGTERM handler")?;
@@ -123,7 +117,7 @@ pub fn run(c: LoadCommand, command_start: SystemTime) -> anyhow::Result<i32> {
     // The kernel's counters of the targets' namespace: readable from here only when every target
     // is a loopback address (then it is this process's own namespace).
     let local = cfg.targets.iter().all(|t| common::addr::is_local(t.ip()));
-    let before = (local || c.out.is_some()).then(read_counters).flatten();
+    let before = (local || args.out.is_some()).then(read_counters).flatten();
     let mut never_started = None;
     if let Some(t) = planned {
         eprintln!(
@@ -164,15 +158,14 @@ pub fn run(c: LoadCommand, command_start: SystemTime) -> anyhow::Result<i32> {
     // replaces the generic one (which would advise a lower rate or more CPUs).
     // When the descriptor limit set the in-flight bound, the drops are named by it first, and
     // the schedule warning does not advise a --max-in-flight the limit would refuse.
-    let fd_cap = c
-        .fd_capped_in_flight
+    let fd_cap = fd_capped_in_flight
         .filter(|_| report.dropped_in_flight_full > 0)
         .map(fd_cap_warning);
     let mut warnings: Vec<String> = fd_cap
         .into_iter()
         .chain(
             sa::short_timeout_warning(&cfg, &report)
-                .or_else(|| report.schedule_warning_with(c.fd_capped_in_flight.is_none())),
+                .or_else(|| report.schedule_warning_with(fd_capped_in_flight.is_none())),
         )
         .collect();
     // The most attempts in flight at once: a slot's second handshake is the first that can
@@ -191,10 +184,10 @@ pub fn run(c: LoadCommand, command_start: SystemTime) -> anyhow::Result<i32> {
         warnings.push(w);
     }
     let mut written = None;
-    if let Some(dir) = &c.out {
+    if let Some(dir) = &args.out {
         let counters = match (&kernel, &before) {
             (Some(k), _) => k.delta.clone(),
-            (None, b) => standalone::delta_since(b.as_ref()),
+            (None, b) => crate::record::delta_since(b.as_ref()),
         };
         let unknown = tuning::clock::ClockSync::default();
         let record = sa::record(
@@ -205,11 +198,11 @@ pub fn run(c: LoadCommand, command_start: SystemTime) -> anyhow::Result<i32> {
                 planned,
                 real: real_start,
             },
-            c.segment
+            args.segment
                 .map(|s| (s, clock.as_ref().unwrap_or(&unknown), &whole)),
             (counters, kernel.as_ref().map(|k| k.acceptance.accepted)),
             &warnings,
-            (&c.build.0, c.build.1.clone()),
+            (&build.0, build.1.clone()),
         );
         // The settings the live diagnosis read (targets in this namespace), so that `report`
         // of the record names the same causes (it said "SYN queue overflowed … unknown"
@@ -234,7 +227,7 @@ pub fn run(c: LoadCommand, command_start: SystemTime) -> anyhow::Result<i32> {
     };
     super::write_report(lost, |out| {
         use std::io::Write as _;
-        if c.json {
+        if json {
             let json = serde_json::to_string_pretty(&sa::JsonReport::new(
                 &report,
                 budget.as_ref().ok(),
@@ -260,12 +253,12 @@ pub fn run(c: LoadCommand, command_start: SystemTime) -> anyhow::Result<i32> {
             write!(out, "{summary}{kernel}")
         }
     })?;
-    metrics::end(endpoint, &c.metrics);
+    metrics::end(endpoint, &args.metrics);
     Ok(exit_code(&report))
 }
 
 fn read_counters() -> Option<tuning::counters::Snapshot> {
-    standalone::counters(&mut |w| eprintln!("connstorm load: warning: {w}"))
+    crate::record::counters(&mut |w| eprintln!("connstorm load: warning: {w}"))
 }
 
 /// The exit code table (README): 128+signo when a signal interrupted the run (the report was
@@ -285,7 +278,7 @@ fn exit_code(report: &LoadReport) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use loadgen::Pattern;
+    use loadgen::{LoadConfig, Pattern};
     use std::time::Duration;
 
     fn report(attempts: u64, successes: u64, interrupted: bool) -> LoadReport {
