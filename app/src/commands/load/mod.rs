@@ -6,8 +6,9 @@
 //!   address, source ranges expanded); [`config`] turns them into a checked
 //!   [`loadgen::LoadConfig`], refusing bad input before anything is created.
 //! - [`run`] (here): the port-budget check, the `--start-at` wait, the run with its per-second
-//!   lines, the kernel's view of it ([`record::kernel_view`], with the listener's
-//!   [`accept_queue`] after a settle), the `--out` record ([`record::record`]) and the report.
+//!   lines, the kernel's view of it ([`kernel`], with the listener's [`accept_queue`] after a
+//!   settle), the [`warnings`], the `--out` record ([`record`]) and the report (text, or
+//!   [`json`]).
 //!
 //! Exit codes: 0 the run completed (some attempts may have failed: see the report); 1 a
 //! run-time failure; 2 bad input, refused before anything is created; 3 the run completed but
@@ -18,7 +19,10 @@
 pub mod accept_queue;
 pub mod args;
 mod config;
+pub mod json;
+pub mod kernel;
 pub mod record;
+pub mod warnings;
 
 pub use args::Args;
 pub use config::pacing;
@@ -34,18 +38,7 @@ use results::record::BuildInfo;
 use super::metrics;
 use super::Format;
 use crate::record::Build;
-use record as sa;
-
-/// The warning for an open loop whose in-flight bound RLIMIT_NOFILE lowered: `(default, bound)`.
-pub fn fd_cap_warning((default, bound): (u64, u64)) -> String {
-    format!(
-        "RLIMIT_NOFILE allows at most {} attempts in flight (the limit less 256 descriptors kept for \
-         the process), below this rate's default of {}: a start due while all are busy is dropped; \
-         raise the limit (`ulimit -n`; the hard limit with `ulimit -Hn`) or lower --rate",
-        common::numfmt::count(bound),
-        common::numfmt::count(default)
-    )
-}
+use warnings::{fd_cap_warning, late_start_warning, port_budget_warning, short_timeout_warning};
 
 /// Runs `connstorm load`; `build`: the binary's version and build, for the record. Returns
 /// the exit code (see the module docs).
@@ -91,7 +84,7 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
     match &budget {
         Ok(b) => {
             let io = tuning::plan::ProcSys { root: "/".into() };
-            match sa::port_budget_warning(&cfg, b, &io) {
+            match port_budget_warning(&cfg, b, &io) {
                 Ok(Some(w)) => eprintln!("connstorm load: warning: {w}"),
                 Ok(None) => {}
                 Err(e) => eprintln!("connstorm load: warning: {e}; no port-budget check"),
@@ -145,8 +138,9 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
         m.finish();
     }
     let kernel = match &before {
-        Some(before) if local => read_counters()
-            .map(|now| sa::kernel_view(&cfg, &mut report, before, &now, &crate::signals::hurry)),
+        Some(before) if local => read_counters().map(|now| {
+            kernel::kernel_view(&cfg, &mut report, before, &now, &crate::signals::hurry)
+        }),
         _ => None,
     };
     // A signal after the schedule ended (during the accept-queue settle) still interrupted the
@@ -164,7 +158,7 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
     let mut warnings: Vec<String> = fd_cap
         .into_iter()
         .chain(
-            sa::short_timeout_warning(&cfg, &report)
+            short_timeout_warning(&cfg, &report)
                 .or_else(|| report.schedule_warning_with(fd_capped_in_flight.is_none())),
         )
         .collect();
@@ -180,7 +174,7 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
     }
     if let Some(t) = never_started {
         warnings.push(loadgen::start::never_started_warning(t, SystemTime::now()));
-    } else if let Some(w) = sa::late_start_warning(planned, real_start) {
+    } else if let Some(w) = late_start_warning(planned, real_start) {
         warnings.push(w);
     }
     let mut written = None;
@@ -190,10 +184,10 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
             (None, b) => crate::record::delta_since(b.as_ref()),
         };
         let unknown = tuning::clock::ClockSync::default();
-        let record = sa::record(
+        let mut record = record::record(
             &cfg,
             &report,
-            sa::Starts {
+            record::Starts {
                 command: command_start,
                 planned,
                 real: real_start,
@@ -207,7 +201,6 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
         // The settings the live diagnosis read (targets in this namespace), so that `report`
         // of the record names the same causes (it said "SYN queue overflowed … unknown"
         // where the run had said "syncookies always on").
-        let mut record = record;
         if let (Some(k), Some(p)) = (&kernel, record.phases.first_mut()) {
             p.settings = k.settings.clone();
         }
@@ -228,7 +221,7 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
     super::write_report(lost, |out| {
         use std::io::Write as _;
         if json {
-            let json = serde_json::to_string_pretty(&sa::JsonReport::new(
+            let json = serde_json::to_string_pretty(&json::JsonReport::new(
                 &report,
                 budget.as_ref().ok(),
                 &warnings,
