@@ -27,7 +27,7 @@ pub enum Command {
     /// with --target; writes a run record.
     Bench(cmd::bench::Command),
     /// Run the per-core accept server.
-    Server(cmd::server::Args),
+    Server(app::commands::server::Args),
     /// Run the load generator against one or more servers.
     Load(app::commands::load::Args),
     /// Read, check and change the host: sysctl presets, IRQ affinity, kernel config audit.
@@ -89,7 +89,7 @@ pub fn command() -> clap::Command {
 pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
         Command::Bench(a) => cmd::bench::run(a),
-        Command::Server(a) => cmd::server::run(a),
+        Command::Server(a) => app::commands::server::run(a, crate::version::build()),
         Command::Load(a) => app::commands::load::run(a, crate::version::build()),
         Command::Tune(c) => cmd::tune::run(c),
         Command::Report(a) => cmd::report::run(a),

@@ -29,7 +29,6 @@
 //! - [`k8s`]: the Kubernetes manifests of a multi-host run (`connstorm k8s render`).
 //! - [`ab`]: the sides of `connstorm ab` (toggles, setup commands, names) and their restore.
 //! - [`metrics`]: the run's Prometheus metrics (bench phase, load and server collectors).
-//! - [`standalone`]: `connstorm server` on its own: its watch loop and `--out` record.
 //! - [`commands`]: each command once its options are parsed (`load`, `server`, `tune`,
 //!   `bench`, `ab`, `sweep`, what the record commands share, the `/metrics` endpoint), printing
 //!   through [`output`] (never panics on a closed stream) and [`progress`]; [`signals`]: the
@@ -61,7 +60,6 @@ pub mod record;
 pub mod run;
 pub mod setup;
 pub mod signals;
-pub mod standalone;
 pub mod summary;
 pub mod sweep;
 pub mod taskcpu;

@@ -9,6 +9,5 @@ pub mod man;
 pub mod merge;
 pub mod plot;
 pub mod report;
-pub mod server;
 pub mod sweep;
 pub mod tune;

@@ -1,17 +1,15 @@
-//! `connstorm server`: run the per-core accept server until `--duration` passes or SIGINT/SIGTERM
-//! ([`::app::commands::server`] runs it; its docs give the exit codes). Bad input refused by
-//! the parsers here: unknown engine/mode, an invalid, empty, offline or not-allowed CPU list, a
-//! backlog outside 1..=2147483647, an address that does not parse or has a port above 65535.
+//! The options of `connstorm server` and their value parsers (bad input refused here: unknown
+//! engine/mode, an invalid, empty, offline or not-allowed CPU list, a backlog outside
+//! 1..=2147483647, an address that does not parse or has a port above 65535).
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use ::app::commands::server::{ServerCommand, TlsFiles};
-use server::{EngineChoice, Mode, ServerConfig, Steer};
+use common::units::{parse_backlog, parse_cpus, parse_listen, parse_positive_duration};
+use server::{EngineChoice, Mode, Steer};
 
-use crate::error::bad_input;
-use crate::units::{parse_backlog, parse_cpus, parse_listen, parse_positive_duration};
-use ::app::commands::Format;
+use crate::commands::metrics::MetricsArgs;
+use crate::commands::Format;
 
 /// `--tls-resume`: whether the server offers session resumption.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -103,46 +101,7 @@ pub struct Args {
     pub out: Option<std::path::PathBuf>,
     /// Prometheus `/metrics`.
     #[command(flatten)]
-    pub metrics: ::app::commands::metrics::MetricsArgs,
-}
-
-/// Runs `connstorm server`.
-///
-/// # Errors
-/// Bad input (exit 2) or a run-time fault (exit 1), see [`::app::commands::server`].
-pub fn run(args: Args) -> anyhow::Result<i32> {
-    let mode = match (args.mode, args.http_response_bytes) {
-        (Mode::Http { .. }, Some(body_bytes)) => Mode::Http { body_bytes },
-        (m, None) => m,
-        (m, Some(_)) => {
-            return Err(bad_input(format!(
-            "--http-response-bytes needs --mode http (the mode is {m}): add --mode http or drop it"
-        )))
-        }
-    };
-    let cfg = ServerConfig {
-        listen: args.listen,
-        cpus: args.cpus.unwrap_or_else(common::cpulist::usable),
-        engine: args.engine,
-        backlog: args.backlog,
-        mode,
-        steer: args.steer,
-        tls: None,
-    };
-    ::app::commands::server::run(ServerCommand {
-        cfg,
-        tls: args.tls.then_some(TlsFiles {
-            cert: args.cert,
-            key: args.key,
-            cert_out: args.cert_out,
-            resumption: args.tls_resume == OnOff::On,
-        }),
-        duration: args.duration,
-        json: args.format == Format::Json,
-        out: args.out,
-        metrics: args.metrics,
-        build: crate::version::build(),
-    })
+    pub metrics: MetricsArgs,
 }
 
 /// `--http-response-bytes`: at most [`server::config::MAX_GREET_BYTES`].

@@ -1,6 +1,10 @@
-//! `connstorm server` once its options are parsed: the TLS certificate (and `--cert-out`), the
-//! server started, one progress line per second on stderr until `--duration` or a signal, the
-//! `--out` record and the final report on stdout.
+//! `connstorm server`: run the per-core accept server until `--duration` passes or
+//! SIGINT/SIGTERM. Its options ([`args`]; bad input refused by their parsers: unknown
+//! engine/mode, an invalid, empty, offline or not-allowed CPU list, a backlog outside
+//! 1..=2147483647, an address that does not parse or has a port above 65535), then [`run`]: the
+//! TLS certificate (and `--cert-out`), the server started, one progress line per second on
+//! stderr until `--duration` or a signal ([`watch`]), the `--out` record ([`record`]) and the
+//! final report on stdout.
 //!
 //! Exit codes (the table of every command: 0 ok, 1 run-time failure, 2 bad input, 3 nothing
 //! measured, 4 strict check failed, 128+signo interrupted):
@@ -17,58 +21,34 @@
 //! - 128+signo (130, 143): a second SIGINT/SIGTERM (two quick Ctrl-Cs): the report and the
 //!   `--out` record are still written, then this code says the run was cut short.
 
+pub mod args;
+pub mod record;
+pub mod watch;
+
+pub use args::Args;
+
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::path::Path;
 
 use anyhow::Context;
 use results::record::BuildInfo;
 use server::render::ReportText;
-use server::{Server, ServerConfig};
+use server::{Mode, Server, ServerConfig};
 
-use super::metrics::{self, MetricsArgs};
+use super::metrics;
+use super::Format;
 use crate::record::Build;
-use crate::standalone;
+use args::OnOff;
 
-/// `--tls` with `--cert`/`--key` (both or neither: a self-signed certificate) and `--cert-out`.
-#[derive(Debug, Clone)]
-pub struct TlsFiles {
-    /// The certificate chain, PEM.
-    pub cert: Option<PathBuf>,
-    /// Its private key, PEM.
-    pub key: Option<PathBuf>,
-    /// Where to write the certificate in use (PEM), for a client's `--ca`.
-    pub cert_out: Option<PathBuf>,
-    /// `--tls-resume on` (tickets and a session-ID cache); `false`: every handshake full.
-    pub resumption: bool,
-}
-
-/// `connstorm server`'s options beyond the server configuration.
-#[derive(Debug, Clone)]
-pub struct ServerCommand {
-    /// The server; its `tls` is filled from `tls`.
-    pub cfg: ServerConfig,
-    /// `--tls` and its files.
-    pub tls: Option<TlsFiles>,
-    /// `--duration` (default: until SIGINT/SIGTERM).
-    pub duration: Option<Duration>,
-    /// `--format json` (else text).
-    pub json: bool,
-    /// `--out DIR`: also write a server record there.
-    pub out: Option<PathBuf>,
-    /// `--metrics`.
-    pub metrics: MetricsArgs,
-    /// The binary's version and build, for the record.
-    pub build: (Build, BuildInfo),
-}
-
-/// The server's TLS configuration; writes its certificate to `cert_out` when asked.
+/// The server's TLS configuration (`--tls` with `--cert`/`--key`, both or neither: a
+/// self-signed certificate; `--tls-resume`); writes its certificate to `--cert-out` when asked.
 ///
 /// # Errors
 /// Bad input for unusable certificate or key files, and a `--cert-out` that is one of them or
 /// cannot be written.
-fn tls_config(f: &TlsFiles) -> anyhow::Result<server::tls::TlsServer> {
-    let t = server::tls::server_config(f.cert.as_deref(), f.key.as_deref(), f.resumption)
+fn tls_config(f: &Args) -> anyhow::Result<server::tls::TlsServer> {
+    let resumption = f.tls_resume == OnOff::On;
+    let t = server::tls::server_config(f.cert.as_deref(), f.key.as_deref(), resumption)
         .map_err(|e| crate::bad_input(e.to_string()))?;
     if let Some(path) = &f.cert_out {
         // `--cert-out key.pem` would replace the private key with the certificate.
@@ -87,27 +67,45 @@ fn tls_config(f: &TlsFiles) -> anyhow::Result<server::tls::TlsServer> {
     Ok(t)
 }
 
-/// Runs `connstorm server` and returns the exit code (see the module docs).
+/// Runs `connstorm server` and returns the exit code (see the module docs); `build`: the
+/// binary's version and build, for the record.
 ///
 /// # Errors
 /// Bad input (exit 2, see the module docs) or a run-time fault (exit 1).
-pub fn run(mut c: ServerCommand) -> anyhow::Result<i32> {
+pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
+    let mode = match (args.mode, args.http_response_bytes) {
+        (Mode::Http { .. }, Some(body_bytes)) => Mode::Http { body_bytes },
+        (m, None) => m,
+        (m, Some(_)) => {
+            return Err(crate::bad_input(format!(
+            "--http-response-bytes needs --mode http (the mode is {m}): add --mode http or drop it"
+        )))
+        }
+    };
+    let mut cfg = ServerConfig {
+        listen: args.listen,
+        cpus: args.cpus.clone().unwrap_or_else(common::cpulist::usable),
+        engine: args.engine,
+        backlog: args.backlog,
+        mode,
+        steer: args.steer,
+        tls: None,
+    };
     // As `load` and `bench` do: an unusable CPU is refused naming the option.
-    common::cpulist::check_option("--cpus", &c.cfg.cpus).map_err(crate::bad_input)?;
-    if let Some(files) = &c.tls {
-        c.cfg.tls = Some(tls_config(files)?);
+    common::cpulist::check_option("--cpus", &cfg.cpus).map_err(crate::bad_input)?;
+    if args.tls {
+        cfg.tls = Some(tls_config(&args)?);
     }
     let stop = crate::signals::stop_flag().context("installing SIGINT/SIGTERM handlers")?;
     // The library leaves the process-wide fd limit alone; a server wants all of it.
     let (_, nofile) =
         server::rlimit::raise_nofile().context("raising RLIMIT_NOFILE to its hard limit")?;
-    if let Some(dir) = &c.out {
+    if let Some(dir) = &args.out {
         crate::record::check_writable_dir(dir)?;
     }
     // Bound before the server: an address in use is bad input before any listener exists.
-    let endpoint = metrics::start(&c.metrics, "server")?;
-    let mode = c.cfg.mode;
-    let srv = Server::start(c.cfg).map_err(|e| {
+    let endpoint = metrics::start(&args.metrics, "server")?;
+    let srv = Server::start(cfg).map_err(|e| {
         if e.is_bad_input() {
             crate::bad_input(e.to_string())
         } else {
@@ -132,19 +130,19 @@ pub fn run(mut c: ServerCommand) -> anyhow::Result<i32> {
         },
         srv.cpus(),
         mode,
-        match &c.tls {
-            Some(t) if t.resumption => " over TLS",
-            Some(_) => " over TLS (resumption off: every handshake full)",
-            None => "",
+        match (args.tls, args.tls_resume) {
+            (true, OnOff::On) => " over TLS",
+            (true, OnOff::Off) => " over TLS (resumption off: every handshake full)",
+            (false, _) => "",
         },
         srv.steering(),
         results::numfmt::count(nofile)
     );
     let started_wall = std::time::SystemTime::now();
-    let counters_before = c.out.as_ref().and_then(|_| {
+    let counters_before = args.out.as_ref().and_then(|_| {
         crate::record::counters(&mut |w| eprintln!("connstorm server: warning: {w}"))
     });
-    let interrupted = standalone::server::watch(&srv, c.duration, &stop, &mut |l| {
+    let interrupted = watch::watch(&srv, args.duration, &stop, &mut |l| {
         crate::output::note(l);
     });
     let mut report = srv.stop();
@@ -152,9 +150,9 @@ pub fn run(mut c: ServerCommand) -> anyhow::Result<i32> {
     if let Some(m) = &metrics {
         m.finish();
     }
-    if let Some(dir) = &c.out {
+    if let Some(dir) = &args.out {
         let counters = crate::record::delta_since(counters_before.as_ref());
-        let path = standalone::server::record(
+        let path = record::record(
             &report,
             started_wall,
             counters,
@@ -162,22 +160,22 @@ pub fn run(mut c: ServerCommand) -> anyhow::Result<i32> {
             // codes): its counts are whole. Two quick ones cut it short (exit 128+N), and the
             // record says so as the exit code does.
             crate::signals::hurry(),
-            c.tls.as_ref().map(|t| t.resumption),
-            &c.build.0,
-            c.build.1.clone(),
+            args.tls.then_some(args.tls_resume == OnOff::On),
+            &build.0,
+            build.1,
         )
         .write_atomic(dir)
         .context("writing the server record (--out)")?;
         eprintln!("connstorm server: record written to {}", path.display());
     }
     super::write_report("writing the server report to stdout failed", |out| {
-        if c.json {
+        if args.format == Format::Json {
             serde_json::to_writer_pretty(&mut *out, &report)?;
             writeln!(out)
         } else {
             write!(out, "{}", ReportText(&report))
         }
     })?;
-    metrics::end(endpoint, &c.metrics);
+    metrics::end(endpoint, &args.metrics);
     Ok(0)
 }
