@@ -25,7 +25,7 @@ pub struct Cli {
 pub enum Command {
     /// Benchmark this host on loopback (server and load in one process), or an external server
     /// with --target; writes a run record.
-    Bench(cmd::bench::Command),
+    Bench(app::commands::bench::Command),
     /// Run the per-core accept server.
     Server(app::commands::server::Args),
     /// Run the load generator against one or more servers.
@@ -88,7 +88,7 @@ pub fn command() -> clap::Command {
 /// Whatever the subcommand returns; [`crate::error::BadInput`] in the chain means exit code 2.
 pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
-        Command::Bench(a) => cmd::bench::run(a),
+        Command::Bench(a) => app::commands::bench::run(a, crate::version::build()),
         Command::Server(a) => app::commands::server::run(a, crate::version::build()),
         Command::Load(a) => app::commands::load::run(a, crate::version::build()),
         Command::Tune(c) => cmd::tune::run(c),

@@ -18,7 +18,7 @@ use std::path::PathBuf;
 use tuning::toggle::Toggle;
 
 use super::compare::RuleArgs;
-use crate::cmd::bench;
+use ::app::commands::bench;
 use results::compare::Format;
 
 /// Options of `connstorm ab`.
@@ -74,7 +74,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         b_setup: args.b_setup.clone(),
         restore: args.restore.clone(),
         root: args.root.clone(),
-        trial: args.bench.trial(),
+        trial: args.bench.trial(crate::version::build()),
         netns: args.bench.setup.netns,
         rule: args.rule.options(),
         format: args.compare_format.unwrap_or(match args.bench.format {

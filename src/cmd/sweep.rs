@@ -8,9 +8,9 @@ use std::time::Duration;
 use ::app::commands::sweep::Sweep;
 use results::sweep::{self, Slo};
 
-use crate::cmd::bench::SetupArgs;
 use crate::error::bad_input;
 use crate::units;
+use ::app::commands::bench::SetupArgs;
 use ::app::commands::Format;
 
 /// Options of `connstorm sweep`.

@@ -1,11 +1,13 @@
 //! The options of `connstorm bench` (and the [`SetupArgs`] that `sweep` and `ab` share) and
-//! their value parsers; `super` validates them and runs the benchmark.
+//! their value parsers; [`super::resolve`] checks them and `super` runs the benchmark.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::units;
-pub use ::app::commands::Format;
+use common::units;
+
+use crate::commands::metrics::MetricsArgs;
+use crate::commands::Format;
 
 /// Options shared by `bench`, `sweep` and `ab`: where server and load run and how.
 #[derive(Debug, Clone, clap::Args)]
@@ -119,7 +121,7 @@ pub struct Args {
     pub baseline: bool,
     /// With --baseline: pairs of slices (floor, connstorm) in ABBA order, 1..=100; 6 is the
     /// fewest that give a 95% interval for the median ratio.
-    #[arg(long, default_value_t = ::app::baseline::DEFAULT_PAIRS, requires = "baseline")]
+    #[arg(long, default_value_t = crate::baseline::DEFAULT_PAIRS, requires = "baseline")]
     pub baseline_pairs: usize,
     /// With --baseline: measured time of each slice (0.5s..=60s), after a 0.5 s warm-up.
     #[arg(long, default_value = "2s", value_parser = units::parse_positive_duration, requires = "baseline")]
@@ -161,7 +163,7 @@ pub struct Command {
     pub args: Args,
     /// Prometheus `/metrics`.
     #[command(flatten)]
-    pub metrics: ::app::commands::metrics::MetricsArgs,
+    pub metrics: MetricsArgs,
 }
 
 /// `--rtt`: a duration netem can add ([`tuning::netns::check_rtt`]), refused when parsed.

@@ -1,19 +1,20 @@
-//! `connstorm bench`: the benchmark most users run first. Server and load generator in one
-//! process (or load only against `--target`), two phases — *peak* (closed loop, saturating) and
-//! *latency* (open loop at 80% of the peak or `--rate`) — a summary, and a run record.
+//! From the options of `bench` (and the [`SetupArgs`] that `sweep` and `ab` share) to a checked
+//! [`Setup`] and [`Trial`]: every option that needs no more than limits, the CPUs and the
+//! `--out` directory is checked here, before a record, a namespace or a server exists.
 
-use ::app::baseline::BaselineRun;
-use ::app::commands::bench::Trial;
-use ::app::run::Plan;
-use ::app::setup::Setup;
+use results::record::BuildInfo;
 
-mod args;
-pub use args::{Args, Command, Format, SetupArgs};
+use super::args::{Args, SetupArgs};
+use super::Trial;
+use crate::baseline::BaselineRun;
+use crate::record::Build;
+use crate::run::Plan;
+use crate::setup::Setup;
 
 impl Args {
     /// The paired baseline's options from `--baseline-pairs` and `--baseline-slice`.
-    pub fn baseline_options(&self) -> ::app::baseline::Options {
-        ::app::baseline::Options {
+    pub fn baseline_options(&self) -> crate::baseline::Options {
+        crate::baseline::Options {
             pairs: self.baseline_pairs,
             slice: self.baseline_slice,
         }
@@ -22,13 +23,13 @@ impl Args {
 
 impl SetupArgs {
     /// Checks every option that needs no host state beyond limits and the `--out` directory,
-    /// before anything is created ([`::app::limits::check_setup`]; `--backlog` is checked by
+    /// before anything is created ([`crate::limits::check_setup`]; `--backlog` is checked by
     /// its parser).
     ///
     /// # Errors
     /// Bad input (exit 2) naming the option, its limit and how to fix it.
     pub fn validate(&self) -> anyhow::Result<()> {
-        ::app::limits::check_setup(&::app::limits::SetupRequest {
+        crate::limits::check_setup(&crate::limits::SetupRequest {
             concurrency: self.concurrency,
             connect_timeout: self.connect_timeout,
             target: self.target.is_some(),
@@ -44,20 +45,20 @@ impl SetupArgs {
     pub fn resolve(&self) -> anyhow::Result<Setup> {
         self.validate()?;
         let picked = if self.whole_machine {
-            ::app::cpus::whole_machine()
+            crate::cpus::whole_machine()
         } else {
-            ::app::cpus::pick_cpus(
+            crate::cpus::pick_cpus(
                 self.server_cpus.as_deref(),
                 self.load_cpus.as_deref(),
                 self.target.is_some(),
             )?
         };
         for n in &picked.notes {
-            ::app::commands::bench::note(n);
+            super::note(n);
         }
         let (server_cpus, load_cpus) = (picked.server, picked.load);
-        let mode = ::app::setup::protocol_mode(self.mode, self.tls, self.http)
-            .map_err(crate::error::bad_input)?;
+        let mode = crate::setup::protocol_mode(self.mode, self.tls, self.http)
+            .map_err(crate::bad_input)?;
         let expect_bytes = match mode {
             server::Mode::Greet { bytes } => Some(bytes),
             _ => None,
@@ -65,7 +66,7 @@ impl SetupArgs {
         let tls = self
             .tls
             .then(|| {
-                ::app::setup::BenchTls::new(
+                crate::setup::BenchTls::new(
                     self.cert.as_deref(),
                     self.key.as_deref(),
                     self.target.is_some(),
@@ -73,7 +74,7 @@ impl SetupArgs {
                 )
             })
             .transpose()
-            .map_err(crate::error::bad_input)?;
+            .map_err(crate::bad_input)?;
         Ok(Setup {
             server_cpus,
             load_cpus,
@@ -89,58 +90,51 @@ impl SetupArgs {
             tls,
             http: self.http,
             load_engine: self.load_engine,
-            pacing: ::app::commands::load::pacing(self.spin, self.start_batch),
+            pacing: crate::commands::load::pacing(self.spin, self.start_batch),
             whole_machine: self.whole_machine,
         })
     }
 }
 
 impl Args {
-    /// The run's plan, baseline and record directory.
-    pub fn trial(&self) -> Trial {
+    /// The run's phases.
+    pub fn plan(&self) -> Plan {
+        Plan {
+            duration: self.duration,
+            rate: self.rate,
+            concurrency: self.setup.concurrency,
+            baseline: self.baseline,
+            label: self.setup.label.clone(),
+        }
+    }
+
+    /// The run's plan, baseline and record directory; `build`: the binary's version and build,
+    /// for the record.
+    pub fn trial(&self, build: (Build, BuildInfo)) -> Trial {
         Trial {
-            plan: Plan {
-                duration: self.duration,
-                rate: self.rate,
-                concurrency: self.setup.concurrency,
-                baseline: self.baseline,
-                label: self.setup.label.clone(),
-            },
+            plan: self.plan(),
             baseline: BaselineRun {
                 netns: self.setup.netns,
                 concurrency: self.setup.concurrency,
                 opts: self.baseline_options(),
             },
             out: self.setup.out.clone(),
-            build: crate::version::build(),
+            build,
         }
     }
 }
 
-/// Runs `connstorm bench`.
-///
-/// # Errors
-/// Bad options (exit 2), server/load/namespace failures, record write failures.
-pub fn run(cmd: Command) -> anyhow::Result<i32> {
-    let args = cmd.args;
-    // Every input is checked before a record, a namespace or a server exists.
-    validate(&args)?;
-    let setup = args.setup.resolve()?;
-    let json = args.format == Format::Json;
-    ::app::commands::bench::run(&args.trial(), setup, json, &cmd.metrics)
-}
-
-/// Checks `bench`'s own options (duration, rate; [`::app::limits::check_plan`]);
+/// Checks `bench`'s own options (duration, rate; [`crate::limits::check_plan`]);
 /// [`SetupArgs::resolve`] checks the shared ones.
 ///
 /// # Errors
 /// Bad input (exit 2) naming the option, its limit and how to fix it.
 pub fn validate(args: &Args) -> anyhow::Result<()> {
-    ::app::limits::check_plan(&args.trial().plan)?;
+    crate::limits::check_plan(&args.plan())?;
     if args.baseline {
         args.baseline_options()
             .validate()
-            .map_err(crate::error::bad_input)?;
+            .map_err(crate::bad_input)?;
     }
     Ok(())
 }

@@ -1,7 +1,18 @@
-//! `connstorm bench` once its options are resolved into a [`Setup`] and a [`Trial`]: the phases
-//! with their progress on stderr, the paired kernel-floor baseline with `--baseline`
-//! ([`crate::run::Trial::baseline`], on the running server, before it stops), the record written
-//! and the summary printed. `connstorm ab` runs [`execute`] once per trial.
+//! `connstorm bench`: the benchmark most users run first. Server and load generator in one
+//! process (or load only against `--target`), two phases — *peak* (closed loop, saturating) and
+//! *latency* (open loop at 80% of the peak or `--rate`) — a summary, and a run record.
+//!
+//! - [`args`]: the options ([`Command`], [`Args`] and the [`SetupArgs`] that `sweep` and `ab`
+//!   share); [`resolve`] checks them and turns them into a [`Setup`] and a [`Trial`].
+//! - [`run`] (here): the phases with their progress on stderr, the paired kernel-floor
+//!   baseline with `--baseline` ([`crate::run::Trial::baseline`], on the running server, before
+//!   it stops), the record written and the summary printed. `connstorm ab` runs [`execute`]
+//!   once per trial; `sweep` starts its harness with [`start`].
+
+pub mod args;
+pub mod resolve;
+
+pub use args::{Args, Command, SetupArgs};
 
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
@@ -11,7 +22,7 @@ use loadgen::TimelineRow;
 use results::record::BuildInfo;
 use results::RunRecord;
 
-use super::metrics::MetricsArgs;
+use super::Format;
 use crate::baseline::BaselineRun;
 use crate::record::Build;
 use crate::run::{Event, Plan};
@@ -119,11 +130,19 @@ pub fn execute(
 }
 
 /// Runs `connstorm bench` and returns the exit code: `3` when no phase completed a connection
-/// (nothing was measured), else `0`.
+/// (nothing was measured), else `0`; `build`: the binary's version and build, for the record.
 ///
 /// # Errors
-/// Server, load or namespace failures, an unusable `--metrics`, record write failures.
-pub fn run(t: &Trial, setup: Setup, json: bool, metrics: &MetricsArgs) -> anyhow::Result<i32> {
+/// Bad options (exit 2), server, load or namespace failures, an unusable `--metrics`, record
+/// write failures.
+pub fn run(cmd: Command, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
+    let args = cmd.args;
+    // Every input is checked before a record, a namespace or a server exists.
+    resolve::validate(&args)?;
+    let setup = args.setup.resolve()?;
+    let json = args.format == Format::Json;
+    let t = &args.trial(build);
+    let metrics = &cmd.metrics;
     let endpoint = super::metrics::start(metrics, "bench")?;
     let bench_metrics = endpoint.as_ref().map(crate::metrics::BenchMetrics::new);
     let _ = server::rlimit::raise_nofile();
