@@ -22,8 +22,6 @@
 //! - [`run`]: one `bench` run (also an `ab` trial): the peak phase, then the latency phase;
 //!   [`baseline`]: the paired kernel floor of `bench --baseline` on the trial's server.
 //! - [`record`]: the record's header (what ran, on which host) and the `--out` check.
-//! - [`sweep`]: the phases of `connstorm sweep` (the peak probe, then one open-loop step per
-//!   offered rate).
 //! - [`summary`]: the text of a finished run and the per-second progress lines (strings, for
 //!   the caller to print).
 //! - [`k8s`]: the Kubernetes manifests of a multi-host run (`connstorm k8s render`).
@@ -61,7 +59,6 @@ pub mod run;
 pub mod setup;
 pub mod signals;
 pub mod summary;
-pub mod sweep;
 pub mod taskcpu;
 
 /// A bad-input error (exit code 2 in the binary) from a message saying what is wrong and how to

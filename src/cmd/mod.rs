@@ -8,5 +8,4 @@ pub mod man;
 pub mod merge;
 pub mod plot;
 pub mod report;
-pub mod sweep;
 pub mod tune;

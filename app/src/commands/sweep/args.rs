@@ -5,13 +5,15 @@
 
 use std::time::Duration;
 
-use ::app::commands::sweep::Sweep;
+use common::units;
+use results::record::BuildInfo;
 use results::sweep::{self, Slo};
 
-use crate::error::bad_input;
-use crate::units;
-use ::app::commands::bench::SetupArgs;
-use ::app::commands::Format;
+use super::Sweep;
+use crate::bad_input;
+use crate::commands::bench::SetupArgs;
+use crate::commands::Format;
+use crate::record::Build;
 
 /// Options of `connstorm sweep`.
 #[derive(Debug, Clone, clap::Args)]
@@ -49,11 +51,11 @@ pub struct Args {
     pub setup: SetupArgs,
 }
 
-/// Runs `connstorm sweep`.
+/// Runs `connstorm sweep`; `build`: the binary's version and build, for the record.
 ///
 /// # Errors
 /// Bad options (exit 2), harness failures, record write failures.
-pub fn run(args: Args) -> anyhow::Result<i32> {
+pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
     let slo = Slo::parse(&args.slo).map_err(|e| bad_input(e.to_string()))?;
     let from = sweep::parse_percent(&args.from).map_err(|e| bad_input(format!("--from: {e}")))?;
     let to = sweep::parse_percent(&args.to).map_err(|e| bad_input(format!("--to: {e}")))?;
@@ -66,7 +68,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         )));
     }
     let sweep = Sweep {
-        steps: ::app::sweep::Steps {
+        steps: super::phases::Steps {
             from,
             to,
             count: args.steps as usize,
@@ -80,7 +82,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         label: args.setup.label.clone(),
         out: args.setup.out.clone(),
         json: args.format == Format::Json,
-        build: crate::version::build(),
+        build,
     };
-    ::app::commands::sweep::run(&sweep, || args.setup.resolve())
+    super::run(&sweep, || args.setup.resolve())
 }

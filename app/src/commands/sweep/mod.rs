@@ -12,7 +12,10 @@ use results::sweep::{self, Criteria, Slo};
 
 use crate::record::Build;
 use crate::setup::{PhaseSpec, Setup};
-use crate::sweep::Steps;
+use phases::Steps;
+
+pub mod args;
+pub mod phases;
 
 /// `connstorm sweep`'s options, parsed.
 #[derive(Debug, Clone)]
@@ -72,7 +75,7 @@ pub fn run(s: &Sweep, setup: impl FnOnce() -> anyhow::Result<Setup>) -> anyhow::
         duration: s.probe_duration,
         warmup: st.warmup,
     };
-    let outcome = crate::sweep::run(
+    let outcome = phases::run(
         &mut harness,
         &mut record,
         &probe,
