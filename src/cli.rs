@@ -40,7 +40,7 @@ pub enum Command {
     /// Run interleaved A/B benchmark trials with setup commands or toggles between them.
     Ab(cmd::ab::Args),
     /// Step the offered rate to find the knee (highest rate meeting a latency SLO).
-    Sweep(app::commands::sweep::args::Args),
+    Sweep(app::commands::sweep::Args),
     /// Plot run records to SVG or PNG.
     Plot(cmd::plot::Args),
     /// Merge the run records of a multi-host run (load generators' segments, servers) into one.
@@ -95,7 +95,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Report(a) => cmd::report::run(a),
         Command::Compare(a) => cmd::compare::run(a),
         Command::Ab(a) => cmd::ab::run(a),
-        Command::Sweep(a) => app::commands::sweep::args::run(a, crate::version::build()),
+        Command::Sweep(a) => app::commands::sweep::run(a, crate::version::build()),
         Command::Plot(a) => cmd::plot::run(a),
         Command::Merge(a) => cmd::merge::run(a),
         Command::K8s(c) => cmd::k8s::run(c),

@@ -1,19 +1,12 @@
-//! `connstorm sweep`: capacity planning. Probes the peak (closed loop), then steps the offered rate
-//! in open loop from `--from` to `--to` of it, recording achieved rate, latency and errors per
-//! step, and reports the knee: the highest rate that meets the SLO — as CPM, connections/s and per
-//! server core. One run record holds every step as a phase (`step-1`, …).
+//! The options of `connstorm sweep` (the range, the SLO, the durations; where and how to run is
+//! `bench`'s [`SetupArgs`]). `super::run` checks the range and the SLO before anything runs.
 
 use std::time::Duration;
 
 use common::units;
-use results::record::BuildInfo;
-use results::sweep::{self, Slo};
 
-use super::Sweep;
-use crate::bad_input;
 use crate::commands::bench::SetupArgs;
 use crate::commands::Format;
-use crate::record::Build;
 
 /// Options of `connstorm sweep`.
 #[derive(Debug, Clone, clap::Args)]
@@ -49,40 +42,4 @@ pub struct Args {
     /// Where and how to run.
     #[command(flatten)]
     pub setup: SetupArgs,
-}
-
-/// Runs `connstorm sweep`; `build`: the binary's version and build, for the record.
-///
-/// # Errors
-/// Bad options (exit 2), harness failures, record write failures.
-pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
-    let slo = Slo::parse(&args.slo).map_err(|e| bad_input(e.to_string()))?;
-    let from = sweep::parse_percent(&args.from).map_err(|e| bad_input(format!("--from: {e}")))?;
-    let to = sweep::parse_percent(&args.to).map_err(|e| bad_input(format!("--to: {e}")))?;
-    let max_err = sweep::parse_percent(&args.max_errors)
-        .map_err(|e| bad_input(format!("--max-errors: {e}")))?;
-    if max_err > 1.0 {
-        return Err(bad_input(format!(
-            "--max-errors {} is above 100%: give a share of attempts, e.g. `0.1%`",
-            args.max_errors
-        )));
-    }
-    let sweep = Sweep {
-        steps: super::phases::Steps {
-            from,
-            to,
-            count: args.steps as usize,
-            duration: args.step_duration,
-            warmup: args.warmup,
-        },
-        slo: (args.slo.clone(), slo),
-        max_errors: max_err,
-        probe_duration: args.probe_duration,
-        concurrency: args.setup.concurrency,
-        label: args.setup.label.clone(),
-        out: args.setup.out.clone(),
-        json: args.format == Format::Json,
-        build,
-    };
-    super::run(&sweep, || args.setup.resolve())
 }
