@@ -34,7 +34,7 @@ pub enum Command {
     #[command(subcommand)]
     Tune(cmd::tune::Command),
     /// Print reports for run records.
-    Report(cmd::report::Args),
+    Report(app::commands::report::Args),
     /// Compare two sets of run records (A vs B) with confidence intervals.
     Compare(cmd::compare::Args),
     /// Run interleaved A/B benchmark trials with setup commands or toggles between them.
@@ -92,7 +92,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Server(a) => app::commands::server::run(a, crate::version::build()),
         Command::Load(a) => app::commands::load::run(a, crate::version::build()),
         Command::Tune(c) => cmd::tune::run(c),
-        Command::Report(a) => cmd::report::run(a),
+        Command::Report(a) => app::commands::report::run(a),
         Command::Compare(a) => cmd::compare::run(a),
         Command::Ab(a) => cmd::ab::run(a),
         Command::Sweep(a) => app::commands::sweep::run(a, crate::version::build()),

@@ -34,7 +34,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     if args.output.as_os_str() != "-" {
         common::files::refuse_non_file("-o", &args.output)?;
     }
-    super::report::refuse_input_as_output("-o", &args.output, &args.records)?;
+    ::app::commands::records::refuse_input_as_output("-o", &args.output, &args.records)?;
     let mut inputs = Vec::with_capacity(args.records.len());
     for path in &args.records {
         inputs.push(Input::read(path).map_err(|e| bad_input(e.to_string()))?);

@@ -7,5 +7,4 @@ pub mod k8s;
 pub mod man;
 pub mod merge;
 pub mod plot;
-pub mod report;
 pub mod tune;

@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use results::plot::{self, legend_names, Kind, PlotError};
 use results::record::RunRecord;
 
-use super::report::read_record;
 use crate::error::bad_input;
+use ::app::commands::records::read_record;
 
 /// Options of `connstorm plot`.
 #[derive(Debug, clap::Args)]
@@ -57,7 +57,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         ));
     }
     let all: Vec<PathBuf> = args.records.iter().chain(&args.b).cloned().collect();
-    super::report::refuse_input_as_output("-o", &args.output, &all)?;
+    ::app::commands::records::refuse_input_as_output("-o", &args.output, &all)?;
     let a = load(&args.records)?;
     let b = load(&args.b)?;
     if kind == Kind::Ab {

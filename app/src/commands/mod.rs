@@ -21,6 +21,7 @@ pub mod bench;
 pub mod load;
 pub mod metrics;
 pub mod records;
+pub mod report;
 pub mod server;
 pub mod sweep;
 pub mod tune;

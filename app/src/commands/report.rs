@@ -2,11 +2,10 @@
 
 use std::path::{Path, PathBuf};
 
-use ::app::commands::records::check_hlogs;
-pub(crate) use ::app::commands::records::{read_record, refuse_input_as_output, write_output};
 use results::report::{self, Counters, Format};
 
-use crate::error::bad_input;
+use super::records::{check_hlogs, read_record, refuse_input_as_output, write_output};
+use crate::bad_input;
 
 /// Output formats of `connstorm report`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
