@@ -36,7 +36,7 @@ pub enum Command {
     /// Print reports for run records.
     Report(app::commands::report::Args),
     /// Compare two sets of run records (A vs B) with confidence intervals.
-    Compare(cmd::compare::Args),
+    Compare(app::commands::compare::Args),
     /// Run interleaved A/B benchmark trials with setup commands or toggles between them.
     Ab(cmd::ab::Args),
     /// Step the offered rate to find the knee (highest rate meeting a latency SLO).
@@ -93,7 +93,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Load(a) => app::commands::load::run(a, crate::version::build()),
         Command::Tune(c) => cmd::tune::run(c),
         Command::Report(a) => app::commands::report::run(a),
-        Command::Compare(a) => cmd::compare::run(a),
+        Command::Compare(a) => app::commands::compare::run(a),
         Command::Ab(a) => cmd::ab::run(a),
         Command::Sweep(a) => app::commands::sweep::run(a, crate::version::build()),
         Command::Plot(a) => cmd::plot::run(a),

@@ -45,7 +45,7 @@ use ::app::{output, signals};
 use common::units;
 
 fn main() {
-    let args = cmd::compare::b_side_separator(std::env::args_os());
+    let args = app::commands::compare::b_side_separator(std::env::args_os());
     let matches = match cli::command().try_get_matches_from(args) {
         Ok(m) => m,
         Err(e) => exit_on_parse(e),

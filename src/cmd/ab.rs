@@ -17,8 +17,8 @@ use std::path::PathBuf;
 
 use tuning::toggle::Toggle;
 
-use super::compare::RuleArgs;
 use ::app::commands::bench;
+use ::app::commands::compare::RuleArgs;
 use results::compare::Format;
 
 /// Options of `connstorm ab`.
@@ -26,7 +26,7 @@ use results::compare::Format;
 /// `--format text|json` (as in every command) is the comparison printed on stdout;
 /// `--compare-format markdown` prints it as Markdown.
 #[derive(Debug, Clone, clap::Args)]
-#[command(after_long_help = super::compare::RULE_HELP)]
+#[command(after_long_help = ::app::commands::compare::RULE_HELP)]
 pub struct Args {
     /// Trials per side (A and B each run this many times, interleaved).
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1000))]

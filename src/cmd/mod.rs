@@ -1,7 +1,6 @@
 //! One file per subcommand, each with its `Args` and `run()`.
 
 pub mod ab;
-pub mod compare;
 pub mod completions;
 pub mod k8s;
 pub mod man;

@@ -61,7 +61,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let a = load(&args.records)?;
     let b = load(&args.b)?;
     if kind == Kind::Ab {
-        super::compare::refuse_duplicates(a.iter().chain(&b).map(|(p, r)| (p, r)))?;
+        ::app::commands::compare::refuse_duplicates(a.iter().chain(&b).map(|(p, r)| (p, r)))?;
         // The same refusal as `compare`: sides measured with different setups are different
         // experiments.
         let recs =
@@ -72,7 +72,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             (None, None),
             &results::compare::Options::default(),
         );
-        super::compare::check_setups(&c, args.allow_mismatch)?;
+        ::app::commands::compare::check_setups(&c, args.allow_mismatch)?;
     }
     let keep = kind == Kind::Ab;
     let (sa, sb) = (legend_names(&a, keep), legend_names(&b, keep));

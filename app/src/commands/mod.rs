@@ -18,6 +18,7 @@ macro_rules! eprintln {
 
 pub mod ab;
 pub mod bench;
+pub mod compare;
 pub mod load;
 pub mod metrics;
 pub mod records;

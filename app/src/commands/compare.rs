@@ -7,8 +7,8 @@ use std::path::PathBuf;
 
 use results::compare::{self, Format};
 
-use crate::error::bad_input;
-use ::app::commands::records::{read_record, refuse_input_as_output, write_output};
+use super::records::{read_record, refuse_input_as_output, write_output};
+use crate::bad_input;
 
 /// The statistics rule, for `--help` of `compare` and `ab` ([`compare::RULE_HELP`]).
 pub const RULE_HELP: &str = compare::RULE_HELP;
