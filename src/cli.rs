@@ -42,7 +42,7 @@ pub enum Command {
     /// Step the offered rate to find the knee (highest rate meeting a latency SLO).
     Sweep(app::commands::sweep::Args),
     /// Plot run records to SVG or PNG.
-    Plot(cmd::plot::Args),
+    Plot(app::commands::plot::Args),
     /// Merge the run records of a multi-host run (load generators' segments, servers) into one.
     Merge(cmd::merge::Args),
     /// Kubernetes manifests for a multi-host run (Indexed Job of generators, server).
@@ -96,7 +96,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Compare(a) => app::commands::compare::run(a),
         Command::Ab(a) => cmd::ab::run(a),
         Command::Sweep(a) => app::commands::sweep::run(a, crate::version::build()),
-        Command::Plot(a) => cmd::plot::run(a),
+        Command::Plot(a) => app::commands::plot::run(a),
         Command::Merge(a) => cmd::merge::run(a),
         Command::K8s(c) => cmd::k8s::run(c),
         Command::Completions(a) => cmd::completions::run(a, command()),

@@ -5,5 +5,4 @@ pub mod completions;
 pub mod k8s;
 pub mod man;
 pub mod merge;
-pub mod plot;
 pub mod tune;

@@ -21,6 +21,7 @@ pub mod bench;
 pub mod compare;
 pub mod load;
 pub mod metrics;
+pub mod plot;
 pub mod records;
 pub mod report;
 pub mod server;

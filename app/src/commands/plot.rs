@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use results::plot::{self, legend_names, Kind, PlotError};
 use results::record::RunRecord;
 
-use crate::error::bad_input;
-use ::app::commands::records::read_record;
+use super::records::read_record;
+use crate::bad_input;
 
 /// Options of `connstorm plot`.
 #[derive(Debug, clap::Args)]
@@ -57,11 +57,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         ));
     }
     let all: Vec<PathBuf> = args.records.iter().chain(&args.b).cloned().collect();
-    ::app::commands::records::refuse_input_as_output("-o", &args.output, &all)?;
+    super::records::refuse_input_as_output("-o", &args.output, &all)?;
     let a = load(&args.records)?;
     let b = load(&args.b)?;
     if kind == Kind::Ab {
-        ::app::commands::compare::refuse_duplicates(a.iter().chain(&b).map(|(p, r)| (p, r)))?;
+        super::compare::refuse_duplicates(a.iter().chain(&b).map(|(p, r)| (p, r)))?;
         // The same refusal as `compare`: sides measured with different setups are different
         // experiments.
         let recs =
@@ -72,7 +72,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             (None, None),
             &results::compare::Options::default(),
         );
-        ::app::commands::compare::check_setups(&c, args.allow_mismatch)?;
+        super::compare::check_setups(&c, args.allow_mismatch)?;
     }
     let keep = kind == Kind::Ab;
     let (sa, sb) = (legend_names(&a, keep), legend_names(&b, keep));
