@@ -44,7 +44,7 @@ pub enum Command {
     /// Plot run records to SVG or PNG.
     Plot(app::commands::plot::Args),
     /// Merge the run records of a multi-host run (load generators' segments, servers) into one.
-    Merge(cmd::merge::Args),
+    Merge(app::commands::merge::Args),
     /// Kubernetes manifests for a multi-host run (Indexed Job of generators, server).
     #[command(subcommand)]
     K8s(cmd::k8s::Command),
@@ -97,7 +97,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Ab(a) => cmd::ab::run(a),
         Command::Sweep(a) => app::commands::sweep::run(a, crate::version::build()),
         Command::Plot(a) => app::commands::plot::run(a),
-        Command::Merge(a) => cmd::merge::run(a),
+        Command::Merge(a) => app::commands::merge::run(a),
         Command::K8s(c) => cmd::k8s::run(c),
         Command::Completions(a) => cmd::completions::run(a, command()),
         Command::Man(a) => cmd::man::run(a, command()),

@@ -4,5 +4,4 @@ pub mod ab;
 pub mod completions;
 pub mod k8s;
 pub mod man;
-pub mod merge;
 pub mod tune;

@@ -20,6 +20,7 @@ pub mod ab;
 pub mod bench;
 pub mod compare;
 pub mod load;
+pub mod merge;
 pub mod metrics;
 pub mod plot;
 pub mod records;

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 use results::merge::{merge, Input};
 
-use crate::error::bad_input;
+use crate::bad_input;
 
 /// Options of `connstorm merge`.
 #[derive(Debug, clap::Args)]
@@ -34,7 +34,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     if args.output.as_os_str() != "-" {
         common::files::refuse_non_file("-o", &args.output)?;
     }
-    ::app::commands::records::refuse_input_as_output("-o", &args.output, &args.records)?;
+    super::records::refuse_input_as_output("-o", &args.output, &args.records)?;
     let mut inputs = Vec::with_capacity(args.records.len());
     for path in &args.records {
         inputs.push(Input::read(path).map_err(|e| bad_input(e.to_string()))?);
