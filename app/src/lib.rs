@@ -25,7 +25,6 @@
 //! - [`summary`]: the text of a finished run and the per-second progress lines (strings, for
 //!   the caller to print).
 //! - [`k8s`]: the Kubernetes manifests of a multi-host run (`connstorm k8s render`).
-//! - [`ab`]: the sides of `connstorm ab` (toggles, setup commands, names) and their restore.
 //! - [`metrics`]: the run's Prometheus metrics (bench phase, load and server collectors).
 //! - [`commands`]: each command once its options are parsed (`load`, `server`, `tune`,
 //!   `bench`, `ab`, `sweep`, what the record commands share, the `/metrics` endpoint), printing
@@ -41,7 +40,6 @@
 // would reach the binary and the test crates), this library does not.
 #![warn(unreachable_pub)]
 
-pub mod ab;
 pub mod baseline;
 pub mod cleanup;
 pub mod commands;

@@ -1,6 +1,5 @@
 //! One file per subcommand, each with its `Args` and `run()`.
 
-pub mod ab;
 pub mod completions;
 pub mod k8s;
 pub mod man;

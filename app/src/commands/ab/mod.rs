@@ -9,8 +9,11 @@ use anyhow::{bail, Context};
 use tuning::toggle::{Side, Toggle};
 
 use super::bench::Trial;
-use crate::ab::{Restore, Sides};
 use crate::setup::Setup;
+use sides::{Restore, Sides};
+
+pub mod args;
+pub mod sides;
 
 /// `connstorm ab`'s options, parsed.
 #[derive(Debug, Clone)]

@@ -2,7 +2,7 @@
 //! [`tuning::toggle`], and setup shell commands), what each side is called, how a side is set
 //! before its trial, and how the toggles are put back ([`Restore`]) when the run ends.
 //!
-//! The trials themselves are `bench` runs ([`crate::run`]); the binary interleaves them.
+//! The trials themselves are `bench` runs ([`crate::run`]); `super::run` interleaves them.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

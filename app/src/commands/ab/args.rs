@@ -5,7 +5,7 @@
 //! built-in toggles (`--toggle sysctl:KEY=VA,VB`, `--toggle sched-feature:NAME`). Toggles are
 //! restored to the values they had before the first trial when the run ends — normally, on
 //! failure, or on Ctrl-C (also when a third Ctrl-C, or a second one the run does not finish
-//! after, forces the exit: the restore is a cleanup hook, [`::app::signals`]);
+//! after, forces the exit: the restore is a cleanup hook, [`crate::signals`]);
 //! `--restore CMD` runs at the end for what setup commands changed. Every trial writes its own run
 //! record; the comparison uses `results::compare` (the statistics rule in `--help`: Hodges–Lehmann
 //! shift with its exact Mann–Whitney interval, at least 5 unflagged trials a side, a noise floor).
@@ -17,16 +17,19 @@ use std::path::PathBuf;
 
 use tuning::toggle::Toggle;
 
-use ::app::commands::bench;
-use ::app::commands::compare::RuleArgs;
 use results::compare::Format;
+use results::record::BuildInfo;
+
+use crate::commands::bench;
+use crate::commands::compare::RuleArgs;
+use crate::record::Build;
 
 /// Options of `connstorm ab`.
 ///
 /// `--format text|json` (as in every command) is the comparison printed on stdout;
 /// `--compare-format markdown` prints it as Markdown.
 #[derive(Debug, Clone, clap::Args)]
-#[command(after_long_help = ::app::commands::compare::RULE_HELP)]
+#[command(after_long_help = crate::commands::compare::RULE_HELP)]
 pub struct Args {
     /// Trials per side (A and B each run this many times, interleaved).
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1000))]
@@ -62,25 +65,26 @@ fn parse_toggle(s: &str) -> Result<Toggle, String> {
     Toggle::parse(s).map_err(|e| e.to_string())
 }
 
-/// Runs `connstorm ab` ([`::app::commands::ab::run`]).
+/// Runs `connstorm ab` ([`super::run`]); `build`: the binary's version and build, for the
+/// records.
 ///
 /// # Errors
 /// Bad options (exit 2), a failing setup command or toggle (after restoring), bench failures.
-pub fn run(args: Args) -> anyhow::Result<i32> {
-    let ab = ::app::commands::ab::Ab {
+pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
+    let ab = super::Ab {
         trials: args.trials,
         toggles: args.toggles.clone(),
         a_setup: args.a_setup.clone(),
         b_setup: args.b_setup.clone(),
         restore: args.restore.clone(),
         root: args.root.clone(),
-        trial: args.bench.trial(crate::version::build()),
+        trial: args.bench.trial(build),
         netns: args.bench.setup.netns,
         rule: args.rule.options(),
         format: args.compare_format.unwrap_or(match args.bench.format {
-            ::app::commands::Format::Text => Format::Text,
-            ::app::commands::Format::Json => Format::Json,
+            crate::commands::Format::Text => Format::Text,
+            crate::commands::Format::Json => Format::Json,
         }),
     };
-    ::app::commands::ab::run(&ab, || args.bench.setup.resolve())
+    super::run(&ab, || args.bench.setup.resolve())
 }
