@@ -38,7 +38,7 @@ pub enum Command {
     /// Compare two sets of run records (A vs B) with confidence intervals.
     Compare(app::commands::compare::Args),
     /// Run interleaved A/B benchmark trials with setup commands or toggles between them.
-    Ab(app::commands::ab::args::Args),
+    Ab(app::commands::ab::Args),
     /// Step the offered rate to find the knee (highest rate meeting a latency SLO).
     Sweep(app::commands::sweep::Args),
     /// Plot run records to SVG or PNG.
@@ -94,7 +94,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Tune(c) => cmd::tune::run(c),
         Command::Report(a) => app::commands::report::run(a),
         Command::Compare(a) => app::commands::compare::run(a),
-        Command::Ab(a) => app::commands::ab::args::run(a, crate::version::build()),
+        Command::Ab(a) => app::commands::ab::run(a, crate::version::build()),
         Command::Sweep(a) => app::commands::sweep::run(a, crate::version::build()),
         Command::Plot(a) => app::commands::plot::run(a),
         Command::Merge(a) => app::commands::merge::run(a),

@@ -1,28 +1,14 @@
-//! `connstorm ab`: interleaved A/B benchmark trials for kernel-patch and sysctl validation.
-//!
-//! Trials run A, B, A, B, … (so slow drift — thermal, page cache, other tenants — hits both sides
-//! alike). Before each trial the side's setup runs: `--a-setup`/`--b-setup` shell commands and/or
-//! built-in toggles (`--toggle sysctl:KEY=VA,VB`, `--toggle sched-feature:NAME`). Toggles are
-//! restored to the values they had before the first trial when the run ends — normally, on
-//! failure, or on Ctrl-C (also when a third Ctrl-C, or a second one the run does not finish
-//! after, forces the exit: the restore is a cleanup hook, [`crate::signals`]);
-//! `--restore CMD` runs at the end for what setup commands changed. Every trial writes its own run
-//! record; the comparison uses `results::compare` (the statistics rule in `--help`: Hodges–Lehmann
-//! shift with its exact Mann–Whitney interval, at least 5 unflagged trials a side, a noise floor).
-//!
-//! Sides are named by what differs (toggle values, setup commands), and each trial's label is
-//! `[LABEL-]<side name>#<trial>` so a later `connstorm compare` names them the same way.
+//! The options of `connstorm ab`: the trials, the sides' setup commands and toggles, the
+//! statistics rule, and the benchmark each trial runs (`bench`'s options).
 
 use std::path::PathBuf;
 
 use tuning::toggle::Toggle;
 
 use results::compare::Format;
-use results::record::BuildInfo;
 
 use crate::commands::bench;
 use crate::commands::compare::RuleArgs;
-use crate::record::Build;
 
 /// Options of `connstorm ab`.
 ///
@@ -63,28 +49,4 @@ pub struct Args {
 
 fn parse_toggle(s: &str) -> Result<Toggle, String> {
     Toggle::parse(s).map_err(|e| e.to_string())
-}
-
-/// Runs `connstorm ab` ([`super::run`]); `build`: the binary's version and build, for the
-/// records.
-///
-/// # Errors
-/// Bad options (exit 2), a failing setup command or toggle (after restoring), bench failures.
-pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
-    let ab = super::Ab {
-        trials: args.trials,
-        toggles: args.toggles.clone(),
-        a_setup: args.a_setup.clone(),
-        b_setup: args.b_setup.clone(),
-        restore: args.restore.clone(),
-        root: args.root.clone(),
-        trial: args.bench.trial(build),
-        netns: args.bench.setup.netns,
-        rule: args.rule.options(),
-        format: args.compare_format.unwrap_or(match args.bench.format {
-            crate::commands::Format::Text => Format::Text,
-            crate::commands::Format::Json => Format::Json,
-        }),
-    };
-    super::run(&ab, || args.bench.setup.resolve())
 }

@@ -1,44 +1,37 @@
-//! `connstorm ab` once its options are parsed: interleaved A/B trials (A, B, A, B, …, so slow
-//! drift hits both sides alike), each side's setup before each trial, the toggles restored on
-//! every way out (also when a forced exit skips unwinding: a cleanup hook), and the comparison
-//! ([`results::compare`]) printed.
-
-use std::path::PathBuf;
-
-use anyhow::{bail, Context};
-use tuning::toggle::{Side, Toggle};
-
-use super::bench::Trial;
-use crate::setup::Setup;
-use sides::{Restore, Sides};
+//! `connstorm ab`: interleaved A/B benchmark trials for kernel-patch and sysctl validation.
+//!
+//! Trials run A, B, A, B, … (so slow drift — thermal, page cache, other tenants — hits both sides
+//! alike). Before each trial the side's setup runs: `--a-setup`/`--b-setup` shell commands and/or
+//! built-in toggles (`--toggle sysctl:KEY=VA,VB`, `--toggle sched-feature:NAME`). Toggles are
+//! restored to the values they had before the first trial when the run ends — normally, on
+//! failure, or on Ctrl-C (also when a third Ctrl-C, or a second one the run does not finish
+//! after, forces the exit: the restore is a cleanup hook, [`crate::signals`]);
+//! `--restore CMD` runs at the end for what setup commands changed. Every trial writes its own run
+//! record; the comparison uses `results::compare` (the statistics rule in `--help`: Hodges–Lehmann
+//! shift with its exact Mann–Whitney interval, at least 5 unflagged trials a side, a noise floor).
+//!
+//! Sides are named by what differs (toggle values, setup commands), and each trial's label is
+//! `[LABEL-]<side name>#<trial>` so a later `connstorm compare` names them the same way.
+//!
+//! - [`args`]: the options ([`Args`]; each trial's benchmark is `bench`'s
+//!   [`Args`](super::bench::Args)).
+//! - [`sides`]: what distinguishes A from B, how a side is set and how the toggles are put back.
+//! - [`run`] (here): the trials interleaved, each side's setup before each trial, the toggles
+//!   restored on every way out (also when a forced exit skips unwinding: a cleanup hook), and
+//!   the comparison ([`results::compare`]) printed.
 
 pub mod args;
 pub mod sides;
 
-/// `connstorm ab`'s options, parsed.
-#[derive(Debug, Clone)]
-pub struct Ab {
-    /// Trials per side.
-    pub trials: u32,
-    /// `--toggle`s (A = first value, B = second).
-    pub toggles: Vec<Toggle>,
-    /// Shell command run before every A trial.
-    pub a_setup: Option<String>,
-    /// Shell command run before every B trial.
-    pub b_setup: Option<String>,
-    /// Shell command run once at the end (also after a failure or Ctrl-C).
-    pub restore: Option<String>,
-    /// Host root for toggles.
-    pub root: PathBuf,
-    /// The benchmark each trial runs; its label is the prefix of each trial's.
-    pub trial: Trial,
-    /// `--netns` (toggles of global keys are refused there).
-    pub netns: bool,
-    /// The statistics rule's options.
-    pub rule: results::compare::Options,
-    /// How the comparison is printed.
-    pub format: results::compare::Format,
-}
+pub use args::Args;
+
+use anyhow::{bail, Context};
+use results::compare::Format;
+use results::record::BuildInfo;
+use tuning::toggle::Side;
+
+use crate::record::Build;
+use sides::{Restore, Sides};
 
 /// Runs the restore on every way out of [`run`], printing what failed.
 struct RestoreOnDrop(Restore);
@@ -51,11 +44,19 @@ impl Drop for RestoreOnDrop {
     }
 }
 
-/// Runs `connstorm ab`; `setup` resolves the trials' setup once the sides are checked.
+/// Runs `connstorm ab`; `build`: the binary's version and build, for the records. The trials'
+/// setup is resolved once the sides are checked.
 ///
 /// # Errors
 /// Bad options (exit 2), a failing setup command or toggle (after restoring), bench failures.
-pub fn run(args: &Ab, setup: impl FnOnce() -> anyhow::Result<Setup>) -> anyhow::Result<i32> {
+pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
+    // The benchmark each trial runs; its label is the prefix of each trial's.
+    let base = args.bench.trial(build);
+    let rule = args.rule.options();
+    let format = args.compare_format.unwrap_or(match args.bench.format {
+        crate::commands::Format::Text => Format::Text,
+        crate::commands::Format::Json => Format::Json,
+    });
     let sides = Sides {
         toggles: &args.toggles,
         a_setup: args.a_setup.as_deref(),
@@ -63,8 +64,11 @@ pub fn run(args: &Ab, setup: impl FnOnce() -> anyhow::Result<Setup>) -> anyhow::
     };
     // A fixture root (`--root`, tests) changes no host setting.
     let on_host = args.root == std::path::Path::new("/");
-    sides.check(args.netns, on_host && !tuning::snapshot::in_initial_netns())?;
-    let setup = setup()?;
+    sides.check(
+        args.bench.setup.netns,
+        on_host && !tuning::snapshot::in_initial_netns(),
+    )?;
+    let setup = args.bench.setup.resolve()?;
     let _ = server::rlimit::raise_nofile();
     let stop = crate::signals::stop_flag().context("install signal handlers")?;
     // Read every original value before changing anything.
@@ -94,7 +98,7 @@ pub fn run(args: &Ab, setup: impl FnOnce() -> anyhow::Result<Setup>) -> anyhow::
     let mut written: Vec<String> = Vec::new();
     let _progress = crate::progress::begin(
         "ab",
-        crate::run::planned_seconds(args.trial.plan.duration) * (2 * args.trials),
+        crate::run::planned_seconds(base.plan.duration) * (2 * args.trials),
     );
     'trials: for i in 1..=args.trials {
         for side in [Side::A, Side::B] {
@@ -108,8 +112,8 @@ pub fn run(args: &Ab, setup: impl FnOnce() -> anyhow::Result<Setup>) -> anyhow::
             }
             eprintln!("[ab] trial {i}/{} side {name}", args.trials);
             crate::progress::trial("ab", i, args.trials, name);
-            let mut trial = args.trial.clone();
-            trial.plan.label = sides.trial_label(&args.trial.plan.label, side, i);
+            let mut trial = base.clone();
+            trial.plan.label = sides.trial_label(&base.plan.label, side, i);
             match super::bench::execute(&trial, setup.clone(), &stop, None) {
                 Ok((record, path, result)) => {
                     written.push(path.display().to_string());
@@ -162,9 +166,8 @@ pub fn run(args: &Ab, setup: impl FnOnce() -> anyhow::Result<Setup>) -> anyhow::
     }
     if !a_records.is_empty() && !b_records.is_empty() {
         let (na, nb) = (sides.name(Side::A), sides.name(Side::B));
-        let c =
-            results::compare::compare(&a_records, &b_records, (Some(&na), Some(&nb)), &args.rule);
-        crate::output::out(&results::compare::render(&c, args.format));
+        let c = results::compare::compare(&a_records, &b_records, (Some(&na), Some(&nb)), &rule);
+        crate::output::out(&results::compare::render(&c, format));
     }
     outcome?;
     if !errors.is_empty() {
