@@ -32,7 +32,7 @@ pub enum Command {
     Load(app::commands::load::Args),
     /// Read, check and change the host: sysctl presets, IRQ affinity, kernel config audit.
     #[command(subcommand)]
-    Tune(cmd::tune::Command),
+    Tune(app::commands::tune::Command),
     /// Print reports for run records.
     Report(app::commands::report::Args),
     /// Compare two sets of run records (A vs B) with confidence intervals.
@@ -91,7 +91,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Bench(a) => app::commands::bench::run(a, crate::version::build()),
         Command::Server(a) => app::commands::server::run(a, crate::version::build()),
         Command::Load(a) => app::commands::load::run(a, crate::version::build()),
-        Command::Tune(c) => cmd::tune::run(c),
+        Command::Tune(c) => app::commands::tune::run(c),
         Command::Report(a) => app::commands::report::run(a),
         Command::Compare(a) => app::commands::compare::run(a),
         Command::Ab(a) => app::commands::ab::run(a, crate::version::build()),

@@ -3,4 +3,3 @@
 pub mod completions;
 pub mod k8s;
 pub mod man;
-pub mod tune;

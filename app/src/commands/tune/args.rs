@@ -84,7 +84,7 @@ pub struct CheckArgs {
     pub strict: bool,
     /// Output on stdout: `text` (aligned table) or `json`.
     #[arg(long, value_enum, default_value = "text")]
-    pub format: ::app::commands::Format,
+    pub format: crate::commands::Format,
     /// Read /proc and /sys (and, with --system, the sysctl.d directories) under this root.
     #[arg(long, default_value = "/")]
     pub root: PathBuf,
@@ -156,7 +156,7 @@ pub struct IrqArgs {
     #[arg(long, value_enum)]
     pub plan: IrqPlan,
     /// Worker CPUs for --plan per-queue (default: isolated CPUs of the NIC's node).
-    #[arg(long, value_parser = crate::units::parse_cpus)]
+    #[arg(long, value_parser = common::units::parse_cpus)]
     pub cpus: Option<Vec<usize>>,
     /// Apply the plan (needs --yes).
     #[arg(long)]

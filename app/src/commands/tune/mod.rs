@@ -1,10 +1,11 @@
 //! `connstorm tune`: check, apply, revert and export sysctl presets and sysctl.d files; import
 //! shell scripts; IRQ plans; kernel audit; the doctor summary; the rule table. `args` holds the
-//! clap definitions; [`::app::commands::tune`] composes the `tuning` crate's calls.
+//! clap definitions; [`run`](mod@run) composes the `tuning` crate's calls.
 
-use ::app::commands::tune::{self as run_tune, Apply, ExportForm, Irq};
+use self::run::{self as run_tune, Apply, ExportForm, Irq};
 
 mod args;
+pub mod run;
 pub use args::*;
 
 impl Source {
@@ -20,13 +21,13 @@ impl Source {
 /// Runs `connstorm tune ...`.
 ///
 /// # Errors
-/// Bad presets, names and files are [`crate::error::BadInput`] (exit 2); host failures exit 1.
+/// Bad presets, names and files are [`common::error::BadInput`] (exit 2); host failures exit 1.
 pub fn run(cmd: Command) -> anyhow::Result<i32> {
     match cmd {
         Command::Check(a) => run_tune::check(
             &a.source.options(),
             &a.root,
-            a.format == ::app::commands::Format::Json,
+            a.format == crate::commands::Format::Json,
             a.strict,
             a.allow_decrease,
         ),
