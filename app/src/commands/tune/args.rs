@@ -1,4 +1,5 @@
-//! The arguments of `connstorm tune` (clap definitions only; see `super` for what runs).
+//! The arguments of `connstorm tune` (clap definitions; [`super::run`](mod@super::run) runs
+//! them).
 
 use std::path::PathBuf;
 
@@ -7,8 +8,9 @@ use tuning::irq::IrqPlan;
 use tuning::kconfig::Profile;
 use tuning::snapshot::DEFAULT_STATE_DIR;
 
-/// Where the recommendations come from.
-#[derive(Debug, Clone, ClapArgs)]
+/// Where the recommendations come from: a built-in preset, files, or the host's sysctl.d
+/// configuration (at most one of them is given; none means "no source").
+#[derive(Debug, Clone, Default, ClapArgs)]
 pub struct Source {
     /// A built-in preset (list them with `connstorm tune presets`).
     #[arg(long, conflicts_with_all = ["file", "system"])]

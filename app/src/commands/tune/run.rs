@@ -3,7 +3,7 @@
 //! (`tuning::render`); this module composes the calls and returns the exit code.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::Context;
 use tuning::finding::Severity;
@@ -12,22 +12,15 @@ use tuning::preset::Preset;
 use tuning::render;
 use tuning::snapshot::{Saved, Snapshot};
 
+use super::args::{
+    ApplyArgs, CheckArgs, ExportArgs, ExportFormat, ImportArgs, IrqArgs, KernelArgs, RevertArgs,
+    Source,
+};
 use crate::bad_input;
+use crate::commands::Format;
 
 /// Exit code of `check --strict` and `kernel --strict` when something is off.
 const EXIT_OFF: i32 = 4;
-
-/// Where the recommendations come from: a built-in preset, files, or the host's sysctl.d
-/// configuration (at most one of them is given; none means "no source").
-#[derive(Debug, Clone, Default)]
-pub struct Source {
-    /// `--preset NAME`.
-    pub preset: Option<String>,
-    /// `--file PATH`, in order (a later line for the same key wins).
-    pub files: Vec<PathBuf>,
-    /// `--system`: the sysctl.d directories as systemd-sysctl reads them.
-    pub system: bool,
-}
 
 impl Source {
     /// The source as `apply` arguments (for the command the plan names).
@@ -36,7 +29,7 @@ impl Source {
             (Some(p), _) => vec!["--preset".into(), p.clone()],
             (None, true) => vec!["--system".into()],
             (None, false) => self
-                .files
+                .file
                 .iter()
                 .flat_map(|f| ["--file".into(), f.display().to_string()])
                 .collect(),
@@ -48,7 +41,7 @@ impl Source {
         if let Some(name) = &self.preset {
             return tuning::builtin::named(name).map(Some).map_err(bad_input);
         }
-        let mut files = self.files.clone();
+        let mut files = self.file.clone();
         if self.system {
             let found = tuning::sysctld::system_files(root);
             eprint!("{}", render::apply::system_notes(&found));
@@ -107,18 +100,14 @@ pub fn rules() -> anyhow::Result<i32> {
     Ok(0)
 }
 
-/// `tune check`: the host against `source` read under `root`, or the doctor summary without one;
-/// exit 4 with `strict` when something is off.
+/// `tune check`: the host against the source read under `--root`, or the doctor summary
+/// without one; exit 4 with `--strict` when something is off.
 ///
 /// # Errors
 /// Bad input for a source that cannot be read; an I/O error writing stdout.
-pub fn check(
-    source: &Source,
-    root: &Path,
-    json: bool,
-    strict: bool,
-    allow_decrease: bool,
-) -> anyhow::Result<i32> {
+pub fn check(a: &CheckArgs) -> anyhow::Result<i32> {
+    let (source, root, strict) = (&a.source, a.root.as_path(), a.strict);
+    let (json, allow_decrease) = (a.format == Format::Json, a.allow_decrease);
     let exit = |off: bool| if strict && off { EXIT_OFF } else { 0 };
     let Some(preset) = source.load(root)? else {
         let f = tuning::doctor::run(root);
@@ -172,29 +161,15 @@ fn enter_netns(netns: Option<&str>) -> anyhow::Result<()> {
     })
 }
 
-/// `tune apply`'s options.
-#[derive(Debug, Clone, Default)]
-pub struct Apply {
-    /// What to apply.
-    pub source: Source,
-    /// `--netns NAME`: enter /var/run/netns/NAME first.
-    pub netns: Option<String>,
-    /// `--yes` without `--dry-run`: really change the host.
-    pub change: bool,
-    /// `--dry-run` was given (the plan says so).
-    pub dry_run: bool,
-    /// Where snapshots are saved.
-    pub state_dir: PathBuf,
-    /// `--allow-decrease`.
-    pub allow_decrease: bool,
-}
-
-/// `tune apply`: the plan, and with `change` a snapshot, the writes and their read-back.
+/// `tune apply`: the plan, and with `--yes` (without `--dry-run`) a snapshot, the writes and
+/// their read-back.
 ///
 /// # Errors
 /// Bad input for a source that cannot be read, a namespace that cannot be entered, a plan
 /// that would be refused; a failed apply (after the snapshot restores what was written).
-pub fn apply(a: &Apply) -> anyhow::Result<i32> {
+pub fn apply(a: &ApplyArgs) -> anyhow::Result<i32> {
+    // Really change the host.
+    let change = a.yes && !a.dry_run;
     // Files are checked for syntax first (bad input before anything else), then read again
     // inside the namespace: globs expand over the keys that exist there (its interfaces).
     a.source.require(Path::new("/"))?;
@@ -207,7 +182,7 @@ pub fn apply(a: &Apply) -> anyhow::Result<i32> {
     let c = checked(&preset, &io, netns_only, allow_decrease);
     let command = render::apply::apply_command(&a.source.args(), netns, allow_decrease);
     out(&render::plan::plan(&preset, &c, netns_only, &command))?;
-    if !a.change {
+    if !change {
         out(&render::apply::not_applied(&c.prediction, a.dry_run))?;
         return match render::apply::refusal(&c.prediction) {
             Some(e) => Err(bad_input(e)),
@@ -225,25 +200,20 @@ pub fn apply(a: &Apply) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-/// `tune revert`: restores `snapshot` (default: the newest in `state_dir`), in `netns` when
-/// given; `force` restores one from another boot or namespace.
+/// `tune revert`: restores the snapshot (default: the newest in `--state-dir`), in `--netns`
+/// when given; `--force` restores one from another boot or namespace.
 ///
 /// # Errors
 /// Bad input for a missing or foreign snapshot; an incomplete restore.
-pub fn revert(
-    snapshot: Option<&Path>,
-    state_dir: &Path,
-    netns: Option<&str>,
-    force: bool,
-) -> anyhow::Result<i32> {
-    enter_netns(netns)?;
-    let path = match snapshot {
-        Some(p) => p.to_path_buf(),
-        None => Snapshot::latest(state_dir).map_err(|e| bad_input(e.to_string()))?,
+pub fn revert(a: &RevertArgs) -> anyhow::Result<i32> {
+    enter_netns(a.netns.as_deref())?;
+    let path = match &a.snapshot {
+        Some(p) => p.clone(),
+        None => Snapshot::latest(&a.state_dir).map_err(|e| bad_input(e.to_string()))?,
     };
     let snap = Snapshot::read(&path).map_err(|e| bad_input(e.to_string()))?;
     let mut io = ProcSys { root: "/".into() };
-    let rep = plan::revert(&snap, &mut io, Path::new("/"), force).map_err(|e| match e {
+    let rep = plan::revert(&snap, &mut io, Path::new("/"), a.force).map_err(|e| match e {
         plan::RevertError::Incomplete(_) => anyhow::Error::new(e),
         other => bad_input(other.to_string()),
     })?;
@@ -265,7 +235,8 @@ pub fn revert(
 ///
 /// # Errors
 /// Bad input for a file that cannot be read as text.
-pub fn import(file: &Path) -> anyhow::Result<i32> {
+pub fn import(a: &ImportArgs) -> anyhow::Result<i32> {
+    let file = a.file.as_path();
     let text = tuning::preset::read_text(file).map_err(|e| bad_input(e.to_string()))?;
     let origin = file.display().to_string();
     let lines = tuning::import::import(&text);
@@ -275,29 +246,20 @@ pub fn import(file: &Path) -> anyhow::Result<i32> {
     Ok(if imported == 0 { 3 } else { 0 })
 }
 
-/// The forms of `tune export --as`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ExportForm {
-    /// A file for /etc/sysctl.d/.
-    SysctlD,
-    /// A tuned profile (tuned.conf with `[sysctl]` and `[bootloader]`).
-    Tuned,
-    /// The kernel command-line parameters to add.
-    Cmdline,
-}
-
-/// `tune export`: `source` as a sysctl.d file, a tuned profile or a kernel command line
-/// (current values read under `root`).
+/// `tune export`: the source as a sysctl.d file, a tuned profile or a kernel command line
+/// (`--as`; current values read under `--root`).
 ///
 /// # Errors
 /// Bad input for a source that cannot be read.
-pub fn export(source: &Source, root: &Path, form: ExportForm) -> anyhow::Result<i32> {
-    let p = source.require(root)?;
-    let io = ProcSys { root: root.into() };
-    out(&match form {
-        ExportForm::SysctlD => tuning::export::sysctl_d(&p, &io),
-        ExportForm::Tuned => tuning::export::tuned(&p, &io),
-        ExportForm::Cmdline => {
+pub fn export(a: &ExportArgs) -> anyhow::Result<i32> {
+    let p = a.source.require(&a.root)?;
+    let io = ProcSys {
+        root: a.root.clone(),
+    };
+    out(&match a.format {
+        ExportFormat::SysctlD => tuning::export::sysctl_d(&p, &io),
+        ExportFormat::Tuned => tuning::export::tuned(&p, &io),
+        ExportFormat::Cmdline => {
             if p.cmdline.is_empty() {
                 eprintln!(
                     "connstorm: {} has no kernel command-line parameters",
@@ -310,33 +272,16 @@ pub fn export(source: &Source, root: &Path, form: ExportForm) -> anyhow::Result<
     Ok(0)
 }
 
-/// `tune irq`'s options.
-#[derive(Debug, Clone)]
-pub struct Irq {
-    /// The network device.
-    pub dev: String,
-    /// The layout.
-    pub plan: tuning::irq::IrqPlan,
-    /// Worker CPUs for the per-queue plan (empty: the isolated CPUs of the NIC's node).
-    pub cpus: Vec<usize>,
-    /// `--apply --yes`: really change the host.
-    pub change: bool,
-    /// `--apply` was given (without `--yes` the plan says what is missing).
-    pub apply: bool,
-    /// Where snapshots are saved.
-    pub state_dir: PathBuf,
-    /// Host root of /proc and /sys.
-    pub root: PathBuf,
-}
-
-/// `tune irq`: the plan, and with `change` a snapshot and the affinity writes.
+/// `tune irq`: the plan, and with `--apply --yes` a snapshot and the affinity writes.
 ///
 /// # Errors
 /// Bad input for an unknown device or an impossible plan; a failed write.
-pub fn irq(a: &Irq) -> anyhow::Result<i32> {
+pub fn irq(a: &IrqArgs) -> anyhow::Result<i32> {
+    // Worker CPUs for the per-queue plan (none: the isolated CPUs of the NIC's node).
+    let cpus = a.cpus.as_deref().unwrap_or_default();
     let nic = tuning::nic::Nic::read(&a.root, &a.dev).map_err(|e| bad_input(e.to_string()))?;
     let topo = tuning::topology::Topology::read(&a.root).context("read CPU topology")?;
-    let (moves, warnings) = tuning::irq::plan(&a.root, &nic, &topo, a.plan, &a.cpus)
+    let (moves, warnings) = tuning::irq::plan(&a.root, &nic, &topo, a.plan, cpus)
         .map_err(|e| bad_input(e.to_string()))?;
     let name = a.plan.to_string();
     out(&render::host::irq_plan(
@@ -346,7 +291,7 @@ pub fn irq(a: &Irq) -> anyhow::Result<i32> {
         &moves,
         &warnings,
     ))?;
-    if !a.change {
+    if !(a.apply && a.yes) {
         let how = if a.apply {
             "pass --yes to apply"
         } else {
@@ -362,19 +307,15 @@ pub fn irq(a: &Irq) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-/// `tune kernel`: the kernel config (`config`, else the host's) audited for `profile`; exit 4
-/// with `strict` when something is off.
+/// `tune kernel`: the kernel config (`--config`, else the host's) audited for `--profile`;
+/// exit 4 with `--strict` when something is off.
 ///
 /// # Errors
 /// Bad input for a config file that cannot be read; the host's config cannot be found.
-pub fn kernel(
-    profile: tuning::kconfig::Profile,
-    config: Option<&Path>,
-    root: &Path,
-    strict: bool,
-) -> anyhow::Result<i32> {
+pub fn kernel(a: &KernelArgs) -> anyhow::Result<i32> {
     use tuning::kconfig::{self, KernelConfig, Runtime};
-    let cfg = match config {
+    let (profile, root, strict) = (a.profile, a.root.as_path(), a.strict);
+    let cfg = match a.config.as_deref() {
         Some(p) => KernelConfig::read_file(p).map_err(|e| bad_input(e.to_string()))?,
         None => KernelConfig::read_host(root)?,
     };
@@ -413,7 +354,7 @@ mod tests {
         };
         assert_eq!(system.args(), ["--system"]);
         let files = Source {
-            files: vec!["a.conf".into(), "dir/b.conf".into()],
+            file: vec!["a.conf".into(), "dir/b.conf".into()],
             ..Source::default()
         };
         assert_eq!(files.args(), ["--file", "a.conf", "--file", "dir/b.conf"]);
