@@ -47,7 +47,7 @@ pub enum Command {
     Merge(app::commands::merge::Args),
     /// Kubernetes manifests for a multi-host run (Indexed Job of generators, server).
     #[command(subcommand)]
-    K8s(cmd::k8s::Command),
+    K8s(app::commands::k8s::Command),
     /// Print a shell completion script (bash, zsh or fish) to stdout.
     Completions(cmd::completions::Args),
     /// Print the man page, or write man pages for every subcommand into a directory.
@@ -98,7 +98,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Sweep(a) => app::commands::sweep::run(a, crate::version::build()),
         Command::Plot(a) => app::commands::plot::run(a),
         Command::Merge(a) => app::commands::merge::run(a),
-        Command::K8s(c) => cmd::k8s::run(c),
+        Command::K8s(c) => app::commands::k8s::run(c),
         Command::Completions(a) => cmd::completions::run(a, command()),
         Command::Man(a) => cmd::man::run(a, command()),
     }

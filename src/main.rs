@@ -41,9 +41,6 @@ mod version;
 /// ([`::app::output`], [`::app::progress`], [`::app::signals`]).
 use ::app::{output, signals};
 
-/// The command line's units ([`common::units`]), as `crate::units` for every `value_parser`.
-use common::units;
-
 fn main() {
     let args = app::commands::compare::b_side_separator(std::env::args_os());
     let matches = match cli::command().try_get_matches_from(args) {

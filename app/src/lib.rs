@@ -24,7 +24,6 @@
 //! - [`record`]: the record's header (what ran, on which host) and the `--out` check.
 //! - [`summary`]: the text of a finished run and the per-second progress lines (strings, for
 //!   the caller to print).
-//! - [`k8s`]: the Kubernetes manifests of a multi-host run (`connstorm k8s render`).
 //! - [`metrics`]: the run's Prometheus metrics (bench phase, load and server collectors).
 //! - [`commands`]: each command once its options are parsed (`load`, `server`, `tune`,
 //!   `bench`, `ab`, `sweep`, what the record commands share, the `/metrics` endpoint), printing
@@ -46,7 +45,6 @@ pub mod commands;
 pub mod convert;
 pub mod cpus;
 pub mod harness;
-pub mod k8s;
 pub mod limits;
 pub mod metrics;
 pub mod output;

@@ -19,6 +19,7 @@ macro_rules! eprintln {
 pub mod ab;
 pub mod bench;
 pub mod compare;
+pub mod k8s;
 pub mod load;
 pub mod merge;
 pub mod metrics;

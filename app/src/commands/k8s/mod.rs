@@ -2,7 +2,7 @@
 //! generators as an Indexed Job (segment `i/N` from the job-completion index, one common start
 //! time), the accept server as a Deployment + Service (optionally on the host network), and a
 //! shared volume for the records — from the templates in `deploy/kubernetes/templates/`
-//! ([`::app::k8s`] fills and checks them).
+//! ([`manifests`] fills and checks them).
 //!
 //! Exit codes: 0 written; 1 the files cannot be written; 2 bad input (refused before any file is
 //! written).
@@ -10,9 +10,10 @@
 use std::path::PathBuf;
 use std::time::SystemTime;
 
-use ::app::k8s::{self, dns_label, parse_host_port};
+pub mod manifests;
 
-use crate::units::{parse_duration, parse_positive_duration, parse_rate};
+use common::units::{parse_duration, parse_positive_duration, parse_rate};
+use manifests::{self as k8s, dns_label, parse_host_port};
 
 /// `connstorm k8s` subcommands.
 #[derive(Debug, clap::Subcommand)]

@@ -20,19 +20,19 @@ use crate::bad_input;
 const TEMPLATES: [(&str, &str); 4] = [
     (
         "namespace.yaml",
-        include_str!("../../deploy/kubernetes/templates/namespace.yaml"),
+        include_str!("../../../../deploy/kubernetes/templates/namespace.yaml"),
     ),
     (
         "records.yaml",
-        include_str!("../../deploy/kubernetes/templates/records.yaml"),
+        include_str!("../../../../deploy/kubernetes/templates/records.yaml"),
     ),
     (
         "server.yaml",
-        include_str!("../../deploy/kubernetes/templates/server.yaml"),
+        include_str!("../../../../deploy/kubernetes/templates/server.yaml"),
     ),
     (
         "generators.yaml",
-        include_str!("../../deploy/kubernetes/templates/generators.yaml"),
+        include_str!("../../../../deploy/kubernetes/templates/generators.yaml"),
     ),
 ];
 
