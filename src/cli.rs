@@ -2,7 +2,7 @@
 
 use clap::{Parser, Subcommand};
 
-use crate::cmd;
+use app::commands;
 
 /// Measure how fast a Linux host establishes new TCP connections (connections per minute and
 /// handshake latency), and tune the host for it.
@@ -25,33 +25,33 @@ pub struct Cli {
 pub enum Command {
     /// Benchmark this host on loopback (server and load in one process), or an external server
     /// with --target; writes a run record.
-    Bench(app::commands::bench::Command),
+    Bench(commands::bench::Command),
     /// Run the per-core accept server.
-    Server(app::commands::server::Args),
+    Server(commands::server::Args),
     /// Run the load generator against one or more servers.
-    Load(app::commands::load::Args),
+    Load(commands::load::Args),
     /// Read, check and change the host: sysctl presets, IRQ affinity, kernel config audit.
     #[command(subcommand)]
-    Tune(app::commands::tune::Command),
+    Tune(commands::tune::Command),
     /// Print reports for run records.
-    Report(app::commands::report::Args),
+    Report(commands::report::Args),
     /// Compare two sets of run records (A vs B) with confidence intervals.
-    Compare(app::commands::compare::Args),
+    Compare(commands::compare::Args),
     /// Run interleaved A/B benchmark trials with setup commands or toggles between them.
-    Ab(app::commands::ab::Args),
+    Ab(commands::ab::Args),
     /// Step the offered rate to find the knee (highest rate meeting a latency SLO).
-    Sweep(app::commands::sweep::Args),
+    Sweep(commands::sweep::Args),
     /// Plot run records to SVG or PNG.
-    Plot(app::commands::plot::Args),
+    Plot(commands::plot::Args),
     /// Merge the run records of a multi-host run (load generators' segments, servers) into one.
-    Merge(app::commands::merge::Args),
+    Merge(commands::merge::Args),
     /// Kubernetes manifests for a multi-host run (Indexed Job of generators, server).
     #[command(subcommand)]
-    K8s(app::commands::k8s::Command),
+    K8s(commands::k8s::Command),
     /// Print a shell completion script (bash, zsh or fish) to stdout.
-    Completions(cmd::completions::Args),
+    Completions(commands::completions::Args),
     /// Print the man page, or write man pages for every subcommand into a directory.
-    Man(cmd::man::Args),
+    Man(commands::man::Args),
 }
 
 /// The exit codes of every command, shown after each command's `--help` (and in README.md and
@@ -85,22 +85,22 @@ pub fn command() -> clap::Command {
 /// Runs the chosen subcommand and returns the process exit code.
 ///
 /// # Errors
-/// Whatever the subcommand returns; [`crate::error::BadInput`] in the chain means exit code 2.
+/// Whatever the subcommand returns; [`common::error::BadInput`] in the chain means exit code 2.
 pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
-        Command::Bench(a) => app::commands::bench::run(a, crate::version::build()),
-        Command::Server(a) => app::commands::server::run(a, crate::version::build()),
-        Command::Load(a) => app::commands::load::run(a, crate::version::build()),
-        Command::Tune(c) => app::commands::tune::run(c),
-        Command::Report(a) => app::commands::report::run(a),
-        Command::Compare(a) => app::commands::compare::run(a),
-        Command::Ab(a) => app::commands::ab::run(a, crate::version::build()),
-        Command::Sweep(a) => app::commands::sweep::run(a, crate::version::build()),
-        Command::Plot(a) => app::commands::plot::run(a),
-        Command::Merge(a) => app::commands::merge::run(a),
-        Command::K8s(c) => app::commands::k8s::run(c),
-        Command::Completions(a) => cmd::completions::run(a, command()),
-        Command::Man(a) => cmd::man::run(a, command()),
+        Command::Bench(a) => commands::bench::run(a, crate::version::build()),
+        Command::Server(a) => commands::server::run(a, crate::version::build()),
+        Command::Load(a) => commands::load::run(a, crate::version::build()),
+        Command::Tune(c) => commands::tune::run(c),
+        Command::Report(a) => commands::report::run(a),
+        Command::Compare(a) => commands::compare::run(a),
+        Command::Ab(a) => commands::ab::run(a, crate::version::build()),
+        Command::Sweep(a) => commands::sweep::run(a, crate::version::build()),
+        Command::Plot(a) => commands::plot::run(a),
+        Command::Merge(a) => commands::merge::run(a),
+        Command::K8s(c) => commands::k8s::run(c),
+        Command::Completions(a) => commands::completions::run(a, command()),
+        Command::Man(a) => commands::man::run(a, command()),
     }
 }
 

@@ -19,8 +19,10 @@ macro_rules! eprintln {
 pub mod ab;
 pub mod bench;
 pub mod compare;
+pub mod completions;
 pub mod k8s;
 pub mod load;
+pub mod man;
 pub mod merge;
 pub mod metrics;
 pub mod plot;

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 
-use crate::error::bad_input;
+use crate::bad_input;
 
 /// Options of `connstorm man`.
 #[derive(Debug, clap::Args)]
@@ -62,7 +62,7 @@ pub fn run(args: Args, cmd: clap::Command) -> anyhow::Result<i32> {
     let pages = pages(cmd)?;
     let Some(dir) = args.out else {
         let (_, top) = &pages[0];
-        ::app::commands::records::write_output(Path::new("-"), &String::from_utf8_lossy(top))?;
+        super::records::write_output(Path::new("-"), &String::from_utf8_lossy(top))?;
         return Ok(0);
     };
     if dir.exists() && !dir.is_dir() {

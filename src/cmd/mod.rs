@@ -1,4 +1,0 @@
-//! One file per subcommand, each with its `Args` and `run()`.
-
-pub mod completions;
-pub mod man;
