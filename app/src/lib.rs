@@ -22,9 +22,6 @@
 //! - [`run`]: one `bench` run (also an `ab` trial): the peak phase, then the latency phase;
 //!   [`baseline`]: the paired kernel floor of `bench --baseline` on the trial's server.
 //! - [`record`]: the record's header (what ran, on which host) and the `--out` check.
-//! - [`summary`]: the text of a finished run and the per-second progress lines (strings, for
-//!   the caller to print).
-//! - [`metrics`]: the run's Prometheus metrics (bench phase, load and server collectors).
 //! - [`commands`]: each command once its options are parsed (`load`, `server`, `tune`,
 //!   `bench`, `ab`, `sweep`, what the record commands share, the `/metrics` endpoint), printing
 //!   through [`output`] (never panics on a closed stream) and [`progress`]; [`signals`]: the
@@ -46,7 +43,6 @@ pub mod convert;
 pub mod cpus;
 pub mod harness;
 pub mod limits;
-pub mod metrics;
 pub mod output;
 pub mod phase;
 pub mod progress;
@@ -54,7 +50,6 @@ pub mod record;
 pub mod run;
 pub mod setup;
 pub mod signals;
-pub mod summary;
 pub mod taskcpu;
 
 /// A bad-input error (exit code 2 in the binary) from a message saying what is wrong and how to

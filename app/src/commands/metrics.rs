@@ -1,6 +1,6 @@
 //! `--metrics ADDR` and `--metrics-linger` of `server`, `load` and `bench`: the options, and the
 //! endpoint's start ([`start`]) and end ([`end`]). The collectors live in the `server` and
-//! `loadgen` crates and, for `bench`'s phase, in [`crate::metrics`].
+//! `loadgen` crates and, for `bench`'s phase, in [`super::bench::prometheus`].
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};

@@ -10,7 +10,9 @@
 //!   once per trial; `sweep` starts its harness with [`start`].
 
 pub mod args;
+pub mod prometheus;
 pub mod resolve;
+pub mod summary;
 
 pub use args::{Args, Command, SetupArgs};
 
@@ -41,20 +43,17 @@ pub struct Trial {
     pub build: (Build, BuildInfo),
 }
 
-/// The `/metrics` endpoint of a `bench` run and its metrics ([`crate::metrics`]).
-pub type Live<'a> = (
-    &'a common::metrics::Endpoint,
-    &'a crate::metrics::BenchMetrics,
-);
+/// The `/metrics` endpoint of a `bench` run and its metrics ([`prometheus`]).
+pub type Live<'a> = (&'a common::metrics::Endpoint, &'a prometheus::BenchMetrics);
 
 /// Shows one note of the composition on stderr, prefixed `connstorm: `.
 pub fn note(line: &str) {
     crate::output::note(&format!("connstorm: {line}"));
 }
 
-/// Shows one per-second progress line of a phase on stderr ([`crate::summary::progress_line`]).
+/// Shows one per-second progress line of a phase on stderr ([`summary::progress_line`]).
 pub fn progress(spec: &PhaseSpec, row: &TimelineRow) {
-    if let Some(line) = crate::summary::progress_line(spec, row) {
+    if let Some(line) = summary::progress_line(spec, row) {
         crate::progress::second(&spec.name, &line);
     }
 }
@@ -144,7 +143,7 @@ pub fn run(cmd: Command, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
     let t = &args.trial(build);
     let metrics = &cmd.metrics;
     let endpoint = super::metrics::start(metrics, "bench")?;
-    let bench_metrics = endpoint.as_ref().map(crate::metrics::BenchMetrics::new);
+    let bench_metrics = endpoint.as_ref().map(prometheus::BenchMetrics::new);
     let _ = server::rlimit::raise_nofile();
     let stop = crate::signals::stop_flag().context("install signal handlers")?;
     let progress = crate::progress::begin("bench", crate::run::planned_seconds(t.plan.duration));
@@ -155,7 +154,7 @@ pub fn run(cmd: Command, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
         crate::output::out(&format!("{}\n", record.to_json()));
         crate::output::note(&format!("record: {}", path.display()));
     } else {
-        crate::output::out(&crate::summary::render(&record, Some(&path)));
+        crate::output::out(&summary::render(&record, Some(&path)));
     }
     super::metrics::end(endpoint, metrics);
     result?;
