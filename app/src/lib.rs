@@ -1,36 +1,50 @@
-//! `connstorm-app`: the composition behind every `connstorm` command ([`commands`]). An
-//! in-process [`harness`] runs load phases against an in-process server (or an external
-//! target) — in the `--netns` pair of [`tuning::netns`] when asked — measures around each
-//! phase (kernel counter deltas, per-side CPU from each worker's own thread CPU time,
-//! `/proc/stat`), and turns what it measured into run-record parts ([`results::record`]).
+//! `connstorm-app`: every `connstorm` command, from its options to its exit code, and the
+//! in-process benchmark that `bench`, `sweep` and `ab` run. It composes the four library
+//! crates (`server`, `loadgen`, `tuning`, `results`), which never depend on each other; the
+//! binary (`src/`) only holds the top-level command line, dispatches to [`commands`] and maps
+//! the outcome to an exit code.
 //!
-//! This crate composes the four library crates (`server`, `loadgen`, `tuning`, `results`),
-//! which never depend on each other; the binary only parses the command line and maps it onto
-//! [`commands`]. Every module but [`commands`] (and the printing primitives [`output`],
-//! [`progress`], [`signals`]) **never prints**: it returns values and records, and reports
-//! progress, notes and per-second rows through the callbacks its callers pass; [`commands`]
-//! decides what goes to stdout and stderr.
+//! # Layout
+//! One home per command, above the harness they share; a module depends only on modules below
+//! it (no import circle):
 //!
-//! # Moving parts
-//! - [`setup`]: what a harness is given ([`setup::Setup`], each phase's [`setup::PhaseSpec`]),
-//!   the load side's descriptor budget, and how server and load errors map to bad input.
-//! - [`cpus`]: which CPUs serve and which load (explicit lists, `auto`, a default split).
-//! - [`harness`]: the server (and namespaces) for the life of a run, and one phase at a time.
-//! - [`phase`]: one phase's measurements turned into its record part; [`convert`]: a load
-//!   report in the record's form; [`taskcpu`]: each side's CPU time.
-//! - [`limits`]: the bounds of the options, checked before anything is created.
-//! - [`run`]: one `bench` run (also an `ab` trial): the peak phase, then the latency phase;
-//!   [`baseline`]: the paired kernel floor of `bench --baseline` on the trial's server.
-//! - [`record`]: the record's header (what ran, on which host) and the `--out` check.
-//! - [`commands`]: each command once its options are parsed (`load`, `server`, `tune`,
-//!   `bench`, `ab`, `sweep`, what the record commands share, the `/metrics` endpoint), printing
-//!   through [`output`] (never panics on a closed stream) and [`progress`]; [`signals`]: the
-//!   stop flag, the second-signal hurry and the forced exit.
-//! - [`cleanup`]: the registry of undo actions (namespaces, `ab` toggles) that the binary runs
-//!   when a second signal forces an exit.
+//! - [`commands`]: one module per subcommand (`commands::load`, `commands::bench`,
+//!   `commands::tune`, …), each with its options (clap `Args`, the value parsers, the
+//!   `--help` examples), their checks and its `run`, and what only that command uses (`load`'s
+//!   kernel view and record, `server`'s watch loop, `sweep`'s phases, `ab`'s sides, `k8s`'s
+//!   manifests, `bench`'s summary and Prometheus collector). What several commands share sits
+//!   beside them: `--format`, `--metrics` ([`commands::metrics`]), the record commands' file
+//!   handling ([`commands::records`]); `sweep` and `ab` take `bench`'s options
+//!   ([`commands::bench::SetupArgs`]).
+//! - The benchmark: [`run`] (one `bench` run, also an `ab` trial: the peak phase, then the
+//!   latency phase) and [`baseline`] (the paired kernel floor of `bench --baseline`) over
+//!   [`harness`] (the server, and the `--netns` pair of [`tuning::netns`], for the life of a
+//!   run; one load phase at a time, measured around: kernel counter deltas, per-side CPU from
+//!   each worker's own thread CPU time, `/proc/stat`), which hands each phase's measurements
+//!   to [`phase`] (the phase's record part; [`convert`]: a load report in the record's form;
+//!   [`taskcpu`]: each side's CPU time). [`setup`] is what a harness is given
+//!   ([`setup::Setup`], each phase's [`setup::PhaseSpec`]); [`cpus`] picks the CPUs that serve
+//!   and load; [`limits`] bounds the options before anything is created; [`record`] fills the
+//!   record's header (what ran, on which host, in which namespace).
+//! - The process: [`output`] (stdout and stderr that never panic on a closed stream) over
+//!   [`progress`] (the terminal's progress bar); [`signals`] (the stop flag, the second-signal
+//!   hurry and the forced exit) over [`cleanup`] (the undo actions a forced exit runs: `--netns`
+//!   namespaces, `ab` toggles).
 //!
-//! Bad input found while resolving options (a CPU list, `--out`, netem refused) is an
-//! `anyhow::Error` holding [`common::error::BadInput`]: the binary's exit code 2.
+//! # Data flow
+//! The binary parses the command line into a command's `Args` and calls its `run` with the
+//! build facts (version, commit) for the record. `run` checks the options (bad input before
+//! anything is created or changed), builds the libraries' configurations (e.g. a
+//! `loadgen::LoadConfig`, or a [`setup::Setup`] and [`run::Plan`]), runs them — `load` and
+//! `server` call their library directly, `bench`, `sweep` and `ab` run phases on a
+//! [`harness::Harness`] — turns the reports and the kernel's counters into a
+//! `results::RunRecord` written with `--out`, prints the report and returns the exit code.
+//! Only [`commands`] prints, through [`output`] and [`progress`]: every other module returns
+//! values and records and reports progress, notes and per-second rows through the callbacks
+//! its caller passes.
+//!
+//! Bad input found while checking or resolving options (a CPU list, `--out`, netem refused) is
+//! an `anyhow::Error` holding [`common::error::BadInput`]: the binary's exit code 2.
 
 // The public API is what the binary calls (issue 12): the workspace allows unreachable_pub (it
 // would reach the binary and the test crates), this library does not.

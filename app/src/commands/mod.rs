@@ -1,8 +1,14 @@
-//! The commands between parsing and exit code: what `connstorm bench`, `load`, `server`,
-//! `tune`, `ab`, `sweep` and the record commands do once their options are parsed. The binary
-//! parses the command line into the option structs here and maps the result to an exit code;
-//! these functions compose the libraries and print (results on stdout, notes on stderr) only
-//! through [`crate::output`], which never panics on a closed stream.
+//! Every `connstorm` subcommand in one place each: its options (clap `Args` with their value
+//! parsers and the `--help` examples), their checks, and its `run`, which returns the exit
+//! code. A folder holds a command with more than one job (`load/`, `server/`, `bench/`,
+//! `sweep/`, `ab/`, `tune/`, `k8s/`); a file, one with a single job (`report`, `compare`,
+//! `plot`, `merge`, `completions`, `man`). The binary's top-level `Cli` names each command's
+//! `Args` and calls its `run`.
+//!
+//! Shared here: [`Format`] (`--format text|json`), [`metrics`] (`--metrics` and its endpoint),
+//! [`records`] (reading records and writing the record commands' output) and
+//! [`write_report`]. Commands print (results on stdout, notes on stderr) only through
+//! [`crate::output`], which never panics on a closed stream.
 
 // As in the binary: printing never panics (a closed stdout or stderr must not lose a run before
 // its record is written), see `crate::output`.

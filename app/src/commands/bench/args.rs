@@ -1,6 +1,10 @@
 //! The options of `connstorm bench` (and the [`SetupArgs`] that `sweep` and `ab` share) and
 //! their value parsers; [`super::resolve`] checks them and `super` runs the benchmark.
 
+// Doc comments of CLI options are the `--help` text, where `[sysctl]` or `greet[:BYTES]` mean
+// what they say, not intra-doc links.
+#![allow(rustdoc::broken_intra_doc_links)]
+
 use std::path::PathBuf;
 use std::time::Duration;
 

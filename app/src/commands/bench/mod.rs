@@ -4,10 +4,11 @@
 //!
 //! - [`args`]: the options ([`Command`], [`Args`] and the [`SetupArgs`] that `sweep` and `ab`
 //!   share); [`resolve`] checks them and turns them into a [`Setup`] and a [`Trial`].
-//! - [`run`] (here): the phases with their progress on stderr, the paired kernel-floor
-//!   baseline with `--baseline` ([`crate::run::Trial::baseline`], on the running server, before
-//!   it stops), the record written and the summary printed. `connstorm ab` runs [`execute`]
-//!   once per trial; `sweep` starts its harness with [`start`].
+//! - [`run`] (here): the phases ([`crate::run`]) with their progress on stderr, the paired
+//!   kernel-floor baseline with `--baseline` ([`crate::run::Trial::baseline`], on the running
+//!   server, before it stops), the record written and the [`summary`] printed; with
+//!   `--metrics` the run's [`prometheus`] collector. `connstorm ab` runs [`execute`] once per
+//!   trial; `sweep` starts its harness with [`start`] and shows its seconds with [`progress`].
 
 pub mod args;
 pub mod prometheus;

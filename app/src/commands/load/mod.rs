@@ -18,7 +18,7 @@
 
 pub mod accept_queue;
 pub mod args;
-mod config;
+pub mod config;
 pub mod json;
 pub mod kernel;
 pub mod record;

@@ -1,6 +1,10 @@
 //! The arguments of `connstorm tune` (clap definitions; [`super::run`](mod@super::run) runs
 //! them).
 
+// Doc comments of CLI options are the `--help` text, where `[sysctl]` or `greet[:BYTES]` mean
+// what they say, not intra-doc links.
+#![allow(rustdoc::broken_intra_doc_links)]
+
 use std::path::PathBuf;
 
 use clap::{Args as ClapArgs, Subcommand, ValueEnum};
