@@ -152,6 +152,10 @@ pub struct ExportArgs {
     pub root: PathBuf,
 }
 
+/// A parsed `--cpus` list: an alias, so clap takes the parser's whole `Vec` as one value (with
+/// `Option<Vec<usize>>` it expects one CPU per value, and reading the option panicked).
+pub type CpuList = Vec<usize>;
+
 /// Arguments of `connstorm tune irq`.
 #[derive(Debug, ClapArgs)]
 pub struct IrqArgs {
@@ -163,7 +167,7 @@ pub struct IrqArgs {
     pub plan: IrqPlan,
     /// Worker CPUs for --plan per-queue (default: isolated CPUs of the NIC's node).
     #[arg(long, value_parser = common::units::parse_cpus)]
-    pub cpus: Option<Vec<usize>>,
+    pub cpus: Option<CpuList>,
     /// Apply the plan (needs --yes).
     #[arg(long)]
     pub apply: bool,
