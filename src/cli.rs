@@ -1,8 +1,20 @@
-//! The top-level command line, its help text (exit codes) and the dispatch to each subcommand.
+//! The top-level command line, its help text (each command's examples, then the exit codes)
+//! and the dispatch to each subcommand.
 
 use clap::{Parser, Subcommand};
 
 use app::commands;
+
+/// The examples after `connstorm --help` and in the top man page.
+const EXAMPLES: &str = "\
+Examples:
+  # Benchmark this host on loopback (15 s); the record goes under ./runs
+  connstorm bench
+  # The accept server on CPUs 0-3 until Ctrl-C, and from another host 50k connections/s at it
+  connstorm server --listen 0.0.0.0:9000 --cpus 0-3
+  connstorm load --target 192.0.2.10:9000 --rate 50k/s --duration 30s
+  # How this host is set up for connection rate
+  connstorm tune check";
 
 /// Measure how fast a Linux host establishes new TCP connections (connections per minute and
 /// handshake latency), and tune the host for it.
@@ -12,7 +24,8 @@ use app::commands;
     version = crate::version::VERSION,
     long_version = crate::version::LONG_VERSION,
     about,
-    long_about = None
+    long_about = None,
+    after_help = EXAMPLES
 )]
 pub struct Cli {
     /// What to do.
@@ -31,7 +44,7 @@ pub enum Command {
     /// Run the load generator against one or more servers.
     Load(commands::load::Args),
     /// Read, check and change the host: sysctl presets, IRQ affinity, kernel config audit.
-    #[command(subcommand)]
+    #[command(subcommand, after_help = commands::tune::EXAMPLES)]
     Tune(commands::tune::Command),
     /// Print reports for run records.
     Report(commands::report::Args),
@@ -46,7 +59,7 @@ pub enum Command {
     /// Merge the run records of a multi-host run (load generators' segments, servers) into one.
     Merge(commands::merge::Args),
     /// Kubernetes manifests for a multi-host run (Indexed Job of generators, server).
-    #[command(subcommand)]
+    #[command(subcommand, after_help = commands::k8s::RENDER_EXAMPLES)]
     K8s(commands::k8s::Command),
     /// Print a shell completion script (bash, zsh or fish) to stdout.
     Completions(commands::completions::Args),
@@ -67,17 +80,27 @@ Exit codes (every command):
            written; a second signal stops waiting and writes them at once, same code
            (`server` ends by a signal as a rule: 0 after one, 128+N after two)";
 
-/// The command line definition with [`EXIT_CODES`] after the `--help` of every command and
-/// subcommand, at any depth.
+/// The command line definition with each command's examples and then [`EXIT_CODES`] after the
+/// `-h` and `--help` of every command and subcommand, at any depth.
 pub fn command() -> clap::Command {
     use clap::CommandFactory;
     fn add(c: clap::Command) -> clap::Command {
-        // `--help` shows `after_long_help` instead of `after_help` where a command has one.
+        // Each command's `after_help` is its examples, defined beside its options; where a
+        // command has an `after_long_help` (`--help` shows it instead of `after_help`), that
+        // follows the examples there.
+        let examples = c.get_after_help().map(ToString::to_string);
+        let then_codes = |more: Option<String>| {
+            [examples.clone(), more, Some(EXIT_CODES.to_string())]
+                .into_iter()
+                .flatten()
+                .collect::<Vec<_>>()
+                .join("\n\n")
+        };
         let c = match c.get_after_long_help().map(ToString::to_string) {
-            Some(long) => c.after_long_help(format!("{long}\n\n{EXIT_CODES}")),
+            Some(long) => c.after_long_help(then_codes(Some(long))),
             None => c,
         };
-        c.after_help(EXIT_CODES).mut_subcommands(add)
+        c.after_help(then_codes(None)).mut_subcommands(add)
     }
     add(Cli::command())
 }
@@ -113,6 +136,64 @@ mod tests {
         use clap::CommandFactory;
         Cli::command().debug_assert();
         command().debug_assert();
+    }
+
+    /// Every command's `-h` and `--help` show 2 to 4 examples, each a command line of that
+    /// command that parses as the binary parses it (after main's `--` rewriting; a pipe or a
+    /// redirection ends what is parsed), each line within 100 columns: examples cannot rot.
+    #[test]
+    fn every_command_shows_examples_that_parse() {
+        use app::commands::examples;
+        fn check(c: &mut clap::Command, path: &mut Vec<String>) {
+            let name = path.join(" ");
+            let typed = format!("{name} ");
+            for help in [
+                c.render_help().to_string(),
+                c.render_long_help().to_string(),
+            ] {
+                let (found, _) = examples::split(&help);
+                let lines: Vec<&String> = found.iter().flat_map(|e| &e.commands).collect();
+                assert!(
+                    (2..=4).contains(&lines.len()),
+                    "{name}: {} examples in\n{help}",
+                    lines.len()
+                );
+                assert!(
+                    lines.iter().any(|l| l.starts_with(&typed) || **l == name),
+                    "{name}: no example of `{name}` itself: {lines:?}"
+                );
+                for e in &found {
+                    assert!(
+                        !e.what.is_empty(),
+                        "{name}: an example says not what it does"
+                    );
+                }
+                for line in &lines {
+                    let words = shlex::split(line)
+                        .unwrap_or_else(|| panic!("{name}: `{line}` is not shell words"));
+                    let words: Vec<String> = words
+                        .into_iter()
+                        .take_while(|w| !["|", ">", ">>", "&&", "||", ";"].contains(&w.as_str()))
+                        .collect();
+                    assert_eq!(words[0], "connstorm", "{name}: `{line}`");
+                    let argv = app::commands::compare::b_side_separator(
+                        words.iter().map(std::ffi::OsString::from),
+                    );
+                    if let Err(e) = Cli::try_parse_from(&argv) {
+                        panic!("{name}: `{line}` does not parse: {e}");
+                    }
+                }
+                for l in help.lines().skip_while(|l| *l != examples::HEADING) {
+                    assert!(l.chars().count() <= 100, "{name}: over 100 columns: {l}");
+                }
+            }
+            for sub in c.get_subcommands_mut().filter(|s| s.get_name() != "help") {
+                path.push(sub.get_name().to_string());
+                check(sub, path);
+                path.pop();
+            }
+        }
+        check(&mut command(), &mut vec!["connstorm".to_string()]);
     }
 
     #[test]

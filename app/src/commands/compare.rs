@@ -47,12 +47,22 @@ impl RuleArgs {
 
 pub use results::compare::{check_setups, refuse_duplicates};
 
+/// The examples after `connstorm compare --help` and in its man page.
+pub const EXAMPLES: &str = "\
+Examples:
+  # Two records, one trial a side
+  connstorm compare base.json patched.json
+  # Several trials a side (bench --out base, bench --out patched); options may follow
+  connstorm compare base/*.json -- patched/*.json --format markdown -o verdict.md
+  # No verdict for shifts below 2% of A's median
+  connstorm compare --a base/*.json --b patched/*.json --min-effect 2";
+
 /// Options of `connstorm compare`.
 ///
 /// Give the sides as `A.json B.json` (one trial each), `A1.json A2.json -- B1.json B2.json`
 /// (options may follow the B files), or `--a A1.json A2.json --b B1.json B2.json`.
 #[derive(Debug, clap::Args)]
-#[command(after_long_help = RULE_HELP)]
+#[command(after_help = EXAMPLES, after_long_help = RULE_HELP)]
 pub struct Args {
     /// Side A's records; or, with exactly two files and no `--`, A then B.
     #[arg(value_name = "A")]

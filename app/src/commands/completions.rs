@@ -16,12 +16,19 @@ pub enum ShellArg {
     Fish,
 }
 
+/// The examples after `connstorm completions --help` and in its man page: where each shell looks (then start a new shell).
+pub const EXAMPLES: &str = "\
+Examples:
+  # Bash
+  connstorm completions bash > ~/.local/share/bash-completion/completions/connstorm
+  # Zsh (with fpath+=~/.zfunc before compinit in ~/.zshrc)
+  connstorm completions zsh > ~/.zfunc/_connstorm
+  # Fish
+  connstorm completions fish > ~/.config/fish/completions/connstorm.fish";
+
 /// Options of `connstorm completions`.
 #[derive(Debug, clap::Args)]
-#[command(after_long_help = "Install (then start a new shell):
-  bash  connstorm completions bash > ~/.local/share/bash-completion/completions/connstorm
-  zsh   connstorm completions zsh > ~/.zfunc/_connstorm   (with fpath+=~/.zfunc before compinit)
-  fish  connstorm completions fish > ~/.config/fish/completions/connstorm.fish")]
+#[command(after_help = EXAMPLES)]
 pub struct Args {
     /// Shell to write the completion script for.
     #[arg(value_enum, value_name = "SHELL")]

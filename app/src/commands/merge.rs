@@ -13,8 +13,17 @@ use results::merge::{merge, Input};
 
 use crate::bad_input;
 
+/// The examples after `connstorm merge --help` and in its man page.
+pub const EXAMPLES: &str = "\
+Examples:
+  # A run of two generators (load --segment i/2 --out runs) and its server (server --out runs)
+  connstorm merge -o merged.json runs/*-load-*of2-*.json runs/*-server-*.json
+  # Then the merged run's report
+  connstorm report merged.json";
+
 /// Options of `connstorm merge`.
 #[derive(Debug, clap::Args)]
+#[command(after_help = EXAMPLES)]
 pub struct Args {
     /// The records of one run: one per load generator (`load --segment i/N --out DIR`, every
     /// segment 0..N exactly once) and optionally one per server (`server --out DIR`).

@@ -26,6 +26,7 @@ pub mod ab;
 pub mod bench;
 pub mod compare;
 pub mod completions;
+pub mod examples;
 pub mod k8s;
 pub mod load;
 pub mod man;

@@ -8,8 +8,19 @@ use results::record::RunRecord;
 use super::records::read_record;
 use crate::bad_input;
 
+/// The examples after `connstorm plot --help` and in its man page.
+pub const EXAMPLES: &str = "\
+Examples:
+  # Handshake latency by percentile, every record overlaid
+  connstorm plot -o spectrum.svg runs/*.json
+  # Connections per minute over time, as PNG
+  connstorm plot --kind timeline -o timeline.png runs/*.json
+  # A vs B trials: connections/s and handshake p99
+  connstorm plot --kind ab -o ab.svg base/*.json -- patched/*.json";
+
 /// Options of `connstorm plot`.
 #[derive(Debug, clap::Args)]
+#[command(after_help = EXAMPLES)]
 pub struct Args {
     /// Run record files (side A for `--kind ab`).
     #[arg(value_name = "RECORD", required = true)]

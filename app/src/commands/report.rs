@@ -24,8 +24,19 @@ pub enum FormatArg {
     Html,
 }
 
+/// The examples after `connstorm report --help` and in its man page.
+pub const EXAMPLES: &str = "\
+Examples:
+  # The report of every record under ./runs
+  connstorm report runs/*.json
+  # As Markdown, listing every kernel counter
+  connstorm report --format markdown --all-counters runs/*.json
+  # One self-contained HTML page, and HdrHistogram interval logs under ./hlogs
+  connstorm report --format html -o report.html --hlog hlogs runs/*.json";
+
 /// Options of `connstorm report`.
 #[derive(Debug, clap::Args)]
+#[command(after_help = EXAMPLES)]
 pub struct Args {
     /// Run record files (JSON written by `connstorm bench`, `load`, `server`, `sweep`, `ab` or `merge` (`--out`)).
     #[arg(value_name = "RECORD", required = true)]

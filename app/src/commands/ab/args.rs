@@ -10,12 +10,22 @@ use results::compare::Format;
 use crate::commands::bench;
 use crate::commands::compare::RuleArgs;
 
+/// The examples after `connstorm ab --help` and in its man page.
+pub const EXAMPLES: &str = "\
+Examples:
+  # A sysctl toggled between the sides (A = 1, B = 0), 10 trials each, restored at the end
+  connstorm ab --toggle sysctl:net.ipv4.tcp_timestamps=1,0
+  # A scheduler feature (A on, B off), 6 trials a side of 5 s each
+  connstorm ab --toggle sched-feature:TTWU_QUEUE --trials 6 --duration 5s
+  # Your own commands before each side's trials (their output goes to stderr)
+  connstorm ab --a-setup 'ethtool -C eth0 rx-usecs 0' --b-setup 'ethtool -C eth0 rx-usecs 50'";
+
 /// Options of `connstorm ab`.
 ///
 /// `--format text|json` (as in every command) is the comparison printed on stdout;
 /// `--compare-format markdown` prints it as Markdown.
 #[derive(Debug, Clone, clap::Args)]
-#[command(after_long_help = crate::commands::compare::RULE_HELP)]
+#[command(after_help = EXAMPLES, after_long_help = crate::commands::compare::RULE_HELP)]
 pub struct Args {
     /// Trials per side (A and B each run this many times, interleaved).
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1000))]

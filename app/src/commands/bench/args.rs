@@ -158,9 +158,22 @@ fn parse_target(s: &str) -> Result<std::net::SocketAddr, String> {
     units::parse_target(s)
 }
 
+/// The examples after `connstorm bench --help` and in its man page.
+pub const EXAMPLES: &str = "\
+Examples:
+  # Peak and latency phases on loopback, 15 s in all; the record goes under ./runs
+  connstorm bench
+  # Server on CPUs 0-1, load on 2-3, 30 s, with the kernel floor measured beside the peak
+  connstorm bench --server-cpus 0-1 --load-cpus 2-3 --duration 30s --baseline
+  # An external server (a gateway) over TLS: load side only, latency phase at 20k conn/s
+  connstorm bench --target 192.0.2.10:443 --tls --rate 20k/s
+  # Server and load in two network namespaces with 1 ms RTT between them (needs root)
+  connstorm bench --netns --rtt 1ms";
+
 /// The `connstorm bench` command line: the benchmark's options (shared with `ab`) and
 /// `bench`'s own `--metrics`.
 #[derive(Debug, Clone, clap::Args)]
+#[command(after_help = EXAMPLES)]
 pub struct Command {
     /// The benchmark.
     #[command(flatten)]

@@ -22,8 +22,18 @@ pub enum Command {
     Render(RenderArgs),
 }
 
+/// The examples after `connstorm k8s render --help` and `connstorm k8s --help` (it has no other
+/// subcommand), and in their man pages.
+pub const RENDER_EXAMPLES: &str = "\
+Examples:
+  # 8 generators, 400k connections/s in all, against the server's Service; then kubectl apply -f k8s
+  connstorm k8s render --clients 8 --target connstorm-server:9000 --rate 400k/s --out k8s
+  # The server on the node's network (no pod veth, NAT or conntrack in the path)
+  connstorm k8s render --clients 4 --target 192.0.2.10:9000 --host-network --rate 100k/s --out k8s";
+
 /// Options of `connstorm k8s render`.
 #[derive(Debug, clap::Args)]
+#[command(after_help = RENDER_EXAMPLES)]
 pub struct RenderArgs {
     /// Load generators (pods of the Indexed Job; pod i runs segment i/N, 0-based), 1 to 10000.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=10_000))]

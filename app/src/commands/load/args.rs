@@ -10,12 +10,25 @@ use loadgen::segment::Segment;
 use crate::commands::metrics::MetricsArgs;
 use crate::commands::Format;
 
+/// The examples after `connstorm load --help` and in its man page.
+pub const EXAMPLES: &str = "\
+Examples:
+  # Open loop: 20k connections/s for 30 s against a local server
+  connstorm load --target 127.0.0.1:9000 --rate 20k/s --duration 30s
+  # Closed loop: 256 attempts in flight from 16 loopback source addresses
+  connstorm load --target 127.0.0.1:9000 --concurrency 256 --source 127.0.0.2-127.0.0.17
+  # One HTTPS GET per connection, resuming TLS sessions with tickets
+  connstorm load --target localhost:443 --tls --tls-resume tickets --http / --rate 5k/s
+  # Generator 0 of 2 of a multi-host run (1/2 on the other host; then connstorm merge)
+  connstorm load --target 192.0.2.10:9000 --rate 200k/s --segment 0/2 --out runs";
+
 /// Options of `connstorm load`.
 ///
 /// Exit codes: 0 completed; 1 run-time failure; 2 bad input; 3 completed but nothing succeeded
 /// (all failed, none could start, or none was accepted); 128+signo interrupted by a signal after
 /// the report.
 #[derive(Debug, clap::Args)]
+#[command(after_help = EXAMPLES)]
 pub struct Args {
     /// Servers to connect to: HOST:PORT, comma-separated (IPv6 as `[::1]:9000`). A name is
     /// resolved to every address it has (`localhost` → 127.0.0.1 and ::1), and all of them are

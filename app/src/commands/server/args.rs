@@ -23,8 +23,19 @@ pub enum OnOff {
 /// A parsed `--cpus` list (an alias, so clap takes the parser's whole `Vec` as one value).
 pub type CpuList = Vec<usize>;
 
+/// The examples after `connstorm server --help` and in its man page.
+pub const EXAMPLES: &str = "\
+Examples:
+  # Every usable CPU on 127.0.0.1:9000 until Ctrl-C, then the report
+  connstorm server
+  # All addresses, CPUs 0-3, each flow to the worker on the CPU that received it, for 60 s
+  connstorm server --listen 0.0.0.0:9000 --cpus 0-3 --steer cpu --duration 60s
+  # HTTPS (self-signed, written for the clients' --ca) with a run record under ./runs
+  connstorm server --tls --mode http --cert-out server.pem --out runs";
+
 /// Options of `connstorm server`.
 #[derive(Debug, clap::Args)]
+#[command(after_help = EXAMPLES)]
 pub struct Args {
     /// Address to listen on, IP:PORT (every worker binds it with SO_REUSEPORT); port 0 picks a
     /// free port, printed on stderr at start.

@@ -8,8 +8,19 @@ use common::units;
 use crate::commands::bench::SetupArgs;
 use crate::commands::Format;
 
+/// The examples after `connstorm sweep --help` and in its man page.
+pub const EXAMPLES: &str = "\
+Examples:
+  # Ten steps from 10% to 150% of the probed peak; the knee is where handshake p99 < 1 ms
+  connstorm sweep
+  # 20 steps from 50% to 120%, SLO p99.9 <= 500 us with at most 0.01% failed attempts
+  connstorm sweep --from 50% --to 120% --steps 20 --slo 'p99.9<=500us' --max-errors 0.01%
+  # A gateway's knee, one HTTP request per connection (load side only)
+  connstorm sweep --target 192.0.2.10:80 --http --slo 'p99<5ms'";
+
 /// Options of `connstorm sweep`.
 #[derive(Debug, Clone, clap::Args)]
+#[command(after_help = EXAMPLES)]
 pub struct Args {
     /// Lowest offered rate, as a share of the probed peak.
     #[arg(long, default_value = "10%", allow_hyphen_values = true)]

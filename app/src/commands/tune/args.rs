@@ -31,6 +31,33 @@ pub struct Source {
     pub system: bool,
 }
 
+/// The examples after `connstorm tune --help` and in its man page.
+pub const EXAMPLES: &str = "\
+Examples:
+  # How this host is set up for connection rate (the doctor summary)
+  connstorm tune check
+  # What the c1m-server preset would change; then change it (a snapshot is saved first)
+  connstorm tune apply --preset c1m-server
+  connstorm tune apply --preset c1m-server --yes
+  # Put back what the last apply changed
+  connstorm tune revert";
+
+/// The examples after `connstorm tune presets --help` and in its man page.
+pub const PRESETS_EXAMPLES: &str = "\
+Examples:
+  # The built-in presets, one line each
+  connstorm tune presets
+  # Then this host against one of them
+  connstorm tune check --preset throughput";
+
+/// The examples after `connstorm tune rules --help` and in its man page.
+pub const RULES_EXAMPLES: &str = "\
+Examples:
+  # Every rule with its source: aliases, kernel ranges, harmful values, settings that need another
+  connstorm tune rules
+  # The rules about one key
+  connstorm tune rules | grep somaxconn";
+
 /// `connstorm tune` subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
@@ -55,7 +82,7 @@ pub enum Command {
     /// Plan (and with --apply --yes, apply) IRQ → CPU affinity for a device's queue IRQs.
     Irq(IrqArgs),
     /// List the built-in presets, one line each.
-    #[command(alias = "list")]
+    #[command(alias = "list", after_help = PRESETS_EXAMPLES)]
     Presets,
     /// Turn a shell script's `echo V > /proc/sys/...` and `sysctl -w k=v` lines into a sysctl.d
     /// file (stdout); lines it does not understand (ulimit, modprobe, /sys writes, ...) are
@@ -63,6 +90,7 @@ pub enum Command {
     Import(ImportArgs),
     /// Print the rule table: aliases, legacy names, status keys, module keys, kernel ranges,
     /// harmful values and settings that need another, each with its source.
+    #[command(after_help = RULES_EXAMPLES)]
     Rules,
     /// Audit the kernel config (and runtime state) for a profile.
     Kernel(KernelArgs),
@@ -79,8 +107,19 @@ pub enum ExportFormat {
     Cmdline,
 }
 
+/// The examples after `connstorm tune check --help` and in its man page.
+pub const CHECK_EXAMPLES: &str = "\
+Examples:
+  # The doctor summary of this host
+  connstorm tune check
+  # This host against a preset; exit 4 when something is off (for scripts)
+  connstorm tune check --preset c1m-server --strict
+  # Against the host's own sysctl.d configuration, as JSON
+  connstorm tune check --system --format json";
+
 /// Arguments of `connstorm tune check`.
 #[derive(Debug, ClapArgs)]
+#[command(after_help = CHECK_EXAMPLES)]
 pub struct CheckArgs {
     /// What to check against (none: doctor summary).
     #[command(flatten)]
@@ -99,8 +138,19 @@ pub struct CheckArgs {
     pub allow_decrease: bool,
 }
 
+/// The examples after `connstorm tune apply --help` and in its man page.
+pub const APPLY_EXAMPLES: &str = "\
+Examples:
+  # The plan only: what --yes would write, skip and refuse
+  connstorm tune apply --preset c1m-server
+  # Apply it: a snapshot, the writes, and a read-back of each
+  connstorm tune apply --preset c1m-server --yes
+  # Your sysctl.d file, inside the network namespace `bench` (global keys are refused)
+  connstorm tune apply --file 90-tuning.conf --netns bench --yes";
+
 /// Arguments of `connstorm tune apply`.
 #[derive(Debug, ClapArgs)]
+#[command(after_help = APPLY_EXAMPLES)]
 pub struct ApplyArgs {
     /// What to apply.
     #[command(flatten)]
@@ -122,8 +172,19 @@ pub struct ApplyArgs {
     pub allow_decrease: bool,
 }
 
+/// The examples after `connstorm tune revert --help` and in its man page.
+pub const REVERT_EXAMPLES: &str = "\
+Examples:
+  # Restore the newest snapshot (of tune apply or tune irq --apply)
+  connstorm tune revert
+  # The newest one, inside the network namespace it was applied in
+  connstorm tune revert --netns bench
+  # One snapshot file, even one taken before a reboot
+  connstorm tune revert /var/lib/connstorm/snapshot-001764572400-000000000.json --force";
+
 /// Arguments of `connstorm tune revert`.
 #[derive(Debug, ClapArgs)]
+#[command(after_help = REVERT_EXAMPLES)]
 pub struct RevertArgs {
     /// Snapshot file.
     pub snapshot: Option<PathBuf>,
@@ -138,8 +199,18 @@ pub struct RevertArgs {
     pub force: bool,
 }
 
+/// The examples after `connstorm tune export --help` and in its man page.
+pub const EXPORT_EXAMPLES: &str = "\
+Examples:
+  # A preset as a file for /etc/sysctl.d/ (limits never lowered below this host's values)
+  connstorm tune export --preset c1m-server --as sysctl-d > 90-connstorm.conf
+  # As a tuned profile, and the kernel command line it needs
+  connstorm tune export --preset low-latency --as tuned > tuned.conf
+  connstorm tune export --preset low-latency --as cmdline";
+
 /// Arguments of `connstorm tune export`.
 #[derive(Debug, ClapArgs)]
+#[command(after_help = EXPORT_EXAMPLES)]
 pub struct ExportArgs {
     /// What to export.
     #[command(flatten)]
@@ -152,12 +223,21 @@ pub struct ExportArgs {
     pub root: PathBuf,
 }
 
+/// The examples after `connstorm tune irq --help` and in its man page.
+pub const IRQ_EXAMPLES: &str = "\
+Examples:
+  # The plan: eth0's queue IRQs on the housekeeping CPUs
+  connstorm tune irq --dev eth0 --plan housekeeping
+  # Queue i on worker CPU i of 2-9, applied (a snapshot is saved first)
+  connstorm tune irq --dev eth0 --plan per-queue --cpus 2-9 --apply --yes";
+
 /// A parsed `--cpus` list: an alias, so clap takes the parser's whole `Vec` as one value (with
 /// `Option<Vec<usize>>` it expects one CPU per value, and reading the option panicked).
 pub type CpuList = Vec<usize>;
 
 /// Arguments of `connstorm tune irq`.
 #[derive(Debug, ClapArgs)]
+#[command(after_help = IRQ_EXAMPLES)]
 pub struct IrqArgs {
     /// Network device, e.g. eth0.
     #[arg(long)]
@@ -182,8 +262,17 @@ pub struct IrqArgs {
     pub root: PathBuf,
 }
 
+/// The examples after `connstorm tune kernel --help` and in its man page.
+pub const KERNEL_EXAMPLES: &str = "\
+Examples:
+  # The running kernel's config and state, audited for a connection-rate server
+  connstorm tune kernel
+  # A config file before booting it, for an isolated-CPU real-time host; exit 4 when off
+  connstorm tune kernel --config /boot/config-6.18.0 --profile rt --strict";
+
 /// Arguments of `connstorm tune kernel`.
 #[derive(Debug, ClapArgs)]
+#[command(after_help = KERNEL_EXAMPLES)]
 pub struct KernelArgs {
     /// What the host is for.
     #[arg(long, value_enum, default_value = "server")]
@@ -199,8 +288,17 @@ pub struct KernelArgs {
     pub root: PathBuf,
 }
 
+/// The examples after `connstorm tune import --help` and in its man page.
+pub const IMPORT_EXAMPLES: &str = "\
+Examples:
+  # A tuning script's sysctl writes as a sysctl.d file (what it cannot import: on stderr)
+  connstorm tune import tune-host.sh > 90-tune-host.conf
+  # Then this host against that file
+  connstorm tune check --file 90-tune-host.conf";
+
 /// Arguments of `connstorm tune import`.
 #[derive(Debug, ClapArgs)]
+#[command(after_help = IMPORT_EXAMPLES)]
 pub struct ImportArgs {
     /// The script.
     pub file: PathBuf,
