@@ -1,4 +1,4 @@
-//! Turns the libraries' reports into run-record parts (the binary is the only place that knows
+//! Turns the libraries' reports into run-record parts (this crate is the only one that knows
 //! both sides, per DESIGN.md's dependency rule).
 
 use std::collections::BTreeMap;

@@ -12,8 +12,8 @@ use anyhow::Context;
 use crate::harness::Harness;
 use crate::setup::{PhaseSpec, Setup};
 
-/// What one `bench` run asks for (the binary's `bench` options, without where to run: that is
-/// the [`Setup`]).
+/// What one `bench` run asks for (`bench`'s own options, without where to run: that is the
+/// [`Setup`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Plan {
     /// Total measured time of both phases (see [`split_duration`]).

@@ -10,8 +10,9 @@
 //! [`write_report`]. Commands print (results on stdout, notes on stderr) only through
 //! [`crate::output`], which never panics on a closed stream.
 
-// As in the binary: printing never panics (a closed stdout or stderr must not lose a run before
-// its record is written), see `crate::output`.
+// In every command, printing never panics (a closed stdout or stderr must not lose a run before
+// its record is written): `eprintln!` goes through `crate::output::note`, which ignores write
+// errors, and `eprint!` ignores them too. Defined before the commands' modules, so it is theirs.
 macro_rules! eprint {
     ($($t:tt)*) => {{
         use std::io::Write as _;
