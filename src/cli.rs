@@ -1,8 +1,20 @@
-//! The top-level command line, its help text (exit codes) and the dispatch to each subcommand.
+//! The top-level command line, its help text (each command's examples, then the exit codes)
+//! and the dispatch to each subcommand.
 
 use clap::{Parser, Subcommand};
 
-use crate::cmd;
+use app::commands;
+
+/// The examples after `connstorm --help` and in the top man page.
+const EXAMPLES: &str = "\
+Examples:
+  # Benchmark this host on loopback (15 s); the record goes under ./runs
+  connstorm bench
+  # The accept server on CPUs 0-3 until Ctrl-C, and from another host 50k connections/s at it
+  connstorm server --listen 0.0.0.0:9000 --cpus 0-3
+  connstorm load --target 192.0.2.10:9000 --rate 50k/s --duration 30s
+  # How this host is set up for connection rate
+  connstorm tune check";
 
 /// Measure how fast a Linux host establishes new TCP connections (connections per minute and
 /// handshake latency), and tune the host for it.
@@ -12,7 +24,8 @@ use crate::cmd;
     version = crate::version::VERSION,
     long_version = crate::version::LONG_VERSION,
     about,
-    long_about = None
+    long_about = None,
+    after_help = EXAMPLES
 )]
 pub struct Cli {
     /// What to do.
@@ -25,43 +38,33 @@ pub struct Cli {
 pub enum Command {
     /// Benchmark this host on loopback (server and load in one process), or an external server
     /// with --target; writes a run record.
-    Bench(cmd::bench::Command),
+    Bench(commands::bench::Command),
     /// Run the per-core accept server.
-    Server(cmd::server::Args),
+    Server(commands::server::Args),
     /// Run the load generator against one or more servers.
-    Load(cmd::load::Args),
+    Load(commands::load::Args),
     /// Read, check and change the host: sysctl presets, IRQ affinity, kernel config audit.
-    #[command(subcommand)]
-    Tune(cmd::tune::Command),
+    #[command(subcommand, after_help = commands::tune::EXAMPLES)]
+    Tune(commands::tune::Command),
     /// Print reports for run records.
-    Report(cmd::report::Args),
+    Report(commands::report::Args),
     /// Compare two sets of run records (A vs B) with confidence intervals.
-    Compare(cmd::compare::Args),
+    Compare(commands::compare::Args),
     /// Run interleaved A/B benchmark trials with setup commands or toggles between them.
-    Ab(cmd::ab::Args),
+    Ab(commands::ab::Args),
     /// Step the offered rate to find the knee (highest rate meeting a latency SLO).
-    Sweep(cmd::sweep::Args),
+    Sweep(commands::sweep::Args),
     /// Plot run records to SVG or PNG.
-    Plot(cmd::plot::Args),
+    Plot(commands::plot::Args),
     /// Merge the run records of a multi-host run (load generators' segments, servers) into one.
-    Merge(cmd::merge::Args),
+    Merge(commands::merge::Args),
     /// Kubernetes manifests for a multi-host run (Indexed Job of generators, server).
-    #[command(subcommand)]
-    K8s(cmd::k8s::Command),
+    #[command(subcommand, after_help = commands::k8s::RENDER_EXAMPLES)]
+    K8s(commands::k8s::Command),
     /// Print a shell completion script (bash, zsh or fish) to stdout.
-    Completions(cmd::completions::Args),
+    Completions(commands::completions::Args),
     /// Print the man page, or write man pages for every subcommand into a directory.
-    Man(cmd::man::Args),
-}
-
-/// `--format` of `bench`, `sweep`, `server`, `load`, `ab` and `tune check`: what each command's
-/// `--format` help says it prints.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    /// Human-readable text.
-    Text,
-    /// JSON.
-    Json,
+    Man(commands::man::Args),
 }
 
 /// The exit codes of every command, shown after each command's `--help` (and in README.md and
@@ -77,17 +80,27 @@ Exit codes (every command):
            written; a second signal stops waiting and writes them at once, same code
            (`server` ends by a signal as a rule: 0 after one, 128+N after two)";
 
-/// The command line definition with [`EXIT_CODES`] after the `--help` of every command and
-/// subcommand, at any depth.
+/// The command line definition with each command's examples and then [`EXIT_CODES`] after the
+/// `-h` and `--help` of every command and subcommand, at any depth.
 pub fn command() -> clap::Command {
     use clap::CommandFactory;
     fn add(c: clap::Command) -> clap::Command {
-        // `--help` shows `after_long_help` instead of `after_help` where a command has one.
+        // Each command's `after_help` is its examples, defined beside its options; where a
+        // command has an `after_long_help` (`--help` shows it instead of `after_help`), that
+        // follows the examples there.
+        let examples = c.get_after_help().map(ToString::to_string);
+        let then_codes = |more: Option<String>| {
+            [examples.clone(), more, Some(EXIT_CODES.to_string())]
+                .into_iter()
+                .flatten()
+                .collect::<Vec<_>>()
+                .join("\n\n")
+        };
         let c = match c.get_after_long_help().map(ToString::to_string) {
-            Some(long) => c.after_long_help(format!("{long}\n\n{EXIT_CODES}")),
+            Some(long) => c.after_long_help(then_codes(Some(long))),
             None => c,
         };
-        c.after_help(EXIT_CODES).mut_subcommands(add)
+        c.after_help(then_codes(None)).mut_subcommands(add)
     }
     add(Cli::command())
 }
@@ -95,22 +108,22 @@ pub fn command() -> clap::Command {
 /// Runs the chosen subcommand and returns the process exit code.
 ///
 /// # Errors
-/// Whatever the subcommand returns; [`crate::error::BadInput`] in the chain means exit code 2.
+/// Whatever the subcommand returns; [`common::error::BadInput`] in the chain means exit code 2.
 pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
-        Command::Bench(a) => cmd::bench::run(a),
-        Command::Server(a) => cmd::server::run(a),
-        Command::Load(a) => cmd::load::run(a),
-        Command::Tune(c) => cmd::tune::run(c),
-        Command::Report(a) => cmd::report::run(a),
-        Command::Compare(a) => cmd::compare::run(a),
-        Command::Ab(a) => cmd::ab::run(a),
-        Command::Sweep(a) => cmd::sweep::run(a),
-        Command::Plot(a) => cmd::plot::run(a),
-        Command::Merge(a) => cmd::merge::run(a),
-        Command::K8s(c) => cmd::k8s::run(c),
-        Command::Completions(a) => cmd::completions::run(a, command()),
-        Command::Man(a) => cmd::man::run(a, command()),
+        Command::Bench(a) => commands::bench::run(a, crate::version::build()),
+        Command::Server(a) => commands::server::run(a, crate::version::build()),
+        Command::Load(a) => commands::load::run(a, crate::version::build()),
+        Command::Tune(c) => commands::tune::run(c),
+        Command::Report(a) => commands::report::run(a),
+        Command::Compare(a) => commands::compare::run(a),
+        Command::Ab(a) => commands::ab::run(a, crate::version::build()),
+        Command::Sweep(a) => commands::sweep::run(a, crate::version::build()),
+        Command::Plot(a) => commands::plot::run(a),
+        Command::Merge(a) => commands::merge::run(a),
+        Command::K8s(c) => commands::k8s::run(c),
+        Command::Completions(a) => commands::completions::run(a, command()),
+        Command::Man(a) => commands::man::run(a, command()),
     }
 }
 
@@ -123,6 +136,64 @@ mod tests {
         use clap::CommandFactory;
         Cli::command().debug_assert();
         command().debug_assert();
+    }
+
+    /// Every command's `-h` and `--help` show 2 to 4 examples, each a command line of that
+    /// command that parses as the binary parses it (after main's `--` rewriting; a pipe or a
+    /// redirection ends what is parsed), each line within 100 columns: examples cannot rot.
+    #[test]
+    fn every_command_shows_examples_that_parse() {
+        use app::commands::examples;
+        fn check(c: &mut clap::Command, path: &mut Vec<String>) {
+            let name = path.join(" ");
+            let typed = format!("{name} ");
+            for help in [
+                c.render_help().to_string(),
+                c.render_long_help().to_string(),
+            ] {
+                let (found, _) = examples::split(&help);
+                let lines: Vec<&String> = found.iter().flat_map(|e| &e.commands).collect();
+                assert!(
+                    (2..=4).contains(&lines.len()),
+                    "{name}: {} examples in\n{help}",
+                    lines.len()
+                );
+                assert!(
+                    lines.iter().any(|l| l.starts_with(&typed) || **l == name),
+                    "{name}: no example of `{name}` itself: {lines:?}"
+                );
+                for e in &found {
+                    assert!(
+                        !e.what.is_empty(),
+                        "{name}: an example says not what it does"
+                    );
+                }
+                for line in &lines {
+                    let words = shlex::split(line)
+                        .unwrap_or_else(|| panic!("{name}: `{line}` is not shell words"));
+                    let words: Vec<String> = words
+                        .into_iter()
+                        .take_while(|w| !["|", ">", ">>", "&&", "||", ";"].contains(&w.as_str()))
+                        .collect();
+                    assert_eq!(words[0], "connstorm", "{name}: `{line}`");
+                    let argv = app::commands::compare::b_side_separator(
+                        words.iter().map(std::ffi::OsString::from),
+                    );
+                    if let Err(e) = Cli::try_parse_from(&argv) {
+                        panic!("{name}: `{line}` does not parse: {e}");
+                    }
+                }
+                for l in help.lines().skip_while(|l| *l != examples::HEADING) {
+                    assert!(l.chars().count() <= 100, "{name}: over 100 columns: {l}");
+                }
+            }
+            for sub in c.get_subcommands_mut().filter(|s| s.get_name() != "help") {
+                path.push(sub.get_name().to_string());
+                check(sub, path);
+                path.pop();
+            }
+        }
+        check(&mut command(), &mut vec!["connstorm".to_string()]);
     }
 
     #[test]

@@ -1,5 +1,7 @@
-//! `connstorm`: the command-line shell around the `server`, `loadgen`, `tuning` and `results`
-//! crates. It parses, dispatches and prints; the logic lives in the libraries.
+//! `connstorm`: the command line around the `app` crate. It parses (the top-level [`cli::Cli`];
+//! each command's options live with its checks and its run in `app::commands`), dispatches
+//! ([`cli::dispatch`]) and turns the outcome into the exit code; the logic lives in the
+//! libraries.
 //!
 //! Exit codes, the same for every command (also in README.md and after every `--help`,
 //! [`cli::EXIT_CODES`]):
@@ -15,37 +17,20 @@
 //!   second signal skips what is still waited for and writes at once, with the same code
 //!   ([`signals`]).
 
-// Doc comments of CLI options are the `--help` text, where `[sysctl]` or `greet[:BYTES]` mean
-// what they say, not intra-doc links.
-#![allow(rustdoc::broken_intra_doc_links)]
-
 use std::io::Write;
 
 use clap::FromArgMatches;
 
-// `eprintln!` in this crate never panics: std's panics when stderr is closed (`2>&-`), which
-// would lose the run before its record is written. It goes through `output::note`, which
-// ignores write errors; stdout goes through `output::out`, which remembers any error but EPIPE
-// for the exit code (see `output::stdout_error`). The commands in `::bench::commands` do the same.
-macro_rules! eprintln {
-    () => { $crate::output::note("") };
-    ($($t:tt)*) => { $crate::output::note(&format!($($t)*)) };
-}
-
 mod cli;
-mod cmd;
-mod error;
 mod version;
 
-/// Stdout/stderr that never panic, the progress bar and the signal handling of every command
-/// ([`::bench::output`], [`::bench::progress`], [`::bench::signals`]).
-use ::bench::{output, signals};
-
-/// The command line's units ([`common::units`]), as `crate::units` for every `value_parser`.
-use common::units;
+/// Stdout that never panics (and the first error writing it, for the exit code) and the signal
+/// handling of every command ([`app::output`], [`app::signals`]).
+use app::{output, signals};
+use common::error::BadInput;
 
 fn main() {
-    let args = cmd::compare::b_side_separator(std::env::args_os());
+    let args = app::commands::compare::b_side_separator(std::env::args_os());
     let matches = match cli::command().try_get_matches_from(args) {
         Ok(m) => m,
         Err(e) => exit_on_parse(e),
@@ -72,10 +57,8 @@ fn main() {
             if is_broken_pipe(&err) {
                 0
             } else {
-                let code = if err.downcast_ref::<error::BadInput>().is_some()
-                    || err
-                        .chain()
-                        .any(|c| c.downcast_ref::<error::BadInput>().is_some())
+                let code = if err.downcast_ref::<BadInput>().is_some()
+                    || err.chain().any(|c| c.downcast_ref::<BadInput>().is_some())
                 {
                     2
                 } else {

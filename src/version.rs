@@ -34,9 +34,9 @@ pub const LONG_VERSION: &str = concat!(
 );
 
 /// This binary's version for record headers, and its record `build` section.
-pub fn build() -> (::bench::record::Build, results::record::BuildInfo) {
+pub fn build() -> (app::record::Build, results::record::BuildInfo) {
     (
-        ::bench::record::Build {
+        app::record::Build {
             version: env!("CARGO_PKG_VERSION"),
             git_commit: env!("CONNSTORM_GIT_COMMIT"),
         },

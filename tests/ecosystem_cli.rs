@@ -51,6 +51,23 @@ fn listed_subcommands(path: &[String]) -> Vec<String> {
         .collect()
 }
 
+/// The example command lines in the "Examples:" block of `connstorm <path> --help`, as typed.
+fn help_examples(path: &[String]) -> Vec<String> {
+    let mut args: Vec<&str> = path.iter().map(String::as_str).collect();
+    args.push("--help");
+    let help = stdout_ok(&args);
+    let Some(start) = help.find("\nExamples:\n") else {
+        return Vec::new();
+    };
+    help[start + "\nExamples:\n".len()..]
+        .lines()
+        .take_while(|l| l.starts_with("  "))
+        .map(str::trim)
+        .filter(|l| l.starts_with("connstorm"))
+        .map(str::to_string)
+        .collect()
+}
+
 /// Every command path below `connstorm`, depth first: `["bench"]`, ..., `["tune", "check"]`.
 fn all_command_paths() -> Vec<Vec<String>> {
     fn walk(path: Vec<String>, out: &mut Vec<Vec<String>>) {
@@ -170,6 +187,34 @@ fn man_pages_exist_for_every_subcommand_and_render() {
             squeezed.contains(&typed),
             "{page_name}: synopsis lacks `{typed}`"
         );
+        // An EXAMPLES section with every example of the command's `--help`, each line as
+        // typed (groff may print `-` as a hyphen or a minus sign).
+        assert!(
+            roff.contains("\n.SH EXAMPLES\n"),
+            "{page_name}: no .SH EXAMPLES"
+        );
+        let (_, section) = text
+            .split_once("\nEXAMPLES\n")
+            .unwrap_or_else(|| panic!("{page_name}: no EXAMPLES section in\n{text}"));
+        let section: String = section
+            .chars()
+            .map(|c| match c {
+                '\u{2010}' | '\u{2011}' | '\u{2212}' => '-',
+                c => c,
+            })
+            .collect();
+        let examples = help_examples(&path);
+        assert!(
+            examples.len() >= 2,
+            "{page_name}: `--help` shows {} examples",
+            examples.len()
+        );
+        for example in &examples {
+            assert!(
+                section.lines().any(|l| l.trim() == example),
+                "{page_name}: EXAMPLES lacks `{example}`:\n{section}"
+            );
+        }
     }
     // No page for clap's `help` pseudo-command.
     assert!(!out_dir.join("connstorm-help.1").exists());

@@ -258,6 +258,25 @@ fn doctor_on_a_fixture_root_and_irq_on_a_device_without_queues() {
     assert!(text(&o).contains("no queue IRQs"), "{}", text(&o));
 }
 
+/// Finding: `tune irq --cpus 0-1` panicked ("Mismatch between definition and access of
+/// `cpus`"): clap took `Option<Vec<usize>>` for one CPU per value while the parser returns the
+/// whole list. It must parse and reach the plan (here refused: `lo` has no queue IRQs).
+#[test]
+fn irq_takes_a_cpu_list_for_per_queue_without_panicking() {
+    let o = run(&[
+        "tune",
+        "irq",
+        "--dev",
+        "lo",
+        "--plan",
+        "per-queue",
+        "--cpus",
+        "0",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("no queue IRQs"), "{}", text(&o));
+}
+
 /// A named network namespace (`ip netns add`) for one test, deleted when dropped (also when an
 /// assertion fails).
 struct NamedNetns(String);

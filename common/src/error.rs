@@ -1,5 +1,5 @@
 //! The error kind that means "what the user gave us is wrong": the binary maps it to exit
-//! code 2 wherever it sits in an error's chain, and the composition crate (`connstorm-bench`)
+//! code 2 wherever it sits in an error's chain, and the composition crate (`connstorm-app`)
 //! raises it for bad options it only finds while resolving them (CPU lists, `--out`, netem).
 
 /// An error in what the user gave (command line, file, host state): exit code 2.

@@ -1,0 +1,212 @@
+//! The options of `connstorm bench` (and the [`SetupArgs`] that `sweep` and `ab` share) and
+//! their value parsers; [`super::resolve`] checks them and `super` runs the benchmark.
+
+// Doc comments of CLI options are the `--help` text, where `[sysctl]` or `greet[:BYTES]` mean
+// what they say, not intra-doc links.
+#![allow(rustdoc::broken_intra_doc_links)]
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use common::units;
+
+use crate::commands::metrics::MetricsArgs;
+use crate::commands::Format;
+
+/// Options shared by `bench`, `sweep` and `ab`: where server and load run and how.
+#[derive(Debug, Clone, clap::Args)]
+#[group(skip)]
+pub struct SetupArgs {
+    /// Attempts in flight during the peak (closed-loop) phase; default 32 per load CPU.
+    #[arg(long)]
+    pub concurrency: Option<u32>,
+    /// CPUs of the server workers, or `auto` (placement planner: isolated CPUs on the NIC's NUMA
+    /// node first, one per core). Default: the first third (at least one) of the CPUs this
+    /// process may use.
+    #[arg(long)]
+    pub server_cpus: Option<String>,
+    /// CPUs of the load workers, or `auto`. Default: the CPUs not serving (the same CPU on a
+    /// 1-CPU host).
+    #[arg(long)]
+    pub load_cpus: Option<String>,
+    /// Server event engine: auto (io_uring if it works here, else epoll), io-uring, epoll.
+    #[arg(long, default_value = "auto", value_parser = parse_engine)]
+    pub engine: server::EngineChoice,
+    /// One server worker and one load worker on every CPU this process may use (softirq work
+    /// stays on the CPU that raised it); `--baseline`'s floor runs in the same shape.
+    #[arg(long, conflicts_with_all = ["server_cpus", "load_cpus", "target"])]
+    pub whole_machine: bool,
+    /// Load side's connect engine: auto, io-uring, epoll (see `connstorm load --help`).
+    #[arg(long, default_value = "auto")]
+    pub load_engine: loadgen::LoadEngine,
+    /// Open loop: when the next start is due within this, poll without sleeping instead of arming
+    /// a timer (a short spin, so the start is not left to a timer wake-up); 0s = always arm the
+    /// timer. At most 1ms. Recorded (`load.spin_ns`).
+    #[arg(long, default_value = "2us", value_parser = units::parse_duration)]
+    pub spin: Duration,
+    /// Open loop: at most this many due starts are made one after another after one wait
+    /// (1..=4096; 1 = a wait before every start). Recorded (`load.start_batch`).
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=4096))]
+    pub start_batch: u64,
+    /// Client close mode.
+    #[arg(long, value_enum, default_value = "rst")]
+    pub close: loadgen::CloseMode,
+    /// Server mode: rst (SO_LINGER 0: no FIN_WAIT2/TIME_WAIT on either side), close (FIN: with
+    /// the default client RST, a few orphaned FIN_WAIT2 minisocks make reused ports' SYNs be
+    /// resent, see README), greet[:BYTES] (the client then measures first-byte latency), hold,
+    /// http. Default: rst; with --tls close; with --http http (any other mode given with
+    /// --http or --tls is refused, not replaced).
+    #[arg(long, value_parser = parse_mode)]
+    pub mode: Option<server::Mode>,
+    /// listen() backlog per listener (capped by net.core.somaxconn).
+    #[arg(long, default_value_t = 65535, value_parser = units::parse_backlog)]
+    pub backlog: u32,
+    /// Benchmark an external server (HOST:PORT, e.g. a gateway): load side only. A name must
+    /// resolve to one address (one with several is refused, listing them).
+    #[arg(long, value_parser = parse_target)]
+    pub target: Option<std::net::SocketAddr>,
+    /// Run server and load in two fresh network namespaces joined by veth (needs root); counts
+    /// must then agree exactly with the kernel's.
+    #[arg(long)]
+    pub netns: bool,
+    /// With --netns: add this round-trip time with netem (e.g. `1ms`), up to 549.755812s
+    /// (rtt/2 on each side, netem's 32-bit tick field).
+    #[arg(long, value_parser = parse_rtt, requires = "netns")]
+    pub rtt: Option<Duration>,
+    /// Per-attempt connect timeout.
+    #[arg(long, default_value = "3s", value_parser = units::parse_positive_duration)]
+    pub connect_timeout: Duration,
+    /// Label stored in the record and (its first 64 characters, made file-safe) its file name;
+    /// at most 1,024 bytes.
+    #[arg(long, default_value = "", value_parser = parse_label)]
+    pub label: String,
+    /// Directory for run records.
+    #[arg(long, default_value = "runs")]
+    pub out: PathBuf,
+    /// A TLS handshake on every connection (rustls, both sides): the in-process server uses
+    /// --cert/--key or a self-signed certificate generated at start, which the load trusts;
+    /// the default server mode becomes `close` (close_notify, close). Records TLS handshakes
+    /// full/resumed, their latency and the server's TLS accepts.
+    #[arg(long)]
+    pub tls: bool,
+    /// One HTTP/1.1 GET per connection (with --tls: over TLS); the default server mode becomes
+    /// `http` (a 204 per request). Records status classes and response latency.
+    #[arg(long)]
+    pub http: bool,
+    /// With --tls: the server's certificate chain, PEM (needs --key); the load then does not
+    /// check the name.
+    #[arg(long, value_name = "FILE", requires = "tls", requires = "key")]
+    pub cert: Option<PathBuf>,
+    /// With --tls: the private key of --cert, PEM.
+    #[arg(long, value_name = "FILE", requires = "cert")]
+    pub key: Option<PathBuf>,
+    /// With --tls: resume sessions with tickets (per load worker) instead of full handshakes.
+    #[arg(long, value_name = "off|tickets", default_value = "off", value_parser = parse_resume, requires = "tls")]
+    pub tls_resume: loadgen::tls::Resume,
+}
+
+/// Options of `connstorm bench`.
+#[derive(Debug, Clone, clap::Args)]
+#[group(skip)]
+pub struct Args {
+    /// Total measured time of both phases: from 3 s up the peak phase gets 40% rounded to whole
+    /// seconds and the latency phase the rest (e.g. `3.5s`: 1 s and 2.5 s); below 3 s, 40% and
+    /// 60% exactly. Plus a warm-up before each phase: 1 s, or duration/10 below 3 s.
+    #[arg(long, default_value = "15s", value_parser = units::parse_positive_duration)]
+    pub duration: Duration,
+    /// Offered rate of the latency phase (e.g. `16.7k/s`, `1M/min`); default 80% of the
+    /// measured peak.
+    #[arg(long, value_parser = units::parse_rate)]
+    pub rate: Option<f64>,
+    /// Also measure the kernel floor (a blocking socket/connect/close pair on the same CPUs)
+    /// paired with connstorm's peak: slices alternate in ABBA order, and the median paired ratio
+    /// is printed with its 95% interval.
+    #[arg(long)]
+    pub baseline: bool,
+    /// With --baseline: pairs of slices (floor, connstorm) in ABBA order, 1..=100; 6 is the
+    /// fewest that give a 95% interval for the median ratio.
+    #[arg(long, default_value_t = crate::baseline::DEFAULT_PAIRS, requires = "baseline")]
+    pub baseline_pairs: usize,
+    /// With --baseline: measured time of each slice (0.5s..=60s), after a 0.5 s warm-up.
+    #[arg(long, default_value = "2s", value_parser = units::parse_positive_duration, requires = "baseline")]
+    pub baseline_slice: Duration,
+    /// Output on stdout: `text` (the human summary) or `json` (the run record).
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+    /// Where and how to run.
+    #[command(flatten)]
+    pub setup: SetupArgs,
+}
+
+fn parse_engine(s: &str) -> Result<server::EngineChoice, String> {
+    s.parse()
+}
+
+fn parse_mode(s: &str) -> Result<server::Mode, String> {
+    s.parse()
+}
+
+fn parse_resume(s: &str) -> Result<loadgen::tls::Resume, String> {
+    match s {
+        "off" => Ok(loadgen::tls::Resume::Off),
+        "tickets" => Ok(loadgen::tls::Resume::Tickets),
+        _ => Err(format!("unknown resumption {s:?}: use `off` or `tickets`")),
+    }
+}
+
+fn parse_target(s: &str) -> Result<std::net::SocketAddr, String> {
+    units::parse_target(s)
+}
+
+/// The examples after `connstorm bench --help` and in its man page.
+pub const EXAMPLES: &str = "\
+Examples:
+  # Peak and latency phases on loopback, 15 s in all; the record goes under ./runs
+  connstorm bench
+  # Server on CPUs 0-1, load on 2-3, 30 s, with the kernel floor measured beside the peak
+  connstorm bench --server-cpus 0-1 --load-cpus 2-3 --duration 30s --baseline
+  # An external server (a gateway) over TLS: load side only, latency phase at 20k conn/s
+  connstorm bench --target 192.0.2.10:443 --tls --rate 20k/s
+  # Server and load in two network namespaces with 1 ms RTT between them (needs root)
+  connstorm bench --netns --rtt 1ms";
+
+/// The `connstorm bench` command line: the benchmark's options (shared with `ab`) and
+/// `bench`'s own `--metrics`.
+#[derive(Debug, Clone, clap::Args)]
+#[command(after_help = EXAMPLES)]
+pub struct Command {
+    /// The benchmark.
+    #[command(flatten)]
+    pub args: Args,
+    /// Prometheus `/metrics`.
+    #[command(flatten)]
+    pub metrics: MetricsArgs,
+}
+
+/// `--rtt`: a duration netem can add ([`tuning::netns::check_rtt`]), refused when parsed.
+fn parse_rtt(s: &str) -> Result<Duration, String> {
+    let d = units::parse_duration(s)?;
+    tuning::netns::check_rtt(d)?;
+    Ok(d)
+}
+
+/// `--label`: at most [`results::record::MAX_LABEL_BYTES`] bytes (reports print it in every
+/// table and plot, and records with a longer one are refused when read).
+fn parse_label(s: &str) -> Result<String, String> {
+    let max = results::record::MAX_LABEL_BYTES;
+    if let Some(c) = s.chars().find(|c| c.is_control()) {
+        return Err(format!(
+            "{:?} holds the control character {:?}: a label is printed in reports; give one without control characters",
+            s,
+            c
+        ));
+    }
+    if s.len() > max {
+        return Err(format!(
+            "{} bytes: a label is at most {} bytes; give a shorter one",
+            results::numfmt::count(s.len() as u64),
+            results::numfmt::count(max as u64)
+        ));
+    }
+    Ok(s.to_string())
+}

@@ -1,0 +1,140 @@
+//! From the options of `bench` (and the [`SetupArgs`] that `sweep` and `ab` share) to a checked
+//! [`Setup`] and [`Trial`]: every option that needs no more than limits, the CPUs and the
+//! `--out` directory is checked here, before a record, a namespace or a server exists.
+
+use results::record::BuildInfo;
+
+use super::args::{Args, SetupArgs};
+use super::Trial;
+use crate::baseline::BaselineRun;
+use crate::record::Build;
+use crate::run::Plan;
+use crate::setup::Setup;
+
+impl Args {
+    /// The paired baseline's options from `--baseline-pairs` and `--baseline-slice`.
+    pub fn baseline_options(&self) -> crate::baseline::Options {
+        crate::baseline::Options {
+            pairs: self.baseline_pairs,
+            slice: self.baseline_slice,
+        }
+    }
+}
+
+impl SetupArgs {
+    /// Checks every option that needs no host state beyond limits and the `--out` directory,
+    /// before anything is created ([`crate::limits::check_setup`]; `--backlog` is checked by
+    /// its parser).
+    ///
+    /// # Errors
+    /// Bad input (exit 2) naming the option, its limit and how to fix it.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        crate::limits::check_setup(&crate::limits::SetupRequest {
+            concurrency: self.concurrency,
+            connect_timeout: self.connect_timeout,
+            target: self.target.is_some(),
+            netns: self.netns,
+            out: &self.out,
+        })
+    }
+
+    /// Validates ([`SetupArgs::validate`]), resolves the CPUs and builds the harness setup.
+    ///
+    /// # Errors
+    /// Bad input for CPU lists, limits and option conflicts.
+    pub fn resolve(&self) -> anyhow::Result<Setup> {
+        self.validate()?;
+        let picked = if self.whole_machine {
+            crate::cpus::whole_machine()
+        } else {
+            crate::cpus::pick_cpus(
+                self.server_cpus.as_deref(),
+                self.load_cpus.as_deref(),
+                self.target.is_some(),
+            )?
+        };
+        for n in &picked.notes {
+            super::note(n);
+        }
+        let (server_cpus, load_cpus) = (picked.server, picked.load);
+        let mode = crate::setup::protocol_mode(self.mode, self.tls, self.http)
+            .map_err(crate::bad_input)?;
+        let expect_bytes = match mode {
+            server::Mode::Greet { bytes } => Some(bytes),
+            _ => None,
+        };
+        let tls = self
+            .tls
+            .then(|| {
+                crate::setup::BenchTls::new(
+                    self.cert.as_deref(),
+                    self.key.as_deref(),
+                    self.target.is_some(),
+                    self.tls_resume,
+                )
+            })
+            .transpose()
+            .map_err(crate::bad_input)?;
+        Ok(Setup {
+            server_cpus,
+            load_cpus,
+            engine: self.engine,
+            mode,
+            backlog: self.backlog,
+            close: self.close,
+            target: self.target,
+            netns: self.netns,
+            rtt: self.rtt,
+            connect_timeout: self.connect_timeout,
+            expect_bytes,
+            tls,
+            http: self.http,
+            load_engine: self.load_engine,
+            pacing: crate::commands::load::pacing(self.spin, self.start_batch),
+            whole_machine: self.whole_machine,
+        })
+    }
+}
+
+impl Args {
+    /// The run's phases.
+    pub fn plan(&self) -> Plan {
+        Plan {
+            duration: self.duration,
+            rate: self.rate,
+            concurrency: self.setup.concurrency,
+            baseline: self.baseline,
+            label: self.setup.label.clone(),
+        }
+    }
+
+    /// The run's plan, baseline and record directory; `build`: the binary's version and build,
+    /// for the record.
+    pub fn trial(&self, build: (Build, BuildInfo)) -> Trial {
+        Trial {
+            plan: self.plan(),
+            baseline: BaselineRun {
+                netns: self.setup.netns,
+                concurrency: self.setup.concurrency,
+                opts: self.baseline_options(),
+            },
+            out: self.setup.out.clone(),
+            build,
+        }
+    }
+}
+
+/// Checks `bench`'s own options (duration, rate; [`crate::limits::check_plan`]);
+/// [`SetupArgs::resolve`] checks the shared ones.
+///
+/// # Errors
+/// Bad input (exit 2) naming the option, its limit and how to fix it.
+pub fn validate(args: &Args) -> anyhow::Result<()> {
+    crate::limits::check_plan(&args.plan())?;
+    if args.baseline {
+        args.baseline_options()
+            .validate()
+            .map_err(crate::bad_input)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,117 @@
+//! The warnings of `connstorm load` that its report cannot show by itself, printed before the
+//! run (ephemeral ports, the descriptor limit) and after it (a connect timeout shorter than the
+//! late threshold, a late `--start-at`); they also go into the JSON report and the record.
+
+use std::time::SystemTime;
+
+use loadgen::{CloseMode, LoadConfig, LoadReport, Pattern};
+
+/// The warning for an open loop whose in-flight bound RLIMIT_NOFILE lowered: `(default, bound)`.
+pub fn fd_cap_warning((default, bound): (u64, u64)) -> String {
+    format!(
+        "RLIMIT_NOFILE allows at most {} attempts in flight (the limit less 256 descriptors kept for \
+         the process), below this rate's default of {}: a start due while all are busy is dropped; \
+         raise the limit (`ulimit -n`; the hard limit with `ulimit -Hn`) or lower --rate",
+        common::numfmt::count(bound),
+        common::numfmt::count(default)
+    )
+}
+
+/// The warning when an open-loop run dropped starts that found a free slot (the generator was
+/// behind, not the target) while its `--connect-timeout` is shorter than the late threshold
+/// (`LoadConfig::late_threshold`, 1 ms): a start that cannot begin within the connect timeout of
+/// its scheduled time is dropped, so with a timeout that short a lag the report would not even
+/// call late drops starts, and the drops are the timeout's, not the server's.
+pub fn short_timeout_warning(cfg: &LoadConfig, report: &LoadReport) -> Option<String> {
+    let lag = report.generator_lag.as_ref()?;
+    let behind = report.dropped.saturating_sub(report.dropped_in_flight_full);
+    (behind > 0 && cfg.connect_timeout < cfg.late_threshold).then(|| {
+        let p99 = if lag.hist.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; the starts that did begin lagged p99 {}",
+                common::numfmt::ns(lag.hist.value_at_quantile(0.99) as f64)
+            )
+        };
+        format!(
+            "--connect-timeout {} is shorter than the late threshold ({}): a start that cannot begin within --connect-timeout of its scheduled time is dropped, so {} starts were dropped for a lag the report would not even call late{p99} — the drops are the timeout's, not the server's; allow a longer --connect-timeout",
+            common::numfmt::ns(cfg.connect_timeout.as_nanos() as f64),
+            common::numfmt::ns(cfg.late_threshold.as_nanos() as f64),
+            common::numfmt::count(behind)
+        )
+    })
+}
+
+/// The warning when the schedule started more than [`results::merge::SKEW_BOUND_MS`] after
+/// `--start-at` (`planned`; `real`: when it started): the instant had passed when the workers
+/// were ready.
+pub fn late_start_warning(planned: Option<SystemTime>, real: SystemTime) -> Option<String> {
+    let late = planned
+        .and_then(|t| real.duration_since(t).ok())
+        .filter(|l| l.as_millis() > u128::from(results::merge::SKEW_BOUND_MS))?;
+    Some(format!(
+        "the schedule started {} ms after --start-at (the instant had passed when the workers were ready): give a start time further ahead",
+        late.as_millis()
+    ))
+}
+
+/// The warning when the rate or the concurrency of `cfg` needs more ephemeral ports than this
+/// host offers ([`tuning::ports::shortfall`], with TIME_WAIT reuse taken into account from the
+/// settings it depends on, read from `io`: tcp_tw_reuse, tcp_timestamps, tcp_tw_reuse_delay),
+/// saying how to fix it; `None` when the ports suffice. `b` gives the run's (source, target)
+/// triples.
+///
+/// # Errors
+/// The settings cannot be read (the message; there is then no port-budget check).
+pub fn port_budget_warning(
+    cfg: &LoadConfig,
+    b: &loadgen::ports::PortBudget,
+    io: &tuning::plan::ProcSys,
+) -> Result<Option<String>, String> {
+    let settings = tuning::ports::PortSettings::read(io).map_err(|e| e.to_string())?;
+    let all_local = cfg.targets.iter().all(|t| common::addr::is_local(t.ip()));
+    let e = tuning::ports::budget(&settings, b.triples, all_local, cfg.close == CloseMode::Fin);
+    let demand = match cfg.pattern {
+        Pattern::Open { rate_per_sec, .. } => tuning::ports::Demand::Rate {
+            per_sec: rate_per_sec,
+        },
+        Pattern::Closed { concurrency } => tuning::ports::Demand::InFlight {
+            connections: u64::from(concurrency),
+        },
+    };
+    Ok(tuning::ports::shortfall(&e, demand).map(|w| {
+        let reuse = tuning::ports::reuse_remedy(&e)
+            .map(|r| format!(", or {r}"))
+            .unwrap_or_default();
+        format!(
+            "{w}; use more --source addresses (any 127.0.0.0/8 on loopback), more targets, \
+             --close rst or --close server, a wider net.ipv4.ip_local_port_range{reuse}"
+        )
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn a_start_later_than_the_skew_bound_is_warned_about_and_one_within_it_is_not() {
+        let t = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000);
+        let bound = results::merge::SKEW_BOUND_MS;
+        assert_eq!(
+            late_start_warning(Some(t), t + Duration::from_millis(bound)),
+            None
+        );
+        let w = late_start_warning(Some(t), t + Duration::from_millis(bound + 1)).unwrap();
+        assert!(
+            w.starts_with(&format!(
+                "the schedule started {} ms after --start-at",
+                bound + 1
+            )),
+            "{w}"
+        );
+        assert_eq!(late_start_warning(None, t), None);
+    }
+}

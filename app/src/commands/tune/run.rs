@@ -1,0 +1,380 @@
+//! `connstorm tune` once its options are parsed: check, apply, revert, export, IRQ plans, the
+//! kernel audit and import. The logic and the text live in the `tuning` crate
+//! (`tuning::render`); this module composes the calls and returns the exit code.
+
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::Context;
+use tuning::finding::Severity;
+use tuning::plan::{self, CheckOptions, Checked, ProcSys};
+use tuning::preset::Preset;
+use tuning::render;
+use tuning::snapshot::{Saved, Snapshot};
+
+use super::args::{
+    ApplyArgs, CheckArgs, ExportArgs, ExportFormat, ImportArgs, IrqArgs, KernelArgs, RevertArgs,
+    Source,
+};
+use crate::bad_input;
+use crate::commands::Format;
+
+/// Exit code of `check --strict` and `kernel --strict` when something is off.
+const EXIT_OFF: i32 = 4;
+
+impl Source {
+    /// The source as `apply` arguments (for the command the plan names).
+    fn args(&self) -> Vec<String> {
+        match (&self.preset, self.system) {
+            (Some(p), _) => vec!["--preset".into(), p.clone()],
+            (None, true) => vec!["--system".into()],
+            (None, false) => self
+                .file
+                .iter()
+                .flat_map(|f| ["--file".into(), f.display().to_string()])
+                .collect(),
+        }
+    }
+
+    /// Loads the source (`None` when none was named); sysctl.d globs expand over `<root>/proc/sys`.
+    fn load(&self, root: &Path) -> anyhow::Result<Option<Preset>> {
+        if let Some(name) = &self.preset {
+            return tuning::builtin::named(name).map(Some).map_err(bad_input);
+        }
+        let mut files = self.file.clone();
+        if self.system {
+            let found = tuning::sysctld::system_files(root);
+            eprint!("{}", render::apply::system_notes(&found));
+            files = found
+                .into_iter()
+                .filter(|f| !f.masked)
+                .map(|f| f.path)
+                .collect();
+            if files.is_empty() {
+                let dirs = tuning::sysctld::DIRS.join(", ");
+                return Err(bad_input(format!(
+                    "no sysctl.d files under {} ({dirs}): nothing to check",
+                    root.display()
+                )));
+            }
+        }
+        if files.is_empty() {
+            return Ok(None);
+        }
+        Preset::load_all(&files, root)
+            .map(Some)
+            .map_err(|e| bad_input(e.to_string()))
+    }
+
+    fn require(&self, root: &Path) -> anyhow::Result<Preset> {
+        self.load(root)?.ok_or_else(|| {
+            bad_input("name a preset with --preset NAME, files with --file PATH, or --system")
+        })
+    }
+}
+
+/// Writes `text` to stdout.
+fn out(text: &str) -> anyhow::Result<()> {
+    let mut o = std::io::stdout().lock();
+    o.write_all(text.as_bytes())?;
+    o.flush()?;
+    Ok(())
+}
+
+/// `tune presets`.
+///
+/// # Errors
+/// Bad input when a built-in preset does not parse; an I/O error writing stdout.
+pub fn presets() -> anyhow::Result<i32> {
+    let all = tuning::builtin::all().map_err(|e| bad_input(e.to_string()))?;
+    out(&render::host::presets(&all))?;
+    Ok(0)
+}
+
+/// `tune rules`.
+///
+/// # Errors
+/// An I/O error writing stdout.
+pub fn rules() -> anyhow::Result<i32> {
+    out(&render::host::rules())?;
+    Ok(0)
+}
+
+/// `tune check`: the host against the source read under `--root`, or the doctor summary
+/// without one; exit 4 with `--strict` when something is off.
+///
+/// # Errors
+/// Bad input for a source that cannot be read; an I/O error writing stdout.
+pub fn check(a: &CheckArgs) -> anyhow::Result<i32> {
+    let (source, root, strict) = (&a.source, a.root.as_path(), a.strict);
+    let (json, allow_decrease) = (a.format == Format::Json, a.allow_decrease);
+    let exit = |off: bool| if strict && off { EXIT_OFF } else { 0 };
+    let Some(preset) = source.load(root)? else {
+        let f = tuning::doctor::run(root);
+        out(&if json {
+            format!("{}\n", serde_json::to_string_pretty(&f)?)
+        } else {
+            format!(
+                "connstorm doctor (host root {}: no preset or file given, so the host is checked)\n{}",
+                root.display(),
+                render::findings(&f)
+            )
+        })?;
+        return Ok(exit(f.iter().any(|x| x.severity >= Severity::Warn)));
+    };
+    let io = ProcSys { root: root.into() };
+    let c = checked(
+        &preset,
+        &io,
+        !tuning::snapshot::in_initial_netns(),
+        allow_decrease,
+    );
+    out(&if json {
+        let v = render::plan::check_json(&preset, &c);
+        format!("{}\n", serde_json::to_string_pretty(&v)?)
+    } else {
+        let command = render::apply::apply_command(&source.args(), None, allow_decrease);
+        render::plan::check(&preset, &c, &command)
+    })?;
+    Ok(exit(c.off()))
+}
+
+/// `preset` checked against the host `io` reads, as `check` and `apply` both need it.
+fn checked(preset: &Preset, io: &ProcSys, netns_only: bool, allow_decrease: bool) -> Checked {
+    Checked::of(
+        preset,
+        io,
+        CheckOptions {
+            netns_only,
+            allow_decrease,
+        },
+    )
+}
+
+fn enter_netns(netns: Option<&str>) -> anyhow::Result<()> {
+    let Some(name) = netns else { return Ok(()) };
+    tuning::netns::enter(name).map_err(|e| match e {
+        tuning::netns::NetnsError::BadName(_) | tuning::netns::NetnsError::Open { .. } => {
+            bad_input(e.to_string())
+        }
+        other => anyhow::Error::new(other),
+    })
+}
+
+/// `tune apply`: the plan, and with `--yes` (without `--dry-run`) a snapshot, the writes and
+/// their read-back.
+///
+/// # Errors
+/// Bad input for a source that cannot be read, a namespace that cannot be entered, a plan
+/// that would be refused; a failed apply (after the snapshot restores what was written).
+pub fn apply(a: &ApplyArgs) -> anyhow::Result<i32> {
+    // Really change the host.
+    let change = a.yes && !a.dry_run;
+    // Files are checked for syntax first (bad input before anything else), then read again
+    // inside the namespace: globs expand over the keys that exist there (its interfaces).
+    a.source.require(Path::new("/"))?;
+    let netns = a.netns.as_deref();
+    enter_netns(netns)?;
+    let preset = a.source.require(Path::new("/"))?;
+    let netns_only = netns.is_some() || !tuning::snapshot::in_initial_netns();
+    let mut io = ProcSys { root: "/".into() };
+    let allow_decrease = a.allow_decrease;
+    let c = checked(&preset, &io, netns_only, allow_decrease);
+    let command = render::apply::apply_command(&a.source.args(), netns, allow_decrease);
+    out(&render::plan::plan(&preset, &c, netns_only, &command))?;
+    if !change {
+        out(&render::apply::not_applied(&c.prediction, a.dry_run))?;
+        return match render::apply::refusal(&c.prediction) {
+            Some(e) => Err(bad_input(e)),
+            None => Ok(0),
+        };
+    }
+    let reason = format!("apply {}", preset.title());
+    let report = plan::apply(&c.rows, &mut io, Path::new("/"), &a.state_dir, &reason).map_err(
+        |e| match e {
+            plan::ApplyError::Blocked { .. } => bad_input(e.to_string()),
+            e => anyhow::Error::new(e).context("apply"),
+        },
+    )?;
+    out(&render::apply::applied(&report, netns))?;
+    Ok(0)
+}
+
+/// `tune revert`: restores the snapshot (default: the newest in `--state-dir`), in `--netns`
+/// when given; `--force` restores one from another boot or namespace.
+///
+/// # Errors
+/// Bad input for a missing or foreign snapshot; an incomplete restore.
+pub fn revert(a: &RevertArgs) -> anyhow::Result<i32> {
+    enter_netns(a.netns.as_deref())?;
+    let path = match &a.snapshot {
+        Some(p) => p.clone(),
+        None => Snapshot::latest(&a.state_dir).map_err(|e| bad_input(e.to_string()))?,
+    };
+    let snap = Snapshot::read(&path).map_err(|e| bad_input(e.to_string()))?;
+    let mut io = ProcSys { root: "/".into() };
+    let rep = plan::revert(&snap, &mut io, Path::new("/"), a.force).map_err(|e| match e {
+        plan::RevertError::Incomplete(_) => anyhow::Error::new(e),
+        other => bad_input(other.to_string()),
+    })?;
+    let irq_failed = tuning::irq::restore(Path::new("/"), &snap.saved);
+    let irqs = snap
+        .saved
+        .iter()
+        .filter(|s| matches!(s, Saved::IrqAffinity { .. }))
+        .count();
+    out(&render::apply::reverted(&path, &rep, irqs))?;
+    if !irq_failed.is_empty() {
+        anyhow::bail!("could not restore the affinity of IRQs {irq_failed:?}");
+    }
+    Ok(0)
+}
+
+/// `tune import`: a shell script's sysctl writes as a sysctl.d file on stdout, what could not
+/// be imported on stderr; exit 3 when no line was imported.
+///
+/// # Errors
+/// Bad input for a file that cannot be read as text.
+pub fn import(a: &ImportArgs) -> anyhow::Result<i32> {
+    let file = a.file.as_path();
+    let text = tuning::preset::read_text(file).map_err(|e| bad_input(e.to_string()))?;
+    let origin = file.display().to_string();
+    let lines = tuning::import::import(&text);
+    out(&tuning::import::to_sysctl_d(&lines, &origin))?;
+    let (notes, imported) = render::host::import_notes(&lines, &origin);
+    eprint!("{notes}");
+    Ok(if imported == 0 { 3 } else { 0 })
+}
+
+/// `tune export`: the source as a sysctl.d file, a tuned profile or a kernel command line
+/// (`--as`; current values read under `--root`).
+///
+/// # Errors
+/// Bad input for a source that cannot be read.
+pub fn export(a: &ExportArgs) -> anyhow::Result<i32> {
+    let p = a.source.require(&a.root)?;
+    let io = ProcSys {
+        root: a.root.clone(),
+    };
+    out(&match a.format {
+        ExportFormat::SysctlD => tuning::export::sysctl_d(&p, &io),
+        ExportFormat::Tuned => tuning::export::tuned(&p, &io),
+        ExportFormat::Cmdline => {
+            if p.cmdline.is_empty() {
+                eprintln!(
+                    "connstorm: {} has no kernel command-line parameters",
+                    p.title()
+                );
+            }
+            format!("{}\n", tuning::export::cmdline(&p))
+        }
+    })?;
+    Ok(0)
+}
+
+/// `tune irq`: the plan, and with `--apply --yes` a snapshot and the affinity writes.
+///
+/// # Errors
+/// Bad input for an unknown device or an impossible plan; a failed write.
+pub fn irq(a: &IrqArgs) -> anyhow::Result<i32> {
+    // Worker CPUs for the per-queue plan (none: the isolated CPUs of the NIC's node).
+    let cpus = a.cpus.as_deref().unwrap_or_default();
+    let nic = tuning::nic::Nic::read(&a.root, &a.dev).map_err(|e| bad_input(e.to_string()))?;
+    let topo = tuning::topology::Topology::read(&a.root).context("read CPU topology")?;
+    let (moves, warnings) = tuning::irq::plan(&a.root, &nic, &topo, a.plan, cpus)
+        .map_err(|e| bad_input(e.to_string()))?;
+    let name = a.plan.to_string();
+    out(&render::host::irq_plan(
+        &name,
+        &a.dev,
+        nic.numa_node,
+        &moves,
+        &warnings,
+    ))?;
+    if !(a.apply && a.yes) {
+        let how = if a.apply {
+            "pass --yes to apply"
+        } else {
+            "pass --apply --yes to apply"
+        };
+        out(&format!("nothing changed ({how})\n"))?;
+        return Ok(0);
+    }
+    let reason = format!("irq {} {name}", a.dev);
+    let snap =
+        tuning::irq::apply(&a.root, &moves, &a.state_dir, &reason).context("apply IRQ plan")?;
+    out(&render::host::irq_applied(moves.len(), &snap))?;
+    Ok(0)
+}
+
+/// `tune kernel`: the kernel config (`--config`, else the host's) audited for `--profile`;
+/// exit 4 with `--strict` when something is off.
+///
+/// # Errors
+/// Bad input for a config file that cannot be read; the host's config cannot be found.
+pub fn kernel(a: &KernelArgs) -> anyhow::Result<i32> {
+    use tuning::kconfig::{self, KernelConfig, Runtime};
+    let (profile, root, strict) = (a.profile, a.root.as_path(), a.strict);
+    let cfg = match a.config.as_deref() {
+        Some(p) => KernelConfig::read_file(p).map_err(|e| bad_input(e.to_string()))?,
+        None => KernelConfig::read_host(root)?,
+    };
+    let (rows, findings) = kconfig::audit(&cfg, profile, &Runtime::read(root, false));
+    let name = serde_json::to_value(profile)?
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    out(&render::host::kernel_audit(
+        &cfg.origin,
+        &name,
+        &rows,
+        &findings,
+    ))?;
+    let off = rows.iter().any(|r| r.severity > Severity::Info)
+        || findings.iter().any(|f| f.severity > Severity::Info);
+    Ok(if strict && off { EXIT_OFF } else { 0 })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The plan's printed `connstorm tune apply …` names the source as it was given, so it can
+    /// be run as printed.
+    #[test]
+    fn the_source_is_named_as_the_command_line_gave_it() {
+        let preset = Source {
+            preset: Some("gateway".into()),
+            ..Source::default()
+        };
+        assert_eq!(preset.args(), ["--preset", "gateway"]);
+        let system = Source {
+            system: true,
+            ..Source::default()
+        };
+        assert_eq!(system.args(), ["--system"]);
+        let files = Source {
+            file: vec!["a.conf".into(), "dir/b.conf".into()],
+            ..Source::default()
+        };
+        assert_eq!(files.args(), ["--file", "a.conf", "--file", "dir/b.conf"]);
+        assert!(Source::default().args().is_empty());
+    }
+
+    /// No source at all is the doctor's case for `check` (`None`), and bad input naming the
+    /// three ways to give one for `apply` and `export`.
+    #[test]
+    fn no_source_is_none_for_check_and_bad_input_for_apply() {
+        let none = Source::default();
+        assert!(none.load(Path::new("/")).unwrap().is_none());
+        let e = none.require(Path::new("/")).unwrap_err();
+        assert!(e.downcast_ref::<common::error::BadInput>().is_some());
+        assert!(e.to_string().contains("--preset NAME"), "{e}");
+        let unknown = Source {
+            preset: Some("no-such-preset".into()),
+            ..Source::default()
+        };
+        let e = unknown.load(Path::new("/")).unwrap_err();
+        assert!(e.downcast_ref::<common::error::BadInput>().is_some(), "{e}");
+    }
+}

@@ -1,0 +1,323 @@
+//! The in-process benchmark harness: one server (unless `--target` names an external one), then
+//! any number of load phases against it, each turned into a [`results::record::PhaseRecord`] with its kernel
+//! counter deltas, per-side CPU time and a cross-check of our counts against the kernel's.
+//! `bench`, `sweep` and `ab` are sequences of phases on this harness.
+
+use std::collections::BTreeMap;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use tuning::counters::Snapshot;
+
+use tuning::netns::NsPair;
+use tuning::procstat;
+
+use crate::taskcpu;
+
+use crate::phase::PhaseOutcome;
+use crate::setup::{load_error, server_error, PhaseSpec, Setup};
+
+/// A running harness.
+pub struct Harness {
+    setup: Setup,
+    server: Option<server::Server>,
+    /// The `--netns` pair, and the hook that removes it if a second signal forces an exit
+    /// (dropped after the pair).
+    ns: Option<(NsPair, crate::cleanup::HookGuard)>,
+    target: SocketAddr,
+    /// When the run started: the origin of every phase's start offset (monotonic) and its
+    /// wall-clock twin, read together.
+    started: (Instant, std::time::SystemTime),
+}
+
+impl std::fmt::Debug for Harness {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Harness")
+            .field("target", &self.target)
+            .field("netns", &self.ns)
+            .finish()
+    }
+}
+
+impl Harness {
+    /// Creates the namespaces (with `--netns`) and starts the in-process server (without
+    /// `--target`).
+    ///
+    /// # Errors
+    /// Server start errors (bad CPU, address in use, io_uring forced but missing) and namespace
+    /// setup errors.
+    pub fn start(setup: Setup) -> anyhow::Result<Harness> {
+        let started = (Instant::now(), std::time::SystemTime::now());
+        let ns = if setup.netns {
+            Some(create_pair(setup.rtt)?)
+        } else {
+            None
+        };
+        let (server, target) = match setup.target {
+            Some(t) => (None, t),
+            None => {
+                let ip = if ns.is_some() {
+                    tuning::netns::PAIR_SERVER_IP
+                } else {
+                    IpAddr::V4(Ipv4Addr::LOCALHOST)
+                };
+                let mut cfg =
+                    server::ServerConfig::new(SocketAddr::new(ip, 0), setup.server_cpus.clone());
+                cfg.engine = setup.engine;
+                cfg.mode = setup.mode;
+                cfg.backlog = setup.backlog;
+                cfg.tls = setup.tls.as_ref().and_then(|t| t.server.clone());
+                // No TCP_LINGER2 < 0 on this server: with it the kernel answers the
+                // client's ACK of our FIN with an RST (tcp_rcv_state_process, FIN_WAIT1), which
+                // the client then sees as a failure and the cross-check no longer balances.
+                let started = match &ns {
+                    Some((ns, _)) => ns.enter_server(|| server::Server::start(cfg))?,
+                    None => server::Server::start(cfg),
+                };
+                let server = started.map_err(server_error)?;
+                let target = server.local_addr();
+                (Some(server), target)
+            }
+        };
+        Ok(Harness {
+            setup,
+            server,
+            ns,
+            target,
+            started,
+        })
+    }
+
+    /// What the caller should tell the user about how the harness started: why `--engine auto`
+    /// fell back to epoll (the server's [`server::Server::fallback_reason`]), if it did. One
+    /// line each, without a program-name prefix.
+    pub fn notes(&self) -> Vec<String> {
+        self.server
+            .as_ref()
+            .and_then(|s| s.fallback_reason())
+            .map(|why| format!("engine auto: using epoll because {why}"))
+            .into_iter()
+            .collect()
+    }
+
+    /// When the run started (wall clock), read with the monotonic origin of phase offsets.
+    pub fn started_wall(&self) -> std::time::SystemTime {
+        self.started.1
+    }
+
+    /// The in-process server, if any.
+    pub fn server(&self) -> Option<&server::Server> {
+        self.server.as_ref()
+    }
+
+    /// The setup.
+    pub fn setup(&self) -> &Setup {
+        &self.setup
+    }
+
+    fn counters_server(&self) -> anyhow::Result<Snapshot> {
+        match self.pair() {
+            Some(ns) => ns
+                .enter_server(Snapshot::read_current)?
+                .context("read server-namespace counters"),
+            None => Snapshot::read_current().context("read TCP counters"),
+        }
+    }
+
+    /// Settings of the server's namespace ([`tuning::counters::read_settings`], read from a
+    /// thread inside it: `/proc/sys/net` follows the opening thread's namespace) plus the listen
+    /// backlog asked for. With `--target` the server is not ours: only the load namespace's
+    /// conntrack state is kept (conntrack drops there also lose SYNs).
+    fn settings(&self) -> BTreeMap<String, i64> {
+        let read = || tuning::counters::read_settings(Path::new(tuning::counters::DEFAULT_SYS_DIR));
+        let mut s = match self.pair() {
+            Some(ns) => ns.enter_server(read).unwrap_or_default(),
+            None => read(),
+        };
+        if self.server.is_some() {
+            s.insert("listen_backlog".into(), i64::from(self.setup.backlog));
+        } else {
+            s.retain(|k, _| k.starts_with("net.netfilter."));
+        }
+        s
+    }
+
+    fn counters_load(&self) -> anyhow::Result<Option<Snapshot>> {
+        match self.pair() {
+            Some(ns) => Ok(Some(
+                ns.enter_load(Snapshot::read_current)?
+                    .context("read load-namespace counters")?,
+            )),
+            None => Ok(None),
+        }
+    }
+
+    /// Checks that `spec` would start: the load configuration [`Harness::run_phase`] builds for
+    /// it, validated as `loadgen::run` validates it ([`loadgen::LoadConfig::validate`]), so a
+    /// phase that would be refused can be refused before an earlier one runs.
+    ///
+    /// # Errors
+    /// Bad input (exit 2) with the load generator's reason.
+    pub fn check_phase(&self, spec: &PhaseSpec) -> anyhow::Result<()> {
+        self.setup
+            .load_config(self.target, spec)
+            .validate()
+            .map_err(load_error)
+    }
+
+    /// Runs one load phase and returns its record part. `on_second` sees the loadgen's
+    /// per-second rows (for progress lines).
+    ///
+    /// # Errors
+    /// Load configuration errors and counter read errors.
+    pub fn run_phase(
+        &mut self,
+        spec: &PhaseSpec,
+        stop: &AtomicBool,
+        on_second: &mut dyn FnMut(&loadgen::TimelineRow),
+    ) -> anyhow::Result<PhaseOutcome> {
+        let cfg = self.setup.load_config(self.target, spec);
+        let srv_before = self.counters_server()?;
+        let load_before = self.counters_load()?;
+        let accepted_before = self.server.as_ref().map(|s| s.stats());
+        let stat_before = procstat::sample();
+        let t0 = Instant::now();
+        let report = match self.pair() {
+            Some(ns) => ns.enter_load(|| loadgen::run(&cfg, stop, on_second))?,
+            None => loadgen::run(&cfg, stop, on_second),
+        }
+        .map_err(load_error)?;
+        // Let the server take what is still in its accept queues before counting.
+        let accepted_after = self.wait_for_accepts(
+            accepted_before.as_ref(),
+            &srv_before,
+            report.total.successes,
+        );
+        let wall_ns = t0.elapsed().as_nanos() as u64;
+        let stat_after = procstat::sample();
+        let srv_after = self.counters_server()?;
+        let load_after = self.counters_load()?;
+
+        let server_cpu = taskcpu::server(accepted_before.as_ref(), accepted_after.as_ref());
+        let load_cpu = taskcpu::load(&report);
+        let mut out = crate::phase::outcome(crate::phase::Measured {
+            spec,
+            setup: &self.setup,
+            exact: self.ns.is_some(),
+            started: self.started,
+            t0,
+            report,
+            accepted: accepted_before.zip(accepted_after),
+            server_cpu: self.server.as_ref().map(|_| server_cpu),
+            load_cpu,
+            stat: (stat_before, stat_after),
+            wall_ns,
+            srv_delta: srv_after.delta(&srv_before),
+            load_delta: load_before.zip(load_after).map(|(b, a)| a.delta(&b)),
+        });
+        out.record.settings = self.settings();
+        // The load workers' timer slack (PR_SET_TIMERSLACK), ns: it bounds the generator's lag.
+        if let Some(l) = out.report.generator_lag.as_ref() {
+            let settings = &mut out.record.settings;
+            if let Some(ns) = l.timer_slack_ns {
+                let ns = i64::try_from(ns).unwrap_or(i64::MAX);
+                settings.insert("load.timer_slack_ns".into(), ns);
+            }
+            // The other two ways the generator cuts its lag, as they ran: a zero-timeout poll
+            // when a start is due within this many ns, and the due starts made in one batch.
+            let spin = i64::try_from(l.pacing.spin_ns).unwrap_or(i64::MAX);
+            settings.insert("load.spin_ns".into(), spin);
+            let batch = i64::try_from(l.pacing.start_batch).unwrap_or(i64::MAX);
+            settings.insert("load.start_batch".into(), batch);
+        }
+        Ok(out)
+    }
+
+    /// Stops the server (draining its queues) and tears the namespaces down.
+    pub fn finish(mut self) -> Option<server::ServerReport> {
+        let report = self.server.take().map(|s| s.stop());
+        drop(self.ns.take());
+        report
+    }
+}
+
+impl Harness {
+    fn pair(&self) -> Option<&NsPair> {
+        self.ns.as_ref().map(|(ns, _)| ns)
+    }
+
+    /// Waits until the server has taken every connection the kernel completed for it, so a
+    /// phase's accepts are counted in that phase and not in the next one (or in none). In our
+    /// own namespace the rule is exact: every child socket the kernel creates counts one
+    /// `Tcp.PassiveOpens` (tcp_create_openreq_child, net/ipv4/tcp_minisocks.c), so the phase is
+    /// settled when the server's accepts since `before` equal the namespace's PassiveOpens since
+    /// `srv_before`, and stay equal for [`SETTLE`]. A FIN or ACK of a client that a SYN cookie
+    /// admits late still creates a child in that time. In the host namespace other listeners
+    /// count too; then it waits for `expected` accepts or 500 ms without one. At most
+    /// [`ACCEPT_WAIT_MAX`] either way (a starved server's remainder is then counted as never
+    /// accepted, and the cross-check shows it).
+    fn wait_for_accepts(
+        &self,
+        before: Option<&server::LiveStats>,
+        srv_before: &Snapshot,
+        expected: u64,
+    ) -> Option<server::LiveStats> {
+        let server = self.server.as_ref()?;
+        let base = before.map(|b| b.accepted()).unwrap_or(0);
+        let deadline = Instant::now() + ACCEPT_WAIT_MAX;
+        let (mut last_accepted, mut changed_at) = (u64::MAX, Instant::now());
+        let mut caught_up_at: Option<Instant> = None;
+        loop {
+            let now = server.stats();
+            let accepted = now.accepted() - base;
+            if accepted != last_accepted {
+                (last_accepted, changed_at) = (accepted, Instant::now());
+            }
+            let done = if self.ns.is_some() {
+                let children = self
+                    .counters_server()
+                    .map(|c| c.delta(srv_before).passive_opens())
+                    .unwrap_or(i64::MAX);
+                if i64::try_from(accepted).unwrap_or(i64::MAX) >= children {
+                    caught_up_at.get_or_insert_with(Instant::now).elapsed() >= SETTLE
+                } else {
+                    caught_up_at = None;
+                    false
+                }
+            } else {
+                accepted >= expected || changed_at.elapsed() > Duration::from_millis(500)
+            };
+            if done || Instant::now() > deadline {
+                return Some(now);
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+/// How long accepts must have caught up with the kernel's children before a phase is counted.
+const SETTLE: Duration = Duration::from_millis(50);
+
+/// Longest wait for the server to take what its accept queues still hold after the load ended.
+const ACCEPT_WAIT_MAX: Duration = Duration::from_secs(5);
+
+/// Creates the `--netns` pair, tagged with our PID, after registering its removal for a forced
+/// exit (a second Ctrl-C at any point of the setup must not leave a namespace behind). A
+/// kernel without netem, or an rtt netem cannot take, is bad input (`--rtt`).
+fn create_pair(rtt: Option<Duration>) -> anyhow::Result<(NsPair, crate::cleanup::HookGuard)> {
+    let tag = std::process::id().to_string();
+    let guard = {
+        let tag = tag.clone();
+        crate::cleanup::on_forced_exit(move || NsPair::remove(&tag))
+    };
+    match NsPair::create(&tag, rtt) {
+        Ok(pair) => Ok((pair, guard)),
+        Err(e @ (tuning::netns::PairError::NetemMissing(_) | tuning::netns::PairError::Rtt(_))) => {
+            Err(crate::bad_input(e.to_string()))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
