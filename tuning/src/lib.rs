@@ -43,6 +43,7 @@ pub mod ports;
 pub mod preset;
 pub mod probe;
 pub mod procstat;
+pub mod profile;
 pub mod render;
 pub mod rules;
 pub mod snapshot;

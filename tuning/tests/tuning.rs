@@ -133,3 +133,6 @@ fn parsers_survive_random_input() {
         let _ = tuning::sysctl::Key::parse(&s);
     }
 }
+
+#[path = "tuning/profile.rs"]
+mod profile;
