@@ -14,8 +14,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use common::numfmt;
-use results::paired::{abba_order, Arm, Paired, Slice};
-use results::record::{Baseline, PhaseRecord, RunRecord};
+use results::paired::abba_order;
+use results::record::{Arm, Baseline, Paired, PhaseRecord, RunRecord, Slice};
 
 use crate::run::{peak_concurrency, Event};
 use crate::setup::PhaseSpec;

@@ -97,7 +97,7 @@ pub fn new_record(
         connstorm_version: build.version.to_string(),
         git_commit: build.git_commit.to_string(),
         interrupted: false,
-        started_at: results::timestamp::rfc3339_utc(h.started_wall()),
+        started_at: results::record::rfc3339_utc(h.started_wall()),
         started_unix_ms: h
             .started_wall()
             .duration_since(std::time::UNIX_EPOCH)

@@ -44,7 +44,7 @@ fn abandoned_part(abandoned: u64) -> String {
 }
 
 fn latency_line(name: &str, encoded: Option<&str>) -> Option<String> {
-    let h = crate::histogram::decode(encoded?).ok()?;
+    let h = crate::record::decode_histogram(encoded?).ok()?;
     if h.is_empty() {
         return Some(format!("  {name:<10} (no samples)"));
     }
@@ -171,7 +171,7 @@ pub fn phase(out: &mut String, p: &PhaseRecord, accounting: Option<&str>) {
     if let Some(line) = latency_line("generator lag", p.histograms.generator_lag.as_deref()) {
         let _ = writeln!(out, "{line}");
     }
-    if let n @ 1.. = crate::diagnosis::never_accepted_total(&p.failures) {
+    if let n @ 1.. = crate::record::never_accepted_total(&p.failures) {
         let _ = writeln!(out, "  note: {}", crate::acceptance::client_view_note(n));
     }
     if p.attempts == 0 {
@@ -336,7 +336,7 @@ pub fn render(
         }
     }
     if let Some(lat) = r.phase("latency") {
-        if let Some(h) = crate::histogram::decode(&lat.histograms.handshake)
+        if let Some(h) = crate::record::decode_histogram(&lat.histograms.handshake)
             .ok()
             .filter(|h| !h.is_empty())
         {
@@ -667,13 +667,13 @@ mod tests {
     #[test]
     fn the_latency_headline_of_an_http_tls_run_leads_with_the_response() {
         let mut r = RunRecord::example();
-        let mut h = crate::histogram::new_latency_histogram();
+        let mut h = crate::record::new_latency_histogram();
         h.record(2_000_000).unwrap();
-        let mut t = crate::histogram::new_latency_histogram();
+        let mut t = crate::record::new_latency_histogram();
         t.record(500_000).unwrap();
         let lat = &mut r.phases[1].histograms;
-        lat.http_response = Some(crate::histogram::encode(&h));
-        lat.tls_handshake = Some(crate::histogram::encode(&t));
+        lat.http_response = Some(crate::record::encode_histogram(&h));
+        lat.tls_handshake = Some(crate::record::encode_histogram(&t));
         let text = render(&r, None, None);
         let line = text.lines().find(|l| l.starts_with("LATENCY")).unwrap();
         assert!(

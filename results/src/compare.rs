@@ -950,9 +950,9 @@ mod tests {
                         handshakes: hs,
                         ..Default::default()
                     });
-                    let mut h = crate::histogram::new_latency_histogram();
+                    let mut h = crate::record::new_latency_histogram();
                     h.record_n(lat_ns, 100).unwrap();
-                    p.histograms.tls_handshake = Some(crate::histogram::encode(&h));
+                    p.histograms.tls_handshake = Some(crate::record::encode_histogram(&h));
                 }
             }
             v

@@ -165,7 +165,7 @@ pub fn check(c: &Counts) -> CrossCheck {
                 "{} of {} handshakes completed on the client were never accepted by the server: counted as failures \"{}\", not successes",
                 count(successes - acc),
                 count(successes),
-                crate::diagnosis::NEVER_ACCEPTED
+                crate::record::NEVER_ACCEPTED
             ));
         } else if acc != successes {
             if c.interrupted && acc - successes <= c.abandoned {

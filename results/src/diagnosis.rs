@@ -14,38 +14,7 @@
 use std::collections::BTreeMap;
 
 use crate::numfmt::{count, signed};
-use crate::record::PhaseRecord;
-
-/// The failure class of handshakes the client completed (connect() returned 0) but the server
-/// never accepted: reset after the handshake (tcp_abort_on_overflow=1), or the final ACK dropped
-/// at a full accept queue and the client gone before a retransmit got in.
-pub const NEVER_ACCEPTED: &str = "never accepted";
-
-/// The failure class of handshakes the server's kernel completed and queued that were still in
-/// the listener's accept queue when the run ended, after the server was given time to take them
-/// (`load` against a local target reads the queue): never accept()ed by the server application.
-pub const NEVER_ACCEPTED_QUEUED: &str = "never accepted: in the listener's accept queue at the end";
-
-/// Handshakes the client completed that the server never accepted, over both classes
-/// ([`NEVER_ACCEPTED`] and [`NEVER_ACCEPTED_QUEUED`]) of a failure table: each has its sample in
-/// the handshake histogram, as each success has.
-pub fn never_accepted_total(failures: &BTreeMap<String, u64>) -> u64 {
-    [NEVER_ACCEPTED, NEVER_ACCEPTED_QUEUED]
-        .iter()
-        .filter_map(|c| failures.get(*c))
-        .sum()
-}
-
-/// Failed attempts whose TCP handshake had completed: the HTTP exchange or the TLS handshake
-/// after it failed (the load's classes named `HTTP …` and `TLS …`; each such attempt has its
-/// TCP handshake in the handshake histogram, as the server's kernel has it in PassiveOpens).
-pub fn after_handshake_failures(failures: &BTreeMap<String, u64>) -> u64 {
-    failures
-        .iter()
-        .filter(|(k, _)| k.starts_with("HTTP ") || k.starts_with("TLS "))
-        .map(|(_, v)| v)
-        .sum()
-}
+use crate::record::{is_drop_counter, PhaseRecord, NEVER_ACCEPTED, NEVER_ACCEPTED_QUEUED};
 
 /// What a diagnosis is made from. Counters and settings use the record's names
 /// (`"TcpExt.ListenOverflows"`, `"nf_conntrack.drop"`, `"net.ipv4.tcp_syncookies"`,
@@ -471,6 +440,35 @@ pub fn softnet_drops_not_shown_ours(
         .iter()
         .any(|(k, &n)| n > 0 && (k.contains("ETIMEDOUT") || k.contains(NEVER_ACCEPTED)));
     agree && !lossy && zero("TcpExt.TCPSynRetrans") && zero("Tcp.RetransSegs")
+}
+
+/// Drops a reader must see: the one judgement on a phase's drop counters that needs the
+/// diagnosis (which softnet drops were other traffic's), so it lives here, not in the record.
+impl PhaseRecord {
+    /// Non-zero drop counters among [`PhaseRecord::counters`] and, in a merged record, the
+    /// server namespaces' [`ServerSide::counters`](crate::record::ServerSide::counters) (summed by name; names containing `Drop`,
+    /// `Overflow`, `dropped`, `Retrans`, `Cookies`/`Syncookies`), in name order. Host-wide
+    /// softnet drops the run shows no sign of are left out
+    /// ([`softnet_drops_not_shown_ours`]). `Tcp.RetransSegs`
+    /// is left out: it also counts data retransmits, and its handshake part is `TCPSynRetrans`.
+    pub fn drops(&self) -> Vec<(&str, i64)> {
+        // A merged record keeps the server namespaces' counters apart: their drops (a full
+        // accept queue is counted on the server's host) are the run's drops too.
+        let mut all: BTreeMap<&str, i64> = BTreeMap::new();
+        let server = self.server.iter().flat_map(|s| s.counters.iter());
+        for (k, v) in self.counters.iter().chain(server) {
+            *all.entry(k.as_str()).or_insert(0) += v;
+        }
+        let elsewhere = softnet_drops_not_shown_ours(
+            &self.counters,
+            &self.failures,
+            self.cross_check.as_ref().is_some_and(|c| c.agree),
+        );
+        all.into_iter()
+            .filter(|(k, v)| *v != 0 && is_drop_counter(k) && *k != "Tcp.RetransSegs")
+            .filter(|(k, _)| !(elsewhere && *k == "softnet.dropped"))
+            .collect()
+    }
 }
 
 /// SYN retransmits not already explained by a drop above: which state the retried SYN met.

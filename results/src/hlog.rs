@@ -24,9 +24,7 @@ use std::time::{Duration, SystemTime};
 use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
 use hdrhistogram::serialization::V2DeflateSerializer;
 
-use crate::histogram::HistogramError;
-use crate::record::{Latency, RunRecord};
-use crate::timestamp;
+use crate::record::{parse_rfc3339_utc, HistogramError, Latency, RunRecord};
 
 /// Why an interval log could not be written.
 #[derive(Debug, thiserror::Error)]
@@ -77,9 +75,7 @@ pub fn write_phase<W: Write>(
     };
     let start = match record.run.started_unix_ms {
         Some(ms) => SystemTime::UNIX_EPOCH + Duration::from_millis(ms),
-        None => {
-            timestamp::parse_rfc3339_utc(&record.run.started_at).unwrap_or(SystemTime::UNIX_EPOCH)
-        }
+        None => parse_rfc3339_utc(&record.run.started_at).unwrap_or(SystemTime::UNIX_EPOCH),
     };
     let per_second = phase.start_offset_ms.is_some()
         && !phase.timeline.is_empty()
@@ -132,7 +128,7 @@ pub fn write_phase<W: Write>(
         if which == Latency::Handshake && per_second {
             for row in &phase.timeline {
                 let encoded = row.handshake.as_deref().expect("checked above");
-                let h = crate::histogram::decode(encoded).map_err(decode_err(which))?;
+                let h = crate::record::decode_histogram(encoded).map_err(decode_err(which))?;
                 // A row ends at t_secs after the measured part began and lasts length_secs
                 // (the last may be partial).
                 let begin = row.start_secs().max(0.0);
@@ -220,7 +216,7 @@ mod tests {
                     ilh.tag().map(|t| t.as_str().to_string()),
                     ilh.start_timestamp(),
                     ilh.duration(),
-                    crate::histogram::decode(ilh.encoded_histogram()).unwrap(),
+                    crate::record::decode_histogram(ilh.encoded_histogram()).unwrap(),
                 )),
                 _ => None,
             })

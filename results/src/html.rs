@@ -406,9 +406,9 @@ mod tests {
         let plain = summary_table(&[report::build(&RunRecord::example(), "", &[]).unwrap()]);
         assert!(!plain.headers.iter().any(|h| h.starts_with("response")));
         let mut rec = RunRecord::example();
-        let mut resp = crate::histogram::new_latency_histogram();
+        let mut resp = crate::record::new_latency_histogram();
         resp.record(2_000_000).unwrap();
-        let mut tls = crate::histogram::new_latency_histogram();
+        let mut tls = crate::record::new_latency_histogram();
         tls.record(500_000).unwrap();
         let lat = &mut rec.phases[1];
         lat.http = Some(crate::record::HttpCounts {
@@ -419,8 +419,8 @@ mod tests {
             handshakes: (lat.measured_secs * 1_000.0) as u64,
             ..Default::default()
         });
-        lat.histograms.http_response = Some(crate::histogram::encode(&resp));
-        lat.histograms.tls_handshake = Some(crate::histogram::encode(&tls));
+        lat.histograms.http_response = Some(crate::record::encode_histogram(&resp));
+        lat.histograms.tls_handshake = Some(crate::record::encode_histogram(&tls));
         let t = summary_table(&[report::build(&rec, "", &[]).unwrap()]);
         let col = |name: &str| t.headers.iter().position(|h| h == name).unwrap();
         let row = t.rows.iter().find(|r| r[3] == "latency").unwrap();

@@ -43,7 +43,6 @@ pub mod record;
 pub mod report;
 pub mod stats;
 pub mod sweep;
-pub mod timestamp;
 pub mod warnings;
 
 pub use record::{RecordError, RunRecord, SCHEMA_VERSION};

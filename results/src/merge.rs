@@ -35,7 +35,7 @@ use std::path::{Path, PathBuf};
 
 use hdrhistogram::Histogram;
 
-use crate::histogram::{self, HistogramError};
+use crate::record::{decode_histogram, encode_histogram, HistogramError};
 use crate::record::{
     CpuUsage, Histograms, Latency, PhaseRecord, Role, RunRecord, ServerSide, SideCpu, TimelineRow,
 };
@@ -570,9 +570,9 @@ fn merge_phase(
             .expect("every phase has a service histogram"),
         hists[2].as_ref(),
     );
-    out.histograms.http_response = hists[3].as_ref().map(crate::histogram::encode);
-    out.histograms.http_first_byte = hists[4].as_ref().map(crate::histogram::encode);
-    out.histograms.tls_handshake = hists[5].as_ref().map(crate::histogram::encode);
+    out.histograms.http_response = hists[3].as_ref().map(encode_histogram);
+    out.histograms.http_first_byte = hists[4].as_ref().map(encode_histogram);
+    out.histograms.tls_handshake = hists[5].as_ref().map(encode_histogram);
     // HTTP counts: summed when every part has them (a part without is refused above by its
     // missing HTTP histograms).
     out.http = parts
@@ -771,7 +771,7 @@ fn merge_timeline(parts: &[(&Path, &PhaseRecord)], starts: &[u64], begin: u64) -
             }
             a.p50_ns = a.p50_ns.max(r.p50_ns);
             a.p99_ns = a.p99_ns.max(r.p99_ns);
-            match r.handshake.as_deref().map(histogram::decode) {
+            match r.handshake.as_deref().map(decode_histogram) {
                 Some(Ok(h)) if acc.all_hist => {
                     if let Some(sum) = acc.hist.as_mut() {
                         let same = (sum.low(), sum.high(), sum.sigfig())
@@ -796,7 +796,7 @@ fn merge_timeline(parts: &[(&Path, &PhaseRecord)], starts: &[u64], begin: u64) -
                         acc.row.p50_ns = h.value_at_quantile(0.5);
                         acc.row.p99_ns = h.value_at_quantile(0.99);
                     }
-                    acc.row.handshake = Some(histogram::encode(&h));
+                    acc.row.handshake = Some(encode_histogram(&h));
                 }
                 None => acc.row.handshake = None,
             }

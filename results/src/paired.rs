@@ -16,27 +16,7 @@
 //! gives none (the widest, `[min, max]`, covers only `1 − 2/2ⁿ`, 93.75% at n = 5); n = 6..8 give
 //! `[min, max]` (96.9% at 6); n = 9 gives `[x₍₂₎, x₍₈₎]` (96.1%); n = 12 `[x₍₃₎, x₍₁₀₎]` (96.1%).
 
-use serde::{Deserialize, Serialize};
-
-/// Which arm a slice measured.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Arm {
-    /// The kernel floor (blocking pair).
-    Floor,
-    /// connstorm's peak (closed loop).
-    Connstorm,
-}
-
-impl Arm {
-    /// `floor` or `connstorm`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Arm::Floor => "floor",
-            Arm::Connstorm => "connstorm",
-        }
-    }
-}
+use crate::record::{Arm, MedianInterval, Paired, Slice};
 
 /// The slice order of `pairs` pairs, ABBA: pair 0 floor then connstorm, pair 1 connstorm then
 /// floor, and so on. Returns (pair index, arm) in run order; `2 × pairs` entries.
@@ -51,40 +31,6 @@ pub fn abba_order(pairs: usize) -> Vec<(usize, Arm)> {
             [(i, a), (i, b)]
         })
         .collect()
-}
-
-/// One measured slice (its warm-up excluded).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct Slice {
-    /// Pair index, from 0.
-    pub pair: usize,
-    /// `floor` or `connstorm`.
-    pub arm: Option<Arm>,
-    /// Completed connections per second.
-    pub per_sec: f64,
-    /// Completed connections.
-    pub connections: u64,
-    /// Measured seconds.
-    pub secs: f64,
-    /// Failed attempts (connect errors, timeouts).
-    pub failures: u64,
-    /// Server-side CPU per connection, µs (on-CPU time of the server threads ÷ connections).
-    pub server_us_per_conn: Option<f64>,
-    /// Load-side CPU per connection, µs.
-    pub load_us_per_conn: Option<f64>,
-}
-
-/// A distribution-free confidence interval for a median (see the module docs).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct MedianInterval {
-    /// Lower bound: the k-th smallest sample.
-    pub low: f64,
-    /// Upper bound: the k-th largest sample.
-    pub high: f64,
-    /// The rank k (1-based).
-    pub k: usize,
-    /// Exact coverage `1 − 2·P(B ≤ k−1)`, B ~ Binomial(n, ½) (≥ the level asked).
-    pub coverage: f64,
 }
 
 /// `P(B ≤ j)` for `B ~ Binomial(n, ½)`, exact in f64 for n up to a few hundred.
@@ -131,29 +77,6 @@ pub fn min_samples(confidence: f64) -> usize {
     (1..=64)
         .find(|&n| 1.0 - 2.0 * binomial_half_cdf(n, 0) + 1e-12 >= confidence)
         .unwrap_or(usize::MAX)
-}
-
-/// The paired result as stored in the record (`baseline.paired`).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct Paired {
-    /// Every slice in run order.
-    pub slices: Vec<Slice>,
-    /// Per pair, connstorm ÷ floor (pairs where the floor completed nothing are left out).
-    pub ratios: Vec<f64>,
-    /// Median of `ratios` (0 without any).
-    pub median_ratio: f64,
-    /// Confidence level asked (0.95).
-    pub confidence: f64,
-    /// The interval for the median ratio; `None` with too few pairs (< 6 at 95%).
-    pub interval: Option<MedianInterval>,
-    /// How the interval was computed, with its source.
-    pub method: String,
-    /// Seconds measured per slice.
-    pub slice_secs: f64,
-    /// Warm-up seconds before each slice.
-    pub warmup_secs: f64,
-    /// Floor shape: `split` (disjoint CPU sets) or `whole-machine` (overlapping).
-    pub shape: String,
 }
 
 /// The interval method, as recorded.

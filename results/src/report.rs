@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::histogram::{self, Bucket, LatencySummary};
+use crate::record::{decode_histogram, HistogramError};
 use crate::record::{
     Baseline, CpuUsage, CrossCheck, HostInfo, Latency, Pattern, PhaseRecord, Role, RunInfo,
     RunRecord, ServerSide,
@@ -61,7 +62,7 @@ pub enum ReportError {
         which: &'static str,
         /// The decoder's complaint.
         #[source]
-        source: histogram::HistogramError,
+        source: HistogramError,
     },
     /// Bucket edges could not be parsed.
     #[error("invalid bucket edges {text:?}: {why}; write increasing latencies with units, e.g. `100us,250us,1ms,10ms`")]
@@ -213,7 +214,7 @@ fn phase_report(file: &str, p: &PhaseRecord, edges_ns: &[u64]) -> Result<PhaseRe
         .histograms
         .generator_lag
         .as_deref()
-        .and_then(|e| histogram::decode(e).ok())
+        .and_then(|e| decode_histogram(e).ok())
         .filter(|h| !h.is_empty())
         .map(|h| LatencySummary::of(&h));
     Ok(PhaseReport {
@@ -437,10 +438,10 @@ mod tests {
     #[test]
     fn the_generator_lag_of_an_open_loop_phase_is_reported() {
         let mut rec = RunRecord::example();
-        let mut h = crate::histogram::new_latency_histogram();
+        let mut h = crate::record::new_latency_histogram();
         h.record_n(5_000, 99).unwrap();
         h.record(2_000_000).unwrap();
-        rec.phases[1].histograms.generator_lag = Some(crate::histogram::encode(&h));
+        rec.phases[1].histograms.generator_lag = Some(crate::record::encode_histogram(&h));
         let r = build(&rec, "x.json", &DEFAULT_BUCKET_EDGES_NS).unwrap();
         assert_eq!(r.phases[1].generator_lag.as_ref().unwrap().count, 100);
         assert!(r.phases[0].generator_lag.is_none());

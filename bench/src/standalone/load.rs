@@ -322,7 +322,7 @@ pub fn record(
         connstorm_version: build.0.version.to_string(),
         git_commit: build.0.git_commit.to_string(),
         interrupted: report.interrupted,
-        started_at: results::timestamp::rfc3339_utc(starts.command),
+        started_at: results::record::rfc3339_utc(starts.command),
         started_unix_ms: Some(super::unix_ms(starts.command)),
         wall_secs: wall.as_secs_f64(),
     };

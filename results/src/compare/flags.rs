@@ -155,7 +155,7 @@ fn has_word(text: &str, word: &str) -> bool {
 mod tests {
     use super::*;
     use crate::compare::{compare, Options, Verdict};
-    use crate::histogram::new_latency_histogram;
+    use crate::record::new_latency_histogram;
 
     #[test]
     fn trial_line_names_peak_record_and_flags() {

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use hdrhistogram::Histogram;
 
 use super::*;
-use crate::histogram::new_latency_histogram;
+use crate::record::new_latency_histogram;
 use crate::record::{Arrival, CrossCheck, NetnsIdentity, Pattern, SegmentInfo, WorkerAccepts};
 
 const T0_MS: u64 = 1_795_990_503_000;
@@ -25,7 +25,7 @@ fn load(index: u32, count: u32, rate: u64, secs: u64, skew_ms: u64) -> Input {
             successes: rate,
             p50_ns: lat,
             p99_ns: lat,
-            handshake: Some(histogram::encode(&h)),
+            handshake: Some(encode_histogram(&h)),
             ..TimelineRow::default()
         });
     }
@@ -153,7 +153,7 @@ fn counts_histograms_and_timelines_sum_exactly() {
     for (k, row) in p.timeline.iter().enumerate() {
         assert_eq!(row.t_secs, (k + 1) as f64);
         assert_eq!(row.successes, 1_006);
-        let rh = histogram::decode(row.handshake.as_deref().unwrap()).unwrap();
+        let rh = decode_histogram(row.handshake.as_deref().unwrap()).unwrap();
         assert_eq!(rh.len(), 1_006);
     }
     let c = p.cross_check.as_ref().unwrap();
@@ -217,7 +217,7 @@ fn histograms_of_other_bounds_are_refused_not_rescaled() {
     let mut inputs = four();
     let mut other: Histogram<u64> = Histogram::new_with_bounds(1, 10_000_000_000, 2).unwrap();
     other.record_n(50_001, 750).unwrap();
-    inputs[1].record.phases[0].histograms.handshake = histogram::encode(&other);
+    inputs[1].record.phases[0].histograms.handshake = encode_histogram(&other);
     let e = merge(&inputs).unwrap_err();
     assert!(
         matches!(
@@ -606,7 +606,7 @@ fn tls_counts_and_the_tls_handshake_histogram_sum_exactly() {
         let p = &mut inp.record.phases[0];
         let mut h = new_latency_histogram();
         h.record_n(1_000_000 + 100_000 * i, 10 + i).unwrap();
-        p.histograms.tls_handshake = Some(histogram::encode(&h));
+        p.histograms.tls_handshake = Some(encode_histogram(&h));
         p.tls = Some(crate::record::TlsCounts {
             handshakes: 10 + i,
             full: 1,

@@ -196,7 +196,7 @@ mod tests {
 
     #[test]
     fn points_rise_and_stop_where_samples_run_out() {
-        let mut h = crate::histogram::new_latency_histogram();
+        let mut h = crate::record::new_latency_histogram();
         for v in 1..=1_000u64 {
             h.record(v * 1_000).unwrap();
         }

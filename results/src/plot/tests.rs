@@ -219,7 +219,7 @@ fn sweep_record() -> RunRecord {
     let mut rec = RunRecord::example();
     rec.phases = (1..=5u64)
         .map(|i| {
-            let mut h = crate::histogram::new_latency_histogram();
+            let mut h = crate::record::new_latency_histogram();
             h.record_n(20_000 * i * i, 100).unwrap();
             let rate = 1_000.0 * i as f64;
             PhaseRecord {
@@ -324,7 +324,7 @@ fn text_positions(svg: &str) -> Vec<(f64, String)> {
 #[test]
 fn spectrum_last_percentile_label_is_not_cut_off() {
     let mut rec = RunRecord::example();
-    let mut h = crate::histogram::new_latency_histogram();
+    let mut h = crate::record::new_latency_histogram();
     for v in 1..=200_000u64 {
         h.record(20_000 + v).unwrap();
     }

@@ -157,7 +157,7 @@ fn latency_blocks(p: &PhaseReport, out: &mut Vec<Block>) {
             count(g.count)
         )));
     }
-    if let n @ 1.. = crate::diagnosis::never_accepted_total(&p.failures) {
+    if let n @ 1.. = crate::record::never_accepted_total(&p.failures) {
         out.push(Block::Line(crate::acceptance::client_view_note(n)));
     }
     let first = &p.latency[0];

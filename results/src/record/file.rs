@@ -1,47 +1,13 @@
-//! The run record: one versioned JSON document per run, written atomically.
-//!
-//! Shape (fields and units in `docs/record-schema.md`):
-//! ```text
-//! RunRecord { schema_version, label, config, run: RunInfo, host: HostInfo,
-//!             phases: [PhaseRecord { pattern, rates, counts, failures, histograms,
-//!                                    timeline, server, load_workers, cpu, counters,
-//!                                    cross_check }],
-//!             baseline, warnings, role, segment, build: BuildInfo, counters_netns }
-//! ```
-//! `role` says which side wrote it ([`Role`]: bench, load, server, merged); `segment` which share
-//! of a multi-host run a load record covers ([`SegmentInfo`]).
-//! The binary fills the plain pub fields (from `ServerReport`, `LoadReport`, host facts) and
-//! calls [`RunRecord::write_atomic`]; readers call [`RunRecord::read`], which checks the schema
-//! version and that every histogram decodes, and names the file in every error.
-
-mod build;
-mod counter;
-mod error;
-mod example;
-mod phase;
-mod run;
-mod segment;
+//! A record as a file: writing it atomically, reading it back, the schema version and the
+//! upgrade of older ones, and the checks that refuse a record that contradicts itself (each
+//! error names the file).
 
 use std::fs;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
-
-pub use build::BuildInfo;
-pub use counter::{
-    counter_meaning, describe_counter, is_drop_counter, is_retransmit_counter, KEY_COUNTERS,
-};
-pub use error::RecordError;
-pub use example::EXAMPLE_START_UNIX_MS;
-pub use phase::{
-    Arrival, CpuUsage, CrossCheck, Histograms, HttpCounts, Latency, LoadWorker, Pattern,
-    PhaseRecord, ServerSide, SideCpu, TimelineRow, TlsCounts, WorkerAccepts,
-};
-pub use run::{Baseline, HostInfo, NumaNode, RunInfo};
-pub use segment::{NetnsIdentity, Role, SegmentInfo};
-
-use crate::timestamp;
+use super::failure::{after_handshake_failures, never_accepted_total};
+use super::{Latency, RecordError, Role, RunRecord};
 
 /// The record format this build writes and reads. Bumped on any change that old readers would
 /// misread; adding an optional field does not bump it.
@@ -63,111 +29,7 @@ pub const MAX_LABEL_BYTES: usize = 1024;
 /// Oldest record format this build still reads.
 pub const OLDEST_READABLE_SCHEMA_VERSION: u32 = 1;
 
-/// One run: what was asked, what ran, on which host, and what was measured per phase.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RunRecord {
-    /// Format version, [`SCHEMA_VERSION`] when written by this build.
-    pub schema_version: u32,
-    /// User's label for the run (`--label`), may be empty; also part of the file name.
-    pub label: String,
-    /// The full configuration the command ran with (as the binary serialized it).
-    pub config: serde_json::Value,
-    /// What ran.
-    pub run: RunInfo,
-    /// The host.
-    pub host: HostInfo,
-    /// The load runs, in the order they ran.
-    pub phases: Vec<PhaseRecord>,
-    /// Kernel floor measured in the same run (`bench --baseline`).
-    pub baseline: Option<Baseline>,
-    /// Things a reader must know to trust the numbers (drops, fallbacks, count mismatches).
-    pub warnings: Vec<String>,
-    /// Which side wrote the record; absent (= [`Role::Bench`]) in bench records and in records
-    /// from before multi-host runs.
-    #[serde(default, skip_serializing_if = "Role::is_bench")]
-    pub role: Role,
-    /// The share of a multi-host run this load record covers; `None` for a whole run.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub segment: Option<SegmentInfo>,
-    /// The connstorm build that wrote the record (absent in older records: all fields empty).
-    #[serde(default)]
-    pub build: BuildInfo,
-    /// The network namespace whose kernel counter deltas the phases' `counters` hold (load and
-    /// server records); `None` in bench records (two namespaces with `--netns`) and in records
-    /// written before it was kept.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub counters_netns: Option<NetnsIdentity>,
-}
-
-impl Default for RunRecord {
-    fn default() -> Self {
-        RunRecord {
-            schema_version: SCHEMA_VERSION,
-            label: String::new(),
-            config: serde_json::Value::Null,
-            run: RunInfo::default(),
-            host: HostInfo::default(),
-            phases: Vec::new(),
-            baseline: None,
-            warnings: Vec::new(),
-            role: Role::Bench,
-            segment: None,
-            build: BuildInfo::default(),
-            counters_netns: None,
-        }
-    }
-}
-
 impl RunRecord {
-    /// An empty record of the current schema version with a label and config; fill the rest.
-    pub fn new(label: impl Into<String>, config: serde_json::Value) -> RunRecord {
-        RunRecord {
-            label: label.into(),
-            config,
-            ..RunRecord::default()
-        }
-    }
-
-    /// The phase with this name.
-    pub fn phase(&self, name: &str) -> Option<&PhaseRecord> {
-        self.phases.iter().find(|p| p.name == name)
-    }
-
-    /// The record as pretty-printed JSON (what [`RunRecord::write_atomic`] writes).
-    pub fn to_json(&self) -> String {
-        serde_json::to_string_pretty(self).expect("a record is plain data and always serializes")
-    }
-
-    /// The file name for this record with a given random part:
-    /// `<started_at as 2026-11-29T22-15-03Z>-<label>-<random>.json`.
-    ///
-    /// The label is cut to 64 characters and anything but `A-Z a-z 0-9 . _ -` becomes `-`; an
-    /// empty label becomes `run`. A `started_at` that is not RFC 3339 is replaced by now.
-    pub fn file_name(&self, random: &str) -> String {
-        let stamp = timestamp::file_stamp(&self.run.started_at).unwrap_or_else(|| {
-            let now = timestamp::rfc3339_utc(std::time::SystemTime::now());
-            timestamp::file_stamp(&now).expect("rfc3339_utc output has the file-stamp shape")
-        });
-        let label: String = self
-            .label
-            .chars()
-            .take(64)
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || "._-".contains(c) {
-                    c
-                } else {
-                    '-'
-                }
-            })
-            .collect();
-        let label = if label.is_empty() {
-            "run".to_string()
-        } else {
-            label
-        };
-        format!("{stamp}-{label}-{random}.json")
-    }
-
     /// Writes the record under `dir` (created if missing) and returns the file's path.
     ///
     /// Atomic: the JSON goes to a temporary file in `dir`, is fsynced, renamed to its final
@@ -346,8 +208,8 @@ impl RunRecord {
             // counts were scaled by hand would otherwise print a CPM beside a histogram of
             // other connections.
             if let Ok(Some(h)) = phase.histograms.decode(Latency::Handshake) {
-                let never = crate::diagnosis::never_accepted_total(&phase.failures);
-                let after = crate::diagnosis::after_handshake_failures(&phase.failures);
+                let never = never_accepted_total(&phase.failures);
+                let after = after_handshake_failures(&phase.failures);
                 let least = phase.successes + never + after;
                 if h.len() < least || h.len() > least + phase.abandoned {
                     let cut = if phase.abandoned > 0 {
@@ -433,6 +295,7 @@ fn disagree_on_never_accepted(record: &mut RunRecord) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::record::PhaseRecord;
 
     #[test]
     fn write_then_read_gives_the_same_record() {
@@ -655,9 +518,9 @@ mod tests {
         p["cpm"] = 0.0.into();
         p["failures"] = serde_json::json!({"never accepted": 23, "ECONNREFUSED": 1});
         p["attempts"] = 24.into();
-        let mut h = crate::histogram::new_latency_histogram();
+        let mut h = crate::record::new_latency_histogram();
         h.record_n(1_000, 23).unwrap();
-        p["histograms"]["handshake"] = crate::histogram::encode(&h).into();
+        p["histograms"]["handshake"] = crate::record::encode_histogram(&h).into();
         for side in ["server", "load"] {
             p["cpu"][side]["us_per_conn_user"] = 41.6.into();
             p["cpu"][side]["us_per_conn_sys"] = 31.8.into();
@@ -695,7 +558,7 @@ mod tests {
         p.successes = 0;
         p.set_rates();
         p.histograms.handshake =
-            crate::histogram::encode(&crate::histogram::new_latency_histogram());
+            crate::record::encode_histogram(&crate::record::new_latency_histogram());
         p.failures.clear();
         let read = RunRecord::from_json(&server.to_json(), Path::new("s.json")).unwrap();
         assert!(read.phases[0].cpu.server.unwrap().us_per_conn().is_some());

@@ -19,7 +19,7 @@ pub fn rfc3339_utc(t: SystemTime) -> String {
 /// The file-name form of an RFC 3339 UTC time: `2026-11-29T22-15-03Z` (colons become dashes,
 /// fractions of a second are dropped). `None` if `rfc3339` does not start with
 /// `YYYY-MM-DDTHH:MM:SS`.
-pub fn file_stamp(rfc3339: &str) -> Option<String> {
+pub(crate) fn file_stamp(rfc3339: &str) -> Option<String> {
     let head = rfc3339.get(..19)?;
     let ok = head.char_indices().all(|(i, c)| match i {
         4 | 7 => c == '-',
