@@ -367,7 +367,7 @@ fn bench_record_carries_the_build_and_renders_as_one_html_page() {
     );
     let html = std::fs::read_to_string(&html_path).unwrap();
     assert!(html.starts_with("<!DOCTYPE html>") && html.trim_end().ends_with("</html>"));
-    for id in results::html::SECTIONS {
+    for id in results::render::HTML_SECTIONS {
         assert!(
             html.contains(&format!("<section id=\"{id}\">")),
             "no section {id}"

@@ -151,7 +151,7 @@ pub fn measure(
     );
     on_note(&format!(
         "[baseline] {}",
-        results::paired::summary_line(&paired)
+        results::render::paired_line(&paired)
     ));
     record.baseline = Some(Baseline {
         floor_per_sec: paired.median_per_sec(Arm::Floor),

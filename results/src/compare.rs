@@ -30,7 +30,6 @@
 
 mod flags;
 mod refuse;
-mod render;
 mod setup;
 
 use serde::{Deserialize, Serialize};
@@ -59,7 +58,6 @@ setups), refused before anything is written.";
 
 pub use flags::{suspect_retransmits, trial_flags, trial_line, MAX_SYN_RETRANS_SHARE, SYN_RTO_NS};
 pub use refuse::{check_setups, refuse_duplicates};
-pub use render::{render, Format};
 pub use setup::{setup_differences, SetupDifference};
 
 use crate::histogram::LatencySummary;
@@ -892,7 +890,7 @@ mod tests {
         assert_eq!(rate(&none_left).b.n, 0);
         assert_eq!(rate(&none_left).b_excluded.n, 6);
         assert_eq!(rate(&c).a_excluded.n, 1);
-        let text = render(&none_left, Format::Text);
+        let text = crate::render::comparison(&none_left, crate::render::CompareFormat::Text);
         assert!(text.contains("n/a; flagged, excluded: 2"), "{text}");
         // Enough trials ran: the note says what left them out, not "run more trials".
         let few = none_left
@@ -1018,7 +1016,7 @@ mod tests {
         assert!(c.b.trials[0].excluded);
         let m = rate(&c);
         assert_eq!((m.b.n, m.b_excluded.n), (0, 0), "{m:?}");
-        let text = render(&c, Format::Text);
+        let text = crate::render::comparison(&c, crate::render::CompareFormat::Text);
         let row = text
             .lines()
             .find(|l| l.contains("connections/s (peak phase"))
@@ -1066,7 +1064,11 @@ mod tests {
             Verdict::NotApplicable,
             "no success: no rate"
         );
-        let json: serde_json::Value = serde_json::from_str(&render(&c, Format::Json)).unwrap();
+        let json: serde_json::Value = serde_json::from_str(&crate::render::comparison(
+            &c,
+            crate::render::CompareFormat::Json,
+        ))
+        .unwrap();
         let cpu = json["metrics"]
             .as_array()
             .unwrap()
@@ -1077,7 +1079,9 @@ mod tests {
             cpu["a"]["median"].is_null() && cpu["relative_change"].is_null(),
             "{cpu}"
         );
-        assert!(!render(&c, Format::Text).contains("-100"));
+        assert!(
+            !crate::render::comparison(&c, crate::render::CompareFormat::Text).contains("-100")
+        );
     }
 
     /// A record that kept only its closed-loop peak phase (a `bench` interrupted during the

@@ -142,12 +142,6 @@ pub const DEFAULT_BUCKET_EDGES_NS: [u64; 10] = [
     1_000_000_000,
 ];
 
-/// Formats nanoseconds with a readable unit: `850 ns`, `12.3 µs`, `1.25 ms`, `2.000 s`
-/// ([`crate::numfmt::ns`], the tool's one formatter).
-pub fn format_ns(ns: f64) -> String {
-    crate::numfmt::ns(ns)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -183,13 +177,5 @@ mod tests {
         assert!((b[1].share - 0.4).abs() < 0.002, "{:?}", b[1]);
         assert_eq!(b[2].hi_ns, None);
         assert_eq!(b[1].lo_ns, 1_000_000);
-    }
-
-    #[test]
-    fn format_ns_picks_the_unit() {
-        assert_eq!(format_ns(850.0), "850 ns");
-        assert_eq!(format_ns(12_345.0), "12.3 µs");
-        assert_eq!(format_ns(1_250_000.0), "1.25 ms");
-        assert_eq!(format_ns(2e9), "2.000 s");
     }
 }

@@ -4,20 +4,17 @@
 //! - [`record`]: [`record::RunRecord`], one versioned JSON document per run, written atomically
 //!   by the binary (which converts server/load reports and host facts into it) and read back
 //!   with errors that name the file and what is wrong.
-//! - [`histogram`]: latency histograms (ns) stored as HdrHistogram V2 + DEFLATE in base64, and
-//!   the figures read from them (percentiles, buckets).
-//! - [`hlog`]: HdrHistogram interval logs (`.hlog`) for other HdrHistogram tools.
+//! - [`histogram`]: the figures read from latency histograms (percentiles, buckets).
 //! - [`diagnosis`]: named causes of lost, refused or delayed handshakes from counters and settings.
-//! - [`report`]: per-record reports as text, Markdown, JSON or CSV.
 //! - [`paired`]: the paired baseline (floor and connstorm slices in ABBA order, median ratio and
 //!   its order-statistic interval).
 //! - [`stats`] and [`compare`]: A/B comparison of trial sets with confidence intervals.
 //! - [`sweep`]: the knee of a capacity sweep under a latency SLO.
 //! - [`numfmt`]: the one number formatter (separators in text, units with a space).
-//! - [`plot`]: SVG/PNG pictures (latency spectrum, timeline, worker share, A/B, sweep).
 //! - [`merge`]: the records of a multi-host run (one per load generator and server) joined into
 //!   one exact record.
-//! - [`html`]: one self-contained HTML page (summary, warnings, inline SVG plots, tables).
+//! - [`render`]: every text, table, file and picture: reports (text, Markdown, JSON, CSV), the
+//!   bench summary, comparisons, HTML, plots, `.hlog` interval logs.
 //!
 //! This crate does not depend on the other connstorm crates: it only knows the record.
 
@@ -27,20 +24,15 @@
 #![warn(unreachable_pub)]
 
 pub mod acceptance;
-pub mod bench_summary;
 pub mod compare;
 pub mod crosscheck;
 pub mod diagnosis;
 pub mod histogram;
-pub mod hlog;
-pub mod html;
-pub mod kernel_text;
 pub mod merge;
 pub mod paired;
 pub use common::numfmt;
-pub mod plot;
 pub mod record;
-pub mod report;
+pub mod render;
 pub mod stats;
 pub mod sweep;
 pub mod warnings;

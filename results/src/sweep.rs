@@ -3,15 +3,12 @@
 //!
 //! `connstorm sweep` probes the peak, runs one open-loop phase per offered rate
 //! ([`step_rates`]), and calls [`knee`] on the [`Step`]s read from its phases
-//! ([`steps_from_record`]); [`text`] is what it prints.
+//! ([`steps_from_record`]); `crate::render::sweep` is what it prints.
 
 use serde::{Deserialize, Serialize};
 
 use crate::histogram::LatencySummary;
 use crate::record::{Latency, Pattern, RunRecord};
-
-mod text;
-pub use text::text;
 
 /// Why an SLO, percentage or sweep range was refused.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

@@ -19,7 +19,7 @@ use tuning::toggle::Toggle;
 
 use super::compare::RuleArgs;
 use crate::cmd::bench;
-use results::compare::Format;
+use results::render::CompareFormat as Format;
 
 /// Options of `connstorm ab`.
 ///

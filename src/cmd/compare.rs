@@ -5,7 +5,8 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use results::compare::{self, Format};
+use results::compare;
+use results::render::CompareFormat as Format;
 
 use super::report::{read_record, refuse_input_as_output, write_output};
 use crate::error::bad_input;
@@ -140,7 +141,10 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let (a, b) = (ra, rb);
     let comparison = compare::compare(&a, &b, (None, None), &args.rule.options());
     check_setups(&comparison, args.allow_mismatch)?;
-    write_output(&args.output, &compare::render(&comparison, args.format))?;
+    write_output(
+        &args.output,
+        &results::render::comparison(&comparison, args.format),
+    )?;
     Ok(0)
 }
 

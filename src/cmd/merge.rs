@@ -55,7 +55,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         );
     }
     if let Some(p) = merged.record.phases.first() {
-        eprintln!("connstorm merge: {}", results::merge::phase_line(p));
+        eprintln!("connstorm merge: {}", results::render::merged_phase_line(p));
     }
     Ok(0)
 }

@@ -2,8 +2,8 @@
 
 use std::path::PathBuf;
 
-use results::plot::{self, legend_names, Kind, PlotError};
 use results::record::RunRecord;
+use results::render::{legend_names, write_plot, PlotError, PlotKind as Kind};
 
 use super::report::read_record;
 use crate::error::bad_input;
@@ -76,7 +76,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     }
     let keep = kind == Kind::Ab;
     let (sa, sb) = (legend_names(&a, keep), legend_names(&b, keep));
-    match plot::write(kind, &sa, &sb, &args.output) {
+    match write_plot(kind, &sa, &sb, &args.output) {
         Ok(()) => {
             eprintln!("connstorm: wrote {}", args.output.display());
             Ok(0)

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use ::bench::commands::records::check_hlogs;
 pub(crate) use ::bench::commands::records::{read_record, refuse_input_as_output, write_output};
-use results::report::{self, Counters, Format};
+use results::render::{self, Counters, ReportFormat as Format};
 
 use crate::error::bad_input;
 
@@ -64,7 +64,7 @@ pub struct Args {
 /// would replace an input record or each other (`-o`, `--hlog`), all before anything is
 /// written; an I/O error writing the output or the interval logs.
 pub fn run(args: Args) -> anyhow::Result<i32> {
-    let edges = report::parse_bucket_edges(&args.buckets).map_err(|e| bad_input(e.to_string()))?;
+    let edges = render::parse_bucket_edges(&args.buckets).map_err(|e| bad_input(e.to_string()))?;
     if let Some(dir) = &args.hlog {
         common::files::refuse_non_dir("--hlog", dir)?;
     }
@@ -74,7 +74,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     for path in &args.records {
         let rec = read_record(path)?;
         let file = path.display().to_string();
-        reports.push(report::build(&rec, &file, &edges).map_err(|e| bad_input(e.to_string()))?);
+        reports
+            .push(render::build_report(&rec, &file, &edges).map_err(|e| bad_input(e.to_string()))?);
         records.push((path.clone(), rec));
     }
     if let Some(dir) = &args.hlog {
@@ -82,24 +83,21 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         for (path, rec) in &records {
             let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("run");
             // The error names the file and the OS error once (not again as its source).
-            let written = results::hlog::write_all(rec, stem, dir)
-                .map_err(|e| anyhow::anyhow!(e.to_string()))?;
+            let written =
+                render::write_hlogs(rec, stem, dir).map_err(|e| anyhow::anyhow!(e.to_string()))?;
             for p in written {
                 eprintln!("connstorm: wrote {}", p.display());
             }
         }
     }
     if args.format == FormatArg::Html {
-        let named = results::plot::legend_names(&records, false);
+        let named = render::legend_names(&records, false);
         let counters = if args.all_counters {
             Counters::All
         } else {
             Counters::Key
         };
-        write_output(
-            &args.output,
-            &results::html::render(&reports, &named, counters),
-        )?;
+        write_output(&args.output, &render::html(&reports, &named, counters))?;
         if args.output != Path::new("-") {
             eprintln!("connstorm: wrote {}", args.output.display());
         }
@@ -117,6 +115,6 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     } else {
         Counters::Key
     };
-    write_output(&args.output, &report::render(&reports, format, counters))?;
+    write_output(&args.output, &render::report(&reports, format, counters))?;
     Ok(0)
 }

@@ -34,7 +34,7 @@ pub struct Ab {
     /// The statistics rule's options.
     pub rule: results::compare::Options,
     /// How the comparison is printed.
-    pub format: results::compare::Format,
+    pub format: results::render::CompareFormat,
 }
 
 /// Runs the restore on every way out of [`run`], printing what failed.
@@ -161,7 +161,7 @@ pub fn run(args: &Ab, setup: impl FnOnce() -> anyhow::Result<Setup>) -> anyhow::
         let (na, nb) = (sides.name(Side::A), sides.name(Side::B));
         let c =
             results::compare::compare(&a_records, &b_records, (Some(&na), Some(&nb)), &args.rule);
-        crate::output::out(&results::compare::render(&c, args.format));
+        crate::output::out(&results::render::comparison(&c, args.format));
     }
     outcome?;
     if !errors.is_empty() {

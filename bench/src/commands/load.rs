@@ -15,8 +15,8 @@ use anyhow::Context;
 use loadgen::segment::Segment;
 use loadgen::start::StartAt;
 use loadgen::{LoadConfig, LoadError, LoadReport, TimelineRow};
-use results::kernel_text::KernelSection;
 use results::record::BuildInfo;
+use results::render::KernelSection;
 
 use super::MetricsOptions;
 use crate::record::Build;

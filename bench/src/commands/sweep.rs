@@ -93,7 +93,8 @@ pub fn run(s: &Sweep, setup: impl FnOnce() -> anyhow::Result<Setup>) -> anyhow::
         crate::output::out(&format!("{}\n", record.to_json()));
         crate::output::note(&format!("record: {}", path.display()));
     } else {
-        let mut out = sweep::text(&record, &steps, knee.as_ref(), &criteria, server_cores);
+        let mut out =
+            results::render::sweep(&record, &steps, knee.as_ref(), &criteria, server_cores);
         let _ = writeln!(out, "record: {}", path.display());
         crate::output::out(&out);
     }

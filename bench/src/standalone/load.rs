@@ -22,8 +22,8 @@ use std::time::SystemTime;
 use loadgen::segment::Segment;
 use loadgen::{CloseMode, LoadConfig, LoadReport, Pattern};
 use results::acceptance::Acceptance;
-use results::kernel_text::{AcceptQueueEnd, KernelView};
 use results::record::{self as rec, BuildInfo, Role, RunInfo, RunRecord, SegmentInfo};
+use results::render::{AcceptQueueEnd, KernelView};
 use tuning::clock::ClockSync;
 
 use crate::convert::{phase_record, PhaseStart};

@@ -38,7 +38,7 @@ fn cpus(v: &[usize]) -> String {
     if v.is_empty() {
         "-".into()
     } else {
-        crate::report::document::cpulist(v)
+        common::cpulist::format(v)
     }
 }
 

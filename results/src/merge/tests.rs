@@ -702,7 +702,7 @@ fn numbers_in_merge_text_use_the_one_format() {
     let m = merge(&inputs).unwrap();
     let p = &m.record.phases[0];
     assert_eq!(
-        phase_line(p),
+        crate::render::merged_phase_line(p),
         "phase load: 24,000 successes in 3.000 s: 480,000 CPM = 8,000 conn/s"
     );
     let note = &p.cross_check.as_ref().unwrap().note;
@@ -718,7 +718,7 @@ fn numbers_in_merge_text_use_the_one_format() {
     none.successes = 0;
     none.set_rates();
     assert_eq!(
-        phase_line(&none),
+        crate::render::merged_phase_line(&none),
         "phase load: nothing measured — no connection succeeded in 3.000 s"
     );
 }
@@ -764,10 +764,10 @@ fn server_namespaces_counters_and_tls_accepts_are_kept_apart_and_summed() {
     let c = p.cross_check.as_ref().unwrap();
     assert_eq!(c.kernel_passive_opens, Some(want as i64));
     assert!(c.agree, "{}", c.note);
-    let text = crate::report::render(
-        &[crate::report::build(&m.record, "merged.json", &[]).unwrap()],
-        crate::report::Format::Text,
-        crate::report::Counters::Key,
+    let text = crate::render::report(
+        &[crate::render::build_report(&m.record, "merged.json", &[]).unwrap()],
+        crate::render::ReportFormat::Text,
+        crate::render::Counters::Key,
     );
     assert!(
         text.contains("kernel counters (the generators' namespaces): ")

@@ -150,7 +150,7 @@ fn inputs() -> Vec<(String, Vec<u8>)> {
     ];
     for (i, p) in rec.phases.iter().enumerate() {
         let mut buf = Vec::new();
-        results::hlog::write_phase(&mut buf, &rec, i).unwrap();
+        results::render::write_hlog(&mut buf, &rec, i).unwrap();
         v.push((format!("three-phase.{}.hlog", p.name), buf));
     }
     v

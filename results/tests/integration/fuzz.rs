@@ -60,7 +60,7 @@ fn slo_and_bucket_parsers_take_any_text() {
                 "{text:?}"
             );
         }
-        if let Ok(edges) = results::report::parse_bucket_edges(&text) {
+        if let Ok(edges) = results::render::parse_bucket_edges(&text) {
             assert!(
                 edges.windows(2).all(|w| w[0] < w[1]) && edges[0] > 0,
                 "{text:?}"

@@ -18,18 +18,18 @@
 
 use std::fmt::Write as _;
 
-use crate::compare;
+use super::compare::{comparison, CompareFormat};
+use super::plot::{plot_svg, Named, PlotKind};
+use super::report::{blocks, describe_pattern, Counters, RecordReport};
+use super::table::{Block, Table};
 use crate::numfmt;
-use crate::plot::{self, Kind, Named};
 use crate::record::RunRecord;
-use crate::report::table::{Block, Table};
-use crate::report::{blocks, Counters, RecordReport};
 
 /// The sections every page has, by `id`, in page order (`comparison` is added for A/B sets).
-pub const SECTIONS: [&str; 4] = ["summary", "warnings", "plots", "details"];
+pub const HTML_SECTIONS: [&str; 4] = ["summary", "warnings", "plots", "details"];
 
 /// `<`, `>`, `&`, `"` and `'` escaped for text and attribute values.
-pub fn escape(s: &str) -> String {
+pub(crate) fn escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
@@ -153,7 +153,7 @@ fn summary_table(reports: &[RecordReport]) -> Table {
                     r.run.engine.clone()
                 },
                 p.name.clone(),
-                crate::report::describe_pattern(&p.pattern),
+                describe_pattern(&p.pattern),
                 rate(p.achieved_per_sec),
                 rate(p.cpm),
                 q(|s| s.p50_ns),
@@ -221,7 +221,7 @@ fn ab_sides<'a>(records: &[Named<'a>]) -> Option<(Vec<Named<'a>>, Vec<Named<'a>>
     Some((pick(&names[0]), pick(&names[1])))
 }
 
-fn figure(id: &str, caption: &str, svg: Result<String, plot::PlotError>, out: &mut String) {
+fn figure(id: &str, caption: &str, svg: Result<String, super::PlotError>, out: &mut String) {
     let _ = writeln!(
         out,
         "<figure id=\"{id}\">\n<figcaption>{}</figcaption>",
@@ -236,10 +236,10 @@ fn figure(id: &str, caption: &str, svg: Result<String, plot::PlotError>, out: &m
     out.push_str("\n</figure>\n");
 }
 
-/// The page for these records: `reports` are their [`crate::report::build`] summaries and
+/// The page for these records: `reports` are their [`build_report`](super::build_report) summaries and
 /// `records` the same records with legend names, in the same order; `counters` picks the
 /// kernel counters listed in `details`. Returns a complete UTF-8 HTML5 document.
-pub fn render(reports: &[RecordReport], records: &[Named<'_>], counters: Counters) -> String {
+pub fn html(reports: &[RecordReport], records: &[Named<'_>], counters: Counters) -> String {
     let mut out = String::new();
     let title = match reports {
         [one] => format!("connstorm report: {}", record_name(one)),
@@ -279,19 +279,19 @@ pub fn render(reports: &[RecordReport], records: &[Named<'_>], counters: Counter
     figure(
         "plot-spectrum",
         "Handshake latency by percentile",
-        plot::svg(Kind::Spectrum, records, &none),
+        plot_svg(PlotKind::Spectrum, records, &none),
         &mut out,
     );
     figure(
         "plot-timeline",
         "Connections per minute over time",
-        plot::svg(Kind::Timeline, records, &none),
+        plot_svg(PlotKind::Timeline, records, &none),
         &mut out,
     );
     figure(
         "plot-workers",
         "Share of accepted connections per server worker",
-        plot::svg(Kind::Workers, records, &none),
+        plot_svg(PlotKind::Workers, records, &none),
         &mut out,
     );
     for (i, n) in records
@@ -302,7 +302,7 @@ pub fn render(reports: &[RecordReport], records: &[Named<'_>], counters: Counter
         figure(
             &format!("plot-sweep-{i}"),
             &format!("Sweep {}: offered vs achieved rate, handshake p99", n.name),
-            plot::svg(Kind::Sweep, std::slice::from_ref(n), &none),
+            plot_svg(PlotKind::Sweep, std::slice::from_ref(n), &none),
             &mut out,
         );
     }
@@ -311,7 +311,7 @@ pub fn render(reports: &[RecordReport], records: &[Named<'_>], counters: Counter
         figure(
             "plot-ab",
             "A vs B trials",
-            plot::svg(Kind::Ab, a, b),
+            plot_svg(PlotKind::Ab, a, b),
             &mut out,
         );
     }
@@ -319,16 +319,16 @@ pub fn render(reports: &[RecordReport], records: &[Named<'_>], counters: Counter
 
     if let Some((a, b)) = &ab {
         let recs = |v: &[Named<'_>]| v.iter().map(|n| n.record.clone()).collect::<Vec<_>>();
-        let c = compare::compare(
+        let c = crate::compare::compare(
             &recs(a),
             &recs(b),
             (None, None),
-            &compare::Options::default(),
+            &crate::compare::Options::default(),
         );
         let _ = writeln!(
             out,
             "<section id=\"comparison\">\n<h2>A vs B</h2>\n<pre>{}</pre>\n</section>",
-            escape(&compare::render(&c, compare::Format::Text))
+            escape(&comparison(&c, CompareFormat::Text))
         );
     }
 
@@ -341,13 +341,13 @@ pub fn render(reports: &[RecordReport], records: &[Named<'_>], counters: Counter
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report;
+    use crate::render::{build_report, parse_bucket_edges};
 
     fn page(recs: &[RunRecord]) -> String {
-        let edges = report::parse_bucket_edges("100us,1ms,10ms").unwrap();
+        let edges = parse_bucket_edges("100us,1ms,10ms").unwrap();
         let reports: Vec<_> = recs
             .iter()
-            .map(|r| report::build(r, "", &edges).unwrap())
+            .map(|r| build_report(r, "", &edges).unwrap())
             .collect();
         let named: Vec<_> = recs
             .iter()
@@ -356,7 +356,7 @@ mod tests {
                 record: r,
             })
             .collect();
-        render(&reports, &named, Counters::Key)
+        html(&reports, &named, Counters::Key)
     }
 
     /// Every `<tag` in the page, by name.
@@ -377,7 +377,7 @@ mod tests {
         let rec = RunRecord::example();
         let html = page(std::slice::from_ref(&rec));
         assert!(html.starts_with("<!DOCTYPE html>"));
-        for id in SECTIONS {
+        for id in HTML_SECTIONS {
             assert!(html.contains(&format!("<section id=\"{id}\">")), "no {id}");
         }
         for fig in ["plot-spectrum", "plot-timeline", "plot-workers"] {
@@ -386,7 +386,7 @@ mod tests {
             assert!(html[start..end].contains("<svg"), "{fig} has no inline SVG");
         }
         // The summary row of the latency phase shows its measured p99, as the text report.
-        let r = report::build(&rec, "", &[1_000_000]).unwrap();
+        let r = build_report(&rec, "", &[1_000_000]).unwrap();
         let p = r.phases.iter().find(|p| p.name == "latency").unwrap();
         let p99 = p.latency.iter().find(|l| l.which == "handshake").unwrap();
         assert!(html.contains(&format!(
@@ -403,7 +403,7 @@ mod tests {
     /// summary showed only the TCP handshake); plain records do not get them.
     #[test]
     fn an_http_tls_summary_has_response_and_tls_columns() {
-        let plain = summary_table(&[report::build(&RunRecord::example(), "", &[]).unwrap()]);
+        let plain = summary_table(&[build_report(&RunRecord::example(), "", &[]).unwrap()]);
         assert!(!plain.headers.iter().any(|h| h.starts_with("response")));
         let mut rec = RunRecord::example();
         let mut resp = crate::record::new_latency_histogram();
@@ -421,7 +421,7 @@ mod tests {
         });
         lat.histograms.http_response = Some(crate::record::encode_histogram(&resp));
         lat.histograms.tls_handshake = Some(crate::record::encode_histogram(&tls));
-        let t = summary_table(&[report::build(&rec, "", &[]).unwrap()]);
+        let t = summary_table(&[build_report(&rec, "", &[]).unwrap()]);
         let col = |name: &str| t.headers.iter().position(|h| h == name).unwrap();
         let row = t.rows.iter().find(|r| r[3] == "latency").unwrap();
         assert_eq!(row[col("response p50")], "2.00 ms");

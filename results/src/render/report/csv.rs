@@ -236,7 +236,7 @@ mod tests {
     fn rows_have_as_many_fields_as_the_header_and_quote_commas() {
         let mut rec = RunRecord::example();
         rec.label = "a,b".into();
-        let r = crate::report::build(&rec, "x.json", &[]).unwrap();
+        let r = crate::render::build_report(&rec, "x.json", &[]).unwrap();
         let csv = to_csv(&[r]);
         let n = header().len();
         let mut lines = csv.lines();
@@ -280,7 +280,7 @@ mod tests {
         t.failures.insert("bad certificate".into(), 2);
         rec.phases[0].http = Some(h);
         rec.phases[0].tls = Some(t);
-        let r = crate::report::build(&rec, "x.json", &[]).unwrap();
+        let r = crate::render::build_report(&rec, "x.json", &[]).unwrap();
         let secs = r.phases[0].measured_secs;
         let csv = to_csv(&[r]);
         let mut lines = csv.lines();
@@ -320,7 +320,7 @@ mod tests {
             *rate_per_sec = 16_196.0;
         }
         rec.phases[1].offered_per_sec = Some(16_196.0);
-        let r = crate::report::build(&rec, "x.json", &[]).unwrap();
+        let r = crate::render::build_report(&rec, "x.json", &[]).unwrap();
         let csv = to_csv(std::slice::from_ref(&r));
         assert!(csv.contains("x.json,example,peak,closed,,64,,"), "{csv}");
         assert!(
@@ -334,7 +334,7 @@ mod tests {
             serde_json::json!({"kind": "open", "rate_per_sec": 16196.0, "arrival": "poisson"})
         );
         assert_eq!(
-            crate::report::describe_pattern(&rec.phases[1].pattern),
+            crate::render::report::describe_pattern(&rec.phases[1].pattern),
             "open loop, 16,196/s poisson"
         );
     }
@@ -343,7 +343,7 @@ mod tests {
     fn a_server_records_phase_has_no_pattern_fields() {
         let mut rec = RunRecord::example();
         rec.role = crate::record::Role::Server;
-        let r = crate::report::build(&rec, "s.json", &[]).unwrap();
+        let r = crate::render::build_report(&rec, "s.json", &[]).unwrap();
         let csv = to_csv(std::slice::from_ref(&r));
         // It read `closed,,0` (the record's default pattern) for a server, which has none, and
         // 0 attempts beside its accepts.

@@ -63,7 +63,7 @@ const LEGEND: &str =
 ///
 /// # Panics
 /// If `phase_index` is out of range.
-pub fn write_phase<W: Write>(
+pub fn write_hlog<W: Write>(
     out: &mut W,
     record: &RunRecord,
     phase_index: usize,
@@ -147,10 +147,10 @@ pub fn write_phase<W: Write>(
     Ok(())
 }
 
-/// The files [`write_all`] writes for `record`: one `<stem>.<phase>.hlog` per phase in `dir`,
+/// The files [`write_hlogs`] writes for `record`: one `<stem>.<phase>.hlog` per phase in `dir`,
 /// in phase order (anything but `A-Z a-z 0-9 . _ -` in a phase name becomes `-`). Callers check
 /// them against their inputs before anything is written.
-pub fn paths(record: &RunRecord, stem: &str, dir: &Path) -> Vec<PathBuf> {
+pub fn hlog_paths(record: &RunRecord, stem: &str, dir: &Path) -> Vec<PathBuf> {
     record
         .phases
         .iter()
@@ -171,22 +171,22 @@ pub fn paths(record: &RunRecord, stem: &str, dir: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
-/// Writes one `.hlog` per phase into `dir` (created if missing), at [`paths`], and returns
+/// Writes one `.hlog` per phase into `dir` (created if missing), at [`hlog_paths`], and returns
 /// them in phase order.
 ///
 /// `stem` is usually the record file's name without `.json`.
 ///
 /// # Errors
 /// [`HlogError::Write`] naming the file, or [`HlogError::Histogram`].
-pub fn write_all(record: &RunRecord, stem: &str, dir: &Path) -> Result<Vec<PathBuf>, HlogError> {
+pub fn write_hlogs(record: &RunRecord, stem: &str, dir: &Path) -> Result<Vec<PathBuf>, HlogError> {
     fs::create_dir_all(dir).map_err(|source| HlogError::Write {
         path: dir.to_path_buf(),
         source,
     })?;
     let mut written = Vec::new();
-    for (i, path) in paths(record, stem, dir).into_iter().enumerate() {
+    for (i, path) in hlog_paths(record, stem, dir).into_iter().enumerate() {
         let mut buf = Vec::new();
-        write_phase(&mut buf, record, i)?;
+        write_hlog(&mut buf, record, i)?;
         fs::write(&path, buf).map_err(|source| HlogError::Write {
             path: path.clone(),
             source,
@@ -227,7 +227,7 @@ mod tests {
     fn one_handshake_interval_per_second_at_the_phase_start() {
         let rec = RunRecord::example();
         let mut buf = Vec::new();
-        write_phase(&mut buf, &rec, 1).unwrap();
+        write_hlog(&mut buf, &rec, 1).unwrap();
         let text = String::from_utf8(buf.clone()).unwrap();
         assert!(text.contains("#[StartTime: 1795990503.250 "), "{text}");
         assert!(
@@ -269,7 +269,7 @@ mod tests {
             }
         }
         let mut buf = Vec::new();
-        write_phase(&mut buf, &rec, 1).unwrap();
+        write_hlog(&mut buf, &rec, 1).unwrap();
         let ivs = intervals(&buf);
         assert_eq!(ivs.len(), 2, "handshake and service, no first byte");
         assert_eq!(
@@ -286,7 +286,7 @@ mod tests {
     #[test]
     fn write_all_names_files_after_the_phases() {
         let dir = tempfile::tempdir().unwrap();
-        let paths = write_all(&RunRecord::example(), "run", dir.path()).unwrap();
+        let paths = write_hlogs(&RunRecord::example(), "run", dir.path()).unwrap();
         let names: Vec<_> = paths
             .iter()
             .map(|p| p.file_name().unwrap().to_str().unwrap())
@@ -294,7 +294,7 @@ mod tests {
         assert_eq!(names, ["run.peak.hlog", "run.latency.hlog"]);
         assert_eq!(
             paths,
-            super::paths(&RunRecord::example(), "run", dir.path())
+            super::hlog_paths(&RunRecord::example(), "run", dir.path())
         );
     }
 }

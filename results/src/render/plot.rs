@@ -1,6 +1,6 @@
 //! Pictures of run records, as SVG or PNG (plotters).
 //!
-//! Kinds ([`Kind`]): the latency percentile spectrum (HdrHistogram's usual plot, x on a log
+//! Kinds ([`PlotKind`]): the latency percentile spectrum (HdrHistogram's usual plot, x on a log
 //! scale of 1/(1-p)), the CPM timeline, the per-worker accept share, an A/B comparison strip
 //! chart, and a sweep curve. Text is measured and drawn with a bundled font
 //! (`assets/DejaVuSans-subset.ttf`), so PNG output needs no system fontconfig and SVG layout is
@@ -24,12 +24,12 @@ use crate::record::RunRecord;
 pub use names::legend_names;
 
 /// Picture size in pixels (width, height).
-pub const SIZE: (u32, u32) = (1000, 600);
+pub const PLOT_SIZE: (u32, u32) = (1000, 600);
 
 /// What to draw.
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub enum PlotKind {
     /// Handshake latency by percentile, one line per record (and per latency kind with one
     /// record), x = 1/(1-p) on a log scale labelled `50%`, `90%`, `99%`, `99.9%`, ...
     #[cfg_attr(
@@ -92,7 +92,7 @@ pub enum PlotError {
 }
 
 /// The bundled font (DejaVu Sans, subset; license in `assets/DejaVuSans-LICENSE.txt`).
-static FONT: &[u8] = include_bytes!("../assets/DejaVuSans-subset.ttf");
+static FONT: &[u8] = include_bytes!("../../assets/DejaVuSans-subset.ttf");
 
 fn register_font() {
     static ONCE: Once = Once::new();
@@ -123,7 +123,7 @@ pub(crate) type DrawResult = Result<(), Problem>;
 
 fn draw_on<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
-    kind: Kind,
+    kind: PlotKind,
     records: &[Named<'_>],
     b: &[Named<'_>],
 ) -> DrawResult
@@ -132,11 +132,11 @@ where
 {
     root.fill(&WHITE)?;
     match kind {
-        Kind::Spectrum => spectrum::draw(root, records),
-        Kind::Timeline => timeline::draw(root, records),
-        Kind::Workers => workers::draw(root, records),
-        Kind::Ab => ab::draw(root, records, b),
-        Kind::Sweep => sweep::draw(root, records),
+        PlotKind::Spectrum => spectrum::draw(root, records),
+        PlotKind::Timeline => timeline::draw(root, records),
+        PlotKind::Workers => workers::draw(root, records),
+        PlotKind::Ab => ab::draw(root, records, b),
+        PlotKind::Sweep => sweep::draw(root, records),
     }?;
     root.present()?;
     Ok(())
@@ -153,16 +153,20 @@ fn finish(path: &Path, r: DrawResult) -> Result<(), PlotError> {
     }
 }
 
-/// Draws `kind` as an SVG document in memory. `b` is side B for [`Kind::Ab`] (ignored
+/// Draws `kind` as an SVG document in memory. `b` is side B for [`PlotKind::Ab`] (ignored
 /// otherwise; `records` is side A).
 ///
 /// # Errors
 /// [`PlotError::Empty`] when the records hold nothing to show; [`PlotError::Draw`].
-pub fn svg(kind: Kind, records: &[Named<'_>], b: &[Named<'_>]) -> Result<String, PlotError> {
+pub fn plot_svg(
+    kind: PlotKind,
+    records: &[Named<'_>],
+    b: &[Named<'_>],
+) -> Result<String, PlotError> {
     register_font();
     let mut out = String::new();
     let r = {
-        let root = SVGBackend::with_string(&mut out, SIZE).into_drawing_area();
+        let root = SVGBackend::with_string(&mut out, PLOT_SIZE).into_drawing_area();
         draw_on(&root, kind, records, b)
     };
     finish(Path::new("-"), r)?;
@@ -172,9 +176,9 @@ pub fn svg(kind: Kind, records: &[Named<'_>], b: &[Named<'_>]) -> Result<String,
 /// Draws `kind` into `path`, SVG or PNG by its extension.
 ///
 /// # Errors
-/// [`PlotError::Format`] for other extensions, else as [`svg`].
-pub fn write(
-    kind: Kind,
+/// [`PlotError::Format`] for other extensions, else as [`plot_svg`].
+pub fn write_plot(
+    kind: PlotKind,
     records: &[Named<'_>],
     b: &[Named<'_>],
     path: &Path,
@@ -186,7 +190,7 @@ pub fn write(
         .map(str::to_ascii_lowercase);
     match ext.as_deref() {
         Some("svg") => {
-            let text = svg(kind, records, b)?;
+            let text = plot_svg(kind, records, b)?;
             std::fs::write(path, text).map_err(|e| PlotError::Draw {
                 path: path.to_path_buf(),
                 message: e.to_string(),
@@ -194,7 +198,7 @@ pub fn write(
         }
         Some("png") => {
             let r = {
-                let root = BitMapBackend::new(path, SIZE).into_drawing_area();
+                let root = BitMapBackend::new(path, PLOT_SIZE).into_drawing_area();
                 draw_on(&root, kind, records, b)
             };
             finish(path, r)

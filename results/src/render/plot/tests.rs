@@ -41,8 +41,8 @@ fn spectrum_overlays_records_with_percentile_and_unit_labels() {
     let a = RunRecord::example();
     let mut b = RunRecord::example();
     b.phases[1].histograms = a.phases[0].histograms.clone();
-    let svg = svg(
-        Kind::Spectrum,
+    let svg = plot_svg(
+        PlotKind::Spectrum,
         &[named("kernel-a", &a), named("kernel-b", &b)],
         &[],
     )
@@ -68,18 +68,18 @@ fn spectrum_overlays_records_with_percentile_and_unit_labels() {
         "several records: handshake only"
     );
     // One record: all its latency kinds.
-    let one = svg_of(Kind::Spectrum, &a);
+    let one = svg_of(PlotKind::Spectrum, &a);
     assert!(has_text(&one, "kernel service (latency)"));
 }
 
-fn svg_of(kind: Kind, rec: &RunRecord) -> String {
-    svg(kind, &[named("kernel", rec)], &[]).unwrap()
+fn svg_of(kind: PlotKind, rec: &RunRecord) -> String {
+    plot_svg(kind, &[named("kernel", rec)], &[]).unwrap()
 }
 
 #[test]
 fn timeline_shows_cpm_per_phase_over_seconds() {
     let rec = RunRecord::example();
-    let svg = svg_of(Kind::Timeline, &rec);
+    let svg = svg_of(PlotKind::Timeline, &rec);
     for needle in [
         "connections per minute (CPM)",
         "time (s)",
@@ -95,7 +95,7 @@ fn timeline_shows_cpm_per_phase_over_seconds() {
     let mut empty = rec.clone();
     empty.phases.iter_mut().for_each(|p| p.timeline.clear());
     assert!(matches!(
-        svg_err(Kind::Timeline, &empty),
+        svg_err(PlotKind::Timeline, &empty),
         PlotError::Empty(_)
     ));
 }
@@ -113,7 +113,7 @@ fn timeline_draws_partial_rows_of_short_phases_hollow() {
     // A 0.8 s peak (one partial row) and a 1.2 s latency phase (a whole and a partial row).
     rec.phases[0].timeline = vec![row(0.8, 0.8, 1_600)];
     rec.phases[1].timeline = vec![row(1.0, 1.0, 1_600), row(1.2, 0.2, 320)];
-    let svg = svg_of(Kind::Timeline, &rec);
+    let svg = svg_of(PlotKind::Timeline, &rec);
     let circles: Vec<&str> = svg.split("<circle").skip(1).collect();
     assert_eq!(circles.len(), 3, "a dot per row: {svg}");
     let hollow = circles
@@ -124,8 +124,8 @@ fn timeline_draws_partial_rows_of_short_phases_hollow() {
     assert!(has_text(&svg, "kernel peak"), "{:?}", texts(&svg));
 }
 
-fn svg_err(kind: Kind, rec: &RunRecord) -> PlotError {
-    svg(kind, &[named("kernel", rec)], &[]).unwrap_err()
+fn svg_err(kind: PlotKind, rec: &RunRecord) -> PlotError {
+    plot_svg(kind, &[named("kernel", rec)], &[]).unwrap_err()
 }
 
 #[test]
@@ -138,7 +138,7 @@ fn workers_plot_has_a_bar_per_worker() {
             accepted: 100 + cpu as u64,
         })
         .collect();
-    let svg = svg_of(Kind::Workers, &rec);
+    let svg = svg_of(PlotKind::Workers, &rec);
     for needle in [
         "share of accepted connections (%)",
         "cpu 0",
@@ -164,7 +164,7 @@ fn ab_plot_names_both_sides_and_metrics() {
     let rec = RunRecord::example();
     let a = [named("off", &rec), named("off", &rec)];
     let b = [named("on", &rec), named("on", &rec)];
-    let svg = svg(Kind::Ab, &a, &b).unwrap();
+    let svg = plot_svg(PlotKind::Ab, &a, &b).unwrap();
     for needle in [
         "connections/s, peak phase (higher is better)",
         "handshake p99, latency phase (µs, lower is better)",
@@ -182,7 +182,7 @@ fn ab_plot_names_both_sides_and_metrics() {
         "a dot per trial per panel"
     );
     assert!(matches!(
-        super::svg(Kind::Ab, &a, &[]),
+        super::plot_svg(PlotKind::Ab, &a, &[]),
         Err(PlotError::Empty(_))
     ));
     assert!(!has_text(&svg, "hollow: flagged trial"), "no flagged trial");
@@ -199,7 +199,7 @@ fn ab_plot_marks_flagged_trials_and_leaves_them_out_of_the_median() {
         .push("latency: generator fell behind: 100.0% of starts late".into());
     let a = [named("off", &rec), named("off", &flagged)];
     let b = [named("on", &rec), named("on", &rec)];
-    let svg = svg(Kind::Ab, &a, &b).unwrap();
+    let svg = plot_svg(PlotKind::Ab, &a, &b).unwrap();
     assert!(
         has_text(
             &svg,
@@ -245,7 +245,7 @@ fn sweep_plot_draws_the_slo_and_marks_the_knee() {
     let mut rec = sweep_record();
     // Steps' p99: 20, 80, 180, 320, 500 µs; step 4 and 5 fall short of their offered rate.
     rec.config = serde_json::json!({"slo": "p99<200us", "max_errors": 0.001});
-    let svg = svg_of(Kind::Sweep, &rec);
+    let svg = svg_of(PlotKind::Sweep, &rec);
     for needle in [
         "kernel SLO p99<200us",
         "kernel knee: 3,000 conn/s (step-3)",
@@ -266,7 +266,7 @@ fn sweep_plot_draws_the_slo_and_marks_the_knee() {
 
 #[test]
 fn sweep_plot_has_both_axes_with_units() {
-    let svg = svg_of(Kind::Sweep, &sweep_record());
+    let svg = svg_of(PlotKind::Sweep, &sweep_record());
     for needle in [
         "offered rate (connections/s)",
         "achieved rate (connections/s)",
@@ -289,14 +289,14 @@ fn png_is_written_and_other_extensions_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let rec = RunRecord::example();
     let path = dir.path().join("spectrum.png");
-    write(Kind::Spectrum, &[named("kernel", &rec)], &[], &path).unwrap();
+    write_plot(PlotKind::Spectrum, &[named("kernel", &rec)], &[], &path).unwrap();
     let bytes = std::fs::read(&path).unwrap();
     assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
     let width = u32::from_be_bytes(bytes[16..20].try_into().unwrap());
     let height = u32::from_be_bytes(bytes[20..24].try_into().unwrap());
-    assert_eq!((width, height), SIZE);
-    let err = write(
-        Kind::Spectrum,
+    assert_eq!((width, height), PLOT_SIZE);
+    let err = write_plot(
+        PlotKind::Spectrum,
         &[named("kernel", &rec)],
         &[],
         &dir.path().join("x.gif"),
@@ -329,7 +329,7 @@ fn spectrum_last_percentile_label_is_not_cut_off() {
         h.record(20_000 + v).unwrap();
     }
     rec.phases[1].histograms = Histograms::encode(&h, &h, None);
-    let svg = svg_of(Kind::Spectrum, &rec);
+    let svg = svg_of(PlotKind::Spectrum, &rec);
     let (x, label) = text_positions(&svg)
         .into_iter()
         .find(|(_, t)| t.trim() == "99.999%")
@@ -337,9 +337,9 @@ fn spectrum_last_percentile_label_is_not_cut_off() {
     // Centred on x; 7 characters of a 12-14 px font are under 50 px wide.
     let half_width = 25.0;
     assert!(
-        x + half_width <= f64::from(SIZE.0),
+        x + half_width <= f64::from(PLOT_SIZE.0),
         "{label:?} at x = {x} runs past the right edge {}",
-        SIZE.0
+        PLOT_SIZE.0
     );
     let y_labels: Vec<String> = texts(&svg)
         .iter()
@@ -360,7 +360,7 @@ fn a_sweep_plot_of_a_record_that_is_no_sweep_is_refused() {
         .phases
         .iter()
         .any(|p| matches!(p.pattern, crate::record::Pattern::Open { .. })));
-    match svg_err(Kind::Sweep, &bench) {
+    match svg_err(PlotKind::Sweep, &bench) {
         PlotError::Empty(why) => assert!(why.contains("no record is a sweep"), "{why}"),
         other => panic!("{other:?}"),
     }

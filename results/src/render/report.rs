@@ -2,16 +2,16 @@
 //! CSV.
 //!
 //! [`build`] turns a [`RunRecord`] into a [`RecordReport`] (decoding histograms, computing
-//! percentiles and bucket shares); [`render`] prints a list of them in a [`Format`].
+//! percentiles and bucket shares); [`render`] prints a list of them in a [`ReportFormat`].
 
 mod csv;
-pub(crate) mod document;
-pub mod table;
+mod document;
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use super::table;
 use crate::histogram::{self, Bucket, LatencySummary};
 use crate::record::{decode_histogram, HistogramError};
 use crate::record::{
@@ -20,12 +20,12 @@ use crate::record::{
 };
 use crate::sweep::parse_latency_ns;
 
-pub use document::blocks;
+pub(crate) use document::blocks;
 pub(crate) use document::tls_line;
 
 /// Output formats of `connstorm report`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
+pub enum ReportFormat {
     /// Aligned plain text for a terminal.
     Text,
     /// GitHub-flavoured Markdown.
@@ -91,7 +91,7 @@ pub struct PhaseReport {
     /// Phase name.
     pub name: String,
     /// How load was offered, as machine values (`{"kind": "open", "rate_per_sec": 1600.0,
-    /// "arrival": "poisson"}`); text renders it with [`describe_pattern`].
+    /// "arrival": "poisson"}`); text renders it in words (`open loop, 16,196/s uniform`).
     pub pattern: Pattern,
     /// Offered attempts/s (open loop).
     pub offered_per_sec: Option<f64>,
@@ -166,7 +166,7 @@ pub struct RecordReport {
 
 /// Describes a load pattern for people (text only; JSON and CSV keep the fields):
 /// `open loop, 16,196/s uniform` / `closed loop, 64 in flight`.
-pub fn describe_pattern(p: &Pattern) -> String {
+pub(crate) fn describe_pattern(p: &Pattern) -> String {
     match p {
         Pattern::Open {
             rate_per_sec,
@@ -257,7 +257,11 @@ fn phase_report(file: &str, p: &PhaseRecord, edges_ns: &[u64]) -> Result<PhaseRe
 /// # Errors
 /// [`ReportError::Histogram`] if a histogram does not decode (never for a record that
 /// [`RunRecord::read`] accepted).
-pub fn build(rec: &RunRecord, file: &str, edges_ns: &[u64]) -> Result<RecordReport, ReportError> {
+pub fn build_report(
+    rec: &RunRecord,
+    file: &str,
+    edges_ns: &[u64],
+) -> Result<RecordReport, ReportError> {
     let mut phases = rec
         .phases
         .iter()
@@ -324,16 +328,16 @@ pub fn parse_bucket_edges(text: &str) -> Result<Vec<u64>, ReportError> {
 }
 
 /// Renders reports in a format; `counters` picks the kernel counters text and Markdown list.
-pub fn render(reports: &[RecordReport], format: Format, counters: Counters) -> String {
+pub fn report(reports: &[RecordReport], format: ReportFormat, counters: Counters) -> String {
     match format {
-        Format::Text => table::to_text(&blocks(reports, counters)),
-        Format::Markdown => table::to_markdown(&blocks(reports, counters)),
-        Format::Json => {
+        ReportFormat::Text => table::to_text(&blocks(reports, counters)),
+        ReportFormat::Markdown => table::to_markdown(&blocks(reports, counters)),
+        ReportFormat::Json => {
             serde_json::to_string_pretty(reports)
                 .expect("reports are plain data and always serialize")
                 + "\n"
         }
-        Format::Csv => csv::to_csv(reports),
+        ReportFormat::Csv => csv::to_csv(reports),
     }
 }
 
@@ -361,10 +365,10 @@ mod tests {
         let mut rec = RunRecord::example();
         let empty = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).unwrap();
         rec.phases[1].histograms = crate::record::Histograms::encode(&empty, &empty, None);
-        let r = build(&rec, "x.json", &DEFAULT_BUCKET_EDGES_NS).unwrap();
+        let r = build_report(&rec, "x.json", &DEFAULT_BUCKET_EDGES_NS).unwrap();
         assert!(r.phases[1].latency.is_empty());
         assert!(!r.phases[0].latency.is_empty());
-        let csv = render(std::slice::from_ref(&r), Format::Csv, Counters::Key);
+        let csv = report(std::slice::from_ref(&r), ReportFormat::Csv, Counters::Key);
         let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
         let row: Vec<&str> = csv.lines().nth(2).unwrap().split(',').collect();
         let col = header
@@ -372,7 +376,7 @@ mod tests {
             .position(|h| *h == "handshake_p50_ns")
             .unwrap();
         assert_eq!(row[col], "", "{csv}");
-        let json = render(&[r], Format::Json, Counters::Key);
+        let json = report(&[r], ReportFormat::Json, Counters::Key);
         assert!(!json.contains("\"p50_ns\": 0"), "{json}");
     }
 
@@ -390,10 +394,10 @@ mod tests {
         let accepted = p.server.as_ref().unwrap().accepted();
         assert!(accepted > 0);
         let secs = p.measured_secs;
-        let r = build(&rec, "s.json", &DEFAULT_BUCKET_EDGES_NS).unwrap();
+        let r = build_report(&rec, "s.json", &DEFAULT_BUCKET_EDGES_NS).unwrap();
         assert_eq!(r.phases[0].successes, accepted);
         assert!((r.phases[0].achieved_per_sec.unwrap() - accepted as f64 / secs).abs() < 1e-9);
-        let csv = render(&[r], Format::Csv, Counters::Key);
+        let csv = report(&[r], ReportFormat::Csv, Counters::Key);
         let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
         let row: Vec<&str> = csv.lines().nth(1).unwrap().split(',').collect();
         let col = header
@@ -404,9 +408,9 @@ mod tests {
         assert!((got - accepted as f64 / secs).abs() < 1e-6, "{csv}");
         // `server --tls`: the report says how many TLS handshakes it completed.
         let text = |rec: &RunRecord| {
-            render(
-                &[build(rec, "s.json", &DEFAULT_BUCKET_EDGES_NS).unwrap()],
-                Format::Text,
+            report(
+                &[build_report(rec, "s.json", &DEFAULT_BUCKET_EDGES_NS).unwrap()],
+                ReportFormat::Text,
                 Counters::Key,
             )
         };
@@ -442,10 +446,10 @@ mod tests {
         h.record_n(5_000, 99).unwrap();
         h.record(2_000_000).unwrap();
         rec.phases[1].histograms.generator_lag = Some(crate::record::encode_histogram(&h));
-        let r = build(&rec, "x.json", &DEFAULT_BUCKET_EDGES_NS).unwrap();
+        let r = build_report(&rec, "x.json", &DEFAULT_BUCKET_EDGES_NS).unwrap();
         assert_eq!(r.phases[1].generator_lag.as_ref().unwrap().count, 100);
         assert!(r.phases[0].generator_lag.is_none());
-        let text = render(&[r], Format::Text, Counters::Key);
+        let text = report(&[r], ReportFormat::Text, Counters::Key);
         assert!(
             text.contains("generator lag (actual − scheduled start, included in the latencies above): p50 5.0 µs"),
             "{text}"
@@ -461,8 +465,8 @@ mod tests {
         p.achieved_per_sec = None;
         p.cpm = None;
         p.measured_secs = 0.0;
-        let r = build(&rec, "x.json", &DEFAULT_BUCKET_EDGES_NS).unwrap();
-        let text = render(&[r], Format::Text, Counters::Key);
+        let r = build_report(&rec, "x.json", &DEFAULT_BUCKET_EDGES_NS).unwrap();
+        let text = report(&[r], ReportFormat::Text, Counters::Key);
         let latency = &text[text.find("phase latency").unwrap()..];
         assert!(
             latency.contains("nothing measured — the phase ended (interrupted)"),
@@ -481,7 +485,7 @@ mod tests {
         rec.phases[0]
             .counters
             .insert("TcpExt.ListenDrops".into(), 7);
-        let r = build(&rec, "x.json", &DEFAULT_BUCKET_EDGES_NS).unwrap();
+        let r = build_report(&rec, "x.json", &DEFAULT_BUCKET_EDGES_NS).unwrap();
         assert_eq!(r.phases.len(), 2);
         let peak = &r.phases[0];
         assert_eq!(
@@ -522,7 +526,7 @@ mod tests {
             // Not derivable: kept.
             "engine auto fell back to epoll: io_uring disabled".into(),
         ];
-        let r = build(&rec, "x.json", &[]).unwrap();
+        let r = build_report(&rec, "x.json", &[]).unwrap();
         let w = &r.warnings;
         assert!(w[0].contains("interrupted"), "{w:#?}");
         // Derived once, in the words `bench` uses (results::warnings).
@@ -570,8 +574,8 @@ mod tests {
         ] {
             c.insert(k.into(), v);
         }
-        let r = build(&rec, "x.json", &[]).unwrap();
-        let text = render(std::slice::from_ref(&r), Format::Text, Counters::Key);
+        let r = build_report(&rec, "x.json", &[]).unwrap();
+        let text = report(std::slice::from_ref(&r), ReportFormat::Text, Counters::Key);
         let line = text
             .lines()
             .find(|l| l.starts_with("kernel counters:") && l.contains("PassiveOpens"))
@@ -587,9 +591,9 @@ mod tests {
             assert!(!line.contains(hidden), "{hidden} shown: {line}");
         }
         assert!(line.contains("--all-counters"), "{line}");
-        let all = render(std::slice::from_ref(&r), Format::Text, Counters::All);
+        let all = report(std::slice::from_ref(&r), ReportFormat::Text, Counters::All);
         assert!(all.contains("MPTcpExt.MPCapableSYNRX +0"), "{all}");
-        let json = render(std::slice::from_ref(&r), Format::Json, Counters::Key);
+        let json = report(std::slice::from_ref(&r), ReportFormat::Json, Counters::Key);
         assert!(json.contains("MPTcpExt.MPCapableSYNRX"), "JSON keeps all");
     }
 
@@ -600,8 +604,8 @@ mod tests {
         rec.phases[0]
             .counters
             .insert("TcpExt.TCPSynRetrans".into(), 1_234);
-        let r = build(&rec, "x.json", &[]).unwrap();
-        let text = render(std::slice::from_ref(&r), Format::Text, Counters::All);
+        let r = build_report(&rec, "x.json", &[]).unwrap();
+        let text = report(std::slice::from_ref(&r), ReportFormat::Text, Counters::All);
         for needle in [
             "server accepted 6,000 (cpu0 100.0%)",
             "cross-check (incl. warm-up): server accepted 6,000, load successes 6,000, kernel PassiveOpens 6,000, ActiveOpens 6,003: agree",
@@ -620,16 +624,16 @@ mod tests {
             .unwrap_or_else(|| panic!("no handshake row with 6,000 samples:\n{text}"));
         assert!(row.trim_end().ends_with("6,000"), "{row}");
         // JSON keeps raw numbers.
-        let json = render(std::slice::from_ref(&r), Format::Json, Counters::All);
+        let json = report(std::slice::from_ref(&r), ReportFormat::Json, Counters::All);
         assert!(!json.contains("6,000"), "{json}");
     }
 
     #[test]
     fn every_format_shows_the_figures() {
         let rec = RunRecord::example();
-        let r = build(&rec, "x.json", &[100_000, 1_000_000]).unwrap();
-        let p99 = histogram::format_ns(r.phases[1].latency[0].summary.p99_ns as f64);
-        let text = render(std::slice::from_ref(&r), Format::Text, Counters::Key);
+        let r = build_report(&rec, "x.json", &[100_000, 1_000_000]).unwrap();
+        let p99 = crate::render::format_ns(r.phases[1].latency[0].summary.p99_ns as f64);
+        let text = report(std::slice::from_ref(&r), ReportFormat::Text, Counters::Key);
         for needle in [
             "CPM",
             "conn/s",
@@ -643,11 +647,15 @@ mod tests {
         ] {
             assert!(text.contains(needle), "text lacks {needle:?}:\n{text}");
         }
-        let md = render(std::slice::from_ref(&r), Format::Markdown, Counters::Key);
-        assert!(md.contains("|---|") && md.contains(&p99), "{md}");
-        let json: serde_json::Value = serde_json::from_str(&render(
+        let md = report(
             std::slice::from_ref(&r),
-            Format::Json,
+            ReportFormat::Markdown,
+            Counters::Key,
+        );
+        assert!(md.contains("|---|") && md.contains(&p99), "{md}");
+        let json: serde_json::Value = serde_json::from_str(&report(
+            std::slice::from_ref(&r),
+            ReportFormat::Json,
             Counters::Key,
         ))
         .unwrap();
@@ -655,7 +663,7 @@ mod tests {
             json[0]["phases"][1]["latency"][0]["summary"]["p99_ns"],
             r.phases[1].latency[0].summary.p99_ns
         );
-        let csv = render(std::slice::from_ref(&r), Format::Csv, Counters::Key);
+        let csv = report(std::slice::from_ref(&r), ReportFormat::Csv, Counters::Key);
         assert_eq!(csv.lines().count(), 3, "{csv}");
     }
 }

@@ -4,15 +4,15 @@
 
 use std::fmt::Write as _;
 
-use super::{Criteria, Knee, Step};
 use crate::numfmt;
 use crate::record::RunRecord;
+use crate::sweep::{Criteria, Knee, Step};
 
-/// The sweep's text: `steps` of `record` ([`super::steps_from_record`]) against `criteria`,
-/// its `knee` ([`super::knee`]; none is stated for an interrupted run), per server core when
+/// The sweep's text: `steps` of `record` ([`crate::sweep::steps_from_record`]) against `criteria`,
+/// its `knee` ([`crate::sweep::knee`]; none is stated for an interrupted run), per server core when
 /// `server_cores` > 1, then one `warning:` line per record warning. The caller adds the
 /// record's path.
-pub fn text(
+pub fn sweep(
     record: &RunRecord,
     steps: &[Step],
     knee: Option<&Knee>,
@@ -67,7 +67,7 @@ pub fn text(
             s.error_ratio * 100.0,
             share(s.dropped, s.dropped_ratio()),
             share(s.late, s.late_ratio()),
-            if super::step_ok(s, criteria) {
+            if crate::sweep::step_ok(s, criteria) {
                 "yes"
             } else {
                 "no"
@@ -101,7 +101,7 @@ pub fn text(
                 // Steps after the first failing one that pass again are noise, not capacity
                 // (`super::knee`): say so when there are any, so a reader does not look for them.
                 match k.first_failing {
-                    Some(f) if steps.iter().skip(f + 1).any(|s| super::step_ok(s, criteria)) => format!(
+                    Some(f) if steps.iter().skip(f + 1).any(|s| crate::sweep::step_ok(s, criteria)) => format!(
                         ", {}; a later step that meets it again is not counted: the rate failed once below it",
                         steps[f].name
                     ),
@@ -152,7 +152,7 @@ mod tests {
             step(12_849.666_667, None),
         ];
         let r = RunRecord::new("x", serde_json::Value::Null);
-        let t = text(&r, &steps, None, &criteria, 1);
+        let t = sweep(&r, &steps, None, &criteria, 1);
         for (name, offered, achieved) in [
             ("step-2569.933333", "2,570", "2,570"),
             ("step-7709.8", "7,710", "7,710"),
@@ -188,7 +188,7 @@ mod tests {
             step("step-4", 74_226.0, 300_000),
         ];
         let k = crate::sweep::knee(&steps, &criteria, 1).unwrap();
-        let t = text(
+        let t = sweep(
             &RunRecord::new("x", serde_json::Value::Null),
             &steps,
             Some(&k),
@@ -207,7 +207,7 @@ mod tests {
     fn no_knee_is_said_with_the_fix_and_an_interrupted_sweep_states_none() {
         let criteria = Criteria::new(Slo::parse("p99<1ms").unwrap(), 0.001);
         let mut r = RunRecord::new("x", serde_json::Value::Null);
-        let t = text(&r, &[], None, &criteria, 1);
+        let t = sweep(&r, &[], None, &criteria, 1);
         assert!(t.starts_with("step "), "{t}");
         assert!(
             t.contains(
@@ -216,7 +216,7 @@ mod tests {
             "{t}"
         );
         r.run.interrupted = true;
-        let t = text(&r, &[], None, &criteria, 1);
+        let t = sweep(&r, &[], None, &criteria, 1);
         assert!(
             t.contains("knee: none stated — the sweep was interrupted"),
             "{t}"

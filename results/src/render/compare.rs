@@ -1,12 +1,12 @@
 //! A comparison as text, Markdown or JSON.
 
-use super::{Comparison, Direction, SideInfo, Verdict};
-use crate::report::table::{self, Block, Table};
+use super::table::{self, Block, Table};
+use crate::compare::{Comparison, Direction, SideInfo, Verdict};
 
 /// Output formats of a comparison.
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
+pub enum CompareFormat {
     /// Aligned plain text.
     #[cfg_attr(feature = "clap", value(help = "Aligned plain text."))]
     Text,
@@ -138,11 +138,13 @@ pub(crate) fn blocks(c: &Comparison) -> Vec<Block> {
 }
 
 /// Renders a comparison.
-pub fn render(c: &Comparison, format: Format) -> String {
+pub fn comparison(c: &Comparison, format: CompareFormat) -> String {
     match format {
-        Format::Text => table::to_text(&blocks(c)),
-        Format::Markdown => table::to_markdown(&blocks(c)),
-        Format::Json => serde_json::to_string_pretty(c).expect("a comparison is plain data") + "\n",
+        CompareFormat::Text => table::to_text(&blocks(c)),
+        CompareFormat::Markdown => table::to_markdown(&blocks(c)),
+        CompareFormat::Json => {
+            serde_json::to_string_pretty(c).expect("a comparison is plain data") + "\n"
+        }
     }
 }
 
@@ -168,7 +170,7 @@ mod tests {
             })
             .collect();
         let c = compare(&a, &b, (None, None), &Options::default());
-        let text = render(&c, Format::Text);
+        let text = comparison(&c, CompareFormat::Text);
         for needle in [
             "A/B comparison: tcp_timestamps=1 vs tcp_timestamps=0",
             "A: tcp_timestamps=1 (3 trials",
@@ -180,9 +182,10 @@ mod tests {
         ] {
             assert!(text.contains(needle), "{needle:?} missing:\n{text}");
         }
-        assert!(render(&c, Format::Markdown)
+        assert!(comparison(&c, CompareFormat::Markdown)
             .contains("| connections/s (peak phase, higher is better) |"));
-        let json: serde_json::Value = serde_json::from_str(&render(&c, Format::Json)).unwrap();
+        let json: serde_json::Value =
+            serde_json::from_str(&comparison(&c, CompareFormat::Json)).unwrap();
         assert_eq!(json["metrics"][0]["verdict"], "too_few_trials");
         assert_eq!(json["a"]["name"], "tcp_timestamps=1");
         assert!(json["a"]["trials"][0]["flags"].is_array());

@@ -6,12 +6,13 @@
 
 use std::fmt::Write as _;
 
-use crate::histogram::{format_ns, LatencySummary};
+use super::format_ns;
+use crate::histogram::LatencySummary;
 use crate::record::{PhaseRecord, RunRecord};
 
 /// Counters shown in every summary (DESIGN.md, "Kernel counters"); any non-zero drop gets a
 /// warning line.
-pub const SHOWN_COUNTERS: [(&str, &str); 8] = [
+pub(crate) const SHOWN_COUNTERS: [(&str, &str); 8] = [
     ("TcpExt.ListenOverflows", "ListenOverflows"),
     ("TcpExt.ListenDrops", "ListenDrops"),
     ("TcpExt.TCPReqQFullDrop", "TCPReqQFullDrop"),
@@ -78,7 +79,7 @@ fn pattern_text(p: &PhaseRecord) -> String {
 /// A phase with no success says "nothing measured" and prints no rate, per-connection figure or
 /// "ok" cross-check. `accounting`: how far to trust this kernel's user/sys split, printed under
 /// the CPU line (the binary reads the kernel config; `None` prints nothing).
-pub fn phase(out: &mut String, p: &PhaseRecord, accounting: Option<&str>) {
+pub(crate) fn phase(out: &mut String, p: &PhaseRecord, accounting: Option<&str>) {
     let measured = p.successes > 0;
     if measured {
         let _ = writeln!(
@@ -142,7 +143,7 @@ pub fn phase(out: &mut String, p: &PhaseRecord, accounting: Option<&str>) {
         let _ = writeln!(
             out,
             "  {}",
-            crate::report::tls_line(t, p.measured_secs, p.server.as_ref())
+            super::report::tls_line(t, p.measured_secs, p.server.as_ref())
         );
     }
     if let Some(h) = &p.http {
@@ -257,7 +258,7 @@ pub fn phase(out: &mut String, p: &PhaseRecord, accounting: Option<&str>) {
 
 /// The line of kernel counter deltas ([`SHOWN_COUNTERS`]) summed over phases (the warnings name
 /// the drops among them).
-pub fn counters(out: &mut String, r: &RunRecord) {
+pub(crate) fn counters(out: &mut String, r: &RunRecord) {
     let sum = |key: &str| -> i64 {
         r.phases
             .iter()
@@ -271,9 +272,10 @@ pub fn counters(out: &mut String, r: &RunRecord) {
     let _ = writeln!(out, "kernel counters (all phases): {}", shown.join(", "));
 }
 
-/// The whole summary of `r`, ending with `record: PATH` when `record_path` is given;
-/// `accounting` as in [`phase`].
-pub fn render(
+/// The whole summary of `r`, ending with `record: PATH` when `record_path` is given.
+/// `accounting`: how far to trust this kernel's user/sys split, printed under each phase's CPU
+/// line (the binary reads the kernel config; `None` prints nothing).
+pub fn bench_summary(
     r: &RunRecord,
     record_path: Option<&std::path::Path>,
     accounting: Option<&str>,
@@ -400,7 +402,7 @@ pub fn render(
             what.replace("{:.2}", &format!("{:.2}", b.ratio))
         );
         if let Some(p) = &b.paired {
-            out.push_str(&crate::paired::summary_line(p));
+            out.push_str(&super::paired_line(p));
             out.push('\n');
         }
     }
@@ -476,11 +478,11 @@ fn bottleneck(
 }
 
 /// Share of CPU time from which a side, or a CPU, counts as saturated, percent.
-pub const SATURATED_PCT: f64 = 85.0;
+pub(crate) const SATURATED_PCT: f64 = 85.0;
 
 /// What limited a closed-loop phase.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Saturation {
+pub(crate) enum Saturation {
     /// One side's own CPU time reached [`SATURATED_PCT`] of its CPUs: `"load"` or `"server"`.
     Side(&'static str),
     /// The sides share CPUs and every benchmark CPU was at least [`SATURATED_PCT`] busy:
@@ -497,7 +499,7 @@ pub enum Saturation {
 /// time over wall time × their CPU count) or, when server and load CPUs overlap, from each CPU's
 /// busy share (`busy_pct`, from /proc/stat): two sides each using half of the same two CPUs
 /// show 50% apiece although the CPUs are full. Pure.
-pub fn saturation(
+pub(crate) fn saturation(
     load_pct: f64,
     server_pct: Option<f64>,
     server_cpus: &[usize],
@@ -604,7 +606,7 @@ mod tests {
     #[test]
     fn example_record_renders_every_figure() {
         let r = RunRecord::example();
-        let text = render(
+        let text = bench_summary(
             &r,
             Some(std::path::Path::new("runs/x.json")),
             Some("tick note"),
@@ -653,7 +655,7 @@ mod tests {
                 .any(|l| l.starts_with("  CPU per connection: load ")),
             "{text}"
         );
-        let quiet = render(&r, None, None);
+        let quiet = bench_summary(&r, None, None);
         assert!(
             !quiet.contains("tick note") && !quiet.contains("record:"),
             "{quiet}"
@@ -674,7 +676,7 @@ mod tests {
         let lat = &mut r.phases[1].histograms;
         lat.http_response = Some(crate::record::encode_histogram(&h));
         lat.tls_handshake = Some(crate::record::encode_histogram(&t));
-        let text = render(&r, None, None);
+        let text = bench_summary(&r, None, None);
         let line = text.lines().find(|l| l.starts_with("LATENCY")).unwrap();
         assert!(
             line.contains("achieved): response p50 2.00 ms, p99 2.00 ms, max 2.00 ms; TLS handshake p50 500.2 µs, p99 500.2 µs; TCP handshake p50 "),
@@ -688,7 +690,7 @@ mod tests {
         let load = &mut r.phases[0].cpu.load;
         load.run_ns = Some(load.wall_ns * load.cpus as u64 * 7 / 10);
         let headline = |r: &RunRecord| {
-            let text = render(r, None, None);
+            let text = bench_summary(r, None, None);
             text.lines().nth(1).unwrap_or_default().to_string()
         };
         assert!(!headline(&r).contains("other work"), "{}", headline(&r));
@@ -708,7 +710,7 @@ mod tests {
         let p = &mut r.phases[0];
         p.successes = 0;
         p.failures = [("ECONNREFUSED".to_string(), 6_003)].into();
-        let text = render(&r, None, Some("tick note"));
+        let text = bench_summary(&r, None, Some("tick note"));
         assert!(
             text.contains("PEAK: nothing measured — 0 of 6,003 attempts succeeded"),
             "{text}"
@@ -725,7 +727,7 @@ mod tests {
             c.server_accepted = None;
             c.note = "equal to this network namespace's counters".into();
         }
-        let text = render(&r, None, Some("tick note"));
+        let text = bench_summary(&r, None, Some("tick note"));
         assert!(
             text.contains("— no handshake completed, so there was nothing to compare\n"),
             "{text}"
@@ -744,7 +746,7 @@ mod tests {
         let c = r.phases[0].cross_check.as_mut().unwrap();
         c.agree = false;
         c.note = "server accepts vs Tcp.PassiveOpens: ours 6000 != kernel 6001".into();
-        let text = render(&r, None, None);
+        let text = bench_summary(&r, None, None);
         assert!(
             text.contains("  cross-check [MISMATCH] (incl. warm-up)"),
             "{text}"

@@ -5,7 +5,7 @@ use common::table::{self, Align};
 
 /// A piece of a document.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Block {
+pub(crate) enum Block {
     /// A heading; level 1 is a record, level 2 a phase.
     Heading(u8, String),
     /// A line of prose.
@@ -18,7 +18,7 @@ pub enum Block {
 
 /// A table: a header row and rows of cells; columns after the first are right-aligned.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct Table {
+pub(crate) struct Table {
     /// Column headers.
     pub headers: Vec<String>,
     /// Rows (each as long as `headers`).
@@ -27,7 +27,7 @@ pub struct Table {
 
 impl Table {
     /// A table with these headers and no rows.
-    pub fn new<S: Into<String>>(headers: impl IntoIterator<Item = S>) -> Table {
+    pub(crate) fn new<S: Into<String>>(headers: impl IntoIterator<Item = S>) -> Table {
         Table {
             headers: headers.into_iter().map(Into::into).collect(),
             rows: Vec::new(),
@@ -35,7 +35,7 @@ impl Table {
     }
 
     /// Appends a row.
-    pub fn row<S: Into<String>>(&mut self, cells: impl IntoIterator<Item = S>) {
+    pub(crate) fn row<S: Into<String>>(&mut self, cells: impl IntoIterator<Item = S>) {
         self.rows.push(cells.into_iter().map(Into::into).collect());
     }
 
@@ -48,7 +48,7 @@ impl Table {
 }
 
 /// Renders blocks as plain text: `== ` / `-- ` headings, tables aligned with two spaces.
-pub fn to_text(blocks: &[Block]) -> String {
+pub(crate) fn to_text(blocks: &[Block]) -> String {
     let mut out = String::new();
     for b in blocks {
         match b {
@@ -66,7 +66,7 @@ pub fn to_text(blocks: &[Block]) -> String {
 }
 
 /// Renders blocks as GitHub-flavoured Markdown (pastes into a PR or a mailing-list post).
-pub fn to_markdown(blocks: &[Block]) -> String {
+pub(crate) fn to_markdown(blocks: &[Block]) -> String {
     let mut out = String::new();
     for b in blocks {
         match b {

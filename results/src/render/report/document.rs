@@ -2,11 +2,11 @@
 
 use std::collections::BTreeMap;
 
-use super::table::{Block, Table};
 use super::{Counters, PhaseReport, RecordReport};
-use crate::histogram::format_ns;
 use crate::numfmt::{count, fixed, signed, NA};
 use crate::record::{is_drop_counter, SideCpu, KEY_COUNTERS};
+use crate::render::format_ns;
+use crate::render::table::{Block, Table};
 
 /// Formats a CPU list compactly: `0-3,8,10-11`.
 pub(crate) fn cpulist(cpus: &[usize]) -> String {
@@ -201,7 +201,7 @@ fn phase_blocks(p: &PhaseReport, counters: Counters, out: &mut Vec<Block>) {
         format!(
             "phase {}: {}, {:.1} s measured",
             p.name,
-            crate::report::describe_pattern(&p.pattern),
+            super::describe_pattern(&p.pattern),
             p.measured_secs
         ),
     ));
@@ -514,7 +514,7 @@ fn counter_line(
 }
 
 /// The document for a list of record reports; `counters` picks the kernel counters listed.
-pub fn blocks(reports: &[RecordReport], counters: Counters) -> Vec<Block> {
+pub(crate) fn blocks(reports: &[RecordReport], counters: Counters) -> Vec<Block> {
     let mut out = Vec::new();
     for r in reports {
         let title = if r.label.is_empty() {
