@@ -564,7 +564,7 @@ fn target_mode_loads_an_external_server() {
         );
     } else {
         assert!(accepted <= total, "{accepted} > {total}");
-        let w = results::warnings::all(&rec);
+        let w = results::analysis::warnings(&rec);
         assert!(
             w.iter().any(|l| l.contains("ListenOverflows")),
             "an overflow ({overflows}) the bench did not warn of: {w:?}"

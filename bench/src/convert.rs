@@ -263,7 +263,7 @@ mod tests {
             server: Some(side),
             load: side,
         };
-        let check = results::crosscheck::check(&results::crosscheck::Counts {
+        let check = results::analysis::cross_check(&results::analysis::CrossCheckCounts {
             exact: true,
             attempts: 112,
             successes: 80,

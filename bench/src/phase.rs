@@ -1,6 +1,6 @@
 //! One phase's measurements turned into its record part: the server's accepts, per-side CPU
-//! time, kernel counter deltas, the cross-check ([`results::crosscheck`]), CPU contention
-//! warnings ([`results::warnings::cpu_contention`]) and handshakes the server never accepted
+//! time, kernel counter deltas, the cross-check ([`results::analysis::cross_check`]), CPU contention
+//! warnings ([`results::analysis::cpu_contention`]) and handshakes the server never accepted
 //! moved out of the successes.
 
 use std::collections::BTreeMap;
@@ -126,10 +126,10 @@ pub fn outcome(m: Measured<'_>) -> PhaseOutcome {
         )
         .with_run_ns(load_cpu.run_ns, connections),
     };
-    let cross_check = results::crosscheck::check(&results::crosscheck::Counts {
+    let cross_check = results::analysis::cross_check(&results::analysis::CrossCheckCounts {
         exact: m.exact,
         attempts: m.report.total.attempts,
-        pre_syn_failures: results::crosscheck::pre_syn_failures(&m.report.total.failures),
+        pre_syn_failures: results::analysis::pre_syn_failures(&m.report.total.failures),
         successes: m.report.total.successes,
         abandoned: m.report.total.abandoned,
         interrupted: m.report.interrupted,
@@ -163,9 +163,9 @@ pub fn outcome(m: Measured<'_>) -> PhaseOutcome {
             )
         })
         .collect();
-    let mut warnings = results::warnings::cpu_contention(
+    let mut warnings = results::analysis::cpu_contention(
         &spec.name,
-        &results::warnings::CpuContention {
+        &results::analysis::CpuContention {
             cpus: bench_cpus,
             wall_ns,
             busy_ns: busy.busy_ns,

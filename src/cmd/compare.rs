@@ -5,7 +5,7 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use results::compare;
+use results::analysis as compare;
 use results::render::CompareFormat as Format;
 
 use super::report::{read_record, refuse_input_as_output, write_output};
@@ -38,15 +38,15 @@ fn parse_min_effect(s: &str) -> Result<f64, String> {
 
 impl RuleArgs {
     /// The library options.
-    pub fn options(&self) -> compare::Options {
-        compare::Options {
+    pub fn options(&self) -> compare::CompareOptions {
+        compare::CompareOptions {
             min_effect: self.min_effect,
             include_flagged: self.include_flagged,
         }
     }
 }
 
-pub use results::compare::{check_setups, refuse_duplicates};
+pub use results::analysis::{check_setups, refuse_duplicates};
 
 /// Options of `connstorm compare`.
 ///

@@ -66,11 +66,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         // experiments.
         let recs =
             |v: &[(PathBuf, RunRecord)]| v.iter().map(|(_, r)| r.clone()).collect::<Vec<_>>();
-        let c = results::compare::compare(
+        let c = results::analysis::compare(
             &recs(&a),
             &recs(&b),
             (None, None),
-            &results::compare::Options::default(),
+            &results::analysis::CompareOptions::default(),
         );
         super::compare::check_setups(&c, args.allow_mismatch)?;
     }

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use ::bench::commands::sweep::Sweep;
-use results::sweep::{self, Slo};
+use results::analysis::{self as sweep, Slo};
 
 use crate::cli::Format;
 use crate::cmd::bench::SetupArgs;

@@ -91,7 +91,7 @@ pub fn parse_timedatectl(text: &str) -> Option<ClockSync> {
 
 /// The warning to print about `c` for a generator of a multi-host run, if any: an unknown or
 /// unsynchronised clock, or an offset above `bound_ms` (the skew a merge accepts,
-/// `results::merge::SKEW_BOUND_MS`).
+/// `results::analysis::SKEW_BOUND_MS`).
 pub fn warning(c: &ClockSync, bound_ms: f64) -> Option<String> {
     let bound = bound_ms;
     match (c.state.as_str(), c.offset_ms) {
@@ -111,7 +111,7 @@ pub fn warning(c: &ClockSync, bound_ms: f64) -> Option<String> {
 mod tests {
     use super::*;
 
-    /// The merge's skew bound (results::merge::SKEW_BOUND_MS).
+    /// The merge's skew bound (results::analysis::SKEW_BOUND_MS).
     const BOUND_MS: f64 = 10.0;
 
     #[test]

@@ -1,7 +1,7 @@
 //! `connstorm ab` once its options are parsed: interleaved A/B trials (A, B, A, B, …, so slow
 //! drift hits both sides alike), each side's setup before each trial, the toggles restored on
 //! every way out (also when a forced exit skips unwinding: a cleanup hook), and the comparison
-//! ([`results::compare`]) printed.
+//! ([`results::analysis::compare`]) printed.
 
 use std::path::PathBuf;
 
@@ -32,7 +32,7 @@ pub struct Ab {
     /// `--netns` (toggles of global keys are refused there).
     pub netns: bool,
     /// The statistics rule's options.
-    pub rule: results::compare::Options,
+    pub rule: results::analysis::CompareOptions,
     /// How the comparison is printed.
     pub format: results::render::CompareFormat,
 }
@@ -112,7 +112,7 @@ pub fn run(args: &Ab, setup: impl FnOnce() -> anyhow::Result<Setup>) -> anyhow::
                     written.push(path.display().to_string());
                     eprintln!(
                         "[ab] {name}{i}: {}",
-                        results::compare::trial_line(&record, &path)
+                        results::analysis::trial_line(&record, &path)
                     );
                     if !record.run.interrupted {
                         if side == Side::A {
@@ -160,7 +160,7 @@ pub fn run(args: &Ab, setup: impl FnOnce() -> anyhow::Result<Setup>) -> anyhow::
     if !a_records.is_empty() && !b_records.is_empty() {
         let (na, nb) = (sides.name(Side::A), sides.name(Side::B));
         let c =
-            results::compare::compare(&a_records, &b_records, (Some(&na), Some(&nb)), &args.rule);
+            results::analysis::compare(&a_records, &b_records, (Some(&na), Some(&nb)), &args.rule);
         crate::output::out(&results::render::comparison(&c, args.format));
     }
     outcome?;

@@ -88,7 +88,7 @@ pub fn run(c: LoadCommand, command_start: SystemTime) -> anyhow::Result<i32> {
     let clock = (c.segment.is_some() || planned.is_some()).then(tuning::clock::read);
     if let Some(w) = clock
         .as_ref()
-        .and_then(|s| tuning::clock::warning(s, results::merge::SKEW_BOUND_MS as f64))
+        .and_then(|s| tuning::clock::warning(s, results::analysis::SKEW_BOUND_MS as f64))
     {
         eprintln!("connstorm load: warning: {w}");
     }

@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use results::analysis::{self as sweep, Criteria, Slo};
 use results::record::BuildInfo;
-use results::sweep::{self, Criteria, Slo};
 
 use crate::harness::{PhaseSpec, Setup};
 use crate::record::Build;

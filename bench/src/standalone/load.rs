@@ -21,7 +21,7 @@ use std::time::SystemTime;
 
 use loadgen::segment::Segment;
 use loadgen::{CloseMode, LoadConfig, LoadReport, Pattern};
-use results::acceptance::Acceptance;
+use results::analysis::Acceptance;
 use results::record::{self as rec, BuildInfo, Role, RunInfo, RunRecord, SegmentInfo};
 use results::render::{AcceptQueueEnd, KernelView};
 use tuning::clock::ClockSync;
@@ -49,7 +49,7 @@ pub fn kernel_view(
     let private = only_loopback_interface() && active <= report.total.attempts as i64;
     // TCP handshakes, whether or not an HTTP exchange after them succeeded.
     let handshakes = report.total.handshakes + report.total.completed_after_timeout;
-    let acceptance = results::acceptance::reconcile(handshakes, &delta, private);
+    let acceptance = results::analysis::reconcile(handshakes, &delta, private);
     // With `--http` a connection the server never accepted already failed its exchange (reset
     // or no response): it is no success to move.
     let plain = cfg.http.is_none();
@@ -85,7 +85,7 @@ pub fn kernel_view(
     let still_queued = accept_queue.map_or(0, |q| q.this_run);
     // The diagnosis reads the failure classes by the record's names (as `report` does).
     let failures = crate::convert::record_failures(&report.total.failures);
-    let causes = results::diagnosis::diagnose(&results::diagnosis::Evidence {
+    let causes = results::analysis::diagnose(&results::analysis::Evidence {
         counters: &delta,
         settings: &settings,
         attempts: report.total.attempts,
@@ -95,8 +95,8 @@ pub fn kernel_view(
         // Balanced when the count is exact and nothing was lost; unbalanced whenever something
         // was (even a lower bound); unknown when other connections may hide a loss.
         balanced: match acceptance.exactness {
-            results::acceptance::Exactness::Exact => Some(acceptance.never_accepted == 0),
-            results::acceptance::Exactness::LowerBound => {
+            results::analysis::Exactness::Exact => Some(acceptance.never_accepted == 0),
+            results::analysis::Exactness::LowerBound => {
                 (acceptance.never_accepted > 0).then_some(false)
             }
         },
@@ -155,13 +155,13 @@ pub fn short_timeout_warning(cfg: &LoadConfig, report: &LoadReport) -> Option<St
     })
 }
 
-/// The warning when the schedule started more than [`results::merge::SKEW_BOUND_MS`] after
+/// The warning when the schedule started more than [`results::analysis::SKEW_BOUND_MS`] after
 /// `--start-at` (`planned`; `real`: when it started): the instant had passed when the workers
 /// were ready.
 pub fn late_start_warning(planned: Option<SystemTime>, real: SystemTime) -> Option<String> {
     let late = planned
         .and_then(|t| real.duration_since(t).ok())
-        .filter(|l| l.as_millis() > u128::from(results::merge::SKEW_BOUND_MS))?;
+        .filter(|l| l.as_millis() > u128::from(results::analysis::SKEW_BOUND_MS))?;
     Some(format!(
         "the schedule started {} ms after --start-at (the instant had passed when the workers were ready): give a start time further ahead",
         late.as_millis()
@@ -414,7 +414,7 @@ mod tests {
     #[test]
     fn a_start_later_than_the_skew_bound_is_warned_about_and_one_within_it_is_not() {
         let t = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000);
-        let bound = results::merge::SKEW_BOUND_MS;
+        let bound = results::analysis::SKEW_BOUND_MS;
         assert_eq!(
             late_start_warning(Some(t), t + Duration::from_millis(bound)),
             None

@@ -1,13 +1,13 @@
 //! The summary `connstorm bench` prints (and `sweep` per step): one text rendering of a
 //! [`RunRecord`] — the peak and latency headlines with what limited the peak ([`saturation`]),
 //! each phase's rates, latencies, failures, CPU per connection and cross-check, the kernel
-//! counters summed over phases, and the record's warnings ([`crate::warnings::all`], the same
+//! counters summed over phases, and the record's warnings ([`crate::analysis::warnings`], the same
 //! lines `connstorm report` prints).
 
 use std::fmt::Write as _;
 
 use super::format_ns;
-use crate::histogram::LatencySummary;
+use crate::analysis::{saturation, LatencySummary, Saturation};
 use crate::record::{PhaseRecord, RunRecord};
 
 /// Counters shown in every summary (DESIGN.md, "Kernel counters"); any non-zero drop gets a
@@ -173,7 +173,7 @@ pub(crate) fn phase(out: &mut String, p: &PhaseRecord, accounting: Option<&str>)
         let _ = writeln!(out, "{line}");
     }
     if let n @ 1.. = crate::record::never_accepted_total(&p.failures) {
-        let _ = writeln!(out, "  note: {}", crate::acceptance::client_view_note(n));
+        let _ = writeln!(out, "  note: {}", crate::analysis::client_view_note(n));
     }
     if p.attempts == 0 {
         let _ = writeln!(
@@ -330,7 +330,8 @@ pub fn bench_summary(
                     &r.run.server_cpus,
                     &r.run.load_cpus,
                     Limits {
-                        causes: !crate::diagnosis::of_phases(std::slice::from_ref(peak)).is_empty(),
+                        causes: !crate::analysis::diagnose_phases(std::slice::from_ref(peak))
+                            .is_empty(),
                         contention: contended(r, "peak"),
                     }
                 )
@@ -406,7 +407,7 @@ pub fn bench_summary(
             out.push('\n');
         }
     }
-    for w in crate::warnings::all(r) {
+    for w in crate::analysis::warnings(r) {
         let _ = writeln!(out, "warning: {w}");
     }
     if let Some(p) = record_path {
@@ -427,7 +428,7 @@ struct Limits {
 }
 
 /// Whether the record carries a contention or steal warning of `phase`
-/// ([`crate::warnings::cpu_contention`]'s wording).
+/// ([`crate::analysis::cpu_contention`]'s wording).
 fn contended(r: &RunRecord, phase: &str) -> bool {
     let other = format!("{phase}: other work used");
     let steal = format!("{phase}: the hypervisor took");
@@ -477,99 +478,9 @@ fn bottleneck(
     }
 }
 
-/// Share of CPU time from which a side, or a CPU, counts as saturated, percent.
-pub(crate) const SATURATED_PCT: f64 = 85.0;
-
-/// What limited a closed-loop phase.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Saturation {
-    /// One side's own CPU time reached [`SATURATED_PCT`] of its CPUs: `"load"` or `"server"`.
-    Side(&'static str),
-    /// The sides share CPUs and every benchmark CPU was at least [`SATURATED_PCT`] busy:
-    /// `(cpu, busy %)` of each.
-    Shared {
-        /// Each CPU and its busy share, percent.
-        busy: Vec<(usize, f64)>,
-    },
-    /// Nothing saturated: more attempts in flight would raise the rate.
-    Neither,
-}
-
-/// Judges saturation from the sides' own CPU shares (`load_pct`, `server_pct`: their threads' CPU
-/// time over wall time × their CPU count) or, when server and load CPUs overlap, from each CPU's
-/// busy share (`busy_pct`, from /proc/stat): two sides each using half of the same two CPUs
-/// show 50% apiece although the CPUs are full. Pure.
-pub(crate) fn saturation(
-    load_pct: f64,
-    server_pct: Option<f64>,
-    server_cpus: &[usize],
-    load_cpus: &[usize],
-    busy_pct: &std::collections::BTreeMap<usize, f64>,
-) -> Saturation {
-    let Some(server_pct) = server_pct else {
-        return if load_pct >= SATURATED_PCT {
-            Saturation::Side("load")
-        } else {
-            Saturation::Neither
-        };
-    };
-    let shared = server_cpus.iter().any(|c| load_cpus.contains(c));
-    if shared && !busy_pct.is_empty() {
-        let mut cpus: Vec<usize> = server_cpus.iter().chain(load_cpus).copied().collect();
-        cpus.sort_unstable();
-        cpus.dedup();
-        let busy: Vec<(usize, f64)> = cpus
-            .iter()
-            .map(|c| (*c, busy_pct.get(c).copied().unwrap_or(0.0)))
-            .collect();
-        return if busy.iter().all(|b| b.1 >= SATURATED_PCT) {
-            Saturation::Shared { busy }
-        } else {
-            Saturation::Neither
-        };
-    }
-    if load_pct.max(server_pct) < SATURATED_PCT {
-        Saturation::Neither
-    } else if load_pct >= server_pct {
-        Saturation::Side("load")
-    } else {
-        Saturation::Side("server")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn shared_cpus_are_judged_per_cpu() {
-        let busy = std::collections::BTreeMap::from([(0, 97.0), (1, 96.0)]);
-        // Issue 9: load 67%, server 30% of the same two CPUs, both 97% busy.
-        assert_eq!(
-            saturation(67.0, Some(30.0), &[0, 1], &[0, 1], &busy),
-            Saturation::Shared {
-                busy: vec![(0, 97.0), (1, 96.0)]
-            }
-        );
-        let idle = std::collections::BTreeMap::from([(0, 97.0), (1, 40.0)]);
-        assert_eq!(
-            saturation(67.0, Some(30.0), &[0, 1], &[0, 1], &idle),
-            Saturation::Neither
-        );
-        // Separate CPUs: each side's own share decides.
-        assert_eq!(
-            saturation(95.0, Some(30.0), &[0], &[1], &busy),
-            Saturation::Side("load")
-        );
-        assert_eq!(
-            saturation(50.0, Some(90.0), &[0], &[1], &busy),
-            Saturation::Side("server")
-        );
-        assert_eq!(
-            saturation(50.0, Some(60.0), &[0], &[1], &busy),
-            Saturation::Neither
-        );
-    }
 
     /// An interrupted phase's attempts add up: the ones still waiting are named abandoned, so
     /// the failure line does not leave them unaccounted for.

@@ -1,7 +1,7 @@
 //! A comparison as text, Markdown or JSON.
 
 use super::table::{self, Block, Table};
-use crate::compare::{Comparison, Direction, SideInfo, Verdict};
+use crate::analysis::{Comparison, Direction, SideInfo, Verdict};
 
 /// Output formats of a comparison.
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
@@ -87,7 +87,7 @@ pub(crate) fn blocks(c: &Comparison) -> Vec<Block> {
             "µs" if largest >= 1e4 => (1e-3, "ms"),
             u => (1.0, u),
         };
-        let side = |s: &crate::stats::Spread| match (s.median, s.min, s.max) {
+        let side = |s: &crate::analysis::Spread| match (s.median, s.min, s.max) {
             (Some(med), Some(lo), Some(hi)) => format!(
                 "{} [{} – {}] {unit} (n={})",
                 value(med * scale),
@@ -98,7 +98,7 @@ pub(crate) fn blocks(c: &Comparison) -> Vec<Block> {
             _ => NA.to_string(),
         };
         // Flagged trials left out of the verdict are shown, marked, beside the side's value.
-        let side = |s: &crate::stats::Spread, x: &crate::stats::Spread| {
+        let side = |s: &crate::analysis::Spread, x: &crate::analysis::Spread| {
             let v = side(s);
             if x.n == 0 {
                 v
@@ -150,8 +150,12 @@ pub fn comparison(c: &Comparison, format: CompareFormat) -> String {
 
 #[cfg(test)]
 mod tests {
+    use rand::rngs::StdRng;
+    use rand::SeedableRng as _;
+
     use super::*;
-    use crate::compare::{compare, Options};
+    use crate::analysis::compare_tests::{rate, records, trials};
+    use crate::analysis::{compare, metric_values, CompareOptions};
     use crate::record::RunRecord;
 
     #[test]
@@ -169,7 +173,7 @@ mod tests {
                 r
             })
             .collect();
-        let c = compare(&a, &b, (None, None), &Options::default());
+        let c = compare(&a, &b, (None, None), &CompareOptions::default());
         let text = comparison(&c, CompareFormat::Text);
         for needle in [
             "A/B comparison: tcp_timestamps=1 vs tcp_timestamps=0",
@@ -189,5 +193,161 @@ mod tests {
         assert_eq!(json["metrics"][0]["verdict"], "too_few_trials");
         assert_eq!(json["a"]["name"], "tcp_timestamps=1");
         assert!(json["a"]["trials"][0]["flags"].is_array());
+    }
+
+    #[test]
+    fn one_flagged_trial_is_excluded_and_reported() {
+        let mut rng = StdRng::seed_from_u64(5);
+        let a_rates = trials(&mut rng, 6, 20_000.0, 0.01);
+        let b_rates = trials(&mut rng, 6, 22_000.0, 0.01);
+        let mut a = records("A", &a_rates);
+        let b = records("B", &b_rates);
+        a[1].warnings
+            .push("latency: generator fell behind: 100.0% of starts late".into());
+        a[1].phases[0].achieved_per_sec = Some(1.0);
+        let c = compare(&a, &b, (None, None), &CompareOptions::default());
+        assert_eq!(c.a.trials[1].flags, ["generator behind"]);
+        assert!(c.a.trials[1].excluded);
+        assert_eq!((c.a.used(), c.a.flagged()), (5, 1));
+        assert_eq!(rate(&c).a.n, 5);
+        assert_eq!(rate(&c).a.min.map(|v| v > 1_000.0), Some(true));
+        assert!(
+            c.notes
+                .iter()
+                .any(|n| n.contains("A: 1 flagged trial(s) excluded")
+                    && n.contains("A#2 (generator behind)")),
+            "{:?}",
+            c.notes
+        );
+        let mut all_flagged = b.clone();
+        for r in &mut all_flagged {
+            r.warnings
+                .push("peak: other work used 40% of the benchmark CPUs".into());
+        }
+        let none_left = compare(&a, &all_flagged, (None, None), &CompareOptions::default());
+        assert_eq!(none_left.b.used(), 0);
+        assert_eq!(
+            rate(&none_left).verdict,
+            Verdict::TooFewTrials,
+            "flagged away, not n/a"
+        );
+        // The flagged values are shown, marked, though not used.
+        assert_eq!(rate(&none_left).b.n, 0);
+        assert_eq!(rate(&none_left).b_excluded.n, 6);
+        assert_eq!(rate(&c).a_excluded.n, 1);
+        let text = comparison(&none_left, CompareFormat::Text);
+        assert!(text.contains("n/a; flagged, excluded: 2"), "{text}");
+        // Enough trials ran: the note says what left them out, not "run more trials".
+        let few = none_left
+            .notes
+            .iter()
+            .find(|n| n.contains("cannot show a change"))
+            .unwrap_or_else(|| panic!("{:?}", none_left.notes));
+        assert!(few.contains("flagged ones are left out"), "{few}");
+        assert!(!few.contains("--trials 10"), "{few}");
+        let too_few = compare(&a[..2], &b[..2], (None, None), &CompareOptions::default());
+        let few = too_few
+            .notes
+            .iter()
+            .find(|n| n.contains("cannot show a change"));
+        assert!(
+            few.is_some_and(|n| n.contains("--trials 10")),
+            "{:?}",
+            too_few.notes
+        );
+        let kept = compare(
+            &a,
+            &b,
+            (None, None),
+            &CompareOptions {
+                include_flagged: true,
+                ..CompareOptions::default()
+            },
+        );
+        assert_eq!(rate(&kept).a.n, 6);
+        assert!(!kept.a.trials[1].excluded);
+    }
+
+    /// A trial whose peak window had no success (`bench --backlog 1`): `compare` printed
+    /// `connections/s 0 [0 – 0]` and CPU per connection of its warm-up for it. Its rates and
+    /// CPU per connection are n/a, and the trial is flagged `nothing measured` and left out.
+    #[test]
+    fn nothing_measured_a_trial_without_a_success_is_na_and_flagged() {
+        let mut a = records("A", &[20_000.0]);
+        let mut b = records("B", &[21_000.0]);
+        let p = &mut b[0].phases[0];
+        p.successes = 0;
+        p.set_rates();
+        p.forget_unmeasured();
+        assert_eq!(metric_values(&b[0])[0], None, "connections/s");
+        assert_eq!(metric_values(&b[0])[5], None, "server CPU per conn");
+        assert_eq!(metric_values(&b[0])[6], None, "load CPU per conn");
+        a[0].label = "A#1".into();
+        let c = compare(&a, &b, (None, None), &CompareOptions::default());
+        assert_eq!(c.b.trials[0].flags, ["nothing measured"]);
+        assert!(c.b.trials[0].excluded);
+        let m = rate(&c);
+        assert_eq!((m.b.n, m.b_excluded.n), (0, 0), "{m:?}");
+        let text = comparison(&c, CompareFormat::Text);
+        let row = text
+            .lines()
+            .find(|l| l.contains("connections/s (peak phase"))
+            .unwrap();
+        assert!(!row.contains("0 [0 – 0]"), "{row}");
+        assert!(
+            c.notes.iter().any(
+                |n| n.contains("B: 1 flagged trial(s)") && n.contains("B#1 (nothing measured)")
+            ),
+            "{:?}",
+            c.notes
+        );
+        // --include-flagged keeps the trial, but it still has no rate.
+        let kept = compare(
+            &a,
+            &b,
+            (None, None),
+            &CompareOptions {
+                include_flagged: true,
+                ..CompareOptions::default()
+            },
+        );
+        assert_eq!(rate(&kept).b.n, 0);
+    }
+
+    #[test]
+    fn cpu_per_connection_without_connections_is_na_never_zero() {
+        let mut recs = records("A", &[0.0; 3]);
+        for r in &mut recs {
+            for p in &mut r.phases {
+                p.successes = 0;
+                p.cpu.load = crate::record::SideCpu::new(0, 1_900_000_000, 3_000_000_000, 1, 0);
+                p.cpu.server = Some(p.cpu.load);
+                p.forget_unmeasured();
+            }
+        }
+        let c = compare(&recs, &recs, (None, None), &CompareOptions::default());
+        for name in ["server CPU per conn", "load CPU per conn"] {
+            let m = c.metrics.iter().find(|m| m.name == name).unwrap();
+            assert_eq!(m.verdict, Verdict::NotApplicable, "{m:?}");
+            assert_eq!((m.a.median, m.relative_change), (None, None));
+        }
+        assert_eq!(
+            rate(&c).verdict,
+            Verdict::NotApplicable,
+            "no success: no rate"
+        );
+        let json: serde_json::Value =
+            serde_json::from_str(&comparison(&c, CompareFormat::Json)).unwrap();
+        let cpu = json["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == "server CPU per conn")
+            .unwrap();
+        assert!(
+            cpu["a"]["median"].is_null() && cpu["relative_change"].is_null(),
+            "{cpu}"
+        );
+        assert!(!comparison(&c, CompareFormat::Text).contains("-100"));
     }
 }

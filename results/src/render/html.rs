@@ -127,7 +127,7 @@ fn summary_table(reports: &[RecordReport]) -> Table {
     let mut t = Table::new(headers);
     for r in reports {
         for p in &r.phases {
-            let of = |which: &str, f: fn(&crate::histogram::LatencySummary) -> u64| {
+            let of = |which: &str, f: fn(&crate::analysis::LatencySummary) -> u64| {
                 p.latency
                     .iter()
                     .find(|l| l.which == which)
@@ -319,11 +319,11 @@ pub fn html(reports: &[RecordReport], records: &[Named<'_>], counters: Counters)
 
     if let Some((a, b)) = &ab {
         let recs = |v: &[Named<'_>]| v.iter().map(|n| n.record.clone()).collect::<Vec<_>>();
-        let c = crate::compare::compare(
+        let c = crate::analysis::compare(
             &recs(a),
             &recs(b),
             (None, None),
-            &crate::compare::Options::default(),
+            &crate::analysis::CompareOptions::default(),
         );
         let _ = writeln!(
             out,

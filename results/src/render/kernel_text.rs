@@ -11,7 +11,7 @@ use std::fmt;
 
 use serde::Serialize;
 
-use crate::acceptance::{client_view_note, Acceptance, Exactness};
+use crate::analysis::{client_view_note, Acceptance, Exactness};
 use crate::numfmt;
 use crate::record::{describe_counter, is_drop_counter, KEY_COUNTERS};
 
@@ -23,7 +23,7 @@ pub struct KernelView {
     pub delta: BTreeMap<String, i64>,
     /// Client handshakes reconciled with the server's passive opens.
     pub acceptance: Acceptance,
-    /// One line per cause, from [`crate::diagnosis::diagnose`] (the words `bench` prints).
+    /// One line per cause, from [`crate::analysis::diagnose`] (the words `bench` prints).
     pub causes: Vec<String>,
     /// The listener's accept queue at the end of the run, after the server was given time to
     /// take what it held ([`AcceptQueueEnd`]). `None` when the queue could not be read (no
@@ -227,7 +227,7 @@ impl fmt::Display for KernelSection<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::acceptance::reconcile;
+    use crate::analysis::reconcile;
 
     fn text(view: Option<&KernelView>, local: bool, successes: u64) -> String {
         KernelSection {

@@ -12,13 +12,11 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::table;
-use crate::histogram::{self, Bucket, LatencySummary};
-use crate::record::{decode_histogram, HistogramError};
+use crate::analysis::{buckets, parse_latency_ns, Bucket, LatencySummary};
 use crate::record::{
-    Baseline, CpuUsage, CrossCheck, HostInfo, Latency, Pattern, PhaseRecord, Role, RunInfo,
-    RunRecord, ServerSide,
+    decode_histogram, Baseline, CpuUsage, CrossCheck, HistogramError, HostInfo, Latency, Pattern,
+    PhaseRecord, Role, RunInfo, RunRecord, ServerSide,
 };
-use crate::sweep::parse_latency_ns;
 
 pub(crate) use document::blocks;
 pub(crate) use document::tls_line;
@@ -206,7 +204,7 @@ fn phase_report(file: &str, p: &PhaseRecord, edges_ns: &[u64]) -> Result<PhaseRe
             latency.push(LatencyReport {
                 which: which.name(),
                 summary: LatencySummary::of(&h),
-                buckets: histogram::buckets(&h, edges_ns),
+                buckets: buckets(&h, edges_ns),
             });
         }
     }
@@ -252,7 +250,7 @@ fn phase_report(file: &str, p: &PhaseRecord, edges_ns: &[u64]) -> Result<PhaseRe
 }
 
 /// Summarizes a record; `file` is where it came from (for output and errors), `edges_ns` the
-/// latency bucket edges (see [`histogram::buckets`]).
+/// latency bucket edges (see [`Bucket`]).
 ///
 /// # Errors
 /// [`ReportError::Histogram`] if a histogram does not decode (never for a record that
@@ -291,9 +289,9 @@ pub fn build_report(
     })
 }
 
-/// The warnings of a report: [`crate::warnings::all`], the same lines `bench` prints.
+/// The warnings of a report: [`crate::analysis::warnings`], the same lines `bench` prints.
 fn warnings(rec: &RunRecord) -> Vec<String> {
-    crate::warnings::all(rec)
+    crate::analysis::warnings(rec)
 }
 
 /// Parses bucket edges: comma-separated latencies with units (`100us,250us,1ms`), strictly
@@ -344,7 +342,7 @@ pub fn report(reports: &[RecordReport], format: ReportFormat, counters: Counters
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::histogram::DEFAULT_BUCKET_EDGES_NS;
+    use crate::analysis::DEFAULT_BUCKET_EDGES_NS;
 
     #[test]
     fn bucket_edges_parse_and_refuse_disorder() {

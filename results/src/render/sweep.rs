@@ -4,12 +4,12 @@
 
 use std::fmt::Write as _;
 
+use crate::analysis::{Criteria, Knee, Step};
 use crate::numfmt;
 use crate::record::RunRecord;
-use crate::sweep::{Criteria, Knee, Step};
 
-/// The sweep's text: `steps` of `record` ([`crate::sweep::steps_from_record`]) against `criteria`,
-/// its `knee` ([`crate::sweep::knee`]; none is stated for an interrupted run), per server core when
+/// The sweep's text: `steps` of `record` ([`crate::analysis::steps_from_record`]) against `criteria`,
+/// its `knee` ([`crate::analysis::knee`]; none is stated for an interrupted run), per server core when
 /// `server_cores` > 1, then one `warning:` line per record warning. The caller adds the
 /// record's path.
 pub fn sweep(
@@ -67,7 +67,7 @@ pub fn sweep(
             s.error_ratio * 100.0,
             share(s.dropped, s.dropped_ratio()),
             share(s.late, s.late_ratio()),
-            if crate::sweep::step_ok(s, criteria) {
+            if crate::analysis::step_ok(s, criteria) {
                 "yes"
             } else {
                 "no"
@@ -101,7 +101,7 @@ pub fn sweep(
                 // Steps after the first failing one that pass again are noise, not capacity
                 // (`super::knee`): say so when there are any, so a reader does not look for them.
                 match k.first_failing {
-                    Some(f) if steps.iter().skip(f + 1).any(|s| crate::sweep::step_ok(s, criteria)) => format!(
+                    Some(f) if steps.iter().skip(f + 1).any(|s| crate::analysis::step_ok(s, criteria)) => format!(
                         ", {}; a later step that meets it again is not counted: the rate failed once below it",
                         steps[f].name
                     ),
@@ -119,7 +119,7 @@ pub fn sweep(
             );
         }
     }
-    for w in &crate::warnings::all(record) {
+    for w in &crate::analysis::warnings(record) {
         let _ = writeln!(out, "warning: {w}");
     }
     out
@@ -128,7 +128,7 @@ pub fn sweep(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sweep::Slo;
+    use crate::analysis::Slo;
 
     /// `sweep` printed offered rates (shares of the probed peak) as "2,569.933 / 7,709.8 /
     /// 12,849.667" beside achieved rates in whole connections/s; a step without a success
@@ -187,7 +187,7 @@ mod tests {
             step("step-3", 50_000.0, 5_000_000),
             step("step-4", 74_226.0, 300_000),
         ];
-        let k = crate::sweep::knee(&steps, &criteria, 1).unwrap();
+        let k = crate::analysis::knee(&steps, &criteria, 1).unwrap();
         let t = sweep(
             &RunRecord::new("x", serde_json::Value::Null),
             &steps,

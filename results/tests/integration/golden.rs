@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 
 use hdrhistogram::Histogram;
-use results::histogram::LatencySummary;
+use results::analysis::LatencySummary;
 use results::record::{
     new_latency_histogram, CpuUsage, Histograms, Latency, Pattern, PhaseRecord, RecordError,
     RunRecord, SideCpu, TimelineRow,

@@ -1,14 +1,14 @@
 //! A vs B trials: one panel per metric (connections/s, handshake p99), each trial a dot,
 //! each side's median a bar. A trial whose record carries a warning (see
-//! [`crate::compare::trial_flags`]) is drawn as a hollow dot and left out of the median, as
+//! [`crate::analysis::trial_flags`]) is drawn as a hollow dot and left out of the median, as
 //! `compare` leaves it out of the verdict.
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::{color, headroom, DrawResult, Named, Problem};
-use crate::compare::{metric_values, METRICS};
-use crate::stats::median;
+use crate::analysis::median;
+use crate::analysis::{metric_values, METRICS};
 
 /// The panels: index into [`METRICS`] and axis label.
 const PANELS: [(usize, &str); 2] = [
@@ -20,7 +20,7 @@ const PANELS: [(usize, &str); 2] = [
 fn values(side: &[Named<'_>], metric: usize) -> Vec<(f64, bool)> {
     side.iter()
         .filter_map(|r| {
-            let flagged = !crate::compare::trial_flags(r.record).is_empty();
+            let flagged = !crate::analysis::trial_flags(r.record).is_empty();
             metric_values(r.record)[metric].map(|v| (v, flagged))
         })
         .collect()
@@ -29,7 +29,7 @@ fn values(side: &[Named<'_>], metric: usize) -> Vec<(f64, bool)> {
 /// `A: tcp_timestamps=1`: the side named by its trials' legend names, as `compare` names a
 /// side by its labels (trial tags `#3` dropped).
 fn side_name(side: &[Named<'_>], fallback: &str) -> String {
-    let name = crate::compare::side_name_of(side.iter().map(|r| r.name.as_str()));
+    let name = crate::analysis::side_name_of(side.iter().map(|r| r.name.as_str()));
     if name == "unlabelled" {
         fallback.to_string()
     } else {

@@ -5,7 +5,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::{color, latency_unit, DrawResult, Named, Problem};
-use crate::compare::latency_phase;
+use crate::analysis::latency_phase;
 use crate::record::Latency;
 
 /// Highest x drawn: 10^-5 tail, i.e. p99.999.

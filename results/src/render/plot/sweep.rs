@@ -6,8 +6,8 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::{color, headroom, latency_unit, DrawResult, Named, Problem};
+use crate::analysis::{criteria_of, knee, steps_from_record, Criteria};
 use crate::numfmt;
-use crate::sweep::{criteria_of, knee, steps_from_record, Criteria};
 
 /// Draws the sweep curves of each record's open-loop phases.
 pub(crate) fn draw<DB: DrawingBackend>(

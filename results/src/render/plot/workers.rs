@@ -4,7 +4,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::{color, DrawResult, Named, Problem};
-use crate::compare::rate_phase;
+use crate::analysis::rate_phase;
 
 /// Draws one bar per worker and record (grouped by worker), from each record's rate phase.
 pub(crate) fn draw<DB: DrawingBackend>(

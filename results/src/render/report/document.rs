@@ -158,7 +158,7 @@ fn latency_blocks(p: &PhaseReport, out: &mut Vec<Block>) {
         )));
     }
     if let n @ 1.. = crate::record::never_accepted_total(&p.failures) {
-        out.push(Block::Line(crate::acceptance::client_view_note(n)));
+        out.push(Block::Line(crate::analysis::client_view_note(n)));
     }
     let first = &p.latency[0];
     let mut headers = vec!["latency bucket".to_string()];

@@ -4,15 +4,6 @@
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-/// The quantiles every report shows, with their labels: p50, p90, p99, p99.9, p99.99.
-pub const REPORT_QUANTILES: [(f64, &str); 5] = [
-    (0.50, "p50"),
-    (0.90, "p90"),
-    (0.99, "p99"),
-    (0.999, "p99.9"),
-    (0.9999, "p99.99"),
-];
-
 /// The figures a report shows for one latency histogram, all in nanoseconds.
 ///
 /// Percentiles are HdrHistogram's `value_at_quantile` (the highest value equivalent to the
@@ -72,7 +63,8 @@ impl LatencySummary {
         }
     }
 
-    /// The percentiles in [`REPORT_QUANTILES`] order, as `(label, ns)`.
+    /// The percentiles every report shows, in order (p50, p90, p99, p99.9, p99.99), as
+    /// `(label, ns)`.
     pub fn percentiles(&self) -> [(&'static str, u64); 5] {
         [
             ("p50", self.p50_ns),
@@ -103,7 +95,7 @@ pub struct Bucket {
 /// ..., `[e_last, ∞)`. A sample goes to the bucket holding its HdrHistogram value (exact to 3
 /// significant digits), so a sample within 0.1% of an edge may land on either side. With no
 /// edges there is one bucket holding everything.
-pub fn buckets(h: &Histogram<u64>, edges_ns: &[u64]) -> Vec<Bucket> {
+pub(crate) fn buckets(h: &Histogram<u64>, edges_ns: &[u64]) -> Vec<Bucket> {
     let mut counts = vec![0u64; edges_ns.len() + 1];
     for v in h.iter_recorded() {
         let value = v.value_iterated_to();

@@ -70,7 +70,7 @@ fn same_start(a: &RunRecord, b: &RunRecord) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compare::SetupDifference;
+    use crate::analysis::compare::SetupDifference;
 
     fn run(ms: Option<u64>, host: &str, label: &str) -> RunRecord {
         let mut r = RunRecord::new("bench", serde_json::Value::Null);
@@ -109,7 +109,7 @@ mod tests {
             b: vec!["epoll".into()],
             refuses,
         };
-        let mut c = crate::compare::compare(&[], &[], (None, None), &Default::default());
+        let mut c = crate::analysis::compare::compare(&[], &[], (None, None), &Default::default());
         c.setup_differences = vec![diff("kernel", false)];
         assert_eq!(check_setups(&c, false), Ok(()));
         c.setup_differences.push(diff("engine", true));

@@ -11,7 +11,7 @@ const T0_MS: u64 = 1_795_990_503_000;
 
 /// One generator's record: segment `index/count`, `rate` per second for `secs` seconds, every
 /// handshake `lat_ns + index` ns, started `skew_ms` after T0.
-fn load(index: u32, count: u32, rate: u64, secs: u64, skew_ms: u64) -> Input {
+pub(crate) fn load(index: u32, count: u32, rate: u64, secs: u64, skew_ms: u64) -> MergeInput {
     let lat = 50_000 + 10_000 * u64::from(index);
     let mut total = new_latency_histogram();
     let mut timeline = Vec::new();
@@ -73,7 +73,7 @@ fn load(index: u32, count: u32, rate: u64, secs: u64, skew_ms: u64) -> Input {
         }),
         ..PhaseRecord::default()
     });
-    Input {
+    MergeInput {
         path: PathBuf::from(format!("/runs/seg{index}.json")),
         schema_version: crate::SCHEMA_VERSION,
         record: rec,
@@ -98,7 +98,7 @@ fn whole_config(secs: u64) -> serde_json::Value {
     })
 }
 
-fn server(accepted: u64, passive: i64) -> Input {
+pub(crate) fn server(accepted: u64, passive: i64) -> MergeInput {
     let mut rec = RunRecord::new("srv", serde_json::Value::Null);
     rec.role = Role::Server;
     let h = new_latency_histogram();
@@ -113,14 +113,14 @@ fn server(accepted: u64, passive: i64) -> Input {
         counters: BTreeMap::from([("Tcp.PassiveOpens".into(), passive)]),
         ..PhaseRecord::default()
     });
-    Input {
+    MergeInput {
         path: PathBuf::from("/runs/server.json"),
         schema_version: crate::SCHEMA_VERSION,
         record: rec,
     }
 }
 
-fn four() -> Vec<Input> {
+pub(crate) fn four() -> Vec<MergeInput> {
     (0..4)
         .map(|i| load(i, 4, 250 + u64::from(i), 3, 0))
         .collect()
@@ -176,7 +176,7 @@ fn overlapping_missing_and_mismatched_segments_are_refused_naming_files() {
         "{e}"
     );
 
-    let inputs: Vec<Input> = four().into_iter().take(3).collect();
+    let inputs: Vec<MergeInput> = four().into_iter().take(3).collect();
     let e = merge(&inputs).unwrap_err();
     assert!(
         matches!(&e, MergeError::Missing { missing, .. } if missing == "3"),
@@ -280,7 +280,7 @@ fn server_records_cross_check_accepts_against_handshakes() {
 }
 
 /// Sets `key` (a top-level key or `pattern.*`) of load `i`'s whole-run configuration.
-fn set_whole(inputs: &mut [Input], i: usize, key: &str, v: serde_json::Value) {
+fn set_whole(inputs: &mut [MergeInput], i: usize, key: &str, v: serde_json::Value) {
     let w = inputs[i].record.segment.as_mut().unwrap();
     let w = w.whole_config.as_mut().unwrap();
     match key.strip_prefix("pattern.") {
@@ -495,7 +495,7 @@ fn a_start_later_than_planned_is_warned_naming_the_file() {
 
 /// Two generators of one namespace: each record holds the namespace's whole Tcp.ActiveOpens
 /// (both generators' connections), and each generator's own check disagrees.
-fn two_in_one_namespace() -> Vec<Input> {
+fn two_in_one_namespace() -> Vec<MergeInput> {
     let mut inputs = vec![load(0, 2, 100, 3, 0), load(1, 2, 120, 3, 0)];
     let ns = inputs[0].record.counters_netns.clone();
     let whole = 300 + 360;
@@ -691,98 +691,6 @@ fn records_that_are_not_segments_are_refused_as_such_not_as_overlapping() {
     let mut one = vec![whole(0)];
     one.push(server(750, 750));
     assert!(merge(&one).is_ok());
-}
-
-/// `merge` printed "8000.0 /s (480000 /min)" and notes with "40000 accepted": the numbers go
-/// through the one formatter (separators, CPM, `conn/s`).
-#[test]
-fn numbers_in_merge_text_use_the_one_format() {
-    let mut inputs: Vec<Input> = (0..2).map(|i| load(i, 2, 4_000, 3, 0)).collect();
-    inputs.push(server(24_000, 24_000));
-    let m = merge(&inputs).unwrap();
-    let p = &m.record.phases[0];
-    assert_eq!(
-        crate::render::merged_phase_line(p),
-        "phase load: 24,000 successes in 3.000 s: 480,000 CPM = 8,000 conn/s"
-    );
-    let note = &p.cross_check.as_ref().unwrap().note;
-    assert!(
-        note.starts_with("servers accepted 24,000 connections, server namespaces' Tcp.PassiveOpens 24,000, generators completed 24,000 handshakes"),
-        "{note}"
-    );
-    assert!(
-        note.contains(": 12,000 handshakes, 12,000 attempts, Tcp.ActiveOpens 12,000: agree"),
-        "{note}"
-    );
-    let mut none = p.clone();
-    none.successes = 0;
-    none.set_rates();
-    assert_eq!(
-        crate::render::merged_phase_line(&none),
-        "phase load: nothing measured — no connection succeeded in 3.000 s"
-    );
-}
-
-/// Servers in two namespaces: the merged record keeps their counters apart from the
-/// generators' (`server.counters`, each namespace once), sums their TLS accepts, counts their
-/// drops as the run's, and the report names both counter lines (it printed the generators'
-/// `Tcp.PassiveOpens +0` as the run's beside a cross-check of 3,018 accepts).
-#[test]
-fn server_namespaces_counters_and_tls_accepts_are_kept_apart_and_summed() {
-    let mut inputs = four();
-    let want: u64 = (0..4).map(|i| (250 + i) * 3).sum();
-    for (k, accepted) in [(0u64, 1_000u64), (1, want - 1_000)] {
-        let mut s = server(accepted, accepted as i64);
-        s.path = PathBuf::from(format!("/runs/server{k}.json"));
-        s.record.counters_netns = Some(NetnsIdentity {
-            inode: 4_026_533_000 + k,
-            boot_id: Some("b00t".into()),
-            hostname: Some(format!("srv{k}")),
-        });
-        let p = &mut s.record.phases[0];
-        p.counters
-            .insert("TcpExt.ListenOverflows".into(), 5 + k as i64);
-        let side = p.server.as_mut().unwrap();
-        side.tls_accepted = Some(accepted);
-        side.tls_resumed = Some(accepted / 2);
-        inputs.push(s);
-    }
-    let m = merge(&inputs).unwrap();
-    let p = &m.record.phases[0];
-    let side = p.server.as_ref().unwrap();
-    assert_eq!(side.accepted(), want);
-    assert_eq!(side.counters["Tcp.PassiveOpens"], want as i64);
-    assert_eq!(side.counters["TcpExt.ListenOverflows"], 11);
-    assert_eq!(side.tls_accepted, Some(want));
-    assert_eq!(side.tls_resumed, Some(500 + (want - 1_000) / 2));
-    assert!(
-        !p.counters.contains_key("Tcp.PassiveOpens"),
-        "{:?}",
-        p.counters
-    );
-    assert_eq!(p.drops(), vec![("TcpExt.ListenOverflows", 11)]);
-    let c = p.cross_check.as_ref().unwrap();
-    assert_eq!(c.kernel_passive_opens, Some(want as i64));
-    assert!(c.agree, "{}", c.note);
-    let text = crate::render::report(
-        &[crate::render::build_report(&m.record, "merged.json", &[]).unwrap()],
-        crate::render::ReportFormat::Text,
-        crate::render::Counters::Key,
-    );
-    assert!(
-        text.contains("kernel counters (the generators' namespaces): ")
-            && text.contains(&format!(
-                "kernel counters (the server namespaces, the servers' whole run): TcpExt.ListenOverflows +11, Tcp.PassiveOpens +{}",
-                crate::numfmt::count(want)
-            )),
-        "{text}"
-    );
-    // Written and read back, the server namespaces' counters stay.
-    let back: RunRecord = serde_json::from_str(&serde_json::to_string(&m.record).unwrap()).unwrap();
-    assert_eq!(
-        back.phases[0].server.as_ref().unwrap().counters,
-        side.counters
-    );
 }
 
 /// One record given twice (the same path, or a copy) is named as such: it was reported as two

@@ -47,7 +47,7 @@ pub const SKEW_BOUND_MS: u64 = 10;
 
 /// One record to merge and the file it came from.
 #[derive(Debug, Clone)]
-pub struct Input {
+pub struct MergeInput {
     /// The file (named in every error and warning).
     pub path: PathBuf,
     /// The schema version the file declared (before any upgrade on reading).
@@ -56,14 +56,14 @@ pub struct Input {
     pub record: RunRecord,
 }
 
-impl Input {
+impl MergeInput {
     /// Reads a record file to merge ([`RunRecord::read`]) with the schema version it declares.
     ///
     /// # Errors
     /// As [`RunRecord::read`]: the file cannot be read or is not a record.
-    pub fn read(path: &Path) -> Result<Input, crate::record::RecordError> {
+    pub fn read(path: &Path) -> Result<MergeInput, crate::record::RecordError> {
         let record = RunRecord::read(path)?;
-        Ok(Input {
+        Ok(MergeInput {
             path: path.to_path_buf(),
             schema_version: declared_schema(path),
             record,
@@ -259,7 +259,7 @@ pub enum MergeError {
 ///
 /// # Errors
 /// [`MergeError`], each naming the files.
-pub fn merge(inputs: &[Input]) -> Result<Merged, MergeError> {
+pub fn merge(inputs: &[MergeInput]) -> Result<Merged, MergeError> {
     let first = inputs.first().ok_or(MergeError::NoLoad)?;
     for i in inputs {
         if i.schema_version != first.schema_version {
@@ -277,11 +277,11 @@ pub fn merge(inputs: &[Input]) -> Result<Merged, MergeError> {
             });
         }
     }
-    let loads: Vec<&Input> = inputs
+    let loads: Vec<&MergeInput> = inputs
         .iter()
         .filter(|i| i.record.role == Role::Load)
         .collect();
-    let servers: Vec<&Input> = inputs
+    let servers: Vec<&MergeInput> = inputs
         .iter()
         .filter(|i| i.record.role == Role::Server)
         .collect();
@@ -434,7 +434,7 @@ pub fn merge(inputs: &[Input]) -> Result<Merged, MergeError> {
 }
 
 /// The servers' phases' accepts, every worker of every server, and their accept errors summed.
-fn merged_server_side(servers: &[&Input]) -> ServerSide {
+fn merged_server_side(servers: &[&MergeInput]) -> ServerSide {
     let mut side = ServerSide::default();
     let mut first = true;
     for s in servers {
@@ -785,4 +785,4 @@ fn merge_timeline(parts: &[(&Path, &PhaseRecord)], starts: &[u64], begin: u64) -
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -30,7 +30,7 @@ pub enum Exactness {
 
 /// One counter that names why handshakes were not accepted.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Cause {
+pub struct AcceptanceCause {
     /// The counter, `"TcpExt.ListenOverflows"`.
     pub counter: String,
     /// Its rise during the run.
@@ -56,7 +56,7 @@ pub struct Acceptance {
     pub other_passive_opens: u64,
     /// The counters that rose and name a cause, most specific first; empty when nothing was
     /// lost.
-    pub causes: Vec<Cause>,
+    pub causes: Vec<AcceptanceCause>,
 }
 
 /// Counters that explain a shortfall, in the order they are most specific, with their meaning
@@ -111,7 +111,7 @@ pub fn reconcile(
             .iter()
             .filter_map(|&(counter, words)| {
                 let d = delta.get(counter).copied().unwrap_or(0);
-                (d > 0).then(|| Cause {
+                (d > 0).then(|| AcceptanceCause {
                     counter: counter.to_string(),
                     delta: d,
                     words,

@@ -23,11 +23,11 @@
 use crate::record::{is_retransmit_counter, Latency, PhaseRecord, Role, RunRecord};
 
 /// SYN retransmits above this share of the handshakes started flag a trial even when explained.
-pub const MAX_SYN_RETRANS_SHARE: f64 = 0.001;
+pub(crate) const MAX_SYN_RETRANS_SHARE: f64 = 0.001;
 
 /// The initial SYN retransmission timeout, ns: a handshake this long waited for a lost SYN or
 /// SYN-ACK (`TCP_TIMEOUT_INIT` = 1 s, include/net/tcp.h; RFC 6298 §2.1).
-pub const SYN_RTO_NS: u64 = 1_000_000_000;
+pub(crate) const SYN_RTO_NS: u64 = 1_000_000_000;
 
 /// The handshake SYN retransmit counter.
 const SYN_RETRANS: &str = "TcpExt.TCPSynRetrans";
@@ -42,7 +42,7 @@ const SYN_LOSING_DROPS: [&str; 4] = [
 
 /// Whether a phase's retransmit counters make its numbers suspect (the module's rule): `false`
 /// when no retransmit counter rose, or only explained SYN retransmits, few and fast.
-pub fn suspect_retransmits(p: &PhaseRecord) -> bool {
+pub(crate) fn suspect_retransmits(p: &PhaseRecord) -> bool {
     let c = |k: &str| p.counters.get(k).copied().unwrap_or(0);
     let other = p
         .drops()
@@ -154,7 +154,7 @@ fn has_word(text: &str, word: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compare::{compare, Options, Verdict};
+    use crate::analysis::compare::{compare, CompareOptions, Verdict};
     use crate::record::new_latency_histogram;
 
     #[test]
@@ -255,11 +255,11 @@ mod tests {
             .all(|p| p.cross_check.as_ref().unwrap().agree));
         assert!(trial_flags(&r).is_empty(), "{:?}", trial_flags(&r));
         assert!(
-            !crate::warnings::all(&r)
+            !crate::analysis::warnings(&r)
                 .iter()
                 .any(|w| w.contains("softnet")),
             "{:?}",
-            crate::warnings::all(&r)
+            crate::analysis::warnings(&r)
         );
         let lossy = [
             ("softnet.dropped", 626),
@@ -272,7 +272,7 @@ mod tests {
             "{:?}",
             trial_flags(&r)
         );
-        assert!(crate::warnings::all(&r)
+        assert!(crate::analysis::warnings(&r)
             .iter()
             .any(|w| w.contains("softnet dropped 1,252")));
         // Retransmit counters unknown (an older record): not shown to be elsewhere.
@@ -311,7 +311,7 @@ mod tests {
             &side("A", 20_000.0),
             &side("B", 22_000.0),
             (None, None),
-            &Options::default(),
+            &CompareOptions::default(),
         );
         assert_eq!((c.a.used(), c.b.used()), (10, 10));
         assert_eq!((c.a.flagged(), c.b.flagged()), (0, 0));

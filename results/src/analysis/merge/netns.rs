@@ -20,11 +20,11 @@ use std::collections::BTreeMap;
 
 use crate::record::{CrossCheck, PhaseRecord};
 
-use super::Input;
+use super::MergeInput;
 
 /// The load records grouped by network namespace (indices into the loads), in first-seen
 /// order; `Err` with the files that carry no namespace identity when there are several loads.
-pub(super) fn groups(loads: &[&Input]) -> Result<Vec<Vec<usize>>, Vec<String>> {
+pub(super) fn groups(loads: &[&MergeInput]) -> Result<Vec<Vec<usize>>, Vec<String>> {
     let unknown: Vec<String> = loads
         .iter()
         .filter(|l| l.record.counters_netns.is_none())

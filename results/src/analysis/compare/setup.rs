@@ -139,7 +139,7 @@ fn distinct(recs: &[RunRecord], f: fn(&RunRecord) -> String) -> Vec<String> {
 }
 
 /// The setup facts that differ between `a` and `b`, or within a side.
-pub fn setup_differences(a: &[RunRecord], b: &[RunRecord]) -> Vec<SetupDifference> {
+pub(crate) fn setup_differences(a: &[RunRecord], b: &[RunRecord]) -> Vec<SetupDifference> {
     FACTS
         .iter()
         .filter_map(|(what, refuses, f)| {

@@ -26,10 +26,10 @@ use serde::{Deserialize, Serialize};
 pub const MIN_TRIALS: usize = 5;
 /// Largest side for the exact distribution of U (C(100, 50) ≈ 1e29 fits an `i128`); larger
 /// sides use the normal approximation.
-pub const EXACT_MAX_N: usize = 50;
+pub(crate) const EXACT_MAX_N: usize = 50;
 
 /// Median of the samples (mean of the two middle ones for an even count); `NaN` when empty.
-pub fn median(samples: &[f64]) -> f64 {
+pub(crate) fn median(samples: &[f64]) -> f64 {
     if samples.is_empty() {
         return f64::NAN;
     }
@@ -81,7 +81,7 @@ impl Spread {
 /// Robust relative spread of samples: `1.4826 · MAD / |median|` (the median absolute deviation
 /// scaled to a normal standard deviation, as a fraction of the median). `None` with fewer than 2
 /// samples or a zero median.
-pub fn relative_spread(samples: &[f64]) -> Option<f64> {
+pub(crate) fn relative_spread(samples: &[f64]) -> Option<f64> {
     if samples.len() < 2 {
         return None;
     }
@@ -99,7 +99,7 @@ pub fn relative_spread(samples: &[f64]) -> Option<f64> {
 ///
 /// # Panics
 /// If a side is larger than [`EXACT_MAX_N`].
-pub fn u_counts(n1: usize, n2: usize) -> Vec<i128> {
+pub(crate) fn u_counts(n1: usize, n2: usize) -> Vec<i128> {
     assert!(
         n1 <= EXACT_MAX_N && n2 <= EXACT_MAX_N,
         "exact U only up to {EXACT_MAX_N} a side"
@@ -126,17 +126,9 @@ pub fn u_counts(n1: usize, n2: usize) -> Vec<i128> {
     c
 }
 
-/// `P(U ≤ u)` under no change, exact (no ties).
-pub fn u_cdf(n1: usize, n2: usize, u: usize) -> f64 {
-    let c = u_counts(n1, n2);
-    let total: i128 = c.iter().sum();
-    let upto: i128 = c.iter().take(u + 1).sum();
-    upto as f64 / total as f64
-}
-
 /// The Hodges–Lehmann shift from `a` to `b` with its Mann–Whitney interval, in the samples' unit.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Shift {
+pub(crate) struct Shift {
     /// Median of all differences `b_j − a_i`.
     pub estimate: f64,
     /// Lower end of the interval (`None`: the level cannot be reached with these sizes).
@@ -216,7 +208,7 @@ fn normal_cdf(z: f64) -> f64 {
 
 /// Hodges–Lehmann shift from `a` to `b` and its exact Mann–Whitney interval at `confidence`
 /// (see the module docs). `None` when a side is empty or a sample is not finite.
-pub fn hodges_lehmann(a: &[f64], b: &[f64], confidence: f64) -> Option<Shift> {
+pub(crate) fn hodges_lehmann(a: &[f64], b: &[f64], confidence: f64) -> Option<Shift> {
     if a.is_empty() || b.is_empty() || a.iter().chain(b).any(|x| !x.is_finite()) {
         return None;
     }
@@ -291,6 +283,14 @@ mod tests {
     use super::*;
     use rand::rngs::StdRng;
     use rand::{Rng as _, SeedableRng as _};
+
+    /// `P(U ≤ u)` under no change, exact (no ties).
+    fn u_cdf(n1: usize, n2: usize, u: usize) -> f64 {
+        let c = u_counts(n1, n2);
+        let total: i128 = c.iter().sum();
+        let upto: i128 = c.iter().take(u + 1).sum();
+        upto as f64 / total as f64
+    }
 
     #[test]
     fn median_of_odd_and_even_counts() {

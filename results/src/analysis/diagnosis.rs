@@ -47,7 +47,7 @@ pub struct Evidence<'a> {
 
 /// Which cause.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Kind {
+pub enum CauseKind {
     /// Handshakes completed on the client, never accepted by the server.
     NeverAccepted,
     /// `tcp_syncookies=2`: every SYN answered with a cookie.
@@ -84,7 +84,7 @@ pub enum Kind {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Cause {
     /// Which cause.
-    pub kind: Kind,
+    pub kind: CauseKind,
     /// `name: what happened (evidence numbers) — fix: ...`, one line.
     pub line: String,
 }
@@ -137,7 +137,7 @@ impl Evidence<'_> {
 /// The causes the evidence shows, most important first; empty when nothing went wrong.
 pub fn diagnose(e: &Evidence<'_>) -> Vec<Cause> {
     let mut out = Vec::new();
-    let mut add = |kind: Kind, line: String| out.push(Cause { kind, line });
+    let mut add = |kind: CauseKind, line: String| out.push(Cause { kind, line });
     let overflows = e.c("TcpExt.ListenOverflows");
     let never = match e.server_accepts {
         Some(acc) if e.client_handshakes > acc => e.client_handshakes - acc,
@@ -149,7 +149,7 @@ pub fn diagnose(e: &Evidence<'_>) -> Vec<Cause> {
     if queued > 0 {
         let queued = count(queued);
         add(
-            Kind::NeverAccepted,
+            CauseKind::NeverAccepted,
             format!(
                 "never accepted: {queued} handshakes the server's kernel completed were still waiting in the listener's accept queue at the end: the server application did not call accept() for them (stopped, blocked, or slower than the arrivals) — fix: check that the server process runs and accepts as fast as connections arrive"
             ),
@@ -196,7 +196,7 @@ pub fn diagnose(e: &Evidence<'_>) -> Vec<Cause> {
                 fmt_opt(abort)
             )
         };
-        add(Kind::NeverAccepted, line);
+        add(CauseKind::NeverAccepted, line);
     } else if overflows > 0 {
         let overflows = signed(overflows);
         // "Every handshake was accepted" only when none is still queued: beside the "never
@@ -207,7 +207,7 @@ pub fn diagnose(e: &Evidence<'_>) -> Vec<Cause> {
             ""
         };
         add(
-            Kind::AcceptQueueOverflow,
+            CauseKind::AcceptQueueOverflow,
             format!(
                 "accept queue overflowed: ListenOverflows {overflows} ({}): SYNs or final ACKs were dropped and retried{settled} — fix: accept faster, or raise the backlog and net.core.somaxconn",
                 e.accept_queue()
@@ -230,7 +230,7 @@ pub fn diagnose(e: &Evidence<'_>) -> Vec<Cause> {
     if sent > 0 && cookies == Some(2) {
         let sent = &sent_s;
         add(
-            Kind::SyncookiesAlways,
+            CauseKind::SyncookiesAlways,
             format!(
                 "syncookies always on: net.ipv4.tcp_syncookies=2 answers every SYN with a syncookie (SyncookiesSent {sent}, SyncookiesRecv {recv}); the setting did this, not a SYN queue overflow, and TCP options of the SYN (window scaling, SACK) may be lost{failed_text} — fix: net.ipv4.tcp_syncookies=1 (the default: cookies only on overflow)"
             ),
@@ -238,7 +238,7 @@ pub fn diagnose(e: &Evidence<'_>) -> Vec<Cause> {
     } else if sent > 0 || e.c("TcpExt.TCPReqQFullDoCookies") > 0 {
         let sent = &sent_s;
         add(
-            Kind::SynQueueCookies,
+            CauseKind::SynQueueCookies,
             format!(
                 "SYN queue overflowed: SYNs answered with syncookies (TCPReqQFullDoCookies {}, SyncookiesSent {sent}, SyncookiesRecv {recv}; net.ipv4.tcp_max_syn_backlog {}, {}){failed_text} — fix: accept faster, raise net.ipv4.tcp_max_syn_backlog and the backlog",
                 signed(e.c("TcpExt.TCPReqQFullDoCookies")),
@@ -254,13 +254,13 @@ pub fn diagnose(e: &Evidence<'_>) -> Vec<Cause> {
         } else {
             format!("syncookie ACKs rejected: SyncookiesFailed {failed} ACKs did not validate as cookies (expired or mangled), and our counts do not balance: those handshakes were dropped — fix: avoid relying on cookies (raise the SYN backlog)")
         };
-        add(Kind::SyncookiesFailed, line);
+        add(CauseKind::SyncookiesFailed, line);
     }
     let qdrop = e.c("TcpExt.TCPReqQFullDrop");
     if qdrop > 0 {
         let qdrop = signed(qdrop);
         add(
-            Kind::SynQueueDrop,
+            CauseKind::SynQueueDrop,
             format!(
                 "SYN queue full, SYNs dropped: TCPReqQFullDrop {qdrop} (net.ipv4.tcp_syncookies={}, net.ipv4.tcp_max_syn_backlog {}, {}): each dropped SYN costs the client a 1 s retransmit — fix: accept faster, raise the backlogs, or enable syncookies (1)",
                 fmt_opt(cookies),
@@ -283,7 +283,7 @@ pub fn diagnose(e: &Evidence<'_>) -> Vec<Cause> {
         };
         let ct_drop = signed(ct_drop);
         add(
-            Kind::ConntrackFull,
+            CauseKind::ConntrackFull,
             format!(
                 "conntrack table full ({}/{} entries in this namespace; nf_conntrack drop +{ct_drop}): the first packet of each new flow is dropped, so SYNs go unanswered{timeouts} — fix: raise net.netfilter.nf_conntrack_max (init namespace only, one global limit), shorten net.netfilter.nf_conntrack_tcp_timeout_*, or exempt the benchmark traffic from tracking (nft `notrack`)",
                 fmt_opt(ct_count),
@@ -295,7 +295,7 @@ pub fn diagnose(e: &Evidence<'_>) -> Vec<Cause> {
     if tw > 0 {
         let tw = signed(tw);
         add(
-            Kind::TimeWaitOverflow,
+            CauseKind::TimeWaitOverflow,
             format!(
                 "TIME_WAIT bucket overflow: TCPTimeWaitOverflow {tw} sockets closed without TIME_WAIT (net.ipv4.tcp_max_tw_buckets {}) — fix: close with RST (--close rst) or raise tcp_max_tw_buckets",
                 fmt_opt(e.s("net.ipv4.tcp_max_tw_buckets"))
@@ -306,7 +306,7 @@ pub fn diagnose(e: &Evidence<'_>) -> Vec<Cause> {
     if refused > 0 {
         let refused = count(refused);
         add(
-            Kind::Refused,
+            CauseKind::Refused,
             format!(
                 "refused: {refused} of {} attempts got an RST in answer to their SYN (ECONNREFUSED): nothing listened at the target address and port, or a firewall rejected them — fix: check the target and that its server runs",
                 count(e.attempts)
@@ -324,7 +324,7 @@ pub fn diagnose(e: &Evidence<'_>) -> Vec<Cause> {
             ""
         };
         add(
-            Kind::TimedOut,
+            CauseKind::TimedOut,
             format!(
                 "timed out late: {} of {} attempts completed their handshake, but only after the connect timeout (ETIMEDOUT){lost}: the handshake took longer than --connect-timeout, or the generator saw it late (stopped, starved, or behind its schedule) — fix: allow a longer --connect-timeout, or give the generator CPU time",
                 count(late),
@@ -346,7 +346,7 @@ pub fn diagnose(e: &Evidence<'_>) -> Vec<Cause> {
         // counter tells slow from lost below the 1 s initial SYN retransmit (RFC 6298), so this
         // names what is known rather than "something dropped SYNs".
         add(
-            Kind::TimedOut,
+            CauseKind::TimedOut,
             format!(
                 "timed out early: the other {timed_out_s} of {} attempts were closed at the connect timeout before their SYN-ACK arrived (ETIMEDOUT; TCPSynRetrans 0, ListenOverflows 0): with a timeout this short (the handshakes above completed only after it) they were most likely as slow, not lost — fix: allow a longer --connect-timeout",
                 count(e.attempts)
@@ -357,7 +357,7 @@ pub fn diagnose(e: &Evidence<'_>) -> Vec<Cause> {
         // A SYN that meets a full accept queue is dropped (ListenOverflows++, kernels ≥ 4.10;
         // net/ipv4/tcp_input.c `tcp_conn_request`): the client retries after 1 s, 2 s, …
         add(
-            Kind::TimedOut,
+            CauseKind::TimedOut,
             format!(
                 "timed out: {timed_out} of {} attempts got no SYN-ACK within the connect timeout (ETIMEDOUT; TCPSynRetrans {syn_retrans}) because the accept queue was full: a SYN that meets a full accept queue is dropped (ListenOverflows {overflows}; {}) — fix: accept faster, raise the backlog and net.core.somaxconn, or allow a longer --connect-timeout (SYN retries come after 1 s, 2 s, …)",
                 count(e.attempts),
@@ -367,7 +367,7 @@ pub fn diagnose(e: &Evidence<'_>) -> Vec<Cause> {
     } else if timed_out > 0 && !(ct_drop > 0 || ct_full) && qdrop == 0 {
         let (timed_out, syn_retrans) = (&timed_out_s, &syn_retrans_s);
         add(
-            Kind::TimedOut,
+            CauseKind::TimedOut,
             format!(
                 "timed out: {timed_out} of {} attempts got no SYN-ACK within the connect timeout (ETIMEDOUT; TCPSynRetrans {syn_retrans}) and no counter here explains it: something dropped SYNs or SYN-ACKs (a firewall rule, a stopped server, a lossy path) — fix: check nft/iptables rule counters and the server",
                 count(e.attempts)
@@ -378,7 +378,7 @@ pub fn diagnose(e: &Evidence<'_>) -> Vec<Cause> {
     if ports > 0 {
         let ports = count(ports);
         add(
-            Kind::PortsExhausted,
+            CauseKind::PortsExhausted,
             format!(
                 "ephemeral ports exhausted: {ports} connect() calls found no free local port (EADDRNOTAVAIL) — fix: widen net.ipv4.ip_local_port_range, close with RST (--close rst) so no TIME_WAIT holds ports, or add source addresses"
             ),
@@ -388,7 +388,7 @@ pub fn diagnose(e: &Evidence<'_>) -> Vec<Cause> {
     if fds > 0 {
         let fds = count(fds);
         add(
-            Kind::FdLimit,
+            CauseKind::FdLimit,
             format!(
                 "descriptor limit: {fds} socket() calls failed (EMFILE/ENFILE) — fix: raise `ulimit -n` (RLIMIT_NOFILE) or fs.file-max, or lower the concurrency"
             ),
@@ -400,7 +400,7 @@ pub fn diagnose(e: &Evidence<'_>) -> Vec<Cause> {
     {
         let softnet = signed(softnet);
         add(
-            Kind::SoftnetDrop,
+            CauseKind::SoftnetDrop,
             format!(
                 "input backlog full: softnet dropped {softnet} packets before TCP saw them (per-CPU backlog over net.core.netdev_max_backlog; host-wide counter) — fix: raise net.core.netdev_max_backlog or spread receive work (RPS)"
             ),
@@ -410,14 +410,14 @@ pub fn diagnose(e: &Evidence<'_>) -> Vec<Cause> {
     if bdrop > 0 {
         let bdrop = signed(bdrop);
         add(
-            Kind::BacklogDrop,
+            CauseKind::BacklogDrop,
             format!(
                 "socket backlog full: TCPBacklogDrop {bdrop} packets dropped while user space held the socket lock — fix: fewer connections per listener socket (more workers)"
             ),
         );
     }
     if let Some(line) = syn_retransmit_cause(e, syn_retrans, timed_out) {
-        add(Kind::SynRetransmits, line);
+        add(CauseKind::SynRetransmits, line);
     }
     out
 }
@@ -430,7 +430,7 @@ pub fn diagnose(e: &Evidence<'_>) -> Vec<Cause> {
 /// SYN-ACK or data segment of ours would have been retransmitted. Then they are other traffic's: no warning, no `drops` flag (the
 /// counter still shows in the counters line). Found by a breaking try: 626 softnet drops beside
 /// an exact 1,290 = 1,290 = 1,290 and no retransmit flagged an A/B trial and left it out.
-pub fn softnet_drops_not_shown_ours(
+pub(crate) fn softnet_drops_not_shown_ours(
     counters: &BTreeMap<String, i64>,
     failures: &BTreeMap<String, u64>,
     agree: bool,
@@ -446,11 +446,12 @@ pub fn softnet_drops_not_shown_ours(
 /// diagnosis (which softnet drops were other traffic's), so it lives here, not in the record.
 impl PhaseRecord {
     /// Non-zero drop counters among [`PhaseRecord::counters`] and, in a merged record, the
-    /// server namespaces' [`ServerSide::counters`](crate::record::ServerSide::counters) (summed by name; names containing `Drop`,
-    /// `Overflow`, `dropped`, `Retrans`, `Cookies`/`Syncookies`), in name order. Host-wide
-    /// softnet drops the run shows no sign of are left out
-    /// ([`softnet_drops_not_shown_ours`]). `Tcp.RetransSegs`
-    /// is left out: it also counts data retransmits, and its handshake part is `TCPSynRetrans`.
+    /// server namespaces' [`ServerSide::counters`](crate::record::ServerSide::counters) (summed
+    /// by name; names containing `Drop`, `Overflow`, `dropped`, `Retrans`,
+    /// `Cookies`/`Syncookies`), in name order. Host-wide softnet drops the run shows no sign of
+    /// are left out (every count agreed with the kernel, nothing timed out or went unaccepted,
+    /// nothing was retransmitted: they were other traffic's). `Tcp.RetransSegs` is left out: it
+    /// also counts data retransmits, and its handshake part is `TCPSynRetrans`.
     pub fn drops(&self) -> Vec<(&str, i64)> {
         // A merged record keeps the server namespaces' counters apart: their drops (a full
         // accept queue is counted on the server's host) are the run's drops too.
@@ -506,7 +507,7 @@ fn syn_retransmit_cause(e: &Evidence<'_>, syn_retrans: i64, timed_out: u64) -> O
     ))
 }
 
-/// Sums for [`of_phases`]: counters, failures and counts over several phases.
+/// Sums for [`diagnose_phases`]: counters, failures and counts over several phases.
 fn sum_phases(phases: &[PhaseRecord]) -> (BTreeMap<String, i64>, BTreeMap<String, u64>) {
     let mut counters = BTreeMap::new();
     let mut failures = BTreeMap::new();
@@ -524,7 +525,7 @@ fn sum_phases(phases: &[PhaseRecord]) -> (BTreeMap<String, i64>, BTreeMap<String
 /// The causes of a whole run (all phases together, so each cause is one line for the run, not
 /// one per phase): counters, failures and counts summed; settings from the last phase that has
 /// them; balanced when every phase's cross-check agreed.
-pub fn of_phases(phases: &[PhaseRecord]) -> Vec<Cause> {
+pub(crate) fn diagnose_phases(phases: &[PhaseRecord]) -> Vec<Cause> {
     let (counters, failures) = sum_phases(phases);
     let empty = BTreeMap::new();
     let settings = phases
@@ -557,365 +558,4 @@ pub fn of_phases(phases: &[PhaseRecord]) -> Vec<Cause> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn map<V: Copy>(kv: &[(&str, V)]) -> BTreeMap<String, V> {
-        kv.iter().map(|(k, v)| (k.to_string(), *v)).collect()
-    }
-
-    fn kinds(c: &[Cause]) -> Vec<Kind> {
-        c.iter().map(|c| c.kind).collect()
-    }
-
-    /// Cause lines printed raw counts ("never accepted: 40000 handshakes", "ListenOverflows
-    /// 54000"): every count goes through the one formatter; settings stay as sysctl prints them.
-    #[test]
-    fn numbers_in_cause_lines_use_the_one_format() {
-        let counters = map(&[
-            ("TcpExt.ListenOverflows", 54_000),
-            ("TcpExt.SyncookiesRecv", 30_000),
-            ("TcpExt.TCPSynRetrans", 32_000),
-            ("softnet.dropped", 1_500),
-        ]);
-        let settings = map(&[("listen_backlog", 4096), ("net.core.somaxconn", 4096)]);
-        let failures = map(&[("ETIMEDOUT", 12_345u64), ("ECONNREFUSED", 2_000)]);
-        let c = diagnose(&Evidence {
-            counters: &counters,
-            settings: &settings,
-            attempts: 120_000,
-            failures: &failures,
-            client_handshakes: 80_000,
-            server_accepts: Some(40_000),
-            balanced: Some(false),
-            late_handshakes: 0,
-            still_queued: 0,
-        });
-        let text: Vec<&str> = c.iter().map(|c| c.line.as_str()).collect();
-        let all = text.join("\n");
-        for want in [
-            "never accepted: 40,000 handshakes completed on the client",
-            "ListenOverflows 54,000",
-            "SyncookiesRecv 30,000",
-            "refused: 2,000 of 120,000 attempts",
-            "timed out: 12,345 of 120,000 attempts",
-            "TCPSynRetrans 32,000",
-            "softnet dropped 1,500 packets",
-            "net.core.somaxconn 4096",
-        ] {
-            assert!(all.contains(want), "{want:?} missing:\n{all}");
-        }
-        assert!(!all.contains("40000") && !all.contains("54000"), "{all}");
-    }
-
-    /// Handshakes still in the accept queue at the end are explained by the queue (the
-    /// application did not accept), not by a dropped final ACK, whatever the overflow counters.
-    #[test]
-    fn handshakes_left_in_the_accept_queue_name_the_queue_not_a_dropped_ack() {
-        let counters = map(&[("TcpExt.ListenOverflows", 900)]);
-        let settings = map(&[("net.ipv4.tcp_abort_on_overflow", 0)]);
-        let failures = map(&[(NEVER_ACCEPTED_QUEUED, 65u64)]);
-        let c = diagnose(&Evidence {
-            counters: &counters,
-            settings: &settings,
-            attempts: 4000,
-            failures: &failures,
-            client_handshakes: 65,
-            server_accepts: Some(0),
-            balanced: Some(true),
-            late_handshakes: 0,
-            still_queued: 65,
-        });
-        assert_eq!(c[0].kind, Kind::NeverAccepted);
-        let l = &c[0].line;
-        assert!(
-            l.starts_with("never accepted: 65 handshakes the server's kernel completed were still waiting in the listener's accept queue"),
-            "{l}"
-        );
-        assert!(
-            c.iter().all(|c| !c.line.contains("final ACK was dropped")),
-            "{c:?}"
-        );
-        assert!(
-            c.iter().any(|c| c.kind == Kind::AcceptQueueOverflow),
-            "the overflowing SYNs still get their own cause: {c:?}"
-        );
-        // ... without claiming that every handshake was accepted (it said so, cross-check
-        // balanced, beside the line above: the two contradicted each other).
-        assert!(
-            c.iter().all(|c| !c.line.contains("was still accepted")),
-            "{c:?}"
-        );
-    }
-
-    /// Values outside a histogram, kind "a timeout shorter than a handshake": most timeouts
-    /// completed late, the rest were closed in SYN-SENT by the timeout. No line blames dropped
-    /// SYNs ("no counter here explains it"); the rest are named as closed early.
-    #[test]
-    fn timeouts_closed_before_a_late_syn_ack_are_not_blamed_on_drops() {
-        let counters = map(&[("TcpExt.TCPSynRetrans", 0)]);
-        let settings = map(&[]);
-        let failures = map(&[("ETIMEDOUT", 19_041u64)]);
-        let c = diagnose(&Evidence {
-            counters: &counters,
-            settings: &settings,
-            attempts: 19_041,
-            failures: &failures,
-            client_handshakes: 0,
-            server_accepts: None,
-            balanced: None,
-            late_handshakes: 18_945,
-            still_queued: 0,
-        });
-        let all: Vec<&str> = c.iter().map(|c| c.line.as_str()).collect();
-        assert!(
-            all.iter()
-                .any(|l| l.starts_with("timed out late: 18,945 of 19,041")),
-            "{all:?}"
-        );
-        assert!(
-            all.iter()
-                .any(|l| l.starts_with("timed out early: the other 96 of 19,041")),
-            "{all:?}"
-        );
-        assert!(
-            all.iter()
-                .all(|l| !l.contains("no counter here explains it")),
-            "{all:?}"
-        );
-    }
-
-    #[test]
-    fn abort_on_overflow_shortfall_is_never_accepted_and_names_the_setting() {
-        let counters = map(&[("TcpExt.ListenOverflows", 51), ("TcpExt.EmbryonicRsts", 51)]);
-        let settings = map(&[
-            ("net.ipv4.tcp_abort_on_overflow", 1),
-            ("net.core.somaxconn", 4096),
-            ("listen_backlog", 1),
-        ]);
-        let failures = BTreeMap::new();
-        let c = diagnose(&Evidence {
-            counters: &counters,
-            settings: &settings,
-            attempts: 794,
-            failures: &failures,
-            client_handshakes: 794,
-            server_accepts: Some(743),
-            balanced: Some(true),
-            late_handshakes: 0,
-            still_queued: 0,
-        });
-        assert_eq!(kinds(&c), [Kind::NeverAccepted]);
-        let l = &c[0].line;
-        assert!(l.starts_with("never accepted: 51 handshakes"), "{l}");
-        assert!(
-            l.contains("tcp_abort_on_overflow=1 answered final ACKs with RST"),
-            "{l}"
-        );
-        assert!(l.contains("EmbryonicRsts 51"), "{l}");
-        assert!(
-            l.contains("the accept queue holds 2 (the smaller of the two, plus one)"),
-            "{l}"
-        );
-        // The same shortfall through syncookie handshakes: dropped, not reset.
-        let counters = map(&[
-            ("TcpExt.ListenOverflows", 120),
-            ("TcpExt.SyncookiesRecv", 58),
-        ]);
-        let c = diagnose(&Evidence {
-            counters: &counters,
-            settings: &settings,
-            attempts: 245,
-            failures: &failures,
-            client_handshakes: 245,
-            server_accepts: Some(189),
-            balanced: Some(true),
-            late_handshakes: 0,
-            still_queued: 0,
-        });
-        let l = &c[0].line;
-        assert!(l.starts_with("never accepted: 56 handshakes"), "{l}");
-        assert!(l.contains("(SyncookiesRecv 58) were dropped without a reset (net.ipv4.tcp_abort_on_overflow=1"), "{l}");
-        assert!(!l.contains("EmbryonicRsts"), "{l}");
-    }
-
-    #[test]
-    fn syncookies_two_is_the_setting_and_a_balanced_check_overrides_failed() {
-        let counters = map(&[
-            ("TcpExt.SyncookiesSent", 28_573),
-            ("TcpExt.SyncookiesRecv", 28_500),
-            ("TcpExt.SyncookiesFailed", 12),
-        ]);
-        let settings = map(&[("net.ipv4.tcp_syncookies", 2)]);
-        let failures = BTreeMap::new();
-        let ev = Evidence {
-            counters: &counters,
-            settings: &settings,
-            attempts: 28_573,
-            failures: &failures,
-            client_handshakes: 28_573,
-            server_accepts: Some(28_573),
-            balanced: Some(true),
-            late_handshakes: 0,
-            still_queued: 0,
-        };
-        let c = diagnose(&ev);
-        assert_eq!(kinds(&c), [Kind::SyncookiesAlways]);
-        assert!(c[0].line.contains("tcp_syncookies=2"), "{}", c[0].line);
-        assert!(c[0].line.contains("SyncookiesSent 28,573"), "{}", c[0].line);
-        assert!(!c[0].line.contains("overflowed"), "{}", c[0].line);
-        assert!(!c[0].line.contains("were dropped"), "{}", c[0].line);
-        // Unbalanced: the same counter now means lost handshakes.
-        let c = diagnose(&Evidence {
-            balanced: Some(false),
-            ..ev
-        });
-        assert_eq!(kinds(&c), [Kind::SyncookiesAlways, Kind::SyncookiesFailed]);
-        // Default syncookies=1: cookies mean the SYN queue overflowed.
-        let settings = map(&[("net.ipv4.tcp_syncookies", 1)]);
-        let c = diagnose(&Evidence {
-            settings: &settings,
-            ..ev
-        });
-        assert_eq!(kinds(&c), [Kind::SynQueueCookies]);
-    }
-
-    #[test]
-    fn conntrack_full_explains_the_timeouts() {
-        let counters = map(&[("nf_conntrack.drop", 40), ("TcpExt.TCPSynRetrans", 64)]);
-        let settings = map(&[
-            ("net.netfilter.nf_conntrack_count", 262_144),
-            ("net.netfilter.nf_conntrack_max", 262_144),
-        ]);
-        let failures = map(&[("ETIMEDOUT", 32u64)]);
-        let c = diagnose(&Evidence {
-            counters: &counters,
-            settings: &settings,
-            attempts: 32,
-            failures: &failures,
-            client_handshakes: 0,
-            server_accepts: Some(0),
-            balanced: Some(true),
-            late_handshakes: 0,
-            still_queued: 0,
-        });
-        assert_eq!(kinds(&c), [Kind::ConntrackFull, Kind::SynRetransmits]);
-        assert!(
-            c[0].line
-                .starts_with("conntrack table full (262144/262144 entries"),
-            "{}",
-            c[0].line
-        );
-        assert!(c[0].line.contains("ETIMEDOUT 32"), "{}", c[0].line);
-    }
-
-    #[test]
-    fn nothing_listening_is_refused_and_clean_run_has_no_cause() {
-        let none = BTreeMap::new();
-        let failures = map(&[("ECONNREFUSED", 100u64)]);
-        let c = diagnose(&Evidence {
-            counters: &none,
-            settings: &none,
-            attempts: 100,
-            failures: &failures,
-            client_handshakes: 0,
-            server_accepts: None,
-            balanced: Some(true),
-            late_handshakes: 0,
-            still_queued: 0,
-        });
-        assert_eq!(kinds(&c), [Kind::Refused]);
-        assert!(c[0].line.contains("100 of 100 attempts"), "{}", c[0].line);
-        let clean = map(&[("Tcp.ActiveOpens", 10), ("TcpExt.ListenOverflows", 0)]);
-        let failures = BTreeMap::new();
-        let c = diagnose(&Evidence {
-            counters: &clean,
-            settings: &none,
-            attempts: 10,
-            failures: &failures,
-            client_handshakes: 10,
-            server_accepts: Some(10),
-            balanced: Some(true),
-            late_handshakes: 0,
-            still_queued: 0,
-        });
-        assert!(c.is_empty(), "{c:?}");
-    }
-
-    #[test]
-    fn unexplained_timeouts_and_ports_are_named() {
-        let none = BTreeMap::new();
-        let failures = map(&[("ETIMEDOUT", 5u64), ("EADDRNOTAVAIL", 7)]);
-        let c = diagnose(&Evidence {
-            counters: &none,
-            settings: &none,
-            attempts: 20,
-            failures: &failures,
-            client_handshakes: 8,
-            server_accepts: None,
-            balanced: None,
-            late_handshakes: 0,
-            still_queued: 0,
-        });
-        assert_eq!(kinds(&c), [Kind::TimedOut, Kind::PortsExhausted]);
-    }
-
-    #[test]
-    fn timeouts_with_a_full_accept_queue_are_blamed_on_it() {
-        let counters = BTreeMap::from([
-            ("TcpExt.ListenOverflows".to_string(), 773),
-            ("TcpExt.TCPSynRetrans".to_string(), 900),
-        ]);
-        let failures = BTreeMap::from([("ETIMEDOUT".to_string(), 773)]);
-        let settings = BTreeMap::new();
-        let c = diagnose(&Evidence {
-            counters: &counters,
-            settings: &settings,
-            attempts: 2000,
-            failures: &failures,
-            client_handshakes: 1227,
-            server_accepts: Some(1227),
-            balanced: None,
-            late_handshakes: 0,
-            still_queued: 0,
-        });
-        let t = c.iter().find(|c| c.kind == Kind::TimedOut).unwrap();
-        assert!(
-            t.line.contains("because the accept queue was full"),
-            "{}",
-            t.line
-        );
-        assert!(t.line.contains("ListenOverflows 773"), "{}", t.line);
-        assert!(!t.line.contains("no counter here explains"), "{}", t.line);
-    }
-
-    /// The default-close race (server FIN, client RST): SYN retransmits with no drop and
-    /// FIN_WAIT2 minisocks created are one cause, named by the state the SYNs met, with both
-    /// counts and the fix.
-    #[test]
-    fn syn_retransmits_without_drops_name_the_orphaned_fin_wait2_minisock() {
-        let counters = map(&[("TcpExt.TCPSynRetrans", 7), ("TcpExt.TW", 8074)]);
-        let (settings, failures) = (BTreeMap::new(), BTreeMap::new());
-        let c = diagnose(&Evidence {
-            counters: &counters,
-            settings: &settings,
-            attempts: 66_505,
-            failures: &failures,
-            client_handshakes: 66_505,
-            server_accepts: Some(66_505),
-            balanced: Some(true),
-            late_handshakes: 0,
-            still_queued: 0,
-        });
-        assert_eq!(kinds(&c), [Kind::SynRetransmits]);
-        let l = &c[0].line;
-        assert!(
-            l.starts_with("SYN retransmits: TCPSynRetrans 7 with no drop counter rising: the SYNs met orphaned FIN_WAIT2 minisocks"),
-            "{l}"
-        );
-        assert!(l.contains("TcpExt.TW 8,074 minisocks"), "{l}");
-        assert!(l.contains("queued RST met the closed socket"), "{l}");
-        assert!(l.contains("--mode rst, the bench default"), "{l}");
-        assert!(!l.contains("TIME_WAIT of the same 4-tuple"), "{l}");
-    }
-}
+mod tests;

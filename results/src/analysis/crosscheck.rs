@@ -41,7 +41,7 @@ pub const PRE_SYN_FAILURES: [&str; 6] = [
 /// One phase's counts, ours and the kernel's, over the whole phase (warm-up included: the kernel
 /// counts it).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Counts {
+pub struct CrossCheckCounts {
     /// Server and load ran in private namespaces: every count must be equal.
     pub exact: bool,
     /// Attempts the load generator started.
@@ -76,7 +76,7 @@ pub fn pre_syn_failures(failures: &BTreeMap<String, u64>) -> u64 {
 /// How far a kernel count may exceed ours in the host namespace beyond what other traffic
 /// explains: 0.1% of ours, at least 20 (other processes' connects the counters above do not
 /// name, e.g. a connect still in SYN-SENT at the phase's end).
-pub fn host_tolerance(ours: u64) -> u64 {
+pub(crate) fn host_tolerance(ours: u64) -> u64 {
     (ours / 1000).max(20)
 }
 
@@ -122,7 +122,7 @@ fn compare(
 }
 
 /// The cross-check of one phase (see the module docs). Pure.
-pub fn check(c: &Counts) -> CrossCheck {
+pub fn cross_check(c: &CrossCheckCounts) -> CrossCheck {
     let syns_sent = c.attempts.saturating_sub(c.pre_syn_failures);
     let successes = c.successes;
     let mut notes = Vec::new();
@@ -213,8 +213,8 @@ mod tests {
 
     /// A balanced phase with our own server: 1000 attempts, 990 handshakes accepted, 10 refused
     /// after their SYN left.
-    fn balanced(exact: bool) -> Counts {
-        Counts {
+    fn balanced(exact: bool) -> CrossCheckCounts {
+        CrossCheckCounts {
             exact,
             attempts: 1000,
             pre_syn_failures: 0,
@@ -230,14 +230,14 @@ mod tests {
 
     #[test]
     fn exact_balance_agrees_and_says_so() {
-        let x = check(&balanced(true));
+        let x = cross_check(&balanced(true));
         assert!(x.agree, "{}", x.note);
         assert!(x.note.starts_with("exact: server accepts"), "{}", x.note);
         assert_eq!(x.server_accepted, Some(990));
         assert_eq!(x.kernel_passive_opens, Some(990));
         assert_eq!(x.kernel_active_opens, Some(1000));
         assert_eq!(x.load_successes, 990);
-        let host = check(&balanced(false));
+        let host = cross_check(&balanced(false));
         assert!(host.agree);
         assert!(
             host.note
@@ -251,7 +251,7 @@ mod tests {
     fn exact_mismatch_by_one_disagrees() {
         let mut c = balanced(true);
         c.active_opens = Some(1001);
-        let x = check(&c);
+        let x = cross_check(&c);
         assert!(!x.agree);
         assert_eq!(
             x.note,
@@ -270,9 +270,9 @@ mod tests {
         let mut c = balanced(true);
         c.attempts = 1010;
         c.pre_syn_failures = 10;
-        assert!(check(&c).agree, "{}", check(&c).note);
+        assert!(cross_check(&c).agree, "{}", cross_check(&c).note);
         c.pre_syn_failures = 0;
-        assert!(!check(&c).agree);
+        assert!(!cross_check(&c).agree);
     }
 
     /// The host drops or delays, kind "no route" (a fresh namespace with loopback down): connect(2)
@@ -282,7 +282,7 @@ mod tests {
     fn no_route_failures_left_no_syn_and_the_check_agrees() {
         let failures = BTreeMap::from([("ENETUNREACH".to_string(), 867_584)]);
         assert_eq!(pre_syn_failures(&failures), 867_584);
-        let c = Counts {
+        let c = CrossCheckCounts {
             exact: true,
             attempts: 867_584,
             pre_syn_failures: pre_syn_failures(&failures),
@@ -291,9 +291,9 @@ mod tests {
             passive_opens: Some(0),
             active_opens: Some(0),
             attempt_fails: Some(0),
-            ..Counts::default()
+            ..CrossCheckCounts::default()
         };
-        let r = check(&c);
+        let r = cross_check(&c);
         assert!(r.agree, "{}", r.note);
         assert!(!r.note.contains("did not"), "{}", r.note);
     }
@@ -306,14 +306,14 @@ mod tests {
             let mut c = balanced(exact);
             c.server_accepted = Some(943);
             c.passive_opens = Some(943);
-            let x = check(&c);
+            let x = cross_check(&c);
             assert!(!x.agree, "{exact}: {}", x.note);
             assert_eq!(x.never_accepted(), 47);
         }
         let mut c = balanced(true);
         c.server_accepted = Some(943);
         c.passive_opens = Some(943);
-        let x = check(&c);
+        let x = cross_check(&c);
         assert!(!x.agree, "{}", x.note);
         assert_eq!(
             x.note,
@@ -326,7 +326,7 @@ mod tests {
         let mut c = balanced(true);
         c.server_accepted = Some(995);
         c.passive_opens = Some(995);
-        let x = check(&c);
+        let x = cross_check(&c);
         assert!(!x.agree);
         assert_eq!(
             x.note,
@@ -334,21 +334,21 @@ mod tests {
         );
         c.interrupted = true;
         c.abandoned = 5;
-        let x = check(&c);
+        let x = cross_check(&c);
         assert!(x.agree, "{}", x.note);
         assert_eq!(
             x.note,
             "interrupted: 5 of the 5 attempts abandoned at Ctrl-C had completed their handshake on the server side"
         );
         c.abandoned = 4;
-        assert!(!check(&c).agree, "one more than abandoned");
+        assert!(!cross_check(&c).agree, "one more than abandoned");
     }
 
     #[test]
     fn host_namespace_kernel_below_ours_disagrees() {
         let mut c = balanced(false);
         c.passive_opens = Some(989);
-        let x = check(&c);
+        let x = cross_check(&c);
         assert!(!x.agree);
         assert_eq!(
             x.note,
@@ -363,14 +363,14 @@ mod tests {
         // ActiveOpens: 1000 ours, nothing explained (AttemptFails equals our own failures).
         let mut c = balanced(false);
         c.active_opens = Some(1000 + 20);
-        let x = check(&c);
+        let x = cross_check(&c);
         assert!(x.agree, "{}", x.note);
         assert_eq!(
             x.note,
             "connects started vs Tcp.ActiveOpens: kernel 1,020 = ours 1,000 + 20 from other processes in the host namespace"
         );
         c.active_opens = Some(1000 + 21);
-        let x = check(&c);
+        let x = cross_check(&c);
         assert!(!x.agree);
         assert_eq!(
             x.note,
@@ -378,9 +378,9 @@ mod tests {
         );
         // Other processes' failed connects widen the tolerance by exactly their number.
         c.attempt_fails = Some(10 + 1);
-        assert!(check(&c).agree, "{}", check(&c).note);
+        assert!(cross_check(&c).agree, "{}", cross_check(&c).note);
         // The tolerance scales with our count: 0.1% of 50 000.
-        let big = Counts {
+        let big = CrossCheckCounts {
             attempts: 50_000,
             successes: 50_000,
             server_accepted: Some(50_000),
@@ -389,12 +389,12 @@ mod tests {
             attempt_fails: Some(0),
             ..balanced(false)
         };
-        assert!(check(&big).agree, "{}", check(&big).note);
-        let over = Counts {
+        assert!(cross_check(&big).agree, "{}", cross_check(&big).note);
+        let over = CrossCheckCounts {
             active_opens: Some(50_051),
             ..big
         };
-        assert!(!check(&over).agree);
+        assert!(!cross_check(&over).agree);
     }
 
     #[test]
@@ -405,7 +405,7 @@ mod tests {
         c.server_accepted = Some(990);
         c.passive_opens = Some(1090);
         c.active_opens = Some(1100);
-        let x = check(&c);
+        let x = cross_check(&c);
         assert!(x.agree, "{}", x.note);
         assert!(
             x.note.contains("ours 990 + 100 from other processes"),
@@ -414,7 +414,7 @@ mod tests {
         );
         // Without our server (external target) PassiveOpens explains nothing and is not stored.
         c.server_accepted = None;
-        let x = check(&c);
+        let x = cross_check(&c);
         assert!(!x.agree, "{}", x.note);
         assert_eq!(x.kernel_passive_opens, None);
         assert_eq!(x.server_accepted, None);
@@ -424,7 +424,7 @@ mod tests {
     fn a_missing_counter_is_named_and_does_not_fail() {
         let mut c = balanced(true);
         c.active_opens = None;
-        let x = check(&c);
+        let x = cross_check(&c);
         assert!(x.agree);
         assert_eq!(
             x.note,

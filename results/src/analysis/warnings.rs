@@ -22,9 +22,9 @@ fn counter_warning(name: &str, delta: i64) -> String {
 }
 
 /// Warnings derived from the record itself (so old and new records read the same): interruption,
-/// engine fallback, one line per cause for the whole run ([`crate::diagnosis::of_phases`]),
-/// other drop counters summed over the run, count mismatches.
-pub fn derived(r: &RunRecord) -> Vec<String> {
+/// engine fallback, one line per cause for the whole run (the [`diagnose`](crate::analysis::diagnose)
+/// causes of all phases together), other drop counters summed over the run, count mismatches.
+pub fn derived_warnings(r: &RunRecord) -> Vec<String> {
     let mut w = Vec::new();
     if r.run.interrupted {
         w.push(
@@ -34,7 +34,7 @@ pub fn derived(r: &RunRecord) -> Vec<String> {
     if let Some(why) = &r.run.engine_fallback_reason {
         w.push(format!("engine auto fell back to epoll: {why}"));
     }
-    let causes: Vec<String> = crate::diagnosis::of_phases(&r.phases)
+    let causes: Vec<String> = crate::analysis::diagnosis::diagnose_phases(&r.phases)
         .into_iter()
         .map(|c| c.line)
         .collect();
@@ -76,13 +76,13 @@ pub fn derived(r: &RunRecord) -> Vec<String> {
     w
 }
 
-/// [`derived`] warnings followed by the stored ones that do not repeat a derived one.
+/// [`derived_warnings`] followed by the stored ones that do not repeat a derived one.
 ///
 /// A stored warning repeats a derived one when it is the same text, names a counter that a
 /// phase's drop counters include (records from older builds stored their own drop warnings),
 /// speaks of the interruption of an interrupted run, or quotes the note of a failed cross-check.
-pub fn all(r: &RunRecord) -> Vec<String> {
-    let mut out = derived(r);
+pub fn warnings(r: &RunRecord) -> Vec<String> {
+    let mut out = derived_warnings(r);
     let counters: Vec<&str> = r
         .phases
         .iter()
@@ -255,7 +255,7 @@ mod stored {
         let drop = "latency: 69,006 of 316,516 scheduled starts dropped: each was due while every in-flight slot was held";
         let old = "peak: TcpExt.ListenOverflows rose: the accept queue overflowed (stored by an old build)";
         r.warnings = vec![drop.to_string(), old.to_string()];
-        let w = all(&r);
+        let w = warnings(&r);
         assert!(w.iter().any(|l| l == drop), "{w:?}");
         assert!(!w.iter().any(|l| l == old), "{w:?}");
     }
@@ -280,9 +280,9 @@ mod syncookies_failed {
     #[test]
     fn failed_cookie_acks_of_a_balanced_run_are_no_lost_handshakes() {
         let says_failed = |w: &[String]| w.iter().any(|l| l.contains("SyncookiesFailed"));
-        let balanced = derived(&with_failed_cookies(578, true));
+        let balanced = derived_warnings(&with_failed_cookies(578, true));
         assert!(!says_failed(&balanced), "{balanced:?}");
-        let unbalanced = derived(&with_failed_cookies(578, false));
+        let unbalanced = derived_warnings(&with_failed_cookies(578, false));
         assert!(says_failed(&unbalanced), "{unbalanced:?}");
     }
 }

@@ -9,7 +9,7 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use serde_json::Value;
 
-use super::{Input, MergeError, SKEW_BOUND_MS};
+use super::{MergeError, MergeInput, SKEW_BOUND_MS};
 
 /// Load settings each generator picks for its own host; they may differ between the generators
 /// of one run: the addresses it reaches the server by (`targets`: each host may use its own
@@ -30,7 +30,7 @@ const PER_HOST: &[&str] = &[
 /// The settings a segment's share changes (compared only in the whole run's configuration).
 const SHARES: &[&str] = &["pattern.rate_per_sec", "pattern.concurrency"];
 
-fn seg(i: &Input) -> (u32, u32) {
+fn seg(i: &MergeInput) -> (u32, u32) {
     i.record
         .segment
         .as_ref()
@@ -41,7 +41,7 @@ fn seg(i: &Input) -> (u32, u32) {
 /// `0..N`, no index twice, none missing, one `N` for all. A load record without a segment is a
 /// whole run by itself (`load` without `--segment`): alone it is the run, next to another load
 /// record it is refused as [`MergeError::NotSegmented`], not as an overlap of "segment 0/1".
-pub(super) fn check_segments(loads: &[&Input]) -> Result<(), MergeError> {
+pub(super) fn check_segments(loads: &[&MergeInput]) -> Result<(), MergeError> {
     let first = loads.first().ok_or(MergeError::NoLoad)?;
     if loads.len() > 1 {
         if let Some(i) = loads.iter().position(|l| l.record.segment.is_none()) {
@@ -196,15 +196,15 @@ fn show_start(ms: Option<u64>) -> String {
 ///
 /// # Errors
 /// [`MergeError::Setting`] naming both files and the first setting that differs.
-pub(super) fn check_settings(loads: &[&Input]) -> Result<Vec<String>, MergeError> {
-    let whole = |i: &Input| {
+pub(super) fn check_settings(loads: &[&MergeInput]) -> Result<Vec<String>, MergeError> {
+    let whole = |i: &MergeInput| {
         i.record
             .segment
             .as_ref()
             .and_then(|s| s.whole_config.clone())
     };
     let all_whole = loads.iter().all(|l| whole(l).is_some());
-    let of = |i: &Input| match whole(i).filter(|_| all_whole) {
+    let of = |i: &MergeInput| match whole(i).filter(|_| all_whole) {
         Some(w) => settings(&w, true),
         None => settings(&i.record.config, false),
     };
@@ -226,7 +226,7 @@ pub(super) fn check_settings(loads: &[&Input]) -> Result<Vec<String>, MergeError
                 });
             }
         }
-        let planned = |i: &Input| i.record.segment.as_ref()?.planned_start_unix_ms;
+        let planned = |i: &MergeInput| i.record.segment.as_ref()?.planned_start_unix_ms;
         if planned(first) != planned(l) {
             return Err(MergeError::Setting {
                 path_a: first.path.clone(),
@@ -254,7 +254,7 @@ pub(super) fn check_settings(loads: &[&Input]) -> Result<Vec<String>, MergeError
 
 /// The measured window of a load record, ms since the Unix epoch: from the earliest phase start
 /// to the latest phase end; `None` when a phase has no start time (schema-1 records).
-fn load_window(i: &Input) -> Option<(u64, u64)> {
+fn load_window(i: &MergeInput) -> Option<(u64, u64)> {
     let mut w: Option<(u64, u64)> = None;
     for p in &i.record.phases {
         let s = p.start_unix_ms?;
@@ -266,7 +266,7 @@ fn load_window(i: &Input) -> Option<(u64, u64)> {
 
 /// The window a server record counted over, ms since the Unix epoch: from when its listeners
 /// listened for its wall time; `None` without a start time.
-fn server_window(i: &Input) -> Option<(u64, u64)> {
+fn server_window(i: &MergeInput) -> Option<(u64, u64)> {
     let s = i.record.run.started_unix_ms?;
     Some((s, s + (i.record.run.wall_secs * 1e3).round() as u64))
 }
@@ -281,8 +281,11 @@ fn show_window((s, e): (u64, u64)) -> String {
 ///
 /// # Errors
 /// [`MergeError::Apart`] naming the two files and their windows.
-pub(super) fn check_windows(loads: &[&Input], servers: &[&Input]) -> Result<(), MergeError> {
-    let windows: Vec<(&Input, (u64, u64))> = loads
+pub(super) fn check_windows(
+    loads: &[&MergeInput],
+    servers: &[&MergeInput],
+) -> Result<(), MergeError> {
+    let windows: Vec<(&MergeInput, (u64, u64))> = loads
         .iter()
         .filter_map(|l| Some((*l, load_window(l)?)))
         .collect();
@@ -330,7 +333,7 @@ pub(super) fn check_windows(loads: &[&Input], servers: &[&Input]) -> Result<(), 
 /// [`SKEW_BOUND_MS`], a generator that started later than its planned `--start-at` by more than
 /// it (the instant had passed when it was ready), and clocks not known to be synchronised or
 /// off by more than it.
-pub(super) fn start_warnings(loads: &[&Input]) -> Vec<String> {
+pub(super) fn start_warnings(loads: &[&MergeInput]) -> Vec<String> {
     let mut out = Vec::new();
     let starts: Vec<(&Path, u64)> = loads
         .iter()

@@ -49,7 +49,7 @@ fn binomial_half_cdf(n: usize, j: usize) -> f64 {
 /// The order-statistic confidence interval for the median of `samples` at `confidence` (e.g.
 /// 0.95). `None` when no rank reaches the level (n ≤ 5 at 95%), when `confidence` is outside
 /// (0, 1), or when a sample is not finite.
-pub fn median_interval(samples: &[f64], confidence: f64) -> Option<MedianInterval> {
+pub(crate) fn median_interval(samples: &[f64], confidence: f64) -> Option<MedianInterval> {
     if !(confidence > 0.0 && confidence < 1.0) || samples.iter().any(|x| !x.is_finite()) {
         return None;
     }
@@ -73,14 +73,14 @@ pub fn median_interval(samples: &[f64], confidence: f64) -> Option<MedianInterva
 }
 
 /// The fewest samples for which [`median_interval`] gives an interval at `confidence` (6 at 95%).
-pub fn min_samples(confidence: f64) -> usize {
+pub(crate) fn min_samples(confidence: f64) -> usize {
     (1..=64)
         .find(|&n| 1.0 - 2.0 * binomial_half_cdf(n, 0) + 1e-12 >= confidence)
         .unwrap_or(usize::MAX)
 }
 
 /// The interval method, as recorded.
-pub const METHOD: &str = "order-statistic (binomial sign-test) interval for the median: [x(k), x(n+1-k)], coverage 1-2*P(Bin(n,1/2)<=k-1); Conover, Practical Nonparametric Statistics, 3rd ed., s.3.2";
+pub(crate) const METHOD: &str = "order-statistic (binomial sign-test) interval for the median: [x(k), x(n+1-k)], coverage 1-2*P(Bin(n,1/2)<=k-1); Conover, Practical Nonparametric Statistics, 3rd ed., s.3.2";
 
 impl Paired {
     /// Pairs up `slices` (each pair needs both arms) and computes ratios, their median and the
@@ -111,7 +111,7 @@ impl Paired {
             median_ratio: if ratios.is_empty() {
                 0.0
             } else {
-                crate::stats::median(&ratios)
+                crate::analysis::stats::median(&ratios)
             },
             interval: median_interval(&ratios, confidence),
             ratios,
@@ -135,7 +135,7 @@ impl Paired {
         if v.is_empty() {
             0.0
         } else {
-            crate::stats::median(&v)
+            crate::analysis::stats::median(&v)
         }
     }
 
@@ -153,7 +153,7 @@ impl Paired {
                 }
             })
             .collect();
-        (!v.is_empty()).then(|| crate::stats::median(&v))
+        (!v.is_empty()).then(|| crate::analysis::stats::median(&v))
     }
 }
 
@@ -251,28 +251,5 @@ mod tests {
         assert_eq!((ci.low, ci.high), (0.9, 1.3));
         assert_eq!(p.median_per_sec(Arm::Floor), 100.0);
         assert_eq!(p.median_us_per_conn(Arm::Floor, true), None);
-    }
-
-    /// The record section round-trips through JSON.
-    #[test]
-    fn paired_round_trips_through_json() {
-        let p = Paired::from_slices(
-            abba_order(6)
-                .into_iter()
-                .map(|(i, a)| slice(i, a, 1.0 + i as f64))
-                .collect(),
-            0.95,
-            2.0,
-            0.5,
-            "whole-machine",
-        );
-        assert!(
-            crate::render::paired_line(&p)
-                .contains("6 pairs (ABBA, 2 s slices + 0.5 s warm-up, whole-machine)"),
-            "{}",
-            crate::render::paired_line(&p)
-        );
-        let s = serde_json::to_string(&p).unwrap();
-        assert_eq!(serde_json::from_str::<Paired>(&s).unwrap(), p);
     }
 }

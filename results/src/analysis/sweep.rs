@@ -3,11 +3,10 @@
 //!
 //! `connstorm sweep` probes the peak, runs one open-loop phase per offered rate
 //! ([`step_rates`]), and calls [`knee`] on the [`Step`]s read from its phases
-//! ([`steps_from_record`]); `crate::render::sweep` is what it prints.
+//! ([`steps_from_record`]); the rendering prints them.
 
 use serde::{Deserialize, Serialize};
 
-use crate::histogram::LatencySummary;
 use crate::record::{Latency, Pattern, RunRecord};
 
 /// Why an SLO, percentage or sweep range was refused.
@@ -103,7 +102,7 @@ impl Slo {
 }
 
 /// Parses a latency with a unit (`500us`, `1ms`, `2.5ms`, `1s`, `800ns`, `200µs`) into ns.
-pub fn parse_latency_ns(s: &str) -> Option<u64> {
+pub(crate) fn parse_latency_ns(s: &str) -> Option<u64> {
     let s = s.trim();
     let (num, mult) = [
         ("ns", 1.0),
@@ -271,7 +270,7 @@ impl Criteria {
 }
 
 /// Whether one step meets the criteria.
-pub fn step_ok(step: &Step, c: &Criteria) -> bool {
+pub(crate) fn step_ok(step: &Step, c: &Criteria) -> bool {
     step.latency_ns.is_some_and(|l| c.slo.met_by(l))
         && step.error_ratio <= c.max_error_ratio
         && step
@@ -322,7 +321,7 @@ pub fn knee(steps: &[Step], c: &Criteria, server_cores: usize) -> Option<Knee> {
 
 /// The SLO and error bound a sweep record was run with (its `config.slo` and
 /// `config.max_errors`); `None` for a record that is not a sweep or lacks them.
-pub fn criteria_of(rec: &RunRecord) -> Option<Criteria> {
+pub(crate) fn criteria_of(rec: &RunRecord) -> Option<Criteria> {
     let slo = Slo::parse(rec.config.get("slo")?.as_str()?).ok()?;
     let max_errors = rec
         .config
@@ -330,16 +329,6 @@ pub fn criteria_of(rec: &RunRecord) -> Option<Criteria> {
         .and_then(serde_json::Value::as_f64)
         .unwrap_or(0.001);
     Some(Criteria::new(slo, max_errors))
-}
-
-/// Summary of the handshake latency of a step's phase (for reports of a sweep).
-pub fn step_summary(rec: &RunRecord, step: &Step) -> Option<LatencySummary> {
-    let h = rec
-        .phase(&step.name)?
-        .histograms
-        .decode(Latency::Handshake)
-        .ok()??;
-    Some(LatencySummary::of(&h))
 }
 
 #[cfg(test)]
