@@ -4,7 +4,7 @@
 //! isolated CPUs (`/proc/irq/N/effective_affinity_list`), irqbalance, accept-queue limits
 //! (somaxconn, tcp_max_syn_backlog), the ephemeral port range, syncookies, capabilities probed in
 //! this process ([`crate::probe`]: io_uring, SO_INCOMING_CPU, SO_REUSEPORT), settings that do
-//! nothing because of another ([`crate::rules::NEEDS`], e.g. tcp_tw_reuse without timestamps),
+//! nothing because of another (the rules table `NEEDS`, e.g. tcp_tw_reuse without timestamps),
 //! RLIMIT_NOFILE and fs.nr_open, and the kernel config findings of [`crate::kconfig`] for the
 //! server profile.
 
@@ -121,7 +121,7 @@ pub fn run(root: &Path) -> Vec<Finding> {
     }
     f.extend(crate::probe::findings());
     let io = sysctls;
-    for n in crate::rules::NEEDS {
+    for n in crate::sysctl::rules::NEEDS {
         let read = |k: &str| {
             crate::sysctl::Key::parse(k)
                 .ok()

@@ -11,7 +11,7 @@
 use std::fmt::Write as _;
 
 use crate::plan::{target_value, SysctlIo};
-use crate::preset::{Entry, Op, Preset};
+use crate::sysctl::{Entry, Op, Preset};
 
 /// What an export writes for one entry: the value, and a comment line when it differs from the
 /// preset's value or is a limit.

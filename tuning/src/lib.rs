@@ -6,11 +6,10 @@
 //!   [`host::HostFacts`] (what a run record says about the host);
 //! - [`counters`]: TCP counters from `/proc/<thread-self>/net` and per-run deltas;
 //! - [`placement`]: the CPU planner behind `--cpus auto`;
-//! - sysctls: [`sysctl`] (key validation, per-netns vs global, read/write), [`preset`] (preset and
-//!   sysctl.conf files), [`plan`] (check → plan → apply → revert) and [`snapshot`] (the saved
+//! - sysctls: [`sysctl`] (key validation, per-netns vs global, read/write; preset, sysctl.conf
+//!   and sysctl.d files; the presets shipped in the binary; imported scripts), [`plan`] (check → plan → apply → revert) and [`snapshot`] (the saved
 //!   values, written atomically), [`export`] (presets as sysctl.d files and tuned profiles);
-//! - [`builtin`]: the presets shipped in the binary; [`render`]: the text of every `tune`
-//!   subcommand;
+//! - [`render`]: the text of every `tune` subcommand;
 //! - [`irq`]: IRQ → CPU plans; [`kconfig`]: kernel config audit; [`doctor`]: one-screen summary
 //!   built from [`finding::Finding`]s; [`netns`]: entering a named network namespace (setns)
 //!   and the veth-joined namespace pair of `bench --netns`; [`procstat`]: per-CPU busy time;
@@ -23,7 +22,6 @@
 // would reach the binary and the test crates), this library does not.
 #![warn(unreachable_pub)]
 
-pub mod builtin;
 pub mod clock;
 pub mod cmdline;
 pub mod counters;
@@ -32,7 +30,6 @@ pub mod doctor;
 pub mod export;
 pub mod finding;
 pub mod host;
-pub mod import;
 pub mod irq;
 pub mod kconfig;
 pub mod netns;
@@ -40,13 +37,10 @@ pub mod nic;
 pub mod placement;
 pub mod plan;
 pub mod ports;
-pub mod preset;
 pub mod probe;
 pub mod procstat;
 pub mod render;
-pub mod rules;
 pub mod snapshot;
 pub mod sysctl;
-pub mod sysctld;
 pub mod toggle;
 pub mod topology;

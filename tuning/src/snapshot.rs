@@ -35,7 +35,7 @@ pub enum Saved {
         /// Its value (normalized).
         value: String,
         /// When the kernel changed it as a side effect of writing another key
-        /// ([`crate::rules::SIDE_EFFECTS`]): that key. Saved before the key written, so a revert
+        /// (the rules table `SIDE_EFFECTS`): that key. Saved before the key written, so a revert
         /// (newest first) restores the written key, whose handler propagates again, and then
         /// this one. Absent in snapshots of earlier versions.
         #[serde(default, skip_serializing_if = "Option::is_none")]

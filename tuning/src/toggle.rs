@@ -44,7 +44,7 @@ pub enum ToggleError {
         source: std::io::Error,
     },
     /// A sysctl toggle's value the kernel would refuse (checked before any trial, with the
-    /// rules `tune check` uses: [`crate::rules::rejects`]).
+    /// rules `tune check` uses: the rules table `rejects`).
     #[error("sysctl {key}: the {side} value {value:?} is not one it takes: {why}")]
     Value {
         /// The key.
@@ -216,7 +216,7 @@ impl Toggle {
     }
 
     /// Refuses, before anything is changed, a toggle whose values cannot be set: a read-only
-    /// sysctl, or an A or B value the kernel would answer with EINVAL ([`crate::rules::rejects`]
+    /// sysctl, or an A or B value the kernel would answer with EINVAL (the rules table `rejects`
     /// against `original`, the value now: a key holding numbers takes only numbers; the
     /// ranges the kernel enforces). Scheduler features take on and off alone: always `Ok`.
     ///
@@ -241,7 +241,7 @@ impl Toggle {
         for (side, value) in [('A', a), ('B', b)] {
             let value = sysctl::normalize(value);
             if let Some(why) =
-                crate::rules::rejects(key, &value, Some(current), unprivileged_port_start)
+                crate::sysctl::rules::rejects(key, &value, Some(current), unprivileged_port_start)
             {
                 return Err(ToggleError::Value {
                     key: key.clone(),

@@ -124,10 +124,10 @@ fn parsers_survive_random_input() {
             .collect();
         let s = String::from_utf8_lossy(&bytes);
         let _ = tuning::cmdline::Cmdline::parse(&s);
-        let _ = tuning::preset::Preset::parse_sysctl_conf(&s, "f");
-        let _ = tuning::import::import(&s);
-        let _ = tuning::sysctld::Pattern::parse(&s);
-        let _ = tuning::preset::Preset::parse_toml(&s, "f");
+        let _ = tuning::sysctl::Preset::parse_sysctl_conf(&s, "f");
+        let _ = tuning::sysctl::import_script(&s);
+        let _ = tuning::sysctl::Pattern::parse(&s);
+        let _ = tuning::sysctl::Preset::parse_toml(&s, "f");
         let _ = tuning::kconfig::KernelConfig::parse(&s, "f");
         let _ = tuning::cpulist::parse(&s);
         let _ = tuning::sysctl::Key::parse(&s);

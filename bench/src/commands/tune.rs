@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use tuning::finding::Severity;
 use tuning::plan::{self, CheckOptions, Checked, ProcSys};
-use tuning::preset::Preset;
 use tuning::render;
 use tuning::snapshot::{Saved, Snapshot};
+use tuning::sysctl::Preset;
 
 use crate::bad_input;
 
@@ -46,11 +46,13 @@ impl Source {
     /// Loads the source (`None` when none was named); sysctl.d globs expand over `<root>/proc/sys`.
     fn load(&self, root: &Path) -> anyhow::Result<Option<Preset>> {
         if let Some(name) = &self.preset {
-            return tuning::builtin::named(name).map(Some).map_err(bad_input);
+            return tuning::sysctl::named_preset(name)
+                .map(Some)
+                .map_err(bad_input);
         }
         let mut files = self.files.clone();
         if self.system {
-            let found = tuning::sysctld::system_files(root);
+            let found = tuning::sysctl::system_files(root);
             eprint!("{}", render::apply::system_notes(&found));
             files = found
                 .into_iter()
@@ -58,7 +60,7 @@ impl Source {
                 .map(|f| f.path)
                 .collect();
             if files.is_empty() {
-                let dirs = tuning::sysctld::DIRS.join(", ");
+                let dirs = tuning::sysctl::SYSCTL_D_DIRS.join(", ");
                 return Err(bad_input(format!(
                     "no sysctl.d files under {} ({dirs}): nothing to check",
                     root.display()
@@ -93,7 +95,7 @@ fn out(text: &str) -> anyhow::Result<()> {
 /// # Errors
 /// Bad input when a built-in preset does not parse; an I/O error writing stdout.
 pub fn presets() -> anyhow::Result<i32> {
-    let all = tuning::builtin::all().map_err(|e| bad_input(e.to_string()))?;
+    let all = tuning::sysctl::builtin_presets().map_err(|e| bad_input(e.to_string()))?;
     out(&render::host::presets(&all))?;
     Ok(0)
 }
@@ -266,10 +268,10 @@ pub fn revert(
 /// # Errors
 /// Bad input for a file that cannot be read as text.
 pub fn import(file: &Path) -> anyhow::Result<i32> {
-    let text = tuning::preset::read_text(file).map_err(|e| bad_input(e.to_string()))?;
+    let text = tuning::sysctl::read_text(file).map_err(|e| bad_input(e.to_string()))?;
     let origin = file.display().to_string();
-    let lines = tuning::import::import(&text);
-    out(&tuning::import::to_sysctl_d(&lines, &origin))?;
+    let lines = tuning::sysctl::import_script(&text);
+    out(&tuning::sysctl::imported_sysctl_d(&lines, &origin))?;
     let (notes, imported) = render::host::import_notes(&lines, &origin);
     eprint!("{notes}");
     Ok(if imported == 0 { 3 } else { 0 })

@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use super::side_effects::side_writes_over;
 use super::{SideWrite, SysctlIo};
-use crate::preset::{Entry, Op, Preset};
+use crate::sysctl::{Entry, Op, Preset};
 use crate::sysctl::{Key, Scope, SysctlError};
 
 /// The state of one key against its recommendation.
@@ -104,7 +104,7 @@ pub struct Row {
     /// Why the status is what it is (empty when obvious).
     pub note: String,
     /// Values that make connection rate worse than the kernel default, legacy names and
-    /// aliases, each with its reason and source ([`crate::rules`]).
+    /// aliases, each with its reason and source (the rules table).
     pub warnings: Vec<String>,
     /// The keys the kernel also sets when apply writes this row ([`side_writes`](super::side_writes), including
     /// those already at the value); empty unless the row is written.
@@ -227,13 +227,13 @@ fn hidden_global(key: &Key, io: &dyn SysctlIo) -> bool {
 
 /// Why a missing key is missing: legacy name, module, not on this kernel.
 fn missing_note(key: &Key) -> String {
-    if let Some((l, new)) = crate::rules::legacy(key) {
+    if let Some((l, new)) = crate::sysctl::rules::legacy(key) {
         return match new {
             Some(n) => format!("legacy name: {}; use {n} ({})", l.note, l.source),
             None => format!("legacy: {} ({})", l.note, l.source),
         };
     }
-    if let Some((m, src)) = crate::rules::module_for(key) {
+    if let Some((m, src)) = crate::sysctl::rules::module_for(key) {
         return format!(
             "exists only while module {m} is loaded: `modprobe {m}` (persist in /etc/modules-load.d/{m}.conf) ({src})"
         );
@@ -263,7 +263,7 @@ pub fn check(preset: &Preset, io: &dyn SysctlIo, opts: CheckOptions) -> Vec<Row>
         .iter()
         .map(|e| {
             let scope = e.key.scope();
-            let status_key = crate::rules::status_text(&e.key);
+            let status_key = crate::sysctl::rules::status_text(&e.key);
             let (current, mut status, mut note) = match io.read(&e.key) {
                 Err(SysctlError::Missing { .. }) if e.manual => {
                     (None, Status::MissingOptional, "not on this kernel; optional".to_string())
@@ -302,7 +302,7 @@ pub fn check(preset: &Preset, io: &dyn SysctlIo, opts: CheckOptions) -> Vec<Row>
                         };
                     } else if writes {
                         let target = target_value(e, Some(&cur));
-                        if let Some(why) = crate::rules::rejects(&e.key, &target, Some(&cur), unpriv) {
+                        if let Some(why) = crate::sysctl::rules::rejects(&e.key, &target, Some(&cur), unpriv) {
                             status = Status::Rejected;
                             note = format!("the kernel will reject {target:?}: {why}");
                         }
@@ -318,16 +318,16 @@ pub fn check(preset: &Preset, io: &dyn SysctlIo, opts: CheckOptions) -> Vec<Row>
                 note = format!("{note}; skipped: the line's `-` prefix ignores a missing key");
             }
             let target = target_value(e, current.as_deref());
-            let mut warnings: Vec<String> = crate::rules::harms(&e.key, &target)
+            let mut warnings: Vec<String> = crate::sysctl::rules::harms(&e.key, &target)
                 .into_iter()
                 .map(|h| format!("{} {}: {} ({})", h.key, h.when, h.why, h.source))
                 .collect();
             if current.is_some() {
-                if let Some(t) = crate::rules::legacy_text(&e.key) {
+                if let Some(t) = crate::sysctl::rules::legacy_text(&e.key) {
                     warnings.push(format!("legacy key: {t}"));
                 }
             }
-            if let Some((a, other)) = crate::rules::alias_of(&e.key) {
+            if let Some((a, other)) = crate::sysctl::rules::alias_of(&e.key) {
                 warnings.push(format!("alias of {other}: {} ({})", a.note, a.source));
             }
             Row { entry: e.clone(), scope, current, status, note, target, warnings, side_effects: Vec::new() }
@@ -387,7 +387,7 @@ fn side_effects(rows: &mut [Row], io: &dyn SysctlIo) {
                 .filter(|w| w.changes())
                 .map(|w| (w.key.clone(), w.to.clone()))
                 .collect();
-            if let Some((_, other)) = crate::rules::alias_of(&r.entry.key) {
+            if let Some((_, other)) = crate::sysctl::rules::alias_of(&r.entry.key) {
                 if let Ok(k) = Key::parse(other) {
                     now.push((k, r.target.clone()));
                 }

@@ -1,11 +1,11 @@
-//! Settings that do nothing because of another setting ([`crate::rules::NEEDS`]), after the
+//! Settings that do nothing because of another setting (the rules table `NEEDS`), after the
 //! plan.
 
 use serde::Serialize;
 
 use super::{Row, Status, SysctlIo};
-use crate::preset::Op;
 use crate::sysctl::Key;
+use crate::sysctl::Op;
 
 /// A contradiction between two settings of one plan (or of a plan and the host).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -23,9 +23,9 @@ pub struct Contradiction {
     pub message: String,
 }
 
-/// Settings that do nothing because of another setting ([`crate::rules::NEEDS`]), after the
+/// Settings that do nothing because of another setting (the rules table `NEEDS`), after the
 /// plan: a row's value is its target when apply writes it, else the host's current value.
-/// Reported when the dependent key is in `rows`, or (for [`crate::rules::Needs::host_side`]
+/// Reported when the dependent key is in `rows`, or (for the rules table `Needs::host_side`
 /// rules) when only the needed key is.
 pub fn contradictions(rows: &[Row], io: &dyn SysctlIo) -> Vec<Contradiction> {
     let after = |k: &str| -> Option<(String, String)> {
@@ -40,7 +40,7 @@ pub fn contradictions(rows: &[Row], io: &dyn SysctlIo) -> Vec<Contradiction> {
     };
     let first = |v: &str| v.split(' ').next().and_then(|n| n.parse::<i64>().ok());
     let mut out = Vec::new();
-    for n in crate::rules::NEEDS {
+    for n in crate::sysctl::rules::NEEDS {
         let has = |k: &str| rows.iter().any(|r| r.entry.key.as_str() == k);
         let in_plan = has(n.key) || (n.host_side && has(n.needs));
         if !in_plan {
@@ -113,7 +113,7 @@ mod tests {
     use super::*;
     use crate::plan::check::tests::entry;
     use crate::plan::{check, CheckOptions, ProcSys, Status};
-    use crate::preset::{Entry, Op, Preset};
+    use crate::sysctl::{Entry, Op, Preset};
 
     /// Finding: a line whose value is not applied (here rejected) was quoted with the host's
     /// current value: "tcp_max_syn_backlog = 2048 (a.conf:20) has no effect".

@@ -21,7 +21,7 @@ pub trait SysctlIo {
     fn writable(&self, key: &Key) -> bool;
     /// The directory names in a `/proc/sys` directory given by its path components
     /// (`["net", "ipv4", "conf"]` → `["all", "default", "eth0", "lo"]`), sorted; empty when
-    /// it cannot be read. Used to expand the `*` of [`crate::rules::SIDE_EFFECTS`].
+    /// it cannot be read. Used to expand the `*` of the rules table `SIDE_EFFECTS`.
     fn children(&self, dir: &[&str]) -> Vec<String>;
     /// For a key missing here: whether it exists in the initial network namespace (the
     /// host's), where the global `net.*` tables are registered. `None` when that namespace

@@ -1,6 +1,6 @@
 //! Check → plan → apply → revert for sysctl presets.
 //!
-//! [`check`] compares a [`Preset`](crate::preset::Preset) with the host and gives one [`Row`] per key with a
+//! [`check`] compares a [`Preset`](crate::sysctl::Preset) with the host and gives one [`Row`] per key with a
 //! [`Status`]. [`apply`] changes only the rows that need it: it first saves every value it will
 //! change in a [`Snapshot`](crate::snapshot::Snapshot) (written atomically), then writes key by key and reads each back. If a
 //! write or read-back fails, it restores the keys it already changed, in reverse order, and says

@@ -4,8 +4,8 @@
 use serde::Serialize;
 
 use super::{check, contradictions, CheckOptions, Contradiction, Row, SideWrite, Status, SysctlIo};
-use crate::preset::Preset;
 use crate::sysctl::Key;
+use crate::sysctl::Preset;
 
 /// What `apply --yes` will do with a set of rows: the same function decides for the dry run
 /// and for the real apply, so the plan predicts apply.

@@ -1,4 +1,4 @@
-//! The keys the kernel sets as a side effect of writing another ([`crate::rules::SIDE_EFFECTS`]):
+//! The keys the kernel sets as a side effect of writing another (the rules table `SIDE_EFFECTS`):
 //! what a snapshot must save and a revert restores beside the key written.
 
 use serde::Serialize;
@@ -6,7 +6,7 @@ use serde::Serialize;
 use super::SysctlIo;
 use crate::sysctl::Key;
 
-/// A key the kernel sets as a side effect of writing another ([`crate::rules::SIDE_EFFECTS`]).
+/// A key the kernel sets as a side effect of writing another (the rules table `SIDE_EFFECTS`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SideWrite {
     /// The key written.
@@ -46,7 +46,7 @@ pub(super) fn side_writes_over(
     io: &dyn SysctlIo,
     earlier: &dyn Fn(&Key) -> Option<String>,
 ) -> Vec<SideWrite> {
-    let Some(rule) = crate::rules::side_effect_of(key) else {
+    let Some(rule) = crate::sysctl::rules::side_effect_of(key) else {
         return Vec::new();
     };
     let num = |v: &str| v.trim().parse::<i64>().ok();

@@ -6,7 +6,7 @@ use std::path::Path;
 use common::numfmt::count;
 
 use crate::plan::{ApplyReport, Prediction, RevertReport};
-use crate::sysctld::SystemFile;
+use crate::sysctl::SystemFile;
 
 /// `w` as one shell word: as-is when it holds only safe characters, else single-quoted.
 fn shell_word(w: &str) -> String {

@@ -7,9 +7,9 @@ use std::collections::HashMap;
 use common::numfmt::count;
 
 use crate::plan::{Checked, Contradiction, Prediction, Row, SideWrite, Status};
-use crate::preset::{Op, Preset};
 use crate::sysctl::Key;
-use crate::sysctld::{Fate, LineNote};
+use crate::sysctl::{Fate, LineNote};
+use crate::sysctl::{Op, Preset};
 
 fn op_sign(op: Op) -> &'static str {
     match op {
@@ -92,7 +92,7 @@ pub fn index(rows: &[Row]) -> RowIndex<'_> {
 }
 
 /// One sentence for a sysctl.d line: which keys it really sets and which it names but does not
-/// set, with why (see [`crate::sysctld::Fate`] for the other fates).
+/// set, with why (see [`crate::sysctl::Fate`] for the other fates).
 pub fn line_fate(l: &LineNote, rows: &RowIndex) -> String {
     let Fate::Effective { keys, left } = &l.fate else {
         return l.describe();
@@ -296,7 +296,7 @@ mod tests {
             std::fs::create_dir_all(p.parent().unwrap()).unwrap();
             std::fs::write(&p, format!("{v}\n")).unwrap();
         }
-        let file = crate::sysctld::SourceFile {
+        let file = crate::sysctl::SourceFile {
             name: "t.conf".into(),
             text: conf.into(),
         };

@@ -12,8 +12,8 @@ const NETNS_LOWER_OK: CheckOptions = CheckOptions {
     netns_only: true,
     allow_decrease: true,
 };
-use tuning::preset::Preset;
 use tuning::snapshot::Snapshot;
+use tuning::sysctl::Preset;
 use tuning::sysctl::{Key, SysctlError};
 
 fn presets_dir() -> PathBuf {

@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 
 use testkit::NetNs;
 use tuning::plan::{self, CheckOptions, Prediction, ProcSys, Row, Status};
-use tuning::preset::Preset;
 use tuning::sysctl::Key;
-use tuning::sysctld::{self, Fate, Pattern, SourceFile};
+use tuning::sysctl::Preset;
+use tuning::sysctl::{Fate, Pattern, SourceFile};
 
 fn dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sysctld")
@@ -172,7 +172,7 @@ fn item1_sysctl_d_syntax_resolves_as_systemd_sysctl_does() {
 
 #[test]
 fn item1_several_files_etc_beats_run_beats_usr_then_sorted_by_name() {
-    let found = sysctld::system_files(&host());
+    let found = tuning::sysctl::system_files(&host());
     let names: Vec<String> = found
         .iter()
         .map(|f| f.path.strip_prefix(host()).unwrap().display().to_string())
@@ -579,8 +579,8 @@ fn item6_the_plan_predicts_what_apply_refuses_inside_a_netns() {
 #[test]
 fn item8_a_script_becomes_a_sysctl_d_file_and_the_rest_is_explained() {
     let text = std::fs::read_to_string(dir().join("08-tune.sh")).unwrap();
-    let lines = tuning::import::import(&text);
-    let body = tuning::import::to_sysctl_d(&lines, "08-tune.sh");
+    let lines = tuning::sysctl::import_script(&text);
+    let body = tuning::sysctl::imported_sysctl_d(&lines, "08-tune.sh");
     let p = Preset::from_sysctl_d(
         &[SourceFile {
             name: "out.conf".into(),
@@ -609,7 +609,9 @@ fn item8_a_script_becomes_a_sysctl_d_file_and_the_rest_is_explained() {
         .iter()
         .flat_map(|l| {
             l.outcomes.iter().filter_map(move |o| match o {
-                tuning::import::Outcome::NotUnderstood { advice } => Some((l.line, advice.clone())),
+                tuning::sysctl::ImportOutcome::NotUnderstood { advice } => {
+                    Some((l.line, advice.clone()))
+                }
                 _ => None,
             })
         })
@@ -734,7 +736,7 @@ fn files_people_pass_directories_fifos_huge_and_binary_are_refused_by_name() {
     let big = d.path().join("big.conf");
     std::fs::write(
         &big,
-        "#".repeat(tuning::preset::MAX_FILE_BYTES as usize + 1),
+        "#".repeat(tuning::sysctl::MAX_FILE_BYTES as usize + 1),
     )
     .unwrap();
     let e = err(&big);
@@ -796,23 +798,23 @@ fn corpus_every_fixture_line_is_accounted_for() {
         let text = std::fs::read_to_string(f).unwrap();
         let name = f.file_name().unwrap().to_string_lossy().to_string();
         if name.ends_with(".sh") {
-            let lines = tuning::import::import(&text);
+            let lines = tuning::sysctl::import_script(&text);
             assert_eq!(lines.len(), text.lines().count(), "{name}");
-            let body = tuning::import::to_sysctl_d(&lines, &name);
+            let body = tuning::sysctl::imported_sysctl_d(&lines, &name);
             for l in &lines {
                 assert!(!l.outcomes.is_empty(), "{name}:{}", l.line);
                 for o in &l.outcomes {
                     match o {
-                        tuning::import::Outcome::Sysctl { key, .. } => assert!(
+                        tuning::sysctl::ImportOutcome::Sysctl { key, .. } => assert!(
                             body.contains(&format!("# {name}:{}\n", l.line))
                                 && body.contains(key.as_str()),
                             "{name}:{} {key} not in {body}",
                             l.line
                         ),
-                        tuning::import::Outcome::Skipped { why } => {
+                        tuning::sysctl::ImportOutcome::Skipped { why } => {
                             assert!(!why.is_empty(), "{name}:{}", l.line)
                         }
-                        tuning::import::Outcome::NotUnderstood { advice } => {
+                        tuning::sysctl::ImportOutcome::NotUnderstood { advice } => {
                             assert!(!advice.is_empty(), "{name}:{}", l.line);
                             assert!(
                                 body.contains(&format!("# {name}:{} not imported: ", l.line)),
@@ -911,12 +913,12 @@ fn corpus_every_fixture_line_is_accounted_for() {
 #[test]
 fn item8_script_forms_several_commands_a_line_sysctl_conf_appends_and_here_documents() {
     let text = std::fs::read_to_string(dir().join("08b-script-forms.sh")).unwrap();
-    let lines = tuning::import::import(&text);
+    let lines = tuning::sysctl::import_script(&text);
     let got: Vec<String> = lines
         .iter()
         .flat_map(|l| {
             l.outcomes.iter().filter_map(move |o| match o {
-                tuning::import::Outcome::Sysctl {
+                tuning::sysctl::ImportOutcome::Sysctl {
                     key,
                     value,
                     ignore_failure,
@@ -947,7 +949,9 @@ fn item8_script_forms_several_commands_a_line_sysctl_conf_appends_and_here_docum
         .iter()
         .flat_map(|l| {
             l.outcomes.iter().filter_map(move |o| match o {
-                tuning::import::Outcome::NotUnderstood { advice } => Some((l.line, advice.clone())),
+                tuning::sysctl::ImportOutcome::NotUnderstood { advice } => {
+                    Some((l.line, advice.clone()))
+                }
                 _ => None,
             })
         })

@@ -25,7 +25,7 @@ use crate::sysctl::{normalize, Key};
 /// What one script line became.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
-pub enum Outcome {
+pub enum ImportOutcome {
     /// A sysctl write.
     Sysctl {
         /// Key.
@@ -55,7 +55,7 @@ pub struct ImportLine {
     /// The line (trimmed).
     pub text: String,
     /// What it became (a `sysctl -w a=1 b=2` line gives two outcomes).
-    pub outcomes: Vec<Outcome>,
+    pub outcomes: Vec<ImportOutcome>,
 }
 
 /// Splits a shell line into words, honouring `'...'`, `"..."` and `\x`; `None` on an unclosed
@@ -144,8 +144,8 @@ fn words(line: &str) -> Option<Vec<String>> {
     Some(out)
 }
 
-fn not_understood(advice: impl Into<String>) -> Vec<Outcome> {
-    vec![Outcome::NotUnderstood {
+fn not_understood(advice: impl Into<String>) -> Vec<ImportOutcome> {
+    vec![ImportOutcome::NotUnderstood {
         advice: advice.into(),
     }]
 }
@@ -176,7 +176,7 @@ fn advice_for_path(path: &str) -> String {
 fn is_sysctl_file(path: &str) -> bool {
     path == "/etc/sysctl.conf"
         || (path.ends_with(".conf")
-            && crate::sysctld::DIRS.iter().any(|d| {
+            && crate::sysctl::SYSCTL_D_DIRS.iter().any(|d| {
                 path.strip_prefix('/')
                     .is_some_and(|p| p.starts_with(&format!("{d}/")))
             }))
@@ -184,27 +184,27 @@ fn is_sysctl_file(path: &str) -> bool {
 
 /// A line a script writes into a sysctl file (`echo "k = v" >> /etc/sysctl.conf`, or a
 /// here-document's body): the assignment it holds.
-fn conf_line(text: &str, file: &str) -> Vec<Outcome> {
-    let origin = crate::sysctld::Origin {
+fn conf_line(text: &str, file: &str) -> Vec<ImportOutcome> {
+    let origin = crate::sysctl::Origin {
         file: file.to_string(),
         line: 0,
     };
     if has_expansion(text) {
         return not_understood("uses a shell variable or command substitution: its value is known only when the script runs; write the result as `key = value`");
     }
-    match crate::sysctld::parse_line(text, &origin) {
-        Ok(crate::sysctld::Line::Blank) => vec![Outcome::Skipped {
+    match crate::sysctl::parse_line(text, &origin) {
+        Ok(crate::sysctl::Line::Blank) => vec![ImportOutcome::Skipped {
             why: format!("a blank line written to {file}"),
         }],
-        Ok(crate::sysctld::Line::Comment) => vec![Outcome::Skipped {
+        Ok(crate::sysctl::Line::Comment) => vec![ImportOutcome::Skipped {
             why: format!("a comment written to {file}"),
         }],
-        Ok(crate::sysctld::Line::Assign {
+        Ok(crate::sysctl::Line::Assign {
             pattern,
             value,
             ignore_failure,
         }) => match pattern.key() {
-            Ok(key) => vec![Outcome::Sysctl {
+            Ok(key) => vec![ImportOutcome::Sysctl {
                 key,
                 value,
                 ignore_failure,
@@ -214,7 +214,7 @@ fn conf_line(text: &str, file: &str) -> Vec<Outcome> {
                 text.trim()
             )),
         },
-        Ok(crate::sysctld::Line::Exclude { .. }) => not_understood(format!(
+        Ok(crate::sysctl::Line::Exclude { .. }) => not_understood(format!(
             "an exclusion written to {file}: copy `{}` into the sysctl.d file by hand",
             text.trim()
         )),
@@ -230,15 +230,15 @@ fn has_expansion(s: &str) -> bool {
 }
 
 /// What one line means.
-fn classify(line: &str) -> Vec<Outcome> {
+fn classify(line: &str) -> Vec<ImportOutcome> {
     let t = line.trim();
     if t.is_empty() {
-        return vec![Outcome::Skipped {
+        return vec![ImportOutcome::Skipped {
             why: "blank".into(),
         }];
     }
     if t.starts_with('#') {
-        return vec![Outcome::Skipped {
+        return vec![ImportOutcome::Skipped {
             why: "comment".into(),
         }];
     }
@@ -284,7 +284,7 @@ fn classify(line: &str) -> Vec<Outcome> {
         out.extend(command(cmd, t));
     }
     if out.is_empty() {
-        out.push(Outcome::Skipped {
+        out.push(ImportOutcome::Skipped {
             why: "blank".into(),
         });
     }
@@ -292,7 +292,7 @@ fn classify(line: &str) -> Vec<Outcome> {
 }
 
 /// What one command (its words, without `;`/`&&` separators) means; `t` is the whole line.
-fn command(mut w: Vec<String>, t: &str) -> Vec<Outcome> {
+fn command(mut w: Vec<String>, t: &str) -> Vec<ImportOutcome> {
     // Descriptor redirections: `1>` is `>`; `2>FILE` (stderr) is dropped with its target.
     let mut i = 0;
     while i < w.len() {
@@ -317,13 +317,13 @@ fn command(mut w: Vec<String>, t: &str) -> Vec<Outcome> {
         w.remove(0);
     }
     let Some(cmd) = w.first().map(String::as_str) else {
-        return vec![Outcome::Skipped {
+        return vec![ImportOutcome::Skipped {
             why: "blank".into(),
         }];
     };
     match cmd {
         "set" | "export" | "true" | ":" => {
-            return vec![Outcome::Skipped {
+            return vec![ImportOutcome::Skipped {
                 why: "shell boilerplate".into(),
             }]
         }
@@ -339,14 +339,14 @@ fn command(mut w: Vec<String>, t: &str) -> Vec<Outcome> {
         _ => {}
     }
     if t.starts_with("#!") {
-        return vec![Outcome::Skipped {
+        return vec![ImportOutcome::Skipped {
             why: "shebang".into(),
         }];
     }
     not_understood("no sysctl write found: if it sets a kernel value, write it as `key = value` in a sysctl.d file")
 }
 
-fn echo(w: &[String]) -> Vec<Outcome> {
+fn echo(w: &[String]) -> Vec<ImportOutcome> {
     // echo [-n|-e] VALUE... (>|>>) FILE   or   echo VALUE... | [sudo] tee [-a] FILE
     let mut args: Vec<&str> = w[1..].iter().map(String::as_str).collect();
     if w[0] == "printf" {
@@ -378,7 +378,7 @@ fn echo(w: &[String]) -> Vec<Outcome> {
             let file = rest[1..].iter().find(|a| !a.starts_with('-')).copied();
             (args[..pos].to_vec(), file)
         } else {
-            return vec![Outcome::Skipped {
+            return vec![ImportOutcome::Skipped {
                 why: "echo without a redirection (prints only)".into(),
             }];
         };
@@ -406,7 +406,7 @@ fn echo(w: &[String]) -> Vec<Outcome> {
         return not_understood("writes an empty value (`echo 1>FILE` redirects descriptor 1 and writes nothing: write `echo 1 > FILE`)");
     }
     match proc_sys_key(file) {
-        Ok(key) => vec![Outcome::Sysctl {
+        Ok(key) => vec![ImportOutcome::Sysctl {
             key,
             value,
             ignore_failure: false,
@@ -415,7 +415,7 @@ fn echo(w: &[String]) -> Vec<Outcome> {
     }
 }
 
-fn sysctl(w: &[String]) -> Vec<Outcome> {
+fn sysctl(w: &[String]) -> Vec<ImportOutcome> {
     let mut ignore = false;
     let mut out = Vec::new();
     let mut args = w[1..].iter().map(String::as_str).peekable();
@@ -440,7 +440,7 @@ fn sysctl(w: &[String]) -> Vec<Outcome> {
                 ignore = true;
             }
             if a.contains('a') || a.contains('A') || a.contains('n') {
-                return vec![Outcome::Skipped {
+                return vec![ImportOutcome::Skipped {
                     why: "reads sysctls only".into(),
                 }];
             }
@@ -450,7 +450,7 @@ fn sysctl(w: &[String]) -> Vec<Outcome> {
             break;
         }
         let Some((k, v)) = a.split_once('=') else {
-            out.push(Outcome::Skipped {
+            out.push(ImportOutcome::Skipped {
                 why: format!("reads {a} only"),
             });
             continue;
@@ -458,21 +458,21 @@ fn sysctl(w: &[String]) -> Vec<Outcome> {
         if has_expansion(v) {
             return not_understood("uses a shell variable or command substitution: its value is known only when the script runs; write the result as `key = value`");
         }
-        match crate::sysctld::Pattern::parse(k.trim())
+        match crate::sysctl::Pattern::parse(k.trim())
             .and_then(|p| p.key().map_err(|e| e.to_string()))
         {
-            Ok(key) => out.push(Outcome::Sysctl {
+            Ok(key) => out.push(ImportOutcome::Sysctl {
                 key,
                 value: normalize(v),
                 ignore_failure: ignore,
             }),
-            Err(e) => out.push(Outcome::NotUnderstood {
+            Err(e) => out.push(ImportOutcome::NotUnderstood {
                 advice: format!("{e}: check the key"),
             }),
         }
     }
     if out.is_empty() {
-        return vec![Outcome::Skipped {
+        return vec![ImportOutcome::Skipped {
             why: "sysctl without an assignment".into(),
         }];
     }
@@ -520,7 +520,7 @@ fn heredoc(line: &str) -> Option<(String, Option<String>)> {
 
 /// Reads a script. Here-documents written into a sysctl file (`cat >> /etc/sysctl.conf
 /// <<EOF`) are imported line by line; every other line is classified on its own.
-pub fn import(script: &str) -> Vec<ImportLine> {
+pub fn import_script(script: &str) -> Vec<ImportLine> {
     let lines: Vec<&str> = script.lines().collect();
     let mut out = Vec::new();
     let mut i = 0;
@@ -538,13 +538,13 @@ pub fn import(script: &str) -> Vec<ImportLine> {
         let start = i + 1;
         let into = target.as_deref().filter(|f| is_sysctl_file(f));
         let outcomes = match (into, target.as_deref()) {
-            (Some(f), _) => vec![Outcome::Skipped {
+            (Some(f), _) => vec![ImportOutcome::Skipped {
                 why: format!("a here-document into {f}: its lines are imported one by one"),
             }],
             (None, Some(f)) => {
                 not_understood(format!("a here-document into {f}: {}", advice_for_path(f)))
             }
-            (None, None) => vec![Outcome::Skipped {
+            (None, None) => vec![ImportOutcome::Skipped {
                 why: "a here-document that is not written to a file".into(),
             }],
         };
@@ -558,13 +558,13 @@ pub fn import(script: &str) -> Vec<ImportLine> {
             let body = lines[i];
             let end = body.trim() == delim;
             let outcomes = if end {
-                vec![Outcome::Skipped {
+                vec![ImportOutcome::Skipped {
                     why: format!("end of the here-document of line {start}"),
                 }]
             } else if let Some(f) = into {
                 conf_line(body, f)
             } else {
-                vec![Outcome::Skipped {
+                vec![ImportOutcome::Skipped {
                     why: format!("inside the here-document of line {start}, not a sysctl file"),
                 }]
             };
@@ -585,11 +585,11 @@ pub fn import(script: &str) -> Vec<ImportLine> {
 /// The sysctl.d file for the understood lines (a later write of the same key wins, as when the
 /// script runs), with the lines not understood listed as comments at the end. `origin` names the
 /// script.
-pub fn to_sysctl_d(lines: &[ImportLine], origin: &str) -> String {
+pub fn imported_sysctl_d(lines: &[ImportLine], origin: &str) -> String {
     let mut keys: Vec<(Key, String, bool, usize)> = Vec::new();
     for l in lines {
         for o in &l.outcomes {
-            if let Outcome::Sysctl {
+            if let ImportOutcome::Sysctl {
                 key,
                 value,
                 ignore_failure,
@@ -611,7 +611,7 @@ pub fn to_sysctl_d(lines: &[ImportLine], origin: &str) -> String {
         .iter()
         .flat_map(|l| {
             l.outcomes.iter().filter_map(move |o| match o {
-                Outcome::NotUnderstood { advice } => Some(format!(
+                ImportOutcome::NotUnderstood { advice } => Some(format!(
                     "# {origin}:{} not imported: {}\n#   -> {advice}\n",
                     l.line, l.text
                 )),
@@ -638,7 +638,7 @@ mod tests {
             .iter()
             .flat_map(|l| l.outcomes.iter())
             .filter_map(|o| match o {
-                Outcome::Sysctl { key, value, .. } => Some(format!("{key}={value}")),
+                ImportOutcome::Sysctl { key, value, .. } => Some(format!("{key}={value}")),
                 _ => None,
             })
             .collect()
@@ -647,7 +647,7 @@ mod tests {
     #[test]
     fn escapes_in_double_quotes_stay_for_echo_and_become_whitespace() {
         let s = "echo -e \"4096\\t8192\\t16384\" > /proc/sys/net/ipv4/tcp_rmem\nprintf '4096\\t87380\\n' > /proc/sys/net/ipv4/tcp_wmem\necho \"a\\\"b\" > /proc/sys/kernel/hostname\n";
-        let keys = written(&import(s));
+        let keys = written(&import_script(s));
         assert_eq!(
             keys,
             [
@@ -661,7 +661,7 @@ mod tests {
     #[test]
     fn echo_and_sysctl_lines_become_keys() {
         let s = "#!/bin/sh\nset -e\necho 1 > /proc/sys/net/ipv4/tcp_tw_reuse\nsudo sysctl -w net.core.somaxconn=65535 'net.ipv4.ip_local_port_range=1024 65535'\necho \"2\" | sudo tee /proc/sys/net/ipv4/conf/eth0.100/rp_filter\nulimit -n 1048576\nmodprobe nf_conntrack\necho $X > /proc/sys/fs/file-max\n";
-        let l = import(s);
+        let l = import_script(s);
         let keys = written(&l);
         assert_eq!(
             keys,
@@ -677,13 +677,13 @@ mod tests {
             .filter(|l| {
                 l.outcomes
                     .iter()
-                    .any(|o| matches!(o, Outcome::NotUnderstood { .. }))
+                    .any(|o| matches!(o, ImportOutcome::NotUnderstood { .. }))
             })
             .map(|l| l.line)
             .collect();
         assert_eq!(bad, [6, 7, 8]);
-        let text = to_sysctl_d(&l, "s.sh");
-        let p = crate::preset::Preset::parse_sysctl_conf(&text, "out.conf").unwrap();
+        let text = imported_sysctl_d(&l, "s.sh");
+        let p = crate::sysctl::Preset::parse_sysctl_conf(&text, "out.conf").unwrap();
         assert_eq!(p.sysctls.len(), 4);
         assert!(
             text.contains("limits.d") && text.contains("modules-load.d"),

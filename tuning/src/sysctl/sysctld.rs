@@ -18,7 +18,7 @@
 //!   name `/etc/sysctl.d` beats `/run/sysctl.d` beats `/usr/local/lib/sysctl.d` beats
 //!   `/usr/lib/sysctl.d`, a symlink to `/dev/null` masks the name, and the survivors are sorted
 //!   by file name.
-//! - Aliases ([`crate::rules::ALIASES`]: `net.ipv4.ip_forward` = `net.ipv4.conf.all.forwarding`):
+//! - Aliases ([`crate::sysctl::rules::ALIASES`]: `net.ipv4.ip_forward` = `net.ipv4.conf.all.forwarding`):
 //!   both name one kernel value, so the later line wins and the earlier is reported overridden.
 //!
 //! Unlike systemd-sysctl, which logs and skips a line that is not an assignment, connstorm
@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::preset::{Entry, Op, PresetError};
+use super::entry::{Entry, Op, PresetError};
 use crate::sysctl::Key;
 
 /// Where a line is: file and 1-based line number.
@@ -452,7 +452,7 @@ fn shown(o: &Opt) -> String {
 ///
 /// # Errors
 /// [`PresetError`] naming `file:line` for the first unusable line; nothing is resolved then.
-pub fn resolve(files: &[SourceFile], root: &Path) -> Result<Resolved, PresetError> {
+pub fn resolve_sysctl_d(files: &[SourceFile], root: &Path) -> Result<Resolved, PresetError> {
     let mut notes: Vec<LineNote> = Vec::new();
     // systemd's ordered hashmap: pattern text → option; replacing moves it to the end. A
     // replaced option leaves a hole (`None`) so positions stay valid.
@@ -538,7 +538,7 @@ pub fn resolve(files: &[SourceFile], root: &Path) -> Result<Resolved, PresetErro
         if o.pattern.is_glob() {
             continue;
         }
-        let Some((alias, other)) = crate::rules::alias_of(&key) else {
+        let Some((alias, other)) = crate::sysctl::rules::alias_of(&key) else {
             continue;
         };
         let later = Key::parse(other)
@@ -703,7 +703,7 @@ fn origin_of(e: &Entry) -> Origin {
 }
 
 /// sysctl.d directories under a root, most important first (sysctl.d(5)).
-pub const DIRS: &[&str] = &[
+pub const SYSCTL_D_DIRS: &[&str] = &[
     "etc/sysctl.d",
     "run/sysctl.d",
     "usr/local/lib/sysctl.d",
@@ -722,11 +722,11 @@ pub struct SystemFile {
 }
 
 /// The `*.conf` files systemd-sysctl reads under `root`: per file name the copy in the most
-/// important directory of [`DIRS`], sorted by file name. `/etc/sysctl.conf` is not among them
+/// important directory of [`SYSCTL_D_DIRS`], sorted by file name. `/etc/sysctl.conf` is not among them
 /// (systemd-sysctl ignores it; distributions link `99-sysctl.conf` to it).
 pub fn system_files(root: &Path) -> Vec<SystemFile> {
     let mut by_name: BTreeMap<String, SystemFile> = BTreeMap::new();
-    for d in DIRS {
+    for d in SYSCTL_D_DIRS {
         let dir = root.join(d);
         let mut names: Vec<String> = std::fs::read_dir(&dir)
             .into_iter()

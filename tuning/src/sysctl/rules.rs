@@ -14,7 +14,7 @@ use crate::sysctl::Key;
 
 /// Two names for one kernel value: writing either changes both.
 #[derive(Debug, Clone, Copy)]
-pub struct Alias {
+pub(crate) struct Alias {
     /// The two keys.
     pub keys: [&'static str; 2],
     /// What a write does.
@@ -24,7 +24,7 @@ pub struct Alias {
 }
 
 /// Every alias pair connstorm knows.
-pub const ALIASES: &[Alias] = &[
+pub(crate) const ALIASES: &[Alias] = &[
     Alias {
         keys: ["net.ipv4.ip_forward", "net.ipv4.conf.all.forwarding"],
         note: "one value: writing either also sets conf.default.forwarding and every interface's forwarding, and all.accept_redirects to the inverse",
@@ -38,7 +38,7 @@ pub const ALIASES: &[Alias] = &[
 ];
 
 /// The alias pair `key` belongs to, and the other name.
-pub fn alias_of(key: &Key) -> Option<(&'static Alias, &'static str)> {
+pub(crate) fn alias_of(key: &Key) -> Option<(&'static Alias, &'static str)> {
     ALIASES.iter().find_map(|a| {
         if a.keys[0] == key.as_str() {
             Some((a, a.keys[1]))
@@ -52,7 +52,7 @@ pub fn alias_of(key: &Key) -> Option<(&'static Alias, &'static str)> {
 
 /// How a side-effect key's new value follows the written value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Follows {
+pub(crate) enum Follows {
     /// The same number as written (`2` written → `2`).
     Same,
     /// Logical not: `0` when the written number is non-zero, else `1`.
@@ -62,7 +62,7 @@ pub enum Follows {
 /// A key whose write handler also sets other keys, when the written value differs from the
 /// current one (the handlers compare old and new and propagate only on a change).
 #[derive(Debug, Clone, Copy)]
-pub struct SideEffect {
+pub(crate) struct SideEffect {
     /// The written key (its alias, if any, has the same effect: see [`side_effect_of`]).
     pub key: &'static str,
     /// The keys it also sets: `*` stands for every interface directory under the same
@@ -74,7 +74,7 @@ pub struct SideEffect {
 
 /// Every write with side effects connstorm knows (checked against the kernel by the test
 /// `forwarding_and_disable_ipv6_side_effects_match_the_kernel` in a private namespace).
-pub const SIDE_EFFECTS: &[SideEffect] = &[
+pub(crate) const SIDE_EFFECTS: &[SideEffect] = &[
     SideEffect {
         key: "net.ipv4.conf.all.forwarding",
         also: &[
@@ -104,7 +104,7 @@ pub const SIDE_EFFECTS: &[SideEffect] = &[
 
 /// The side-effect rule of a write to `key` (or to its alias: `net.ipv4.ip_forward` is
 /// `net.ipv4.conf.all.forwarding`).
-pub fn side_effect_of(key: &Key) -> Option<&'static SideEffect> {
+pub(crate) fn side_effect_of(key: &Key) -> Option<&'static SideEffect> {
     let k = key.as_str();
     let canonical = match alias_of(key) {
         Some((_, other)) if SIDE_EFFECTS.iter().any(|s| s.key == other) => other,
@@ -116,7 +116,7 @@ pub fn side_effect_of(key: &Key) -> Option<&'static SideEffect> {
 impl Follows {
     /// The value the side-effect key takes when `written` is written (`None` when `written`
     /// is not a single integer: the handlers parse one int).
-    pub fn value(self, written: &str) -> Option<String> {
+    pub(crate) fn value(self, written: &str) -> Option<String> {
         let n: i64 = written.trim().parse().ok()?;
         Some(match self {
             Follows::Same => n.to_string(),
@@ -127,7 +127,7 @@ impl Follows {
 
 /// A key that was renamed or removed.
 #[derive(Debug, Clone, Copy)]
-pub struct Legacy {
+pub(crate) struct Legacy {
     /// The old key, or a prefix ending in `_` for a family (`net.ipv4.netfilter.ip_conntrack_`).
     pub old: &'static str,
     /// Its replacement (same suffix for a family), if there is one.
@@ -139,7 +139,7 @@ pub struct Legacy {
 }
 
 /// Renamed and removed keys.
-pub const LEGACY: &[Legacy] = &[
+pub(crate) const LEGACY: &[Legacy] = &[
     Legacy {
         old: "net.ipv4.netfilter.ip_conntrack_",
         new: Some("net.netfilter.nf_conntrack_"),
@@ -161,7 +161,7 @@ pub const LEGACY: &[Legacy] = &[
 ];
 
 /// The legacy rule for `key` and its replacement key (if any).
-pub fn legacy(key: &Key) -> Option<(&'static Legacy, Option<String>)> {
+pub(crate) fn legacy(key: &Key) -> Option<(&'static Legacy, Option<String>)> {
     LEGACY.iter().find_map(|l| {
         let k = key.as_str();
         if l.old.ends_with('_') {
@@ -174,7 +174,7 @@ pub fn legacy(key: &Key) -> Option<(&'static Legacy, Option<String>)> {
 }
 
 /// What the legacy rule of `key` says, as every message prints it: `NOTE[; use NEW] (SOURCE)`.
-pub fn legacy_text(key: &Key) -> Option<String> {
+pub(crate) fn legacy_text(key: &Key) -> Option<String> {
     legacy(key).map(|(l, new)| {
         format!(
             "{}{} ({})",
@@ -187,12 +187,12 @@ pub fn legacy_text(key: &Key) -> Option<String> {
 
 /// What a status key is, as every message prints it: `it reports state and cannot be set
 /// (SOURCE)`; `None` when `key` is not one.
-pub fn status_text(key: &Key) -> Option<String> {
+pub(crate) fn status_text(key: &Key) -> Option<String> {
     status_key(key).map(|src| format!("it reports state and cannot be set ({src})"))
 }
 
 /// Keys that report state and cannot be set (mode 0444 in the kernel's tables).
-pub const STATUS_KEYS: &[(&str, &str)] = &[
+pub(crate) const STATUS_KEYS: &[(&str, &str)] = &[
     (
         "net.netfilter.nf_conntrack_count",
         "Documentation/networking/nf_conntrack-sysctl.rst (read-only)",
@@ -244,7 +244,7 @@ pub const STATUS_KEYS: &[(&str, &str)] = &[
 ];
 
 /// The source saying `key` is a status key, if it is one.
-pub fn status_key(key: &Key) -> Option<&'static str> {
+pub(crate) fn status_key(key: &Key) -> Option<&'static str> {
     STATUS_KEYS
         .iter()
         .find(|(k, _)| *k == key.as_str())
@@ -252,7 +252,7 @@ pub fn status_key(key: &Key) -> Option<&'static str> {
 }
 
 /// Key prefixes whose table exists only while a module is loaded: (prefix, module, source).
-pub const MODULE_KEYS: &[(&str, &str, &str)] = &[
+pub(crate) const MODULE_KEYS: &[(&str, &str, &str)] = &[
     (
         "net.netfilter.nf_conntrack_",
         "nf_conntrack",
@@ -273,7 +273,7 @@ pub const MODULE_KEYS: &[(&str, &str, &str)] = &[
 ];
 
 /// The module that provides `key`, if it is one of [`MODULE_KEYS`]: (module, source).
-pub fn module_for(key: &Key) -> Option<(&'static str, &'static str)> {
+pub(crate) fn module_for(key: &Key) -> Option<(&'static str, &'static str)> {
     MODULE_KEYS
         .iter()
         .find(|(p, _, _)| key.as_str().starts_with(p))
@@ -281,7 +281,7 @@ pub fn module_for(key: &Key) -> Option<(&'static str, &'static str)> {
 }
 
 /// Inclusive bounds of a single-number key the kernel enforces on write (EINVAL outside).
-pub const RANGES: &[(&str, i64, i64, &str)] = &[
+pub(crate) const RANGES: &[(&str, i64, i64, &str)] = &[
     (
         "net.ipv4.tcp_tw_reuse",
         0,
@@ -306,7 +306,7 @@ pub const RANGES: &[(&str, i64, i64, &str)] = &[
 ///
 /// `current` is the key's value now (to know whether it is numeric), `unprivileged_port_start`
 /// is `net.ipv4.ip_unprivileged_port_start` of the same namespace (default 1024).
-pub fn rejects(
+pub(crate) fn rejects(
     key: &Key,
     value: &str,
     current: Option<&str>,
@@ -353,7 +353,7 @@ pub fn rejects(
 
 /// A value that makes connection rate worse than the kernel default.
 #[derive(Debug, Clone, Copy)]
-pub struct Harm {
+pub(crate) struct Harm {
     /// The key.
     pub key: &'static str,
     /// When it applies (text for the table).
@@ -367,7 +367,7 @@ pub struct Harm {
 }
 
 /// Every harmful-value rule.
-pub const HARMS: &[Harm] = &[
+pub(crate) const HARMS: &[Harm] = &[
     Harm {
         key: "net.ipv6.conf.*.disable_ipv6",
         when: "= 1",
@@ -455,7 +455,7 @@ pub const HARMS: &[Harm] = &[
 ];
 
 /// The harmful-value rules `value` of `key` triggers.
-pub fn harms(key: &Key, value: &str) -> Vec<&'static Harm> {
+pub(crate) fn harms(key: &Key, value: &str) -> Vec<&'static Harm> {
     let Some(nums) = value
         .split(' ')
         .map(|n| n.parse().ok())
@@ -485,7 +485,7 @@ fn pattern_matches(pattern: &str, key: &str) -> bool {
 
 /// A setting that does nothing unless another one has a certain value.
 #[derive(Debug, Clone, Copy)]
-pub struct Needs {
+pub(crate) struct Needs {
     /// The key whose value depends on another.
     pub key: &'static str,
     /// The values of `key` the rule is about (text for the table).
@@ -508,7 +508,7 @@ pub struct Needs {
 }
 
 /// Every dependency rule.
-pub const NEEDS: &[Needs] = &[
+pub(crate) const NEEDS: &[Needs] = &[
     Needs {
         key: "net.ipv4.tcp_tw_reuse",
         when: "1 or 2",
@@ -546,7 +546,7 @@ pub const NEEDS: &[Needs] = &[
 
 /// One row of the printed rule table.
 #[derive(Debug, Clone, Serialize)]
-pub struct RuleRow {
+pub(crate) struct RuleRow {
     /// `alias`, `legacy`, `status`, `module`, `range`, `harmful`, `needs`, `side effect`.
     pub kind: &'static str,
     /// The key (or prefix).
@@ -558,7 +558,7 @@ pub struct RuleRow {
 }
 
 /// Every rule above as rows, in one table.
-pub fn table() -> Vec<RuleRow> {
+pub(crate) fn table() -> Vec<RuleRow> {
     let mut t = Vec::new();
     for a in ALIASES {
         t.push(RuleRow {

@@ -30,50 +30,9 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
-use crate::sysctl::{Key, KeyError};
-
-/// How a recommended value relates to the current one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Op {
-    /// The value must be exactly this.
-    #[default]
-    Set,
-    /// A limit: the current value is fine when every number in it is ≥ the recommended one; a
-    /// preset never lowers it.
-    AtLeast,
-    /// The current value is fine when every number in it is ≤ the recommended one.
-    AtMost,
-}
-
-/// One recommended sysctl.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Entry {
-    /// The key.
-    pub key: Key,
-    /// Recommended value, whitespace-normalized.
-    pub value: String,
-    /// How to compare with the current value.
-    pub op: Op,
-    /// Missing on this kernel is not an error (sysctl.conf `-` prefix).
-    pub optional: bool,
-    /// Only right under a condition its reason states (e.g. isolated CPUs and a watchdog):
-    /// `check` shows it, `apply` never writes it, exports write it commented out.
-    #[serde(default)]
-    pub manual: bool,
-    /// Why.
-    pub reason: String,
-    /// Where the recommendation comes from (kernel doc, man page, tuned profile).
-    pub source: String,
-    /// Line in the preset file (1-based).
-    pub line: usize,
-    /// `file:line` the value comes from (sysctl.d files; empty for TOML presets).
-    #[serde(default)]
-    pub origin: String,
-    /// Earlier lines this value replaced, as `file:line (value)` (sysctl.d files).
-    #[serde(default)]
-    pub overrides: Vec<String>,
-}
+use super::entry::{Entry, Op, PresetError, MAX_FILE_BYTES};
+use super::key::Key;
+use super::sysctld::LineNote;
 
 /// One recommended kernel command-line parameter (exported, never applied at run time).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -101,85 +60,8 @@ pub struct Preset {
     pub cmdline: Vec<CmdlineParam>,
     /// sysctl.d files: every line and what became of it (empty for TOML presets).
     #[serde(skip)]
-    pub lines: Vec<crate::sysctld::LineNote>,
+    pub lines: Vec<LineNote>,
 }
-
-/// A preset or sysctl.conf file is unusable. Every variant names the file and line.
-#[derive(Debug, thiserror::Error)]
-pub enum PresetError {
-    /// The file could not be read.
-    #[error("cannot read {path}: {source}")]
-    Read {
-        /// The file.
-        path: String,
-        /// The OS error.
-        source: std::io::Error,
-    },
-    /// The path is not a regular file (a directory, FIFO, socket or device): reading it could
-    /// block forever (a FIFO without a writer) or mean nothing.
-    #[error("{path} is {what}, not a sysctl.d or preset file: pass a regular file")]
-    NotAFile {
-        /// The path.
-        path: String,
-        /// What it is (`a directory`, `a FIFO`, ...).
-        what: &'static str,
-    },
-    /// Larger than [`MAX_FILE_BYTES`].
-    #[error("{path} is {} bytes, more than the {} bytes a sysctl.d or preset file may have: is it the right file?", common::numfmt::count(*.bytes), common::numfmt::count(MAX_FILE_BYTES))]
-    TooLarge {
-        /// The path.
-        path: String,
-        /// Its size.
-        bytes: u64,
-    },
-    /// TOML syntax error, unknown field or wrong type.
-    #[error("{origin}:{line}: {message} (see presets/README.md for the format)")]
-    Syntax {
-        /// The file.
-        origin: String,
-        /// 1-based line.
-        line: usize,
-        /// What is wrong.
-        message: String,
-    },
-    /// An invalid sysctl key.
-    #[error("{origin}:{line}: {source}")]
-    Key {
-        /// The file.
-        origin: String,
-        /// 1-based line.
-        line: usize,
-        /// Why the key is invalid.
-        source: KeyError,
-    },
-    /// A value of the wrong type or shape.
-    #[error("{origin}:{line}: value of {key}: {message}")]
-    Value {
-        /// The file.
-        origin: String,
-        /// 1-based line.
-        line: usize,
-        /// The key.
-        key: String,
-        /// What is wrong.
-        message: String,
-    },
-    /// The same key twice.
-    #[error("{origin}:{line}: duplicate key {key} (first at line {first_line}); keep one")]
-    Duplicate {
-        /// The file.
-        origin: String,
-        /// Line of the second occurrence.
-        line: usize,
-        /// Line of the first.
-        first_line: usize,
-        /// The key.
-        key: String,
-    },
-}
-
-/// Largest sysctl.d or preset file read, in bytes (real ones are a few KiB).
-pub const MAX_FILE_BYTES: u64 = 1 << 20;
 
 /// Reads a sysctl.d or preset file as text: a regular file (or `/dev/null`, read as empty, as
 /// systemd reads a masked name) of at most [`MAX_FILE_BYTES`], in UTF-8. Lines may end in LF or
@@ -387,16 +269,16 @@ impl Preset {
         })
     }
 
-    /// Parses one sysctl.conf / sysctl.d file with the full sysctl.d(5) syntax (see
-    /// [`crate::sysctld`]); globs expand over the keys of this host's `/proc/sys`. Every entry
-    /// gets `op = set` and `reason = "from <file>:<line>"`.
+    /// Parses one sysctl.conf / sysctl.d file with the full sysctl.d(5) syntax (see the sysctl.d
+    /// reader, [`crate::sysctl::resolve_sysctl_d`]); globs expand over the keys of this host's
+    /// `/proc/sys`. Every entry gets `op = set` and `reason = "from <file>:<line>"`.
     ///
     /// # Errors
     /// [`PresetError`] with `origin:line` for a line that is not an assignment, an invalid key,
     /// an empty value or a trailing comment.
     pub fn parse_sysctl_conf(text: &str, origin: &str) -> Result<Preset, PresetError> {
         Preset::from_sysctl_d(
-            &[crate::sysctld::SourceFile {
+            &[crate::sysctl::SourceFile {
                 name: origin.to_string(),
                 text: text.to_string(),
             }],
@@ -405,16 +287,16 @@ impl Preset {
     }
 
     /// Resolves several sysctl.d files, read in the given order, against the keys under
-    /// `<root>/proc/sys` (see [`crate::sysctld::resolve`]). The preset is named after the first
+    /// `<root>/proc/sys` (see [`crate::sysctl::resolve_sysctl_d`]). The preset is named after the first
     /// file; [`Preset::lines`] says what became of every line.
     ///
     /// # Errors
     /// [`PresetError`] naming `file:line`.
     pub fn from_sysctl_d(
-        files: &[crate::sysctld::SourceFile],
+        files: &[crate::sysctl::SourceFile],
         root: &Path,
     ) -> Result<Preset, PresetError> {
-        let r = crate::sysctld::resolve(files, root)?;
+        let r = crate::sysctl::resolve_sysctl_d(files, root)?;
         let first = files.first().map_or("-", |f| f.name.as_str());
         let name = Path::new(first)
             .file_stem()
@@ -453,7 +335,7 @@ impl Preset {
         for p in paths {
             let name = p.display().to_string();
             let text = read_text(p)?;
-            files.push(crate::sysctld::SourceFile { name, text });
+            files.push(crate::sysctl::SourceFile { name, text });
         }
         Preset::from_sysctl_d(&files, root)
     }

@@ -297,7 +297,7 @@ pub fn normalize(value: &str) -> String {
 ///
 /// # Errors
 /// [`SysctlError::Missing`] when the file does not exist, [`SysctlError::Io`] otherwise.
-pub fn read(root: &Path, key: &Key) -> Result<String, SysctlError> {
+pub(crate) fn read(root: &Path, key: &Key) -> Result<String, SysctlError> {
     let path = key.path(root);
     match std::fs::read_to_string(&path) {
         Ok(v) => Ok(normalize(&v)),
@@ -316,7 +316,7 @@ pub fn read(root: &Path, key: &Key) -> Result<String, SysctlError> {
 }
 
 /// True when the file exists and has a write permission bit (the kernel's mode, not the caller's).
-pub fn writable(root: &Path, key: &Key) -> bool {
+pub(crate) fn writable(root: &Path, key: &Key) -> bool {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(key.path(root)).is_ok_and(|m| m.permissions().mode() & 0o222 != 0)
 }
@@ -327,7 +327,7 @@ pub fn writable(root: &Path, key: &Key) -> bool {
 /// # Errors
 /// [`SysctlError::Missing`], [`SysctlError::ReadOnly`] (no write bit), or [`SysctlError::Io`]
 /// with the kernel's errno (EINVAL for a bad value).
-pub fn write(root: &Path, key: &Key, value: &str) -> Result<(), SysctlError> {
+pub(crate) fn write(root: &Path, key: &Key, value: &str) -> Result<(), SysctlError> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     let path = key.path(root);
