@@ -444,7 +444,7 @@ fn two_quick_sigints_still_write_the_record_and_clean_up() {
         .spawn()
         .unwrap();
     let pid = nix::unistd::Pid::from_raw(child.id() as i32);
-    let (srv, load) = tuning::netns::NsPair::names(&child.id().to_string());
+    let (srv, load) = tuning::host::NsPair::names(&child.id().to_string());
     std::thread::sleep(Duration::from_millis(2500));
     assert!(
         Path::new("/run/netns").join(&srv).exists(),

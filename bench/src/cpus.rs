@@ -103,7 +103,7 @@ pub fn whole_machine() -> Picked {
 type Planned = ((Vec<usize>, Vec<usize>), Vec<String>);
 
 fn auto_placement(allowed: &[usize], external: bool) -> anyhow::Result<Planned> {
-    let topo = tuning::topology::Topology::read(std::path::Path::new("/"))
+    let topo = tuning::host::Topology::read(std::path::Path::new("/"))
         .context("read the CPU topology for `auto`")?;
     let n = allowed.len();
     let (server_workers, load_workers) = if external {

@@ -8,7 +8,6 @@ use std::time::{Instant, SystemTime};
 
 use results::record as rec;
 use tuning::counters::CounterDelta;
-use tuning::procstat;
 
 use crate::convert;
 use crate::harness::PhaseSpec;
@@ -35,7 +34,7 @@ pub struct Measured<'a> {
     /// The load workers' CPU time.
     pub load_cpu: taskcpu::Cpu,
     /// `/proc/stat` before and after.
-    pub stat: (procstat::Sample, procstat::Sample),
+    pub stat: (tuning::host::CpuTimes, tuning::host::CpuTimes),
     /// Wall time of the phase, ns.
     pub wall_ns: u64,
     /// Counter deltas of the server's namespace (the host's without `--netns`).
@@ -152,11 +151,11 @@ pub fn outcome(m: Measured<'_>) -> PhaseOutcome {
     }
     bench_cpus.sort_unstable();
     bench_cpus.dedup();
-    let busy = procstat::delta(&m.stat.0, &m.stat.1, &bench_cpus);
+    let busy = tuning::host::cpu_time_delta(&m.stat.0, &m.stat.1, &bench_cpus);
     let cpu_busy_pct: BTreeMap<usize, f64> = bench_cpus
         .iter()
         .map(|&c| {
-            let b = procstat::delta(&m.stat.0, &m.stat.1, &[c]);
+            let b = tuning::host::cpu_time_delta(&m.stat.0, &m.stat.1, &[c]);
             (
                 c,
                 (b.busy_ns as f64 / wall_ns.max(1) as f64 * 100.0).min(100.0),

@@ -34,7 +34,7 @@ pub fn host_info() -> HostInfo {
 /// call it from the thread that read the counters. `None` when `/proc/thread-self/ns/net` is
 /// unreadable.
 pub fn counters_netns(hostname: Option<String>) -> Option<results::record::NetnsIdentity> {
-    let id = tuning::netns::identity(Path::new("/proc"))?;
+    let id = tuning::host::netns_identity(Path::new("/proc"))?;
     Some(results::record::NetnsIdentity {
         inode: id.inode,
         boot_id: id.boot_id,

@@ -3,17 +3,16 @@
 //! Covers isolation (isolated / nohz_full CPUs, the process's allowed CPUs), IRQs delivered to
 //! isolated CPUs (`/proc/irq/N/effective_affinity_list`), irqbalance, accept-queue limits
 //! (somaxconn, tcp_max_syn_backlog), the ephemeral port range, syncookies, capabilities probed in
-//! this process ([`crate::probe`]: io_uring, SO_INCOMING_CPU, SO_REUSEPORT), settings that do
+//! this process (io_uring, SO_INCOMING_CPU, SO_REUSEPORT), settings that do
 //! nothing because of another (the rules table `NEEDS`, e.g. tcp_tw_reuse without timestamps),
 //! RLIMIT_NOFILE and fs.nr_open, and the kernel config findings of [`crate::kconfig`] for the
 //! server profile.
 
 use std::path::Path;
 
-use crate::finding::{Finding, Severity};
-use crate::host::HostFacts;
+use crate::cpulist;
+use crate::host::{irq_affinity, irq_names, irqbalance_pids, Finding, HostFacts, Severity};
 use crate::kconfig::{self, KernelConfig, Profile, Runtime};
-use crate::{cpulist, nic};
 
 fn num(h: &HostFacts, key: &str) -> Option<i64> {
     h.sysctls
@@ -54,10 +53,10 @@ pub fn run(root: &Path) -> Vec<Finding> {
                     "this process may run only on {}: not every isolated CPU is usable (cpuset/taskset)", cpulist::format(a))));
             }
         }
-        let names = nic::irq_names(root);
+        let names = irq_names(root);
         let mut on_iso = Vec::new();
         for irq in names.keys() {
-            let (aff, eff) = nic::irq_affinity(root, *irq);
+            let (aff, eff) = irq_affinity(root, *irq);
             if eff
                 .or(aff)
                 .is_some_and(|c| c.iter().any(|c| isolated.contains(c)))
@@ -71,7 +70,7 @@ pub fn run(root: &Path) -> Vec<Finding> {
                 on_iso.len(), &on_iso[..on_iso.len().min(8)])));
         }
     }
-    let pids = nic::irqbalance_pids(root);
+    let pids = irqbalance_pids(root);
     if !pids.is_empty() {
         f.push(Finding::new(
             Severity::Info,
@@ -119,7 +118,7 @@ pub fn run(root: &Path) -> Vec<Finding> {
             format!("kernel.io_uring_disabled = {v} (0 allowed, 1 only for kernel.io_uring_group, 2 off; 6.6+); the probe line says whether io_uring works in this process"),
         ));
     }
-    f.extend(crate::probe::findings());
+    f.extend(crate::host::probe_findings());
     let io = sysctls;
     for n in crate::sysctl::rules::NEEDS {
         let read = |k: &str| {

@@ -14,10 +14,8 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::cpulist;
-use crate::finding::{Finding, Severity};
-use crate::nic::{self, Nic};
+use crate::host::{irq_affinity, irqbalance_pids, Finding, Nic, Severity, Topology};
 use crate::snapshot::{Saved, Snapshot, SnapshotError};
-use crate::topology::Topology;
 
 /// Which layout to plan.
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
@@ -185,7 +183,7 @@ pub fn plan(
         })
         .collect();
     let mut warnings = Vec::new();
-    let pids = nic::irqbalance_pids(root);
+    let pids = irqbalance_pids(root);
     if !pids.is_empty() {
         warnings.push(Finding::new(Severity::Warn, "irq", format!(
             "irqbalance is running (pid {pids:?}) and will rewrite these affinities; stop it (systemctl stop irqbalance) or ban the IRQs (IRQBALANCE_BANNED_CPUS / --banirq)")));
@@ -216,7 +214,7 @@ fn write_affinity(root: &Path, irq: u32, cpus: &str) -> std::io::Result<()> {
 }
 
 fn read_affinity(root: &Path, irq: u32) -> Option<String> {
-    nic::irq_affinity(root, irq).0.map(|c| cpulist::format(&c))
+    irq_affinity(root, irq).0.map(|c| cpulist::format(&c))
 }
 
 /// Applies `moves` under `root`: saves a snapshot in `state_dir`, writes each affinity, reads it

@@ -15,8 +15,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::cmdline::Cmdline;
-use crate::finding::{Finding, Severity};
+use crate::host::Cmdline;
+use crate::host::{Finding, Severity};
 
 /// Largest kernel config read (`tune kernel --config`), bytes, packed and unpacked: 16 MiB (a
 /// distribution `.config` is ~300 KiB).

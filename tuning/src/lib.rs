@@ -1,19 +1,17 @@
 //! `tuning`: everything connstorm reads from or changes on a Linux host.
 //!
 //! Moving parts, all reading from a root path (`/` on a real host, a fixture tree in tests):
-//! - host model: [`topology`] (CPUs, SMT, packages, NUMA nodes, isolated/nohz_full CPUs),
-//!   [`cmdline`] (`/proc/cmdline` isolation parameters), [`nic`] (queue IRQs, affinity, RPS/XPS),
-//!   [`host::HostFacts`] (what a run record says about the host);
+//! - [`host`]: the host as it is (CPU topology, command line, NICs, what a run record says about
+//!   the host, per-CPU busy time, clock sync, probed capabilities, network namespaces, findings);
 //! - [`counters`]: TCP counters from `/proc/<thread-self>/net` and per-run deltas;
 //! - [`placement`]: the CPU planner behind `--cpus auto`;
 //! - sysctls: [`sysctl`] (key validation, per-netns vs global, read/write; preset, sysctl.conf
-//!   and sysctl.d files; the presets shipped in the binary; imported scripts), [`plan`] (check → plan → apply → revert) and [`snapshot`] (the saved
-//!   values, written atomically), [`export`] (presets as sysctl.d files and tuned profiles);
+//!   and sysctl.d files; the presets shipped in the binary; imported scripts), [`plan`]
+//!   (check → plan → apply → revert) and [`snapshot`] (the saved values, written atomically),
+//!   [`export`] (presets as sysctl.d files and tuned profiles);
 //! - [`render`]: the text of every `tune` subcommand;
 //! - [`irq`]: IRQ → CPU plans; [`kconfig`]: kernel config audit; [`doctor`]: one-screen summary
-//!   built from [`finding::Finding`]s; [`netns`]: entering a named network namespace (setns)
-//!   and the veth-joined namespace pair of `bench --netns`; [`procstat`]: per-CPU busy time;
-//!   [`clock`]: the host clock's sync state (chrony, timedatectl) for multi-host runs.
+//!   built from findings.
 //!
 //! Data flows one way: readers produce plain structs, planners turn them into plans, and only
 //! [`plan`] and [`irq`] write to the host — always after saving a [`snapshot::Snapshot`].
@@ -22,25 +20,17 @@
 // would reach the binary and the test crates), this library does not.
 #![warn(unreachable_pub)]
 
-pub mod clock;
-pub mod cmdline;
 pub mod counters;
 pub mod cpulist;
 pub mod doctor;
 pub mod export;
-pub mod finding;
 pub mod host;
 pub mod irq;
 pub mod kconfig;
-pub mod netns;
-pub mod nic;
 pub mod placement;
 pub mod plan;
 pub mod ports;
-pub mod probe;
-pub mod procstat;
 pub mod render;
 pub mod snapshot;
 pub mod sysctl;
 pub mod toggle;
-pub mod topology;

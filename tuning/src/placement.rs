@@ -15,7 +15,7 @@
 use serde::Serialize;
 
 use crate::cpulist;
-use crate::topology::{CoreKind, Topology};
+use crate::host::{CoreKind, Topology};
 
 /// What to place.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

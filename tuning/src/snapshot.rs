@@ -16,6 +16,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
+use crate::host::current_netns;
 use crate::sysctl::Key;
 
 /// Default state directory.
@@ -115,28 +116,6 @@ pub fn boot_id(root: &Path) -> String {
     std::fs::read_to_string(root.join("proc/sys/kernel/random/boot_id"))
         .map(|s| s.trim().to_string())
         .unwrap_or_default()
-}
-
-/// The calling thread's network namespace identity (`net:[4026531840]`), `None` if unreadable.
-pub fn current_netns() -> Option<String> {
-    std::fs::read_link("/proc/thread-self/ns/net")
-        .ok()
-        .map(|p| p.to_string_lossy().to_string())
-}
-
-/// True when the calling thread is in the initial (host) network namespace.
-///
-/// Two signals, either of which says "child": the thread's namespace differs from PID 1's
-/// (`/proc/1/ns/net` is often unreadable, EACCES, in sandboxes), or
-/// `/proc/sys/net/core/netdev_max_backlog` is absent — global net.core sysctls are registered
-/// only for the initial namespace (net/core/sysctl_net_core.c, `net_core_table`).
-pub fn in_initial_netns() -> bool {
-    if let (Some(me), Ok(init)) = (current_netns(), std::fs::read_link("/proc/1/ns/net")) {
-        if me != init.to_string_lossy() {
-            return false;
-        }
-    }
-    Path::new("/proc/sys/net/core/netdev_max_backlog").exists()
 }
 
 fn ensure_dir(dir: &Path) -> Result<(), SnapshotError> {

@@ -60,7 +60,7 @@ pub fn run(args: &Ab, setup: impl FnOnce() -> anyhow::Result<Setup>) -> anyhow::
     };
     // A fixture root (`--root`, tests) changes no host setting.
     let on_host = args.root == std::path::Path::new("/");
-    sides.check(args.netns, on_host && !tuning::snapshot::in_initial_netns())?;
+    sides.check(args.netns, on_host && !tuning::host::in_initial_netns())?;
     let setup = setup()?;
     let _ = server::rlimit::raise_nofile();
     let stop = crate::signals::stop_flag().context("install signal handlers")?;

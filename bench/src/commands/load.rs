@@ -85,10 +85,10 @@ pub fn run(c: LoadCommand, command_start: SystemTime) -> anyhow::Result<i32> {
         ep.register(Box::new(std::sync::Arc::clone(&m)));
         m
     });
-    let clock = (c.segment.is_some() || planned.is_some()).then(tuning::clock::read);
+    let clock = (c.segment.is_some() || planned.is_some()).then(tuning::host::read_clock);
     if let Some(w) = clock
         .as_ref()
-        .and_then(|s| tuning::clock::warning(s, results::analysis::SKEW_BOUND_MS as f64))
+        .and_then(|s| tuning::host::clock_warning(s, results::analysis::SKEW_BOUND_MS as f64))
     {
         eprintln!("connstorm load: warning: {w}");
     }
@@ -196,7 +196,7 @@ pub fn run(c: LoadCommand, command_start: SystemTime) -> anyhow::Result<i32> {
             (Some(k), _) => k.delta.clone(),
             (None, b) => standalone::delta_since(b.as_ref()),
         };
-        let unknown = tuning::clock::ClockSync::default();
+        let unknown = tuning::host::ClockSync::default();
         let record = sa::record(
             &cfg,
             &report,

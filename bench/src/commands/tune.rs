@@ -6,7 +6,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use tuning::finding::Severity;
+use tuning::host::Severity;
 use tuning::plan::{self, CheckOptions, Checked, ProcSys};
 use tuning::render;
 use tuning::snapshot::{Saved, Snapshot};
@@ -139,7 +139,7 @@ pub fn check(
     let c = checked(
         &preset,
         &io,
-        !tuning::snapshot::in_initial_netns(),
+        !tuning::host::in_initial_netns(),
         allow_decrease,
     );
     out(&if json {
@@ -166,8 +166,8 @@ fn checked(preset: &Preset, io: &ProcSys, netns_only: bool, allow_decrease: bool
 
 fn enter_netns(netns: Option<&str>) -> anyhow::Result<()> {
     let Some(name) = netns else { return Ok(()) };
-    tuning::netns::enter(name).map_err(|e| match e {
-        tuning::netns::NetnsError::BadName(_) | tuning::netns::NetnsError::Open { .. } => {
+    tuning::host::enter_netns(name).map_err(|e| match e {
+        tuning::host::NetnsError::BadName(_) | tuning::host::NetnsError::Open { .. } => {
             bad_input(e.to_string())
         }
         other => anyhow::Error::new(other),
@@ -203,7 +203,7 @@ pub fn apply(a: &Apply) -> anyhow::Result<i32> {
     let netns = a.netns.as_deref();
     enter_netns(netns)?;
     let preset = a.source.require(Path::new("/"))?;
-    let netns_only = netns.is_some() || !tuning::snapshot::in_initial_netns();
+    let netns_only = netns.is_some() || !tuning::host::in_initial_netns();
     let mut io = ProcSys { root: "/".into() };
     let allow_decrease = a.allow_decrease;
     let c = checked(&preset, &io, netns_only, allow_decrease);
@@ -336,8 +336,8 @@ pub struct Irq {
 /// # Errors
 /// Bad input for an unknown device or an impossible plan; a failed write.
 pub fn irq(a: &Irq) -> anyhow::Result<i32> {
-    let nic = tuning::nic::Nic::read(&a.root, &a.dev).map_err(|e| bad_input(e.to_string()))?;
-    let topo = tuning::topology::Topology::read(&a.root).context("read CPU topology")?;
+    let nic = tuning::host::Nic::read(&a.root, &a.dev).map_err(|e| bad_input(e.to_string()))?;
+    let topo = tuning::host::Topology::read(&a.root).context("read CPU topology")?;
     let (moves, warnings) = tuning::irq::plan(&a.root, &nic, &topo, a.plan, &a.cpus)
         .map_err(|e| bad_input(e.to_string()))?;
     let name = a.plan.to_string();

@@ -24,7 +24,7 @@ use loadgen::{CloseMode, LoadConfig, LoadReport, Pattern};
 use results::analysis::Acceptance;
 use results::record::{self as rec, BuildInfo, Role, RunInfo, RunRecord, SegmentInfo};
 use results::render::{AcceptQueueEnd, KernelView};
-use tuning::clock::ClockSync;
+use tuning::host::ClockSync;
 
 use crate::convert::{phase_record, PhaseStart};
 use crate::record::Build;

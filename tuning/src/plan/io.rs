@@ -64,13 +64,13 @@ impl SysctlIo for ProcSys {
         names.sort();
         names
     }
-    /// Looks from a thread inside the initial namespace ([`crate::netns::in_initial`]) for a
-    /// root of `/`; `None` for a fixture tree (it has no other namespace).
+    /// Looks from a thread inside the initial namespace (entered with setns(2)) for a root of
+    /// `/`; `None` for a fixture tree (it has no other namespace).
     fn in_initial_netns(&self, key: &Key) -> Option<bool> {
         if self.root != Path::new("/") {
             return None;
         }
         let path = key.path(&self.root);
-        crate::netns::in_initial(move || path.exists())
+        crate::host::run_in_initial_netns(move || path.exists())
     }
 }

@@ -61,7 +61,7 @@ pub fn revert(
             current,
         });
     }
-    if let (false, Some(s), Some(c)) = (force, &snap.netns, crate::snapshot::current_netns()) {
+    if let (false, Some(s), Some(c)) = (force, &snap.netns, crate::host::current_netns()) {
         if *s != c
             && snap
                 .saved

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use common::numfmt::count;
 
-use crate::finding::{Finding, Severity};
+use crate::host::{Finding, Severity};
 use crate::irq::IrqMove;
 use crate::kconfig::AuditRow;
 use crate::sysctl::Preset;

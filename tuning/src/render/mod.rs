@@ -15,7 +15,7 @@ pub mod apply;
 pub mod host;
 pub mod plan;
 
-use crate::finding::Finding;
+use crate::host::Finding;
 
 /// An aligned table: a header line, then one line per row. Every column is as wide as its widest
 /// cell or header (in characters, not bytes), columns are two spaces apart, the last column
@@ -42,7 +42,7 @@ pub fn findings(f: &[Finding]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::finding::Severity;
+    use crate::host::Severity;
 
     #[test]
     fn table_pads_by_characters_and_leaves_the_last_column_unpadded() {

@@ -2,10 +2,10 @@
 
 use std::path::Path;
 
+use tuning::host::Nic;
+use tuning::host::Topology;
 use tuning::irq::{apply, plan, restore, IrqPlan};
-use tuning::nic::Nic;
 use tuning::snapshot::Snapshot;
-use tuning::topology::Topology;
 
 use crate::util::{self, put};
 

@@ -2,8 +2,8 @@
 
 use std::path::{Path, PathBuf};
 
-use tuning::cmdline::Cmdline;
-use tuning::finding::Severity;
+use tuning::host::Cmdline;
+use tuning::host::Severity;
 use tuning::kconfig::{audit, KernelConfig, Profile, Runtime};
 
 fn fixture(name: &str) -> PathBuf {

@@ -1,7 +1,7 @@
 //! The `--cpus auto` planner on the four fixture machines.
 
+use tuning::host::{CoreKind, Topology};
 use tuning::placement::{plan, PlacementError, Request};
-use tuning::topology::{CoreKind, Topology};
 
 use crate::util;
 

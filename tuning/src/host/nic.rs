@@ -68,7 +68,7 @@ fn read_trim(p: &Path) -> Option<String> {
 }
 
 /// IRQ number → name from `/proc/interrupts` (the last column).
-pub fn irq_names(root: &Path) -> BTreeMap<u32, String> {
+pub(crate) fn irq_names(root: &Path) -> BTreeMap<u32, String> {
     let text = std::fs::read_to_string(root.join("proc/interrupts")).unwrap_or_default();
     text.lines()
         .filter_map(|l| {
@@ -83,7 +83,7 @@ pub fn irq_names(root: &Path) -> BTreeMap<u32, String> {
 }
 
 /// Reads an IRQ's requested and effective affinity.
-pub fn irq_affinity(root: &Path, irq: u32) -> (Option<Vec<usize>>, Option<Vec<usize>>) {
+pub(crate) fn irq_affinity(root: &Path, irq: u32) -> (Option<Vec<usize>>, Option<Vec<usize>>) {
     let dir = root.join(format!("proc/irq/{irq}"));
     let list = |f: &str| read_trim(&dir.join(f)).and_then(|s| cpulist::parse(&s).ok());
     (list("smp_affinity_list"), list("effective_affinity_list"))
@@ -176,7 +176,7 @@ impl Nic {
 }
 
 /// PIDs whose `comm` is `irqbalance` under `<root>/proc`.
-pub fn irqbalance_pids(root: &Path) -> Vec<u32> {
+pub(crate) fn irqbalance_pids(root: &Path) -> Vec<u32> {
     let Ok(rd) = std::fs::read_dir(root.join("proc")) else {
         return Vec::new();
     };

@@ -1,10 +1,10 @@
 //! Entering a named network namespace (`ip netns add NAME` creates `/var/run/netns/NAME`), see
 //! ip-netns(8) and setns(2).
 //!
-//! setns applies to the calling thread only: call [`enter`] before spawning threads, and read
+//! setns applies to the calling thread only: call [`enter_netns`] before spawning threads, and read
 //! sysctls and counters from that thread (`/proc/sys/net` and `/proc/thread-self/net` follow it).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Directory of named namespaces (ip-netns(8)).
 pub const NETNS_DIR: &str = "/var/run/netns";
@@ -37,7 +37,7 @@ pub enum NetnsError {
 ///
 /// # Errors
 /// [`NetnsError`].
-pub fn enter(name: &str) -> Result<(), NetnsError> {
+pub fn enter_netns(name: &str) -> Result<(), NetnsError> {
     if name.is_empty() || name.contains('/') || name == "." || name == ".." || name.len() > 255 {
         return Err(NetnsError::BadName(name.to_string()));
     }
@@ -65,7 +65,7 @@ pub struct NetnsId {
 /// the inode of `<proc_root>/thread-self/ns/net` and `<proc_root>/sys/kernel/random/boot_id`.
 /// `None` when the link cannot be read or is not `net:[N]`. Read from the thread that reads the
 /// namespace's counters (setns(2) moves one thread).
-pub fn identity(proc_root: &std::path::Path) -> Option<NetnsId> {
+pub fn netns_identity(proc_root: &std::path::Path) -> Option<NetnsId> {
     let link = std::fs::read_link(proc_root.join("thread-self/ns/net")).ok()?;
     let inode = link
         .to_str()?
@@ -78,6 +78,28 @@ pub fn identity(proc_root: &std::path::Path) -> Option<NetnsId> {
         .map(|b| b.trim().to_string())
         .filter(|b| !b.is_empty());
     Some(NetnsId { inode, boot_id })
+}
+
+/// The calling thread's network namespace identity (`net:[4026531840]`), `None` if unreadable.
+pub(crate) fn current_netns() -> Option<String> {
+    std::fs::read_link("/proc/thread-self/ns/net")
+        .ok()
+        .map(|p| p.to_string_lossy().to_string())
+}
+
+/// True when the calling thread is in the initial (host) network namespace.
+///
+/// Two signals, either of which says "child": the thread's namespace differs from PID 1's
+/// (`/proc/1/ns/net` is often unreadable, EACCES, in sandboxes), or
+/// `/proc/sys/net/core/netdev_max_backlog` is absent — global net.core sysctls are registered
+/// only for the initial namespace (net/core/sysctl_net_core.c, `net_core_table`).
+pub fn in_initial_netns() -> bool {
+    if let (Some(me), Ok(init)) = (current_netns(), std::fs::read_link("/proc/1/ns/net")) {
+        if me != init.to_string_lossy() {
+            return false;
+        }
+    }
+    Path::new("/proc/sys/net/core/netdev_max_backlog").exists()
 }
 
 /// A file that exists only in the initial network namespace: net/core/sysctl_net_core.c
@@ -140,7 +162,7 @@ fn initial_handle() -> Option<&'static std::fs::File> {
 /// reading thread's namespace, net/sysctl_net.c `net_ctl_header_lookup`). `None` when the
 /// initial namespace cannot be entered (no process in it this process may open, or setns(2)
 /// refused: needs CAP_SYS_ADMIN).
-pub fn in_initial<T: Send>(f: impl FnOnce() -> T + Send) -> Option<T> {
+pub(crate) fn run_in_initial_netns<T: Send>(f: impl FnOnce() -> T + Send) -> Option<T> {
     let handle = initial_handle()?;
     std::thread::scope(|s| {
         s.spawn(|| {
@@ -182,8 +204,8 @@ pub enum PairError {
         /// Its standard error, trimmed.
         stderr: String,
     },
-    /// The kernel has no netem qdisc ([`netem_missing`]: a configuration problem of the
-    /// host, met through the caller's `--rtt`).
+    /// The kernel has no netem qdisc (tc said so: a configuration problem of the host, met
+    /// through the caller's `--rtt`).
     #[error("--rtt needs the netem qdisc, which this kernel does not have ({0}): build or load sch_netem (CONFIG_NET_SCH_NETEM, `modprobe sch_netem`), or run without --rtt")]
     NetemMissing(String),
     /// `tc qdisc add ... netem` failed for another reason (its standard error says which).
@@ -265,7 +287,7 @@ fn humantime_us(d: std::time::Duration) -> String {
 /// unknown" (the extack of net/sched/sch_api.c `qdisc_create` when no module provides the
 /// kind, ENOENT) or, from kernels without extack, ENOENT's "No such file or directory".
 /// Anything else (a refused parameter, a missing device, EPERM) is not a missing module.
-pub fn netem_missing(stderr: &str) -> bool {
+pub(crate) fn netem_missing(stderr: &str) -> bool {
     stderr.contains("Specified qdisc kind is unknown")
         || stderr.contains("No such file or directory")
 }
@@ -467,19 +489,19 @@ mod tests {
             .unwrap();
         std::fs::write(root.path().join("sys/kernel/random/boot_id"), "5e1f\n").unwrap();
         assert_eq!(
-            identity(root.path()),
+            netns_identity(root.path()),
             Some(NetnsId {
                 inode: 4_026_532_417,
                 boot_id: Some("5e1f".into())
             })
         );
         std::fs::remove_file(root.path().join("sys/kernel/random/boot_id")).unwrap();
-        assert_eq!(identity(root.path()).unwrap().boot_id, None);
+        assert_eq!(netns_identity(root.path()).unwrap().boot_id, None);
         std::fs::remove_file(root.path().join("thread-self/ns/net")).unwrap();
         std::os::unix::fs::symlink("mnt:[1]", root.path().join("thread-self/ns/net")).unwrap();
-        assert_eq!(identity(root.path()), None);
+        assert_eq!(netns_identity(root.path()), None);
         // The live host: this thread's namespace has an inode.
-        assert!(identity(std::path::Path::new("/proc")).is_some_and(|i| i.inode > 0));
+        assert!(netns_identity(std::path::Path::new("/proc")).is_some_and(|i| i.inode > 0));
     }
 
     /// Finding: `--rtt 10d` reached tc, whose "Illegal 2503270400 time (too large)" was

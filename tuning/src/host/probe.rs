@@ -12,11 +12,11 @@
 
 use serde::Serialize;
 
-use crate::finding::{Finding, Severity};
+use crate::host::{Finding, Severity};
 
 /// One probed capability.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Capability {
+pub(crate) struct Capability {
     /// Name (`io_uring`, `io_uring multishot accept`, `SO_INCOMING_CPU`, `SO_REUSEPORT`).
     pub name: &'static str,
     /// Whether it works in this process.
@@ -33,7 +33,7 @@ fn errno_text(e: &std::io::Error) -> String {
 }
 
 /// Probes io_uring setup and opcodes.
-pub fn io_uring() -> Vec<Capability> {
+pub(crate) fn probe_io_uring() -> Vec<Capability> {
     match io_uring::IoUring::new(2) {
         Err(e) => {
             let why = match e.raw_os_error() {
@@ -92,7 +92,7 @@ pub fn io_uring() -> Vec<Capability> {
 }
 
 /// Probes SO_INCOMING_CPU and SO_REUSEPORT on a fresh TCP socket (never bound).
-pub fn socket_options() -> Vec<Capability> {
+pub(crate) fn probe_socket_options() -> Vec<Capability> {
     use socket2::{Domain, Protocol, Socket, Type};
     let sock = match Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP)) {
         Ok(s) => s,
@@ -127,10 +127,10 @@ pub fn socket_options() -> Vec<Capability> {
 }
 
 /// Every probe, as findings for the doctor (warn when something the server uses is missing).
-pub fn findings() -> Vec<Finding> {
-    io_uring()
+pub(crate) fn probe_findings() -> Vec<Finding> {
+    probe_io_uring()
         .into_iter()
-        .chain(socket_options())
+        .chain(probe_socket_options())
         .map(|c| {
             Finding::new(
                 if c.available {
@@ -160,7 +160,7 @@ mod tests {
 
     #[test]
     fn socket_options_agree_with_a_direct_getsockopt() {
-        let caps = socket_options();
+        let caps = probe_socket_options();
         let reuse = caps.iter().find(|c| c.name == "SO_REUSEPORT").unwrap();
         // SO_REUSEPORT exists on every kernel this tool supports (3.9+).
         assert!(reuse.available, "{reuse:?}");
@@ -171,7 +171,7 @@ mod tests {
 
     #[test]
     fn io_uring_probe_agrees_with_a_second_setup() {
-        let caps = io_uring();
+        let caps = probe_io_uring();
         assert_eq!(
             caps[0].available,
             io_uring::IoUring::new(2).is_ok(),

@@ -6,9 +6,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::cmdline::Cmdline;
-use crate::finding::{Finding, Severity};
-use crate::topology::{self, NumaNode, Topology};
+use super::topology::{self, NumaNode, Topology};
+use super::{Cmdline, Finding, Severity};
 
 /// The sysctls that bound the connection rate, recorded with every run
 /// (Documentation/networking/ip-sysctl.rst: somaxconn, tcp_max_syn_backlog, tcp_syncookies,
@@ -159,7 +158,7 @@ impl HostFacts {
 ///
 /// # Errors
 /// Read errors, or `InvalidData` when the line is missing.
-pub fn read_nofile(root: &Path) -> std::io::Result<Option<(u64, u64)>> {
+pub(crate) fn read_nofile(root: &Path) -> std::io::Result<Option<(u64, u64)>> {
     let text = std::fs::read_to_string(root.join("proc/self/limits"))?;
     let line = text
         .lines()

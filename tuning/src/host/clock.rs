@@ -15,7 +15,7 @@ pub struct ClockSync {
 /// Reads the clock's sync state: `chronyc -n tracking` (offset and leap status) when chrony
 /// answers, else `timedatectl show` (`NTPSynchronized=`), else `"unknown"`. Each tool is run
 /// once; a missing tool costs one failed exec.
-pub fn read() -> ClockSync {
+pub fn read_clock() -> ClockSync {
     let run = |cmd: &str, args: &[&str]| {
         std::process::Command::new(cmd)
             .args(args)
@@ -42,7 +42,7 @@ pub fn read() -> ClockSync {
 /// Parses `chronyc tracking`: `Leap status : Normal` (else `Not synchronised`) and
 /// `System time : 0.000012345 seconds fast of NTP time` (chronyc(1)). `None` without a leap
 /// status line.
-pub fn parse_chrony(text: &str) -> Option<ClockSync> {
+pub(crate) fn parse_chrony(text: &str) -> Option<ClockSync> {
     let field = |name: &str| {
         text.lines().find_map(|l| {
             let (k, v) = l.split_once(':')?;
@@ -73,7 +73,7 @@ pub fn parse_chrony(text: &str) -> Option<ClockSync> {
 }
 
 /// Parses `timedatectl show`'s `NTPSynchronized=yes|no` (systemd-timedated). `None` without it.
-pub fn parse_timedatectl(text: &str) -> Option<ClockSync> {
+pub(crate) fn parse_timedatectl(text: &str) -> Option<ClockSync> {
     let v = text
         .lines()
         .find_map(|l| l.trim().strip_prefix("NTPSynchronized="))?;
@@ -92,7 +92,7 @@ pub fn parse_timedatectl(text: &str) -> Option<ClockSync> {
 /// The warning to print about `c` for a generator of a multi-host run, if any: an unknown or
 /// unsynchronised clock, or an offset above `bound_ms` (the skew a merge accepts,
 /// `results::analysis::SKEW_BOUND_MS`).
-pub fn warning(c: &ClockSync, bound_ms: f64) -> Option<String> {
+pub fn clock_warning(c: &ClockSync, bound_ms: f64) -> Option<String> {
     let bound = bound_ms;
     match (c.state.as_str(), c.offset_ms) {
         ("synchronized", Some(off)) if off.abs() > bound => Some(format!(
@@ -123,14 +123,16 @@ mod tests {
         let c = parse_chrony(chrony).unwrap();
         assert_eq!(c.state, "synchronized");
         assert!((c.offset_ms.unwrap() + 0.0125).abs() < 1e-9);
-        assert_eq!(warning(&c, BOUND_MS), None);
+        assert_eq!(clock_warning(&c, BOUND_MS), None);
         let off =
             parse_chrony(&chrony.replace("0.000012500 seconds slow", "0.025000000 seconds fast"))
                 .unwrap();
-        assert!(warning(&off, BOUND_MS).unwrap().contains("25.0 ms off"));
+        assert!(clock_warning(&off, BOUND_MS)
+            .unwrap()
+            .contains("25.0 ms off"));
         let lost = parse_chrony(&chrony.replace("Normal", "Not synchronised")).unwrap();
         assert_eq!(lost.state, "unsynchronized");
-        assert!(warning(&lost, BOUND_MS).is_some());
+        assert!(clock_warning(&lost, BOUND_MS).is_some());
         assert_eq!(parse_chrony("506 Cannot talk to daemon\n"), None);
         let t = parse_timedatectl("Timezone=UTC\nNTP=yes\nNTPSynchronized=no\n").unwrap();
         assert_eq!(t.state, "unsynchronized");

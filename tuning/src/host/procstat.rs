@@ -15,18 +15,18 @@ pub struct CpuTime {
 }
 
 /// All CPUs at one instant.
-pub type Sample = BTreeMap<usize, CpuTime>;
+pub type CpuTimes = BTreeMap<usize, CpuTime>;
 
 /// Reads `/proc/stat`; an unreadable file gives an empty sample (the check is then skipped).
-pub fn sample() -> Sample {
+pub fn read_cpu_times() -> CpuTimes {
     std::fs::read_to_string("/proc/stat")
-        .map(|t| parse(&t))
+        .map(|t| parse_cpu_times(&t))
         .unwrap_or_default()
 }
 
 /// Length of one USER_HZ clock tick in ns (sysconf(_SC_CLK_TCK), read once; the unit of
 /// /proc/stat and of utime/stime in `/proc/<pid>/task/<tid>/stat`).
-pub fn tick_ns() -> u64 {
+pub(crate) fn tick_ns() -> u64 {
     static TICK: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
     *TICK.get_or_init(|| {
         let hz = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
@@ -38,9 +38,9 @@ pub fn tick_ns() -> u64 {
 }
 
 /// Parses `/proc/stat` text.
-pub fn parse(text: &str) -> Sample {
+pub(crate) fn parse_cpu_times(text: &str) -> CpuTimes {
     let tick = tick_ns();
-    let mut out = Sample::new();
+    let mut out = CpuTimes::new();
     for line in text.lines() {
         let mut f = line.split_whitespace();
         let Some(name) = f.next() else { continue };
@@ -65,7 +65,7 @@ pub fn parse(text: &str) -> Sample {
 }
 
 /// Busy and steal time of `cpus` between two samples.
-pub fn delta(before: &Sample, after: &Sample, cpus: &[usize]) -> CpuTime {
+pub fn cpu_time_delta(before: &CpuTimes, after: &CpuTimes, cpus: &[usize]) -> CpuTime {
     let mut d = CpuTime::default();
     for c in cpus {
         if let (Some(b), Some(a)) = (before.get(c), after.get(c)) {
@@ -83,7 +83,7 @@ mod tests {
     #[test]
     fn parses_per_cpu_lines_only() {
         let t = "cpu  10 0 10 100 0 0 0 0 0 0\ncpu0 1 2 3 100 5 6 7 8 0 0\ncpu1 0 0 0 50 0 0 0 0\nintr 5\n";
-        let s = parse(t);
+        let s = parse_cpu_times(t);
         assert_eq!(s.len(), 2);
         let tick = tick_ns();
         assert_eq!(
@@ -95,7 +95,7 @@ mod tests {
         );
         let mut later = s.clone();
         later.get_mut(&0).unwrap().busy_ns += 5 * tick;
-        assert_eq!(delta(&s, &later, &[0, 1]).busy_ns, 5 * tick);
-        assert_eq!(delta(&s, &later, &[7]), CpuTime::default());
+        assert_eq!(cpu_time_delta(&s, &later, &[0, 1]).busy_ns, 5 * tick);
+        assert_eq!(cpu_time_delta(&s, &later, &[7]), CpuTime::default());
     }
 }
