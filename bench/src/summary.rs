@@ -9,7 +9,7 @@
 pub fn accounting_note() -> Option<&'static str> {
     static NOTE: std::sync::OnceLock<Option<&'static str>> = std::sync::OnceLock::new();
     *NOTE.get_or_init(|| {
-        let cfg = tuning::kconfig::KernelConfig::read_host(std::path::Path::new("/")).ok()?;
+        let cfg = tuning::advice::KernelConfig::read_host(std::path::Path::new("/")).ok()?;
         let precise = cfg.enabled("CONFIG_VIRT_CPU_ACCOUNTING_GEN") || cfg.enabled("CONFIG_VIRT_CPU_ACCOUNTING_NATIVE");
         let irq = cfg.enabled("CONFIG_IRQ_TIME_ACCOUNTING");
         match (precise, irq) {

@@ -4,14 +4,14 @@
 //! - [`host`]: the host as it is (CPU topology, command line, NICs, what a run record says about
 //!   the host, per-CPU busy time, clock sync, probed capabilities, network namespaces, findings);
 //! - [`counters`]: TCP counters from `/proc/<thread-self>/net` and per-run deltas;
-//! - [`placement`]: the CPU planner behind `--cpus auto`;
+//! - [`advice`]: judgements that change nothing: the doctor, the kernel config audit, the CPU
+//!   planner behind `--cpus auto`, the ephemeral-port budget;
 //! - sysctls: [`sysctl`] (key validation, per-netns vs global, read/write; preset, sysctl.conf
 //!   and sysctl.d files; the presets shipped in the binary; imported scripts), [`plan`]
 //!   (check → plan → apply → revert) and [`snapshot`] (the saved values, written atomically),
 //!   [`export`] (presets as sysctl.d files and tuned profiles);
 //! - [`render`]: the text of every `tune` subcommand;
-//! - [`irq`]: IRQ → CPU plans; [`kconfig`]: kernel config audit; [`doctor`]: one-screen summary
-//!   built from findings.
+//! - [`irq`]: IRQ → CPU plans.
 //!
 //! Data flows one way: readers produce plain structs, planners turn them into plans, and only
 //! [`plan`] and [`irq`] write to the host — always after saving a [`snapshot::Snapshot`].
@@ -20,16 +20,13 @@
 // would reach the binary and the test crates), this library does not.
 #![warn(unreachable_pub)]
 
+pub mod advice;
 pub mod counters;
 pub mod cpulist;
-pub mod doctor;
 pub mod export;
 pub mod host;
 pub mod irq;
-pub mod kconfig;
-pub mod placement;
 pub mod plan;
-pub mod ports;
 pub mod render;
 pub mod snapshot;
 pub mod sysctl;

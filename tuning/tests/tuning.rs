@@ -128,7 +128,7 @@ fn parsers_survive_random_input() {
         let _ = tuning::sysctl::import_script(&s);
         let _ = tuning::sysctl::Pattern::parse(&s);
         let _ = tuning::sysctl::Preset::parse_toml(&s, "f");
-        let _ = tuning::kconfig::KernelConfig::parse(&s, "f");
+        let _ = tuning::advice::KernelConfig::parse(&s, "f");
         let _ = tuning::cpulist::parse(&s);
         let _ = tuning::sysctl::Key::parse(&s);
     }

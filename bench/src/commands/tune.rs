@@ -123,7 +123,7 @@ pub fn check(
 ) -> anyhow::Result<i32> {
     let exit = |off: bool| if strict && off { EXIT_OFF } else { 0 };
     let Some(preset) = source.load(root)? else {
-        let f = tuning::doctor::run(root);
+        let f = tuning::advice::doctor(root);
         out(&if json {
             format!("{}\n", serde_json::to_string_pretty(&f)?)
         } else {
@@ -370,17 +370,17 @@ pub fn irq(a: &Irq) -> anyhow::Result<i32> {
 /// # Errors
 /// Bad input for a config file that cannot be read; the host's config cannot be found.
 pub fn kernel(
-    profile: tuning::kconfig::Profile,
+    profile: tuning::advice::AuditProfile,
     config: Option<&Path>,
     root: &Path,
     strict: bool,
 ) -> anyhow::Result<i32> {
-    use tuning::kconfig::{self, KernelConfig, Runtime};
+    use tuning::advice::{audit_kernel_config, AuditRuntime, KernelConfig};
     let cfg = match config {
         Some(p) => KernelConfig::read_file(p).map_err(|e| bad_input(e.to_string()))?,
         None => KernelConfig::read_host(root)?,
     };
-    let (rows, findings) = kconfig::audit(&cfg, profile, &Runtime::read(root, false));
+    let (rows, findings) = audit_kernel_config(&cfg, profile, &AuditRuntime::read(root, false));
     let name = serde_json::to_value(profile)?
         .as_str()
         .unwrap_or_default()

@@ -169,7 +169,7 @@ pub fn late_start_warning(planned: Option<SystemTime>, real: SystemTime) -> Opti
 }
 
 /// The warning when the rate or the concurrency of `cfg` needs more ephemeral ports than this
-/// host offers ([`tuning::ports::shortfall`], with TIME_WAIT reuse taken into account from the
+/// host offers ([`tuning::advice::shortfall`], with TIME_WAIT reuse taken into account from the
 /// settings it depends on, read from `io`: tcp_tw_reuse, tcp_timestamps, tcp_tw_reuse_delay),
 /// saying how to fix it; `None` when the ports suffice. `b` gives the run's (source, target)
 /// triples.
@@ -181,19 +181,20 @@ pub fn port_budget_warning(
     b: &loadgen::ports::PortBudget,
     io: &tuning::plan::ProcSys,
 ) -> Result<Option<String>, String> {
-    let settings = tuning::ports::PortSettings::read(io).map_err(|e| e.to_string())?;
+    let settings = tuning::advice::PortSettings::read(io).map_err(|e| e.to_string())?;
     let all_local = cfg.targets.iter().all(|t| common::addr::is_local(t.ip()));
-    let e = tuning::ports::budget(&settings, b.triples, all_local, cfg.close == CloseMode::Fin);
+    let e =
+        tuning::advice::port_budget(&settings, b.triples, all_local, cfg.close == CloseMode::Fin);
     let demand = match cfg.pattern {
-        Pattern::Open { rate_per_sec, .. } => tuning::ports::Demand::Rate {
+        Pattern::Open { rate_per_sec, .. } => tuning::advice::PortDemand::Rate {
             per_sec: rate_per_sec,
         },
-        Pattern::Closed { concurrency } => tuning::ports::Demand::InFlight {
+        Pattern::Closed { concurrency } => tuning::advice::PortDemand::InFlight {
             connections: u64::from(concurrency),
         },
     };
-    Ok(tuning::ports::shortfall(&e, demand).map(|w| {
-        let reuse = tuning::ports::reuse_remedy(&e)
+    Ok(tuning::advice::port_shortfall(&e, demand).map(|w| {
+        let reuse = tuning::advice::port_reuse_remedy(&e)
             .map(|r| format!(", or {r}"))
             .unwrap_or_default();
         format!(

@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 
 use clap::{Args as ClapArgs, Subcommand, ValueEnum};
+use tuning::advice::AuditProfile as Profile;
 use tuning::irq::IrqPlan;
-use tuning::kconfig::Profile;
 use tuning::snapshot::DEFAULT_STATE_DIR;
 
 /// Where the recommendations come from.

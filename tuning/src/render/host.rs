@@ -5,9 +5,9 @@ use std::path::Path;
 
 use common::numfmt::count;
 
+use crate::advice::AuditRow;
 use crate::host::{Finding, Severity};
 use crate::irq::IrqMove;
-use crate::kconfig::AuditRow;
 use crate::sysctl::Preset;
 use crate::sysctl::{ImportLine, ImportOutcome};
 

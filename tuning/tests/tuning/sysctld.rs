@@ -328,12 +328,15 @@ fn item3_tw_reuse_without_timestamps_is_a_contradiction_and_the_budget_reads_it(
         std::fs::create_dir_all(f.parent().unwrap()).unwrap();
         std::fs::write(f, v).unwrap();
     }
-    let s = tuning::ports::PortSettings::read(&ProcSys {
+    let s = tuning::advice::PortSettings::read(&ProcSys {
         root: d.path().to_path_buf(),
     })
     .unwrap();
-    let e = tuning::ports::budget(&s, 1, true, true);
-    assert!(matches!(e.reuse, tuning::ports::Reuse::No { .. }), "{e:?}");
+    let e = tuning::advice::port_budget(&s, 1, true, true);
+    assert!(
+        matches!(e.reuse, tuning::advice::PortReuse::No { .. }),
+        "{e:?}"
+    );
     assert!(e.explain.contains("tcp_timestamps = 0"), "{}", e.explain);
     let per = e.per_sec.unwrap();
     assert!((470.0..471.0).contains(&per), "{per}");
@@ -370,8 +373,8 @@ fn item3_reuse_needs_timestamps_for_real_as_the_budget_says() {
             ns.set_sysctl("net.ipv4.ip_local_port_range", "40000 40003");
             ns.set_sysctl("net.ipv4.tcp_tw_reuse", "1");
             ns.set_sysctl("net.ipv4.tcp_timestamps", timestamps);
-            let s = tuning::ports::PortSettings::read(&ProcSys { root: "/".into() }).unwrap();
-            let est = tuning::ports::budget(&s, 1, true, true);
+            let s = tuning::advice::PortSettings::read(&ProcSys { root: "/".into() }).unwrap();
+            let est = tuning::advice::port_budget(&s, 1, true, true);
             let (first, _) = connect_close_first(4);
             // Older than tcp_tw_reuse_delay (1000 ms default), with a newer timestamp tick.
             std::thread::sleep(std::time::Duration::from_millis(1500));
@@ -381,7 +384,7 @@ fn item3_reuse_needs_timestamps_for_real_as_the_budget_says() {
     };
     let (est, first, second, err) = outcome("0");
     assert!(
-        matches!(est.reuse, tuning::ports::Reuse::No { .. }),
+        matches!(est.reuse, tuning::advice::PortReuse::No { .. }),
         "{est:?}"
     );
     assert_eq!(first, 4);
@@ -389,7 +392,7 @@ fn item3_reuse_needs_timestamps_for_real_as_the_budget_says() {
     assert_eq!(err, Some(libc_eaddrnotavail()));
     let (est, first, second, err) = outcome("1");
     assert!(
-        matches!(est.reuse, tuning::ports::Reuse::Yes { .. }),
+        matches!(est.reuse, tuning::advice::PortReuse::Yes { .. }),
         "{est:?}"
     );
     assert_eq!(first, 4);

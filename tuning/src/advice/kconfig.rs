@@ -1,7 +1,7 @@
 //! Kernel configuration audit for scheduling latency and connection-rate work.
 //!
 //! Reads `<root>/proc/config.gz` (CONFIG_IKCONFIG_PROC) or `<root>/boot/config-<release>`, and
-//! reports, per [`Profile`], current vs recommended with the reason: CONFIG_HZ (and the tick
+//! reports, per [`AuditProfile`], current vs recommended with the reason: CONFIG_HZ (and the tick
 //! period), the preemption model (NONE / VOLUNTARY / FULL / LAZY / DYNAMIC / RT, plus the runtime
 //! mode from `/sys/kernel/debug/sched/preempt`, 5.12+), FAIR_GROUP_SCHED / CGROUP_SCHED,
 //! RT_GROUP_SCHED, SCHED_AUTOGROUP, NO_HZ_FULL, IRQ_TIME_ACCOUNTING, SCHED_CORE and
@@ -26,7 +26,7 @@ pub const MAX_KCONFIG_BYTES: u64 = 16 << 20;
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Profile {
+pub enum AuditProfile {
     /// Real-time / isolated-CPU latency work (pinned SCHED_FIFO workers on nohz_full CPUs).
     #[cfg_attr(feature = "clap", value(help = "Real-time, isolated CPUs."))]
     Rt,
@@ -187,7 +187,7 @@ pub struct AuditRow {
 
 /// Runtime state used by the cross-checks.
 #[derive(Debug, Clone)]
-pub struct Runtime {
+pub struct AuditRuntime {
     /// The parsed command line.
     pub cmdline: Option<Cmdline>,
     /// `kernel.sched_rt_runtime_us`.
@@ -200,17 +200,17 @@ pub struct Runtime {
     pub rt_planned: bool,
 }
 
-impl Runtime {
+impl AuditRuntime {
     /// Reads the runtime state under `root`. Unreadable debugfs (ENOENT when not mounted, EPERM
     /// under lockdown) is kept as the error text — a finding, not a failure.
-    pub fn read(root: &Path, rt_planned: bool) -> Runtime {
+    pub fn read(root: &Path, rt_planned: bool) -> AuditRuntime {
         let num = |k: &str| {
             std::fs::read_to_string(root.join("proc/sys/kernel").join(k))
                 .ok()
                 .and_then(|s| s.trim().parse().ok())
         };
         let dbg = root.join("sys/kernel/debug/sched/preempt");
-        Runtime {
+        AuditRuntime {
             cmdline: Cmdline::read(root).ok(),
             sched_rt_runtime_us: num("sched_rt_runtime_us"),
             numa_balancing: num("numa_balancing"),
@@ -242,8 +242,12 @@ fn yn(b: bool) -> String {
 
 /// Audits `cfg` for `profile` and cross-checks `rt`. Returns the table rows and the runtime
 /// findings.
-pub fn audit(cfg: &KernelConfig, profile: Profile, rt: &Runtime) -> (Vec<AuditRow>, Vec<Finding>) {
-    use Profile::*;
+pub fn audit_kernel_config(
+    cfg: &KernelConfig,
+    profile: AuditProfile,
+    rt: &AuditRuntime,
+) -> (Vec<AuditRow>, Vec<Finding>) {
+    use AuditProfile::*;
     let mut rows = Vec::new();
     let hz = cfg.hz();
     let cur_hz = hz.map_or("unset".to_string(), |h| {
@@ -341,7 +345,7 @@ pub fn audit(cfg: &KernelConfig, profile: Profile, rt: &Runtime) -> (Vec<AuditRo
     (rows, cross_check(cfg, profile, rt))
 }
 
-fn cross_check(cfg: &KernelConfig, profile: Profile, rt: &Runtime) -> Vec<Finding> {
+fn cross_check(cfg: &KernelConfig, profile: AuditProfile, rt: &AuditRuntime) -> Vec<Finding> {
     let mut f = Vec::new();
     let c = rt.cmdline.clone().unwrap_or_default();
     if let Some(n) = &c.nohz_full {
@@ -361,13 +365,14 @@ fn cross_check(cfg: &KernelConfig, profile: Profile, rt: &Runtime) -> Vec<Findin
         f.push(Finding::new(Severity::Warn, "isolation",
             "the boot CPU 0 is isolated or nohz_full: it keeps timekeeping and housekeeping work (Documentation/timers/no_hz.rst); leave CPU 0 for housekeeping"));
     }
-    if (rt.rt_planned || profile == Profile::Rt) && rt.sched_rt_runtime_us.is_some_and(|v| v != -1)
+    if (rt.rt_planned || profile == AuditProfile::Rt)
+        && rt.sched_rt_runtime_us.is_some_and(|v| v != -1)
     {
         f.push(Finding::new(Severity::Warn, "sched", format!(
             "kernel.sched_rt_runtime_us = {} while RT threads are planned: RT tasks are throttled for {} us every period; set -1 (preset low-latency) on isolated CPUs",
             rt.sched_rt_runtime_us.unwrap_or_default(), 1_000_000 - rt.sched_rt_runtime_us.unwrap_or_default())));
     }
-    if profile != Profile::Desktop && rt.numa_balancing.is_some_and(|v| v != 0) {
+    if profile != AuditProfile::Desktop && rt.numa_balancing.is_some_and(|v| v != 0) {
         f.push(Finding::new(Severity::Warn, "sched",
             "kernel.numa_balancing is on at runtime: periodic hinting faults and migrations add latency; set it to 0 (preset low-latency)"));
     }

@@ -19,7 +19,7 @@ use crate::host::{CoreKind, Topology};
 
 /// What to place.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Request {
+pub struct PlacementRequest {
     /// Server workers wanted (one per CPU).
     pub server_workers: usize,
     /// Load-generator workers wanted (0 when the load runs elsewhere).
@@ -66,7 +66,7 @@ pub enum PlacementError {
 ///
 /// # Errors
 /// [`PlacementError::NotEnough`].
-pub fn plan(topo: &Topology, req: &Request) -> Result<Placement, PlacementError> {
+pub fn place_cpus(topo: &Topology, req: &PlacementRequest) -> Result<Placement, PlacementError> {
     let usable: Vec<usize> = topo
         .online
         .iter()

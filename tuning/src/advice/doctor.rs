@@ -5,14 +5,15 @@
 //! (somaxconn, tcp_max_syn_backlog), the ephemeral port range, syncookies, capabilities probed in
 //! this process (io_uring, SO_INCOMING_CPU, SO_REUSEPORT), settings that do
 //! nothing because of another (the rules table `NEEDS`, e.g. tcp_tw_reuse without timestamps),
-//! RLIMIT_NOFILE and fs.nr_open, and the kernel config findings of [`crate::kconfig`] for the
+//! RLIMIT_NOFILE and fs.nr_open, and the kernel config findings of [`audit_kernel_config`](super::audit_kernel_config) for the
 //! server profile.
 
 use std::path::Path;
 
+use super::kconfig::{audit_kernel_config, AuditProfile, AuditRuntime, KernelConfig};
+use super::ports::{port_budget, PortSettings};
 use crate::cpulist;
 use crate::host::{irq_affinity, irq_names, irqbalance_pids, Finding, HostFacts, Severity};
-use crate::kconfig::{self, KernelConfig, Profile, Runtime};
 
 fn num(h: &HostFacts, key: &str) -> Option<i64> {
     h.sysctls
@@ -22,7 +23,7 @@ fn num(h: &HostFacts, key: &str) -> Option<i64> {
 }
 
 /// Runs every check under `root` and returns the findings, most severe first.
-pub fn run(root: &Path) -> Vec<Finding> {
+pub fn doctor(root: &Path) -> Vec<Finding> {
     let h = HostFacts::read(root);
     let mut f: Vec<Finding> = h.findings.clone();
     let isolated = h.isolated_cpus.clone().unwrap_or_default();
@@ -98,10 +99,10 @@ pub fn run(root: &Path) -> Vec<Finding> {
     let sysctls = crate::plan::ProcSys {
         root: root.to_path_buf(),
     };
-    if let Ok(ps) = crate::ports::PortSettings::read(&sysctls) {
+    if let Ok(ps) = PortSettings::read(&sysctls) {
         let (lo, hi) = ps.range;
-        let loopback = crate::ports::budget(&ps, 1, true, true);
-        let remote = crate::ports::budget(&ps, 1, false, true);
+        let loopback = port_budget(&ps, 1, true, true);
+        let remote = port_budget(&ps, 1, false, true);
         let sev = if loopback.ports < 28232 {
             Severity::Warn
         } else {
@@ -151,7 +152,8 @@ pub fn run(root: &Path) -> Vec<Finding> {
     }
     match KernelConfig::read_host(root) {
         Ok(cfg) => {
-            let (rows, cross) = kconfig::audit(&cfg, Profile::Server, &Runtime::read(root, false));
+            let (rows, cross) =
+                audit_kernel_config(&cfg, AuditProfile::Server, &AuditRuntime::read(root, false));
             for r in rows.into_iter().filter(|r| r.severity > Severity::Info) {
                 f.push(Finding::new(
                     r.severity,
