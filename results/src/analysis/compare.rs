@@ -2,8 +2,8 @@
 //!
 //! # The statistics rule (also in README and `connstorm compare --help`)
 //! For each metric: median, min and max per side; the Hodges–Lehmann shift B − A with its exact
-//! 95% Mann–Whitney interval ([`crate::analysis::stats::hodges_lehmann`]), both relative to A's median.
-//! The verdict is *better* / *worse* only when
+//! 95% Mann–Whitney interval ([`crate::analysis::stats::hodges_lehmann`]), both relative to A's
+//! median. The verdict is *better* / *worse* only when
 //! 1. both sides have at least [`stats::MIN_TRIALS`] (5) unflagged trials — else
 //!    *inconclusive: N too small* (with 5 a side a 2σ shift is found about 2 times in 3; with 2 a
 //!    side no order of trials can reach 95%),

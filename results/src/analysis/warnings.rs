@@ -22,8 +22,9 @@ fn counter_warning(name: &str, delta: i64) -> String {
 }
 
 /// Warnings derived from the record itself (so old and new records read the same): interruption,
-/// engine fallback, one line per cause for the whole run (the [`diagnose`](crate::analysis::diagnose)
-/// causes of all phases together), other drop counters summed over the run, count mismatches.
+/// engine fallback, one line per cause for the whole run (the
+/// [`diagnose`](crate::analysis::diagnose) causes of all phases together), other drop counters
+/// summed over the run, count mismatches.
 pub fn derived_warnings(r: &RunRecord) -> Vec<String> {
     let mut w = Vec::new();
     if r.run.interrupted {

@@ -54,7 +54,8 @@ pub fn encode_histogram(h: &Histogram<u64>) -> String {
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
-/// Decodes what [`encode_histogram`] wrote (or any V2 / V2 + DEFLATE histogram in base64, e.g. from Java).
+/// Decodes what [`encode_histogram`] wrote (or any V2 / V2 + DEFLATE histogram in base64, e.g. from
+/// Java).
 ///
 /// Surrounding whitespace is ignored.
 ///

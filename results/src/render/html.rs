@@ -236,9 +236,9 @@ fn figure(id: &str, caption: &str, svg: Result<String, super::PlotError>, out: &
     out.push_str("\n</figure>\n");
 }
 
-/// The page for these records: `reports` are their [`build_report`](super::build_report) summaries and
-/// `records` the same records with legend names, in the same order; `counters` picks the
-/// kernel counters listed in `details`. Returns a complete UTF-8 HTML5 document.
+/// The page for these records: `reports` are their [`build_report`](super::build_report) summaries
+/// and `records` the same records with legend names, in the same order; `counters` picks the kernel
+/// counters listed in `details`. Returns a complete UTF-8 HTML5 document.
 pub fn html(reports: &[RecordReport], records: &[Named<'_>], counters: Counters) -> String {
     let mut out = String::new();
     let title = match reports {

@@ -8,10 +8,10 @@ use crate::analysis::{Criteria, Knee, Step};
 use crate::numfmt;
 use crate::record::RunRecord;
 
-/// The sweep's text: `steps` of `record` ([`crate::analysis::steps_from_record`]) against `criteria`,
-/// its `knee` ([`crate::analysis::knee`]; none is stated for an interrupted run), per server core when
-/// `server_cores` > 1, then one `warning:` line per record warning. The caller adds the
-/// record's path.
+/// The sweep's text: `steps` of `record` ([`crate::analysis::steps_from_record`]) against
+/// `criteria`, its `knee` ([`crate::analysis::knee`]; none is stated for an interrupted run), per
+/// server core when `server_cores` > 1, then one `warning:` line per record warning. The caller
+/// adds the record's path.
 pub fn sweep(
     record: &RunRecord,
     steps: &[Step],

@@ -52,9 +52,9 @@ pub fn rate_phase(rec: &RunRecord) -> Option<&PhaseRecord> {
         .or_else(|| rec.phases.first())
 }
 
-/// The phase latency metrics are read from (see the `compare` module docs): the `latency` phase, else the
-/// last open-loop phase; `None` for a record without one (a closed loop's latency is measured at
-/// whatever rate it reached, so beside an open loop's it is no like-for-like figure: an
+/// The phase latency metrics are read from (see the `compare` module docs): the `latency` phase,
+/// else the last open-loop phase; `None` for a record without one (a closed loop's latency is
+/// measured at whatever rate it reached, so beside an open loop's it is no like-for-like figure: an
 /// interrupted `bench` that kept only its peak phase has no latency metrics, not its peak's).
 pub fn latency_phase(rec: &RunRecord) -> Option<&PhaseRecord> {
     rec.phase("latency")
