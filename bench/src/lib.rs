@@ -1,6 +1,6 @@
 //! `connstorm-bench`: the composition behind every `connstorm` command ([`commands`]). An
 //! in-process [`harness`] runs load phases against an in-process server (or an external
-//! target) — in the `--netns` pair of [`tuning::netns`] when asked — measures around each
+//! target) — in the `--netns` pair of [`tuning::host::NsPair`] when asked — measures around each
 //! phase (kernel counter deltas, per-side CPU from each worker's own thread CPU time,
 //! `/proc/stat`), and turns what it measured into run-record parts ([`results::record`]).
 //!

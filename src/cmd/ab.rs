@@ -15,7 +15,7 @@
 
 use std::path::PathBuf;
 
-use tuning::toggle::Toggle;
+use tuning::plan::Toggle;
 
 use super::compare::RuleArgs;
 use crate::cmd::bench;

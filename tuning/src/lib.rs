@@ -1,33 +1,41 @@
 //! `tuning`: everything connstorm reads from or changes on a Linux host.
 //!
-//! Moving parts, all reading from a root path (`/` on a real host, a fixture tree in tests):
-//! - [`host`]: the host as it is (CPU topology, command line, NICs, what a run record says about
-//!   the host, per-CPU busy time, clock sync, probed capabilities, network namespaces, findings);
-//! - [`counters`]: TCP counters from `/proc/<thread-self>/net` and per-run deltas;
-//! - [`advice`]: judgements that change nothing: the doctor, the kernel config audit, the CPU
-//!   planner behind `--cpus auto`, the ephemeral-port budget;
-//! - sysctls: [`sysctl`] (key validation, per-netns vs global, read/write; preset, sysctl.conf
-//!   and sysctl.d files; the presets shipped in the binary; imported scripts), [`plan`]
-//!   (check → plan → apply → revert) and [`snapshot`] (the saved values, written atomically),
-//!   [`export`] (presets as sysctl.d files and tuned profiles);
-//! - [`render`]: the text of every `tune` subcommand;
-//! - [`irq`]: IRQ → CPU plans.
+//! Five folders, one job each, all taking the host root as a path (`/` on a real host, a
+//! fixture tree in tests):
+//! - [`host`] — the host as it is: CPU topology, the kernel command line, NICs and their queue
+//!   IRQs, what a run record says about the host ([`host::HostFacts`]), per-CPU busy time, the
+//!   clock's sync state, capabilities probed in this process, the network namespaces connstorm
+//!   runs in, and [`host::Finding`], the one observation type every check reports in;
+//! - [`sysctl`] — the sysctl keys (validation, per-namespace vs global scope, reading and
+//!   writing), the one table of what connstorm knows about them, and the files that set them:
+//!   TOML presets, sysctl.conf and sysctl.d files, the presets shipped in the binary, scripts
+//!   imported as sysctl settings;
+//! - [`advice`] — judgements that change nothing: the doctor's one-screen summary, the kernel
+//!   config audit, the CPU planner behind `--cpus auto`, the ephemeral-port budget;
+//! - [`plan`] — everything that changes the host: sysctl presets checked, planned, applied and
+//!   reverted, IRQ affinity plans, the A/B toggles of `connstorm ab`, and the snapshots that
+//!   make each change reversible;
+//! - [`render`] — the text of every `tune` subcommand, and presets exported as sysctl.d files,
+//!   tuned profiles and kernel command lines.
 //!
-//! Data flows one way: readers produce plain structs, planners turn them into plans, and only
-//! [`plan`] and [`irq`] write to the host — always after saving a [`snapshot::Snapshot`].
+//! [`counters`] (TCP counters from `/proc/<thread-self>/net` and per-run deltas) and
+//! [`cpulist`] (the kernel's CPU-list syntax) are the `common` crate's, re-exported beside the
+//! host facts.
+//!
+//! # Data flow
+//! Readers (`host`, `sysctl`) produce plain structs; `advice` and `plan` turn them into findings
+//! and plans; `render` turns those into text. Each folder uses only the folders listed before
+//! it, never one after. Only [`plan`] writes to the host — always after saving a
+//! [`plan::Snapshot`]. Each folder's files are private; its `mod.rs` re-exports the public API.
 #![forbid(unsafe_code)]
 // The public API is what its users call (issue 12): the workspace allows unreachable_pub (it
 // would reach the binary and the test crates), this library does not.
 #![warn(unreachable_pub)]
 
 pub mod advice;
-pub mod counters;
-pub mod cpulist;
-pub mod export;
 pub mod host;
-pub mod irq;
 pub mod plan;
 pub mod render;
-pub mod snapshot;
 pub mod sysctl;
-pub mod toggle;
+
+pub use common::{counters, cpulist};

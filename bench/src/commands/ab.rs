@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use anyhow::{bail, Context};
-use tuning::toggle::{Side, Toggle};
+use tuning::plan::{Toggle, ToggleSide as Side};
 
 use super::bench::Trial;
 use crate::ab::{Restore, Sides};

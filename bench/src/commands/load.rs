@@ -96,7 +96,7 @@ pub fn run(c: LoadCommand, command_start: SystemTime) -> anyhow::Result<i32> {
         .map(|r| loadgen::ports::port_budget(r, &cfg.targets, &cfg.sources, cfg.close));
     match &budget {
         Ok(b) => {
-            let io = tuning::plan::ProcSys { root: "/".into() };
+            let io = tuning::sysctl::ProcSys { root: "/".into() };
             match sa::port_budget_warning(&cfg, b, &io) {
                 Ok(Some(w)) => eprintln!("connstorm load: warning: {w}"),
                 Ok(None) => {}

@@ -7,10 +7,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use tuning::host::Severity;
-use tuning::plan::{self, CheckOptions, Checked, ProcSys};
+use tuning::plan::{self, CheckOptions, Checked, Saved, Snapshot};
 use tuning::render;
-use tuning::snapshot::{Saved, Snapshot};
-use tuning::sysctl::Preset;
+use tuning::sysctl::{Preset, ProcSys};
 
 use crate::bad_input;
 
@@ -53,7 +52,7 @@ impl Source {
         let mut files = self.files.clone();
         if self.system {
             let found = tuning::sysctl::system_files(root);
-            eprint!("{}", render::apply::system_notes(&found));
+            eprint!("{}", render::system_notes(&found));
             files = found
                 .into_iter()
                 .filter(|f| !f.masked)
@@ -96,7 +95,7 @@ fn out(text: &str) -> anyhow::Result<()> {
 /// Bad input when a built-in preset does not parse; an I/O error writing stdout.
 pub fn presets() -> anyhow::Result<i32> {
     let all = tuning::sysctl::builtin_presets().map_err(|e| bad_input(e.to_string()))?;
-    out(&render::host::presets(&all))?;
+    out(&render::presets(&all))?;
     Ok(0)
 }
 
@@ -105,7 +104,7 @@ pub fn presets() -> anyhow::Result<i32> {
 /// # Errors
 /// An I/O error writing stdout.
 pub fn rules() -> anyhow::Result<i32> {
-    out(&render::host::rules())?;
+    out(&render::rules())?;
     Ok(0)
 }
 
@@ -143,11 +142,11 @@ pub fn check(
         allow_decrease,
     );
     out(&if json {
-        let v = render::plan::check_json(&preset, &c);
+        let v = render::check_json(&preset, &c);
         format!("{}\n", serde_json::to_string_pretty(&v)?)
     } else {
-        let command = render::apply::apply_command(&source.args(), None, allow_decrease);
-        render::plan::check(&preset, &c, &command)
+        let command = render::apply_command(&source.args(), None, allow_decrease);
+        render::check(&preset, &c, &command)
     })?;
     Ok(exit(c.off()))
 }
@@ -207,11 +206,11 @@ pub fn apply(a: &Apply) -> anyhow::Result<i32> {
     let mut io = ProcSys { root: "/".into() };
     let allow_decrease = a.allow_decrease;
     let c = checked(&preset, &io, netns_only, allow_decrease);
-    let command = render::apply::apply_command(&a.source.args(), netns, allow_decrease);
-    out(&render::plan::plan(&preset, &c, netns_only, &command))?;
+    let command = render::apply_command(&a.source.args(), netns, allow_decrease);
+    out(&render::plan(&preset, &c, netns_only, &command))?;
     if !a.change {
-        out(&render::apply::not_applied(&c.prediction, a.dry_run))?;
-        return match render::apply::refusal(&c.prediction) {
+        out(&render::not_applied(&c.prediction, a.dry_run))?;
+        return match render::refusal(&c.prediction) {
             Some(e) => Err(bad_input(e)),
             None => Ok(0),
         };
@@ -223,7 +222,7 @@ pub fn apply(a: &Apply) -> anyhow::Result<i32> {
             e => anyhow::Error::new(e).context("apply"),
         },
     )?;
-    out(&render::apply::applied(&report, netns))?;
+    out(&render::applied(&report, netns))?;
     Ok(0)
 }
 
@@ -249,13 +248,13 @@ pub fn revert(
         plan::RevertError::Incomplete(_) => anyhow::Error::new(e),
         other => bad_input(other.to_string()),
     })?;
-    let irq_failed = tuning::irq::restore(Path::new("/"), &snap.saved);
+    let irq_failed = tuning::plan::restore_irqs(Path::new("/"), &snap.saved);
     let irqs = snap
         .saved
         .iter()
         .filter(|s| matches!(s, Saved::IrqAffinity { .. }))
         .count();
-    out(&render::apply::reverted(&path, &rep, irqs))?;
+    out(&render::reverted(&path, &rep, irqs))?;
     if !irq_failed.is_empty() {
         anyhow::bail!("could not restore the affinity of IRQs {irq_failed:?}");
     }
@@ -272,7 +271,7 @@ pub fn import(file: &Path) -> anyhow::Result<i32> {
     let origin = file.display().to_string();
     let lines = tuning::sysctl::import_script(&text);
     out(&tuning::sysctl::imported_sysctl_d(&lines, &origin))?;
-    let (notes, imported) = render::host::import_notes(&lines, &origin);
+    let (notes, imported) = render::import_notes(&lines, &origin);
     eprint!("{notes}");
     Ok(if imported == 0 { 3 } else { 0 })
 }
@@ -297,8 +296,8 @@ pub fn export(source: &Source, root: &Path, form: ExportForm) -> anyhow::Result<
     let p = source.require(root)?;
     let io = ProcSys { root: root.into() };
     out(&match form {
-        ExportForm::SysctlD => tuning::export::sysctl_d(&p, &io),
-        ExportForm::Tuned => tuning::export::tuned(&p, &io),
+        ExportForm::SysctlD => tuning::render::export_sysctl_d(&p, &io),
+        ExportForm::Tuned => tuning::render::export_tuned(&p, &io),
         ExportForm::Cmdline => {
             if p.cmdline.is_empty() {
                 eprintln!(
@@ -306,7 +305,7 @@ pub fn export(source: &Source, root: &Path, form: ExportForm) -> anyhow::Result<
                     p.title()
                 );
             }
-            format!("{}\n", tuning::export::cmdline(&p))
+            format!("{}\n", tuning::render::export_cmdline(&p))
         }
     })?;
     Ok(0)
@@ -318,7 +317,7 @@ pub struct Irq {
     /// The network device.
     pub dev: String,
     /// The layout.
-    pub plan: tuning::irq::IrqPlan,
+    pub plan: tuning::plan::IrqPlan,
     /// Worker CPUs for the per-queue plan (empty: the isolated CPUs of the NIC's node).
     pub cpus: Vec<usize>,
     /// `--apply --yes`: really change the host.
@@ -338,10 +337,10 @@ pub struct Irq {
 pub fn irq(a: &Irq) -> anyhow::Result<i32> {
     let nic = tuning::host::Nic::read(&a.root, &a.dev).map_err(|e| bad_input(e.to_string()))?;
     let topo = tuning::host::Topology::read(&a.root).context("read CPU topology")?;
-    let (moves, warnings) = tuning::irq::plan(&a.root, &nic, &topo, a.plan, &a.cpus)
+    let (moves, warnings) = tuning::plan::plan_irqs(&a.root, &nic, &topo, a.plan, &a.cpus)
         .map_err(|e| bad_input(e.to_string()))?;
     let name = a.plan.to_string();
-    out(&render::host::irq_plan(
+    out(&render::irq_plan(
         &name,
         &a.dev,
         nic.numa_node,
@@ -358,9 +357,9 @@ pub fn irq(a: &Irq) -> anyhow::Result<i32> {
         return Ok(0);
     }
     let reason = format!("irq {} {name}", a.dev);
-    let snap =
-        tuning::irq::apply(&a.root, &moves, &a.state_dir, &reason).context("apply IRQ plan")?;
-    out(&render::host::irq_applied(moves.len(), &snap))?;
+    let snap = tuning::plan::apply_irqs(&a.root, &moves, &a.state_dir, &reason)
+        .context("apply IRQ plan")?;
+    out(&render::irq_applied(moves.len(), &snap))?;
     Ok(0)
 }
 
@@ -385,12 +384,7 @@ pub fn kernel(
         .as_str()
         .unwrap_or_default()
         .to_string();
-    out(&render::host::kernel_audit(
-        &cfg.origin,
-        &name,
-        &rows,
-        &findings,
-    ))?;
+    out(&render::kernel_audit(&cfg.origin, &name, &rows, &findings))?;
     let off = rows.iter().any(|r| r.severity > Severity::Info)
         || findings.iter().any(|f| f.severity > Severity::Info);
     Ok(if strict && off { EXIT_OFF } else { 0 })

@@ -169,7 +169,7 @@ pub fn late_start_warning(planned: Option<SystemTime>, real: SystemTime) -> Opti
 }
 
 /// The warning when the rate or the concurrency of `cfg` needs more ephemeral ports than this
-/// host offers ([`tuning::advice::shortfall`], with TIME_WAIT reuse taken into account from the
+/// host offers ([`tuning::advice::port_shortfall`], with TIME_WAIT reuse taken into account from the
 /// settings it depends on, read from `io`: tcp_tw_reuse, tcp_timestamps, tcp_tw_reuse_delay),
 /// saying how to fix it; `None` when the ports suffice. `b` gives the run's (source, target)
 /// triples.
@@ -179,7 +179,7 @@ pub fn late_start_warning(planned: Option<SystemTime>, real: SystemTime) -> Opti
 pub fn port_budget_warning(
     cfg: &LoadConfig,
     b: &loadgen::ports::PortBudget,
-    io: &tuning::plan::ProcSys,
+    io: &tuning::sysctl::ProcSys,
 ) -> Result<Option<String>, String> {
     let settings = tuning::advice::PortSettings::read(io).map_err(|e| e.to_string())?;
     let all_local = cfg.targets.iter().all(|t| common::addr::is_local(t.ip()));

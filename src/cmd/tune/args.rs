@@ -4,8 +4,8 @@ use std::path::PathBuf;
 
 use clap::{Args as ClapArgs, Subcommand, ValueEnum};
 use tuning::advice::AuditProfile as Profile;
-use tuning::irq::IrqPlan;
-use tuning::snapshot::DEFAULT_STATE_DIR;
+use tuning::plan::IrqPlan;
+use tuning::plan::DEFAULT_STATE_DIR;
 
 /// Where the recommendations come from.
 #[derive(Debug, Clone, ClapArgs)]

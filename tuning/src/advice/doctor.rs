@@ -3,10 +3,10 @@
 //! Covers isolation (isolated / nohz_full CPUs, the process's allowed CPUs), IRQs delivered to
 //! isolated CPUs (`/proc/irq/N/effective_affinity_list`), irqbalance, accept-queue limits
 //! (somaxconn, tcp_max_syn_backlog), the ephemeral port range, syncookies, capabilities probed in
-//! this process (io_uring, SO_INCOMING_CPU, SO_REUSEPORT), settings that do
-//! nothing because of another (the rules table `NEEDS`, e.g. tcp_tw_reuse without timestamps),
-//! RLIMIT_NOFILE and fs.nr_open, and the kernel config findings of [`audit_kernel_config`](super::audit_kernel_config) for the
-//! server profile.
+//! this process (io_uring, SO_INCOMING_CPU, SO_REUSEPORT), settings that do nothing because of
+//! another (the rules table `NEEDS`, e.g. tcp_tw_reuse without timestamps), RLIMIT_NOFILE and
+//! fs.nr_open, and the kernel config findings of
+//! [`audit_kernel_config`](super::audit_kernel_config) for the server profile.
 
 use std::path::Path;
 
@@ -96,7 +96,7 @@ pub fn doctor(root: &Path) -> Vec<Finding> {
         Some(v) => f.push(Finding::new(Severity::Warn, "sysctl", format!("net.ipv4.tcp_syncookies = {v}: 0 drops SYNs on a full queue, 2 always sends cookies; 1 is the documented default"))),
         None => {}
     }
-    let sysctls = crate::plan::ProcSys {
+    let sysctls = crate::sysctl::ProcSys {
         root: root.to_path_buf(),
     };
     if let Ok(ps) = PortSettings::read(&sysctls) {
@@ -125,7 +125,7 @@ pub fn doctor(root: &Path) -> Vec<Finding> {
         let read = |k: &str| {
             crate::sysctl::Key::parse(k)
                 .ok()
-                .and_then(|k| crate::plan::SysctlIo::read(&io, &k).ok())
+                .and_then(|k| crate::sysctl::SysctlIo::read(&io, &k).ok())
                 .and_then(|v| v.split(' ').next().and_then(|x| x.parse::<i64>().ok()))
         };
         if let (Some(v), Some(w)) = (read(n.key), read(n.needs)) {

@@ -15,8 +15,8 @@
 
 use serde::Serialize;
 
-use crate::plan::SysctlIo;
 use crate::sysctl::Key;
+use crate::sysctl::SysctlIo;
 
 /// TIME_WAIT length, seconds (TCP_TIMEWAIT_LEN).
 pub const TIME_WAIT_SECS: f64 = 60.0;
@@ -187,12 +187,12 @@ pub enum PortDemand {
     },
 }
 
-/// Why `demand` will run out of ephemeral ports under the budget `e` (from [`port_budget`]), or `None`
-/// when it fits: an offered rate above [`PortEstimate::per_sec`] (only with client TIME_WAIT; with
-/// reuse the bound is the reuse delay's, an upper bound), or more connections in flight than
-/// [`PortEstimate::concurrent`]. Either way connect(2) fails with EADDRNOTAVAIL (no free port for the
-/// triple, inet_hash_connect, net/ipv4/inet_hashtables.c). One line, without a program prefix or
-/// the caller's options to fix it.
+/// Why `demand` will run out of ephemeral ports under the budget `e` (from [`port_budget`]), or
+/// `None` when it fits: an offered rate above [`PortEstimate::per_sec`] (only with client
+/// TIME_WAIT; with reuse the bound is the reuse delay's, an upper bound), or more connections in
+/// flight than [`PortEstimate::concurrent`]. Either way connect(2) fails with EADDRNOTAVAIL (no
+/// free port for the triple, inet_hash_connect, net/ipv4/inet_hashtables.c). One line, without a
+/// program prefix or the caller's options to fix it.
 pub fn port_shortfall(e: &PortEstimate, demand: PortDemand) -> Option<String> {
     match demand {
         PortDemand::Rate { per_sec: rate } => {

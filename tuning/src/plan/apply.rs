@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::{Prediction, Row, SysctlIo};
-use crate::snapshot::{Saved, Snapshot, SnapshotError};
-use crate::sysctl::Key;
+use super::{Prediction, Row};
+use crate::plan::{Saved, Snapshot, SnapshotError};
+use crate::sysctl::{Key, SysctlIo};
 
 /// What [`apply`] did.
 #[derive(Debug, Clone, Serialize)]
@@ -20,8 +20,8 @@ pub struct ApplyReport {
     pub changed: Vec<(Key, String, String)>,
     /// Rows not applied and why (refused, optional missing, manual).
     pub skipped: Vec<(Key, String)>,
-    /// Keys the kernel set as side effects of the writes, with the value before and the value
-    /// read back after ([`SideWrite`](super::SideWrite)); saved in the snapshot, restored by revert.
+    /// Keys the kernel set as side effects of the writes, with the value before and the value read
+    /// back after ([`SideWrite`](super::SideWrite)); saved in the snapshot, restored by revert.
     pub side_effects: Vec<(Key, String, String)>,
 }
 

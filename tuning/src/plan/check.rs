@@ -12,9 +12,9 @@ use std::collections::HashMap;
 use serde::Serialize;
 
 use super::side_effects::side_writes_over;
-use super::{SideWrite, SysctlIo};
+use super::SideWrite;
 use crate::sysctl::{Entry, Op, Preset};
-use crate::sysctl::{Key, Scope, SysctlError};
+use crate::sysctl::{Key, Scope, SysctlError, SysctlIo};
 
 /// The state of one key against its recommendation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -106,8 +106,9 @@ pub struct Row {
     /// Values that make connection rate worse than the kernel default, legacy names and
     /// aliases, each with its reason and source (the rules table).
     pub warnings: Vec<String>,
-    /// The keys the kernel also sets when apply writes this row ([`side_writes`](super::side_writes), including
-    /// those already at the value); empty unless the row is written.
+    /// The keys the kernel also sets when apply writes this row
+    /// ([`side_writes`](super::side_writes), including those already at the value); empty unless
+    /// the row is written.
     pub side_effects: Vec<SideWrite>,
 }
 
@@ -423,8 +424,9 @@ fn side_effects(rows: &mut [Row], io: &dyn SysctlIo) {
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
-    use crate::plan::{apply, ApplyError, ProcSys};
+    use crate::plan::{apply, ApplyError};
     use crate::sysctl;
+    use crate::sysctl::ProcSys;
 
     pub(in crate::plan) fn entry(key: &str, value: &str, op: Op) -> Entry {
         Entry {

@@ -3,9 +3,9 @@
 
 use serde::Serialize;
 
-use super::{Row, Status, SysctlIo};
-use crate::sysctl::Key;
+use super::{Row, Status};
 use crate::sysctl::Op;
+use crate::sysctl::{Key, SysctlIo};
 
 /// A contradiction between two settings of one plan (or of a plan and the host).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -112,7 +112,8 @@ fn after_plan(r: &Row) -> Option<(String, String)> {
 mod tests {
     use super::*;
     use crate::plan::check::tests::entry;
-    use crate::plan::{check, CheckOptions, ProcSys, Status};
+    use crate::plan::{check, CheckOptions, Status};
+    use crate::sysctl::ProcSys;
     use crate::sysctl::{Entry, Op, Preset};
 
     /// Finding: a line whose value is not applied (here rejected) was quoted with the host's

@@ -3,9 +3,9 @@
 
 use serde::Serialize;
 
-use super::{check, contradictions, CheckOptions, Contradiction, Row, SideWrite, Status, SysctlIo};
-use crate::sysctl::Key;
+use super::{check, contradictions, CheckOptions, Contradiction, Row, SideWrite, Status};
 use crate::sysctl::Preset;
+use crate::sysctl::{Key, SysctlIo};
 
 /// What `apply --yes` will do with a set of rows: the same function decides for the dry run
 /// and for the real apply, so the plan predicts apply.

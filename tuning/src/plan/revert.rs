@@ -6,9 +6,8 @@ use std::path::Path;
 use serde::Serialize;
 
 use super::apply::restore;
-use super::SysctlIo;
-use crate::snapshot::{Saved, Snapshot};
-use crate::sysctl::{Key, Scope};
+use crate::plan::{Saved, Snapshot};
+use crate::sysctl::{Key, Scope, SysctlIo};
 
 /// Why a revert was refused or incomplete.
 #[derive(Debug, thiserror::Error)]
@@ -54,7 +53,7 @@ pub fn revert(
     root: &Path,
     force: bool,
 ) -> Result<RevertReport, RevertError> {
-    let current = crate::snapshot::boot_id(root);
+    let current = crate::plan::boot_id(root);
     if !force && snap.boot_id != current {
         return Err(RevertError::OtherBoot {
             snapshot: snap.boot_id.clone(),

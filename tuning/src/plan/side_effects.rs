@@ -3,8 +3,7 @@
 
 use serde::Serialize;
 
-use super::SysctlIo;
-use crate::sysctl::Key;
+use crate::sysctl::{Key, SysctlIo};
 
 /// A key the kernel sets as a side effect of writing another (the rules table `SIDE_EFFECTS`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

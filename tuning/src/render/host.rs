@@ -7,7 +7,7 @@ use common::numfmt::count;
 
 use crate::advice::AuditRow;
 use crate::host::{Finding, Severity};
-use crate::irq::IrqMove;
+use crate::plan::IrqMove;
 use crate::sysctl::Preset;
 use crate::sysctl::{ImportLine, ImportOutcome};
 

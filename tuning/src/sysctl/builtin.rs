@@ -16,7 +16,8 @@ fn text(name: &str) -> Option<&'static str> {
     })
 }
 
-/// The built-in preset `name` (origin `builtin:NAME`); `None` for a name not in [`BUILTIN_PRESETS`].
+/// The built-in preset `name` (origin `builtin:NAME`); `None` for a name not in
+/// [`BUILTIN_PRESETS`].
 ///
 /// # Errors
 /// [`PresetError`] if a shipped file does not parse (the tests below rule that out).
@@ -27,7 +28,8 @@ pub fn builtin_preset(name: &str) -> Option<Result<Preset, PresetError>> {
 /// The built-in preset `name`, for `--preset NAME`.
 ///
 /// # Errors
-/// A message listing [`BUILTIN_PRESETS`] for an unknown name; the parse error's text if it does not parse.
+/// A message listing [`BUILTIN_PRESETS`] for an unknown name; the parse error's text if it does not
+/// parse.
 pub fn named_preset(name: &str) -> Result<Preset, String> {
     let Some(p) = builtin_preset(name) else {
         return Err(format!(

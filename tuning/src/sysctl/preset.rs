@@ -287,8 +287,8 @@ impl Preset {
     }
 
     /// Resolves several sysctl.d files, read in the given order, against the keys under
-    /// `<root>/proc/sys` (see [`crate::sysctl::resolve_sysctl_d`]). The preset is named after the first
-    /// file; [`Preset::lines`] says what became of every line.
+    /// `<root>/proc/sys` (see [`crate::sysctl::resolve_sysctl_d`]). The preset is named after the
+    /// first file; [`Preset::lines`] says what became of every line.
     ///
     /// # Errors
     /// [`PresetError`] naming `file:line`.

@@ -2,7 +2,7 @@
 //! aliases, legacy names, status (read-only) keys, keys that need a module, values the kernel
 //! rejects, values that make connection rate worse than the kernel default, and settings that
 //! need another setting to have any effect. `connstorm tune rules` prints [`table`]; the planner
-//! ([`crate::plan`]) consults the lookups below.
+//! (`tuning::plan`) consults the lookups below.
 //!
 //! Sources are the kernel's own files (Documentation/networking/ip-sysctl.rst and
 //! nf_conntrack-sysctl.rst, source files under net/ as of Linux 6.x) and the kernel commits that

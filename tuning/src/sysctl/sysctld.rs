@@ -2,7 +2,8 @@
 //! duplicates and aliases, resolved into one ordered list of concrete keys, each naming the
 //! `file:line` it comes from, plus a [`LineNote`] for every line saying what became of it.
 //!
-//! Rules (sysctl.d(5); systemd src/sysctl/sysctl.c and src/basic/sysctl-util.c; systemd-sysctl.service(8)):
+//! Rules (sysctl.d(5); systemd src/sysctl/sysctl.c and src/basic/sysctl-util.c;
+//! systemd-sysctl.service(8)):
 //! - `#` or `;` at the start of a line: comment. `key = value`; a `-` before the key: a failed
 //!   write is ignored (the entry is `optional`). `-key` without `=`: the key is excluded from
 //!   glob matches. systemd-sysctl looks an exclusion up by its exact key name, so `-pattern*`
@@ -18,8 +19,9 @@
 //!   name `/etc/sysctl.d` beats `/run/sysctl.d` beats `/usr/local/lib/sysctl.d` beats
 //!   `/usr/lib/sysctl.d`, a symlink to `/dev/null` masks the name, and the survivors are sorted
 //!   by file name.
-//! - Aliases ([`crate::sysctl::rules::ALIASES`]: `net.ipv4.ip_forward` = `net.ipv4.conf.all.forwarding`):
-//!   both name one kernel value, so the later line wins and the earlier is reported overridden.
+//! - Aliases ([`crate::sysctl::rules::ALIASES`]: `net.ipv4.ip_forward` =
+//!   `net.ipv4.conf.all.forwarding`): both name one kernel value, so the later line wins and the
+//!   earlier is reported overridden.
 //!
 //! Unlike systemd-sysctl, which logs and skips a line that is not an assignment, connstorm
 //! refuses the file naming `file:line`, before anything is changed.
@@ -30,6 +32,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::entry::{Entry, Op, PresetError};
+use super::pattern::Pattern;
 use crate::sysctl::Key;
 
 /// Where a line is: file and 1-based line number.
@@ -44,174 +47,6 @@ pub struct Origin {
 impl std::fmt::Display for Origin {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}:{}", self.file, self.line)
-    }
-}
-
-/// A key or glob pattern as real path components under `/proc/sys`.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Pattern {
-    parts: Vec<String>,
-}
-
-fn is_glob(s: &str) -> bool {
-    s.contains(['*', '?', '['])
-}
-
-impl Pattern {
-    /// Normalizes a key as sysctl.d(5) does (the first separator decides) and checks every
-    /// component is a plain name or glob.
-    ///
-    /// # Errors
-    /// A message saying what is wrong.
-    pub fn parse(text: &str) -> Result<Pattern, String> {
-        let first = text.find(['/', '.']);
-        let parts: Vec<String> = match first.map(|i| &text[i..=i]) {
-            Some("/") => text
-                .trim_start_matches('/')
-                .split('/')
-                .map(str::to_string)
-                .collect(),
-            _ => text.split('.').map(|p| p.replace('/', ".")).collect(),
-        };
-        if text.len() > crate::sysctl::MAX_KEY_LEN {
-            return Err(format!(
-                "key is {} bytes, longer than {}",
-                text.len(),
-                crate::sysctl::MAX_KEY_LEN
-            ));
-        }
-        for p in &parts {
-            if p.is_empty() || p == "." || p == ".." {
-                return Err(format!(
-                    "{text:?} has an empty, `.` or `..` component: write a key like net.core.somaxconn or net/core/somaxconn"
-                ));
-            }
-            if let Some(ch) = p
-                .chars()
-                .find(|c| !(c.is_ascii_alphanumeric() || "_-.@:*?[]!^".contains(*c)))
-            {
-                return Err(format!(
-                    "{text:?} contains {ch:?}, which no sysctl name holds"
-                ));
-            }
-        }
-        let pat = Pattern { parts };
-        if !pat.is_glob() {
-            pat.key().map_err(|e| e.to_string())?;
-        }
-        Ok(pat)
-    }
-
-    /// True when a component holds `*`, `?` or `[`.
-    pub fn is_glob(&self) -> bool {
-        self.parts.iter().any(|p| is_glob(p))
-    }
-
-    /// The concrete key (for a pattern without glob characters).
-    ///
-    /// # Errors
-    /// The key is not valid ([`crate::sysctl::KeyError`]).
-    pub fn key(&self) -> Result<Key, crate::sysctl::KeyError> {
-        let parts: Vec<&str> = self.parts.iter().map(String::as_str).collect();
-        Key::from_components(&parts)
-    }
-
-    /// Dotted form (a dot inside a name written `/`), as sysctl(8) prints keys.
-    pub fn dotted(&self) -> String {
-        self.parts
-            .iter()
-            .map(|p| p.replace('.', "/"))
-            .collect::<Vec<_>>()
-            .join(".")
-    }
-
-    /// True when `key` matches this pattern component by component.
-    pub fn matches(&self, key: &Key) -> bool {
-        let kp = key.components();
-        kp.len() == self.parts.len()
-            && self
-                .parts
-                .iter()
-                .zip(&kp)
-                .all(|(p, k)| fnmatch(p.as_bytes(), k.as_bytes()))
-    }
-
-    /// The existing keys under `<root>/proc/sys` this pattern matches, sorted (glob(3) order).
-    /// Hidden entries (leading `.`) match only a component that starts with `.`, as in glob(3).
-    pub fn expand(&self, root: &Path) -> Vec<Key> {
-        let mut found: Vec<(PathBuf, Vec<String>)> = vec![(root.join("proc/sys"), Vec::new())];
-        for (i, part) in self.parts.iter().enumerate() {
-            let last = i + 1 == self.parts.len();
-            let mut next = Vec::new();
-            for (dir, names) in found {
-                let candidates: Vec<String> = if is_glob(part) {
-                    let mut v: Vec<String> = std::fs::read_dir(&dir)
-                        .into_iter()
-                        .flatten()
-                        .flatten()
-                        .map(|e| e.file_name().to_string_lossy().into_owned())
-                        .filter(|n| !n.starts_with('.') && fnmatch(part.as_bytes(), n.as_bytes()))
-                        .collect();
-                    v.sort();
-                    v
-                } else {
-                    vec![part.clone()]
-                };
-                for c in candidates {
-                    let p = dir.join(&c);
-                    let ok = if last { p.is_file() } else { p.is_dir() };
-                    if ok {
-                        let mut n = names.clone();
-                        n.push(c);
-                        next.push((p, n));
-                    }
-                }
-            }
-            found = next;
-        }
-        found
-            .into_iter()
-            .filter_map(|(_, names)| {
-                let parts: Vec<&str> = names.iter().map(String::as_str).collect();
-                Key::from_components(&parts).ok()
-            })
-            .collect()
-    }
-}
-
-/// fnmatch(3) without flags on one path component: `*`, `?`, `[abc]`, `[a-z]`, `[!x]`/`[^x]`,
-/// and `\x` for a literal `x`.
-pub fn fnmatch(p: &[u8], s: &[u8]) -> bool {
-    match p.first() {
-        None => s.is_empty(),
-        Some(b'*') => (0..=s.len()).any(|i| fnmatch(&p[1..], &s[i..])),
-        Some(b'?') => !s.is_empty() && fnmatch(&p[1..], &s[1..]),
-        Some(b'[') => {
-            let Some(&c) = s.first() else { return false };
-            let mut i = 1;
-            let negate = matches!(p.get(i), Some(b'!' | b'^'));
-            if negate {
-                i += 1;
-            }
-            let start = i;
-            let mut hit = false;
-            while i < p.len() && (p[i] != b']' || i == start) {
-                if i + 2 < p.len() && p[i + 1] == b'-' && p[i + 2] != b']' {
-                    hit |= p[i] <= c && c <= p[i + 2];
-                    i += 3;
-                } else {
-                    hit |= p[i] == c;
-                    i += 1;
-                }
-            }
-            if i >= p.len() {
-                // No closing bracket: `[` is a literal.
-                return c == b'[' && fnmatch(&p[1..], &s[1..]);
-            }
-            hit != negate && fnmatch(&p[i + 1..], &s[1..])
-        }
-        Some(b'\\') if p.len() > 1 => s.first() == Some(&p[1]) && fnmatch(&p[2..], &s[1..]),
-        Some(&ch) => s.first() == Some(&ch) && fnmatch(&p[1..], &s[1..]),
     }
 }
 
@@ -722,8 +557,8 @@ pub struct SystemFile {
 }
 
 /// The `*.conf` files systemd-sysctl reads under `root`: per file name the copy in the most
-/// important directory of [`SYSCTL_D_DIRS`], sorted by file name. `/etc/sysctl.conf` is not among them
-/// (systemd-sysctl ignores it; distributions link `99-sysctl.conf` to it).
+/// important directory of [`SYSCTL_D_DIRS`], sorted by file name. `/etc/sysctl.conf` is not among
+/// them (systemd-sysctl ignores it; distributions link `99-sysctl.conf` to it).
 pub fn system_files(root: &Path) -> Vec<SystemFile> {
     let mut by_name: BTreeMap<String, SystemFile> = BTreeMap::new();
     for d in SYSCTL_D_DIRS {
@@ -768,31 +603,6 @@ mod tests {
             file: "f.conf".into(),
             line: 1,
         }
-    }
-
-    #[test]
-    fn the_first_separator_decides() {
-        let p = Pattern::parse("net/ipv4/conf/enp3s0.200/forwarding").unwrap();
-        assert_eq!(p.dotted(), "net.ipv4.conf.enp3s0/200.forwarding");
-        let q = Pattern::parse("net.ipv4.conf.enp3s0/200.forwarding").unwrap();
-        assert_eq!(p, q);
-        assert_eq!(
-            Pattern::parse("net/ipv4/tcp_syncookies").unwrap().dotted(),
-            "net.ipv4.tcp_syncookies"
-        );
-        assert!(Pattern::parse("net/../etc").is_err());
-        assert!(Pattern::parse("net..core").is_err());
-    }
-
-    #[test]
-    fn fnmatch_basics() {
-        assert!(fnmatch(b"lxc*", b"lxcbr0"));
-        assert!(!fnmatch(b"lxc*", b"eth0"));
-        assert!(fnmatch(b"eth?", b"eth1"));
-        assert!(fnmatch(b"eth[0-2]", b"eth2"));
-        assert!(!fnmatch(b"eth[!0-2]", b"eth2"));
-        assert!(fnmatch(b"*", b"all"));
-        assert!(fnmatch(b"a[", b"a["));
     }
 
     #[test]

@@ -6,9 +6,10 @@
 use std::path::{Path, PathBuf};
 
 use testkit::NetNs;
-use tuning::plan::{self, CheckOptions, Prediction, ProcSys, Row, Status};
+use tuning::plan::{self, CheckOptions, Prediction, Row, Status};
 use tuning::sysctl::Key;
 use tuning::sysctl::Preset;
+use tuning::sysctl::ProcSys;
 use tuning::sysctl::{Fate, Pattern, SourceFile};
 
 fn dir() -> PathBuf {
@@ -297,7 +298,7 @@ fn item2_apply_skips_a_status_key_line_with_dash_inside_a_netns() {
         let rep = plan::apply(&r, &mut io, Path::new("/"), &state_dir, "t").unwrap();
         assert_eq!(rep.changed.len(), 1);
         assert_eq!(ns.sysctl("net.ipv4.tcp_fin_timeout"), "17");
-        let snap = tuning::snapshot::Snapshot::read(rep.snapshot.as_ref().unwrap()).unwrap();
+        let snap = tuning::plan::Snapshot::read(rep.snapshot.as_ref().unwrap()).unwrap();
         plan::revert(&snap, &mut io, Path::new("/"), false).unwrap();
         assert_eq!(ns.sysctl("net.ipv4.tcp_fin_timeout"), before);
     });
@@ -464,7 +465,7 @@ fn item4_alias_apply_in_a_netns_ends_with_the_later_value() {
         assert_eq!(rep.changed.len(), 1);
         assert_eq!(ns.sysctl("net.ipv4.conf.all.forwarding"), "0");
         assert_eq!(ns.sysctl("net.ipv4.ip_forward"), "0", "the later line won");
-        let snap = tuning::snapshot::Snapshot::read(rep.snapshot.as_ref().unwrap()).unwrap();
+        let snap = tuning::plan::Snapshot::read(rep.snapshot.as_ref().unwrap()).unwrap();
         plan::revert(&snap, &mut io, Path::new("/"), false).unwrap();
         assert_eq!(ns.sysctl("net.ipv4.ip_forward"), "1");
     });
@@ -857,8 +858,8 @@ fn corpus_every_fixture_line_is_accounted_for() {
         let r = &c.rows;
         assert_eq!(r.len(), p.sysctls.len(), "{name}");
         let cmd = format!("connstorm tune apply --file {name} --yes");
-        let check_text = tuning::render::plan::check(&p, &c, &cmd);
-        let plan_text = tuning::render::plan::plan(&p, &c, false, &cmd);
+        let check_text = tuning::render::check(&p, &c, &cmd);
+        let plan_text = tuning::render::plan(&p, &c, false, &cmd);
         for (l, raw) in p.lines.iter().zip(text.lines()) {
             let t = raw.trim();
             let blank_or_comment = t.is_empty() || t.starts_with('#') || t.starts_with(';');
@@ -1057,7 +1058,7 @@ fn forwarding_and_disable_ipv6_side_effects_match_the_kernel() {
             planned, want,
             "v0 forwarding and v1 disable_ipv6 are already 1"
         );
-        let text = tuning::render::plan::prediction(&pred, "connstorm tune apply --yes");
+        let text = tuning::render::prediction(&pred, "connstorm tune apply --yes");
         assert!(
             text.contains("also sets net.ipv4.conf.lo.forwarding: 0 -> 1")
                 && text.contains("devinet.c"),
@@ -1083,7 +1084,7 @@ fn forwarding_and_disable_ipv6_side_effects_match_the_kernel() {
             rep.side_effects
         );
 
-        let snap = tuning::snapshot::Snapshot::read(rep.snapshot.as_ref().unwrap()).unwrap();
+        let snap = tuning::plan::Snapshot::read(rep.snapshot.as_ref().unwrap()).unwrap();
         plan::revert(&snap, &mut io, Path::new("/"), false).unwrap();
         let after: Vec<String> = keys.iter().map(|k| ns.sysctl(k)).collect();
         assert_eq!(
@@ -1141,7 +1142,7 @@ fn a_forwarding_glob_beside_ip_forward_ends_as_the_plan_says() {
         for i in ["all", "default", "lo", "v0/200", "v1"] {
             assert_eq!(ns.sysctl(&fw(i)), "0", "{i} after case a");
         }
-        let snap = tuning::snapshot::Snapshot::read(rep.snapshot.as_ref().unwrap()).unwrap();
+        let snap = tuning::plan::Snapshot::read(rep.snapshot.as_ref().unwrap()).unwrap();
         plan::revert(&snap, &mut io, Path::new("/"), false).unwrap();
         assert_eq!(ns.sysctl(&fw("v0/200")), "1", "revert restores v0.200");
         assert_eq!(ns.sysctl(&fw("all")), "0");
@@ -1180,7 +1181,7 @@ fn a_forwarding_glob_beside_ip_forward_ends_as_the_plan_says() {
             "{:?}",
             rep.side_effects
         );
-        let snap = tuning::snapshot::Snapshot::read(rep.snapshot.as_ref().unwrap()).unwrap();
+        let snap = tuning::plan::Snapshot::read(rep.snapshot.as_ref().unwrap()).unwrap();
         plan::revert(&snap, &mut io, Path::new("/"), false).unwrap();
         assert_eq!(ns.sysctl(&fw("v0/200")), "1");
         for i in ["all", "default", "lo", "v1"] {

@@ -70,19 +70,19 @@ pub enum ToggleError {
 
 /// Which side of an A/B comparison.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Side {
+pub enum ToggleSide {
     /// The first value.
     A,
     /// The second value.
     B,
 }
 
-impl Side {
+impl ToggleSide {
     /// The other side.
-    pub fn other(self) -> Side {
+    pub fn other(self) -> ToggleSide {
         match self {
-            Side::A => Side::B,
-            Side::B => Side::A,
+            ToggleSide::A => ToggleSide::B,
+            ToggleSide::B => ToggleSide::A,
         }
     }
 }
@@ -108,7 +108,7 @@ pub enum Toggle {
 
 /// The value a toggle had before the first switch, to restore.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Original {
+pub enum ToggleOriginal {
     /// A sysctl's value.
     Sysctl(String),
     /// Whether the feature was enabled.
@@ -161,10 +161,12 @@ impl Toggle {
 
     /// The setting with the value it is restored to: `net.ipv4.tcp_timestamps=1`,
     /// `sched feature TTWU_QUEUE on`.
-    pub fn with_original(&self, orig: &Original) -> String {
+    pub fn with_original(&self, orig: &ToggleOriginal) -> String {
         match (self, orig) {
-            (Toggle::Sysctl { key, .. }, Original::Sysctl(v)) => format!("{}={v}", key.as_str()),
-            (Toggle::SchedFeature { name }, Original::SchedFeature(on)) => {
+            (Toggle::Sysctl { key, .. }, ToggleOriginal::Sysctl(v)) => {
+                format!("{}={v}", key.as_str())
+            }
+            (Toggle::SchedFeature { name }, ToggleOriginal::SchedFeature(on)) => {
                 format!("sched feature {name} {}", if *on { "on" } else { "off" })
             }
             (Toggle::Sysctl { key, .. }, _) => key.as_str().to_string(),
@@ -173,12 +175,12 @@ impl Toggle {
     }
 
     /// A short description: `net.ipv4.tcp_timestamps=1|0` or `sched TTWU_QUEUE on|off`.
-    pub fn describe(&self, side: Side) -> String {
+    pub fn describe(&self, side: ToggleSide) -> String {
         match (self, side) {
-            (Toggle::Sysctl { key, a, .. }, Side::A) => format!("{}={a}", key.as_str()),
-            (Toggle::Sysctl { key, b, .. }, Side::B) => format!("{}={b}", key.as_str()),
-            (Toggle::SchedFeature { name }, Side::A) => format!("sched feature {name} on"),
-            (Toggle::SchedFeature { name }, Side::B) => format!("sched feature {name} off"),
+            (Toggle::Sysctl { key, a, .. }, ToggleSide::A) => format!("{}={a}", key.as_str()),
+            (Toggle::Sysctl { key, b, .. }, ToggleSide::B) => format!("{}={b}", key.as_str()),
+            (Toggle::SchedFeature { name }, ToggleSide::A) => format!("sched feature {name} on"),
+            (Toggle::SchedFeature { name }, ToggleSide::B) => format!("sched feature {name} off"),
         }
     }
 
@@ -186,9 +188,9 @@ impl Toggle {
     ///
     /// # Errors
     /// When the setting cannot be read or does not exist.
-    pub fn read(&self, root: &Path) -> Result<Original, ToggleError> {
+    pub fn read(&self, root: &Path) -> Result<ToggleOriginal, ToggleError> {
         match self {
-            Toggle::Sysctl { key, .. } => Ok(Original::Sysctl(sysctl::read(root, key)?)),
+            Toggle::Sysctl { key, .. } => Ok(ToggleOriginal::Sysctl(sysctl::read(root, key)?)),
             Toggle::SchedFeature { name } => {
                 let path = root.join(SCHED_FEATURES);
                 let text = std::fs::read_to_string(&path).map_err(|source| {
@@ -201,10 +203,10 @@ impl Toggle {
                 let no = format!("NO_{name}");
                 for f in text.split_whitespace() {
                     if f == name {
-                        return Ok(Original::SchedFeature(true));
+                        return Ok(ToggleOriginal::SchedFeature(true));
                     }
                     if f == no {
-                        return Ok(Original::SchedFeature(false));
+                        return Ok(ToggleOriginal::SchedFeature(false));
                     }
                 }
                 Err(ToggleError::UnknownFeature {
@@ -223,8 +225,9 @@ impl Toggle {
     /// # Errors
     /// [`ToggleError::Value`] naming the key, the side, the value and what the key takes, or
     /// [`sysctl::SysctlError::ReadOnly`].
-    pub fn check(&self, root: &Path, original: &Original) -> Result<(), ToggleError> {
-        let (Toggle::Sysctl { key, a, b }, Original::Sysctl(current)) = (self, original) else {
+    pub fn check(&self, root: &Path, original: &ToggleOriginal) -> Result<(), ToggleError> {
+        let (Toggle::Sysctl { key, a, b }, ToggleOriginal::Sysctl(current)) = (self, original)
+        else {
             return Ok(());
         };
         if !sysctl::writable(root, key) {
@@ -259,13 +262,13 @@ impl Toggle {
     ///
     /// # Errors
     /// When the write fails.
-    pub fn set(&self, root: &Path, side: Side) -> Result<(), ToggleError> {
+    pub fn set(&self, root: &Path, side: ToggleSide) -> Result<(), ToggleError> {
         match self {
             Toggle::Sysctl { key, a, b } => {
-                let v = if side == Side::A { a } else { b };
+                let v = if side == ToggleSide::A { a } else { b };
                 Ok(sysctl::write(root, key, v)?)
             }
-            Toggle::SchedFeature { .. } => self.set_feature(root, side == Side::A),
+            Toggle::SchedFeature { .. } => self.set_feature(root, side == ToggleSide::A),
         }
     }
 
@@ -290,10 +293,12 @@ impl Toggle {
     ///
     /// # Errors
     /// When the write fails.
-    pub fn restore(&self, root: &Path, original: &Original) -> Result<(), ToggleError> {
+    pub fn restore(&self, root: &Path, original: &ToggleOriginal) -> Result<(), ToggleError> {
         match (self, original) {
-            (Toggle::Sysctl { key, .. }, Original::Sysctl(v)) => Ok(sysctl::write(root, key, v)?),
-            (Toggle::SchedFeature { .. }, Original::SchedFeature(on)) => {
+            (Toggle::Sysctl { key, .. }, ToggleOriginal::Sysctl(v)) => {
+                Ok(sysctl::write(root, key, v)?)
+            }
+            (Toggle::SchedFeature { .. }, ToggleOriginal::SchedFeature(on)) => {
                 self.set_feature(root, *on)
             }
             _ => Ok(()),
@@ -308,7 +313,7 @@ mod tests {
     #[test]
     fn parses_both_kinds_and_refuses_garbage() {
         let t = Toggle::parse("sysctl:net.ipv4.tcp_timestamps=1,0").unwrap();
-        assert_eq!(t.describe(Side::B), "net.ipv4.tcp_timestamps=0");
+        assert_eq!(t.describe(ToggleSide::B), "net.ipv4.tcp_timestamps=0");
         let t = Toggle::parse("sched-feature:NO_TTWU_QUEUE").unwrap();
         assert_eq!(
             t,
@@ -360,7 +365,7 @@ mod tests {
         // directory, EISDIR).
         std::fs::remove_file(&path).unwrap();
         std::fs::create_dir(&path).unwrap();
-        let e = t.set(dir.path(), Side::B).unwrap_err().to_string();
+        let e = t.set(dir.path(), ToggleSide::B).unwrap_err().to_string();
         assert!(
             e.starts_with("write \"banana\" to sysctl net.ipv4.tcp_timestamps ("),
             "{e}"
@@ -374,11 +379,14 @@ mod tests {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(&path, "GENTLE_FAIR_SLEEPERS NO_TTWU_QUEUE HRTICK\n").unwrap();
         let t = Toggle::parse("sched-feature:TTWU_QUEUE").unwrap();
-        assert_eq!(t.read(dir.path()).unwrap(), Original::SchedFeature(false));
-        t.set(dir.path(), Side::A).unwrap();
+        assert_eq!(
+            t.read(dir.path()).unwrap(),
+            ToggleOriginal::SchedFeature(false)
+        );
+        t.set(dir.path(), ToggleSide::A).unwrap();
         // A real kernel parses the word and updates the list; the fixture just keeps the last write.
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "TTWU_QUEUE");
-        t.restore(dir.path(), &Original::SchedFeature(false))
+        t.restore(dir.path(), &ToggleOriginal::SchedFeature(false))
             .unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "NO_TTWU_QUEUE");
         let missing = Toggle::parse("sched-feature:NOPE").unwrap();

@@ -23,7 +23,7 @@ use crate::sysctl::Key;
 pub const DEFAULT_STATE_DIR: &str = "/var/lib/connstorm";
 
 /// Snapshot file format version.
-pub const FORMAT: u32 = 1;
+pub const SNAPSHOT_FORMAT: u32 = 1;
 
 /// One saved value.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -57,7 +57,7 @@ pub const MAX_SNAPSHOT_BYTES: u64 = 16 << 20;
 /// Values saved before a change.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Snapshot {
-    /// [`FORMAT`].
+    /// [`SNAPSHOT_FORMAT`].
     pub format: u32,
     /// Seconds since the Unix epoch when it was taken.
     pub created_unix_secs: u64,
@@ -141,7 +141,7 @@ impl Snapshot {
     /// A new, empty snapshot for this boot and namespace.
     pub fn new(root: &Path, what: &str) -> Snapshot {
         Snapshot {
-            format: FORMAT,
+            format: SNAPSHOT_FORMAT,
             created_unix_secs: SystemTime::now()
                 .duration_since(UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs()),
@@ -214,11 +214,11 @@ impl Snapshot {
             path: path.to_path_buf(),
             message: e.to_string(),
         })?;
-        if s.format != FORMAT {
+        if s.format != SNAPSHOT_FORMAT {
             return Err(SnapshotError::Format {
                 path: path.to_path_buf(),
                 message: format!(
-                    "format {} is not {FORMAT}; use the connstorm version that wrote it",
+                    "format {} is not {SNAPSHOT_FORMAT}; use the connstorm version that wrote it",
                     s.format
                 ),
             });

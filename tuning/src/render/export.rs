@@ -10,7 +10,8 @@
 
 use std::fmt::Write as _;
 
-use crate::plan::{target_value, SysctlIo};
+use crate::plan::target_value;
+use crate::sysctl::SysctlIo;
 use crate::sysctl::{Entry, Op, Preset};
 
 /// What an export writes for one entry: the value, and a comment line when it differs from the
@@ -50,7 +51,7 @@ fn floor_value(e: &Entry, io: &dyn SysctlIo) -> (String, Option<String>) {
 /// The preset as a file for `/etc/sysctl.d/`: one commented block per entry (reason, source,
 /// limit note), optional entries with the `-` prefix (ignore failure), manual entries commented
 /// out. `io` reads current values for limits.
-pub fn sysctl_d(p: &Preset, io: &dyn SysctlIo) -> String {
+pub fn export_sysctl_d(p: &Preset, io: &dyn SysctlIo) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "# connstorm preset {}: {}", p.name, p.description);
     for e in &p.sysctls {
@@ -72,10 +73,10 @@ pub fn sysctl_d(p: &Preset, io: &dyn SysctlIo) -> String {
     out
 }
 
-/// The preset as a tuned profile: `[main]`, `[sysctl]` (single-number limits with tuned's `>`
-/// "only if higher" prefix; multi-number limits as max(preset, current) like [`sysctl_d`]) and
+/// The preset as a tuned profile: `[main]`, `[sysctl]` (single-number limits with tuned's `>` "only
+/// if higher" prefix; multi-number limits as max(preset, current) like [`export_sysctl_d`]) and
 /// `[bootloader]` for the command-line parameters. Manual entries are commented out.
-pub fn tuned(p: &Preset, io: &dyn SysctlIo) -> String {
+pub fn export_tuned(p: &Preset, io: &dyn SysctlIo) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -99,13 +100,17 @@ pub fn tuned(p: &Preset, io: &dyn SysctlIo) -> String {
         }
     }
     if !p.cmdline.is_empty() {
-        let _ = writeln!(out, "\n[bootloader]\ncmdline_connstorm=+{}", cmdline(p));
+        let _ = writeln!(
+            out,
+            "\n[bootloader]\ncmdline_connstorm=+{}",
+            export_cmdline(p)
+        );
     }
     out
 }
 
 /// The preset's kernel command-line parameters, space-separated (empty when it has none).
-pub fn cmdline(p: &Preset) -> String {
+pub fn export_cmdline(p: &Preset) -> String {
     p.cmdline
         .iter()
         .map(|c| c.param.as_str())
@@ -116,7 +121,7 @@ pub fn cmdline(p: &Preset) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::ProcSys;
+    use crate::sysctl::ProcSys;
 
     const PRESET: &str = r#"name = "t"
 description = "test"
@@ -171,7 +176,7 @@ source = "s"
         let io = ProcSys {
             root: d.path().to_path_buf(),
         };
-        let text = sysctl_d(&p, &io);
+        let text = export_sysctl_d(&p, &io);
         assert!(text.contains("\nfs.file-max = 2466177\n"), "{text}");
         assert!(text.contains("this host has 2466177"), "{text}");
         assert!(text.contains("\nnet.core.somaxconn = 65535\n"), "{text}");
@@ -191,7 +196,7 @@ source = "s"
         let io = ProcSys {
             root: empty.path().to_path_buf(),
         };
-        let text = sysctl_d(&p, &io);
+        let text = export_sysctl_d(&p, &io);
         assert!(text.contains("\nfs.file-max = 2097152\n"), "{text}");
         assert!(text.contains("not readable here"), "{text}");
     }
@@ -203,7 +208,7 @@ source = "s"
         let io = ProcSys {
             root: d.path().to_path_buf(),
         };
-        let text = tuned(&p, &io);
+        let text = export_tuned(&p, &io);
         assert!(text.contains("\nfs.file-max=>2097152\n"), "{text}");
         assert!(
             text.contains("\nnet.ipv4.tcp_rmem=4096 262144 33554432\n"),

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::sysctl::{self, Key, SysctlError};
+use super::key::{self, Key, SysctlError};
 
 /// Reads and writes sysctls; the seam where tests inject failures.
 pub trait SysctlIo {
@@ -25,7 +25,8 @@ pub trait SysctlIo {
     fn children(&self, dir: &[&str]) -> Vec<String>;
     /// For a key missing here: whether it exists in the initial network namespace (the
     /// host's), where the global `net.*` tables are registered. `None` when that namespace
-    /// cannot be looked into; [`check`](super::check) then goes by [`Key::global_by_name`]. Default `None`.
+    /// cannot be looked into; the planner's check then goes by
+    /// [`Key::global_by_name`]. Default `None`.
     fn in_initial_netns(&self, key: &Key) -> Option<bool> {
         let _ = key;
         None
@@ -42,13 +43,13 @@ pub struct ProcSys {
 
 impl SysctlIo for ProcSys {
     fn read(&self, key: &Key) -> Result<String, SysctlError> {
-        sysctl::read(&self.root, key)
+        key::read(&self.root, key)
     }
     fn write(&mut self, key: &Key, value: &str) -> Result<(), SysctlError> {
-        sysctl::write(&self.root, key, value)
+        key::write(&self.root, key, value)
     }
     fn writable(&self, key: &Key) -> bool {
-        sysctl::writable(&self.root, key)
+        key::writable(&self.root, key)
     }
     fn children(&self, dir: &[&str]) -> Vec<String> {
         let mut p = self.root.join("proc/sys");

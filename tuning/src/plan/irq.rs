@@ -15,7 +15,7 @@ use serde::Serialize;
 
 use crate::cpulist;
 use crate::host::{irq_affinity, irqbalance_pids, Finding, Nic, Severity, Topology};
-use crate::snapshot::{Saved, Snapshot, SnapshotError};
+use crate::plan::{Saved, Snapshot, SnapshotError};
 
 /// Which layout to plan.
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
@@ -97,7 +97,7 @@ pub enum IrqError {
 ///
 /// # Errors
 /// [`IrqError::NoIrqs`], [`IrqError::NoCpus`].
-pub fn plan(
+pub fn plan_irqs(
     root: &Path,
     nic: &Nic,
     topo: &Topology,
@@ -222,7 +222,7 @@ fn read_affinity(root: &Path, irq: u32) -> Option<String> {
 ///
 /// # Errors
 /// [`IrqError::Snapshot`] (nothing changed), [`IrqError::Write`] (earlier writes restored).
-pub fn apply(
+pub fn apply_irqs(
     root: &Path,
     moves: &[IrqMove],
     state_dir: &Path,
@@ -245,7 +245,7 @@ pub fn apply(
                 other => Err(format!("read back {other:?} after writing {want:?}")),
             });
         if let Err(cause) = res {
-            let failed = restore(root, &snap.saved[..=i]);
+            let failed = restore_irqs(root, &snap.saved[..=i]);
             return Err(IrqError::Write {
                 irq: m.irq,
                 cause,
@@ -258,7 +258,7 @@ pub fn apply(
 }
 
 /// Restores the IRQ entries of `saved` where they differ; returns the IRQs that failed.
-pub fn restore(root: &Path, saved: &[Saved]) -> Vec<u32> {
+pub fn restore_irqs(root: &Path, saved: &[Saved]) -> Vec<u32> {
     let mut failed = Vec::new();
     for s in saved.iter().rev() {
         let Saved::IrqAffinity { irq, cpus } = s else {
