@@ -444,7 +444,7 @@ fn two_quick_sigints_still_write_the_record_and_clean_up() {
         .spawn()
         .unwrap();
     let pid = nix::unistd::Pid::from_raw(child.id() as i32);
-    let (srv, load) = tuning::netns::NsPair::names(&child.id().to_string());
+    let (srv, load) = tuning::host::NsPair::names(&child.id().to_string());
     std::thread::sleep(Duration::from_millis(2500));
     assert!(
         Path::new("/run/netns").join(&srv).exists(),
@@ -564,7 +564,7 @@ fn target_mode_loads_an_external_server() {
         );
     } else {
         assert!(accepted <= total, "{accepted} > {total}");
-        let w = results::warnings::all(&rec);
+        let w = results::analysis::warnings(&rec);
         assert!(
             w.iter().any(|l| l.contains("ListenOverflows")),
             "an overflow ({overflows}) the bench did not warn of: {w:?}"

@@ -412,7 +412,7 @@ fn bench_record_carries_the_build_and_renders_as_one_html_page() {
     );
     let html = std::fs::read_to_string(&html_path).unwrap();
     assert!(html.starts_with("<!DOCTYPE html>") && html.trim_end().ends_with("</html>"));
-    for id in results::html::SECTIONS {
+    for id in results::render::HTML_SECTIONS {
         assert!(
             html.contains(&format!("<section id=\"{id}\">")),
             "no section {id}"
@@ -765,8 +765,8 @@ fn k8s_manifests_meet_the_restricted_pod_security_standard() {
     let dockerfile = std::fs::read_to_string(root.join("deploy/kubernetes/Dockerfile")).unwrap();
     let user = dockerfile
         .lines()
-        .filter_map(|l| l.strip_prefix("USER "))
-        .last()
+        .rev()
+        .find_map(|l| l.strip_prefix("USER "))
         .expect("the image sets a USER");
     assert!(
         !user.starts_with("root") && !user.starts_with("0"),

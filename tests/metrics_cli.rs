@@ -563,7 +563,7 @@ fn bench_metrics_follow_the_phases_and_equal_the_kernel_counters() {
                 accepted <= successes && successes - accepted <= overflows,
                 "{successes} counted, {accepted} accepted, {overflows} overflows"
             );
-            let w = results::warnings::all(&rec);
+            let w = results::analysis::warnings(&rec);
             assert!(
                 w.iter().any(|l| l.contains("ListenOverflows")),
                 "an overflow ({overflows}) the bench did not warn of: {w:?}"

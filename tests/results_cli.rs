@@ -524,7 +524,7 @@ fn compare_of_zero_connection_records_gives_no_verdict() {
                 // Every attempt failed: no handshake sample.
                 p.failures = [("ETIMEDOUT".to_string(), p.attempts)].into();
                 let empty =
-                    results::histogram::encode(&results::histogram::new_latency_histogram());
+                    results::record::encode_histogram(&results::record::new_latency_histogram());
                 p.histograms.handshake = empty.clone();
                 p.histograms.service = empty;
                 p.cpu.load = results::record::SideCpu::new(0, 1_900_000_000, 3_000_000_000, 1, 0);
@@ -894,7 +894,7 @@ fn merge_bad_input_histograms_of_different_bounds_are_refused_naming_both_files(
             .record_n(v.value_iterated_to(), v.count_at_value())
             .unwrap();
     }
-    p.histograms.handshake = results::histogram::encode(&other);
+    p.histograms.handshake = results::record::encode_histogram(&other);
     let f = write_records(dir.path(), &[("a.json", &a), ("b.json", &b)]);
     let err = merge_refused(&f);
     assert!(
@@ -1054,7 +1054,7 @@ fn report_of_a_server_record_prints_the_accept_server() {
         ..Default::default()
     };
     // The example's histograms hold samples; a server record's are empty.
-    let empty = results::histogram::new_latency_histogram();
+    let empty = results::record::new_latency_histogram();
     p.histograms = results::record::Histograms::encode(&empty, &empty, None);
     let f = write_records(dir.path(), &[("srv.json", &srv)]);
     let text = ok(&["report", s(&f[0])]);

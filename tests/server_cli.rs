@@ -331,7 +331,7 @@ fn last_and_allowed() -> (usize, Vec<usize>) {
     let online =
         tuning::cpulist::parse(&std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap())
             .unwrap();
-    let allowed = tuning::topology::allowed_cpus(std::path::Path::new("/")).unwrap();
+    let allowed = tuning::host::allowed_cpus(std::path::Path::new("/")).unwrap();
     (
         last,
         allowed.into_iter().filter(|c| online.contains(c)).collect(),

@@ -791,7 +791,8 @@ fn tls_load_record_keeps_tls_counts_for_report_and_merge() {
         assert!(u(&t["resumed"]) > 0, "{t}");
         handshakes += u(&t["handshakes"]);
         let hist =
-            results::histogram::decode(p["histograms"]["tls_handshake"].as_str().unwrap()).unwrap();
+            results::record::decode_histogram(p["histograms"]["tls_handshake"].as_str().unwrap())
+                .unwrap();
         assert_eq!(hist.len(), u(&t["handshakes"]), "{p}");
         let rep = bin().arg("report").arg(f).output().unwrap();
         assert_eq!(rep.status.code(), Some(0), "{}", stderr(&rep));
@@ -812,7 +813,8 @@ fn tls_load_record_keeps_tls_counts_for_report_and_merge() {
     let p = &rec["phases"][0];
     assert_eq!(u(&p["tls"]["handshakes"]), handshakes, "{}", p["tls"]);
     let hist =
-        results::histogram::decode(p["histograms"]["tls_handshake"].as_str().unwrap()).unwrap();
+        results::record::decode_histogram(p["histograms"]["tls_handshake"].as_str().unwrap())
+            .unwrap();
     assert_eq!(hist.len(), handshakes);
 }
 

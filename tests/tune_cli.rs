@@ -179,7 +179,7 @@ fn export_forms() {
     ]);
     assert_eq!(o.status.code(), Some(0));
     let body = String::from_utf8_lossy(&o.stdout).to_string();
-    let back = tuning::preset::Preset::parse_sysctl_conf(&body, "export.conf").unwrap();
+    let back = tuning::sysctl::Preset::parse_sysctl_conf(&body, "export.conf").unwrap();
     assert!(back
         .sysctls
         .iter()
@@ -423,7 +423,7 @@ fn export_never_lowers_an_at_least_limit_on_a_fixture_root() {
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let body = String::from_utf8_lossy(&o.stdout).to_string();
-    let back = tuning::preset::Preset::parse_sysctl_conf(&body, "export.conf").unwrap();
+    let back = tuning::sysctl::Preset::parse_sysctl_conf(&body, "export.conf").unwrap();
     let value = |k: &str| {
         back.sysctls
             .iter()
@@ -734,7 +734,7 @@ fn import_turns_a_script_into_a_sysctl_d_file() {
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let body = String::from_utf8_lossy(&o.stdout).to_string();
-    let p = tuning::preset::Preset::parse_sysctl_conf(&body, "imported.conf").unwrap();
+    let p = tuning::sysctl::Preset::parse_sysctl_conf(&body, "imported.conf").unwrap();
     assert_eq!(p.sysctls.len(), 6, "{body}");
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(

@@ -1,8 +1,8 @@
 //! `bench --baseline`: the paired baseline. Slices of the kernel floor ([`loadgen::floor`]) and
 //! of connstorm's peak (a closed-loop phase on the running harness) alternate on the same CPUs
-//! in ABBA order ([`results::paired::abba_order`]), each after its own warm-up; every slice is
+//! in ABBA order ([`results::analysis::abba_order`]), each after its own warm-up; every slice is
 //! printed as it ends, and the record's [`Baseline`] gets the median paired ratio, its
-//! order-statistic 95% interval ([`results::paired`]) and every slice. The floor takes the
+//! order-statistic 95% interval ([`results::record::Paired`]) and every slice. The floor takes the
 //! whole-machine shape when the CPU sets overlap ([`loadgen::floor::Shape`]). The kernel's
 //! `Tcp.ActiveOpens` is read around each floor slice and checked against its count.
 //!
@@ -14,8 +14,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use common::numfmt;
-use results::paired::{abba_order, Arm, Paired, Slice};
-use results::record::{Baseline, PhaseRecord, RunRecord};
+use results::analysis::abba_order;
+use results::record::{Arm, Baseline, Paired, PhaseRecord, RunRecord, Slice};
 
 use crate::run::{peak_concurrency, Event};
 use crate::setup::PhaseSpec;
@@ -151,7 +151,7 @@ pub fn measure(
     );
     on_note(&format!(
         "[baseline] {}",
-        results::paired::summary_line(&paired)
+        results::render::paired_line(&paired)
     ));
     record.baseline = Some(Baseline {
         floor_per_sec: paired.median_per_sec(Arm::Floor),

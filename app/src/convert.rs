@@ -52,19 +52,19 @@ pub fn phase_record(
             generator_lag: report
                 .generator_lag
                 .as_ref()
-                .map(|l| results::histogram::encode(&l.hist)),
+                .map(|l| results::record::encode_histogram(&l.hist)),
             http_response: report
                 .http
                 .as_ref()
-                .map(|h| results::histogram::encode(&h.response)),
+                .map(|h| results::record::encode_histogram(&h.response)),
             http_first_byte: report
                 .http
                 .as_ref()
-                .map(|h| results::histogram::encode(&h.first_byte)),
+                .map(|h| results::record::encode_histogram(&h.first_byte)),
             tls_handshake: report
                 .tls
                 .as_ref()
-                .map(|t| results::histogram::encode(&t.handshake)),
+                .map(|t| results::record::encode_histogram(&t.handshake)),
             ..rec::Histograms::encode(
                 &report.handshake,
                 &report.service,
@@ -126,14 +126,14 @@ pub fn phase_record(
 
 /// The load report's failure table in the record's class names: loadgen's never-accepted
 /// classes ([`loadgen::NEVER_ACCEPTED`], [`loadgen::NEVER_ACCEPTED_QUEUED`]) become the record's
-/// ([`results::diagnosis::NEVER_ACCEPTED`], [`results::diagnosis::NEVER_ACCEPTED_QUEUED`]), which
+/// ([`results::record::NEVER_ACCEPTED`], [`results::record::NEVER_ACCEPTED_QUEUED`]), which
 /// `report` reads as handshakes with a histogram sample; errno names stay.
 pub fn record_failures(failures: &BTreeMap<String, u64>) -> BTreeMap<String, u64> {
     let mut out = BTreeMap::new();
     for (name, &n) in failures {
         let name = match name.as_str() {
-            loadgen::NEVER_ACCEPTED => results::diagnosis::NEVER_ACCEPTED,
-            loadgen::NEVER_ACCEPTED_QUEUED => results::diagnosis::NEVER_ACCEPTED_QUEUED,
+            loadgen::NEVER_ACCEPTED => results::record::NEVER_ACCEPTED,
+            loadgen::NEVER_ACCEPTED_QUEUED => results::record::NEVER_ACCEPTED_QUEUED,
             other => other,
         };
         *out.entry(name.to_string()).or_insert(0) += n;
@@ -153,7 +153,7 @@ pub fn measured_share(n: u64, report: &loadgen::LoadReport) -> u64 {
 }
 
 /// Moves `n` handshakes the server never accepted from the phase's successes to the failure
-/// class [`results::diagnosis::NEVER_ACCEPTED`], and recomputes the rates from the successes
+/// class [`results::record::NEVER_ACCEPTED`], and recomputes the rates from the successes
 /// (none, and no CPU per connection, when no success is left).
 pub fn count_never_accepted(p: &mut PhaseRecord, n: u64) {
     if n == 0 {
@@ -162,7 +162,7 @@ pub fn count_never_accepted(p: &mut PhaseRecord, n: u64) {
     let n = n.min(p.successes);
     p.successes -= n;
     *p.failures
-        .entry(results::diagnosis::NEVER_ACCEPTED.to_string())
+        .entry(results::record::NEVER_ACCEPTED.to_string())
         .or_insert(0) += n;
     p.set_rates();
     p.forget_unmeasured();
@@ -197,7 +197,7 @@ fn timeline_row(r: &loadgen::TimelineRow, first_measured: f64) -> rec::TimelineR
         handshake: r
             .handshake
             .as_ref()
-            .map(|h| results::histogram::encode(&h.decode())),
+            .map(|h| results::record::encode_histogram(&h.decode())),
         attempts: r.attempts,
         successes: r.successes,
         failures: r.failures_by_cause.clone(),
@@ -263,7 +263,7 @@ mod tests {
             server: Some(side),
             load: side,
         };
-        let check = results::crosscheck::check(&results::crosscheck::Counts {
+        let check = results::analysis::cross_check(&results::analysis::CrossCheckCounts {
             exact: true,
             attempts: 112,
             successes: 80,
@@ -316,7 +316,7 @@ mod tests {
         count_never_accepted(&mut p, 3);
         assert_eq!((p.successes, p.achieved_per_sec, p.cpm), (0, None, None));
         assert_eq!(p.cpu.load.us_per_conn(), None);
-        assert_eq!(p.failures[results::diagnosis::NEVER_ACCEPTED], 5);
+        assert_eq!(p.failures[results::record::NEVER_ACCEPTED], 5);
     }
 
     /// A load record names its never-accepted handshakes as `report` reads them (so the
@@ -332,11 +332,11 @@ mod tests {
         assert_eq!(
             r,
             BTreeMap::from([
-                (results::diagnosis::NEVER_ACCEPTED.to_string(), 3),
-                (results::diagnosis::NEVER_ACCEPTED_QUEUED.to_string(), 20),
+                (results::record::NEVER_ACCEPTED.to_string(), 3),
+                (results::record::NEVER_ACCEPTED_QUEUED.to_string(), 20),
                 ("ETIMEDOUT".to_string(), 1),
             ])
         );
-        assert_eq!(results::diagnosis::never_accepted_total(&r), 23);
+        assert_eq!(results::record::never_accepted_total(&r), 23);
     }
 }

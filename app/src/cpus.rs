@@ -103,7 +103,7 @@ pub fn whole_machine() -> Picked {
 type Planned = ((Vec<usize>, Vec<usize>), Vec<String>);
 
 fn auto_placement(allowed: &[usize], external: bool) -> anyhow::Result<Planned> {
-    let topo = tuning::topology::Topology::read(std::path::Path::new("/"))
+    let topo = tuning::host::Topology::read(std::path::Path::new("/"))
         .context("read the CPU topology for `auto`")?;
     let n = allowed.len();
     let (server_workers, load_workers) = if external {
@@ -111,14 +111,14 @@ fn auto_placement(allowed: &[usize], external: bool) -> anyhow::Result<Planned> 
     } else {
         ((n / 3).max(1), (n - (n / 3).max(1)).max(1))
     };
-    let req = tuning::placement::Request {
+    let req = tuning::advice::PlacementRequest {
         server_workers,
         load_workers,
         allowed: Some(allowed.to_vec()),
-        ..tuning::placement::Request::default()
+        ..tuning::advice::PlacementRequest::default()
     };
-    let p =
-        tuning::placement::plan(&topo, &req).map_err(|e| bad_input(format!("--cpus auto: {e}")))?;
+    let p = tuning::advice::place_cpus(&topo, &req)
+        .map_err(|e| bad_input(format!("--cpus auto: {e}")))?;
     Ok((
         (p.server, p.load),
         p.notes.iter().map(|n| format!("placement: {n}")).collect(),

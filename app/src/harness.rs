@@ -12,8 +12,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use tuning::counters::Snapshot;
 
-use tuning::netns::NsPair;
-use tuning::procstat;
+use tuning::host::NsPair;
 
 use crate::taskcpu;
 
@@ -60,7 +59,7 @@ impl Harness {
             Some(t) => (None, t),
             None => {
                 let ip = if ns.is_some() {
-                    tuning::netns::PAIR_SERVER_IP
+                    tuning::host::PAIR_SERVER_IP
                 } else {
                     IpAddr::V4(Ipv4Addr::LOCALHOST)
                 };
@@ -183,7 +182,7 @@ impl Harness {
         let srv_before = self.counters_server()?;
         let load_before = self.counters_load()?;
         let accepted_before = self.server.as_ref().map(|s| s.stats());
-        let stat_before = procstat::sample();
+        let stat_before = tuning::host::read_cpu_times();
         let t0 = Instant::now();
         let report = match self.pair() {
             Some(ns) => ns.enter_load(|| loadgen::run(&cfg, stop, on_second))?,
@@ -197,7 +196,7 @@ impl Harness {
             report.total.successes,
         );
         let wall_ns = t0.elapsed().as_nanos() as u64;
-        let stat_after = procstat::sample();
+        let stat_after = tuning::host::read_cpu_times();
         let srv_after = self.counters_server()?;
         let load_after = self.counters_load()?;
 
@@ -315,7 +314,7 @@ fn create_pair(rtt: Option<Duration>) -> anyhow::Result<(NsPair, crate::cleanup:
     };
     match NsPair::create(&tag, rtt) {
         Ok(pair) => Ok((pair, guard)),
-        Err(e @ (tuning::netns::PairError::NetemMissing(_) | tuning::netns::PairError::Rtt(_))) => {
+        Err(e @ (tuning::host::PairError::NetemMissing(_) | tuning::host::PairError::Rtt(_))) => {
             Err(crate::bad_input(e.to_string()))
         }
         Err(e) => Err(e.into()),

@@ -1,6 +1,6 @@
 //! One phase's measurements turned into its record part: the server's accepts, per-side CPU
-//! time, kernel counter deltas, the cross-check ([`results::crosscheck`]), CPU contention
-//! warnings ([`results::warnings::cpu_contention`]) and handshakes the server never accepted
+//! time, kernel counter deltas, the cross-check ([`results::analysis::cross_check`]), CPU contention
+//! warnings ([`results::analysis::cpu_contention`]) and handshakes the server never accepted
 //! moved out of the successes.
 
 use std::collections::BTreeMap;
@@ -8,7 +8,6 @@ use std::time::{Instant, SystemTime};
 
 use results::record as rec;
 use tuning::counters::CounterDelta;
-use tuning::procstat;
 
 use crate::convert;
 use crate::setup::{PhaseSpec, Setup};
@@ -35,7 +34,7 @@ pub struct Measured<'a> {
     /// The load workers' CPU time.
     pub load_cpu: taskcpu::Cpu,
     /// `/proc/stat` before and after.
-    pub stat: (procstat::Sample, procstat::Sample),
+    pub stat: (tuning::host::CpuTimes, tuning::host::CpuTimes),
     /// Wall time of the phase, ns.
     pub wall_ns: u64,
     /// Counter deltas of the server's namespace (the host's without `--netns`).
@@ -126,10 +125,10 @@ pub fn outcome(m: Measured<'_>) -> PhaseOutcome {
         )
         .with_run_ns(load_cpu.run_ns, connections),
     };
-    let cross_check = results::crosscheck::check(&results::crosscheck::Counts {
+    let cross_check = results::analysis::cross_check(&results::analysis::CrossCheckCounts {
         exact: m.exact,
         attempts: m.report.total.attempts,
-        pre_syn_failures: results::crosscheck::pre_syn_failures(&m.report.total.failures),
+        pre_syn_failures: results::analysis::pre_syn_failures(&m.report.total.failures),
         successes: m.report.total.successes,
         abandoned: m.report.total.abandoned,
         interrupted: m.report.interrupted,
@@ -152,20 +151,20 @@ pub fn outcome(m: Measured<'_>) -> PhaseOutcome {
     }
     bench_cpus.sort_unstable();
     bench_cpus.dedup();
-    let busy = procstat::delta(&m.stat.0, &m.stat.1, &bench_cpus);
+    let busy = tuning::host::cpu_time_delta(&m.stat.0, &m.stat.1, &bench_cpus);
     let cpu_busy_pct: BTreeMap<usize, f64> = bench_cpus
         .iter()
         .map(|&c| {
-            let b = procstat::delta(&m.stat.0, &m.stat.1, &[c]);
+            let b = tuning::host::cpu_time_delta(&m.stat.0, &m.stat.1, &[c]);
             (
                 c,
                 (b.busy_ns as f64 / wall_ns.max(1) as f64 * 100.0).min(100.0),
             )
         })
         .collect();
-    let mut warnings = results::warnings::cpu_contention(
+    let mut warnings = results::analysis::cpu_contention(
         &spec.name,
-        &results::warnings::CpuContention {
+        &results::analysis::CpuContention {
             cpus: bench_cpus,
             wall_ns,
             busy_ns: busy.busy_ns,

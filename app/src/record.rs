@@ -37,7 +37,7 @@ pub fn host_info() -> HostInfo {
 /// call it from the thread that read the counters. `None` when `/proc/thread-self/ns/net` is
 /// unreadable.
 pub fn counters_netns(hostname: Option<String>) -> Option<results::record::NetnsIdentity> {
-    let id = tuning::netns::identity(Path::new("/proc"))?;
+    let id = tuning::host::netns_identity(Path::new("/proc"))?;
     Some(results::record::NetnsIdentity {
         inode: id.inode,
         boot_id: id.boot_id,
@@ -131,7 +131,7 @@ pub fn new_record(
         connstorm_version: build.version.to_string(),
         git_commit: build.git_commit.to_string(),
         interrupted: false,
-        started_at: results::timestamp::rfc3339_utc(h.started_wall()),
+        started_at: results::record::rfc3339_utc(h.started_wall()),
         started_unix_ms: h
             .started_wall()
             .duration_since(std::time::UNIX_EPOCH)

@@ -295,7 +295,7 @@ fn parse_conntrack_stat(text: &str, out: &mut BTreeMap<String, i64>) {
 }
 
 /// The sysctls that explain how a namespace treats handshakes under load, read by
-/// [`read_settings`] and used by `results::diagnosis`.
+/// [`read_settings`] and used by the diagnosis in `results::analysis`.
 pub const DIAGNOSIS_SYSCTLS: [&str; 7] = [
     "net.ipv4.tcp_syncookies",
     "net.ipv4.tcp_abort_on_overflow",

@@ -26,6 +26,14 @@
 //! - [`uring`]: the one wording of an io_uring_setup(2) failure (server and load engines).
 //! - [`metrics`]: the Prometheus `/metrics` endpoint and the encoding helpers of the server's
 //!   and the load generator's collectors.
+//!
+//! # Data flow
+//! Text comes in (command-line values through [`units`] and [`cpulist`], kernel files through
+//! [`counters`] and [`cpulist`]) as plain values; the crates above compute with them and send
+//! them back out through one formatter each ([`numfmt`] for numbers, [`table`] for tables,
+//! [`errno`] for failure names, [`files`] for output files, [`metrics`] for Prometheus). The
+//! crate imports no other crate of the workspace; inside it, [`units`], [`files`] and [`table`]
+//! build on [`addr`], [`cpulist`], [`numfmt`] and [`error::BadInput`].
 
 #![forbid(unsafe_code)]
 // The public API is what its users call (issue 12): the workspace allows unreachable_pub (it

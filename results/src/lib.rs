@@ -1,23 +1,26 @@
 //! connstorm's results: the run record and everything read from it.
 //!
-//! Moving parts, in data-flow order:
-//! - [`record`]: [`record::RunRecord`], one versioned JSON document per run, written atomically
-//!   by the binary (which converts server/load reports and host facts into it) and read back
-//!   with errors that name the file and what is wrong.
-//! - [`histogram`]: latency histograms (ns) stored as HdrHistogram V2 + DEFLATE in base64, and
-//!   the figures read from them (percentiles, buckets).
-//! - [`hlog`]: HdrHistogram interval logs (`.hlog`) for other HdrHistogram tools.
-//! - [`diagnosis`]: named causes of lost, refused or delayed handshakes from counters and settings.
-//! - [`report`]: per-record reports as text, Markdown, JSON or CSV.
-//! - [`paired`]: the paired baseline (floor and connstorm slices in ABBA order, median ratio and
-//!   its order-statistic interval).
-//! - [`stats`] and [`compare`]: A/B comparison of trial sets with confidence intervals.
-//! - [`sweep`]: the knee of a capacity sweep under a latency SLO.
-//! - [`numfmt`]: the one number formatter (separators in text, units with a space).
-//! - [`plot`]: SVG/PNG pictures (latency spectrum, timeline, worker share, A/B, sweep).
-//! - [`merge`]: the records of a multi-host run (one per load generator and server) joined into
-//!   one exact record.
-//! - [`html`]: one self-contained HTML page (summary, warnings, inline SVG plots, tables).
+//! Three folders, one job each; each uses only the folders listed before it, never one after:
+//! - [`record`] — the schema: [`RunRecord`], one versioned JSON document per run, its types and
+//!   their serde form, the schema version and the upgrade of older records, the stored
+//!   HdrHistogram encoding (V2 + DEFLATE in base64), RFC 3339 timestamps, the failure classes,
+//!   and the checks that refuse a record contradicting itself (each error names the file).
+//! - [`analysis`] — what records mean: acceptance (handshakes the server never accepted),
+//!   the cross-check of our counts against the kernel's, the diagnosis (named causes of lost,
+//!   refused or delayed handshakes), warnings, saturation, latency summaries, A/B comparison
+//!   with its statistics, the paired kernel-floor baseline, the sweep knee, and the merge of a
+//!   multi-host run into one exact record.
+//! - [`render`] — how they are shown: per-record reports (text, Markdown, JSON, CSV), the
+//!   `bench` summary, comparisons, sweeps, the kernel section of `load`, one self-contained HTML
+//!   page, SVG/PNG plots, and HdrHistogram interval logs (`.hlog`).
+//!
+//! [`numfmt`] (from `common`) is the one number formatter of every text.
+//!
+//! # Data flow
+//! The binary turns a server/load report and host facts into a [`RunRecord`] and writes it
+//! ([`RunRecord::write_atomic`]); `report`, `compare`, `merge`, `plot` and `sweep` read records
+//! back ([`RunRecord::read`]), hand them to the analysis, and print what the rendering makes of
+//! both. Each folder's files are private; its `mod.rs` re-exports the public API.
 //!
 //! This crate does not depend on the other connstorm crates: it only knows the record.
 
@@ -26,24 +29,10 @@
 // would reach the binary and the test crates), this library does not.
 #![warn(unreachable_pub)]
 
-pub mod acceptance;
-pub mod bench_summary;
-pub mod compare;
-pub mod crosscheck;
-pub mod diagnosis;
-pub mod histogram;
-pub mod hlog;
-pub mod html;
-pub mod kernel_text;
-pub mod merge;
-pub mod paired;
-pub use common::numfmt;
-pub mod plot;
+pub mod analysis;
 pub mod record;
-pub mod report;
-pub mod stats;
-pub mod sweep;
-pub mod timestamp;
-pub mod warnings;
+pub mod render;
+
+pub use common::numfmt;
 
 pub use record::{RecordError, RunRecord, SCHEMA_VERSION};

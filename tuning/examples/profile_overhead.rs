@@ -124,7 +124,7 @@ fn run(cpu: usize, limit: Duration, mode: Mode) -> Run {
         c.frequency_hz = f;
         Profiler::start(&c).unwrap_or_else(|e| panic!("profile refused: {e}"))
     });
-    let stat0 = tuning::procstat::sample();
+    let stat0 = tuning::host::read_cpu_times();
     let sw0 = switches();
     let cpu0 = thread_cpu_ns();
     let started = Instant::now();
@@ -142,7 +142,7 @@ fn run(cpu: usize, limit: Duration, mode: Mode) -> Run {
     let wall_ns = started.elapsed().as_nanos() as u64;
     let cpu_ns = thread_cpu_ns() - cpu0;
     let sw1 = switches();
-    let t = tuning::procstat::delta(&stat0, &tuning::procstat::sample(), &[cpu]);
+    let t = tuning::host::cpu_time_delta(&stat0, &tuning::host::read_cpu_times(), &[cpu]);
     let (samples, lost) = match profiler {
         Some(p) => {
             let p = p.stop().unwrap();

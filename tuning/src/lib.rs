@@ -1,53 +1,45 @@
 //! `tuning`: everything connstorm reads from or changes on a Linux host.
 //!
-//! Moving parts, all reading from a root path (`/` on a real host, a fixture tree in tests):
-//! - host model: [`topology`] (CPUs, SMT, packages, NUMA nodes, isolated/nohz_full CPUs),
-//!   [`cmdline`] (`/proc/cmdline` isolation parameters), [`nic`] (queue IRQs, affinity, RPS/XPS),
-//!   [`host::HostFacts`] (what a run record says about the host);
-//! - [`counters`]: TCP counters from `/proc/<thread-self>/net` and per-run deltas;
-//! - [`placement`]: the CPU planner behind `--cpus auto`;
-//! - sysctls: [`sysctl`] (key validation, per-netns vs global, read/write), [`preset`] (preset and
-//!   sysctl.conf files), [`plan`] (check → plan → apply → revert) and [`snapshot`] (the saved
-//!   values, written atomically), [`export`] (presets as sysctl.d files and tuned profiles);
-//! - [`builtin`]: the presets shipped in the binary; [`render`]: the text of every `tune`
-//!   subcommand;
-//! - [`irq`]: IRQ → CPU plans; [`kconfig`]: kernel config audit; [`doctor`]: one-screen summary
-//!   built from [`finding::Finding`]s; [`netns`]: entering a named network namespace (setns)
-//!   and the veth-joined namespace pair of `bench --netns`; [`procstat`]: per-CPU busy time;
-//!   [`clock`]: the host clock's sync state (chrony, timedatectl) for multi-host runs.
+//! Six folders, one job each, all taking the host root as a path (`/` on a real host, a
+//! fixture tree in tests):
+//! - [`host`] — the host as it is: CPU topology, the kernel command line, NICs and their queue
+//!   IRQs, what a run record says about the host ([`host::HostFacts`]), per-CPU busy time, the
+//!   clock's sync state, capabilities probed in this process, the network namespaces connstorm
+//!   runs in, and [`host::Finding`], the one observation type every check reports in;
+//! - [`sysctl`] — the sysctl keys (validation, per-namespace vs global scope, reading and
+//!   writing), the one table of what connstorm knows about them, and the files that set them:
+//!   TOML presets, sysctl.conf and sysctl.d files, the presets shipped in the binary, scripts
+//!   imported as sysctl settings;
+//! - [`advice`] — judgements that change nothing: the doctor's one-screen summary, the kernel
+//!   config audit, the CPU planner behind `--cpus auto`, the ephemeral-port budget;
+//! - [`plan`] — everything that changes the host: sysctl presets checked, planned, applied and
+//!   reverted, IRQ affinity plans, the A/B toggles of `connstorm ab`, and the snapshots that
+//!   make each change reversible;
+//! - [`profile`] — a sampling kernel and user profile of the benchmark CPUs during a phase
+//!   (perf_event_open cpu-clock, symbolized from /proc/kallsyms), with the known contention
+//!   points named;
+//! - [`render`] — the text of every `tune` subcommand, and presets exported as sysctl.d files,
+//!   tuned profiles and kernel command lines.
 //!
-//! Data flows one way: readers produce plain structs, planners turn them into plans, and only
-//! [`plan`] and [`irq`] write to the host — always after saving a [`snapshot::Snapshot`].
+//! [`counters`] (TCP counters from `/proc/<thread-self>/net` and per-run deltas) and
+//! [`cpulist`] (the kernel's CPU-list syntax) are the `common` crate's, re-exported beside the
+//! host facts.
+//!
+//! # Data flow
+//! Readers (`host`, `sysctl`) produce plain structs; `advice` and `plan` turn them into findings
+//! and plans; `render` turns those into text. Each folder uses only the folders listed before
+//! it, never one after. Only [`plan`] writes to the host — always after saving a
+//! [`plan::Snapshot`]. Each folder's files are private; its `mod.rs` re-exports the public API.
 #![forbid(unsafe_code)]
 // The public API is what its users call (issue 12): the workspace allows unreachable_pub (it
 // would reach the binary and the test crates), this library does not.
 #![warn(unreachable_pub)]
 
-pub mod builtin;
-pub mod clock;
-pub mod cmdline;
-pub mod counters;
-pub mod cpulist;
-pub mod doctor;
-pub mod export;
-pub mod finding;
+pub mod advice;
 pub mod host;
-pub mod import;
-pub mod irq;
-pub mod kconfig;
-pub mod netns;
-pub mod nic;
-pub mod placement;
 pub mod plan;
-pub mod ports;
-pub mod preset;
-pub mod probe;
-pub mod procstat;
 pub mod profile;
 pub mod render;
-pub mod rules;
-pub mod snapshot;
 pub mod sysctl;
-pub mod sysctld;
-pub mod toggle;
-pub mod topology;
+
+pub use common::{counters, cpulist};

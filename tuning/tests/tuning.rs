@@ -5,7 +5,7 @@ mod util;
 use std::path::Path;
 
 use tuning::counters::Snapshot;
-use tuning::topology::{CoreKind, Topology};
+use tuning::host::{CoreKind, Topology};
 
 #[test]
 fn counters_in_a_fresh_netns_agree_with_the_kernel() {
@@ -46,7 +46,7 @@ fn topology_of_the_two_socket_192_cpu_fixture() {
     assert_eq!(t.nodes.len(), 2);
     assert_eq!(t.cpu(97).unwrap().siblings, [96, 97]);
     assert_eq!(t.cpu(100).unwrap().node, 1);
-    let c = tuning::cmdline::Cmdline::read(&root).unwrap();
+    let c = tuning::host::Cmdline::read(&root).unwrap();
     assert_eq!(c.isolcpus.unwrap().flags, ["managed_irq", "domain"]);
 }
 
@@ -103,7 +103,7 @@ mod sysctld;
 
 #[test]
 fn a_child_netns_is_detected_so_global_keys_are_refused() {
-    let inside = testkit::NetNs::run(|_| tuning::snapshot::in_initial_netns());
+    let inside = testkit::NetNs::run(|_| tuning::host::in_initial_netns());
     assert!(!inside, "a fresh namespace must not look like the host");
 }
 
@@ -123,12 +123,12 @@ fn parsers_survive_random_input() {
             })
             .collect();
         let s = String::from_utf8_lossy(&bytes);
-        let _ = tuning::cmdline::Cmdline::parse(&s);
-        let _ = tuning::preset::Preset::parse_sysctl_conf(&s, "f");
-        let _ = tuning::import::import(&s);
-        let _ = tuning::sysctld::Pattern::parse(&s);
-        let _ = tuning::preset::Preset::parse_toml(&s, "f");
-        let _ = tuning::kconfig::KernelConfig::parse(&s, "f");
+        let _ = tuning::host::Cmdline::parse(&s);
+        let _ = tuning::sysctl::Preset::parse_sysctl_conf(&s, "f");
+        let _ = tuning::sysctl::import_script(&s);
+        let _ = tuning::sysctl::Pattern::parse(&s);
+        let _ = tuning::sysctl::Preset::parse_toml(&s, "f");
+        let _ = tuning::advice::KernelConfig::parse(&s, "f");
         let _ = tuning::cpulist::parse(&s);
         let _ = tuning::sysctl::Key::parse(&s);
     }

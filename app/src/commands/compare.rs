@@ -5,7 +5,8 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use results::compare::{self, Format};
+use results::analysis as compare;
+use results::render::CompareFormat as Format;
 
 use super::records::{read_record, refuse_input_as_output, write_output};
 use crate::bad_input;
@@ -37,15 +38,15 @@ fn parse_min_effect(s: &str) -> Result<f64, String> {
 
 impl RuleArgs {
     /// The library options.
-    pub fn options(&self) -> compare::Options {
-        compare::Options {
+    pub fn options(&self) -> compare::CompareOptions {
+        compare::CompareOptions {
             min_effect: self.min_effect,
             include_flagged: self.include_flagged,
         }
     }
 }
 
-pub use results::compare::{check_setups, refuse_duplicates};
+pub use results::analysis::{check_setups, refuse_duplicates};
 
 /// The examples after `connstorm compare --help` and in its man page.
 pub const EXAMPLES: &str = "\
@@ -150,7 +151,10 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let (a, b) = (ra, rb);
     let comparison = compare::compare(&a, &b, (None, None), &args.rule.options());
     check_setups(&comparison, args.allow_mismatch)?;
-    write_output(&args.output, &compare::render(&comparison, args.format))?;
+    write_output(
+        &args.output,
+        &results::render::comparison(&comparison, args.format),
+    )?;
     Ok(0)
 }
 

@@ -1,5 +1,5 @@
 //! `connstorm merge`: join the run records of a multi-host run (`load --segment i/N --out`, and
-//! `server --out`) into one exact record (see [`results::merge`]).
+//! `server --out`) into one exact record (see [`results::analysis::merge`]).
 //!
 //! Exit codes: 0 merged and written; 1 the output cannot be written; 2 bad input (a file that is
 //! not a record, records that are not segments, overlapping or missing segments, different
@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
-use results::merge::{merge, Input};
+use results::analysis::{merge, MergeInput as Input};
 
 use crate::bad_input;
 
@@ -64,7 +64,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         );
     }
     if let Some(p) = merged.record.phases.first() {
-        eprintln!("connstorm merge: {}", results::merge::phase_line(p));
+        eprintln!("connstorm merge: {}", results::render::merged_phase_line(p));
     }
     Ok(0)
 }

@@ -2,8 +2,8 @@
 
 use std::path::PathBuf;
 
-use results::plot::{self, legend_names, Kind, PlotError};
 use results::record::RunRecord;
+use results::render::{legend_names, write_plot, PlotError, PlotKind as Kind};
 
 use super::records::read_record;
 use crate::bad_input;
@@ -77,17 +77,17 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         // experiments.
         let recs =
             |v: &[(PathBuf, RunRecord)]| v.iter().map(|(_, r)| r.clone()).collect::<Vec<_>>();
-        let c = results::compare::compare(
+        let c = results::analysis::compare(
             &recs(&a),
             &recs(&b),
             (None, None),
-            &results::compare::Options::default(),
+            &results::analysis::CompareOptions::default(),
         );
         super::compare::check_setups(&c, args.allow_mismatch)?;
     }
     let keep = kind == Kind::Ab;
     let (sa, sb) = (legend_names(&a, keep), legend_names(&b, keep));
-    match plot::write(kind, &sa, &sb, &args.output) {
+    match write_plot(kind, &sa, &sb, &args.output) {
         Ok(()) => {
             eprintln!("connstorm: wrote {}", args.output.display());
             Ok(0)

@@ -31,7 +31,7 @@ pub fn refuse_input_as_output(
 }
 
 /// Checks the `.hlog` files `report --hlog DIR` will write for each record (`<record
-/// stem>.<phase>.hlog`, [`results::hlog::paths`]) before anything is written: no file is an
+/// stem>.<phase>.hlog`, [`results::render::hlog_paths`]) before anything is written: no file is an
 /// input record or the `-o` output, and no two records write the same file (two `run.json`
 /// from different directories).
 ///
@@ -46,7 +46,7 @@ pub fn check_hlogs(
     let mut by: Vec<(&Path, PathBuf)> = Vec::new();
     for (path, rec) in records {
         let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("run");
-        for f in results::hlog::paths(rec, stem, dir) {
+        for f in results::render::hlog_paths(rec, stem, dir) {
             refuse_input_as_output("--hlog", &f, &inputs)?;
             if output != Path::new("-") && common::files::same_destination(&f, output) {
                 return Err(bad_input(format!(

@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use results::report::{self, Counters, Format};
+use results::render::{self as report, Counters, ReportFormat as Format};
 
 use super::records::{check_hlogs, read_record, refuse_input_as_output, write_output};
 use crate::bad_input;
@@ -84,7 +84,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     for path in &args.records {
         let rec = read_record(path)?;
         let file = path.display().to_string();
-        reports.push(report::build(&rec, &file, &edges).map_err(|e| bad_input(e.to_string()))?);
+        reports
+            .push(report::build_report(&rec, &file, &edges).map_err(|e| bad_input(e.to_string()))?);
         records.push((path.clone(), rec));
     }
     if let Some(dir) = &args.hlog {
@@ -92,7 +93,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         for (path, rec) in &records {
             let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("run");
             // The error names the file and the OS error once (not again as its source).
-            let written = results::hlog::write_all(rec, stem, dir)
+            let written = results::render::write_hlogs(rec, stem, dir)
                 .map_err(|e| anyhow::anyhow!(e.to_string()))?;
             for p in written {
                 eprintln!("connstorm: wrote {}", p.display());
@@ -100,7 +101,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         }
     }
     if args.format == FormatArg::Html {
-        let named = results::plot::legend_names(&records, false);
+        let named = results::render::legend_names(&records, false);
         let counters = if args.all_counters {
             Counters::All
         } else {
@@ -108,7 +109,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         };
         write_output(
             &args.output,
-            &results::html::render(&reports, &named, counters),
+            &results::render::html(&reports, &named, counters),
         )?;
         if args.output != Path::new("-") {
             eprintln!("connstorm: wrote {}", args.output.display());
@@ -127,6 +128,6 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     } else {
         Counters::Key
     };
-    write_output(&args.output, &report::render(&reports, format, counters))?;
+    write_output(&args.output, &report::report(&reports, format, counters))?;
     Ok(0)
 }

@@ -3,7 +3,7 @@
 use std::io;
 use std::path::PathBuf;
 
-use crate::histogram::HistogramError;
+use super::HistogramError;
 
 /// Why a run record could not be written or read. Every variant names the file (or directory).
 #[derive(Debug, thiserror::Error)]

@@ -6,11 +6,11 @@ use hdrhistogram::Histogram;
 use rand::rngs::StdRng;
 use rand::{Rng as _, SeedableRng as _};
 
+use super::{encode_histogram, new_latency_histogram};
 use super::{
     Arrival, CpuUsage, CrossCheck, Histograms, HostInfo, LoadWorker, NumaNode, Pattern,
     PhaseRecord, RunInfo, RunRecord, ServerSide, SideCpu, TimelineRow, WorkerAccepts,
 };
-use crate::histogram::new_latency_histogram;
 
 /// Latency samples (ns): `base_ns` plus an exponential tail of mean `tail_ns`, and one sample
 /// in a thousand 1–3 ms late.
@@ -58,7 +58,7 @@ fn phase(
             p99_ns: h.value_at_quantile(0.99),
             dropped: 0,
             late: 0,
-            handshake: Some(crate::histogram::encode(h)),
+            handshake: Some(encode_histogram(h)),
         })
         .collect();
     let offered = match pattern {

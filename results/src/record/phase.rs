@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use crate::histogram::{self, HistogramError};
+use super::histogram::{decode_histogram, encode_histogram, HistogramError};
 
 /// How load was offered in a phase.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -201,7 +201,7 @@ impl TlsCounts {
     }
 }
 
-/// A phase's histograms, each HdrHistogram V2 + DEFLATE in base64 ([`crate::histogram::encode`]),
+/// A phase's histograms, each HdrHistogram V2 + DEFLATE in base64 ([`encode_histogram`]),
 /// values in nanoseconds, covering the measured part only (warm-up excluded).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Histograms {
@@ -236,9 +236,9 @@ impl Histograms {
         first_byte: Option<&Histogram<u64>>,
     ) -> Histograms {
         Histograms {
-            handshake: histogram::encode(handshake),
-            service: histogram::encode(service),
-            first_byte: first_byte.map(histogram::encode),
+            handshake: encode_histogram(handshake),
+            service: encode_histogram(service),
+            first_byte: first_byte.map(encode_histogram),
             generator_lag: None,
             http_response: None,
             http_first_byte: None,
@@ -263,7 +263,7 @@ impl Histograms {
     /// # Errors
     /// The stored text is not a V2 histogram in base64.
     pub fn decode(&self, which: Latency) -> Result<Option<Histogram<u64>>, HistogramError> {
-        self.encoded(which).map(histogram::decode).transpose()
+        self.encoded(which).map(decode_histogram).transpose()
     }
 }
 
@@ -606,7 +606,7 @@ pub struct PhaseRecord {
     /// Settings of the server's network namespace that explain how handshakes fare, read at the
     /// end of the phase: sysctls by name (`"net.ipv4.tcp_syncookies"`,
     /// `"net.netfilter.nf_conntrack_count"`, ...) and the listen backlog asked for
-    /// (`"listen_backlog"`). Absent in older records; input of [`crate::diagnosis`].
+    /// (`"listen_backlog"`). Absent in older records; input of the diagnosis.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub settings: BTreeMap<String, i64>,
     /// Busy share of each CPU the benchmark ran on during the phase, percent 0..=100 (from
@@ -744,7 +744,7 @@ impl PhaseRecord {
     /// kernel counts every child socket it creates (`Tcp.PassiveOpens`, tcp_create_openreq_child)
     /// and every SYN-SENT (`Tcp.ActiveOpens`), so with `agree` the kernel's passive opens are
     /// never below the server's accepts, and in private namespaces (`exact`, `--netns`) equal to
-    /// them ([`crate::crosscheck`]). A file edited to say `agree: true` would otherwise print
+    /// them (the cross-check). A file edited to say `agree: true` would otherwise print
     /// `cross-check [ok]` beside counts that contradict it.
     pub fn cross_check_contradiction(&self, exact: bool) -> Option<String> {
         let c = self.cross_check.as_ref().filter(|c| c.agree)?;
@@ -771,30 +771,5 @@ impl PhaseRecord {
         } else {
             self.failed() as f64 / self.attempts as f64
         }
-    }
-
-    /// Non-zero drop counters among [`PhaseRecord::counters`] and, in a merged record, the
-    /// server namespaces' [`ServerSide::counters`] (summed by name; names containing `Drop`,
-    /// `Overflow`, `dropped`, `Retrans`, `Cookies`/`Syncookies`), in name order. Host-wide
-    /// softnet drops the run shows no sign of are left out
-    /// ([`crate::diagnosis::softnet_drops_not_shown_ours`]). `Tcp.RetransSegs`
-    /// is left out: it also counts data retransmits, and its handshake part is `TCPSynRetrans`.
-    pub fn drops(&self) -> Vec<(&str, i64)> {
-        // A merged record keeps the server namespaces' counters apart: their drops (a full
-        // accept queue is counted on the server's host) are the run's drops too.
-        let mut all: BTreeMap<&str, i64> = BTreeMap::new();
-        let server = self.server.iter().flat_map(|s| s.counters.iter());
-        for (k, v) in self.counters.iter().chain(server) {
-            *all.entry(k.as_str()).or_insert(0) += v;
-        }
-        let elsewhere = crate::diagnosis::softnet_drops_not_shown_ours(
-            &self.counters,
-            &self.failures,
-            self.cross_check.as_ref().is_some_and(|c| c.agree),
-        );
-        all.into_iter()
-            .filter(|(k, v)| *v != 0 && super::is_drop_counter(k) && *k != "Tcp.RetransSegs")
-            .filter(|(k, _)| !(elsewhere && *k == "softnet.dropped"))
-            .collect()
     }
 }

@@ -1,4 +1,4 @@
-//! What ran and where: [`RunInfo`], [`HostInfo`], [`Baseline`].
+//! What ran and where: [`RunInfo`], [`HostInfo`].
 
 use std::collections::BTreeMap;
 
@@ -43,7 +43,7 @@ pub struct RunInfo {
     /// The run was stopped early (Ctrl-C): the figures cover only what ran.
     pub interrupted: bool,
     /// When the run started, RFC 3339 UTC (`2026-11-29T22:15:03Z`); see
-    /// [`crate::timestamp::rfc3339_utc`].
+    /// [`rfc3339_utc`](super::rfc3339_utc).
     pub started_at: String,
     /// When the run started, ms since the Unix epoch (schema 2; `None` in older records): the
     /// origin of every phase's [`crate::record::PhaseRecord::start_offset_ms`].
@@ -111,20 +111,4 @@ pub struct NumaNode {
     pub id: usize,
     /// CPUs of the node.
     pub cpus: Vec<usize>,
-}
-
-/// The kernel floor measured in the same run (`bench --baseline`): a minimal blocking
-/// socket/connect/close loop against accept/close on the same CPUs.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct Baseline {
-    /// Connections per second the blocking pair reached (with `paired`: the median of its
-    /// slices).
-    pub floor_per_sec: f64,
-    /// connstorm's peak divided by the floor (1.0 = as fast as the kernel floor); with `paired`,
-    /// the median of the paired ratios.
-    pub ratio: f64,
-    /// The paired slices, ratios and the median's confidence interval (records before it had
-    /// one floor run after the peak: absent there).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub paired: Option<crate::paired::Paired>,
 }

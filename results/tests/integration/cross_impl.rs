@@ -11,8 +11,9 @@
 use hdrhistogram::Histogram;
 use rand::rngs::StdRng;
 use rand::{Rng as _, SeedableRng as _};
-use results::histogram::{decode, encode, new_latency_histogram};
-use results::record::{Latency, RunRecord};
+use results::record::{
+    decode_histogram, encode_histogram, new_latency_histogram, Latency, RunRecord,
+};
 use serde_json::Value;
 
 use crate::util::data;
@@ -135,7 +136,7 @@ fn inputs() -> Vec<(String, Vec<u8>)> {
     let mut v = vec![
         (
             "skewed.b64".to_string(),
-            encode(&skewed(50_000, 7)).into_bytes(),
+            encode_histogram(&skewed(50_000, 7)).into_bytes(),
         ),
         (
             "record-handshake.b64".to_string(),
@@ -149,7 +150,7 @@ fn inputs() -> Vec<(String, Vec<u8>)> {
     ];
     for (i, p) in rec.phases.iter().enumerate() {
         let mut buf = Vec::new();
-        results::hlog::write_phase(&mut buf, &rec, i).unwrap();
+        results::render::write_hlog(&mut buf, &rec, i).unwrap();
         v.push((format!("three-phase.{}.hlog", p.name), buf));
     }
     v
@@ -171,7 +172,7 @@ fn our_intervals(
                 i.tag().map(|t| t.as_str().to_string()),
                 i.start_timestamp(),
                 i.duration(),
-                decode(i.encoded_histogram()).unwrap(),
+                decode_histogram(i.encoded_histogram()).unwrap(),
             )),
             _ => None,
         })
@@ -189,8 +190,8 @@ fn hdrh_golden_inputs_are_what_we_write_now() {
         }
         let committed = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         if name.ends_with(".b64") {
-            let ours = decode(std::str::from_utf8(&bytes).unwrap()).unwrap();
-            let theirs = decode(std::str::from_utf8(&committed).unwrap().trim()).unwrap();
+            let ours = decode_histogram(std::str::from_utf8(&bytes).unwrap()).unwrap();
+            let theirs = decode_histogram(std::str::from_utf8(&committed).unwrap().trim()).unwrap();
             assert_eq!(recorded(&ours), recorded(&theirs), "{name}");
         } else {
             // Same header times and the same intervals (DEFLATE bytes may differ by version).
@@ -223,20 +224,20 @@ fn hdrh_golden_python_decodes_our_histograms_to_the_same_percentiles() {
         .as_str()
         .unwrap()
         .contains("hdrhistogram==0.10.8"));
-    let h = decode(read_data("skewed.b64").trim()).unwrap();
+    let h = decode_histogram(read_data("skewed.b64").trim()).unwrap();
     assert_eq!(recorded(&h), recorded(&skewed(50_000, 7)));
     assert_same(&h, &g["skewed"]);
     // And a histogram stored in a record, as `connstorm report` reads it.
-    let h = decode(read_data("record-handshake.b64").trim()).unwrap();
+    let h = decode_histogram(read_data("record-handshake.b64").trim()).unwrap();
     assert_same(&h, &g["record_handshake"]);
 }
 
 #[test]
 fn hdrh_golden_we_decode_histograms_python_encoded() {
     let py = &golden()["python_encoded"];
-    let h = decode(py["b64"].as_str().unwrap()).unwrap();
+    let h = decode_histogram(py["b64"].as_str().unwrap()).unwrap();
     assert_eq!(h.len(), 20_000);
-    let mut want = results::histogram::new_latency_histogram();
+    let mut want = results::record::new_latency_histogram();
     for i in 1..=20_000u64 {
         want.record(1000 + (i * 7919) % 5_000_000).unwrap();
     }
@@ -278,7 +279,7 @@ fn hdrh_golden_python_reads_our_three_phase_interval_log() {
                 (iv["length_ms"].as_f64().unwrap() - 1000.0).abs() < 1.0,
                 "{iv}"
             );
-            let h = decode(row.handshake.as_deref().unwrap()).unwrap();
+            let h = decode_histogram(row.handshake.as_deref().unwrap()).unwrap();
             assert_eq!(h.len(), row.successes);
             assert_same(&h, &iv["d"]);
         }

@@ -54,18 +54,18 @@ fn slo_and_bucket_parsers_take_any_text() {
         let text: String = (0..len)
             .map(|_| alphabet[rng.gen_range(0..alphabet.len())])
             .collect();
-        if let Ok(slo) = results::sweep::Slo::parse(&text) {
+        if let Ok(slo) = results::analysis::Slo::parse(&text) {
             assert!(
                 slo.quantile > 0.0 && slo.quantile < 1.0 && slo.max_ns > 0,
                 "{text:?}"
             );
         }
-        if let Ok(edges) = results::report::parse_bucket_edges(&text) {
+        if let Ok(edges) = results::render::parse_bucket_edges(&text) {
             assert!(
                 edges.windows(2).all(|w| w[0] < w[1]) && edges[0] > 0,
                 "{text:?}"
             );
         }
-        let _ = results::sweep::parse_percent(&text);
+        let _ = results::analysis::parse_percent(&text);
     }
 }

@@ -9,10 +9,10 @@
 use std::collections::BTreeMap;
 
 use hdrhistogram::Histogram;
-use results::histogram::{new_latency_histogram, LatencySummary};
+use results::analysis::LatencySummary;
 use results::record::{
-    CpuUsage, Histograms, Latency, Pattern, PhaseRecord, RecordError, RunRecord, SideCpu,
-    TimelineRow,
+    new_latency_histogram, CpuUsage, Histograms, Latency, Pattern, PhaseRecord, RecordError,
+    RunRecord, SideCpu, TimelineRow,
 };
 
 use crate::util::data;
@@ -79,7 +79,7 @@ fn golden_record() -> RunRecord {
             p99_ns: handshake().value_at_quantile(0.99),
             dropped: 0,
             late: 0,
-            handshake: Some(results::histogram::encode(&handshake())),
+            handshake: Some(results::record::encode_histogram(&handshake())),
         }],
         start_unix_ms: Some(1_795_990_503_500),
         start_offset_ms: Some(500.0),
@@ -128,7 +128,7 @@ fn schema_one_records_are_read_by_the_previous_version_reader() {
     v["phases"][0]["achieved_per_sec"] = 0.0.into();
     v["phases"][0]["cpm"] = 0.0.into();
     // No connection: no handshake sample either.
-    let empty = results::histogram::encode(&new_latency_histogram());
+    let empty = results::record::encode_histogram(&new_latency_histogram());
     v["phases"][0]["histograms"]["handshake"] = empty.clone().into();
     v["phases"][0]["histograms"]["service"] = empty.into();
     v["phases"][0]["cpu"]["load"]["us_per_conn_sys"] = 0.0.into();

@@ -6,7 +6,7 @@ use std::path::Path;
 use common::numfmt::count;
 
 use crate::plan::{ApplyReport, Prediction, RevertReport};
-use crate::sysctld::SystemFile;
+use crate::sysctl::SystemFile;
 
 /// `w` as one shell word: as-is when it holds only safe characters, else single-quoted.
 fn shell_word(w: &str) -> String {
@@ -68,7 +68,7 @@ pub fn not_applied(p: &Prediction, dry_run: bool) -> String {
 }
 
 /// The command that undoes an apply, as it must be typed: the same namespace and snapshot.
-pub fn undo_command(snapshot: &Path, netns: Option<&str>) -> String {
+pub(crate) fn undo_command(snapshot: &Path, netns: Option<&str>) -> String {
     let mut c = String::from("connstorm tune revert");
     if let Some(n) = netns {
         c.push_str(&format!(" --netns {}", shell_word(n)));
@@ -78,7 +78,8 @@ pub fn undo_command(snapshot: &Path, netns: Option<&str>) -> String {
 }
 
 /// What `apply --yes` did: `set KEY: OLD -> NEW` per change, `skipped KEY: why`, then the count
-/// with the snapshot and its [`undo_command`] (or `nothing to change`).
+/// with the snapshot and the command that undoes it (`connstorm tune revert …`), or
+/// `nothing to change`.
 pub fn applied(report: &ApplyReport, netns: Option<&str>) -> String {
     let mut out = String::new();
     for (k, old, new) in &report.changed {

@@ -5,11 +5,11 @@ use std::path::Path;
 
 use common::numfmt::count;
 
-use crate::finding::{Finding, Severity};
-use crate::import::{ImportLine, Outcome};
-use crate::irq::IrqMove;
-use crate::kconfig::AuditRow;
-use crate::preset::Preset;
+use crate::advice::AuditRow;
+use crate::host::{Finding, Severity};
+use crate::plan::IrqMove;
+use crate::sysctl::Preset;
+use crate::sysctl::{ImportLine, ImportOutcome};
 
 /// One line per preset: the name padded to the longest, its description and its sysctl count.
 pub fn presets(all: &[Preset]) -> String {
@@ -26,9 +26,9 @@ pub fn presets(all: &[Preset]) -> String {
         .collect()
 }
 
-/// The rule table ([`crate::rules::table`]): kind, key, rule, source.
+/// The rule table (the rules table `table`): kind, key, rule, source.
 pub fn rules() -> String {
-    let rows: Vec<Vec<String>> = crate::rules::table()
+    let rows: Vec<Vec<String>> = crate::sysctl::rules::table()
         .into_iter()
         .map(|r| vec![r.kind.to_string(), r.key, r.rule, r.source.to_string()])
         .collect();
@@ -112,26 +112,26 @@ pub fn import_notes(lines: &[ImportLine], origin: &str) -> (String, usize) {
     for l in lines {
         for o in &l.outcomes {
             match o {
-                Outcome::Sysctl { key, .. } => {
+                ImportOutcome::Sysctl { key, .. } => {
                     imported += 1;
-                    if let Some(t) = crate::rules::status_text(key) {
+                    if let Some(t) = crate::sysctl::rules::status_text(key) {
                         out.push_str(&format!(
                             "connstorm tune import: {origin}:{} imports {key}, a status key: {t}; drop the line\n",
                             l.line
                         ));
                     }
-                    if let Some(t) = crate::rules::legacy_text(key) {
+                    if let Some(t) = crate::sysctl::rules::legacy_text(key) {
                         out.push_str(&format!(
                             "connstorm tune import: {origin}:{} imports {key}, a legacy key: {t}\n",
                             l.line
                         ));
                     }
                 }
-                Outcome::NotUnderstood { advice } => out.push_str(&format!(
+                ImportOutcome::NotUnderstood { advice } => out.push_str(&format!(
                     "connstorm tune import: {origin}:{} not imported: {}\n  -> {advice}\n",
                     l.line, l.text
                 )),
-                Outcome::Skipped { .. } => {}
+                ImportOutcome::Skipped { .. } => {}
             }
         }
     }
@@ -148,7 +148,7 @@ mod tests {
 
     #[test]
     fn import_notes_name_status_and_legacy_keys() {
-        let lines = crate::import::import(
+        let lines = crate::sysctl::import_script(
             "echo 0 > /proc/sys/net/ipv4/tcp_tw_recycle\necho 5 > /proc/sys/net/netfilter/nf_conntrack_count\n",
         );
         let (text, n) = import_notes(&lines, "t.sh");
@@ -165,9 +165,9 @@ mod tests {
 
     #[test]
     fn presets_are_one_aligned_line_each() {
-        let all: Vec<Preset> = crate::builtin::NAMES
+        let all: Vec<Preset> = crate::sysctl::BUILTIN_PRESETS
             .iter()
-            .map(|n| crate::builtin::get(n).unwrap().unwrap())
+            .map(|n| crate::sysctl::builtin_preset(n).unwrap().unwrap())
             .collect();
         let t = presets(&all);
         assert_eq!(t.lines().count(), all.len(), "{t}");
@@ -232,7 +232,8 @@ mod tests {
 
     #[test]
     fn import_notes_list_what_was_not_understood_and_count_writes() {
-        let lines = crate::import::import("sysctl -w net.core.somaxconn=8192\nulimit -n 1048576\n");
+        let lines =
+            crate::sysctl::import_script("sysctl -w net.core.somaxconn=8192\nulimit -n 1048576\n");
         let (t, n) = import_notes(&lines, "s.sh");
         assert_eq!(n, 1);
         assert!(

@@ -3,19 +3,29 @@
 //!
 //! - [`table`]: the aligned table every tune listing uses; [`findings`]: severity/topic/message
 //!   lines (doctor, IRQ plan, kernel audit);
-//! - [`plan`]: check and apply (the key table, what became of each sysctl.d line, warnings,
-//!   contradictions, what `apply --yes` would do); [`apply`]: the apply and undo commands, the
-//!   apply and revert reports;
-//! - [`host`]: preset list, rule table, IRQ plan, kernel audit, import notes.
+//! - `plan` ([`check`], [`plan()`]): check and apply (the key table, what became of each
+//!   sysctl.d line, warnings, contradictions, what `apply --yes` would do); `apply`
+//!   ([`apply_command`], [`applied`], [`reverted`]): the apply and undo commands, the apply and
+//!   revert reports;
+//! - `host` ([`presets`], [`rules`], [`irq_plan`], [`kernel_audit`], [`import_notes`]): preset
+//!   list, rule table, IRQ plan, kernel audit, import notes;
+//! - `export` ([`export_sysctl_d`], [`export_tuned`], [`export_cmdline`]): presets as files
+//!   other tools deploy.
 //!
 //! Counts go through [`common::numfmt`] (thousands separators); sysctl values are printed as
 //! the kernel shows them (they are meant to be typed back), IRQ numbers and CPU lists as-is.
 
-pub mod apply;
-pub mod host;
-pub mod plan;
+mod apply;
+mod export;
+mod host;
+mod plan;
 
-use crate::finding::Finding;
+pub use apply::{applied, apply_command, not_applied, refusal, reverted, system_notes};
+pub use export::{export_cmdline, export_sysctl_d, export_tuned};
+pub use host::{import_notes, irq_applied, irq_plan, kernel_audit, presets, rules};
+pub use plan::{check, check_json, plan, prediction};
+
+use crate::host::Finding;
 
 /// An aligned table: a header line, then one line per row. Every column is as wide as its widest
 /// cell or header (in characters, not bytes), columns are two spaces apart, the last column
@@ -42,7 +52,7 @@ pub fn findings(f: &[Finding]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::finding::Severity;
+    use crate::host::Severity;
 
     #[test]
     fn table_pads_by_characters_and_leaves_the_last_column_unpadded() {

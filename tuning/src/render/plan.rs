@@ -7,9 +7,9 @@ use std::collections::HashMap;
 use common::numfmt::count;
 
 use crate::plan::{Checked, Contradiction, Prediction, Row, SideWrite, Status};
-use crate::preset::{Op, Preset};
 use crate::sysctl::Key;
-use crate::sysctld::{Fate, LineNote};
+use crate::sysctl::{Fate, LineNote};
+use crate::sysctl::{Op, Preset};
 
 fn op_sign(op: Op) -> &'static str {
     match op {
@@ -23,7 +23,7 @@ fn op_sign(op: Op) -> &'static str {
 /// limits), status. For sysctl.d sources a `from` column names the `file:line` (and the lines it
 /// replaced) and the last column is the row's note; for presets the last column is the reason,
 /// prefixed by the note when there is one.
-pub fn rows(rows: &[Row]) -> String {
+pub(crate) fn rows(rows: &[Row]) -> String {
     let with_origin = rows.iter().any(|r| !r.entry.origin.is_empty());
     let cells: Vec<Vec<String>> = rows
         .iter()
@@ -84,16 +84,16 @@ fn not_set(key: &Key, rows: &RowIndex) -> Option<String> {
 }
 
 /// The rows of a check by key ([`index`]), so that describing every line stays linear.
-pub type RowIndex<'a> = HashMap<&'a Key, &'a Row>;
+pub(crate) type RowIndex<'a> = HashMap<&'a Key, &'a Row>;
 
 /// [`RowIndex`] of `rows`.
-pub fn index(rows: &[Row]) -> RowIndex<'_> {
+pub(crate) fn index(rows: &[Row]) -> RowIndex<'_> {
     rows.iter().map(|r| (&r.entry.key, r)).collect()
 }
 
 /// One sentence for a sysctl.d line: which keys it really sets and which it names but does not
-/// set, with why (see [`crate::sysctld::Fate`] for the other fates).
-pub fn line_fate(l: &LineNote, rows: &RowIndex) -> String {
+/// set, with why (see [`crate::sysctl::Fate`] for the other fates).
+pub(crate) fn line_fate(l: &LineNote, rows: &RowIndex) -> String {
     let Fate::Effective { keys, left } = &l.fate else {
         return l.describe();
     };
@@ -131,7 +131,7 @@ pub fn line_fate(l: &LineNote, rows: &RowIndex) -> String {
 
 /// Everything after the table: `lines:` (each non-blank, non-comment sysctl.d line with its
 /// `file:line` and [`line_fate`]), `warning: KEY: ...` per row warning, `contradiction: ...`.
-pub fn details(preset: &Preset, rows: &[Row], contradictions: &[Contradiction]) -> String {
+pub(crate) fn details(preset: &Preset, rows: &[Row], contradictions: &[Contradiction]) -> String {
     let mut out = String::new();
     let lines: Vec<&LineNote> = preset
         .lines
@@ -202,7 +202,7 @@ pub fn prediction(p: &Prediction, command: &str) -> String {
 
 /// One line per key the kernel also sets because of a write (`  also sets KEY: OLD -> NEW
 /// (kernel side effect of KEY = V (file:line); source)`), empty when there are none.
-pub fn side_effects(writes: &[SideWrite]) -> String {
+pub(crate) fn side_effects(writes: &[SideWrite]) -> String {
     writes
         .iter()
         .map(|w| {
@@ -215,7 +215,7 @@ pub fn side_effects(writes: &[SideWrite]) -> String {
 }
 
 /// The closing line of `tune check`: `N of M key(s) off[, K contradiction(s)]`.
-pub fn off_summary(rows: &[Row], contradictions: &[Contradiction]) -> String {
+pub(crate) fn off_summary(rows: &[Row], contradictions: &[Contradiction]) -> String {
     let off = rows.iter().filter(|r| r.status.is_off()).count();
     format!(
         "{} of {} key(s) off{}\n",
@@ -230,8 +230,8 @@ pub fn off_summary(rows: &[Row], contradictions: &[Contradiction]) -> String {
 }
 
 /// The whole text of `tune check` against a source: header ([`Preset::title`], and the
-/// description of a preset), [`rows`], [`details`], [`prediction`] for `command`,
-/// [`off_summary`].
+/// description of a preset), the key table, the details (what became of each sysctl.d line,
+/// warnings, contradictions), [`prediction`] for `command`, and what is off.
 pub fn check(preset: &Preset, c: &Checked, command: &str) -> String {
     let mut out = if preset.is_sysctl_d() {
         format!("{}:\n", preset.title())
@@ -259,8 +259,8 @@ pub fn check_json(preset: &Preset, c: &Checked) -> serde_json::Value {
 }
 
 /// The plan `tune apply` prints before doing anything: `plan for TITLE[ in a child network
-/// namespace (global keys are refused there)]:`, [`rows`], [`details`], [`prediction`] for
-/// `command`.
+/// namespace (global keys are refused there)]:`, the key table, the details, [`prediction`]
+/// for `command`.
 pub fn plan(preset: &Preset, c: &Checked, netns_only: bool, command: &str) -> String {
     let mut out = format!(
         "plan for {}{}:\n",
@@ -280,8 +280,9 @@ pub fn plan(preset: &Preset, c: &Checked, netns_only: bool, command: &str) -> St
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::{CheckOptions, ProcSys};
+    use crate::plan::CheckOptions;
     use crate::render::apply::{apply_command, refusal};
+    use crate::sysctl::ProcSys;
 
     /// A fixture /proc/sys with somaxconn 4096 and the default port range, and the rows of
     /// `conf` (a sysctl.d file) checked against it.
@@ -296,7 +297,7 @@ mod tests {
             std::fs::create_dir_all(p.parent().unwrap()).unwrap();
             std::fs::write(&p, format!("{v}\n")).unwrap();
         }
-        let file = crate::sysctld::SourceFile {
+        let file = crate::sysctl::SourceFile {
             name: "t.conf".into(),
             text: conf.into(),
         };

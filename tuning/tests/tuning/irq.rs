@@ -2,10 +2,8 @@
 
 use std::path::Path;
 
-use tuning::irq::{apply, plan, restore, IrqPlan};
-use tuning::nic::Nic;
-use tuning::snapshot::Snapshot;
-use tuning::topology::Topology;
+use tuning::host::{Nic, Topology};
+use tuning::plan::{apply_irqs, plan_irqs, restore_irqs, IrqPlan, Snapshot};
 
 use crate::util::{self, put};
 
@@ -60,14 +58,14 @@ fn plans_warn_and_apply_revert_on_a_fixture_tree() {
     assert_eq!(nic.rps.get("rx-0").map(String::as_str), Some("0"));
     let t = Topology::read(&root).unwrap();
 
-    let (hk, warns) = plan(&root, &nic, &t, IrqPlan::Housekeeping, &[]).unwrap();
+    let (hk, warns) = plan_irqs(&root, &nic, &t, IrqPlan::Housekeeping, &[]).unwrap();
     assert!(hk.iter().all(|m| m.to == [0, 2]));
     assert!(warns
         .iter()
         .any(|w| w.message.contains("irqbalance is running (pid [4242])")));
     assert!(!warns.iter().any(|w| w.message.contains("isolated")));
 
-    let (pq, warns) = plan(&root, &nic, &t, IrqPlan::PerQueue, &[97, 99, 101, 103]).unwrap();
+    let (pq, warns) = plan_irqs(&root, &nic, &t, IrqPlan::PerQueue, &[97, 99, 101, 103]).unwrap();
     assert_eq!(
         pq.iter().map(|m| m.to[0]).collect::<Vec<_>>(),
         [97, 99, 101, 103]
@@ -80,11 +78,11 @@ fn plans_warn_and_apply_revert_on_a_fixture_tree() {
         4
     );
 
-    let (sp, _) = plan(&root, &nic, &t, IrqPlan::Spread, &[]).unwrap();
+    let (sp, _) = plan_irqs(&root, &nic, &t, IrqPlan::Spread, &[]).unwrap();
     assert!(sp.iter().all(|m| t.cpu(m.to[0]).unwrap().node == 1));
 
     let state = d.path().join("state");
-    let snap = apply(&root, &hk, &state, "test").unwrap();
+    let snap = apply_irqs(&root, &hk, &state, "test").unwrap();
     for irq in 100..104 {
         assert_eq!(
             std::fs::read_to_string(root.join(format!("proc/irq/{irq}/smp_affinity_list")))
@@ -93,7 +91,7 @@ fn plans_warn_and_apply_revert_on_a_fixture_tree() {
         );
     }
     let s = Snapshot::read(&snap).unwrap();
-    assert!(restore(&root, &s.saved).is_empty());
+    assert!(restore_irqs(&root, &s.saved).is_empty());
     for irq in 100..104 {
         assert_eq!(
             std::fs::read_to_string(root.join(format!("proc/irq/{irq}/smp_affinity_list")))
@@ -102,7 +100,7 @@ fn plans_warn_and_apply_revert_on_a_fixture_tree() {
         );
     }
     assert!(
-        restore(&root, &s.saved).is_empty(),
+        restore_irqs(&root, &s.saved).is_empty(),
         "second restore is a no-op"
     );
 }
@@ -114,12 +112,12 @@ fn a_failing_irq_write_restores_earlier_ones() {
     nic_fixture(&root);
     let nic = Nic::read(&root, "eth0").unwrap();
     let t = Topology::read(&root).unwrap();
-    let (moves, _) = plan(&root, &nic, &t, IrqPlan::Housekeeping, &[]).unwrap();
+    let (moves, _) = plan_irqs(&root, &nic, &t, IrqPlan::Housekeeping, &[]).unwrap();
     // IRQ 102's file is replaced by a directory: its write fails.
     let f = root.join("proc/irq/102/smp_affinity_list");
     std::fs::remove_file(&f).unwrap();
     std::fs::create_dir(&f).unwrap();
-    let e = apply(&root, &moves, &d.path().join("state"), "t").unwrap_err();
+    let e = apply_irqs(&root, &moves, &d.path().join("state"), "t").unwrap_err();
     assert!(e.to_string().contains("/proc/irq/102"), "{e}");
     for irq in [100, 101, 103] {
         assert_eq!(

@@ -2,9 +2,9 @@
 
 use std::path::{Path, PathBuf};
 
-use tuning::cmdline::Cmdline;
-use tuning::finding::Severity;
-use tuning::kconfig::{audit, KernelConfig, Profile, Runtime};
+use tuning::advice::{audit_kernel_config, AuditProfile, AuditRuntime, KernelConfig};
+use tuning::host::Cmdline;
+use tuning::host::Severity;
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -12,8 +12,8 @@ fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
-fn runtime(cmdline: &str) -> Runtime {
-    Runtime {
+fn runtime(cmdline: &str) -> AuditRuntime {
+    AuditRuntime {
         cmdline: Some(Cmdline::parse(cmdline)),
         sched_rt_runtime_us: Some(-1),
         numa_balancing: Some(0),
@@ -22,8 +22,8 @@ fn runtime(cmdline: &str) -> Runtime {
     }
 }
 
-fn off(cfg: &KernelConfig, p: Profile, rt: &Runtime) -> Vec<String> {
-    audit(cfg, p, rt)
+fn off(cfg: &KernelConfig, p: AuditProfile, rt: &AuditRuntime) -> Vec<String> {
+    audit_kernel_config(cfg, p, rt)
         .0
         .into_iter()
         .filter(|r| r.severity != Severity::Info)
@@ -45,25 +45,25 @@ fn each_fixture_fits_its_own_profile_and_not_the_others() {
             .unwrap()
     );
     assert!(
-        off(&server, Profile::Server, &rt).is_empty(),
+        off(&server, AuditProfile::Server, &rt).is_empty(),
         "{:?}",
-        off(&server, Profile::Server, &rt)
+        off(&server, AuditProfile::Server, &rt)
     );
-    assert!(off(&server, Profile::Rt, &rt).contains(&"preemption".to_string()));
+    assert!(off(&server, AuditProfile::Rt, &rt).contains(&"preemption".to_string()));
     let rtc = KernelConfig::read_file(&fixture("rt.config")).unwrap();
     assert!(
-        off(&rtc, Profile::Rt, &rt).is_empty(),
+        off(&rtc, AuditProfile::Rt, &rt).is_empty(),
         "{:?}",
-        off(&rtc, Profile::Rt, &rt)
+        off(&rtc, AuditProfile::Rt, &rt)
     );
-    assert!(off(&rtc, Profile::Server, &rt).contains(&"preemption".to_string()));
+    assert!(off(&rtc, AuditProfile::Server, &rt).contains(&"preemption".to_string()));
     let desk = KernelConfig::read_file(&fixture("desktop.config")).unwrap();
     assert!(
-        off(&desk, Profile::Desktop, &rt).is_empty(),
+        off(&desk, AuditProfile::Desktop, &rt).is_empty(),
         "{:?}",
-        off(&desk, Profile::Desktop, &rt)
+        off(&desk, AuditProfile::Desktop, &rt)
     );
-    let rt_off = off(&desk, Profile::Rt, &rt);
+    let rt_off = off(&desk, AuditProfile::Rt, &rt);
     for item in [
         "CONFIG_RT_GROUP_SCHED",
         "CONFIG_NO_HZ_FULL",
@@ -72,7 +72,7 @@ fn each_fixture_fits_its_own_profile_and_not_the_others() {
     ] {
         assert!(rt_off.contains(&item.to_string()), "{item} in {rt_off:?}");
     }
-    let (rows, _) = audit(&server, Profile::Server, &rt);
+    let (rows, _) = audit_kernel_config(&server, AuditProfile::Server, &rt);
     assert!(rows[0].current.contains("tick 4.0 ms"), "{:?}", rows[0]);
 }
 
@@ -83,7 +83,7 @@ fn runtime_cross_checks() {
     rt.sched_rt_runtime_us = Some(950000);
     rt.numa_balancing = Some(1);
     rt.rt_planned = true;
-    let (_, f) = audit(&server, Profile::Server, &rt);
+    let (_, f) = audit_kernel_config(&server, AuditProfile::Server, &rt);
     let text: Vec<&str> = f.iter().map(|x| x.message.as_str()).collect();
     assert!(
         f.iter().any(|x| x.severity == Severity::Error
@@ -96,9 +96,9 @@ fn runtime_cross_checks() {
         .iter()
         .any(|m| m.contains("sched_rt_runtime_us = 950000")));
     assert!(text.iter().any(|m| m.contains("numa_balancing is on")));
-    let clean = audit(
+    let clean = audit_kernel_config(
         &KernelConfig::read_file(&fixture("rt.config")).unwrap(),
-        Profile::Rt,
+        AuditProfile::Rt,
         &runtime("isolcpus=2-3 nohz_full=2-3"),
     )
     .1;

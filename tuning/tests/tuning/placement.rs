@@ -1,7 +1,7 @@
 //! The `--cpus auto` planner on the four fixture machines.
 
-use tuning::placement::{plan, PlacementError, Request};
-use tuning::topology::{CoreKind, Topology};
+use tuning::advice::{place_cpus, PlacementError, PlacementRequest};
+use tuning::host::{CoreKind, Topology};
 
 use crate::util;
 
@@ -19,14 +19,14 @@ fn distinct_cores(t: &Topology, cpus: &[usize]) -> bool {
 fn two_socket_192_with_odd_isolated_cpus() {
     let d = tempfile::tempdir().unwrap();
     let t = Topology::read(&util::two_socket_192(d.path())).unwrap();
-    let p = plan(
+    let p = place_cpus(
         &t,
-        &Request {
+        &PlacementRequest {
             server_workers: 16,
             load_workers: 8,
             housekeeping_cores: 1,
             nic_node: Some(1),
-            ..Request::default()
+            ..PlacementRequest::default()
         },
     )
     .unwrap();
@@ -44,12 +44,12 @@ fn two_socket_192_with_odd_isolated_cpus() {
     );
     assert!(p.notes.is_empty(), "{:?}", p.notes);
     // Node 0: cores holding a housekeeping CPU (0/1 and 2/3) are used last.
-    let p0 = plan(
+    let p0 = place_cpus(
         &t,
-        &Request {
+        &PlacementRequest {
             server_workers: 4,
             nic_node: Some(0),
-            ..Request::default()
+            ..PlacementRequest::default()
         },
     )
     .unwrap();
@@ -66,13 +66,13 @@ fn two_socket_192_with_odd_isolated_cpus() {
 fn epyc_four_nodes_prefers_the_nic_node() {
     let d = tempfile::tempdir().unwrap();
     let t = Topology::read(&util::epyc_4node(d.path())).unwrap();
-    let p = plan(
+    let p = place_cpus(
         &t,
-        &Request {
+        &PlacementRequest {
             server_workers: 8,
             load_workers: 0,
             nic_node: Some(2),
-            ..Request::default()
+            ..PlacementRequest::default()
         },
     )
     .unwrap();
@@ -83,12 +83,12 @@ fn epyc_four_nodes_prefers_the_nic_node() {
     );
     assert!(distinct_cores(&t, &p.server));
     // More than the node's 8 cores: spills to other nodes and says so.
-    let p = plan(
+    let p = place_cpus(
         &t,
-        &Request {
+        &PlacementRequest {
             server_workers: 10,
             nic_node: Some(2),
-            ..Request::default()
+            ..PlacementRequest::default()
         },
     )
     .unwrap();
@@ -100,11 +100,11 @@ fn epyc_four_nodes_prefers_the_nic_node() {
         p.notes
     );
     // SMT siblings only when asked.
-    let max_cores = plan(
+    let max_cores = place_cpus(
         &t,
-        &Request {
+        &PlacementRequest {
             server_workers: 29,
-            ..Request::default()
+            ..PlacementRequest::default()
         },
     );
     assert!(
@@ -114,12 +114,12 @@ fn epyc_four_nodes_prefers_the_nic_node() {
         ),
         "{max_cores:?}"
     );
-    assert!(plan(
+    assert!(place_cpus(
         &t,
-        &Request {
+        &PlacementRequest {
             server_workers: 29,
             smt: true,
-            ..Request::default()
+            ..PlacementRequest::default()
         }
     )
     .is_ok());
@@ -129,13 +129,13 @@ fn epyc_four_nodes_prefers_the_nic_node() {
 fn hybrid_desktop_uses_p_cores_first() {
     let d = tempfile::tempdir().unwrap();
     let t = Topology::read(&util::hybrid_8p4e(d.path())).unwrap();
-    let p = plan(
+    let p = place_cpus(
         &t,
-        &Request {
+        &PlacementRequest {
             server_workers: 4,
             load_workers: 3,
             housekeeping_cores: 1,
-            ..Request::default()
+            ..PlacementRequest::default()
         },
     )
     .unwrap();
@@ -147,13 +147,13 @@ fn hybrid_desktop_uses_p_cores_first() {
         "{all:?}"
     );
     assert!(distinct_cores(&t, &all));
-    let p = plan(
+    let p = place_cpus(
         &t,
-        &Request {
+        &PlacementRequest {
             server_workers: 8,
             load_workers: 3,
             housekeeping_cores: 1,
-            ..Request::default()
+            ..PlacementRequest::default()
         },
     )
     .unwrap();
@@ -170,35 +170,35 @@ fn hybrid_desktop_uses_p_cores_first() {
 fn two_vcpu_vm() {
     let d = tempfile::tempdir().unwrap();
     let t = Topology::read(&util::vm_2vcpu(d.path())).unwrap();
-    let p = plan(
+    let p = place_cpus(
         &t,
-        &Request {
+        &PlacementRequest {
             server_workers: 1,
             load_workers: 1,
             housekeeping_cores: 0,
-            ..Request::default()
+            ..PlacementRequest::default()
         },
     )
     .unwrap();
     assert_eq!((p.server.clone(), p.load.clone()), (vec![0], vec![1]));
     assert!(p.notes.iter().any(|n| n.contains("no housekeeping")));
-    let e = plan(
+    let e = place_cpus(
         &t,
-        &Request {
+        &PlacementRequest {
             server_workers: 1,
             load_workers: 1,
             housekeeping_cores: 1,
-            ..Request::default()
+            ..PlacementRequest::default()
         },
     )
     .unwrap_err();
     assert!(e.to_string().contains("only 1 available"), "{e}");
-    let allowed = plan(
+    let allowed = place_cpus(
         &t,
-        &Request {
+        &PlacementRequest {
             server_workers: 1,
             allowed: Some(vec![1]),
-            ..Request::default()
+            ..PlacementRequest::default()
         },
     )
     .unwrap();

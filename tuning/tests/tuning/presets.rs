@@ -2,7 +2,8 @@
 
 use std::path::{Path, PathBuf};
 
-use tuning::plan::{self, CheckOptions, ProcSys, Status, SysctlIo};
+use tuning::plan::{self, CheckOptions, Status};
+use tuning::sysctl::{ProcSys, SysctlIo};
 
 const NETNS: CheckOptions = CheckOptions {
     netns_only: true,
@@ -12,8 +13,8 @@ const NETNS_LOWER_OK: CheckOptions = CheckOptions {
     netns_only: true,
     allow_decrease: true,
 };
-use tuning::preset::Preset;
-use tuning::snapshot::Snapshot;
+use tuning::plan::Snapshot;
+use tuning::sysctl::Preset;
 use tuning::sysctl::{Key, SysctlError};
 
 fn presets_dir() -> PathBuf {

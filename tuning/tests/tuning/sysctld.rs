@@ -6,10 +6,11 @@
 use std::path::{Path, PathBuf};
 
 use testkit::NetNs;
-use tuning::plan::{self, CheckOptions, Prediction, ProcSys, Row, Status};
-use tuning::preset::Preset;
+use tuning::plan::{self, CheckOptions, Prediction, Row, Status};
 use tuning::sysctl::Key;
-use tuning::sysctld::{self, Fate, Pattern, SourceFile};
+use tuning::sysctl::Preset;
+use tuning::sysctl::ProcSys;
+use tuning::sysctl::{Fate, Pattern, SourceFile};
 
 fn dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sysctld")
@@ -172,7 +173,7 @@ fn item1_sysctl_d_syntax_resolves_as_systemd_sysctl_does() {
 
 #[test]
 fn item1_several_files_etc_beats_run_beats_usr_then_sorted_by_name() {
-    let found = sysctld::system_files(&host());
+    let found = tuning::sysctl::system_files(&host());
     let names: Vec<String> = found
         .iter()
         .map(|f| f.path.strip_prefix(host()).unwrap().display().to_string())
@@ -297,7 +298,7 @@ fn item2_apply_skips_a_status_key_line_with_dash_inside_a_netns() {
         let rep = plan::apply(&r, &mut io, Path::new("/"), &state_dir, "t").unwrap();
         assert_eq!(rep.changed.len(), 1);
         assert_eq!(ns.sysctl("net.ipv4.tcp_fin_timeout"), "17");
-        let snap = tuning::snapshot::Snapshot::read(rep.snapshot.as_ref().unwrap()).unwrap();
+        let snap = tuning::plan::Snapshot::read(rep.snapshot.as_ref().unwrap()).unwrap();
         plan::revert(&snap, &mut io, Path::new("/"), false).unwrap();
         assert_eq!(ns.sysctl("net.ipv4.tcp_fin_timeout"), before);
     });
@@ -328,12 +329,15 @@ fn item3_tw_reuse_without_timestamps_is_a_contradiction_and_the_budget_reads_it(
         std::fs::create_dir_all(f.parent().unwrap()).unwrap();
         std::fs::write(f, v).unwrap();
     }
-    let s = tuning::ports::PortSettings::read(&ProcSys {
+    let s = tuning::advice::PortSettings::read(&ProcSys {
         root: d.path().to_path_buf(),
     })
     .unwrap();
-    let e = tuning::ports::budget(&s, 1, true, true);
-    assert!(matches!(e.reuse, tuning::ports::Reuse::No { .. }), "{e:?}");
+    let e = tuning::advice::port_budget(&s, 1, true, true);
+    assert!(
+        matches!(e.reuse, tuning::advice::PortReuse::No { .. }),
+        "{e:?}"
+    );
     assert!(e.explain.contains("tcp_timestamps = 0"), "{}", e.explain);
     let per = e.per_sec.unwrap();
     assert!((470.0..471.0).contains(&per), "{per}");
@@ -370,8 +374,8 @@ fn item3_reuse_needs_timestamps_for_real_as_the_budget_says() {
             ns.set_sysctl("net.ipv4.ip_local_port_range", "40000 40003");
             ns.set_sysctl("net.ipv4.tcp_tw_reuse", "1");
             ns.set_sysctl("net.ipv4.tcp_timestamps", timestamps);
-            let s = tuning::ports::PortSettings::read(&ProcSys { root: "/".into() }).unwrap();
-            let est = tuning::ports::budget(&s, 1, true, true);
+            let s = tuning::advice::PortSettings::read(&ProcSys { root: "/".into() }).unwrap();
+            let est = tuning::advice::port_budget(&s, 1, true, true);
             let (first, _) = connect_close_first(4);
             // Older than tcp_tw_reuse_delay (1000 ms default), with a newer timestamp tick.
             std::thread::sleep(std::time::Duration::from_millis(1500));
@@ -381,7 +385,7 @@ fn item3_reuse_needs_timestamps_for_real_as_the_budget_says() {
     };
     let (est, first, second, err) = outcome("0");
     assert!(
-        matches!(est.reuse, tuning::ports::Reuse::No { .. }),
+        matches!(est.reuse, tuning::advice::PortReuse::No { .. }),
         "{est:?}"
     );
     assert_eq!(first, 4);
@@ -389,7 +393,7 @@ fn item3_reuse_needs_timestamps_for_real_as_the_budget_says() {
     assert_eq!(err, Some(libc_eaddrnotavail()));
     let (est, first, second, err) = outcome("1");
     assert!(
-        matches!(est.reuse, tuning::ports::Reuse::Yes { .. }),
+        matches!(est.reuse, tuning::advice::PortReuse::Yes { .. }),
         "{est:?}"
     );
     assert_eq!(first, 4);
@@ -461,7 +465,7 @@ fn item4_alias_apply_in_a_netns_ends_with_the_later_value() {
         assert_eq!(rep.changed.len(), 1);
         assert_eq!(ns.sysctl("net.ipv4.conf.all.forwarding"), "0");
         assert_eq!(ns.sysctl("net.ipv4.ip_forward"), "0", "the later line won");
-        let snap = tuning::snapshot::Snapshot::read(rep.snapshot.as_ref().unwrap()).unwrap();
+        let snap = tuning::plan::Snapshot::read(rep.snapshot.as_ref().unwrap()).unwrap();
         plan::revert(&snap, &mut io, Path::new("/"), false).unwrap();
         assert_eq!(ns.sysctl("net.ipv4.ip_forward"), "1");
     });
@@ -579,8 +583,8 @@ fn item6_the_plan_predicts_what_apply_refuses_inside_a_netns() {
 #[test]
 fn item8_a_script_becomes_a_sysctl_d_file_and_the_rest_is_explained() {
     let text = std::fs::read_to_string(dir().join("08-tune.sh")).unwrap();
-    let lines = tuning::import::import(&text);
-    let body = tuning::import::to_sysctl_d(&lines, "08-tune.sh");
+    let lines = tuning::sysctl::import_script(&text);
+    let body = tuning::sysctl::imported_sysctl_d(&lines, "08-tune.sh");
     let p = Preset::from_sysctl_d(
         &[SourceFile {
             name: "out.conf".into(),
@@ -609,7 +613,9 @@ fn item8_a_script_becomes_a_sysctl_d_file_and_the_rest_is_explained() {
         .iter()
         .flat_map(|l| {
             l.outcomes.iter().filter_map(move |o| match o {
-                tuning::import::Outcome::NotUnderstood { advice } => Some((l.line, advice.clone())),
+                tuning::sysctl::ImportOutcome::NotUnderstood { advice } => {
+                    Some((l.line, advice.clone()))
+                }
                 _ => None,
             })
         })
@@ -734,7 +740,7 @@ fn files_people_pass_directories_fifos_huge_and_binary_are_refused_by_name() {
     let big = d.path().join("big.conf");
     std::fs::write(
         &big,
-        "#".repeat(tuning::preset::MAX_FILE_BYTES as usize + 1),
+        "#".repeat(tuning::sysctl::MAX_FILE_BYTES as usize + 1),
     )
     .unwrap();
     let e = err(&big);
@@ -796,23 +802,23 @@ fn corpus_every_fixture_line_is_accounted_for() {
         let text = std::fs::read_to_string(f).unwrap();
         let name = f.file_name().unwrap().to_string_lossy().to_string();
         if name.ends_with(".sh") {
-            let lines = tuning::import::import(&text);
+            let lines = tuning::sysctl::import_script(&text);
             assert_eq!(lines.len(), text.lines().count(), "{name}");
-            let body = tuning::import::to_sysctl_d(&lines, &name);
+            let body = tuning::sysctl::imported_sysctl_d(&lines, &name);
             for l in &lines {
                 assert!(!l.outcomes.is_empty(), "{name}:{}", l.line);
                 for o in &l.outcomes {
                     match o {
-                        tuning::import::Outcome::Sysctl { key, .. } => assert!(
+                        tuning::sysctl::ImportOutcome::Sysctl { key, .. } => assert!(
                             body.contains(&format!("# {name}:{}\n", l.line))
                                 && body.contains(key.as_str()),
                             "{name}:{} {key} not in {body}",
                             l.line
                         ),
-                        tuning::import::Outcome::Skipped { why } => {
+                        tuning::sysctl::ImportOutcome::Skipped { why } => {
                             assert!(!why.is_empty(), "{name}:{}", l.line)
                         }
-                        tuning::import::Outcome::NotUnderstood { advice } => {
+                        tuning::sysctl::ImportOutcome::NotUnderstood { advice } => {
                             assert!(!advice.is_empty(), "{name}:{}", l.line);
                             assert!(
                                 body.contains(&format!("# {name}:{} not imported: ", l.line)),
@@ -852,8 +858,8 @@ fn corpus_every_fixture_line_is_accounted_for() {
         let r = &c.rows;
         assert_eq!(r.len(), p.sysctls.len(), "{name}");
         let cmd = format!("connstorm tune apply --file {name} --yes");
-        let check_text = tuning::render::plan::check(&p, &c, &cmd);
-        let plan_text = tuning::render::plan::plan(&p, &c, false, &cmd);
+        let check_text = tuning::render::check(&p, &c, &cmd);
+        let plan_text = tuning::render::plan(&p, &c, false, &cmd);
         for (l, raw) in p.lines.iter().zip(text.lines()) {
             let t = raw.trim();
             let blank_or_comment = t.is_empty() || t.starts_with('#') || t.starts_with(';');
@@ -911,12 +917,12 @@ fn corpus_every_fixture_line_is_accounted_for() {
 #[test]
 fn item8_script_forms_several_commands_a_line_sysctl_conf_appends_and_here_documents() {
     let text = std::fs::read_to_string(dir().join("08b-script-forms.sh")).unwrap();
-    let lines = tuning::import::import(&text);
+    let lines = tuning::sysctl::import_script(&text);
     let got: Vec<String> = lines
         .iter()
         .flat_map(|l| {
             l.outcomes.iter().filter_map(move |o| match o {
-                tuning::import::Outcome::Sysctl {
+                tuning::sysctl::ImportOutcome::Sysctl {
                     key,
                     value,
                     ignore_failure,
@@ -947,7 +953,9 @@ fn item8_script_forms_several_commands_a_line_sysctl_conf_appends_and_here_docum
         .iter()
         .flat_map(|l| {
             l.outcomes.iter().filter_map(move |o| match o {
-                tuning::import::Outcome::NotUnderstood { advice } => Some((l.line, advice.clone())),
+                tuning::sysctl::ImportOutcome::NotUnderstood { advice } => {
+                    Some((l.line, advice.clone()))
+                }
                 _ => None,
             })
         })
@@ -1050,7 +1058,7 @@ fn forwarding_and_disable_ipv6_side_effects_match_the_kernel() {
             planned, want,
             "v0 forwarding and v1 disable_ipv6 are already 1"
         );
-        let text = tuning::render::plan::prediction(&pred, "connstorm tune apply --yes");
+        let text = tuning::render::prediction(&pred, "connstorm tune apply --yes");
         assert!(
             text.contains("also sets net.ipv4.conf.lo.forwarding: 0 -> 1")
                 && text.contains("devinet.c"),
@@ -1076,7 +1084,7 @@ fn forwarding_and_disable_ipv6_side_effects_match_the_kernel() {
             rep.side_effects
         );
 
-        let snap = tuning::snapshot::Snapshot::read(rep.snapshot.as_ref().unwrap()).unwrap();
+        let snap = tuning::plan::Snapshot::read(rep.snapshot.as_ref().unwrap()).unwrap();
         plan::revert(&snap, &mut io, Path::new("/"), false).unwrap();
         let after: Vec<String> = keys.iter().map(|k| ns.sysctl(k)).collect();
         assert_eq!(
@@ -1134,7 +1142,7 @@ fn a_forwarding_glob_beside_ip_forward_ends_as_the_plan_says() {
         for i in ["all", "default", "lo", "v0/200", "v1"] {
             assert_eq!(ns.sysctl(&fw(i)), "0", "{i} after case a");
         }
-        let snap = tuning::snapshot::Snapshot::read(rep.snapshot.as_ref().unwrap()).unwrap();
+        let snap = tuning::plan::Snapshot::read(rep.snapshot.as_ref().unwrap()).unwrap();
         plan::revert(&snap, &mut io, Path::new("/"), false).unwrap();
         assert_eq!(ns.sysctl(&fw("v0/200")), "1", "revert restores v0.200");
         assert_eq!(ns.sysctl(&fw("all")), "0");
@@ -1173,7 +1181,7 @@ fn a_forwarding_glob_beside_ip_forward_ends_as_the_plan_says() {
             "{:?}",
             rep.side_effects
         );
-        let snap = tuning::snapshot::Snapshot::read(rep.snapshot.as_ref().unwrap()).unwrap();
+        let snap = tuning::plan::Snapshot::read(rep.snapshot.as_ref().unwrap()).unwrap();
         plan::revert(&snap, &mut io, Path::new("/"), false).unwrap();
         assert_eq!(ns.sysctl(&fw("v0/200")), "1");
         for i in ["all", "default", "lo", "v1"] {

@@ -3,9 +3,9 @@
 
 use std::path::PathBuf;
 
-use tuning::toggle::Toggle;
+use tuning::plan::Toggle;
 
-use results::compare::Format;
+use results::render::CompareFormat as Format;
 
 use crate::commands::bench;
 use crate::commands::compare::RuleArgs;

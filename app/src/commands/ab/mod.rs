@@ -26,9 +26,9 @@ pub mod sides;
 pub use args::Args;
 
 use anyhow::{bail, Context};
-use results::compare::Format;
 use results::record::BuildInfo;
-use tuning::toggle::Side;
+use results::render::CompareFormat as Format;
+use tuning::plan::ToggleSide as Side;
 
 use crate::record::Build;
 use sides::{Restore, Sides};
@@ -66,7 +66,7 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
     let on_host = args.root == std::path::Path::new("/");
     sides.check(
         args.bench.setup.netns,
-        on_host && !tuning::snapshot::in_initial_netns(),
+        on_host && !tuning::host::in_initial_netns(),
     )?;
     let setup = args.bench.setup.resolve()?;
     let _ = server::rlimit::raise_nofile();
@@ -119,7 +119,7 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
                     written.push(path.display().to_string());
                     eprintln!(
                         "[ab] {name}{i}: {}",
-                        results::compare::trial_line(&record, &path)
+                        results::analysis::trial_line(&record, &path)
                     );
                     if !record.run.interrupted {
                         if side == Side::A {
@@ -166,8 +166,8 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
     }
     if !a_records.is_empty() && !b_records.is_empty() {
         let (na, nb) = (sides.name(Side::A), sides.name(Side::B));
-        let c = results::compare::compare(&a_records, &b_records, (Some(&na), Some(&nb)), &rule);
-        crate::output::out(&results::compare::render(&c, format));
+        let c = results::analysis::compare(&a_records, &b_records, (Some(&na), Some(&nb)), &rule);
+        crate::output::out(&results::render::comparison(&c, format));
     }
     outcome?;
     if !errors.is_empty() {

@@ -1,5 +1,5 @@
 //! The sides of `connstorm ab`: what distinguishes A from B (built-in toggles,
-//! [`tuning::toggle`], and setup shell commands), what each side is called, how a side is set
+//! [`tuning::plan::Toggle`], and setup shell commands), what each side is called, how a side is set
 //! before its trial, and how the toggles are put back ([`Restore`]) when the run ends.
 //!
 //! The trials themselves are `bench` runs ([`crate::run`]); `super::run` interleaves them.
@@ -9,7 +9,7 @@ use std::process::Command;
 
 use anyhow::{bail, Context};
 use common::error::BadInput;
-use tuning::toggle::{Original, Side, Toggle};
+use tuning::plan::{Toggle, ToggleOriginal as Original, ToggleSide as Side};
 
 /// What distinguishes A from B.
 #[derive(Debug, Clone, Copy)]
@@ -176,7 +176,7 @@ impl Restore {
     ) -> Result<Restore, BadInput> {
         let mut saved = Vec::new();
         for t in toggles {
-            let bad = |e: tuning::toggle::ToggleError| BadInput(format!("--toggle: {e}"));
+            let bad = |e: tuning::plan::ToggleError| BadInput(format!("--toggle: {e}"));
             let orig = t.read(root).map_err(bad)?;
             t.check(root, &orig).map_err(bad)?;
             saved.push((t.clone(), orig));

@@ -183,10 +183,10 @@ pub struct Command {
     pub metrics: MetricsArgs,
 }
 
-/// `--rtt`: a duration netem can add ([`tuning::netns::check_rtt`]), refused when parsed.
+/// `--rtt`: a duration netem can add ([`tuning::host::check_rtt`]), refused when parsed.
 fn parse_rtt(s: &str) -> Result<Duration, String> {
     let d = units::parse_duration(s)?;
-    tuning::netns::check_rtt(d)?;
+    tuning::host::check_rtt(d)?;
     Ok(d)
 }
 

@@ -1,5 +1,5 @@
 //! What `connstorm bench` prints beyond the record's own rendering
-//! ([`results::bench_summary::render`]): the host's CPU accounting note and the per-second
+//! ([`results::render::bench_summary`]): the host's CPU accounting note and the per-second
 //! progress lines.
 
 /// How far to trust the user/sys split of CPU time on this kernel (read once): with tick-based
@@ -9,7 +9,7 @@
 pub fn accounting_note() -> Option<&'static str> {
     static NOTE: std::sync::OnceLock<Option<&'static str>> = std::sync::OnceLock::new();
     *NOTE.get_or_init(|| {
-        let cfg = tuning::kconfig::KernelConfig::read_host(std::path::Path::new("/")).ok()?;
+        let cfg = tuning::advice::KernelConfig::read_host(std::path::Path::new("/")).ok()?;
         let precise = cfg.enabled("CONFIG_VIRT_CPU_ACCOUNTING_GEN") || cfg.enabled("CONFIG_VIRT_CPU_ACCOUNTING_NATIVE");
         let irq = cfg.enabled("CONFIG_IRQ_TIME_ACCOUNTING");
         match (precise, irq) {
@@ -21,10 +21,10 @@ pub fn accounting_note() -> Option<&'static str> {
     })
 }
 
-/// The whole summary of a bench run ([`results::bench_summary::render`] with this kernel's
+/// The whole summary of a bench run ([`results::render::bench_summary`] with this kernel's
 /// [`accounting_note`]).
 pub fn render(r: &results::RunRecord, record_path: Option<&std::path::Path>) -> String {
-    results::bench_summary::render(r, record_path, accounting_note())
+    results::render::bench_summary(r, record_path, accounting_note())
 }
 
 /// A progress line for one second of a phase: `[phase] ` and the one per-second line

@@ -4,8 +4,9 @@
 use std::collections::BTreeMap;
 
 use loadgen::LoadReport;
-use results::acceptance::Acceptance;
-use results::kernel_text::{AcceptQueueEnd, KernelView};
+use results::analysis::Acceptance;
+use results::render::AcceptQueueEnd;
+use results::render::KernelView;
 
 /// The report as `--format json` prints it.
 #[derive(serde::Serialize)]

@@ -7,7 +7,8 @@
 use std::path::Path;
 
 use loadgen::{LoadConfig, LoadReport};
-use results::kernel_text::{AcceptQueueEnd, KernelView};
+use results::render::AcceptQueueEnd;
+use results::render::KernelView;
 
 /// What the kernel of the targets' namespace (this one: every target is loopback) says about the
 /// run, from its counters `before` it and `now`: acceptance reconciled with the client's
@@ -29,7 +30,7 @@ pub fn kernel_view(
     let private = only_loopback_interface() && active <= report.total.attempts as i64;
     // TCP handshakes, whether or not an HTTP exchange after them succeeded.
     let handshakes = report.total.handshakes + report.total.completed_after_timeout;
-    let acceptance = results::acceptance::reconcile(handshakes, &delta, private);
+    let acceptance = results::analysis::reconcile(handshakes, &delta, private);
     // With `--http` a connection the server never accepted already failed its exchange (reset
     // or no response): it is no success to move.
     let plain = cfg.http.is_none();
@@ -65,7 +66,7 @@ pub fn kernel_view(
     let still_queued = accept_queue.map_or(0, |q| q.this_run);
     // The diagnosis reads the failure classes by the record's names (as `report` does).
     let failures = crate::convert::record_failures(&report.total.failures);
-    let causes = results::diagnosis::diagnose(&results::diagnosis::Evidence {
+    let causes = results::analysis::diagnose(&results::analysis::Evidence {
         counters: &delta,
         settings: &settings,
         attempts: report.total.attempts,
@@ -75,8 +76,8 @@ pub fn kernel_view(
         // Balanced when the count is exact and nothing was lost; unbalanced whenever something
         // was (even a lower bound); unknown when other connections may hide a loss.
         balanced: match acceptance.exactness {
-            results::acceptance::Exactness::Exact => Some(acceptance.never_accepted == 0),
-            results::acceptance::Exactness::LowerBound => {
+            results::analysis::Exactness::Exact => Some(acceptance.never_accepted == 0),
+            results::analysis::Exactness::LowerBound => {
                 (acceptance.never_accepted > 0).then_some(false)
             }
         },

@@ -32,8 +32,8 @@ use std::time::SystemTime;
 
 use anyhow::Context;
 use loadgen::{LoadError, LoadReport, TimelineRow};
-use results::kernel_text::KernelSection;
 use results::record::BuildInfo;
+use results::render::KernelSection;
 
 use super::metrics;
 use super::Format;
@@ -72,10 +72,10 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
         ep.register(Box::new(std::sync::Arc::clone(&m)));
         m
     });
-    let clock = (args.segment.is_some() || planned.is_some()).then(tuning::clock::read);
+    let clock = (args.segment.is_some() || planned.is_some()).then(tuning::host::read_clock);
     if let Some(w) = clock
         .as_ref()
-        .and_then(|s| tuning::clock::warning(s, results::merge::SKEW_BOUND_MS as f64))
+        .and_then(|s| tuning::host::clock_warning(s, results::analysis::SKEW_BOUND_MS as f64))
     {
         eprintln!("connstorm load: warning: {w}");
     }
@@ -83,7 +83,7 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
         .map(|r| loadgen::ports::port_budget(r, &cfg.targets, &cfg.sources, cfg.close));
     match &budget {
         Ok(b) => {
-            let io = tuning::plan::ProcSys { root: "/".into() };
+            let io = tuning::sysctl::ProcSys { root: "/".into() };
             match port_budget_warning(&cfg, b, &io) {
                 Ok(Some(w)) => eprintln!("connstorm load: warning: {w}"),
                 Ok(None) => {}
@@ -183,7 +183,7 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
             (Some(k), _) => k.delta.clone(),
             (None, b) => crate::record::delta_since(b.as_ref()),
         };
-        let unknown = tuning::clock::ClockSync::default();
+        let unknown = tuning::host::ClockSync::default();
         let mut record = record::record(
             &cfg,
             &report,

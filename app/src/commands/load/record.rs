@@ -13,7 +13,7 @@ use std::time::SystemTime;
 use loadgen::segment::Segment;
 use loadgen::{LoadConfig, LoadReport};
 use results::record::{self as rec, BuildInfo, Role, RunInfo, RunRecord, SegmentInfo};
-use tuning::clock::ClockSync;
+use tuning::host::ClockSync;
 
 use crate::convert::{phase_record, PhaseStart};
 use crate::record::Build;
@@ -85,7 +85,7 @@ pub fn record(
         connstorm_version: build.0.version.to_string(),
         git_commit: build.0.git_commit.to_string(),
         interrupted: report.interrupted,
-        started_at: results::timestamp::rfc3339_utc(starts.command),
+        started_at: results::record::rfc3339_utc(starts.command),
         started_unix_ms: Some(crate::record::unix_ms(starts.command)),
         wall_secs: wall.as_secs_f64(),
     };

@@ -43,13 +43,13 @@ pub fn short_timeout_warning(cfg: &LoadConfig, report: &LoadReport) -> Option<St
     })
 }
 
-/// The warning when the schedule started more than [`results::merge::SKEW_BOUND_MS`] after
+/// The warning when the schedule started more than [`results::analysis::SKEW_BOUND_MS`] after
 /// `--start-at` (`planned`; `real`: when it started): the instant had passed when the workers
 /// were ready.
 pub fn late_start_warning(planned: Option<SystemTime>, real: SystemTime) -> Option<String> {
     let late = planned
         .and_then(|t| real.duration_since(t).ok())
-        .filter(|l| l.as_millis() > u128::from(results::merge::SKEW_BOUND_MS))?;
+        .filter(|l| l.as_millis() > u128::from(results::analysis::SKEW_BOUND_MS))?;
     Some(format!(
         "the schedule started {} ms after --start-at (the instant had passed when the workers were ready): give a start time further ahead",
         late.as_millis()
@@ -57,7 +57,7 @@ pub fn late_start_warning(planned: Option<SystemTime>, real: SystemTime) -> Opti
 }
 
 /// The warning when the rate or the concurrency of `cfg` needs more ephemeral ports than this
-/// host offers ([`tuning::ports::shortfall`], with TIME_WAIT reuse taken into account from the
+/// host offers ([`tuning::advice::port_shortfall`], with TIME_WAIT reuse taken into account from the
 /// settings it depends on, read from `io`: tcp_tw_reuse, tcp_timestamps, tcp_tw_reuse_delay),
 /// saying how to fix it; `None` when the ports suffice. `b` gives the run's (source, target)
 /// triples.
@@ -67,21 +67,22 @@ pub fn late_start_warning(planned: Option<SystemTime>, real: SystemTime) -> Opti
 pub fn port_budget_warning(
     cfg: &LoadConfig,
     b: &loadgen::ports::PortBudget,
-    io: &tuning::plan::ProcSys,
+    io: &tuning::sysctl::ProcSys,
 ) -> Result<Option<String>, String> {
-    let settings = tuning::ports::PortSettings::read(io).map_err(|e| e.to_string())?;
+    let settings = tuning::advice::PortSettings::read(io).map_err(|e| e.to_string())?;
     let all_local = cfg.targets.iter().all(|t| common::addr::is_local(t.ip()));
-    let e = tuning::ports::budget(&settings, b.triples, all_local, cfg.close == CloseMode::Fin);
+    let e =
+        tuning::advice::port_budget(&settings, b.triples, all_local, cfg.close == CloseMode::Fin);
     let demand = match cfg.pattern {
-        Pattern::Open { rate_per_sec, .. } => tuning::ports::Demand::Rate {
+        Pattern::Open { rate_per_sec, .. } => tuning::advice::PortDemand::Rate {
             per_sec: rate_per_sec,
         },
-        Pattern::Closed { concurrency } => tuning::ports::Demand::InFlight {
+        Pattern::Closed { concurrency } => tuning::advice::PortDemand::InFlight {
             connections: u64::from(concurrency),
         },
     };
-    Ok(tuning::ports::shortfall(&e, demand).map(|w| {
-        let reuse = tuning::ports::reuse_remedy(&e)
+    Ok(tuning::advice::port_shortfall(&e, demand).map(|w| {
+        let reuse = tuning::advice::port_reuse_remedy(&e)
             .map(|r| format!(", or {r}"))
             .unwrap_or_default();
         format!(
@@ -99,7 +100,7 @@ mod tests {
     #[test]
     fn a_start_later_than_the_skew_bound_is_warned_about_and_one_within_it_is_not() {
         let t = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000);
-        let bound = results::merge::SKEW_BOUND_MS;
+        let bound = results::analysis::SKEW_BOUND_MS;
         assert_eq!(
             late_start_warning(Some(t), t + Duration::from_millis(bound)),
             None

@@ -61,7 +61,7 @@ pub fn record(
         connstorm_version: build.version.to_string(),
         git_commit: build.git_commit.to_string(),
         interrupted,
-        started_at: results::timestamp::rfc3339_utc(started),
+        started_at: results::record::rfc3339_utc(started),
         started_unix_ms: Some(start_ms),
         wall_secs: report.wall_time_secs(),
     };
@@ -79,7 +79,7 @@ pub fn record(
         accepted,
     )
     .with_run_ns(w.iter().map(|w| w.cpu_run_ns).sum(), accepted);
-    let empty = results::histogram::new_latency_histogram();
+    let empty = results::record::new_latency_histogram();
     r.phases.push(rec::PhaseRecord {
         name: "server".into(),
         measured_secs: report.wall_time_secs(),

@@ -18,8 +18,8 @@ use std::fmt::Write as _;
 use std::time::Instant;
 
 use anyhow::Context;
+use results::analysis::{self as sweep, Criteria, Slo};
 use results::record::BuildInfo;
-use results::sweep::{self, Criteria, Slo};
 
 use super::Format;
 use crate::bad_input;
@@ -102,7 +102,8 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
         crate::output::out(&format!("{}\n", record.to_json()));
         crate::output::note(&format!("record: {}", path.display()));
     } else {
-        let mut out = sweep::text(&record, &steps, knee.as_ref(), &criteria, server_cores);
+        let mut out =
+            results::render::sweep(&record, &steps, knee.as_ref(), &criteria, server_cores);
         let _ = writeln!(out, "record: {}", path.display());
         crate::output::out(&out);
     }

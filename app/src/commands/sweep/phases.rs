@@ -1,5 +1,5 @@
 //! `connstorm sweep`'s phases on one harness: the peak probe (closed loop), then one open-loop
-//! step per offered rate ([`results::sweep::step_rates`] of the probed peak), each phase's
+//! step per offered rate ([`results::analysis::step_rates`] of the probed peak), each phase's
 //! record part and warnings pushed into the run record as it ends.
 //!
 //! Every step is checked before any runs: what the range alone decides before the probe
@@ -39,13 +39,13 @@ fn percent(share: f64) -> String {
 
 impl Steps {
     /// The share of the peak each step offers, lowest first (the range as
-    /// [`results::sweep::step_rates`] spaces it).
-    fn shares(&self) -> Result<Vec<f64>, results::sweep::SweepError> {
-        results::sweep::step_rates(1.0, self.from, self.to, self.count)
+    /// [`results::analysis::step_rates`] spaces it).
+    fn shares(&self) -> Result<Vec<f64>, results::analysis::SweepError> {
+        results::analysis::step_rates(1.0, self.from, self.to, self.count)
     }
 
     /// Refuses, before anything runs, a range no probed peak can run every step of: the range
-    /// itself ([`results::sweep::step_rates`]), and a highest share over the lowest wider than
+    /// itself ([`results::analysis::step_rates`]), and a highest share over the lowest wider than
     /// the rates a step may offer — at least one start in the step (`1 / duration`, the load
     /// generator's rule) and at most [`MAX_RATE_PER_SEC`] — span.
     ///
@@ -74,10 +74,10 @@ impl Steps {
     /// ([`Harness::check_phase`]).
     ///
     /// # Errors
-    /// [`results::sweep::SweepError`] text when the peak makes no rates (a peak of 0); bad
+    /// [`results::analysis::SweepError`] text when the peak makes no rates (a peak of 0); bad
     /// input (exit 2) naming the first step that would be refused, its share and its rate.
     fn phases(&self, peak_per_sec: f64, harness: &Harness) -> Result<Vec<PhaseSpec>, Refusal> {
-        let rates = results::sweep::step_rates(peak_per_sec, self.from, self.to, self.count)
+        let rates = results::analysis::step_rates(peak_per_sec, self.from, self.to, self.count)
             .map_err(|e| Refusal::NoRates(e.to_string()))?;
         let shares = self.shares().map_err(|e| Refusal::NoRates(e.to_string()))?;
         let mut out = Vec::with_capacity(rates.len());

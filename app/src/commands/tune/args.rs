@@ -8,9 +8,9 @@
 use std::path::PathBuf;
 
 use clap::{Args as ClapArgs, Subcommand, ValueEnum};
-use tuning::irq::IrqPlan;
-use tuning::kconfig::Profile;
-use tuning::snapshot::DEFAULT_STATE_DIR;
+use tuning::advice::AuditProfile as Profile;
+use tuning::plan::IrqPlan;
+use tuning::plan::DEFAULT_STATE_DIR;
 
 /// Where the recommendations come from: a built-in preset, files, or the host's sysctl.d
 /// configuration (at most one of them is given; none means "no source").

@@ -6,11 +6,13 @@ use std::io::Write;
 use std::path::Path;
 
 use anyhow::Context;
-use tuning::finding::Severity;
-use tuning::plan::{self, CheckOptions, Checked, ProcSys};
-use tuning::preset::Preset;
+use tuning::host::Severity;
+use tuning::plan::Saved;
+use tuning::plan::Snapshot;
+use tuning::plan::{self, CheckOptions, Checked};
 use tuning::render;
-use tuning::snapshot::{Saved, Snapshot};
+use tuning::sysctl::Preset;
+use tuning::sysctl::ProcSys;
 
 use super::args::{
     ApplyArgs, CheckArgs, ExportArgs, ExportFormat, ImportArgs, IrqArgs, KernelArgs, RevertArgs,
@@ -39,19 +41,21 @@ impl Source {
     /// Loads the source (`None` when none was named); sysctl.d globs expand over `<root>/proc/sys`.
     fn load(&self, root: &Path) -> anyhow::Result<Option<Preset>> {
         if let Some(name) = &self.preset {
-            return tuning::builtin::named(name).map(Some).map_err(bad_input);
+            return tuning::sysctl::named_preset(name)
+                .map(Some)
+                .map_err(bad_input);
         }
         let mut files = self.file.clone();
         if self.system {
-            let found = tuning::sysctld::system_files(root);
-            eprint!("{}", render::apply::system_notes(&found));
+            let found = tuning::sysctl::system_files(root);
+            eprint!("{}", render::system_notes(&found));
             files = found
                 .into_iter()
                 .filter(|f| !f.masked)
                 .map(|f| f.path)
                 .collect();
             if files.is_empty() {
-                let dirs = tuning::sysctld::DIRS.join(", ");
+                let dirs = tuning::sysctl::SYSCTL_D_DIRS.join(", ");
                 return Err(bad_input(format!(
                     "no sysctl.d files under {} ({dirs}): nothing to check",
                     root.display()
@@ -86,8 +90,8 @@ fn out(text: &str) -> anyhow::Result<()> {
 /// # Errors
 /// Bad input when a built-in preset does not parse; an I/O error writing stdout.
 pub fn presets() -> anyhow::Result<i32> {
-    let all = tuning::builtin::all().map_err(|e| bad_input(e.to_string()))?;
-    out(&render::host::presets(&all))?;
+    let all = tuning::sysctl::builtin_presets().map_err(|e| bad_input(e.to_string()))?;
+    out(&render::presets(&all))?;
     Ok(0)
 }
 
@@ -96,7 +100,7 @@ pub fn presets() -> anyhow::Result<i32> {
 /// # Errors
 /// An I/O error writing stdout.
 pub fn rules() -> anyhow::Result<i32> {
-    out(&render::host::rules())?;
+    out(&render::rules())?;
     Ok(0)
 }
 
@@ -110,7 +114,7 @@ pub fn check(a: &CheckArgs) -> anyhow::Result<i32> {
     let (json, allow_decrease) = (a.format == Format::Json, a.allow_decrease);
     let exit = |off: bool| if strict && off { EXIT_OFF } else { 0 };
     let Some(preset) = source.load(root)? else {
-        let f = tuning::doctor::run(root);
+        let f = tuning::advice::doctor(root);
         out(&if json {
             format!("{}\n", serde_json::to_string_pretty(&f)?)
         } else {
@@ -126,15 +130,15 @@ pub fn check(a: &CheckArgs) -> anyhow::Result<i32> {
     let c = checked(
         &preset,
         &io,
-        !tuning::snapshot::in_initial_netns(),
+        !tuning::host::in_initial_netns(),
         allow_decrease,
     );
     out(&if json {
-        let v = render::plan::check_json(&preset, &c);
+        let v = render::check_json(&preset, &c);
         format!("{}\n", serde_json::to_string_pretty(&v)?)
     } else {
-        let command = render::apply::apply_command(&source.args(), None, allow_decrease);
-        render::plan::check(&preset, &c, &command)
+        let command = render::apply_command(&source.args(), None, allow_decrease);
+        render::check(&preset, &c, &command)
     })?;
     Ok(exit(c.off()))
 }
@@ -153,8 +157,8 @@ fn checked(preset: &Preset, io: &ProcSys, netns_only: bool, allow_decrease: bool
 
 fn enter_netns(netns: Option<&str>) -> anyhow::Result<()> {
     let Some(name) = netns else { return Ok(()) };
-    tuning::netns::enter(name).map_err(|e| match e {
-        tuning::netns::NetnsError::BadName(_) | tuning::netns::NetnsError::Open { .. } => {
+    tuning::host::enter_netns(name).map_err(|e| match e {
+        tuning::host::NetnsError::BadName(_) | tuning::host::NetnsError::Open { .. } => {
             bad_input(e.to_string())
         }
         other => anyhow::Error::new(other),
@@ -176,15 +180,15 @@ pub fn apply(a: &ApplyArgs) -> anyhow::Result<i32> {
     let netns = a.netns.as_deref();
     enter_netns(netns)?;
     let preset = a.source.require(Path::new("/"))?;
-    let netns_only = netns.is_some() || !tuning::snapshot::in_initial_netns();
+    let netns_only = netns.is_some() || !tuning::host::in_initial_netns();
     let mut io = ProcSys { root: "/".into() };
     let allow_decrease = a.allow_decrease;
     let c = checked(&preset, &io, netns_only, allow_decrease);
-    let command = render::apply::apply_command(&a.source.args(), netns, allow_decrease);
-    out(&render::plan::plan(&preset, &c, netns_only, &command))?;
+    let command = render::apply_command(&a.source.args(), netns, allow_decrease);
+    out(&render::plan(&preset, &c, netns_only, &command))?;
     if !change {
-        out(&render::apply::not_applied(&c.prediction, a.dry_run))?;
-        return match render::apply::refusal(&c.prediction) {
+        out(&render::not_applied(&c.prediction, a.dry_run))?;
+        return match render::refusal(&c.prediction) {
             Some(e) => Err(bad_input(e)),
             None => Ok(0),
         };
@@ -196,7 +200,7 @@ pub fn apply(a: &ApplyArgs) -> anyhow::Result<i32> {
             e => anyhow::Error::new(e).context("apply"),
         },
     )?;
-    out(&render::apply::applied(&report, netns))?;
+    out(&render::applied(&report, netns))?;
     Ok(0)
 }
 
@@ -217,13 +221,13 @@ pub fn revert(a: &RevertArgs) -> anyhow::Result<i32> {
         plan::RevertError::Incomplete(_) => anyhow::Error::new(e),
         other => bad_input(other.to_string()),
     })?;
-    let irq_failed = tuning::irq::restore(Path::new("/"), &snap.saved);
+    let irq_failed = tuning::plan::restore_irqs(Path::new("/"), &snap.saved);
     let irqs = snap
         .saved
         .iter()
         .filter(|s| matches!(s, Saved::IrqAffinity { .. }))
         .count();
-    out(&render::apply::reverted(&path, &rep, irqs))?;
+    out(&render::reverted(&path, &rep, irqs))?;
     if !irq_failed.is_empty() {
         anyhow::bail!("could not restore the affinity of IRQs {irq_failed:?}");
     }
@@ -237,11 +241,11 @@ pub fn revert(a: &RevertArgs) -> anyhow::Result<i32> {
 /// Bad input for a file that cannot be read as text.
 pub fn import(a: &ImportArgs) -> anyhow::Result<i32> {
     let file = a.file.as_path();
-    let text = tuning::preset::read_text(file).map_err(|e| bad_input(e.to_string()))?;
+    let text = tuning::sysctl::read_text(file).map_err(|e| bad_input(e.to_string()))?;
     let origin = file.display().to_string();
-    let lines = tuning::import::import(&text);
-    out(&tuning::import::to_sysctl_d(&lines, &origin))?;
-    let (notes, imported) = render::host::import_notes(&lines, &origin);
+    let lines = tuning::sysctl::import_script(&text);
+    out(&tuning::sysctl::imported_sysctl_d(&lines, &origin))?;
+    let (notes, imported) = render::import_notes(&lines, &origin);
     eprint!("{notes}");
     Ok(if imported == 0 { 3 } else { 0 })
 }
@@ -257,8 +261,8 @@ pub fn export(a: &ExportArgs) -> anyhow::Result<i32> {
         root: a.root.clone(),
     };
     out(&match a.format {
-        ExportFormat::SysctlD => tuning::export::sysctl_d(&p, &io),
-        ExportFormat::Tuned => tuning::export::tuned(&p, &io),
+        ExportFormat::SysctlD => tuning::render::export_sysctl_d(&p, &io),
+        ExportFormat::Tuned => tuning::render::export_tuned(&p, &io),
         ExportFormat::Cmdline => {
             if p.cmdline.is_empty() {
                 eprintln!(
@@ -266,7 +270,7 @@ pub fn export(a: &ExportArgs) -> anyhow::Result<i32> {
                     p.title()
                 );
             }
-            format!("{}\n", tuning::export::cmdline(&p))
+            format!("{}\n", tuning::render::export_cmdline(&p))
         }
     })?;
     Ok(0)
@@ -279,12 +283,12 @@ pub fn export(a: &ExportArgs) -> anyhow::Result<i32> {
 pub fn irq(a: &IrqArgs) -> anyhow::Result<i32> {
     // Worker CPUs for the per-queue plan (none: the isolated CPUs of the NIC's node).
     let cpus = a.cpus.as_deref().unwrap_or_default();
-    let nic = tuning::nic::Nic::read(&a.root, &a.dev).map_err(|e| bad_input(e.to_string()))?;
-    let topo = tuning::topology::Topology::read(&a.root).context("read CPU topology")?;
-    let (moves, warnings) = tuning::irq::plan(&a.root, &nic, &topo, a.plan, cpus)
+    let nic = tuning::host::Nic::read(&a.root, &a.dev).map_err(|e| bad_input(e.to_string()))?;
+    let topo = tuning::host::Topology::read(&a.root).context("read CPU topology")?;
+    let (moves, warnings) = tuning::plan::plan_irqs(&a.root, &nic, &topo, a.plan, cpus)
         .map_err(|e| bad_input(e.to_string()))?;
     let name = a.plan.to_string();
-    out(&render::host::irq_plan(
+    out(&render::irq_plan(
         &name,
         &a.dev,
         nic.numa_node,
@@ -301,9 +305,9 @@ pub fn irq(a: &IrqArgs) -> anyhow::Result<i32> {
         return Ok(0);
     }
     let reason = format!("irq {} {name}", a.dev);
-    let snap =
-        tuning::irq::apply(&a.root, &moves, &a.state_dir, &reason).context("apply IRQ plan")?;
-    out(&render::host::irq_applied(moves.len(), &snap))?;
+    let snap = tuning::plan::apply_irqs(&a.root, &moves, &a.state_dir, &reason)
+        .context("apply IRQ plan")?;
+    out(&render::irq_applied(moves.len(), &snap))?;
     Ok(0)
 }
 
@@ -313,23 +317,19 @@ pub fn irq(a: &IrqArgs) -> anyhow::Result<i32> {
 /// # Errors
 /// Bad input for a config file that cannot be read; the host's config cannot be found.
 pub fn kernel(a: &KernelArgs) -> anyhow::Result<i32> {
-    use tuning::kconfig::{self, KernelConfig, Runtime};
+    use tuning::advice::{AuditRuntime as Runtime, KernelConfig};
     let (profile, root, strict) = (a.profile, a.root.as_path(), a.strict);
     let cfg = match a.config.as_deref() {
         Some(p) => KernelConfig::read_file(p).map_err(|e| bad_input(e.to_string()))?,
         None => KernelConfig::read_host(root)?,
     };
-    let (rows, findings) = kconfig::audit(&cfg, profile, &Runtime::read(root, false));
+    let (rows, findings) =
+        tuning::advice::audit_kernel_config(&cfg, profile, &Runtime::read(root, false));
     let name = serde_json::to_value(profile)?
         .as_str()
         .unwrap_or_default()
         .to_string();
-    out(&render::host::kernel_audit(
-        &cfg.origin,
-        &name,
-        &rows,
-        &findings,
-    ))?;
+    out(&render::kernel_audit(&cfg.origin, &name, &rows, &findings))?;
     let off = rows.iter().any(|r| r.severity > Severity::Info)
         || findings.iter().any(|f| f.severity > Severity::Info);
     Ok(if strict && off { EXIT_OFF } else { 0 })

@@ -1,0 +1,223 @@
+//! How the setups of two trial sets differ: what `compare` lists, and refuses to compare without
+//! `--allow-mismatch` when [`SetupDifference::refuses`].
+
+use serde::{Deserialize, Serialize};
+
+use crate::record::RunRecord;
+
+/// One setup fact whose values differ between (or within) the sides.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SetupDifference {
+    /// What differs: `engine`, `load engine`, `protocol`, `target`, `server CPUs`, `load CPUs`, `client close`,
+    /// `server mode`, `netns`, `added RTT`, `durations`, `kernel`, `connstorm version`.
+    pub what: String,
+    /// Distinct values on side A, in order of appearance.
+    pub a: Vec<String>,
+    /// Distinct values on side B.
+    pub b: Vec<String>,
+    /// A difference that makes the sides different experiments (everything but the kernel and
+    /// connstorm's version, which are what a kernel-patch A/B changes on purpose).
+    pub refuses: bool,
+}
+
+impl SetupDifference {
+    /// `engine: A io_uring, B epoll`.
+    pub fn describe(&self) -> String {
+        format!(
+            "{}: A {}, B {}",
+            self.what,
+            self.a.join(" / "),
+            self.b.join(" / ")
+        )
+    }
+}
+
+type Fact = (&'static str, bool, fn(&RunRecord) -> String);
+
+fn cpus(v: &[usize]) -> String {
+    if v.is_empty() {
+        "-".into()
+    } else {
+        common::cpulist::format(v)
+    }
+}
+
+/// What a record's connections carried: `TCP` (connect and close), `HTTP GET /` (a request per
+/// connection), `TLS`, `TLS + HTTP GET /`, from its phases' HTTP and TLS counts (a server
+/// record: its TLS accepts). Phases that differ are joined with ` / `.
+fn protocol(r: &RunRecord) -> String {
+    let mut v: Vec<String> = Vec::new();
+    for p in &r.phases {
+        let tls = p.tls.is_some() || p.server.as_ref().is_some_and(|s| s.tls_accepted.is_some());
+        let x = match (&p.http, tls) {
+            (Some(h), true) => format!("TLS + HTTP {}", h.request),
+            (Some(h), false) => format!("HTTP {}", h.request),
+            (None, true) => "TLS".to_string(),
+            (None, false) => "TCP".to_string(),
+        };
+        if !v.contains(&x) {
+            v.push(x);
+        }
+    }
+    if v.is_empty() {
+        "TCP".into()
+    } else {
+        v.join(" / ")
+    }
+}
+
+/// A fact a record does not hold (written before it was recorded): it differs from nothing.
+const NOT_RECORDED: &str = "not recorded";
+
+/// The facts compared, whether a difference refuses, and how each is read from a record.
+const FACTS: [Fact; 13] = [
+    ("engine", true, |r| r.run.engine.clone()),
+    // The load generator's connect engine: io_uring and epoll load the same server at
+    // different rates (32,550 vs 21,160 conn/s here), a different experiment.
+    ("load engine", true, |r| {
+        r.run
+            .load_engine
+            .clone()
+            .unwrap_or_else(|| NOT_RECORDED.into())
+    }),
+    ("protocol", true, protocol),
+    ("target", true, |r| {
+        r.run
+            .target
+            .clone()
+            .unwrap_or_else(|| "own server on loopback".into())
+    }),
+    ("server CPUs", true, |r| cpus(&r.run.server_cpus)),
+    ("load CPUs", true, |r| cpus(&r.run.load_cpus)),
+    ("client close", true, |r| r.run.close_mode.clone()),
+    ("server mode", true, |r| r.run.server_mode.clone()),
+    ("netns", true, |r| r.run.netns.to_string()),
+    ("added RTT", true, |r| {
+        r.run
+            .rtt_ns
+            .map_or_else(|| "none".into(), |n| crate::numfmt::ns(n as f64))
+    }),
+    ("durations", true, |r| {
+        // The configured lengths (the measured ones differ by milliseconds).
+        let c = &r.config;
+        [
+            "duration_secs",
+            "peak_secs",
+            "latency_secs",
+            "warmup_secs",
+            "step_secs",
+        ]
+        .iter()
+        .filter_map(|k| {
+            c.get(*k)
+                .and_then(serde_json::Value::as_f64)
+                .map(|v| format!("{k}={v}"))
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+    }),
+    ("kernel", false, |r| {
+        r.host
+            .kernel_release
+            .clone()
+            .unwrap_or_else(|| "unknown".into())
+    }),
+    ("connstorm version", false, |r| {
+        format!("{} ({})", r.run.connstorm_version, r.run.git_commit)
+    }),
+];
+
+fn distinct(recs: &[RunRecord], f: fn(&RunRecord) -> String) -> Vec<String> {
+    let mut v: Vec<String> = Vec::new();
+    for r in recs {
+        let x = f(r);
+        if x != NOT_RECORDED && !v.contains(&x) {
+            v.push(x);
+        }
+    }
+    v
+}
+
+/// The setup facts that differ between `a` and `b`, or within a side.
+pub(crate) fn setup_differences(a: &[RunRecord], b: &[RunRecord]) -> Vec<SetupDifference> {
+    FACTS
+        .iter()
+        .filter_map(|(what, refuses, f)| {
+            let (va, vb) = (distinct(a, *f), distinct(b, *f));
+            let mut all = va.clone();
+            all.extend(vb.iter().filter(|x| !va.contains(x)).cloned());
+            (all.len() > 1).then(|| SetupDifference {
+                what: (*what).to_string(),
+                a: va,
+                b: vb,
+                refuses: *refuses,
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_and_external_target_differ_and_refuse_kernel_does_not() {
+        let a = vec![RunRecord::example()];
+        let mut ext = RunRecord::example();
+        ext.run.target = Some("10.0.0.2:8080".into());
+        ext.host.kernel_release = Some("6.13.0-patched".into());
+        let d = setup_differences(&a, &[ext]);
+        let target = d.iter().find(|d| d.what == "target").unwrap();
+        assert!(target.refuses);
+        assert_eq!(target.a, ["own server on loopback"]);
+        assert_eq!(target.b, ["10.0.0.2:8080"]);
+        let kernel = d.iter().find(|d| d.what == "kernel").unwrap();
+        assert!(!kernel.refuses);
+        assert!(
+            kernel.describe().contains("B 6.13.0-patched"),
+            "{}",
+            kernel.describe()
+        );
+        assert!(setup_differences(&a, &a).is_empty());
+    }
+
+    /// io_uring and epoll load generators are different experiments (compare set 32,550
+    /// against 21,160 conn/s without a word); a record that does not say (older) differs from
+    /// neither.
+    #[test]
+    fn load_engines_differ_and_refuse_unless_one_is_not_recorded() {
+        let mut a = RunRecord::example();
+        a.run.load_engine = Some("io_uring".into());
+        let mut b = a.clone();
+        b.run.load_engine = Some("epoll".into());
+        let d = setup_differences(std::slice::from_ref(&a), std::slice::from_ref(&b));
+        let e = d
+            .iter()
+            .find(|d| d.what == "load engine")
+            .expect("load engine");
+        assert!(e.refuses);
+        assert_eq!(e.describe(), "load engine: A io_uring, B epoll");
+        b.run.load_engine = None;
+        assert!(setup_differences(&[a], &[b]).is_empty());
+    }
+
+    /// Statistics, kind "mixed setups compared": plain TCP against TLS + HTTP is a different
+    /// experiment, listed and refused (it used to pass as a −95% "regression").
+    #[test]
+    fn plain_and_tls_http_runs_differ_in_protocol_and_refuse() {
+        let a = vec![RunRecord::example()];
+        let mut b = RunRecord::example();
+        for p in &mut b.phases {
+            p.http = Some(crate::record::HttpCounts {
+                request: "GET /".into(),
+                ..Default::default()
+            });
+            p.tls = Some(crate::record::TlsCounts::default());
+        }
+        let d = setup_differences(&a, &[b]);
+        let proto = d.iter().find(|d| d.what == "protocol").expect("protocol");
+        assert!(proto.refuses);
+        assert_eq!(proto.a, ["TCP"]);
+        assert_eq!(proto.b, ["TLS + HTTP GET /"]);
+    }
+}

@@ -1,0 +1,63 @@
+//! What records mean: every judgement made from them, as data the rendering shows. It reads the
+//! record schema ([`crate::record`]) and nothing above it: no text layout, no file format.
+//!
+//! Files:
+//! - `acceptance` ([`reconcile`]): the client's handshakes reconciled with the server kernel's
+//!   passive opens (which handshakes the server never accepted);
+//! - `crosscheck` ([`cross_check`]): our counts against the kernel's counters;
+//! - `diagnosis` ([`diagnose`]): named causes of lost, refused or delayed handshakes, and which
+//!   drops were the run's (`PhaseRecord::drops`);
+//! - `warnings` ([`warnings`]): what a reader must know to trust a record's numbers;
+//! - `saturation`: what limited a closed-loop peak;
+//! - `latency` ([`LatencySummary`]): the figures read from a latency histogram;
+//! - `stats`: medians, spreads, the Hodges–Lehmann shift and its exact Mann–Whitney interval;
+//! - `compare` ([`compare()`]): A/B comparison of trial sets with verdicts (`compare/flags.rs`
+//!   which trials are flagged, `compare/setup.rs` how setups differ, `compare/refuse.rs` what is
+//!   refused);
+//! - `paired` ([`abba_order`], `Paired::from_slices`): the paired kernel-floor baseline;
+//! - `sweep` ([`knee`]): capacity sweep steps and the knee under a latency SLO;
+//! - `merge` ([`merge()`]): the records of a multi-host run joined into one exact record.
+
+mod acceptance;
+mod compare;
+mod crosscheck;
+mod diagnosis;
+mod latency;
+mod merge;
+mod paired;
+mod saturation;
+mod stats;
+mod sweep;
+mod warnings;
+
+pub use acceptance::{client_view_note, reconcile, Acceptance, AcceptanceCause, Exactness};
+pub use compare::{
+    check_setups, compare, latency_phase, rate_phase, refuse_duplicates, trial_flags, trial_line,
+    CompareOptions, Comparison, Direction, Interval, MetricComparison, SetupDifference, SideInfo,
+    TrialInfo, Verdict, CONFIDENCE, METRICS, RULE_HELP,
+};
+pub use crosscheck::{cross_check, pre_syn_failures, CrossCheckCounts, PRE_SYN_FAILURES};
+pub use diagnosis::{diagnose, Cause, CauseKind, Evidence};
+pub use latency::{Bucket, LatencySummary, DEFAULT_BUCKET_EDGES_NS};
+pub use merge::{merge, MergeError, MergeInput, Merged, SKEW_BOUND_MS};
+pub use paired::abba_order;
+pub use stats::{Spread, MIN_TRIALS};
+pub use sweep::{
+    knee, parse_percent, step_rates, steps_from_record, Criteria, Knee, Slo, Step, SweepError,
+};
+pub use warnings::{
+    cpu_contention, derived_warnings, warnings, CpuContention, FOREIGN_CPU_PCT, STEAL_PCT,
+};
+
+pub(crate) use compare::{metric_values, side_name_of};
+pub(crate) use diagnosis::diagnose_phases;
+pub(crate) use latency::buckets;
+pub(crate) use paired::min_samples;
+pub(crate) use saturation::{saturation, Saturation};
+pub(crate) use stats::median;
+pub(crate) use sweep::{criteria_of, parse_latency_ns, step_ok};
+
+#[cfg(test)]
+pub(crate) use compare::tests as compare_tests;
+#[cfg(test)]
+pub(crate) use merge::tests as merge_tests;

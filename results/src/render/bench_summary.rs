@@ -1,0 +1,671 @@
+//! The summary `connstorm bench` prints (and `sweep` per step): one text rendering of a
+//! [`RunRecord`] — the peak and latency headlines with what limited the peak ([`saturation`]),
+//! each phase's rates, latencies, failures, CPU per connection and cross-check, the kernel
+//! counters summed over phases, and the record's warnings ([`crate::analysis::warnings`], the same
+//! lines `connstorm report` prints).
+
+use std::fmt::Write as _;
+
+use super::format_ns;
+use crate::analysis::{saturation, LatencySummary, Saturation};
+use crate::record::{PhaseRecord, RunRecord};
+
+/// Counters shown in every summary (DESIGN.md, "Kernel counters"); any non-zero drop gets a
+/// warning line.
+pub(crate) const SHOWN_COUNTERS: [(&str, &str); 8] = [
+    ("TcpExt.ListenOverflows", "ListenOverflows"),
+    ("TcpExt.ListenDrops", "ListenDrops"),
+    ("TcpExt.TCPReqQFullDrop", "TCPReqQFullDrop"),
+    ("TcpExt.TCPReqQFullDoCookies", "TCPReqQFullDoCookies"),
+    ("TcpExt.SyncookiesSent", "SyncookiesSent"),
+    ("TcpExt.TCPSynRetrans", "TCPSynRetrans"),
+    ("TcpExt.TCPTimeWaitOverflow", "TCPTimeWaitOverflow"),
+    ("softnet.dropped", "softnet dropped"),
+];
+
+/// Thousands separators: `1234567` → `1,234,567` (the tool's one formatter,
+/// `crate::numfmt`; negative values print as 0 as before).
+fn group(n: f64) -> String {
+    crate::numfmt::fixed(n.max(0.0), 0)
+}
+
+/// A rate that may not exist (no success measured): [`group`], or `n/a`.
+fn rate(v: Option<f64>) -> String {
+    v.map_or_else(|| crate::numfmt::NA.to_string(), group)
+}
+
+/// `, N abandoned at the interrupt` when an interrupt left attempts waiting for their handshake
+/// (neither successes nor failures), else nothing.
+fn abandoned_part(abandoned: u64) -> String {
+    if abandoned == 0 {
+        String::new()
+    } else {
+        format!(", {} abandoned at the interrupt", group(abandoned as f64))
+    }
+}
+
+fn latency_line(name: &str, encoded: Option<&str>) -> Option<String> {
+    let h = crate::record::decode_histogram(encoded?).ok()?;
+    if h.is_empty() {
+        return Some(format!("  {name:<10} (no samples)"));
+    }
+    let s = LatencySummary::of(&h);
+    Some(format!(
+        "  {name:<10} p50 {}  p90 {}  p99 {}  p99.9 {}  max {}  ({} samples)",
+        format_ns(s.p50_ns as f64),
+        format_ns(s.p90_ns as f64),
+        format_ns(s.p99_ns as f64),
+        format_ns(s.p999_ns as f64),
+        format_ns(s.max_ns as f64),
+        group(s.count as f64)
+    ))
+}
+
+fn pattern_text(p: &PhaseRecord) -> String {
+    match p.pattern {
+        crate::record::Pattern::Closed { concurrency } => {
+            format!("closed loop, {} in flight", group(f64::from(concurrency)))
+        }
+        crate::record::Pattern::Open { rate_per_sec, .. } => {
+            format!(
+                "open loop, {}/s offered",
+                crate::numfmt::exact(rate_per_sec)
+            )
+        }
+    }
+}
+
+/// One phase: rate, achieved vs offered, latencies, failures, CPU per connection, cross-check.
+/// A phase with no success says "nothing measured" and prints no rate, per-connection figure or
+/// "ok" cross-check. `accounting`: how far to trust this kernel's user/sys split, printed under
+/// the CPU line (the binary reads the kernel config; `None` prints nothing).
+pub(crate) fn phase(out: &mut String, p: &PhaseRecord, accounting: Option<&str>) {
+    let measured = p.successes > 0;
+    if measured {
+        let _ = writeln!(
+            out,
+            "{} ({}, {:.1} s measured): {} CPM = {} conn/s",
+            p.name,
+            pattern_text(p),
+            p.measured_secs,
+            rate(p.cpm),
+            rate(p.achieved_per_sec)
+        );
+    } else if p.measured_secs <= 0.0 {
+        let _ = writeln!(
+            out,
+            "{} ({}): nothing measured — the phase ended (interrupted) before its measured part began",
+            p.name,
+            pattern_text(p),
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "{} ({}, {:.1} s measured): nothing measured — no connection succeeded",
+            p.name,
+            pattern_text(p),
+            p.measured_secs
+        );
+    }
+    if let Some(offered) = p.offered_per_sec {
+        let achieved = match p.achieved_per_sec {
+            Some(a) if offered > 0.0 => format!(
+                "achieved {}/s of {}/s offered ({:.2}%)",
+                group(a),
+                crate::numfmt::exact(offered),
+                a / offered * 100.0
+            ),
+            Some(a) => format!("achieved {}/s of 0/s offered", group(a)),
+            None => format!(
+                "achieved nothing of {}/s offered",
+                crate::numfmt::exact(offered)
+            ),
+        };
+        let _ = writeln!(
+            out,
+            "  {achieved}, late starts {}, dropped starts {}",
+            group(p.late as f64),
+            group(p.dropped as f64)
+        );
+    }
+    for (name, enc) in [
+        ("handshake", Some(p.histograms.handshake.as_str())),
+        ("service", Some(p.histograms.service.as_str())),
+        ("first byte", p.histograms.first_byte.as_deref()),
+        ("tls", p.histograms.tls_handshake.as_deref()),
+        ("http resp", p.histograms.http_response.as_deref()),
+    ] {
+        if let Some(line) = latency_line(name, enc) {
+            let _ = writeln!(out, "{line}");
+        }
+    }
+    if let Some(t) = &p.tls {
+        let _ = writeln!(
+            out,
+            "  {}",
+            super::report::tls_line(t, p.measured_secs, p.server.as_ref())
+        );
+    }
+    if let Some(h) = &p.http {
+        let classes: Vec<String> = h
+            .status_classes
+            .iter()
+            .map(|(c, n)| format!("{c} {}", group(*n as f64)))
+            .collect();
+        let _ = writeln!(
+            out,
+            "  http: {} responses ({}/s), status {}",
+            group(h.responses as f64),
+            if p.measured_secs > 0.0 {
+                group(h.responses as f64 / p.measured_secs)
+            } else {
+                "-".into()
+            },
+            if classes.is_empty() {
+                "none".to_string()
+            } else {
+                classes.join(", ")
+            }
+        );
+    }
+    // The generator's own lag, so the handshake line above can be read net of it.
+    if let Some(line) = latency_line("generator lag", p.histograms.generator_lag.as_deref()) {
+        let _ = writeln!(out, "{line}");
+    }
+    if let n @ 1.. = crate::record::never_accepted_total(&p.failures) {
+        let _ = writeln!(out, "  note: {}", crate::analysis::client_view_note(n));
+    }
+    if p.attempts == 0 {
+        let _ = writeln!(
+            out,
+            "  attempts: none started in the measured window (attempts count by when they start; kernel ActiveOpens {} incl. warm-up): every slot was held by attempts started before it, and any handshake the per-second lines show in the window is one of those",
+            p.cross_check
+                .as_ref()
+                .and_then(|c| c.kernel_active_opens)
+                .map(|v| group(v as f64))
+                .unwrap_or_else(|| "unknown".into())
+        );
+    } else if p.failures.is_empty() {
+        let _ = writeln!(
+            out,
+            "  failures: none ({} attempts{})",
+            group(p.attempts as f64),
+            abandoned_part(p.abandoned)
+        );
+    } else {
+        let list: Vec<String> = p
+            .failures
+            .iter()
+            .map(|(k, v)| format!("{k} {}", group(*v as f64)))
+            .collect();
+        let _ = writeln!(
+            out,
+            "  failures: {} of {} attempts{}: {}",
+            group(p.failed() as f64),
+            group(p.attempts as f64),
+            abandoned_part(p.abandoned),
+            list.join(", ")
+        );
+    }
+    let us =
+        |v: Option<f64>| v.map_or_else(|| crate::numfmt::NA.to_string(), |v| format!("{v:.1}"));
+    let side = |name: &str, c: &crate::record::SideCpu| match c.us_per_conn_run {
+        Some(run) => format!(
+            "{name} {run:.1} µs on CPU (user {} + sys {} by tick samples)",
+            us(c.us_per_conn_user),
+            us(c.us_per_conn_sys)
+        ),
+        None => format!(
+            "{name} {} µs (user {}, sys {})",
+            us(c.us_per_conn()),
+            us(c.us_per_conn_user),
+            us(c.us_per_conn_sys)
+        ),
+    };
+    if measured {
+        let mut cpu = format!("  CPU per connection: {}", side("load", &p.cpu.load));
+        if let Some(s) = &p.cpu.server {
+            let _ = write!(cpu, "; {}", side("server", s));
+        }
+        let _ = writeln!(out, "{cpu}");
+        if let Some(note) = accounting {
+            let _ = writeln!(out, "    ({note})");
+        }
+    }
+    if let Some(c) = &p.cross_check {
+        let mark = match (c.agree, measured) {
+            (false, _) => "MISMATCH",
+            (true, true) => "ok",
+            (true, false) => "nothing to check",
+        };
+        // Nothing completed on either side: no count is "equal" to anything.
+        let note = if c.agree && c.load_successes == 0 && c.server_accepted.unwrap_or(0) == 0 {
+            "no handshake completed, so there was nothing to compare".to_string()
+        } else {
+            c.note.clone()
+        };
+        let _ = writeln!(
+            out,
+            "  cross-check [{mark}] (incl. warm-up): server accepts {}, load handshakes {}, kernel PassiveOpens {}, ActiveOpens {} — {}",
+            c.server_accepted.map(|v| group(v as f64)).unwrap_or_else(|| "-".into()),
+            group(c.load_successes as f64),
+            c.kernel_passive_opens.map(|v| group(v as f64)).unwrap_or_else(|| "-".into()),
+            c.kernel_active_opens.map(|v| group(v as f64)).unwrap_or_else(|| "-".into()),
+            note
+        );
+    }
+}
+
+/// The line of kernel counter deltas ([`SHOWN_COUNTERS`]) summed over phases (the warnings name
+/// the drops among them).
+pub(crate) fn counters(out: &mut String, r: &RunRecord) {
+    let sum = |key: &str| -> i64 {
+        r.phases
+            .iter()
+            .map(|p| p.counters.get(key).copied().unwrap_or(0))
+            .sum()
+    };
+    let shown: Vec<String> = SHOWN_COUNTERS
+        .iter()
+        .map(|(k, label)| format!("{label} {}", crate::numfmt::signed(sum(k))))
+        .collect();
+    let _ = writeln!(out, "kernel counters (all phases): {}", shown.join(", "));
+}
+
+/// The whole summary of `r`, ending with `record: PATH` when `record_path` is given.
+/// `accounting`: how far to trust this kernel's user/sys split, printed under each phase's CPU
+/// line (the binary reads the kernel config; `None` prints nothing).
+pub fn bench_summary(
+    r: &RunRecord,
+    record_path: Option<&std::path::Path>,
+    accounting: Option<&str>,
+) -> String {
+    let mut out = String::new();
+    let run = &r.run;
+    let where_ = match (&run.target, run.netns) {
+        (Some(t), _) => format!("external target {t}"),
+        (None, true) => format!(
+            "two network namespaces over veth{}",
+            run.rtt_ns
+                .map(|n| format!(", RTT {}", format_ns(n as f64)))
+                .unwrap_or_default()
+        ),
+        (None, false) => "loopback".to_string(),
+    };
+    let _ = writeln!(
+        out,
+        "connstorm bench: engine {} (steering {}), server CPUs [{}], load CPUs [{}], client close {}, server mode {}, {where_}",
+        run.engine,
+        run.steering,
+        common::cpulist::format(&run.server_cpus),
+        common::cpulist::format(&run.load_cpus),
+        run.close_mode,
+        run.server_mode
+    );
+    if let Some(d) = &run.load_engine_detail {
+        let _ = writeln!(out, "load engine: {d}");
+    }
+    if run.placement.as_deref() == Some("whole-machine") {
+        let _ = writeln!(
+            out,
+            "placement: whole machine: one server worker and one load worker on each of CPUs [{}] (softirq work stays on the CPU that raised it)",
+            common::cpulist::format(&run.load_cpus)
+        );
+    }
+    if let Some(peak) = r.phase("peak") {
+        if peak.successes == 0 {
+            let _ = writeln!(
+                out,
+                "PEAK: nothing measured — 0 of {} attempts succeeded (see failures and warnings)",
+                group(peak.attempts as f64)
+            );
+        } else {
+            let _ = writeln!(
+                out,
+                "PEAK: {} CPM = {} conn/s{}",
+                rate(peak.cpm),
+                rate(peak.achieved_per_sec),
+                bottleneck(
+                    peak,
+                    &r.run.server_cpus,
+                    &r.run.load_cpus,
+                    Limits {
+                        causes: !crate::analysis::diagnose_phases(std::slice::from_ref(peak))
+                            .is_empty(),
+                        contention: contended(r, "peak"),
+                    }
+                )
+            );
+        }
+    }
+    if let Some(lat) = r.phase("latency") {
+        if let Some(h) = crate::record::decode_histogram(&lat.histograms.handshake)
+            .ok()
+            .filter(|h| !h.is_empty())
+        {
+            let s = LatencySummary::of(&h);
+            // With --http/--tls the response (and the TLS handshake) come first: the TCP
+            // handshake alone led a `bench --tls --http` headline.
+            let of = |which| {
+                lat.histograms
+                    .decode(which)
+                    .ok()
+                    .flatten()
+                    .filter(|h| !h.is_empty())
+                    .map(|h| LatencySummary::of(&h))
+            };
+            let mut before = String::new();
+            if let Some(r) = of(crate::record::Latency::HttpResponse) {
+                before.push_str(&format!(
+                    "response p50 {}, p99 {}, max {}; ",
+                    format_ns(r.p50_ns as f64),
+                    format_ns(r.p99_ns as f64),
+                    format_ns(r.max_ns as f64)
+                ));
+            }
+            if let Some(t) = of(crate::record::Latency::TlsHandshake) {
+                before.push_str(&format!(
+                    "TLS handshake p50 {}, p99 {}; ",
+                    format_ns(t.p50_ns as f64),
+                    format_ns(t.p99_ns as f64)
+                ));
+            }
+            let tcp = if before.is_empty() { "" } else { "TCP " };
+            let _ = writeln!(
+                out,
+                "LATENCY at {}/s offered ({} conn/s achieved): {before}{tcp}handshake p50 {}, p99 {}, max {}",
+                crate::numfmt::exact(
+                    lat.offered_per_sec
+                        .or(lat.achieved_per_sec)
+                        .unwrap_or(f64::NAN)
+                ),
+                rate(lat.achieved_per_sec),
+                format_ns(s.p50_ns as f64),
+                format_ns(s.p99_ns as f64),
+                format_ns(s.max_ns as f64)
+            );
+        }
+    }
+    for p in &r.phases {
+        phase(&mut out, p, accounting);
+    }
+    counters(&mut out, r);
+    if let Some(b) = &r.baseline {
+        let what = if b.paired.is_some() {
+            "connstorm = {:.2} × floor (median of the paired slices)"
+        } else {
+            "connstorm peak = {:.2} × floor"
+        };
+        let _ = writeln!(
+            out,
+            "baseline: kernel floor (blocking socket/connect/close vs accept/close on the same CPUs) {} conn/s; {}",
+            group(b.floor_per_sec),
+            what.replace("{:.2}", &format!("{:.2}", b.ratio))
+        );
+        if let Some(p) = &b.paired {
+            out.push_str(&super::paired_line(p));
+            out.push('\n');
+        }
+    }
+    for w in crate::analysis::warnings(r) {
+        let _ = writeln!(out, "warning: {w}");
+    }
+    if let Some(p) = record_path {
+        let _ = writeln!(out, "record: {}", p.display());
+    }
+    out
+}
+
+/// Which side was busier during a closed-loop phase: the one near 100% limits the rate. When the
+/// sides share CPUs, their shares of those CPUs say nothing about saturation; each CPU's own busy
+/// time (/proc/stat) does ([`saturation`]). With named causes (drops, resets, refusals) and no
+/// saturated CPU, the causes limited the peak, not the concurrency.
+/// What else may have limited a phase's peak than its CPUs: named causes (drops, resets,
+/// refusals) and other work on (or steal time of) the benchmark CPUs.
+struct Limits {
+    causes: bool,
+    contention: bool,
+}
+
+/// Whether the record carries a contention or steal warning of `phase`
+/// ([`crate::analysis::cpu_contention`]'s wording).
+fn contended(r: &RunRecord, phase: &str) -> bool {
+    let other = format!("{phase}: other work used");
+    let steal = format!("{phase}: the hypervisor took");
+    r.warnings
+        .iter()
+        .any(|w| w.starts_with(&other) || w.starts_with(&steal))
+}
+
+fn bottleneck(
+    p: &PhaseRecord,
+    server_cpus: &[usize],
+    load_cpus: &[usize],
+    limits: Limits,
+) -> String {
+    let util = |c: &crate::record::SideCpu| {
+        let cap = c.wall_ns as f64 * c.cpus as f64;
+        if cap > 0.0 {
+            // At most 100%: a thread's CPU time read a little after the window's end (or
+            // tick-sampled user/sys) can pass the wall time by a tick ("busy 101%").
+            (c.run_ns.unwrap_or(c.user_ns + c.sys_ns) as f64 / cap * 100.0).min(100.0)
+        } else {
+            0.0
+        }
+    };
+    let load = util(&p.cpu.load);
+    let server = p.cpu.server.as_ref().map(util);
+    let v = saturation(load, server, server_cpus, load_cpus, &p.cpu_busy_pct);
+    match (server, v) {
+        (None, _) => format!(" (load CPUs {load:.0}% busy)"),
+        (Some(server), Saturation::Shared { busy }) => format!(
+            " (CPUs [{}] shared by both sides, {} busy: the CPUs limit the peak — load {load:.0}%, server {server:.0}% of their time)",
+            common::cpulist::format(&busy.iter().map(|b| b.0).collect::<Vec<_>>()),
+            busy.iter().map(|b| format!("{:.0}%", b.1)).collect::<Vec<_>>().join(", ")
+        ),
+        (Some(server), Saturation::Neither) if limits.contention => format!(
+            " (CPU busy: load {load:.0}%, server {server:.0}% — neither side saturated: other work on the benchmark CPUs (see the warnings below) limits the peak; run on a quiet host or other CPUs)"
+        ),
+        (Some(server), Saturation::Neither) if limits.causes => format!(
+            " (CPU busy: load {load:.0}%, server {server:.0}% — neither side saturated: the causes in the warnings below limit the peak)"
+        ),
+        (Some(server), Saturation::Neither) => format!(
+            " (CPU busy: load {load:.0}%, server {server:.0}% — neither side saturated: raise --concurrency)"
+        ),
+        (Some(server), Saturation::Side(limit)) => format!(
+            " (CPU busy: load {load:.0}%, server {server:.0}% — the {limit} side limits the peak)"
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An interrupted phase's attempts add up: the ones still waiting are named abandoned, so
+    /// the failure line does not leave them unaccounted for.
+    #[test]
+    fn abandoned_attempts_are_named_in_the_failure_line() {
+        let mut r = RunRecord::example();
+        r.phases[1].abandoned = 1_200;
+        r.phases[1].attempts = 7_203;
+        let mut out = String::new();
+        phase(&mut out, &r.phases[1], None);
+        assert!(
+            out.contains(
+                "  failures: 3 of 7,203 attempts, 1,200 abandoned at the interrupt: ECONNREFUSED 3"
+            ),
+            "{out}"
+        );
+        r.phases[1].failures.clear();
+        let mut out = String::new();
+        phase(&mut out, &r.phases[1], None);
+        assert!(
+            out.contains("  failures: none (7,203 attempts, 1,200 abandoned at the interrupt)"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn thousands_are_grouped() {
+        assert_eq!(group(0.0), "0");
+        assert_eq!(group(999.0), "999");
+        assert_eq!(group(1000.0), "1,000");
+        assert_eq!(group(1234567.4), "1,234,567");
+    }
+
+    #[test]
+    fn example_record_renders_every_figure() {
+        let r = RunRecord::example();
+        let text = bench_summary(
+            &r,
+            Some(std::path::Path::new("runs/x.json")),
+            Some("tick note"),
+        );
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[0],
+            "connstorm bench: engine epoll (steering none), server CPUs [0], load CPUs [1], client close rst, server mode close, two network namespaces over veth"
+        );
+        assert!(
+            lines[1].starts_with("PEAK: 120,000 CPM = 2,000 conn/s (CPU busy: load 9"),
+            "{}",
+            lines[1]
+        );
+        assert!(
+            lines[1].ends_with("server 62% — the load side limits the peak)"),
+            "{}",
+            lines[1]
+        );
+        assert!(
+            lines[2]
+                .starts_with("LATENCY at 1,600/s offered (1,600 conn/s achieved): handshake p50 "),
+            "{}",
+            lines[2]
+        );
+        for want in [
+            "peak (closed loop, 64 in flight, 3.0 s measured): 120,000 CPM = 2,000 conn/s",
+            "latency (open loop, 1,600/s offered, 3.0 s measured): 96,000 CPM = 1,600 conn/s",
+            "  achieved 1,600/s of 1,600/s offered (100.00%), late starts 0, dropped starts 0",
+            "  failures: 3 of 6,003 attempts: ECONNREFUSED 3",
+            "  cross-check [ok] (incl. warm-up): server accepts 6,000, load handshakes 6,000, kernel PassiveOpens 6,000, ActiveOpens 6,003 — exact: separate network namespaces",
+            "kernel counters (all phases): ListenOverflows 0, ListenDrops 0, TCPReqQFullDrop 0, TCPReqQFullDoCookies 0, SyncookiesSent 0, TCPSynRetrans 0, TCPTimeWaitOverflow 0, softnet dropped 0",
+            "warning: engine auto fell back to epoll: io_uring disabled (example)",
+            "record: runs/x.json",
+        ] {
+            assert!(lines.contains(&want), "missing {want:?} in\n{text}");
+        }
+        assert_eq!(
+            lines.iter().filter(|l| **l == "    (tick note)").count(),
+            2,
+            "{text}"
+        );
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.starts_with("  CPU per connection: load ")),
+            "{text}"
+        );
+        let quiet = bench_summary(&r, None, None);
+        assert!(
+            !quiet.contains("tick note") && !quiet.contains("record:"),
+            "{quiet}"
+        );
+    }
+
+    /// A peak below saturation on both sides while other work used the benchmark CPUs: the
+    /// headline names the contention, not a low --concurrency.
+    /// `bench --tls --http`: the LATENCY headline leads with the response and the TLS
+    /// handshake (it gave only the TCP handshake).
+    #[test]
+    fn the_latency_headline_of_an_http_tls_run_leads_with_the_response() {
+        let mut r = RunRecord::example();
+        let mut h = crate::record::new_latency_histogram();
+        h.record(2_000_000).unwrap();
+        let mut t = crate::record::new_latency_histogram();
+        t.record(500_000).unwrap();
+        let lat = &mut r.phases[1].histograms;
+        lat.http_response = Some(crate::record::encode_histogram(&h));
+        lat.tls_handshake = Some(crate::record::encode_histogram(&t));
+        let text = bench_summary(&r, None, None);
+        let line = text.lines().find(|l| l.starts_with("LATENCY")).unwrap();
+        assert!(
+            line.contains("achieved): response p50 2.00 ms, p99 2.00 ms, max 2.00 ms; TLS handshake p50 500.2 µs, p99 500.2 µs; TCP handshake p50 "),
+            "{line}"
+        );
+    }
+
+    #[test]
+    fn an_unsaturated_peak_on_contended_cpus_blames_the_contention_not_the_concurrency() {
+        let mut r = RunRecord::example();
+        let load = &mut r.phases[0].cpu.load;
+        load.run_ns = Some(load.wall_ns * load.cpus as u64 * 7 / 10);
+        let headline = |r: &RunRecord| {
+            let text = bench_summary(r, None, None);
+            text.lines().nth(1).unwrap_or_default().to_string()
+        };
+        assert!(!headline(&r).contains("other work"), "{}", headline(&r));
+        r.warnings.push("peak: other work used 45% of the benchmark CPUs [0-1] (busy 100%, connstorm itself 55%): the numbers include that contention; stop other load or choose other CPUs".into());
+        let h = headline(&r);
+        assert!(
+            h.contains("neither side saturated: other work on the benchmark CPUs (see the warnings below) limits the peak"),
+            "{h}"
+        );
+        assert!(!h.contains("raise --concurrency"), "{h}");
+    }
+
+    #[test]
+    fn a_phase_with_no_success_says_nothing_measured() {
+        let mut r = RunRecord::example();
+        r.phases.truncate(1);
+        let p = &mut r.phases[0];
+        p.successes = 0;
+        p.failures = [("ECONNREFUSED".to_string(), 6_003)].into();
+        let text = bench_summary(&r, None, Some("tick note"));
+        assert!(
+            text.contains("PEAK: nothing measured — 0 of 6,003 attempts succeeded"),
+            "{text}"
+        );
+        assert!(text.contains("peak (closed loop, 64 in flight, 3.0 s measured): nothing measured — no connection succeeded"), "{text}");
+        assert!(
+            text.contains("  cross-check [nothing to check] (incl. warm-up)"),
+            "{text}"
+        );
+        // Zero on every side is no agreement: the note says so rather than "equal to".
+        let p = &mut r.phases[0];
+        if let Some(c) = p.cross_check.as_mut() {
+            c.load_successes = 0;
+            c.server_accepted = None;
+            c.note = "equal to this network namespace's counters".into();
+        }
+        let text = bench_summary(&r, None, Some("tick note"));
+        assert!(
+            text.contains("— no handshake completed, so there was nothing to compare\n"),
+            "{text}"
+        );
+        assert!(!text.contains("equal to this network"), "{text}");
+        assert!(
+            !text.contains("CPU per connection") && !text.contains("tick note"),
+            "{text}"
+        );
+        assert!(!text.contains("LATENCY"), "{text}");
+    }
+
+    #[test]
+    fn a_failed_cross_check_is_marked_and_warned_once() {
+        let mut r = RunRecord::example();
+        let c = r.phases[0].cross_check.as_mut().unwrap();
+        c.agree = false;
+        c.note = "server accepts vs Tcp.PassiveOpens: ours 6000 != kernel 6001".into();
+        let text = bench_summary(&r, None, None);
+        assert!(
+            text.contains("  cross-check [MISMATCH] (incl. warm-up)"),
+            "{text}"
+        );
+        assert_eq!(
+            text.matches("warning: peak: our counts do not agree: server accepts vs Tcp.PassiveOpens: ours 6000 != kernel 6001").count(),
+            1,
+            "{text}"
+        );
+    }
+}

@@ -1,0 +1,23 @@
+//! Judgements about the host that change nothing: what is wrong or limiting, and plans a caller
+//! may act on.
+//!
+//! Files: `doctor` ([`doctor`]: the one-screen summary of everything that matters for a
+//! connection-rate run, as findings), `kconfig` ([`audit_kernel_config`]: the kernel
+//! configuration audited for a [`AuditProfile`]), `placement` ([`place_cpus`]: the CPU planner
+//! behind `--cpus auto`) and `ports` ([`port_budget`]: the ephemeral-port budget of a client).
+
+mod doctor;
+mod kconfig;
+mod placement;
+mod ports;
+
+pub use doctor::doctor;
+pub use kconfig::{
+    audit_kernel_config, AuditProfile, AuditRow, AuditRuntime, KconfigError, KernelConfig,
+    MAX_KCONFIG_BYTES,
+};
+pub use placement::{place_cpus, Placement, PlacementError, PlacementRequest};
+pub use ports::{
+    port_budget, port_reuse_remedy, port_shortfall, PortDemand, PortEstimate, PortReuse,
+    PortSettings, PortSettingsError, DEFAULT_REUSE_DELAY_MS, TIME_WAIT_SECS,
+};
