@@ -18,7 +18,7 @@
 //!   ([`commands::bench::SetupArgs`]).
 //! - The benchmark: [`run`] (one `bench` run, also an `ab` trial: the peak phase, then the
 //!   latency phase) and [`baseline`] (the paired kernel floor of `bench --baseline`) over
-//!   [`harness`] (the server, and the `--netns` pair of [`tuning::netns`], for the life of a
+//!   [`harness`] (the server, and the `--netns` pair of [`tuning::host::enter_netns`], for the life of a
 //!   run; one load phase at a time, measured around: kernel counter deltas, per-side CPU from
 //!   each worker's own thread CPU time, `/proc/stat`), which hands each phase's measurements
 //!   to [`phase`] (the phase's record part; [`convert`]: a load report in the record's form;

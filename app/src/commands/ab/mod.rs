@@ -18,7 +18,7 @@
 //! - [`sides`]: what distinguishes A from B, how a side is set and how the toggles are put back.
 //! - [`run`] (here): the trials interleaved, each side's setup before each trial, the toggles
 //!   restored on every way out (also when a forced exit skips unwinding: a cleanup hook), and
-//!   the comparison ([`results::compare`]) printed.
+//!   the comparison ([`results::analysis::compare`]) printed.
 
 pub mod args;
 pub mod sides;
