@@ -5,7 +5,6 @@
 pub(crate) mod epoll;
 pub mod probe;
 pub(crate) mod uring;
-mod uring_tls;
 
 use std::time::Duration;
 

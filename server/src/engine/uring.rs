@@ -8,9 +8,17 @@
 //!   IORING_OP_TIMEOUT of [`super::BACKOFF`] after EMFILE/ENFILE (counted) or another error.
 //!   ECANCELED means we cancelled it at stop. (io_uring_multishot(7), io_uring/net.c io_accept.)
 //! - Per connection, through the ring: Close (`close`, and `rst`: the listener's SO_LINGER
-//!   {on, 0} is inherited, see `crate::listener::bind_group`), Send with MSG_WAITALL (short sends are retried by the kernel for
-//!   stream sockets) hard-linked to Close (`greet`), or a one-shot PollAdd(POLLIN|POLLRDHUP)
-//!   (`hold`; data is read and dropped with recv(MSG_DONTWAIT), EOF/HUP/error closes).
+//!   {on, 0} is inherited, see `crate::listener::bind_group`); Send with MSG_WAITALL (short
+//!   sends are retried by the kernel for stream sockets) hard-linked to Close (`greet`); a
+//!   one-shot PollAdd(POLLIN|POLLRDHUP) (`hold`: data is read and dropped with
+//!   recv(MSG_DONTWAIT), EOF/HUP/error closes); `http`: PollAdd as for `hold`,
+//!   recv(MSG_DONTWAIT) until the end of the request head ([`crate::http::HeadScan`], state per
+//!   fd), then the response as for `greet` (Send with MSG_WAITALL hard-linked to Close), served
+//!   when the Send CQE says all of it went out.
+//! - `--tls`: each connection's [`TlsConn`] (`crate::tls`, sans-I/O) does the TLS; this engine
+//!   keeps one operation in flight per connection, the one [`TlsConn::next`] asks for: a Recv
+//!   into the connection's receive buffer ([`TlsSlot`]), a Send of [`TlsConn::to_send`], or that
+//!   Send hard-linked to a Close.
 //! - Direct descriptors (`close`, `rst` and `greet` without TLS): the ring registers a sparse
 //!   file table (IORING_REGISTER_FILES2 with IORING_RSRC_REGISTER_SPARSE, Linux 5.19) and the
 //!   multishot accept allocates each connection a slot in it (IORING_FILE_INDEX_ALLOC, 5.19):
@@ -25,22 +33,41 @@
 //!   only for a failure, so a `close`/`rst` connection costs one CQE (its accept) instead of two.
 //!   Older kernels post both, as before. The ring setup label in the server report ends in
 //!   `+cqe_skip_success` when it ran.
-//!   (`hold`; data is read and dropped with recv(MSG_DONTWAIT), EOF/HUP/error closes). `http`:
-//!   PollAdd as for `hold`, recv(MSG_DONTWAIT) until the end of the request head
-//!   ([`crate::http::HeadScan`], state per fd), then the response as for `greet` (Send with
-//!   MSG_WAITALL hard-linked to Close); served when the Send CQE says all of it went out.
 //! - One loop turn handles at most [`TURN_BUDGET`] CQEs, then publishes the counters and looks at
 //!   the stop flag. Under sustained load the CQ is refilled as fast as it is read (a multishot
 //!   accept posts a CQE per connection; the closes the handlers submit post theirs, and without
 //!   DEFER_TASKRUN task work can post CQEs while we read), so "reap until empty" never ends; CQEs
 //!   left over are taken on the next turn, which then submits without waiting.
-//! - No per-connection allocation and no slab: every in-flight operation is named by its
-//!   `user_data` = kind << 56 | fd, and the only memory an SQE points to is the worker's greeting
-//!   buffer and its back-off timespec, both alive until every CQE arrived (or leaked if the kernel
-//!   has not completed them [`FINISH_MAX`] after the stop).
+//! - No slab: every in-flight operation is named by its `user_data` = kind << 56 | fd (or
+//!   fixed-file slot), and per-connection state lives in tables indexed by fd.
 //!
-//! Unsafe here: pushing SQEs (the kernel reads the memory they point to) and turning raw fds from
-//! accept CQEs into borrowed/owned fds.
+//! # What SQEs point to, and who keeps it alive
+//! The kernel reads or writes memory an SQE points to at any time until that SQE's CQE (a
+//! Timeout's timespec is read when it is submitted; it is kept as long anyway). The only such
+//! memory:
+//! - Send (`greet`, `http`): the worker's response, `Ctx::greet`, a boxed slice the [`Ctx`]
+//!   owns, never written or resized while the engine runs.
+//! - Timeout (the accept back-off): `Uring::backoff_ts`, boxed, never written after it is made.
+//! - Recv (`--tls`): the connection's [`TlsSlot::recv`], in `Uring::tls_conns`.
+//! - Send (`--tls`): [`TlsConn::to_send`], bytes in the connection's send buffer, which stay in
+//!   place and unchanged until the next `&mut` call on that [`TlsConn`] (its docs); the engine
+//!   makes such a call only when the connection's operation completed (its CQE). A connection's
+//!   buffers go back to the pools (`Uring::tls_forget`) only when no SQE of it is in flight (its
+//!   one operation's CQE arrived, or its SQE was never pushed); a pooled buffer is pointed at by
+//!   no SQE.
+//!
+//! The multishot accept (no address buffer), Close, PollAdd and AsyncCancel point at no memory.
+//! Every SQE that does is counted in `Uring::in_flight` until its CQE. So the loop ends only
+//! when `in_flight` is 0, or, when the kernel has not completed them [`FINISH_MAX`] (twice with
+//! `--tls`) after the stop, by leaking what they point at.
+//!
+//! Descriptors: every SQE names the listener (the worker's, closed only after the multishot
+//! accept's last CQE) or a connection this worker accepted and has not closed: a connection is
+//! closed by the last SQE that names it (a Close, alone or hard-linked after a Send), or at once
+//! (`close_now`) when that SQE could not be pushed.
+//!
+//! Unsafe here: pushing SQEs (the kernel reads and writes the memory they point to) and turning
+//! raw fds from accept CQEs into borrowed/owned fds.
 
 use std::mem::MaybeUninit;
 use std::os::fd::{BorrowedFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
@@ -50,11 +77,11 @@ use std::time::{Duration, Instant};
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 use socket2::SockRef;
 
-use super::uring_tls::{BufPool, Next, TlsConn};
 use super::{classify, AcceptFailure, BACKOFF, TURN_BUDGET};
 use crate::config::Mode;
 use crate::error::ServerError;
 use crate::http::{HeadScan, Scan};
+use crate::tls::{Next, SendBufs, TlsConn};
 use crate::worker::{Ctx, Ready, WAIT_MAX};
 
 /// Submission queue entries per ring.
@@ -73,6 +100,10 @@ const DIRECT_FILES: usize = 65_536;
 
 /// recv(2) calls of 4 KiB a held connection gets per readiness; more data waits for a new poll.
 const READS_PER_POLL: usize = 16;
+
+/// `--tls`: bytes of one receive per connection (TLS records are reassembled by rustls across
+/// receives).
+const RECV_BYTES: usize = 4096;
 
 const ACCEPT: u64 = 1 << 56;
 const CLOSE: u64 = 2 << 56;
@@ -163,13 +194,21 @@ struct Uring<'c> {
     /// `--tls`: the shared config.
     tls: Option<Arc<rustls::ServerConfig>>,
     /// `--tls`: each open connection's state, indexed by fd (grown by doubling).
-    tls_conns: Vec<Option<Box<TlsConn>>>,
+    tls_conns: Vec<Option<Box<TlsSlot>>>,
     /// `--tls`: open connections in `tls_conns`.
     tls_open: usize,
-    /// `--tls`: free connection buffers.
-    pool: BufPool,
+    /// `--tls`: free receive buffers (no SQE points at them).
+    recv_bufs: Vec<Box<[u8]>>,
+    /// `--tls`: free send buffers (no SQE points at them).
+    send_bufs: SendBufs,
     /// `--tls`: scratch for decrypted request bytes.
     plain: Box<[u8]>,
+}
+
+/// `--tls`: one connection's TLS state and the buffer its Recv SQEs write into.
+struct TlsSlot {
+    tls: TlsConn,
+    recv: Box<[u8]>,
 }
 
 /// The setup label ([`label`]'s) with `+direct_accept` appended when connections are accepted
@@ -261,7 +300,8 @@ pub(crate) fn run(ctx: &mut Ctx, ready: impl FnOnce(Ready)) {
         tls,
         tls_conns: Vec::new(),
         tls_open: 0,
-        pool: BufPool::default(),
+        recv_bufs: Vec::new(),
+        send_bufs: SendBufs::default(),
         plain: vec![0; 4096].into_boxed_slice(),
     };
     u.arm_accept();
@@ -400,22 +440,31 @@ impl Uring<'_> {
                 let Some(c) = self.tls_conns.get_mut(fd as usize).and_then(Option::as_mut) else {
                     return;
                 };
-                let next = c.on_recv(
-                    res,
-                    self.ctx.mode,
-                    &self.ctx.greet,
-                    &mut self.plain,
-                    &mut self.ctx.counts,
-                );
-                self.tls_next(fd, next);
+                if res == -libc::ECANCELED {
+                    // Cancelled at the stop (`cancel_tls`): closed, not a failed handshake.
+                    self.tls_forget(fd);
+                    return self.close(fd);
+                }
+                let got = match usize::try_from(res) {
+                    Ok(n) => Ok(&c.recv[..n.min(c.recv.len())]),
+                    Err(_) => Err(-res),
+                };
+                c.tls
+                    .on_recv(got, &self.ctx.greet, &mut self.plain, &mut self.ctx.counts);
+                self.tls_next(fd);
             }
             TLS_SEND => {
                 self.in_flight -= 1;
                 let Some(c) = self.tls_conns.get_mut(fd as usize).and_then(Option::as_mut) else {
                     return;
                 };
-                let next = c.on_sent(res, &mut self.ctx.counts);
-                self.tls_next(fd, next);
+                if res == -libc::ECANCELED {
+                    self.tls_forget(fd);
+                    return self.close(fd);
+                }
+                let sent = usize::try_from(res).map_err(|_| -res);
+                c.tls.on_sent(sent, &mut self.ctx.counts);
+                self.tls_next(fd);
             }
             TLS_SEND_LAST => {
                 // The alert is out (or failed); the linked Close follows. The buffers are free.
@@ -577,53 +626,59 @@ impl Uring<'_> {
         }
     }
 
-    /// `--tls`: a new connection gets its [`TlsConn`] and a receive for the ClientHello.
+    /// `--tls`: a new connection gets its [`TlsConn`], a receive buffer and a receive for the
+    /// ClientHello.
     fn tls_start(&mut self, fd: RawFd) {
         let Some(cfg) = self.tls.as_ref() else {
             return self.close(fd);
         };
-        let conn = match TlsConn::new(cfg, self.pool.take()) {
+        let http = matches!(self.ctx.mode, Mode::Http { .. });
+        let tls = match TlsConn::new(cfg, http, &mut self.send_bufs) {
             Ok(c) => c,
-            Err((e, bufs)) => {
-                self.pool.give(bufs);
+            Err(e) => {
                 self.ctx.counts.tls.failed(&e);
                 return self.close(fd);
             }
         };
+        let recv = self
+            .recv_bufs
+            .pop()
+            .unwrap_or_else(|| vec![0; RECV_BYTES].into_boxed_slice());
         let i = fd as usize;
         if i >= self.tls_conns.len() {
             self.tls_conns
                 .resize_with((i + 1).next_power_of_two(), || None);
         }
-        self.tls_conns[i] = Some(conn);
+        self.tls_conns[i] = Some(Box::new(TlsSlot { tls, recv }));
         self.tls_open += 1;
-        self.tls_next(fd, Next::Recv);
+        self.tls_next(fd);
     }
 
-    /// `--tls`: submits what [`TlsConn`] asked for (one operation in flight per connection).
-    fn tls_next(&mut self, fd: RawFd, next: Next) {
+    /// `--tls`: submits what the connection's [`TlsConn::next`] asks for (one operation in
+    /// flight per connection, so nothing else touches its buffers until that operation's CQE).
+    fn tls_next(&mut self, fd: RawFd) {
         let Some(c) = self.tls_conns.get_mut(fd as usize).and_then(Option::as_mut) else {
             return self.close(fd);
         };
-        let pushed = match next {
+        let next = c.tls.next();
+        let (one, linked) = match next {
             Next::Recv => {
-                let (p, len) = c.recv_buf();
-                let e = opcode::Recv::new(types::Fd(fd), p, len)
+                let e = opcode::Recv::new(types::Fd(fd), c.recv.as_mut_ptr(), c.recv.len() as u32)
                     .build()
                     .user_data(ud(RECV, fd));
-                self.push(&[e])
+                (e, None)
             }
             Next::Send => {
-                let (p, len) = c.send_buf();
-                let e = opcode::Send::new(types::Fd(fd), p, len)
+                let b = c.tls.to_send();
+                let e = opcode::Send::new(types::Fd(fd), b.as_ptr(), b.len() as u32)
                     .flags(libc::MSG_NOSIGNAL)
                     .build()
                     .user_data(ud(TLS_SEND, fd));
-                self.push(&[e])
+                (e, None)
             }
             Next::SendClose => {
-                let (p, len) = c.send_buf();
-                let send = opcode::Send::new(types::Fd(fd), p, len)
+                let b = c.tls.to_send();
+                let send = opcode::Send::new(types::Fd(fd), b.as_ptr(), b.len() as u32)
                     .flags(libc::MSG_NOSIGNAL)
                     .build()
                     .user_data(ud(TLS_SEND_LAST, fd))
@@ -631,15 +686,17 @@ impl Uring<'_> {
                 let close = opcode::Close::new(types::Fd(fd))
                     .build()
                     .user_data(ud(CLOSE, fd));
-                if self.push(&[send, close]) {
-                    return; // the buffers are freed at the Send's CQE
-                }
-                false
+                (send, Some(close))
             }
             Next::Close => {
                 self.tls_forget(fd);
                 return self.close(fd);
             }
+        };
+        let pushed = match linked {
+            None => self.push(&[one]),
+            // The buffers are given back at the Send's CQE (TLS_SEND_LAST).
+            Some(close) => self.push(&[one, close]),
         };
         if !pushed {
             self.tls_forget(fd);
@@ -647,10 +704,14 @@ impl Uring<'_> {
         }
     }
 
-    /// `--tls`: drops a connection's state (no SQE points at its buffers any more).
+    /// `--tls`: drops a connection's state and gives its buffers back to the pools; called only
+    /// when no SQE of the connection points at them (its last operation's CQE arrived, or its
+    /// SQE was never pushed).
     fn tls_forget(&mut self, fd: RawFd) {
         if let Some(c) = self.tls_conns.get_mut(fd as usize).and_then(Option::take) {
-            self.pool.give(c.into_bufs());
+            let TlsSlot { tls, recv } = *c;
+            tls.recycle(&mut self.send_bufs);
+            self.recv_bufs.push(recv);
             self.tls_open -= 1;
         }
     }
@@ -847,10 +908,14 @@ impl Uring<'_> {
     /// the SQ lacks room. False when there is still no room (the caller then acts synchronously).
     fn push(&mut self, entries: &[squeue::Entry]) -> bool {
         for _ in 0..4 {
-            // SAFETY: every entry names an fd (or a fixed-file slot) this worker owns until the entry's CQE, and points
-            // at no memory except `self.ctx.greet` (Send) and `self.backoff_ts` (Timeout), which
-            // stay alive until all CQEs arrived (run_loop waits for in_flight == 0, or leaks
-            // them).
+            // SAFETY: each entry points at no memory or at memory that stays valid, in place,
+            // until its CQE (module docs, "What SQEs point to"): `ctx.greet` and `backoff_ts`
+            // live until the loop ends, which leaks them while SQEs are in flight; a
+            // TLS connection's buffers stay in `tls_conns`, untouched, until its one
+            // operation's CQE. Each entry is counted in `in_flight` below until its CQE (callers
+            // take the multishot accept and skip-success Closes, which point at nothing, out
+            // again). Each names the listener or a connection (fd or fixed-file slot) this worker
+            // accepted and has not closed.
             let pushed = unsafe { self.ring.submission().push_multiple(entries) };
             if pushed.is_ok() {
                 self.in_flight += entries.len();
