@@ -59,7 +59,8 @@
 //! The multishot accept (no address buffer), Close, PollAdd and AsyncCancel point at no memory.
 //! Every SQE that does is counted in `Uring::in_flight` until its CQE. So the loop ends only
 //! when `in_flight` is 0, or, when the kernel has not completed them [`FINISH_MAX`] (twice with
-//! `--tls`) after the stop, by leaking what they point at.
+//! `--tls`) after the stop, by leaking what they point at: [`Uring`]'s `Drop` does that, before
+//! its fields (the ring first) drop, on every way out of the loop, a panic included.
 //!
 //! Descriptors: every SQE names the listener (the worker's, closed only after the multishot
 //! accept's last CQE) or a connection this worker accepted and has not closed: a connection is
@@ -309,6 +310,24 @@ pub(crate) fn run(ctx: &mut Ctx, ready: impl FnOnce(Ready)) {
     u.run_loop();
 }
 
+impl Drop for Uring<'_> {
+    /// Explicit drop order: while any SQE that points at memory is in flight (`in_flight` > 0,
+    /// module docs "What SQEs point to"), that memory is leaked first, so the kernel never
+    /// writes to or reads from freed memory, whether the loop gave up waiting at the stop or
+    /// unwound from a panic. Only then do the fields drop, in declaration order: the ring
+    /// (closing it cancels what is left), then the buffers and tables, which no SQE points at.
+    fn drop(&mut self) {
+        if self.in_flight > 0 {
+            std::mem::forget(std::mem::take(&mut self.tls_conns));
+            std::mem::forget(std::mem::take(&mut self.ctx.greet));
+            std::mem::forget(std::mem::replace(
+                &mut self.backoff_ts,
+                Box::new(types::Timespec::new()),
+            ));
+        }
+    }
+}
+
 impl Uring<'_> {
     fn run_loop(&mut self) {
         let wait_ts = types::Timespec::from(WAIT_MAX);
@@ -366,16 +385,8 @@ impl Uring<'_> {
                     self.cancel_tls();
                     Phase::Last(now + FINISH_MAX)
                 }
-                Phase::Finishing(until) | Phase::Last(until) if now >= until => {
-                    // The kernel still holds SQEs that may point at these: never free them.
-                    std::mem::forget(std::mem::take(&mut self.tls_conns));
-                    std::mem::forget(std::mem::take(&mut self.ctx.greet));
-                    std::mem::forget(std::mem::replace(
-                        &mut self.backoff_ts,
-                        Box::new(types::Timespec::new()),
-                    ));
-                    break;
-                }
+                // The kernel still holds SQEs that may point at our buffers: `Drop` leaks them.
+                Phase::Finishing(until) | Phase::Last(until) if now >= until => break,
                 p => p,
             };
         }
@@ -766,7 +777,9 @@ impl Uring<'_> {
             return self.on_http_poll(fd, res);
         }
         if res >= 0 && res & POLL_GONE == 0 {
-            // SAFETY: fd is a held connection of this worker (closed only after this returns).
+            // SAFETY: fd is a connection this worker accepted and holds: its PollAdd just
+            // completed and no other SQE names it, so it stays open until this function closes
+            // it (a Close SQE, or `close_now`), after the borrow's last use.
             let b = unsafe { BorrowedFd::borrow_raw(fd) };
             let sock = SockRef::from(&b);
             let mut reads = 0;
@@ -796,8 +809,10 @@ impl Uring<'_> {
     fn on_http_poll(&mut self, fd: RawFd, res: i32) {
         let i = fd as usize;
         if res >= 0 && res & (libc::POLLERR | libc::POLLHUP) as i32 == 0 {
-            // SAFETY: fd is a connection of this worker waiting for its request (closed only
-            // after this returns, by a Close this worker submits).
+            // SAFETY: fd is a connection this worker accepted, waiting for its request: its
+            // PollAdd just completed and no other SQE names it, so it stays open until this
+            // function closes it (a Close SQE, `respond`'s linked Close, or `close_now`), after
+            // the borrow's last use.
             let b = unsafe { BorrowedFd::borrow_raw(fd) };
             let sock = SockRef::from(&b);
             for reads in 1.. {
@@ -812,7 +827,8 @@ impl Uring<'_> {
                     Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                     Err(_) => break,
                 };
-                // SAFETY: recv initialised the first n bytes of scratch.
+                // SAFETY: recv(2) wrote (initialised) the first n bytes of scratch, n <= its
+                // length.
                 let got =
                     unsafe { std::slice::from_raw_parts(self.scratch.as_ptr().cast::<u8>(), n) };
                 match self.scans[i].feed(got) {
@@ -897,7 +913,9 @@ impl Uring<'_> {
     fn release_held(&mut self) {
         for fd in 0..self.held.len() {
             if self.held[fd] {
-                // SAFETY: fd is a held connection of this worker, open until its poll completes.
+                // SAFETY: fd is held: its PollAdd is in flight and the connection is closed only
+                // after that poll's CQE (`on_poll`), which is handled on this thread, not during
+                // this loop.
                 let b = unsafe { BorrowedFd::borrow_raw(fd as RawFd) };
                 let _ = SockRef::from(&b).shutdown(std::net::Shutdown::Both);
             }
@@ -910,7 +928,7 @@ impl Uring<'_> {
         for _ in 0..4 {
             // SAFETY: each entry points at no memory or at memory that stays valid, in place,
             // until its CQE (module docs, "What SQEs point to"): `ctx.greet` and `backoff_ts`
-            // live until the loop ends, which leaks them while SQEs are in flight; a
+            // live as long as this `Uring`, whose `Drop` leaks them while SQEs are in flight; a
             // TLS connection's buffers stay in `tls_conns`, untouched, until its one
             // operation's CQE. Each entry is counted in `in_flight` below until its CQE (callers
             // take the multishot accept and skip-success Closes, which point at nothing, out
@@ -930,7 +948,8 @@ impl Uring<'_> {
 }
 
 fn close_now(fd: RawFd) {
-    // SAFETY: fd came from accept and no queued operation refers to it.
+    // SAFETY: fd is a connection this worker accepted and has not closed, and no SQE names it:
+    // none was in flight for it, and the caller's could not be pushed. This is its one close.
     drop(unsafe { OwnedFd::from_raw_fd(fd) });
 }
 
