@@ -92,6 +92,10 @@ pub(crate) struct Ctx {
     pub(crate) counts: Counts,
     /// The shared TLS config (`--tls`); `None` = plain TCP.
     pub(crate) tls: Option<Arc<rustls::ServerConfig>>,
+    /// Test hook: the io_uring engine's next this many pushes of SQEs fail as if the SQ stayed
+    /// full.
+    #[cfg(test)]
+    pub(crate) fail_pushes: usize,
     shared: Arc<Shared>,
     last_publish: Instant,
 }
@@ -118,6 +122,8 @@ impl Ctx {
             greet,
             counts: Counts::default(),
             tls: None,
+            #[cfg(test)]
+            fail_pushes: 0,
             shared,
             last_publish: Instant::now(),
         }

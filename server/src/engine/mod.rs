@@ -53,6 +53,89 @@ pub(crate) fn classify(errno: i32) -> AcceptFailure {
     }
 }
 
+/// Runs one worker of an engine on its own thread, over a loopback listener, for the engines'
+/// unit tests.
+#[cfg(test)]
+pub(crate) mod testing {
+    use std::net::SocketAddr;
+    use std::sync::atomic::Ordering;
+    use std::sync::Arc;
+    use std::thread::JoinHandle;
+
+    use socket2::{Domain, Socket, Type};
+
+    use crate::config::Mode;
+    use crate::report::Engine;
+    use crate::worker::{Ctx, Shared};
+
+    /// A running worker.
+    pub(crate) struct Worker {
+        /// Where it listens.
+        pub(crate) addr: SocketAddr,
+        shared: Arc<Shared>,
+        thread: JoinHandle<Ctx>,
+    }
+
+    /// Starts a worker of `engine` in `mode` on 127.0.0.1 (port 0); `setup` may change its
+    /// [`Ctx`] (test hooks) before the engine runs. Returns once it is accepting.
+    pub(crate) fn start(
+        engine: Engine,
+        mode: Mode,
+        setup: impl FnOnce(&mut Ctx) + Send + 'static,
+    ) -> Worker {
+        let listener = Socket::new(Domain::IPV4, Type::STREAM.cloexec(), None).unwrap();
+        listener
+            .bind(&"127.0.0.1:0".parse::<SocketAddr>().unwrap().into())
+            .unwrap();
+        listener.listen(4096).unwrap();
+        let addr = listener.local_addr().unwrap().as_socket().unwrap();
+        let shared = Arc::new(Shared::new(1));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let for_worker = Arc::clone(&shared);
+        let thread = std::thread::spawn(move || {
+            let mut ctx = Ctx::new(0, 0, listener, mode, for_worker);
+            setup(&mut ctx);
+            let ready = |r| tx.send(r).unwrap();
+            match engine {
+                Engine::IoUring => super::uring::run(&mut ctx, ready),
+                Engine::Epoll => super::epoll::run(&mut ctx, ready),
+            }
+            ctx
+        });
+        rx.recv().unwrap().unwrap();
+        Worker {
+            addr,
+            shared,
+            thread,
+        }
+    }
+
+    impl Worker {
+        /// Connections accepted, as last published (at most ~50 ms old).
+        pub(crate) fn accepted(&self) -> u64 {
+            self.shared.slots[0].accepted.load(Ordering::Relaxed)
+        }
+
+        /// Waits (at most `max`) until [`Worker::accepted`] reaches `n`; returns the last count.
+        pub(crate) fn wait_accepted(&self, n: u64, max: std::time::Duration) -> u64 {
+            let until = std::time::Instant::now() + max;
+            loop {
+                let got = self.accepted();
+                if got >= n || std::time::Instant::now() >= until {
+                    return got;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+        }
+
+        /// Stops the worker (drain as [`crate::Server::stop`] does) and returns its state.
+        pub(crate) fn stop(self) -> Ctx {
+            self.shared.draining.store(true, Ordering::Relaxed);
+            self.thread.join().unwrap()
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,6 +7,8 @@
 //!   IORING_CQE_F_MORE ends it: re-armed at once after a success or a transient error, after an
 //!   IORING_OP_TIMEOUT of [`super::BACKOFF`] after EMFILE/ENFILE (counted) or another error.
 //!   ECANCELED means we cancelled it at stop. (io_uring_multishot(7), io_uring/net.c io_accept.)
+//!   Where neither can be pushed (the SQ stays full), the loop arms it again after the back-off
+//!   (`rearm_lost_accept`), so no failure leaves a worker that never accepts again.
 //! - Per connection, through the ring: Close (`close`, and `rst`: the listener's SO_LINGER
 //!   {on, 0} is inherited, see `crate::listener::bind_group`); Send with MSG_WAITALL (short
 //!   sends are retried by the kernel for stream sockets) hard-linked to Close (`greet`); a
@@ -182,6 +184,9 @@ struct Uring<'c> {
     accept_armed: bool,
     accepting: bool,
     backoff_pending: bool,
+    /// When neither the accept nor a back-off is armed (both pushes failed), the loop arms the
+    /// accept again, not before this instant (the back-off the lost Timeout was to give).
+    rearm_after: Option<Instant>,
     backoff_ts: Box<types::Timespec>,
     held: Vec<bool>,
     /// `Mode::Http`: the request-head scan of each waiting connection, indexed by fd.
@@ -292,6 +297,7 @@ pub(crate) fn run(ctx: &mut Ctx, ready: impl FnOnce(Ready)) {
         accept_armed: false,
         accepting: true,
         backoff_pending: false,
+        rearm_after: None,
         backoff_ts: Box::new(types::Timespec::from(BACKOFF)),
         held,
         scans,
@@ -352,6 +358,7 @@ impl Uring<'_> {
             }
             more = self.reap();
             let now = Instant::now();
+            self.rearm_lost_accept(now);
             self.ctx.maybe_publish(now);
             phase = match phase {
                 Phase::Running if self.ctx.draining() => {
@@ -526,6 +533,7 @@ impl Uring<'_> {
         if self.push(&[e]) {
             self.in_flight -= 1; // tracked by accept_armed instead
             self.accept_armed = true;
+            self.rearm_after = None;
         } else {
             self.arm_backoff();
         }
@@ -535,6 +543,23 @@ impl Uring<'_> {
         let ts: *const types::Timespec = &*self.backoff_ts;
         let e = opcode::Timeout::new(ts).build().user_data(TIMEOUT);
         self.backoff_pending = self.push(&[e]);
+        if !self.backoff_pending {
+            // Nothing armed will ever arm the accept again: the loop does, after the back-off.
+            self.rearm_after = Some(Instant::now() + BACKOFF);
+        }
+    }
+
+    /// Arms the accept again if it is lost: accepting, but neither the multishot accept nor a
+    /// back-off Timeout is in flight (both their pushes failed), once [`BACKOFF`] has passed.
+    /// Called every loop turn, so a worker never stops accepting for good.
+    fn rearm_lost_accept(&mut self, now: Instant) {
+        if self.accepting
+            && !self.accept_armed
+            && !self.backoff_pending
+            && self.rearm_after.is_none_or(|t| now >= t)
+        {
+            self.arm_accept();
+        }
     }
 
     /// What the mode says to do with a freshly accepted descriptor.
@@ -925,6 +950,11 @@ impl Uring<'_> {
     /// Pushes `entries` as one group (adjacent in the SQ, as links need), submitting first when
     /// the SQ lacks room. False when there is still no room (the caller then acts synchronously).
     fn push(&mut self, entries: &[squeue::Entry]) -> bool {
+        #[cfg(test)]
+        if self.ctx.fail_pushes > 0 {
+            self.ctx.fail_pushes -= 1;
+            return false;
+        }
         for _ in 0..4 {
             // SAFETY: each entry points at no memory or at memory that stays valid, in place,
             // until its CQE (module docs, "What SQEs point to"): `ctx.greet` and `backoff_ts`
@@ -956,6 +986,31 @@ fn close_now(fd: RawFd) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 32: when both the multishot accept's push and the back-off's push fail, nothing
+    /// is armed that would ever re-arm the accept; the loop must notice and arm it again.
+    #[test]
+    fn a_lost_accept_is_armed_again_by_the_loop() {
+        use super::super::testing;
+        if let Err(why) = super::super::probe::io_uring() {
+            return eprintln!("SKIPPED: io_uring unavailable here: {why}");
+        }
+        // The first two pushes are the accept's and then its back-off's.
+        let w = testing::start(crate::Engine::IoUring, Mode::Close, |ctx| {
+            ctx.fail_pushes = 2
+        });
+        let c = std::net::TcpStream::connect(w.addr).unwrap();
+        let live = w.wait_accepted(1, Duration::from_secs(3));
+        let ctx = w.stop();
+        drop(c);
+        assert_eq!(ctx.fail_pushes, 0, "both injected push failures happened");
+        assert_eq!(
+            live, 1,
+            "the worker accepted nothing while it ran: the lost accept was never armed again"
+        );
+        assert_eq!(ctx.counts.accepted, 1);
+        assert_eq!(ctx.counts.errors_total(), 0);
+    }
 
     #[test]
     fn the_setup_label_names_direct_accepts() {
