@@ -41,6 +41,7 @@ mod counts;
 mod drain;
 mod engine;
 pub mod error;
+mod fd_table;
 pub mod http;
 mod listener;
 pub mod metrics;

@@ -9,8 +9,8 @@
 //! (`again`). EMFILE/ENFILE (and unexpected errors) stop accepting for [`super::BACKOFF`], then the
 //! worker tries again without waiting for a new event; transient errors are counted and the loop
 //! goes on. Connections that need more than one step (a greeting that did not fit the send buffer,
-//! a held connection) live in a table indexed by fd (grown by doubling, so no allocation per
-//! connection in steady state).
+//! a held connection) live in a table indexed by fd ([`FdTable`]: grown on demand by doubling,
+//! so no allocation per connection in steady state).
 //!
 //! `--tls`: each connection's [`TlsConn`] (`crate::tls`) does the handshake, the mode's work and
 //! the counting; this engine only moves bytes: read(2) into its scratch buffer, handed to the
@@ -27,6 +27,7 @@ use socket2::SockRef;
 use super::{classify, AcceptFailure, BACKOFF, TURN_BUDGET};
 use crate::config::Mode;
 use crate::error::ServerError;
+use crate::fd_table::FdTable;
 use crate::http::{HeadScan, Scan};
 use crate::tls::{Next, SendBufs, TlsConn};
 use crate::worker::{Ctx, Ready, WAIT_MAX};
@@ -66,7 +67,8 @@ struct EpollLoop<'c> {
     ctx: &'c mut Ctx,
     poll: Poll,
     listener: Option<TcpListener>,
-    conns: Vec<Option<Conn>>,
+    /// Connections that need more than one step, by fd (grown on demand).
+    conns: FdTable<Option<Conn>>,
     open: usize,
     backoff_until: Option<Instant>,
     /// The listener may still have queued connections: accept again next turn, without an event.
@@ -106,7 +108,7 @@ pub(crate) fn run(ctx: &mut Ctx, ready: impl FnOnce(Ready)) {
         ctx,
         poll,
         listener: Some(listener),
-        conns: Vec::new(),
+        conns: FdTable::new(),
         open: 0,
         backoff_until: None,
         // Connections may have queued between listen(2) and the registration (no edge for them).
@@ -181,7 +183,8 @@ impl EpollLoop<'_> {
             }
         }
         // Whatever is still open (held connections, greetings not finished in time) is closed.
-        self.conns.clear();
+        self.ctx.fd_table_len = self.conns.len();
+        self.conns.iter_mut().for_each(|c| *c = None);
     }
 
     /// Accepts until WouldBlock, a back-off, or [`TURN_BUDGET`] accepts; leaves `accept_more` set
@@ -236,7 +239,7 @@ impl EpollLoop<'_> {
         self.backoff_until = None;
         self.accept_more = false;
         if self.ctx.mode == Mode::Hold {
-            for slot in &mut self.conns {
+            for slot in self.conns.iter_mut() {
                 if slot.take().is_some() {
                     self.open -= 1;
                 }
@@ -358,11 +361,7 @@ impl EpollLoop<'_> {
             self.ctx.counts.error(e.raw_os_error().unwrap_or(libc::EIO));
             return;
         }
-        if fd >= self.conns.len() {
-            self.conns
-                .resize_with((fd + 1).next_power_of_two(), || None);
-        }
-        self.conns[fd] = Some(conn);
+        *self.conns.slot(fd) = Some(conn);
         self.open += 1;
     }
 
@@ -387,7 +386,7 @@ impl EpollLoop<'_> {
             let _ = self.poll.registry().deregister(&mut conn.stream);
             self.finish(conn);
         } else {
-            self.conns[fd] = Some(conn);
+            *self.conns.slot(fd) = Some(conn);
         }
     }
 

@@ -76,6 +76,17 @@ pub(crate) mod testing {
         thread: JoinHandle<Ctx>,
     }
 
+    /// The engines that can run here: epoll always, io_uring when it works (else the reason is
+    /// printed).
+    pub(crate) fn engines() -> Vec<Engine> {
+        let mut v = vec![Engine::Epoll];
+        match super::probe::io_uring() {
+            Ok(()) => v.push(Engine::IoUring),
+            Err(why) => eprintln!("skipping the io_uring variant: {why}"),
+        }
+        v
+    }
+
     /// Starts a worker of `engine` in `mode` on 127.0.0.1 (port 0); `setup` may change its
     /// [`Ctx`] (test hooks) before the engine runs. Returns once it is accepting.
     pub(crate) fn start(
@@ -139,6 +150,45 @@ pub(crate) mod testing {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Mode;
+
+    /// Issue 32: a worker's per-fd table starts empty and grows with the connections open at
+    /// once, to about twice the highest descriptor; the io_uring engine used to size it to
+    /// RLIMIT_NOFILE (up to 2^20 entries) at start.
+    #[test]
+    fn per_fd_tables_start_empty_and_grow_with_held_connections() {
+        use std::net::TcpStream;
+        const HELD: usize = 300;
+        let highest_fd = || {
+            std::fs::read_dir("/proc/self/fd")
+                .unwrap()
+                .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<usize>().ok())
+                .max()
+                .unwrap()
+        };
+        for engine in testing::engines() {
+            for mode in [Mode::Hold, Mode::Http { body_bytes: 0 }] {
+                let idle = testing::start(engine, mode, |_| {}).stop();
+                assert_eq!(idle.fd_table_len, 0, "{engine} {mode}: no connection");
+                let w = testing::start(engine, mode, |_| {});
+                let held: Vec<TcpStream> = (0..HELD)
+                    .map(|_| TcpStream::connect(w.addr).unwrap())
+                    .collect();
+                let got = w.wait_accepted(HELD as u64, Duration::from_secs(10));
+                assert_eq!(got, HELD as u64, "{engine} {mode}");
+                // Every descriptor the worker holds is at most the process's highest now.
+                let bound = 2 * (highest_fd() + 1);
+                drop(held);
+                let ctx = w.stop();
+                let len = ctx.fd_table_len;
+                assert!(
+                    len > HELD && len <= bound && len.is_power_of_two(),
+                    "{engine} {mode}: {len} entries for {HELD} connections held at once \
+                     (at most {bound})"
+                );
+            }
+        }
+    }
 
     #[test]
     fn descriptor_exhaustion_backs_off_and_aborts_retry() {

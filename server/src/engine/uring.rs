@@ -41,7 +41,9 @@
 //!   DEFER_TASKRUN task work can post CQEs while we read), so "reap until empty" never ends; CQEs
 //!   left over are taken on the next turn, which then submits without waiting.
 //! - No slab: every in-flight operation is named by its `user_data` = kind << 56 | fd (or
-//!   fixed-file slot), and per-connection state lives in tables indexed by fd.
+//!   fixed-file slot), and per-connection state lives in one table indexed by fd ([`FdTable`],
+//!   empty at start and grown on demand); the registered file table of direct descriptors is
+//!   the one fixed-size table ([`DIRECT_FILES`] says why).
 //!
 //! # What SQEs point to, and who keeps it alive
 //! The kernel reads or writes memory an SQE points to at any time until that SQE's CQE (a
@@ -50,7 +52,7 @@
 //! - Send (`greet`, `http`): the worker's response, `Ctx::greet`, a boxed slice the [`Ctx`]
 //!   owns, never written or resized while the engine runs.
 //! - Timeout (the accept back-off): `Uring::backoff_ts`, boxed, never written after it is made.
-//! - Recv (`--tls`): the connection's [`TlsSlot::recv`], in `Uring::tls_conns`.
+//! - Recv (`--tls`): the connection's [`TlsSlot::recv`], in `Uring::conns`.
 //! - Send (`--tls`): [`TlsConn::to_send`], bytes in the connection's send buffer, which stay in
 //!   place and unchanged until the next `&mut` call on that [`TlsConn`] (its docs); the engine
 //!   makes such a call only when the connection's operation completed (its CQE). A connection's
@@ -83,6 +85,7 @@ use socket2::SockRef;
 use super::{classify, AcceptFailure, BACKOFF, TURN_BUDGET};
 use crate::config::Mode;
 use crate::error::ServerError;
+use crate::fd_table::FdTable;
 use crate::http::{HeadScan, Scan};
 use crate::tls::{Next, SendBufs, TlsConn};
 use crate::worker::{Ctx, Ready, WAIT_MAX};
@@ -99,6 +102,14 @@ pub(crate) const FINISH_MAX: Duration = Duration::from_secs(2);
 /// the kernel checks): a connection holds its slot from its accept until its Close, so this
 /// bounds the connections in between (a greeting still being sent); a full table fails the
 /// accept with ENFILE, which backs off as the plain descriptors' EMFILE does.
+///
+/// Fixed at registration, unlike the per-fd tables ([`FdTable`]), because the kernel cannot grow
+/// a registered file table in place: IORING_REGISTER_FILES_UPDATE only replaces slots inside
+/// it (an offset past its end is EINVAL) and a second IORING_REGISTER_FILES2 is EBUSY
+/// (io_uring/rsrc.c; checked on 6.18 by `the_registered_file_table_cannot_grow` below). Growing
+/// means unregistering first, which drops every slot, the connections still in flight included.
+/// What it costs: the kernel's table of one pointer per slot plus a bitmap, ~0.5 MiB per worker
+/// at 65,536 slots, in kernel memory; nothing per slot in this process.
 const DIRECT_FILES: usize = 65_536;
 
 /// recv(2) calls of 4 KiB a held connection gets per readiness; more data waits for a new poll.
@@ -188,9 +199,9 @@ struct Uring<'c> {
     /// accept again, not before this instant (the back-off the lost Timeout was to give).
     rearm_after: Option<Instant>,
     backoff_ts: Box<types::Timespec>,
-    held: Vec<bool>,
-    /// `Mode::Http`: the request-head scan of each waiting connection, indexed by fd.
-    scans: Vec<HeadScan>,
+    /// State of the connections on plain descriptors that need some (`hold`, `http`, `--tls`),
+    /// by fd, grown on demand (direct descriptors need none).
+    conns: FdTable<PerFd>,
     scratch: Box<[MaybeUninit<u8>]>,
     /// Closes carry IOSQE_CQE_SKIP_SUCCESS (the kernel has IORING_FEAT_CQE_SKIP, 5.17).
     skip_close_cqe: bool,
@@ -199,9 +210,7 @@ struct Uring<'c> {
     direct: bool,
     /// `--tls`: the shared config.
     tls: Option<Arc<rustls::ServerConfig>>,
-    /// `--tls`: each open connection's state, indexed by fd (grown by doubling).
-    tls_conns: Vec<Option<Box<TlsSlot>>>,
-    /// `--tls`: open connections in `tls_conns`.
+    /// `--tls`: open connections ([`PerFd::Tls`] in `conns`).
     tls_open: usize,
     /// `--tls`: free receive buffers (no SQE points at them).
     recv_bufs: Vec<Box<[u8]>>,
@@ -209,6 +218,20 @@ struct Uring<'c> {
     send_bufs: SendBufs,
     /// `--tls`: scratch for decrypted request bytes.
     plain: Box<[u8]>,
+}
+
+/// What the engine keeps for a connection on a plain descriptor (`Uring::conns`).
+#[derive(Default)]
+enum PerFd {
+    /// Nothing: no connection, or one that needs no state (`close`, `rst`, `greet`).
+    #[default]
+    None,
+    /// `hold`: its PollAdd is in flight.
+    Held,
+    /// `http`: its PollAdd is in flight; the scan of its request head so far.
+    Http(HeadScan),
+    /// `--tls`: its one operation is in flight.
+    Tls(Box<TlsSlot>),
 }
 
 /// `--tls`: one connection's TLS state and the buffer its Recv SQEs write into.
@@ -264,7 +287,7 @@ pub(crate) fn run(ctx: &mut Ctx, ready: impl FnOnce(Ready)) {
     };
     // Direct descriptors where the mode only closes or sends (no per-fd state, no syscall on the
     // fd outside the ring); registered after pinning, so the table is the worker's node's memory.
-    let slots = DIRECT_FILES.min(crate::rlimit::nofile_table_len()) as u32;
+    let slots = DIRECT_FILES.min(crate::rlimit::nofile_soft_max()) as u32;
     let direct = ctx.tls.is_none()
         && matches!(ctx.mode, Mode::Close | Mode::Rst | Mode::Greet { .. })
         && ring.submitter().register_files_sparse(slots).is_ok();
@@ -278,16 +301,6 @@ pub(crate) fn run(ctx: &mut Ctx, ready: impl FnOnce(Ready)) {
         }));
     }
     let listener_fd = std::os::fd::AsRawFd::as_raw_fd(listener);
-    let held = if matches!(ctx.mode, Mode::Hold | Mode::Http { .. }) {
-        vec![false; crate::rlimit::nofile_table_len()]
-    } else {
-        Vec::new()
-    };
-    let scans = if matches!(ctx.mode, Mode::Http { .. }) {
-        vec![HeadScan::default(); held.len()]
-    } else {
-        Vec::new()
-    };
     let tls = ctx.tls.clone();
     let mut u = Uring {
         ctx,
@@ -299,13 +312,11 @@ pub(crate) fn run(ctx: &mut Ctx, ready: impl FnOnce(Ready)) {
         backoff_pending: false,
         rearm_after: None,
         backoff_ts: Box::new(types::Timespec::from(BACKOFF)),
-        held,
-        scans,
+        conns: FdTable::new(),
         scratch: vec![MaybeUninit::uninit(); 4096].into_boxed_slice(),
         skip_close_cqe,
         direct,
         tls,
-        tls_conns: Vec::new(),
         tls_open: 0,
         recv_bufs: Vec::new(),
         send_bufs: SendBufs::default(),
@@ -314,6 +325,7 @@ pub(crate) fn run(ctx: &mut Ctx, ready: impl FnOnce(Ready)) {
     u.arm_accept();
     ready(Ok(Some(flags)));
     u.run_loop();
+    u.ctx.fd_table_len = u.conns.len();
 }
 
 impl Drop for Uring<'_> {
@@ -324,7 +336,7 @@ impl Drop for Uring<'_> {
     /// (closing it cancels what is left), then the buffers and tables, which no SQE points at.
     fn drop(&mut self) {
         if self.in_flight > 0 {
-            std::mem::forget(std::mem::take(&mut self.tls_conns));
+            std::mem::forget(std::mem::replace(&mut self.conns, FdTable::new()));
             std::mem::forget(std::mem::take(&mut self.ctx.greet));
             std::mem::forget(std::mem::replace(
                 &mut self.backoff_ts,
@@ -455,7 +467,7 @@ impl Uring<'_> {
             }
             RECV => {
                 self.in_flight -= 1;
-                let Some(c) = self.tls_conns.get_mut(fd as usize).and_then(Option::as_mut) else {
+                let Some(PerFd::Tls(c)) = self.conns.get_mut(fd as usize) else {
                     return;
                 };
                 if res == -libc::ECANCELED {
@@ -473,7 +485,7 @@ impl Uring<'_> {
             }
             TLS_SEND => {
                 self.in_flight -= 1;
-                let Some(c) = self.tls_conns.get_mut(fd as usize).and_then(Option::as_mut) else {
+                let Some(PerFd::Tls(c)) = self.conns.get_mut(fd as usize) else {
                     return;
                 };
                 if res == -libc::ECANCELED {
@@ -574,23 +586,11 @@ impl Uring<'_> {
             Mode::Rst => self.close(fd),
             Mode::Greet { .. } => self.respond(fd),
             Mode::Hold => {
-                let i = fd as usize;
-                if i >= self.held.len() {
-                    self.held.resize(i + 1, false);
-                }
-                self.held[i] = true;
+                *self.conns.slot(fd as usize) = PerFd::Held;
                 self.poll(fd);
             }
             Mode::Http { .. } => {
-                let i = fd as usize;
-                if i >= self.held.len() {
-                    self.held.resize(i + 1, false);
-                }
-                if i >= self.scans.len() {
-                    self.scans.resize(i + 1, HeadScan::default());
-                }
-                self.held[i] = true;
-                self.scans[i] = HeadScan::default();
+                *self.conns.slot(fd as usize) = PerFd::Http(HeadScan::default());
                 self.poll(fd);
             }
         }
@@ -680,12 +680,7 @@ impl Uring<'_> {
             .recv_bufs
             .pop()
             .unwrap_or_else(|| vec![0; RECV_BYTES].into_boxed_slice());
-        let i = fd as usize;
-        if i >= self.tls_conns.len() {
-            self.tls_conns
-                .resize_with((i + 1).next_power_of_two(), || None);
-        }
-        self.tls_conns[i] = Some(Box::new(TlsSlot { tls, recv }));
+        *self.conns.slot(fd as usize) = PerFd::Tls(Box::new(TlsSlot { tls, recv }));
         self.tls_open += 1;
         self.tls_next(fd);
     }
@@ -693,7 +688,7 @@ impl Uring<'_> {
     /// `--tls`: submits what the connection's [`TlsConn::next`] asks for (one operation in
     /// flight per connection, so nothing else touches its buffers until that operation's CQE).
     fn tls_next(&mut self, fd: RawFd) {
-        let Some(c) = self.tls_conns.get_mut(fd as usize).and_then(Option::as_mut) else {
+        let Some(PerFd::Tls(c)) = self.conns.get_mut(fd as usize) else {
             return self.close(fd);
         };
         let next = c.tls.next();
@@ -744,7 +739,10 @@ impl Uring<'_> {
     /// when no SQE of the connection points at them (its last operation's CQE arrived, or its
     /// SQE was never pushed).
     fn tls_forget(&mut self, fd: RawFd) {
-        if let Some(c) = self.tls_conns.get_mut(fd as usize).and_then(Option::take) {
+        let Some(slot @ PerFd::Tls(_)) = self.conns.get_mut(fd as usize) else {
+            return;
+        };
+        if let PerFd::Tls(c) = std::mem::take(slot) {
             let TlsSlot { tls, recv } = *c;
             tls.recycle(&mut self.send_bufs);
             self.recv_bufs.push(recv);
@@ -755,8 +753,8 @@ impl Uring<'_> {
     /// `--tls`, at the end of the stop: cancels the receives of the connections still open
     /// (each then completes with ECANCELED and is closed).
     fn cancel_tls(&mut self) {
-        for fd in 0..self.tls_conns.len() {
-            if self.tls_conns[fd].is_some() {
+        for fd in 0..self.conns.len() {
+            if matches!(self.conns.get_mut(fd), Some(PerFd::Tls(_))) {
                 let e = opcode::AsyncCancel::new(ud(RECV, fd as RawFd))
                     .build()
                     .user_data(CANCEL);
@@ -791,8 +789,8 @@ impl Uring<'_> {
     }
 
     fn unhold(&mut self, fd: RawFd) {
-        if let Some(h) = self.held.get_mut(fd as usize) {
-            *h = false;
+        if let Some(slot @ (PerFd::Held | PerFd::Http(_))) = self.conns.get_mut(fd as usize) {
+            *slot = PerFd::None;
         }
     }
 
@@ -856,7 +854,10 @@ impl Uring<'_> {
                 // length.
                 let got =
                     unsafe { std::slice::from_raw_parts(self.scratch.as_ptr().cast::<u8>(), n) };
-                match self.scans[i].feed(got) {
+                let Some(PerFd::Http(scan)) = self.conns.get_mut(i) else {
+                    break;
+                };
+                match scan.feed(got) {
                     Scan::More => {}
                     Scan::End => {
                         self.unhold(fd);
@@ -936,8 +937,8 @@ impl Uring<'_> {
 
     /// Stop: held connections get shutdown(SHUT_RDWR), so their polls complete and close them.
     fn release_held(&mut self) {
-        for fd in 0..self.held.len() {
-            if self.held[fd] {
+        for fd in 0..self.conns.len() {
+            if matches!(self.conns.get_mut(fd), Some(PerFd::Held | PerFd::Http(_))) {
                 // SAFETY: fd is held: its PollAdd is in flight and the connection is closed only
                 // after that poll's CQE (`on_poll`), which is handled on this thread, not during
                 // this loop.
@@ -959,7 +960,7 @@ impl Uring<'_> {
             // SAFETY: each entry points at no memory or at memory that stays valid, in place,
             // until its CQE (module docs, "What SQEs point to"): `ctx.greet` and `backoff_ts`
             // live as long as this `Uring`, whose `Drop` leaks them while SQEs are in flight; a
-            // TLS connection's buffers stay in `tls_conns`, untouched, until its one
+            // TLS connection's buffers stay in `conns`, untouched, until its one
             // operation's CQE. Each entry is counted in `in_flight` below until its CQE (callers
             // take the multishot accept and skip-success Closes, which point at nothing, out
             // again). Each names the listener or a connection (fd or fixed-file slot) this worker
@@ -986,6 +987,24 @@ fn close_now(fd: RawFd) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Why [`DIRECT_FILES`] is fixed: a registered (sparse) file table cannot grow. If this
+    /// starts to fail, the kernel learned to grow one, and the table could start small.
+    #[test]
+    fn the_registered_file_table_cannot_grow() {
+        let Ok(ring) = IoUring::new(8) else {
+            return eprintln!("SKIPPED: io_uring unavailable here");
+        };
+        let s = ring.submitter();
+        if let Err(e) = s.register_files_sparse(64) {
+            return eprintln!("SKIPPED: no sparse file tables here (needs Linux 5.19): {e}");
+        }
+        assert_eq!(s.register_files_update(63, &[-1]).unwrap(), 1);
+        let past = s.register_files_update(64, &[-1]).unwrap_err();
+        assert_eq!(past.raw_os_error(), Some(libc::EINVAL), "{past}");
+        let again = s.register_files_sparse(128).unwrap_err();
+        assert_eq!(again.raw_os_error(), Some(libc::EBUSY), "{again}");
+    }
 
     /// Issue 32: when both the multishot accept's push and the back-off's push fail, nothing
     /// is armed that would ever re-arm the accept; the loop must notice and arm it again.
