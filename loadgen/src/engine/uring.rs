@@ -304,6 +304,9 @@ pub(crate) struct Ring {
     /// A stop left requests in the kernel that may still read `requests` or write `recv_buf`:
     /// never free them.
     keep_bufs: bool,
+    /// Test hook: every push fails (the SQ refuses entries).
+    #[cfg(test)]
+    refuse_pushes: bool,
 }
 
 impl Drop for Ring {
@@ -397,6 +400,8 @@ impl Ring {
                     .collect()
             }),
             keep_bufs: false,
+            #[cfg(test)]
+            refuse_pushes: false,
         })
     }
 
@@ -408,6 +413,10 @@ impl Ring {
     /// Pushes `entries` (one chain) to the submission queue, submitting what is queued first
     /// when they do not fit.
     fn push(&mut self, entries: &[squeue::Entry]) -> bool {
+        #[cfg(test)]
+        if self.refuse_pushes {
+            return false;
+        }
         for _ in 0..2 {
             // SAFETY: every pointer in the entries is to memory the worker owns for the ring's
             // whole life (module docs, "Memory the kernel reads").
@@ -446,9 +455,8 @@ impl Ring {
             }
         }
         let close = |e: opcode::Close| e.build().user_data(ud(K_CLOSE, gen, i));
-        let entry = if let Some(s) = sock {
-            let fd: RawFd = s.into_raw_fd();
-            close(opcode::Close::new(types::Fd(fd)))
+        let entry = if let Some(s) = sock.as_ref() {
+            close(opcode::Close::new(types::Fd(s.as_raw_fd())))
         } else {
             match self.file[i] {
                 // Nothing of the attempt is pending on the socket: disconnected and kept (not at
@@ -475,9 +483,18 @@ impl Ring {
         } else {
             entry
         };
-        // The SQ is submitted whenever it is full, so the push can only fail if the kernel
-        // refuses to take any: then the descriptor stays with the ring (closed when it is).
-        let _ = self.push(&[entry]);
+        // The SQ is submitted whenever it is full, so the push fails only if the kernel refuses
+        // to take any. A direct descriptor then stays in the ring's file table (closed with the
+        // ring); a plain one is closed with close(2) now, or it would leak.
+        let pushed = self.push(&[entry]);
+        if let Some(s) = sock {
+            if pushed {
+                // The queued CLOSE owns the descriptor now.
+                let _: RawFd = s.into_raw_fd();
+            } else {
+                drop(s);
+            }
+        }
     }
 
     /// Submits what is queued (the last closes) and waits for nothing.
@@ -1066,5 +1083,61 @@ impl Worker<'_> {
             self.finish(i);
         }
         self.ring().flush();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+    use std::net::{SocketAddr, TcpListener};
+    use std::time::Duration;
+
+    fn cfg(target: SocketAddr) -> LoadConfig {
+        LoadConfig {
+            targets: vec![target],
+            pattern: crate::config::Pattern::Closed { concurrency: 2 },
+            duration: Duration::from_secs(1),
+            warmup: Duration::ZERO,
+            cpus: vec![0],
+            close: CloseMode::Fin,
+            sources: vec![],
+            connect_timeout: Duration::from_secs(1),
+            expect_bytes: None,
+            max_in_flight: 2,
+            late_threshold: Duration::from_millis(1),
+            http: None,
+            tls: None,
+            engine: crate::engine::LoadEngine::IoUring,
+            pacing: crate::config::Pacing::default(),
+        }
+    }
+
+    /// A plain socket whose CLOSE cannot be pushed (the SQ refuses it) is closed with close(2)
+    /// at once: its peer reads the FIN. (The descriptor used to stay open, "with the ring",
+    /// and leak.)
+    #[test]
+    fn a_plain_socket_is_closed_when_its_close_cannot_be_pushed() {
+        let f = match probe() {
+            Ok(f) => f,
+            Err(why) => return eprintln!("io_uring unavailable here, test not run: {why}"),
+        };
+        testkit::NetNs::run(move |_| {
+            let l = TcpListener::bind("127.0.0.1:0").unwrap();
+            let addr = l.local_addr().unwrap();
+            let mut ring = Ring::new(&cfg(addr), &f, 2, 0, 1_000_000_000).unwrap();
+            let c =
+                socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+            c.connect(&socket2::SockAddr::from(addr)).unwrap();
+            let (mut peer, _) = l.accept().unwrap();
+            peer.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+            ring.refuse_pushes = true;
+            ring.close(0, Some(c));
+            let mut b = [0u8; 1];
+            let n = peer
+                .read(&mut b)
+                .expect("the socket was closed: its FIN arrives");
+            assert_eq!(n, 0);
+        });
     }
 }
