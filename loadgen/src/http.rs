@@ -6,7 +6,8 @@
 //!
 //! The engines move the bytes (`crate::engine`): the epoll engine with send(2) (MSG_NOSIGNAL,
 //! so a server that reset the connection gives `EPIPE`, not SIGPIPE; counted as the reset it is,
-//! `HTTP ECONNRESET`, as on the io_uring engine) and reads until EAGAIN, the io_uring engine with IORING_OP_SEND and IORING_OP_RECV.
+//! `HTTP ECONNRESET`, as on the io_uring engine) and reads until EAGAIN or its read budget, the
+//! io_uring engine with IORING_OP_SEND and IORING_OP_RECV.
 
 mod exchange;
 mod parser;

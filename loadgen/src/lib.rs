@@ -43,7 +43,7 @@
 //! says what comes next (read on, or close) → per-second rows → join → merged [`LoadReport`].
 //!
 //! # Truth at the edges
-//! - Overload: every loop turn does bounded work (events, starts, expiries) and checks
+//! - Overload: every loop turn does bounded work (events, reads, starts, expiries) and checks
 //!   the stop flag; starts the worker cannot make are dropped and counted by arithmetic
 //!   (`Schedule::skip_before`), never one by one, while the sockets in flight keep being served.
 //!   Rates above [`MAX_RATE_PER_SEC`] and durations below [`MIN_DURATION`] are refused by

@@ -7,7 +7,7 @@
 //! of the window, the next intended start when a slot is free; never longer than
 //! [`STOP_CHECK_NS`]) and let it handle what happened; send the seconds that ended while it
 //! waited, so each start lands in the second it was made in; let the engine end what passed its
-//! deadline; start what is due. Every step is bounded (the engine's events per turn,
+//! deadline; start what is due. Every step is bounded (the engine's events and reads per turn,
 //! `START_BUDGET` starts, the expiries per turn, and O(1) for any number of dropped starts:
 //! `Schedule::skip_before`), so even a worker that cannot keep up gets back to its stop check
 //! and its seconds within milliseconds.

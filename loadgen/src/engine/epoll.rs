@@ -19,6 +19,12 @@
 //! (`crate::tls`) driven over send(2)/recv(2): what it has queued is sent, what arrives is fed to
 //! it, its events go to the core (`Core::tls_event`).
 //!
+//! Reads are bounded per turn like the io_uring engine's (one RECV per connection per turn):
+//! a connection reads at most [`super::READ_BUDGET_BYTES`] per readiness event; one that had more
+//! waits in the backlog and is read again next turn, whose wait then does not sleep. So a target
+//! that streams faster than a worker reads cannot hold the worker in one connection past its
+//! stop check, its deadlines and its per-second rows.
+//!
 //! # Waiting for the next intended start
 //! mio's `Poll::poll` timeout is rounded up to whole milliseconds (epoll_wait(2) takes ms), which
 //! would start attempts up to 1 ms late. The engine therefore registers a timerfd
@@ -41,7 +47,7 @@ use nix::sys::timerfd::{ClockId, Expiration, TimerFd, TimerFlags, TimerSetTimeFl
 use socket2::Socket;
 
 use super::socket::{errno, probe, Net};
-use super::{Engine, EVENTS_PER_TURN};
+use super::{Engine, EVENTS_PER_TURN, READ_BUDGET_BYTES};
 use crate::clock::now_ns;
 use crate::config::{CloseMode, LoadConfig};
 use crate::core::{verdict, Core, Io, Phase, Verdict};
@@ -72,6 +78,16 @@ pub(crate) struct Epoll {
     net: Net,
     /// Per slot: its socket while the attempt lives (dropping it closes the descriptor).
     socks: Vec<Option<Socket>>,
+    /// Slots whose last read stopped at the read budget: read again next turn.
+    backlog: Vec<u32>,
+    /// The backlog being served (kept to reuse its allocation).
+    serving: Vec<u32>,
+    /// Per slot: it is in `backlog` (or in the list being served, not yet read again).
+    queued: Vec<bool>,
+    /// Per slot: the turn it was last read in.
+    visited: Vec<u32>,
+    /// This turn's number (wrapping).
+    turn: u32,
     /// Where responses are read.
     scratch: Box<[u8]>,
 }
@@ -112,6 +128,11 @@ impl Epoll {
             spin_ns: cfg.pacing.spin_ns,
             net: Net::new(cfg),
             socks: (0..slots).map(|_| None).collect(),
+            backlog: Vec::with_capacity(slots),
+            serving: Vec::with_capacity(slots),
+            queued: vec![false; slots],
+            visited: vec![0; slots],
+            turn: 0,
             scratch: vec![0; HTTP_READ].into_boxed_slice(),
         })
     }
@@ -137,6 +158,14 @@ impl Epoll {
         self.poll
             .registry()
             .register(&mut SourceFd(&fd), Token(i), interest)
+    }
+
+    /// Puts slot `i` in the backlog (its read stopped at the budget).
+    fn defer(&mut self, i: usize) {
+        if !self.queued[i] {
+            self.queued[i] = true;
+            self.backlog.push(i as u32);
+        }
     }
 
     /// Handles a readiness event of slot `i` seen at `t`.
@@ -165,6 +194,7 @@ impl Epoll {
                 }
             }
             Phase::Reading => {
+                self.visit(i);
                 if core.has_tls() {
                     self.tls_drive(core, i, t);
                 } else if core.has_http() {
@@ -174,7 +204,7 @@ impl Epoll {
                             return;
                         }
                     }
-                    let step = self.http_read(core, i, t);
+                    let step = self.http_read(core, i, t, READ_BUDGET_BYTES);
                     core.http_step(i, step, self);
                 } else {
                     self.read(core, i, t);
@@ -183,11 +213,35 @@ impl Epoll {
         }
     }
 
-    /// Reads what slot `i` has (edge-triggered: until EAGAIN or done) in the read phase of
-    /// `--expect-bytes` / `--close server`. Bytes seen after the read phase's deadline end the
-    /// attempt with a post-handshake `ETIMEDOUT`.
+    /// Slot `i` is read this turn (by an event): its backlog entry, if any, is used up (a
+    /// read that stops at the budget again puts it in the next turn's backlog).
+    fn visit(&mut self, i: usize) {
+        self.queued[i] = false;
+        self.visited[i] = self.turn;
+    }
+
+    /// Reads slot `i` again (it was in the backlog), at `t`.
+    fn read_again(&mut self, core: &mut Core<'_>, i: usize, t: u64) {
+        if core.slot(i).phase != Phase::Reading {
+            return;
+        }
+        self.visit(i);
+        if core.has_tls() {
+            self.tls_drive(core, i, t);
+        } else if core.has_http() {
+            let step = self.http_read(core, i, t, READ_BUDGET_BYTES);
+            core.http_step(i, step, self);
+        } else {
+            self.read(core, i, t);
+        }
+    }
+
+    /// Reads what slot `i` has (edge-triggered: until EAGAIN, done, or the read budget: then
+    /// it waits in the backlog) in the read phase of `--expect-bytes` / `--close server`. Bytes
+    /// seen after the read phase's deadline end the attempt with a post-handshake `ETIMEDOUT`.
     fn read(&mut self, core: &mut Core<'_>, i: usize, t: u64) {
         let mut buf = [0u8; PLAIN_READ];
+        let mut budget = READ_BUDGET_BYTES;
         loop {
             let r = match self.socks[i].as_mut() {
                 Some(mut sock) => Read::read(&mut sock, &mut buf),
@@ -197,6 +251,10 @@ impl Epoll {
                 Ok(n) => {
                     if !core.took(i, t, n, self) {
                         return;
+                    }
+                    budget = budget.saturating_sub(n);
+                    if budget == 0 {
+                        return self.defer(i);
                     }
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return,
@@ -236,7 +294,8 @@ impl Epoll {
         if !queued {
             return Step::Failed(errno);
         }
-        let read = self.http_read(core, i, t);
+        // All of it: after the reset nothing more can arrive, so the read ends.
+        let read = self.http_read(core, i, t, usize::MAX);
         let wait_fin = core.cfg().close == CloseMode::Server;
         match read {
             Step::Finish if wait_fin => Step::Failed(errno),
@@ -286,9 +345,9 @@ impl Epoll {
         }
     }
 
-    /// Reads what slot `i` has (until EAGAIN, the end of the response, or the FIN) at `t` and
-    /// feeds its HTTP exchange.
-    fn http_read(&mut self, core: &mut Core<'_>, i: usize, t: u64) -> Step {
+    /// Reads what slot `i` has (until EAGAIN, the end of the response, the FIN, or `budget`
+    /// bytes: then it waits in the backlog) at `t` and feeds its HTTP exchange.
+    fn http_read(&mut self, core: &mut Core<'_>, i: usize, t: u64, mut budget: usize) -> Step {
         if t > core.slot(i).deadline_ns {
             return Step::Failed(libc::ETIMEDOUT);
         }
@@ -305,17 +364,27 @@ impl Epoll {
             if let Some(step) = core.http_consume(i, &self.scratch[..n], t) {
                 return step;
             }
+            budget = budget.saturating_sub(n);
+            if budget == 0 {
+                self.defer(i);
+                return Step::Wait;
+            }
         }
     }
 
     /// Drives slot `i`'s TLS client at `t` until it has nothing more to do now: what it queued
-    /// is sent, what the socket has is fed to it, its events go to the core.
+    /// is sent, what the socket has is fed to it (within the read budget), its events go to
+    /// the core.
     fn tls_drive(&mut self, core: &mut Core<'_>, i: usize, t: u64) {
+        let mut budget = READ_BUDGET_BYTES;
         loop {
             let (Some(w), Some(sock)) = (core.tls(), self.socks[i].as_ref()) else {
                 return;
             };
-            let ev = tls_io(w.client(i), sock);
+            let (ev, more) = tls_io(w.client(i), sock, &mut budget);
+            if more {
+                self.defer(i);
+            }
             if !core.tls_event(i, t, ev, self) {
                 return;
             }
@@ -324,26 +393,37 @@ impl Epoll {
 }
 
 /// Moves slot's TLS client `c`'s bytes over `sock`: sends what it has queued, receives when it
-/// has processed everything (until EAGAIN), until it has an event for the core. A send failure
-/// is the socket's errno; the alert of a rustls failure is sent (best effort) before the
-/// failure is reported.
-fn tls_io(c: &mut crate::tls::TlsClient, sock: &Socket) -> TlsEvent {
+/// has processed everything (at most `budget` more bytes: past it the second value says the
+/// socket may hold more), until it has an event for the core. A send failure is the socket's
+/// errno; the alert of a rustls failure is sent (best effort) before the failure is reported.
+fn tls_io(c: &mut crate::tls::TlsClient, sock: &Socket, budget: &mut usize) -> (TlsEvent, bool) {
     loop {
         if let Err(e) = send_pending(c, sock) {
-            return TlsEvent::Errno(e);
+            return (TlsEvent::Errno(e), false);
         }
         match c.process() {
             TlsEvent::Wait => {
                 // What processing queued (a TLS 1.2 client's second flight) goes out before
                 // the next receive.
                 if let Err(e) = send_pending(c, sock) {
-                    return TlsEvent::Errno(e);
+                    return (TlsEvent::Errno(e), false);
+                }
+                if *budget == 0 {
+                    return (TlsEvent::Wait, true);
                 }
                 match Read::read(&mut &*sock, c.input_space()) {
-                    Ok(n) => c.received(n),
-                    Err(e) if e.kind() == ErrorKind::WouldBlock => return TlsEvent::Wait,
+                    Ok(n) => {
+                        *budget = budget.saturating_sub(n);
+                        c.received(n);
+                    }
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => return (TlsEvent::Wait, false),
                     Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                    Err(e) => return TlsEvent::Errno(e.raw_os_error().unwrap_or(libc::EIO)),
+                    Err(e) => {
+                        return (
+                            TlsEvent::Errno(e.raw_os_error().unwrap_or(libc::EIO)),
+                            false,
+                        )
+                    }
                 }
             }
             // Not sent here: the core appends the request (or close_notify) and both go out in
@@ -351,11 +431,11 @@ fn tls_io(c: &mut crate::tls::TlsClient, sock: &Socket) -> TlsEvent {
             // resumed TLS 1.2 handshake, where the client speaks last) would wait under Nagle
             // for the server's delayed ACK of the first: ~40 ms per connection (measured: 24
             // conn/s, response p50 43.9 ms, against 566 conn/s for full handshakes).
-            TlsEvent::Handshaken => return TlsEvent::Handshaken,
+            TlsEvent::Handshaken => return (TlsEvent::Handshaken, false),
             ev => {
                 // The alert rustls queued for the server, or what it queued after the data.
                 let _ = send_pending(c, sock);
-                return ev;
+                return (ev, false);
             }
         }
     }
@@ -425,7 +505,7 @@ impl Io for Epoll {
             core.http_begin(i);
             let step = self.http_send_or_answer(core, i, t);
             if core.http_step(i, step, self) && readable {
-                let step = self.http_read(core, i, t);
+                let step = self.http_read(core, i, t, READ_BUDGET_BYTES);
                 core.http_step(i, step, self);
             }
             return;
@@ -437,6 +517,7 @@ impl Io for Epoll {
 
     fn close(&mut self, i: usize) {
         self.socks[i] = None;
+        self.queued[i] = false;
     }
 }
 
@@ -447,7 +528,12 @@ impl Engine for Epoll {
             Some(i) => until_ns.min(core.slot(i).deadline_ns),
             None => until_ns,
         };
-        let timeout = if until <= now + self.spin_ns {
+        self.turn = self.turn.wrapping_add(1);
+        // The connections left in the backlog by earlier turns are read again after this
+        // turn's events; those this turn defers wait for the next.
+        let mut serving = std::mem::take(&mut self.serving);
+        std::mem::swap(&mut self.backlog, &mut serving);
+        let timeout = if !serving.is_empty() || until <= now + self.spin_ns {
             Some(std::time::Duration::ZERO)
         } else {
             self.arm(until, now);
@@ -469,6 +555,15 @@ impl Engine for Epoll {
             }
         }
         self.events = events;
+        for &i in &serving {
+            let i = i as usize;
+            // Not when closed since, nor when an event read it this turn already.
+            if self.queued[i] && self.visited[i] != self.turn {
+                self.read_again(core, i, t);
+            }
+        }
+        serving.clear();
+        self.serving = serving;
     }
 
     /// Ends the slots whose deadline has passed, oldest first, at most [`EXPIRE_BUDGET`] per call
@@ -520,5 +615,78 @@ impl Engine for Epoll {
 
     fn direct(&self) -> Option<bool> {
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+    use std::net::{SocketAddr, TcpListener};
+    use std::time::Duration;
+
+    use super::*;
+    use crate::config::{Pacing, Pattern};
+    use crate::core::Window;
+
+    /// The read budget (issue 32): a connection with far more queued than the budget reads at
+    /// most the budget in one turn and waits in the backlog; the next turn (which does not
+    /// sleep) reads on. (Its read loop used to run until EAGAIN.)
+    #[test]
+    fn a_connection_reads_at_most_its_budget_per_turn() {
+        testkit::NetNs::run(|_| {
+            let l = TcpListener::bind("127.0.0.1:0").unwrap();
+            let addr: SocketAddr = l.local_addr().unwrap();
+            let cfg = LoadConfig {
+                targets: vec![addr],
+                pattern: Pattern::Closed { concurrency: 1 },
+                duration: Duration::from_secs(10),
+                warmup: Duration::ZERO,
+                cpus: vec![0],
+                close: CloseMode::Server,
+                sources: vec![],
+                connect_timeout: Duration::from_secs(5),
+                expect_bytes: None,
+                max_in_flight: 1,
+                late_threshold: Duration::from_millis(1),
+                http: None,
+                tls: None,
+                engine: crate::config::LoadEngine::Epoll,
+                pacing: Pacing::default(),
+            };
+            let mut core = Core::new(&cfg, 0).unwrap();
+            let mut e = Epoll::new(&cfg, 1, 0).unwrap();
+            let now = now_ns();
+            core.begin(Window {
+                start_ns: now,
+                measure_ns: now,
+                end_ns: now + 10_000_000_000,
+            });
+            core.start_due(now, &mut e);
+            let (mut peer, _) = l.accept().unwrap();
+            // Until the handshake is seen (nothing to read yet).
+            for _ in 0..100 {
+                if core.slot(0).phase == Phase::Reading {
+                    break;
+                }
+                let now = now_ns();
+                e.wait(&mut core, now + 10_000_000, now);
+            }
+            assert_eq!(core.slot(0).phase, Phase::Reading);
+            // Far more than the budget queued before the engine looks.
+            let queued = 8 * READ_BUDGET_BYTES;
+            peer.write_all(&vec![b'x'; queued]).unwrap();
+            std::thread::sleep(Duration::from_millis(100));
+            let now = now_ns();
+            e.wait(&mut core, now + 100_000_000, now);
+            let first = core.slot(0).read as usize;
+            assert!(first > 0 && first <= READ_BUDGET_BYTES, "read {first}");
+            assert!(e.queued[0], "the rest waits in the backlog");
+            // The next turn does not wait for an event: it reads on, within the budget again.
+            let now = now_ns();
+            e.wait(&mut core, now + 1_000_000_000, now);
+            let second = core.slot(0).read as usize - first;
+            assert!(second > 0 && second <= READ_BUDGET_BYTES, "read {second}");
+            assert!(now_ns() - now < 500_000_000, "it did not sleep");
+        });
     }
 }

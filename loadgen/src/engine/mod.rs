@@ -17,7 +17,7 @@
 //! | connect | connect(2) → EINPROGRESS, epoll_ctl(ADD), epoll_wait | IORING_OP_CONNECT linked to IORING_OP_LINK_TIMEOUT (5.5) |
 //! | connect timeout | the engine's deadline list, getsockopt(SO_ERROR) + getpeername(2) | the kernel's link timeout (-ECANCELED → `ETIMEDOUT`) |
 //! | `--http` request | send(2) at write readiness | IORING_OP_SEND (MSG_WAITALL, 5.19 on SEND; IOSQE_CQE_SKIP_SUCCESS, counted at its RECV) linked to a LINK_TIMEOUT at the read deadline; over 16 KiB its own chain beside the RECV's, so an early answer (413) is read |
-//! | `--http` response, `--expect-bytes`, `--close server` | read(2) until EAGAIN at read readiness | IORING_OP_RECV into the slot's buffer, linked to a LINK_TIMEOUT at the read deadline |
+//! | `--http` response, `--expect-bytes`, `--close server` | read(2) until EAGAIN or the read budget at read readiness | IORING_OP_RECV into the slot's buffer, linked to a LINK_TIMEOUT at the read deadline |
 //! | `--tls` | the slot's TLS client over send(2)/recv(2) | (not yet: the same client over SEND/RECV) |
 //! | close | close(2) | IORING_OP_CLOSE on the direct descriptor with IOSQE_CQE_SKIP_SUCCESS (5.17) |
 //!
@@ -31,8 +31,12 @@
 //! ran ([`UringFeatures::label`]).
 //!
 //! # Bounded turns
-//! Both engines handle at most `EVENTS_PER_TURN` (1,024) readiness events or completions per
-//! wait; what is left is handled next turn, after the stop check and the per-second flush.
+//! Both engines do bounded work per turn of the worker's loop, reads included: at most
+//! `EVENTS_PER_TURN` (1,024) readiness events or completions per wait, and at most
+//! `READ_BUDGET_BYTES` (16 KiB) read from one connection per turn (the io_uring engine has one RECV of
+//! 4 KiB in flight per connection; the epoll engine stops reading a connection there and serves it
+//! again next turn). So the stop flag, the deadlines and the per-second rows are seen within
+//! milliseconds whatever a target sends.
 
 use serde::Serialize;
 
@@ -48,6 +52,11 @@ pub(crate) mod uring;
 /// Most readiness events (epoll) or completions (io_uring) one wait of a worker handles; what is
 /// left is handled by the next turn, after the stop check, the per-second flush and the starts.
 pub(crate) const EVENTS_PER_TURN: usize = 1024;
+
+/// Most bytes one connection reads per turn, on either engine (an io_uring RECV reads at most
+/// 4 KiB; the epoll engine reads until EAGAIN or this much, then serves the connection again
+/// next turn without waiting).
+pub(crate) const READ_BUDGET_BYTES: usize = 16 * 1024;
 
 /// A connect engine: what the worker's loop asks of it, besides the core's [`Io`] (start an
 /// attempt, begin its read phase, close it). Implemented by [`epoll::Epoll`] and
