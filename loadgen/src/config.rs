@@ -415,6 +415,29 @@ impl LoadConfig {
     }
 }
 
+/// A config for unit tests: `target`, `pattern`, `close`, 1 s (no warm-up) on CPU 0, a 1 s
+/// connect timeout, one slot in open loop, the epoll engine.
+#[cfg(test)]
+pub(crate) fn for_test(target: SocketAddr, pattern: Pattern, close: CloseMode) -> LoadConfig {
+    LoadConfig {
+        targets: vec![target],
+        pattern,
+        duration: Duration::from_secs(1),
+        warmup: Duration::ZERO,
+        cpus: vec![0],
+        close,
+        sources: vec![],
+        connect_timeout: Duration::from_secs(1),
+        expect_bytes: None,
+        max_in_flight: 1,
+        late_threshold: Duration::from_millis(1),
+        http: None,
+        tls: None,
+        engine: LoadEngine::Epoll,
+        pacing: Pacing::default(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,8 +1,9 @@
 //! The core of a load worker, without syscalls ([`Core`]): its share of the open-loop schedule
-//! ([`schedule`]) and its pacing ([`pace`]: what is due, what is dropped), its attempt slots ([`slot`]), its tallies ([`tally`]: the one place where an
-//! attempt's outcome is counted, so `attempts = successes + failures + abandoned`), and the
-//! rules that decide each attempt's outcome from what its engine saw ([`verdict`], the
-//! HTTP/TLS events).
+//! ([`schedule`]) and its pacing ([`pace`]: what is due, what is dropped), its attempt slots
+//! ([`slot`]), its tallies ([`tally`]: the one place where an attempt's outcome is counted, so
+//! `attempts = successes + failures + abandoned`), and the rules that decide each attempt's
+//! outcome from what its engine saw ([`verdict`], the HTTP/TLS events). It drives its engine
+//! through [`Io`] ([`io`]).
 //!
 //! # Data flow
 //! The worker's loop (`crate::worker`) asks the core what is due ([`Core::start_due`],
@@ -18,12 +19,14 @@
 //! Every method takes the time it acts at as an argument: the core reads the clock only to
 //! note when every slot was busy.
 
+mod io;
 mod pace;
 mod schedule;
 mod slot;
 mod tally;
 mod verdict;
 
+pub(crate) use io::Io;
 pub use pace::MAX_GENERATOR_LAG_NS;
 pub(crate) use pace::{row_origin_ns, Window};
 pub(crate) use slot::Phase;
@@ -45,20 +48,6 @@ use tally::Outcome;
 const SHORT_GREETING: i32 = libc::ENODATA;
 
 const SEC: u64 = 1_000_000_000;
-
-/// What the core asks of an engine (`crate::engine`): the syscalls of an attempt. Static
-/// dispatch: the core's methods are generic over it.
-pub(crate) trait Io {
-    /// Starts slot `i`'s attempt to target `target` (its accounting done, its slot set):
-    /// socket, options, connect. A failure to start is reported back ([`Core::fail`]).
-    fn start(&mut self, core: &mut Core<'_>, i: usize, target: usize);
-    /// Slot `i`'s handshake completed at `t` and its read phase began (deadline set): begin the
-    /// exchange or the read (`readable`: the socket is known to have bytes).
-    fn read_begin(&mut self, core: &mut Core<'_>, i: usize, t: u64, readable: bool);
-    /// Closes slot `i`'s socket (RST or FIN per the close mode, set up at start); the core then
-    /// frees the slot.
-    fn close(&mut self, i: usize);
-}
 
 /// One worker's core: its schedule, slots, tallies and per-slot protocol state.
 #[derive(Debug)]
@@ -771,21 +760,12 @@ mod tests {
     #[test]
     fn every_attempt_ends_once_whatever_its_engine_saw() {
         let cfg = LoadConfig {
-            targets: vec!["127.0.0.1:9".parse().unwrap()],
-            pattern: Pattern::Closed { concurrency: 4 },
-            duration: std::time::Duration::from_secs(1),
-            warmup: std::time::Duration::ZERO,
-            cpus: vec![0],
-            close: CloseMode::Fin,
-            sources: vec![],
-            connect_timeout: std::time::Duration::from_secs(1),
-            expect_bytes: None,
             max_in_flight: 4,
-            late_threshold: std::time::Duration::from_millis(1),
-            http: None,
-            tls: None,
-            engine: crate::config::LoadEngine::Epoll,
-            pacing: crate::config::Pacing::default(),
+            ..crate::config::for_test(
+                "127.0.0.1:9".parse().unwrap(),
+                Pattern::Closed { concurrency: 4 },
+                CloseMode::Fin,
+            )
         };
         let mut core = Core::new(&cfg, 0).unwrap();
         core.begin(Window {

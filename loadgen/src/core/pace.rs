@@ -227,30 +227,17 @@ impl Pace {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{Arrival, CloseMode, Pacing};
-    use std::time::Duration;
+    use crate::config::{Arrival, CloseMode};
 
     fn open(rate: f64) -> LoadConfig {
-        LoadConfig {
-            targets: vec!["127.0.0.1:9".parse().unwrap()],
-            pattern: Pattern::Open {
+        crate::config::for_test(
+            "127.0.0.1:9".parse().unwrap(),
+            Pattern::Open {
                 rate_per_sec: rate,
                 arrival: Arrival::Uniform,
             },
-            duration: Duration::from_secs(1),
-            warmup: Duration::ZERO,
-            cpus: vec![0],
-            close: CloseMode::Rst,
-            sources: vec![],
-            connect_timeout: Duration::from_secs(1),
-            expect_bytes: None,
-            max_in_flight: 1,
-            late_threshold: Duration::from_millis(1),
-            http: None,
-            tls: None,
-            engine: crate::config::LoadEngine::Epoll,
-            pacing: Pacing::default(),
-        }
+            CloseMode::Rst,
+        )
     }
 
     /// With explicit time: due starts come one by one while slots are free; a generator far

@@ -625,7 +625,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::config::{Pacing, Pattern};
+    use crate::config::Pattern;
     use crate::core::Window;
 
     /// The read budget (issue 32): a connection with far more queued than the budget reads at
@@ -637,21 +637,13 @@ mod tests {
             let l = TcpListener::bind("127.0.0.1:0").unwrap();
             let addr: SocketAddr = l.local_addr().unwrap();
             let cfg = LoadConfig {
-                targets: vec![addr],
-                pattern: Pattern::Closed { concurrency: 1 },
-                duration: Duration::from_secs(10),
-                warmup: Duration::ZERO,
-                cpus: vec![0],
-                close: CloseMode::Server,
-                sources: vec![],
                 connect_timeout: Duration::from_secs(5),
-                expect_bytes: None,
-                max_in_flight: 1,
-                late_threshold: Duration::from_millis(1),
-                http: None,
-                tls: None,
-                engine: crate::config::LoadEngine::Epoll,
-                pacing: Pacing::default(),
+                duration: Duration::from_secs(10),
+                ..crate::config::for_test(
+                    addr,
+                    Pattern::Closed { concurrency: 1 },
+                    CloseMode::Server,
+                )
             };
             let mut core = Core::new(&cfg, 0).unwrap();
             let mut e = Epoll::new(&cfg, 1, 0).unwrap();

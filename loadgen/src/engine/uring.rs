@@ -693,21 +693,13 @@ mod tests {
 
     fn cfg(target: SocketAddr) -> LoadConfig {
         LoadConfig {
-            targets: vec![target],
-            pattern: crate::config::Pattern::Closed { concurrency: 2 },
-            duration: Duration::from_secs(1),
-            warmup: Duration::ZERO,
-            cpus: vec![0],
-            close: CloseMode::Fin,
-            sources: vec![],
-            connect_timeout: Duration::from_secs(1),
-            expect_bytes: None,
             max_in_flight: 2,
-            late_threshold: Duration::from_millis(1),
-            http: None,
-            tls: None,
             engine: crate::config::LoadEngine::IoUring,
-            pacing: crate::config::Pacing::default(),
+            ..crate::config::for_test(
+                target,
+                crate::config::Pattern::Closed { concurrency: 2 },
+                CloseMode::Fin,
+            )
         }
     }
 
