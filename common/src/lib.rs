@@ -4,6 +4,8 @@
 //! and print the same things the same way.
 //!
 //! # Moving parts
+//! - [`acceptwait`]: the accept-queue wait's connection key and the stamps each side of one
+//!   process records (`bench`), joined after the phase by the composition crate.
 //! - [`counters`]: the kernel's TCP counters of one network namespace (`/proc/thread-self/net`
 //!   snmp, netstat, softnet_stat, sockstat, conntrack) and per-run deltas; `tuning::counters`
 //!   re-exports it, and `testkit` reads counters with it.
@@ -40,6 +42,7 @@
 // would reach the binary and the test crates), this library does not.
 #![warn(unreachable_pub)]
 
+pub mod acceptwait;
 pub mod addr;
 pub mod counters;
 pub mod cpulist;
