@@ -65,4 +65,4 @@ pub use config::{EngineChoice, Mode, ServerConfig, Steer};
 pub use engine::probe;
 pub use error::ServerError;
 pub use report::{Engine, LiveStats, ServerReport, SteeringUsed, WorkerReport};
-pub use server::{Server, StatsReader};
+pub use server::{AcceptStamps, Server, Staller, StatsReader};

@@ -5,13 +5,15 @@ use std::sync::atomic::Ordering;
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+use common::acceptwait::Stamps;
 
 use crate::config::{EngineChoice, Mode, ServerConfig, MAX_GREET_BYTES};
 use crate::error::ServerError;
 use crate::report::{Engine, LiveStats, ServerReport, SteeringUsed, WorkerReport};
 use crate::shard::{self, WorkerSpec};
-use crate::worker::Shared;
+use crate::worker::{Mailbox, Shared};
 
 /// A running server: one pinned worker per CPU, each with its own `SO_REUSEPORT` listener.
 ///
@@ -174,6 +176,66 @@ impl Server {
         }
     }
 
+    /// Why the workers cannot stamp accepts ([`Server::start_stamping`]), if they cannot: the
+    /// io_uring engine reads each connection's peer with IORING_OP_URING_CMD getsockopt
+    /// (SO_PEERNAME), which needs Linux 6.7.
+    pub fn stamps_unavailable(&self) -> Option<&'static str> {
+        self.shared
+            .slots
+            .iter()
+            .any(|s| s.stamps_unsupported.load(Ordering::Relaxed))
+            .then_some(
+                "the io_uring engine reads each accepted connection's client address with IORING_OP_URING_CMD getsockopt(SO_PEERNAME), which this kernel lacks (Linux 6.7); --engine epoll can",
+            )
+    }
+
+    /// Starts stamping accepts: every worker records, per connection it accepts, the client's
+    /// address and port ([`common::acceptwait::conn_key`]) and when its engine saw the accept
+    /// (CLOCK_MONOTONIC), keeping 1 key in `every` ([`common::acceptwait::keeps`]), into a
+    /// buffer of `capacity` stamps allocated here, once (a full buffer counts what it could not
+    /// keep). Replaces stamps not yet taken. Cost per connection: a clock read and a store;
+    /// the io_uring engine also reads the peer through the ring (one getsockopt SQE and CQE).
+    /// Waits up to `wait` for every worker to start (an idle worker looks once per 50 ms);
+    /// true when all did.
+    pub fn start_stamping(&self, capacity: usize, every: u32, wait: Duration) -> bool {
+        request(&self.shared, wait, |m| {
+            m.arm = Some(Stamps::with_capacity(capacity, every));
+        })
+    }
+
+    /// Stops stamping and returns every worker's stamps, merged: what each stamped since
+    /// [`Server::start_stamping`]. Waits up to `wait` for the workers to hand them over; a
+    /// worker that did not is counted in [`AcceptStamps::workers_missing`] (its stamps are
+    /// lost for this phase).
+    pub fn take_stamps(&self, wait: Duration) -> AcceptStamps {
+        let answered = request(&self.shared, wait, |m| m.disarm = true);
+        let mut stamps = Stamps::default();
+        let mut missing = 0;
+        for c in &self.shared.control {
+            let taken = c
+                .mailbox
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .taken
+                .take();
+            match taken {
+                Some(s) => stamps.append(s),
+                None => missing += 1,
+            }
+        }
+        AcceptStamps {
+            stamps,
+            workers_missing: if answered { 0 } else { missing },
+        }
+    }
+
+    /// A handle that stalls the workers' event loops (a test hook: see [`Staller`]).
+    pub fn staller(&self) -> Staller {
+        Staller {
+            shared: Arc::clone(&self.shared),
+        }
+    }
+
     /// Stops the server without resetting completed handshakes (see the `drain` module): blocks
     /// new SYNs, keeps accepting for `DRAIN_GRACE`, accepts until EAGAIN, closes the listeners
     /// and held connections, joins the workers, and returns the report. Takes at least
@@ -209,6 +271,61 @@ impl Server {
             }
         }
         out
+    }
+}
+
+/// The stamps of every worker, taken by [`Server::take_stamps`].
+#[derive(Debug, Default)]
+pub struct AcceptStamps {
+    /// Every worker's stamps and counts, merged.
+    pub stamps: Stamps,
+    /// Workers that had not handed theirs over in time (0 normally).
+    pub workers_missing: usize,
+}
+
+/// Stalls the workers' event loops for a known time ([`Server::staller`]): a test hook that
+/// makes connections wait in the accept queues, so the accept-queue wait can be checked against
+/// a known pause. Each worker stalls from the moment it sees the request (within 50 ms when
+/// idle, at its next loop turn when busy) for the whole time asked: it accepts nothing and
+/// handles no completion meanwhile (the kernel keeps completing handshakes into the accept
+/// queue).
+#[derive(Debug, Clone)]
+pub struct Staller {
+    shared: Arc<Shared>,
+}
+
+impl Staller {
+    /// Asks every worker to stall for `d` and returns once every worker has begun (it
+    /// acknowledges the request just before it sleeps), or after 1 s; true when all began.
+    pub fn stall(&self, d: Duration) -> bool {
+        request(&self.shared, Duration::from_secs(1), |m| m.stall = Some(d))
+    }
+}
+
+/// Puts a request in every worker's mailbox, moves its epoch on, and waits up to `wait` for
+/// every worker to acknowledge; true when all did.
+fn request(shared: &Shared, wait: Duration, f: impl Fn(&mut Mailbox)) -> bool {
+    let mut epochs = Vec::with_capacity(shared.control.len());
+    for c in &shared.control {
+        let mut m = c.mailbox.lock().unwrap_or_else(|p| p.into_inner());
+        f(&mut m);
+        // Moved on while the lock is held: the worker that sees the new epoch reads this request.
+        epochs.push(c.epoch.fetch_add(1, Ordering::AcqRel) + 1);
+    }
+    let until = Instant::now() + wait;
+    loop {
+        let all = shared
+            .control
+            .iter()
+            .zip(&epochs)
+            .all(|(c, &e)| c.ack.load(Ordering::Acquire) >= e);
+        if all {
+            return true;
+        }
+        if Instant::now() >= until || shared.draining.load(Ordering::Relaxed) {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(1));
     }
 }
 

@@ -5,9 +5,10 @@
 //! neither, so the engines and the shard do not import each other.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use common::acceptwait::Stamps;
 use common::threadcpu::ThreadCpu;
 use socket2::Socket;
 
@@ -40,6 +41,10 @@ pub(crate) struct Slot {
     pub(crate) cpu_user_ns: AtomicU64,
     /// Its system time so far, ns (getrusage(2) RUSAGE_THREAD).
     pub(crate) cpu_sys_ns: AtomicU64,
+    /// Set before the worker says it is ready when its engine cannot read the peer of an
+    /// accepted connection, so it cannot stamp accepts ([`Control`]): the io_uring engine on a
+    /// kernel without IORING_OP_URING_CMD getsockopt (Linux 6.7).
+    pub(crate) stamps_unsupported: AtomicBool,
 }
 
 impl Slot {
@@ -62,6 +67,8 @@ pub(crate) struct Shared {
     pub(crate) abort: AtomicBool,
     /// One slot per worker.
     pub(crate) slots: Vec<Slot>,
+    /// One control mailbox per worker.
+    pub(crate) control: Vec<Control>,
 }
 
 impl Shared {
@@ -71,10 +78,41 @@ impl Shared {
             draining: AtomicBool::new(false),
             abort: AtomicBool::new(false),
             slots: (0..workers).map(|_| Slot::default()).collect(),
+            control: (0..workers).map(|_| Control::default()).collect(),
         }
     }
 }
 
+/// What the controller asks of one worker between phases, never per connection: start or stop
+/// stamping accepts (the accept-queue wait, `bench`), or stall (a test hook). The controller
+/// fills the [`Mailbox`] and moves `epoch` on; the worker compares `epoch` with the last one it
+/// saw once per loop turn (one relaxed load of a line only the controller writes, as it reads
+/// the stop flag), takes the mailbox's lock only when it moved, and acknowledges in `ack`. An
+/// idle worker sees a request within [`WAIT_MAX`].
+#[derive(Debug, Default)]
+#[repr(align(64))]
+pub(crate) struct Control {
+    /// Moved on by the controller after each change of the mailbox.
+    pub(crate) epoch: AtomicU64,
+    /// The last epoch the worker acted on.
+    pub(crate) ack: AtomicU64,
+    /// The request and what the worker hands back.
+    pub(crate) mailbox: Mutex<Mailbox>,
+}
+
+/// A [`Control`]'s request and reply.
+#[derive(Debug, Default)]
+pub(crate) struct Mailbox {
+    /// Start stamping accepts into these (preallocated by the controller); what was being
+    /// stamped goes to `taken`.
+    pub(crate) arm: Option<Stamps>,
+    /// Stop stamping: what was stamped goes to `taken`.
+    pub(crate) disarm: bool,
+    /// The stamps the worker handed back.
+    pub(crate) taken: Option<Stamps>,
+    /// Test hook: stall the event loop this long (no accept, no completion handled) once seen.
+    pub(crate) stall: Option<Duration>,
+}
 /// A worker's own state, handed to its engine.
 #[derive(Debug)]
 pub(crate) struct Ctx {
@@ -95,6 +133,12 @@ pub(crate) struct Ctx {
     /// Entries of the engine's per-connection table indexed by fd ([`crate::fd_table`]) when
     /// the engine returned: it grows with the connections open at once, from 0.
     pub(crate) fd_table_len: usize,
+    /// While the controller asks for it ([`Control`]): each accepted connection's key (its
+    /// client's address and port) and when the engine saw it accepted (CLOCK_MONOTONIC), into a
+    /// buffer allocated by the controller (no allocation per connection; a full buffer counts).
+    pub(crate) stamps: Option<Stamps>,
+    /// The last [`Control::epoch`] acted on.
+    ctl_seen: u64,
     /// Test hook: the io_uring engine's next this many pushes of SQEs fail as if the SQ stayed
     /// full.
     #[cfg(test)]
@@ -126,6 +170,8 @@ impl Ctx {
             counts: Counts::default(),
             tls: None,
             fd_table_len: 0,
+            stamps: None,
+            ctl_seen: 0,
             #[cfg(test)]
             fail_pushes: 0,
             shared,
@@ -133,11 +179,45 @@ impl Ctx {
         }
     }
 
-    /// Publishes the counters if [`PUBLISH_EVERY`] has passed since the last time.
+    /// Publishes the counters if [`PUBLISH_EVERY`] has passed since the last time, and acts on
+    /// the controller's request when there is a new one ([`Control`]). Called once per loop
+    /// turn.
     #[inline]
     pub(crate) fn maybe_publish(&mut self, now: Instant) {
         if now.duration_since(self.last_publish) >= PUBLISH_EVERY {
             self.publish(now);
+        }
+        let epoch = self.shared.control[self.index]
+            .epoch
+            .load(Ordering::Acquire);
+        if epoch != self.ctl_seen {
+            self.take_control(epoch);
+        }
+    }
+
+    /// Acts on the mailbox as of `epoch`: hands back what was stamped, starts stamping into the
+    /// new buffer, acknowledges, then stalls when asked to.
+    #[cold]
+    fn take_control(&mut self, epoch: u64) {
+        let shared = Arc::clone(&self.shared);
+        let c = &shared.control[self.index];
+        let stall = {
+            let mut m = c.mailbox.lock().unwrap_or_else(|p| p.into_inner());
+            if m.disarm || m.arm.is_some() {
+                if let Some(done) = self.stamps.take() {
+                    m.taken = Some(done);
+                }
+                m.disarm = false;
+            }
+            if let Some(fresh) = m.arm.take() {
+                self.stamps = Some(fresh);
+            }
+            m.stall.take()
+        };
+        self.ctl_seen = epoch;
+        c.ack.store(epoch, Ordering::Release);
+        if let Some(d) = stall {
+            std::thread::sleep(d);
         }
     }
 
@@ -160,6 +240,11 @@ impl Ctx {
         cpu
     }
 
+    /// This worker's slot (what it publishes).
+    pub(crate) fn shared_slot(&self) -> &Slot {
+        &self.shared.slots[self.index]
+    }
+
     /// True once the server is stopping.
     #[inline]
     pub(crate) fn draining(&self) -> bool {
@@ -174,6 +259,16 @@ impl Ctx {
             crate::drain::DRAIN_GRACE
         }
     }
+}
+
+/// Now on CLOCK_MONOTONIC, ns (the load generator's clock: a stamp of one side is compared
+/// with the other's).
+#[inline]
+pub(crate) fn now_ns() -> u64 {
+    // CLOCK_MONOTONIC always exists on Linux; clock_gettime cannot fail for it.
+    let ts = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC)
+        .expect("clock_gettime(CLOCK_MONOTONIC)");
+    ts.tv_sec() as u64 * 1_000_000_000 + ts.tv_nsec() as u64
 }
 
 /// What a worker says once it is set up: `Ok(ring setup flags)` (None for epoll) or the error.

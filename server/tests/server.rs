@@ -519,3 +519,133 @@ fn held_connection_sending_more_than_one_turn_is_read_to_its_end() {
         );
     }
 }
+
+/// CLOCK_MONOTONIC now, ns (the clock the workers stamp with).
+fn mono_ns() -> u64 {
+    let ts = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC).unwrap();
+    ts.tv_sec() as u64 * 1_000_000_000 + ts.tv_nsec() as u64
+}
+
+/// While stamping, each accepted connection is stamped once with its client's address and
+/// port and a time between the client's connect(2) call and the take, on both engines, on
+/// direct descriptors (`close`) and plain ones (`hold`); before and after, nothing is stamped.
+#[test]
+fn stamps_name_each_accepted_client_and_when() {
+    use common::acceptwait::conn_key;
+    for engine in engines() {
+        for mode in [Mode::Close, Mode::Hold] {
+            let srv = Server::start(config(engine, cpus(1), mode)).unwrap();
+            if let Some(why) = srv.stamps_unavailable() {
+                eprintln!("skipping {engine:?}: {why}");
+                srv.stop();
+                continue;
+            }
+            let addr = srv.local_addr();
+            // Not stamped: accepted before the stamping starts.
+            let early = connect_from(2, addr).unwrap();
+            assert_eq!(wait_accepted(&srv, 1), 1);
+            assert!(srv.start_stamping(1_000, 1, Duration::from_secs(2)));
+            let mut clients = Vec::new();
+            let mut held = Vec::new();
+            for i in 0..40u8 {
+                let before = mono_ns();
+                let c = connect_from(3 + i % 5, addr).unwrap();
+                clients.push((conn_key(&c.local_addr().unwrap()).unwrap(), before));
+                held.push(c);
+            }
+            assert_eq!(wait_accepted(&srv, 41), 41);
+            // The last accept's stamp is taken in the loop turn that accepted it or a later
+            // one; the take waits for every worker's next turn.
+            let got = srv.take_stamps(Duration::from_secs(2));
+            let taken_at = mono_ns();
+            assert_eq!(got.workers_missing, 0);
+            let s = &got.stamps;
+            assert_eq!((s.full, s.no_key), (0, 0), "{engine:?} {mode}");
+            assert_eq!(s.len(), 40, "{engine:?} {mode}: {:?}", s.stamps());
+            for (key, before) in &clients {
+                let mine: Vec<_> = s.stamps().iter().filter(|x| x.key == *key).collect();
+                assert_eq!(mine.len(), 1, "{engine:?} {mode}: key {key:#x}");
+                let t = mine[0].t_ns;
+                assert!(
+                    (*before..=taken_at).contains(&t),
+                    "{engine:?} {mode}: stamped at {t}, connect began {before}, taken {taken_at}"
+                );
+            }
+            // Stopped: a later connection is not stamped, and a second take finds nothing.
+            let late = connect_from(9, addr).unwrap();
+            assert_eq!(wait_accepted(&srv, 42), 42);
+            let again = srv.take_stamps(Duration::from_secs(2));
+            assert!(again.stamps.is_empty(), "{engine:?} {mode}: {again:?}");
+            drop((early, late, held));
+            srv.stop();
+        }
+    }
+}
+
+/// The accept-queue wait of connections made while the accept loop is paused for a known time
+/// is that pause, less how long after the pause began each connected: joined from the test's
+/// client stamps (connect(2) returned) and the server's, within 10% of the pause.
+#[test]
+fn a_paused_accept_loop_shows_as_the_accept_queue_wait() {
+    use common::acceptwait::{conn_key, join, Stamp};
+    const PAUSE_NS: u64 = 300_000_000;
+    for engine in engines() {
+        let srv = Server::start(config(engine, cpus(1), Mode::Close)).unwrap();
+        if let Some(why) = srv.stamps_unavailable() {
+            eprintln!("skipping {engine:?}: {why}");
+            srv.stop();
+            continue;
+        }
+        let addr = srv.local_addr();
+        assert!(srv.start_stamping(1_000, 1, Duration::from_secs(2)));
+        let asked = mono_ns();
+        assert!(srv.staller().stall(Duration::from_nanos(PAUSE_NS)));
+        // The worker began its pause between `asked` and now.
+        let began = mono_ns();
+        let mut client = Vec::new();
+        let mut expected = Vec::new();
+        let mut conns = Vec::new();
+        for i in 0..20u8 {
+            // On loopback the handshake completes inside connect(2), into the accept queue.
+            let c = connect_from(2 + i % 5, addr).unwrap();
+            let t = mono_ns();
+            let key = conn_key(&c.local_addr().unwrap()).unwrap();
+            client.push(Stamp { key, t_ns: t });
+            expected.push((
+                key,
+                (asked + PAUSE_NS).saturating_sub(t),
+                (began + PAUSE_NS) - t,
+            ));
+            conns.push(c);
+        }
+        let connected = mono_ns();
+        assert!(
+            connected < asked + PAUSE_NS,
+            "{engine:?}: the connects outlasted the pause; nothing to measure"
+        );
+        assert_eq!(wait_accepted(&srv, 20), 20);
+        let mut server = srv.take_stamps(Duration::from_secs(2)).stamps.into_stamps();
+        let j = join(&mut client.clone(), &mut server.clone());
+        assert_eq!(j.waits_ns.len(), 20, "{engine:?}: {j:?}");
+        assert_eq!(
+            (j.accepted_first, j.unmatched_client, j.unmatched_server),
+            (0, 0, 0)
+        );
+        // Per connection: the pause left after it connected, within 10% of the pause.
+        client.sort_unstable();
+        server.sort_unstable();
+        for ((c, s), (key, lo, hi)) in client.iter().zip(&server).zip({
+            expected.sort_unstable();
+            &expected
+        }) {
+            assert_eq!((c.key, s.key), (*key, *key));
+            let wait = s.t_ns - c.t_ns;
+            assert!(
+                wait + PAUSE_NS / 10 >= *lo && wait <= hi + PAUSE_NS / 10,
+                "{engine:?}: wait {wait} ns, the pause left {lo}..{hi} ns"
+            );
+        }
+        drop(conns);
+        srv.stop();
+    }
+}

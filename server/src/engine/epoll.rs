@@ -12,6 +12,10 @@
 //! a held connection) live in a table indexed by fd ([`FdTable`]: grown on demand by doubling,
 //! so no allocation per connection in steady state).
 //!
+//! Stamps (`bench`'s accept-queue wait, while the controller asks for them: `crate::worker::
+//! Control`): each accepted connection's client address, which accept4(2) returns with it, and
+//! the time the accept returned.
+//!
 //! `--tls`: each connection's [`TlsConn`] (`crate::tls`) does the handshake, the mode's work and
 //! the counting; this engine only moves bytes: read(2) into its scratch buffer, handed to the
 //! connection, and write(2) of what the connection queued.
@@ -196,8 +200,12 @@ impl EpollLoop<'_> {
                 return;
             };
             match l.accept() {
-                Ok((stream, _)) => {
+                Ok((stream, peer)) => {
                     self.ctx.counts.accepted += 1;
+                    if let Some(s) = self.ctx.stamps.as_mut() {
+                        // accept4(2) filled in the peer's address: the stamp costs a clock read.
+                        s.push_addr(&peer, crate::worker::now_ns());
+                    }
                     self.on_conn(stream);
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return,
