@@ -231,6 +231,7 @@ mod tests {
             tls: None,
             engine: Default::default(),
             pacing: Default::default(),
+            accept_stamps: None,
         };
         let mut r = loadgen::never_started(&cfg);
         r.interrupted = false;

@@ -212,6 +212,24 @@ pub struct LoadConfig {
     /// How the generator paces its starts (`--spin`, `--start-batch`); default [`Pacing::default`].
     #[serde(default)]
     pub pacing: Pacing,
+    /// Stamp each connection's handshake completion with its local address and port
+    /// (`bench`'s accept-queue wait, [`AcceptStamps`]); `None` = no stamps (the default).
+    #[serde(default)]
+    pub accept_stamps: Option<AcceptStamps>,
+}
+
+/// What the generator records for `bench`'s accept-queue wait: per connection whose handshake
+/// completed (warm-up included: [`crate::ClientStamps`]), its key (local address and port, [`common::acceptwait::conn_key`]) and
+/// when the worker saw the completion (CLOCK_MONOTONIC), into one buffer per worker allocated
+/// before the run (a full buffer counts what it could not keep). Costs a getsockname(2) per
+/// completed connection; the epoll engine only (io_uring's direct descriptors have no local
+/// name to read: [`crate::LoadReport::accept_stamps`] is then `None`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AcceptStamps {
+    /// Stamps each worker can keep.
+    pub per_worker: usize,
+    /// Keep 1 key in this many ([`common::acceptwait::keeps`]; the server keeps the same).
+    pub every: u32,
 }
 
 /// Two ways the generator cuts its own lag (actual − scheduled start), each switchable so it can
@@ -435,6 +453,7 @@ pub(crate) fn for_test(target: SocketAddr, pattern: Pattern, close: CloseMode) -
         tls: None,
         engine: LoadEngine::Epoll,
         pacing: Pacing::default(),
+        accept_stamps: None,
     }
 }
 
@@ -462,6 +481,7 @@ mod tests {
             tls: None,
             engine: LoadEngine::Auto,
             pacing: Pacing::default(),
+            accept_stamps: None,
         }
     }
 

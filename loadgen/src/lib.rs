@@ -97,15 +97,15 @@ mod worker;
 pub use self::core::MAX_GENERATOR_LAG_NS;
 pub use affinity::TIMER_SLACK_NS;
 pub use config::{
-    default_max_in_flight, Arrival, CloseMode, LoadConfig, Pacing, Pattern, MAX_RATE_PER_SEC,
-    MAX_SPIN_NS, MAX_START_BATCH, MIN_DURATION, SPIN_NS, START_BUDGET,
+    default_max_in_flight, AcceptStamps, Arrival, CloseMode, LoadConfig, Pacing, Pattern,
+    MAX_RATE_PER_SEC, MAX_SPIN_NS, MAX_START_BATCH, MIN_DURATION, SPIN_NS, START_BUDGET,
 };
 pub use engine::{EngineRan, LoadEngine, UringFeatures};
 pub use error::LoadError;
 pub use http::{HttpReport, HttpRequest};
 pub use report::{
-    GeneratorLag, HistogramSummary, LoadReport, LoadWorkerReport, Overflow, SecondHistogram,
-    TargetReport, TimelineRow, Totals, WorkerSecond, NEVER_ACCEPTED, NEVER_ACCEPTED_QUEUED,
-    PERCENTILES,
+    ClientStamps, GeneratorLag, HistogramSummary, LoadReport, LoadWorkerReport, Overflow,
+    SecondHistogram, TargetReport, TimelineRow, Totals, WorkerSecond, NEVER_ACCEPTED,
+    NEVER_ACCEPTED_QUEUED, PERCENTILES,
 };
 pub use run::{never_started, run, run_at};

@@ -614,6 +614,7 @@ mod tests {
             http: None,
             tls: None,
             engine: None,
+            accept_stamps: None,
         }
     }
 
@@ -680,6 +681,7 @@ mod tests {
             tls: None,
             engine: crate::LoadEngine::Auto,
             pacing: crate::Pacing::default(),
+            accept_stamps: None,
         };
         assert_eq!(
             plan_line(&cfg),
@@ -725,6 +727,7 @@ mod tests {
             tls: None,
             engine: crate::LoadEngine::Auto,
             pacing: crate::Pacing::default(),
+            accept_stamps: None,
         };
         assert!(
             plan_line(&open(1.5))

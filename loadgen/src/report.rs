@@ -288,6 +288,21 @@ pub struct LoadReport {
     /// The connect engine that ran, how `auto` chose it and (io_uring) which kernel features
     /// each step used; `None` when the run never started ([`crate::never_started`]).
     pub engine: Option<crate::engine::EngineRan>,
+    /// The accept-queue wait's client stamps, every worker's ([`crate::AcceptStamps`]); `None`
+    /// when not asked for or the engine cannot (io_uring). Not serialized: `bench` joins them
+    /// with its server's and reports the waits.
+    #[serde(skip)]
+    pub accept_stamps: Option<ClientStamps>,
+}
+
+/// The generator's accept-queue wait stamps of a run ([`LoadReport::accept_stamps`]).
+#[derive(Debug, Clone, Default)]
+pub struct ClientStamps {
+    /// Every connection whose handshake completed, warm-up included (so each port's
+    /// connections are all there to join in order).
+    pub stamps: common::acceptwait::Stamps,
+    /// Where the measured window began, CLOCK_MONOTONIC ns: stamps before it are warm-up.
+    pub measured_from_ns: u64,
 }
 
 impl LoadReport {
@@ -530,6 +545,7 @@ mod tests {
             http: None,
             tls: None,
             engine: None,
+            accept_stamps: None,
         }
     }
 

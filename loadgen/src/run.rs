@@ -208,6 +208,7 @@ fn assemble(
     let mut timer_slack_ns = None;
     let mut http: Option<crate::http::Exchanges> = None;
     let mut tls: Option<crate::tls::Sessions> = None;
+    let mut stamps: Option<common::acceptwait::Stamps> = None;
     let mut per_target = vec![TargetCounters::default(); cfg.targets.len()];
     let interrupted = results.iter().any(|r| r.interrupted);
     let ended = results
@@ -234,6 +235,11 @@ fn assemble(
         match (&mut tls, r.tls) {
             (Some(acc), Some(t)) => acc.add(&t),
             (acc @ None, t) => *acc = t,
+            (Some(_), None) => {}
+        }
+        match (&mut stamps, r.stamps) {
+            (Some(acc), Some(s)) => acc.append(s),
+            (acc @ None, s) => *acc = s,
             (Some(_), None) => {}
         }
         for (acc, t) in per_target.iter_mut().zip(&r.per_target) {
@@ -328,6 +334,10 @@ fn assemble(
             .zip(tls)
             .map(|(o, t)| crate::tls::TlsReport::of(o, t)),
         engine: None,
+        accept_stamps: stamps.map(|stamps| crate::report::ClientStamps {
+            stamps,
+            measured_from_ns: measure_ns,
+        }),
     }
 }
 

@@ -67,6 +67,8 @@ pub(crate) struct WorkerResult {
     pub http: Option<crate::http::Exchanges>,
     /// The TLS side (`--tls` only).
     pub tls: Option<crate::tls::Sessions>,
+    /// The accept-queue wait's client stamps (`LoadConfig::accept_stamps`, epoll only).
+    pub stamps: Option<common::acceptwait::Stamps>,
 }
 
 /// A worker: its core and its engine. Built on its own thread after pinning.
@@ -160,6 +162,7 @@ impl<'a, E: Engine> Worker<'a, E> {
         let _ = tx.send(last);
         let used = ThreadCpu::now().since(&cpu0);
         let uring_direct = self.engine.direct();
+        let stamps = self.engine.take_stamps();
         let total = self.core.total().clone();
         let (tally, http, tls) = self.core.into_parts();
         WorkerResult {
@@ -187,6 +190,7 @@ impl<'a, E: Engine> Worker<'a, E> {
             ended_ns: ended,
             http,
             tls,
+            stamps,
         }
     }
 

@@ -39,6 +39,7 @@
 use std::io::{ErrorKind, Read};
 use std::os::fd::{AsFd, AsRawFd, RawFd};
 
+use common::acceptwait::Stamps;
 use mio::event::Event;
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
@@ -90,6 +91,9 @@ pub(crate) struct Epoll {
     turn: u32,
     /// Where responses are read.
     scratch: Box<[u8]>,
+    /// The accept-queue wait's client stamps (`LoadConfig::accept_stamps`): allocated here,
+    /// before the run.
+    stamps: Option<Stamps>,
 }
 
 impl Epoll {
@@ -134,7 +138,30 @@ impl Epoll {
             visited: vec![0; slots],
             turn: 0,
             scratch: vec![0; HTTP_READ].into_boxed_slice(),
+            stamps: cfg
+                .accept_stamps
+                .map(|a| Stamps::with_capacity(a.per_worker, a.every)),
         })
+    }
+
+    /// Stamps slot `i`'s handshake, seen complete at `t`, when stamps are asked for: its local
+    /// address (getsockname(2), the one syscall this costs) and `t`. Warm-up attempts too, so
+    /// that each side holds every connection of a reused port (the join leaves them out by
+    /// time). Called before [`Core::connected`], which may end the slot.
+    #[inline]
+    fn stamp(&mut self, i: usize, t: u64) {
+        let Some(stamps) = self.stamps.as_mut() else {
+            return;
+        };
+        match self.socks[i].as_ref().map(Socket::local_addr) {
+            Some(Ok(a)) => match a.as_socket() {
+                Some(a) => {
+                    stamps.push_addr(&a, t);
+                }
+                None => stamps.no_key += 1,
+            },
+            _ => stamps.no_key += 1,
+        }
     }
 
     /// Arms the timerfd at `target` unless an armed, still pending expiry is already at or before it.
@@ -190,6 +217,7 @@ impl Epoll {
                         _ => core.fail(i, code, self),
                     }
                 } else if ev.is_writable() {
+                    self.stamp(i, t);
                     core.connected(i, t, ev.is_readable(), self);
                 }
             }
@@ -477,7 +505,9 @@ impl Io for Epoll {
                         return core.fail(i, errno(&e), self);
                     }
                 }
-                core.connected(i, now_ns(), false, self);
+                let t = now_ns();
+                self.stamp(i, t);
+                core.connected(i, t, false, self);
             }
             Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {
                 self.socks[i] = Some(sock);
@@ -615,6 +645,10 @@ impl Engine for Epoll {
 
     fn direct(&self) -> Option<bool> {
         None
+    }
+
+    fn take_stamps(&mut self) -> Option<Stamps> {
+        self.stamps.take()
     }
 }
 

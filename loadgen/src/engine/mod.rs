@@ -76,6 +76,11 @@ pub(crate) trait Engine: Io {
     fn flush(&mut self);
     /// io_uring: whether its sockets were direct descriptors (`None` for epoll).
     fn direct(&self) -> Option<bool>;
+    /// The accept-queue wait's client stamps it recorded (`LoadConfig::accept_stamps`), taken
+    /// out; `None` when it records none (not asked, or an engine that cannot).
+    fn take_stamps(&mut self) -> Option<common::acceptwait::Stamps> {
+        None
+    }
 }
 
 /// What runs on an engine once it is made (a worker's life, `crate::worker::Launch`), generic

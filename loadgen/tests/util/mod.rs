@@ -155,6 +155,7 @@ pub fn open(target: SocketAddr, rate_per_sec: f64, duration: Duration) -> LoadCo
         // The epoll engine's tests; the io_uring ones say so (`on_uring`).
         engine: loadgen::LoadEngine::Epoll,
         pacing: loadgen::Pacing::default(),
+        accept_stamps: None,
     }
 }
 

@@ -148,6 +148,8 @@ fn config_inner(args: &Args, nofile: u64) -> anyhow::Result<LoadConfig> {
         tls: tls_options(args, targets_first)?,
         engine: args.load_engine,
         pacing: pacing(args.spin, args.start_batch),
+        // The accept-queue wait needs the server in this process (`bench`).
+        accept_stamps: None,
     };
     cfg.validate().map_err(|e| bad_input(e.to_string()))?;
     Ok(cfg)

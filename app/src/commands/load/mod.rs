@@ -291,6 +291,7 @@ mod tests {
             tls: None,
             engine: Default::default(),
             pacing: Default::default(),
+            accept_stamps: None,
         };
         let mut r = loadgen::never_started(&cfg);
         r.interrupted = interrupted;
