@@ -56,8 +56,8 @@ pub use file::{
 };
 pub use histogram::{decode_histogram, encode_histogram, new_latency_histogram, HistogramError};
 pub use phase::{
-    Arrival, CpuUsage, CrossCheck, Histograms, HttpCounts, Latency, LoadWorker, Pattern,
-    PhaseRecord, ServerSide, SideCpu, TimelineRow, TlsCounts, WorkerAccepts,
+    AcceptQueue, Arrival, CpuUsage, CrossCheck, Histograms, HttpCounts, Latency, LoadWorker,
+    Pattern, PhaseRecord, ServerSide, SideCpu, TimelineRow, TlsCounts, WorkerAccepts,
 };
 pub use run::{HostInfo, NumaNode, RunInfo};
 pub use segment::{NetnsIdentity, Role, SegmentInfo};

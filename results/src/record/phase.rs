@@ -142,6 +142,51 @@ impl HttpCounts {
     }
 }
 
+/// The accept-queue wait of a phase (`bench` with its own server: server and load in one
+/// process, one clock): per connection, the client's handshake completion (the load worker saw
+/// its connect complete) → the server's accept (its engine saw the accepted connection), joined
+/// by the client's address and port. Its histogram is [`Histograms::accept_queue_wait`]. With
+/// Little's law (mean number waiting = accept rate × mean wait) it is checked against the
+/// listeners' accept-queue length sampled during the phase. Absent in older records and in
+/// records of `load`/`server` alone.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct AcceptQueue {
+    /// Why the wait was not measured (an external server, an engine that cannot stamp); the
+    /// other fields are then 0/`None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_measured: Option<String>,
+    /// 1 connection in this many was stamped (by a hash of its key, the same on both sides).
+    pub sample_every: u32,
+    /// Connections joined (measured window): the histogram's samples.
+    pub joined: u64,
+    /// Joined connections the server accepted before the client saw its handshake complete
+    /// (their wait is recorded as 0).
+    pub accepted_first: u64,
+    /// Client stamps that joined nothing (a key whose count differed on the two sides: a stamp
+    /// buffer full, a connection the server never accepted).
+    pub unmatched_client: u64,
+    /// Server stamps that joined nothing (as `unmatched_client`).
+    pub unmatched_server: u64,
+    /// Stamps lost to a full buffer, both sides.
+    pub stamps_full: u64,
+    /// Mean wait of the joined connections, ns.
+    pub mean_wait_ns: f64,
+    /// The accept rate Little's law uses: the phase's successes per second.
+    pub accept_rate_per_sec: f64,
+    /// Little's law: `accept_rate_per_sec × mean_wait_ns`, connections waiting on average.
+    pub littles_law_depth: f64,
+    /// The listeners' accept-queue length (summed over the SO_REUSEPORT group, /proc net
+    /// `tcp` rx_queue of the LISTEN sockets, = sk_ack_backlog), mean of the samples taken in the
+    /// measured window; `None` when none could be read.
+    pub sampled_depth: Option<f64>,
+    /// The largest sampled length.
+    pub sampled_depth_max: u64,
+    /// Samples taken in the measured window.
+    pub depth_samples: u64,
+    /// Interval between samples, µs.
+    pub depth_every_us: u64,
+}
+
 /// The TLS counts of a phase run with `--tls` (measured part). Absent otherwise and in older
 /// records. The handshake latency histogram is [`Histograms::tls_handshake`].
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -226,6 +271,10 @@ pub struct Histograms {
     /// `None` otherwise and in older records.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls_handshake: Option<String>,
+    /// `bench` with its own server: the accept-queue wait (client's handshake completion →
+    /// server's accept, [`AcceptQueue`]). `None` otherwise and in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accept_queue_wait: Option<String>,
 }
 
 impl Histograms {
@@ -243,6 +292,7 @@ impl Histograms {
             http_response: None,
             http_first_byte: None,
             tls_handshake: None,
+            accept_queue_wait: None,
         }
     }
 
@@ -623,6 +673,10 @@ pub struct PhaseRecord {
     /// [`Histograms::tls_handshake`]. Absent otherwise and in older records.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls: Option<TlsCounts>,
+    /// `bench`: the accept-queue wait's counts and its Little's-law check ([`AcceptQueue`]).
+    /// Absent in older records and without `bench`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accept_queue: Option<AcceptQueue>,
 }
 
 impl PhaseRecord {

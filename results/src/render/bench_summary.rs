@@ -61,6 +61,61 @@ fn latency_line(name: &str, encoded: Option<&str>) -> Option<String> {
     ))
 }
 
+/// The accept-queue wait's lines of a phase that measured it: its latency line, then Little's
+/// law beside the sampled accept-queue length, and what the join left out.
+fn accept_queue(out: &mut String, q: &crate::record::AcceptQueue, encoded: Option<&str>) {
+    if let Some(line) = latency_line("accept wait", encoded) {
+        let sampled = if q.sample_every > 1 {
+            format!(
+                " (1 in {} connections stamped)",
+                group(f64::from(q.sample_every))
+            )
+        } else {
+            String::new()
+        };
+        let _ = writeln!(out, "{line}{sampled}");
+    }
+    let depth = match q.sampled_depth {
+        Some(d) => format!(
+            "sampled accept-queue length mean {d:.1}, max {} ({} samples, every {})",
+            group(q.sampled_depth_max as f64),
+            group(q.depth_samples as f64),
+            format_ns(q.depth_every_us as f64 * 1e3)
+        ),
+        None => "the accept-queue length could not be sampled".to_string(),
+    };
+    let _ = writeln!(
+        out,
+        "  accept queue: Little's law {}/s × mean wait {} = {:.1} waiting; {depth}",
+        group(q.accept_rate_per_sec),
+        format_ns(q.mean_wait_ns),
+        q.littles_law_depth
+    );
+    let mut left = Vec::new();
+    if q.accepted_first > 0 {
+        left.push(format!(
+            "{} accepted before the client saw its handshake complete (wait 0)",
+            group(q.accepted_first as f64)
+        ));
+    }
+    if q.unmatched_client + q.unmatched_server > 0 {
+        left.push(format!(
+            "{} client and {} server stamps joined nothing",
+            group(q.unmatched_client as f64),
+            group(q.unmatched_server as f64)
+        ));
+    }
+    if q.stamps_full > 0 {
+        left.push(format!(
+            "{} stamps lost to full buffers",
+            group(q.stamps_full as f64)
+        ));
+    }
+    if !left.is_empty() {
+        let _ = writeln!(out, "  accept wait: {}", left.join("; "));
+    }
+}
+
 fn pattern_text(p: &PhaseRecord) -> String {
     match p.pattern {
         crate::record::Pattern::Closed { concurrency } => {
@@ -171,6 +226,9 @@ pub(crate) fn phase(out: &mut String, p: &PhaseRecord, accounting: Option<&str>)
     // The generator's own lag, so the handshake line above can be read net of it.
     if let Some(line) = latency_line("generator lag", p.histograms.generator_lag.as_deref()) {
         let _ = writeln!(out, "{line}");
+    }
+    if let Some(q) = p.accept_queue.as_ref().filter(|q| q.not_measured.is_none()) {
+        accept_queue(out, q, p.histograms.accept_queue_wait.as_deref());
     }
     if let n @ 1.. = crate::record::never_accepted_total(&p.failures) {
         let _ = writeln!(out, "  note: {}", crate::analysis::client_view_note(n));
@@ -304,6 +362,14 @@ pub fn bench_summary(
     );
     if let Some(d) = &run.load_engine_detail {
         let _ = writeln!(out, "load engine: {d}");
+    }
+    // Said once, not per phase, and never as a zero.
+    if let Some(why) = r
+        .phases
+        .iter()
+        .find_map(|p| p.accept_queue.as_ref()?.not_measured.as_deref())
+    {
+        let _ = writeln!(out, "accept-queue wait: not measured: {why}");
     }
     if run.placement.as_deref() == Some("whole-machine") {
         let _ = writeln!(
@@ -665,6 +731,65 @@ mod tests {
         assert_eq!(
             text.matches("warning: peak: our counts do not agree: server accepts vs Tcp.PassiveOpens: ours 6000 != kernel 6001").count(),
             1,
+            "{text}"
+        );
+    }
+
+    /// A measured accept-queue wait prints its histogram line and Little's law beside the
+    /// sampled length; an unmeasured one says why once for the run, never a zero.
+    #[test]
+    fn the_accept_queue_wait_is_printed_with_littles_law_or_said_unmeasured_once() {
+        let mut r = RunRecord::example();
+        let mut h = crate::record::new_latency_histogram();
+        for v in [1_000u64, 2_000, 400_000_000] {
+            h.record(v).unwrap();
+        }
+        let p = &mut r.phases[1];
+        p.histograms.accept_queue_wait = Some(crate::record::encode_histogram(&h));
+        p.accept_queue = Some(crate::record::AcceptQueue {
+            sample_every: 4,
+            joined: 3,
+            mean_wait_ns: 133_334_333.0,
+            accept_rate_per_sec: 2_000.0,
+            littles_law_depth: 266.7,
+            sampled_depth: Some(250.0),
+            sampled_depth_max: 800,
+            depth_samples: 300,
+            depth_every_us: 5_000,
+            unmatched_client: 2,
+            ..Default::default()
+        });
+        let text = bench_summary(&r, None, None);
+        assert!(
+            text.contains("  accept wait p50 1.0 µs")
+                && text.contains("(3 samples) (1 in 4 connections stamped)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("  accept queue: Little's law 2,000/s × mean wait 133.33 ms = 266.7 waiting; sampled accept-queue length mean 250.0, max 800 (300 samples, every 5.00 ms)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("2 client and 0 server stamps joined nothing"),
+            "{text}"
+        );
+        assert!(!text.contains("not measured"), "{text}");
+        for p in &mut r.phases {
+            p.histograms.accept_queue_wait = None;
+            p.accept_queue = Some(crate::record::AcceptQueue {
+                not_measured: Some("the server is external".into()),
+                ..Default::default()
+            });
+        }
+        let text = bench_summary(&r, None, None);
+        assert_eq!(
+            text.matches("accept-queue wait: not measured: the server is external")
+                .count(),
+            1,
+            "{text}"
+        );
+        assert!(
+            !text.contains("accept wait") && !text.contains("Little"),
             "{text}"
         );
     }
