@@ -178,7 +178,8 @@ impl Harness {
         stop: &AtomicBool,
         on_second: &mut dyn FnMut(&loadgen::TimelineRow),
     ) -> anyhow::Result<PhaseOutcome> {
-        let cfg = self.setup.load_config(self.target, spec);
+        let mut cfg = self.setup.load_config(self.target, spec);
+        let stamping = self.start_stamping(&mut cfg, spec);
         let srv_before = self.counters_server()?;
         let load_before = self.counters_load()?;
         let accepted_before = self.server.as_ref().map(|s| s.stats());
@@ -189,12 +190,17 @@ impl Harness {
             None => loadgen::run(&cfg, stop, on_second),
         }
         .map_err(load_error)?;
+        let stamping = stamping.map(|(every, sampler)| (every, sampler.finish()));
         // Let the server take what is still in its accept queues before counting.
         let accepted_after = self.wait_for_accepts(
             accepted_before.as_ref(),
             &srv_before,
             report.total.successes,
         );
+        let server_stamps = match (&stamping, self.server.as_ref()) {
+            (Ok(_), Some(s)) => Some(s.take_stamps(STAMPS_WAIT)),
+            _ => None,
+        };
         let wall_ns = t0.elapsed().as_nanos() as u64;
         let stat_after = tuning::host::read_cpu_times();
         let srv_after = self.counters_server()?;
@@ -218,6 +224,39 @@ impl Harness {
             load_delta: load_before.zip(load_after).map(|(b, a)| a.delta(&b)),
         });
         out.record.settings = self.settings();
+        let client = out.report.accept_stamps.take();
+        let (queue, wait) = match (stamping, server_stamps, client) {
+            (Err(why), _, _) => (crate::acceptq::not_measured(why), None),
+            (Ok(_), Some(s), _) if s.workers_missing > 0 => (
+                crate::acceptq::not_measured(format!(
+                    "{} server worker(s) did not hand their accept stamps over in time",
+                    s.workers_missing
+                )),
+                None,
+            ),
+            (Ok(_), _, None) => (
+                crate::acceptq::not_measured(
+                    "the io_uring load engine's sockets are direct descriptors, whose local port it cannot read (--load-engine epoll measures it)",
+                ),
+                None,
+            ),
+            (Ok((every, depth)), s, Some(c)) => {
+                let (q, h) = crate::acceptq::finish(crate::acceptq::Sides {
+                    server: s.map(|s| s.stamps).unwrap_or_default(),
+                    client: c.stamps,
+                    window: (
+                        c.measured_from_ns,
+                        (out.record.measured_secs * 1e9) as u64,
+                    ),
+                    every,
+                    accept_rate_per_sec: out.record.achieved_per_sec.unwrap_or(0.0),
+                    depth,
+                });
+                (q, Some(h))
+            }
+        };
+        out.record.accept_queue = Some(queue);
+        out.record.histograms.accept_queue_wait = wait;
         // The load workers' timer slack (PR_SET_TIMERSLACK), ns: it bounds the generator's lag.
         if let Some(l) = out.report.generator_lag.as_ref() {
             let settings = &mut out.record.settings;
@@ -246,6 +285,46 @@ impl Harness {
 impl Harness {
     fn pair(&self) -> Option<&NsPair> {
         self.ns.as_ref().map(|(ns, _)| ns)
+    }
+
+    /// Asks both sides to stamp for the accept-queue wait ([`crate::acceptq`]): the server's
+    /// workers now, the load generator through `cfg`; and starts sampling the accept-queue
+    /// length. The 1-in-N rule and the sampler, or why the wait cannot be measured.
+    fn start_stamping(
+        &self,
+        cfg: &mut loadgen::LoadConfig,
+        spec: &PhaseSpec,
+    ) -> Result<(u32, crate::acceptq::DepthSampler), String> {
+        let Some(server) = self.server.as_ref() else {
+            return Err("the server is external (--target): only bench's own server's accepts can be joined with the load's handshakes on one clock".into());
+        };
+        if let Some(why) = server.stamps_unavailable() {
+            return Err(why.into());
+        }
+        let planned = match spec.pattern {
+            loadgen::Pattern::Open { rate_per_sec, .. } => {
+                Some(rate_per_sec * (spec.duration + spec.warmup).as_secs_f64())
+            }
+            loadgen::Pattern::Closed { .. } => None,
+        };
+        let (every, per_load, per_server) = crate::acceptq::plan(planned, cfg.cpus.len());
+        if !server.start_stamping(per_server, every, STAMPS_WAIT) {
+            return Err("the server's workers did not start stamping accepts in time".into());
+        }
+        cfg.accept_stamps = Some(loadgen::AcceptStamps {
+            per_worker: per_load,
+            every,
+        });
+        let tables = match self.pair() {
+            Some(ns) => ns
+                .enter_server(crate::acceptq::open_tables)
+                .unwrap_or_default(),
+            None => crate::acceptq::open_tables(),
+        };
+        Ok((
+            every,
+            crate::acceptq::DepthSampler::start(tables, self.target.port()),
+        ))
     }
 
     /// Waits until the server has taken every connection the kernel completed for it, so a
@@ -306,6 +385,10 @@ impl Harness {
 /// TLS accept counts stood still, before a phase is counted: twice the longest an idle worker
 /// waits before it publishes its counters (50 ms, `server`'s `WAIT_MAX`).
 const SETTLE: Duration = Duration::from_millis(100);
+
+/// Longest wait for the server's workers to start or hand over their accept stamps (an idle
+/// worker looks every 50 ms).
+const STAMPS_WAIT: Duration = Duration::from_secs(2);
 
 /// Longest wait for the server to take what its accept queues still hold after the load ended.
 const ACCEPT_WAIT_MAX: Duration = Duration::from_secs(5);

@@ -50,6 +50,7 @@
 // would reach the binary and the test crates), this library does not.
 #![warn(unreachable_pub)]
 
+pub mod acceptq;
 pub mod baseline;
 pub mod cleanup;
 pub mod commands;

@@ -176,14 +176,19 @@ pub struct Joined {
     pub unmatched_client: u64,
     /// Server stamps of such keys: left out.
     pub unmatched_server: u64,
+    /// Joined connections whose client stamp is before the window asked for (warm-up): left
+    /// out.
+    pub before_window: u64,
 }
 
 /// Joins client stamps (`client`: handshake completion) with server stamps (`server`: accept)
 /// by key: within a key, the k-th client stamp in time order is the k-th server stamp's
 /// connection (a port is reused only after its connection ended, so one key's connections
 /// follow each other). A key with a different count on the two sides joins nothing (which of
-/// its connections is missing cannot be told) and is counted in `unmatched_*`. Sorts both.
-pub fn join(client: &mut [Stamp], server: &mut [Stamp]) -> Joined {
+/// its connections is missing cannot be told) and is counted in `unmatched_*`. A joined
+/// connection whose client stamp is before `from_ns` is left out (counted in `before_window`).
+/// Sorts both.
+pub fn join(client: &mut [Stamp], server: &mut [Stamp], from_ns: u64) -> Joined {
     client.sort_unstable();
     server.sort_unstable();
     let mut out = Joined {
@@ -202,6 +207,10 @@ pub fn join(client: &mut [Stamp], server: &mut [Stamp]) -> Joined {
         let sj = server[j..].iter().take_while(|s| s.key == key).count();
         if ci == sj {
             for (c, s) in client[i..i + ci].iter().zip(&server[j..j + sj]) {
+                if c.t_ns < from_ns {
+                    out.before_window += 1;
+                    continue;
+                }
                 if s.t_ns < c.t_ns {
                     out.accepted_first += 1;
                 }
@@ -279,17 +288,21 @@ mod tests {
             st(11, 10),
         ];
         let mut server = vec![st(5, 400), st(7, 5_700), st(7, 1_200), st(8, 1), st(11, 8)];
-        let j = join(&mut client, &mut server);
+        let j = join(&mut client.clone(), &mut server.clone(), 0);
         // 5: 300; 7: 200 then 700; 11: accepted 2 ns before the client saw it (wait 0).
         let mut waits = j.waits_ns.clone();
         waits.sort_unstable();
         assert_eq!(waits, vec![0, 200, 300, 700]);
         assert_eq!(j.accepted_first, 1);
         assert_eq!((j.unmatched_client, j.unmatched_server), (1, 1), "9 and 8");
+        // From 1,000 ns: 5 (client at 100) and 11 (at 10) are warm-up.
+        let j = join(&mut client, &mut server, 1_000);
+        assert_eq!(j.waits_ns, vec![200, 700]);
+        assert_eq!((j.before_window, j.accepted_first), (2, 0));
         // A key seen twice by the client and once by the server joins nothing.
         let mut client = vec![st(3, 10), st(3, 20)];
         let mut server = vec![st(3, 25)];
-        let j = join(&mut client, &mut server);
+        let j = join(&mut client, &mut server, 0);
         assert!(j.waits_ns.is_empty());
         assert_eq!((j.unmatched_client, j.unmatched_server), (2, 1));
     }

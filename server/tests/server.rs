@@ -625,7 +625,7 @@ fn a_paused_accept_loop_shows_as_the_accept_queue_wait() {
         );
         assert_eq!(wait_accepted(&srv, 20), 20);
         let mut server = srv.take_stamps(Duration::from_secs(2)).stamps.into_stamps();
-        let j = join(&mut client.clone(), &mut server.clone());
+        let j = join(&mut client.clone(), &mut server.clone(), 0);
         assert_eq!(j.waits_ns.len(), 20, "{engine:?}: {j:?}");
         assert_eq!(
             (j.accepted_first, j.unmatched_client, j.unmatched_server),
