@@ -132,10 +132,13 @@ pub(crate) const FINISH_MAX: Duration = Duration::from_secs(2);
 /// at 65,536 slots, in kernel memory; nothing per slot in this process.
 const DIRECT_FILES: usize = 65_536;
 
-/// Stamps: GETSOCKOPT(SO_PEERNAME) in flight at most (slots of `Uring::peers`): more than a
-/// turn's accepts ([`TURN_BUDGET`]) plus a full SQ, so a turn never runs out (a connection
-/// accepted with no slot free is counted in `Stamps::full`, not stamped).
-const PEER_SLOTS: usize = 4 * TURN_BUDGET + SQ_ENTRIES as usize;
+/// Stamps: GETSOCKOPT(SO_PEERNAME) in flight at most (slots of `Uring::peers`, 36 bytes each,
+/// about 160 KiB). A burst of accepts (an accept queue emptied after a stall) puts up to a full
+/// CQ of accept CQEs ahead of the GETSOCKOPT CQEs that free slots, so a slot per CQ entry, plus
+/// a full SQ and a few turns' accepts ([`TURN_BUDGET`]); a connection accepted with no slot free
+/// is counted in `Stamps::full`, not stamped. (With a quarter of this, 126 of 1,400 connections
+/// queued behind a 700 ms stall went unstamped: the longest waits.)
+const PEER_SLOTS: usize = CQ_ENTRIES as usize + SQ_ENTRIES as usize + 4 * TURN_BUDGET;
 
 /// Bytes of a `sockaddr_in6`, the largest peer address (an IPv4 peer takes 16).
 const PEER_BYTES: usize = 28;
