@@ -212,6 +212,10 @@ impl Epoll {
                         .unwrap_or(libc::ECONNRESET);
                     match verdict(code, Ok(())) {
                         Verdict::ResetAfterHandshake(code) => {
+                            // A handshake the server accepted (and reset) before this worker
+                            // looked: stamped now, so its port's connections all join (its
+                            // wait is then 0, counted as accepted first).
+                            self.stamp(i, t);
                             core.reset_after_handshake(i, t, code, self)
                         }
                         _ => core.fail(i, code, self),
