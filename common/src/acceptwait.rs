@@ -58,7 +58,7 @@ pub fn conn_key(addr: &SocketAddr) -> Option<u64> {
 /// connections.
 #[inline]
 pub fn keeps(key: u64, every: u32) -> bool {
-    every <= 1 || mix(key) % u64::from(every) == 0
+    every <= 1 || mix(key).is_multiple_of(u64::from(every))
 }
 
 /// A 64-bit finalizer (SplitMix64's): spreads keys that differ in a few low bits (consecutive
