@@ -761,7 +761,7 @@ mod tests {
         });
         let text = bench_summary(&r, None, None);
         assert!(
-            text.contains("  accept wait p50 1.0 µs")
+            text.contains("  accept wait p50 2.0 µs")
                 && text.contains("(3 samples) (1 in 4 connections stamped)"),
             "{text}"
         );
