@@ -2,15 +2,18 @@
 //! may act on.
 //!
 //! Files: `doctor` ([`doctor`]: the one-screen summary of everything that matters for a
-//! connection-rate run, as findings), `kconfig` ([`audit_kernel_config`]: the kernel
+//! connection-rate run, as findings), `boot` ([`cmdline_findings`]: the boot command line's CPU
+//! lists against this host's CPUs and the isolation in effect), `kconfig` ([`audit_kernel_config`]: the kernel
 //! configuration audited for a [`AuditProfile`]), `placement` ([`place_cpus`]: the CPU planner
 //! behind `--cpus auto`) and `ports` ([`port_budget`]: the ephemeral-port budget of a client).
 
+mod boot;
 mod doctor;
 mod kconfig;
 mod placement;
 mod ports;
 
+pub use boot::{cmdline_findings, CpuState};
 pub use doctor::doctor;
 pub use kconfig::{
     audit_kernel_config, AuditProfile, AuditRow, AuditRuntime, KconfigError, KernelConfig,
