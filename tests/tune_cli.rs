@@ -636,13 +636,18 @@ fn dry_run_says_what_yes_will_do_including_refusals() {
     let state = d.path().join("state");
     let strict = sysctld().join("02-status-key-strict.conf");
     let dash = sysctld().join("02-status-key.conf");
+    // A status key without `-` fails EACCES when written, which systemd-sysctl ignores: plain
+    // apply skips it with one line and applies the rest; --strict refuses the whole plan.
     let script = format!(
         r#"f=/proc/sys/net/ipv4/tcp_fin_timeout
 echo "before $(cat $f)"
-"$BIN" tune apply --file {strict} --state-dir {state}
+"$BIN" tune apply --file {strict} --state-dir {state} --strict
 echo "strict-dry $?"
-"$BIN" tune apply --file {strict} --state-dir {state} --yes
+"$BIN" tune apply --file {strict} --state-dir {state} --strict --yes
 echo "strict-yes $? $(cat $f)"
+"$BIN" tune apply --file {strict} --state-dir {state} --yes
+echo "plain-yes $? $(cat $f)"
+"$BIN" tune revert --state-dir {state} >/dev/null
 "$BIN" tune apply --file {dash} --state-dir {state}
 echo "dash-dry $?"
 "$BIN" tune apply --file {dash} --state-dir {state} --yes
@@ -666,12 +671,18 @@ echo "dash-yes $? $(cat $f)"
     assert_eq!(val("strict-dry"), "2", "{t}");
     assert!(
         t.contains(&format!(
-            "`connstorm tune apply --file {} --yes` would refuse the whole plan and change nothing",
+            "`connstorm tune apply --file {} --strict --yes` would refuse the whole plan and change nothing",
             strict.display()
         )),
         "{t}"
     );
     assert_eq!(val("strict-yes"), format!("2 {before}"), "{t}");
+    assert_eq!(val("plain-yes"), "0 17", "{t}");
+    assert!(
+        t.lines()
+            .any(|l| l.starts_with("skipped net.netfilter.nf_conntrack_count: ")),
+        "{t}"
+    );
     // With `-`: the status key is skipped with a note, and --yes writes the other key.
     assert_eq!(val("dash-dry"), "0", "{t}");
     assert!(
