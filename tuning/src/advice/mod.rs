@@ -21,6 +21,7 @@ pub use kconfig::{
 };
 pub use placement::{place_cpus, Placement, PlacementError, PlacementRequest};
 pub use ports::{
-    port_budget, port_reuse_remedy, port_shortfall, PortDemand, PortEstimate, PortReuse,
-    PortSettings, PortSettingsError, DEFAULT_REUSE_DELAY_MS, TIME_WAIT_SECS,
+    port_budget, port_in_use, port_reuse_remedy, port_shortfall, time_wait_held, PortDemand,
+    PortEstimate, PortHolders, PortReuse, PortSettings, PortSettingsError, TimeWaitHeld,
+    DEFAULT_REUSE_DELAY_MS, TIME_WAIT_SECS,
 };
