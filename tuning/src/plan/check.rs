@@ -497,6 +497,8 @@ pub fn check(preset: &Preset, io: &dyn SysctlIo, opts: CheckOptions) -> Vec<Row>
                     format!("{note}; --strict makes this an error (a `-` prefix on the line skips it instead)")
                 } else if matches!(status, Status::Missing | Status::Unavailable) {
                     format!("{note}; skipped with a warning, the rest applies (as systemd-sysctl does; --strict refuses)")
+                } else if status == Status::Refused {
+                    format!("{note}; skipped, the rest applies (--strict refuses)")
                 } else {
                     format!("{note}; skipped, the rest applies (systemd-sysctl ignores EPERM, EACCES and EROFS too; --strict refuses)")
                 };
