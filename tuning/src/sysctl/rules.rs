@@ -305,7 +305,7 @@ pub(crate) const NETNS_RULES: &[NetnsRule] = &[
             list: "net.ipv4.tcp_allowed_congestion_control",
             available: "net.ipv4.tcp_available_congestion_control",
         },
-        fix: "allow it from the initial namespace (the list is read-only in a child): `sysctl -w net.ipv4.tcp_allowed_congestion_control=\"LIST ALGO\"` there, or make ALGO the initial namespace's default; or set it per socket with setsockopt(TCP_CONGESTION)",
+        fix: "run `sysctl -w net.ipv4.tcp_allowed_congestion_control=\"LIST ALGO\"` in the initial namespace (the list is read-only in a child), or make ALGO the initial namespace's default; or set it per socket with setsockopt(TCP_CONGESTION)",
         source: "net/ipv4/tcp_cong.c tcp_set_default_congestion_control (\"Only init netns can set default to a restricted algorithm\": EPERM)",
     },
     NetnsRule {
