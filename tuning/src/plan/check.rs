@@ -482,7 +482,12 @@ pub fn check(preset: &Preset, io: &dyn SysctlIo, opts: CheckOptions) -> Vec<Row>
             if e.optional
                 && matches!(
                     status,
-                    Status::ReadOnly | Status::Rejected | Status::Missing | Status::Denied | Status::Unavailable
+                    Status::ReadOnly
+                        | Status::Rejected
+                        | Status::Missing
+                        | Status::Denied
+                        | Status::Unavailable
+                        | Status::Refused
                 )
             {
                 note = format!("{note}; skipped: the line's `-` prefix ignores this failure");

@@ -1,5 +1,5 @@
 //! Issue 34, host files round 3: files people bring (the corpus under
-//! `tests/fixtures/sysctld/corpus/`, from the public repositories FACTS-3 names), each row of the
+//! `tests/fixtures/sysctld/corpus/`, from the public repositories docs/tuning.md names under "Facts relied on"), each row of the
 //! issue's table as a kind of fault. Plans are checked on fixture /proc/sys trees built here and
 //! in fresh network namespaces; everything that writes does so inside a namespace made for the
 //! test (`testkit::NetNs`).
@@ -467,6 +467,128 @@ fn apply_semantics_a_missing_key_is_a_warning_and_the_rest_applies() {
             .any(|(k, _)| k.as_str() == "kernel.sysrq"),
         "{pred:?}"
     );
+}
+
+/// Apply semantics of a `-key = value` line (systemd-sysctl: a `-` prefix ignores any failure of
+/// that line, also with `--strict`): in a child namespace with --strict, a missing key, a status
+/// key, an algorithm the namespace may not pick, a global key and a value the kernel rejects are
+/// all skipped, none refuses the plan; the same lines without `-` each refuse it.
+#[test]
+fn apply_semantics_a_dash_line_is_skipped_whatever_fails_even_with_strict() {
+    let d = tree(&[
+        ("fs.file-nr", "3008 0 9223372036854775807", 0o444),
+        (CC, "bbr", 0o644),
+        ("net.ipv4.tcp_allowed_congestion_control", "reno bbr", 0o644),
+        (
+            "net.ipv4.tcp_available_congestion_control",
+            "reno bbr cubic",
+            0o444,
+        ),
+        ("net.core.rmem_max", "212992", 0o644),
+        ("net.ipv4.tcp_tw_reuse", "2", 0o644),
+        ("net.ipv4.tcp_fin_timeout", "60", 0o644),
+    ]);
+    let lines = [
+        ("kernel.sysrq", "16"),
+        ("fs.file-nr", "1"),
+        (CC, "cubic"),
+        ("net.core.rmem_max", "4194304"),
+        ("net.ipv4.tcp_tw_reuse", "3"),
+    ];
+    let text = |dash: &str| {
+        let mut t: String = lines
+            .iter()
+            .map(|(k, v)| format!("{dash}{k} = {v}\n"))
+            .collect();
+        t.push_str("net.ipv4.tcp_fin_timeout = 17\n");
+        t
+    };
+    let r = rows_on(&[file("dash.conf", &text("-"))], d.path(), CHILD_STRICT);
+    for (k, _) in lines {
+        let x = row(&r, k);
+        // A missing key on a `-` line is "missing (optional)", the other failures "skipped (-)".
+        let want = if k == "kernel.sysrq" {
+            Status::MissingOptional
+        } else {
+            Status::Skipped
+        };
+        assert_eq!(x.status, want, "{k}: {}", x.note);
+        assert!(!x.fatal, "{k}: {}", x.note);
+        assert!(x.note.contains("`-` prefix ignores"), "{k}: {}", x.note);
+    }
+    let pred = Prediction::of(&r);
+    assert!(pred.refusals.is_empty(), "{pred:?}");
+    let writes: Vec<&str> = pred.writes.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(writes, ["net.ipv4.tcp_fin_timeout"], "{pred:?}");
+    // Without the prefix, --strict refuses the plan for each of them.
+    let r = rows_on(&[file("plain.conf", &text(""))], d.path(), CHILD_STRICT);
+    for (k, _) in lines {
+        assert!(row(&r, k).fatal, "{k}: {}", row(&r, k).note);
+    }
+    assert_eq!(Prediction::of(&r).refusals.len(), lines.len());
+}
+
+/// A `-` line whose write fails when applied (not predicted: the kernel answers ENOENT or EIO)
+/// is skipped with --strict too, and the rest is written; the snapshot holds what was written.
+#[test]
+fn apply_semantics_a_dash_line_that_fails_when_written_is_skipped_with_strict() {
+    let state = tempfile::tempdir().unwrap();
+    let state_dir = state.path().to_path_buf();
+    NetNs::run(move |ns| {
+        let before = ns.sysctl("net.ipv4.tcp_fin_timeout");
+        let p = Preset::from_sysctl_d(
+            &[file(
+                "d.conf",
+                "-net.ipv4.tcp_keepalive_time = 601\n-net.ipv4.tcp_syn_retries = 5\nnet.ipv4.tcp_fin_timeout = 17\n",
+            )],
+            Path::new("/"),
+        )
+        .unwrap();
+        let mut io = Failing {
+            inner: ProcSys { root: "/".into() },
+            fail: vec![
+                ("net.ipv4.tcp_keepalive_time", 2), // ENOENT
+                ("net.ipv4.tcp_syn_retries", 5),    // EIO
+            ],
+        };
+        let rows = plan::check(&p, &io, CHILD_STRICT);
+        let rep = plan::apply_with(
+            &rows,
+            &mut io,
+            Path::new("/"),
+            &state_dir,
+            "t",
+            plan::ApplyOptions { strict: true },
+        )
+        .unwrap();
+        let changed: Vec<&str> = rep.changed.iter().map(|(k, ..)| k.as_str()).collect();
+        assert_eq!(changed, ["net.ipv4.tcp_fin_timeout"]);
+        let skipped: Vec<&str> = rep.skipped.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(
+            skipped,
+            ["net.ipv4.tcp_keepalive_time", "net.ipv4.tcp_syn_retries"],
+            "{:?}",
+            rep.skipped
+        );
+        assert!(
+            rep.skipped
+                .iter()
+                .all(|(_, why)| why.starts_with("write failed and was ignored (`-` line)")),
+            "{:?}",
+            rep.skipped
+        );
+        assert_eq!(ns.sysctl("net.ipv4.tcp_fin_timeout"), "17");
+        let snap = tuning::plan::Snapshot::read(rep.snapshot.as_ref().unwrap()).unwrap();
+        assert_eq!(snap.saved.len(), 1, "{:?}", snap.saved);
+        plan::revert(
+            &snap,
+            &mut ProcSys { root: "/".into() },
+            Path::new("/"),
+            false,
+        )
+        .unwrap();
+        assert_eq!(ns.sysctl("net.ipv4.tcp_fin_timeout"), before);
+    });
 }
 
 /// A read-only status key (`fs.file-nr`, copied from `sysctl -a`) gets one reason, the same in
