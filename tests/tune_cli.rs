@@ -1264,3 +1264,93 @@ fn the_boot_command_line_against_the_host_is_checked_list_by_list() {
         );
     }
 }
+
+/// The boot command line against the host, in the doctor (`tune check --root`, no kernel config
+/// to audit): the same line for a 192-CPU machine on the 2-CPU fixture host gives one line per
+/// list naming CPUs the host lacks and one per isolation not in effect.
+#[test]
+fn the_boot_command_line_against_the_host_is_checked_by_the_doctor() {
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path().join("vm");
+    let cp = Command::new("cp")
+        .arg("-r")
+        .arg(fixtures().join("vm"))
+        .arg(&root)
+        .status()
+        .unwrap();
+    assert!(cp.success());
+    let put = |rel: &str, body: &str| {
+        let p = root.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, body).unwrap();
+    };
+    put(
+        "proc/cmdline",
+        "BOOT_IMAGE=/vmlinuz isolcpus=managed_irq,domain,1,3-191 nohz_full=1,3-191 rcu_nocbs=1,3-191 irqaffinity=0,2\n",
+    );
+    put("sys/devices/system/cpu/isolated", "\n");
+    put("sys/devices/system/cpu/nohz_full", "(null)\n");
+    put("proc/irq/default_smp_affinity", "3\n");
+    let o = run(&["tune", "check", "--root", root.to_str().unwrap()]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    for want in [
+        "isolcpus=1,3-191 names CPU(s) 3-191 that this host does not have (possible CPUs 0-1",
+        "nohz_full=1,3-191 names CPU(s) 3-191 that this host does not have",
+        "rcu_nocbs=1,3-191 names CPU(s) 3-191 that this host does not have",
+        "irqaffinity=0,2 names CPU(s) 2 that this host does not have",
+        "isolcpus= asks for CPU(s) 1,3-191 but /sys/devices/system/cpu/isolated does not list them: not in effect",
+        "nohz_full= asks for CPU(s) 1,3-191 but /sys/devices/system/cpu/nohz_full does not list them",
+    ] {
+        assert_eq!(
+            t.lines().filter(|l| l.contains(want)).count(),
+            1,
+            "one line for {want:?}: {t}"
+        );
+    }
+}
+
+/// Per-namespace keys called global, end to end: Kubernetes' k8s.conf applied with `--netns`
+/// writes `net.bridge.bridge-nf-call-iptables` (and ip6tables) in the namespace, where the
+/// kernel keeps a copy of its own; the host keeps its value. It was "refused (global)": "would
+/// affect the whole host".
+#[test]
+fn per_namespace_keys_called_global_are_applied_with_netns() {
+    let path = "/proc/sys/net/bridge/bridge-nf-call-iptables";
+    let path6 = "/proc/sys/net/bridge/bridge-nf-call-ip6tables";
+    if !Path::new(path).exists() {
+        eprintln!("skipping: module br_netfilter is not loaded here ({path} is absent); this test loads no module");
+        return;
+    }
+    let host = || [path, path6].map(|p| std::fs::read_to_string(p).unwrap().trim().to_string());
+    let host_before = host();
+    let ns = NamedNetns::add("connstorm-k8s");
+    let zero = Command::new("ip")
+        .args(["netns", "exec", &ns.0, "sh", "-c"])
+        .arg(format!("echo 0 > {path} && echo 0 > {path6}"))
+        .output()
+        .unwrap();
+    assert!(zero.status.success(), "{}", text(&zero));
+    let d = tempfile::tempdir().unwrap();
+    let f = corpus().join("k8s.conf");
+    let o = run(&[
+        "tune",
+        "apply",
+        "--file",
+        f.to_str().unwrap(),
+        "--netns",
+        &ns.0,
+        "--state-dir",
+        d.path().join("state").to_str().unwrap(),
+        "--yes",
+    ]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(
+        !t.contains("whole host") && !t.contains("refused (global)"),
+        "{t}"
+    );
+    assert_eq!(ns.read(path), "1", "{t}");
+    assert_eq!(ns.read(path6), "1", "{t}");
+    assert_eq!(host(), host_before, "the host kept its values: {t}");
+}
