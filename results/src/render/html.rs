@@ -852,6 +852,98 @@ mod tests {
         assert!(!html.contains("plot-ab") && !html.contains("id=\"comparison\""));
     }
 
+    /// Where each section starts in `html`.
+    fn section_at(html: &str, id: &str) -> usize {
+        html.find(&format!("<section id=\"{id}\">"))
+            .unwrap_or_else(|| panic!("no #{id}"))
+    }
+
+    /// Issue 37, "HTML report": the A/B verdict sat ~5,000 px down the page. The page opens
+    /// with the verdict (connections/s first), then the summary at the default width (short side
+    /// names), before warnings, plots and the every-column comparison.
+    #[test]
+    fn an_ab_page_opens_with_the_verdict_then_the_summary() {
+        let mut recs = Vec::new();
+        for i in 1..=3 {
+            for side in ["old", "new"] {
+                let mut r = RunRecord::example();
+                r.run.command = "bench".to_string();
+                r.label = format!("{side}#{i}");
+                recs.push(r);
+            }
+        }
+        let html = page(&recs);
+        let at = |id: &str| section_at(&html, id);
+        assert!(
+            at("verdict") < at("summary")
+                && at("summary") < at("warnings")
+                && at("warnings") < at("plots")
+                && at("plots") < at("comparison")
+                && at("comparison") < at("details"),
+            "sections out of order"
+        );
+        // Only the title comes before the verdict.
+        let head = &html[html.find("<body>").unwrap()..at("verdict")];
+        assert_eq!(tags(head), ["body", "h1", "/h1"], "{head}");
+        let verdict = &html[at("verdict")..at("summary")];
+        assert!(
+            verdict.contains("<p class=\"lead\">verdict (B vs A): connections/s (peak phase)"),
+            "{verdict}"
+        );
+        let summary = &html[at("summary")..at("warnings")];
+        assert!(
+            summary.contains("<th>A: old</th>") && summary.contains("<th>B: new</th>"),
+            "{summary}"
+        );
+        assert!(!summary.contains("median [min"), "the wide table is further down");
+    }
+
+    /// Issue 37, "capacity": a sweep's page states in its verdict that the generator, not the
+    /// server, reached its limit, and its summary row marks the client-limited step.
+    #[test]
+    fn a_sweep_page_states_who_limited_it_in_the_verdict() {
+        let mut rec = RunRecord::example();
+        rec.run.command = "sweep".to_string();
+        rec.warnings.clear();
+        rec.config = serde_json::json!({"slo": "p99<1ms", "max_errors": 0.001});
+        rec.phases = (1..=4u64)
+            .map(|i| {
+                let mut h = crate::record::new_latency_histogram();
+                h.record_n(20_000 * i, 100).unwrap();
+                let rate = 1_000.0 * i as f64;
+                let busy = if i >= 3 { 980_000_000 } else { 400_000_000 };
+                let mut p = crate::record::PhaseRecord {
+                    name: format!("step-{i}"),
+                    pattern: crate::record::Pattern::Open {
+                        rate_per_sec: rate,
+                        arrival: crate::record::Arrival::Uniform,
+                    },
+                    offered_per_sec: Some(rate),
+                    achieved_per_sec: Some(rate),
+                    attempts: 100,
+                    successes: 100,
+                    histograms: crate::record::Histograms::encode(&h, &h, None),
+                    ..crate::record::PhaseRecord::default()
+                };
+                p.cpu.load = crate::record::SideCpu::new(0, 0, 1_000_000_000, 1, 100)
+                    .with_run_ns(busy, 100);
+                p
+            })
+            .collect();
+        let html = page(std::slice::from_ref(&rec));
+        let verdict = &html[section_at(&html, "verdict")..section_at(&html, "summary")];
+        assert!(
+            verdict.contains("knee: not reached — the generator, not the server, reached its limit at step-3 (load CPU 98%); the server&#39;s capacity is above 120,000 CPM = 2,000 conn/s"),
+            "{verdict}"
+        );
+        let summary = &html[section_at(&html, "summary")..section_at(&html, "warnings")];
+        assert!(
+            summary.contains("<th>handshake p99</th>")
+                && summary.contains("yes — client-limited: load CPU 98%"),
+            "{summary}"
+        );
+    }
+
     #[test]
     fn a_plot_that_cannot_be_drawn_says_why() {
         let mut rec = RunRecord::example();
