@@ -236,12 +236,16 @@ mod tests {
 
     #[test]
     fn a_load_limited_probe_moves_cpus_to_the_load_where_they_allow() {
+        // 9 CPUs, 3 serving: the load (17.0 µs a connection) needs 2.7× the server's (6.2 µs)
+        // CPUs, so 2 serve and 7 load (7/17 ≥ 1.25 × 2/6.2; 3 would leave 6/17 < 1.25 × 3/6.2).
         let s = cpus(&[0, 1, 2], &[3, 4, 5, 6, 7, 8], false);
         let (m, note) = after_probe(&s, &probe(98.0, 50.0, 17.0, 6.2));
         let m = m.expect("a move");
-        assert_eq!((m.server, m.load), (vec![0], vec![1, 2, 3, 4, 5, 6, 7, 8]));
+        assert_eq!((m.server, m.load), (vec![0, 1], vec![2, 3, 4, 5, 6, 7, 8]));
         assert!(
-            m.note.contains("load CPU 98%, server 50%") && m.note.contains("2.7×"),
+            m.note.contains("load CPU 98%, server 50%")
+                && m.note.contains("2.7×")
+                && m.note.contains("7 load CPUs for 2 server CPUs"),
             "{}",
             m.note
         );
