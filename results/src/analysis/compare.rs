@@ -304,13 +304,14 @@ pub struct Comparison {
     pub metrics: Vec<MetricComparison>,
     /// Caveats: flagged trials, offered rates, phases read.
     pub notes: Vec<String>,
-    /// The offered rate every trial's latency phase ran at, per second, when it was one
+    /// The offered rate every trial's latency phase (flagged trials' too) ran at, per second,
+    /// when it was one
     /// (`ab` runs both sides' latency phases at one rate); `None` when they differ (the latency
     /// metrics are then [`Verdict::DifferentLoads`]) or no trial has a latency phase.
     #[serde(default)]
     pub offered_per_sec: Option<f64>,
-    /// The distinct offered rates of the latency phases compared, per side (A, B), lowest
-    /// first: one value in all when like for like.
+    /// The distinct offered rates of the latency phases of every trial (flagged ones too), per
+    /// side (A, B), lowest first: one value in all when like for like.
     #[serde(default)]
     pub offered_rates: (Vec<f64>, Vec<f64>),
 }
@@ -515,7 +516,10 @@ pub fn compare(
     }
     notes.push(phase_note(a.iter().chain(b), closed_only));
     // Latency depends on load: latency figures of phases at different offered rates are no
-    // comparison (issue 37: each trial's latency phase ran at 80% of its own peak).
+    // comparison (issue 37: each trial's latency phase ran at 80% of its own peak). Every
+    // trial's rate counts, flagged ones too: whether the runs were like for like does not
+    // depend on which trials the verdict keeps (and with every trial flagged there would be
+    // nothing to say it from).
     let rates = |recs: &[RunRecord]| {
         let mut v: Vec<f64> = recs
             .iter()
@@ -525,7 +529,7 @@ pub fn compare(
         v.dedup();
         v
     };
-    let offered_rates = (rates(&ua), rates(&ub));
+    let offered_rates = (rates(a), rates(b));
     let all: Vec<f64> = offered_rates
         .0
         .iter()

@@ -632,6 +632,15 @@ mod tests {
             text.contains("handshake p99 (latency phase, 1,600/s offered)"),
             "{text}"
         );
+        // Flagged trials' rates count too: every trial flagged still says the one rate.
+        let mut flagged = a.clone();
+        for r in &mut flagged {
+            r.warnings
+                .push("peak: other work used 40% of the benchmark CPUs".into());
+        }
+        let cf = compare(&flagged, &b, (None, None), &CompareOptions::default());
+        assert_eq!(cf.a.used(), 0, "every A trial flagged");
+        assert_eq!(cf.offered_per_sec, Some(1_600.0));
         for (i, r) in a.iter_mut().enumerate() {
             let lat = r.phases.iter_mut().find(|p| p.name == "latency").unwrap();
             lat.offered_per_sec = Some(1_500.0 + i as f64 * 40.0);
