@@ -895,7 +895,10 @@ mod tests {
             summary.contains("<th>A: old</th>") && summary.contains("<th>B: new</th>"),
             "{summary}"
         );
-        assert!(!summary.contains("median [min"), "the wide table is further down");
+        assert!(
+            !summary.contains("median [min"),
+            "the wide table is further down"
+        );
     }
 
     /// Issue 37, "capacity": a sweep's page states in its verdict that the generator, not the
@@ -925,8 +928,8 @@ mod tests {
                     histograms: crate::record::Histograms::encode(&h, &h, None),
                     ..crate::record::PhaseRecord::default()
                 };
-                p.cpu.load = crate::record::SideCpu::new(0, 0, 1_000_000_000, 1, 100)
-                    .with_run_ns(busy, 100);
+                p.cpu.load =
+                    crate::record::SideCpu::new(0, 0, 1_000_000_000, 1, 100).with_run_ns(busy, 100);
                 p
             })
             .collect();
