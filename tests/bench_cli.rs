@@ -611,6 +611,19 @@ fn bad_options_exit_2_with_one_clear_line() {
         (&["bench", "--target", "127.0.0.1:1", "--netns"], "exclude"),
         (&["bench", "--rtt", "1ms"], "--netns"),
         (&["sweep", "--slo", "fast"], "SLO"),
+        // Issue 37: an SLO names its latency; one the run would not record is refused.
+        (
+            &["sweep", "--slo", "response p99<1ms"],
+            "recorded with --http",
+        ),
+        (
+            &["sweep", "--slo", "accept-queue-wait p99<1ms"],
+            "the SLO bounds the accept-queue-wait latency",
+        ),
+        (
+            &["sweep", "--slo", "queue p99<1ms"],
+            "\"queue\" is no latency",
+        ),
         (&["sweep", "--from", "90%", "--to", "10%"], "--from"),
         (&["ab", "--trials", "1"], "nothing distinguishes"),
         (&["ab", "--toggle", "sysctl:../etc/passwd=1,2"], "toggle"),
@@ -785,6 +798,202 @@ fn sweep_finds_a_knee_in_its_own_record() {
         );
     }
     assert!(text.contains("dropped") && text.contains("late"), "{text}");
+}
+
+// ---- issue 37: answers a person can act on ----
+
+/// Who limited it, kind "the load side saturated": the load generator pinned to a CPU it shares
+/// with a server worker (server CPUs 0-1, load CPU 1; on one CPU both on 0), stepped from 100%
+/// to 150% of the closed-loop peak. Every step the generator limited is flagged in its row, the
+/// knee is not declared from one, and the headline says the generator, not the server, reached
+/// its limit.
+#[test]
+fn who_limited_it_a_load_limited_sweep_says_the_generator_reached_its_limit() {
+    let _x = testkit::exclusive();
+    let cpus = testkit::allowed_cpus();
+    let (server, load) = if cpus.len() >= 2 {
+        (format!("{},{}", cpus[0], cpus[1]), cpus[1].to_string())
+    } else {
+        (cpus[0].to_string(), cpus[0].to_string())
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(&[
+        "sweep",
+        "--netns",
+        "--server-cpus",
+        &server,
+        "--load-cpus",
+        &load,
+        "--from",
+        "100%",
+        "--to",
+        "150%",
+        "--steps",
+        "2",
+        "--step-duration",
+        "1s",
+        "--probe-duration",
+        "1s",
+        "--slo",
+        "p99<1s",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", testkit::stderr(&out));
+    assert!(
+        text.starts_with("placement: server CPUs [") && text.contains("the load shares CPUs ["),
+        "{text}"
+    );
+    let knee = text.lines().find(|l| l.starts_with("knee:")).unwrap();
+    assert!(
+        knee.starts_with(
+            "knee: not reached — the generator, not the server, reached its limit at step-"
+        ),
+        "{text}"
+    );
+    let rec = only_record(dir.path());
+    let c =
+        results::analysis::Criteria::new(results::analysis::Slo::parse("p99<1s").unwrap(), 0.001);
+    let steps =
+        results::analysis::steps_from_record(&rec, results::analysis::SloLatency::Handshake, 0.99);
+    let first = steps
+        .iter()
+        .position(|s| s.client_limited())
+        .unwrap_or_else(|| panic!("no step flagged: {steps:?}\n{text}"));
+    for s in &steps[first..first + 1] {
+        let row = text.lines().find(|l| l.starts_with(&s.name)).unwrap();
+        assert!(row.contains("client-limited: "), "{row}");
+    }
+    // Never a knee at or above the generator's limit.
+    if let Some(k) = results::analysis::knee(&steps, &c, 2) {
+        assert!(k.index < first, "{k:?}");
+    }
+}
+
+/// Like for like, kind "A/B sides at different offered rates": without --rate, `ab` fixes one
+/// offered rate from a probe pair's lower peak and runs every trial's latency phase, on both
+/// sides, at it; the records carry it and how it was chosen, and the comparison names the
+/// sides by --label-a/--label-b.
+#[test]
+fn like_for_like_an_ab_records_two_sides_carry_one_offered_rate() {
+    let _x = testkit::exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(&[
+        "ab",
+        "--trials",
+        "1",
+        "--a-setup",
+        "true",
+        "--b-setup",
+        "true",
+        "--label-a",
+        "base",
+        "--label-b",
+        "same again",
+        "--duration",
+        "2s",
+        "--format",
+        "json",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    let err = testkit::stderr(&out);
+    assert!(out.status.success(), "{err}");
+    let line = err
+        .lines()
+        .find(|l| l.contains("every trial's latency phase, on both sides, runs at"))
+        .unwrap_or_else(|| panic!("{err}"));
+    assert!(
+        line.contains("80% of the lower peak of a probe pair"),
+        "{line}"
+    );
+    let recs: Vec<RunRecord> = records(dir.path())
+        .iter()
+        .map(|p| RunRecord::read(p).unwrap())
+        .collect();
+    assert_eq!(recs.len(), 2, "one record per trial");
+    let rates: Vec<f64> = recs
+        .iter()
+        .map(|r| r.phase("latency").and_then(|p| p.offered_per_sec).unwrap())
+        .collect();
+    assert_eq!(rates[0], rates[1], "both sides' latency phases at one rate");
+    for r in &recs {
+        assert_eq!(r.config["rate_per_sec"].as_f64(), Some(rates[0]));
+        assert!(
+            r.config["rate_from"]
+                .as_str()
+                .is_some_and(|f| f.starts_with("80% of the lower peak")),
+            "{}",
+            r.config
+        );
+    }
+    let mut labels: Vec<&str> = recs.iter().map(|r| r.label.as_str()).collect();
+    labels.sort_unstable();
+    assert_eq!(labels, ["base#1", "same again#1"]);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (json["a"]["name"].as_str(), json["b"]["name"].as_str()),
+        (Some("base"), Some("same again"))
+    );
+    assert_eq!(json["offered_per_sec"].as_f64(), Some(rates[0]));
+}
+
+/// An SLO on the response latency (`--http`) selects the response histogram: the step's figure
+/// is the record's `http_response` p99, and the column says `response p99`.
+#[test]
+fn an_slo_on_response_latency_selects_that_histogram() {
+    let _x = testkit::exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(&[
+        "sweep",
+        "--netns",
+        "--http",
+        "--from",
+        "10%",
+        "--to",
+        "10%",
+        "--steps",
+        "1",
+        "--step-duration",
+        "1s",
+        "--probe-duration",
+        "1s",
+        "--slo",
+        "response p99<2s",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", testkit::stderr(&out));
+    let header = text.lines().find(|l| l.starts_with("step ")).unwrap();
+    assert!(
+        header.contains("response p99") && header.contains("meets response p99<2s"),
+        "{header}"
+    );
+    let rec = only_record(dir.path());
+    let step = rec.phase("step-1").unwrap();
+    let p99 = |which| {
+        step.histograms
+            .decode(which)
+            .unwrap()
+            .unwrap()
+            .value_at_quantile(0.99)
+    };
+    let response = p99(results::record::Latency::HttpResponse);
+    let row = text.lines().find(|l| l.starts_with("step-1")).unwrap();
+    assert!(
+        row.contains(&results::numfmt::ns(response as f64)),
+        "{row}: response p99 {response} ns"
+    );
+    let steps =
+        results::analysis::steps_from_record(&rec, results::analysis::SloLatency::Response, 0.99);
+    assert_eq!(steps[0].latency_ns, Some(response));
+    assert_ne!(
+        response,
+        p99(results::record::Latency::Handshake),
+        "the response histogram, not the handshake's"
+    );
 }
 
 // ---- issue 9: truth at the edges ----

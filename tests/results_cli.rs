@@ -430,6 +430,65 @@ fn compare_detects_a_ten_percent_gain_and_says_how() {
     );
 }
 
+/// Issue 37, "A/B reading" and "A/B latency": the default table fits 120 columns, --label-a and
+/// --label-b name the sides, --wide shows every column; latency phases run at different
+/// offered rates are not compared.
+#[test]
+fn compare_fits_120_columns_names_its_sides_and_compares_latency_only_at_one_rate() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = trials(&dir.path().join("a"), "off", 1.0, 5);
+    let b = trials(&dir.path().join("b"), "on", 1.1, 5);
+    let mut args = vec!["compare", "--label-a", "6.18", "--label-b", "6.18+fix"];
+    args.extend(a.iter().map(|p| s(p)));
+    args.push("--");
+    args.extend(b.iter().map(|p| s(p)));
+    let text = ok(&args);
+    let table: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("metric"))
+        .take_while(|l| !l.starts_with("note:"))
+        .collect();
+    assert!(
+        table[0].contains("A: 6.18") && table[0].contains("B: 6.18+fix"),
+        "{text}"
+    );
+    assert!(table.iter().all(|l| l.chars().count() <= 120), "{text}");
+    assert!(
+        text.contains("verdict (B vs A): connections/s (peak phase) +10."),
+        "{text}"
+    );
+    args.push("--wide");
+    let wide = ok(&args);
+    assert!(wide.contains("median [min – max]"), "{wide}");
+    // B's latency phases at another offered rate: latency not compared.
+    let b2: Vec<PathBuf> = b
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let mut r = RunRecord::read(p).unwrap();
+            let lat = r.phases.iter_mut().find(|p| p.name == "latency").unwrap();
+            lat.offered_per_sec = Some(2_000.0 + i as f64);
+            if let results::record::Pattern::Open { rate_per_sec, .. } = &mut lat.pattern {
+                *rate_per_sec = 2_000.0 + i as f64;
+            }
+            r.write_atomic(&dir.path().join("b2")).unwrap()
+        })
+        .collect();
+    let mut args = vec!["compare", "--format", "json"];
+    args.extend(a.iter().map(|p| s(p)));
+    args.push("--");
+    args.extend(b2.iter().map(|p| s(p)));
+    let json: serde_json::Value = serde_json::from_str(&ok(&args)).unwrap();
+    let p99 = json["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "handshake p99")
+        .unwrap();
+    assert_eq!(p99["verdict"], "different_loads", "{p99}");
+    assert!(json["offered_per_sec"].is_null());
+}
+
 /// `compare` of a loopback bench with an external-target bench: refused (exit 2) naming the
 /// difference, before any output; `--allow-mismatch` compares and lists it.
 #[test]

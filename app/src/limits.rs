@@ -126,6 +126,7 @@ mod tests {
         Plan {
             duration,
             rate,
+            rate_from: None,
             concurrency: None,
             baseline: false,
             label: String::new(),

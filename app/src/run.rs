@@ -20,6 +20,9 @@ pub struct Plan {
     pub duration: Duration,
     /// Offered rate of the latency phase, connections/s; `None` = 80% of the measured peak.
     pub rate: Option<f64>,
+    /// How `rate` was chosen when not by `--rate` (`ab`: 80% of the lower peak of a probe
+    /// pair), kept in the record's `config.rate_from`; `None` otherwise.
+    pub rate_from: Option<String>,
     /// Closed-loop concurrency of the peak phase; `None` = [`peak_concurrency`]'s default.
     pub concurrency: Option<u32>,
     /// Whether the caller will measure the kernel floor after the phases (`--baseline`).
@@ -163,6 +166,7 @@ pub fn phases(
         "latency_secs": lat_d.as_secs_f64(),
         "warmup_secs": warmup.as_secs_f64(),
         "rate_per_sec": plan.rate,
+        "rate_from": plan.rate_from,
         "concurrency": plan.concurrency,
         "baseline": plan.baseline,
         "setup": setup,
@@ -316,6 +320,7 @@ mod tests {
         let mut plan = Plan {
             duration: Duration::from_secs(5),
             rate: None,
+            rate_from: None,
             concurrency: None,
             baseline: true,
             label: String::new(),

@@ -14,6 +14,33 @@ use crate::bad_input;
 /// The statistics rule, for `--help` of `compare` and `ab` ([`compare::RULE_HELP`]).
 pub const RULE_HELP: &str = compare::RULE_HELP;
 
+/// Options shared by `compare` and `ab` for how the sides are named and the table shown.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ShowArgs {
+    /// Name of side A in tables, verdicts and plots (default: its toggle values, setup command
+    /// or record labels; a name longer than 16 characters is shown as `A`, the whole name once).
+    #[arg(long, value_name = "NAME", value_parser = crate::commands::bench::args::parse_label)]
+    pub label_a: Option<String>,
+    /// Name of side B (see --label-a).
+    #[arg(long, value_name = "NAME", value_parser = crate::commands::bench::args::parse_label)]
+    pub label_b: Option<String>,
+    /// Text output: every column (each side's min, max and count, flagged trials' figures, the
+    /// verdict in words); the default table fits 120 columns.
+    #[arg(long)]
+    pub wide: bool,
+}
+
+impl ShowArgs {
+    /// The table width asked for.
+    pub fn width(&self) -> results::render::Width {
+        if self.wide {
+            results::render::Width::Wide
+        } else {
+            results::render::Width::Default
+        }
+    }
+}
+
 /// Options shared by `compare` and `ab` for the comparison.
 #[derive(Debug, Clone, clap::Args)]
 pub struct RuleArgs {
@@ -55,8 +82,8 @@ Examples:
   connstorm compare base.json patched.json
   # Several trials a side (bench --out base, bench --out patched); options may follow
   connstorm compare base/*.json -- patched/*.json --format markdown -o verdict.md
-  # No verdict for shifts below 2% of A's median
-  connstorm compare --a base/*.json --b patched/*.json --min-effect 2";
+  # No verdict for shifts below 2% of A's median; the sides named
+  connstorm compare --a base/*.json --b patched/*.json --min-effect 2 --label-a 6.18 --label-b 6.18+fix";
 
 /// Options of `connstorm compare`.
 ///
@@ -87,6 +114,9 @@ pub struct Args {
     /// The statistics rule's options.
     #[command(flatten)]
     pub rule: RuleArgs,
+    /// Side names and table width.
+    #[command(flatten)]
+    pub show: ShowArgs,
 }
 
 /// Rewrites the first standalone `--` of `connstorm compare …` and `connstorm plot …` into
@@ -149,11 +179,16 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let (ra, rb) = (read(&a)?, read(&b)?);
     refuse_duplicates(a.iter().zip(&ra).chain(b.iter().zip(&rb)))?;
     let (a, b) = (ra, rb);
-    let comparison = compare::compare(&a, &b, (None, None), &args.rule.options());
+    let comparison = compare::compare(
+        &a,
+        &b,
+        (args.show.label_a.as_deref(), args.show.label_b.as_deref()),
+        &args.rule.options(),
+    );
     check_setups(&comparison, args.allow_mismatch)?;
     write_output(
         &args.output,
-        &results::render::comparison(&comparison, args.format),
+        &results::render::comparison_with(&comparison, args.format, args.show.width()),
     )?;
     Ok(0)
 }

@@ -7,7 +7,7 @@
 use std::fmt::Write as _;
 
 use super::format_ns;
-use crate::analysis::{saturation, LatencySummary, Saturation};
+use crate::analysis::{saturation, side_busy_pct, LatencySummary, Saturation};
 use crate::record::{PhaseRecord, RunRecord};
 
 /// Counters shown in every summary (docs/design.md, "Kernel counters"); any non-zero drop gets a
@@ -312,79 +312,8 @@ pub fn bench_summary(
             common::cpulist::format(&run.load_cpus)
         );
     }
-    if let Some(peak) = r.phase("peak") {
-        if peak.successes == 0 {
-            let _ = writeln!(
-                out,
-                "PEAK: nothing measured — 0 of {} attempts succeeded (see failures and warnings)",
-                group(peak.attempts as f64)
-            );
-        } else {
-            let _ = writeln!(
-                out,
-                "PEAK: {} CPM = {} conn/s{}",
-                rate(peak.cpm),
-                rate(peak.achieved_per_sec),
-                bottleneck(
-                    peak,
-                    &r.run.server_cpus,
-                    &r.run.load_cpus,
-                    Limits {
-                        causes: !crate::analysis::diagnose_phases(std::slice::from_ref(peak))
-                            .is_empty(),
-                        contention: contended(r, "peak"),
-                    }
-                )
-            );
-        }
-    }
-    if let Some(lat) = r.phase("latency") {
-        if let Some(h) = crate::record::decode_histogram(&lat.histograms.handshake)
-            .ok()
-            .filter(|h| !h.is_empty())
-        {
-            let s = LatencySummary::of(&h);
-            // With --http/--tls the response (and the TLS handshake) come first: the TCP
-            // handshake alone led a `bench --tls --http` headline.
-            let of = |which| {
-                lat.histograms
-                    .decode(which)
-                    .ok()
-                    .flatten()
-                    .filter(|h| !h.is_empty())
-                    .map(|h| LatencySummary::of(&h))
-            };
-            let mut before = String::new();
-            if let Some(r) = of(crate::record::Latency::HttpResponse) {
-                before.push_str(&format!(
-                    "response p50 {}, p99 {}, max {}; ",
-                    format_ns(r.p50_ns as f64),
-                    format_ns(r.p99_ns as f64),
-                    format_ns(r.max_ns as f64)
-                ));
-            }
-            if let Some(t) = of(crate::record::Latency::TlsHandshake) {
-                before.push_str(&format!(
-                    "TLS handshake p50 {}, p99 {}; ",
-                    format_ns(t.p50_ns as f64),
-                    format_ns(t.p99_ns as f64)
-                ));
-            }
-            let tcp = if before.is_empty() { "" } else { "TCP " };
-            let _ = writeln!(
-                out,
-                "LATENCY at {}/s offered ({} conn/s achieved): {before}{tcp}handshake p50 {}, p99 {}, max {}",
-                crate::numfmt::exact(
-                    lat.offered_per_sec
-                        .or(lat.achieved_per_sec)
-                        .unwrap_or(f64::NAN)
-                ),
-                rate(lat.achieved_per_sec),
-                format_ns(s.p50_ns as f64),
-                format_ns(s.p99_ns as f64),
-                format_ns(s.max_ns as f64)
-            );
-        }
+    for line in headlines(r) {
+        let _ = writeln!(out, "{line}");
     }
     for p in &r.phases {
         phase(&mut out, p, accounting);
@@ -437,24 +366,98 @@ fn contended(r: &RunRecord, phase: &str) -> bool {
         .any(|w| w.starts_with(&other) || w.starts_with(&steal))
 }
 
+/// The headlines of a `bench` record: `PEAK: … CPM = … conn/s (what limited it)` and
+/// `LATENCY at …/s offered (… achieved): …`, as the summary and the HTML page's verdict show
+/// them.
+pub(crate) fn headlines(r: &RunRecord) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(peak) = r.phase("peak") {
+        if peak.successes == 0 {
+            out.push(format!(
+                "PEAK: nothing measured — 0 of {} attempts succeeded (see failures and warnings)",
+                group(peak.attempts as f64)
+            ));
+        } else {
+            out.push(format!(
+                "PEAK: {} CPM = {} conn/s{}",
+                rate(peak.cpm),
+                rate(peak.achieved_per_sec),
+                peak_limit(r, peak)
+            ));
+        }
+    }
+    if let Some(lat) = r.phase("latency") {
+        if let Some(h) = crate::record::decode_histogram(&lat.histograms.handshake)
+            .ok()
+            .filter(|h| !h.is_empty())
+        {
+            let s = LatencySummary::of(&h);
+            // With --http/--tls the response (and the TLS handshake) come first: the TCP
+            // handshake alone led a `bench --tls --http` headline.
+            let of = |which| {
+                lat.histograms
+                    .decode(which)
+                    .ok()
+                    .flatten()
+                    .filter(|h| !h.is_empty())
+                    .map(|h| LatencySummary::of(&h))
+            };
+            let mut before = String::new();
+            if let Some(r) = of(crate::record::Latency::HttpResponse) {
+                before.push_str(&format!(
+                    "response p50 {}, p99 {}, max {}; ",
+                    format_ns(r.p50_ns as f64),
+                    format_ns(r.p99_ns as f64),
+                    format_ns(r.max_ns as f64)
+                ));
+            }
+            if let Some(t) = of(crate::record::Latency::TlsHandshake) {
+                before.push_str(&format!(
+                    "TLS handshake p50 {}, p99 {}; ",
+                    format_ns(t.p50_ns as f64),
+                    format_ns(t.p99_ns as f64)
+                ));
+            }
+            let tcp = if before.is_empty() { "" } else { "TCP " };
+            out.push(format!(
+                "LATENCY at {}/s offered ({} conn/s achieved): {before}{tcp}handshake p50 {}, p99 {}, max {}",
+                crate::numfmt::exact(
+                    lat.offered_per_sec
+                        .or(lat.achieved_per_sec)
+                        .unwrap_or(f64::NAN)
+                ),
+                rate(lat.achieved_per_sec),
+                format_ns(s.p50_ns as f64),
+                format_ns(s.p99_ns as f64),
+                format_ns(s.max_ns as f64)
+            ));
+        }
+    }
+    out
+}
+
+/// What limited a closed-loop phase `p` of `r`, as the `PEAK` headline says it after the rate:
+/// ` (CPU busy: load 98%, server 50% — the load side limits the peak)`.
+pub(crate) fn peak_limit(r: &RunRecord, p: &PhaseRecord) -> String {
+    bottleneck(
+        p,
+        &r.run.server_cpus,
+        &r.run.load_cpus,
+        Limits {
+            causes: !crate::analysis::diagnose_phases(std::slice::from_ref(p)).is_empty(),
+            contention: contended(r, &p.name),
+        },
+    )
+}
+
 fn bottleneck(
     p: &PhaseRecord,
     server_cpus: &[usize],
     load_cpus: &[usize],
     limits: Limits,
 ) -> String {
-    let util = |c: &crate::record::SideCpu| {
-        let cap = c.wall_ns as f64 * c.cpus as f64;
-        if cap > 0.0 {
-            // At most 100%: a thread's CPU time read a little after the window's end (or
-            // tick-sampled user/sys) can pass the wall time by a tick ("busy 101%").
-            (c.run_ns.unwrap_or(c.user_ns + c.sys_ns) as f64 / cap * 100.0).min(100.0)
-        } else {
-            0.0
-        }
-    };
-    let load = util(&p.cpu.load);
-    let server = p.cpu.server.as_ref().map(util);
+    let load = side_busy_pct(&p.cpu.load);
+    let server = p.cpu.server.as_ref().map(side_busy_pct);
     let v = saturation(load, server, server_cpus, load_cpus, &p.cpu_busy_pct);
     match (server, v) {
         (None, _) => format!(" (load CPUs {load:.0}% busy)"),

@@ -30,13 +30,15 @@ mod sweep;
 mod table;
 
 pub use bench_summary::bench_summary;
-pub use compare::{comparison, CompareFormat};
+pub use compare::{comparison, comparison_with, CompareFormat, Width, TEXT_COLUMNS};
 pub use hlog::{hlog_paths, write_hlog, write_hlogs, HlogError};
 pub use html::{html, HTML_SECTIONS};
 pub use kernel_text::{AcceptQueueEnd, KernelSection, KernelView};
 pub use merge::merged_phase_line;
 pub use paired::paired_line;
-pub use plot::{legend_names, plot_svg, write_plot, Named, PlotError, PlotKind, PLOT_SIZE};
+pub use plot::{
+    legend_names, long_names, plot_svg, write_plot, Named, PlotError, PlotKind, PLOT_SIZE,
+};
 pub use report::{
     build_report, parse_bucket_edges, report, Counters, LatencyReport, PhaseReport, RecordReport,
     ReportError, ReportFormat,

@@ -192,7 +192,7 @@ fn parse_rtt(s: &str) -> Result<Duration, String> {
 
 /// `--label`: at most [`results::record::MAX_LABEL_BYTES`] bytes (reports print it in every
 /// table and plot, and records with a longer one are refused when read).
-fn parse_label(s: &str) -> Result<String, String> {
+pub(crate) fn parse_label(s: &str) -> Result<String, String> {
     let max = results::record::MAX_LABEL_BYTES;
     if let Some(c) = s.chars().find(|c| c.is_control()) {
         return Err(format!(

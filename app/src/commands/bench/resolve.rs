@@ -102,6 +102,7 @@ impl Args {
         Plan {
             duration: self.duration,
             rate: self.rate,
+            rate_from: None,
             concurrency: self.setup.concurrency,
             baseline: self.baseline,
             label: self.setup.label.clone(),
