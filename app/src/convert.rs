@@ -221,6 +221,8 @@ mod tests {
             duration: Duration::from_millis(800),
             warmup: Duration::from_millis(200),
             cpus: vec![0],
+            workers: 0,
+            port_slices: loadgen::PortSlices::On,
             close: loadgen::CloseMode::Rst,
             sources: Vec::new(),
             connect_timeout: Duration::from_secs(3),
