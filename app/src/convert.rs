@@ -89,6 +89,7 @@ pub fn phase_record(
                 cpu: w.cpu,
                 attempts: w.attempts,
                 successes: w.successes,
+                cpu_run_ns: Some(w.cpu_run_ns),
             })
             .collect(),
         cpu,

@@ -12,7 +12,7 @@
 //! Left alone, every load worker's connect(2) searches the one global range for a free port
 //! (`__inet_hash_connect`), so at many workers they probe the same ports and contend on the
 //! same hash buckets; Linux 6.15's connect() series removed much of that cost in the kernel, and
-//! 6.1–6.14 are much slower under port pressure (`docs/kernel/ephemeral-ports.md`). With
+//! 6.1–6.14 are much slower under port pressure (`docs/ephemeral-ports.md`). With
 //! [`PortSlices::On`] each worker instead gets its own disjoint slice of the range ([`slices`])
 //! and sets it on every socket with `IP_LOCAL_PORT_RANGE` (ip(7), Linux 6.3: the high 16 bits
 //! the upper bound, the low 16 bits the lower bound, inclusive), so no two workers ever search
