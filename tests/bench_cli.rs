@@ -428,7 +428,7 @@ fn interrupted_run_still_writes_its_record() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("interrupted"));
 }
 
-/// The terminal, kind "two quick Ctrl-Cs" (EDGES.md): SIGINT twice, 10 ms apart once the first
+/// The terminal, kind "two quick Ctrl-Cs" (docs/edges.md): SIGINT twice, 10 ms apart once the first
 /// was seen, on `bench --netns`. The second signal does not throw the run away: the summary is printed, the record
 /// written (marked interrupted, what ran in it), exit 130 — and cleanup still ran: neither
 /// namespace of the pair is left.

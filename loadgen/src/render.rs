@@ -29,7 +29,7 @@ pub const MIN_SCALED_SECS: f64 = 0.1;
 /// `offered`: the open loop's rate (connections per second, the schedule's), `None`
 /// for a closed loop. Open loop prints that rate and the starts made apart ("offered" is the
 /// schedule, not what the generator got to: after it fell behind, the starts it made in a second
-/// and the offered rate differ, and the drops are settled later — README "Late and dropped
+/// and the offered rate differ, and the drops are settled later — docs/output.md "Late and dropped
 /// starts"); closed loop says "started" only. A second without a success prints `-` for its
 /// latency, never `0 ns`.
 ///

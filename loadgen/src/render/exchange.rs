@@ -109,7 +109,7 @@ pub(super) fn http(
     }
     writeln!(
         out,
-        "               bytes: {} written to the socket (accepted by send(2), not all sent: see README), {} received ({} body bytes in complete responses)",
+        "               bytes: {} written to the socket (accepted by send(2), not all sent: see docs/http.md), {} received ({} body bytes in complete responses)",
         numfmt::count(h.bytes_sent),
         numfmt::count(h.bytes_received),
         numfmt::count(h.body_bytes)

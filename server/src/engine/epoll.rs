@@ -400,6 +400,13 @@ impl EpollLoop<'_> {
     /// `--tls`: moves bytes between the socket and the connection's [`TlsConn`] (which does the
     /// handshake, the mode's work and the counting) until the socket would block (false) or the
     /// connection is done (true: closed after what was to be sent, or failed).
+    ///
+    /// The loop is bounded without a read budget of its own: no mode consumes the plaintext a
+    /// client sends beyond the request head (at most 16 KiB, [`HeadScan`]), so a client that
+    /// keeps sending fills rustls's received-plaintext buffer (16 KiB,
+    /// `DEFAULT_RECEIVED_PLAINTEXT_LIMIT` in rustls' `common_state.rs`), `read_tls` refuses
+    /// more and the connection closes: a few reads of [`SCRATCH_BYTES`], fewer than the
+    /// [`READS_PER_TURN`] a held connection gets.
     fn serve_tls(&mut self, conn: &mut Conn) -> bool {
         let Some(tls) = conn.tls.as_mut() else {
             return true;
