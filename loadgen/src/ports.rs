@@ -270,6 +270,61 @@ mod tests {
             .is_none());
     }
 
+    /// The fallbacks of `resolve`, each named in the report's line: slices off, one worker, a
+    /// range too narrow for the workers; and slices applied where the kernel has the option.
+    #[test]
+    fn resolve_names_each_fallback_and_applies_slices_where_it_can() {
+        let dir = std::env::temp_dir().join(format!("loadgen-slices-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("sys/net/ipv4")).unwrap();
+        let range = |r: &str| {
+            std::fs::write(dir.join("sys/net/ipv4/ip_local_port_range"), r).unwrap();
+        };
+        let mut cfg = crate::config::for_test(
+            "127.0.0.1:9".parse().unwrap(),
+            crate::Pattern::Closed { concurrency: 4 },
+            CloseMode::Rst,
+        );
+        range("40000 40003\n");
+        cfg.port_slices = PortSlices::Off;
+        cfg.workers = 2;
+        let (s, cut) = resolve(&cfg, &dir);
+        assert!(!s.applied && cut.is_none() && s.note.is_none(), "{s:?}");
+        assert_eq!(
+            s.line(),
+            "2 worker(s) share 40000-40003 (--port-slices off)"
+        );
+        cfg.port_slices = PortSlices::On;
+        cfg.workers = 0;
+        let (s, cut) = resolve(&cfg, &dir);
+        assert!(
+            cut.is_none() && s.line().contains("one worker: no slice needed"),
+            "{s:?}"
+        );
+        cfg.workers = 3;
+        let (s, cut) = resolve(&cfg, &dir);
+        assert!(cut.is_none(), "{s:?}");
+        assert!(
+            s.line().contains(
+                "fallback: the ephemeral range 40000-40003 has 4 ports, too few for 3 workers"
+            ),
+            "{}",
+            s.line()
+        );
+        cfg.workers = 2;
+        let (s, cut) = resolve(&cfg, &dir);
+        if s.applied {
+            assert_eq!(cut.unwrap(), [(40000, 40001), (40002, 40003)]);
+            assert!(s
+                .line()
+                .starts_with("each of 2 workers its own slice of 40000-40003 (2 ports each"));
+        } else {
+            // A kernel before 6.3: the fallback says so.
+            println!("no IP_LOCAL_PORT_RANGE here: {}", s.line());
+            assert!(s.line().contains("IP_LOCAL_PORT_RANGE"), "{}", s.line());
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[test]
     fn reads_the_range_file_from_a_fixture_root() {
         let dir = std::env::temp_dir().join(format!("loadgen-ports-{}", std::process::id()));
