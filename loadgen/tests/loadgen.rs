@@ -1306,31 +1306,37 @@ fn oversubscribed_workers_keep_exact_counts_and_their_port_slices_uring() {
 }
 
 /// The io_uring engine's direct sockets set the slice through the ring (URING_CMD SETSOCKOPT):
-/// two workers on one CPU, a 20-port range cut in two slices of 10, `--close rst` (a port is
-/// free again as soon as its attempt ends), 11 slots for worker 0 and 10 for worker 1. Worker 1
-/// never lacks a port (10 slots, 10 ports of its own); without slices it would lose ports to
-/// worker 0's 11th slot and fail with EADDRNOTAVAIL too.
+/// two workers on one CPU, a 20-port range cut in two slices of 10, `--close fin` against a
+/// server that closes 150 ms after accepting, and no TIME_WAIT reuse, so every success holds its
+/// port to the end of the test. Each worker then completes at most 10 handshakes, each holding a
+/// port of its own slice (`ss` finds as many client sockets in the slice as the worker's
+/// successes), and fails the rest with EADDRNOTAVAIL: without slices a worker could take more
+/// than 10 of the 20 ports, or ports of the other's half.
 #[test]
 fn uring_direct_sockets_connect_from_their_own_slice() {
     let _x = testkit::exclusive();
     let r = NetNs::run(|ns| {
         ns.set_sysctl("net.ipv4.ip_local_port_range", "40000 40019");
-        let server = TestServer::start(ServerMode::Close);
+        ns.set_sysctl("net.ipv4.tcp_tw_reuse", "0");
+        let server = TestServer::start(ServerMode::CloseAfter(Duration::from_millis(150)));
         let mut cfg = util::on_uring(open(server.addr, 1.0, Duration::from_millis(300)))?;
-        cfg.pattern = Pattern::Closed { concurrency: 21 };
+        cfg.pattern = Pattern::Closed { concurrency: 4 };
+        cfg.close = CloseMode::Fin;
         cfg.cpus = vec![testkit::allowed_cpus()[0]];
         cfg.workers = 2;
-        Some(run(&cfg))
+        let r = run(&cfg);
+        let ports = util::client_sockets(server.addr.port());
+        Some((r, ports))
     });
-    let Some(r) = r else { return };
+    let Some((r, ports)) = r else { return };
     let features = r
         .engine
         .as_ref()
         .and_then(|e| e.features.clone())
         .unwrap_or_default();
     println!(
-        "features {features}; worker failures {:?}; {:?}",
-        r.workers.iter().map(|w| w.failures).collect::<Vec<_>>(),
+        "features {features}; worker successes {:?}; {:?}",
+        r.workers.iter().map(|w| w.successes).collect::<Vec<_>>(),
         r.total.failures
     );
     assert!(
@@ -1341,15 +1347,25 @@ fn uring_direct_sockets_connect_from_their_own_slice() {
         r.workers.iter().map(|w| w.port_slice).collect::<Vec<_>>(),
         [Some((40000, 40009)), Some((40010, 40019))]
     );
-    assert!(r.workers[1].successes > 0, "{:?}", r.workers);
-    assert_eq!(
-        r.workers[1].failures, 0,
-        "{:?} {:?}",
-        r.workers, r.total.failures
-    );
     assert!(
         r.total.failures.keys().all(|k| k == "EADDRNOTAVAIL"),
         "{:?}",
         r.total.failures
     );
+    let used: Vec<u16> = ports.iter().map(|&(_, p)| p).collect();
+    println!("client ports {used:?}");
+    assert_eq!(
+        used.len() as u64,
+        r.total.successes,
+        "a client socket per success"
+    );
+    for w in &r.workers {
+        let (lo, hi) = w.port_slice.unwrap();
+        let inside = used.iter().filter(|p| (lo..=hi).contains(*p)).count() as u64;
+        assert!(
+            (1..=10).contains(&w.successes) && inside == w.successes,
+            "each worker's successes hold ports of its own slice, at most its 10: {inside} ports in {lo}-{hi}, {:?}",
+            r.workers
+        );
+    }
 }
