@@ -1052,6 +1052,7 @@ fn merge_bad_input_a_server_record_from_another_time_window_is_refused() {
         workers: vec![WorkerAccepts {
             cpu: 0,
             accepted: 7,
+            cpu_run_ns: None,
         }],
         ..ServerSide::default()
     });
@@ -1091,10 +1092,12 @@ fn report_of_a_server_record_prints_the_accept_server() {
                 WorkerAccepts {
                     cpu: 0,
                     accepted: 300,
+                    cpu_run_ns: None,
                 },
                 WorkerAccepts {
                     cpu: 3,
                     accepted: 200,
+                    cpu_run_ns: None,
                 },
             ],
             accept_errors: [("EMFILE".to_string(), 4)].into(),

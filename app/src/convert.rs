@@ -89,6 +89,7 @@ pub fn phase_record(
                 cpu: w.cpu,
                 attempts: w.attempts,
                 successes: w.successes,
+                cpu_run_ns: Some(w.cpu_run_ns),
             })
             .collect(),
         cpu,
@@ -221,6 +222,8 @@ mod tests {
             duration: Duration::from_millis(800),
             warmup: Duration::from_millis(200),
             cpus: vec![0],
+            workers: 0,
+            port_slices: loadgen::PortSlices::On,
             close: loadgen::CloseMode::Rst,
             sources: Vec::new(),
             connect_timeout: Duration::from_secs(3),

@@ -76,6 +76,8 @@ pub fn outcome(m: Measured<'_>) -> PhaseOutcome {
                 cpu,
                 accepted: a.accepted_per_worker.get(i).copied().unwrap_or(0)
                     - b.accepted_per_worker.get(i).copied().unwrap_or(0),
+                // The server's live counters keep no per-worker CPU time.
+                cpu_run_ns: None,
             })
             .collect(),
         accept_errors: {

@@ -97,8 +97,9 @@ mod worker;
 pub use self::core::MAX_GENERATOR_LAG_NS;
 pub use affinity::TIMER_SLACK_NS;
 pub use config::{
-    default_max_in_flight, Arrival, CloseMode, LoadConfig, Pacing, Pattern, MAX_RATE_PER_SEC,
-    MAX_SPIN_NS, MAX_START_BATCH, MIN_DURATION, SPIN_NS, START_BUDGET,
+    default_max_in_flight, Arrival, CloseMode, LoadConfig, Pacing, Pattern, PortSlices,
+    MAX_RATE_PER_SEC, MAX_SPIN_NS, MAX_START_BATCH, MAX_WORKERS, MIN_DURATION, SPIN_NS,
+    START_BUDGET,
 };
 pub use engine::{EngineRan, LoadEngine, UringFeatures};
 pub use error::LoadError;

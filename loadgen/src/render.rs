@@ -144,11 +144,16 @@ pub fn plan_line(cfg: &LoadConfig) -> String {
     };
     let targets: Vec<String> = cfg.targets.iter().map(ToString::to_string).collect();
     format!(
-        "{what} to {} for {} (+{} warm-up) on CPUs {}, --close {}, {}, connect timeout {}",
+        "{what} to {} for {} (+{} warm-up) on CPUs {}{}, --close {}, {}, connect timeout {}",
         targets.join(","),
         humantime::format_duration(cfg.duration),
         humantime::format_duration(cfg.warmup),
         common::cpulist::format(&cfg.cpus),
+        if cfg.workers() > cfg.cpus.len() {
+            format!(" ({} workers, oversubscribed)", cfg.workers())
+        } else {
+            String::new()
+        },
         cfg.close.name(),
         sources_text(cfg),
         humantime::format_duration(cfg.connect_timeout),
@@ -187,6 +192,9 @@ impl fmt::Display for Summary<'_> {
         )?;
         if let Some(e) = &r.engine {
             writeln!(out, "  engine:      {}", e.line())?;
+        }
+        if let Some(p) = &r.port_slices {
+            writeln!(out, "  ports:       {}", p.line())?;
         }
         let offered = r
             .offered_per_sec
@@ -350,7 +358,7 @@ impl fmt::Display for Summary<'_> {
             };
             writeln!(
                 out,
-                "  worker cpu {:>3}: {} attempts, {} successes, on CPU {:.3} s ({}/attempt, exact); user {:.3} s ({}/attempt) sys {:.3} s ({}/attempt) by tick samples",
+                "  worker cpu {:>3}: {} attempts, {} successes, on CPU {:.3} s ({}/attempt, exact); user {:.3} s ({}/attempt) sys {:.3} s ({}/attempt) by tick samples{}",
                 w.cpu,
                 numfmt::count(w.attempts),
                 numfmt::count(w.successes),
@@ -359,7 +367,9 @@ impl fmt::Display for Summary<'_> {
                 w.cpu_user_ns as f64 / 1e9,
                 per(w.cpu_user_ns),
                 w.cpu_sys_ns as f64 / 1e9,
-                per(w.cpu_sys_ns)
+                per(w.cpu_sys_ns),
+                w.port_slice
+                    .map_or_else(String::new, |(lo, hi)| format!("; ports {lo}-{hi}"))
             )?;
         }
         Ok(())
@@ -614,6 +624,7 @@ mod tests {
             http: None,
             tls: None,
             engine: None,
+            port_slices: None,
         }
     }
 
@@ -670,6 +681,8 @@ mod tests {
             duration: std::time::Duration::from_secs(10),
             warmup: std::time::Duration::from_secs(2),
             cpus: vec![0, 1, 2],
+            workers: 0,
+            port_slices: crate::PortSlices::On,
             close: CloseMode::Fin,
             sources: vec![],
             connect_timeout: std::time::Duration::from_secs(3),
@@ -715,6 +728,8 @@ mod tests {
             duration: std::time::Duration::from_secs(4),
             warmup: std::time::Duration::ZERO,
             cpus: vec![1],
+            workers: 0,
+            port_slices: crate::PortSlices::On,
             close: CloseMode::Rst,
             sources: vec![],
             connect_timeout: std::time::Duration::from_secs(3),

@@ -213,6 +213,10 @@ pub struct LoadWorkerReport {
     pub cpu_sys_ns: u64,
     /// Wall time of the worker's loop, ns.
     pub wall_ns: u64,
+    /// The worker's slice of the ephemeral range, inclusive (`--port-slices on` where the kernel
+    /// has IP_LOCAL_PORT_RANGE); `None` when it drew from the shared range.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub port_slice: Option<(u16, u16)>,
 }
 
 /// The result of [`crate::run`]. Measured numbers exclude the warm-up; `total` includes it.
@@ -288,6 +292,9 @@ pub struct LoadReport {
     /// The connect engine that ran, how `auto` chose it and (io_uring) which kernel features
     /// each step used; `None` when the run never started ([`crate::never_started`]).
     pub engine: Option<crate::engine::EngineRan>,
+    /// How the workers got their ephemeral ports (their own slices, or the shared range and
+    /// why); `None` when the run never started.
+    pub port_slices: Option<crate::ports::SliceState>,
 }
 
 impl LoadReport {
@@ -530,6 +537,7 @@ mod tests {
             http: None,
             tls: None,
             engine: None,
+            port_slices: None,
         }
     }
 

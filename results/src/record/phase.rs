@@ -396,6 +396,10 @@ pub struct WorkerAccepts {
     pub cpu: usize,
     /// Connections it accepted.
     pub accepted: u64,
+    /// Exact on-CPU time of the worker thread over the run, ns (CLOCK_THREAD_CPUTIME_ID);
+    /// absent where it was not kept (bench phases, older records).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_run_ns: Option<u64>,
 }
 
 /// Work done by one load worker.
@@ -407,6 +411,10 @@ pub struct LoadWorker {
     pub attempts: u64,
     /// Handshakes it completed (measured part).
     pub successes: u64,
+    /// Exact on-CPU time of the worker thread over the whole run (warm-up included), ns
+    /// (CLOCK_THREAD_CPUTIME_ID); absent in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_run_ns: Option<u64>,
 }
 
 /// CPU time one side used over the phase (warm-up included: the CPU clocks are read around the

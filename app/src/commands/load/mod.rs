@@ -308,6 +308,8 @@ mod tests {
             duration: Duration::from_secs(1),
             warmup: Duration::ZERO,
             cpus: vec![0],
+            workers: 0,
+            port_slices: loadgen::PortSlices::On,
             close: loadgen::CloseMode::Rst,
             sources: Vec::new(),
             connect_timeout: Duration::from_secs(1),

@@ -106,7 +106,11 @@ pub(crate) fn server(accepted: u64, passive: i64) -> MergeInput {
         name: "server".into(),
         histograms: Histograms::encode(&h, &h, None),
         server: Some(ServerSide {
-            workers: vec![WorkerAccepts { cpu: 0, accepted }],
+            workers: vec![WorkerAccepts {
+                cpu: 0,
+                accepted,
+                cpu_run_ns: None,
+            }],
             accept_errors: BTreeMap::new(),
             ..ServerSide::default()
         }),

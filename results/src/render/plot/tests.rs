@@ -136,6 +136,7 @@ fn workers_plot_has_a_bar_per_worker() {
         .map(|cpu| crate::record::WorkerAccepts {
             cpu,
             accepted: 100 + cpu as u64,
+            cpu_run_ns: None,
         })
         .collect();
     let svg = svg_of(PlotKind::Workers, &rec);

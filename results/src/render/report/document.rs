@@ -323,6 +323,9 @@ fn phase_blocks(p: &PhaseReport, counters: Counters, out: &mut Vec<Block>) {
             errno_list(&s.accept_errors)
         )));
     }
+    if let Some(t) = worker_table(p) {
+        out.push(Block::Table(t));
+    }
     counter_blocks(p, counters, out);
     if let Some(x) = &p.cross_check {
         let opt = |v: Option<i64>| v.map_or("-".to_string(), crate::numfmt::signed);
@@ -341,6 +344,61 @@ fn phase_blocks(p: &PhaseReport, counters: Counters, out: &mut Vec<Block>) {
             Block::Warning(line)
         });
     }
+}
+
+/// Per worker of both sides (server accepts, load handshakes completed), each one's share of its
+/// side, and its exact on-CPU time with the µs per connection it cost (server: per accept; load:
+/// per attempt, whole run); `n/a` where the record kept no per-worker CPU (bench phases' server
+/// workers, older records). `None` without workers.
+fn worker_table(p: &PhaseReport) -> Option<Table> {
+    let server = p.server.as_ref().map_or(&[][..], |s| &s.workers[..]);
+    if server.is_empty() && p.load_workers.is_empty() {
+        return None;
+    }
+    let mut t = Table::new([
+        "worker",
+        "CPU",
+        "accepts / connects",
+        "share",
+        "on CPU s",
+        "CPU µs per conn",
+    ]);
+    let cpu = |run: Option<u64>, n: u64| match run {
+        Some(ns) => (
+            format!("{:.3}", ns as f64 / 1e9),
+            if n == 0 {
+                NA.to_string()
+            } else {
+                format!("{:.2}", ns as f64 / 1e3 / n as f64)
+            },
+        ),
+        None => (NA.to_string(), NA.to_string()),
+    };
+    let total: u64 = server.iter().map(|w| w.accepted).sum();
+    for (i, w) in server.iter().enumerate() {
+        let (s, per) = cpu(w.cpu_run_ns, w.accepted);
+        t.row([
+            format!("server {i}"),
+            w.cpu.to_string(),
+            count(w.accepted),
+            format!("{:.1}%", w.accepted as f64 / total.max(1) as f64 * 100.0),
+            s,
+            per,
+        ]);
+    }
+    let total: u64 = p.load_workers.iter().map(|w| w.successes).sum();
+    for (i, w) in p.load_workers.iter().enumerate() {
+        let (s, per) = cpu(w.cpu_run_ns, w.attempts);
+        t.row([
+            format!("load {i}"),
+            w.cpu.to_string(),
+            count(w.successes),
+            format!("{:.1}%", w.successes as f64 / total.max(1) as f64 * 100.0),
+            s,
+            per,
+        ]);
+    }
+    Some(t)
 }
 
 /// The phase of a `server --out` record: what the accept server did (as `connstorm server`
