@@ -4,20 +4,27 @@
 //! Files: `doctor` ([`doctor`]: the one-screen summary of everything that matters for a
 //! connection-rate run, as findings), `kconfig` ([`audit_kernel_config`]: the kernel
 //! configuration audited for a [`AuditProfile`]), `placement` ([`place_cpus`]: the CPU planner
-//! behind `--cpus auto`) and `ports` ([`port_budget`]: the ephemeral-port budget of a client).
+//! behind `--server-cpus auto` and `tune placement`, [`cpu_roles`]: what each CPU does and
+//! why), `scale` ([`plan_scale`]: the steps of `connstorm scale`, on the planner's CPUs) and
+//! `ports` ([`port_budget`]: the ephemeral-port budget of a client).
 
 mod doctor;
 mod kconfig;
 mod placement;
 mod ports;
+mod scale;
 
 pub use doctor::doctor;
 pub use kconfig::{
     audit_kernel_config, AuditProfile, AuditRow, AuditRuntime, KconfigError, KernelConfig,
     MAX_KCONFIG_BYTES,
 };
-pub use placement::{place_cpus, Placement, PlacementError, PlacementRequest};
+pub use placement::{cpu_roles, place_cpus, CpuRole, Placement, PlacementError, PlacementRequest};
 pub use ports::{
     port_budget, port_reuse_remedy, port_shortfall, PortDemand, PortEstimate, PortReuse,
     PortSettings, PortSettingsError, DEFAULT_REUSE_DELAY_MS, TIME_WAIT_SECS,
+};
+pub use scale::{
+    default_steps, plan_scale, PairLayout, ScalePlan, ScalePlanError, ScaleRequest, ScaleShape,
+    ScaleStep,
 };
