@@ -16,6 +16,9 @@
 //!   refused);
 //! - `paired` ([`abba_order`], `Paired::from_slices`): the paired kernel-floor baseline;
 //! - `sweep` ([`knee`]): capacity sweep steps and the knee under a latency SLO;
+//! - `scale` ([`scale_figures`]): `connstorm scale`'s step figures, scaling efficiency and the
+//!   knee with what limited it; `overhead` ([`profile_overhead`]): the paired cost of a kernel
+//!   profile;
 //! - `merge` ([`merge()`]): the records of a multi-host run joined into one exact record.
 
 mod acceptance;
@@ -24,8 +27,10 @@ mod crosscheck;
 mod diagnosis;
 mod latency;
 mod merge;
+mod overhead;
 mod paired;
 mod saturation;
+mod scale;
 mod stats;
 mod sweep;
 mod warnings;
@@ -40,7 +45,9 @@ pub use crosscheck::{cross_check, pre_syn_failures, CrossCheckCounts, PRE_SYN_FA
 pub use diagnosis::{diagnose, Cause, CauseKind, Evidence};
 pub use latency::{Bucket, LatencySummary, DEFAULT_BUCKET_EDGES_NS};
 pub use merge::{merge, MergeError, MergeInput, Merged, SKEW_BOUND_MS};
+pub use overhead::profile_overhead;
 pub use paired::abba_order;
+pub use scale::{scale_figures, settled, DEFAULT_EFFICIENCY, SETTLE_TOLERANCE};
 pub use stats::{Spread, MIN_TRIALS};
 pub use sweep::{
     knee, parse_percent, step_rates, steps_from_record, Criteria, Knee, Slo, Step, SweepError,
