@@ -2,12 +2,13 @@
 //!
 //! Kinds ([`PlotKind`]): the latency percentile spectrum (HdrHistogram's usual plot, x on a log
 //! scale of 1/(1-p)), the CPM timeline, the per-worker accept share, an A/B comparison strip
-//! chart, and a sweep curve. Text is measured and drawn with a bundled font
+//! chart, a sweep curve, and a scale run's rate and efficiency against cores. Text is measured and drawn with a bundled font
 //! (`assets/DejaVuSans-subset.ttf`), so PNG output needs no system fontconfig and SVG layout is
 //! the same everywhere.
 
 mod ab;
 mod names;
+mod scale;
 mod spectrum;
 mod sweep;
 mod timeline;
@@ -58,6 +59,12 @@ pub enum PlotKind {
         value(help = "Sweep: offered vs achieved rate and handshake p99.")
     )]
     Sweep,
+    /// A scale run: connections/s and scaling efficiency against cores, the knee circled.
+    #[cfg_attr(
+        feature = "clap",
+        value(help = "Scale: connections/s and scaling efficiency against cores.")
+    )]
+    Scale,
 }
 
 /// A record to plot and the name its series get in the legend.
@@ -137,6 +144,7 @@ where
         PlotKind::Workers => workers::draw(root, records),
         PlotKind::Ab => ab::draw(root, records, b),
         PlotKind::Sweep => sweep::draw(root, records),
+        PlotKind::Scale => scale::draw(root, records),
     }?;
     root.present()?;
     Ok(())
