@@ -19,7 +19,9 @@ pub use kconfig::{
     audit_kernel_config, AuditProfile, AuditRow, AuditRuntime, KconfigError, KernelConfig,
     MAX_KCONFIG_BYTES,
 };
-pub use placement::{cpu_roles, place_cpus, CpuRole, Placement, PlacementError, PlacementRequest};
+pub use placement::{
+    cpu_roles, place_cpus, worker_cpus, CpuRole, Placement, PlacementError, PlacementRequest,
+};
 pub use ports::{
     port_budget, port_reuse_remedy, port_shortfall, PortDemand, PortEstimate, PortReuse,
     PortSettings, PortSettingsError, DEFAULT_REUSE_DELAY_MS, TIME_WAIT_SECS,

@@ -331,6 +331,23 @@ pub fn place_cpus(topo: &Topology, req: &PlacementRequest) -> Result<Placement, 
     })
 }
 
+/// The CPUs workers may get for `req` on `topo` (its counts ignored), best first: one per
+/// physical core, then with `smt` the other siblings. With the housekeeping set aside as
+/// [`place_cpus`] sets it.
+pub fn worker_cpus(topo: &Topology, req: &PlacementRequest) -> Vec<usize> {
+    let p = pool(
+        topo,
+        req.allowed.as_deref(),
+        req.housekeeping_cores,
+        req.nic_node,
+    );
+    let mut v = p.primaries;
+    if req.smt {
+        v.extend(p.secondaries);
+    }
+    v
+}
+
 /// What each CPU does in a placement and why, for [`crate::render::placement`]: one entry per
 /// online CPU.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
