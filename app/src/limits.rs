@@ -129,6 +129,7 @@ mod tests {
             concurrency: None,
             baseline: false,
             label: String::new(),
+            profile: None,
         }
     }
 

@@ -168,10 +168,12 @@ Examples:
   # An external server (a gateway) over TLS: load side only, latency phase at 20k conn/s
   connstorm bench --target 192.0.2.10:443 --tls --rate 20k/s
   # Server and load in two network namespaces with 1 ms RTT between them (needs root)
-  connstorm bench --netns --rtt 1ms";
+  connstorm bench --netns --rtt 1ms
+  # The kernel profile of the peak phase, and what the profile costs (6 paired slices)
+  connstorm bench --profile --profile-overhead 6";
 
 /// The `connstorm bench` command line: the benchmark's options (shared with `ab`) and
-/// `bench`'s own `--metrics`.
+/// `bench`'s own `--metrics` and `--profile`.
 #[derive(Debug, Clone, clap::Args)]
 #[command(after_help = EXAMPLES)]
 pub struct Command {
@@ -181,6 +183,16 @@ pub struct Command {
     /// Prometheus `/metrics`.
     #[command(flatten)]
     pub metrics: MetricsArgs,
+    /// The kernel profile of the peak phase.
+    #[command(flatten)]
+    pub profile: crate::profile::ProfileArgs,
+    /// With --profile: also measure what the profile costs, in PAIRS off/on pairs of 2 s
+    /// closed-loop slices (ABBA order, 1..=100; 6 give a 95% interval) on the same server
+    /// after the phases; prints the median change of conn/s and CPU per connection. Without
+    /// it, the cost measured in docs/kernel-profile.md is printed.
+    #[arg(long, value_name = "PAIRS", requires = "profile",
+          value_parser = clap::value_parser!(u64).range(1..=100))]
+    pub profile_overhead: Option<u64>,
 }
 
 /// `--rtt`: a duration netem can add ([`tuning::host::check_rtt`]), refused when parsed.
@@ -192,7 +204,7 @@ fn parse_rtt(s: &str) -> Result<Duration, String> {
 
 /// `--label`: at most [`results::record::MAX_LABEL_BYTES`] bytes (reports print it in every
 /// table and plot, and records with a longer one are refused when read).
-fn parse_label(s: &str) -> Result<String, String> {
+pub(crate) fn parse_label(s: &str) -> Result<String, String> {
     let max = results::record::MAX_LABEL_BYTES;
     if let Some(c) = s.chars().find(|c| c.is_control()) {
         return Err(format!(

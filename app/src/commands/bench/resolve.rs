@@ -105,6 +105,7 @@ impl Args {
             concurrency: self.setup.concurrency,
             baseline: self.baseline,
             label: self.setup.label.clone(),
+            profile: None,
         }
     }
 
@@ -120,6 +121,7 @@ impl Args {
             },
             out: self.setup.out.clone(),
             build,
+            profile_overhead: None,
         }
     }
 }
