@@ -167,13 +167,11 @@ Examples:
   connstorm bench --server-cpus 0-1 --load-cpus 2-3 --duration 30s --baseline
   # An external server (a gateway) over TLS: load side only, latency phase at 20k conn/s
   connstorm bench --target 192.0.2.10:443 --tls --rate 20k/s
-  # Server and load in two network namespaces with 1 ms RTT between them (needs root)
-  connstorm bench --netns --rtt 1ms
-  # The kernel profile of the peak phase, and what the profile costs (6 paired slices)
-  connstorm bench --profile --profile-overhead 6";
+  # A neper test (tcp_crr) in two network namespaces, with the kernel profile of its peak
+  connstorm bench --netns --like 'tcp_crr -T 8 -F 1000' --profile";
 
 /// The `connstorm bench` command line: the benchmark's options (shared with `ab`) and
-/// `bench`'s own `--metrics` and `--profile`.
+/// `bench`'s own `--metrics`, `--profile` and `--like`.
 #[derive(Debug, Clone, clap::Args)]
 #[command(after_help = EXAMPLES)]
 pub struct Command {
@@ -193,6 +191,11 @@ pub struct Command {
     #[arg(long, value_name = "PAIRS", requires = "profile",
           value_parser = clap::value_parser!(u64).range(1..=100))]
     pub profile_overhead: Option<u64>,
+    /// Reproduce a neper test: `tcp_crr -T THREADS -F FLOWS [-l SECS]` becomes --concurrency
+    /// FLOWS, --close fin, --mode hold, at most THREADS load workers and a SECS-second peak
+    /// phase (docs/neper.md: the mapping and what differs).
+    #[arg(long, value_name = "NEPER", conflicts_with_all = ["concurrency", "close", "mode", "duration", "target"])]
+    pub like: Option<String>,
 }
 
 /// `--rtt`: a duration netem can add ([`tuning::host::check_rtt`]), refused when parsed.

@@ -11,6 +11,7 @@
 //!   trial; `sweep` starts its harness with [`start`] and shows its seconds with [`progress`].
 
 pub mod args;
+pub mod neper;
 pub mod prometheus;
 pub mod resolve;
 pub mod summary;
@@ -144,11 +145,25 @@ pub fn execute(
 /// Bad options (exit 2), server, load or namespace failures, an unusable `--metrics`, record
 /// write failures.
 pub fn run(cmd: Command, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
-    let args = cmd.args;
+    let mut args = cmd.args;
     // Every input is checked before a record, a namespace or a server exists.
+    let like = cmd.like.as_deref().map(neper::parse).transpose()?;
+    if let Some(l) = &like {
+        args.setup.concurrency = Some(l.flows);
+        args.setup.close = loadgen::CloseMode::Fin;
+        args.setup.mode = Some(server::Mode::Hold);
+        args.duration = l.duration();
+    }
     let profile = cmd.profile.check()?;
     resolve::validate(&args)?;
-    let setup = args.setup.resolve()?;
+    let mut setup = args.setup.resolve()?;
+    if let Some(l) = &like {
+        let threads = l.threads as usize;
+        if setup.load_cpus.len() > threads {
+            setup.load_cpus.truncate(threads);
+        }
+        note(&l.describe(setup.load_cpus.len()));
+    }
     let json = args.format == Format::Json;
     let mut trial = args.trial(build);
     trial.plan.profile = profile;
