@@ -47,7 +47,7 @@ pub use latency::{Bucket, LatencySummary, DEFAULT_BUCKET_EDGES_NS};
 pub use merge::{merge, MergeError, MergeInput, Merged, SKEW_BOUND_MS};
 pub use overhead::profile_overhead;
 pub use paired::abba_order;
-pub use scale::{scale_figures, settled, DEFAULT_EFFICIENCY, SETTLE_TOLERANCE};
+pub use scale::{knee_disturbances, scale_figures, settled, DEFAULT_EFFICIENCY, SETTLE_TOLERANCE};
 pub use stats::{Spread, MIN_TRIALS};
 pub use sweep::{
     knee, parse_percent, step_rates, steps_from_record, Criteria, Knee, Slo, Step, SweepError,

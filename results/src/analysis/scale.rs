@@ -89,6 +89,36 @@ pub fn scale_figures(scale: &mut ScaleRecord, phases: &[PhaseRecord]) {
     }
 }
 
+/// Puts the run's warnings about other work or steal time on a knee step's CPUs
+/// (`"{phase}: other work used …"`, `"{phase}: the hypervisor took …"`, from
+/// [`crate::analysis::cpu_contention`]) first among that knee's evidence, and makes the first
+/// of them its limit: a knee measured while something else ran on its CPUs says how busy the
+/// host was, not how connstorm's workers scale.
+pub fn knee_disturbances(scale: &mut ScaleRecord, warnings: &[String]) {
+    for k in &mut scale.knees {
+        let Some(phase) = scale
+            .steps
+            .iter()
+            .find(|s| s.shape == k.shape && s.cores == k.cores)
+            .map(|s| s.phase.clone())
+        else {
+            continue;
+        };
+        let prefix = format!("{phase}: ");
+        let found: Vec<String> = warnings
+            .iter()
+            .filter_map(|w| w.strip_prefix(&prefix))
+            .filter(|w| w.starts_with("other work used") || w.starts_with("the hypervisor took"))
+            .map(|w| format!("{w} (the knee may be the host's other work, not scaling: rerun on a quiet host)"))
+            .collect();
+        if let Some(first) = found.first() {
+            k.limit = first.clone();
+            k.evidence.retain(|e| !found.contains(e));
+            k.evidence.splice(0..0, found);
+        }
+    }
+}
+
 /// One step's figures from its phase.
 fn step_figures(s: &mut ScaleStep, phase: Option<&PhaseRecord>) {
     let Some(p) = phase else {
@@ -449,6 +479,48 @@ mod tests {
             "{}",
             k.limit
         );
+    }
+
+    /// Other work on a knee step's CPUs is that knee's limit, before everything else; a
+    /// warning of another phase is not.
+    #[test]
+    fn other_work_on_the_knee_steps_cpus_is_named_first() {
+        let mut s = ScaleRecord {
+            efficiency_threshold: 0.8,
+            steps: vec![step("together", 1), step("together", 2)],
+            ..ScaleRecord::default()
+        };
+        let phases = vec![
+            phase("together-1", 100_000.0, 5.0, 8.0),
+            phase("together-2", 100_000.0, 5.0, 8.0),
+        ];
+        scale_figures(&mut s, &phases);
+        let before = s.knees[0].limit.clone();
+        knee_disturbances(
+            &mut s,
+            &["together-1: other work used 30% of the benchmark CPUs [0]".to_string()],
+        );
+        assert_eq!(s.knees[0].limit, before, "another phase's warning");
+        knee_disturbances(
+            &mut s,
+            &[
+                "together-2: other work used 80% of the benchmark CPUs [0-1] (busy 100%)".into(),
+                "together-2: the hypervisor took 12% of the benchmark CPUs (steal time)".into(),
+            ],
+        );
+        let k = &s.knees[0];
+        assert!(
+            k.limit
+                .starts_with("other work used 80% of the benchmark CPUs [0-1]"),
+            "{}",
+            k.limit
+        );
+        assert!(
+            k.evidence[1].starts_with("the hypervisor took 12%"),
+            "{:?}",
+            k.evidence
+        );
+        assert!(k.evidence.iter().any(|e| *e == before), "{:?}", k.evidence);
     }
 
     #[test]

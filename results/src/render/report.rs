@@ -299,6 +299,7 @@ pub fn build_report(
         warnings,
         scale: rec.scale.clone().map(|mut s| {
             crate::analysis::scale_figures(&mut s, &rec.phases);
+            crate::analysis::knee_disturbances(&mut s, &rec.warnings);
             s
         }),
         profile_overhead: rec.profile_overhead.clone(),

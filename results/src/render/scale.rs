@@ -152,16 +152,17 @@ pub(crate) fn profile_blocks(phase: &str, p: &KernelProfile) -> Vec<Block> {
             idle
         )));
         if s.busy_samples() > 0 {
-            let mut t = Table::new(["self", "incl", "function"]);
+            // The name first: a table's first column is the left-aligned one.
+            let mut t = Table::new(["function", "self", "incl"]);
             for f in s.functions.iter().take(PROFILE_TOP) {
                 t.row([
-                    format!("{:.1}%", f.self_share * 100.0),
-                    format!("{:.1}%", f.inclusive_share * 100.0),
                     format!(
                         "{} {}",
                         if f.space == "kernel" { "[k]" } else { "[u]" },
                         f.name
                     ),
+                    format!("{:.1}%", f.self_share * 100.0),
+                    format!("{:.1}%", f.inclusive_share * 100.0),
                 ]);
             }
             out.push(Block::Table(t));
