@@ -67,15 +67,22 @@ impl ProfileArgs {
 impl Settings {
     /// The profile's configuration for `sides` (`("server", cpus)`, `("load", cpus)`; a side
     /// without CPUs is left out), with the collector on a housekeeping CPU when one is free.
+    /// Sides on the same CPUs (`--whole-machine`, `scale --pairs shared`) are one side,
+    /// `server+load`: a CPU's samples cannot be told apart by side, so they are counted once.
     pub fn config(&self, sides: &[(&str, &[usize])]) -> ProfileConfig {
-        let sides: Vec<SideCpus> = sides
-            .iter()
-            .filter(|(_, cpus)| !cpus.is_empty())
-            .map(|(side, cpus)| SideCpus {
-                side: (*side).to_string(),
-                cpus: cpus.to_vec(),
-            })
-            .collect();
+        let mut merged: Vec<SideCpus> = Vec::new();
+        for (side, cpus) in sides.iter().filter(|(_, cpus)| !cpus.is_empty()) {
+            let mut cpus = cpus.to_vec();
+            cpus.sort_unstable();
+            match merged.iter_mut().find(|s| s.cpus == cpus) {
+                Some(s) => s.side = format!("{}+{side}", s.side),
+                None => merged.push(SideCpus {
+                    side: (*side).to_string(),
+                    cpus,
+                }),
+            }
+        }
+        let sides = merged;
         let mut c = ProfileConfig::new(sides);
         c.frequency_hz = self.frequency_hz;
         c.collector_cpu = housekeeping_cpu(&c.all_cpus());
@@ -183,7 +190,10 @@ pub fn overhead(
     ));
     // (rate/s, CPU µs per connection of both sides) of a slice.
     let figures = |p: &results::record::PhaseRecord| {
-        let us = match (p.cpu.server.as_ref().and_then(|c| c.us_per_conn()), p.cpu.load.us_per_conn()) {
+        let us = match (
+            p.cpu.server.as_ref().and_then(|c| c.us_per_conn()),
+            p.cpu.load.us_per_conn(),
+        ) {
             (Some(s), Some(l)) => Some(s + l),
             (None, l) => l,
             _ => None,
@@ -257,6 +267,32 @@ pub fn overhead_summary(record: &results::RunRecord) -> String {
 mod tests {
     use super::*;
     use tuning::profile::{aggregate, Frame, Stack};
+
+    /// Server and load on the same CPUs are one side; on different CPUs, two; a side without
+    /// CPUs (an external target's server) is left out.
+    #[test]
+    fn sides_on_the_same_cpus_are_profiled_once() {
+        let s = Settings { frequency_hz: 99 };
+        let names = |c: &ProfileConfig| -> Vec<(String, Vec<usize>)> {
+            c.sides
+                .iter()
+                .map(|x| (x.side.clone(), x.cpus.clone()))
+                .collect()
+        };
+        let c = s.config(&[("server", &[1, 0]), ("load", &[0, 1])]);
+        assert_eq!(names(&c), [("server+load".to_string(), vec![0, 1])]);
+        assert_eq!(c.frequency_hz, 99);
+        let c = s.config(&[("server", &[0]), ("load", &[1])]);
+        assert_eq!(
+            names(&c),
+            [
+                ("server".to_string(), vec![0]),
+                ("load".to_string(), vec![1])
+            ]
+        );
+        let c = s.config(&[("server", &[]), ("load", &[1])]);
+        assert_eq!(names(&c), [("load".to_string(), vec![1])]);
+    }
 
     /// Every field of a tuning profile (sides, functions, contention points with their lock
     /// callers) survives the conversion to the record and back.
