@@ -15,8 +15,8 @@ use tuning::sysctl::Preset;
 use tuning::sysctl::ProcSys;
 
 use super::args::{
-    ApplyArgs, CheckArgs, ExportArgs, ExportFormat, ImportArgs, IrqArgs, KernelArgs,
-    PlacementArgs, RevertArgs, SnapshotTopologyArgs, Source,
+    ApplyArgs, CheckArgs, ExportArgs, ExportFormat, ImportArgs, IrqArgs, KernelArgs, PlacementArgs,
+    RevertArgs, SnapshotTopologyArgs, Source,
 };
 use crate::bad_input;
 use crate::commands::Format;
@@ -400,9 +400,11 @@ pub fn placement(a: &PlacementArgs) -> anyhow::Result<i32> {
     use tuning::advice::{cpu_roles, place_cpus, worker_cpus, PlacementRequest};
     let topo = tuning::host::Topology::read(&a.root).map_err(|e| bad_input(e.to_string()))?;
     let nic_node = match (&a.dev, a.nic_node) {
-        (Some(dev), _) => tuning::host::Nic::read(&a.root, dev)
-            .map_err(|e| bad_input(format!("--dev: {e}")))?
-            .numa_node,
+        (Some(dev), _) => {
+            tuning::host::Nic::read(&a.root, dev)
+                .map_err(|e| bad_input(format!("--dev: {e}")))?
+                .numa_node
+        }
         (None, n) => n,
     };
     if let Some(n) = nic_node.filter(|n| !topo.nodes.iter().any(|x| x.id == *n)) {
@@ -420,12 +422,31 @@ pub fn placement(a: &PlacementArgs) -> anyhow::Result<i32> {
         smt: a.smt,
         allowed: Some(placement_allowed(&a.root, &topo)),
     };
-    let workers = worker_cpus(&topo, &req).len();
+    let mut workers = worker_cpus(&topo, &req).len();
+    // The defaults fit every host: where the housekeeping core leaves fewer than one server and
+    // one load CPU and nothing is isolated, no core is set aside (as `scale` plans it).
+    let mut note = None;
+    if a.server_workers.is_none()
+        && a.load_workers.is_none()
+        && workers < 2
+        && topo.isolated.is_empty()
+        && req.housekeeping_cores > 0
+    {
+        note = Some(format!(
+            "{} usable CPU(s) and nothing isolated: 0 housekeeping core(s) set aside instead of \
+             {}, so that a server and a load worker fit (IRQs and system work share the worker \
+             CPUs)",
+            req.allowed.as_ref().map_or(0, Vec::len),
+            req.housekeeping_cores
+        ));
+        req.housekeeping_cores = 0;
+        workers = worker_cpus(&topo, &req).len();
+    }
     req.server_workers = a.server_workers.unwrap_or((workers / 3).max(1));
     req.load_workers = a
         .load_workers
         .unwrap_or_else(|| workers.saturating_sub(req.server_workers).max(1));
-    let p = place_cpus(&topo, &req).map_err(|e| {
+    let mut p = place_cpus(&topo, &req).map_err(|e| {
         let mut fix = vec!["fewer --server-workers or --load-workers".to_string()];
         if topo.smt_active() && !a.smt {
             fix.push("--smt".into());
@@ -435,6 +456,7 @@ pub fn placement(a: &PlacementArgs) -> anyhow::Result<i32> {
         }
         bad_input(format!("placement: {e}; give {}", fix.join(", or ")))
     })?;
+    p.notes.extend(note);
     let roles = cpu_roles(&topo, &req, &p);
     out(&if a.format == Format::Json {
         let v = serde_json::json!({ "placement": p, "cpus": roles });
@@ -450,7 +472,8 @@ pub fn placement(a: &PlacementArgs) -> anyhow::Result<i32> {
 /// # Errors
 /// Bad input: an unreadable source topology, an `--out` in use or not writable.
 pub fn snapshot_topology(a: &SnapshotTopologyArgs) -> anyhow::Result<i32> {
-    let s = tuning::host::snapshot_topology(&a.root, &a.out).map_err(|e| bad_input(e.to_string()))?;
+    let s =
+        tuning::host::snapshot_topology(&a.root, &a.out).map_err(|e| bad_input(e.to_string()))?;
     out(&format!(
         "wrote {} files for {} CPUs on {} NUMA node(s) under {}: read them elsewhere with \
          `connstorm tune placement --root {}` or `connstorm scale --dry-run --root {}`\n",
