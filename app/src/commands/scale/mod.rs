@@ -85,7 +85,13 @@ fn plan_error(e: ScalePlanError, args: &Args, smt: bool) -> anyhow::Error {
         ScalePlanError::OneStep { shape, .. } => {
             let mut v = Vec::new();
             if *shape == "together" && args.pairs == PairsArg::Split {
-                v.push("--pairs shared (twice the cores on these CPUs)");
+                // With both shapes asked, the fixed server fits on no fewer CPUs than
+                // together-split does: name the command line that runs here.
+                v.push(if args.shape == ShapeArg::Both {
+                    "--shape together --pairs shared (one server and one load worker per CPU)"
+                } else {
+                    "--pairs shared (twice the cores on these CPUs)"
+                });
             }
             if *shape == "fixed-server" && args.shape == ShapeArg::Both {
                 v.push("--shape together");
@@ -151,8 +157,8 @@ fn check(args: &Args) -> anyhow::Result<(ScalePlan, tuning::host::Topology, u32)
     let allowed = allowed(args, &root)?;
     let nic_node = match &args.dev {
         Some(dev) => {
-            let nic =
-                tuning::host::Nic::read(&root, dev).map_err(|e| bad_input(format!("--dev: {e}")))?;
+            let nic = tuning::host::Nic::read(&root, dev)
+                .map_err(|e| bad_input(format!("--dev: {e}")))?;
             nic.numa_node
         }
         None => None,
@@ -247,7 +253,10 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
         out: &args.out,
     })?;
     if let Some(p) = &args.plot {
-        let ext = p.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase);
+        let ext = p
+            .extension()
+            .and_then(|e| e.to_str())
+            .map(str::to_ascii_lowercase);
         if !matches!(ext.as_deref(), Some("svg" | "png")) {
             return Err(bad_input(format!(
                 "--plot {}: name the picture FILE.svg or FILE.png",
@@ -323,11 +332,17 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
             let mut h = super::bench::start(setup)?;
             h.check_phase(&spec)?;
             let rec = record.get_or_insert_with(|| {
-                let mut r = crate::record::new_record("scale", &args.label, config.clone(), &h, &build.0);
+                let mut r =
+                    crate::record::new_record("scale", &args.label, config.clone(), &h, &build.0);
                 r.build = build.1.clone();
                 r
             });
-            let out = h.run_phase_profiled(&spec, &stop, &mut |row| super::bench::progress(&spec, row), prof);
+            let out = h.run_phase_profiled(
+                &spec,
+                &stop,
+                &mut |row| super::bench::progress(&spec, row),
+                prof,
+            );
             drop(h.finish());
             let out = out?;
             rec.warnings.extend(out.warnings);
@@ -384,6 +399,7 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
         knees: Vec::new(),
     };
     results::analysis::scale_figures(&mut scale, &record.phases);
+    results::analysis::knee_disturbances(&mut scale, &record.warnings);
     record.scale = Some(scale);
     record.run.wall_secs = started.elapsed().as_secs_f64();
     let path = record
