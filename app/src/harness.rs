@@ -243,9 +243,7 @@ impl Harness {
                 "{}: no profile: the phase ended before its measured part began",
                 spec.name
             )),
-            Some(Err(e)) => out
-                .warnings
-                .push(format!("{}: no profile: {e}", spec.name)),
+            Some(Err(e)) => out.warnings.push(format!("{}: no profile: {e}", spec.name)),
             None => {}
         }
         // The load workers' timer slack (PR_SET_TIMERSLACK), ns: it bounds the generator's lag.

@@ -128,7 +128,14 @@ pub fn execute(
     }
     if let (Some(pairs), Some(settings)) = (t.profile_overhead, t.plan.profile) {
         if !trial.record.run.interrupted && trial.result.is_ok() {
-            crate::profile::overhead(&mut trial, settings, pairs, t.plan.concurrency, stop, &mut note)?;
+            crate::profile::overhead(
+                &mut trial,
+                settings,
+                pairs,
+                t.plan.concurrency,
+                stop,
+                &mut note,
+            )?;
         }
     }
     let written = trial.write(&t.out, stop);

@@ -278,7 +278,10 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
         } else {
             crate::output::out(&text);
         }
-        eprintln!("connstorm load: {}", crate::profile::overhead_summary(&Default::default()));
+        eprintln!(
+            "connstorm load: {}",
+            crate::profile::overhead_summary(&Default::default())
+        );
     }
     metrics::end(endpoint, &args.metrics);
     Ok(exit_code(&report))

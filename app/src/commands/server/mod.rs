@@ -145,8 +145,9 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
         crate::record::counters(&mut |w| eprintln!("connstorm server: warning: {w}"))
     });
     // A server has no warm-up: the profile covers its CPUs from here to the stop.
-    let armed = profile
-        .map(|p| crate::profile::Armed::arm(p.config(&[("server", srv.cpus())]), Default::default()));
+    let armed = profile.map(|p| {
+        crate::profile::Armed::arm(p.config(&[("server", srv.cpus())]), Default::default())
+    });
     let interrupted = watch::watch(&srv, args.duration, &stop, &mut |l| {
         crate::output::note(l);
     });
