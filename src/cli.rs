@@ -70,7 +70,7 @@ pub enum Command {
     Man(commands::man::Args),
 }
 
-/// The exit codes of every command, shown after each command's `--help` (and in README.md and
+/// The exit codes of every command, shown after each command's `--help` (and in docs/cli.md and
 /// `src/main.rs`).
 pub const EXIT_CODES: &str = "\
 Exit codes (every command):

@@ -3,7 +3,7 @@
 //! ([`cli::dispatch`]) and turns the outcome into the exit code; the logic lives in the
 //! libraries.
 //!
-//! Exit codes, the same for every command (also in README.md and after every `--help`,
+//! Exit codes, the same for every command (also in docs/cli.md and after every `--help`,
 //! [`cli::EXIT_CODES`]):
 //! - `0` ok;
 //! - `1` run-time failure: an I/O error, a kernel refusal at run time, a failed apply;

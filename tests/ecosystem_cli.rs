@@ -646,6 +646,38 @@ fn restricted_violations(
     for c in containers {
         let cname = format!("{name} container {}", c["name"].as_str().unwrap_or("?"));
         let sc = &c["securityContext"];
+        // A key the API does not know (a mis-indented `add:` beside `capabilities`) makes the
+        // manifest invalid: the container SecurityContext's fields, as of Kubernetes 1.37.
+        let known = [
+            "allowPrivilegeEscalation",
+            "appArmorProfile",
+            "capabilities",
+            "privileged",
+            "procMount",
+            "readOnlyRootFilesystem",
+            "runAsGroup",
+            "runAsNonRoot",
+            "runAsUser",
+            "seLinuxOptions",
+            "seccompProfile",
+            "windowsOptions",
+        ];
+        for key in sc.as_mapping().into_iter().flat_map(|m| m.keys()) {
+            let key = key.as_str().unwrap_or("?");
+            if !known.contains(&key) {
+                bad.push(format!("{cname}: securityContext has unknown key {key:?}"));
+            }
+        }
+        for key in sc["capabilities"]
+            .as_mapping()
+            .into_iter()
+            .flat_map(|m| m.keys())
+        {
+            let key = key.as_str().unwrap_or("?");
+            if key != "add" && key != "drop" {
+                bad.push(format!("{cname}: capabilities has unknown key {key:?}"));
+            }
+        }
         let either = |key: &str| {
             if sc[key].is_null() {
                 &pod_sc[key]
@@ -742,6 +774,19 @@ fn k8s_manifests_meet_the_restricted_pod_security_standard() {
             ));
             if name.starts_with("Deployment/") {
                 assert_eq!(spec["hostNetwork"].as_bool(), Some(host), "{shape}: {name}");
+                let add = &spec["containers"][0]["securityContext"]["capabilities"]["add"];
+                let want: &[&str] = if shape == "low-port" {
+                    &["NET_BIND_SERVICE"]
+                } else {
+                    &[]
+                };
+                let got: Vec<&str> = add
+                    .as_sequence()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|v| v.as_str())
+                    .collect();
+                assert_eq!(got, want, "{shape}: {name} capabilities.add");
             }
         }
         assert!(bad.is_empty(), "{shape}: {bad:#?}");
@@ -760,6 +805,14 @@ fn k8s_manifests_meet_the_restricted_pod_security_standard() {
     let bare: serde_norway::Value =
         serde_norway::from_str("containers: [{name: x, image: y}]").unwrap();
     assert!(restricted_violations("Pod/bare", &bare, false).len() >= 5);
+    // ... and so is the mis-indented capability that once left `add` beside `capabilities`.
+    let misplaced: serde_norway::Value = serde_norway::from_str(
+        "containers: [{name: x, securityContext: {capabilities: {drop: [ALL]}, add: [NET_BIND_SERVICE]}}]",
+    )
+    .unwrap();
+    assert!(restricted_violations("Pod/misplaced", &misplaced, false)
+        .iter()
+        .any(|v| v.contains("unknown key \"add\"")));
 
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let dockerfile = std::fs::read_to_string(root.join("deploy/kubernetes/Dockerfile")).unwrap();

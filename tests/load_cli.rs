@@ -1194,7 +1194,7 @@ fn records(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
 /// The record class of a handshake left in the accept queue (results::diagnosis).
 const QUEUED: &str = "never accepted: in the listener's accept queue at the end";
 
-/// The server cannot keep up, kind "never accepted" (EDGES.md): a listener whose kernel
+/// The server cannot keep up, kind "never accepted" (docs/edges.md): a listener whose kernel
 /// completes handshakes but whose application never calls accept() (as a server stopped with
 /// SIGSTOP). After the settle the handshakes still sit in its accept queue: none is a success;
 /// all are the failure class NEVER_ACCEPTED_QUEUED, exactly the handshakes and the kernel's
@@ -1413,7 +1413,7 @@ fn a_server_that_drains_its_accept_queue_loses_no_success_to_the_settle() {
     assert_eq!(r["accept_queue"]["never_accepted"].as_u64(), Some(0), "{r}");
 }
 
-/// The terminal, kind "two quick Ctrl-Cs" (EDGES.md): SIGINT twice 10 ms apart in the middle of
+/// The terminal, kind "two quick Ctrl-Cs" (docs/edges.md): SIGINT twice 10 ms apart in the middle of
 /// the schedule. The second one does not throw the run away: the report is printed, the `--out`
 /// record written (readable, marked interrupted), exit 130. The server accepts one connection per
 /// 30 ms, so after the first signal `load` still has its accept-queue settle to wait for (up to

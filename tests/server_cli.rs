@@ -474,7 +474,7 @@ fn the_start_line_shows_rlimit_nofile_with_separators() {
     assert!(line.contains("RLIMIT_NOFILE 20,000)"), "{line}");
 }
 
-/// The terminal, kind "two quick Ctrl-Cs" (EDGES.md): SIGINT twice 10 ms apart on `server
+/// The terminal, kind "two quick Ctrl-Cs" (docs/edges.md): SIGINT twice 10 ms apart on `server
 /// --out`. The report is still printed (every connection accepted), the record written, and
 /// the exit code says the run was cut short: 130 (one signal is a server's normal end, 0).
 #[test]

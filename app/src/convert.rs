@@ -1,5 +1,5 @@
 //! Turns the libraries' reports into run-record parts (this crate is the only one that knows
-//! both sides, per DESIGN.md's dependency rule).
+//! both sides, per docs/design.md's dependency rule).
 
 use std::collections::BTreeMap;
 

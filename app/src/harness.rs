@@ -295,13 +295,18 @@ impl Harness {
         let server = self.server.as_ref()?;
         let base = before.map(|b| b.accepted()).unwrap_or(0);
         let deadline = Instant::now() + ACCEPT_WAIT_MAX;
-        let (mut last_accepted, mut changed_at) = (u64::MAX, Instant::now());
+        let (mut last_seen, mut changed_at) = ((u64::MAX, u64::MAX), Instant::now());
         let mut caught_up_at: Option<Instant> = None;
         loop {
             let now = server.stats();
             let accepted = now.accepted() - base;
-            if accepted != last_accepted {
-                (last_accepted, changed_at) = (accepted, Instant::now());
+            // With --tls a worker completes (and publishes) a handshake after its accept: a
+            // change of either count restarts the settle, so a TLS accept published late is
+            // not counted in the next phase.
+            let seen = (accepted, now.tls_accepted);
+            if seen != last_seen {
+                (last_seen, changed_at) = (seen, Instant::now());
+                caught_up_at = None;
             }
             let done = if self.ns.is_some() {
                 let children = self
@@ -325,8 +330,10 @@ impl Harness {
     }
 }
 
-/// How long accepts must have caught up with the kernel's children before a phase is counted.
-const SETTLE: Duration = Duration::from_millis(50);
+/// How long accepts must have caught up with the kernel's children, and the server's accept and
+/// TLS accept counts stood still, before a phase is counted: twice the longest an idle worker
+/// waits before it publishes its counters (50 ms, `server`'s `WAIT_MAX`).
+const SETTLE: Duration = Duration::from_millis(100);
 
 /// Longest wait for the server to take what its accept queues still hold after the load ended.
 const ACCEPT_WAIT_MAX: Duration = Duration::from_secs(5);

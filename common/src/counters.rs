@@ -53,7 +53,7 @@ pub const SOFTNET_DROPPED: &str = "softnet.dropped";
 /// `softnet.flow_limit_count`: packets dropped by RPS flow limits.
 pub const SOFTNET_FLOW_LIMIT: &str = "softnet.flow_limit_count";
 
-/// The counters whose non-zero delta makes a run "a different experiment" (DESIGN.md).
+/// The counters whose non-zero delta makes a run "a different experiment" (docs/design.md).
 pub const DROP_COUNTERS: &[&str] = &[
     LISTEN_OVERFLOWS,
     LISTEN_DROPS,
@@ -417,7 +417,7 @@ impl CounterDelta {
     }
 
     /// The non-zero changes among [`DROP_COUNTERS`], in that order. Non-empty means the run left
-    /// the normal connection path (DESIGN.md: "a run with drops is a different experiment").
+    /// the normal connection path (docs/design.md: "a run with drops is a different experiment").
     pub fn drops(&self) -> Vec<(String, i64)> {
         DROP_COUNTERS
             .iter()

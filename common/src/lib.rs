@@ -1,5 +1,5 @@
 //! `connstorm-common`: the one leaf crate of shared vocabulary that every connstorm crate may
-//! depend on (DESIGN.md: "errno names, cpulists, units and number formatting"). It depends on no
+//! depend on (docs/design.md: "errno names, cpulists, units and number formatting"). It depends on no
 //! sibling, so the server, the load generator, the tuning code and the run records can all read
 //! and print the same things the same way.
 //!

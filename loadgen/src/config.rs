@@ -1,4 +1,7 @@
-//! What a load run does: targets, open or closed loop, durations, CPUs, close mode, sources.
+//! What a load run does ([`LoadConfig`]): targets, open or closed loop, durations, CPUs, close
+//! mode, sources, and the plain option types of its parts (the HTTP request, the TLS options, the
+//! engine asked for), each checked by [`LoadConfig::validate`] before any thread starts. The
+//! bottom of the crate: it imports no other part of it but [`crate::error`].
 
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
@@ -6,6 +9,37 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::error::LoadError;
+
+mod engine;
+mod http;
+mod tls;
+
+pub use engine::LoadEngine;
+pub use http::{read_body, HttpRequest, MAX_HTTP_BODY};
+pub use tls::{
+    cipher_suites, suite_name, Resume, TlsOptions, TlsVersion, Verify, SYSTEM_CA_BUNDLE,
+};
+
+/// The highest total rate a schedule accepts, connections per second: one intended start per
+/// nanosecond, the resolution of the CLOCK_MONOTONIC time line the schedule is written in. Above
+/// it consecutive intended starts would fall on the same nanosecond. (No machine starts
+/// connections that fast; starts it cannot make are counted dropped, arithmetically — see
+/// `Schedule::skip_before`.)
+pub const MAX_RATE_PER_SEC: f64 = 1e9;
+
+/// Below this distance to the next deadline a worker polls with a zero timeout instead of arming
+/// its timer, ns: a short spin before a start that is due within a few µs, so it is not left
+/// to a timer wake-up (whose latency is the generator's lag). The default of
+/// [`Pacing::spin_ns`] (`--spin`), recorded in `bench` records as the setting
+/// `load.spin_ns`.
+pub const SPIN_NS: u64 = 2_000;
+
+/// At most this many attempts start per loop turn: starts that are due together are made in one
+/// batch after one wait (no wait between them). An overloaded worker (more due starts than it
+/// can make) still returns to its events, timeouts and per-second flush every few milliseconds.
+/// The open-loop default of [`Pacing::start_batch`] (`--start-batch`), recorded in
+/// `bench` records as the setting `load.start_batch`.
+pub const START_BUDGET: usize = 64;
 
 /// The shortest measured duration a run accepts (10 ms): a rate measured over less is mostly the
 /// start-up of the workers, and a rate over 1 ns (one success = 1e9/s) says nothing.
@@ -168,13 +202,13 @@ pub struct LoadConfig {
     /// ([`crate::http`]); `None` = plain TCP. Excludes `expect_bytes`. With it the read phase
     /// (request + response) gets the connect timeout again, as `expect_bytes` does.
     #[serde(default)]
-    pub http: Option<crate::http::HttpRequest>,
+    pub http: Option<HttpRequest>,
     /// A TLS handshake on every connection after the TCP handshake (`--tls`, [`crate::tls`]);
     /// `None` = no TLS. With `http` the request goes over it. Excludes `expect_bytes`.
-    pub tls: Option<crate::tls::TlsOptions>,
+    pub tls: Option<TlsOptions>,
     /// The connect engine (`--load-engine`, [`crate::engine`]); CLI default `auto`.
     #[serde(default)]
-    pub engine: crate::engine::LoadEngine,
+    pub engine: LoadEngine,
     /// How the generator paces its starts (`--spin`, `--start-batch`); default [`Pacing::default`].
     #[serde(default)]
     pub pacing: Pacing,
@@ -186,20 +220,28 @@ pub struct LoadConfig {
 pub struct Pacing {
     /// Below this distance to its next deadline a worker polls with a zero timeout instead of
     /// arming a timer, ns: a short spin before a start due within a few µs, so it is not left to
-    /// a timer wake-up. 0 = always arm the timer. Default [`crate::SPIN_NS`] (2 µs); at most 1 ms.
+    /// a timer wake-up. 0 = always arm the timer. Default [`SPIN_NS`] (2 µs); at most 1 ms.
     pub spin_ns: u64,
     /// At most this many due starts are made one after another after one wait (a batch), before
-    /// the worker looks at its completions again. 1..=4096; default [`crate::START_BUDGET`] (64).
+    /// the worker looks at its completions again. 1..=4096; default [`START_BUDGET`] (64).
     pub start_batch: usize,
 }
 
 impl Default for Pacing {
     fn default() -> Self {
         Pacing {
-            spin_ns: crate::SPIN_NS,
-            start_batch: crate::START_BUDGET,
+            spin_ns: SPIN_NS,
+            start_batch: START_BUDGET,
         }
     }
+}
+
+/// The refusal of `--load-engine io-uring` with `flag` (an option
+/// [`LoadConfig::uring_unsupported`] named).
+pub fn uring_unsupported_message(flag: &str) -> String {
+    format!(
+        "--load-engine io-uring does not support {flag} yet: use --load-engine epoll (or auto) with {flag}"
+    )
 }
 
 /// Highest [`Pacing::spin_ns`], ns (1 ms: a longer spin only burns the worker's CPU).
@@ -233,7 +275,7 @@ impl LoadConfig {
             return bad(format!(
                 "--start-batch {} is outside 1..={MAX_START_BATCH}: give how many due starts to make after one wait (default {})",
                 self.pacing.start_batch,
-                crate::START_BUDGET
+                START_BUDGET
             ));
         }
         if self.targets.is_empty() {
@@ -258,12 +300,12 @@ impl LoadConfig {
                         "rate {rate_per_sec} must be a positive number of connections per second"
                     ));
                 }
-                if rate_per_sec > crate::schedule::MAX_RATE_PER_SEC {
+                if rate_per_sec > MAX_RATE_PER_SEC {
                     return bad(format!(
                         "rate {rate_per_sec:e}/s is above the highest rate connstorm schedules, \
                          {:e}/s (one start per nanosecond, the schedule's time resolution): give at most \
                          `1000M/s` (starts the machine cannot make are counted as dropped)",
-                        crate::schedule::MAX_RATE_PER_SEC
+                        MAX_RATE_PER_SEC
                     ));
                 }
                 if self.max_in_flight == 0 {
@@ -332,15 +374,28 @@ impl LoadConfig {
             }
             t.client_config().map_err(LoadError::Config)?;
         }
-        if self.engine == crate::engine::LoadEngine::IoUring {
-            if let Some(flag) = crate::engine::uring_unsupported(self) {
-                return bad(crate::engine::unsupported_message(flag));
+        if self.engine == LoadEngine::IoUring {
+            if let Some(flag) = self.uring_unsupported() {
+                return bad(uring_unsupported_message(flag));
             }
         }
         if self.targets.len() > u32::MAX as usize {
             return bad("too many targets: give fewer than 2^32".into());
         }
         Ok(())
+    }
+
+    /// The first option the io_uring engine does not do yet, as the flag's name: `--tls`
+    /// (`--http`, `--expect-bytes` and `--close server` it does).
+    pub fn uring_unsupported(&self) -> Option<&'static str> {
+        self.tls.is_some().then_some("--tls")
+    }
+
+    /// [`Self::connect_timeout`] in ns (at most `u64::MAX / 4`, so deadlines never overflow).
+    pub(crate) fn timeout_ns(&self) -> u64 {
+        self.connect_timeout
+            .as_nanos()
+            .min(u128::from(u64::MAX / 4)) as u64
     }
 
     /// Number of workers (one per CPU).
@@ -357,6 +412,29 @@ impl LoadConfig {
             Pattern::Closed { concurrency } => concurrency as usize,
         };
         (total / n + usize::from(w < total % n)).max(1)
+    }
+}
+
+/// A config for unit tests: `target`, `pattern`, `close`, 1 s (no warm-up) on CPU 0, a 1 s
+/// connect timeout, one slot in open loop, the epoll engine.
+#[cfg(test)]
+pub(crate) fn for_test(target: SocketAddr, pattern: Pattern, close: CloseMode) -> LoadConfig {
+    LoadConfig {
+        targets: vec![target],
+        pattern,
+        duration: Duration::from_secs(1),
+        warmup: Duration::ZERO,
+        cpus: vec![0],
+        close,
+        sources: vec![],
+        connect_timeout: Duration::from_secs(1),
+        expect_bytes: None,
+        max_in_flight: 1,
+        late_threshold: Duration::from_millis(1),
+        http: None,
+        tls: None,
+        engine: LoadEngine::Epoll,
+        pacing: Pacing::default(),
     }
 }
 
@@ -382,7 +460,7 @@ mod tests {
             late_threshold: Duration::from_millis(1),
             http: None,
             tls: None,
-            engine: crate::engine::LoadEngine::Auto,
+            engine: LoadEngine::Auto,
             pacing: Pacing::default(),
         }
     }

@@ -9,8 +9,52 @@ pub type Failures = common::errno::ErrnoCounts;
 
 use std::collections::BTreeMap;
 
-/// The HTTP parse-error kinds, in [`crate::http::ParseError::ALL`] order.
-const HTTP_PARSE_KINDS: usize = 5;
+/// The HTTP parse-error kinds, in [`ParseError::ALL`] order.
+const HTTP_PARSE_KINDS: usize = ParseError::ALL.len();
+
+/// Why an HTTP response could not be read (`--http`, [`crate::http::ResponseParser`]). Each is a
+/// failure class of its own ([`ProtoFailures`], `HTTP parse error: KIND`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ParseError {
+    /// The head is not HTTP/1.x (httparse refused it: bad status line, header or version).
+    Head,
+    /// The head did not end within [`crate::http::MAX_HEAD_BYTES`].
+    HeadTooLarge,
+    /// `Content-Length` malformed, or given twice with different values.
+    ContentLength,
+    /// A chunk-size line or the CRLF after a chunk's data is malformed.
+    Chunk,
+    /// The connection ended (FIN) before the response did.
+    Truncated,
+}
+
+impl ParseError {
+    /// Every kind, in the order of their counters.
+    pub const ALL: [ParseError; 5] = [
+        ParseError::Head,
+        ParseError::HeadTooLarge,
+        ParseError::ContentLength,
+        ParseError::Chunk,
+        ParseError::Truncated,
+    ];
+
+    /// The report name: `head`, `head_too_large`, `content_length`, `chunk`, `truncated`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ParseError::Head => "head",
+            ParseError::HeadTooLarge => "head_too_large",
+            ParseError::ContentLength => "content_length",
+            ParseError::Chunk => "chunk",
+            ParseError::Truncated => "truncated",
+        }
+    }
+}
+
+/// The name of TLS alert `code` (RFC 8446 §6, as rustls spells it: `UnknownCA`,
+/// `BadCertificate`, `HandshakeFailure`; an unassigned code as `Unknown(0x..)`).
+pub fn alert_name(code: u8) -> String {
+    format!("{:?}", rustls::AlertDescription::from(code))
+}
 
 /// Kinds of TLS failure that are neither an alert nor a socket error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,7 +92,7 @@ impl TlsOther {
 /// Failures after the TCP handshake, in the TLS handshake or the HTTP exchange (`--tls`,
 /// `--http`): each is a failed attempt, never also a success. Fixed arrays, counted without
 /// allocation; named only at report time ([`Self::add_to_map`]):
-/// - `HTTP parse error: KIND` (a [`crate::http::ParseError`] name), `HTTP ERRNO` (the exchange's
+/// - `HTTP parse error: KIND` (a [`ParseError`] name), `HTTP ERRNO` (the exchange's
 ///   socket failed, e.g. `HTTP ECONNRESET`; `HTTP ETIMEDOUT`: no complete response within
 ///   `--connect-timeout` of the handshake);
 /// - `TLS alert NAME sent` (this client refused the server, e.g. `TLS alert CertificateUnknown
@@ -80,8 +124,39 @@ impl Default for ProtoFailures {
     }
 }
 
+/// One failed attempt after the TCP handshake, by class (what [`ProtoFailures::count_one`]
+/// counts): the values the TLS client and the HTTP exchange hand the accounting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ProtoFailure {
+    /// The response could not be read.
+    HttpParse(ParseError),
+    /// The HTTP exchange's socket failed with this errno (`ETIMEDOUT`: no complete response in
+    /// time).
+    HttpErrno(i32),
+    /// The TLS handshake's socket failed with this errno.
+    TlsErrno(i32),
+    /// The TLS handshake ended with this alert, `sent` by this client or received.
+    TlsAlert { code: u8, sent: bool },
+    /// Another TLS failure.
+    TlsOther(TlsOther),
+}
+
 impl ProtoFailures {
-    /// Counts an HTTP parse error (`kind`: its index in [`crate::http::ParseError::ALL`]).
+    /// Counts one failure of class `f`.
+    #[inline]
+    pub(crate) fn count_one(&mut self, f: ProtoFailure) {
+        match f {
+            ProtoFailure::HttpParse(e) => {
+                self.http_parse(ParseError::ALL.iter().position(|&x| x == e).unwrap_or(0))
+            }
+            ProtoFailure::HttpErrno(e) => self.http_errno(e),
+            ProtoFailure::TlsErrno(e) => self.tls_errno(e),
+            ProtoFailure::TlsAlert { code, sent } => self.tls_alert(code, sent),
+            ProtoFailure::TlsOther(k) => self.tls_other(k),
+        }
+    }
+
+    /// Counts an HTTP parse error (`kind`: its index in [`ParseError::ALL`]).
     #[inline]
     pub fn http_parse(&mut self, kind: usize) {
         self.http_parse[kind.min(HTTP_PARSE_KINDS - 1)] += 1;
@@ -161,7 +236,7 @@ impl ProtoFailures {
                 *map.entry(k()).or_insert(0) += n;
             }
         };
-        for (e, &n) in crate::http::ParseError::ALL.iter().zip(&self.http_parse) {
+        for (e, &n) in ParseError::ALL.iter().zip(&self.http_parse) {
             put(n, &|| format!("HTTP parse error: {}", e.name()));
         }
         for (k, n) in self.http_errno.to_map() {
@@ -176,7 +251,7 @@ impl ProtoFailures {
             .zip(self.tls_alert_received.iter())
             .enumerate()
         {
-            let name = || crate::tls::alert_name(code as u8);
+            let name = || alert_name(code as u8);
             put(s, &|| format!("TLS alert {} sent", name()));
             put(r, &|| format!("TLS alert {} received", name()));
         }

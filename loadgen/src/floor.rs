@@ -267,7 +267,7 @@ fn connect_loop(
 /// Pins the calling thread when the CPU allows it; the floor runs unpinned otherwise (the
 /// benchmark refused unusable CPUs before).
 fn pin(cpu: usize) {
-    let _ = crate::worker::pin(cpu);
+    let _ = crate::affinity::pin(cpu);
 }
 
 #[cfg(test)]

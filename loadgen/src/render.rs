@@ -7,7 +7,14 @@ use std::fmt;
 
 use common::numfmt;
 
-use crate::{Arrival, HistogramSummary, LoadConfig, LoadReport, Overflow, Pattern, TimelineRow};
+use crate::config::{Arrival, LoadConfig, Pattern};
+use crate::latency::HistogramSummary;
+use crate::report::{LoadReport, TimelineRow};
+
+mod exchange;
+mod hist;
+
+use hist::{hist, overflow};
 
 /// The shortest partial second whose counts are scaled to a per-second rate, seconds (100 ms,
 /// as the server's progress lines: below it a rate says more about where the signal fell than
@@ -22,7 +29,7 @@ pub const MIN_SCALED_SECS: f64 = 0.1;
 /// `offered`: the open loop's rate (connections per second, the schedule's), `None`
 /// for a closed loop. Open loop prints that rate and the starts made apart ("offered" is the
 /// schedule, not what the generator got to: after it fell behind, the starts it made in a second
-/// and the offered rate differ, and the drops are settled later — README "Late and dropped
+/// and the offered rate differ, and the drops are settled later — docs/output.md "Late and dropped
 /// starts"); closed loop says "started" only. A second without a success prints `-` for its
 /// latency, never `0 ns`.
 ///
@@ -318,10 +325,10 @@ impl fmt::Display for Summary<'_> {
             }
         }
         if let Some(t) = &r.tls {
-            crate::tls::render(out, t, r.measured_secs)?;
+            exchange::tls(out, t, r.measured_secs)?;
         }
         if let Some(h) = &r.http {
-            crate::http::render(out, h, r.measured_secs)?;
+            exchange::http(out, h, r.measured_secs)?;
         }
         let t = &r.total;
         writeln!(
@@ -357,45 +364,6 @@ impl fmt::Display for Summary<'_> {
         }
         Ok(())
     }
-}
-
-/// `  name: p50 …  p99 …  max … (n=…)`, or `no samples (n=0)`.
-pub(crate) fn hist(out: &mut fmt::Formatter<'_>, name: &str, s: &HistogramSummary) -> fmt::Result {
-    if s.count == 0 {
-        return writeln!(out, "  {name}: no samples (n=0)");
-    }
-    let cells: Vec<String> = s
-        .percentiles
-        .iter()
-        .map(|&(p, v)| {
-            let v = v.map_or("-".to_string(), |v| numfmt::ns(v as f64));
-            if p >= 100.0 {
-                format!("max {v}")
-            } else {
-                format!("p{p} {v}")
-            }
-        })
-        .collect();
-    writeln!(
-        out,
-        "  {name}: {} (n={})",
-        cells.join("  "),
-        numfmt::count(s.count)
-    )
-}
-
-/// "N samples above X; true max Y" when a histogram could not hold every value.
-pub(crate) fn overflow(out: &mut fmt::Formatter<'_>, o: &Overflow) -> fmt::Result {
-    if o.above == 0 {
-        return Ok(());
-    }
-    writeln!(
-        out,
-        "    {} samples above {} (the histogram's range; recorded at its top for the percentiles); true max {}",
-        numfmt::count(o.above),
-        numfmt::ns(o.range_max_ns as f64),
-        numfmt::ns(o.true_max_ns as f64)
-    )
 }
 
 /// Per target address (whole run), and each failure cause seen on one address while another
@@ -461,6 +429,8 @@ mod tests {
     use std::collections::BTreeMap;
 
     use hdrhistogram::Histogram;
+
+    use crate::latency::Overflow;
 
     use super::*;
     use crate::{CloseMode, LoadWorkerReport, TargetReport, Totals};

@@ -5,9 +5,11 @@ use std::collections::BTreeMap;
 
 use common::numfmt::count;
 use hdrhistogram::Histogram;
-use serde::{Serialize, Serializer};
+use serde::Serialize;
 
 use crate::config::{CloseMode, Pattern};
+use crate::latency::{summary, summary_opt};
+pub use crate::latency::{HistogramSummary, Overflow, PERCENTILES};
 
 /// The failure class of a handshake the client completed but the server never accepted (see
 /// [`LoadReport::reclassify_never_accepted`]).
@@ -18,9 +20,6 @@ pub const NEVER_ACCEPTED: &str = "NEVER_ACCEPTED";
 /// to take it: never accepted by the server application (see
 /// [`LoadReport::reclassify_still_queued`]).
 pub const NEVER_ACCEPTED_QUEUED: &str = "NEVER_ACCEPTED_QUEUED";
-
-/// The percentiles every report prints: p50, p90, p99, p99.9, p99.99 and the maximum (100).
-pub const PERCENTILES: [f64; 6] = [50.0, 90.0, 99.0, 99.9, 99.99, 100.0];
 
 /// Counts over the whole run including warm-up, for exact cross-checks against the kernel's
 /// counters (e.g. `Tcp.ActiveOpens` delta == attempts that reached connect(2)).
@@ -54,18 +53,6 @@ pub struct Totals {
     /// Handshakes that completed after their connect timeout (counted `ETIMEDOUT` failures, never
     /// successes). `successes + completed_after_timeout` = handshakes the client completed.
     pub completed_after_timeout: u64,
-}
-
-/// What lies outside a latency histogram's range (values above it are recorded at its top for
-/// the percentiles, and counted here with their true maximum).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct Overflow {
-    /// Values above `range_max_ns`.
-    pub above: u64,
-    /// The histogram's highest trackable value, ns.
-    pub range_max_ns: u64,
-    /// The largest value recorded, ns, unclamped (0 when nothing was recorded).
-    pub true_max_ns: u64,
 }
 
 /// The whole run's counts of one target address (warm-up included), so that a failure on one
@@ -479,51 +466,6 @@ impl LoadReport {
 /// epoll_wait / io_uring_enter between events; one at 90% has (almost) none to spare.
 pub const SATURATED_WORKER: f64 = 0.9;
 
-/// A histogram as the reports print it. An empty histogram has no minimum, mean, deviation
-/// or percentiles: they are `None` (JSON `null`), never 0 ns.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct HistogramSummary {
-    /// Recorded values.
-    pub count: u64,
-    /// Smallest value, ns (`None` when empty).
-    pub min_ns: Option<u64>,
-    /// Mean, ns (`None` when empty).
-    pub mean_ns: Option<f64>,
-    /// Standard deviation, ns (`None` when empty).
-    pub stdev_ns: Option<f64>,
-    /// `(percentile, value_ns)` for each of [`PERCENTILES`] (100 = max); values `None` when
-    /// empty.
-    pub percentiles: Vec<(f64, Option<u64>)>,
-}
-
-impl HistogramSummary {
-    /// Summarises a histogram of nanoseconds.
-    pub fn of(h: &Histogram<u64>) -> HistogramSummary {
-        let empty = h.is_empty();
-        HistogramSummary {
-            count: h.len(),
-            min_ns: (!empty).then(|| h.min()),
-            mean_ns: (!empty).then(|| h.mean()),
-            stdev_ns: (!empty).then(|| h.stdev()),
-            percentiles: PERCENTILES
-                .iter()
-                .map(|&p| {
-                    (
-                        p,
-                        (!empty).then(|| {
-                            if p >= 100.0 {
-                                h.max()
-                            } else {
-                                h.value_at_percentile(p)
-                            }
-                        }),
-                    )
-                })
-                .collect(),
-        }
-    }
-}
-
 /// The open-loop generator's own lag: for every measured start, actual start − scheduled start
 /// (ns). Handshake latency counts from the scheduled start (no coordinated omission), so it
 /// includes this lag; reading both shows how much of a handshake percentile is the generator's.
@@ -540,14 +482,6 @@ pub struct GeneratorLag {
     pub timer_slack_ns: Option<u64>,
     /// The spin threshold and start batch the workers ran with (`--spin`, `--start-batch`).
     pub pacing: crate::config::Pacing,
-}
-
-pub(crate) fn summary<S: Serializer>(h: &Histogram<u64>, s: S) -> Result<S::Ok, S::Error> {
-    HistogramSummary::of(h).serialize(s)
-}
-
-fn summary_opt<S: Serializer>(h: &Option<Histogram<u64>>, s: S) -> Result<S::Ok, S::Error> {
-    h.as_ref().map(HistogramSummary::of).serialize(s)
 }
 
 #[cfg(test)]
@@ -701,31 +635,5 @@ mod tests {
         r.dropped_in_flight_full = 0;
         let w = r.schedule_warning().unwrap();
         assert!(w.contains("all 400,000 scheduled starts ran"), "{w}");
-    }
-
-    #[test]
-    fn summary_has_every_percentile_and_the_max() {
-        let mut h = Histogram::<u64>::new_with_bounds(1, 10_000_000, 3).unwrap();
-        for v in 1..=1000u64 {
-            h.record(v * 1000).unwrap();
-        }
-        let s = HistogramSummary::of(&h);
-        assert_eq!(s.count, 1000);
-        assert_eq!(s.percentiles.len(), PERCENTILES.len());
-        let p50 = s.percentiles[0].1.unwrap();
-        assert!((499_000..=501_000).contains(&p50), "{p50}");
-        assert!(s.percentiles[5].1.unwrap() >= 1_000_000);
-        let empty = HistogramSummary::of(&Histogram::<u64>::new(3).unwrap());
-        assert_eq!(empty.count, 0);
-        // Nothing measured: no figure, never 0 ns.
-        assert!(empty.percentiles.iter().all(|&(_, v)| v.is_none()));
-        assert_eq!(
-            (empty.min_ns, empty.mean_ns, empty.stdev_ns),
-            (None, None, None)
-        );
-        assert_eq!(
-            serde_json::to_value(&empty).unwrap()["percentiles"][0],
-            serde_json::json!([50.0, null])
-        );
     }
 }

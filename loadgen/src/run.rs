@@ -6,13 +6,15 @@ use std::sync::atomic::AtomicBool;
 use std::sync::mpsc;
 use std::sync::{Condvar, Mutex};
 
+use crate::affinity::pin;
 use crate::clock::now_ns;
 use crate::config::{LoadConfig, Pattern};
+use crate::core::{row_origin_ns, Counters, Second, TargetCounters};
 use crate::error::LoadError;
 use crate::failures::Failures;
+use crate::latency::Latency;
 use crate::report::{LoadReport, TargetReport, TimelineRow, Totals, WorkerSecond};
-use crate::stats::{Counters, Latency, Second, TargetCounters};
-use crate::worker::{pin, Window, Worker, WorkerResult};
+use crate::worker::{Launch, WorkerResult};
 
 const SEC: u64 = 1_000_000_000;
 /// Time between "every worker is ready" and the common start, ns: lets every worker reach its
@@ -81,28 +83,24 @@ pub fn run_at(
         let mut handles = Vec::with_capacity(n);
         let mut spawn_error = None;
         for (index, &cpu) in cfg.cpus.iter().enumerate() {
-            let (tx, ready_tx, go) = (tx.clone(), ready_tx.clone(), &go);
+            let launch = Launch {
+                cfg,
+                index,
+                ready: ready_tx.clone(),
+                go: &go,
+                warmup_ns,
+                duration_ns,
+                stop,
+                seconds: tx.clone(),
+            };
             let spawned = std::thread::Builder::new()
                 .name(format!("load-cpu{cpu}"))
                 .spawn_scoped(scope, move || {
-                    let worker = pin(cpu).and_then(|()| Worker::new(cfg, index, engine));
-                    let mut worker = match worker {
-                        Ok(w) => {
-                            let _ = ready_tx.send(Ok(()));
-                            w
-                        }
-                        Err(e) => {
-                            let _ = ready_tx.send(Err(e));
-                            return None;
-                        }
-                    };
-                    let start_ns = wait_go(go)?;
-                    worker.begin(Window {
-                        start_ns,
-                        measure_ns: start_ns + warmup_ns,
-                        end_ns: start_ns + warmup_ns + duration_ns,
-                    });
-                    Some(worker.run(stop, &tx))
+                    if let Err(e) = pin(cpu) {
+                        let _ = launch.ready.send(Err(e));
+                        return None;
+                    }
+                    crate::engine::with_engine(engine, cfg, index, launch)
                 });
             match spawned {
                 Ok(h) => handles.push(h),
@@ -188,14 +186,6 @@ pub fn never_started(cfg: &LoadConfig) -> LoadReport {
     r
 }
 
-fn wait_go(go: &(Mutex<Option<u64>>, Condvar)) -> Option<u64> {
-    let mut g = go.0.lock().unwrap_or_else(|p| p.into_inner());
-    while g.is_none() {
-        g = go.1.wait(g).unwrap_or_else(|p| p.into_inner());
-    }
-    g.filter(|&t| t != 0)
-}
-
 fn dur_ns(d: std::time::Duration) -> u64 {
     d.as_nanos().min(u128::from(u64::MAX / 4)) as u64
 }
@@ -216,8 +206,8 @@ fn assemble(
     let mut first_byte: Option<Latency> = None;
     let mut lag: Option<Latency> = None;
     let mut timer_slack_ns = None;
-    let mut http: Option<crate::http::HttpWorker> = None;
-    let mut tls: Option<crate::tls::TlsWorker> = None;
+    let mut http: Option<crate::http::Exchanges> = None;
+    let mut tls: Option<crate::tls::Sessions> = None;
     let mut per_target = vec![TargetCounters::default(); cfg.targets.len()];
     let interrupted = results.iter().any(|r| r.interrupted);
     let ended = results
@@ -358,7 +348,7 @@ struct SecondMerger {
     workers: usize,
     cpus: Vec<usize>,
     start_ns: u64,
-    /// Where rows begin ([`crate::worker::row_origin_ns`]): row `t` is
+    /// Where rows begin ([`row_origin_ns`]): row `t` is
     /// `[origin_ns + t s, origin_ns + (t+1) s)` within the run.
     origin_ns: u64,
     measure_ns: u64,
@@ -372,7 +362,7 @@ impl SecondMerger {
             workers: cpus.len(),
             cpus: cpus.to_vec(),
             start_ns,
-            origin_ns: crate::worker::row_origin_ns(start_ns, measure_ns),
+            origin_ns: row_origin_ns(start_ns, measure_ns),
             measure_ns,
             end_ns,
             pending: BTreeMap::new(),
@@ -510,12 +500,9 @@ mod tests {
     #[test]
     fn rows_begin_with_the_measured_part() {
         let (start, measure, end) = (10 * SEC, 10 * SEC + SEC / 5, 11 * SEC);
-        assert_eq!(
-            crate::worker::row_origin_ns(start, measure),
-            9 * SEC + SEC / 5
-        );
-        assert_eq!(crate::worker::row_origin_ns(start, start + SEC), start);
-        assert_eq!(crate::worker::row_origin_ns(start, start), start);
+        assert_eq!(row_origin_ns(start, measure), 9 * SEC + SEC / 5);
+        assert_eq!(row_origin_ns(start, start + SEC), start);
+        assert_eq!(row_origin_ns(start, start), start);
         let mut m = SecondMerger::new(&[0], start, measure, end);
         let mut rows = Vec::new();
         m.add(second(0, measure), &mut |r| rows.push(r));

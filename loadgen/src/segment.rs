@@ -15,7 +15,7 @@ use std::str::FromStr;
 
 use common::error::BadInput;
 
-use crate::{LoadConfig, Pattern};
+use crate::config::{LoadConfig, Pattern};
 
 /// Largest `N` accepted: far more generators than any run needs, small enough that every share
 /// of a sensible rate stays above zero.

@@ -1092,3 +1092,82 @@ fn uring_refuses_what_it_cannot_do_and_auto_picks_epoll_for_it() {
     assert_eq!(e.engine, want, "{e:?}");
     assert!(e.reason.unwrap().starts_with(&format!("auto: {want}")));
 }
+
+/// Regression (issue 32, the read budget): a target that streams without end, faster than a
+/// worker reads, once kept an epoll worker reading one connection (its read loops ran until
+/// EAGAIN, which never came), past its stop check, its deadlines and its per-second rows. Now
+/// each connection reads at most the read budget per turn on both engines: every read phase
+/// ends at its deadline (`ETIMEDOUT`), a row comes every second, and the run ends on time — for
+/// `--close server`, a huge `--expect-bytes` and `--http` (a close-delimited body without end).
+#[test]
+fn a_target_streaming_without_end_cannot_hold_a_worker() {
+    let _x = testkit::exclusive();
+    for engine in [loadgen::LoadEngine::Epoll, loadgen::LoadEngine::IoUring] {
+        for case in ["close-server", "expect-bytes", "http"] {
+            streaming_round(engine, case);
+        }
+    }
+}
+
+fn streaming_round(engine: loadgen::LoadEngine, case: &'static str) {
+    let (report, elapsed, gaps) = NetNs::run(move |_| {
+        let head: &'static [u8] = if case == "http" {
+            b"HTTP/1.1 200 OK\r\nServer: endless\r\n\r\n"
+        } else {
+            b""
+        };
+        let server = TestServer::start(ServerMode::Stream(head));
+        let mut cfg = open(server.addr, 4.0, Duration::from_secs(2));
+        cfg.connect_timeout = Duration::from_secs(1);
+        cfg.engine = engine;
+        match case {
+            "close-server" => cfg.close = CloseMode::Server,
+            "expect-bytes" => cfg.expect_bytes = Some(u32::MAX),
+            _ => cfg.http = Some(loadgen::HttpRequest::default()),
+        }
+        let stop = AtomicBool::new(false);
+        let t0 = Instant::now();
+        let mut last = t0;
+        let mut gaps = Vec::new();
+        let r = loadgen::run(&cfg, &stop, &mut |_row| {
+            gaps.push(last.elapsed());
+            last = Instant::now();
+        })
+        .expect("load run");
+        (r, t0.elapsed(), gaps)
+    });
+    let what = format!("{engine:?} {case}");
+    // 2 s of starts, then the last read phase's 1 s deadline (and its connect), with slack for
+    // this shared machine; a held worker would take the stream's 15 s.
+    assert!(elapsed < Duration::from_secs(6), "{what}: {elapsed:?}");
+    assert!(gaps.len() >= 2, "{what}: {gaps:?}");
+    assert!(
+        gaps.iter().all(|g| *g < Duration::from_millis(2500)),
+        "{what}: a second's row came late: {gaps:?}"
+    );
+    let t = &report.total;
+    assert!(t.attempts >= 4, "{what}: {t:?}");
+    let failures: u64 = t.failures.values().sum();
+    assert_eq!(
+        t.attempts,
+        t.successes + failures + t.abandoned,
+        "{what}: {t:?}"
+    );
+    if case == "http" {
+        // No response ever completes: each attempt fails in the read phase's timeout.
+        assert_eq!(
+            t.failures.get("HTTP ETIMEDOUT"),
+            Some(&t.attempts),
+            "{what}: {t:?}"
+        );
+    } else {
+        // Each attempt succeeded at its handshake; its read ended at the deadline.
+        assert_eq!(t.successes, t.attempts, "{what}: {t:?}");
+        assert_eq!(
+            report.post_connect_failures.get("ETIMEDOUT").copied(),
+            Some(report.successes),
+            "{what}: {:?}",
+            report.post_connect_failures
+        );
+    }
+}

@@ -10,6 +10,11 @@
 //!   listener and its event loop: `engine::uring` (io_uring multishot accept, one ring per
 //!   worker) or `engine::epoll` (mio, edge-triggered). [`probe`] decides which one
 //!   `EngineChoice::Auto` gets.
+//! - `--tls`: [`tls`] builds the one `rustls::ServerConfig` the workers share; each connection's
+//!   TLS is one state machine over byte buffers (`tls::conn`, no socket inside) that both
+//!   engines drive, so they only move bytes and count alike.
+//! - Per-connection state lives in a table indexed by fd (`fd_table`), empty at start and grown
+//!   on demand.
 //! - Each turn of a worker's event loop handles at most `engine::TURN_BUDGET` (256) accepts or
 //!   completions and remembers what is left, so no amount of load keeps a worker from its stop
 //!   flag or its counters.
@@ -41,6 +46,7 @@ mod counts;
 mod drain;
 mod engine;
 pub mod error;
+mod fd_table;
 pub mod http;
 mod listener;
 pub mod metrics;

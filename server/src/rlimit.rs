@@ -8,9 +8,10 @@
 /// call it once at start.
 pub use common::rlimit::raise_nofile;
 
-/// The current soft RLIMIT_NOFILE, at most 1<<20 (1024 when unreadable): the size of the
-/// io_uring engine's per-worker table of connections indexed by descriptor.
-pub(crate) fn nofile_table_len() -> usize {
+/// The current soft RLIMIT_NOFILE, at most 1<<20 (1024 when unreadable): the most slots the
+/// kernel lets the io_uring engine register in a ring's file table (io_sqe_files_register,
+/// io_uring/rsrc.c, refuses more with EMFILE).
+pub(crate) fn nofile_soft_max() -> usize {
     common::rlimit::nofile_soft()
         .map(|soft| soft.min(1 << 20) as usize)
         .unwrap_or(1024)

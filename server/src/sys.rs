@@ -11,11 +11,12 @@ use std::os::fd::{AsRawFd, BorrowedFd};
 /// # Errors
 /// The getsockopt errno.
 pub(crate) fn accept_queue_len(fd: BorrowedFd<'_>) -> io::Result<u32> {
-    // SAFETY: tcp_info is plain old data; all-zero is a valid value.
+    // SAFETY: tcp_info is plain old data (integers only); all-zero is a valid value.
     let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
     let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
-    // SAFETY: `info` and `len` are valid for writes of the sizes given; the kernel writes at most
-    // `len` bytes and updates `len`.
+    // SAFETY: `info` and `len` are valid for writes of the sizes given and live across the call;
+    // the kernel writes at most `len` bytes of `info` and updates `len`. `fd` is borrowed, so
+    // it stays open for the call.
     let rc = unsafe {
         libc::getsockopt(
             fd.as_raw_fd(),

@@ -20,9 +20,17 @@
 //! decline a PSK) — how to measure full handshakes with a client that resumes when it can
 //! (h2load does).
 //!
+//! # Per connection
+//! `conn::TlsConn`: the connection's TLS as a state machine over byte buffers (no socket
+//! inside), which both engines drive; they only move bytes.
+//!
 //! # Counted
 //! Per worker: TLS accepts (server handshakes completed), of them resumed, and failed
 //! handshakes by class (`alert NAME received`, `alert NAME sent`, `EOF`, `ERRNO`).
+
+mod conn;
+
+pub(crate) use conn::{Next, SendBufs, TlsConn};
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -92,6 +92,13 @@ pub(crate) struct Ctx {
     pub(crate) counts: Counts,
     /// The shared TLS config (`--tls`); `None` = plain TCP.
     pub(crate) tls: Option<Arc<rustls::ServerConfig>>,
+    /// Entries of the engine's per-connection table indexed by fd ([`crate::fd_table`]) when
+    /// the engine returned: it grows with the connections open at once, from 0.
+    pub(crate) fd_table_len: usize,
+    /// Test hook: the io_uring engine's next this many pushes of SQEs fail as if the SQ stayed
+    /// full.
+    #[cfg(test)]
+    pub(crate) fail_pushes: usize,
     shared: Arc<Shared>,
     last_publish: Instant,
 }
@@ -118,6 +125,9 @@ impl Ctx {
             greet,
             counts: Counts::default(),
             tls: None,
+            fd_table_len: 0,
+            #[cfg(test)]
+            fail_pushes: 0,
             shared,
             last_publish: Instant::now(),
         }

@@ -469,6 +469,93 @@ mod tests {
         }
     }
 
+    /// Every repository path that the code, the scripts and the docs cite (`app/src/run.rs`,
+    /// `docs/output.md`, `scripts/test.sh`, ...) names a file or folder that exists: a file
+    /// moved or removed leaves no citation pointing at nothing. A path is a word that starts
+    /// with a top-level folder of the repository and ends in a source or document extension,
+    /// resolved from the repository root or from the citing file's folder; the scan skips
+    /// `target/` and hidden folders.
+    #[test]
+    fn cited_paths_exist() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("..")
+            .canonicalize()
+            .unwrap();
+        let tops = [
+            "app", "src", "server", "loadgen", "tuning", "results", "common", "testkit", "tests",
+            "docs", "scripts", "deploy", "presets",
+        ];
+        let exts = ["rs", "md", "sh", "toml", "yaml", "py"];
+        let mut files = Vec::new();
+        let mut dirs = vec![root.clone()];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+                let (path, name) = (entry.path(), entry.file_name());
+                let name = name.to_string_lossy();
+                if path.is_dir() {
+                    if name != "target" && !name.starts_with('.') {
+                        dirs.push(path);
+                    }
+                } else if exts.iter().any(|e| name.ends_with(&format!(".{e}"))) || name == "run" {
+                    files.push(path);
+                }
+            }
+        }
+        let is_path_char = |c: char| c.is_ascii_alphanumeric() || "_-./".contains(c);
+        let mut missing = Vec::new();
+        let mut cited = 0;
+        // check-links.sh's self-test writes its own docs/ into a scratch directory.
+        let scratch = root.join("scripts/check-links.sh");
+        for file in files.iter().filter(|f| **f != scratch) {
+            let Ok(text) = std::fs::read_to_string(file) else {
+                continue;
+            };
+            for (n, line) in text.lines().enumerate() {
+                let mut rest = line;
+                while let Some(start) = rest.find(|c: char| c.is_ascii_alphabetic()) {
+                    let word_start = &rest[start..];
+                    let len = word_start
+                        .find(|c: char| !is_path_char(c))
+                        .unwrap_or(word_start.len());
+                    let word = word_start[..len].trim_end_matches('.');
+                    // Only whole words count: the tail of a longer path is not a path of its own.
+                    let preceded = start > 0 && is_path_char(rest[..start].chars().last().unwrap());
+                    rest = &word_start[len.max(1)..];
+                    let Some((top, _)) = word.split_once('/') else {
+                        continue;
+                    };
+                    if preceded
+                        || !tops.contains(&top)
+                        || !exts.iter().any(|e| word.ends_with(&format!(".{e}")))
+                        || word.contains("YYYY")
+                        || word.contains("..")
+                    {
+                        continue;
+                    }
+                    cited += 1;
+                    // `#[path = "..."]` and Markdown links are relative to the citing file.
+                    let beside = file.parent().unwrap().join(word);
+                    if !root.join(word).exists() && !beside.exists() {
+                        missing.push(format!(
+                            "{}:{}: {word}",
+                            file.strip_prefix(&root).unwrap().display(),
+                            n + 1
+                        ));
+                    }
+                }
+            }
+        }
+        assert!(
+            cited > 50,
+            "too few cited paths found ({cited}): the scan is broken"
+        );
+        assert!(
+            missing.is_empty(),
+            "cited paths that do not exist:\n{}",
+            missing.join("\n")
+        );
+    }
+
     #[test]
     fn exclusive_serialises_holders_and_survives_a_panicking_holder() {
         let _ = std::thread::spawn(|| {

@@ -1,18 +1,24 @@
-//! Which connect engine a load worker runs: epoll through mio (`crate::worker`,
-//! `crate::attempt`) or io_uring (`uring`), and why.
+//! The connect engines, siblings that each own their syscalls behind one interface
+//! (`Engine`, with the core's `Io`): `epoll::Epoll` (mio, edge-triggered, a timerfd) and
+//! `uring::Uring` (one io_uring per worker), and how a run picks one (`resolve`:
+//! `--load-engine`, [`LoadEngine`]).
 //!
-//! Both engines share one worker: its schedule, slots, counters, histograms and every
-//! accounting rule (`attempts = successes + failures + abandoned`, dropped and late starts,
-//! generator lag, failure classes by errno). Only how an attempt's syscalls are made differs:
+//! Both engines serve one core (`crate::core::Core`): its schedule, slots, counters,
+//! histograms and every accounting rule (`attempts = successes + failures + abandoned`, dropped
+//! and late starts, generator lag, failure classes by errno) and the sans-I/O protocols
+//! (`crate::http`, `crate::tls`). The worker's loop (`crate::worker`) is generic over the
+//! engine (static dispatch) and never asks which one runs. Only how an attempt's syscalls are
+//! made differs:
 //!
 //! | step | epoll | io_uring |
 //! |---|---|---|
 //! | socket | socket(2) | IORING_OP_SOCKET into the slot's direct descriptor (5.19) |
 //! | SO_LINGER {1,0} (`--close rst`) | setsockopt(2) | IORING_OP_URING_CMD SOCKET_URING_OP_SETSOCKOPT (6.7) |
 //! | connect | connect(2) → EINPROGRESS, epoll_ctl(ADD), epoll_wait | IORING_OP_CONNECT linked to IORING_OP_LINK_TIMEOUT (5.5) |
-//! | connect timeout | the worker's deadline list, getsockopt(SO_ERROR) + getpeername(2) | the kernel's link timeout (-ECANCELED → `ETIMEDOUT`) |
+//! | connect timeout | the engine's deadline list, getsockopt(SO_ERROR) + getpeername(2) | the kernel's link timeout (-ECANCELED → `ETIMEDOUT`) |
 //! | `--http` request | send(2) at write readiness | IORING_OP_SEND (MSG_WAITALL, 5.19 on SEND; IOSQE_CQE_SKIP_SUCCESS, counted at its RECV) linked to a LINK_TIMEOUT at the read deadline; over 16 KiB its own chain beside the RECV's, so an early answer (413) is read |
-//! | `--http` response, `--expect-bytes`, `--close server` | read(2) until EAGAIN at read readiness | IORING_OP_RECV into the slot's buffer, linked to a LINK_TIMEOUT at the read deadline |
+//! | `--http` response, `--expect-bytes`, `--close server` | read(2) until EAGAIN or the read budget at read readiness | IORING_OP_RECV into the slot's buffer, linked to a LINK_TIMEOUT at the read deadline |
+//! | `--tls` | the slot's TLS client over send(2)/recv(2) | (not yet: the same client over SEND/RECV) |
 //! | close | close(2) | IORING_OP_CLOSE on the direct descriptor with IOSQE_CQE_SKIP_SUCCESS (5.17) |
 //!
 //! so one io_uring attempt is one chain of SQEs submitted with the worker's next
@@ -20,57 +26,79 @@
 //!
 //! Where the kernel lacks direct descriptors or the uring setsockopt (and with `--source`, which
 //! needs IP_BIND_ADDRESS_NO_PORT and bind(2) before connect), the io_uring engine makes the
-//! socket with socket(2) and its options with setsockopt(2), and still connects and closes
-//! through the ring; the report's feature label says which ran
-//! ([`UringFeatures::label`]).
+//! socket with socket(2) and its options with setsockopt(2) (`socket::Net`, as the epoll engine
+//! does), and still connects and closes through the ring; the report's feature label says which
+//! ran ([`UringFeatures::label`]).
+//!
+//! # Bounded turns
+//! Both engines do bounded work per turn of the worker's loop, reads included: at most
+//! `EVENTS_PER_TURN` (1,024) readiness events or completions per wait, and at most
+//! `READ_BUDGET_BYTES` (16 KiB) read from one connection per turn (the io_uring engine has one RECV of
+//! 4 KiB in flight per connection; the epoll engine stops reading a connection there and serves it
+//! again next turn). So the stop flag, the deadlines and the per-second rows are seen within
+//! milliseconds whatever a target sends.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
+pub use crate::config::LoadEngine;
 use crate::config::{CloseMode, LoadConfig};
+use crate::core::{Core, Io};
 use crate::error::LoadError;
 
-#[allow(unsafe_code)]
+pub(crate) mod epoll;
+pub(crate) mod socket;
 pub(crate) mod uring;
 
-/// `--load-engine`: which connect engine to use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "kebab-case")]
-pub enum LoadEngine {
-    /// The faster engine on this host ([`AUTO_PREFERS`]) when it can run the config and the
-    /// kernel has it; otherwise epoll. The report says which ran and why.
-    #[default]
-    Auto,
-    /// io_uring; refused (a config error) when the kernel lacks it or the config needs a
-    /// feature it does not have yet ([`uring_unsupported`]).
-    IoUring,
-    /// epoll through mio.
-    Epoll,
+/// Most readiness events (epoll) or completions (io_uring) one wait of a worker handles; what is
+/// left is handled by the next turn, after the stop check, the per-second flush and the starts.
+pub(crate) const EVENTS_PER_TURN: usize = 1024;
+
+/// Most bytes one connection reads per turn, on either engine (an io_uring RECV reads at most
+/// 4 KiB; the epoll engine reads until EAGAIN or this much, then serves the connection again
+/// next turn without waiting).
+pub(crate) const READ_BUDGET_BYTES: usize = 16 * 1024;
+
+/// A connect engine: what the worker's loop asks of it, besides the core's [`Io`] (start an
+/// attempt, begin its read phase, close it). Implemented by [`epoll::Epoll`] and
+/// [`uring::Uring`]; the worker is generic over it.
+pub(crate) trait Engine: Io {
+    /// Waits for events until `until_ns` (CLOCK_MONOTONIC; no sleep when it is within
+    /// `cfg.pacing.spin_ns` of `now`, or when work is left from the last turn) and handles at
+    /// most [`EVENTS_PER_TURN`] of them, reporting to `core`.
+    fn wait(&mut self, core: &mut Core<'_>, until_ns: u64, now: u64);
+    /// Ends the attempts in flight whose deadline passed by `now` (an engine whose kernel ends
+    /// them, by link timeouts, has nothing to do).
+    fn expire(&mut self, core: &mut Core<'_>, now: u64);
+    /// The stop, seen at `now`: settles every attempt in flight (a completed handshake is a
+    /// success, a failed one a failure, an undecided one abandoned), bounded in time.
+    fn stop(&mut self, core: &mut Core<'_>, now: u64);
+    /// Submits what is still queued (the last closes); called once, after the loop.
+    fn flush(&mut self);
+    /// io_uring: whether its sockets were direct descriptors (`None` for epoll).
+    fn direct(&self) -> Option<bool>;
 }
 
-impl LoadEngine {
-    /// The CLI name: `auto`, `io-uring`, `epoll`.
-    pub fn name(self) -> &'static str {
-        match self {
-            LoadEngine::Auto => "auto",
-            LoadEngine::IoUring => "io-uring",
-            LoadEngine::Epoll => "epoll",
-        }
-    }
+/// What runs on an engine once it is made (a worker's life, `crate::worker::Launch`), generic
+/// over the engine: the worker's loop is compiled once per engine, with no dispatch per call.
+pub(crate) trait WithEngine {
+    /// What the run returns.
+    type Out;
+    /// Runs on `engine` (or reports why it could not be made).
+    fn with<E: Engine>(self, engine: Result<E, LoadError>) -> Self::Out;
 }
 
-impl std::str::FromStr for LoadEngine {
-    type Err = String;
-
-    /// `auto`, `io-uring` (also `io_uring`, `uring`) or `epoll`.
-    fn from_str(s: &str) -> Result<LoadEngine, String> {
-        match s {
-            "auto" => Ok(LoadEngine::Auto),
-            "io-uring" | "io_uring" | "uring" => Ok(LoadEngine::IoUring),
-            "epoll" => Ok(LoadEngine::Epoll),
-            _ => Err(format!(
-                "unknown load engine {s:?}: give auto, io-uring or epoll"
-            )),
-        }
+/// Makes worker `index`'s engine as [`resolve`] decided (on the worker's pinned thread) and
+/// hands it to `job`: the one place that names the engines.
+pub(crate) fn with_engine<J: WithEngine>(
+    resolved: Resolved,
+    cfg: &LoadConfig,
+    index: usize,
+    job: J,
+) -> J::Out {
+    let (cpu, slots) = (cfg.cpus[index], cfg.slots_for(index));
+    match resolved {
+        Resolved::Epoll => job.with(epoll::Epoll::new(cfg, slots, cpu)),
+        Resolved::Uring(f) => job.with(uring::Uring::new(cfg, &f, slots, cpu, cfg.timeout_ns())),
     }
 }
 
@@ -103,7 +131,7 @@ impl UringFeatures {
     /// One label naming how each step of an attempt ran, e.g.
     /// `socket=direct,setsockopt=uring_cmd,connect+link_timeout,reuse=disconnect,close=skip_success,defer_taskrun`
     /// for `cfg` (the setsockopt and reuse parts only with `--close rst`, reuse only on direct
-    /// sockets: `engine::uring` module docs, "Reuse"; with `--source` the socket is a plain one).
+    /// sockets: `engine::uring::driver` docs, "Reuse"; with `--source` the socket is a plain one).
     pub fn label(&self, cfg: &LoadConfig) -> String {
         let direct = self.uses_direct(cfg);
         let mut parts = vec![if direct {
@@ -205,16 +233,15 @@ pub fn probe_io_uring() -> Result<UringFeatures, String> {
 }
 
 /// The first option of `cfg` the io_uring engine does not do yet, as the flag's name: `--tls`
-/// (`--http`, `--expect-bytes` and `--close server` it does).
+/// (`--http`, `--expect-bytes` and `--close server` it does). The same as
+/// [`LoadConfig::uring_unsupported`].
 pub fn uring_unsupported(cfg: &LoadConfig) -> Option<&'static str> {
-    cfg.tls.is_some().then_some("--tls")
+    cfg.uring_unsupported()
 }
 
 /// The refusal of `--load-engine io-uring` with `flag` (an option [`uring_unsupported`] named).
 pub fn unsupported_message(flag: &str) -> String {
-    format!(
-        "--load-engine io-uring does not support {flag} yet: use --load-engine epoll (or auto) with {flag}"
-    )
+    crate::config::uring_unsupported_message(flag)
 }
 
 /// Decides the engine of `cfg` before any worker starts (probing io_uring once when it may run).

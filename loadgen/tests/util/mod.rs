@@ -20,7 +20,15 @@ pub enum ServerMode {
     Greet(usize),
     /// Close each connection this long after accepting it.
     CloseAfter(Duration),
+    /// Write these bytes, then stream without end (64 KiB writes from a thread per connection)
+    /// until the client goes, the server stops, or [`STREAM_CAP`] passed: a target that sends
+    /// faster than a worker reads.
+    Stream(&'static [u8]),
 }
+
+/// The longest one connection of [`ServerMode::Stream`] streams (a bound on every test that
+/// uses it, whatever the client does).
+pub const STREAM_CAP: Duration = Duration::from_secs(15);
 
 /// An accept loop on its own thread (std TcpListener, non-blocking accept with short naps).
 pub struct TestServer {
@@ -51,6 +59,7 @@ impl TestServer {
         let (s, a, p) = (stop.clone(), accepted.clone(), peers.clone());
         let handle = std::thread::spawn(move || {
             let mut held: Vec<TcpStream> = Vec::new();
+            let mut streams: Vec<JoinHandle<()>> = Vec::new();
             let mut timed: std::collections::VecDeque<(Instant, TcpStream)> = Default::default();
             while !s.load(Ordering::Relaxed) {
                 match l.accept() {
@@ -64,6 +73,10 @@ impl TestServer {
                                 let _ = c.write_all(&vec![b'g'; n]);
                             }
                             ServerMode::CloseAfter(d) => timed.push_back((Instant::now() + d, c)),
+                            ServerMode::Stream(head) => {
+                                let s = s.clone();
+                                streams.push(std::thread::spawn(move || stream(c, head, &s)));
+                            }
                         }
                     }
                     Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
@@ -75,6 +88,9 @@ impl TestServer {
                     timed.pop_front();
                 }
             }
+            for h in streams {
+                let _ = h.join();
+            }
         });
         TestServer {
             addr,
@@ -82,6 +98,28 @@ impl TestServer {
             peers,
             stop,
             handle: Some(handle),
+        }
+    }
+}
+
+/// Writes `head`, then 64 KiB at a time to `c` until a write fails, `stop` is set, or
+/// [`STREAM_CAP`] passed.
+fn stream(mut c: TcpStream, head: &[u8], stop: &AtomicBool) {
+    let until = Instant::now() + STREAM_CAP;
+    let _ = c.set_write_timeout(Some(Duration::from_millis(100)));
+    if c.write_all(head).is_err() {
+        return;
+    }
+    let chunk = vec![b's'; 64 * 1024];
+    while !stop.load(Ordering::Relaxed) && Instant::now() < until {
+        match c.write(&chunk) {
+            Ok(_) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(_) => return,
         }
     }
 }

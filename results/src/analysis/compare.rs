@@ -1,6 +1,6 @@
 //! A/B comparison of two sets of trials (kernel A vs kernel B, a sysctl off vs on).
 //!
-//! # The statistics rule (also in README and `connstorm compare --help`)
+//! # The statistics rule (also in docs/methodology.md and `connstorm compare --help`)
 //! For each metric: median, min and max per side; the Hodges–Lehmann shift B − A with its exact
 //! 95% Mann–Whitney interval ([`crate::analysis::stats::hodges_lehmann`]), both relative to A's
 //! median. The verdict is *better* / *worse* only when
@@ -38,7 +38,7 @@ pub(crate) mod tests;
 use serde::{Deserialize, Serialize};
 
 /// The statistics rule of [`compare()`] and the exit codes of the commands that use it, as the
-/// `--help` text of `connstorm compare` and `connstorm ab` (README "Analysis" says the same).
+/// `--help` text of `connstorm compare` and `connstorm ab` (docs/methodology.md "A/B statistics" says the same).
 pub const RULE_HELP: &str = "\
 Statistics rule: for each metric, the Hodges-Lehmann shift B-A (median of all B-A differences) \
 with its exact 95% Mann-Whitney confidence interval, relative to A's median. A verdict \

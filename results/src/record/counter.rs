@@ -4,7 +4,7 @@
 //! `/proc/net/netstat` (`"Tcp.ActiveOpens"`, `"TcpExt.ListenOverflows"`) and `"softnet.<field>"`
 //! summed over CPUs from `/proc/net/softnet_stat`.
 
-/// The counters the design names (DESIGN.md): reports show them always, even at zero, in this
+/// The counters the design names (docs/design.md): reports show them always, even at zero, in this
 /// order.
 pub const KEY_COUNTERS: [&str; 13] = [
     "TcpExt.ListenOverflows",

@@ -10,7 +10,7 @@ use super::format_ns;
 use crate::analysis::{saturation, LatencySummary, Saturation};
 use crate::record::{PhaseRecord, RunRecord};
 
-/// Counters shown in every summary (DESIGN.md, "Kernel counters"); any non-zero drop gets a
+/// Counters shown in every summary (docs/design.md, "Kernel counters"); any non-zero drop gets a
 /// warning line.
 pub(crate) const SHOWN_COUNTERS: [(&str, &str); 8] = [
     ("TcpExt.ListenOverflows", "ListenOverflows"),

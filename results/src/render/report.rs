@@ -372,7 +372,7 @@ mod tests {
         }
     }
 
-    /// README "Nothing measured": no rate, no percentiles, no CPU per connection, no "agree".
+    /// docs/output.md "Nothing measured": no rate, no percentiles, no CPU per connection, no "agree".
     /// A phase whose histograms hold no sample (an interrupted run with no success) has no
     /// percentiles: JSON lists no latency and CSV leaves the fields empty, never 0 ns.
     #[test]

@@ -9,12 +9,15 @@
 //! (`again`). EMFILE/ENFILE (and unexpected errors) stop accepting for [`super::BACKOFF`], then the
 //! worker tries again without waiting for a new event; transient errors are counted and the loop
 //! goes on. Connections that need more than one step (a greeting that did not fit the send buffer,
-//! a held connection) live in a table indexed by fd (grown by doubling, so no allocation per
-//! connection in steady state).
+//! a held connection) live in a table indexed by fd ([`FdTable`]: grown on demand by doubling,
+//! so no allocation per connection in steady state).
+//!
+//! `--tls`: each connection's [`TlsConn`] (`crate::tls`) does the handshake, the mode's work and
+//! the counting; this engine only moves bytes: read(2) into its scratch buffer, handed to the
+//! connection, and write(2) of what the connection queued.
 
 use std::io::{ErrorKind, Read, Write};
 use std::os::fd::AsRawFd;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mio::net::{TcpListener, TcpStream};
@@ -24,7 +27,9 @@ use socket2::SockRef;
 use super::{classify, AcceptFailure, BACKOFF, TURN_BUDGET};
 use crate::config::Mode;
 use crate::error::ServerError;
+use crate::fd_table::FdTable;
 use crate::http::{HeadScan, Scan};
+use crate::tls::{Next, SendBufs, TlsConn};
 use crate::worker::{Ctx, Ready, WAIT_MAX};
 
 const LISTENER: Token = Token(usize::MAX);
@@ -42,12 +47,8 @@ struct Conn {
     scan: HeadScan,
     /// `Mode::Http`: the request head is complete; the response is being written.
     responding: bool,
-    /// `--tls`: the connection's TLS state.
-    tls: Option<Box<rustls::ServerConnection>>,
-    /// `--tls`: the handshake is done (counted).
-    tls_done: bool,
-    /// `--tls`: close_notify is queued; close once everything is written.
-    closing: bool,
+    /// `--tls`: the connection's TLS, driven by [`EpollLoop::serve_tls`].
+    tls: Option<Box<TlsConn>>,
 }
 
 impl Conn {
@@ -58,8 +59,6 @@ impl Conn {
             scan: HeadScan::default(),
             responding: false,
             tls: None,
-            tls_done: false,
-            closing: false,
         }
     }
 }
@@ -68,14 +67,20 @@ struct EpollLoop<'c> {
     ctx: &'c mut Ctx,
     poll: Poll,
     listener: Option<TcpListener>,
-    conns: Vec<Option<Conn>>,
+    /// Connections that need more than one step, by fd (grown on demand).
+    conns: FdTable<Option<Conn>>,
     open: usize,
     backoff_until: Option<Instant>,
     /// The listener may still have queued connections: accept again next turn, without an event.
     accept_more: bool,
     /// Held connections whose reads were cut off by [`READS_PER_TURN`]: read again next turn.
     again: Vec<usize>,
+    /// Where reads land (held connections, HTTP requests, TLS records).
     scratch: Box<[u8]>,
+    /// `--tls`: where a request's plaintext is decrypted to.
+    plain: Box<[u8]>,
+    /// `--tls`: free send buffers.
+    send_bufs: SendBufs,
 }
 
 /// Runs the epoll engine on the calling (pinned) worker thread until the stop drain is done.
@@ -103,13 +108,15 @@ pub(crate) fn run(ctx: &mut Ctx, ready: impl FnOnce(Ready)) {
         ctx,
         poll,
         listener: Some(listener),
-        conns: Vec::new(),
+        conns: FdTable::new(),
         open: 0,
         backoff_until: None,
         // Connections may have queued between listen(2) and the registration (no edge for them).
         accept_more: true,
         again: Vec::new(),
         scratch: vec![0; SCRATCH_BYTES].into_boxed_slice(),
+        plain: vec![0; SCRATCH_BYTES].into_boxed_slice(),
+        send_bufs: SendBufs::default(),
     };
     ready(Ok(None));
     l.run_loop();
@@ -176,7 +183,8 @@ impl EpollLoop<'_> {
             }
         }
         // Whatever is still open (held connections, greetings not finished in time) is closed.
-        self.conns.clear();
+        self.ctx.fd_table_len = self.conns.len();
+        self.conns.iter_mut().for_each(|c| *c = None);
     }
 
     /// Accepts until WouldBlock, a back-off, or [`TURN_BUDGET`] accepts; leaves `accept_more` set
@@ -231,7 +239,7 @@ impl EpollLoop<'_> {
         self.backoff_until = None;
         self.accept_more = false;
         if self.ctx.mode == Mode::Hold {
-            for slot in &mut self.conns {
+            for slot in self.conns.iter_mut() {
                 if slot.take().is_some() {
                     self.open -= 1;
                 }
@@ -255,15 +263,18 @@ impl EpollLoop<'_> {
 
     fn on_conn(&mut self, stream: TcpStream) {
         if let Some(cfg) = self.ctx.tls.as_ref() {
+            let http = matches!(self.ctx.mode, Mode::Http { .. });
             let mut conn = Conn::new(stream);
-            match rustls::ServerConnection::new(Arc::clone(cfg)) {
+            match TlsConn::new(cfg, http, &mut self.send_bufs) {
                 Ok(c) => conn.tls = Some(Box::new(c)),
                 Err(e) => {
                     self.ctx.counts.tls.failed(&e);
                     return;
                 }
             }
-            if !self.serve_tls(&mut conn) {
+            if self.serve_tls(&mut conn) {
+                self.finish(conn);
+            } else {
                 self.keep(conn, Interest::READABLE | Interest::WRITABLE);
             }
             return;
@@ -350,11 +361,7 @@ impl EpollLoop<'_> {
             self.ctx.counts.error(e.raw_os_error().unwrap_or(libc::EIO));
             return;
         }
-        if fd >= self.conns.len() {
-            self.conns
-                .resize_with((fd + 1).next_power_of_two(), || None);
-        }
-        self.conns[fd] = Some(conn);
+        *self.conns.slot(fd) = Some(conn);
         self.open += 1;
     }
 
@@ -377,124 +384,58 @@ impl EpollLoop<'_> {
         if done {
             self.open -= 1;
             let _ = self.poll.registry().deregister(&mut conn.stream);
+            self.finish(conn);
         } else {
-            self.conns[fd] = Some(conn);
+            *self.conns.slot(fd) = Some(conn);
         }
     }
 
-    /// `--tls`: reads records, moves the handshake on (counting it once done, or its failure),
-    /// then does the mode's work over TLS (`close`: close_notify; `http`: the request head, the
-    /// response, close_notify), and writes what rustls queued. True when the connection is done
-    /// (closed after all was written, or failed); false when it waits for the socket.
+    /// Closes a connection that is done; its TLS send buffer goes back to the pool.
+    fn finish(&mut self, conn: Conn) {
+        if let Some(tls) = conn.tls {
+            tls.recycle(&mut self.send_bufs);
+        }
+    }
+
+    /// `--tls`: moves bytes between the socket and the connection's [`TlsConn`] (which does the
+    /// handshake, the mode's work and the counting) until the socket would block (false) or the
+    /// connection is done (true: closed after what was to be sent, or failed).
+    ///
+    /// The loop is bounded without a read budget of its own: no mode consumes the plaintext a
+    /// client sends beyond the request head (at most 16 KiB, [`HeadScan`]), so a client that
+    /// keeps sending fills rustls's received-plaintext buffer (16 KiB,
+    /// `DEFAULT_RECEIVED_PLAINTEXT_LIMIT` in rustls' `common_state.rs`), `read_tls` refuses
+    /// more and the connection closes: a few reads of [`SCRATCH_BYTES`], fewer than the
+    /// [`READS_PER_TURN`] a held connection gets.
     fn serve_tls(&mut self, conn: &mut Conn) -> bool {
         let Some(tls) = conn.tls.as_mut() else {
             return true;
         };
+        let counts = &mut self.ctx.counts;
         loop {
-            // Write first: the handshake's flights, the response, close_notify.
-            while tls.wants_write() {
-                match tls.write_tls(&mut conn.stream) {
-                    Ok(_) => {}
-                    Err(e) if e.kind() == ErrorKind::WouldBlock => return false,
-                    Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                    Err(e) => {
-                        if !conn.tls_done {
-                            self.ctx
-                                .counts
-                                .tls
-                                .errno(e.raw_os_error().unwrap_or(libc::EIO));
-                        }
-                        return true;
-                    }
-                }
-            }
-            if conn.closing && conn.responding && conn.sent == 0 {
-                // The whole response and close_notify are written.
-                conn.sent = self.ctx.greet.len();
-                self.ctx.counts.served += 1;
-            }
-            let n = match tls.read_tls(&mut conn.stream) {
-                Ok(n) => n,
-                Err(e) if e.kind() == ErrorKind::WouldBlock => return false,
-                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                Err(e) => {
-                    if !conn.tls_done {
-                        self.ctx
-                            .counts
-                            .tls
-                            .errno(e.raw_os_error().unwrap_or(libc::EIO));
-                    }
-                    return true;
-                }
-            };
-            let state = match tls.process_new_packets() {
-                Ok(s) => s,
-                Err(e) => {
-                    if !conn.tls_done {
-                        self.ctx.counts.tls.failed(&e);
-                    }
-                    // Send the alert rustls queued, best effort.
-                    let _ = tls.write_tls(&mut conn.stream);
-                    return true;
-                }
-            };
-            if !conn.tls_done && !tls.is_handshaking() {
-                conn.tls_done = true;
-                self.ctx.counts.tls.done(tls);
-                if !matches!(self.ctx.mode, Mode::Http { .. }) {
-                    tls.send_close_notify();
-                    conn.closing = true;
-                    continue;
-                }
-            }
-            if conn.tls_done && !conn.responding {
-                // `Mode::Http`: scan the plaintext for the end of the request head.
-                loop {
-                    let m = match tls.reader().read(&mut self.scratch) {
-                        // The client closed (close_notify) without a request: below, what the
-                        // handshake queued is still sent before the close.
-                        Ok(0) => break,
-                        Ok(m) => m,
-                        Err(e) if e.kind() == ErrorKind::WouldBlock => break,
-                        Err(_) => return true,
+            match tls.next() {
+                Next::Recv => {
+                    let got = match (&conn.stream).read(&mut self.scratch) {
+                        Ok(n) => Ok(&self.scratch[..n]),
+                        Err(e) if e.kind() == ErrorKind::WouldBlock => return false,
+                        Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                        Err(e) => Err(e.raw_os_error().unwrap_or(libc::EIO)),
                     };
-                    match conn.scan.feed(&self.scratch[..m]) {
-                        Scan::More => {}
-                        Scan::End => {
-                            conn.responding = true;
-                            if tls.writer().write_all(&self.ctx.greet).is_err() {
-                                return true;
-                            }
-                            tls.send_close_notify();
-                            conn.closing = true;
-                            break;
-                        }
-                        Scan::TooLarge => {
-                            self.ctx.counts.error(libc::EMSGSIZE);
-                            return true;
-                        }
-                        Scan::Bad => {
-                            self.ctx.counts.bad_requests += 1;
-                            return true;
-                        }
-                    }
+                    tls.on_recv(got, &self.ctx.greet, &mut self.plain, counts);
                 }
-            }
-            // After its own close_notify the server waits for the client's (or its FIN), so
-            // it never resets a client that is still reading the session tickets.
-            if n == 0 || state.peer_has_closed() {
-                if !conn.tls_done {
-                    self.ctx.counts.tls.eof();
+                Next::Send | Next::SendClose => {
+                    let res = match (&conn.stream).write(tls.to_send()) {
+                        Ok(n) => Ok(n),
+                        Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                        // The last flight is sent best effort: what does not fit now is dropped.
+                        Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                            return tls.next() == Next::SendClose
+                        }
+                        Err(e) => Err(e.raw_os_error().unwrap_or(libc::EIO)),
+                    };
+                    tls.on_sent(res, counts);
                 }
-                // The client's Finished and close_notify can come in one read: what the
-                // handshake queued after the Finished (TLS 1.3 session tickets) is still sent,
-                // best effort, or a client without a request never resumes.
-                while tls.wants_write() {
-                    if tls.write_tls(&mut conn.stream).is_err() {
-                        break;
-                    }
-                }
-                return true;
+                Next::Close => return true,
             }
         }
     }

@@ -7,10 +7,20 @@
 //!   IORING_CQE_F_MORE ends it: re-armed at once after a success or a transient error, after an
 //!   IORING_OP_TIMEOUT of [`super::BACKOFF`] after EMFILE/ENFILE (counted) or another error.
 //!   ECANCELED means we cancelled it at stop. (io_uring_multishot(7), io_uring/net.c io_accept.)
+//!   Where neither can be pushed (the SQ stays full), the loop arms it again after the back-off
+//!   (`rearm_lost_accept`), so no failure leaves a worker that never accepts again.
 //! - Per connection, through the ring: Close (`close`, and `rst`: the listener's SO_LINGER
-//!   {on, 0} is inherited, see `crate::listener::bind_group`), Send with MSG_WAITALL (short sends are retried by the kernel for
-//!   stream sockets) hard-linked to Close (`greet`), or a one-shot PollAdd(POLLIN|POLLRDHUP)
-//!   (`hold`; data is read and dropped with recv(MSG_DONTWAIT), EOF/HUP/error closes).
+//!   {on, 0} is inherited, see `crate::listener::bind_group`); Send with MSG_WAITALL (short
+//!   sends are retried by the kernel for stream sockets) hard-linked to Close (`greet`); a
+//!   one-shot PollAdd(POLLIN|POLLRDHUP) (`hold`: data is read and dropped with
+//!   recv(MSG_DONTWAIT), EOF/HUP/error closes); `http`: PollAdd as for `hold`,
+//!   recv(MSG_DONTWAIT) until the end of the request head ([`crate::http::HeadScan`], state per
+//!   fd), then the response as for `greet` (Send with MSG_WAITALL hard-linked to Close), served
+//!   when the Send CQE says all of it went out.
+//! - `--tls`: each connection's [`TlsConn`] (`crate::tls`, sans-I/O) does the TLS; this engine
+//!   keeps one operation in flight per connection, the one [`TlsConn::next`] asks for: a Recv
+//!   into the connection's receive buffer ([`TlsSlot`]), a Send of [`TlsConn::to_send`], or that
+//!   Send hard-linked to a Close.
 //! - Direct descriptors (`close`, `rst` and `greet` without TLS): the ring registers a sparse
 //!   file table (IORING_REGISTER_FILES2 with IORING_RSRC_REGISTER_SPARSE, Linux 5.19) and the
 //!   multishot accept allocates each connection a slot in it (IORING_FILE_INDEX_ALLOC, 5.19):
@@ -25,22 +35,44 @@
 //!   only for a failure, so a `close`/`rst` connection costs one CQE (its accept) instead of two.
 //!   Older kernels post both, as before. The ring setup label in the server report ends in
 //!   `+cqe_skip_success` when it ran.
-//!   (`hold`; data is read and dropped with recv(MSG_DONTWAIT), EOF/HUP/error closes). `http`:
-//!   PollAdd as for `hold`, recv(MSG_DONTWAIT) until the end of the request head
-//!   ([`crate::http::HeadScan`], state per fd), then the response as for `greet` (Send with
-//!   MSG_WAITALL hard-linked to Close); served when the Send CQE says all of it went out.
 //! - One loop turn handles at most [`TURN_BUDGET`] CQEs, then publishes the counters and looks at
 //!   the stop flag. Under sustained load the CQ is refilled as fast as it is read (a multishot
 //!   accept posts a CQE per connection; the closes the handlers submit post theirs, and without
 //!   DEFER_TASKRUN task work can post CQEs while we read), so "reap until empty" never ends; CQEs
 //!   left over are taken on the next turn, which then submits without waiting.
-//! - No per-connection allocation and no slab: every in-flight operation is named by its
-//!   `user_data` = kind << 56 | fd, and the only memory an SQE points to is the worker's greeting
-//!   buffer and its back-off timespec, both alive until every CQE arrived (or leaked if the kernel
-//!   has not completed them [`FINISH_MAX`] after the stop).
+//! - No slab: every in-flight operation is named by its `user_data` = kind << 56 | fd (or
+//!   fixed-file slot), and per-connection state lives in one table indexed by fd ([`FdTable`],
+//!   empty at start and grown on demand); the registered file table of direct descriptors is
+//!   the one fixed-size table ([`DIRECT_FILES`] says why).
 //!
-//! Unsafe here: pushing SQEs (the kernel reads the memory they point to) and turning raw fds from
-//! accept CQEs into borrowed/owned fds.
+//! # What SQEs point to, and who keeps it alive
+//! The kernel reads or writes memory an SQE points to at any time until that SQE's CQE (a
+//! Timeout's timespec is read when it is submitted; it is kept as long anyway). The only such
+//! memory:
+//! - Send (`greet`, `http`): the worker's response, `Ctx::greet`, a boxed slice the [`Ctx`]
+//!   owns, never written or resized while the engine runs.
+//! - Timeout (the accept back-off): `Uring::backoff_ts`, boxed, never written after it is made.
+//! - Recv (`--tls`): the connection's [`TlsSlot::recv`], in `Uring::conns`.
+//! - Send (`--tls`): [`TlsConn::to_send`], bytes in the connection's send buffer, which stay in
+//!   place and unchanged until the next `&mut` call on that [`TlsConn`] (its docs); the engine
+//!   makes such a call only when the connection's operation completed (its CQE). A connection's
+//!   buffers go back to the pools (`Uring::tls_forget`) only when no SQE of it is in flight (its
+//!   one operation's CQE arrived, or its SQE was never pushed); a pooled buffer is pointed at by
+//!   no SQE.
+//!
+//! The multishot accept (no address buffer), Close, PollAdd and AsyncCancel point at no memory.
+//! Every SQE that does is counted in `Uring::in_flight` until its CQE. So the loop ends only
+//! when `in_flight` is 0, or, when the kernel has not completed them [`FINISH_MAX`] (twice with
+//! `--tls`) after the stop, by leaking what they point at: [`Uring`]'s `Drop` does that, before
+//! its fields (the ring first) drop, on every way out of the loop, a panic included.
+//!
+//! Descriptors: every SQE names the listener (the worker's, closed only after the multishot
+//! accept's last CQE) or a connection this worker accepted and has not closed: a connection is
+//! closed by the last SQE that names it (a Close, alone or hard-linked after a Send), or at once
+//! (`close_now`) when that SQE could not be pushed.
+//!
+//! Unsafe here: pushing SQEs (the kernel reads and writes the memory they point to) and turning
+//! raw fds from accept CQEs into borrowed/owned fds.
 
 use std::mem::MaybeUninit;
 use std::os::fd::{BorrowedFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
@@ -50,11 +82,12 @@ use std::time::{Duration, Instant};
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 use socket2::SockRef;
 
-use super::uring_tls::{BufPool, Next, TlsConn};
 use super::{classify, AcceptFailure, BACKOFF, TURN_BUDGET};
 use crate::config::Mode;
 use crate::error::ServerError;
+use crate::fd_table::FdTable;
 use crate::http::{HeadScan, Scan};
+use crate::tls::{Next, SendBufs, TlsConn};
 use crate::worker::{Ctx, Ready, WAIT_MAX};
 
 /// Submission queue entries per ring.
@@ -69,10 +102,22 @@ pub(crate) const FINISH_MAX: Duration = Duration::from_secs(2);
 /// the kernel checks): a connection holds its slot from its accept until its Close, so this
 /// bounds the connections in between (a greeting still being sent); a full table fails the
 /// accept with ENFILE, which backs off as the plain descriptors' EMFILE does.
+///
+/// Fixed at registration, unlike the per-fd tables ([`FdTable`]), because the kernel cannot grow
+/// a registered file table in place: IORING_REGISTER_FILES_UPDATE only replaces slots inside
+/// it (an offset past its end is EINVAL) and a second IORING_REGISTER_FILES2 is EBUSY
+/// (io_uring/rsrc.c; checked on 6.18 by `the_registered_file_table_cannot_grow` below). Growing
+/// means unregistering first, which drops every slot, the connections still in flight included.
+/// What it costs: the kernel's table of one pointer per slot plus a bitmap, ~0.5 MiB per worker
+/// at 65,536 slots, in kernel memory; nothing per slot in this process.
 const DIRECT_FILES: usize = 65_536;
 
 /// recv(2) calls of 4 KiB a held connection gets per readiness; more data waits for a new poll.
 const READS_PER_POLL: usize = 16;
+
+/// `--tls`: bytes of one receive per connection (TLS records are reassembled by rustls across
+/// receives).
+const RECV_BYTES: usize = 4096;
 
 const ACCEPT: u64 = 1 << 56;
 const CLOSE: u64 = 2 << 56;
@@ -150,10 +195,13 @@ struct Uring<'c> {
     accept_armed: bool,
     accepting: bool,
     backoff_pending: bool,
+    /// When neither the accept nor a back-off is armed (both pushes failed), the loop arms the
+    /// accept again, not before this instant (the back-off the lost Timeout was to give).
+    rearm_after: Option<Instant>,
     backoff_ts: Box<types::Timespec>,
-    held: Vec<bool>,
-    /// `Mode::Http`: the request-head scan of each waiting connection, indexed by fd.
-    scans: Vec<HeadScan>,
+    /// State of the connections on plain descriptors that need some (`hold`, `http`, `--tls`),
+    /// by fd, grown on demand (direct descriptors need none).
+    conns: FdTable<PerFd>,
     scratch: Box<[MaybeUninit<u8>]>,
     /// Closes carry IOSQE_CQE_SKIP_SUCCESS (the kernel has IORING_FEAT_CQE_SKIP, 5.17).
     skip_close_cqe: bool,
@@ -162,14 +210,34 @@ struct Uring<'c> {
     direct: bool,
     /// `--tls`: the shared config.
     tls: Option<Arc<rustls::ServerConfig>>,
-    /// `--tls`: each open connection's state, indexed by fd (grown by doubling).
-    tls_conns: Vec<Option<Box<TlsConn>>>,
-    /// `--tls`: open connections in `tls_conns`.
+    /// `--tls`: open connections ([`PerFd::Tls`] in `conns`).
     tls_open: usize,
-    /// `--tls`: free connection buffers.
-    pool: BufPool,
+    /// `--tls`: free receive buffers (no SQE points at them).
+    recv_bufs: Vec<Box<[u8]>>,
+    /// `--tls`: free send buffers (no SQE points at them).
+    send_bufs: SendBufs,
     /// `--tls`: scratch for decrypted request bytes.
     plain: Box<[u8]>,
+}
+
+/// What the engine keeps for a connection on a plain descriptor (`Uring::conns`).
+#[derive(Default)]
+enum PerFd {
+    /// Nothing: no connection, or one that needs no state (`close`, `rst`, `greet`).
+    #[default]
+    None,
+    /// `hold`: its PollAdd is in flight.
+    Held,
+    /// `http`: its PollAdd is in flight; the scan of its request head so far.
+    Http(HeadScan),
+    /// `--tls`: its one operation is in flight.
+    Tls(Box<TlsSlot>),
+}
+
+/// `--tls`: one connection's TLS state and the buffer its Recv SQEs write into.
+struct TlsSlot {
+    tls: TlsConn,
+    recv: Box<[u8]>,
 }
 
 /// The setup label ([`label`]'s) with `+direct_accept` appended when connections are accepted
@@ -219,7 +287,7 @@ pub(crate) fn run(ctx: &mut Ctx, ready: impl FnOnce(Ready)) {
     };
     // Direct descriptors where the mode only closes or sends (no per-fd state, no syscall on the
     // fd outside the ring); registered after pinning, so the table is the worker's node's memory.
-    let slots = DIRECT_FILES.min(crate::rlimit::nofile_table_len()) as u32;
+    let slots = DIRECT_FILES.min(crate::rlimit::nofile_soft_max()) as u32;
     let direct = ctx.tls.is_none()
         && matches!(ctx.mode, Mode::Close | Mode::Rst | Mode::Greet { .. })
         && ring.submitter().register_files_sparse(slots).is_ok();
@@ -233,16 +301,6 @@ pub(crate) fn run(ctx: &mut Ctx, ready: impl FnOnce(Ready)) {
         }));
     }
     let listener_fd = std::os::fd::AsRawFd::as_raw_fd(listener);
-    let held = if matches!(ctx.mode, Mode::Hold | Mode::Http { .. }) {
-        vec![false; crate::rlimit::nofile_table_len()]
-    } else {
-        Vec::new()
-    };
-    let scans = if matches!(ctx.mode, Mode::Http { .. }) {
-        vec![HeadScan::default(); held.len()]
-    } else {
-        Vec::new()
-    };
     let tls = ctx.tls.clone();
     let mut u = Uring {
         ctx,
@@ -252,21 +310,40 @@ pub(crate) fn run(ctx: &mut Ctx, ready: impl FnOnce(Ready)) {
         accept_armed: false,
         accepting: true,
         backoff_pending: false,
+        rearm_after: None,
         backoff_ts: Box::new(types::Timespec::from(BACKOFF)),
-        held,
-        scans,
+        conns: FdTable::new(),
         scratch: vec![MaybeUninit::uninit(); 4096].into_boxed_slice(),
         skip_close_cqe,
         direct,
         tls,
-        tls_conns: Vec::new(),
         tls_open: 0,
-        pool: BufPool::default(),
+        recv_bufs: Vec::new(),
+        send_bufs: SendBufs::default(),
         plain: vec![0; 4096].into_boxed_slice(),
     };
     u.arm_accept();
     ready(Ok(Some(flags)));
     u.run_loop();
+    u.ctx.fd_table_len = u.conns.len();
+}
+
+impl Drop for Uring<'_> {
+    /// Explicit drop order: while any SQE that points at memory is in flight (`in_flight` > 0,
+    /// module docs "What SQEs point to"), that memory is leaked first, so the kernel never
+    /// writes to or reads from freed memory, whether the loop gave up waiting at the stop or
+    /// unwound from a panic. Only then do the fields drop, in declaration order: the ring
+    /// (closing it cancels what is left), then the buffers and tables, which no SQE points at.
+    fn drop(&mut self) {
+        if self.in_flight > 0 {
+            std::mem::forget(std::mem::replace(&mut self.conns, FdTable::new()));
+            std::mem::forget(std::mem::take(&mut self.ctx.greet));
+            std::mem::forget(std::mem::replace(
+                &mut self.backoff_ts,
+                Box::new(types::Timespec::new()),
+            ));
+        }
+    }
 }
 
 impl Uring<'_> {
@@ -293,6 +370,7 @@ impl Uring<'_> {
             }
             more = self.reap();
             let now = Instant::now();
+            self.rearm_lost_accept(now);
             self.ctx.maybe_publish(now);
             phase = match phase {
                 Phase::Running if self.ctx.draining() => {
@@ -326,16 +404,8 @@ impl Uring<'_> {
                     self.cancel_tls();
                     Phase::Last(now + FINISH_MAX)
                 }
-                Phase::Finishing(until) | Phase::Last(until) if now >= until => {
-                    // The kernel still holds SQEs that may point at these: never free them.
-                    std::mem::forget(std::mem::take(&mut self.tls_conns));
-                    std::mem::forget(std::mem::take(&mut self.ctx.greet));
-                    std::mem::forget(std::mem::replace(
-                        &mut self.backoff_ts,
-                        Box::new(types::Timespec::new()),
-                    ));
-                    break;
-                }
+                // The kernel still holds SQEs that may point at our buffers: `Drop` leaks them.
+                Phase::Finishing(until) | Phase::Last(until) if now >= until => break,
                 p => p,
             };
         }
@@ -397,25 +467,34 @@ impl Uring<'_> {
             }
             RECV => {
                 self.in_flight -= 1;
-                let Some(c) = self.tls_conns.get_mut(fd as usize).and_then(Option::as_mut) else {
+                let Some(PerFd::Tls(c)) = self.conns.get_mut(fd as usize) else {
                     return;
                 };
-                let next = c.on_recv(
-                    res,
-                    self.ctx.mode,
-                    &self.ctx.greet,
-                    &mut self.plain,
-                    &mut self.ctx.counts,
-                );
-                self.tls_next(fd, next);
+                if res == -libc::ECANCELED {
+                    // Cancelled at the stop (`cancel_tls`): closed, not a failed handshake.
+                    self.tls_forget(fd);
+                    return self.close(fd);
+                }
+                let got = match usize::try_from(res) {
+                    Ok(n) => Ok(&c.recv[..n.min(c.recv.len())]),
+                    Err(_) => Err(-res),
+                };
+                c.tls
+                    .on_recv(got, &self.ctx.greet, &mut self.plain, &mut self.ctx.counts);
+                self.tls_next(fd);
             }
             TLS_SEND => {
                 self.in_flight -= 1;
-                let Some(c) = self.tls_conns.get_mut(fd as usize).and_then(Option::as_mut) else {
+                let Some(PerFd::Tls(c)) = self.conns.get_mut(fd as usize) else {
                     return;
                 };
-                let next = c.on_sent(res, &mut self.ctx.counts);
-                self.tls_next(fd, next);
+                if res == -libc::ECANCELED {
+                    self.tls_forget(fd);
+                    return self.close(fd);
+                }
+                let sent = usize::try_from(res).map_err(|_| -res);
+                c.tls.on_sent(sent, &mut self.ctx.counts);
+                self.tls_next(fd);
             }
             TLS_SEND_LAST => {
                 // The alert is out (or failed); the linked Close follows. The buffers are free.
@@ -466,6 +545,7 @@ impl Uring<'_> {
         if self.push(&[e]) {
             self.in_flight -= 1; // tracked by accept_armed instead
             self.accept_armed = true;
+            self.rearm_after = None;
         } else {
             self.arm_backoff();
         }
@@ -475,6 +555,23 @@ impl Uring<'_> {
         let ts: *const types::Timespec = &*self.backoff_ts;
         let e = opcode::Timeout::new(ts).build().user_data(TIMEOUT);
         self.backoff_pending = self.push(&[e]);
+        if !self.backoff_pending {
+            // Nothing armed will ever arm the accept again: the loop does, after the back-off.
+            self.rearm_after = Some(Instant::now() + BACKOFF);
+        }
+    }
+
+    /// Arms the accept again if it is lost: accepting, but neither the multishot accept nor a
+    /// back-off Timeout is in flight (both their pushes failed), once [`BACKOFF`] has passed.
+    /// Called every loop turn, so a worker never stops accepting for good.
+    fn rearm_lost_accept(&mut self, now: Instant) {
+        if self.accepting
+            && !self.accept_armed
+            && !self.backoff_pending
+            && self.rearm_after.is_none_or(|t| now >= t)
+        {
+            self.arm_accept();
+        }
     }
 
     /// What the mode says to do with a freshly accepted descriptor.
@@ -489,23 +586,11 @@ impl Uring<'_> {
             Mode::Rst => self.close(fd),
             Mode::Greet { .. } => self.respond(fd),
             Mode::Hold => {
-                let i = fd as usize;
-                if i >= self.held.len() {
-                    self.held.resize(i + 1, false);
-                }
-                self.held[i] = true;
+                *self.conns.slot(fd as usize) = PerFd::Held;
                 self.poll(fd);
             }
             Mode::Http { .. } => {
-                let i = fd as usize;
-                if i >= self.held.len() {
-                    self.held.resize(i + 1, false);
-                }
-                if i >= self.scans.len() {
-                    self.scans.resize(i + 1, HeadScan::default());
-                }
-                self.held[i] = true;
-                self.scans[i] = HeadScan::default();
+                *self.conns.slot(fd as usize) = PerFd::Http(HeadScan::default());
                 self.poll(fd);
             }
         }
@@ -577,53 +662,54 @@ impl Uring<'_> {
         }
     }
 
-    /// `--tls`: a new connection gets its [`TlsConn`] and a receive for the ClientHello.
+    /// `--tls`: a new connection gets its [`TlsConn`], a receive buffer and a receive for the
+    /// ClientHello.
     fn tls_start(&mut self, fd: RawFd) {
         let Some(cfg) = self.tls.as_ref() else {
             return self.close(fd);
         };
-        let conn = match TlsConn::new(cfg, self.pool.take()) {
+        let http = matches!(self.ctx.mode, Mode::Http { .. });
+        let tls = match TlsConn::new(cfg, http, &mut self.send_bufs) {
             Ok(c) => c,
-            Err((e, bufs)) => {
-                self.pool.give(bufs);
+            Err(e) => {
                 self.ctx.counts.tls.failed(&e);
                 return self.close(fd);
             }
         };
-        let i = fd as usize;
-        if i >= self.tls_conns.len() {
-            self.tls_conns
-                .resize_with((i + 1).next_power_of_two(), || None);
-        }
-        self.tls_conns[i] = Some(conn);
+        let recv = self
+            .recv_bufs
+            .pop()
+            .unwrap_or_else(|| vec![0; RECV_BYTES].into_boxed_slice());
+        *self.conns.slot(fd as usize) = PerFd::Tls(Box::new(TlsSlot { tls, recv }));
         self.tls_open += 1;
-        self.tls_next(fd, Next::Recv);
+        self.tls_next(fd);
     }
 
-    /// `--tls`: submits what [`TlsConn`] asked for (one operation in flight per connection).
-    fn tls_next(&mut self, fd: RawFd, next: Next) {
-        let Some(c) = self.tls_conns.get_mut(fd as usize).and_then(Option::as_mut) else {
+    /// `--tls`: submits what the connection's [`TlsConn::next`] asks for (one operation in
+    /// flight per connection, so nothing else touches its buffers until that operation's CQE).
+    fn tls_next(&mut self, fd: RawFd) {
+        let Some(PerFd::Tls(c)) = self.conns.get_mut(fd as usize) else {
             return self.close(fd);
         };
-        let pushed = match next {
+        let next = c.tls.next();
+        let (one, linked) = match next {
             Next::Recv => {
-                let (p, len) = c.recv_buf();
-                let e = opcode::Recv::new(types::Fd(fd), p, len)
+                let e = opcode::Recv::new(types::Fd(fd), c.recv.as_mut_ptr(), c.recv.len() as u32)
                     .build()
                     .user_data(ud(RECV, fd));
-                self.push(&[e])
+                (e, None)
             }
             Next::Send => {
-                let (p, len) = c.send_buf();
-                let e = opcode::Send::new(types::Fd(fd), p, len)
+                let b = c.tls.to_send();
+                let e = opcode::Send::new(types::Fd(fd), b.as_ptr(), b.len() as u32)
                     .flags(libc::MSG_NOSIGNAL)
                     .build()
                     .user_data(ud(TLS_SEND, fd));
-                self.push(&[e])
+                (e, None)
             }
             Next::SendClose => {
-                let (p, len) = c.send_buf();
-                let send = opcode::Send::new(types::Fd(fd), p, len)
+                let b = c.tls.to_send();
+                let send = opcode::Send::new(types::Fd(fd), b.as_ptr(), b.len() as u32)
                     .flags(libc::MSG_NOSIGNAL)
                     .build()
                     .user_data(ud(TLS_SEND_LAST, fd))
@@ -631,15 +717,17 @@ impl Uring<'_> {
                 let close = opcode::Close::new(types::Fd(fd))
                     .build()
                     .user_data(ud(CLOSE, fd));
-                if self.push(&[send, close]) {
-                    return; // the buffers are freed at the Send's CQE
-                }
-                false
+                (send, Some(close))
             }
             Next::Close => {
                 self.tls_forget(fd);
                 return self.close(fd);
             }
+        };
+        let pushed = match linked {
+            None => self.push(&[one]),
+            // The buffers are given back at the Send's CQE (TLS_SEND_LAST).
+            Some(close) => self.push(&[one, close]),
         };
         if !pushed {
             self.tls_forget(fd);
@@ -647,10 +735,17 @@ impl Uring<'_> {
         }
     }
 
-    /// `--tls`: drops a connection's state (no SQE points at its buffers any more).
+    /// `--tls`: drops a connection's state and gives its buffers back to the pools; called only
+    /// when no SQE of the connection points at them (its last operation's CQE arrived, or its
+    /// SQE was never pushed).
     fn tls_forget(&mut self, fd: RawFd) {
-        if let Some(c) = self.tls_conns.get_mut(fd as usize).and_then(Option::take) {
-            self.pool.give(c.into_bufs());
+        let Some(slot @ PerFd::Tls(_)) = self.conns.get_mut(fd as usize) else {
+            return;
+        };
+        if let PerFd::Tls(c) = std::mem::take(slot) {
+            let TlsSlot { tls, recv } = *c;
+            tls.recycle(&mut self.send_bufs);
+            self.recv_bufs.push(recv);
             self.tls_open -= 1;
         }
     }
@@ -658,8 +753,8 @@ impl Uring<'_> {
     /// `--tls`, at the end of the stop: cancels the receives of the connections still open
     /// (each then completes with ECANCELED and is closed).
     fn cancel_tls(&mut self) {
-        for fd in 0..self.tls_conns.len() {
-            if self.tls_conns[fd].is_some() {
+        for fd in 0..self.conns.len() {
+            if matches!(self.conns.get_mut(fd), Some(PerFd::Tls(_))) {
                 let e = opcode::AsyncCancel::new(ud(RECV, fd as RawFd))
                     .build()
                     .user_data(CANCEL);
@@ -694,8 +789,8 @@ impl Uring<'_> {
     }
 
     fn unhold(&mut self, fd: RawFd) {
-        if let Some(h) = self.held.get_mut(fd as usize) {
-            *h = false;
+        if let Some(slot @ (PerFd::Held | PerFd::Http(_))) = self.conns.get_mut(fd as usize) {
+            *slot = PerFd::None;
         }
     }
 
@@ -705,7 +800,9 @@ impl Uring<'_> {
             return self.on_http_poll(fd, res);
         }
         if res >= 0 && res & POLL_GONE == 0 {
-            // SAFETY: fd is a held connection of this worker (closed only after this returns).
+            // SAFETY: fd is a connection this worker accepted and holds: its PollAdd just
+            // completed and no other SQE names it, so it stays open until this function closes
+            // it (a Close SQE, or `close_now`), after the borrow's last use.
             let b = unsafe { BorrowedFd::borrow_raw(fd) };
             let sock = SockRef::from(&b);
             let mut reads = 0;
@@ -735,8 +832,10 @@ impl Uring<'_> {
     fn on_http_poll(&mut self, fd: RawFd, res: i32) {
         let i = fd as usize;
         if res >= 0 && res & (libc::POLLERR | libc::POLLHUP) as i32 == 0 {
-            // SAFETY: fd is a connection of this worker waiting for its request (closed only
-            // after this returns, by a Close this worker submits).
+            // SAFETY: fd is a connection this worker accepted, waiting for its request: its
+            // PollAdd just completed and no other SQE names it, so it stays open until this
+            // function closes it (a Close SQE, `respond`'s linked Close, or `close_now`), after
+            // the borrow's last use.
             let b = unsafe { BorrowedFd::borrow_raw(fd) };
             let sock = SockRef::from(&b);
             for reads in 1.. {
@@ -751,10 +850,14 @@ impl Uring<'_> {
                     Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                     Err(_) => break,
                 };
-                // SAFETY: recv initialised the first n bytes of scratch.
+                // SAFETY: recv(2) wrote (initialised) the first n bytes of scratch, n <= its
+                // length.
                 let got =
                     unsafe { std::slice::from_raw_parts(self.scratch.as_ptr().cast::<u8>(), n) };
-                match self.scans[i].feed(got) {
+                let Some(PerFd::Http(scan)) = self.conns.get_mut(i) else {
+                    break;
+                };
+                match scan.feed(got) {
                     Scan::More => {}
                     Scan::End => {
                         self.unhold(fd);
@@ -834,9 +937,11 @@ impl Uring<'_> {
 
     /// Stop: held connections get shutdown(SHUT_RDWR), so their polls complete and close them.
     fn release_held(&mut self) {
-        for fd in 0..self.held.len() {
-            if self.held[fd] {
-                // SAFETY: fd is a held connection of this worker, open until its poll completes.
+        for fd in 0..self.conns.len() {
+            if matches!(self.conns.get_mut(fd), Some(PerFd::Held | PerFd::Http(_))) {
+                // SAFETY: fd is held: its PollAdd is in flight and the connection is closed only
+                // after that poll's CQE (`on_poll`), which is handled on this thread, not during
+                // this loop.
                 let b = unsafe { BorrowedFd::borrow_raw(fd as RawFd) };
                 let _ = SockRef::from(&b).shutdown(std::net::Shutdown::Both);
             }
@@ -846,11 +951,20 @@ impl Uring<'_> {
     /// Pushes `entries` as one group (adjacent in the SQ, as links need), submitting first when
     /// the SQ lacks room. False when there is still no room (the caller then acts synchronously).
     fn push(&mut self, entries: &[squeue::Entry]) -> bool {
+        #[cfg(test)]
+        if self.ctx.fail_pushes > 0 {
+            self.ctx.fail_pushes -= 1;
+            return false;
+        }
         for _ in 0..4 {
-            // SAFETY: every entry names an fd (or a fixed-file slot) this worker owns until the entry's CQE, and points
-            // at no memory except `self.ctx.greet` (Send) and `self.backoff_ts` (Timeout), which
-            // stay alive until all CQEs arrived (run_loop waits for in_flight == 0, or leaks
-            // them).
+            // SAFETY: each entry points at no memory or at memory that stays valid, in place,
+            // until its CQE (module docs, "What SQEs point to"): `ctx.greet` and `backoff_ts`
+            // live as long as this `Uring`, whose `Drop` leaks them while SQEs are in flight; a
+            // TLS connection's buffers stay in `conns`, untouched, until its one
+            // operation's CQE. Each entry is counted in `in_flight` below until its CQE (callers
+            // take the multishot accept and skip-success Closes, which point at nothing, out
+            // again). Each names the listener or a connection (fd or fixed-file slot) this worker
+            // accepted and has not closed.
             let pushed = unsafe { self.ring.submission().push_multiple(entries) };
             if pushed.is_ok() {
                 self.in_flight += entries.len();
@@ -865,13 +979,57 @@ impl Uring<'_> {
 }
 
 fn close_now(fd: RawFd) {
-    // SAFETY: fd came from accept and no queued operation refers to it.
+    // SAFETY: fd is a connection this worker accepted and has not closed, and no SQE names it:
+    // none was in flight for it, and the caller's could not be pushed. This is its one close.
     drop(unsafe { OwnedFd::from_raw_fd(fd) });
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Why [`DIRECT_FILES`] is fixed: a registered (sparse) file table cannot grow. If this
+    /// starts to fail, the kernel learned to grow one, and the table could start small.
+    #[test]
+    fn the_registered_file_table_cannot_grow() {
+        let Ok(ring) = IoUring::new(8) else {
+            return eprintln!("SKIPPED: io_uring unavailable here");
+        };
+        let s = ring.submitter();
+        if let Err(e) = s.register_files_sparse(64) {
+            return eprintln!("SKIPPED: no sparse file tables here (needs Linux 5.19): {e}");
+        }
+        assert_eq!(s.register_files_update(63, &[-1]).unwrap(), 1);
+        let past = s.register_files_update(64, &[-1]).unwrap_err();
+        assert_eq!(past.raw_os_error(), Some(libc::EINVAL), "{past}");
+        let again = s.register_files_sparse(128).unwrap_err();
+        assert_eq!(again.raw_os_error(), Some(libc::EBUSY), "{again}");
+    }
+
+    /// Issue 32: when both the multishot accept's push and the back-off's push fail, nothing
+    /// is armed that would ever re-arm the accept; the loop must notice and arm it again.
+    #[test]
+    fn a_lost_accept_is_armed_again_by_the_loop() {
+        use super::super::testing;
+        if let Err(why) = super::super::probe::io_uring() {
+            return eprintln!("SKIPPED: io_uring unavailable here: {why}");
+        }
+        // The first two pushes are the accept's and then its back-off's.
+        let w = testing::start(crate::Engine::IoUring, Mode::Close, |ctx| {
+            ctx.fail_pushes = 2
+        });
+        let c = std::net::TcpStream::connect(w.addr).unwrap();
+        let live = w.wait_accepted(1, Duration::from_secs(3));
+        let ctx = w.stop();
+        drop(c);
+        assert_eq!(ctx.fail_pushes, 0, "both injected push failures happened");
+        assert_eq!(
+            live, 1,
+            "the worker accepted nothing while it ran: the lost accept was never armed again"
+        );
+        assert_eq!(ctx.counts.accepted, 1);
+        assert_eq!(ctx.counts.errors_total(), 0);
+    }
 
     #[test]
     fn the_setup_label_names_direct_accepts() {

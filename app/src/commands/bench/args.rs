@@ -53,7 +53,7 @@ pub struct SetupArgs {
     pub close: loadgen::CloseMode,
     /// Server mode: rst (SO_LINGER 0: no FIN_WAIT2/TIME_WAIT on either side), close (FIN: with
     /// the default client RST, a few orphaned FIN_WAIT2 minisocks make reused ports' SYNs be
-    /// resent, see README), greet[:BYTES] (the client then measures first-byte latency), hold,
+    /// resent, see docs/methodology.md), greet[:BYTES] (the client then measures first-byte latency), hold,
     /// http. Default: rst; with --tls close; with --http http (any other mode given with
     /// --http or --tls is refused, not replaced).
     #[arg(long, value_parser = parse_mode)]

@@ -206,7 +206,7 @@ pub fn render(o: &Options, start_at: &str) -> Vec<(&'static str, String)> {
         "--listen".into(),
         format!("0.0.0.0:{}", o.port),
         // The server closes with RST: no orphaned FIN_WAIT2 state for a reused client port to
-        // meet (README, TIME_WAIT and FIN_WAIT2).
+        // meet (docs/methodology.md, "Close modes, TIME_WAIT and FIN_WAIT2").
         "--mode".into(),
         "rst".into(),
         "--out".into(),

@@ -3,7 +3,7 @@
 //! A handshake the server's kernel completed sits in the listener's accept queue until the server
 //! application calls accept(2) (`inet_csk_accept`, net/ipv4/inet_connection_sock.c); a
 //! connection still there when the run is over was never accepted, so it is not a success
-//! (EDGES.md: "a handshake the server never accepted is not a success"). A healthy server is at
+//! (docs/edges.md: "a handshake the server never accepted is not a success"). A healthy server is at
 //! most a few milliseconds behind when the load stops, so the queue is read when the run ends
 //! and then polled for a bounded *settle* ([`SETTLE`]): until it is empty, or has not shrunk for
 //! [`SettleRule::stall`], or [`SettleRule::max`] has passed. What is left is counted, by the

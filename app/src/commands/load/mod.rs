@@ -291,7 +291,7 @@ fn read_counters() -> Option<tuning::counters::Snapshot> {
     crate::record::counters(&mut |w| eprintln!("connstorm load: warning: {w}"))
 }
 
-/// The exit code table (README): 128+signo when a signal interrupted the run (the report was
+/// The exit code table (docs/cli.md): 128+signo when a signal interrupted the run (the report was
 /// printed first); 3 when no attempt of the whole run succeeded (all failed, none could start,
 /// or none was accepted by the server) or nothing was measured; else 0.
 fn exit_code(report: &LoadReport) -> i32 {

@@ -1,7 +1,7 @@
 //! Which trials are flagged: a flag means "this trial's numbers are suspect", so a comparison
 //! leaves the trial out of its verdict (unless `--include-flagged`).
 //!
-//! # The retransmit rule (also in README and `compare --help`)
+//! # The retransmit rule (also in docs/methodology.md and `compare --help`)
 //! A phase's SYN retransmits (`TcpExt.TCPSynRetrans`) flag the trial as `retransmits` unless
 //! all of these hold:
 //! 1. they are *explained* the way [`crate::diagnosis`] attributes them: no drop counter that

@@ -213,7 +213,7 @@ fn phase_blocks(p: &PhaseReport, counters: Counters, out: &mut Vec<Block>) {
         ),
         _ => "closed loop (no offered rate)".to_string(),
     };
-    // README "Nothing measured": a phase without a success prints no rate, no latency or
+    // docs/output.md "Nothing measured": a phase without a success prints no rate, no latency or
     // per-connection figure and no "agree" cross-check (as the bench summary does).
     let measured = p.successes > 0;
     if measured {

@@ -3,8 +3,9 @@
 //!
 //! Every deadline is "now + connect timeout" when it is set, so appending at the tail keeps the
 //! list sorted by deadline and the timeout check only looks at the head: O(1) per attempt.
-
-use socket2::Socket;
+//!
+//! A slot holds what the accounting needs of an attempt; its socket is the engine's (kept by
+//! slot index beside the slab, `crate::engine`).
 
 const NIL: u32 = u32::MAX;
 
@@ -22,8 +23,6 @@ pub(crate) enum Phase {
 /// One attempt in flight.
 #[derive(Debug)]
 pub(crate) struct Slot {
-    /// The socket (owned; dropping it closes the descriptor).
-    pub sock: Option<Socket>,
     /// Intended start, ns (CLOCK_MONOTONIC).
     pub intended_ns: u64,
     /// socket(2) call time, ns.
@@ -38,6 +37,9 @@ pub(crate) struct Slot {
     pub measured: bool,
     /// Index of its target in `LoadConfig::targets`.
     pub target: u32,
+    /// The attempt's outcome is counted (a success, a failure or abandoned: exactly once,
+    /// `crate::core::Core::end`); the slot may still be open (a read phase after a success).
+    pub decided: bool,
     prev: u32,
     next: u32,
 }
@@ -57,7 +59,6 @@ impl Slab {
     pub(crate) fn new(cap: usize) -> Slab {
         let slots = (0..cap)
             .map(|_| Slot {
-                sock: None,
                 intended_ns: 0,
                 start_ns: 0,
                 deadline_ns: 0,
@@ -65,6 +66,7 @@ impl Slab {
                 phase: Phase::Free,
                 measured: false,
                 target: 0,
+                decided: false,
                 prev: NIL,
                 next: NIL,
             })
@@ -99,7 +101,7 @@ impl Slab {
         Some(i as usize)
     }
 
-    /// Returns slot `i` to the free list (its socket must already be taken out).
+    /// Returns slot `i` to the free list (its socket must already be closed).
     #[inline]
     pub(crate) fn release(&mut self, i: usize) {
         debug_assert!(self.slots[i].phase != Phase::Free);
@@ -126,6 +128,12 @@ impl Slab {
     #[inline]
     pub(crate) fn get(&mut self, i: usize) -> &mut Slot {
         &mut self.slots[i]
+    }
+
+    /// Slot `i`, to read.
+    #[inline]
+    pub(crate) fn at(&self, i: usize) -> &Slot {
+        &self.slots[i]
     }
 
     /// Number of slots.

@@ -8,13 +8,6 @@ use rand::{Rng, SeedableRng};
 
 use crate::config::Arrival;
 
-/// The highest total rate a schedule accepts, connections per second: one intended start per
-/// nanosecond, the resolution of the CLOCK_MONOTONIC time line the schedule is written in. Above
-/// it consecutive intended starts would fall on the same nanosecond. (No machine starts
-/// connections that fast; starts it cannot make are counted dropped, arithmetically — see
-/// `Schedule::skip_before`.)
-pub const MAX_RATE_PER_SEC: f64 = 1e9;
-
 /// Intended start times of one worker, ascending, all before `end_ns`.
 #[derive(Debug)]
 pub(crate) struct Schedule {
@@ -176,6 +169,7 @@ impl Schedule {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::MAX_RATE_PER_SEC;
 
     fn all(mut s: Schedule) -> Vec<u64> {
         let mut v = Vec::new();
