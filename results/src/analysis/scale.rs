@@ -71,8 +71,7 @@ pub fn scale_figures(scale: &mut ScaleRecord, phases: &[PhaseRecord]) {
             let last_good = idx
                 .iter()
                 .copied()
-                .filter(|&i| i > base && i < k)
-                .next_back()
+                .rfind(|&i| i > base && i < k)
                 .map(|i| scale.steps[i].cores);
             let kp = phases.iter().find(|p| p.name == scale.steps[k].phase);
             let bp = phases.iter().find(|p| p.name == scale.steps[base].phase);
@@ -520,7 +519,7 @@ mod tests {
             "{:?}",
             k.evidence
         );
-        assert!(k.evidence.iter().any(|e| *e == before), "{:?}", k.evidence);
+        assert!(k.evidence.contains(&before), "{:?}", k.evidence);
     }
 
     #[test]

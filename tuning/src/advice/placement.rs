@@ -253,6 +253,9 @@ pub(crate) fn pool_for(
 ///
 /// # Errors
 /// [`PlacementError::NotEnough`], naming the CPUs it had, housekeeping and the workers wanted.
+// The error is made at most once per command, before anything runs, and carries the CPU
+// lists its message names: its size costs nothing worth a box.
+#[allow(clippy::result_large_err)]
 pub fn place_cpus(topo: &Topology, req: &PlacementRequest) -> Result<Placement, PlacementError> {
     let wanted = req.server_workers + req.load_workers;
     let pool = pool(

@@ -277,6 +277,9 @@ fn step_order(
 /// # Errors
 /// [`ScalePlanError`]: one usable CPU, steps out of order, a step that wants more CPUs than
 /// there are, a shape with only one step, a fixed server that leaves too little load.
+// The error is made at most once per command, before anything runs, and carries the CPU
+// lists its message names: its size costs nothing worth a box.
+#[allow(clippy::result_large_err)]
 pub fn plan_scale(topo: &Topology, req: &ScaleRequest) -> Result<ScalePlan, ScalePlanError> {
     let usable = super::placement::usable_cpus(topo, req.allowed.as_deref());
     if usable.len() <= 1 {

@@ -335,50 +335,6 @@ pub fn kernel(a: &KernelArgs) -> anyhow::Result<i32> {
     Ok(if strict && off { EXIT_OFF } else { 0 })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The plan's printed `connstorm tune apply …` names the source as it was given, so it can
-    /// be run as printed.
-    #[test]
-    fn the_source_is_named_as_the_command_line_gave_it() {
-        let preset = Source {
-            preset: Some("gateway".into()),
-            ..Source::default()
-        };
-        assert_eq!(preset.args(), ["--preset", "gateway"]);
-        let system = Source {
-            system: true,
-            ..Source::default()
-        };
-        assert_eq!(system.args(), ["--system"]);
-        let files = Source {
-            file: vec!["a.conf".into(), "dir/b.conf".into()],
-            ..Source::default()
-        };
-        assert_eq!(files.args(), ["--file", "a.conf", "--file", "dir/b.conf"]);
-        assert!(Source::default().args().is_empty());
-    }
-
-    /// No source at all is the doctor's case for `check` (`None`), and bad input naming the
-    /// three ways to give one for `apply` and `export`.
-    #[test]
-    fn no_source_is_none_for_check_and_bad_input_for_apply() {
-        let none = Source::default();
-        assert!(none.load(Path::new("/")).unwrap().is_none());
-        let e = none.require(Path::new("/")).unwrap_err();
-        assert!(e.downcast_ref::<common::error::BadInput>().is_some());
-        assert!(e.to_string().contains("--preset NAME"), "{e}");
-        let unknown = Source {
-            preset: Some("no-such-preset".into()),
-            ..Source::default()
-        };
-        let e = unknown.load(Path::new("/")).unwrap_err();
-        assert!(e.downcast_ref::<common::error::BadInput>().is_some(), "{e}");
-    }
-}
-
 /// The CPUs a placement under `root` may use: this process's affinity mask on the running host
 /// (`/`), the snapshot's `Cpus_allowed_list` under another root (every online CPU when it has
 /// none).
@@ -485,4 +441,48 @@ pub fn snapshot_topology(a: &SnapshotTopologyArgs) -> anyhow::Result<i32> {
         a.out.display()
     ))?;
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The plan's printed `connstorm tune apply …` names the source as it was given, so it can
+    /// be run as printed.
+    #[test]
+    fn the_source_is_named_as_the_command_line_gave_it() {
+        let preset = Source {
+            preset: Some("gateway".into()),
+            ..Source::default()
+        };
+        assert_eq!(preset.args(), ["--preset", "gateway"]);
+        let system = Source {
+            system: true,
+            ..Source::default()
+        };
+        assert_eq!(system.args(), ["--system"]);
+        let files = Source {
+            file: vec!["a.conf".into(), "dir/b.conf".into()],
+            ..Source::default()
+        };
+        assert_eq!(files.args(), ["--file", "a.conf", "--file", "dir/b.conf"]);
+        assert!(Source::default().args().is_empty());
+    }
+
+    /// No source at all is the doctor's case for `check` (`None`), and bad input naming the
+    /// three ways to give one for `apply` and `export`.
+    #[test]
+    fn no_source_is_none_for_check_and_bad_input_for_apply() {
+        let none = Source::default();
+        assert!(none.load(Path::new("/")).unwrap().is_none());
+        let e = none.require(Path::new("/")).unwrap_err();
+        assert!(e.downcast_ref::<common::error::BadInput>().is_some());
+        assert!(e.to_string().contains("--preset NAME"), "{e}");
+        let unknown = Source {
+            preset: Some("no-such-preset".into()),
+            ..Source::default()
+        };
+        let e = unknown.load(Path::new("/")).unwrap_err();
+        assert!(e.downcast_ref::<common::error::BadInput>().is_some(), "{e}");
+    }
 }
