@@ -1573,11 +1573,14 @@ fn every_command_documents_the_exit_codes_and_refuses_bad_input_with_2() {
         &["load"],
         &["server"],
         &["sweep"],
+        &["scale"],
         &["ab"],
         &["report"],
         &["compare"],
         &["plot"],
         &["tune", "check"],
+        &["tune", "placement"],
+        &["tune", "snapshot-topology"],
         &["tune"],
     ];
     for cmd in commands {
@@ -1849,4 +1852,298 @@ fn host_counter(name: &str) -> i64 {
         .get(name)
         .copied()
         .unwrap_or_else(|| panic!("no counter {name}"))
+}
+
+/// `connstorm scale` on this host's CPUs, shared pairs, 1 → 2 cores (the 2-vCPU plan), each
+/// step in fresh namespaces with the profile: every step's counts equal the kernel's
+/// (PassiveOpens = server accepts, ActiveOpens = accepts + failures), and every figure of the
+/// record's scale section is its phase's: rate, rate per core, efficiency rate_2 / (2 × rate_1),
+/// CPU µs per connection per side, the busiest CPU's softirq share; the text prints the table,
+/// both profiles and the plot is drawn.
+#[test]
+fn scale_steps_agree_with_the_kernel_and_their_figures_with_their_phases() {
+    let _x = testkit::exclusive();
+    let cpus = testkit::allowed_cpus();
+    if cpus.len() < 2 {
+        eprintln!("skipping: scale needs two CPUs, this process may use {cpus:?}");
+        return;
+    }
+    let list = format!("{},{}", cpus[0], cpus[1]);
+    let profile = tuning::profile::check_access(Path::new("/proc")).is_ok();
+    let dir = tempfile::tempdir().unwrap();
+    let plot = dir.path().join("scale.svg");
+    let mut args = vec![
+        "scale",
+        "--shape",
+        "together",
+        "--pairs",
+        "shared",
+        "--cpus",
+        &list,
+        "--netns",
+        "--step-duration",
+        "2s",
+        "--warmup",
+        "500ms",
+        "--plot",
+        plot.to_str().unwrap(),
+        "--out",
+        dir.path().to_str().unwrap(),
+    ];
+    if profile {
+        args.push("--profile");
+    } else {
+        eprintln!("no --profile: this process may not open CPU-wide perf events");
+    }
+    let out = run(&args);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let rec = RunRecord::read(&records(dir.path())[0]).unwrap();
+    assert_eq!(rec.run.command, "scale");
+    let names: Vec<&str> = rec.phases.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["together-1", "together-2"]);
+    let s = rec.scale.as_ref().expect("a scale section");
+    assert_eq!(s.pairs, "shared");
+    let cores: Vec<usize> = s.steps.iter().map(|x| x.cores).collect();
+    assert_eq!(cores, [1, 2]);
+    for (step, p) in s.steps.iter().zip(&rec.phases) {
+        assert_eq!(step.phase, p.name);
+        assert_eq!(step.server_cpus, step.load_cpus, "shared pairs");
+        assert_eq!(step.server_cpus.len(), step.cores);
+        assert!(
+            err.contains(&format!(
+                "[scale] together {} core(s): server CPUs {}",
+                step.cores,
+                common::cpulist::format(&step.server_cpus)
+            )),
+            "each step's CPUs are printed: {err}"
+        );
+        // The kernel's counters of the step's namespaces.
+        let c = p.cross_check.as_ref().expect("cross-check present");
+        let server = c.server_accepted.unwrap();
+        assert!(server > 0, "{}: no connection", p.name);
+        assert_agrees_unless_overflowed(p, "scale");
+        assert_eq!(c.kernel_passive_opens, Some(server as i64), "{}", p.name);
+        assert_eq!(
+            c.kernel_active_opens,
+            Some(server as i64 + p.failed() as i64),
+            "{}",
+            p.name
+        );
+        assert_eq!(
+            p.counters.get("Tcp.PassiveOpens").copied(),
+            Some(server as i64)
+        );
+        assert!(
+            p.successes <= server,
+            "the measured part is within the kernel's count"
+        );
+        // The step's figures are its phase's.
+        let rate = p.achieved_per_sec.unwrap();
+        assert!(
+            (rate - p.successes as f64 / p.measured_secs).abs() <= rate * 1e-9 + 1e-9,
+            "{}: {rate} vs {} in {} s",
+            p.name,
+            p.successes,
+            p.measured_secs
+        );
+        assert_eq!(step.achieved_per_sec, Some(rate));
+        assert_eq!(step.per_core_per_sec, Some(rate / step.cores as f64));
+        assert_eq!(
+            step.server_us_per_conn,
+            p.cpu.server.as_ref().and_then(|c| c.us_per_conn())
+        );
+        assert_eq!(step.load_us_per_conn, p.cpu.load.us_per_conn());
+        assert!(step.server_us_per_conn.unwrap() > 0.0 && step.load_us_per_conn.unwrap() > 0.0);
+        let soft_cpu = step.busiest_softirq_cpu.unwrap();
+        assert!(step.server_cpus.contains(&soft_cpu));
+        let soft = step.busiest_softirq_pct.unwrap();
+        assert!((0.0..=100.0).contains(&soft), "{soft}");
+        assert_eq!(p.cpu_softirq_pct.get(&soft_cpu), Some(&soft));
+        assert!(step
+            .server_cpus
+            .iter()
+            .all(|c| p.cpu_softirq_pct.get(c).is_some_and(|v| *v <= soft)));
+        if profile {
+            let prof = p
+                .profile
+                .as_ref()
+                .expect("first and last steps are profiled");
+            let sides: Vec<&str> = prof.sides.iter().map(|x| x.side.as_str()).collect();
+            assert_eq!(sides, ["server+load"], "shared pairs: one side per CPU set");
+            assert!(prof.sides.iter().all(|x| x.busy_samples() > 0), "{prof:?}");
+            assert!(
+                text.contains(&format!("profile of {}: cpu-clock", p.name)),
+                "the profile is printed: {text}"
+            );
+        }
+    }
+    let (r1, r2) = (
+        s.steps[0].achieved_per_sec.unwrap(),
+        s.steps[1].achieved_per_sec.unwrap(),
+    );
+    assert_eq!(s.steps[0].efficiency, Some(1.0));
+    let e2 = s.steps[1].efficiency.unwrap();
+    assert!(
+        (e2 - r2 / (2.0 * r1)).abs() < 1e-12,
+        "{e2} vs {r2}/(2×{r1})"
+    );
+    // A knee is named exactly when the 2-core step fell below 0.8.
+    assert_eq!(s.knees.len(), usize::from(e2 < 0.8), "{:?}", s.knees);
+    if let Some(k) = s.knees.first() {
+        assert_eq!(k.cores, 2);
+        assert!(!k.limit.is_empty());
+    }
+    assert!(text.contains("efficiency"), "{text}");
+    let svg = std::fs::read_to_string(&plot).unwrap();
+    assert!(
+        svg.starts_with("<svg") || svg.contains("<svg"),
+        "an SVG plot"
+    );
+}
+
+/// `scale`'s bad input: one CPU, more steps than CPUs, a CPU outside the affinity mask, a step
+/// too short to settle, a bad efficiency: each one clear line, exit 2, nothing written.
+#[test]
+fn scale_bad_input_exits_2_with_one_line_before_anything_runs() {
+    let cpus = testkit::allowed_cpus();
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("runs");
+    let one = cpus[0].to_string();
+    let two = format!("{},{}", cpus[0], cpus.get(1).copied().unwrap_or(cpus[0]));
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["--cpus", &one], "give --cpus with at least two CPUs"),
+        (
+            vec![
+                "--cpus", &two, "--pairs", "shared", "--shape", "together", "--steps", "1,2,4",
+            ],
+            "fewer or smaller --steps",
+        ),
+        (vec!["--cpus", "4000"], "--cpus"),
+        (vec!["--step-duration", "1s"], "--step-duration 1s"),
+        (vec!["--efficiency", "1.5"], "--efficiency 1.5"),
+        (vec!["--steps", "2,1"], "--steps like 1,2,4,8"),
+        (
+            vec![
+                "--plot", "x.txt", "--pairs", "shared", "--shape", "together",
+            ],
+            "--plot x.txt",
+        ),
+    ];
+    for (extra, want) in cases {
+        if cpus.len() < 2 && extra.contains(&"1,2,4") {
+            continue;
+        }
+        let mut args = vec!["scale", "--out", out_dir.to_str().unwrap()];
+        args.extend(extra.iter().copied());
+        let o = run(&args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: wanted {want:?} in {err}");
+        assert_eq!(
+            err.trim_end().lines().count(),
+            1,
+            "{args:?}: one line: {err}"
+        );
+        assert!(!out_dir.exists(), "{args:?}: nothing written");
+    }
+}
+
+/// `taskset -c CPU connstorm bench --server-cpus auto --load-cpus auto`: a placement that does
+/// not fit names the options given once, the CPUs allowed and options that exist.
+#[test]
+fn an_auto_placement_that_does_not_fit_names_the_cpus_and_a_real_option() {
+    let cpu = testkit::allowed_cpus()[0];
+    let o = Command::new(testkit::require_tool("taskset", "util-linux"))
+        .args([
+            "-c",
+            &cpu.to_string(),
+            bin(),
+            "bench",
+            "--server-cpus",
+            "auto",
+            "--load-cpus",
+            "auto",
+            "--duration",
+            "1s",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.matches("--server-cpus auto").count(), 1, "{err}");
+    assert!(!err.contains("--cpus auto: --cpus auto"), "{err}");
+    assert!(!err.contains("housekeeping ,"), "{err}");
+    assert!(err.contains(&format!("allows {cpu}")), "{err}");
+    assert!(
+        err.contains(&format!("--server-cpus {cpu} --load-cpus {cpu}")),
+        "a real option: {err}"
+    );
+    assert!(!err.contains("allow SMT siblings"), "{err}");
+}
+
+/// `--profile` where this process may not profile (root without its capabilities, as
+/// `setpriv --bounding-set -all` runs it, with kernel.perf_event_paranoid above 0): `bench`,
+/// `scale`, `load` and `server` refuse it up front, exit 2, naming the setting to change, and
+/// write nothing.
+#[test]
+fn a_profile_without_permission_is_refused_before_anything_runs() {
+    let paranoid: i64 = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .map(|t| t.trim().parse().unwrap())
+        .unwrap_or(2);
+    if paranoid <= 0 {
+        eprintln!("skipping: kernel.perf_event_paranoid is {paranoid}: anyone may profile here");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("runs");
+    let o = out.to_str().unwrap();
+    let cpu = testkit::allowed_cpus()[0].to_string();
+    for cmd in [
+        vec!["bench", "--duration", "1s", "--out", o],
+        vec![
+            "scale", "--shape", "together", "--pairs", "shared", "--out", o,
+        ],
+        vec![
+            "load",
+            "--target",
+            "127.0.0.1:9",
+            "--duration",
+            "1s",
+            "--out",
+            o,
+        ],
+        vec![
+            "server",
+            "--listen",
+            "127.0.0.1:0",
+            "--cpus",
+            &cpu,
+            "--out",
+            o,
+        ],
+    ] {
+        let r = Command::new(testkit::require_tool("setpriv", "util-linux"))
+            .args([
+                "--inh-caps=-all",
+                "--ambient-caps=-all",
+                "--bounding-set=-all",
+                bin(),
+            ])
+            .args(&cmd)
+            .arg("--profile")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&r.stderr);
+        assert_eq!(r.status.code(), Some(2), "{cmd:?}: {err}");
+        assert!(err.contains("--profile"), "{cmd:?}: {err}");
+        assert!(err.contains("kernel.perf_event_paranoid"), "{cmd:?}: {err}");
+        assert!(
+            err.contains("CAP_PERFMON") || err.contains("cap_perfmon"),
+            "{cmd:?}: {err}"
+        );
+        assert!(!out.exists(), "{cmd:?}: nothing written");
+    }
 }

@@ -677,3 +677,90 @@ fn explanations_that_blame_the_wrong_thing_the_io_uring_fallback_names_seccomp()
     );
     assert!(!stderr.contains("or a seccomp policy"), "{stderr}");
 }
+
+/// `--profile` on `server` and `load`: a server on one CPU and a closed-loop load on another,
+/// both profiled; each record's phase holds its side's kernel profile (the server's CPUs, the
+/// load's CPUs, busy samples in the kernel), and the load prints its top functions.
+#[test]
+fn server_and_load_profiles_land_in_their_records() {
+    if let Err(why) = tuning::profile::check_access(std::path::Path::new("/proc")) {
+        eprintln!("skipping: this process may not profile: {why}");
+        return;
+    }
+    let _x = testkit::exclusive();
+    let cpus = testkit::allowed_cpus();
+    let (scpu, lcpu) = (cpus[0], *cpus.last().unwrap());
+    let sdir = tempfile::tempdir().unwrap();
+    let ldir = tempfile::tempdir().unwrap();
+    let (mut child, addr, _stderr) = spawn_server(
+        &[],
+        &[
+            "--cpus",
+            &scpu.to_string(),
+            "--profile",
+            "--format",
+            "json",
+            "--out",
+            sdir.path().to_str().unwrap(),
+        ],
+    );
+    let load = Command::new(BIN)
+        .args([
+            "load",
+            "--target",
+            &addr.to_string(),
+            "--concurrency",
+            "8",
+            "--duration",
+            "2s",
+            "--warmup",
+            "300ms",
+            "--cpus",
+            &lcpu.to_string(),
+            "--profile",
+            "--out",
+            ldir.path().to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let report = terminate(&mut child);
+    let ltext = String::from_utf8_lossy(&load.stdout);
+    assert!(
+        matches!(load.status.code(), Some(0)),
+        "{}{ltext}",
+        String::from_utf8_lossy(&load.stderr)
+    );
+    assert!(accepted(&report) > 0, "{report}");
+    assert!(ltext.contains("profile of the load: cpu-clock"), "{ltext}");
+    let only = |d: &std::path::Path| {
+        let files: Vec<_> = std::fs::read_dir(d)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "json"))
+            .collect();
+        assert_eq!(files.len(), 1, "{files:?}");
+        results::RunRecord::read(&files[0]).unwrap()
+    };
+    for (rec, side, cpu) in [
+        (only(sdir.path()), "server", scpu),
+        (only(ldir.path()), "load", lcpu),
+    ] {
+        let p = rec.phases[0]
+            .profile
+            .as_ref()
+            .unwrap_or_else(|| panic!("{side}: no profile; warnings {:?}", rec.warnings));
+        assert_eq!(p.event, "cpu-clock");
+        assert_eq!(p.sides.len(), 1, "{side}");
+        let s = &p.sides[0];
+        assert_eq!((s.side.as_str(), s.cpus.as_slice()), (side, &[cpu][..]));
+        assert!(s.busy_samples() > 0, "{side}: {s:?}");
+        assert!(
+            s.functions
+                .iter()
+                .any(|f| f.space == "kernel" && f.samples_self > 0),
+            "{side}: kernel functions sampled: {:?}",
+            s.functions
+        );
+    }
+}

@@ -1354,3 +1354,184 @@ fn per_namespace_keys_called_global_are_applied_with_netns() {
     assert_eq!(ns.read(path6), "1", "{t}");
     assert_eq!(host(), host_before, "the host kept its values: {t}");
 }
+
+/// A sysfs/procfs tree of 2 sockets × 48 cores × 2 threads (siblings adjacent: CPUs 2k and 2k+1
+/// share a core), one NUMA node per socket, CPUs 1 and 3-191 isolated: only 0 and 2 keep house.
+fn two_socket_192(root: &Path) {
+    let put = |rel: &str, text: String| {
+        let p = root.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    };
+    for cpu in 0..192usize {
+        let core = cpu / 2;
+        let base = format!("sys/devices/system/cpu/cpu{cpu}/topology");
+        put(&format!("{base}/core_id"), format!("{}\n", core % 48));
+        put(
+            &format!("{base}/physical_package_id"),
+            format!("{}\n", core / 48),
+        );
+        put(
+            &format!("{base}/thread_siblings_list"),
+            format!("{}-{}\n", core * 2, core * 2 + 1),
+        );
+    }
+    put("sys/devices/system/cpu/online", "0-191\n".into());
+    put("sys/devices/system/cpu/isolated", "1,3-191\n".into());
+    put("sys/devices/system/node/node0/cpulist", "0-95\n".into());
+    put("sys/devices/system/node/node1/cpulist", "96-191\n".into());
+    put(
+        "proc/cmdline",
+        "BOOT_IMAGE=/vmlinuz isolcpus=managed_irq,domain,1,3-191 irqaffinity=0,2\n".into(),
+    );
+    put(
+        "proc/self/status",
+        "Name:\tx\nCpus_allowed_list:\t0-191\n".into(),
+    );
+}
+
+/// `tune placement` on a fake 2×96-core layout, as a new user would try it: which CPUs serve,
+/// load and keep house, per node and SMT sibling set, and why; the JSON form has every CPU's
+/// role; `scale --dry-run` on the same tree prints each step's CPUs, node 0 first.
+#[test]
+fn tune_placement_shows_a_two_socket_layout_before_running() {
+    let d = tempfile::tempdir().unwrap();
+    two_socket_192(d.path());
+    let root = d.path().to_str().unwrap();
+    let o = run(&[
+        "tune",
+        "placement",
+        "--root",
+        root,
+        "--server-workers",
+        "16",
+        "--load-workers",
+        "32",
+    ]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(t.contains("machine: 192 online CPU(s)"), "{t}");
+    assert!(t.contains("asked: 16 server + 32 load worker(s)"), "{t}");
+    assert!(t.contains("housekeeping"), "{t}");
+    assert!(t.contains("node 0 (CPUs 0-95)"), "per node: {t}");
+    assert!(t.contains("node 1 (CPUs 96-191)"), "per node: {t}");
+    assert!(
+        t.contains("SMT sibling sets in use:"),
+        "per sibling set: {t}"
+    );
+    assert!(t.contains("\nwhy:"), "{t}");
+    let o = run(&[
+        "tune",
+        "placement",
+        "--root",
+        root,
+        "--server-workers",
+        "16",
+        "--load-workers",
+        "32",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let ids = |v: &serde_json::Value| -> Vec<u64> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_u64().unwrap())
+            .collect()
+    };
+    let (server, load, hk) = (
+        ids(&j["placement"]["server"]),
+        ids(&j["placement"]["load"]),
+        ids(&j["placement"]["housekeeping"]),
+    );
+    assert_eq!((server.len(), load.len()), (16, 32));
+    assert_eq!(hk, [0, 2], "the CPUs nothing isolates keep house");
+    assert!(server.iter().all(|c| !load.contains(c) && !hk.contains(c)));
+    // One worker per physical core: no two workers on one sibling pair.
+    let mut cores: Vec<u64> = server.iter().chain(&load).map(|c| c / 2).collect();
+    cores.sort_unstable();
+    cores.dedup();
+    assert_eq!(cores.len(), 48);
+    let roles = j["cpus"].as_array().unwrap();
+    assert_eq!(roles.len(), 192);
+    for r in roles {
+        let cpu = r["cpu"].as_u64().unwrap();
+        let want = if server.contains(&cpu) {
+            "server"
+        } else if load.contains(&cpu) {
+            "load"
+        } else if hk.contains(&cpu) {
+            "housekeeping"
+        } else {
+            r["role"].as_str().unwrap()
+        };
+        assert_eq!(r["role"], want, "{r}");
+        assert!(!r["why"].as_str().unwrap().is_empty(), "{r}");
+        assert_eq!(r["node"].as_u64().unwrap(), cpu / 96, "{r}");
+    }
+    // The scale plan of the same machine, before running anything.
+    let o = run(&["scale", "--dry-run", "--root", root, "--shape", "together"]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(t.contains("housekeeping: 0,2"), "{t}");
+    assert!(t.contains("server CPUs") && t.contains("load CPUs"), "{t}");
+    // Too many workers: the error names what it had and wanted, and options that exist.
+    let o = run(&[
+        "tune",
+        "placement",
+        "--root",
+        root,
+        "--server-workers",
+        "100",
+        "--load-workers",
+        "100",
+    ]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{t}");
+    assert!(t.contains("200 worker CPU(s) wanted"), "{t}");
+    assert!(
+        t.contains("fewer --server-workers or --load-workers"),
+        "{t}"
+    );
+    assert!(t.contains("--smt"), "SMT is on and not allowed yet: {t}");
+}
+
+/// `tune snapshot-topology` on this host, read back with `--root`: the same placement as this
+/// host's own.
+#[test]
+fn a_topology_snapshot_reads_back_as_the_same_placement() {
+    let d = tempfile::tempdir().unwrap();
+    let snap = d.path().join("snap");
+    let o = run(&["tune", "snapshot-topology", "--out", snap.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(text(&o).contains("tune placement --root"), "{}", text(&o));
+    let here = run(&[
+        "tune",
+        "placement",
+        "--format",
+        "json",
+        "--housekeeping-cores",
+        "0",
+    ]);
+    let there = run(&[
+        "tune",
+        "placement",
+        "--format",
+        "json",
+        "--housekeeping-cores",
+        "0",
+        "--root",
+        snap.to_str().unwrap(),
+    ]);
+    assert_eq!(here.status.code(), Some(0), "{}", text(&here));
+    assert_eq!(there.status.code(), Some(0), "{}", text(&there));
+    assert_eq!(
+        String::from_utf8_lossy(&here.stdout),
+        String::from_utf8_lossy(&there.stdout)
+    );
+    // A second snapshot into the same directory is refused, the first kept.
+    let o = run(&["tune", "snapshot-topology", "--out", snap.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+}

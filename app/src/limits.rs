@@ -130,6 +130,7 @@ mod tests {
             concurrency: None,
             baseline: false,
             label: String::new(),
+            profile: None,
         }
     }
 

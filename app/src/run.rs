@@ -29,6 +29,8 @@ pub struct Plan {
     pub baseline: bool,
     /// Label stored in the record and its file name.
     pub label: String,
+    /// `bench --profile`: the kernel profile of the peak phase's measured part (`None`: none).
+    pub profile: Option<crate::profile::Settings>,
 }
 
 /// Closed-loop concurrency of a peak phase: `concurrency`, or 32 attempts in flight per load
@@ -194,7 +196,13 @@ pub fn phases(
         }
         on_event(Event::PhaseBegins(&spec));
         let mut progress = |row: &loadgen::TimelineRow| on_second(&spec, row);
-        let ran = harness.run_phase(&spec, stop, &mut progress);
+        // The peak (closed loop, saturated) is where CPU per connection is the kernel's cost:
+        // the phase `--profile` samples.
+        let profile = plan
+            .profile
+            .filter(|_| spec.name == "peak")
+            .map(|p| p.config(&[("server", &cpus.0), ("load", &cpus.1)]));
+        let ran = harness.run_phase_profiled(&spec, stop, &mut progress, profile);
         on_event(Event::PhaseEnded(&spec));
         match ran {
             Ok(out) => {
@@ -324,6 +332,7 @@ mod tests {
             concurrency: None,
             baseline: true,
             label: String::new(),
+            profile: None,
         };
         assert!(trial(false, Ok(())).baseline_due(&plan, false));
         assert!(

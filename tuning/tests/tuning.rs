@@ -92,6 +92,9 @@ mod presets;
 #[path = "tuning/placement.rs"]
 mod placement;
 
+#[path = "tuning/scale.rs"]
+mod scale;
+
 #[path = "tuning/kconfig.rs"]
 mod kconfig;
 

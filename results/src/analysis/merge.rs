@@ -397,6 +397,8 @@ pub fn merge(inputs: &[MergeInput]) -> Result<Merged, MergeError> {
     record.label = format!("merged-{}", loads.len());
     record.segment = None;
     record.counters_netns = None;
+    record.scale = None;
+    record.profile_overhead = None;
     record.run.command = "merge".into();
     record.run.interrupted = loads.iter().any(|l| l.record.run.interrupted);
     record.run.load_cpus = Vec::new();
@@ -673,6 +675,9 @@ fn merge_phase(
     out.forget_unmeasured();
     out.cross_check = netns::cross_check(&phases, groups);
     out.cpu_busy_pct = BTreeMap::new();
+    out.cpu_softirq_pct = BTreeMap::new();
+    // One host's profile is not the merged run's: each segment's record keeps its own.
+    out.profile = None;
     out.settings = BTreeMap::new();
     Ok(out)
 }

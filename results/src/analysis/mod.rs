@@ -18,6 +18,9 @@
 //! - `paired` ([`abba_order`], `Paired::from_slices`): the paired kernel-floor baseline;
 //! - `sweep` ([`knee`]): capacity sweep steps and the knee under a latency SLO on the latency
 //!   it names ([`Slo`], [`SloLatency`]), never from a step the generator limited;
+//! - `scale` ([`scale_figures`]): `connstorm scale`'s step figures, scaling efficiency and the
+//!   knee with what limited it; `overhead` ([`profile_overhead`]): the paired cost of a kernel
+//!   profile;
 //! - `merge` ([`merge()`]): the records of a multi-host run joined into one exact record.
 
 mod acceptance;
@@ -26,8 +29,10 @@ mod crosscheck;
 mod diagnosis;
 mod latency;
 mod merge;
+mod overhead;
 mod paired;
 mod saturation;
+mod scale;
 mod stats;
 mod sweep;
 mod warnings;
@@ -42,8 +47,10 @@ pub use crosscheck::{cross_check, pre_syn_failures, CrossCheckCounts, PRE_SYN_FA
 pub use diagnosis::{diagnose, Cause, CauseKind, Evidence};
 pub use latency::{Bucket, LatencySummary, DEFAULT_BUCKET_EDGES_NS};
 pub use merge::{merge, MergeError, MergeInput, Merged, SKEW_BOUND_MS};
+pub use overhead::profile_overhead;
 pub use paired::abba_order;
 pub use saturation::{client_limits, side_busy_pct, LATE_LIMIT, SATURATED_PCT};
+pub use scale::{knee_disturbances, scale_figures, settled, DEFAULT_EFFICIENCY, SETTLE_TOLERANCE};
 pub use stats::{Spread, MIN_TRIALS};
 pub use sweep::{
     knee, parse_percent, search_end, step_rates, steps_from_record, Criteria, Knee, SearchEnd, Slo,

@@ -6,6 +6,7 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 use super::histogram::{decode_histogram, encode_histogram, HistogramError};
+use super::profile::KernelProfile;
 
 /// How load was offered in a phase.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -622,6 +623,16 @@ pub struct PhaseRecord {
     /// Absent in older records.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub cpu_busy_pct: BTreeMap<usize, f64>,
+    /// Softirq share of each CPU the benchmark ran on, percent of the phase's wall time (the
+    /// `softirq` column of /proc/stat; kernels without CONFIG_IRQ_TIME_ACCOUNTING charge softirq
+    /// work done in a task's context to the task instead, so it is a floor). Absent in older
+    /// records.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub cpu_softirq_pct: BTreeMap<usize, f64>,
+    /// `--profile`: the kernel profile of the measured part ([`KernelProfile`]); absent
+    /// otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<KernelProfile>,
     /// `load --http`: the HTTP counts ([`HttpCounts`]); its two latency histograms are in
     /// [`Histograms::http_response`] and [`Histograms::http_first_byte`]. Absent otherwise and
     /// in older records.

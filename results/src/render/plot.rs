@@ -2,7 +2,7 @@
 //!
 //! Kinds ([`PlotKind`]): the latency percentile spectrum (HdrHistogram's usual plot, x on a log
 //! scale of 1/(1-p)), the CPM timeline, the per-worker accept share, an A/B comparison strip
-//! chart, and a sweep curve.
+//! chart, a sweep curve, and a scale run's rate and efficiency against cores.
 //!
 //! Every kind keeps its legend readable: an A/B set's trials are one colour and one legend
 //! entry per side ([`Groups`]), at most [`LEGEND_MAX`] entries, distinct colours ([`color`]),
@@ -14,6 +14,7 @@
 
 mod ab;
 mod names;
+mod scale;
 mod spectrum;
 mod sweep;
 mod timeline;
@@ -67,6 +68,12 @@ pub enum PlotKind {
         value(help = "Sweep: offered vs achieved rate and handshake p99.")
     )]
     Sweep,
+    /// A scale run: connections/s and scaling efficiency against cores, the knee circled.
+    #[cfg_attr(
+        feature = "clap",
+        value(help = "Scale: connections/s and scaling efficiency against cores.")
+    )]
+    Scale,
 }
 
 /// A record to plot and the name its series get in the legend.
@@ -156,6 +163,8 @@ where
         PlotKind::Workers => workers::draw(&chart, records, &mut names),
         PlotKind::Ab => ab::draw(&chart, records, b, &mut names),
         PlotKind::Sweep => sweep::draw(&chart, records, &mut names),
+        // A scale plot's series are its shapes, named by the command: nothing to cut.
+        PlotKind::Scale => scale::draw(&chart, records),
     }?;
     let foot_lines = names.footnote();
     if !foot_lines.is_empty() {
@@ -407,6 +416,7 @@ pub fn long_names(kind: PlotKind, records: &[Named<'_>], b: &[Named<'_>]) -> Vec
                 let _ = ab::side_name(side, letter, &mut names);
             }
         }
+        PlotKind::Scale => {}
         _ => {
             let g = Groups::of(records);
             for i in 0..g.names.len() {

@@ -140,6 +140,9 @@ pub struct PhaseReport {
     pub load_workers: Vec<crate::record::LoadWorker>,
     /// Our counts against the kernel's.
     pub cross_check: Option<CrossCheck>,
+    /// `--profile`: the kernel profile of the measured part (`None` otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub profile: Option<crate::record::KernelProfile>,
 }
 
 /// One record, summarized.
@@ -163,6 +166,13 @@ pub struct RecordReport {
     /// Warnings derived from the record (interruption, one per non-zero drop counter), then the
     /// record's stored warnings that do not repeat them.
     pub warnings: Vec<String>,
+    /// `connstorm scale`: the steps with their figures recomputed from the phases, and the
+    /// knees (`None` for other records).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scale: Option<crate::record::ScaleRecord>,
+    /// `--profile-overhead`: the paired cost of the kernel profile (`None` otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub profile_overhead: Option<crate::record::ProfileOverhead>,
 }
 
 /// Describes a load pattern for people (text only; JSON and CSV keep the fields):
@@ -250,6 +260,7 @@ fn phase_report(file: &str, p: &PhaseRecord, edges_ns: &[u64]) -> Result<PhaseRe
         server: p.server.clone(),
         load_workers: p.load_workers.clone(),
         cross_check: p.cross_check.clone(),
+        profile: p.profile.clone(),
     })
 }
 
@@ -290,6 +301,12 @@ pub fn build_report(
         phases,
         baseline: rec.baseline.clone(),
         warnings,
+        scale: rec.scale.clone().map(|mut s| {
+            crate::analysis::scale_figures(&mut s, &rec.phases);
+            crate::analysis::knee_disturbances(&mut s, &rec.warnings);
+            s
+        }),
+        profile_overhead: rec.profile_overhead.clone(),
     })
 }
 

@@ -2,7 +2,8 @@
 //! in tests), and the network namespaces connstorm runs in. Nothing here changes a setting.
 //!
 //! Files: `topology` ([`Topology`]: CPUs, SMT siblings, cores, packages, NUMA nodes,
-//! isolated/nohz_full CPUs), `cmdline` ([`Cmdline`]: the isolation parameters of
+//! isolated/nohz_full CPUs; `topology_snapshot`: [`snapshot_topology`], its files copied for
+//! another host to read as a root), `cmdline` ([`Cmdline`]: the isolation parameters of
 //! `/proc/cmdline`), `nic` ([`Nic`]: a device's NUMA node, queue IRQs and their affinity,
 //! RPS/XPS), `facts` ([`HostFacts`]: what a run record says about the host), `procstat`
 //! (per-CPU busy time from `/proc/stat`), `clock` ([`ClockSync`]: the clock's sync state for
@@ -23,6 +24,7 @@ mod probe;
 mod procstat;
 mod sockets;
 mod topology;
+mod topology_snapshot;
 
 pub use clock::{clock_warning, read_clock, ClockSync};
 pub use cmdline::{Cmdline, IsolCpus};
@@ -43,3 +45,4 @@ pub use sockets::{
     TcpState,
 };
 pub use topology::{allowed_cpus, CoreKind, Cpu, NumaNode, Topology, TopologyError};
+pub use topology_snapshot::{snapshot_topology, SnapshotError, SnapshotSummary};

@@ -106,6 +106,7 @@ impl Args {
             concurrency: self.setup.concurrency,
             baseline: self.baseline,
             label: self.setup.label.clone(),
+            profile: None,
         }
     }
 
@@ -121,6 +122,7 @@ impl Args {
             },
             out: self.setup.out.clone(),
             build,
+            profile_overhead: None,
         }
     }
 }

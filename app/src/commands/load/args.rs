@@ -189,6 +189,9 @@ pub struct Args {
     /// Prometheus `/metrics`.
     #[command(flatten)]
     pub metrics: MetricsArgs,
+    /// The kernel profile of the load CPUs during the measured part.
+    #[command(flatten)]
+    pub profile: crate::profile::ProfileArgs,
 }
 
 /// One `--target` item: every address its name resolves to, in the resolver's order, and the

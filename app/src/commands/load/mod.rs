@@ -49,6 +49,8 @@ use warnings::{fd_cap_warning, late_start_warning, port_budget_warning, short_ti
 /// 1): the workers cannot start, the record or stdout cannot be written.
 pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
     let command_start = SystemTime::now();
+    // Refused before anything is created when this process may not profile.
+    let profile = args.profile.check()?;
     let nofile = loadgen::rlimit::raise_nofile_limit().context("raising the open-file limit")?;
     let whole = config::config(&args, nofile)?;
     let fd_capped_in_flight = config::fd_capped_in_flight(&args, nofile);
@@ -139,6 +141,13 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
             never_started = Some(t);
         }
     }
+    // The profile starts when the measured part begins: after --start-at and the warm-up.
+    let armed = profile.filter(|_| never_started.is_none()).map(|p| {
+        let until_start = planned
+            .and_then(|t| t.duration_since(SystemTime::now()).ok())
+            .unwrap_or_default();
+        crate::profile::Armed::arm(p.config(&[("load", &cfg.cpus)]), until_start + cfg.warmup)
+    });
     let (mut report, real_start) = match never_started {
         // Interrupted while waiting for --start-at: nothing ran, and the report and record say so.
         Some(_) => (loadgen::never_started(&cfg), SystemTime::now()),
@@ -147,6 +156,7 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
             e => anyhow::Error::new(e).context("running the load"),
         })?,
     };
+    let profiled = armed.map(crate::profile::Armed::finish);
     drop(bar);
     if let Some(m) = &metrics {
         m.finish();
@@ -199,6 +209,18 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
             .iter()
             .flat_map(|(lines, _)| lines.iter().cloned()),
     );
+    let profiled = match profiled {
+        Some(Ok(Some(p))) => Some(crate::profile::to_record(&p)),
+        Some(Ok(None)) => {
+            warnings.push("no profile: the run ended before its measured part began".into());
+            None
+        }
+        Some(Err(e)) => {
+            warnings.push(format!("no profile: {e}"));
+            None
+        }
+        None => None,
+    };
     if let Some(t) = never_started {
         warnings.push(loadgen::start::never_started_warning(t, SystemTime::now()));
     } else if let Some(w) = late_start_warning(planned, real_start) {
@@ -230,6 +252,9 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
         // where the run had said "syncookies always on").
         if let (Some(k), Some(p)) = (&kernel, record.phases.first_mut()) {
             p.settings = k.settings.clone();
+        }
+        if let Some(p) = record.phases.first_mut() {
+            p.profile = profiled.clone();
         }
         let path = record
             .write_atomic(dir)
@@ -273,6 +298,18 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
             write!(out, "{summary}{kernel}")
         }
     })?;
+    if let Some(p) = &profiled {
+        let text = results::render::profile_text("the load", p);
+        if json {
+            eprint!("{text}");
+        } else {
+            crate::output::out(&text);
+        }
+        eprintln!(
+            "connstorm load: {}",
+            crate::profile::overhead_summary(&Default::default())
+        );
+    }
     metrics::end(endpoint, &args.metrics);
     Ok(exit_code(&report))
 }

@@ -73,6 +73,8 @@ fn tls_config(f: &Args) -> anyhow::Result<server::tls::TlsServer> {
 /// # Errors
 /// Bad input (exit 2, see the module docs) or a run-time fault (exit 1).
 pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
+    // Refused before any listener exists when this process may not profile.
+    let profile = args.profile.check()?;
     let mode = match (args.mode, args.http_response_bytes) {
         (Mode::Http { .. }, Some(body_bytes)) => Mode::Http { body_bytes },
         (m, None) => m,
@@ -153,17 +155,31 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
     let counters_before = args.out.as_ref().and_then(|_| {
         crate::record::counters(&mut |w| eprintln!("connstorm server: warning: {w}"))
     });
+    // A server has no warm-up: the profile covers its CPUs from here to the stop.
+    let armed = profile.map(|p| {
+        crate::profile::Armed::arm(p.config(&[("server", srv.cpus())]), Default::default())
+    });
     let interrupted = watch::watch(&srv, args.duration, &stop, &mut |l| {
         crate::output::note(l);
     });
+    let profiled = armed.map(crate::profile::Armed::finish);
     let mut report = srv.stop();
+    let profiled = match profiled {
+        Some(Ok(Some(p))) => Some(crate::profile::to_record(&p)),
+        Some(Ok(None)) => None,
+        Some(Err(e)) => {
+            eprintln!("connstorm server: warning: no profile: {e}");
+            None
+        }
+        None => None,
+    };
     report.interrupted = interrupted;
     if let Some(m) = &metrics {
         m.finish();
     }
     if let Some(dir) = &args.out {
         let counters = crate::record::delta_since(counters_before.as_ref());
-        let path = record::record(
+        let mut rec = record::record(
             &report,
             started_wall,
             counters,
@@ -174,9 +190,13 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
             args.tls.then_some(args.tls_resume == OnOff::On),
             &build.0,
             build.1,
-        )
-        .write_atomic(dir)
-        .context("writing the server record (--out)")?;
+        );
+        if let Some(p) = rec.phases.first_mut() {
+            p.profile = profiled.clone();
+        }
+        let path = rec
+            .write_atomic(dir)
+            .context("writing the server record (--out)")?;
         eprintln!("connstorm server: record written to {}", path.display());
     }
     super::write_report("writing the server report to stdout failed", |out| {
@@ -187,6 +207,14 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
             write!(out, "{}", ReportText(&report))
         }
     })?;
+    if let Some(p) = &profiled {
+        let text = results::render::profile_text("the server", p);
+        if args.format == Format::Json {
+            eprint!("{text}");
+        } else {
+            crate::output::out(&text);
+        }
+    }
     metrics::end(endpoint, &args.metrics);
     Ok(0)
 }

@@ -344,6 +344,9 @@ fn phase_blocks(p: &PhaseReport, counters: Counters, out: &mut Vec<Block>) {
             Block::Warning(line)
         });
     }
+    if let Some(prof) = &p.profile {
+        out.extend(crate::render::scale::profile_blocks(&p.name, prof));
+    }
 }
 
 /// Per worker of both sides (server accepts, load handshakes completed), each one's share of its
@@ -504,6 +507,9 @@ fn server_phase_blocks(
             Block::Warning(line)
         });
     }
+    if let Some(prof) = &p.profile {
+        out.extend(crate::render::scale::profile_blocks(&p.name, prof));
+    }
 }
 
 /// The kernel counters line of a phase: with [`Counters::Key`] the design's counters the record
@@ -592,6 +598,12 @@ pub(crate) fn blocks(reports: &[RecordReport], counters: Counters) -> Vec<Block>
         host_blocks(r, &mut out);
         for w in &r.warnings {
             out.push(Block::Warning(w.clone()));
+        }
+        if let Some(s) = &r.scale {
+            out.extend(crate::render::scale::scale_blocks(s));
+        }
+        if let Some(o) = &r.profile_overhead {
+            out.push(Block::Line(crate::render::scale::overhead_line(o)));
         }
         for p in &r.phases {
             match (&r.role, &p.server) {
