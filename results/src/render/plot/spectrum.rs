@@ -84,7 +84,7 @@ where
     DB::ErrorType: 'static,
 {
     let kinds: &[Latency] = if records.len() == 1 {
-        &Latency::ALL
+        &Latency::CONNECTIONS
     } else {
         &[Latency::Handshake]
     };
