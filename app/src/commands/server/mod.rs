@@ -142,11 +142,14 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
     let counters_before = args.out.as_ref().and_then(|_| {
         crate::record::counters(&mut |w| eprintln!("connstorm server: warning: {w}"))
     });
-    let interrupted = watch::watch(&srv, args.duration, &stop, &mut |l| {
+    let watched = watch::watch(&srv, args.duration, &stop, &mut |l| {
         crate::output::note(l);
     });
     let mut report = srv.stop();
-    report.interrupted = interrupted;
+    report.interrupted = watched.stopped;
+    if let Some(l) = watch::closing_line(&watched, watched.started.elapsed(), report.accepted()) {
+        crate::output::note(&l);
+    }
     if let Some(m) = &metrics {
         m.finish();
     }
