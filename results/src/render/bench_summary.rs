@@ -330,6 +330,7 @@ pub fn bench_summary(
                     &r.run.server_cpus,
                     &r.run.load_cpus,
                     Limits {
+                        drops: drop_limit(peak),
                         causes: !crate::analysis::diagnose_phases(std::slice::from_ref(peak))
                             .is_empty(),
                         contention: contended(r, "peak"),
@@ -416,15 +417,52 @@ pub fn bench_summary(
     out
 }
 
-/// Which side was busier during a closed-loop phase: the one near 100% limits the rate. When the
-/// sides share CPUs, their shares of those CPUs say nothing about saturation; each CPU's own busy
-/// time (/proc/stat) does ([`saturation`]). With named causes (drops, resets, refusals) and no
-/// saturated CPU, the causes limited the peak, not the concurrency.
-/// What else may have limited a phase's peak than its CPUs: named causes (drops, resets,
-/// refusals) and other work on (or steal time of) the benchmark CPUs.
+/// What may have limited a phase's peak besides its CPUs: the kernel's drops and retransmits
+/// (with their figures, [`drop_limit`]), other named causes (resets, refusals) and other work
+/// on (or steal time of) the benchmark CPUs.
 struct Limits {
+    drops: Option<String>,
     causes: bool,
     contention: bool,
+}
+
+/// The drops and retransmits of a phase as the limit of its rate, with the figures that prove
+/// it: the drop counters that rose ([`PhaseRecord::drops`]: `TCPSynRetrans`, `ListenOverflows`,
+/// …) and the first handshake percentile (p50, p90, p99) at or above 1 s, the first SYN
+/// retransmit timeout (`TCP_TIMEOUT_INIT`): that share of the connections waited a retransmit.
+/// `None` when no drop counter rose.
+fn drop_limit(p: &PhaseRecord) -> Option<String> {
+    let drops = p.drops();
+    if drops.is_empty() {
+        return None;
+    }
+    // Retransmits first: they are what a connection waits on.
+    let mut named: Vec<String> = drops
+        .iter()
+        .filter(|(k, _)| k.contains("Retrans"))
+        .chain(drops.iter().filter(|(k, _)| !k.contains("Retrans")))
+        .map(|(k, v)| {
+            let short = k.rsplit('.').next().unwrap_or(k);
+            format!("{short} {}", crate::numfmt::signed(*v))
+        })
+        .collect();
+    let waited = crate::record::decode_histogram(&p.histograms.handshake)
+        .ok()
+        .filter(|h| !h.is_empty())
+        .and_then(|h| {
+            [50.0, 90.0, 99.0]
+                .into_iter()
+                .map(|q| (q, h.value_at_quantile(q / 100.0)))
+                .find(|(_, v)| *v >= 1_000_000_000)
+        });
+    let what = match waited {
+        Some((q, v)) => {
+            named.insert(0, format!("handshake p{q:.0} {}", format_ns(v as f64)));
+            "1 s SYN retransmits set the rate"
+        }
+        None => "the kernel's drops and retransmits limit the peak",
+    };
+    Some(format!("{what} ({})", named.join(", ")))
 }
 
 /// Whether the record carries a contention or steal warning of `phase`
@@ -455,6 +493,18 @@ fn bottleneck(
     };
     let load = util(&p.cpu.load);
     let server = p.cpu.server.as_ref().map(util);
+    // The limits in rank order, the first that holds named: drops and retransmits (a dropped
+    // SYN waits 1 s, whatever the CPUs could do), then CPU saturation, then other work on the
+    // benchmark CPUs, then the other named causes (issue 35: with --backlog 1 the headline
+    // blamed other work while 1 s SYN retransmits, p90 1.028 s, set the rate).
+    if let Some(drops) = &limits.drops {
+        return match server {
+            Some(server) => {
+                format!(" ({drops} — CPU busy: load {load:.0}%, server {server:.0}%)")
+            }
+            None => format!(" ({drops} — load CPUs {load:.0}% busy)"),
+        };
+    }
     let v = saturation(load, server, server_cpus, load_cpus, &p.cpu_busy_pct);
     match (server, v) {
         (None, _) => format!(" (load CPUs {load:.0}% busy)"),
@@ -612,6 +662,48 @@ mod tests {
             "{h}"
         );
         assert!(!h.contains("raise --concurrency"), "{h}");
+    }
+
+    /// Issue 35 item 5: `--backlog 1` with `tcp_abort_on_overflow=1`, neither side saturated,
+    /// other work warned of: 1 s SYN retransmits (p90 1.028 s, TCPSynRetrans 96) set the rate,
+    /// and the headline names them, not the other work. Drops outrank CPU saturation too.
+    #[test]
+    fn the_headline_names_drops_and_retransmits_before_cpu_and_other_work() {
+        let mut r = RunRecord::example();
+        let p = &mut r.phases[0];
+        p.cpu.load.run_ns = Some(p.cpu.load.wall_ns * p.cpu.load.cpus as u64 * 7 / 10);
+        let mut h = crate::record::new_latency_histogram();
+        h.record_n(60_000, 85).unwrap();
+        h.record_n(1_028_000_000, 15).unwrap();
+        p.histograms.handshake = crate::record::encode_histogram(&h);
+        p.counters.insert("TcpExt.TCPSynRetrans".into(), 96);
+        p.counters.insert("TcpExt.ListenOverflows".into(), 96);
+        r.warnings.push("peak: other work used 45% of the benchmark CPUs [0-1] (busy 100%, connstorm itself 55%): the numbers include that contention; stop other load or choose other CPUs".into());
+        let headline = |r: &RunRecord| {
+            let text = bench_summary(r, None, None);
+            text.lines().nth(1).unwrap_or_default().to_string()
+        };
+        let h1 = headline(&r);
+        assert!(
+            h1.contains("(1 s SYN retransmits set the rate (handshake p90 1.028 s, TCPSynRetrans 96, ListenOverflows 96) — CPU busy: load 70%"),
+            "{h1}"
+        );
+        assert!(!h1.contains("other work"), "{h1}");
+        assert!(!h1.contains("neither side saturated"), "{h1}");
+        // Saturated CPUs do not outrank the drops either.
+        r.phases[0].cpu.load.run_ns = Some(r.phases[0].cpu.load.wall_ns);
+        let h2 = headline(&r);
+        assert!(h2.contains("1 s SYN retransmits set the rate"), "{h2}");
+        assert!(!h2.contains("side limits the peak"), "{h2}");
+        // Drops without a 1 s wait are named as drops, with their counters.
+        let mut quick = crate::record::new_latency_histogram();
+        quick.record_n(60_000, 100).unwrap();
+        r.phases[0].histograms.handshake = crate::record::encode_histogram(&quick);
+        let h3 = headline(&r);
+        assert!(
+            h3.contains("the kernel's drops and retransmits limit the peak (TCPSynRetrans 96, ListenOverflows 96)"),
+            "{h3}"
+        );
     }
 
     #[test]
