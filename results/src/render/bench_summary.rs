@@ -133,6 +133,8 @@ pub(crate) fn phase(out: &mut String, p: &PhaseRecord, accounting: Option<&str>)
         ("service", Some(p.histograms.service.as_str())),
         ("first byte", p.histograms.first_byte.as_deref()),
         ("tls", p.histograms.tls_handshake.as_deref()),
+        ("tls full", p.histograms.tls_full.as_deref()),
+        ("tls resumed", p.histograms.tls_resumed.as_deref()),
         ("http resp", p.histograms.http_response.as_deref()),
     ] {
         if let Some(line) = latency_line(name, enc) {
@@ -364,12 +366,29 @@ pub fn bench_summary(
                     format_ns(r.max_ns as f64)
                 ));
             }
-            if let Some(t) = of(crate::record::Latency::TlsHandshake) {
-                before.push_str(&format!(
-                    "TLS handshake p50 {}, p99 {}; ",
-                    format_ns(t.p50_ns as f64),
-                    format_ns(t.p99_ns as f64)
-                ));
+            let full = of(crate::record::Latency::TlsFull);
+            let resumed = of(crate::record::Latency::TlsResumed);
+            match (full, resumed) {
+                // With resumption, full and resumed apart: one mixed distribution (15 full +
+                // 585 resumed) has percentiles of neither.
+                (Some(f), Some(r)) => before.push_str(&format!(
+                    "TLS handshake full p50 {}, p99 {} ({} full), resumed p50 {}, p99 {} ({} resumed); ",
+                    format_ns(f.p50_ns as f64),
+                    format_ns(f.p99_ns as f64),
+                    group(f.count as f64),
+                    format_ns(r.p50_ns as f64),
+                    format_ns(r.p99_ns as f64),
+                    group(r.count as f64)
+                )),
+                _ => {
+                    if let Some(t) = of(crate::record::Latency::TlsHandshake) {
+                        before.push_str(&format!(
+                            "TLS handshake p50 {}, p99 {}; ",
+                            format_ns(t.p50_ns as f64),
+                            format_ns(t.p99_ns as f64)
+                        ));
+                    }
+                }
             }
             let tcp = if before.is_empty() { "" } else { "TCP " };
             let _ = writeln!(
@@ -620,6 +639,36 @@ mod tests {
         assert!(
             !quiet.contains("tick note") && !quiet.contains("record:"),
             "{quiet}"
+        );
+    }
+
+    /// Issue 35 item 2: with `--tls-resume`, 15 full and 585 resumed handshakes were one
+    /// distribution; the LATENCY headline and the phase's lines give each kind its own.
+    #[test]
+    fn full_and_resumed_tls_handshakes_are_reported_apart() {
+        let mut r = RunRecord::example();
+        let mut full = crate::record::new_latency_histogram();
+        full.record_n(1_500_000, 15).unwrap();
+        let mut resumed = crate::record::new_latency_histogram();
+        resumed.record_n(200_000, 585).unwrap();
+        let mut both = full.clone();
+        both.add(&resumed).unwrap();
+        let lat = &mut r.phases[1].histograms;
+        lat.tls_handshake = Some(crate::record::encode_histogram(&both));
+        lat.tls_full = Some(crate::record::encode_histogram(&full));
+        lat.tls_resumed = Some(crate::record::encode_histogram(&resumed));
+        let text = bench_summary(&r, None, None);
+        let line = text.lines().find(|l| l.starts_with("LATENCY")).unwrap();
+        assert!(
+            line.contains("TLS handshake full p50 1.50 ms, p99 1.50 ms (15 full), resumed p50 200.1 µs, p99 200.1 µs (585 resumed); TCP handshake"),
+            "{line}"
+        );
+        assert!(
+            text.contains("  tls full   p50 1.50 ms")
+                && text.contains("(15 samples)")
+                && text.contains("  tls resumed p50 200.1 µs")
+                && text.contains("(585 samples)"),
+            "{text}"
         );
     }
 
