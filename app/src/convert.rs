@@ -219,6 +219,15 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
+    /// The drop rule `results` labels generator-lag figures by is the one the generator applies.
+    #[test]
+    fn the_lag_drop_rule_of_results_is_the_generators() {
+        assert_eq!(
+            results::analysis::GENERATOR_LAG_DROP_NS,
+            loadgen::MAX_GENERATOR_LAG_NS
+        );
+    }
+
     /// A closed-loop load report whose 0.8 s measured window had no success, after a warm-up
     /// with `warmup_successes` handshakes (as `bench --backlog 1 --duration 2s` in a fresh
     /// namespace).

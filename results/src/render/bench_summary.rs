@@ -173,6 +173,15 @@ pub(crate) fn phase(out: &mut String, p: &PhaseRecord, accounting: Option<&str>)
     // The generator's own lag, so the handshake line above can be read net of it.
     if let Some(line) = latency_line("generator lag", p.histograms.generator_lag.as_deref()) {
         let _ = writeln!(out, "{line}");
+        // At the drop rule the figure is the rule's bound, not a lag measured: said beside it.
+        let artefact = crate::record::decode_histogram(
+            p.histograms.generator_lag.as_deref().unwrap_or_default(),
+        )
+        .ok()
+        .and_then(|h| crate::analysis::generator_lag_artefact(&LatencySummary::of(&h)));
+        if let Some(a) = artefact {
+            let _ = writeln!(out, "             ({a})");
+        }
     }
     if let n @ 1.. = crate::record::never_accepted_total(&p.failures) {
         let _ = writeln!(out, "  note: {}", crate::analysis::client_view_note(n));

@@ -126,15 +126,24 @@ pub(crate) fn blocks(c: &Comparison) -> Vec<Block> {
             side(&m.a, &m.a_excluded),
             side(&m.b, &m.b_excluded),
             m.relative_change.map_or(NA.to_string(), pct),
-            m.interval.map_or(NA.to_string(), |i| {
-                format!("[{}, {}]", pct(i.low), pct(i.high))
-            }),
+            m.interval.map_or(NA.to_string(), interval_text),
             verdict,
         ]);
     }
     out.push(Block::Table(t));
     out.extend(c.notes.iter().map(|n| Block::Line(format!("note: {n}"))));
     out
+}
+
+/// A relative change's interval as text: `[-4.0%, +1.2%]`. One that reaches −100% or below
+/// ([−1171.0%, +75.2%]: B's trials spread further below A's median than A's median itself) is
+/// no percentage change, and its ratio B/A would start below zero: "not estimable", with why.
+fn interval_text(i: crate::analysis::Interval) -> String {
+    if i.low <= -1.0 {
+        "not estimable (the trials spread wider than A's median: more trials)".to_string()
+    } else {
+        format!("[{}, {}]", pct(i.low), pct(i.high))
+    }
 }
 
 /// Renders a comparison.
@@ -152,6 +161,21 @@ pub fn comparison(c: &Comparison, format: CompareFormat) -> String {
 mod tests {
     use rand::rngs::StdRng;
     use rand::SeedableRng as _;
+
+    /// Issue 35 item 6: a relative interval crossing −100% ([−1171.0%, +75.2%]) is not a
+    /// percentage change: "not estimable"; one inside stays a percentage interval.
+    #[test]
+    fn an_interval_crossing_minus_100_percent_is_not_estimable() {
+        let i = |low, high| crate::analysis::Interval {
+            low,
+            high,
+            confidence: 0.95,
+        };
+        let t = super::interval_text(i(-11.71, 0.752));
+        assert!(t.starts_with("not estimable"), "{t}");
+        assert!(!t.contains('%'), "{t}");
+        assert_eq!(super::interval_text(i(-0.04, 0.012)), "[-4.0%, +1.2%]");
+    }
 
     use super::*;
     use crate::analysis::compare_tests::{rate, records, trials};
