@@ -326,6 +326,10 @@ impl fmt::Display for Summary<'_> {
             for (name, n) in &r.post_connect_failures {
                 let why = if name == "ENODATA" {
                     " — the server closed before --expect-bytes arrived".to_string()
+                } else if name == "ETIMEDOUT" && r.close == crate::config::CloseMode::Server {
+                    // A keep-alive server never closes: each connection was held until the
+                    // read deadline, and nothing else would say why (issue 35).
+                    " — the server did not close: --close server held each of these connections open until the read deadline (--connect-timeout, again after the handshake) waiting for its FIN; that time is the deadline's, not the server's (a keep-alive server does not close: use --close rst or fin)".to_string()
                 } else {
                     crate::failures::explain(name)
                         .filter(|_| matches!(name.as_str(), "ECONNRESET" | "EPIPE"))
@@ -679,6 +683,29 @@ mod tests {
             assert!(text.contains(want), "missing {want:?} in\n{text}");
         }
         assert!(!text.contains("INTERRUPTED"), "{text}");
+    }
+
+    /// Issue 35 item 4: `load --http --close server` against a keep-alive server held every
+    /// connection until the read deadline, and nothing said the server kept them open.
+    #[test]
+    fn a_server_that_did_not_close_is_said_under_close_server() {
+        let mut r = report_with_failures_and_overflow();
+        r.post_connect_failures = BTreeMap::from([("ETIMEDOUT".to_string(), 10_000)]);
+        let text = |r: &LoadReport| {
+            Summary {
+                report: r,
+                warnings: &[],
+            }
+            .to_string()
+        };
+        r.close = crate::config::CloseMode::Server;
+        let t = text(&r);
+        assert!(
+            t.contains("    ETIMEDOUT      10,000 — the server did not close: --close server held each of these connections open until the read deadline"),
+            "{t}"
+        );
+        r.close = crate::config::CloseMode::Rst;
+        assert!(!text(&r).contains("did not close"), "{}", text(&r));
     }
 
     /// Issue 35 item 6: at a rate far above what the generator can start, its lag p50 = p99 =
