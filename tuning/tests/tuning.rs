@@ -101,6 +101,9 @@ mod irq;
 #[path = "tuning/sysctld.rs"]
 mod sysctld;
 
+#[path = "tuning/hostfiles.rs"]
+mod hostfiles;
+
 #[test]
 fn a_child_netns_is_detected_so_global_keys_are_refused() {
     let inside = testkit::NetNs::run(|_| tuning::host::in_initial_netns());

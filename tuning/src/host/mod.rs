@@ -8,8 +8,10 @@
 //! (per-CPU busy time from `/proc/stat`), `clock` ([`ClockSync`]: the clock's sync state for
 //! multi-host runs), `probe` (capabilities probed in this process: io_uring, socket options),
 //! `netns` (which network namespace this is, entering a named one, and the veth-joined pair of
-//! `bench --netns`) and `finding` ([`Finding`]: one observation about the host, with how bad it
-//! is and what to do — the vocabulary of every check).
+//! `bench --netns`), `sockets` (the TCP sockets of this namespace from sock_diag: listening
+//! ports, who holds a port, TIME_WAIT left toward a destination) and `finding` ([`Finding`]: one
+//! observation about the host, with how bad it is and what to do — the vocabulary of every
+//! check).
 
 mod clock;
 mod cmdline;
@@ -19,6 +21,7 @@ mod netns;
 mod nic;
 mod probe;
 mod procstat;
+mod sockets;
 mod topology;
 
 pub use clock::{clock_warning, read_clock, ClockSync};
@@ -29,10 +32,14 @@ pub use netns::{
     check_rtt, enter_netns, in_initial_netns, netns_identity, NetnsError, NetnsId, NsPair,
     PairError, INITIAL_MARKER, MAX_NETEM_DELAY, MAX_RTT, NETNS_DIR, PAIR_LOAD_IP, PAIR_SERVER_IP,
 };
-pub(crate) use netns::{current_netns, run_in_initial_netns};
+pub(crate) use netns::{current_netns, run_in_fresh_netns, run_in_initial_netns};
 pub(crate) use nic::{irq_affinity, irq_names, irqbalance_pids};
 pub use nic::{Nic, NicError, QueueIrq};
 
 pub(crate) use probe::probe_findings;
 pub use procstat::{cpu_time_delta, read_cpu_times, CpuTime, CpuTimes};
+pub use sockets::{
+    listening_ports, parse_proc_net_tcp, port_holders, socket_owner, tcp_sockets, TcpSocket,
+    TcpState,
+};
 pub use topology::{allowed_cpus, CoreKind, Cpu, NumaNode, Topology, TopologyError};

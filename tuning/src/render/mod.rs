@@ -20,7 +20,9 @@ mod export;
 mod host;
 mod plan;
 
-pub use apply::{applied, apply_command, not_applied, refusal, reverted, system_notes};
+pub use apply::{
+    applied, apply_command, apply_command_strict, not_applied, refusal, reverted, system_notes,
+};
 pub use export::{export_cmdline, export_sysctl_d, export_tuned};
 pub use host::{import_notes, irq_applied, irq_plan, kernel_audit, presets, rules};
 pub use plan::{check, check_json, plan, prediction};

@@ -94,6 +94,20 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
             "connstorm load: warning: cannot read ip_local_port_range ({e}); no port-budget check"
         ),
     }
+    // Ports still in TIME_WAIT toward the targets from an earlier run count against this one.
+    let time_wait_before =
+        match warnings::time_wait_warnings(&cfg, &tuning::sysctl::ProcSys { root: "/".into() }) {
+            Ok((lines, held)) => {
+                for w in &lines {
+                    eprintln!("connstorm load: warning: {w}");
+                }
+                Some((lines, held))
+            }
+            Err(e) => {
+                eprintln!("connstorm load: warning: {e}; no TIME_WAIT check");
+                None
+            }
+        };
     eprintln!("connstorm load: {}", loadgen::render::plan_line(&cfg));
     if let Some(cap) = fd_capped_in_flight {
         eprintln!("connstorm load: warning: {}", fd_cap_warning(cap));
@@ -139,7 +153,13 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
     }
     let kernel = match &before {
         Some(before) if local => read_counters().map(|now| {
-            kernel::kernel_view(&cfg, &mut report, before, &now, &crate::signals::hurry)
+            kernel::kernel_view(
+                &cfg,
+                &mut report,
+                (before, &now),
+                time_wait_before.as_ref().map(|(_, held)| *held),
+                &crate::signals::hurry,
+            )
         }),
         _ => None,
     };
@@ -172,6 +192,13 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
     {
         warnings.push(w);
     }
+    // The TIME_WAIT ports that were short before the run stay in its warnings (report,
+    // record).
+    warnings.extend(
+        time_wait_before
+            .iter()
+            .flat_map(|(lines, _)| lines.iter().cloned()),
+    );
     if let Some(t) = never_started {
         warnings.push(loadgen::start::never_started_warning(t, SystemTime::now()));
     } else if let Some(w) = late_start_warning(planned, real_start) {

@@ -92,6 +92,36 @@ pub fn port_budget_warning(
     }))
 }
 
+/// The ephemeral ports toward the targets still held by TIME_WAIT sockets from before this
+/// run (sock_diag of this namespace; [`tuning::advice::time_wait_held`]), with reuse taken into
+/// account from the settings read through `io`. Returns one warning line per target whose held
+/// ports leave fewer than the run needs (none at all, or fewer than a closed loop's
+/// connections), and the held count over all targets (what the diagnosis is told: the
+/// `"time_wait_before_run"` setting). `Err`: the sockets or settings cannot be read.
+///
+/// # Errors
+/// The message (there is then no TIME_WAIT check).
+pub fn time_wait_warnings(
+    cfg: &LoadConfig,
+    io: &tuning::sysctl::ProcSys,
+) -> Result<(Vec<String>, u64), String> {
+    let settings = tuning::advice::PortSettings::read(io).map_err(|e| e.to_string())?;
+    let sockets = tuning::host::tcp_sockets(&[tuning::host::TcpState::TimeWait])
+        .map_err(|e| format!("cannot list TIME_WAIT sockets (sock_diag): {e}"))?;
+    let held = tuning::advice::time_wait_held(&sockets, &cfg.targets, &cfg.sources, &settings);
+    let need = match cfg.pattern {
+        Pattern::Closed { concurrency } => u64::from(concurrency),
+        Pattern::Open { .. } => 1,
+    };
+    let total = held.iter().map(|h| h.held - h.reusable).sum();
+    let lines = held
+        .iter()
+        .filter(|h| h.free < need.max(1) || h.free == 0)
+        .filter_map(|h| h.describe(settings.range))
+        .collect();
+    Ok((lines, total))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

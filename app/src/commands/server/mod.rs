@@ -106,6 +106,17 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
     // Bound before the server: an address in use is bad input before any listener exists.
     let endpoint = metrics::start(&args.metrics, "server")?;
     let srv = Server::start(cfg).map_err(|e| {
+        if let server::ServerError::AddrInUse { addr } = &e {
+            // Who holds the port: a listener, or a connection whose local port it is (an
+            // outgoing one given a port from the ephemeral range).
+            let io = tuning::sysctl::ProcSys { root: "/".into() };
+            if let Some(why) = tuning::advice::PortHolders::read(*addr, &io)
+                .ok()
+                .and_then(|h| tuning::advice::port_in_use(*addr, &h))
+            {
+                return crate::bad_input(why);
+            }
+        }
         if e.is_bad_input() {
             crate::bad_input(e.to_string())
         } else {

@@ -67,9 +67,12 @@ pub enum Command {
     /// Print the plan for a preset; with --yes save a snapshot, apply, read back.
     ///
     /// The plan says what --yes will do: which keys it writes, which it skips and why, and
-    /// what makes it refuse (a missing or read-only key, a value the kernel rejects, a lowered
-    /// limit without --allow-decrease, a global key in a child network namespace). Without
-    /// --yes a plan that --yes would refuse exits 2.
+    /// what makes it refuse. Lines are treated as systemd-sysctl treats them: a missing key
+    /// (ENOENT) is skipped with a warning and a write the kernel refuses (EPERM, EACCES, EROFS:
+    /// a status key, a value a child network namespace may not set, a read-only /proc/sys) with
+    /// a note, and the rest applies; a value the kernel rejects (EINVAL) or a lowered limit
+    /// without --allow-decrease refuses the whole plan. --strict makes every failure refuse,
+    /// except on `-` lines. Without --yes a plan that --yes would refuse exits 2.
     Apply(ApplyArgs),
     /// Restore a snapshot (default: the newest in --state-dir). Running it twice is harmless.
     Revert(RevertArgs),
@@ -170,6 +173,11 @@ pub struct ApplyArgs {
     /// Allow lowering a limit (somaxconn, tcp_max_syn_backlog, ...) below its current value.
     #[arg(long)]
     pub allow_decrease: bool,
+    /// Make every write that would fail an error, as `systemd-sysctl --strict`: a missing key
+    /// (ENOENT) and a refused write (EPERM, EACCES, EROFS) refuse the plan instead of being
+    /// skipped; lines with a `-` prefix are still skipped.
+    #[arg(long)]
+    pub strict: bool,
 }
 
 /// The examples after `connstorm tune revert --help` and in its man page.

@@ -130,8 +130,11 @@ pub fn check(a: &CheckArgs) -> anyhow::Result<i32> {
     let c = checked(
         &preset,
         &io,
-        !tuning::host::in_initial_netns(),
-        allow_decrease,
+        CheckOptions {
+            netns_only: !tuning::host::in_initial_netns(),
+            allow_decrease,
+            strict: false,
+        },
     );
     out(&if json {
         let v = render::check_json(&preset, &c);
@@ -144,15 +147,8 @@ pub fn check(a: &CheckArgs) -> anyhow::Result<i32> {
 }
 
 /// `preset` checked against the host `io` reads, as `check` and `apply` both need it.
-fn checked(preset: &Preset, io: &ProcSys, netns_only: bool, allow_decrease: bool) -> Checked {
-    Checked::of(
-        preset,
-        io,
-        CheckOptions {
-            netns_only,
-            allow_decrease,
-        },
-    )
+fn checked(preset: &Preset, io: &ProcSys, opts: CheckOptions) -> Checked {
+    Checked::of(preset, io, opts)
 }
 
 fn enter_netns(netns: Option<&str>) -> anyhow::Result<()> {
@@ -183,8 +179,13 @@ pub fn apply(a: &ApplyArgs) -> anyhow::Result<i32> {
     let netns_only = netns.is_some() || !tuning::host::in_initial_netns();
     let mut io = ProcSys { root: "/".into() };
     let allow_decrease = a.allow_decrease;
-    let c = checked(&preset, &io, netns_only, allow_decrease);
-    let command = render::apply_command(&a.source.args(), netns, allow_decrease);
+    let opts = CheckOptions {
+        netns_only,
+        allow_decrease,
+        strict: a.strict,
+    };
+    let c = checked(&preset, &io, opts);
+    let command = render::apply_command_strict(&a.source.args(), netns, allow_decrease, a.strict);
     out(&render::plan(&preset, &c, netns_only, &command))?;
     if !change {
         out(&render::not_applied(&c.prediction, a.dry_run))?;
@@ -194,12 +195,18 @@ pub fn apply(a: &ApplyArgs) -> anyhow::Result<i32> {
         };
     }
     let reason = format!("apply {}", preset.title());
-    let report = plan::apply(&c.rows, &mut io, Path::new("/"), &a.state_dir, &reason).map_err(
-        |e| match e {
-            plan::ApplyError::Blocked { .. } => bad_input(e.to_string()),
-            e => anyhow::Error::new(e).context("apply"),
-        },
-    )?;
+    let report = plan::apply_with(
+        &c.rows,
+        &mut io,
+        Path::new("/"),
+        &a.state_dir,
+        &reason,
+        plan::ApplyOptions { strict: a.strict },
+    )
+    .map_err(|e| match e {
+        plan::ApplyError::Blocked { .. } => bad_input(e.to_string()),
+        e => anyhow::Error::new(e).context("apply"),
+    })?;
     out(&render::applied(&report, netns))?;
     Ok(0)
 }
