@@ -316,6 +316,19 @@ fn bench_tls_http_counts_equal_the_servers_tls_accepts_and_passive_opens() {
             if resume == "off" {
                 assert_eq!(t.full, t.handshakes, "{t:?}");
                 assert_eq!(srv.tls_resumed, Some(0), "{srv:?}");
+                // Without resumption no split is kept (it would repeat the mixed one).
+                assert!(p.histograms.tls_full.is_none() && p.histograms.tls_resumed.is_none());
+            } else {
+                // Issue 35 item 2: full and resumed apart, each histogram holding as many
+                // samples as that kind's count, together the mixed histogram bucket by bucket.
+                let of = |w| p.histograms.decode(w).unwrap().expect("split kept");
+                let full = of(results::record::Latency::TlsFull);
+                let resumed = of(results::record::Latency::TlsResumed);
+                assert_eq!(full.len(), t.full, "{engine} {}: {t:?}", p.name);
+                assert_eq!(resumed.len(), t.resumed, "{engine} {}: {t:?}", p.name);
+                let mut both = full.clone();
+                both.add(&resumed).unwrap();
+                assert_eq!(both, tls_hist, "{engine} {}", p.name);
             }
         }
         if resume == "tickets" && rec.phases[0].load_workers.len() == 1 {

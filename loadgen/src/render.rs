@@ -293,6 +293,17 @@ impl fmt::Display for Summary<'_> {
                 &HistogramSummary::of(&l.hist),
             )?;
             overflow(out, &l.overflow)?;
+            if !l.hist.is_empty()
+                && l.hist.value_at_quantile(0.5) >= crate::MAX_GENERATOR_LAG_NS / 10 * 9
+            {
+                // The figure is the drop rule's bound, not a lag measured (`results`'
+                // `generator_lag_artefact` says the same in records' reports).
+                writeln!(
+                    out,
+                    "    not a measurement: the {} ms drop rule (the generator fell behind its schedule; the starts it made are those it reached just inside the rule, the rest were dropped: see dropped starts)",
+                    crate::MAX_GENERATOR_LAG_NS / 1_000_000
+                )?;
+            }
             writeln!(
                 out,
                 "  timer slack: {} (load workers, PR_SET_TIMERSLACK); spin below {} ns to a due start; up to {} due starts per batch",
@@ -323,6 +334,10 @@ impl fmt::Display for Summary<'_> {
             for (name, n) in &r.post_connect_failures {
                 let why = if name == "ENODATA" {
                     " — the server closed before --expect-bytes arrived".to_string()
+                } else if name == "ETIMEDOUT" && r.close == crate::config::CloseMode::Server {
+                    // A keep-alive server never closes: each connection was held until the
+                    // read deadline, and nothing else would say why (issue 35).
+                    " — the server did not close: --close server held each of these connections open until the read deadline (--connect-timeout, again after the handshake) waiting for its FIN; that time is the deadline's, not the server's (a keep-alive server does not close: use --close rst or fin)".to_string()
                 } else {
                     crate::failures::explain(name)
                         .filter(|_| matches!(name.as_str(), "ECONNRESET" | "EPIPE"))
@@ -370,6 +385,13 @@ impl fmt::Display for Summary<'_> {
                 per(w.cpu_sys_ns),
                 w.port_slice
                     .map_or_else(String::new, |(lo, hi)| format!("; ports {lo}-{hi}"))
+            )?;
+        }
+        if r.workers_successes_never_accepted > 0 {
+            writeln!(
+                out,
+                "  (the workers' successes include {} handshakes the server never accepted, failures in the totals: the kernel's counters do not say which worker made them)",
+                numfmt::count(r.workers_successes_never_accepted)
             )?;
         }
         Ok(())
@@ -620,6 +642,7 @@ mod tests {
                 cpu_run_ns: 1_200_000_000,
                 ..LoadWorkerReport::default()
             }],
+            workers_successes_never_accepted: 0,
             interrupted: false,
             http: None,
             tls: None,
@@ -671,6 +694,60 @@ mod tests {
             assert!(text.contains(want), "missing {want:?} in\n{text}");
         }
         assert!(!text.contains("INTERRUPTED"), "{text}");
+    }
+
+    /// Issue 35 item 4: `load --http --close server` against a keep-alive server held every
+    /// connection until the read deadline, and nothing said the server kept them open.
+    #[test]
+    fn a_server_that_did_not_close_is_said_under_close_server() {
+        let mut r = report_with_failures_and_overflow();
+        r.post_connect_failures = BTreeMap::from([("ETIMEDOUT".to_string(), 10_000)]);
+        let text = |r: &LoadReport| {
+            Summary {
+                report: r,
+                warnings: &[],
+            }
+            .to_string()
+        };
+        r.close = crate::config::CloseMode::Server;
+        let t = text(&r);
+        assert!(
+            t.contains("    ETIMEDOUT      10,000 — the server did not close: --close server held each of these connections open until the read deadline"),
+            "{t}"
+        );
+        r.close = crate::config::CloseMode::Rst;
+        assert!(!text(&r).contains("did not close"), "{}", text(&r));
+    }
+
+    /// Issue 35 item 6: at a rate far above what the generator can start, its lag p50 = p99 =
+    /// max = 100.01 ms is the 100 ms drop rule: the summary says so beside the figure, and
+    /// says nothing of the kind for a lag of microseconds.
+    #[test]
+    fn a_generator_lag_at_the_drop_rule_is_labelled_not_a_measurement() {
+        let mut r = report_with_failures_and_overflow();
+        let lag = |ns: u64| crate::report::GeneratorLag {
+            hist: histogram(&[ns; 50]),
+            overflow: Overflow::default(),
+            timer_slack_ns: Some(1),
+            pacing: crate::config::Pacing::default(),
+        };
+        let text = |r: &LoadReport| {
+            Summary {
+                report: r,
+                warnings: &[],
+            }
+            .to_string()
+        };
+        r.generator_lag = Some(lag(100_010_000));
+        let t = text(&r);
+        let at = t.find("generator lag").expect("lag line");
+        assert!(
+            t[at..].contains("p50 100.0")
+                && t[at..].contains("\n    not a measurement: the 100 ms drop rule"),
+            "{t}"
+        );
+        r.generator_lag = Some(lag(24_000));
+        assert!(!text(&r).contains("not a measurement"), "{}", text(&r));
     }
 
     #[test]

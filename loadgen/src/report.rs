@@ -283,6 +283,12 @@ pub struct LoadReport {
     pub timeline: Vec<TimelineRow>,
     /// Per worker, in CPU-list order.
     pub workers: Vec<LoadWorkerReport>,
+    /// Handshakes the rows of [`LoadReport::workers`] still count as successes although the
+    /// server never accepted them (moved to failures in the totals by
+    /// [`LoadReport::reclassify_never_accepted`] and [`LoadReport::reclassify_still_queued`]):
+    /// with several workers the kernel's counters do not say whose they were, so the rows add up
+    /// to the totals' successes plus this. With one worker its row moves them (0 here).
+    pub workers_successes_never_accepted: u64,
     /// True when the stop flag ended the run early.
     pub interrupted: bool,
     /// The HTTP side of the run (`--http` only).
@@ -317,6 +323,7 @@ impl LoadReport {
     /// measured), since the counters cannot tell warm-up handshakes apart. With a single target
     /// its per-target counts move too. At most the successes there are move.
     pub fn reclassify_never_accepted(&mut self, never_accepted: u64, measured_is_whole_run: bool) {
+        let before = self.total.successes;
         fn shift(successes: &mut u64, failures: &mut BTreeMap<String, u64>, n: u64) {
             let n = n.min(*successes);
             if n > 0 {
@@ -339,6 +346,22 @@ impl LoadReport {
         }
         if let [t] = self.per_target.as_mut_slice() {
             shift(&mut t.successes, &mut t.failures, never_accepted);
+        }
+        let moved = never_accepted.min(before);
+        self.workers_never_accepted(moved);
+    }
+
+    /// `n` whole-run successes became failures (never accepted): one worker's row moves them;
+    /// with several, which rows hold them is unknown and [`LoadReport::workers_successes_never_accepted`]
+    /// counts them (issue 35: `workers[]` counted them as successes where the totals did not).
+    fn workers_never_accepted(&mut self, n: u64) {
+        match self.workers.as_mut_slice() {
+            [w] => {
+                let m = n.min(w.successes);
+                w.successes -= m;
+                w.failures += m;
+            }
+            _ => self.workers_successes_never_accepted += n,
         }
     }
 
@@ -374,6 +397,7 @@ impl LoadReport {
             t.successes -= m;
             *t.failures.entry(class()).or_insert(0) += m;
         }
+        self.workers_never_accepted(n);
         n
     }
 
@@ -533,6 +557,7 @@ mod tests {
             }],
             timeline: vec![],
             workers: vec![],
+            workers_successes_never_accepted: 0,
             interrupted: false,
             http: None,
             tls: None,
@@ -557,6 +582,39 @@ mod tests {
         assert_eq!((r.successes, r.total.successes), (100, 0));
         assert_eq!(r.total.failures[NEVER_ACCEPTED], 150);
         assert!(r.failures.is_empty());
+    }
+
+    /// Issue 35 item 6: `workers[]` rows counted handshakes the server never accepted as
+    /// successes where the totals did not. One worker's row moves them; with several, the
+    /// report says how many the rows still hold (whose they were is unknown).
+    #[test]
+    fn worker_rows_do_not_count_never_accepted_handshakes_as_successes_unsaid() {
+        let worker = |cpu, n| LoadWorkerReport {
+            cpu,
+            attempts: n,
+            successes: n,
+            ..LoadWorkerReport::default()
+        };
+        let mut one = report(10_000, 0);
+        one.workers = vec![worker(1, 10_000)];
+        one.reclassify_never_accepted(1132, true);
+        one.reclassify_still_queued(20);
+        assert_eq!(one.workers[0].successes, 8848);
+        assert_eq!(one.workers[0].failures, 1152);
+        assert_eq!(one.workers[0].successes, one.total.successes);
+        assert_eq!(one.workers_successes_never_accepted, 0);
+        let mut two = report(10_000, 0);
+        two.workers = vec![worker(1, 6_000), worker(2, 4_000)];
+        two.reclassify_never_accepted(1132, true);
+        two.reclassify_still_queued(20);
+        let rows: u64 = two.workers.iter().map(|w| w.successes).sum();
+        assert_eq!(two.workers_successes_never_accepted, 1152);
+        assert_eq!(
+            rows,
+            two.total.successes + two.workers_successes_never_accepted
+        );
+        let json = serde_json::to_value(&two).unwrap();
+        assert_eq!(json["workers_successes_never_accepted"], 1152);
     }
 
     /// What is still queued at the end is the newest connections (the accept queue is FIFO):

@@ -321,6 +321,7 @@ fn assemble(
             .collect(),
         timeline,
         workers,
+        workers_successes_never_accepted: 0,
         interrupted,
         http: cfg
             .http

@@ -66,6 +66,24 @@ fn attempts_successes_and_active_opens_agree_exactly() {
         per_sec, report.total.attempts,
         "timeline adds up to the total"
     );
+    assert_lines_add_up(&report);
+}
+
+/// Issue 35 item 4: every column of the per-second lines (`load` prints every row, drain
+/// seconds included) adds up to the run's totals: none of the last completions, failures or
+/// drops is in no line.
+fn assert_lines_add_up(report: &loadgen::LoadReport) {
+    let sum = |f: fn(&loadgen::TimelineRow) -> u64| report.timeline.iter().map(f).sum::<u64>();
+    let t = &report.total;
+    assert_eq!(sum(|r| r.attempts), t.attempts, "attempts");
+    assert_eq!(sum(|r| r.successes), t.successes, "successes");
+    assert_eq!(
+        sum(|r| r.failures),
+        t.failures.values().sum::<u64>(),
+        "failures"
+    );
+    assert_eq!(sum(|r| r.late), t.late, "late");
+    assert_eq!(sum(|r| r.dropped), t.dropped, "dropped");
 }
 
 #[test]
@@ -170,6 +188,7 @@ fn nothing_listening_counts_every_attempt_as_refused_and_runs_its_duration() {
     );
     assert!(elapsed >= Duration::from_millis(600), "ran {elapsed:?}");
     assert!(!report.interrupted);
+    assert_lines_add_up(&report);
 }
 
 #[test]
@@ -761,6 +780,7 @@ fn assert_books_balance(report: &loadgen::LoadReport, active_opens: i64, accepte
     assert_eq!(report.handshake.len(), report.successes);
     let per_sec: u64 = report.timeline.iter().map(|r| r.attempts).sum();
     assert_eq!(per_sec, report.total.attempts, "timeline adds up");
+    assert_lines_add_up(report);
 }
 
 #[test]

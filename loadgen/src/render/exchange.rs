@@ -2,6 +2,7 @@
 //! HTTP section.
 
 use crate::http::HttpReport;
+use crate::latency::HistogramSummary;
 use crate::tls::TlsReport;
 
 /// Writes the TLS part of a load report.
@@ -44,7 +45,22 @@ pub(super) fn tls(
         "tls handshake (TCP connected -> done)   ",
         &t.summary(),
     )?;
-    super::overflow(out, &t.handshake_overflow)
+    super::overflow(out, &t.handshake_overflow)?;
+    // With resumption asked for, full and resumed apart: the line above mixes two
+    // distributions (a resumed handshake skips the certificate and its signature).
+    if t.options.resume != crate::config::Resume::Off {
+        super::hist(
+            out,
+            "  of them, full handshakes              ",
+            &HistogramSummary::of(&t.full_handshake),
+        )?;
+        super::hist(
+            out,
+            "  of them, resumed handshakes           ",
+            &HistogramSummary::of(&t.resumed_handshake),
+        )?;
+    }
+    Ok(())
 }
 
 /// Writes the HTTP part of a load report: requests and responses per second, status classes

@@ -68,7 +68,7 @@ setups), refused before anything is written.";
 pub use flags::{trial_flags, trial_line};
 pub(crate) use metrics::metric_values;
 pub use metrics::{latency_phase, rate_phase, METRICS};
-use metrics::{metric_values_in, phase_note, OPTIONAL_METRICS, SYS_PCT_MEANING};
+use metrics::{metric_values_in, phase_note, OPTIONAL_METRICS, SYS_PCT_MEANING, TLS_SPLIT_METRICS};
 pub(crate) use metrics::{LATENCY as LATENCY_PHASE, PEAK as PEAK_PHASE};
 pub use refuse::{check_setups, refuse_duplicates};
 pub(crate) use setup::setup_differences;
@@ -493,7 +493,11 @@ pub fn compare(
         // --tls) are left out rather than shown as n/a; measured only by flagged trials, they
         // stay (n/a, with the flagged figures), as the TCP figures do.
         let in_excluded = xa.iter().chain(&xb).any(|v| v[i].is_some());
-        if sa.is_empty() && sb.is_empty() && !in_excluded && OPTIONAL_METRICS.contains(name) {
+        if sa.is_empty()
+            && sb.is_empty()
+            && !in_excluded
+            && (OPTIONAL_METRICS.contains(name) || TLS_SPLIT_METRICS.contains(name))
+        {
             continue;
         }
         let mut m = compare_samples(name, unit, *dir, &sa, &sb, opts.min_effect);

@@ -45,7 +45,9 @@ pub use compare::{
 };
 pub use crosscheck::{cross_check, pre_syn_failures, CrossCheckCounts, PRE_SYN_FAILURES};
 pub use diagnosis::{diagnose, Cause, CauseKind, Evidence};
-pub use latency::{Bucket, LatencySummary, DEFAULT_BUCKET_EDGES_NS};
+pub use latency::{
+    generator_lag_artefact, Bucket, LatencySummary, DEFAULT_BUCKET_EDGES_NS, GENERATOR_LAG_DROP_NS,
+};
 pub use merge::{merge, MergeError, MergeInput, Merged, SKEW_BOUND_MS};
 pub use overhead::profile_overhead;
 pub use paired::abba_order;

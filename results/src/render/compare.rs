@@ -136,7 +136,7 @@ fn verdict_short(m: &MetricComparison) -> &'static str {
 /// `+10.0% [+9.1%, +10.9%]`, or `n/a`.
 fn change(m: &MetricComparison) -> String {
     match (m.relative_change, m.interval) {
-        (Some(c), Some(i)) => format!("{} [{}, {}]", pct(c), pct(i.low), pct(i.high)),
+        (Some(c), Some(i)) => format!("{} {}", pct(c), interval_text(i)),
         (Some(c), None) => pct(c),
         _ => NA.to_string(),
     }
@@ -224,9 +224,7 @@ pub(crate) fn table(c: &Comparison, width: Width) -> Table {
             figure(m, m.a.median),
             figure(m, m.b.median),
             m.relative_change.map_or(NA.to_string(), pct),
-            m.interval.map_or(NA.to_string(), |i| {
-                format!("[{}, {}]", pct(i.low), pct(i.high))
-            }),
+            m.interval.map_or(NA.to_string(), interval_text),
             verdict_short(m).to_string(),
         ]);
     }
@@ -277,9 +275,7 @@ fn wide_table(c: &Comparison) -> Table {
             side(&m.a, &m.a_excluded),
             side(&m.b, &m.b_excluded),
             m.relative_change.map_or(NA.to_string(), pct),
-            m.interval.map_or(NA.to_string(), |i| {
-                format!("[{}, {}]", pct(i.low), pct(i.high))
-            }),
+            m.interval.map_or(NA.to_string(), interval_text),
             verdict_words(m),
         ]);
     }
@@ -312,6 +308,17 @@ pub(crate) fn blocks(c: &Comparison, width: Width) -> Vec<Block> {
     out
 }
 
+/// A relative change's interval as text: `[-4.0%, +1.2%]`. One that reaches −100% or below
+/// ([−1171.0%, +75.2%]: B's trials spread further below A's median than A's median itself) is
+/// no percentage change, and its ratio B/A would start below zero: "not estimable", with why.
+fn interval_text(i: crate::analysis::Interval) -> String {
+    if i.low <= -1.0 {
+        "not estimable (the trials spread wider than A's median: more trials)".to_string()
+    } else {
+        format!("[{}, {}]", pct(i.low), pct(i.high))
+    }
+}
+
 /// Renders a comparison: text with the default table ([`Width::Default`]), Markdown with every
 /// column (it wraps where it is shown), or JSON.
 pub fn comparison(c: &Comparison, format: CompareFormat) -> String {
@@ -333,6 +340,21 @@ pub fn comparison_with(c: &Comparison, format: CompareFormat, width: Width) -> S
 mod tests {
     use rand::rngs::StdRng;
     use rand::SeedableRng as _;
+
+    /// Issue 35 item 6: a relative interval crossing −100% ([−1171.0%, +75.2%]) is not a
+    /// percentage change: "not estimable"; one inside stays a percentage interval.
+    #[test]
+    fn an_interval_crossing_minus_100_percent_is_not_estimable() {
+        let i = |low, high| crate::analysis::Interval {
+            low,
+            high,
+            confidence: 0.95,
+        };
+        let t = super::interval_text(i(-11.71, 0.752));
+        assert!(t.starts_with("not estimable"), "{t}");
+        assert!(!t.contains('%'), "{t}");
+        assert_eq!(super::interval_text(i(-0.04, 0.012)), "[-4.0%, +1.2%]");
+    }
 
     use super::*;
     use crate::analysis::compare_tests::{rate, records, trials};

@@ -201,7 +201,8 @@ pub(crate) fn describe_pattern(p: &Pattern) -> String {
 
 fn phase_report(file: &str, p: &PhaseRecord, edges_ns: &[u64]) -> Result<PhaseReport, ReportError> {
     let mut latency = Vec::new();
-    for which in Latency::ALL {
+    // The generator's own lag is not a latency of the connections: it has its own line.
+    for which in Latency::ALL.into_iter().filter(|w| w.of_connections()) {
         let h = p
             .histograms
             .decode(which)

@@ -159,7 +159,7 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
     let armed = profile.map(|p| {
         crate::profile::Armed::arm(p.config(&[("server", srv.cpus())]), Default::default())
     });
-    let interrupted = watch::watch(&srv, args.duration, &stop, &mut |l| {
+    let watched = watch::watch(&srv, args.duration, &stop, &mut |l| {
         crate::output::note(l);
     });
     let profiled = armed.map(crate::profile::Armed::finish);
@@ -173,7 +173,10 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
         }
         None => None,
     };
-    report.interrupted = interrupted;
+    report.interrupted = watched.stopped;
+    if let Some(l) = watch::closing_line(&watched, watched.started.elapsed(), report.accepted()) {
+        crate::output::note(&l);
+    }
     if let Some(m) = &metrics {
         m.finish();
     }

@@ -101,7 +101,7 @@ where
     let grouped = groups.grouped();
     let mut labelled = vec![false; groups.names.len()];
     let kinds: &[Latency] = if records.len() == 1 {
-        &Latency::ALL
+        &Latency::CONNECTIONS
     } else {
         &[Latency::Handshake]
     };

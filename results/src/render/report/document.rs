@@ -156,6 +156,9 @@ fn latency_blocks(p: &PhaseReport, out: &mut Vec<Block>) {
             format_ns(g.max_ns as f64),
             count(g.count)
         )));
+        if let Some(a) = crate::analysis::generator_lag_artefact(g) {
+            out.push(Block::Line(format!("generator lag: {a}")));
+        }
     }
     if let n @ 1.. = crate::record::never_accepted_total(&p.failures) {
         out.push(Block::Line(crate::analysis::client_view_note(n)));
