@@ -550,6 +550,24 @@ mod tests {
                 }
             }
         }
+        // What the code cites lives in the repository: no path of the machine it was written
+        // on, no note that lives outside it.
+        for file in files.iter().filter(|f| **f != scratch) {
+            let Ok(text) = std::fs::read_to_string(file) else {
+                continue;
+            };
+            for (n, line) in text.lines().enumerate() {
+                for outside in ["/work/", "../shared/", "FACTS-2", "FACTS-3", "KERNEL-NOTES"] {
+                    if line.contains(outside) && !line.contains("outside in [") {
+                        missing.push(format!(
+                            "{}:{}: {outside} (outside the repository)",
+                            file.strip_prefix(&root).unwrap().display(),
+                            n + 1
+                        ));
+                    }
+                }
+            }
+        }
         assert!(
             cited > 50,
             "too few cited paths found ({cited}): the scan is broken"
