@@ -83,7 +83,7 @@ Examples:
   # Several trials a side (bench --out base, bench --out patched); options may follow
   connstorm compare base/*.json -- patched/*.json --format markdown -o verdict.md
   # No verdict for shifts below 2% of A's median; the sides named
-  connstorm compare --a base/*.json --b patched/*.json --min-effect 2 --label-a 6.18 --label-b 6.18+fix";
+  connstorm compare --a a/*.json --b b/*.json --min-effect 2 --label-a 6.18 --label-b 6.18+fix";
 
 /// Options of `connstorm compare`.
 ///

@@ -17,11 +17,10 @@ Examples:
   connstorm ab --toggle sysctl:net.ipv4.tcp_timestamps=1,0
   # A scheduler feature (A on, B off), 6 trials a side of 5 s each
   connstorm ab --toggle sched-feature:TTWU_QUEUE --trials 6 --duration 5s
-  # Your own commands before each side's trials (their output goes to stderr), sides named
-  connstorm ab --a-setup 'ethtool -C eth0 rx-usecs 0' --b-setup 'ethtool -C eth0 rx-usecs 50' \\
-      --label-a rx-usecs-0 --label-b rx-usecs-50
-  # Both sides' latency phases at 20k conn/s (default: 80% of the lower peak of a first pair)
-  connstorm ab --toggle sysctl:net.ipv4.tcp_timestamps=1,0 --rate 20k/s";
+  # Your own commands before each side's trials (their output goes to stderr)
+  connstorm ab --a-setup 'ethtool -C eth0 rx-usecs 0' --b-setup 'ethtool -C eth0 rx-usecs 50'
+  # Latency phases at 20k conn/s (default: 80% of a first pair's lower peak); sides named
+  connstorm ab --toggle sysctl:net.ipv4.tcp_timestamps=1,0 --rate 20k/s --label-a ts --label-b no-ts";
 
 /// Options of `connstorm ab`.
 ///

@@ -36,7 +36,7 @@ Examples:
   # Both shapes at 1, 2, 4, ... cores on this host's placement, 5 s a step, record under ./runs
   connstorm scale
   # The plan only (each step's CPUs), for a big machine's topology snapshot taken there
-  connstorm scale --dry-run --root ./big-host-topology
+  connstorm scale --dry-run --root ./big-host
   # This 2-CPU VM: 1 -> 2 cores, a server and a load worker per CPU, in private namespaces
   connstorm scale --shape together --pairs shared --netns --profile --plot scale.svg";
 

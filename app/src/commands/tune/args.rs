@@ -111,7 +111,7 @@ Examples:
   # This host: where `--server-cpus auto --load-cpus auto` would put the workers, and why
   connstorm tune placement
   # A big machine's snapshot: 16 server and 32 load workers, the NIC on node 1
-  connstorm tune placement --root ./big-host-topology --server-workers 16 --load-workers 32 --nic-node 1";
+  connstorm tune placement --root ./big-host --server-workers 16 --load-workers 32 --nic-node 1";
 
 /// Arguments of `connstorm tune placement`.
 #[derive(Debug, ClapArgs)]
@@ -147,10 +147,10 @@ pub struct PlacementArgs {
 /// The examples after `connstorm tune snapshot-topology --help` and in its man page.
 pub const SNAPSHOT_TOPOLOGY_EXAMPLES: &str = "\
 Examples:
-  # On the big machine: its CPU topology into ./big-host-topology (copy it here afterwards)
-  connstorm tune snapshot-topology --out big-host-topology
+  # On the big machine: its CPU topology into ./big-host (copy it here afterwards)
+  connstorm tune snapshot-topology --out big-host
   # Here: that machine's placement and scale plan
-  connstorm tune placement --root big-host-topology";
+  connstorm tune placement --root big-host";
 
 /// Arguments of `connstorm tune snapshot-topology`.
 #[derive(Debug, ClapArgs)]
