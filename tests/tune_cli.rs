@@ -1600,3 +1600,35 @@ fn absurd_sizes_in_scale_and_placement_are_bad_input() {
     assert!(!t.contains("panicked"), "{t}");
     assert!(t.contains("worker CPU(s) wanted"), "{t}");
 }
+
+/// Missing permissions: `scale --netns` and `bench --netns` as an unprivileged user (nobody,
+/// via setpriv) are refused before anything runs (exit 2, naming CAP_SYS_ADMIN); they exited 1
+/// from `ip netns add`, `scale` after its first step had begun.
+#[test]
+fn missing_permissions_netns_as_nobody_is_refused_up_front() {
+    let setpriv = testkit::require_tool("setpriv", "util-linux");
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("skipped: setpriv --reuid needs root");
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    for args in [
+        &[
+            "scale", "--netns", "--shape", "together", "--pairs", "shared",
+        ][..],
+        &["bench", "--netns", "--duration", "1s"],
+    ] {
+        let o = Command::new(&setpriv)
+            .args(["--reuid", "65534", "--regid", "65534", "--clear-groups"])
+            .arg(env!("CARGO_BIN_EXE_connstorm"))
+            .args(args)
+            .arg("--out")
+            .arg(d.path())
+            .output()
+            .unwrap();
+        let t = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {t}");
+        assert!(t.contains("--netns needs CAP_SYS_ADMIN"), "{args:?}: {t}");
+        assert!(!t.contains("[scale]"), "no step began: {t}");
+    }
+}
