@@ -1218,3 +1218,32 @@ fn files_people_bring_fifos_devices_and_directories_are_refused_at_once() {
         }
     }
 }
+
+/// The terminal: a report (text or HTML) and `tune presets` to a full stdout (`> /dev/full`)
+/// exit 1 saying stdout could not be written; the bare "No space left on device (os error 28)"
+/// named no file and read like a full disk under --out.
+#[test]
+fn the_terminal_a_full_stdout_is_named_in_the_error() {
+    let g = golden();
+    for args in [
+        &["report", s(&g)][..],
+        &["report", "--format", "html", s(&g)],
+        &["tune", "presets"],
+    ] {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let o = Command::new(env!("CARGO_BIN_EXE_connstorm"))
+            .args(args)
+            .stdout(full)
+            .output()
+            .unwrap();
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
+        assert!(
+            err.contains("cannot write to stdout: No space left on device"),
+            "{args:?}: {err}"
+        );
+    }
+}

@@ -1535,3 +1535,100 @@ fn a_topology_snapshot_reads_back_as_the_same_placement() {
     let o = run(&["tune", "snapshot-topology", "--out", snap.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
 }
+
+/// Absurd sizes and bad values on `scale --dry-run` and `tune placement` (EDGES: absurd
+/// sizes; refused up front, exit 2, never a panic), on the fake 2×96-core tree:
+/// - `scale --shape fixed-server --server-cores 0` planned "server CPUs none" and exited 0
+///   (a real run then failed once its first step had begun);
+/// - `--dry-run` said yes to a `--plot` and `--label` the real run refuses;
+/// - a huge `--server-cores` suggested "--server-cores 18446744073709551613 or fewer";
+/// - `tune placement --server-workers 18446744073709551615 --load-workers 1` panicked
+///   (the sum wrapped).
+#[test]
+fn absurd_sizes_in_scale_and_placement_are_bad_input() {
+    let d = tempfile::tempdir().unwrap();
+    two_socket_192(d.path());
+    let root = d.path().to_str().unwrap();
+    let dry = ["scale", "--dry-run", "--root", root];
+    let refused = |extra: &[&str], want: &str| {
+        let args: Vec<&str> = dry.iter().chain(extra).copied().collect();
+        let o = run(&args);
+        let t = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {t}");
+        assert!(t.contains(want), "{args:?}: {t}");
+        assert!(!t.contains("panicked"), "{args:?}: {t}");
+    };
+    refused(
+        &["--shape", "fixed-server", "--server-cores", "0"],
+        "--server-cores 0: the fixed server needs at least one core",
+    );
+    refused(
+        &["--shape", "together", "--plot", "x.gif"],
+        "name the picture FILE.svg or FILE.png",
+    );
+    refused(
+        &["--shape", "together", "--label", "a\u{7}b"],
+        "control character",
+    );
+    let o = run(&[
+        "scale",
+        "--dry-run",
+        "--root",
+        root,
+        "--shape",
+        "fixed-server",
+        "--server-cores",
+        "18446744073709551615",
+    ]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{t}");
+    assert!(!t.contains("18446744073709551613"), "{t}");
+    // 96 worker CPUs (one per physical core, the plan lists them), less two load steps.
+    assert!(t.contains("give --server-cores 94 or fewer"), "{t}");
+    let o = run(&[
+        "tune",
+        "placement",
+        "--root",
+        root,
+        "--server-workers",
+        "18446744073709551615",
+        "--load-workers",
+        "1",
+    ]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{t}");
+    assert!(!t.contains("panicked"), "{t}");
+    assert!(t.contains("worker CPU(s) wanted"), "{t}");
+}
+
+/// Missing permissions: `scale --netns` and `bench --netns` as an unprivileged user (nobody,
+/// via setpriv) are refused before anything runs (exit 2, naming CAP_SYS_ADMIN); they exited 1
+/// from `ip netns add`, `scale` after its first step had begun.
+#[test]
+fn missing_permissions_netns_as_nobody_is_refused_up_front() {
+    let setpriv = testkit::require_tool("setpriv", "util-linux");
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("skipped: setpriv --reuid needs root");
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    for args in [
+        &[
+            "scale", "--netns", "--shape", "together", "--pairs", "shared",
+        ][..],
+        &["bench", "--netns", "--duration", "1s"],
+    ] {
+        let o = Command::new(&setpriv)
+            .args(["--reuid", "65534", "--regid", "65534", "--clear-groups"])
+            .arg(env!("CARGO_BIN_EXE_connstorm"))
+            .args(args)
+            .arg("--out")
+            .arg(d.path())
+            .output()
+            .unwrap();
+        let t = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {t}");
+        assert!(t.contains("--netns needs CAP_SYS_ADMIN"), "{args:?}: {t}");
+        assert!(!t.contains("[scale]"), "no step began: {t}");
+    }
+}

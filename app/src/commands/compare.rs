@@ -31,6 +31,31 @@ pub struct ShowArgs {
 }
 
 impl ShowArgs {
+    /// The sides' names must tell them apart: `--label-a x --label-b x` printed "x vs x" and
+    /// trials `x#1` on both sides; an empty name printed "A:  (2 trials …)".
+    ///
+    /// # Errors
+    /// Bad input (exit 2) naming the option and the fix.
+    pub fn check(&self) -> anyhow::Result<()> {
+        for (opt, l) in [("--label-a", &self.label_a), ("--label-b", &self.label_b)] {
+            if l.as_deref().is_some_and(|l| l.trim().is_empty()) {
+                return Err(bad_input(format!(
+                    "{opt} is empty: give the side a name (e.g. {opt} 6.18), or leave {opt} out \
+                     to name it by what differs"
+                )));
+            }
+        }
+        if let (Some(a), Some(b)) = (&self.label_a, &self.label_b) {
+            if a == b {
+                return Err(bad_input(format!(
+                    "--label-a and --label-b are both {a:?}: the report could not tell the sides \
+                     (or their trials) apart; give two different names"
+                )));
+            }
+        }
+        Ok(())
+    }
+
     /// The table width asked for.
     pub fn width(&self) -> results::render::Width {
         if self.wide {
@@ -167,6 +192,7 @@ fn sides(args: &Args) -> anyhow::Result<(Vec<PathBuf>, Vec<PathBuf>)> {
 /// output that is one of the records (before any output is written); an I/O error writing the
 /// output.
 pub fn run(args: Args) -> anyhow::Result<i32> {
+    args.show.check()?;
     let (a, b) = sides(&args)?;
     let all: Vec<PathBuf> = a.iter().chain(&b).cloned().collect();
     refuse_input_as_output("-o", &args.output, &all)?;
@@ -257,5 +283,31 @@ mod tests {
         assert_eq!(parse_min_effect("2.5%"), Ok(0.025));
         assert!(parse_min_effect("-1").is_err());
         assert!(parse_min_effect("abc").is_err());
+    }
+
+    /// Names and addresses of the sides: equal or empty `--label-a`/`--label-b` (`compare`
+    /// and `ab`) are bad input, before any record is read or trial run.
+    #[test]
+    fn side_names_that_cannot_tell_the_sides_apart_are_bad_input() {
+        let show = |a: Option<&str>, b: Option<&str>| ShowArgs {
+            label_a: a.map(str::to_string),
+            label_b: b.map(str::to_string),
+            wide: true,
+        };
+        for (a, b, want) in [
+            (Some("x"), Some("x"), "both \"x\""),
+            (Some(""), Some("y"), "--label-a is empty"),
+            (None, Some(" "), "--label-b is empty"),
+        ] {
+            let e = show(a, b).check().unwrap_err();
+            assert!(
+                e.downcast_ref::<common::error::BadInput>().is_some(),
+                "{a:?} {b:?}"
+            );
+            assert!(e.to_string().contains(want), "{a:?} {b:?}: {e}");
+        }
+        show(Some("6.18"), Some("6.18+fix")).check().unwrap();
+        show(None, None).check().unwrap();
+        show(Some("x"), None).check().unwrap();
     }
 }

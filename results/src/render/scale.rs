@@ -102,6 +102,20 @@ pub(crate) fn scale_blocks(s: &ScaleRecord) -> Vec<Block> {
                     out.push(Block::Line(format!("  also: {e}")));
                 }
             }
+            // One step (the others interrupted, or a shape cut short) has efficiency 1 by
+            // definition: "none — every step kept …" was a verdict without power.
+            None if s
+                .steps
+                .iter()
+                .filter(|x| x.shape == shape && x.efficiency.is_some())
+                .count()
+                < 2 =>
+            {
+                out.push(Block::Line(format!(
+                    "knee ({shape}): unknown — fewer than two steps measured (efficiency compares a \
+                     step with the first one): run it again with at least two steps"
+                )));
+            }
             None => {
                 let last = s.steps.iter().rfind(|x| x.shape == shape);
                 out.push(Block::Line(format!(
@@ -240,4 +254,44 @@ pub fn overhead_line(o: &ProfileOverhead) -> String {
         numfmt::fixed(o.slice_secs, 1),
         o.median_cpu_ratio.map_or_else(|| numfmt::NA.to_string(), change)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::ScaleStep;
+
+    fn step(shape: &str, cores: usize, efficiency: Option<f64>) -> ScaleStep {
+        ScaleStep {
+            shape: shape.into(),
+            cores,
+            phase: format!("{shape}-{cores}"),
+            efficiency,
+            ..ScaleStep::default()
+        }
+    }
+
+    /// Statistics (no verdict without power): a scale interrupted after its first step has one
+    /// step of efficiency 1.00 by definition; it printed "knee (together): none — every step
+    /// kept an efficiency of at least 0.80". It is unknown; two steps give the verdict.
+    #[test]
+    fn statistics_one_step_gives_no_knee_verdict() {
+        let mut s = ScaleRecord {
+            efficiency_threshold: 0.8,
+            steps: vec![step("together", 1, Some(1.0))],
+            ..ScaleRecord::default()
+        };
+        let t = scale_text(&s);
+        assert!(
+            t.contains("knee (together): unknown — fewer than two steps"),
+            "{t}"
+        );
+        assert!(!t.contains("every step kept"), "{t}");
+        s.steps.push(step("together", 2, Some(0.95)));
+        let t = scale_text(&s);
+        assert!(
+            t.contains("knee (together): none — every step kept an efficiency of at least 0.80"),
+            "{t}"
+        );
+    }
 }

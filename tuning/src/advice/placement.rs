@@ -257,7 +257,9 @@ pub(crate) fn pool_for(
 // lists its message names: its size costs nothing worth a box.
 #[allow(clippy::result_large_err)]
 pub fn place_cpus(topo: &Topology, req: &PlacementRequest) -> Result<Placement, PlacementError> {
-    let wanted = req.server_workers + req.load_workers;
+    // Saturating: `--server-workers 18446744073709551615 --load-workers 1` wrapped to 0 and
+    // sliced past the end (a panic); saturated, it is more than any host has.
+    let wanted = req.server_workers.saturating_add(req.load_workers);
     let pool = pool(
         topo,
         req.allowed.as_deref(),
@@ -490,5 +492,26 @@ mod tests {
             !m.contains("--"),
             "no option names: the caller adds its own: {m}"
         );
+    }
+
+    /// Absurd sizes: worker counts whose sum overflows `usize` are refused as too many (they
+    /// panicked on a slice bound), with the asked counts named.
+    #[test]
+    fn absurd_worker_counts_are_refused_not_a_panic() {
+        let e = place_cpus(
+            &flat(4),
+            &PlacementRequest {
+                server_workers: usize::MAX,
+                load_workers: 1,
+                ..PlacementRequest::default()
+            },
+        )
+        .unwrap_err();
+        let m = e.to_string();
+        assert!(
+            m.contains(&format!("{} server + 1 load", usize::MAX)),
+            "{m}"
+        );
+        assert!(m.contains("but only 4 available"), "{m}");
     }
 }

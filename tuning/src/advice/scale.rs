@@ -301,9 +301,9 @@ pub fn plan_scale(topo: &Topology, req: &ScaleRequest) -> Result<ScalePlan, Scal
                 .and_then(|s| s.last().copied())
                 .unwrap_or(2);
             match (shape, req.pairs) {
-                (ScaleShape::Together, PairLayout::Split) => 2 * top,
+                (ScaleShape::Together, PairLayout::Split) => top.saturating_mul(2),
                 (ScaleShape::Together, PairLayout::Shared) => top,
-                (ScaleShape::FixedServer, _) => req.server_cores.unwrap_or(top) + top,
+                (ScaleShape::FixedServer, _) => req.server_cores.unwrap_or(top).saturating_add(top),
             }
         })
         .max()

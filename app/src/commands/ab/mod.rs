@@ -117,6 +117,7 @@ fn latency_rate(
 /// # Errors
 /// Bad options (exit 2), a failing setup command or toggle (after restoring), bench failures.
 pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
+    args.show.check()?;
     // The benchmark each trial runs; its label is the prefix of each trial's.
     let base = args.bench.trial(build);
     let rule = args.rule.options();

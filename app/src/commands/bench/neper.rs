@@ -24,6 +24,10 @@ use std::time::Duration;
 
 use crate::bad_input;
 
+/// The longest `-l` accepted: its bench (`-l` / 0.4) fits in
+/// [`crate::limits::MAX_BENCH_DURATION`].
+pub const MAX_PEAK_SECS: u64 = crate::limits::MAX_BENCH_DURATION.as_secs() * 2 / 5;
+
 /// A parsed `tcp_crr` command line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TcpCrr {
@@ -88,7 +92,22 @@ pub fn parse(like: &str) -> anyhow::Result<TcpCrr> {
         match opt {
             "-T" | "--num-threads" => t.threads = small(opt, number(opt, value())?)?,
             "-F" | "--num-flows" => t.flows = small(opt, number(opt, value())?)?,
-            "-l" | "--test-length" => t.seconds = number(opt, value())?,
+            "-l" | "--test-length" => {
+                let n = number(opt, value())?;
+                // bench runs SECS / 0.4 in all and at most MAX_BENCH_DURATION: a longer test
+                // is refused here, naming -l (not a --duration the user never gave).
+                let most = MAX_PEAK_SECS;
+                if n > most {
+                    return Err(bad_input(format!(
+                        "--like: neper {opt} {n} asks for a bench of {n} s / 0.4 (the peak phase \
+                         is 40% of it), longer than bench accepts ({} h): give {opt} {most} or \
+                         less, or use `connstorm load --concurrency FLOWS --close fin` for long \
+                         runs",
+                        crate::limits::MAX_BENCH_DURATION.as_secs() / 3600
+                    )));
+                }
+                t.seconds = n;
+            }
             "-4" | "--ipv4" | "-c" | "--client" => {}
             "-Q" | "--request-size" | "-R" | "--response-size" => {
                 let n = number(opt, value())?;
@@ -192,6 +211,10 @@ mod tests {
             ("tcp_rr -T 1", "only tcp_crr"),
             ("tcp_crr -H 10.0.0.1", "connstorm load --target"),
             ("tcp_crr -F 0", "above 0"),
+            // absurd sizes: a test length past bench's 24 h (and past what a Duration holds)
+            // names -l, never panics.
+            ("tcp_crr -l 34561", "-l 34560 or less"),
+            ("tcp_crr -l 18446744073709551615", "-l 34560 or less"),
             ("tcp_crr -R 64", "--http"),
             ("tcp_crr -U", "-U is not mapped"),
             ("", "empty"),

@@ -102,10 +102,13 @@ fn plan_error(e: ScalePlanError, args: &Args, smt: bool) -> anyhow::Error {
             v.push("more CPUs");
             format!("give {}", v.join(", or "))
         }
-        ScalePlanError::ServerTooLarge { server, left, .. } if *server > 1 => format!(
-            "give --server-cores {} or fewer",
-            (server + left).saturating_sub(2).max(1)
-        ),
+        // The suggestion counts the worker CPUs (`server + left` overflowed for a huge
+        // --server-cores and suggested "18446744073709551613 or fewer").
+        ScalePlanError::ServerTooLarge {
+            server, workers, ..
+        } if *server > 1 && workers.len() >= 3 => {
+            format!("give --server-cores {} or fewer", workers.len() - 2)
+        }
         ScalePlanError::ServerTooLarge { .. } => "a fixed server needs three worker CPUs (one \
             server core and two load steps): give --shape together, or more CPUs"
             .into(),
@@ -134,6 +137,21 @@ fn allowed(args: &Args, root: &Path) -> anyhow::Result<Vec<usize>> {
     Ok(cpus)
 }
 
+/// `--plot FILE`: a picture format the plot writer draws (`.svg` or `.png`).
+fn check_plot(p: &Path) -> anyhow::Result<()> {
+    let ext = p
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase);
+    if !matches!(ext.as_deref(), Some("svg" | "png")) {
+        return Err(bad_input(format!(
+            "--plot {}: name the picture FILE.svg or FILE.png",
+            p.display()
+        )));
+    }
+    Ok(())
+}
+
 /// Checks everything that needs no server: the sizes, the CPUs, the plan. Returns the
 /// topology's root, the plan and the attempts in flight per load core.
 fn check(args: &Args) -> anyhow::Result<(ScalePlan, tuning::host::Topology, u32)> {
@@ -150,6 +168,18 @@ fn check(args: &Args) -> anyhow::Result<(ScalePlan, tuning::host::Topology, u32)
             args.step_duration,
             MIN_STEP.as_secs()
         )));
+    }
+    if args.server_cores == Some(0) {
+        // Planned as a server on no CPU ("server CPUs none"), then refused only once the first
+        // step had begun.
+        return Err(bad_input(
+            "--server-cores 0: the fixed server needs at least one core; give e.g. \
+             --server-cores 2, or leave it out (half of the worker CPUs)",
+        ));
+    }
+    super::bench::args::parse_label(&args.label).map_err(|e| bad_input(format!("--label {e}")))?;
+    if let Some(p) = &args.plot {
+        check_plot(p)?;
     }
     let root = args.root.clone().unwrap_or_else(|| "/".into());
     let topo = tuning::host::Topology::read(&root)
@@ -243,7 +273,6 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
         return Ok(0);
     }
     let profile = args.profile.check()?;
-    super::bench::args::parse_label(&args.label).map_err(|e| bad_input(format!("--label {e}")))?;
     let largest_load = plan.steps.iter().map(|s| s.load.len()).max().unwrap_or(1);
     crate::limits::check_setup(&crate::limits::SetupRequest {
         concurrency: Some(per_core.saturating_mul(largest_load as u32)),
@@ -252,18 +281,6 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
         netns: args.netns,
         out: &args.out,
     })?;
-    if let Some(p) = &args.plot {
-        let ext = p
-            .extension()
-            .and_then(|e| e.to_str())
-            .map(str::to_ascii_lowercase);
-        if !matches!(ext.as_deref(), Some("svg" | "png")) {
-            return Err(bad_input(format!(
-                "--plot {}: name the picture FILE.svg or FILE.png",
-                p.display()
-            )));
-        }
-    }
     let setups: Vec<Setup> = plan
         .steps
         .iter()

@@ -79,10 +79,11 @@ impl Source {
 
 /// Writes `text` to stdout.
 fn out(text: &str) -> anyhow::Result<()> {
+    // With context: a full stdout said only "No space left on device (os error 28)".
     let mut o = std::io::stdout().lock();
-    o.write_all(text.as_bytes())?;
-    o.flush()?;
-    Ok(())
+    o.write_all(text.as_bytes())
+        .and_then(|()| o.flush())
+        .context("cannot write to stdout")
 }
 
 /// `tune presets`.

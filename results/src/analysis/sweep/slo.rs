@@ -223,8 +223,14 @@ impl Slo {
         if pct.is_nan() || pct <= 0.0 || pct >= 100.0 {
             return Err(err("the percentile must be above 0 and below 100"));
         }
-        let max_ns = super::parse_latency_ns(bound)
-            .ok_or_else(|| err("the latency needs a unit: ns, us, ms or s"))?;
+        // "p99<-1ms", "p99<1e400s" and "p99<1ms,p99<2ms" were all told "the latency needs a
+        // unit", which they have: say what the bound must be and echo it.
+        let max_ns = super::parse_latency_ns(bound).ok_or_else(|| {
+            err(&format!(
+                "the latency bound {bound:?} is not a number above 0 with a unit (ns, us, ms \
+                 or s)"
+            ))
+        })?;
         if max_ns == 0 {
             return Err(err("the latency bound must be above zero"));
         }
@@ -279,6 +285,20 @@ mod tests {
             assert!(e.to_string().contains("p99<1ms"), "{bad}: {e}");
         }
         assert!(s.met_by(500_000) && !Slo::parse("p99<1ms").unwrap().met_by(1_000_000));
+        // Bad CLI values: a negative, overflowing or listed bound is named as it was given.
+        for (bad, bound) in [
+            ("p99<-1ms", "\"-1ms\""),
+            ("p99<1", "\"1\""),
+            ("p99<1ms,p99<2ms", "\"1ms,p99<2ms\""),
+        ] {
+            let e = Slo::parse(bad).unwrap_err().to_string();
+            assert!(
+                e.contains(&format!(
+                    "the latency bound {bound} is not a number above 0"
+                )),
+                "{bad}: {e}"
+            );
+        }
     }
 
     /// Issue 37: `--slo 'response p99<1ms'` was "invalid SLO … must start with a percentile".
