@@ -5,6 +5,15 @@ use crate::http::HttpReport;
 use crate::latency::HistogramSummary;
 use crate::tls::TlsReport;
 
+/// `n` over the measured seconds with one decimal, or `-` when nothing was measured.
+fn per_sec(n: u64, measured_secs: f64) -> String {
+    if measured_secs > 0.0 {
+        common::numfmt::fixed(n as f64 / measured_secs, 1)
+    } else {
+        "-".into()
+    }
+}
+
 /// Writes the TLS part of a load report.
 pub(super) fn tls(
     out: &mut std::fmt::Formatter<'_>,
@@ -12,13 +21,7 @@ pub(super) fn tls(
     measured_secs: f64,
 ) -> std::fmt::Result {
     use common::numfmt;
-    let per_sec = |n: u64| {
-        if measured_secs > 0.0 {
-            numfmt::fixed(n as f64 / measured_secs, 1)
-        } else {
-            "-".into()
-        }
-    };
+    let per_sec = |n: u64| per_sec(n, measured_secs);
     writeln!(
         out,
         "  tls:         {} handshakes ({}/s): {} full ({}/s), {} resumed ({}/s); TLS 1.3 {}, TLS 1.2 {}; ALPN agreed {}",
@@ -72,13 +75,7 @@ pub(super) fn http(
 ) -> std::fmt::Result {
     use common::numfmt;
     use std::fmt::Write;
-    let per_sec = |n: u64| {
-        if measured_secs > 0.0 {
-            numfmt::fixed(n as f64 / measured_secs, 1)
-        } else {
-            "-".into()
-        }
-    };
+    let per_sec = |n: u64| per_sec(n, measured_secs);
     writeln!(
         out,
         "  http:        {} requests, {} responses ({} responses/s), {} parse errors",
