@@ -292,6 +292,42 @@ pub(crate) fn color(i: usize) -> RGBColor {
 /// by side) or summed up in one last entry, so the legend never covers the plot.
 pub(crate) const LEGEND_MAX: usize = 10;
 
+/// A legend entry a series gets under the [`LEGEND_MAX`] cap ([`LegendCap::next`]).
+pub(crate) enum Legend<S> {
+    /// Its own name.
+    Named(S),
+    /// The last entry, standing for this many labelled series left out.
+    More(usize),
+}
+
+/// Counts legend entries so that a legend holds at most [`LEGEND_MAX`]: every labelled series
+/// its own entry while they fit, else the first `LEGEND_MAX - 1` and one "… and N more".
+pub(crate) struct LegendCap {
+    entries: usize,
+    total: usize,
+}
+
+impl LegendCap {
+    /// A cap for `total` labelled series.
+    pub(crate) fn new(total: usize) -> LegendCap {
+        LegendCap { entries: 0, total }
+    }
+
+    /// The entry the next series (labelled `label`) gets, if any.
+    pub(crate) fn next<S>(&mut self, label: Option<S>) -> Option<Legend<S>> {
+        let name = label?;
+        if self.entries + 1 < LEGEND_MAX || self.total <= LEGEND_MAX {
+            self.entries += 1;
+            Some(Legend::Named(name))
+        } else if self.entries + 1 == LEGEND_MAX {
+            self.entries += 1;
+            Some(Legend::More(self.total + 1 - LEGEND_MAX))
+        } else {
+            None
+        }
+    }
+}
+
 /// At most this many characters of a name in a legend or on an axis; a longer name is cut and
 /// numbered (`…[1]`), its whole name in the picture's footnote ([`Names`]).
 pub(crate) const LABEL_CHARS: usize = 40;

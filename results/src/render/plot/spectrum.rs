@@ -4,7 +4,7 @@ use hdrhistogram::Histogram;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::{color, latency_unit, DrawResult, Groups, Named, Names, Problem, LEGEND_MAX};
+use super::{color, latency_unit, DrawResult, Groups, Legend, LegendCap, Named, Names, Problem};
 use crate::analysis::latency_phase;
 use crate::record::Latency;
 
@@ -198,8 +198,7 @@ where
         .x_label_formatter(&|x| percentile_label(*x))
         .y_label_formatter(&|y| axis_value(*y))
         .draw()?;
-    let mut entries = 0;
-    let total = series.iter().filter(|l| l.label.is_some()).count();
+    let mut cap = LegendCap::new(series.iter().filter(|l| l.label.is_some()).count());
     for line in series {
         let c = color(line.color);
         let style = if line.faint {
@@ -214,20 +213,18 @@ where
                 .map(|(x, y)| (x, (y / div).clamp(y_lo, y_hi))),
             style,
         ))?;
-        match line.label {
-            Some(name) if entries + 1 < LEGEND_MAX || total <= LEGEND_MAX => {
-                entries += 1;
+        match cap.next(line.label) {
+            Some(Legend::Named(name)) => {
                 drawn.label(name).legend(move |(x, y)| {
                     PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
                 });
             }
-            Some(_) if entries + 1 == LEGEND_MAX => {
-                entries += 1;
+            Some(Legend::More(n)) => {
                 drawn
-                    .label(format!("… and {} more lines", total + 1 - LEGEND_MAX))
+                    .label(format!("… and {n} more lines"))
                     .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK.mix(0.4)));
             }
-            _ => {}
+            None => {}
         }
     }
     if grouped && series_had_faint(records, &groups) {

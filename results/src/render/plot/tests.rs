@@ -505,3 +505,23 @@ fn long_names_are_cut_with_the_whole_name_in_a_footnote() {
         texts(&svg)
     );
 }
+
+/// The legend cap: ten labelled series all get their names; twelve get nine names and one
+/// "… and 3 more", and the last two nothing; an unlabelled series never takes an entry.
+#[test]
+fn a_legend_holds_at_most_legend_max_entries() {
+    let mut fits = LegendCap::new(LEGEND_MAX);
+    for i in 0..LEGEND_MAX {
+        assert!(matches!(fits.next(Some(i)), Some(Legend::Named(n)) if n == i));
+    }
+    let mut cap = LegendCap::new(LEGEND_MAX + 2);
+    assert!(cap.next(None::<usize>).is_none());
+    let entries: Vec<Option<Legend<usize>>> =
+        (0..LEGEND_MAX + 2).map(|i| cap.next(Some(i))).collect();
+    assert!(entries[..LEGEND_MAX - 1]
+        .iter()
+        .enumerate()
+        .all(|(i, e)| matches!(e, Some(Legend::Named(n)) if *n == i)));
+    assert!(matches!(entries[LEGEND_MAX - 1], Some(Legend::More(3))));
+    assert!(entries[LEGEND_MAX..].iter().all(Option::is_none));
+}

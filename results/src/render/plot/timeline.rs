@@ -5,7 +5,9 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::{color, headroom, DrawResult, Groups, Named, Names, Problem, LEGEND_MAX};
+use super::{
+    color, headroom, DrawResult, Groups, Legend, LegendCap, Named, Names, Problem, LEGEND_MAX,
+};
 
 /// One record phase's dots and line: its legend entry (`None`: shares its group's), colour
 /// index, whether it is faint (a flagged trial of an A/B set: not setting the range), points.
@@ -88,8 +90,7 @@ where
         .y_desc("connections per minute (CPM)")
         .y_label_formatter(&|v| crate::numfmt::axis(*v))
         .draw()?;
-    let total = series.iter().filter(|s| s.0.is_some()).count();
-    let mut entries = 0;
+    let mut cap = LegendCap::new(series.iter().filter(|s| s.0.is_some()).count());
     let any_faint = series.iter().any(|s| s.2);
     for (label, colour, faint, pts) in series {
         let c = color(colour);
@@ -114,20 +115,18 @@ where
             pts.into_iter().map(|(t, v, _)| (t, v)),
             c.stroke_width(2),
         ))?;
-        match label {
-            Some(name) if entries + 1 < LEGEND_MAX || total <= LEGEND_MAX => {
-                entries += 1;
+        match cap.next(label) {
+            Some(Legend::Named(name)) => {
                 drawn.label(name).legend(move |(x, y)| {
                     PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
                 });
             }
-            Some(_) if entries + 1 == LEGEND_MAX => {
-                entries += 1;
+            Some(Legend::More(n)) => {
                 drawn
-                    .label(format!("… and {} more", total + 1 - LEGEND_MAX))
+                    .label(format!("… and {n} more"))
                     .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK.mix(0.4)));
             }
-            _ => {}
+            None => {}
         }
     }
     if any_faint && !all_faint {

@@ -3,7 +3,7 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::{color, DrawResult, Groups, Named, Names, Problem, LEGEND_MAX};
+use super::{color, DrawResult, Groups, Legend, LegendCap, Named, Names, Problem};
 use crate::analysis::rate_phase;
 
 /// Draws one bar per worker and record (grouped by worker), from each record's rate phase; an
@@ -82,30 +82,25 @@ where
         .draw()?;
     let n = series.len() as f64;
     let width = 0.8 / n;
-    let total = series.iter().filter(|s| s.0.is_some()).count();
-    let mut entries = 0;
+    let mut cap = LegendCap::new(series.iter().filter(|s| s.0.is_some()).count());
     for (k, (label, colour, shares)) in series.into_iter().enumerate() {
         let c = color(colour);
         let left = |i: usize| i as f64 - 0.4 + width * k as f64;
         let drawn = chart.draw_series(shares.iter().enumerate().map(|(i, &(_, v))| {
             Rectangle::new([(left(i), 0.0), (left(i) + width * 0.9, v)], c.filled())
         }))?;
-        match label {
-            Some(name) if entries + 1 < LEGEND_MAX || total <= LEGEND_MAX => {
-                entries += 1;
+        match cap.next(label) {
+            Some(Legend::Named(name)) => {
                 drawn.label(name).legend(move |(x, y)| {
                     Rectangle::new([(x, y - 5), (x + 15, y + 5)], c.filled())
                 });
             }
-            Some(_) if entries + 1 == LEGEND_MAX => {
-                entries += 1;
-                drawn
-                    .label(format!("… and {} more", total + 1 - LEGEND_MAX))
-                    .legend(|(x, y)| {
-                        Rectangle::new([(x, y - 5), (x + 15, y + 5)], BLACK.mix(0.4).filled())
-                    });
+            Some(Legend::More(n)) => {
+                drawn.label(format!("… and {n} more")).legend(|(x, y)| {
+                    Rectangle::new([(x, y - 5), (x + 15, y + 5)], BLACK.mix(0.4).filled())
+                });
             }
-            _ => {}
+            None => {}
         }
     }
     chart
