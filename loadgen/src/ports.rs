@@ -89,9 +89,8 @@ pub fn port_budget(
     }
 }
 
-/// The socket option `IP_LOCAL_PORT_RANGE` (include/uapi/linux/in.h, Linux 6.3; not in the
-/// `libc` crate yet).
-pub const IP_LOCAL_PORT_RANGE: i32 = 51;
+/// The socket option `IP_LOCAL_PORT_RANGE`, defined beside the calls that set it.
+pub use crate::engine::socket::IP_LOCAL_PORT_RANGE;
 
 /// Fewest ports a worker's slice holds: the kernel refuses a lower bound not below the upper
 /// (EINVAL), and one port would serialize the worker on it.

@@ -14,6 +14,10 @@ use socket2::{Domain, SockAddr, Socket, Type};
 use crate::config::{CloseMode, LoadConfig};
 use crate::core::{verdict, Verdict};
 
+/// The socket option `IP_LOCAL_PORT_RANGE` (include/uapi/linux/in.h, Linux 6.3; not in the
+/// `libc` crate yet), re-exported as [`crate::ports::IP_LOCAL_PORT_RANGE`].
+pub const IP_LOCAL_PORT_RANGE: i32 = 51;
+
 /// What a plain socket of a run needs: its targets' families and addresses, the sources.
 #[derive(Debug)]
 pub(crate) struct Net {
@@ -141,7 +145,7 @@ pub(crate) fn set_port_range(sock: &impl AsFd, value: u32) -> std::io::Result<()
         libc::setsockopt(
             fd,
             libc::IPPROTO_IP,
-            crate::ports::IP_LOCAL_PORT_RANGE,
+            IP_LOCAL_PORT_RANGE,
             (&raw const value).cast(),
             std::mem::size_of::<u32>() as libc::socklen_t,
         )
