@@ -12,6 +12,7 @@
 
 pub mod args;
 pub mod neper;
+mod overhead;
 pub mod prometheus;
 pub mod resolve;
 pub mod summary;
@@ -128,7 +129,7 @@ pub fn execute(
     }
     if let (Some(pairs), Some(settings)) = (t.profile_overhead, t.plan.profile) {
         if !trial.record.run.interrupted && trial.result.is_ok() {
-            crate::profile::overhead(
+            overhead::overhead(
                 &mut trial,
                 settings,
                 pairs,
