@@ -16,7 +16,7 @@ pub enum Space {
 /// One symbolized frame.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Frame {
-    /// Function name (see [`FunctionShare::name`]).
+    /// Function name (see [`FunctionShare::name`](super::FunctionShare::name)).
     pub name: String,
     /// Kernel or user.
     pub space: Space,
