@@ -54,6 +54,9 @@ pub enum Command {
     Ab(commands::ab::Args),
     /// Step the offered rate to find the knee (highest rate meeting a latency SLO).
     Sweep(commands::sweep::Args),
+    /// Measure the closed-loop peak at 1, 2, 4, … cores (server and load together, and a
+    /// fixed server with the load growing): scaling efficiency, the knee and what limited it.
+    Scale(commands::scale::Args),
     /// Plot run records to SVG or PNG.
     Plot(commands::plot::Args),
     /// Merge the run records of a multi-host run (load generators' segments, servers) into one.
@@ -119,6 +122,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Compare(a) => commands::compare::run(a),
         Command::Ab(a) => commands::ab::run(a, crate::version::build()),
         Command::Sweep(a) => commands::sweep::run(a, crate::version::build()),
+        Command::Scale(a) => commands::scale::run(a, crate::version::build()),
         Command::Plot(a) => commands::plot::run(a),
         Command::Merge(a) => commands::merge::run(a),
         Command::K8s(c) => commands::k8s::run(c),

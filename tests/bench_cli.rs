@@ -316,6 +316,19 @@ fn bench_tls_http_counts_equal_the_servers_tls_accepts_and_passive_opens() {
             if resume == "off" {
                 assert_eq!(t.full, t.handshakes, "{t:?}");
                 assert_eq!(srv.tls_resumed, Some(0), "{srv:?}");
+                // Without resumption no split is kept (it would repeat the mixed one).
+                assert!(p.histograms.tls_full.is_none() && p.histograms.tls_resumed.is_none());
+            } else {
+                // Issue 35 item 2: full and resumed apart, each histogram holding as many
+                // samples as that kind's count, together the mixed histogram bucket by bucket.
+                let of = |w| p.histograms.decode(w).unwrap().expect("split kept");
+                let full = of(results::record::Latency::TlsFull);
+                let resumed = of(results::record::Latency::TlsResumed);
+                assert_eq!(full.len(), t.full, "{engine} {}: {t:?}", p.name);
+                assert_eq!(resumed.len(), t.resumed, "{engine} {}: {t:?}", p.name);
+                let mut both = full.clone();
+                both.add(&resumed).unwrap();
+                assert_eq!(both, tls_hist, "{engine} {}", p.name);
             }
         }
         if resume == "tickets" && rec.phases[0].load_workers.len() == 1 {
@@ -611,6 +624,19 @@ fn bad_options_exit_2_with_one_clear_line() {
         (&["bench", "--target", "127.0.0.1:1", "--netns"], "exclude"),
         (&["bench", "--rtt", "1ms"], "--netns"),
         (&["sweep", "--slo", "fast"], "SLO"),
+        // Issue 37: an SLO names its latency; one the run would not record is refused.
+        (
+            &["sweep", "--slo", "response p99<1ms"],
+            "recorded with --http",
+        ),
+        (
+            &["sweep", "--slo", "accept-queue-wait p99<1ms"],
+            "the SLO bounds the accept-queue-wait latency",
+        ),
+        (
+            &["sweep", "--slo", "queue p99<1ms"],
+            "\"queue\" is no latency",
+        ),
         (&["sweep", "--from", "90%", "--to", "10%"], "--from"),
         (&["ab", "--trials", "1"], "nothing distinguishes"),
         (&["ab", "--toggle", "sysctl:../etc/passwd=1,2"], "toggle"),
@@ -785,6 +811,202 @@ fn sweep_finds_a_knee_in_its_own_record() {
         );
     }
     assert!(text.contains("dropped") && text.contains("late"), "{text}");
+}
+
+// ---- issue 37: answers a person can act on ----
+
+/// Who limited it, kind "the load side saturated": the load generator pinned to a CPU it shares
+/// with a server worker (server CPUs 0-1, load CPU 1; on one CPU both on 0), stepped from 100%
+/// to 150% of the closed-loop peak. Every step the generator limited is flagged in its row, the
+/// knee is not declared from one, and the headline says the generator, not the server, reached
+/// its limit.
+#[test]
+fn who_limited_it_a_load_limited_sweep_says_the_generator_reached_its_limit() {
+    let _x = testkit::exclusive();
+    let cpus = testkit::allowed_cpus();
+    let (server, load) = if cpus.len() >= 2 {
+        (format!("{},{}", cpus[0], cpus[1]), cpus[1].to_string())
+    } else {
+        (cpus[0].to_string(), cpus[0].to_string())
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(&[
+        "sweep",
+        "--netns",
+        "--server-cpus",
+        &server,
+        "--load-cpus",
+        &load,
+        "--from",
+        "100%",
+        "--to",
+        "150%",
+        "--steps",
+        "2",
+        "--step-duration",
+        "1s",
+        "--probe-duration",
+        "1s",
+        "--slo",
+        "p99<1s",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", testkit::stderr(&out));
+    assert!(
+        text.starts_with("placement: server CPUs [") && text.contains("the load shares CPUs ["),
+        "{text}"
+    );
+    let knee = text.lines().find(|l| l.starts_with("knee:")).unwrap();
+    assert!(
+        knee.starts_with(
+            "knee: not reached — the generator, not the server, reached its limit at step-"
+        ),
+        "{text}"
+    );
+    let rec = only_record(dir.path());
+    let c =
+        results::analysis::Criteria::new(results::analysis::Slo::parse("p99<1s").unwrap(), 0.001);
+    let steps =
+        results::analysis::steps_from_record(&rec, results::analysis::SloLatency::Handshake, 0.99);
+    let first = steps
+        .iter()
+        .position(|s| s.client_limited())
+        .unwrap_or_else(|| panic!("no step flagged: {steps:?}\n{text}"));
+    for s in &steps[first..first + 1] {
+        let row = text.lines().find(|l| l.starts_with(&s.name)).unwrap();
+        assert!(row.contains("client-limited: "), "{row}");
+    }
+    // Never a knee at or above the generator's limit.
+    if let Some(k) = results::analysis::knee(&steps, &c, 2) {
+        assert!(k.index < first, "{k:?}");
+    }
+}
+
+/// Like for like, kind "A/B sides at different offered rates": without --rate, `ab` fixes one
+/// offered rate from a probe pair's lower peak and runs every trial's latency phase, on both
+/// sides, at it; the records carry it and how it was chosen, and the comparison names the
+/// sides by --label-a/--label-b.
+#[test]
+fn like_for_like_an_ab_records_two_sides_carry_one_offered_rate() {
+    let _x = testkit::exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(&[
+        "ab",
+        "--trials",
+        "1",
+        "--a-setup",
+        "true",
+        "--b-setup",
+        "true",
+        "--label-a",
+        "base",
+        "--label-b",
+        "same again",
+        "--duration",
+        "2s",
+        "--format",
+        "json",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    let err = testkit::stderr(&out);
+    assert!(out.status.success(), "{err}");
+    let line = err
+        .lines()
+        .find(|l| l.contains("every trial's latency phase, on both sides, runs at"))
+        .unwrap_or_else(|| panic!("{err}"));
+    assert!(
+        line.contains("80% of the lower peak of a probe pair"),
+        "{line}"
+    );
+    let recs: Vec<RunRecord> = records(dir.path())
+        .iter()
+        .map(|p| RunRecord::read(p).unwrap())
+        .collect();
+    assert_eq!(recs.len(), 2, "one record per trial");
+    let rates: Vec<f64> = recs
+        .iter()
+        .map(|r| r.phase("latency").and_then(|p| p.offered_per_sec).unwrap())
+        .collect();
+    assert_eq!(rates[0], rates[1], "both sides' latency phases at one rate");
+    for r in &recs {
+        assert_eq!(r.config["rate_per_sec"].as_f64(), Some(rates[0]));
+        assert!(
+            r.config["rate_from"]
+                .as_str()
+                .is_some_and(|f| f.starts_with("80% of the lower peak")),
+            "{}",
+            r.config
+        );
+    }
+    let mut labels: Vec<&str> = recs.iter().map(|r| r.label.as_str()).collect();
+    labels.sort_unstable();
+    assert_eq!(labels, ["base#1", "same again#1"]);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (json["a"]["name"].as_str(), json["b"]["name"].as_str()),
+        (Some("base"), Some("same again"))
+    );
+    assert_eq!(json["offered_per_sec"].as_f64(), Some(rates[0]));
+}
+
+/// An SLO on the response latency (`--http`) selects the response histogram: the step's figure
+/// is the record's `http_response` p99, and the column says `response p99`.
+#[test]
+fn an_slo_on_response_latency_selects_that_histogram() {
+    let _x = testkit::exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(&[
+        "sweep",
+        "--netns",
+        "--http",
+        "--from",
+        "10%",
+        "--to",
+        "10%",
+        "--steps",
+        "1",
+        "--step-duration",
+        "1s",
+        "--probe-duration",
+        "1s",
+        "--slo",
+        "response p99<2s",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", testkit::stderr(&out));
+    let header = text.lines().find(|l| l.starts_with("step ")).unwrap();
+    assert!(
+        header.contains("response p99") && header.contains("meets response p99<2s"),
+        "{header}"
+    );
+    let rec = only_record(dir.path());
+    let step = rec.phase("step-1").unwrap();
+    let p99 = |which| {
+        step.histograms
+            .decode(which)
+            .unwrap()
+            .unwrap()
+            .value_at_quantile(0.99)
+    };
+    let response = p99(results::record::Latency::HttpResponse);
+    let row = text.lines().find(|l| l.starts_with("step-1")).unwrap();
+    assert!(
+        row.contains(&results::numfmt::ns(response as f64)),
+        "{row}: response p99 {response} ns"
+    );
+    let steps =
+        results::analysis::steps_from_record(&rec, results::analysis::SloLatency::Response, 0.99);
+    assert_eq!(steps[0].latency_ns, Some(response));
+    assert_ne!(
+        response,
+        p99(results::record::Latency::Handshake),
+        "the response histogram, not the handshake's"
+    );
 }
 
 // ---- issue 9: truth at the edges ----
@@ -1364,11 +1586,14 @@ fn every_command_documents_the_exit_codes_and_refuses_bad_input_with_2() {
         &["load"],
         &["server"],
         &["sweep"],
+        &["scale"],
         &["ab"],
         &["report"],
         &["compare"],
         &["plot"],
         &["tune", "check"],
+        &["tune", "placement"],
+        &["tune", "snapshot-topology"],
         &["tune"],
     ];
     for cmd in commands {
@@ -1722,4 +1947,298 @@ fn bench_measures_the_accept_queue_wait_or_says_why_not_once() {
         "{text}"
     );
     assert!(!text.contains("accept wait p50"), "{text}");
+}
+
+/// `connstorm scale` on this host's CPUs, shared pairs, 1 → 2 cores (the 2-vCPU plan), each
+/// step in fresh namespaces with the profile: every step's counts equal the kernel's
+/// (PassiveOpens = server accepts, ActiveOpens = accepts + failures), and every figure of the
+/// record's scale section is its phase's: rate, rate per core, efficiency rate_2 / (2 × rate_1),
+/// CPU µs per connection per side, the busiest CPU's softirq share; the text prints the table,
+/// both profiles and the plot is drawn.
+#[test]
+fn scale_steps_agree_with_the_kernel_and_their_figures_with_their_phases() {
+    let _x = testkit::exclusive();
+    let cpus = testkit::allowed_cpus();
+    if cpus.len() < 2 {
+        eprintln!("skipping: scale needs two CPUs, this process may use {cpus:?}");
+        return;
+    }
+    let list = format!("{},{}", cpus[0], cpus[1]);
+    let profile = tuning::profile::check_access(Path::new("/proc")).is_ok();
+    let dir = tempfile::tempdir().unwrap();
+    let plot = dir.path().join("scale.svg");
+    let mut args = vec![
+        "scale",
+        "--shape",
+        "together",
+        "--pairs",
+        "shared",
+        "--cpus",
+        &list,
+        "--netns",
+        "--step-duration",
+        "2s",
+        "--warmup",
+        "500ms",
+        "--plot",
+        plot.to_str().unwrap(),
+        "--out",
+        dir.path().to_str().unwrap(),
+    ];
+    if profile {
+        args.push("--profile");
+    } else {
+        eprintln!("no --profile: this process may not open CPU-wide perf events");
+    }
+    let out = run(&args);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let rec = RunRecord::read(&records(dir.path())[0]).unwrap();
+    assert_eq!(rec.run.command, "scale");
+    let names: Vec<&str> = rec.phases.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["together-1", "together-2"]);
+    let s = rec.scale.as_ref().expect("a scale section");
+    assert_eq!(s.pairs, "shared");
+    let cores: Vec<usize> = s.steps.iter().map(|x| x.cores).collect();
+    assert_eq!(cores, [1, 2]);
+    for (step, p) in s.steps.iter().zip(&rec.phases) {
+        assert_eq!(step.phase, p.name);
+        assert_eq!(step.server_cpus, step.load_cpus, "shared pairs");
+        assert_eq!(step.server_cpus.len(), step.cores);
+        assert!(
+            err.contains(&format!(
+                "[scale] together {} core(s): server CPUs {}",
+                step.cores,
+                common::cpulist::format(&step.server_cpus)
+            )),
+            "each step's CPUs are printed: {err}"
+        );
+        // The kernel's counters of the step's namespaces.
+        let c = p.cross_check.as_ref().expect("cross-check present");
+        let server = c.server_accepted.unwrap();
+        assert!(server > 0, "{}: no connection", p.name);
+        assert_agrees_unless_overflowed(p, "scale");
+        assert_eq!(c.kernel_passive_opens, Some(server as i64), "{}", p.name);
+        assert_eq!(
+            c.kernel_active_opens,
+            Some(server as i64 + p.failed() as i64),
+            "{}",
+            p.name
+        );
+        assert_eq!(
+            p.counters.get("Tcp.PassiveOpens").copied(),
+            Some(server as i64)
+        );
+        assert!(
+            p.successes <= server,
+            "the measured part is within the kernel's count"
+        );
+        // The step's figures are its phase's.
+        let rate = p.achieved_per_sec.unwrap();
+        assert!(
+            (rate - p.successes as f64 / p.measured_secs).abs() <= rate * 1e-9 + 1e-9,
+            "{}: {rate} vs {} in {} s",
+            p.name,
+            p.successes,
+            p.measured_secs
+        );
+        assert_eq!(step.achieved_per_sec, Some(rate));
+        assert_eq!(step.per_core_per_sec, Some(rate / step.cores as f64));
+        assert_eq!(
+            step.server_us_per_conn,
+            p.cpu.server.as_ref().and_then(|c| c.us_per_conn())
+        );
+        assert_eq!(step.load_us_per_conn, p.cpu.load.us_per_conn());
+        assert!(step.server_us_per_conn.unwrap() > 0.0 && step.load_us_per_conn.unwrap() > 0.0);
+        let soft_cpu = step.busiest_softirq_cpu.unwrap();
+        assert!(step.server_cpus.contains(&soft_cpu));
+        let soft = step.busiest_softirq_pct.unwrap();
+        assert!((0.0..=100.0).contains(&soft), "{soft}");
+        assert_eq!(p.cpu_softirq_pct.get(&soft_cpu), Some(&soft));
+        assert!(step
+            .server_cpus
+            .iter()
+            .all(|c| p.cpu_softirq_pct.get(c).is_some_and(|v| *v <= soft)));
+        if profile {
+            let prof = p
+                .profile
+                .as_ref()
+                .expect("first and last steps are profiled");
+            let sides: Vec<&str> = prof.sides.iter().map(|x| x.side.as_str()).collect();
+            assert_eq!(sides, ["server+load"], "shared pairs: one side per CPU set");
+            assert!(prof.sides.iter().all(|x| x.busy_samples() > 0), "{prof:?}");
+            assert!(
+                text.contains(&format!("profile of {}: cpu-clock", p.name)),
+                "the profile is printed: {text}"
+            );
+        }
+    }
+    let (r1, r2) = (
+        s.steps[0].achieved_per_sec.unwrap(),
+        s.steps[1].achieved_per_sec.unwrap(),
+    );
+    assert_eq!(s.steps[0].efficiency, Some(1.0));
+    let e2 = s.steps[1].efficiency.unwrap();
+    assert!(
+        (e2 - r2 / (2.0 * r1)).abs() < 1e-12,
+        "{e2} vs {r2}/(2×{r1})"
+    );
+    // A knee is named exactly when the 2-core step fell below 0.8.
+    assert_eq!(s.knees.len(), usize::from(e2 < 0.8), "{:?}", s.knees);
+    if let Some(k) = s.knees.first() {
+        assert_eq!(k.cores, 2);
+        assert!(!k.limit.is_empty());
+    }
+    assert!(text.contains("efficiency"), "{text}");
+    let svg = std::fs::read_to_string(&plot).unwrap();
+    assert!(
+        svg.starts_with("<svg") || svg.contains("<svg"),
+        "an SVG plot"
+    );
+}
+
+/// `scale`'s bad input: one CPU, more steps than CPUs, a CPU outside the affinity mask, a step
+/// too short to settle, a bad efficiency: each one clear line, exit 2, nothing written.
+#[test]
+fn scale_bad_input_exits_2_with_one_line_before_anything_runs() {
+    let cpus = testkit::allowed_cpus();
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("runs");
+    let one = cpus[0].to_string();
+    let two = format!("{},{}", cpus[0], cpus.get(1).copied().unwrap_or(cpus[0]));
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["--cpus", &one], "give --cpus with at least two CPUs"),
+        (
+            vec![
+                "--cpus", &two, "--pairs", "shared", "--shape", "together", "--steps", "1,2,4",
+            ],
+            "fewer or smaller --steps",
+        ),
+        (vec!["--cpus", "4000"], "--cpus"),
+        (vec!["--step-duration", "1s"], "--step-duration 1s"),
+        (vec!["--efficiency", "1.5"], "--efficiency 1.5"),
+        (vec!["--steps", "2,1"], "--steps like 1,2,4,8"),
+        (
+            vec![
+                "--plot", "x.txt", "--pairs", "shared", "--shape", "together",
+            ],
+            "--plot x.txt",
+        ),
+    ];
+    for (extra, want) in cases {
+        if cpus.len() < 2 && extra.contains(&"1,2,4") {
+            continue;
+        }
+        let mut args = vec!["scale", "--out", out_dir.to_str().unwrap()];
+        args.extend(extra.iter().copied());
+        let o = run(&args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: wanted {want:?} in {err}");
+        assert_eq!(
+            err.trim_end().lines().count(),
+            1,
+            "{args:?}: one line: {err}"
+        );
+        assert!(!out_dir.exists(), "{args:?}: nothing written");
+    }
+}
+
+/// `taskset -c CPU connstorm bench --server-cpus auto --load-cpus auto`: a placement that does
+/// not fit names the options given once, the CPUs allowed and options that exist.
+#[test]
+fn an_auto_placement_that_does_not_fit_names_the_cpus_and_a_real_option() {
+    let cpu = testkit::allowed_cpus()[0];
+    let o = Command::new(testkit::require_tool("taskset", "util-linux"))
+        .args([
+            "-c",
+            &cpu.to_string(),
+            bin(),
+            "bench",
+            "--server-cpus",
+            "auto",
+            "--load-cpus",
+            "auto",
+            "--duration",
+            "1s",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.matches("--server-cpus auto").count(), 1, "{err}");
+    assert!(!err.contains("--cpus auto: --cpus auto"), "{err}");
+    assert!(!err.contains("housekeeping ,"), "{err}");
+    assert!(err.contains(&format!("allows {cpu}")), "{err}");
+    assert!(
+        err.contains(&format!("--server-cpus {cpu} --load-cpus {cpu}")),
+        "a real option: {err}"
+    );
+    assert!(!err.contains("allow SMT siblings"), "{err}");
+}
+
+/// `--profile` where this process may not profile (root without its capabilities, as
+/// `setpriv --bounding-set -all` runs it, with kernel.perf_event_paranoid above 0): `bench`,
+/// `scale`, `load` and `server` refuse it up front, exit 2, naming the setting to change, and
+/// write nothing.
+#[test]
+fn a_profile_without_permission_is_refused_before_anything_runs() {
+    let paranoid: i64 = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .map(|t| t.trim().parse().unwrap())
+        .unwrap_or(2);
+    if paranoid <= 0 {
+        eprintln!("skipping: kernel.perf_event_paranoid is {paranoid}: anyone may profile here");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("runs");
+    let o = out.to_str().unwrap();
+    let cpu = testkit::allowed_cpus()[0].to_string();
+    for cmd in [
+        vec!["bench", "--duration", "1s", "--out", o],
+        vec![
+            "scale", "--shape", "together", "--pairs", "shared", "--out", o,
+        ],
+        vec![
+            "load",
+            "--target",
+            "127.0.0.1:9",
+            "--duration",
+            "1s",
+            "--out",
+            o,
+        ],
+        vec![
+            "server",
+            "--listen",
+            "127.0.0.1:0",
+            "--cpus",
+            &cpu,
+            "--out",
+            o,
+        ],
+    ] {
+        let r = Command::new(testkit::require_tool("setpriv", "util-linux"))
+            .args([
+                "--inh-caps=-all",
+                "--ambient-caps=-all",
+                "--bounding-set=-all",
+                bin(),
+            ])
+            .args(&cmd)
+            .arg("--profile")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&r.stderr);
+        assert_eq!(r.status.code(), Some(2), "{cmd:?}: {err}");
+        assert!(err.contains("--profile"), "{cmd:?}: {err}");
+        assert!(err.contains("kernel.perf_event_paranoid"), "{cmd:?}: {err}");
+        assert!(
+            err.contains("CAP_PERFMON") || err.contains("cap_perfmon"),
+            "{cmd:?}: {err}"
+        );
+        assert!(!out.exists(), "{cmd:?}: nothing written");
+    }
 }

@@ -4,7 +4,7 @@
 //! Every test that runs load takes [`testkit::exclusive`] (rates, time bounds and overloads do
 //! not mix on a 2-CPU machine); the bad-input tests run beside them.
 
-use std::net::{SocketAddr, TcpListener};
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -1841,4 +1841,54 @@ fn a_descriptor_limit_that_caps_the_in_flight_bound_is_named() {
         );
         assert!(!all.contains("raise --max-in-flight"), "{all}");
     });
+}
+
+/// Ports still in TIME_WAIT from before the run: a 500-port range, 500 TIME_WAIT sockets toward
+/// the target left by an earlier run (client-first close, `tcp_tw_reuse = 0`), then
+/// `load --close fin`: every attempt fails EADDRNOTAVAIL (exit 3). The pre-flight counts the
+/// TIME_WAIT sockets toward the target (sock_diag) and says they exhaust the range, and the
+/// diagnosis names them; before, it said nothing about them.
+#[test]
+fn ports_still_in_time_wait_from_before_the_run_are_counted_and_named() {
+    use std::io::Read as _;
+    let _x = testkit::exclusive();
+    let o = testkit::NetNs::run(|ns| {
+        ns.set_sysctl("net.ipv4.ip_local_port_range", "40000 40499");
+        ns.set_sysctl("net.ipv4.tcp_tw_reuse", "0");
+        let l = TcpListener::bind("127.0.0.1:18080").unwrap();
+        // The earlier run: 500 connections, each closed by the client first.
+        for _ in 0..500 {
+            let c = TcpStream::connect("127.0.0.1:18080").unwrap();
+            let (mut s, _) = l.accept().unwrap();
+            drop(c);
+            let mut b = [0u8; 1];
+            let _ = s.read(&mut b);
+        }
+        connstorm(&[
+            "--target",
+            "127.0.0.1:18080",
+            "--rate",
+            "10/s",
+            "--duration",
+            "1s",
+            "--warmup",
+            "0s",
+            "--cpus",
+            &cpu(),
+            "--close",
+            "fin",
+        ])
+    });
+    let err = stderr(&o);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(3), "{err}\n{out}");
+    assert!(
+        err.contains("connstorm load: warning: 500 of the 500 ephemeral ports [40000-40499] toward 127.0.0.1:18080 are still in TIME_WAIT from before this run (sock_diag); none can be reused (net.ipv4.tcp_tw_reuse = 0): they exhaust the range, so every connect() toward 127.0.0.1:18080 fails EADDRNOTAVAIL"),
+        "{err}"
+    );
+    assert!(out.contains("EADDRNOTAVAIL"), "{out}");
+    assert!(
+        out.contains("500 of the ports toward the target(s) were already in TIME_WAIT before the run started"),
+        "{out}"
+    );
 }

@@ -430,6 +430,65 @@ fn compare_detects_a_ten_percent_gain_and_says_how() {
     );
 }
 
+/// Issue 37, "A/B reading" and "A/B latency": the default table fits 120 columns, --label-a and
+/// --label-b name the sides, --wide shows every column; latency phases run at different
+/// offered rates are not compared.
+#[test]
+fn compare_fits_120_columns_names_its_sides_and_compares_latency_only_at_one_rate() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = trials(&dir.path().join("a"), "off", 1.0, 5);
+    let b = trials(&dir.path().join("b"), "on", 1.1, 5);
+    let mut args = vec!["compare", "--label-a", "6.18", "--label-b", "6.18+fix"];
+    args.extend(a.iter().map(|p| s(p)));
+    args.push("--");
+    args.extend(b.iter().map(|p| s(p)));
+    let text = ok(&args);
+    let table: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("metric"))
+        .take_while(|l| !l.starts_with("note:"))
+        .collect();
+    assert!(
+        table[0].contains("A: 6.18") && table[0].contains("B: 6.18+fix"),
+        "{text}"
+    );
+    assert!(table.iter().all(|l| l.chars().count() <= 120), "{text}");
+    assert!(
+        text.contains("verdict (B vs A): connections/s (peak phase) +10."),
+        "{text}"
+    );
+    args.push("--wide");
+    let wide = ok(&args);
+    assert!(wide.contains("median [min – max]"), "{wide}");
+    // B's latency phases at another offered rate: latency not compared.
+    let b2: Vec<PathBuf> = b
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let mut r = RunRecord::read(p).unwrap();
+            let lat = r.phases.iter_mut().find(|p| p.name == "latency").unwrap();
+            lat.offered_per_sec = Some(2_000.0 + i as f64);
+            if let results::record::Pattern::Open { rate_per_sec, .. } = &mut lat.pattern {
+                *rate_per_sec = 2_000.0 + i as f64;
+            }
+            r.write_atomic(&dir.path().join("b2")).unwrap()
+        })
+        .collect();
+    let mut args = vec!["compare", "--format", "json"];
+    args.extend(a.iter().map(|p| s(p)));
+    args.push("--");
+    args.extend(b2.iter().map(|p| s(p)));
+    let json: serde_json::Value = serde_json::from_str(&ok(&args)).unwrap();
+    let p99 = json["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "handshake p99")
+        .unwrap();
+    assert_eq!(p99["verdict"], "different_loads", "{p99}");
+    assert!(json["offered_per_sec"].is_null());
+}
+
 /// `compare` of a loopback bench with an external-target bench: refused (exit 2) naming the
 /// difference, before any output; `--allow-mismatch` compares and lists it.
 #[test]
@@ -993,6 +1052,7 @@ fn merge_bad_input_a_server_record_from_another_time_window_is_refused() {
         workers: vec![WorkerAccepts {
             cpu: 0,
             accepted: 7,
+            cpu_run_ns: None,
         }],
         ..ServerSide::default()
     });
@@ -1032,10 +1092,12 @@ fn report_of_a_server_record_prints_the_accept_server() {
                 WorkerAccepts {
                     cpu: 0,
                     accepted: 300,
+                    cpu_run_ns: None,
                 },
                 WorkerAccepts {
                     cpu: 3,
                     accepted: 200,
+                    cpu_run_ns: None,
                 },
             ],
             accept_errors: [("EMFILE".to_string(), 4)].into(),
@@ -1154,5 +1216,34 @@ fn files_people_bring_fifos_devices_and_directories_are_refused_at_once() {
                 "{args:?}: {err}"
             );
         }
+    }
+}
+
+/// The terminal: a report (text or HTML) and `tune presets` to a full stdout (`> /dev/full`)
+/// exit 1 saying stdout could not be written; the bare "No space left on device (os error 28)"
+/// named no file and read like a full disk under --out.
+#[test]
+fn the_terminal_a_full_stdout_is_named_in_the_error() {
+    let g = golden();
+    for args in [
+        &["report", s(&g)][..],
+        &["report", "--format", "html", s(&g)],
+        &["tune", "presets"],
+    ] {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let o = Command::new(env!("CARGO_BIN_EXE_connstorm"))
+            .args(args)
+            .stdout(full)
+            .output()
+            .unwrap();
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
+        assert!(
+            err.contains("cannot write to stdout: No space left on device"),
+            "{args:?}: {err}"
+        );
     }
 }

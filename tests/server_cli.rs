@@ -529,3 +529,238 @@ fn two_quick_sigints_still_print_the_report_and_write_the_record_and_exit_130() 
     let rec_accepts = rec.phases[0].server.as_ref().map_or(0, |s| s.accepted());
     assert_eq!(rec_accepts, 10, "{:?}", rec.phases[0].server);
 }
+
+/// The port is taken, but not by a listener: an outgoing connection holds local port 18080
+/// (connect(2) picked it from the ephemeral range). The server names that connection, says the
+/// port is inside the range and gives `net.ipv4.ip_local_reserved_ports` as the fix; it said
+/// "stop the other listener" (there was none).
+#[test]
+fn the_port_is_taken_but_not_by_a_listener_names_the_outgoing_connection() {
+    let (code, stderr) = testkit::NetNs::run(|ns| {
+        let _listener = TcpListener::bind("127.0.0.1:9000").unwrap();
+        ns.set_sysctl("net.ipv4.ip_local_port_range", "18080 18080");
+        let outgoing = TcpStream::connect("127.0.0.1:9000").unwrap();
+        assert_eq!(outgoing.local_addr().unwrap().port(), 18080);
+        ns.set_sysctl("net.ipv4.ip_local_port_range", "2000 65000");
+        let out = Command::new(BIN)
+            .args([
+                "server",
+                "--listen",
+                "127.0.0.1:18080",
+                "--cpus",
+                "0",
+                "--engine",
+                "epoll",
+                "--duration",
+                "5s",
+            ])
+            .output()
+            .unwrap();
+        drop(outgoing);
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    });
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("address 127.0.0.1:18080 is already in use, not by a listener: a connection holds local port 18080 (127.0.0.1:18080 -> 127.0.0.1:9000 ESTAB, pid "),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(
+            "18080 is inside the ephemeral range (net.ipv4.ip_local_port_range = 2000 65000)"
+        ) && stderr.contains("net.ipv4.ip_local_reserved_ports = 18080"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("stop the other listener"), "{stderr}");
+    assert_eq!(
+        stderr.lines().filter(|l| !l.is_empty()).count(),
+        1,
+        "{stderr}"
+    );
+}
+
+/// Installs, in the child between fork and exec, a seccomp filter that answers
+/// io_uring_setup(2) with EPERM and allows every other call (as a container runtime's default
+/// profile does).
+fn deny_io_uring_setup() -> std::io::Result<()> {
+    use nix::libc;
+    // load the syscall number (seccomp_data.nr at offset 0); if io_uring_setup, EPERM; else
+    // allow. io_uring_setup is 425 on every architecture (the unified syscall table of 5.1+), so
+    // the filter does not check seccomp_data.arch.
+    static FILTER: [libc::sock_filter; 4] = [
+        libc::sock_filter {
+            code: (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16,
+            jt: 0,
+            jf: 0,
+            k: 0,
+        },
+        libc::sock_filter {
+            code: (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16,
+            jt: 0,
+            jf: 1,
+            k: libc::SYS_io_uring_setup as u32,
+        },
+        libc::sock_filter {
+            code: (libc::BPF_RET | libc::BPF_K) as u16,
+            jt: 0,
+            jf: 0,
+            k: libc::SECCOMP_RET_ERRNO | libc::EPERM as u32,
+        },
+        libc::sock_filter {
+            code: (libc::BPF_RET | libc::BPF_K) as u16,
+            jt: 0,
+            jf: 0,
+            k: libc::SECCOMP_RET_ALLOW,
+        },
+    ];
+    let prog = libc::sock_fprog {
+        len: FILTER.len() as u16,
+        filter: FILTER.as_ptr().cast_mut(),
+    };
+    // SAFETY: prctl(2) with integer arguments and, for PR_SET_SECCOMP, a pointer to `prog`,
+    // which lives until the call returns and points at FILTER, a static of plain integers the
+    // kernel only reads (it copies the program). Both calls are async-signal-safe system calls,
+    // as code between fork and exec must be.
+    unsafe {
+        if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
+            || libc::prctl(
+                libc::PR_SET_SECCOMP,
+                libc::SECCOMP_MODE_FILTER,
+                &prog as *const libc::sock_fprog,
+            ) != 0
+        {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// Explanations that blame the wrong thing: under a seccomp filter that denies io_uring_setup
+/// (and `kernel.io_uring_disabled = 0`), the server's fallback to epoll names the filter, the
+/// cause its probe established; it said "kernel.io_uring_disabled=0, or a seccomp policy".
+#[test]
+fn explanations_that_blame_the_wrong_thing_the_io_uring_fallback_names_seccomp() {
+    use std::os::unix::process::CommandExt as _;
+    let disabled = std::fs::read_to_string("/proc/sys/kernel/io_uring_disabled")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default();
+    if disabled == "2" {
+        eprintln!(
+            "skipping: kernel.io_uring_disabled = 2 here, which refuses io_uring before any filter"
+        );
+        return;
+    }
+    let mut cmd = Command::new(BIN);
+    cmd.args([
+        "server",
+        "--listen",
+        "127.0.0.1:0",
+        "--cpus",
+        "0",
+        "--engine",
+        "auto",
+        "--duration",
+        "200ms",
+    ]);
+    // SAFETY: deny_io_uring_setup only makes async-signal-safe prctl(2) calls (see there).
+    unsafe {
+        cmd.pre_exec(deny_io_uring_setup);
+    }
+    let out = cmd.stdin(Stdio::null()).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("io_uring unavailable, using epoll: io_uring_setup(2) failed with EPERM: a seccomp filter on this process denies io_uring_setup (Seccomp: 2 in /proc/self/status"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("or a seccomp policy"), "{stderr}");
+}
+
+/// `--profile` on `server` and `load`: a server on one CPU and a closed-loop load on another,
+/// both profiled; each record's phase holds its side's kernel profile (the server's CPUs, the
+/// load's CPUs, busy samples in the kernel), and the load prints its top functions.
+#[test]
+fn server_and_load_profiles_land_in_their_records() {
+    if let Err(why) = tuning::profile::check_access(std::path::Path::new("/proc")) {
+        eprintln!("skipping: this process may not profile: {why}");
+        return;
+    }
+    let _x = testkit::exclusive();
+    let cpus = testkit::allowed_cpus();
+    let (scpu, lcpu) = (cpus[0], *cpus.last().unwrap());
+    let sdir = tempfile::tempdir().unwrap();
+    let ldir = tempfile::tempdir().unwrap();
+    let (mut child, addr, _stderr) = spawn_server(
+        &[],
+        &[
+            "--cpus",
+            &scpu.to_string(),
+            "--profile",
+            "--format",
+            "json",
+            "--out",
+            sdir.path().to_str().unwrap(),
+        ],
+    );
+    let load = Command::new(BIN)
+        .args([
+            "load",
+            "--target",
+            &addr.to_string(),
+            "--concurrency",
+            "8",
+            "--duration",
+            "2s",
+            "--warmup",
+            "300ms",
+            "--cpus",
+            &lcpu.to_string(),
+            "--profile",
+            "--out",
+            ldir.path().to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let report = terminate(&mut child);
+    let ltext = String::from_utf8_lossy(&load.stdout);
+    assert!(
+        matches!(load.status.code(), Some(0)),
+        "{}{ltext}",
+        String::from_utf8_lossy(&load.stderr)
+    );
+    assert!(accepted(&report) > 0, "{report}");
+    assert!(ltext.contains("profile of the load: cpu-clock"), "{ltext}");
+    let only = |d: &std::path::Path| {
+        let files: Vec<_> = std::fs::read_dir(d)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "json"))
+            .collect();
+        assert_eq!(files.len(), 1, "{files:?}");
+        results::RunRecord::read(&files[0]).unwrap()
+    };
+    for (rec, side, cpu) in [
+        (only(sdir.path()), "server", scpu),
+        (only(ldir.path()), "load", lcpu),
+    ] {
+        let p = rec.phases[0]
+            .profile
+            .as_ref()
+            .unwrap_or_else(|| panic!("{side}: no profile; warnings {:?}", rec.warnings));
+        assert_eq!(p.event, "cpu-clock");
+        assert_eq!(p.sides.len(), 1, "{side}");
+        let s = &p.sides[0];
+        assert_eq!((s.side.as_str(), s.cpus.as_slice()), (side, &[cpu][..]));
+        assert!(s.busy_samples() > 0, "{side}: {s:?}");
+        assert!(
+            s.functions
+                .iter()
+                .any(|f| f.space == "kernel" && f.samples_self > 0),
+            "{side}: kernel functions sampled: {:?}",
+            s.functions
+        );
+    }
+}

@@ -636,13 +636,18 @@ fn dry_run_says_what_yes_will_do_including_refusals() {
     let state = d.path().join("state");
     let strict = sysctld().join("02-status-key-strict.conf");
     let dash = sysctld().join("02-status-key.conf");
+    // A status key without `-` fails EACCES when written, which systemd-sysctl ignores: plain
+    // apply skips it with one line and applies the rest; --strict refuses the whole plan.
     let script = format!(
         r#"f=/proc/sys/net/ipv4/tcp_fin_timeout
 echo "before $(cat $f)"
-"$BIN" tune apply --file {strict} --state-dir {state}
+"$BIN" tune apply --file {strict} --state-dir {state} --strict
 echo "strict-dry $?"
-"$BIN" tune apply --file {strict} --state-dir {state} --yes
+"$BIN" tune apply --file {strict} --state-dir {state} --strict --yes
 echo "strict-yes $? $(cat $f)"
+"$BIN" tune apply --file {strict} --state-dir {state} --yes
+echo "plain-yes $? $(cat $f)"
+"$BIN" tune revert --state-dir {state} >/dev/null
 "$BIN" tune apply --file {dash} --state-dir {state}
 echo "dash-dry $?"
 "$BIN" tune apply --file {dash} --state-dir {state} --yes
@@ -666,12 +671,18 @@ echo "dash-yes $? $(cat $f)"
     assert_eq!(val("strict-dry"), "2", "{t}");
     assert!(
         t.contains(&format!(
-            "`connstorm tune apply --file {} --yes` would refuse the whole plan and change nothing",
+            "`connstorm tune apply --file {} --strict --yes` would refuse the whole plan and change nothing",
             strict.display()
         )),
         "{t}"
     );
     assert_eq!(val("strict-yes"), format!("2 {before}"), "{t}");
+    assert_eq!(val("plain-yes"), "0 17", "{t}");
+    assert!(
+        t.lines()
+            .any(|l| l.starts_with("skipped net.netfilter.nf_conntrack_count: ")),
+        "{t}"
+    );
     // With `-`: the status key is skipped with a note, and --yes writes the other key.
     assert_eq!(val("dash-dry"), "0", "{t}");
     assert!(
@@ -925,4 +936,699 @@ fn a_contradiction_quotes_the_line_value_not_the_current_one() {
         )),
         "{line}"
     );
+}
+
+/// The corpus of files people bring (issue 34), as fixtures.
+fn corpus() -> PathBuf {
+    fixtures().join("sysctld/corpus")
+}
+
+/// Every readable file under `/proc/sys/net` of the calling thread's namespace, normalized.
+fn net_sysctls() -> std::collections::BTreeMap<String, String> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut dirs = vec![PathBuf::from("/proc/sys/net")];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                dirs.push(p);
+            } else if let Ok(v) = std::fs::read_to_string(&p) {
+                let key = p.strip_prefix("/proc/sys").unwrap().display().to_string();
+                out.insert(key, v.split_whitespace().collect::<Vec<_>>().join(" "));
+            }
+        }
+    }
+    out
+}
+
+/// Runs the command `make` builds in a fresh network namespace **and** a private mount
+/// namespace in which every /proc/sys directory but `net` is bind-mounted read-only (so nothing
+/// global can change: writes there fail EROFS), and returns its exit code, its output and the
+/// `/proc/sys/net` keys whose value it changed (old, new).
+#[allow(clippy::type_complexity)]
+fn isolated(
+    make: impl FnOnce() -> Command + Send + 'static,
+) -> (
+    Option<i32>,
+    String,
+    std::collections::BTreeMap<String, (String, String)>,
+) {
+    std::thread::spawn(move || {
+        use nix::mount::{mount, MsFlags};
+        use nix::sched::{unshare, CloneFlags};
+        unshare(CloneFlags::CLONE_NEWNET | CloneFlags::CLONE_NEWNS)
+            .expect("unshare(CLONE_NEWNET | CLONE_NEWNS): run the tests as root");
+        // Nothing mounted here propagates to the host.
+        mount(
+            None::<&str>,
+            "/",
+            None::<&str>,
+            MsFlags::MS_REC | MsFlags::MS_PRIVATE,
+            None::<&str>,
+        )
+        .expect("make / private in the test's mount namespace");
+        for e in std::fs::read_dir("/proc/sys").unwrap().flatten() {
+            if e.file_name() == "net" || !e.file_type().unwrap().is_dir() {
+                continue;
+            }
+            let p = e.path();
+            mount(Some(&p), &p, None::<&str>, MsFlags::MS_BIND, None::<&str>).unwrap();
+            mount(
+                None::<&str>,
+                &p,
+                None::<&str>,
+                MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY,
+                None::<&str>,
+            )
+            .unwrap();
+            let ro = nix::sys::statvfs::statvfs(&p)
+                .unwrap()
+                .flags()
+                .contains(nix::sys::statvfs::FsFlags::ST_RDONLY);
+            assert!(ro, "{} must be read-only before anything runs", p.display());
+        }
+        // A write of the value it has already: refused (EROFS) by the read-only mount.
+        let pid_max = std::fs::read_to_string("/proc/sys/kernel/pid_max").unwrap();
+        let e = std::fs::write("/proc/sys/kernel/pid_max", pid_max.trim()).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(30), "EROFS: {e}");
+        let before = net_sysctls();
+        let out = make().output().expect("run the command");
+        let after = net_sysctls();
+        let changed = after
+            .into_iter()
+            .filter_map(|(k, v)| {
+                let old = before.get(&k)?;
+                (*old != v).then(|| (k, (old.clone(), v)))
+            })
+            .collect();
+        (out.status.code(), text(&out), changed)
+    })
+    .join()
+    .unwrap()
+}
+
+/// Done-when of issue 34: `tune apply` matches `systemd-sysctl` on the corpus of files people
+/// bring. Each file is applied by both, each in its own fresh network namespace and private
+/// mount namespace whose /proc/sys (but net) is read-only; for each file the keys written
+/// (every /proc/sys/net value that changed, kernel side effects included) and the exit status
+/// agree. Expected differences, each documented in docs/tuning.md ("Apply rules"):
+/// - connstorm is given `--allow-decrease` (systemd-sysctl lowers limits without asking);
+/// - a value the kernel rejects (EINVAL, tw-reuse-3.conf): connstorm refuses the plan before
+///   writing anything (exit 2, bad input), systemd-sysctl writes the other lines and exits 1.
+#[test]
+fn tune_apply_matches_systemd_sysctl_on_the_corpus() {
+    let sd = testkit::require_tool("systemd-sysctl", "systemd");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(corpus())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "conf"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 7, "{files:?}");
+    for f in &files {
+        let name = f.file_name().unwrap().to_string_lossy().to_string();
+        let (sd_path, file) = (sd.clone(), f.clone());
+        let (sd_code, sd_out, sd_changed) = isolated(move || {
+            let mut c = Command::new(sd_path);
+            c.arg(file);
+            c
+        });
+        let state = tempfile::tempdir().unwrap();
+        let (state_dir, file) = (state.path().to_path_buf(), f.clone());
+        let (cs_code, cs_out, cs_changed) = isolated(move || {
+            let mut c = Command::new(BIN);
+            c.args(["tune", "apply", "--file"])
+                .arg(file)
+                .args(["--yes", "--allow-decrease", "--state-dir"])
+                .arg(state_dir);
+            c
+        });
+        let both = format!(
+            "{name}\nsystemd-sysctl exit {sd_code:?}: {sd_out}\nwrote {sd_changed:#?}\nconnstorm exit {cs_code:?}: {cs_out}\nwrote {cs_changed:#?}"
+        );
+        if name == "tw-reuse-3.conf" {
+            assert_eq!(sd_code, Some(1), "{both}");
+            assert_eq!(cs_code, Some(2), "{both}");
+            assert!(cs_changed.is_empty(), "{both}");
+            assert_eq!(
+                sd_changed.keys().collect::<Vec<_>>(),
+                ["net/ipv4/tcp_fin_timeout"],
+                "{both}"
+            );
+            continue;
+        }
+        assert_eq!(sd_code, Some(0), "{both}");
+        assert_eq!(cs_code, Some(0), "{both}");
+        assert_eq!(sd_changed, cs_changed, "{both}");
+        assert!(!cs_changed.is_empty(), "each file writes something: {both}");
+    }
+}
+
+/// A read-only status key (`fs.file-nr` copied from `sysctl -a`) gets one reason, the same on
+/// the host and in a child namespace: it cannot be set, drop the line or prefix it with `-`.
+/// Plain apply skips it and the rest applies (systemd-sysctl ignores the EACCES); --strict
+/// refuses the plan, and a refused plan no longer also says "1 change(s) planned".
+#[test]
+fn a_read_only_status_key_has_one_reason_in_every_mode() {
+    let f = corpus().join("file-nr.conf");
+    let reason = "status key: it reports state and cannot be set (Documentation/admin-guide/sysctl/fs.rst (read-only)): drop the line or prefix it with `-`";
+    let row = |t: &str| -> String {
+        t.lines()
+            .find(|l| l.starts_with("fs.file-nr"))
+            .unwrap_or_else(|| panic!("no fs.file-nr row in {t}"))
+            .to_string()
+    };
+    // On the host: a plan only (no --yes), nothing is written.
+    let host = run(&["tune", "apply", "--file", f.to_str().unwrap()]);
+    let t = text(&host);
+    assert_eq!(host.status.code(), Some(0), "{t}");
+    assert!(row(&t).contains(reason), "{t}");
+    let child = in_netns(&format!(
+        "\"$BIN\" tune apply --file {f}; echo \"plain $?\"; \"$BIN\" tune apply --file {f} --strict; echo \"strict $?\"",
+        f = f.display()
+    ));
+    let t = text(&child);
+    let rows: Vec<&str> = t.lines().filter(|l| l.starts_with("fs.file-nr")).collect();
+    assert_eq!(rows.len(), 2, "{t}");
+    assert!(rows.iter().all(|r| r.contains(reason)), "{t}");
+    assert!(!t.contains("would affect the whole host"), "{t}");
+    assert!(t.contains("plain 0") && t.contains("strict 2"), "{t}");
+    assert!(
+        t.contains("nothing changed: --yes would refuse this plan because of 1 line(s) above"),
+        "{t}"
+    );
+    assert_eq!(
+        t.matches("change(s) planned").count(),
+        1,
+        "only the plain plan: {t}"
+    );
+}
+
+/// `tune export --as sysctl-d` of systemd's 50-default.conf keeps the `net.ipv4.conf.*.X` globs
+/// and the `-net.ipv4.conf.all.X` exclusions as written (they became this host's interfaces,
+/// and the exclusions were dropped).
+#[test]
+fn export_keeps_the_file_globs_and_exclusions_as_written() {
+    let f = corpus().join("50-default.conf");
+    let o = run(&[
+        "tune",
+        "export",
+        "--file",
+        f.to_str().unwrap(),
+        "--as",
+        "sysctl-d",
+    ]);
+    let t = String::from_utf8_lossy(&o.stdout).to_string();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    for line in [
+        "net.ipv4.conf.*.rp_filter = 2",
+        "-net.ipv4.conf.all.rp_filter",
+        "net.ipv4.conf.*.accept_source_route = 0",
+        "-net.ipv4.conf.all.accept_source_route",
+        "-net.core.default_qdisc = fq_codel",
+    ] {
+        assert!(t.lines().any(|l| l == line), "{line}: {t}");
+    }
+    assert!(!t.contains("net.ipv4.conf.lo.rp_filter"), "{t}");
+}
+
+/// Explanations that blame the wrong thing: a one-key apply whose only write fails (a value the
+/// plan cannot predict the kernel refuses) says "nothing was changed"; it said "restored 1
+/// key(s) already changed".
+#[test]
+fn explanations_that_blame_the_wrong_thing_a_failed_only_write_changed_nothing() {
+    let d = tempfile::tempdir().unwrap();
+    let conf = d.path().join("r.conf");
+    std::fs::write(&conf, "net.ipv4.ip_local_reserved_ports = 70000\n").unwrap();
+    let o = in_netns(&format!(
+        "\"$BIN\" tune apply --file {} --state-dir {} --yes",
+        conf.display(),
+        d.path().join("state").display()
+    ));
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    assert!(
+        t.contains("writing net.ipv4.ip_local_reserved_ports failed: ")
+            && t.contains("nothing was changed (no earlier write of this apply to undo)"),
+        "{t}"
+    );
+    assert!(!t.contains("restored 1"), "{t}");
+}
+
+/// A child namespace refuses what the host allows, end to end: `tcp_congestion_control` set to
+/// an algorithm available but not in the namespace's allowed list is "denied (EPERM)" in the
+/// plan with how to allow it; plain apply skips it (exit 0), --strict refuses (exit 2).
+#[test]
+fn a_child_namespace_refuses_what_the_host_allows_in_the_plan() {
+    let allowed = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_allowed_congestion_control")
+        .unwrap_or_default();
+    let available = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
+        .unwrap_or_default();
+    let Some(algo) = available
+        .split_whitespace()
+        .find(|a| !allowed.split_whitespace().any(|b| b == *a))
+    else {
+        eprintln!(
+            "skipping: every available algorithm ({available:?}) is allowed ({allowed:?}) here"
+        );
+        return;
+    };
+    let d = tempfile::tempdir().unwrap();
+    let conf = d.path().join("cc.conf");
+    std::fs::write(&conf, format!("net.ipv4.tcp_congestion_control = {algo}\n")).unwrap();
+    let o = in_netns(&format!(
+        "\"$BIN\" tune apply --file {f} --state-dir {s} --yes; echo \"plain $?\"; \"$BIN\" tune apply --file {f} --strict; echo \"strict $?\"",
+        f = conf.display(),
+        s = d.path().join("state").display()
+    ));
+    let t = text(&o);
+    assert!(t.contains("denied (EPERM)"), "{t}");
+    assert!(
+        t.contains(&format!(
+            "`{algo}` is not in this namespace's net.ipv4.tcp_allowed_congestion_control ({})",
+            allowed.trim()
+        )),
+        "{t}"
+    );
+    assert!(t.contains("plain 0") && t.contains("strict 2"), "{t}");
+    assert!(
+        !t.contains("CAP_SYS_ADMIN"),
+        "the EPERM is not a missing privilege: {t}"
+    );
+}
+
+/// The boot command line against the host: a line written for a 192-CPU machine on a 2-CPU
+/// host (a fixture root) gives one line per list naming CPUs the host lacks and one per
+/// isolation asked for but not in effect; it gave only the CONFIG_NO_HZ_FULL error.
+#[test]
+fn the_boot_command_line_against_the_host_is_checked_list_by_list() {
+    let d = tempfile::tempdir().unwrap();
+    let put = |rel: &str, body: &str| {
+        let p = d.path().join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, body).unwrap();
+    };
+    put(
+        "proc/cmdline",
+        "BOOT_IMAGE=/vmlinuz isolcpus=managed_irq,domain,1,3-191 nohz_full=1,3-191 rcu_nocbs=1,3-191 irqaffinity=0,2\n",
+    );
+    put("sys/devices/system/cpu/possible", "0-1\n");
+    put("sys/devices/system/cpu/online", "0-1\n");
+    put("sys/devices/system/cpu/isolated", "\n");
+    put("sys/devices/system/cpu/nohz_full", "(null)\n");
+    put("proc/irq/default_smp_affinity", "3\n");
+    let config = fixtures().join("kconfig/rt.config");
+    let o = run(&[
+        "tune",
+        "kernel",
+        "--profile",
+        "rt",
+        "--config",
+        config.to_str().unwrap(),
+        "--root",
+        d.path().to_str().unwrap(),
+    ]);
+    let t = text(&o);
+    for want in [
+        "isolcpus=1,3-191 names CPU(s) 3-191 that this host does not have (possible CPUs 0-1",
+        "nohz_full=1,3-191 names CPU(s) 3-191 that this host does not have",
+        "rcu_nocbs=1,3-191 names CPU(s) 3-191 that this host does not have",
+        "irqaffinity=0,2 names CPU(s) 2 that this host does not have",
+        "isolcpus= asks for CPU(s) 1,3-191 but /sys/devices/system/cpu/isolated does not list them: not in effect",
+        "nohz_full= asks for CPU(s) 1,3-191 but /sys/devices/system/cpu/nohz_full does not list them",
+    ] {
+        assert_eq!(
+            t.lines().filter(|l| l.contains(want)).count(),
+            1,
+            "one line for {want:?}: {t}"
+        );
+    }
+}
+
+/// The boot command line against the host, in the doctor (`tune check --root`, no kernel config
+/// to audit): the same line for a 192-CPU machine on the 2-CPU fixture host gives one line per
+/// list naming CPUs the host lacks and one per isolation not in effect.
+#[test]
+fn the_boot_command_line_against_the_host_is_checked_by_the_doctor() {
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path().join("vm");
+    let cp = Command::new("cp")
+        .arg("-r")
+        .arg(fixtures().join("vm"))
+        .arg(&root)
+        .status()
+        .unwrap();
+    assert!(cp.success());
+    let put = |rel: &str, body: &str| {
+        let p = root.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, body).unwrap();
+    };
+    put(
+        "proc/cmdline",
+        "BOOT_IMAGE=/vmlinuz isolcpus=managed_irq,domain,1,3-191 nohz_full=1,3-191 rcu_nocbs=1,3-191 irqaffinity=0,2\n",
+    );
+    put("sys/devices/system/cpu/isolated", "\n");
+    put("sys/devices/system/cpu/nohz_full", "(null)\n");
+    put("proc/irq/default_smp_affinity", "3\n");
+    let o = run(&["tune", "check", "--root", root.to_str().unwrap()]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    for want in [
+        "isolcpus=1,3-191 names CPU(s) 3-191 that this host does not have (possible CPUs 0-1",
+        "nohz_full=1,3-191 names CPU(s) 3-191 that this host does not have",
+        "rcu_nocbs=1,3-191 names CPU(s) 3-191 that this host does not have",
+        "irqaffinity=0,2 names CPU(s) 2 that this host does not have",
+        "isolcpus= asks for CPU(s) 1,3-191 but /sys/devices/system/cpu/isolated does not list them: not in effect",
+        "nohz_full= asks for CPU(s) 1,3-191 but /sys/devices/system/cpu/nohz_full does not list them",
+    ] {
+        assert_eq!(
+            t.lines().filter(|l| l.contains(want)).count(),
+            1,
+            "one line for {want:?}: {t}"
+        );
+    }
+}
+
+/// Per-namespace keys called global, end to end: Kubernetes' k8s.conf applied with `--netns`
+/// writes `net.bridge.bridge-nf-call-iptables` (and ip6tables) in the namespace, where the
+/// kernel keeps a copy of its own; the host keeps its value. It was "refused (global)": "would
+/// affect the whole host".
+#[test]
+fn per_namespace_keys_called_global_are_applied_with_netns() {
+    let path = "/proc/sys/net/bridge/bridge-nf-call-iptables";
+    let path6 = "/proc/sys/net/bridge/bridge-nf-call-ip6tables";
+    if !Path::new(path).exists() {
+        eprintln!("skipping: module br_netfilter is not loaded here ({path} is absent); this test loads no module");
+        return;
+    }
+    let host = || [path, path6].map(|p| std::fs::read_to_string(p).unwrap().trim().to_string());
+    let host_before = host();
+    let ns = NamedNetns::add("connstorm-k8s");
+    let zero = Command::new("ip")
+        .args(["netns", "exec", &ns.0, "sh", "-c"])
+        .arg(format!("echo 0 > {path} && echo 0 > {path6}"))
+        .output()
+        .unwrap();
+    assert!(zero.status.success(), "{}", text(&zero));
+    let d = tempfile::tempdir().unwrap();
+    let f = corpus().join("k8s.conf");
+    let o = run(&[
+        "tune",
+        "apply",
+        "--file",
+        f.to_str().unwrap(),
+        "--netns",
+        &ns.0,
+        "--state-dir",
+        d.path().join("state").to_str().unwrap(),
+        "--yes",
+    ]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(
+        !t.contains("whole host") && !t.contains("refused (global)"),
+        "{t}"
+    );
+    assert_eq!(ns.read(path), "1", "{t}");
+    assert_eq!(ns.read(path6), "1", "{t}");
+    assert_eq!(host(), host_before, "the host kept its values: {t}");
+}
+
+/// A sysfs/procfs tree of 2 sockets × 48 cores × 2 threads (siblings adjacent: CPUs 2k and 2k+1
+/// share a core), one NUMA node per socket, CPUs 1 and 3-191 isolated: only 0 and 2 keep house.
+fn two_socket_192(root: &Path) {
+    let put = |rel: &str, text: String| {
+        let p = root.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    };
+    for cpu in 0..192usize {
+        let core = cpu / 2;
+        let base = format!("sys/devices/system/cpu/cpu{cpu}/topology");
+        put(&format!("{base}/core_id"), format!("{}\n", core % 48));
+        put(
+            &format!("{base}/physical_package_id"),
+            format!("{}\n", core / 48),
+        );
+        put(
+            &format!("{base}/thread_siblings_list"),
+            format!("{}-{}\n", core * 2, core * 2 + 1),
+        );
+    }
+    put("sys/devices/system/cpu/online", "0-191\n".into());
+    put("sys/devices/system/cpu/isolated", "1,3-191\n".into());
+    put("sys/devices/system/node/node0/cpulist", "0-95\n".into());
+    put("sys/devices/system/node/node1/cpulist", "96-191\n".into());
+    put(
+        "proc/cmdline",
+        "BOOT_IMAGE=/vmlinuz isolcpus=managed_irq,domain,1,3-191 irqaffinity=0,2\n".into(),
+    );
+    put(
+        "proc/self/status",
+        "Name:\tx\nCpus_allowed_list:\t0-191\n".into(),
+    );
+}
+
+/// `tune placement` on a fake 2×96-core layout, as a new user would try it: which CPUs serve,
+/// load and keep house, per node and SMT sibling set, and why; the JSON form has every CPU's
+/// role; `scale --dry-run` on the same tree prints each step's CPUs, node 0 first.
+#[test]
+fn tune_placement_shows_a_two_socket_layout_before_running() {
+    let d = tempfile::tempdir().unwrap();
+    two_socket_192(d.path());
+    let root = d.path().to_str().unwrap();
+    let o = run(&[
+        "tune",
+        "placement",
+        "--root",
+        root,
+        "--server-workers",
+        "16",
+        "--load-workers",
+        "32",
+    ]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(t.contains("machine: 192 online CPU(s)"), "{t}");
+    assert!(t.contains("asked: 16 server + 32 load worker(s)"), "{t}");
+    assert!(t.contains("housekeeping"), "{t}");
+    assert!(t.contains("node 0 (CPUs 0-95)"), "per node: {t}");
+    assert!(t.contains("node 1 (CPUs 96-191)"), "per node: {t}");
+    assert!(
+        t.contains("SMT sibling sets in use:"),
+        "per sibling set: {t}"
+    );
+    assert!(t.contains("\nwhy:"), "{t}");
+    let o = run(&[
+        "tune",
+        "placement",
+        "--root",
+        root,
+        "--server-workers",
+        "16",
+        "--load-workers",
+        "32",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let ids = |v: &serde_json::Value| -> Vec<u64> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_u64().unwrap())
+            .collect()
+    };
+    let (server, load, hk) = (
+        ids(&j["placement"]["server"]),
+        ids(&j["placement"]["load"]),
+        ids(&j["placement"]["housekeeping"]),
+    );
+    assert_eq!((server.len(), load.len()), (16, 32));
+    assert_eq!(hk, [0, 2], "the CPUs nothing isolates keep house");
+    assert!(server.iter().all(|c| !load.contains(c) && !hk.contains(c)));
+    // One worker per physical core: no two workers on one sibling pair.
+    let mut cores: Vec<u64> = server.iter().chain(&load).map(|c| c / 2).collect();
+    cores.sort_unstable();
+    cores.dedup();
+    assert_eq!(cores.len(), 48);
+    let roles = j["cpus"].as_array().unwrap();
+    assert_eq!(roles.len(), 192);
+    for r in roles {
+        let cpu = r["cpu"].as_u64().unwrap();
+        let want = if server.contains(&cpu) {
+            "server"
+        } else if load.contains(&cpu) {
+            "load"
+        } else if hk.contains(&cpu) {
+            "housekeeping"
+        } else {
+            r["role"].as_str().unwrap()
+        };
+        assert_eq!(r["role"], want, "{r}");
+        assert!(!r["why"].as_str().unwrap().is_empty(), "{r}");
+        assert_eq!(r["node"].as_u64().unwrap(), cpu / 96, "{r}");
+    }
+    // The scale plan of the same machine, before running anything.
+    let o = run(&["scale", "--dry-run", "--root", root, "--shape", "together"]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(t.contains("housekeeping: 0,2"), "{t}");
+    assert!(t.contains("server CPUs") && t.contains("load CPUs"), "{t}");
+    // Too many workers: the error names what it had and wanted, and options that exist.
+    let o = run(&[
+        "tune",
+        "placement",
+        "--root",
+        root,
+        "--server-workers",
+        "100",
+        "--load-workers",
+        "100",
+    ]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{t}");
+    assert!(t.contains("200 worker CPU(s) wanted"), "{t}");
+    assert!(
+        t.contains("fewer --server-workers or --load-workers"),
+        "{t}"
+    );
+    assert!(t.contains("--smt"), "SMT is on and not allowed yet: {t}");
+}
+
+/// `tune snapshot-topology` on this host, read back with `--root`: the same placement as this
+/// host's own.
+#[test]
+fn a_topology_snapshot_reads_back_as_the_same_placement() {
+    let d = tempfile::tempdir().unwrap();
+    let snap = d.path().join("snap");
+    let o = run(&["tune", "snapshot-topology", "--out", snap.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(text(&o).contains("tune placement --root"), "{}", text(&o));
+    let here = run(&[
+        "tune",
+        "placement",
+        "--format",
+        "json",
+        "--housekeeping-cores",
+        "0",
+    ]);
+    let there = run(&[
+        "tune",
+        "placement",
+        "--format",
+        "json",
+        "--housekeeping-cores",
+        "0",
+        "--root",
+        snap.to_str().unwrap(),
+    ]);
+    assert_eq!(here.status.code(), Some(0), "{}", text(&here));
+    assert_eq!(there.status.code(), Some(0), "{}", text(&there));
+    assert_eq!(
+        String::from_utf8_lossy(&here.stdout),
+        String::from_utf8_lossy(&there.stdout)
+    );
+    // A second snapshot into the same directory is refused, the first kept.
+    let o = run(&["tune", "snapshot-topology", "--out", snap.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+}
+
+/// Absurd sizes and bad values on `scale --dry-run` and `tune placement` (EDGES: absurd
+/// sizes; refused up front, exit 2, never a panic), on the fake 2×96-core tree:
+/// - `scale --shape fixed-server --server-cores 0` planned "server CPUs none" and exited 0
+///   (a real run then failed once its first step had begun);
+/// - `--dry-run` said yes to a `--plot` and `--label` the real run refuses;
+/// - a huge `--server-cores` suggested "--server-cores 18446744073709551613 or fewer";
+/// - `tune placement --server-workers 18446744073709551615 --load-workers 1` panicked
+///   (the sum wrapped).
+#[test]
+fn absurd_sizes_in_scale_and_placement_are_bad_input() {
+    let d = tempfile::tempdir().unwrap();
+    two_socket_192(d.path());
+    let root = d.path().to_str().unwrap();
+    let dry = ["scale", "--dry-run", "--root", root];
+    let refused = |extra: &[&str], want: &str| {
+        let args: Vec<&str> = dry.iter().chain(extra).copied().collect();
+        let o = run(&args);
+        let t = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {t}");
+        assert!(t.contains(want), "{args:?}: {t}");
+        assert!(!t.contains("panicked"), "{args:?}: {t}");
+    };
+    refused(
+        &["--shape", "fixed-server", "--server-cores", "0"],
+        "--server-cores 0: the fixed server needs at least one core",
+    );
+    refused(
+        &["--shape", "together", "--plot", "x.gif"],
+        "name the picture FILE.svg or FILE.png",
+    );
+    refused(
+        &["--shape", "together", "--label", "a\u{7}b"],
+        "control character",
+    );
+    let o = run(&[
+        "scale",
+        "--dry-run",
+        "--root",
+        root,
+        "--shape",
+        "fixed-server",
+        "--server-cores",
+        "18446744073709551615",
+    ]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{t}");
+    assert!(!t.contains("18446744073709551613"), "{t}");
+    // 96 worker CPUs (one per physical core, the plan lists them), less two load steps.
+    assert!(t.contains("give --server-cores 94 or fewer"), "{t}");
+    let o = run(&[
+        "tune",
+        "placement",
+        "--root",
+        root,
+        "--server-workers",
+        "18446744073709551615",
+        "--load-workers",
+        "1",
+    ]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{t}");
+    assert!(!t.contains("panicked"), "{t}");
+    assert!(t.contains("worker CPU(s) wanted"), "{t}");
+}
+
+/// Missing permissions: `scale --netns` and `bench --netns` as an unprivileged user (nobody,
+/// via setpriv) are refused before anything runs (exit 2, naming CAP_SYS_ADMIN); they exited 1
+/// from `ip netns add`, `scale` after its first step had begun.
+#[test]
+fn missing_permissions_netns_as_nobody_is_refused_up_front() {
+    let setpriv = testkit::require_tool("setpriv", "util-linux");
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("skipped: setpriv --reuid needs root");
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    for args in [
+        &[
+            "scale", "--netns", "--shape", "together", "--pairs", "shared",
+        ][..],
+        &["bench", "--netns", "--duration", "1s"],
+    ] {
+        let o = Command::new(&setpriv)
+            .args(["--reuid", "65534", "--regid", "65534", "--clear-groups"])
+            .arg(env!("CARGO_BIN_EXE_connstorm"))
+            .args(args)
+            .arg("--out")
+            .arg(d.path())
+            .output()
+            .unwrap();
+        let t = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {t}");
+        assert!(t.contains("--netns needs CAP_SYS_ADMIN"), "{args:?}: {t}");
+        assert!(!t.contains("[scale]"), "no step began: {t}");
+    }
 }

@@ -33,6 +33,10 @@ pub fn phase_record(
     // loadgen's rows start so that one begins with the measured part: at row ceil(warm-up).
     let first_measured = (warmup_secs - 1e-9).ceil().max(0.0);
     let (achieved_per_sec, cpm) = PhaseRecord::rates(report.successes, report.measured_secs);
+    let resuming = report
+        .tls
+        .as_ref()
+        .filter(|t| t.options.resume != loadgen::tls::Resume::Off);
     let mut record = PhaseRecord {
         name: name.to_string(),
         pattern: pattern(report.pattern),
@@ -65,6 +69,10 @@ pub fn phase_record(
                 .tls
                 .as_ref()
                 .map(|t| results::record::encode_histogram(&t.handshake)),
+            // Full and resumed apart only where resumption was asked for (without it every
+            // handshake is full: the split would repeat `tls_handshake`).
+            tls_full: resuming.map(|t| results::record::encode_histogram(&t.full_handshake)),
+            tls_resumed: resuming.map(|t| results::record::encode_histogram(&t.resumed_handshake)),
             ..rec::Histograms::encode(
                 &report.handshake,
                 &report.service,
@@ -89,6 +97,7 @@ pub fn phase_record(
                 cpu: w.cpu,
                 attempts: w.attempts,
                 successes: w.successes,
+                cpu_run_ns: Some(w.cpu_run_ns),
             })
             .collect(),
         cpu,
@@ -211,6 +220,15 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
+    /// The drop rule `results` labels generator-lag figures by is the one the generator applies.
+    #[test]
+    fn the_lag_drop_rule_of_results_is_the_generators() {
+        assert_eq!(
+            results::analysis::GENERATOR_LAG_DROP_NS,
+            loadgen::MAX_GENERATOR_LAG_NS
+        );
+    }
+
     /// A closed-loop load report whose 0.8 s measured window had no success, after a warm-up
     /// with `warmup_successes` handshakes (as `bench --backlog 1 --duration 2s` in a fresh
     /// namespace).
@@ -221,6 +239,8 @@ mod tests {
             duration: Duration::from_millis(800),
             warmup: Duration::from_millis(200),
             cpus: vec![0],
+            workers: 0,
+            port_slices: loadgen::PortSlices::On,
             close: loadgen::CloseMode::Rst,
             sources: Vec::new(),
             connect_timeout: Duration::from_secs(3),

@@ -33,7 +33,12 @@ pub fn pick_cpus(
     let auto = server == Some("auto") || load == Some("auto");
     let mut notes = Vec::new();
     let planned = if auto {
-        let (p, n) = auto_placement(&allowed, external)?;
+        let asked: Vec<&str> = [("--server-cpus auto", server), ("--load-cpus auto", load)]
+            .iter()
+            .filter(|(_, v)| *v == Some("auto"))
+            .map(|(name, _)| *name)
+            .collect();
+        let (p, n) = auto_placement(&allowed, external, &asked.join(" "))?;
         notes = n;
         Some(p)
     } else {
@@ -102,7 +107,9 @@ pub fn whole_machine() -> Picked {
 /// The planner's (server, load) CPUs and its notes.
 type Planned = ((Vec<usize>, Vec<usize>), Vec<String>);
 
-fn auto_placement(allowed: &[usize], external: bool) -> anyhow::Result<Planned> {
+/// `asked` names the options that said `auto` (`--server-cpus auto --load-cpus auto`), for
+/// the error.
+fn auto_placement(allowed: &[usize], external: bool, asked: &str) -> anyhow::Result<Planned> {
     let topo = tuning::host::Topology::read(std::path::Path::new("/"))
         .context("read the CPU topology for `auto`")?;
     let n = allowed.len();
@@ -117,8 +124,15 @@ fn auto_placement(allowed: &[usize], external: bool) -> anyhow::Result<Planned> 
         allowed: Some(allowed.to_vec()),
         ..tuning::advice::PlacementRequest::default()
     };
-    let p = tuning::advice::place_cpus(&topo, &req)
-        .map_err(|e| bad_input(format!("--cpus auto: {e}")))?;
+    let p = tuning::advice::place_cpus(&topo, &req).map_err(|e| {
+        let one = allowed.first().copied().unwrap_or(0);
+        bad_input(format!(
+            "{asked}: {e}; give the CPUs yourself, e.g. `--server-cpus {one} --load-cpus {one}` \
+             (server and load share CPU {one}; `connstorm tune placement` shows the layout), or \
+             let this process use more CPUs (its affinity mask allows {}: taskset/cpuset)",
+            common::cpulist::format(allowed)
+        ))
+    })?;
     Ok((
         (p.server, p.load),
         p.notes.iter().map(|n| format!("placement: {n}")).collect(),

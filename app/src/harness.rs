@@ -178,6 +178,23 @@ impl Harness {
         stop: &AtomicBool,
         on_second: &mut dyn FnMut(&loadgen::TimelineRow),
     ) -> anyhow::Result<PhaseOutcome> {
+        self.run_phase_profiled(spec, stop, on_second, None)
+    }
+
+    /// [`Harness::run_phase`] with the kernel profile of `profile` (`--profile`) taken around
+    /// the measured part: it starts when the warm-up ends and stops when the load returns, and
+    /// goes into the phase's record ([`results::record::PhaseRecord::profile`]); a profile that
+    /// could not start or stop leaves a warning, not an error (the phase's figures stand).
+    ///
+    /// # Errors
+    /// As [`Harness::run_phase`].
+    pub fn run_phase_profiled(
+        &mut self,
+        spec: &PhaseSpec,
+        stop: &AtomicBool,
+        on_second: &mut dyn FnMut(&loadgen::TimelineRow),
+        profile: Option<tuning::profile::ProfileConfig>,
+    ) -> anyhow::Result<PhaseOutcome> {
         let mut cfg = self.setup.load_config(self.target, spec);
         let stamping = self.start_stamping(&mut cfg, spec);
         let srv_before = self.counters_server()?;
@@ -185,12 +202,14 @@ impl Harness {
         let accepted_before = self.server.as_ref().map(|s| s.stats());
         let stat_before = tuning::host::read_cpu_times();
         let t0 = Instant::now();
-        let report = match self.pair() {
+        let armed = profile.map(|c| crate::profile::Armed::arm(c, spec.warmup));
+        let ran = match self.pair() {
             Some(ns) => ns.enter_load(|| loadgen::run(&cfg, stop, on_second))?,
             None => loadgen::run(&cfg, stop, on_second),
-        }
-        .map_err(load_error)?;
+        };
+        let profiled = armed.map(crate::profile::Armed::finish);
         let stamping = stamping.map(|(every, sampler)| (every, sampler.finish()));
+        let report = ran.map_err(load_error)?;
         // Let the server take what is still in its accept queues before counting.
         let accepted_after = self.wait_for_accepts(
             accepted_before.as_ref(),
@@ -257,6 +276,15 @@ impl Harness {
         };
         out.record.accept_queue = Some(queue);
         out.record.histograms.accept_queue_wait = wait;
+        match profiled {
+            Some(Ok(Some(p))) => out.record.profile = Some(crate::profile::to_record(&p)),
+            Some(Ok(None)) => out.warnings.push(format!(
+                "{}: no profile: the phase ended before its measured part began",
+                spec.name
+            )),
+            Some(Err(e)) => out.warnings.push(format!("{}: no profile: {e}", spec.name)),
+            None => {}
+        }
         // The load workers' timer slack (PR_SET_TIMERSLACK), ns: it bounds the generator's lag.
         if let Some(l) = out.report.generator_lag.as_ref() {
             let settings = &mut out.record.settings;

@@ -26,6 +26,8 @@
 //!   ([`setup::Setup`], each phase's [`setup::PhaseSpec`]); [`cpus`] picks the CPUs that serve
 //!   and load; [`limits`] bounds the options before anything is created; [`record`] fills the
 //!   record's header (what ran, on which host, in which namespace).
+//! - [`profile`]: `--profile` (the access check up front, the sides' CPUs, the collector on a
+//!   housekeeping CPU, the profile armed around a phase's measured part, its record form).
 //! - The process: [`output`] (stdout and stderr that never panic on a closed stream) over
 //!   [`progress`] (the terminal's progress bar); [`signals`] (the stop flag, the second-signal
 //!   hurry and the forced exit) over [`cleanup`] (the undo actions a forced exit runs: `--netns`
@@ -60,6 +62,7 @@ pub mod harness;
 pub mod limits;
 pub mod output;
 pub mod phase;
+pub mod profile;
 pub mod progress;
 pub mod record;
 pub mod run;

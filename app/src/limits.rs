@@ -50,6 +50,9 @@ pub fn check_setup(r: &SetupRequest<'_>) -> anyhow::Result<()> {
     if r.target && r.netns {
         return Err(bad_input("--target and --netns exclude each other: --netns runs connstorm's own server in a private namespace"));
     }
+    if r.netns {
+        check_netns_privilege(common::uring::UringState::read().cap_sys_admin)?;
+    }
     if let Some(c) = r.concurrency {
         check_concurrency(c, crate::setup::fd_room_after_raise())?;
     }
@@ -61,6 +64,19 @@ pub fn check_setup(r: &SetupRequest<'_>) -> anyhow::Result<()> {
         )));
     }
     crate::record::check_writable_dir(r.out)
+}
+
+/// `--netns` makes namespaces (`ip netns add`: unshare and mount, CAP_SYS_ADMIN): without it
+/// the run is refused up front. Unprivileged, `scale --netns` began its first step and `bench
+/// --netns` failed at `ip netns add` with exit 1.
+fn check_netns_privilege(cap_sys_admin: bool) -> anyhow::Result<()> {
+    if cap_sys_admin {
+        return Ok(());
+    }
+    Err(bad_input(
+        "--netns needs CAP_SYS_ADMIN (it creates network namespaces with `ip netns add`) and \
+         this process lacks it: run connstorm as root, or drop --netns to run on loopback",
+    ))
 }
 
 /// Checks `--concurrency c` against [`MAX_CONCURRENCY`] and `room`, the descriptors the load
@@ -126,9 +142,11 @@ mod tests {
         Plan {
             duration,
             rate,
+            rate_from: None,
             concurrency: None,
             baseline: false,
             label: String::new(),
+            profile: None,
         }
     }
 
@@ -187,5 +205,16 @@ mod tests {
         std::fs::write(&file, "").unwrap();
         let not_dir = SetupRequest { out: &file, ..ok };
         assert!(is_bad_input(check_setup(&not_dir), "is not a directory"));
+    }
+
+    /// Missing permissions: `--netns` without CAP_SYS_ADMIN is bad input (exit 2) up front,
+    /// naming the capability and the fix; with it, nothing is refused.
+    #[test]
+    fn missing_permissions_netns_without_cap_sys_admin_is_bad_input() {
+        assert!(is_bad_input(
+            check_netns_privilege(false),
+            "--netns needs CAP_SYS_ADMIN"
+        ));
+        assert!(check_netns_privilege(true).is_ok());
     }
 }

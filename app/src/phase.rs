@@ -76,6 +76,8 @@ pub fn outcome(m: Measured<'_>) -> PhaseOutcome {
                 cpu,
                 accepted: a.accepted_per_worker.get(i).copied().unwrap_or(0)
                     - b.accepted_per_worker.get(i).copied().unwrap_or(0),
+                // The server's live counters keep no per-worker CPU time.
+                cpu_run_ns: None,
             })
             .collect(),
         accept_errors: {
@@ -162,6 +164,16 @@ pub fn outcome(m: Measured<'_>) -> PhaseOutcome {
             )
         })
         .collect();
+    let cpu_softirq_pct: BTreeMap<usize, f64> = bench_cpus
+        .iter()
+        .map(|&c| {
+            let b = tuning::host::cpu_time_delta(&m.stat.0, &m.stat.1, &[c]);
+            (
+                c,
+                (b.softirq_ns as f64 / wall_ns.max(1) as f64 * 100.0).min(100.0),
+            )
+        })
+        .collect();
     let mut warnings = results::analysis::cpu_contention(
         &spec.name,
         &results::analysis::CpuContention {
@@ -204,6 +216,7 @@ pub fn outcome(m: Measured<'_>) -> PhaseOutcome {
     );
     convert::count_never_accepted(&mut record, never_accepted);
     record.cpu_busy_pct = cpu_busy_pct;
+    record.cpu_softirq_pct = cpu_softirq_pct;
     PhaseOutcome {
         record,
         report: m.report,

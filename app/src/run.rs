@@ -20,12 +20,17 @@ pub struct Plan {
     pub duration: Duration,
     /// Offered rate of the latency phase, connections/s; `None` = 80% of the measured peak.
     pub rate: Option<f64>,
+    /// How `rate` was chosen when not by `--rate` (`ab`: 80% of the lower peak of a probe
+    /// pair), kept in the record's `config.rate_from`; `None` otherwise.
+    pub rate_from: Option<String>,
     /// Closed-loop concurrency of the peak phase; `None` = [`peak_concurrency`]'s default.
     pub concurrency: Option<u32>,
     /// Whether the caller will measure the kernel floor after the phases (`--baseline`).
     pub baseline: bool,
     /// Label stored in the record and its file name.
     pub label: String,
+    /// `bench --profile`: the kernel profile of the peak phase's measured part (`None`: none).
+    pub profile: Option<crate::profile::Settings>,
 }
 
 /// Closed-loop concurrency of a peak phase: `concurrency`, or 32 attempts in flight per load
@@ -163,6 +168,7 @@ pub fn phases(
         "latency_secs": lat_d.as_secs_f64(),
         "warmup_secs": warmup.as_secs_f64(),
         "rate_per_sec": plan.rate,
+        "rate_from": plan.rate_from,
         "concurrency": plan.concurrency,
         "baseline": plan.baseline,
         "setup": setup,
@@ -190,7 +196,13 @@ pub fn phases(
         }
         on_event(Event::PhaseBegins(&spec));
         let mut progress = |row: &loadgen::TimelineRow| on_second(&spec, row);
-        let ran = harness.run_phase(&spec, stop, &mut progress);
+        // The peak (closed loop, saturated) is where CPU per connection is the kernel's cost:
+        // the phase `--profile` samples.
+        let profile = plan
+            .profile
+            .filter(|_| spec.name == "peak")
+            .map(|p| p.config(&[("server", &cpus.0), ("load", &cpus.1)]));
+        let ran = harness.run_phase_profiled(&spec, stop, &mut progress, profile);
         on_event(Event::PhaseEnded(&spec));
         match ran {
             Ok(out) => {
@@ -316,9 +328,11 @@ mod tests {
         let mut plan = Plan {
             duration: Duration::from_secs(5),
             rate: None,
+            rate_from: None,
             concurrency: None,
             baseline: true,
             label: String::new(),
+            profile: None,
         };
         assert!(trial(false, Ok(())).baseline_due(&plan, false));
         assert!(

@@ -127,6 +127,8 @@ impl Setup {
             duration: spec.duration,
             warmup: spec.warmup,
             cpus: self.load_cpus.clone(),
+            workers: 0,
+            port_slices: loadgen::PortSlices::On,
             close: self.close,
             sources: Vec::new(),
             connect_timeout: self.connect_timeout,

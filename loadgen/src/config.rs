@@ -170,11 +170,25 @@ pub struct LoadConfig {
     /// Run before the measured part, excluded from the measured numbers but counted in
     /// `LoadReport::total`. May be zero. CLI default 2 s.
     pub warmup: Duration,
-    /// One pinned worker thread per CPU (sched_setaffinity(2)). Non-empty, no duplicates.
+    /// The CPUs of the workers (sched_setaffinity(2)), one pinned worker thread each unless
+    /// `workers` asks for more. Non-empty, no duplicates.
     pub cpus: Vec<usize>,
+    /// How many workers: 0 (the default) = one per CPU of `cpus`; more = that many, spread over
+    /// `cpus` round-robin (worker `w` on `cpus[w % cpus.len()]`: oversubscribed, several
+    /// workers share a CPU, for contention tests on few CPUs). At most [`MAX_WORKERS`], at least
+    /// `cpus.len()`.
+    #[serde(default)]
+    pub workers: usize,
+    /// Whether each worker connects from its own slice of the ephemeral range
+    /// (`IP_LOCAL_PORT_RANGE`, Linux 6.3; [`crate::ports::slices`]). Default on; a kernel without
+    /// the option falls back to the shared range, and the report says so.
+    #[serde(default)]
+    pub port_slices: PortSlices,
     /// How connections end.
     pub close: CloseMode,
-    /// Source addresses, used round-robin with IP_BIND_ADDRESS_NO_PORT (Linux 4.2, ip(7)).
+    /// Source addresses, bound with IP_BIND_ADDRESS_NO_PORT (Linux 4.2, ip(7)), split across
+    /// the workers ([`crate::ports::slices`]: disjoint per worker when there are at least as
+    /// many of a family as workers, else one each, shared) and used round-robin by each.
     /// Empty = let the kernel choose (no bind(2) call). Sources are matched per family: an
     /// attempt to an IPv4 target uses the IPv4 sources (the kernel chooses when there are none
     /// of its family), likewise IPv6. A source whose family no target has is refused.
@@ -262,6 +276,39 @@ pub fn uring_unsupported_message(flag: &str) -> String {
     )
 }
 
+/// Most workers one run starts ([`LoadConfig::workers`]): 4,096 threads, each with its own
+/// ring or poll, slots and histograms (about 1 MiB each with the default histograms).
+pub const MAX_WORKERS: usize = 4096;
+
+/// `--port-slices`: whether each load worker connects from its own slice of the ephemeral
+/// range ([`crate::ports::slices`]).
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum PortSlices {
+    /// Each worker its own slice (IP_LOCAL_PORT_RANGE on every socket, Linux 6.3); a kernel
+    /// without it falls back to the shared range with a note. The default.
+    #[default]
+    #[cfg_attr(
+        feature = "clap",
+        value(help = "Each worker its own slice (Linux 6.3).")
+    )]
+    On,
+    /// Every worker draws from the whole range, as a plain client does.
+    #[cfg_attr(feature = "clap", value(help = "Workers share the whole range."))]
+    Off,
+}
+
+impl PortSlices {
+    /// The CLI name: `on` or `off`.
+    pub fn name(self) -> &'static str {
+        match self {
+            PortSlices::On => "on",
+            PortSlices::Off => "off",
+        }
+    }
+}
+
 /// Highest [`Pacing::spin_ns`], ns (1 ms: a longer spin only burns the worker's CPU).
 pub const MAX_SPIN_NS: u64 = 1_000_000;
 /// Highest [`Pacing::start_batch`].
@@ -309,6 +356,19 @@ impl LoadConfig {
             return bad(format!(
                 "CPU list {:?} repeats a CPU: name each CPU once",
                 self.cpus
+            ));
+        }
+        if self.workers != 0 && self.workers < self.cpus.len() {
+            return bad(format!(
+                "{} workers on {} CPUs leaves CPUs without a worker: give at least one worker per CPU, or fewer CPUs",
+                self.workers,
+                self.cpus.len()
+            ));
+        }
+        if self.workers > MAX_WORKERS {
+            return bad(format!(
+                "{} workers is above the most one run starts, {MAX_WORKERS}: give fewer",
+                self.workers
             ));
         }
         match self.pattern {
@@ -416,9 +476,26 @@ impl LoadConfig {
             .min(u128::from(u64::MAX / 4)) as u64
     }
 
-    /// Number of workers (one per CPU).
+    /// Number of workers: [`Self::workers`] when set, else one per CPU.
     pub fn workers(&self) -> usize {
-        self.cpus.len()
+        if self.workers == 0 {
+            self.cpus.len()
+        } else {
+            self.workers
+        }
+    }
+
+    /// The CPU of worker `w` (of [`Self::workers`]): `cpus[w % cpus.len()]`.
+    ///
+    /// # Panics
+    /// When `cpus` is empty ([`Self::validate`] refuses that).
+    pub fn worker_cpu(&self, w: usize) -> usize {
+        self.cpus[w % self.cpus.len()]
+    }
+
+    /// The CPU of every worker, in worker order (a CPU repeats when workers share it).
+    pub fn worker_cpus(&self) -> Vec<usize> {
+        (0..self.workers()).map(|w| self.worker_cpu(w)).collect()
     }
 
     /// The in-flight bound of worker `w` (of [`Self::workers`]): `max_in_flight` or the closed-loop
@@ -443,6 +520,8 @@ pub(crate) fn for_test(target: SocketAddr, pattern: Pattern, close: CloseMode) -
         duration: Duration::from_secs(1),
         warmup: Duration::ZERO,
         cpus: vec![0],
+        workers: 0,
+        port_slices: PortSlices::On,
         close,
         sources: vec![],
         connect_timeout: Duration::from_secs(1),
@@ -471,6 +550,8 @@ mod tests {
             duration: Duration::from_secs(1),
             warmup: Duration::ZERO,
             cpus: vec![0, 1, 2],
+            workers: 0,
+            port_slices: PortSlices::On,
             close: CloseMode::Rst,
             sources: vec![],
             connect_timeout: Duration::from_secs(1),

@@ -98,7 +98,8 @@ pub use self::core::MAX_GENERATOR_LAG_NS;
 pub use affinity::TIMER_SLACK_NS;
 pub use config::{
     default_max_in_flight, AcceptStamps, Arrival, CloseMode, LoadConfig, Pacing, Pattern,
-    MAX_RATE_PER_SEC, MAX_SPIN_NS, MAX_START_BATCH, MIN_DURATION, SPIN_NS, START_BUDGET,
+    PortSlices, MAX_RATE_PER_SEC, MAX_SPIN_NS, MAX_START_BATCH, MAX_WORKERS, MIN_DURATION, SPIN_NS,
+    START_BUDGET,
 };
 pub use engine::{EngineRan, LoadEngine, UringFeatures};
 pub use error::LoadError;

@@ -144,11 +144,16 @@ pub fn plan_line(cfg: &LoadConfig) -> String {
     };
     let targets: Vec<String> = cfg.targets.iter().map(ToString::to_string).collect();
     format!(
-        "{what} to {} for {} (+{} warm-up) on CPUs {}, --close {}, {}, connect timeout {}",
+        "{what} to {} for {} (+{} warm-up) on CPUs {}{}, --close {}, {}, connect timeout {}",
         targets.join(","),
         humantime::format_duration(cfg.duration),
         humantime::format_duration(cfg.warmup),
         common::cpulist::format(&cfg.cpus),
+        if cfg.workers() > cfg.cpus.len() {
+            format!(" ({} workers, oversubscribed)", cfg.workers())
+        } else {
+            String::new()
+        },
         cfg.close.name(),
         sources_text(cfg),
         humantime::format_duration(cfg.connect_timeout),
@@ -187,6 +192,9 @@ impl fmt::Display for Summary<'_> {
         )?;
         if let Some(e) = &r.engine {
             writeln!(out, "  engine:      {}", e.line())?;
+        }
+        if let Some(p) = &r.port_slices {
+            writeln!(out, "  ports:       {}", p.line())?;
         }
         let offered = r
             .offered_per_sec
@@ -285,6 +293,17 @@ impl fmt::Display for Summary<'_> {
                 &HistogramSummary::of(&l.hist),
             )?;
             overflow(out, &l.overflow)?;
+            if !l.hist.is_empty()
+                && l.hist.value_at_quantile(0.5) >= crate::MAX_GENERATOR_LAG_NS / 10 * 9
+            {
+                // The figure is the drop rule's bound, not a lag measured (`results`'
+                // `generator_lag_artefact` says the same in records' reports).
+                writeln!(
+                    out,
+                    "    not a measurement: the {} ms drop rule (the generator fell behind its schedule; the starts it made are those it reached just inside the rule, the rest were dropped: see dropped starts)",
+                    crate::MAX_GENERATOR_LAG_NS / 1_000_000
+                )?;
+            }
             writeln!(
                 out,
                 "  timer slack: {} (load workers, PR_SET_TIMERSLACK); spin below {} ns to a due start; up to {} due starts per batch",
@@ -315,6 +334,10 @@ impl fmt::Display for Summary<'_> {
             for (name, n) in &r.post_connect_failures {
                 let why = if name == "ENODATA" {
                     " — the server closed before --expect-bytes arrived".to_string()
+                } else if name == "ETIMEDOUT" && r.close == crate::config::CloseMode::Server {
+                    // A keep-alive server never closes: each connection was held until the
+                    // read deadline, and nothing else would say why (issue 35).
+                    " — the server did not close: --close server held each of these connections open until the read deadline (--connect-timeout, again after the handshake) waiting for its FIN; that time is the deadline's, not the server's (a keep-alive server does not close: use --close rst or fin)".to_string()
                 } else {
                     crate::failures::explain(name)
                         .filter(|_| matches!(name.as_str(), "ECONNRESET" | "EPIPE"))
@@ -350,7 +373,7 @@ impl fmt::Display for Summary<'_> {
             };
             writeln!(
                 out,
-                "  worker cpu {:>3}: {} attempts, {} successes, on CPU {:.3} s ({}/attempt, exact); user {:.3} s ({}/attempt) sys {:.3} s ({}/attempt) by tick samples",
+                "  worker cpu {:>3}: {} attempts, {} successes, on CPU {:.3} s ({}/attempt, exact); user {:.3} s ({}/attempt) sys {:.3} s ({}/attempt) by tick samples{}",
                 w.cpu,
                 numfmt::count(w.attempts),
                 numfmt::count(w.successes),
@@ -359,7 +382,16 @@ impl fmt::Display for Summary<'_> {
                 w.cpu_user_ns as f64 / 1e9,
                 per(w.cpu_user_ns),
                 w.cpu_sys_ns as f64 / 1e9,
-                per(w.cpu_sys_ns)
+                per(w.cpu_sys_ns),
+                w.port_slice
+                    .map_or_else(String::new, |(lo, hi)| format!("; ports {lo}-{hi}"))
+            )?;
+        }
+        if r.workers_successes_never_accepted > 0 {
+            writeln!(
+                out,
+                "  (the workers' successes include {} handshakes the server never accepted, failures in the totals: the kernel's counters do not say which worker made them)",
+                numfmt::count(r.workers_successes_never_accepted)
             )?;
         }
         Ok(())
@@ -610,11 +642,13 @@ mod tests {
                 cpu_run_ns: 1_200_000_000,
                 ..LoadWorkerReport::default()
             }],
+            workers_successes_never_accepted: 0,
             interrupted: false,
             http: None,
             tls: None,
             engine: None,
             accept_stamps: None,
+            port_slices: None,
         }
     }
 
@@ -663,6 +697,60 @@ mod tests {
         assert!(!text.contains("INTERRUPTED"), "{text}");
     }
 
+    /// Issue 35 item 4: `load --http --close server` against a keep-alive server held every
+    /// connection until the read deadline, and nothing said the server kept them open.
+    #[test]
+    fn a_server_that_did_not_close_is_said_under_close_server() {
+        let mut r = report_with_failures_and_overflow();
+        r.post_connect_failures = BTreeMap::from([("ETIMEDOUT".to_string(), 10_000)]);
+        let text = |r: &LoadReport| {
+            Summary {
+                report: r,
+                warnings: &[],
+            }
+            .to_string()
+        };
+        r.close = crate::config::CloseMode::Server;
+        let t = text(&r);
+        assert!(
+            t.contains("    ETIMEDOUT      10,000 — the server did not close: --close server held each of these connections open until the read deadline"),
+            "{t}"
+        );
+        r.close = crate::config::CloseMode::Rst;
+        assert!(!text(&r).contains("did not close"), "{}", text(&r));
+    }
+
+    /// Issue 35 item 6: at a rate far above what the generator can start, its lag p50 = p99 =
+    /// max = 100.01 ms is the 100 ms drop rule: the summary says so beside the figure, and
+    /// says nothing of the kind for a lag of microseconds.
+    #[test]
+    fn a_generator_lag_at_the_drop_rule_is_labelled_not_a_measurement() {
+        let mut r = report_with_failures_and_overflow();
+        let lag = |ns: u64| crate::report::GeneratorLag {
+            hist: histogram(&[ns; 50]),
+            overflow: Overflow::default(),
+            timer_slack_ns: Some(1),
+            pacing: crate::config::Pacing::default(),
+        };
+        let text = |r: &LoadReport| {
+            Summary {
+                report: r,
+                warnings: &[],
+            }
+            .to_string()
+        };
+        r.generator_lag = Some(lag(100_010_000));
+        let t = text(&r);
+        let at = t.find("generator lag").expect("lag line");
+        assert!(
+            t[at..].contains("p50 100.0")
+                && t[at..].contains("\n    not a measurement: the 100 ms drop rule"),
+            "{t}"
+        );
+        r.generator_lag = Some(lag(24_000));
+        assert!(!text(&r).contains("not a measurement"), "{}", text(&r));
+    }
+
     #[test]
     fn the_plan_line_names_pattern_targets_and_cpus() {
         let cfg = LoadConfig {
@@ -671,6 +759,8 @@ mod tests {
             duration: std::time::Duration::from_secs(10),
             warmup: std::time::Duration::from_secs(2),
             cpus: vec![0, 1, 2],
+            workers: 0,
+            port_slices: crate::PortSlices::On,
             close: CloseMode::Fin,
             sources: vec![],
             connect_timeout: std::time::Duration::from_secs(3),
@@ -717,6 +807,8 @@ mod tests {
             duration: std::time::Duration::from_secs(4),
             warmup: std::time::Duration::ZERO,
             cpus: vec![1],
+            workers: 0,
+            port_slices: crate::PortSlices::On,
             close: CloseMode::Rst,
             sources: vec![],
             connect_timeout: std::time::Duration::from_secs(3),

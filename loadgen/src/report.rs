@@ -213,6 +213,10 @@ pub struct LoadWorkerReport {
     pub cpu_sys_ns: u64,
     /// Wall time of the worker's loop, ns.
     pub wall_ns: u64,
+    /// The worker's slice of the ephemeral range, inclusive (`--port-slices on` where the kernel
+    /// has IP_LOCAL_PORT_RANGE); `None` when it drew from the shared range.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub port_slice: Option<(u16, u16)>,
 }
 
 /// The result of [`crate::run`]. Measured numbers exclude the warm-up; `total` includes it.
@@ -279,6 +283,12 @@ pub struct LoadReport {
     pub timeline: Vec<TimelineRow>,
     /// Per worker, in CPU-list order.
     pub workers: Vec<LoadWorkerReport>,
+    /// Handshakes the rows of [`LoadReport::workers`] still count as successes although the
+    /// server never accepted them (moved to failures in the totals by
+    /// [`LoadReport::reclassify_never_accepted`] and [`LoadReport::reclassify_still_queued`]):
+    /// with several workers the kernel's counters do not say whose they were, so the rows add up
+    /// to the totals' successes plus this. With one worker its row moves them (0 here).
+    pub workers_successes_never_accepted: u64,
     /// True when the stop flag ended the run early.
     pub interrupted: bool,
     /// The HTTP side of the run (`--http` only).
@@ -293,6 +303,9 @@ pub struct LoadReport {
     /// with its server's and reports the waits.
     #[serde(skip)]
     pub accept_stamps: Option<ClientStamps>,
+    /// How the workers got their ephemeral ports (their own slices, or the shared range and
+    /// why); `None` when the run never started.
+    pub port_slices: Option<crate::ports::SliceState>,
 }
 
 /// The generator's accept-queue wait stamps of a run ([`LoadReport::accept_stamps`]).
@@ -325,6 +338,7 @@ impl LoadReport {
     /// measured), since the counters cannot tell warm-up handshakes apart. With a single target
     /// its per-target counts move too. At most the successes there are move.
     pub fn reclassify_never_accepted(&mut self, never_accepted: u64, measured_is_whole_run: bool) {
+        let before = self.total.successes;
         fn shift(successes: &mut u64, failures: &mut BTreeMap<String, u64>, n: u64) {
             let n = n.min(*successes);
             if n > 0 {
@@ -347,6 +361,22 @@ impl LoadReport {
         }
         if let [t] = self.per_target.as_mut_slice() {
             shift(&mut t.successes, &mut t.failures, never_accepted);
+        }
+        let moved = never_accepted.min(before);
+        self.workers_never_accepted(moved);
+    }
+
+    /// `n` whole-run successes became failures (never accepted): one worker's row moves them;
+    /// with several, which rows hold them is unknown and [`LoadReport::workers_successes_never_accepted`]
+    /// counts them (issue 35: `workers[]` counted them as successes where the totals did not).
+    fn workers_never_accepted(&mut self, n: u64) {
+        match self.workers.as_mut_slice() {
+            [w] => {
+                let m = n.min(w.successes);
+                w.successes -= m;
+                w.failures += m;
+            }
+            _ => self.workers_successes_never_accepted += n,
         }
     }
 
@@ -382,6 +412,7 @@ impl LoadReport {
             t.successes -= m;
             *t.failures.entry(class()).or_insert(0) += m;
         }
+        self.workers_never_accepted(n);
         n
     }
 
@@ -541,11 +572,13 @@ mod tests {
             }],
             timeline: vec![],
             workers: vec![],
+            workers_successes_never_accepted: 0,
             interrupted: false,
             http: None,
             tls: None,
             engine: None,
             accept_stamps: None,
+            port_slices: None,
         }
     }
 
@@ -565,6 +598,39 @@ mod tests {
         assert_eq!((r.successes, r.total.successes), (100, 0));
         assert_eq!(r.total.failures[NEVER_ACCEPTED], 150);
         assert!(r.failures.is_empty());
+    }
+
+    /// Issue 35 item 6: `workers[]` rows counted handshakes the server never accepted as
+    /// successes where the totals did not. One worker's row moves them; with several, the
+    /// report says how many the rows still hold (whose they were is unknown).
+    #[test]
+    fn worker_rows_do_not_count_never_accepted_handshakes_as_successes_unsaid() {
+        let worker = |cpu, n| LoadWorkerReport {
+            cpu,
+            attempts: n,
+            successes: n,
+            ..LoadWorkerReport::default()
+        };
+        let mut one = report(10_000, 0);
+        one.workers = vec![worker(1, 10_000)];
+        one.reclassify_never_accepted(1132, true);
+        one.reclassify_still_queued(20);
+        assert_eq!(one.workers[0].successes, 8848);
+        assert_eq!(one.workers[0].failures, 1152);
+        assert_eq!(one.workers[0].successes, one.total.successes);
+        assert_eq!(one.workers_successes_never_accepted, 0);
+        let mut two = report(10_000, 0);
+        two.workers = vec![worker(1, 6_000), worker(2, 4_000)];
+        two.reclassify_never_accepted(1132, true);
+        two.reclassify_still_queued(20);
+        let rows: u64 = two.workers.iter().map(|w| w.successes).sum();
+        assert_eq!(two.workers_successes_never_accepted, 1152);
+        assert_eq!(
+            rows,
+            two.total.successes + two.workers_successes_never_accepted
+        );
+        let json = serde_json::to_value(&two).unwrap();
+        assert_eq!(json["workers_successes_never_accepted"], 1152);
     }
 
     /// What is still queued at the end is the newest connections (the accept queue is FIFO):

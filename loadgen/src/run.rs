@@ -70,8 +70,10 @@ pub fn run_at(
     on_second: &mut dyn FnMut(&TimelineRow),
 ) -> Result<(LoadReport, std::time::SystemTime), LoadError> {
     cfg.validate()?;
-    let (engine, engine_ran) = crate::engine::resolve(cfg)?;
+    let (slice_state, slices) = crate::ports::resolve(cfg, std::path::Path::new("/proc"));
+    let (engine, engine_ran) = crate::engine::resolve(cfg, slices.is_some())?;
     let n = cfg.workers();
+    let worker_cpus = cfg.worker_cpus();
     let (tx, rx) = mpsc::channel::<Second>();
     let (ready_tx, ready_rx) = mpsc::channel::<Result<(), LoadError>>();
     // `Some(0)` = abort, `Some(t)` = start at t.
@@ -82,7 +84,8 @@ pub fn run_at(
     std::thread::scope(|scope| {
         let mut handles = Vec::with_capacity(n);
         let mut spawn_error = None;
-        for (index, &cpu) in cfg.cpus.iter().enumerate() {
+        for (index, &cpu) in worker_cpus.iter().enumerate() {
+            let slice = slices.as_ref().map(|s| s[index]);
             let launch = Launch {
                 cfg,
                 index,
@@ -100,7 +103,7 @@ pub fn run_at(
                         let _ = launch.ready.send(Err(e));
                         return None;
                     }
-                    crate::engine::with_engine(engine, cfg, index, launch)
+                    crate::engine::with_engine(engine, cfg, index, slice, launch)
                 });
             match spawned {
                 Ok(h) => handles.push(h),
@@ -138,7 +141,7 @@ pub fn run_at(
 
         let mut timeline = Vec::new();
         let mut merger = SecondMerger::new(
-            &cfg.cpus,
+            &worker_cpus,
             start_ns,
             start_ns + warmup_ns,
             start_ns + warmup_ns + duration_ns,
@@ -155,10 +158,11 @@ pub fn run_at(
         });
 
         let mut results = Vec::with_capacity(n);
-        for (h, &cpu) in handles.into_iter().zip(&cfg.cpus) {
+        for (index, (h, &cpu)) in handles.into_iter().zip(&worker_cpus).enumerate() {
             match h.join() {
                 Ok(Some(mut r)) => {
                     r.report.cpu = cpu;
+                    r.report.port_slice = slices.as_ref().map(|s| s[index]);
                     results.push(r);
                 }
                 Ok(None) => {}
@@ -173,6 +177,7 @@ pub fn run_at(
         let direct = results.iter().all(|r| r.uring_direct != Some(false));
         let mut report = assemble(cfg, start_ns + warmup_ns, duration_ns, results, timeline);
         report.engine = Some(engine_ran.with_direct(direct));
+        report.port_slices = Some(slice_state);
         Ok((report, real_start))
     })
 }
@@ -322,6 +327,7 @@ fn assemble(
             .collect(),
         timeline,
         workers,
+        workers_successes_never_accepted: 0,
         interrupted,
         http: cfg
             .http
@@ -338,6 +344,7 @@ fn assemble(
             stamps,
             measured_from_ns: measure_ns,
         }),
+        port_slices: None,
     }
 }
 

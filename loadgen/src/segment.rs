@@ -123,7 +123,7 @@ impl Segment {
             } => {
                 let rate = self.nonzero_rate(rate_per_sec).map_err(bad)?;
                 if !max_in_flight_given {
-                    let d = crate::default_max_in_flight(rate, cfg.connect_timeout, cfg.cpus.len());
+                    let d = crate::default_max_in_flight(rate, cfg.connect_timeout, cfg.workers());
                     cfg.max_in_flight = cfg.max_in_flight.min(d);
                 }
                 Pattern::Open {

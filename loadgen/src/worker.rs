@@ -175,6 +175,7 @@ impl<'a, E: Engine> Worker<'a, E> {
                 cpu_sys_ns: used.sys_ns,
                 cpu_run_ns: used.run_ns,
                 wall_ns: ended.saturating_sub(wall0),
+                port_slice: None,
             },
             total: tally.total,
             measured: tally.measured,

@@ -66,6 +66,24 @@ fn attempts_successes_and_active_opens_agree_exactly() {
         per_sec, report.total.attempts,
         "timeline adds up to the total"
     );
+    assert_lines_add_up(&report);
+}
+
+/// Issue 35 item 4: every column of the per-second lines (`load` prints every row, drain
+/// seconds included) adds up to the run's totals: none of the last completions, failures or
+/// drops is in no line.
+fn assert_lines_add_up(report: &loadgen::LoadReport) {
+    let sum = |f: fn(&loadgen::TimelineRow) -> u64| report.timeline.iter().map(f).sum::<u64>();
+    let t = &report.total;
+    assert_eq!(sum(|r| r.attempts), t.attempts, "attempts");
+    assert_eq!(sum(|r| r.successes), t.successes, "successes");
+    assert_eq!(
+        sum(|r| r.failures),
+        t.failures.values().sum::<u64>(),
+        "failures"
+    );
+    assert_eq!(sum(|r| r.late), t.late, "late");
+    assert_eq!(sum(|r| r.dropped), t.dropped, "dropped");
 }
 
 #[test]
@@ -170,6 +188,7 @@ fn nothing_listening_counts_every_attempt_as_refused_and_runs_its_duration() {
     );
     assert!(elapsed >= Duration::from_millis(600), "ran {elapsed:?}");
     assert!(!report.interrupted);
+    assert_lines_add_up(&report);
 }
 
 #[test]
@@ -761,6 +780,7 @@ fn assert_books_balance(report: &loadgen::LoadReport, active_opens: i64, accepte
     assert_eq!(report.handshake.len(), report.successes);
     let per_sec: u64 = report.timeline.iter().map(|r| r.attempts).sum();
     assert_eq!(per_sec, report.total.attempts, "timeline adds up");
+    assert_lines_add_up(report);
 }
 
 #[test]
@@ -1168,6 +1188,209 @@ fn streaming_round(engine: loadgen::LoadEngine, case: &'static str) {
             Some(report.successes),
             "{what}: {:?}",
             report.post_connect_failures
+        );
+    }
+}
+
+// Many workers on few CPUs (issue 33): oversubscribed runs keep exact counts, and each worker
+// connects from its own slice of the ephemeral range.
+
+/// 32 load workers on this machine's CPUs (oversubscribed: 2 vCPUs here), each with its own
+/// source address (so `ss` tells whose a socket is) and its own port slice, an open loop bounded
+/// in count, `--close fin` against
+/// a server that closes 150 ms after accepting (the client's FIN comes first, so every
+/// connection leaves a client-side socket `ss` sees): attempts = ΔTcp.ActiveOpens, successes =
+/// server accepts = ΔTcp.PassiveOpens = client-side sockets, the per-worker counts sum to the
+/// totals, and every client socket's port lies inside the slice of the worker its source names.
+fn many_workers_round(engine: loadgen::LoadEngine) {
+    const WORKERS: usize = 32;
+    let (report, active, passive, accepted, socks, cpus) = NetNs::run(move |ns| {
+        ns.set_sysctl("net.ipv4.ip_local_port_range", "32768 60999");
+        ns.set_sysctl("net.ipv4.tcp_tw_reuse", "0");
+        let server = TestServer::start(ServerMode::CloseAfter(Duration::from_millis(150)));
+        // An open loop bounded in count (4,000/s for 500 ms: about 2,000 connections, some 62
+        // per worker): each client socket stays in TIME_WAIT, so a closed loop's count grows
+        // with the machine's speed until a worker's 882-port slice runs out (EADDRNOTAVAIL
+        // before any SYN, which ActiveOpens does not count) — the test then measured the
+        // machine, not the counts.
+        let mut cfg = open(server.addr, 4000.0, Duration::from_millis(500));
+        cfg.engine = engine;
+        cfg.close = CloseMode::Fin;
+        cfg.cpus = testkit::allowed_cpus();
+        cfg.workers = WORKERS;
+        cfg.sources = (0..WORKERS)
+            .map(|w| format!("127.0.0.{}", 2 + w).parse().unwrap())
+            .collect();
+        let (a0, p0) = (
+            ns.counter("Tcp.ActiveOpens"),
+            ns.counter("Tcp.PassiveOpens"),
+        );
+        let r = run(&cfg);
+        let deadline = Instant::now() + Duration::from_secs(2);
+        let accepted = || server.accepted.load(std::sync::atomic::Ordering::Relaxed);
+        while accepted() < r.total.successes && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let socks = util::client_sockets(server.addr.port());
+        (
+            r,
+            ns.counter("Tcp.ActiveOpens") - a0,
+            ns.counter("Tcp.PassiveOpens") - p0,
+            accepted(),
+            socks,
+            cfg.cpus.clone(),
+        )
+    });
+    let what = format!("{engine:?}");
+    let t = &report.total;
+    println!(
+        "{what}: {} workers, {} attempts, {} successes, {} client sockets; {}",
+        report.workers.len(),
+        t.attempts,
+        t.successes,
+        socks.len(),
+        report.port_slices.as_ref().unwrap().line()
+    );
+    assert!(t.successes > 0, "{what}: {t:?}");
+    assert_eq!(
+        t.attempts as i64, active,
+        "{what}: attempts vs ΔActiveOpens"
+    );
+    assert_eq!(t.successes, t.attempts, "{what}: failures {:?}", t.failures);
+    assert_eq!(accepted, t.successes, "{what}: server accepts");
+    assert_eq!(passive, t.successes as i64, "{what}: ΔPassiveOpens");
+    assert_eq!(
+        socks.len() as u64,
+        t.successes,
+        "{what}: client-side sockets"
+    );
+    assert_eq!(report.workers.len(), WORKERS, "{what}");
+    let sum =
+        |f: fn(&loadgen::LoadWorkerReport) -> u64| -> u64 { report.workers.iter().map(f).sum() };
+    assert_eq!(
+        sum(|w| w.attempts),
+        t.attempts,
+        "{what}: per-worker attempts"
+    );
+    assert_eq!(
+        sum(|w| w.successes),
+        t.successes,
+        "{what}: per-worker successes"
+    );
+    let per_sec: u64 = report.timeline.iter().map(|r| r.attempts).sum();
+    assert_eq!(per_sec, t.attempts, "{what}: timeline adds up");
+    for (w, wr) in report.workers.iter().enumerate() {
+        assert_eq!(wr.cpu, cpus[w % cpus.len()], "{what}: worker {w}'s CPU");
+    }
+    let state = report.port_slices.as_ref().expect("port slices reported");
+    assert!(state.applied, "{what}: {state:?}");
+    let slices: Vec<(u16, u16)> = report
+        .workers
+        .iter()
+        .map(|w| w.port_slice.expect("each worker its slice"))
+        .collect();
+    for pair in slices.windows(2) {
+        assert!(pair[0].1 < pair[1].0, "{what}: slices overlap: {pair:?}");
+    }
+    for (ip, port) in &socks {
+        let std::net::IpAddr::V4(v4) = ip else {
+            panic!("{what}: unexpected source {ip}")
+        };
+        let w = usize::from(v4.octets()[3]) - 2;
+        let (lo, hi) = slices[w];
+        assert!(
+            (lo..=hi).contains(port),
+            "{what}: worker {w} (source {ip}) connected from port {port}, outside its slice {lo}-{hi}"
+        );
+    }
+    let mut seen: Vec<usize> = socks
+        .iter()
+        .map(|(ip, _)| match ip {
+            std::net::IpAddr::V4(v4) => usize::from(v4.octets()[3]) - 2,
+            std::net::IpAddr::V6(_) => usize::MAX,
+        })
+        .collect();
+    seen.sort_unstable();
+    seen.dedup();
+    assert_eq!(seen.len(), WORKERS, "{what}: every worker connected");
+}
+
+#[test]
+fn oversubscribed_workers_keep_exact_counts_and_their_port_slices_epoll() {
+    let _x = testkit::exclusive();
+    many_workers_round(loadgen::LoadEngine::Epoll);
+}
+
+#[test]
+fn oversubscribed_workers_keep_exact_counts_and_their_port_slices_uring() {
+    let _x = testkit::exclusive();
+    if util::on_uring(open(closed_port(), 1.0, Duration::from_millis(10))).is_none() {
+        return;
+    }
+    many_workers_round(loadgen::LoadEngine::IoUring);
+}
+
+/// The io_uring engine's direct sockets set the slice through the ring (URING_CMD SETSOCKOPT):
+/// two workers on one CPU, a 20-port range cut in two slices of 10, `--close fin` against a
+/// server that closes 150 ms after accepting, and no TIME_WAIT reuse, so every success holds its
+/// port to the end of the test. Each worker then completes at most 10 handshakes, each holding a
+/// port of its own slice (`ss` finds as many client sockets in the slice as the worker's
+/// successes), and fails the rest with EADDRNOTAVAIL: without slices a worker could take more
+/// than 10 of the 20 ports, or ports of the other's half.
+#[test]
+fn uring_direct_sockets_connect_from_their_own_slice() {
+    let _x = testkit::exclusive();
+    let r = NetNs::run(|ns| {
+        ns.set_sysctl("net.ipv4.ip_local_port_range", "40000 40019");
+        ns.set_sysctl("net.ipv4.tcp_tw_reuse", "0");
+        let server = TestServer::start(ServerMode::CloseAfter(Duration::from_millis(150)));
+        let mut cfg = util::on_uring(open(server.addr, 1.0, Duration::from_millis(300)))?;
+        cfg.pattern = Pattern::Closed { concurrency: 4 };
+        cfg.close = CloseMode::Fin;
+        cfg.cpus = vec![testkit::allowed_cpus()[0]];
+        cfg.workers = 2;
+        let r = run(&cfg);
+        let ports = util::client_sockets(server.addr.port());
+        Some((r, ports))
+    });
+    let Some((r, ports)) = r else { return };
+    let features = r
+        .engine
+        .as_ref()
+        .and_then(|e| e.features.clone())
+        .unwrap_or_default();
+    println!(
+        "features {features}; worker successes {:?}; {:?}",
+        r.workers.iter().map(|w| w.successes).collect::<Vec<_>>(),
+        r.total.failures
+    );
+    assert!(
+        features.contains("socket=direct") && features.contains("port_range=uring_cmd"),
+        "{features}"
+    );
+    assert_eq!(
+        r.workers.iter().map(|w| w.port_slice).collect::<Vec<_>>(),
+        [Some((40000, 40009)), Some((40010, 40019))]
+    );
+    assert!(
+        r.total.failures.keys().all(|k| k == "EADDRNOTAVAIL"),
+        "{:?}",
+        r.total.failures
+    );
+    let used: Vec<u16> = ports.iter().map(|&(_, p)| p).collect();
+    println!("client ports {used:?}");
+    assert_eq!(
+        used.len() as u64,
+        r.total.successes,
+        "a client socket per success"
+    );
+    for w in &r.workers {
+        let (lo, hi) = w.port_slice.unwrap();
+        let inside = used.iter().filter(|p| (lo..=hi).contains(*p)).count() as u64;
+        assert!(
+            (1..=10).contains(&w.successes) && inside == w.successes,
+            "each worker's successes hold ports of its own slice, at most its 10: {inside} ports in {lo}-{hi}, {:?}",
+            r.workers
         );
     }
 }

@@ -41,8 +41,9 @@ pub enum ServerError {
         /// errno of sched_setaffinity(2).
         errno: nix::errno::Errno,
     },
-    /// bind(2) failed with EADDRINUSE: another socket (not ours) holds the address.
-    #[error("address {addr} is already in use: stop the other listener or pick another port (`--listen {addr_ip}:0` picks a free one)", addr_ip = addr.ip())]
+    /// bind(2) failed with EADDRINUSE: another socket (not ours) holds the address: a listener,
+    /// or a connection whose local port it is (the binary names which, from sock_diag).
+    #[error("address {addr} is already in use by another socket (a listener, or a connection whose local port it is: `ss -tanp sport = :{port}` shows which): stop it or pick another port (`--listen {addr_ip}:0` picks a free one)", addr_ip = addr.ip(), port = addr.port())]
     AddrInUse {
         /// The address.
         addr: SocketAddr,

@@ -55,8 +55,12 @@ pub fn exclusive() -> MutexGuard<'static, ()> {
     EXCLUSIVE.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// The path of the system tool `name` (searched in `PATH`, like a shell does), for
-/// `Command::new(testkit::require_tool("nft", "nftables"))`.
+/// Directories searched after `PATH`: where packages install tools that are not meant to be on
+/// `PATH` (Debian's `systemd` installs `/usr/lib/systemd/systemd-sysctl`).
+pub const TOOL_DIRS_OUTSIDE_PATH: &[&str] = &["/usr/lib/systemd", "/lib/systemd"];
+
+/// The path of the system tool `name` (searched in `PATH`, like a shell does, then in
+/// [`TOOL_DIRS_OUTSIDE_PATH`]), for `Command::new(testkit::require_tool("nft", "nftables"))`.
 ///
 /// Tests install nothing: README's test command, `scripts/test.sh`, installs the package of every
 /// tool in its table when the tool is missing (`.ci/run` runs that script), and
@@ -64,11 +68,12 @@ pub fn exclusive() -> MutexGuard<'static, ()> {
 ///
 /// # Panics
 /// With one line naming the Debian/Ubuntu package to install when no executable `name` is on
-/// `PATH`, e.g. "this test needs `nft`, which is not on PATH: install the nftables package
+/// `PATH` or in [`TOOL_DIRS_OUTSIDE_PATH`], e.g. "this test needs `nft`, which is not on PATH: install the nftables package
 /// (apt-get install nftables)". A test never skips itself silently.
 pub fn require_tool(name: &str, package: &str) -> PathBuf {
     let path = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&path)
+        .chain(TOOL_DIRS_OUTSIDE_PATH.iter().map(PathBuf::from))
         .map(|dir| dir.join(name))
         .find(|p| {
             std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
@@ -538,6 +543,24 @@ mod tests {
                     if !root.join(word).exists() && !beside.exists() {
                         missing.push(format!(
                             "{}:{}: {word}",
+                            file.strip_prefix(&root).unwrap().display(),
+                            n + 1
+                        ));
+                    }
+                }
+            }
+        }
+        // What the code cites lives in the repository: no path of the machine it was written
+        // on, no note that lives outside it.
+        for file in files.iter().filter(|f| **f != scratch) {
+            let Ok(text) = std::fs::read_to_string(file) else {
+                continue;
+            };
+            for (n, line) in text.lines().enumerate() {
+                for outside in ["/work/", "../shared/", "FACTS-2", "FACTS-3", "KERNEL-NOTES"] {
+                    if line.contains(outside) && !line.contains("outside in [") {
+                        missing.push(format!(
+                            "{}:{}: {outside} (outside the repository)",
                             file.strip_prefix(&root).unwrap().display(),
                             n + 1
                         ));

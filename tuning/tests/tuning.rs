@@ -92,6 +92,9 @@ mod presets;
 #[path = "tuning/placement.rs"]
 mod placement;
 
+#[path = "tuning/scale.rs"]
+mod scale;
+
 #[path = "tuning/kconfig.rs"]
 mod kconfig;
 
@@ -100,6 +103,9 @@ mod irq;
 
 #[path = "tuning/sysctld.rs"]
 mod sysctld;
+
+#[path = "tuning/hostfiles.rs"]
+mod hostfiles;
 
 #[test]
 fn a_child_netns_is_detected_so_global_keys_are_refused() {

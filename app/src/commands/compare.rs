@@ -14,6 +14,58 @@ use crate::bad_input;
 /// The statistics rule, for `--help` of `compare` and `ab` ([`compare::RULE_HELP`]).
 pub const RULE_HELP: &str = compare::RULE_HELP;
 
+/// Options shared by `compare` and `ab` for how the sides are named and the table shown.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ShowArgs {
+    /// Name of side A in tables, verdicts and plots (default: its toggle values, setup command
+    /// or record labels; a name longer than 16 characters is shown as `A`, the whole name once).
+    #[arg(long, value_name = "NAME", value_parser = crate::commands::bench::args::parse_label)]
+    pub label_a: Option<String>,
+    /// Name of side B (see --label-a).
+    #[arg(long, value_name = "NAME", value_parser = crate::commands::bench::args::parse_label)]
+    pub label_b: Option<String>,
+    /// Text output: every column (each side's min, max and count, flagged trials' figures, the
+    /// verdict in words); the default table fits 120 columns.
+    #[arg(long)]
+    pub wide: bool,
+}
+
+impl ShowArgs {
+    /// The sides' names must tell them apart: `--label-a x --label-b x` printed "x vs x" and
+    /// trials `x#1` on both sides; an empty name printed "A:  (2 trials …)".
+    ///
+    /// # Errors
+    /// Bad input (exit 2) naming the option and the fix.
+    pub fn check(&self) -> anyhow::Result<()> {
+        for (opt, l) in [("--label-a", &self.label_a), ("--label-b", &self.label_b)] {
+            if l.as_deref().is_some_and(|l| l.trim().is_empty()) {
+                return Err(bad_input(format!(
+                    "{opt} is empty: give the side a name (e.g. {opt} 6.18), or leave {opt} out \
+                     to name it by what differs"
+                )));
+            }
+        }
+        if let (Some(a), Some(b)) = (&self.label_a, &self.label_b) {
+            if a == b {
+                return Err(bad_input(format!(
+                    "--label-a and --label-b are both {a:?}: the report could not tell the sides \
+                     (or their trials) apart; give two different names"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The table width asked for.
+    pub fn width(&self) -> results::render::Width {
+        if self.wide {
+            results::render::Width::Wide
+        } else {
+            results::render::Width::Default
+        }
+    }
+}
+
 /// Options shared by `compare` and `ab` for the comparison.
 #[derive(Debug, Clone, clap::Args)]
 pub struct RuleArgs {
@@ -55,8 +107,8 @@ Examples:
   connstorm compare base.json patched.json
   # Several trials a side (bench --out base, bench --out patched); options may follow
   connstorm compare base/*.json -- patched/*.json --format markdown -o verdict.md
-  # No verdict for shifts below 2% of A's median
-  connstorm compare --a base/*.json --b patched/*.json --min-effect 2";
+  # No verdict for shifts below 2% of A's median; the sides named
+  connstorm compare --a a/*.json --b b/*.json --min-effect 2 --label-a 6.18 --label-b 6.18+fix";
 
 /// Options of `connstorm compare`.
 ///
@@ -87,6 +139,9 @@ pub struct Args {
     /// The statistics rule's options.
     #[command(flatten)]
     pub rule: RuleArgs,
+    /// Side names and table width.
+    #[command(flatten)]
+    pub show: ShowArgs,
 }
 
 /// Rewrites the first standalone `--` of `connstorm compare …` and `connstorm plot …` into
@@ -137,6 +192,7 @@ fn sides(args: &Args) -> anyhow::Result<(Vec<PathBuf>, Vec<PathBuf>)> {
 /// output that is one of the records (before any output is written); an I/O error writing the
 /// output.
 pub fn run(args: Args) -> anyhow::Result<i32> {
+    args.show.check()?;
     let (a, b) = sides(&args)?;
     let all: Vec<PathBuf> = a.iter().chain(&b).cloned().collect();
     refuse_input_as_output("-o", &args.output, &all)?;
@@ -149,11 +205,16 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let (ra, rb) = (read(&a)?, read(&b)?);
     refuse_duplicates(a.iter().zip(&ra).chain(b.iter().zip(&rb)))?;
     let (a, b) = (ra, rb);
-    let comparison = compare::compare(&a, &b, (None, None), &args.rule.options());
+    let comparison = compare::compare(
+        &a,
+        &b,
+        (args.show.label_a.as_deref(), args.show.label_b.as_deref()),
+        &args.rule.options(),
+    );
     check_setups(&comparison, args.allow_mismatch)?;
     write_output(
         &args.output,
-        &results::render::comparison(&comparison, args.format),
+        &results::render::comparison_with(&comparison, args.format, args.show.width()),
     )?;
     Ok(0)
 }
@@ -222,5 +283,31 @@ mod tests {
         assert_eq!(parse_min_effect("2.5%"), Ok(0.025));
         assert!(parse_min_effect("-1").is_err());
         assert!(parse_min_effect("abc").is_err());
+    }
+
+    /// Names and addresses of the sides: equal or empty `--label-a`/`--label-b` (`compare`
+    /// and `ab`) are bad input, before any record is read or trial run.
+    #[test]
+    fn side_names_that_cannot_tell_the_sides_apart_are_bad_input() {
+        let show = |a: Option<&str>, b: Option<&str>| ShowArgs {
+            label_a: a.map(str::to_string),
+            label_b: b.map(str::to_string),
+            wide: true,
+        };
+        for (a, b, want) in [
+            (Some("x"), Some("x"), "both \"x\""),
+            (Some(""), Some("y"), "--label-a is empty"),
+            (None, Some(" "), "--label-b is empty"),
+        ] {
+            let e = show(a, b).check().unwrap_err();
+            assert!(
+                e.downcast_ref::<common::error::BadInput>().is_some(),
+                "{a:?} {b:?}"
+            );
+            assert!(e.to_string().contains(want), "{a:?} {b:?}: {e}");
+        }
+        show(Some("6.18"), Some("6.18+fix")).check().unwrap();
+        show(None, None).check().unwrap();
+        show(Some("x"), None).check().unwrap();
     }
 }

@@ -1,7 +1,7 @@
 //! Every `connstorm` subcommand in one place each: its options (clap `Args` with their value
 //! parsers and the `--help` examples), their checks, and its `run`, which returns the exit
 //! code. A folder holds a command with more than one job (`load/`, `server/`, `bench/`,
-//! `sweep/`, `ab/`, `tune/`, `k8s/`); a file, one with a single job (`report`, `compare`,
+//! `sweep/`, `ab/`, `tune/`, `k8s/`, `scale/`); a file, one with a single job (`report`, `compare`,
 //! `plot`, `merge`, `completions`, `man`). The binary's top-level `Cli` names each command's
 //! `Args` and calls its `run`.
 //!
@@ -36,6 +36,7 @@ pub mod metrics;
 pub mod plot;
 pub mod records;
 pub mod report;
+pub mod scale;
 pub mod server;
 pub mod sweep;
 pub mod tune;

@@ -90,6 +90,10 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     match write_plot(kind, &sa, &sb, &args.output) {
         Ok(()) => {
             eprintln!("connstorm: wrote {}", args.output.display());
+            // The picture cuts long names (its footnote holds 150 characters of each): whole here.
+            for n in results::render::long_names(kind, &sa, &sb) {
+                eprintln!("connstorm: name cut in the picture: {n}");
+            }
             Ok(0)
         }
         Err(e @ (PlotError::Format { .. } | PlotError::Empty(_))) => Err(bad_input(e.to_string())),

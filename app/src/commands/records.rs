@@ -76,10 +76,11 @@ pub fn check_hlogs(
 /// Writes command output to stdout (`-`) or a file.
 pub fn write_output(output: &Path, text: &str) -> anyhow::Result<()> {
     if output == Path::new("-") {
+        // With context: a full stdout said only "No space left on device (os error 28)".
         let mut out = std::io::stdout().lock();
-        out.write_all(text.as_bytes())?;
-        out.flush()?;
-        Ok(())
+        out.write_all(text.as_bytes())
+            .and_then(|()| out.flush())
+            .context("cannot write to stdout")
     } else if std::fs::symlink_metadata(output).is_ok_and(|m| !m.file_type().is_file()) {
         // A device or a link the user named (`/dev/stdout`, a FIFO): written in place.
         std::fs::write(output, text).with_context(|| format!("cannot write {}", output.display()))

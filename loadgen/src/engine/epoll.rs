@@ -97,11 +97,17 @@ pub(crate) struct Epoll {
 }
 
 impl Epoll {
-    /// The engine of the worker on `cpu` for `cfg`, with `slots` slots: its poll and timerfd.
+    /// The engine of the worker on `cpu` for `cfg`, with `slots` slots and its sockets' `net`:
+    /// its poll and timerfd.
     ///
     /// # Errors
     /// [`LoadError::EventLoop`] when epoll or the timerfd cannot be created or registered.
-    pub(crate) fn new(cfg: &LoadConfig, slots: usize, cpu: usize) -> Result<Epoll, LoadError> {
+    pub(crate) fn new(
+        cfg: &LoadConfig,
+        slots: usize,
+        cpu: usize,
+        net: Net,
+    ) -> Result<Epoll, LoadError> {
         let poll = Poll::new().map_err(|source| LoadError::EventLoop {
             cpu,
             what: "epoll_create1",
@@ -130,7 +136,7 @@ impl Epoll {
             timer,
             armed_ns: 0,
             spin_ns: cfg.pacing.spin_ns,
-            net: Net::new(cfg),
+            net,
             socks: (0..slots).map(|_| None).collect(),
             backlog: Vec::with_capacity(slots),
             serving: Vec::with_capacity(slots),
@@ -684,7 +690,7 @@ mod tests {
                 )
             };
             let mut core = Core::new(&cfg, 0).unwrap();
-            let mut e = Epoll::new(&cfg, 1, 0).unwrap();
+            let mut e = Epoll::new(&cfg, 1, 0, Net::new(&cfg, 0, None)).unwrap();
             let now = now_ns();
             core.begin(Window {
                 start_ns: now,

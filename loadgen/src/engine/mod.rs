@@ -92,18 +92,29 @@ pub(crate) trait WithEngine {
     fn with<E: Engine>(self, engine: Result<E, LoadError>) -> Self::Out;
 }
 
-/// Makes worker `index`'s engine as [`resolve`] decided (on the worker's pinned thread) and
-/// hands it to `job`: the one place that names the engines.
+/// Makes worker `index`'s engine as [`resolve`] decided (on the worker's pinned thread, so its
+/// memory is allocated node-local) and hands it to `job`: the one place that names the engines.
+/// `slice` is the worker's part of the ephemeral range ([`crate::ports::resolve`]; `None`: the
+/// shared range).
 pub(crate) fn with_engine<J: WithEngine>(
     resolved: Resolved,
     cfg: &LoadConfig,
     index: usize,
+    slice: Option<(u16, u16)>,
     job: J,
 ) -> J::Out {
-    let (cpu, slots) = (cfg.cpus[index], cfg.slots_for(index));
+    let (cpu, slots) = (cfg.worker_cpu(index), cfg.slots_for(index));
+    let net = socket::Net::new(cfg, index, slice.map(crate::ports::range_value));
     match resolved {
-        Resolved::Epoll => job.with(epoll::Epoll::new(cfg, slots, cpu)),
-        Resolved::Uring(f) => job.with(uring::Uring::new(cfg, &f, slots, cpu, cfg.timeout_ns())),
+        Resolved::Epoll => job.with(epoll::Epoll::new(cfg, slots, cpu, net)),
+        Resolved::Uring(f) => job.with(uring::Uring::new(
+            cfg,
+            &f,
+            slots,
+            cpu,
+            cfg.timeout_ns(),
+            net,
+        )),
     }
 }
 
@@ -137,8 +148,8 @@ impl UringFeatures {
     /// `socket=direct,setsockopt=uring_cmd,connect+link_timeout,reuse=disconnect,close=skip_success,defer_taskrun`
     /// for `cfg` (the setsockopt and reuse parts only with `--close rst`, reuse only on direct
     /// sockets: `engine::uring::driver` docs, "Reuse"; with `--source` the socket is a plain one).
-    pub fn label(&self, cfg: &LoadConfig) -> String {
-        let direct = self.uses_direct(cfg);
+    pub fn label(&self, cfg: &LoadConfig, sliced: bool) -> String {
+        let direct = self.uses_direct(cfg, sliced);
         let mut parts = vec![if direct {
             "socket=direct"
         } else {
@@ -149,6 +160,13 @@ impl UringFeatures {
                 "setsockopt=uring_cmd"
             } else {
                 "setsockopt=setsockopt(2)"
+            });
+        }
+        if sliced {
+            parts.push(if direct {
+                "port_range=uring_cmd"
+            } else {
+                "port_range=setsockopt(2)"
             });
         }
         parts.push("connect+link_timeout");
@@ -173,12 +191,13 @@ impl UringFeatures {
     }
 
     /// Whether the sockets of `cfg` are direct descriptors: the kernel has them, and the options
-    /// before connect can be set through the ring (SO_LINGER needs the uring setsockopt; a
-    /// `--source` needs IP_BIND_ADDRESS_NO_PORT and bind(2), made on a plain socket).
-    pub(crate) fn uses_direct(&self, cfg: &LoadConfig) -> bool {
+    /// before connect can be set through the ring (SO_LINGER and, when `sliced`, the port slice
+    /// need the uring setsockopt; a `--source` needs IP_BIND_ADDRESS_NO_PORT and bind(2), made
+    /// on a plain socket).
+    pub(crate) fn uses_direct(&self, cfg: &LoadConfig, sliced: bool) -> bool {
         self.direct_socket
             && cfg.sources.is_empty()
-            && (cfg.close != CloseMode::Rst || self.uring_setsockopt)
+            && ((cfg.close != CloseMode::Rst && !sliced) || self.uring_setsockopt)
     }
 }
 
@@ -201,6 +220,7 @@ impl EngineRan {
             self.features = self.features.map(|f| {
                 f.replace("socket=direct", "socket=socket(2)")
                     .replace("setsockopt=uring_cmd", "setsockopt=setsockopt(2)")
+                    .replace("port_range=uring_cmd", "port_range=setsockopt(2)")
                     .replace(",reuse=disconnect", "")
             });
         }
@@ -255,7 +275,7 @@ pub fn unsupported_message(flag: &str) -> String {
 /// [`LoadError::Config`] when `io-uring` was asked for and the config needs a feature it lacks
 /// ([`uring_unsupported`]) or the kernel does not have it (the message names why and says to
 /// use `--load-engine epoll`).
-pub(crate) fn resolve(cfg: &LoadConfig) -> Result<(Resolved, EngineRan), LoadError> {
+pub(crate) fn resolve(cfg: &LoadConfig, sliced: bool) -> Result<(Resolved, EngineRan), LoadError> {
     let epoll = |reason: Option<String>| {
         (
             Resolved::Epoll,
@@ -297,7 +317,7 @@ pub(crate) fn resolve(cfg: &LoadConfig) -> Result<(Resolved, EngineRan), LoadErr
                     "auto: io_uring (it used less CPU per connection than epoll in this project's measurements)"
                         .to_string()
                 }),
-                features: Some(f.label(cfg)),
+                features: Some(f.label(cfg, sliced)),
             },
         )),
         Err(why) if cfg.engine == LoadEngine::IoUring => Err(LoadError::Config(format!(

@@ -1,7 +1,10 @@
 //! Plain sockets, as both engines make them when they use socket(2) ([`Net`]): the family of
 //! each target, SO_LINGER {1, 0} for `--close rst`, a source address of the target's family
-//! (IP_BIND_ADDRESS_NO_PORT + bind(2), round-robin), and asking a connecting socket where it
-//! stands ([`probe`]).
+//! (IP_BIND_ADDRESS_NO_PORT + bind(2), round-robin over the worker's share of the sources), the
+//! worker's slice of the ephemeral range (IP_LOCAL_PORT_RANGE, [`crate::ports`]), and asking a
+//! connecting socket where it stands ([`probe`]).
+
+use std::os::fd::{AsFd, AsRawFd};
 
 use std::time::Duration;
 
@@ -11,6 +14,10 @@ use socket2::{Domain, SockAddr, Socket, Type};
 use crate::config::{CloseMode, LoadConfig};
 use crate::core::{verdict, Verdict};
 
+/// The socket option `IP_LOCAL_PORT_RANGE` (include/uapi/linux/in.h, Linux 6.3; not in the
+/// `libc` crate yet), re-exported as [`crate::ports::IP_LOCAL_PORT_RANGE`].
+pub const IP_LOCAL_PORT_RANGE: i32 = 51;
+
 /// What a plain socket of a run needs: its targets' families and addresses, the sources.
 #[derive(Debug)]
 pub(crate) struct Net {
@@ -19,11 +26,15 @@ pub(crate) struct Net {
     sources_v4: Vec<SockAddr>,
     sources_v6: Vec<SockAddr>,
     rst: bool,
+    /// The worker's slice of the ephemeral range as the IP_LOCAL_PORT_RANGE value
+    /// ([`crate::ports::range_value`]); `None` = the shared range.
+    port_range: Option<u32>,
 }
 
 impl Net {
-    /// The sockets of `cfg`.
-    pub(crate) fn new(cfg: &LoadConfig) -> Net {
+    /// The sockets of worker `worker` of `cfg`, connecting from `port_range` (its slice,
+    /// [`crate::ports::range_value`]) when given.
+    pub(crate) fn new(cfg: &LoadConfig, worker: usize, port_range: Option<u32>) -> Net {
         Net {
             domains: cfg
                 .targets
@@ -31,10 +42,16 @@ impl Net {
                 .map(|&t| Domain::for_address(t))
                 .collect(),
             targets: cfg.targets.iter().map(|&t| SockAddr::from(t)).collect(),
-            sources_v4: sources(cfg, true),
-            sources_v6: sources(cfg, false),
+            sources_v4: worker_sources(&sources(cfg, true), worker, cfg.workers()),
+            sources_v6: worker_sources(&sources(cfg, false), worker, cfg.workers()),
             rst: cfg.close == CloseMode::Rst,
+            port_range,
         }
+    }
+
+    /// The worker's slice as the IP_LOCAL_PORT_RANGE value (`None`: the shared range).
+    pub(crate) fn port_range(&self) -> Option<u32> {
+        self.port_range
     }
 
     /// Target `target`'s address.
@@ -63,11 +80,15 @@ impl Net {
         Ok(sock)
     }
 
-    /// Socket options before connect: SO_LINGER 0 for RST close, a source address of the
-    /// target's family (the `rr`-th, round-robin; none of that family = the kernel chooses).
+    /// Socket options before connect: SO_LINGER 0 for RST close, the worker's port slice, a
+    /// source address of the target's family (the `rr`-th of the worker's, round-robin; none of
+    /// that family = the kernel chooses).
     fn prepare(&self, sock: &Socket, target: usize, rr: usize) -> std::io::Result<()> {
         if self.rst {
             sock.set_linger(Some(Duration::ZERO))?;
+        }
+        if let Some(v) = self.port_range {
+            set_port_range(sock, v)?;
         }
         let sources = if self.domains[target] == Domain::IPV4 {
             &self.sources_v4
@@ -89,6 +110,62 @@ fn sources(cfg: &LoadConfig, v4: bool) -> Vec<SockAddr> {
         .filter(|ip| ip.is_ipv4() == v4)
         .map(|&ip| SockAddr::from(std::net::SocketAddr::new(ip, 0)))
         .collect()
+}
+
+/// Worker `worker`'s share of `all` (one family's sources), of `workers` workers: every
+/// `workers`-th source from its index when there are at least as many sources as workers
+/// (disjoint shares), else the one source `worker % len` (shared by several workers, each
+/// worker still on one). Empty stays empty.
+pub(crate) fn worker_sources(all: &[SockAddr], worker: usize, workers: usize) -> Vec<SockAddr> {
+    if all.is_empty() {
+        return Vec::new();
+    }
+    if all.len() >= workers {
+        all.iter()
+            .skip(worker)
+            .step_by(workers.max(1))
+            .cloned()
+            .collect()
+    } else {
+        vec![all[worker % all.len()].clone()]
+    }
+}
+
+/// setsockopt(IPPROTO_IP, IP_LOCAL_PORT_RANGE, `value`) on `sock` (ip(7), Linux 6.3; works on
+/// IPv6 sockets too: the IPv6 layer passes SOL_IP options to the IPv4 one).
+///
+/// # Errors
+/// ENOPROTOOPT on a kernel without the option, EINVAL for a lower bound not below the upper.
+#[allow(unsafe_code)]
+pub(crate) fn set_port_range(sock: &impl AsFd, value: u32) -> std::io::Result<()> {
+    let fd = sock.as_fd().as_raw_fd();
+    // SAFETY: `fd` is a live descriptor borrowed for the call; the kernel reads exactly
+    // size_of::<u32>() bytes from `&value`, a local that outlives the call, and keeps no pointer.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::IPPROTO_IP,
+            IP_LOCAL_PORT_RANGE,
+            (&raw const value).cast(),
+            std::mem::size_of::<u32>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// Whether the kernel takes IP_LOCAL_PORT_RANGE `value` on a scratch TCP socket of the family
+/// (`v6`): the check [`crate::ports::resolve`] runs once per run.
+///
+/// # Errors
+/// socket(2) or the setsockopt's error (ENOPROTOOPT: the kernel lacks the option).
+pub(crate) fn probe_port_range(v6: bool, value: u32) -> std::io::Result<()> {
+    let domain = if v6 { Domain::IPV6 } else { Domain::IPV4 };
+    let s = Socket::new(domain, Type::STREAM, None)?;
+    set_port_range(&s, value)
 }
 
 /// Asks the kernel where a connecting socket is: getsockopt(SO_ERROR), then getpeername(2). Two

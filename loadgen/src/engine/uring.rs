@@ -23,8 +23,9 @@
 //! - LINK_TIMEOUT: the connect timeout (`Mem::link_timeout`) or a slot's read deadline
 //!   (`Mem::read_ts[i]`, rewritten only when the slot's next read is pushed, after the CQE that
 //!   ended the last one); copied while submitting (`io_timeout_prep`).
-//! - URING_CMD SETSOCKOPT: the SO_LINGER value (`Mem::linger`, never written after the start);
-//!   read when the command runs, after the SOCKET before it, before its chain's CONNECT posts.
+//! - URING_CMD SETSOCKOPT: the SO_LINGER value (`Mem::linger`) or the worker's port slice
+//!   (`Mem::port_range`, IP_LOCAL_PORT_RANGE), neither written after the start; read when the
+//!   command runs, after the SOCKET before it, before its chain's CONNECT posts.
 //! - SEND: a target's request bytes (`Mem::requests`, never written after the start); read
 //!   until the SEND completes.
 //! - RECV: slot `i`'s buffer (`Mem::recv`, `i * RECV_BUF..`), written until the RECV's CQE; the
@@ -160,6 +161,8 @@ struct Mem {
     /// The `AF_UNSPEC` address of the disconnects.
     unspec: libc::sockaddr,
     linger: libc::linger,
+    /// The worker's port slice, the IP_LOCAL_PORT_RANGE value (`crate::ports::range_value`).
+    port_range: u32,
     link_timeout: types::Timespec,
     /// Per slot (when it reads), the link timeout of its pending read.
     read_ts: Box<[types::Timespec]>,
@@ -179,6 +182,7 @@ impl Mem {
                 l_onoff: 1,
                 l_linger: 0,
             },
+            port_range: 0,
             link_timeout: types::Timespec::new(),
             read_ts: Box::default(),
             recv: Box::default(),
@@ -204,6 +208,8 @@ pub(crate) struct Ring {
     live: usize,
     /// Sockets are direct descriptors (slot `i` = registered file `i`).
     direct: bool,
+    /// A new direct socket gets the worker's port slice (`Mem::port_range`) before its connect.
+    sliced: bool,
     /// Closes and `--http` SENDs carry IOSQE_CQE_SKIP_SUCCESS.
     skip: bool,
     /// Test hook: every push fails (the SQ refuses entries).
@@ -230,7 +236,8 @@ impl Drop for Ring {
 }
 
 impl Ring {
-    /// Sets up worker `cpu`'s ring for `slots` attempts in flight.
+    /// Sets up worker `cpu`'s ring for `slots` attempts in flight, its sockets connecting from
+    /// `port_range` (the IP_LOCAL_PORT_RANGE value of its slice) when given.
     ///
     /// # Errors
     /// [`LoadError::EventLoop`] when io_uring_setup(2) fails.
@@ -240,8 +247,9 @@ impl Ring {
         slots: usize,
         cpu: usize,
         timeout_ns: u64,
+        port_range: Option<u32>,
     ) -> Result<Ring, LoadError> {
-        // Per attempt at most 4 SQEs at its start and one at its end; a turn starts at most
+        // Per attempt at most 5 SQEs at its start and one at its end; a turn starts at most
         // START_BUDGET attempts and ends at most a reaped batch of them.
         let sq = 1024;
         let cq = (slots.saturating_mul(4))
@@ -255,7 +263,7 @@ impl Ring {
         let reads = cfg.reads_after_handshake();
         // A sparse table of one file per slot; if the kernel refuses (e.g. RLIMIT_NOFILE below
         // the slot count) the sockets are plain descriptors.
-        let direct = f.uses_direct(cfg)
+        let direct = f.uses_direct(cfg, port_range.is_some())
             && ring
                 .submitter()
                 .register_files_sparse(slots.min(u32::MAX as usize) as u32)
@@ -281,6 +289,7 @@ impl Ring {
                     .map(|&t| req.encode(t).into_boxed_slice())
                     .collect()
             }),
+            port_range: port_range.unwrap_or(0),
             ..Mem::empty()
         };
         Ok(Ring {
@@ -288,6 +297,7 @@ impl Ring {
             mem: Box::new(mem),
             live: 0,
             direct,
+            sliced: port_range.is_some(),
             skip: f.skip_success,
             #[cfg(test)]
             refuse_pushes: false,
@@ -301,6 +311,7 @@ impl Ring {
             mem: Box::new(Mem::empty()),
             live: 0,
             direct: false,
+            sliced: false,
             skip: true,
             #[cfg(test)]
             refuse_pushes: false,
@@ -386,8 +397,9 @@ impl Ring {
     }
 
     /// Slot `i`'s new socket and connect (generation `gen`): SOCKET of `domain` into its
-    /// registered file → SETSOCKOPT SO_LINGER {1, 0} when `linger` → CONNECT to `target` →
-    /// LINK_TIMEOUT (the connect timeout).
+    /// registered file → SETSOCKOPT SO_LINGER {1, 0} when `linger` → SETSOCKOPT
+    /// IP_LOCAL_PORT_RANGE (the worker's slice) when the ring is sliced → CONNECT to `target` →
+    /// LINK_TIMEOUT (the connect timeout). A socket kept after a disconnect keeps both options.
     #[allow(unsafe_code)]
     pub(crate) fn push_socket_connect(
         &mut self,
@@ -416,18 +428,29 @@ impl Ring {
         .build()
         .flags(link | skip)
         .user_data(ud(K_SOCKOPT, gen, i));
+        let range = opcode::SetSockOpt::new(
+            slot,
+            libc::IPPROTO_IP as u32,
+            crate::ports::IP_LOCAL_PORT_RANGE as u32,
+            (&raw const self.mem.port_range).cast(),
+            std::mem::size_of::<u32>() as u32,
+        )
+        .build()
+        .flags(link | skip)
+        .user_data(ud(K_SOCKOPT, gen, i));
         let connect = self
             .connect(gen, i, Sock::Fixed(i as u32), target, K_CONNECT)
             .flags(link);
         let timeout = self.timeout(gen, i, &raw const self.mem.link_timeout);
-        // SAFETY: SETSOCKOPT points to `mem.linger`, CONNECT to `mem.targets[target]`,
-        // LINK_TIMEOUT to `mem.link_timeout`; the chain ends with one CQE: the SOCKET's or
-        // SETSOCKOPT's failure, or the CONNECT's.
+        // SAFETY: the SETSOCKOPTs point to `mem.linger` and `mem.port_range`, CONNECT to
+        // `mem.targets[target]`, LINK_TIMEOUT to `mem.link_timeout`; the chain ends with one
+        // CQE: the SOCKET's or a SETSOCKOPT's failure, or the CONNECT's.
         unsafe {
-            if linger {
-                self.push(&[socket, setsockopt, connect, timeout], 1)
-            } else {
-                self.push(&[socket, connect, timeout], 1)
+            match (linger, self.sliced) {
+                (true, true) => self.push(&[socket, setsockopt, range, connect, timeout], 1),
+                (true, false) => self.push(&[socket, setsockopt, connect, timeout], 1),
+                (false, true) => self.push(&[socket, range, connect, timeout], 1),
+                (false, false) => self.push(&[socket, connect, timeout], 1),
             }
         }
     }
@@ -723,7 +746,7 @@ mod tests {
         testkit::NetNs::run(move |_| {
             let l = TcpListener::bind("127.0.0.1:0").unwrap();
             let addr = l.local_addr().unwrap();
-            let mut ring = Ring::new(&cfg(addr), &f, 2, 0, 1_000_000_000).unwrap();
+            let mut ring = Ring::new(&cfg(addr), &f, 2, 0, 1_000_000_000, None).unwrap();
             let c = Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
             c.connect(&SockAddr::from(addr)).unwrap();
             let (mut peer, _) = l.accept().unwrap();
@@ -750,7 +773,7 @@ mod tests {
                 .unwrap()
                 .local_addr()
                 .unwrap();
-            let mut ring = Ring::new(&cfg(closed), &f, 2, 0, 1_000_000_000).unwrap();
+            let mut ring = Ring::new(&cfg(closed), &f, 2, 0, 1_000_000_000, None).unwrap();
             let reap_all = |ring: &mut Ring| {
                 let mut got = Vec::new();
                 let until = crate::clock::now_ns() + 2_000_000_000;
@@ -785,7 +808,7 @@ mod tests {
             let c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
             let mut reads = cfg(l.local_addr().unwrap());
             reads.close = CloseMode::Server;
-            let mut ring = Ring::new(&reads, &f, 2, 0, 1_000_000_000).unwrap();
+            let mut ring = Ring::new(&reads, &f, 2, 0, 1_000_000_000, None).unwrap();
             assert!(ring.push_read(1, 0, Sock::Fd(c.as_raw_fd()), 20_000_000, Send::None));
             let got = reap_all(&mut ring);
             assert_eq!(ring.live, 0, "{got:?}");

@@ -2,7 +2,17 @@
 //! HTTP section.
 
 use crate::http::HttpReport;
+use crate::latency::HistogramSummary;
 use crate::tls::TlsReport;
+
+/// `n` over the measured seconds with one decimal, or `-` when nothing was measured.
+fn per_sec(n: u64, measured_secs: f64) -> String {
+    if measured_secs > 0.0 {
+        common::numfmt::fixed(n as f64 / measured_secs, 1)
+    } else {
+        "-".into()
+    }
+}
 
 /// Writes the TLS part of a load report.
 pub(super) fn tls(
@@ -11,13 +21,7 @@ pub(super) fn tls(
     measured_secs: f64,
 ) -> std::fmt::Result {
     use common::numfmt;
-    let per_sec = |n: u64| {
-        if measured_secs > 0.0 {
-            numfmt::fixed(n as f64 / measured_secs, 1)
-        } else {
-            "-".into()
-        }
-    };
+    let per_sec = |n: u64| per_sec(n, measured_secs);
     writeln!(
         out,
         "  tls:         {} handshakes ({}/s): {} full ({}/s), {} resumed ({}/s); TLS 1.3 {}, TLS 1.2 {}; ALPN agreed {}",
@@ -44,7 +48,22 @@ pub(super) fn tls(
         "tls handshake (TCP connected -> done)   ",
         &t.summary(),
     )?;
-    super::overflow(out, &t.handshake_overflow)
+    super::overflow(out, &t.handshake_overflow)?;
+    // With resumption asked for, full and resumed apart: the line above mixes two
+    // distributions (a resumed handshake skips the certificate and its signature).
+    if t.options.resume != crate::config::Resume::Off {
+        super::hist(
+            out,
+            "  of them, full handshakes              ",
+            &HistogramSummary::of(&t.full_handshake),
+        )?;
+        super::hist(
+            out,
+            "  of them, resumed handshakes           ",
+            &HistogramSummary::of(&t.resumed_handshake),
+        )?;
+    }
+    Ok(())
 }
 
 /// Writes the HTTP part of a load report: requests and responses per second, status classes
@@ -56,13 +75,7 @@ pub(super) fn http(
 ) -> std::fmt::Result {
     use common::numfmt;
     use std::fmt::Write;
-    let per_sec = |n: u64| {
-        if measured_secs > 0.0 {
-            numfmt::fixed(n as f64 / measured_secs, 1)
-        } else {
-            "-".into()
-        }
-    };
+    let per_sec = |n: u64| per_sec(n, measured_secs);
     writeln!(
         out,
         "  http:        {} requests, {} responses ({} responses/s), {} parse errors",

@@ -37,6 +37,13 @@ pub struct TlsReport {
     pub handshake: hdrhistogram::Histogram<u64>,
     /// Values above the histogram's range.
     pub handshake_overflow: Overflow,
+    /// TLS handshake latency of the full handshakes only, ns (same span).
+    #[serde(serialize_with = "summary")]
+    pub full_handshake: hdrhistogram::Histogram<u64>,
+    /// TLS handshake latency of the resumed handshakes only, ns (same span; empty when none
+    /// resumed).
+    #[serde(serialize_with = "summary")]
+    pub resumed_handshake: hdrhistogram::Histogram<u64>,
 }
 
 impl TlsReport {
@@ -80,6 +87,8 @@ impl TlsReport {
             total_resumed: w.total.resumed,
             handshake_overflow: w.handshake.overflow(),
             handshake: w.handshake.hist,
+            full_handshake: w.full_handshake.hist,
+            resumed_handshake: w.resumed_handshake.hist,
         }
     }
 

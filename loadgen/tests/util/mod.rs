@@ -144,6 +144,8 @@ pub fn open(target: SocketAddr, rate_per_sec: f64, duration: Duration) -> LoadCo
         duration,
         warmup: Duration::ZERO,
         cpus: vec![testkit::allowed_cpus()[0]],
+        workers: 0,
+        port_slices: loadgen::PortSlices::On,
         close: CloseMode::Rst,
         sources: vec![],
         connect_timeout: Duration::from_secs(3),
@@ -214,4 +216,23 @@ pub fn time_wait_sockets(port: u16) -> usize {
         .lines()
         .filter(|l| !l.trim().is_empty())
         .count()
+}
+
+/// Client-side sockets to `port` in any state (`ss -tanH dport = :PORT`) in the calling
+/// thread's network namespace, as (local address, local port).
+pub fn client_sockets(port: u16) -> Vec<(std::net::IpAddr, u16)> {
+    let o = std::process::Command::new(testkit::require_tool("ss", "iproute2"))
+        .args(["-tanH", "dport", "=", &format!(":{port}")])
+        .output()
+        .expect("run ss");
+    assert!(o.status.success(), "ss failed");
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter_map(|l| {
+            // State Recv-Q Send-Q Local:Port Peer:Port
+            let local = l.split_whitespace().nth(3)?;
+            let a: SocketAddr = local.parse().ok()?;
+            Some((a.ip(), a.port()))
+        })
+        .collect()
 }

@@ -21,6 +21,10 @@
 //! ([`suspect_retransmits`]): not explained by orphaned FIN_WAIT2 minisocks, above 0.1% of the
 //! handshakes started, or with a handshake that took the 1 s SYN RTO.
 //!
+//! Latency depends on load: latency metrics are compared only when every trial's latency phase
+//! ran at one offered rate (within [`SAME_RATE`]); otherwise they are
+//! [`Verdict::DifferentLoads`], with the rates in a note ([`Comparison::offered_rates`]).
+//!
 //! Which figure of a record each metric reads (see [`metric_values`]):
 //! - rate and CPU metrics come from the *rate phase*: `peak`, else the first closed-loop
 //!   phase, else the first phase;
@@ -54,7 +58,9 @@ trial only when suspect: not explained by orphaned FIN_WAIT2 minisocks (no SYN-l
 counter, no ETIMEDOUT, TcpExt.TW >= TCPSynRetrans), above 0.1% of the handshakes started, or \
 with a handshake (service latency) at or above the 1 s initial SYN RTO. Setups that differ \
 (engine, target vs loopback, CPUs, close/server mode, netns, RTT, durations) are refused unless \
---allow-mismatch; kernel and connstorm version differences are listed.
+--allow-mismatch; kernel and connstorm version differences are listed. Latency is compared only \
+between latency phases at one offered rate (within 0.5%): otherwise the latency metrics say \
+\"not compared: different offered rates\" (connstorm ab runs both sides at one rate).
 
 Exit codes: 0 ok; 1 run-time failure; 2 bad input (command line, unreadable record, mismatched \
 setups), refused before anything is written.";
@@ -62,7 +68,8 @@ setups), refused before anything is written.";
 pub use flags::{trial_flags, trial_line};
 pub(crate) use metrics::metric_values;
 pub use metrics::{latency_phase, rate_phase, METRICS};
-use metrics::{metric_values_in, phase_note, OPTIONAL_METRICS, SYS_PCT_MEANING};
+use metrics::{metric_values_in, phase_note, OPTIONAL_METRICS, SYS_PCT_MEANING, TLS_SPLIT_METRICS};
+pub(crate) use metrics::{LATENCY as LATENCY_PHASE, PEAK as PEAK_PHASE};
 pub use refuse::{check_setups, refuse_duplicates};
 pub(crate) use setup::setup_differences;
 pub use setup::SetupDifference;
@@ -99,6 +106,9 @@ pub enum Verdict {
     TooFewTrials,
     /// A side has no sample of this metric (or A's median is 0): nothing to compare.
     NotApplicable,
+    /// A latency metric of trials whose latency phases ran at different offered rates: latency
+    /// depends on load, so it is not compared ([`Comparison::offered_rates`]).
+    DifferentLoads,
 }
 
 impl Verdict {
@@ -111,6 +121,7 @@ impl Verdict {
             Verdict::BelowNoiseFloor => "below the noise floor",
             Verdict::TooFewTrials => "inconclusive: N too small",
             Verdict::NotApplicable => "n/a: no samples",
+            Verdict::DifferentLoads => "not compared: different offered rates",
         }
     }
 }
@@ -255,9 +266,13 @@ pub struct TrialInfo {
 /// One side of a comparison.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SideInfo {
-    /// What the side is: toggle values, setup command or labels (e.g.
+    /// What the side is: `--label-a`/`--label-b`, toggle values, setup command or labels (e.g.
     /// `net.ipv4.tcp_timestamps=1`).
     pub name: String,
+    /// The name as tables, headlines and plots show it: [`short_name`] of `name` (the whole name
+    /// is in the side's line).
+    #[serde(default)]
+    pub short: String,
     /// Its trials, in the order given.
     pub trials: Vec<TrialInfo>,
 }
@@ -289,6 +304,49 @@ pub struct Comparison {
     pub metrics: Vec<MetricComparison>,
     /// Caveats: flagged trials, offered rates, phases read.
     pub notes: Vec<String>,
+    /// The offered rate every trial's latency phase (flagged trials' too) ran at, per second,
+    /// when it was one
+    /// (`ab` runs both sides' latency phases at one rate); `None` when they differ (the latency
+    /// metrics are then [`Verdict::DifferentLoads`]) or no trial has a latency phase.
+    #[serde(default)]
+    pub offered_per_sec: Option<f64>,
+    /// The distinct offered rates of the latency phases of every trial (flagged ones too), per
+    /// side (A, B), lowest first: one value in all when like for like.
+    #[serde(default)]
+    pub offered_rates: (Vec<f64>, Vec<f64>),
+}
+
+/// Relative spread of offered rates (highest − lowest over highest) within which latency
+/// phases count as run at one rate: 0.5% (`ab` gives every trial the same rate exactly; rates
+/// of 80% of each trial's own peak differ by more).
+pub const SAME_RATE: f64 = 0.005;
+
+/// At most this many characters of a side's name in tables, headlines and plots.
+pub const SHORT_NAME_CHARS: usize = 16;
+
+/// A side's name for tables, headlines and plots: the name when it has at most
+/// [`SHORT_NAME_CHARS`] characters; else toggles without their key's path
+/// (`net.ipv4.tcp_timestamps=1` → `tcp_timestamps=1`) if that fits; else `letter` (`A`, `B`),
+/// whose whole name the side's line gives.
+pub fn short_name(name: &str, letter: &str) -> String {
+    let fits = |s: &str| s.chars().count() <= SHORT_NAME_CHARS;
+    if fits(name) {
+        return name.to_string();
+    }
+    if !name.contains("setup: ") {
+        let keys: Vec<&str> = name
+            .split(", ")
+            .map(|part| match part.split_once('=') {
+                Some((k, _)) => &part[k.rfind('.').map_or(0, |i| i + 1)..],
+                None => part,
+            })
+            .collect();
+        let short = keys.join(", ");
+        if fits(&short) {
+            return short;
+        }
+    }
+    letter.to_string()
 }
 
 /// The name of a side from its records' labels: distinct labels without a trailing trial tag,
@@ -348,9 +406,16 @@ pub(crate) fn side_name_of<'a>(labels: impl IntoIterator<Item = &'a str>) -> Str
     }
 }
 
-fn side_info(recs: &[RunRecord], name: Option<&str>, opts: &CompareOptions) -> SideInfo {
+fn side_info(
+    recs: &[RunRecord],
+    name: Option<&str>,
+    letter: &str,
+    opts: &CompareOptions,
+) -> SideInfo {
+    let name = name.map_or_else(|| side_name(recs), str::to_string);
     SideInfo {
-        name: name.map_or_else(|| side_name(recs), str::to_string),
+        short: short_name(&name, letter),
+        name,
         trials: recs
             .iter()
             .enumerate()
@@ -389,8 +454,8 @@ pub fn compare(
     names: (Option<&str>, Option<&str>),
     opts: &CompareOptions,
 ) -> Comparison {
-    let side_a = side_info(a, names.0, opts);
-    let side_b = side_info(b, names.1, opts);
+    let side_a = side_info(a, names.0, "A", opts);
+    let side_b = side_info(b, names.1, "B", opts);
     let used = |recs: &[RunRecord], side: &SideInfo| -> Vec<RunRecord> {
         recs.iter()
             .zip(&side.trials)
@@ -428,7 +493,11 @@ pub fn compare(
         // --tls) are left out rather than shown as n/a; measured only by flagged trials, they
         // stay (n/a, with the flagged figures), as the TCP figures do.
         let in_excluded = xa.iter().chain(&xb).any(|v| v[i].is_some());
-        if sa.is_empty() && sb.is_empty() && !in_excluded && OPTIONAL_METRICS.contains(name) {
+        if sa.is_empty()
+            && sb.is_empty()
+            && !in_excluded
+            && (OPTIONAL_METRICS.contains(name) || TLS_SPLIT_METRICS.contains(name))
+        {
             continue;
         }
         let mut m = compare_samples(name, unit, *dir, &sa, &sb, opts.min_effect);
@@ -450,21 +519,60 @@ pub fn compare(
         metrics.push(m);
     }
     notes.push(phase_note(a.iter().chain(b), closed_only));
-    let offered = |recs: &[RunRecord]| {
-        let v: Vec<f64> = recs
+    // Latency depends on load: latency figures of phases at different offered rates are no
+    // comparison (issue 37: each trial's latency phase ran at 80% of its own peak). Every
+    // trial's rate counts, flagged ones too: whether the runs were like for like does not
+    // depend on which trials the verdict keeps (and with every trial flagged there would be
+    // nothing to say it from).
+    let rates = |recs: &[RunRecord]| {
+        let mut v: Vec<f64> = recs
             .iter()
             .filter_map(|r| latency_phase(r).and_then(|p| p.offered_per_sec))
             .collect();
-        (!v.is_empty()).then(|| stats::median(&v))
+        v.sort_by(f64::total_cmp);
+        v.dedup();
+        v
     };
-    if let (Some(oa), Some(ob)) = (offered(&ua), offered(&ub)) {
-        if (oa - ob).abs() > 0.05 * oa.max(ob) {
-            notes.push(format!(
-                "latency figures compare different offered rates (A {}/s, B {}/s, medians; each side's latency phase ran at 80% of its own peak): latency depends on load, so give both sides the same --rate for a like-for-like latency comparison",
-                crate::numfmt::fixed(oa, 0),
-                crate::numfmt::fixed(ob, 0)
-            ));
+    let offered_rates = (rates(a), rates(b));
+    let all: Vec<f64> = offered_rates
+        .0
+        .iter()
+        .chain(&offered_rates.1)
+        .copied()
+        .collect();
+    let (lo, hi) = all
+        .iter()
+        .fold((f64::INFINITY, 0.0_f64), |(l, h), &v| (l.min(v), h.max(v)));
+    let one_rate = !all.is_empty() && (hi - lo) <= SAME_RATE * hi;
+    let offered_per_sec = one_rate.then_some(hi);
+    if !all.is_empty() && !one_rate && !closed_only {
+        let span = |v: &[f64]| match v {
+            [] => "-".to_string(),
+            [one] => format!("{}/s", crate::numfmt::fixed(*one, 0)),
+            [first, .., last] => format!(
+                "{}–{}/s",
+                crate::numfmt::fixed(*first, 0),
+                crate::numfmt::fixed(*last, 0)
+            ),
+        };
+        for m in metrics.iter_mut().filter(|m| m.phase == metrics::LATENCY) {
+            if m.verdict != Verdict::NotApplicable {
+                m.verdict = Verdict::DifferentLoads;
+                m.relative_change = None;
+                m.interval = None;
+                m.p_value = None;
+            }
         }
+        notes.push(format!(
+            "latency not compared: the latency phases ran at different offered rates (A {}, B {}), and latency depends on load; run both sides at one rate (`connstorm ab` does, from --rate or from the first pair's lower peak) for a latency comparison",
+            span(&offered_rates.0),
+            span(&offered_rates.1)
+        ));
+    } else if let Some(r) = offered_per_sec {
+        notes.push(format!(
+            "latency phases: every trial's at {}/s offered (one rate for both sides)",
+            crate::numfmt::fixed(r, 0)
+        ));
     }
     if metrics.iter().any(|m| m.name == "sys %") {
         notes.push(SYS_PCT_MEANING.to_string());
@@ -518,5 +626,7 @@ pub fn compare(
         b: side_b,
         metrics,
         notes,
+        offered_per_sec,
+        offered_rates,
     }
 }

@@ -377,10 +377,22 @@ pub fn diagnose(e: &Evidence<'_>) -> Vec<Cause> {
     let ports = e.f("EADDRNOTAVAIL");
     if ports > 0 {
         let ports = count(ports);
+        // TIME_WAIT sockets toward the targets left by an earlier run (the load pre-flight's
+        // sock_diag count, setting `time_wait_before_run`) held ports this run never had.
+        let (earlier, wait) = match e.s("time_wait_before_run").filter(|&n| n > 0) {
+            Some(n) => (
+                format!(
+                    "; {} of the ports toward the target(s) were already in TIME_WAIT before the run started (left by an earlier run) and could not be reused",
+                    count(n as u64)
+                ),
+                "wait for them to end (TIME_WAIT lasts 60 s), ",
+            ),
+            None => (String::new(), ""),
+        };
         add(
             CauseKind::PortsExhausted,
             format!(
-                "ephemeral ports exhausted: {ports} connect() calls found no free local port (EADDRNOTAVAIL) — fix: widen net.ipv4.ip_local_port_range, close with RST (--close rst) so no TIME_WAIT holds ports, or add source addresses"
+                "ephemeral ports exhausted: {ports} connect() calls found no free local port (EADDRNOTAVAIL){earlier} — fix: {wait}widen net.ipv4.ip_local_port_range, close with RST (--close rst) so no TIME_WAIT holds ports, or add source addresses"
             ),
         );
     }

@@ -4,6 +4,25 @@
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
+/// The open loop's drop rule, ns: a due start the generator reaches more than this after its
+/// intended time is dropped, never started (`loadgen::MAX_GENERATOR_LAG_NS`, which a test of
+/// `connstorm-app` checks this against). So no start it makes lags more than this.
+pub const GENERATOR_LAG_DROP_NS: u64 = 100_000_000;
+
+/// The note a generator-lag figure needs when it is the drop rule, not a measurement: at a rate
+/// far above what the generator can start, every start it makes is one it reached just inside
+/// [`GENERATOR_LAG_DROP_NS`] (p50 = p99 = max = 100.01 ms) and the rest were dropped, so the
+/// figure is the rule's bound. Said when the median lag is within 10% of the bound: a generator
+/// keeping up lags microseconds. `None` otherwise.
+pub fn generator_lag_artefact(lag: &LatencySummary) -> Option<String> {
+    (lag.count > 0 && lag.p50_ns >= GENERATOR_LAG_DROP_NS / 10 * 9).then(|| {
+        format!(
+            "not a measurement: the {} ms drop rule (the generator fell behind its schedule; the starts it made are those it reached just inside the rule, the rest were dropped: see dropped starts)",
+            GENERATOR_LAG_DROP_NS / 1_000_000
+        )
+    })
+}
+
 /// The figures a report shows for one latency histogram, all in nanoseconds.
 ///
 /// Percentiles are HdrHistogram's `value_at_quantile` (the highest value equivalent to the
@@ -138,6 +157,26 @@ pub const DEFAULT_BUCKET_EDGES_NS: [u64; 10] = [
 mod tests {
     use super::*;
     use crate::record::new_latency_histogram;
+
+    /// Issue 35 item 6: lag p50 = p99 = max = 100.01 ms is the drop rule; 24 µs is a lag.
+    #[test]
+    fn a_generator_lag_at_the_drop_rule_is_an_artefact() {
+        let mut h = new_latency_histogram();
+        h.record_n(100_010_000, 1_000).unwrap();
+        let a = generator_lag_artefact(&LatencySummary::of(&h)).unwrap();
+        assert!(
+            a.starts_with("not a measurement: the 100 ms drop rule"),
+            "{a}"
+        );
+        let mut quiet = new_latency_histogram();
+        quiet.record_n(24_000, 990).unwrap();
+        quiet.record_n(45_000, 10).unwrap();
+        assert_eq!(generator_lag_artefact(&LatencySummary::of(&quiet)), None);
+        assert_eq!(
+            generator_lag_artefact(&LatencySummary::of(&new_latency_histogram())),
+            None
+        );
+    }
 
     fn sample() -> Histogram<u64> {
         let mut h = new_latency_histogram();

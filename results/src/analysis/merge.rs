@@ -397,6 +397,8 @@ pub fn merge(inputs: &[MergeInput]) -> Result<Merged, MergeError> {
     record.label = format!("merged-{}", loads.len());
     record.segment = None;
     record.counters_netns = None;
+    record.scale = None;
+    record.profile_overhead = None;
     record.run.command = "merge".into();
     record.run.interrupted = loads.iter().any(|l| l.record.run.interrupted);
     record.run.load_cpus = Vec::new();
@@ -518,7 +520,7 @@ fn merge_phase(
             });
         }
     }
-    // Histograms: all three, exactly.
+    // Histograms: every kind, exactly.
     let mut hists = Vec::new();
     for which in Latency::ALL {
         let mut acc: Option<Histogram<u64>> = None;
@@ -561,18 +563,13 @@ fn merge_phase(
         }
         hists.push(acc);
     }
-    out.histograms = Histograms::encode(
-        hists[0]
-            .as_ref()
-            .expect("every phase has a handshake histogram"),
-        hists[1]
-            .as_ref()
-            .expect("every phase has a service histogram"),
-        hists[2].as_ref(),
-    );
-    out.histograms.http_response = hists[3].as_ref().map(encode_histogram);
-    out.histograms.http_first_byte = hists[4].as_ref().map(encode_histogram);
-    out.histograms.tls_handshake = hists[5].as_ref().map(encode_histogram);
+    // Every kind a record holds (`Latency::ALL`), the generator's own lag and the TLS
+    // full/resumed split included: none is dropped.
+    let mut merged = Histograms::default();
+    for (which, h) in Latency::ALL.into_iter().zip(&hists) {
+        merged.set(which, h.as_ref().map(encode_histogram));
+    }
+    out.histograms = merged;
     // HTTP counts: summed when every part has them (a part without is refused above by its
     // missing HTTP histograms).
     out.http = parts
@@ -673,6 +670,9 @@ fn merge_phase(
     out.forget_unmeasured();
     out.cross_check = netns::cross_check(&phases, groups);
     out.cpu_busy_pct = BTreeMap::new();
+    out.cpu_softirq_pct = BTreeMap::new();
+    // One host's profile is not the merged run's: each segment's record keeps its own.
+    out.profile = None;
     out.settings = BTreeMap::new();
     Ok(out)
 }

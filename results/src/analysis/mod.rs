@@ -8,14 +8,19 @@
 //! - `diagnosis` ([`diagnose`]): named causes of lost, refused or delayed handshakes, and which
 //!   drops were the run's (`PhaseRecord::drops`);
 //! - `warnings` ([`warnings`]): what a reader must know to trust a record's numbers;
-//! - `saturation`: what limited a closed-loop peak;
+//! - `saturation` ([`client_limits`]): what limited a closed-loop peak, and whether the load
+//!   generator limited an open-loop step;
 //! - `latency` ([`LatencySummary`]): the figures read from a latency histogram;
 //! - `stats`: medians, spreads, the Hodges–Lehmann shift and its exact Mann–Whitney interval;
 //! - `compare` ([`compare()`]): A/B comparison of trial sets with verdicts (`compare/flags.rs`
 //!   which trials are flagged, `compare/setup.rs` how setups differ, `compare/refuse.rs` what is
 //!   refused);
 //! - `paired` ([`abba_order`], `Paired::from_slices`): the paired kernel-floor baseline;
-//! - `sweep` ([`knee`]): capacity sweep steps and the knee under a latency SLO;
+//! - `sweep` ([`knee`]): capacity sweep steps and the knee under a latency SLO on the latency
+//!   it names ([`Slo`], [`SloLatency`]), never from a step the generator limited;
+//! - `scale` ([`scale_figures`]): `connstorm scale`'s step figures, scaling efficiency and the
+//!   knee with what limited it; `overhead` ([`profile_overhead`]): the paired cost of a kernel
+//!   profile;
 //! - `merge` ([`merge()`]): the records of a multi-host run joined into one exact record.
 
 mod acceptance;
@@ -24,32 +29,40 @@ mod crosscheck;
 mod diagnosis;
 mod latency;
 mod merge;
+mod overhead;
 mod paired;
 mod saturation;
+mod scale;
 mod stats;
 mod sweep;
 mod warnings;
 
 pub use acceptance::{client_view_note, reconcile, Acceptance, AcceptanceCause, Exactness};
 pub use compare::{
-    check_setups, compare, latency_phase, rate_phase, refuse_duplicates, trial_flags, trial_line,
-    CompareOptions, Comparison, Direction, Interval, MetricComparison, SetupDifference, SideInfo,
-    TrialInfo, Verdict, CONFIDENCE, METRICS, RULE_HELP,
+    check_setups, compare, latency_phase, rate_phase, refuse_duplicates, short_name, trial_flags,
+    trial_line, CompareOptions, Comparison, Direction, Interval, MetricComparison, SetupDifference,
+    SideInfo, TrialInfo, Verdict, CONFIDENCE, METRICS, RULE_HELP, SAME_RATE, SHORT_NAME_CHARS,
 };
 pub use crosscheck::{cross_check, pre_syn_failures, CrossCheckCounts, PRE_SYN_FAILURES};
 pub use diagnosis::{diagnose, Cause, CauseKind, Evidence};
-pub use latency::{Bucket, LatencySummary, DEFAULT_BUCKET_EDGES_NS};
+pub use latency::{
+    generator_lag_artefact, Bucket, LatencySummary, DEFAULT_BUCKET_EDGES_NS, GENERATOR_LAG_DROP_NS,
+};
 pub use merge::{merge, MergeError, MergeInput, Merged, SKEW_BOUND_MS};
+pub use overhead::profile_overhead;
 pub use paired::abba_order;
+pub use saturation::{client_limits, side_busy_pct, LATE_LIMIT, SATURATED_PCT};
+pub use scale::{knee_disturbances, scale_figures, settled, DEFAULT_EFFICIENCY, SETTLE_TOLERANCE};
 pub use stats::{Spread, MIN_TRIALS};
 pub use sweep::{
-    knee, parse_percent, step_rates, steps_from_record, Criteria, Knee, Slo, Step, SweepError,
+    knee, parse_percent, search_end, step_rates, steps_from_record, Criteria, Knee, SearchEnd, Slo,
+    SloLatency, Step, SweepError, SLO_LATENCIES,
 };
 pub use warnings::{
     cpu_contention, derived_warnings, warnings, CpuContention, FOREIGN_CPU_PCT, STEAL_PCT,
 };
 
-pub(crate) use compare::{metric_values, side_name_of};
+pub(crate) use compare::{metric_values, side_name_of, LATENCY_PHASE, PEAK_PHASE};
 pub(crate) use diagnosis::diagnose_phases;
 pub(crate) use latency::buckets;
 pub(crate) use paired::min_samples;

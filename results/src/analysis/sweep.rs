@@ -1,23 +1,39 @@
-//! Capacity sweep analysis: latency SLOs, the steps of a sweep, and its knee (the highest rate
-//! that still meets the SLO).
+//! Capacity sweep analysis: latency SLOs (`slo`: [`Slo`], on the latency it names), the steps
+//! of a sweep, who limited each step, and its knee (the highest rate the *server* sustains while
+//! meeting the SLO).
 //!
 //! `connstorm sweep` probes the peak, runs one open-loop phase per offered rate
 //! ([`step_rates`]), and calls [`knee`] on the [`Step`]s read from its phases
-//! ([`steps_from_record`]); the rendering prints them.
+//! ([`steps_from_record`]); the rendering prints them. A step whose load generator reached its
+//! own limit ([`Step::client_limits`]) ends the search: its figures are the generator's, so
+//! no knee is declared from it or above it, and the knee below it is a lower bound of the
+//! server's capacity ([`Knee::client_limited`]).
+
+mod slo;
 
 use serde::{Deserialize, Serialize};
 
-use crate::record::{Latency, Pattern, RunRecord};
+use crate::record::{Pattern, RunRecord};
+
+pub use slo::{Slo, SloLatency, SLO_LATENCIES};
 
 /// Why an SLO, percentage or sweep range was refused.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum SweepError {
-    /// The SLO text is not `p<percentile><<latency>`.
-    #[error("invalid SLO {text:?}: {why}; write e.g. `p99<1ms`, `p99.9<500us` or `p50<=200us`")]
+    /// The SLO text is not `[LATENCY] p<percentile><<latency>`.
+    #[error("invalid SLO {text:?}: {why}; write e.g. `p99<1ms`, `p99.9<500us`, `p50<=200us` or `response p99<1ms`")]
     Slo {
         /// What was given.
         text: String,
         /// What is wrong.
+        why: String,
+    },
+    /// The SLO names a latency the record (or the run) does not measure.
+    #[error("the SLO bounds the {latency} latency, but {why}; name a latency the run measures (handshake and service always are)")]
+    SloLatency {
+        /// The latency's name (`response`, `accept-queue-wait`, …).
+        latency: String,
+        /// Which phase lacks it and what records it.
         why: String,
     },
     /// A percentage is not a number followed by `%`, or out of range.
@@ -34,71 +50,6 @@ pub enum SweepError {
         /// What is wrong.
         why: String,
     },
-}
-
-/// A latency objective on handshake latency: the `quantile` must stay below (or at) `max_ns`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Slo {
-    /// Quantile, 0 < q < 1 (`p99` → 0.99).
-    pub quantile: f64,
-    /// Upper bound in ns.
-    pub max_ns: u64,
-    /// `true` for `<=`, `false` for `<`.
-    pub inclusive: bool,
-    /// The text it was parsed from, normalized (`p99<1ms`).
-    pub text: String,
-}
-
-impl Slo {
-    /// Parses `p99<1ms`, `p99.9<=500us`, `p50<200µs`, `p99 < 2.5ms`. Units: `ns`, `us`/`µs`,
-    /// `ms`, `s`.
-    ///
-    /// # Errors
-    /// [`SweepError::Slo`] naming what is wrong.
-    pub fn parse(text: &str) -> Result<Slo, SweepError> {
-        let err = |why: &str| SweepError::Slo {
-            text: text.to_string(),
-            why: why.to_string(),
-        };
-        let t: String = text.chars().filter(|c| !c.is_whitespace()).collect();
-        let rest = t
-            .strip_prefix('p')
-            .or_else(|| t.strip_prefix('P'))
-            .ok_or_else(|| err("it must start with a percentile like `p99`"))?;
-        let (pct, bound, inclusive) = if let Some((p, b)) = rest.split_once("<=") {
-            (p, b, true)
-        } else if let Some((p, b)) = rest.split_once('<') {
-            (p, b, false)
-        } else {
-            return Err(err("it needs `<` or `<=` between percentile and latency"));
-        };
-        let pct: f64 = pct
-            .parse()
-            .map_err(|_| err("the percentile is not a number"))?;
-        if pct.is_nan() || pct <= 0.0 || pct >= 100.0 {
-            return Err(err("the percentile must be above 0 and below 100"));
-        }
-        let max_ns = parse_latency_ns(bound)
-            .ok_or_else(|| err("the latency needs a unit: ns, us, ms or s"))?;
-        if max_ns == 0 {
-            return Err(err("the latency bound must be above zero"));
-        }
-        Ok(Slo {
-            quantile: pct / 100.0,
-            max_ns,
-            inclusive,
-            text: format!("p{pct}{}{bound}", if inclusive { "<=" } else { "<" }),
-        })
-    }
-
-    /// Whether a latency (ns) at the SLO's quantile meets it.
-    pub fn met_by(&self, latency_ns: u64) -> bool {
-        if self.inclusive {
-            latency_ns <= self.max_ns
-        } else {
-            latency_ns < self.max_ns
-        }
-    }
 }
 
 /// Parses a latency with a unit (`500us`, `1ms`, `2.5ms`, `1s`, `800ns`, `200µs`) into ns.
@@ -178,7 +129,7 @@ pub fn step_rates(
 }
 
 /// One step of a sweep, as the knee search sees it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Step {
     /// Phase name it came from.
     pub name: String,
@@ -201,9 +152,27 @@ pub struct Step {
     /// Starts intended in the step (`attempts + dropped`).
     #[serde(default)]
     pub intended: u64,
+    /// Why the load generator, not the server, may have set this step's figures
+    /// ([`crate::analysis::client_limits`]: `load CPU 98%`, `37.0% of starts late`, …); empty
+    /// when it kept up. No knee is declared from such a step or above it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub client_limits: Vec<String>,
+    /// The load workers' CPU use over the step, percent of their CPUs (`None`: not recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_cpu_pct: Option<f64>,
+    /// The server workers' CPU use over the step, percent of their CPUs (`None`: not ours, or
+    /// not recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_cpu_pct: Option<f64>,
 }
 
 impl Step {
+    /// Whether the load generator reached its own limit in this step
+    /// ([`Step::client_limits`]).
+    pub fn client_limited(&self) -> bool {
+        !self.client_limits.is_empty()
+    }
+
     /// Dropped starts as a share of intended starts (`None` with none intended).
     pub fn dropped_ratio(&self) -> Option<f64> {
         (self.intended > 0).then(|| self.dropped as f64 / self.intended as f64)
@@ -215,9 +184,14 @@ impl Step {
     }
 }
 
-/// The steps of a sweep record: its open-loop phases in offered-rate order, with handshake
-/// latency at `quantile`.
-pub fn steps_from_record(rec: &RunRecord, quantile: f64) -> Vec<Step> {
+/// The steps of a sweep record: its open-loop phases in offered-rate order, with the `latency`
+/// at `quantile` (an SLO's [`Slo::latency`] and [`Slo::quantile`]; a phase without that
+/// histogram has none: check [`SloLatency::missing_from`] first), each step's CPU use and
+/// whether its load generator limited it ([`crate::analysis::client_limits`]).
+pub fn steps_from_record(rec: &RunRecord, latency: SloLatency, quantile: f64) -> Vec<Step> {
+    let busy = |c: &crate::record::SideCpu| {
+        (c.wall_ns > 0 && c.cpus > 0).then(|| crate::analysis::saturation::side_busy_pct(c))
+    };
     let mut steps: Vec<Step> = rec
         .phases
         .iter()
@@ -226,17 +200,17 @@ pub fn steps_from_record(rec: &RunRecord, quantile: f64) -> Vec<Step> {
             name: p.name.clone(),
             offered_per_sec: p.offered_per_sec.or(p.achieved_per_sec).unwrap_or(0.0),
             achieved_per_sec: p.achieved_per_sec,
-            latency_ns: p
-                .histograms
-                .decode(Latency::Handshake)
-                .ok()
-                .flatten()
+            latency_ns: latency
+                .decode(p)
                 .filter(|h| !h.is_empty())
                 .map(|h| h.value_at_quantile(quantile)),
             error_ratio: p.error_ratio(),
             dropped: p.dropped,
             late: p.late,
             intended: p.attempts + p.dropped,
+            client_limits: crate::analysis::client_limits(rec, p),
+            load_cpu_pct: busy(&p.cpu.load),
+            server_cpu_pct: p.cpu.server.as_ref().and_then(busy),
         })
         .collect();
     steps.sort_by(|a, b| a.offered_per_sec.total_cmp(&b.offered_per_sec));
@@ -291,18 +265,63 @@ pub struct Knee {
     pub cpm: f64,
     /// Achieved rate per server core (`None` when the core count is 0 or unknown).
     pub per_core_per_sec: Option<f64>,
-    /// The first step above it that fails (`None`: no step failed).
+    /// The first step above it that fails the criteria while its generator kept up: the
+    /// server's (`None`: no step failed before the generator reached its limit).
     pub first_failing: Option<usize>,
+    /// The first step above it whose load generator reached its own limit
+    /// ([`Step::client_limited`]), when it comes before any failing step: the search stopped
+    /// there, so the knee is a lower bound of the server's capacity, not the server's knee.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_limited: Option<usize>,
+}
+
+/// Where the knee search stopped: the first step that fails the criteria with its generator
+/// keeping up (the server's failure), or the first step the generator limited, whichever comes
+/// first; both `None` when every step passed with the generator keeping up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct SearchEnd {
+    /// The first step the server failed (index), when before any client-limited step.
+    pub failing: Option<usize>,
+    /// The first step the load generator limited (index), when before any failing step.
+    pub client_limited: Option<usize>,
+}
+
+impl SearchEnd {
+    /// The index the search stopped at (`None`: it ran through every step).
+    pub fn at(&self) -> Option<usize> {
+        self.failing.or(self.client_limited)
+    }
+}
+
+/// Where the knee search over `steps` stops ([`SearchEnd`]). A client-limited step stops it
+/// whether or not it met the criteria: its figures are the generator's.
+pub fn search_end(steps: &[Step], c: &Criteria) -> SearchEnd {
+    match steps
+        .iter()
+        .position(|s| s.client_limited() || !step_ok(s, c))
+    {
+        Some(i) if steps[i].client_limited() => SearchEnd {
+            failing: None,
+            client_limited: Some(i),
+        },
+        Some(i) => SearchEnd {
+            failing: Some(i),
+            client_limited: None,
+        },
+        None => SearchEnd::default(),
+    }
 }
 
 /// Finds the knee: the step with the highest achieved rate among those meeting the criteria
-/// and below the first failing step (a rate that passes only after an earlier rate failed is
-/// noise, not capacity). `None` if even the first step fails.
+/// below where the search ends ([`search_end`]): the first failing step (a rate that passes only
+/// after an earlier rate failed is noise, not capacity) or the first step the load generator
+/// limited (never declared the server's). `None` if even the first step fails or is
+/// client-limited.
 ///
 /// `server_cores` gives the per-core figure (the number of server CPUs; 0 = unknown).
 pub fn knee(steps: &[Step], c: &Criteria, server_cores: usize) -> Option<Knee> {
-    let first_failing = steps.iter().position(|s| !step_ok(s, c));
-    let passing = &steps[..first_failing.unwrap_or(steps.len())];
+    let end = search_end(steps, c);
+    let passing = &steps[..end.at().unwrap_or(steps.len())];
     // Every passing step achieved something (step_ok).
     let (index, step, achieved) = passing
         .iter()
@@ -315,7 +334,8 @@ pub fn knee(steps: &[Step], c: &Criteria, server_cores: usize) -> Option<Knee> {
         achieved_per_sec: achieved,
         cpm: achieved * 60.0,
         per_core_per_sec: (server_cores > 0).then(|| achieved / server_cores as f64),
-        first_failing,
+        first_failing: end.failing,
+        client_limited: end.client_limited,
     })
 }
 
@@ -334,26 +354,6 @@ pub(crate) fn criteria_of(rec: &RunRecord) -> Option<Criteria> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn slo_parses_forms_and_refuses_nonsense() {
-        let s = Slo::parse("p99<1ms").unwrap();
-        assert_eq!(
-            (s.quantile, s.max_ns, s.inclusive),
-            (0.99, 1_000_000, false)
-        );
-        let s = Slo::parse(" p99.9 <= 500us ").unwrap();
-        assert!((s.quantile - 0.999).abs() < 1e-12);
-        assert_eq!((s.max_ns, s.inclusive), (500_000, true));
-        assert_eq!(Slo::parse("p50<200µs").unwrap().max_ns, 200_000);
-        for bad in [
-            "99<1ms", "p99>1ms", "p100<1ms", "p99<1", "p99<0ms", "pxx<1ms",
-        ] {
-            let e = Slo::parse(bad).unwrap_err();
-            assert!(e.to_string().contains("p99<1ms"), "{bad}: {e}");
-        }
-        assert!(s.met_by(500_000) && !Slo::parse("p99<1ms").unwrap().met_by(1_000_000));
-    }
 
     #[test]
     fn percentages_and_ranges() {
@@ -375,9 +375,7 @@ mod tests {
             achieved_per_sec: Some(achieved),
             latency_ns: Some(p99_us * 1_000),
             error_ratio: errors,
-            dropped: 0,
-            late: 0,
-            intended: 0,
+            ..Step::default()
         }
     }
 
@@ -387,6 +385,44 @@ mod tests {
             max_error_ratio: 0.001,
             min_achieved_ratio: 0.99,
         }
+    }
+
+    /// Issue 37: the knee was "101,249 conn/s on 1 server core at step-6" while step-6's load
+    /// CPU was 98.3%. A client-limited step ends the search: the knee is the highest passing
+    /// step below it, and says so (a lower bound); a later server failure does not move it.
+    #[test]
+    fn the_knee_is_never_declared_from_a_client_limited_step() {
+        let limited = |mut s: Step| {
+            s.client_limits = vec!["load CPU 98%".into()];
+            s
+        };
+        let steps = [
+            step(1_000.0, 1_000.0, 100, 0.0),
+            step(2_000.0, 2_000.0, 200, 0.0),
+            limited(step(3_000.0, 3_000.0, 300, 0.0)), // passes, but the generator's
+            step(4_000.0, 3_990.0, 5_000, 0.0),
+        ];
+        let k = knee(&steps, &criteria(), 1).unwrap();
+        assert_eq!((k.index, k.achieved_per_sec), (1, 2_000.0));
+        assert_eq!((k.first_failing, k.client_limited), (None, Some(2)));
+        // A server failure before the generator's limit is the server's knee.
+        let mut early = steps.clone();
+        early[1] = step(2_000.0, 2_000.0, 5_000, 0.0);
+        let k = knee(&early, &criteria(), 1).unwrap();
+        assert_eq!(
+            (k.index, k.first_failing, k.client_limited),
+            (0, Some(1), None)
+        );
+        // The first step already client-limited: no knee, and where the search ended says why.
+        let first = [limited(step(1_000.0, 1_000.0, 100, 0.0))];
+        assert!(knee(&first, &criteria(), 1).is_none());
+        assert_eq!(
+            search_end(&first, &criteria()),
+            SearchEnd {
+                failing: None,
+                client_limited: Some(0)
+            }
+        );
     }
 
     #[test]
@@ -425,10 +461,14 @@ mod tests {
     #[test]
     fn steps_come_from_open_loop_phases_in_rate_order() {
         let rec = RunRecord::example();
-        let steps = steps_from_record(&rec, 0.99);
+        let steps = steps_from_record(&rec, SloLatency::Handshake, 0.99);
         assert_eq!(steps.len(), 1, "only the latency phase is open loop");
         let lat = rec.phase("latency").unwrap();
-        let h = lat.histograms.decode(Latency::Handshake).unwrap().unwrap();
+        let h = lat
+            .histograms
+            .decode(crate::record::Latency::Handshake)
+            .unwrap()
+            .unwrap();
         assert_eq!(steps[0].latency_ns, Some(h.value_at_quantile(0.99)));
         assert_eq!(steps[0].error_ratio, lat.error_ratio());
     }

@@ -86,6 +86,7 @@ fn phase(
             workers: vec![WorkerAccepts {
                 cpu: 0,
                 accepted: successes,
+                cpu_run_ns: None,
             }],
             accept_errors: BTreeMap::new(),
             ..ServerSide::default()
@@ -94,6 +95,7 @@ fn phase(
             cpu: 1,
             attempts: successes + refused,
             successes,
+            cpu_run_ns: None,
         }],
         cpu: CpuUsage {
             server: Some(SideCpu::new(

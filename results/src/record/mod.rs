@@ -10,7 +10,8 @@
 //!             phases: [PhaseRecord { pattern, rates, counts, failures, histograms,
 //!                                    timeline, server, load_workers, cpu, counters,
 //!                                    cross_check }],
-//!             baseline, warnings, role, segment, build: BuildInfo, counters_netns }
+//!             baseline, warnings, role, segment, build: BuildInfo, counters_netns,
+//!             scale, profile_overhead }
 //! ```
 //! `role` says which side wrote it ([`Role`]: bench, load, server, merged); `segment` which share
 //! of a multi-host run a load record covers ([`SegmentInfo`]).
@@ -22,7 +23,9 @@
 //! ([`PhaseRecord`] and its parts), `run` ([`RunInfo`], [`HostInfo`]), `baseline` (the kernel
 //! floor and its paired slices as stored), `segment` ([`Role`], [`SegmentInfo`],
 //! [`NetnsIdentity`]), `build` ([`BuildInfo`]), `counter` (kernel counter names and meanings),
-//! `failure` (the failure classes only a record has), `histogram` (the stored HdrHistogram
+//! `failure` (the failure classes only a record has), `profile` ([`KernelProfile`]: a phase's
+//! kernel profile; [`ProfileOverhead`]: its paired cost), `scale` ([`ScaleRecord`]: the plan and
+//! step figures of `connstorm scale`), `histogram` (the stored HdrHistogram
 //! encoding), `timestamp` (RFC 3339 UTC), `error` ([`RecordError`]) and `example` (a
 //! deterministic record for tests and docs).
 
@@ -35,7 +38,9 @@ mod failure;
 mod file;
 mod histogram;
 mod phase;
+mod profile;
 mod run;
+mod scale;
 mod segment;
 mod timestamp;
 
@@ -59,7 +64,12 @@ pub use phase::{
     AcceptQueue, Arrival, CpuUsage, CrossCheck, Histograms, HttpCounts, Latency, LoadWorker,
     Pattern, PhaseRecord, ServerSide, SideCpu, TimelineRow, TlsCounts, WorkerAccepts,
 };
+pub use profile::{
+    ContentionPoint, FunctionShare, KernelProfile, NamedShare, OverheadPair, ProfileOverhead,
+    SideProfile,
+};
 pub use run::{HostInfo, NumaNode, RunInfo};
+pub use scale::{ScaleKnee, ScaleRecord, ScaleStep};
 pub use segment::{NetnsIdentity, Role, SegmentInfo};
 pub use timestamp::{parse_rfc3339_utc, rfc3339_utc};
 
@@ -97,6 +107,14 @@ pub struct RunRecord {
     /// written before it was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub counters_netns: Option<NetnsIdentity>,
+    /// `connstorm scale`: the plan and each step's figures ([`ScaleRecord`]); absent in every
+    /// other record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scale: Option<ScaleRecord>,
+    /// `--profile-overhead`: the paired on/off check of what the kernel profile cost the peak
+    /// ([`ProfileOverhead`]); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile_overhead: Option<ProfileOverhead>,
 }
 
 impl Default for RunRecord {
@@ -114,6 +132,8 @@ impl Default for RunRecord {
             segment: None,
             build: BuildInfo::default(),
             counters_netns: None,
+            scale: None,
+            profile_overhead: None,
         }
     }
 }

@@ -6,6 +6,7 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 use super::histogram::{decode_histogram, encode_histogram, HistogramError};
+use super::profile::KernelProfile;
 
 /// How load was offered in a phase.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -44,7 +45,10 @@ impl Default for Pattern {
     }
 }
 
-/// Which latency histogram of a phase.
+/// Which histogram of a phase: every histogram a [`Histograms`] holds has one kind here, and
+/// [`Latency::ALL`] lists them all, so code that handles "every histogram" (merging records,
+/// checking that a record's histograms decode, writing `.hlog` files) iterates over
+/// [`Latency::ALL`] and cannot forget one ([`Histograms::encoded`] names every field).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Latency {
     /// Intended start of the attempt → connect completion (SYN-ACK received).
@@ -57,23 +61,52 @@ pub enum Latency {
     HttpResponse,
     /// `--http`: intended start → first response byte (time to first byte).
     HttpFirstByte,
-    /// `--tls`: TCP handshake seen complete → TLS handshake done.
+    /// `--tls`: TCP handshake seen complete → TLS handshake done (full and resumed together).
     TlsHandshake,
+    /// `--tls`: the same, full handshakes only (no session resumed).
+    TlsFull,
+    /// `--tls`: the same, resumed handshakes only (a session ticket or ID).
+    TlsResumed,
+    /// `bench` with its own server: the client's handshake completion → the server's accept
+    /// of that connection (the time it sat in the listener's accept queue, [`AcceptQueue`]).
+    AcceptQueueWait,
+    /// Open loop: the generator's own lag, actual start − scheduled start (not a latency of
+    /// the connection: the others that count from the scheduled start include it).
+    GeneratorLag,
 }
 
 impl Latency {
-    /// All of them, in report order.
-    pub const ALL: [Latency; 6] = [
+    /// Every histogram kind, in report order.
+    pub const ALL: [Latency; 10] = [
         Latency::Handshake,
         Latency::Service,
         Latency::FirstByte,
         Latency::HttpResponse,
         Latency::HttpFirstByte,
         Latency::TlsHandshake,
+        Latency::TlsFull,
+        Latency::TlsResumed,
+        Latency::AcceptQueueWait,
+        Latency::GeneratorLag,
+    ];
+
+    /// The latencies of the connections: every kind but [`Latency::GeneratorLag`], in report
+    /// order (a unit test checks it against [`Latency::ALL`] and [`Latency::of_connections`]).
+    pub const CONNECTIONS: [Latency; 9] = [
+        Latency::Handshake,
+        Latency::Service,
+        Latency::FirstByte,
+        Latency::HttpResponse,
+        Latency::HttpFirstByte,
+        Latency::TlsHandshake,
+        Latency::TlsFull,
+        Latency::TlsResumed,
+        Latency::AcceptQueueWait,
     ];
 
     /// The field name in the record: `handshake`, `service`, `first_byte`, `http_response`,
-    /// `http_first_byte`, `tls_handshake`.
+    /// `http_first_byte`, `tls_handshake`, `tls_full`, `tls_resumed`, `accept_queue_wait`,
+    /// `generator_lag`.
     pub fn name(self) -> &'static str {
         match self {
             Latency::Handshake => "handshake",
@@ -82,7 +115,17 @@ impl Latency {
             Latency::HttpResponse => "http_response",
             Latency::HttpFirstByte => "http_first_byte",
             Latency::TlsHandshake => "tls_handshake",
+            Latency::TlsFull => "tls_full",
+            Latency::TlsResumed => "tls_resumed",
+            Latency::AcceptQueueWait => "accept_queue_wait",
+            Latency::GeneratorLag => "generator_lag",
         }
+    }
+
+    /// Whether it is a latency of the connections (every kind but the generator's own lag,
+    /// which `report` and `bench` print on a line of their own).
+    pub fn of_connections(self) -> bool {
+        self != Latency::GeneratorLag
     }
 }
 
@@ -247,7 +290,9 @@ impl TlsCounts {
 }
 
 /// A phase's histograms, each HdrHistogram V2 + DEFLATE in base64 ([`encode_histogram`]),
-/// values in nanoseconds, covering the measured part only (warm-up excluded).
+/// values in nanoseconds, covering the measured part only (warm-up excluded). Each field has its
+/// kind in [`Latency`]; read and write them by kind ([`Histograms::encoded`],
+/// [`Histograms::set`]) where every histogram is meant.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Histograms {
     /// Handshake latency (intended start → connect completion).
@@ -267,14 +312,22 @@ pub struct Histograms {
     /// `--http`: time to first response byte (intended start → first byte read).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http_first_byte: Option<String>,
-    /// `--tls`: TLS handshake latency (TCP handshake seen complete → TLS handshake done).
-    /// `None` otherwise and in older records.
+    /// `--tls`: TLS handshake latency (TCP handshake seen complete → TLS handshake done), full
+    /// and resumed handshakes together. `None` otherwise and in older records.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls_handshake: Option<String>,
     /// `bench` with its own server: the accept-queue wait (client's handshake completion →
     /// server's accept, [`AcceptQueue`]). `None` otherwise and in older records.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub accept_queue_wait: Option<String>,
+    /// `--tls`: the TLS handshake latency of full handshakes only. `None` without TLS and in
+    /// records written before full and resumed were kept apart.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_full: Option<String>,
+    /// `--tls`: the TLS handshake latency of resumed handshakes only (empty when none resumed).
+    /// `None` as [`Histograms::tls_full`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_resumed: Option<String>,
 }
 
 impl Histograms {
@@ -288,23 +341,55 @@ impl Histograms {
             handshake: encode_histogram(handshake),
             service: encode_histogram(service),
             first_byte: first_byte.map(encode_histogram),
-            generator_lag: None,
-            http_response: None,
-            http_first_byte: None,
-            tls_handshake: None,
-            accept_queue_wait: None,
+            ..Histograms::default()
         }
     }
 
-    /// The encoded text of one histogram (`None`: first byte was not measured).
+    /// The encoded text of one histogram (`None`: not measured).
     pub fn encoded(&self, which: Latency) -> Option<&str> {
+        // Every field by name, without `..`: a field added to the struct does not compile
+        // until it is named here, and one named but given no kind below is an unused variable
+        // (denied by clippy): every histogram a record holds has its kind in `Latency::ALL`.
+        let Histograms {
+            handshake,
+            service,
+            first_byte,
+            generator_lag,
+            http_response,
+            http_first_byte,
+            tls_handshake,
+            tls_full,
+            tls_resumed,
+            accept_queue_wait,
+        } = self;
         match which {
-            Latency::Handshake => Some(&self.handshake),
-            Latency::Service => Some(&self.service),
-            Latency::FirstByte => self.first_byte.as_deref(),
-            Latency::HttpResponse => self.http_response.as_deref(),
-            Latency::HttpFirstByte => self.http_first_byte.as_deref(),
-            Latency::TlsHandshake => self.tls_handshake.as_deref(),
+            Latency::Handshake => Some(handshake),
+            Latency::Service => Some(service),
+            Latency::FirstByte => first_byte.as_deref(),
+            Latency::HttpResponse => http_response.as_deref(),
+            Latency::HttpFirstByte => http_first_byte.as_deref(),
+            Latency::TlsHandshake => tls_handshake.as_deref(),
+            Latency::TlsFull => tls_full.as_deref(),
+            Latency::TlsResumed => tls_resumed.as_deref(),
+            Latency::AcceptQueueWait => accept_queue_wait.as_deref(),
+            Latency::GeneratorLag => generator_lag.as_deref(),
+        }
+    }
+
+    /// Stores one histogram's encoded text (`None`: not measured; the handshake and service
+    /// histograms, which every phase has, become empty text).
+    pub fn set(&mut self, which: Latency, encoded: Option<String>) {
+        match which {
+            Latency::Handshake => self.handshake = encoded.unwrap_or_default(),
+            Latency::Service => self.service = encoded.unwrap_or_default(),
+            Latency::FirstByte => self.first_byte = encoded,
+            Latency::HttpResponse => self.http_response = encoded,
+            Latency::HttpFirstByte => self.http_first_byte = encoded,
+            Latency::TlsHandshake => self.tls_handshake = encoded,
+            Latency::TlsFull => self.tls_full = encoded,
+            Latency::TlsResumed => self.tls_resumed = encoded,
+            Latency::AcceptQueueWait => self.accept_queue_wait = encoded,
+            Latency::GeneratorLag => self.generator_lag = encoded,
         }
     }
 
@@ -446,6 +531,10 @@ pub struct WorkerAccepts {
     pub cpu: usize,
     /// Connections it accepted.
     pub accepted: u64,
+    /// Exact on-CPU time of the worker thread over the run, ns (CLOCK_THREAD_CPUTIME_ID);
+    /// absent where it was not kept (bench phases, older records).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_run_ns: Option<u64>,
 }
 
 /// Work done by one load worker.
@@ -457,6 +546,10 @@ pub struct LoadWorker {
     pub attempts: u64,
     /// Handshakes it completed (measured part).
     pub successes: u64,
+    /// Exact on-CPU time of the worker thread over the whole run (warm-up included), ns
+    /// (CLOCK_THREAD_CPUTIME_ID); absent in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_run_ns: Option<u64>,
 }
 
 /// CPU time one side used over the phase (warm-up included: the CPU clocks are read around the
@@ -664,6 +757,16 @@ pub struct PhaseRecord {
     /// Absent in older records.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub cpu_busy_pct: BTreeMap<usize, f64>,
+    /// Softirq share of each CPU the benchmark ran on, percent of the phase's wall time (the
+    /// `softirq` column of /proc/stat; kernels without CONFIG_IRQ_TIME_ACCOUNTING charge softirq
+    /// work done in a task's context to the task instead, so it is a floor). Absent in older
+    /// records.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub cpu_softirq_pct: BTreeMap<usize, f64>,
+    /// `--profile`: the kernel profile of the measured part ([`KernelProfile`]); absent
+    /// otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<KernelProfile>,
     /// `load --http`: the HTTP counts ([`HttpCounts`]); its two latency histograms are in
     /// [`Histograms::http_response`] and [`Histograms::http_first_byte`]. Absent otherwise and
     /// in older records.
@@ -824,6 +927,29 @@ impl PhaseRecord {
             0.0
         } else {
             self.failed() as f64 / self.attempts as f64
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_is_stored_and_read_under_its_own_name() {
+        let connections: Vec<Latency> = Latency::ALL
+            .into_iter()
+            .filter(|w| w.of_connections())
+            .collect();
+        assert_eq!(connections, Latency::CONNECTIONS);
+        let mut h = Histograms::default();
+        for (k, which) in Latency::ALL.into_iter().enumerate() {
+            h.set(which, Some(format!("x{k}")));
+        }
+        let json = serde_json::to_value(&h).unwrap();
+        for (k, which) in Latency::ALL.into_iter().enumerate() {
+            assert_eq!(h.encoded(which), Some(format!("x{k}").as_str()));
+            assert_eq!(json[which.name()], format!("x{k}"), "{}", which.name());
         }
     }
 }

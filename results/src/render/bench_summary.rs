@@ -7,7 +7,7 @@
 use std::fmt::Write as _;
 
 use super::format_ns;
-use crate::analysis::{saturation, LatencySummary, Saturation};
+use crate::analysis::{saturation, side_busy_pct, LatencySummary, Saturation};
 use crate::record::{PhaseRecord, RunRecord};
 
 /// Counters shown in every summary (docs/design.md, "Kernel counters"); any non-zero drop gets a
@@ -188,6 +188,8 @@ pub(crate) fn phase(out: &mut String, p: &PhaseRecord, accounting: Option<&str>)
         ("service", Some(p.histograms.service.as_str())),
         ("first byte", p.histograms.first_byte.as_deref()),
         ("tls", p.histograms.tls_handshake.as_deref()),
+        ("tls full", p.histograms.tls_full.as_deref()),
+        ("tls resumed", p.histograms.tls_resumed.as_deref()),
         ("http resp", p.histograms.http_response.as_deref()),
     ] {
         if let Some(line) = latency_line(name, enc) {
@@ -226,6 +228,15 @@ pub(crate) fn phase(out: &mut String, p: &PhaseRecord, accounting: Option<&str>)
     // The generator's own lag, so the handshake line above can be read net of it.
     if let Some(line) = latency_line("generator lag", p.histograms.generator_lag.as_deref()) {
         let _ = writeln!(out, "{line}");
+        // At the drop rule the figure is the rule's bound, not a lag measured: said beside it.
+        let artefact = crate::record::decode_histogram(
+            p.histograms.generator_lag.as_deref().unwrap_or_default(),
+        )
+        .ok()
+        .and_then(|h| crate::analysis::generator_lag_artefact(&LatencySummary::of(&h)));
+        if let Some(a) = artefact {
+            let _ = writeln!(out, "             ({a})");
+        }
     }
     if let Some(q) = p.accept_queue.as_ref().filter(|q| q.not_measured.is_none()) {
         accept_queue(out, q, p.histograms.accept_queue_wait.as_deref());
@@ -378,79 +389,8 @@ pub fn bench_summary(
             common::cpulist::format(&run.load_cpus)
         );
     }
-    if let Some(peak) = r.phase("peak") {
-        if peak.successes == 0 {
-            let _ = writeln!(
-                out,
-                "PEAK: nothing measured — 0 of {} attempts succeeded (see failures and warnings)",
-                group(peak.attempts as f64)
-            );
-        } else {
-            let _ = writeln!(
-                out,
-                "PEAK: {} CPM = {} conn/s{}",
-                rate(peak.cpm),
-                rate(peak.achieved_per_sec),
-                bottleneck(
-                    peak,
-                    &r.run.server_cpus,
-                    &r.run.load_cpus,
-                    Limits {
-                        causes: !crate::analysis::diagnose_phases(std::slice::from_ref(peak))
-                            .is_empty(),
-                        contention: contended(r, "peak"),
-                    }
-                )
-            );
-        }
-    }
-    if let Some(lat) = r.phase("latency") {
-        if let Some(h) = crate::record::decode_histogram(&lat.histograms.handshake)
-            .ok()
-            .filter(|h| !h.is_empty())
-        {
-            let s = LatencySummary::of(&h);
-            // With --http/--tls the response (and the TLS handshake) come first: the TCP
-            // handshake alone led a `bench --tls --http` headline.
-            let of = |which| {
-                lat.histograms
-                    .decode(which)
-                    .ok()
-                    .flatten()
-                    .filter(|h| !h.is_empty())
-                    .map(|h| LatencySummary::of(&h))
-            };
-            let mut before = String::new();
-            if let Some(r) = of(crate::record::Latency::HttpResponse) {
-                before.push_str(&format!(
-                    "response p50 {}, p99 {}, max {}; ",
-                    format_ns(r.p50_ns as f64),
-                    format_ns(r.p99_ns as f64),
-                    format_ns(r.max_ns as f64)
-                ));
-            }
-            if let Some(t) = of(crate::record::Latency::TlsHandshake) {
-                before.push_str(&format!(
-                    "TLS handshake p50 {}, p99 {}; ",
-                    format_ns(t.p50_ns as f64),
-                    format_ns(t.p99_ns as f64)
-                ));
-            }
-            let tcp = if before.is_empty() { "" } else { "TCP " };
-            let _ = writeln!(
-                out,
-                "LATENCY at {}/s offered ({} conn/s achieved): {before}{tcp}handshake p50 {}, p99 {}, max {}",
-                crate::numfmt::exact(
-                    lat.offered_per_sec
-                        .or(lat.achieved_per_sec)
-                        .unwrap_or(f64::NAN)
-                ),
-                rate(lat.achieved_per_sec),
-                format_ns(s.p50_ns as f64),
-                format_ns(s.p99_ns as f64),
-                format_ns(s.max_ns as f64)
-            );
-        }
+    for line in headlines(r) {
+        let _ = writeln!(out, "{line}");
     }
     for p in &r.phases {
         phase(&mut out, p, accounting);
@@ -482,15 +422,59 @@ pub fn bench_summary(
     out
 }
 
-/// Which side was busier during a closed-loop phase: the one near 100% limits the rate. When the
-/// sides share CPUs, their shares of those CPUs say nothing about saturation; each CPU's own busy
-/// time (/proc/stat) does ([`saturation`]). With named causes (drops, resets, refusals) and no
-/// saturated CPU, the causes limited the peak, not the concurrency.
-/// What else may have limited a phase's peak than its CPUs: named causes (drops, resets,
-/// refusals) and other work on (or steal time of) the benchmark CPUs.
+/// What may have limited a phase's peak besides its CPUs: the kernel's drops and retransmits
+/// (with their figures, [`drop_limit`]), other named causes (resets, refusals) and other work
+/// on (or steal time of) the benchmark CPUs.
 struct Limits {
+    drops: Option<String>,
     causes: bool,
     contention: bool,
+}
+
+/// The drops and retransmits of a phase as the limit of its rate, with the figures that prove
+/// it: the drop counters that rose ([`PhaseRecord::drops`]: `TCPSynRetrans`, `ListenOverflows`,
+/// …) and the first handshake percentile (p50, p90, p99) at or above 1 s, the first SYN
+/// retransmit timeout (`TCP_TIMEOUT_INIT`): that share of the connections waited a retransmit.
+/// `None` when no drop counter rose, or too few to hold (below).
+fn drop_limit(p: &PhaseRecord) -> Option<String> {
+    let drops = p.drops();
+    if drops.is_empty() {
+        return None;
+    }
+    // Retransmits first: they are what a connection waits on.
+    let mut named: Vec<String> = drops
+        .iter()
+        .filter(|(k, _)| k.contains("Retrans"))
+        .chain(drops.iter().filter(|(k, _)| !k.contains("Retrans")))
+        .map(|(k, v)| {
+            let short = k.rsplit('.').next().unwrap_or(k);
+            format!("{short} {}", crate::numfmt::signed(*v))
+        })
+        .collect();
+    let waited = crate::record::decode_histogram(&p.histograms.handshake)
+        .ok()
+        .filter(|h| !h.is_empty())
+        .and_then(|h| {
+            [50.0, 90.0, 99.0]
+                .into_iter()
+                .map(|q| (q, h.value_at_quantile(q / 100.0)))
+                .find(|(_, v)| *v >= 1_000_000_000)
+        });
+    // A stray retransmit does not set a rate: the drops hold when at least 1% of the
+    // handshakes waited a retransmit (a percentile at or above 1 s) or the drop counters reach
+    // 1% of the attempts.
+    let dropped: i64 = drops.iter().map(|(_, v)| (*v).max(0)).sum();
+    if waited.is_none() && (dropped as f64) < p.attempts as f64 / 100.0 {
+        return None;
+    }
+    let what = match waited {
+        Some((q, v)) => {
+            named.insert(0, format!("handshake p{q:.0} {}", format_ns(v as f64)));
+            "1 s SYN retransmits set the rate"
+        }
+        None => "the kernel's drops and retransmits limit the peak",
+    };
+    Some(format!("{what} ({})", named.join(", ")))
 }
 
 /// Whether the record carries a contention or steal warning of `phase`
@@ -503,24 +487,128 @@ fn contended(r: &RunRecord, phase: &str) -> bool {
         .any(|w| w.starts_with(&other) || w.starts_with(&steal))
 }
 
+/// The headlines of a `bench` record: `PEAK: … CPM = … conn/s (what limited it)` and
+/// `LATENCY at …/s offered (… achieved): …`, as the summary and the HTML page's verdict show
+/// them.
+pub(crate) fn headlines(r: &RunRecord) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(peak) = r.phase("peak") {
+        if peak.successes == 0 {
+            out.push(format!(
+                "PEAK: nothing measured — 0 of {} attempts succeeded (see failures and warnings)",
+                group(peak.attempts as f64)
+            ));
+        } else {
+            out.push(format!(
+                "PEAK: {} CPM = {} conn/s{}",
+                rate(peak.cpm),
+                rate(peak.achieved_per_sec),
+                peak_limit(r, peak)
+            ));
+        }
+    }
+    if let Some(lat) = r.phase("latency") {
+        if let Some(h) = crate::record::decode_histogram(&lat.histograms.handshake)
+            .ok()
+            .filter(|h| !h.is_empty())
+        {
+            let s = LatencySummary::of(&h);
+            // With --http/--tls the response (and the TLS handshake) come first: the TCP
+            // handshake alone led a `bench --tls --http` headline.
+            let of = |which| {
+                lat.histograms
+                    .decode(which)
+                    .ok()
+                    .flatten()
+                    .filter(|h| !h.is_empty())
+                    .map(|h| LatencySummary::of(&h))
+            };
+            let mut before = String::new();
+            if let Some(r) = of(crate::record::Latency::HttpResponse) {
+                before.push_str(&format!(
+                    "response p50 {}, p99 {}, max {}; ",
+                    format_ns(r.p50_ns as f64),
+                    format_ns(r.p99_ns as f64),
+                    format_ns(r.max_ns as f64)
+                ));
+            }
+            let full = of(crate::record::Latency::TlsFull);
+            let resumed = of(crate::record::Latency::TlsResumed);
+            match (full, resumed) {
+                // With resumption, full and resumed apart: one mixed distribution (15 full +
+                // 585 resumed) has percentiles of neither.
+                (Some(f), Some(r)) => before.push_str(&format!(
+                    "TLS handshake full p50 {}, p99 {} ({} full), resumed p50 {}, p99 {} ({} resumed); ",
+                    format_ns(f.p50_ns as f64),
+                    format_ns(f.p99_ns as f64),
+                    group(f.count as f64),
+                    format_ns(r.p50_ns as f64),
+                    format_ns(r.p99_ns as f64),
+                    group(r.count as f64)
+                )),
+                _ => {
+                    if let Some(t) = of(crate::record::Latency::TlsHandshake) {
+                        before.push_str(&format!(
+                            "TLS handshake p50 {}, p99 {}; ",
+                            format_ns(t.p50_ns as f64),
+                            format_ns(t.p99_ns as f64)
+                        ));
+                    }
+                }
+            }
+            let tcp = if before.is_empty() { "" } else { "TCP " };
+            out.push(format!(
+                "LATENCY at {}/s offered ({} conn/s achieved): {before}{tcp}handshake p50 {}, p99 {}, max {}",
+                crate::numfmt::exact(
+                    lat.offered_per_sec
+                        .or(lat.achieved_per_sec)
+                        .unwrap_or(f64::NAN)
+                ),
+                rate(lat.achieved_per_sec),
+                format_ns(s.p50_ns as f64),
+                format_ns(s.p99_ns as f64),
+                format_ns(s.max_ns as f64)
+            ));
+        }
+    }
+    out
+}
+
+/// What limited a closed-loop phase `p` of `r`, as the `PEAK` headline says it after the rate:
+/// ` (CPU busy: load 98%, server 50% — the load side limits the peak)`.
+pub(crate) fn peak_limit(r: &RunRecord, p: &PhaseRecord) -> String {
+    bottleneck(
+        p,
+        &r.run.server_cpus,
+        &r.run.load_cpus,
+        Limits {
+            drops: drop_limit(p),
+            causes: !crate::analysis::diagnose_phases(std::slice::from_ref(p)).is_empty(),
+            contention: contended(r, &p.name),
+        },
+    )
+}
+
 fn bottleneck(
     p: &PhaseRecord,
     server_cpus: &[usize],
     load_cpus: &[usize],
     limits: Limits,
 ) -> String {
-    let util = |c: &crate::record::SideCpu| {
-        let cap = c.wall_ns as f64 * c.cpus as f64;
-        if cap > 0.0 {
-            // At most 100%: a thread's CPU time read a little after the window's end (or
-            // tick-sampled user/sys) can pass the wall time by a tick ("busy 101%").
-            (c.run_ns.unwrap_or(c.user_ns + c.sys_ns) as f64 / cap * 100.0).min(100.0)
-        } else {
-            0.0
-        }
-    };
-    let load = util(&p.cpu.load);
-    let server = p.cpu.server.as_ref().map(util);
+    let load = side_busy_pct(&p.cpu.load);
+    let server = p.cpu.server.as_ref().map(side_busy_pct);
+    // The limits in rank order, the first that holds named: drops and retransmits (a dropped
+    // SYN waits 1 s, whatever the CPUs could do), then CPU saturation, then other work on the
+    // benchmark CPUs, then the other named causes (issue 35: with --backlog 1 the headline
+    // blamed other work while 1 s SYN retransmits, p90 1.028 s, set the rate).
+    if let Some(drops) = &limits.drops {
+        return match server {
+            Some(server) => {
+                format!(" ({drops} — CPU busy: load {load:.0}%, server {server:.0}%)")
+            }
+            None => format!(" ({drops} — load CPUs {load:.0}% busy)"),
+        };
+    }
     let v = saturation(load, server, server_cpus, load_cpus, &p.cpu_busy_pct);
     match (server, v) {
         (None, _) => format!(" (load CPUs {load:.0}% busy)"),
@@ -639,6 +727,36 @@ mod tests {
         );
     }
 
+    /// Issue 35 item 2: with `--tls-resume`, 15 full and 585 resumed handshakes were one
+    /// distribution; the LATENCY headline and the phase's lines give each kind its own.
+    #[test]
+    fn full_and_resumed_tls_handshakes_are_reported_apart() {
+        let mut r = RunRecord::example();
+        let mut full = crate::record::new_latency_histogram();
+        full.record_n(1_500_000, 15).unwrap();
+        let mut resumed = crate::record::new_latency_histogram();
+        resumed.record_n(200_000, 585).unwrap();
+        let mut both = full.clone();
+        both.add(&resumed).unwrap();
+        let lat = &mut r.phases[1].histograms;
+        lat.tls_handshake = Some(crate::record::encode_histogram(&both));
+        lat.tls_full = Some(crate::record::encode_histogram(&full));
+        lat.tls_resumed = Some(crate::record::encode_histogram(&resumed));
+        let text = bench_summary(&r, None, None);
+        let line = text.lines().find(|l| l.starts_with("LATENCY")).unwrap();
+        assert!(
+            line.contains("TLS handshake full p50 1.50 ms, p99 1.50 ms (15 full), resumed p50 200.1 µs, p99 200.1 µs (585 resumed); TCP handshake"),
+            "{line}"
+        );
+        assert!(
+            text.contains("  tls full   p50 1.50 ms")
+                && text.contains("(15 samples)")
+                && text.contains("  tls resumed p50 200.1 µs")
+                && text.contains("(585 samples)"),
+            "{text}"
+        );
+    }
+
     /// A peak below saturation on both sides while other work used the benchmark CPUs: the
     /// headline names the contention, not a low --concurrency.
     /// `bench --tls --http`: the LATENCY headline leads with the response and the TLS
@@ -678,6 +796,58 @@ mod tests {
             "{h}"
         );
         assert!(!h.contains("raise --concurrency"), "{h}");
+    }
+
+    /// Issue 35 item 5: `--backlog 1` with `tcp_abort_on_overflow=1`, neither side saturated,
+    /// other work warned of: 1 s SYN retransmits (p90 1.028 s, TCPSynRetrans 96) set the rate,
+    /// and the headline names them, not the other work. Drops outrank CPU saturation too.
+    #[test]
+    fn the_headline_names_drops_and_retransmits_before_cpu_and_other_work() {
+        let mut r = RunRecord::example();
+        let p = &mut r.phases[0];
+        p.cpu.load.run_ns = Some(p.cpu.load.wall_ns * p.cpu.load.cpus as u64 * 7 / 10);
+        let mut h = crate::record::new_latency_histogram();
+        h.record_n(60_000, 85).unwrap();
+        h.record_n(1_028_000_000, 15).unwrap();
+        p.histograms.handshake = crate::record::encode_histogram(&h);
+        p.counters.insert("TcpExt.TCPSynRetrans".into(), 96);
+        p.counters.insert("TcpExt.ListenOverflows".into(), 96);
+        r.warnings.push("peak: other work used 45% of the benchmark CPUs [0-1] (busy 100%, connstorm itself 55%): the numbers include that contention; stop other load or choose other CPUs".into());
+        let headline = |r: &RunRecord| {
+            let text = bench_summary(r, None, None);
+            text.lines().nth(1).unwrap_or_default().to_string()
+        };
+        let h1 = headline(&r);
+        assert!(
+            h1.contains("(1 s SYN retransmits set the rate (handshake p90 1.028 s, TCPSynRetrans 96, ListenOverflows 96) — CPU busy: load 70%"),
+            "{h1}"
+        );
+        assert!(!h1.contains("other work"), "{h1}");
+        assert!(!h1.contains("neither side saturated"), "{h1}");
+        // Saturated CPUs do not outrank the drops either.
+        r.phases[0].cpu.load.run_ns = Some(r.phases[0].cpu.load.wall_ns);
+        let h2 = headline(&r);
+        assert!(h2.contains("1 s SYN retransmits set the rate"), "{h2}");
+        assert!(!h2.contains("side limits the peak"), "{h2}");
+        // Drops without a 1 s wait are named as drops, with their counters.
+        let mut quick = crate::record::new_latency_histogram();
+        quick.record_n(60_000, 100).unwrap();
+        r.phases[0].histograms.handshake = crate::record::encode_histogram(&quick);
+        let h3 = headline(&r);
+        assert!(
+            h3.contains("the kernel's drops and retransmits limit the peak (TCPSynRetrans 96, ListenOverflows 96)"),
+            "{h3}"
+        );
+        // A stray retransmit (1 in 6,003 attempts, no handshake near 1 s) does not hold: the
+        // saturated side is named.
+        r.phases[0]
+            .counters
+            .insert("TcpExt.TCPSynRetrans".into(), 1);
+        r.phases[0]
+            .counters
+            .insert("TcpExt.ListenOverflows".into(), 0);
+        let h4 = headline(&r);
+        assert!(h4.contains("the load side limits the peak"), "{h4}");
     }
 
     #[test]

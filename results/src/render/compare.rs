@@ -21,10 +21,27 @@ pub enum CompareFormat {
     Json,
 }
 
+use crate::analysis::{MetricComparison, Spread, LATENCY_PHASE, PEAK_PHASE};
 pub(crate) use crate::numfmt::value;
 use crate::numfmt::{pct_change as pct, NA};
 
-fn side_line(side: &SideInfo) -> String {
+/// How wide a comparison's text table is: [`Width::Default`] fits 120 columns (each side's
+/// median, the change, its interval and a short verdict); [`Width::Wide`] has every column
+/// (`--wide`: each side's median, min, max and count, flagged trials' figures, the phase and
+/// direction of each metric, the verdict in words).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Width {
+    /// At most [`TEXT_COLUMNS`] columns.
+    #[default]
+    Default,
+    /// Every column.
+    Wide,
+}
+
+/// The widest line of a default comparison table: 120 columns.
+pub const TEXT_COLUMNS: usize = 120;
+
+pub(crate) fn side_line(side: &SideInfo) -> String {
     let flagged: Vec<String> = side
         .trials
         .iter()
@@ -39,9 +56,14 @@ fn side_line(side: &SideInfo) -> String {
         })
         .collect();
     let n = side.trials.len();
+    // A short name stands for the whole one everywhere else: say once what it stands for.
+    let name = if side.short.is_empty() || side.short == side.name {
+        side.name.clone()
+    } else {
+        format!("{} = {}", side.short, side.name)
+    };
     let mut s = format!(
-        "{} ({n} trial{}, {} in the verdict)",
-        side.name,
+        "{name} ({n} trial{}, {} in the verdict)",
         if n == 1 { "" } else { "s" },
         side.used()
     );
@@ -51,43 +73,176 @@ fn side_line(side: &SideInfo) -> String {
     s
 }
 
-/// The comparison as a document.
-pub(crate) fn blocks(c: &Comparison) -> Vec<Block> {
-    let mut out = vec![
-        Block::Heading(1, format!("A/B comparison: {} vs {}", c.a.name, c.b.name)),
-        Block::Line(format!("A: {}", side_line(&c.a))),
-        Block::Line(format!("B: {}", side_line(&c.b))),
-        Block::Line(format!("method: {}", c.method)),
-    ];
-    for d in &c.setup_differences {
-        let line = format!("setup differs: {}", d.describe());
-        out.push(if d.refuses {
-            Block::Warning(line)
-        } else {
-            Block::Line(line)
-        });
+/// A side's name as tables and headlines show it ([`SideInfo::short`], else the name).
+fn short(side: &SideInfo) -> &str {
+    if side.short.is_empty() {
+        &side.name
+    } else {
+        &side.short
+    }
+}
+
+/// A metric's values scaled for reading: latencies in µs become ms or s once large.
+fn scale(m: &MetricComparison) -> (f64, &str) {
+    let largest =
+        m.a.max
+            .unwrap_or(0.0)
+            .abs()
+            .max(m.b.max.unwrap_or(0.0).abs());
+    match m.unit.as_str() {
+        "µs" if largest >= 1e6 => (1e-6, "s"),
+        "µs" if largest >= 1e4 => (1e-3, "ms"),
+        u => (1.0, u),
+    }
+}
+
+/// One figure of a metric with its unit, short: `20,000/s`, `1.21 ms`, `17.0 µs`, `12.3%`.
+fn figure(m: &MetricComparison, v: Option<f64>) -> String {
+    let Some(v) = v.filter(|v| v.is_finite()) else {
+        return NA.to_string();
+    };
+    match m.unit.as_str() {
+        "µs" => crate::numfmt::ns(v * 1e3),
+        "%" => format!("{}%", value(v)),
+        "conn/s" => format!("{}/s", crate::numfmt::fixed(v, 0)),
+        u => format!("{} {u}", value(v)),
+    }
+}
+
+/// The verdict in words, with the noise floor when below it.
+fn verdict_words(m: &MetricComparison) -> String {
+    let mut verdict = m.verdict.as_str().to_string();
+    if m.verdict == Verdict::BelowNoiseFloor {
+        if let Some(f) = m.min_effect {
+            verdict = format!("{verdict} ({})", crate::numfmt::pct(f));
+        }
+    }
+    verdict
+}
+
+/// The verdict in at most 14 characters, for the default table (the headline has the words).
+fn verdict_short(m: &MetricComparison) -> &'static str {
+    match m.verdict {
+        Verdict::Better => "better",
+        Verdict::Worse => "worse",
+        Verdict::NoSignificantChange => "no change",
+        Verdict::BelowNoiseFloor => "below noise",
+        Verdict::TooFewTrials => "too few trials",
+        Verdict::NotApplicable => NA,
+        Verdict::DifferentLoads => "not compared",
+    }
+}
+
+/// `+10.0% [+9.1%, +10.9%]`, or `n/a`.
+fn change(m: &MetricComparison) -> String {
+    match (m.relative_change, m.interval) {
+        (Some(c), Some(i)) => format!("{} {}", pct(c), interval_text(i)),
+        (Some(c), None) => pct(c),
+        _ => NA.to_string(),
+    }
+}
+
+/// `connections/s (peak phase)`, `handshake p99 (latency phase, 72,000/s offered)`.
+fn metric_with_phase(c: &Comparison, m: &MetricComparison) -> String {
+    match (m.phase.as_str(), c.offered_per_sec) {
+        ("", _) => m.name.clone(),
+        (LATENCY_PHASE, Some(r)) => format!(
+            "{} ({} phase, {}/s offered)",
+            m.name,
+            m.phase,
+            crate::numfmt::fixed(r, 0)
+        ),
+        (phase, _) => format!("{} ({phase} phase)", m.name),
+    }
+}
+
+/// The primary metrics, in the order a verdict is read: connections/s, then the handshake
+/// p99 at the one offered rate.
+const PRIMARY: [&str; 2] = ["connections/s", "handshake p99"];
+
+/// The verdict lines: the primary metrics first (`verdict (B vs A): connections/s (peak phase)
+/// -45.2% [-47.0%, -43.1%]: worse; handshake p99 …`), then the secondary ones per phase, those
+/// with a verdict (better/worse) before the rest.
+pub(crate) fn headline(c: &Comparison) -> Vec<String> {
+    let primary: Vec<String> = PRIMARY
+        .iter()
+        .filter_map(|name| c.metrics.iter().find(|m| m.name == *name))
+        .map(|m| match m.relative_change {
+            Some(_) => format!(
+                "{} {}: {}",
+                metric_with_phase(c, m),
+                change(m),
+                verdict_words(m)
+            ),
+            None => format!("{}: {}", metric_with_phase(c, m), verdict_words(m)),
+        })
+        .collect();
+    let mut out = vec![format!("verdict (B vs A): {}", primary.join("; "))];
+    for phase in [PEAK_PHASE, LATENCY_PHASE] {
+        let mut rest: Vec<&MetricComparison> = c
+            .metrics
+            .iter()
+            .filter(|m| m.phase == phase && !PRIMARY.contains(&m.name.as_str()))
+            .collect();
+        if rest.is_empty() {
+            continue;
+        }
+        // Verdicts first: a 45% loss of conn/s is read before "sys % better".
+        rest.sort_by_key(|m| !matches!(m.verdict, Verdict::Better | Verdict::Worse));
+        let items: Vec<String> = rest
+            .iter()
+            .map(|m| match m.relative_change {
+                Some(ch) => format!("{} {} {}", m.name, pct(ch), verdict_words(m)),
+                None => format!("{} {}", m.name, verdict_words(m)),
+            })
+            .collect();
+        out.push(format!("secondary ({phase} phase): {}", items.join("; ")));
+    }
+    out
+}
+
+/// The table of every metric: default or wide ([`Width`]).
+pub(crate) fn table(c: &Comparison, width: Width) -> Table {
+    if width == Width::Wide {
+        return wide_table(c);
     }
     let mut t = Table::new([
         "metric".to_string(),
-        format!("A: {} median [min – max]", c.a.name),
-        format!("B: {} median [min – max]", c.b.name),
+        format!("A: {}", short(&c.a)),
+        format!("B: {}", short(&c.b)),
         "change".to_string(),
         "95% CI".to_string(),
         "verdict".to_string(),
     ]);
     for m in &c.metrics {
-        // Latencies in µs read better in ms or s once they are large.
-        let largest =
-            m.a.max
-                .unwrap_or(0.0)
-                .abs()
-                .max(m.b.max.unwrap_or(0.0).abs());
-        let (scale, unit) = match m.unit.as_str() {
-            "µs" if largest >= 1e6 => (1e-6, "s"),
-            "µs" if largest >= 1e4 => (1e-3, "ms"),
-            u => (1.0, u),
+        let label = match m.phase.as_str() {
+            "" => m.name.clone(),
+            phase => format!("{} ({phase})", m.name),
         };
-        let side = |s: &crate::analysis::Spread| match (s.median, s.min, s.max) {
+        t.row([
+            label,
+            figure(m, m.a.median),
+            figure(m, m.b.median),
+            m.relative_change.map_or(NA.to_string(), pct),
+            m.interval.map_or(NA.to_string(), interval_text),
+            verdict_short(m).to_string(),
+        ]);
+    }
+    t
+}
+
+fn wide_table(c: &Comparison) -> Table {
+    let mut t = Table::new([
+        "metric".to_string(),
+        format!("A: {} median [min – max]", short(&c.a)),
+        format!("B: {} median [min – max]", short(&c.b)),
+        "change".to_string(),
+        "95% CI".to_string(),
+        "verdict".to_string(),
+    ]);
+    for m in &c.metrics {
+        let (scale, unit) = scale(m);
+        let side = |s: &Spread| match (s.median, s.min, s.max) {
             (Some(med), Some(lo), Some(hi)) => format!(
                 "{} [{} – {}] {unit} (n={})",
                 value(med * scale),
@@ -98,7 +253,7 @@ pub(crate) fn blocks(c: &Comparison) -> Vec<Block> {
             _ => NA.to_string(),
         };
         // Flagged trials left out of the verdict are shown, marked, beside the side's value.
-        let side = |s: &crate::analysis::Spread, x: &crate::analysis::Spread| {
+        let side = |s: &Spread, x: &Spread| {
             let v = side(s);
             if x.n == 0 {
                 v
@@ -115,33 +270,66 @@ pub(crate) fn blocks(c: &Comparison) -> Vec<Block> {
         } else {
             format!("{} ({} phase, {better})", m.name, m.phase)
         };
-        let mut verdict = m.verdict.as_str().to_string();
-        if m.verdict == Verdict::BelowNoiseFloor {
-            if let Some(f) = m.min_effect {
-                verdict = format!("{verdict} ({})", crate::numfmt::pct(f));
-            }
-        }
         t.row([
             label,
             side(&m.a, &m.a_excluded),
             side(&m.b, &m.b_excluded),
             m.relative_change.map_or(NA.to_string(), pct),
-            m.interval.map_or(NA.to_string(), |i| {
-                format!("[{}, {}]", pct(i.low), pct(i.high))
-            }),
-            verdict,
+            m.interval.map_or(NA.to_string(), interval_text),
+            verdict_words(m),
         ]);
     }
-    out.push(Block::Table(t));
+    t
+}
+
+/// The comparison as a document: title, the sides, the verdict lines, the method and setup
+/// differences, the table, the notes.
+pub(crate) fn blocks(c: &Comparison, width: Width) -> Vec<Block> {
+    let mut out = vec![
+        Block::Heading(
+            1,
+            format!("A/B comparison: {} vs {}", short(&c.a), short(&c.b)),
+        ),
+        Block::Line(format!("A: {}", side_line(&c.a))),
+        Block::Line(format!("B: {}", side_line(&c.b))),
+    ];
+    out.extend(headline(c).into_iter().map(Block::Line));
+    out.push(Block::Line(format!("method: {}", c.method)));
+    for d in &c.setup_differences {
+        let line = format!("setup differs: {}", d.describe());
+        out.push(if d.refuses {
+            Block::Warning(line)
+        } else {
+            Block::Line(line)
+        });
+    }
+    out.push(Block::Table(table(c, width)));
     out.extend(c.notes.iter().map(|n| Block::Line(format!("note: {n}"))));
     out
 }
 
-/// Renders a comparison.
+/// A relative change's interval as text: `[-4.0%, +1.2%]`. One that reaches −100% or below
+/// ([−1171.0%, +75.2%]: B's trials spread further below A's median than A's median itself) is
+/// no percentage change, and its ratio B/A would start below zero: "not estimable", with why.
+fn interval_text(i: crate::analysis::Interval) -> String {
+    if i.low <= -1.0 {
+        "not estimable (the trials spread wider than A's median: more trials)".to_string()
+    } else {
+        format!("[{}, {}]", pct(i.low), pct(i.high))
+    }
+}
+
+/// Renders a comparison: text with the default table ([`Width::Default`]), Markdown with every
+/// column (it wraps where it is shown), or JSON.
 pub fn comparison(c: &Comparison, format: CompareFormat) -> String {
+    comparison_with(c, format, Width::Default)
+}
+
+/// Renders a comparison with the text table `width` ([`Width::Wide`]: `--wide`).
+pub fn comparison_with(c: &Comparison, format: CompareFormat, width: Width) -> String {
     match format {
-        CompareFormat::Text => table::to_text(&blocks(c)),
-        CompareFormat::Markdown => table::to_markdown(&blocks(c)),
+        CompareFormat::Text => table::to_text(&blocks(c, width)),
+        CompareFormat::Markdown => table::to_markdown(&blocks(c, Width::Wide)),
         CompareFormat::Json => {
             serde_json::to_string_pretty(c).expect("a comparison is plain data") + "\n"
         }
@@ -152,6 +340,21 @@ pub fn comparison(c: &Comparison, format: CompareFormat) -> String {
 mod tests {
     use rand::rngs::StdRng;
     use rand::SeedableRng as _;
+
+    /// Issue 35 item 6: a relative interval crossing −100% ([−1171.0%, +75.2%]) is not a
+    /// percentage change: "not estimable"; one inside stays a percentage interval.
+    #[test]
+    fn an_interval_crossing_minus_100_percent_is_not_estimable() {
+        let i = |low, high| crate::analysis::Interval {
+            low,
+            high,
+            confidence: 0.95,
+        };
+        let t = super::interval_text(i(-11.71, 0.752));
+        assert!(t.starts_with("not estimable"), "{t}");
+        assert!(!t.contains('%'), "{t}");
+        assert_eq!(super::interval_text(i(-0.04, 0.012)), "[-4.0%, +1.2%]");
+    }
 
     use super::*;
     use crate::analysis::compare_tests::{rate, records, trials};
@@ -178,13 +381,19 @@ mod tests {
         for needle in [
             "A/B comparison: tcp_timestamps=1 vs tcp_timestamps=0",
             "A: tcp_timestamps=1 (3 trials",
-            "A: tcp_timestamps=1 median",
             "Hodges-Lehmann",
-            "connections/s (peak phase, higher is better)",
             "inconclusive: N too small",
             "flagged",
         ] {
             assert!(text.contains(needle), "{needle:?} missing:\n{text}");
+        }
+        // Every column (min, max, n, phase and direction) with --wide.
+        let wide = comparison_with(&c, CompareFormat::Text, Width::Wide);
+        for needle in [
+            "A: tcp_timestamps=1 median",
+            "connections/s (peak phase, higher is better)",
+        ] {
+            assert!(wide.contains(needle), "{needle:?} missing:\n{wide}");
         }
         assert!(comparison(&c, CompareFormat::Markdown)
             .contains("| connections/s (peak phase, higher is better) |"));
@@ -235,7 +444,7 @@ mod tests {
         assert_eq!(rate(&none_left).b.n, 0);
         assert_eq!(rate(&none_left).b_excluded.n, 6);
         assert_eq!(rate(&c).a_excluded.n, 1);
-        let text = comparison(&none_left, CompareFormat::Text);
+        let text = comparison_with(&none_left, CompareFormat::Text, Width::Wide);
         assert!(text.contains("n/a; flagged, excluded: 2"), "{text}");
         // Enough trials ran: the note says what left them out, not "run more trials".
         let few = none_left
@@ -349,5 +558,130 @@ mod tests {
             "{cpu}"
         );
         assert!(!comparison(&c, CompareFormat::Text).contains("-100"));
+    }
+
+    /// Issue 37, "A/B reading": tables 317 characters wide, sides named by their whole shell
+    /// commands, "sys % … better" read before a 45% loss of conn/s. The default table fits 120
+    /// columns with long names, big numbers and every kind of verdict; sides are short names;
+    /// the verdict leads with connections/s, then the handshake p99, secondary metrics after.
+    #[test]
+    fn the_default_table_fits_120_columns_and_the_verdict_leads_with_the_primary_metric() {
+        let mut rng = StdRng::seed_from_u64(9);
+        let a_rates = trials(&mut rng, 10, 1_234_567.0, 0.01);
+        let b_rates = trials(&mut rng, 10, 679_000.0, 0.01);
+        let mut a = records("A", &a_rates);
+        let mut b = records("B", &b_rates);
+        for (i, r) in a.iter_mut().chain(b.iter_mut()).enumerate() {
+            // Long latencies, a flagged trial on each side, CPU figures that differ.
+            r.warnings.clear();
+            if i % 10 == 3 {
+                r.warnings
+                    .push("peak: other work used 40% of the benchmark CPUs".into());
+            }
+        }
+        let long_a = "setup: ethtool -C eth0 rx-usecs 0 adaptive-rx off; sysctl -w net.core.busy_poll=50; echo 3 > /proc/sys/vm/drop_caches";
+        let long_b =
+            "setup: ethtool -C eth0 rx-usecs 50 adaptive-rx on; sysctl -w net.core.busy_poll=0";
+        let c = compare(
+            &a,
+            &b,
+            (Some(long_a), Some(long_b)),
+            &CompareOptions::default(),
+        );
+        let text = comparison(&c, CompareFormat::Text);
+        let table: Vec<&str> = text
+            .lines()
+            .skip_while(|l| !l.trim_start().starts_with("metric"))
+            .take_while(|l| !l.starts_with("note:"))
+            .collect();
+        assert!(table.len() > 8, "{text}");
+        for l in &table {
+            assert!(
+                l.chars().count() <= TEXT_COLUMNS,
+                "{} columns: {l}",
+                l.chars().count()
+            );
+        }
+        // Short names in the table, the whole name once in the side's line.
+        assert!(
+            table[0].contains("A: A") && table[0].contains("B: B"),
+            "{}",
+            table[0]
+        );
+        assert!(
+            text.contains(&format!("A: A = {long_a} (10 trials")),
+            "{text}"
+        );
+        assert_eq!(text.matches(long_a).count(), 1, "{text}");
+        // The verdict leads: connections/s first, then the latency, secondary after.
+        let lines: Vec<&str> = text.lines().collect();
+        let v = lines
+            .iter()
+            .position(|l| l.starts_with("verdict (B vs A): connections/s (peak phase) -4"))
+            .unwrap_or_else(|| panic!("{text}"));
+        assert!(
+            lines[v].contains(": worse; handshake p99 (latency phase"),
+            "{}",
+            lines[v]
+        );
+        assert!(
+            lines[v + 1].starts_with("secondary (peak phase): "),
+            "{}",
+            lines[v + 1]
+        );
+        assert!(
+            lines.iter().position(|l| l.contains("sys %")).unwrap() > v,
+            "sys % is read after the primary verdict"
+        );
+        // --wide keeps every column.
+        let wide = comparison_with(&c, CompareFormat::Text, Width::Wide);
+        assert!(wide.contains("flagged, excluded:"), "{wide}");
+        assert!(wide.lines().any(|l| l.chars().count() > TEXT_COLUMNS));
+    }
+
+    /// Issue 37, "A/B latency": each trial's latency phase ran at 80% of its own peak and the
+    /// latency was compared anyway. Latency phases at different offered rates are not compared;
+    /// at one rate they are, and the verdict names it.
+    #[test]
+    fn latency_at_different_offered_rates_is_not_compared() {
+        let mut rng = StdRng::seed_from_u64(11);
+        let mut a = records("A", &trials(&mut rng, 6, 20_000.0, 0.01));
+        let b = records("B", &trials(&mut rng, 6, 20_000.0, 0.01));
+        let c = compare(&a, &b, (None, None), &CompareOptions::default());
+        assert_eq!(c.offered_per_sec, Some(1_600.0));
+        let text = comparison(&c, CompareFormat::Text);
+        assert!(
+            text.contains("handshake p99 (latency phase, 1,600/s offered)"),
+            "{text}"
+        );
+        // Flagged trials' rates count too: every trial flagged still says the one rate.
+        let mut flagged = a.clone();
+        for r in &mut flagged {
+            r.warnings
+                .push("peak: other work used 40% of the benchmark CPUs".into());
+        }
+        let cf = compare(&flagged, &b, (None, None), &CompareOptions::default());
+        assert_eq!(cf.a.used(), 0, "every A trial flagged");
+        assert_eq!(cf.offered_per_sec, Some(1_600.0));
+        for (i, r) in a.iter_mut().enumerate() {
+            let lat = r.phases.iter_mut().find(|p| p.name == "latency").unwrap();
+            lat.offered_per_sec = Some(1_500.0 + i as f64 * 40.0);
+        }
+        let c = compare(&a, &b, (None, None), &CompareOptions::default());
+        assert_eq!(c.offered_per_sec, None);
+        for m in c.metrics.iter().filter(|m| m.phase == "latency") {
+            assert_eq!(m.verdict, Verdict::DifferentLoads, "{m:?}");
+            assert_eq!((m.relative_change, m.interval), (None, None), "{m:?}");
+        }
+        assert_ne!(rate(&c).verdict, Verdict::DifferentLoads);
+        let text = comparison(&c, CompareFormat::Text);
+        assert!(
+            text.contains("handshake p99 (latency phase): not compared: different offered rates"),
+            "{text}"
+        );
+        assert!(
+            text.contains("latency not compared: the latency phases ran at different offered rates (A 1,500–1,700/s, B 1,600/s)"),
+            "{text}"
+        );
     }
 }

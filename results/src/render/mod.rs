@@ -10,6 +10,8 @@
 //! - `bench_summary` ([`bench_summary`]): what `connstorm bench` prints;
 //! - `compare` ([`comparison`]): an A/B comparison as text, Markdown or JSON;
 //! - `sweep` ([`sweep`]): a finished sweep's steps and knee;
+//! - `scale` ([`scale_text`], [`profile_text`], [`overhead_line`]): a scale run's steps,
+//!   efficiency and knees; a phase's kernel profile; what the profile cost;
 //! - `paired` ([`paired_line`]) and `merge` ([`merged_phase_line`]): one-line summaries;
 //! - `kernel_text` ([`KernelSection`]): the kernel section of a `load` report;
 //! - `html` ([`html`]): one self-contained HTML page;
@@ -26,21 +28,25 @@ mod merge;
 mod paired;
 mod plot;
 mod report;
+mod scale;
 mod sweep;
 mod table;
 
 pub use bench_summary::bench_summary;
-pub use compare::{comparison, CompareFormat};
+pub use compare::{comparison, comparison_with, CompareFormat, Width, TEXT_COLUMNS};
 pub use hlog::{hlog_paths, write_hlog, write_hlogs, HlogError};
 pub use html::{html, HTML_SECTIONS};
 pub use kernel_text::{AcceptQueueEnd, KernelSection, KernelView};
 pub use merge::merged_phase_line;
 pub use paired::paired_line;
-pub use plot::{legend_names, plot_svg, write_plot, Named, PlotError, PlotKind, PLOT_SIZE};
+pub use plot::{
+    legend_names, long_names, plot_svg, write_plot, Named, PlotError, PlotKind, PLOT_SIZE,
+};
 pub use report::{
     build_report, parse_bucket_edges, report, Counters, LatencyReport, PhaseReport, RecordReport,
     ReportError, ReportFormat,
 };
+pub use scale::{overhead_line, profile_text, scale_text, PROFILE_TOP};
 pub use sweep::sweep;
 
 /// Formats nanoseconds with a readable unit: `850 ns`, `12.3 µs`, `1.25 ms`, `2.000 s`

@@ -2,12 +2,19 @@
 //!
 //! Kinds ([`PlotKind`]): the latency percentile spectrum (HdrHistogram's usual plot, x on a log
 //! scale of 1/(1-p)), the CPM timeline, the per-worker accept share, an A/B comparison strip
-//! chart, and a sweep curve. Text is measured and drawn with a bundled font
+//! chart, a sweep curve, and a scale run's rate and efficiency against cores.
+//!
+//! Every kind keeps its legend readable: an A/B set's trials are one colour and one legend
+//! entry per side ([`Groups`]), at most [`LEGEND_MAX`] entries, distinct colours ([`color`]),
+//! flagged trials (a warning in their record) drawn faint and left out of the axis range, and
+//! names over [`LABEL_CHARS`] characters cut and numbered with the whole name in a footnote
+//! ([`Names`]). Text is measured and drawn with a bundled font
 //! (`assets/DejaVuSans-subset.ttf`), so PNG output needs no system fontconfig and SVG layout is
 //! the same everywhere.
 
 mod ab;
 mod names;
+mod scale;
 mod spectrum;
 mod sweep;
 mod timeline;
@@ -25,6 +32,9 @@ pub use names::legend_names;
 
 /// Picture size in pixels (width, height).
 pub const PLOT_SIZE: (u32, u32) = (1000, 600);
+
+/// Height of one footnote line, px.
+const FOOTNOTE_LINE_PX: u32 = 17;
 
 /// What to draw.
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
@@ -58,6 +68,12 @@ pub enum PlotKind {
         value(help = "Sweep: offered vs achieved rate and handshake p99.")
     )]
     Sweep,
+    /// A scale run: connections/s and scaling efficiency against cores, the knee circled.
+    #[cfg_attr(
+        feature = "clap",
+        value(help = "Scale: connections/s and scaling efficiency against cores.")
+    )]
+    Scale,
 }
 
 /// A record to plot and the name its series get in the legend.
@@ -131,13 +147,41 @@ where
     DB::ErrorType: 'static,
 {
     root.fill(&WHITE)?;
+    let mut names = Names::default();
+    // The names a kind cuts are known from the records alone (`long_names`), so the
+    // footnote's room is taken before drawing.
+    let lines = long_names(kind, records, b).len();
+    let (chart, foot) = if lines > 0 {
+        let h = (FOOTNOTE_LINE_PX * (lines as u32 + 1) + 6).min(root.dim_in_pixel().1 / 3);
+        root.split_vertically(root.dim_in_pixel().1 - h)
+    } else {
+        root.split_vertically(root.dim_in_pixel().1)
+    };
     match kind {
-        PlotKind::Spectrum => spectrum::draw(root, records),
-        PlotKind::Timeline => timeline::draw(root, records),
-        PlotKind::Workers => workers::draw(root, records),
-        PlotKind::Ab => ab::draw(root, records, b),
-        PlotKind::Sweep => sweep::draw(root, records),
+        PlotKind::Spectrum => spectrum::draw(&chart, records, &mut names),
+        PlotKind::Timeline => timeline::draw(&chart, records, &mut names),
+        PlotKind::Workers => workers::draw(&chart, records, &mut names),
+        PlotKind::Ab => ab::draw(&chart, records, b, &mut names),
+        PlotKind::Sweep => sweep::draw(&chart, records, &mut names),
+        // A scale plot's series are its shapes, named by the command: nothing to cut.
+        PlotKind::Scale => scale::draw(&chart, records),
     }?;
+    let foot_lines = names.footnote();
+    if !foot_lines.is_empty() {
+        let style = ("sans-serif", 13).into_font().color(&BLACK.mix(0.75));
+        foot.draw(&Text::new(
+            "names cut in the legend:".to_string(),
+            (15, 2),
+            style.clone(),
+        ))?;
+        for (i, line) in foot_lines.iter().enumerate() {
+            foot.draw(&Text::new(
+                line.clone(),
+                (15, 2 + FOOTNOTE_LINE_PX as i32 * (i as i32 + 1)),
+                style.clone(),
+            ))?;
+        }
+    }
     root.present()?;
     Ok(())
 }
@@ -209,9 +253,12 @@ pub fn write_plot(
     }
 }
 
-/// The series colour for index `i`.
+/// The series colour for index `i`: Tableau 10 (the first eight in the order earlier builds
+/// used), then fifteen more from Kelly's colours of maximum contrast and a few others, each at
+/// least 60 apart (RGB distance) from every colour before it; past 25 they repeat (the legend
+/// holds at most [`LEGEND_MAX`] entries, and an A/B set is one colour per side).
 pub(crate) fn color(i: usize) -> RGBColor {
-    const COLORS: [RGBColor; 8] = [
+    const COLORS: [RGBColor; 25] = [
         RGBColor(31, 119, 180),
         RGBColor(214, 39, 40),
         RGBColor(44, 160, 44),
@@ -220,8 +267,205 @@ pub(crate) fn color(i: usize) -> RGBColor {
         RGBColor(140, 86, 75),
         RGBColor(227, 119, 194),
         RGBColor(127, 127, 127),
+        RGBColor(188, 189, 34),
+        RGBColor(23, 190, 207),
+        RGBColor(243, 195, 0),
+        RGBColor(161, 202, 241),
+        RGBColor(194, 178, 128),
+        RGBColor(0, 136, 86),
+        RGBColor(249, 147, 121),
+        RGBColor(96, 78, 151),
+        RGBColor(136, 45, 23),
+        RGBColor(43, 61, 38),
+        RGBColor(0, 0, 128),
+        RGBColor(128, 128, 0),
+        RGBColor(255, 0, 255),
+        RGBColor(0, 255, 0),
+        RGBColor(75, 0, 130),
+        RGBColor(255, 20, 147),
+        RGBColor(85, 107, 47),
     ];
     COLORS[i % COLORS.len()]
+}
+
+/// At most this many entries in a plot's legend: more series are grouped (an A/B set's trials
+/// by side) or summed up in one last entry, so the legend never covers the plot.
+pub(crate) const LEGEND_MAX: usize = 10;
+
+/// A legend entry a series gets under the [`LEGEND_MAX`] cap ([`LegendCap::next`]).
+pub(crate) enum Legend<S> {
+    /// Its own name.
+    Named(S),
+    /// The last entry, standing for this many labelled series left out.
+    More(usize),
+}
+
+/// Counts legend entries so that a legend holds at most [`LEGEND_MAX`]: every labelled series
+/// its own entry while they fit, else the first `LEGEND_MAX - 1` and one "… and N more".
+pub(crate) struct LegendCap {
+    entries: usize,
+    total: usize,
+}
+
+impl LegendCap {
+    /// A cap for `total` labelled series.
+    pub(crate) fn new(total: usize) -> LegendCap {
+        LegendCap { entries: 0, total }
+    }
+
+    /// The entry the next series (labelled `label`) gets, if any.
+    pub(crate) fn next<S>(&mut self, label: Option<S>) -> Option<Legend<S>> {
+        let name = label?;
+        if self.entries + 1 < LEGEND_MAX || self.total <= LEGEND_MAX {
+            self.entries += 1;
+            Some(Legend::Named(name))
+        } else if self.entries + 1 == LEGEND_MAX {
+            self.entries += 1;
+            Some(Legend::More(self.total + 1 - LEGEND_MAX))
+        } else {
+            None
+        }
+    }
+}
+
+/// At most this many characters of a name in a legend or on an axis; a longer name is cut and
+/// numbered (`…[1]`), its whole name in the picture's footnote ([`Names`]).
+pub(crate) const LABEL_CHARS: usize = 40;
+
+/// The records grouped for colours and the legend: an A/B set's trials (labels `side#n`, or any
+/// names sharing a stem before `#`) form one group per side; every other record is its own.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Groups {
+    /// The group of each record, in record order.
+    pub of: Vec<usize>,
+    /// Each group's name and how many records it has.
+    pub names: Vec<(String, usize)>,
+}
+
+impl Groups {
+    /// Groups `records` by the stem of their names before a trial tag `#n`.
+    pub(crate) fn of(records: &[Named<'_>]) -> Groups {
+        let stem = |n: &str| -> String {
+            match n.rsplit_once('#') {
+                Some((s, t)) if !s.is_empty() && t.chars().all(|c| c.is_ascii_digit()) => {
+                    s.to_string()
+                }
+                _ => n.to_string(),
+            }
+        };
+        let mut names: Vec<(String, usize)> = Vec::new();
+        let mut of = Vec::with_capacity(records.len());
+        for r in records {
+            let s = stem(&r.name);
+            match names.iter().position(|(n, _)| *n == s) {
+                Some(i) => {
+                    names[i].1 += 1;
+                    of.push(i);
+                }
+                None => {
+                    of.push(names.len());
+                    names.push((s, 1));
+                }
+            }
+        }
+        Groups { of, names }
+    }
+
+    /// Whether some group holds several records (an A/B set): then series are coloured and
+    /// named by group.
+    pub(crate) fn grouped(&self) -> bool {
+        self.names.iter().any(|(_, n)| *n > 1)
+    }
+
+    /// The legend name of group `g`: `A (10 trials)`, or the name alone for one record.
+    pub(crate) fn name(&self, g: usize) -> String {
+        match &self.names[g] {
+            (n, 1) => n.clone(),
+            (n, k) => format!("{n} ({k} trials)"),
+        }
+    }
+}
+
+/// Names too long for a legend or axis, cut and numbered, with their whole text kept for the
+/// picture's footnote.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub(crate) struct Names {
+    /// The whole names cut so far, in the order of their numbers (`[1]` is the first).
+    pub(crate) long: Vec<String>,
+}
+
+impl Names {
+    /// `name` if it has at most [`LABEL_CHARS`] characters, else its start, `…` and its number
+    /// in the footnote (the same number for the same name).
+    pub(crate) fn short(&mut self, name: &str) -> String {
+        if name.chars().count() <= LABEL_CHARS {
+            return name.to_string();
+        }
+        let tag = format!("…[{}]", self.number(name));
+        let keep: String = name
+            .chars()
+            .take(LABEL_CHARS - tag.chars().count())
+            .collect();
+        format!("{}{tag}", keep.trim_end())
+    }
+
+    /// The footnote number of `name` (the same for the same name), adding it.
+    pub(crate) fn number(&mut self, name: &str) -> usize {
+        match self.long.iter().position(|n| n == name) {
+            Some(i) => i + 1,
+            None => {
+                self.long.push(name.to_string());
+                self.long.len()
+            }
+        }
+    }
+
+    /// The footnote lines: `[1] whole name` for each cut name (at most [`FOOTNOTE_CHARS`] of
+    /// it: the HTML page and `plot`'s stderr give the rest).
+    pub(crate) fn footnote(&self) -> Vec<String> {
+        self.long
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                let line = format!("[{}] {n}", i + 1);
+                if line.chars().count() > FOOTNOTE_CHARS {
+                    let cut: String = line.chars().take(FOOTNOTE_CHARS - 1).collect();
+                    format!("{cut}…")
+                } else {
+                    line
+                }
+            })
+            .collect()
+    }
+}
+
+/// At most this many characters of a footnote line in a picture.
+const FOOTNOTE_CHARS: usize = 150;
+
+/// The names `kind` would cut in a plot of `records` (and `b`, side B of an A/B plot), for a
+/// note beside the picture (HTML) or on stderr (`plot`): `[n] whole name` each.
+pub fn long_names(kind: PlotKind, records: &[Named<'_>], b: &[Named<'_>]) -> Vec<String> {
+    let mut names = Names::default();
+    match kind {
+        PlotKind::Ab => {
+            for (side, letter) in [(records, "A"), (b, "B")] {
+                let _ = ab::side_name(side, letter, &mut names);
+            }
+        }
+        PlotKind::Scale => {}
+        _ => {
+            let g = Groups::of(records);
+            for i in 0..g.names.len() {
+                let _ = names.short(&g.name(i));
+            }
+        }
+    }
+    names
+        .long
+        .iter()
+        .enumerate()
+        .map(|(i, n)| format!("[{}] {n}", i + 1))
+        .collect()
 }
 
 /// A latency unit for an axis whose largest value is `max_ns`: (`"µs"` | `"ms"`, ns per unit).

@@ -135,8 +135,14 @@ pub struct PhaseReport {
     pub drops: Vec<(String, i64)>,
     /// Server side.
     pub server: Option<ServerSide>,
+    /// Load workers (their connects and, where kept, CPU time).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub load_workers: Vec<crate::record::LoadWorker>,
     /// Our counts against the kernel's.
     pub cross_check: Option<CrossCheck>,
+    /// `--profile`: the kernel profile of the measured part (`None` otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub profile: Option<crate::record::KernelProfile>,
 }
 
 /// One record, summarized.
@@ -160,6 +166,13 @@ pub struct RecordReport {
     /// Warnings derived from the record (interruption, one per non-zero drop counter), then the
     /// record's stored warnings that do not repeat them.
     pub warnings: Vec<String>,
+    /// `connstorm scale`: the steps with their figures recomputed from the phases, and the
+    /// knees (`None` for other records).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scale: Option<crate::record::ScaleRecord>,
+    /// `--profile-overhead`: the paired cost of the kernel profile (`None` otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub profile_overhead: Option<crate::record::ProfileOverhead>,
 }
 
 /// Describes a load pattern for people (text only; JSON and CSV keep the fields):
@@ -188,7 +201,8 @@ pub(crate) fn describe_pattern(p: &Pattern) -> String {
 
 fn phase_report(file: &str, p: &PhaseRecord, edges_ns: &[u64]) -> Result<PhaseReport, ReportError> {
     let mut latency = Vec::new();
-    for which in Latency::ALL {
+    // The generator's own lag is not a latency of the connections: it has its own line.
+    for which in Latency::ALL.into_iter().filter(|w| w.of_connections()) {
         let h = p
             .histograms
             .decode(which)
@@ -245,7 +259,9 @@ fn phase_report(file: &str, p: &PhaseRecord, edges_ns: &[u64]) -> Result<PhaseRe
             .map(|(k, v)| (k.to_string(), v))
             .collect(),
         server: p.server.clone(),
+        load_workers: p.load_workers.clone(),
         cross_check: p.cross_check.clone(),
+        profile: p.profile.clone(),
     })
 }
 
@@ -286,6 +302,12 @@ pub fn build_report(
         phases,
         baseline: rec.baseline.clone(),
         warnings,
+        scale: rec.scale.clone().map(|mut s| {
+            crate::analysis::scale_figures(&mut s, &rec.phases);
+            crate::analysis::knee_disturbances(&mut s, &rec.warnings);
+            s
+        }),
+        profile_overhead: rec.profile_overhead.clone(),
     })
 }
 
@@ -343,6 +365,52 @@ pub fn report(reports: &[RecordReport], format: ReportFormat, counters: Counters
 mod tests {
     use super::*;
     use crate::analysis::DEFAULT_BUCKET_EDGES_NS;
+
+    /// Issue 33: each worker's accepts or connects, its share and its CPU per connection are in
+    /// the text report, not only in the JSON; a worker without CPU time kept shows `n/a`.
+    #[test]
+    fn the_text_report_has_a_row_per_worker_with_its_cpu() {
+        let mut rec = RunRecord::example();
+        let p = &mut rec.phases[1];
+        p.load_workers = vec![
+            crate::record::LoadWorker {
+                cpu: 1,
+                attempts: 4_000,
+                successes: 3_000,
+                cpu_run_ns: Some(20_000_000),
+            },
+            crate::record::LoadWorker {
+                cpu: 1,
+                attempts: 1_000,
+                successes: 1_000,
+                cpu_run_ns: None,
+            },
+        ];
+        let r = build_report(&rec, "x.json", &DEFAULT_BUCKET_EDGES_NS).unwrap();
+        let text = report(std::slice::from_ref(&r), ReportFormat::Text, Counters::Key);
+        let row = |name: &str| {
+            text.lines()
+                .filter(|l| l.trim_start().starts_with(name))
+                .map(|l| l.split_whitespace().collect::<Vec<_>>())
+                .collect::<Vec<_>>()
+        };
+        // Phase 0 (the example's own load worker) has a `load 0` row too; phase 1's is the last.
+        let load0 = row("load 0");
+        assert_eq!(load0.len(), 2, "{text}");
+        // worker, CPU, connects, share, on CPU s, µs per conn (20 ms / 4,000 attempts).
+        assert_eq!(
+            load0[1],
+            ["load", "0", "1", "3,000", "75.0%", "0.020", "5.00"],
+            "{text}"
+        );
+        assert_eq!(
+            row("load 1")[0][3..],
+            ["1,000", "25.0%", "n/a", "n/a"],
+            "{text}"
+        );
+        let server0 = row("server 0");
+        assert!(!server0.is_empty(), "{text}");
+    }
 
     #[test]
     fn bucket_edges_parse_and_refuse_disorder() {

@@ -166,7 +166,14 @@ pub fn doctor(root: &Path) -> Vec<Finding> {
             }
             f.extend(cross);
         }
-        Err(e) => f.push(Finding::new(Severity::Info, "kconfig", e.to_string())),
+        Err(e) => {
+            f.push(Finding::new(Severity::Info, "kconfig", e.to_string()));
+            // The kernel audit checks the command line against the CPUs; without a config it
+            // is checked here.
+            if let Ok(c) = crate::host::Cmdline::read(root) {
+                f.extend(super::cmdline_findings(&c, &super::CpuState::read(root)));
+            }
+        }
     }
     f.sort_by_key(|x| std::cmp::Reverse(x.severity));
     f

@@ -198,6 +198,9 @@ pub struct AuditRuntime {
     pub preempt_runtime: Result<String, String>,
     /// Whether RT (SCHED_FIFO) workers are planned.
     pub rt_planned: bool,
+    /// The CPUs the host has and the isolation in effect, to check the command line's CPU
+    /// lists against ([`super::cmdline_findings`]); `None`: not checked.
+    pub cpus: Option<super::CpuState>,
 }
 
 impl AuditRuntime {
@@ -218,6 +221,7 @@ impl AuditRuntime {
                 .map(|s| s.trim().to_string())
                 .map_err(|e| format!("{}: {e}", dbg.display())),
             rt_planned,
+            cpus: Some(super::CpuState::read(root)),
         }
     }
 }
@@ -358,6 +362,9 @@ fn cross_check(cfg: &KernelConfig, profile: AuditProfile, rt: &AuditRuntime) -> 
             f.push(Finding::new(Severity::Warn, "isolation",
                 "nohz_full without isolcpus: the scheduler still load-balances onto those CPUs, so the tick comes back; add isolcpus= (or a cpuset isolated partition)"));
         }
+    }
+    if let Some(cpus) = &rt.cpus {
+        f.extend(super::cmdline_findings(&c, cpus));
     }
     let boot_isolated = c.isolcpus.as_ref().is_some_and(|i| i.cpus.contains(&0))
         || c.nohz_full.as_ref().is_some_and(|n| n.contains(&0));

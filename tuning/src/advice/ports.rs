@@ -236,6 +236,283 @@ pub fn port_reuse_remedy(e: &PortEstimate) -> Option<&'static str> {
     })
 }
 
+/// The sockets that hold a port, and the namespace's ephemeral-port settings, as
+/// [`port_in_use`] reads them.
+#[derive(Debug, Clone, Default)]
+pub struct PortHolders {
+    /// Sockets with that local port on a conflicting address ([`crate::host::port_holders`]).
+    pub sockets: Vec<crate::host::TcpSocket>,
+    /// The process of each socket, when found (`pid`, `comm`), same order.
+    pub owners: Vec<Option<(u32, String)>>,
+    /// `net.ipv4.ip_local_port_range`.
+    pub range: Option<(u32, u32)>,
+    /// `net.ipv4.ip_local_reserved_ports` as inclusive ranges.
+    pub reserved: Vec<(u32, u32)>,
+}
+
+impl PortHolders {
+    /// Reads who holds `addr`'s port in the calling thread's network namespace (sock_diag, the
+    /// owners from /proc/PID/fd) and the namespace's port settings through `io`.
+    ///
+    /// # Errors
+    /// The sock_diag dump failed.
+    pub fn read(addr: std::net::SocketAddr, io: &dyn SysctlIo) -> std::io::Result<PortHolders> {
+        let sockets = crate::host::port_holders(addr)?;
+        let owners = sockets
+            .iter()
+            .map(|s| crate::host::socket_owner(s.inode))
+            .collect();
+        let get = |k: &str| Key::parse(k).ok().and_then(|k| io.read(&k).ok());
+        let range = get("net.ipv4.ip_local_port_range").and_then(|r| {
+            let n: Vec<u32> = r.split(' ').filter_map(|x| x.parse().ok()).collect();
+            match n[..] {
+                [lo, hi] => Some((lo, hi)),
+                _ => None,
+            }
+        });
+        let reserved = get("net.ipv4.ip_local_reserved_ports")
+            .map(|v| {
+                v.split(',')
+                    .filter_map(|p| {
+                        let p = p.trim();
+                        match p.split_once('-') {
+                            Some((a, b)) => Some((a.parse().ok()?, b.parse().ok()?)),
+                            None => p.parse().ok().map(|n| (n, n)),
+                        }
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        Ok(PortHolders {
+            sockets,
+            owners,
+            range,
+            reserved,
+        })
+    }
+}
+
+/// Why binding `addr` failed with EADDRINUSE, from who holds the port (`h`): a listener (stop
+/// it or pick another port), or — the case a bare "already in use" hides — a connection whose
+/// local port it is, typically an outgoing one that connect(2) gave a port from the ephemeral
+/// range; then the fix is `net.ipv4.ip_local_reserved_ports` (ip-sysctl.rst: reserved ports are
+/// never picked automatically). One line; `None` when no holder was found.
+pub fn port_in_use(addr: std::net::SocketAddr, h: &PortHolders) -> Option<String> {
+    let port = u32::from(addr.port());
+    let owner = |i: usize| {
+        h.owners
+            .get(i)
+            .cloned()
+            .flatten()
+            .map(|(pid, comm)| format!(", pid {pid} {comm}"))
+            .unwrap_or_default()
+    };
+    let pick = "pick another port (`--listen IP:0` picks a free one)";
+    if let Some(i) = h
+        .sockets
+        .iter()
+        .position(|s| s.state == crate::host::TcpState::Listen)
+    {
+        return Some(format!(
+            "address {addr} is already in use by a listener ({}{}): stop it or {pick}",
+            h.sockets[i].describe(),
+            owner(i)
+        ));
+    }
+    if h.sockets.is_empty() {
+        return None;
+    }
+    let shown: Vec<String> = h
+        .sockets
+        .iter()
+        .enumerate()
+        .take(3)
+        .map(|(i, s)| format!("{}{}", s.describe(), owner(i)))
+        .collect();
+    let more = if h.sockets.len() > shown.len() {
+        format!(" and {} more", h.sockets.len() - shown.len())
+    } else {
+        String::new()
+    };
+    let reserved = h.reserved.iter().any(|&(a, b)| (a..=b).contains(&port));
+    let in_range = h.range.filter(|&(lo, hi)| (lo..=hi).contains(&port));
+    let why = match (in_range, reserved) {
+        (Some((lo, hi)), false) => format!(
+            "{port} is inside the ephemeral range (net.ipv4.ip_local_port_range = {lo} {hi}), so connect(2) may give it to any outgoing connection — reserve it for servers with net.ipv4.ip_local_reserved_ports = {port} (ports listed there are never picked automatically; Documentation/networking/ip-sysctl.rst), then wait for the connection to end, or {pick}"
+        ),
+        _ => format!("wait for the connection to end, or {pick}"),
+    };
+    Some(format!(
+        "address {addr} is already in use, not by a listener: a connection holds local port {port} ({}{more}); {why}",
+        shown.join("; ")
+    ))
+}
+
+/// Ephemeral ports toward one destination still held by TIME_WAIT sockets from before a run
+/// ([`time_wait_held`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TimeWaitHeld {
+    /// The destination.
+    pub target: std::net::SocketAddr,
+    /// Ports in the ephemeral range, per source address.
+    pub ports: u64,
+    /// Source addresses the run uses toward it (1 when the kernel picks).
+    pub sources: u64,
+    /// TIME_WAIT sockets toward it whose local port is in the range (from the run's sources, or
+    /// from the one source with most when the kernel picks).
+    pub held: u64,
+    /// Of those, the ones connect(2) may take over now (`tcp_tw_reuse` allows it toward this
+    /// destination, timestamps are on, and the socket is older than `tcp_tw_reuse_delay`).
+    pub reusable: u64,
+    /// Ports left for the run now: `ports × sources − (held − reusable)`.
+    pub free: u64,
+    /// When the last TIME_WAIT socket that cannot be reused ends, ms from now.
+    pub last_ends_ms: u64,
+    /// Why held ports cannot be reused (empty when they can).
+    pub no_reuse: String,
+}
+
+/// For each of `targets`, how many of its ephemeral ports TIME_WAIT sockets in `sockets` hold
+/// (the sockets of the client's namespace, e.g. from [`crate::host::tcp_sockets`]), and how
+/// many of those connect(2) may reuse under `s` (net/ipv4/tcp_ipv4.c `tcp_twsk_unique`:
+/// `tcp_tw_reuse` 1, or 2 toward loopback, with timestamps, once older than
+/// `tcp_tw_reuse_delay`). A TIME_WAIT socket lasts 60 s ([`TIME_WAIT_SECS`]); its
+/// `expires_ms` is the time left.
+pub fn time_wait_held(
+    sockets: &[crate::host::TcpSocket],
+    targets: &[std::net::SocketAddr],
+    sources: &[std::net::IpAddr],
+    s: &PortSettings,
+) -> Vec<TimeWaitHeld> {
+    use std::collections::BTreeMap;
+    let (lo, hi) = s.range;
+    let ports = u64::from(hi.saturating_sub(lo)) + 1;
+    let delay_ms = s.tw_reuse_delay_ms.unwrap_or(DEFAULT_REUSE_DELAY_MS);
+    let mut seen = std::collections::BTreeSet::new();
+    targets
+        .iter()
+        .filter(|t| seen.insert(**t))
+        .map(|&target| {
+            let loopback = target.ip().is_loopback();
+            let no_reuse = match (s.tw_reuse.unwrap_or(0), s.timestamps.unwrap_or(1)) {
+                (0, _) => "net.ipv4.tcp_tw_reuse = 0".to_string(),
+                (_, 0) => "net.ipv4.tcp_timestamps = 0 (reuse needs timestamps)".to_string(),
+                (2, _) if !loopback => {
+                    "net.ipv4.tcp_tw_reuse = 2 reuses ports toward loopback only".to_string()
+                }
+                _ => String::new(),
+            };
+            let tw: Vec<&crate::host::TcpSocket> = sockets
+                .iter()
+                .filter(|x| {
+                    x.state == crate::host::TcpState::TimeWait
+                        && x.remote == target
+                        && (lo..=hi).contains(&u32::from(x.local.port()))
+                        && (sources.is_empty() || sources.contains(&x.local.ip()))
+                })
+                .collect();
+            // Without --source the kernel picks one source: count the busiest one's ports.
+            let mut by_src: BTreeMap<std::net::IpAddr, Vec<&crate::host::TcpSocket>> =
+                BTreeMap::new();
+            for x in tw {
+                by_src.entry(x.local.ip()).or_default().push(x);
+            }
+            let counted: Vec<&crate::host::TcpSocket> = if sources.is_empty() {
+                by_src
+                    .into_values()
+                    .max_by_key(Vec::len)
+                    .unwrap_or_default()
+            } else {
+                by_src.into_values().flatten().collect()
+            };
+            let age_ms = |x: &crate::host::TcpSocket| {
+                (TIME_WAIT_SECS as u64 * 1000).saturating_sub(u64::from(x.expires_ms))
+            };
+            let reusable = if no_reuse.is_empty() {
+                counted.iter().filter(|x| age_ms(x) >= delay_ms).count() as u64
+            } else {
+                0
+            };
+            let held = counted.len() as u64;
+            let nsrc = (sources.len() as u64).max(1);
+            let last_ends_ms = counted
+                .iter()
+                .filter(|x| !no_reuse.is_empty() || age_ms(x) < delay_ms)
+                .map(|x| u64::from(x.expires_ms))
+                .max()
+                .unwrap_or(0);
+            let no_reuse = if no_reuse.is_empty() && reusable < held {
+                format!("younger than net.ipv4.tcp_tw_reuse_delay ({delay_ms} ms)")
+            } else {
+                no_reuse
+            };
+            TimeWaitHeld {
+                target,
+                ports,
+                sources: nsrc,
+                held,
+                reusable,
+                free: (ports * nsrc).saturating_sub(held - reusable),
+                last_ends_ms,
+                no_reuse,
+            }
+        })
+        .collect()
+}
+
+impl TimeWaitHeld {
+    /// One line about the TIME_WAIT ports left toward this destination, `None` when none is
+    /// held: how many of the range, whether they can be reused, and when they exhaust it what
+    /// every connect(2) will get and how to fix it.
+    pub fn describe(&self, range: (u32, u32)) -> Option<String> {
+        if self.held == 0 {
+            return None;
+        }
+        let (lo, hi) = range;
+        let total = self.ports * self.sources;
+        let of = if self.sources > 1 {
+            format!(
+                "{} ports ({} sources x [{lo}-{hi}])",
+                common::numfmt::count(total),
+                self.sources
+            )
+        } else {
+            format!(
+                "{} ephemeral ports [{lo}-{hi}]",
+                common::numfmt::count(total)
+            )
+        };
+        let reuse = if self.reusable == self.held {
+            "; connect() may reuse all of them (tcp_tw_reuse)".to_string()
+        } else if self.reusable > 0 {
+            format!(
+                "; connect() may reuse {} of them now, not the others ({})",
+                common::numfmt::count(self.reusable),
+                self.no_reuse
+            )
+        } else {
+            format!("; none can be reused ({})", self.no_reuse)
+        };
+        let secs = self.last_ends_ms.div_ceil(1000);
+        let end = if self.free == 0 {
+            format!(
+                ": they exhaust the range, so every connect() toward {} fails EADDRNOTAVAIL until they end (the last in {secs} s; TIME_WAIT lasts 60 s) — wait {secs} s, add --source addresses, widen net.ipv4.ip_local_port_range, or end earlier runs with --close rst or --close server (no client TIME_WAIT)",
+                self.target
+            )
+        } else {
+            format!(
+                ": {} port(s) are left for this run",
+                common::numfmt::count(self.free)
+            )
+        };
+        Some(format!(
+            "{} of the {of} toward {} are still in TIME_WAIT from before this run (sock_diag){reuse}{end}",
+            common::numfmt::count(self.held),
+            self.target
+        ))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -341,5 +618,106 @@ mod tests {
         )
         .unwrap();
         assert_eq!(w, "56,465 connections in flight need more ports than the 56,464 available (28,232 ports x 2 triple(s)): expect EADDRNOTAVAIL (port exhaustion)");
+    }
+
+    fn sock(
+        local: &str,
+        remote: &str,
+        state: crate::host::TcpState,
+        expires_ms: u32,
+    ) -> crate::host::TcpSocket {
+        crate::host::TcpSocket {
+            local: local.parse().unwrap(),
+            remote: remote.parse().unwrap(),
+            state,
+            expires_ms,
+            uid: 0,
+            inode: 0,
+        }
+    }
+
+    /// The port is taken, but not by a listener: an outgoing connection holds the local port
+    /// and it is inside the ephemeral range; the fix is ip_local_reserved_ports.
+    #[test]
+    fn the_port_is_taken_but_not_by_a_listener_names_the_connection_and_the_range() {
+        use crate::host::TcpState::*;
+        let addr: std::net::SocketAddr = "127.0.0.1:18080".parse().unwrap();
+        let h = PortHolders {
+            sockets: vec![sock("127.0.0.1:18080", "127.0.0.1:9000", Established, 0)],
+            owners: vec![Some((4242, "curl".into()))],
+            range: Some((2000, 65000)),
+            reserved: Vec::new(),
+        };
+        let m = port_in_use(addr, &h).unwrap();
+        assert!(m.starts_with("address 127.0.0.1:18080 is already in use, not by a listener: a connection holds local port 18080 (127.0.0.1:18080 -> 127.0.0.1:9000 ESTAB, pid 4242 curl); 18080 is inside the ephemeral range (net.ipv4.ip_local_port_range = 2000 65000)"), "{m}");
+        assert!(
+            m.contains("net.ipv4.ip_local_reserved_ports = 18080"),
+            "{m}"
+        );
+        assert!(!m.contains("stop the other listener"), "{m}");
+        // Reserved already, or outside the range: no range advice.
+        let outside = PortHolders {
+            range: Some((32768, 60999)),
+            ..h.clone()
+        };
+        assert!(!port_in_use(addr, &outside)
+            .unwrap()
+            .contains("reserved_ports"));
+        // A listener: stop it.
+        let l = PortHolders {
+            sockets: vec![sock("0.0.0.0:18080", "0.0.0.0:0", Listen, 0)],
+            owners: vec![None],
+            ..h.clone()
+        };
+        let m = port_in_use(addr, &l).unwrap();
+        assert!(m.starts_with("address 127.0.0.1:18080 is already in use by a listener (0.0.0.0:18080 LISTEN): stop it"), "{m}");
+        assert!(port_in_use(addr, &PortHolders::default()).is_none());
+    }
+
+    /// Ports still in TIME_WAIT from before the run: 500 TIME_WAIT sockets toward the target
+    /// fill a 500-port range; with tcp_tw_reuse = 0 none is reusable and every connect() fails.
+    #[test]
+    fn ports_still_in_time_wait_from_before_the_run_are_counted_toward_the_target() {
+        use crate::host::TcpState::*;
+        let target: std::net::SocketAddr = "127.0.0.1:18080".parse().unwrap();
+        let mut socks: Vec<crate::host::TcpSocket> = (40000..40500)
+            .map(|p| {
+                sock(
+                    &format!("127.0.0.1:{p}"),
+                    "127.0.0.1:18080",
+                    TimeWait,
+                    59_000 - (p - 40000),
+                )
+            })
+            .collect();
+        // Toward another destination, and outside the range: not counted.
+        socks.push(sock("127.0.0.1:40001", "127.0.0.1:9", TimeWait, 1000));
+        socks.push(sock("127.0.0.1:999", "127.0.0.1:18080", TimeWait, 1000));
+        let s = PortSettings {
+            range: (40000, 40499),
+            tw_reuse: Some(0),
+            timestamps: Some(1),
+            tw_reuse_delay_ms: None,
+        };
+        let h = &time_wait_held(&socks, &[target], &[], &s)[0];
+        assert_eq!((h.held, h.reusable, h.free, h.ports), (500, 0, 0, 500));
+        assert_eq!(h.last_ends_ms, 59_000);
+        let line = h.describe((40000, 40499)).unwrap();
+        assert!(line.starts_with("500 of the 500 ephemeral ports [40000-40499] toward 127.0.0.1:18080 are still in TIME_WAIT from before this run (sock_diag); none can be reused (net.ipv4.tcp_tw_reuse = 0): they exhaust the range, so every connect() toward 127.0.0.1:18080 fails EADDRNOTAVAIL until they end (the last in 59 s"), "{line}");
+        // With reuse toward loopback (2), the ones older than the delay are reusable.
+        let reuse = PortSettings {
+            tw_reuse: Some(2),
+            ..s.clone()
+        };
+        let h = &time_wait_held(&socks, &[target], &[], &reuse)[0];
+        assert_eq!(h.reusable, 500, "{h:?}");
+        assert_eq!(h.free, 500);
+        // Two sources: twice the ports, the held ones counted per source.
+        let srcs = ["127.0.0.1".parse().unwrap(), "127.0.0.2".parse().unwrap()];
+        let h = &time_wait_held(&socks, &[target], &srcs, &s)[0];
+        assert_eq!((h.held, h.free), (500, 500));
+        assert!(time_wait_held(&[], &[target], &[], &s)[0]
+            .describe((40000, 40499))
+            .is_none());
     }
 }

@@ -175,6 +175,24 @@ pub(crate) fn run_in_initial_netns<T: Send>(f: impl FnOnce() -> T + Send) -> Opt
     })
 }
 
+/// Runs `f` on a new thread inside a new, empty network namespace (unshare(2)
+/// `CLONE_NEWNET`; freed by the kernel when the thread ends) and returns its result, leaving
+/// the calling thread where it is: what the kernel gives every namespace of its own — the
+/// per-namespace sysctl tables are registered for each new namespace, the global ones for the
+/// initial namespace alone (net/sysctl_net.c). `None` when the namespace cannot be made (needs
+/// CAP_SYS_ADMIN).
+pub(crate) fn run_in_fresh_netns<T: Send>(f: impl FnOnce() -> T + Send) -> Option<T> {
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET).ok()?;
+            Some(f())
+        })
+        .join()
+        .ok()
+        .flatten()
+    })
+}
+
 /// Server-side address inside an [`NsPair`] (RFC 2544's benchmarking range 198.18.0.0/15; it
 /// exists only inside the two namespaces).
 pub const PAIR_SERVER_IP: std::net::IpAddr =

@@ -37,13 +37,12 @@ pub(crate) fn probe_io_uring() -> Vec<Capability> {
     match io_uring::IoUring::new(2) {
         Err(e) => {
             let why = match e.raw_os_error() {
-                Some(libc::EPERM) => {
-                    "refused: kernel.io_uring_disabled or a seccomp filter (containers)"
-                }
+                // The cause this process's state establishes (sysctl, seccomp, LSM).
+                Some(libc::EPERM) => common::uring::eperm_cause(&common::uring::UringState::read()),
                 Some(libc::ENOSYS) => {
-                    "the kernel has no io_uring (CONFIG_IO_URING off, or before 5.1)"
+                    "the kernel has no io_uring (CONFIG_IO_URING off, or before 5.1)".into()
                 }
-                _ => "setup failed",
+                _ => "setup failed".into(),
             };
             vec![Capability {
                 name: "io_uring",

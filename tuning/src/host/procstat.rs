@@ -12,6 +12,10 @@ pub struct CpuTime {
     pub busy_ns: u64,
     /// Time the hypervisor ran something else while this vCPU wanted to run.
     pub steal_ns: u64,
+    /// Of `busy_ns`, time in softirq (the `softirq` column: NET_RX/NET_TX and the rest). Kernels
+    /// without CONFIG_IRQ_TIME_ACCOUNTING charge softirq work done in a task's context (loopback
+    /// delivery under `local_bh_enable`) to that task's system time instead, so this is a floor.
+    pub softirq_ns: u64,
 }
 
 /// All CPUs at one instant.
@@ -58,6 +62,7 @@ pub(crate) fn parse_cpu_times(text: &str) -> CpuTimes {
             CpuTime {
                 busy_ns: busy * tick,
                 steal_ns: at(7) * tick,
+                softirq_ns: at(6) * tick,
             },
         );
     }
@@ -71,6 +76,7 @@ pub fn cpu_time_delta(before: &CpuTimes, after: &CpuTimes, cpus: &[usize]) -> Cp
         if let (Some(b), Some(a)) = (before.get(c), after.get(c)) {
             d.busy_ns += a.busy_ns.saturating_sub(b.busy_ns);
             d.steal_ns += a.steal_ns.saturating_sub(b.steal_ns);
+            d.softirq_ns += a.softirq_ns.saturating_sub(b.softirq_ns);
         }
     }
     d
@@ -90,7 +96,8 @@ mod tests {
             s[&0],
             CpuTime {
                 busy_ns: (1 + 2 + 3 + 6 + 7) * tick,
-                steal_ns: 8 * tick
+                steal_ns: 8 * tick,
+                softirq_ns: 7 * tick,
             }
         );
         let mut later = s.clone();

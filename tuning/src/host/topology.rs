@@ -90,13 +90,29 @@ pub struct Topology {
     pub nodes: Vec<NumaNode>,
 }
 
+/// Most bytes read from one topology file (a cpulist of 8192 CPUs is well under it).
+const MAX_TOPOLOGY_FILE_BYTES: u64 = 1 << 20;
+
+/// Reads a topology file: a regular file (sysfs and procfs files are), at most
+/// [`MAX_TOPOLOGY_FILE_BYTES`]. A FIFO in a copied `--root` tree blocked `tune placement
+/// --root` and `scale --dry-run --root` forever in open(); it is refused instead.
 fn read_trim(path: &Path) -> Result<String, TopologyError> {
-    std::fs::read_to_string(path)
-        .map(|s| s.trim().to_string())
-        .map_err(|source| TopologyError::Read {
-            path: path.to_path_buf(),
-            source,
-        })
+    use std::io::Read as _;
+    let err = |source| TopologyError::Read {
+        path: path.to_path_buf(),
+        source,
+    };
+    if !std::fs::metadata(path).map_err(err)?.is_file() {
+        return Err(err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a regular file (a FIFO, device or directory)",
+        )));
+    }
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_TOPOLOGY_FILE_BYTES).read_to_string(&mut text))
+        .map_err(err)?;
+    Ok(text.trim().to_string())
 }
 
 fn read_list(path: &Path) -> Result<Vec<usize>, TopologyError> {
@@ -282,5 +298,18 @@ mod tests {
             e.to_string().contains("sys/devices/system/cpu/online"),
             "{e}"
         );
+    }
+
+    /// Files people bring: a FIFO where a snapshot has `cpu/online` is refused naming the
+    /// path (the read blocked forever).
+    #[test]
+    fn files_people_bring_a_fifo_in_a_snapshot_is_refused_not_waited_on() {
+        let d = tempfile::tempdir().unwrap();
+        let cpu = d.path().join("sys/devices/system/cpu");
+        std::fs::create_dir_all(&cpu).unwrap();
+        nix::unistd::mkfifo(&cpu.join("online"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let e = Topology::read(d.path()).unwrap_err().to_string();
+        assert!(e.contains("sys/devices/system/cpu/online"), "{e}");
+        assert!(e.contains("not a regular file"), "{e}");
     }
 }

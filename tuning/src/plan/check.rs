@@ -13,6 +13,7 @@ use serde::Serialize;
 
 use super::side_effects::side_writes_over;
 use super::SideWrite;
+use crate::sysctl::rules::NetnsRuleKind;
 use crate::sysctl::{Entry, Op, Preset};
 use crate::sysctl::{Key, Scope, SysctlError, SysctlIo};
 
@@ -27,19 +28,30 @@ pub enum Status {
     /// The recommendation is below the current value of a limit: apply refuses unless
     /// `--allow-decrease` was given (then the row is a [`Status::Change`] with a note).
     Lower,
-    /// The key does not exist here (the note says why: legacy name, module not loaded, global
-    /// key in a child namespace, ...). Blocks apply.
+    /// The key does not exist here (the note says why: legacy name, module not loaded, an
+    /// interface this host does not have, ...): the write would fail ENOENT. Skipped with a
+    /// warning, as systemd-sysctl does; blocks apply with `--strict`.
     Missing,
     /// Missing, but the entry is optional: reported, never applied.
     MissingOptional,
-    /// The file is read-only here, or it is a status key. Blocks apply.
+    /// The file is read-only here (a status key, a key only the initial network namespace may
+    /// set, a read-only mount): the write would fail EACCES or EROFS. Skipped with a note, as
+    /// systemd-sysctl does; blocks apply with `--strict`.
     ReadOnly,
+    /// The kernel will refuse this value here with EPERM (a child network namespace and an
+    /// algorithm outside its allowed list). Skipped with a note; blocks apply with `--strict`.
+    Denied,
+    /// The value names something the kernel does not have (a congestion control algorithm
+    /// not loaded): the write would fail ENOENT. Skipped with a warning; blocks apply with
+    /// `--strict`.
+    Unavailable,
     /// The kernel will reject the value (EINVAL). Blocks apply.
     Rejected,
     /// A `-` line (ignore failure) that cannot be written here (missing, read-only, status key,
     /// rejected value): skipped with a note, as systemd-sysctl would.
     Skipped,
-    /// Global key in netns-only mode: refused.
+    /// Global key in netns-only mode: not written (it would change the whole host). Skipped;
+    /// blocks apply with `--strict`.
     Refused,
     /// Reading failed.
     Unreadable(String),
@@ -57,15 +69,25 @@ impl Status {
     pub fn needs_write(&self) -> bool {
         matches!(self, Status::Change)
     }
-    /// True when apply refuses the whole plan because of it (before changing anything).
+    /// True when apply refuses the whole plan because of it in every mode (before changing
+    /// anything): a value the kernel rejects (EINVAL), a lowered limit, an unreadable key.
     pub fn blocks(&self) -> bool {
+        matches!(
+            self,
+            Status::Rejected | Status::Lower | Status::Unreadable(_)
+        )
+    }
+    /// True when the write would fail in a way systemd-sysctl skips (ENOENT with a warning;
+    /// EPERM, EACCES, EROFS with a note) and `--strict` turns into an error; also a global key
+    /// in a child namespace, which is not written.
+    pub fn fails_when_strict(&self) -> bool {
         matches!(
             self,
             Status::Missing
                 | Status::ReadOnly
-                | Status::Rejected
-                | Status::Lower
-                | Status::Unreadable(_)
+                | Status::Denied
+                | Status::Unavailable
+                | Status::Refused
         )
     }
     /// Short label for tables.
@@ -77,6 +99,8 @@ impl Status {
             Status::Missing => "missing",
             Status::MissingOptional => "missing (optional)",
             Status::ReadOnly => "read-only",
+            Status::Denied => "denied (EPERM)",
+            Status::Unavailable => "unavailable (ENOENT)",
             Status::Rejected => "rejected",
             Status::Skipped => "skipped (-)",
             Status::Refused => "refused (global)",
@@ -110,6 +134,9 @@ pub struct Row {
     /// ([`side_writes`](super::side_writes), including those already at the value); empty unless
     /// the row is written.
     pub side_effects: Vec<SideWrite>,
+    /// Apply refuses the whole plan because of this row, before changing anything
+    /// ([`Status::blocks`], or with [`CheckOptions::strict`] any write that would fail).
+    pub fatal: bool,
 }
 
 /// How [`check`] treats keys it cannot or should not write.
@@ -119,6 +146,9 @@ pub struct CheckOptions {
     pub netns_only: bool,
     /// Allow lowering a limit below its current value (`--allow-decrease`).
     pub allow_decrease: bool,
+    /// Every write that would fail is an error, not a skip, except on `-` lines
+    /// (`--strict`, as `systemd-sysctl --strict`).
+    pub strict: bool,
 }
 
 fn numbers(v: &str) -> Option<Vec<i64>> {
@@ -226,13 +256,39 @@ fn hidden_global(key: &Key, io: &dyn SysctlIo) -> bool {
             .unwrap_or_else(|| key.global_by_name())
 }
 
-/// Why a missing key is missing: legacy name, module, not on this kernel.
-fn missing_note(key: &Key) -> String {
+/// Why a missing key is missing: legacy name (and whether its replacement is here), an
+/// interface this host does not have, a module, not on this kernel.
+fn missing_note(key: &Key, io: &dyn SysctlIo) -> String {
     if let Some((l, new)) = crate::sysctl::rules::legacy(key) {
         return match new {
-            Some(n) => format!("legacy name: {}; use {n} ({})", l.note, l.source),
+            Some(n) => {
+                let here = match Key::parse(&n).map(|k| io.read(&k)) {
+                    Ok(Ok(v)) => format!(" ({n} is {v} here)"),
+                    Ok(Err(_)) => match crate::sysctl::rules::module_for(key).or_else(|| {
+                        Key::parse(&n)
+                            .ok()
+                            .and_then(|k| crate::sysctl::rules::module_for(&k))
+                    }) {
+                        Some((m, _)) => format!(" ({n} exists while module {m} is loaded)"),
+                        None => String::new(),
+                    },
+                    Err(_) => String::new(),
+                };
+                format!("legacy name: {}; use {n}{here} ({})", l.note, l.source)
+            }
             None => format!("legacy: {} ({})", l.note, l.source),
         };
+    }
+    if let Some((parent, name)) = key.interface() {
+        let dirs: Vec<&str> = parent.iter().map(String::as_str).collect();
+        let present = io.children(&dirs);
+        if !present.is_empty() && !present.contains(&name) {
+            return format!(
+                "no interface {name} here (not in /proc/sys/{}): the line applies once the interface exists — systemd runs systemd-sysctl for each new interface (udev rule 99-systemd.rules, --prefix=/{}/{name}); drop the line or prefix it with `-` where the interface is not always there",
+                parent.join("/"),
+                parent.join("/")
+            );
+        }
     }
     if let Some((m, src)) = crate::sysctl::rules::module_for(key) {
         return format!(
@@ -242,7 +298,105 @@ fn missing_note(key: &Key) -> String {
     "not on this kernel (removed, renamed or not built); mark it optional or drop it".into()
 }
 
+/// Why a key without a write bit here cannot be set: a status key (the rules table), read-only
+/// in a child network namespace only, or a read-only file.
+fn read_only_note(key: &Key, io: &dyn SysctlIo, netns_only: bool) -> String {
+    if let Some(t) = crate::sysctl::rules::status_text(key) {
+        return format!("status key: {t}: drop the line or prefix it with `-`");
+    }
+    if netns_only
+        && key.as_str().starts_with("net.")
+        && io.writable_in_initial_netns(key) == Some(true)
+    {
+        let why = crate::sysctl::rules::netns_rule(key)
+            .filter(|r| r.kind == NetnsRuleKind::ReadOnlyInChild)
+            .map(|r| format!("{} ({})", r.fix, r.source))
+            .unwrap_or_else(|| "set it in the initial network namespace".into());
+        return format!(
+            "read-only in this child network namespace, writable in the initial one: {why}"
+        );
+    }
+    "read-only file (the kernel's table gives it no write permission): a status value that cannot be set; drop the line or prefix it with `-`".into()
+}
+
+/// Whether a child network namespace refuses the value `target` of `key` (the rules table
+/// `NETNS_RULES`, allowed lists): the status and why, read through `io`.
+fn netns_value_rule(
+    key: &Key,
+    target: &str,
+    io: &dyn SysctlIo,
+    child: bool,
+) -> Option<(Status, String)> {
+    let rule = crate::sysctl::rules::netns_rule(key)?;
+    let NetnsRuleKind::AllowedList { list, available } = rule.kind else {
+        return None;
+    };
+    let get = |k: &str| Key::parse(k).ok().and_then(|k| io.read(&k).ok());
+    let has = |l: &Option<String>| {
+        l.as_deref()
+            .is_some_and(|l| l.split(' ').any(|a| a == target))
+    };
+    let (allowed, avail) = (get(list), get(available));
+    if avail.is_some() && !has(&avail) {
+        return Some((
+            Status::Unavailable,
+            format!(
+                "the kernel has no `{target}` ({available} = {}): the write fails ENOENT unless root can load module tcp_{target} (net/ipv4/tcp_cong.c tcp_ca_find_autoload); `modprobe tcp_{target}` first",
+                avail.unwrap_or_default()
+            ),
+        ));
+    }
+    if child && allowed.is_some() && !has(&allowed) {
+        let fix = rule
+            .fix
+            .replace(
+                "LIST ALGO",
+                &format!("{} {target}", allowed.clone().unwrap_or_default()),
+            )
+            .replace("ALGO", target);
+        return Some((
+            Status::Denied,
+            format!(
+                "`{target}` is not in this namespace's {list} ({}): only the initial network namespace may pick a restricted algorithm, so the write fails EPERM ({}); to allow it, {fix}",
+                allowed.unwrap_or_default(),
+                rule.source
+            ),
+        ));
+    }
+    None
+}
+
+/// The scope the kernel gives each `net.*` key whose name alone says "global": a key that a new,
+/// empty network namespace has with a write bit is per namespace there (`bridge-nf-call-iptables`
+/// once br_netfilter is loaded); one it has read-only or not at all stays global.
+fn probed_scopes(preset: &Preset, io: &dyn SysctlIo) -> HashMap<Key, Scope> {
+    let keys: Vec<Key> = preset
+        .sysctls
+        .iter()
+        .map(|e| e.key.clone())
+        .filter(|k| k.as_str().starts_with("net.") && k.scope() == Scope::Global)
+        .collect();
+    if keys.is_empty() {
+        return HashMap::new();
+    }
+    let Some(seen) = io.in_fresh_netns(&keys) else {
+        return HashMap::new();
+    };
+    keys.into_iter()
+        .zip(seen)
+        .filter_map(|(k, s)| Some((k, if s? { Scope::Netns } else { Scope::Global })))
+        .collect()
+}
+
 /// Checks every entry of `preset` against the host through `io` (see [`CheckOptions`]).
+///
+/// What a row whose write would fail does to the plan follows systemd-sysctl
+/// (src/sysctl/sysctl.c `sysctl_write_or_warn`): a missing key (ENOENT) is skipped with a
+/// warning, a write the kernel or a read-only mount refuses (EPERM, EACCES, EROFS) is skipped
+/// with a note, and the rest applies; a value the kernel rejects (EINVAL) makes apply refuse the
+/// whole plan before changing anything. With [`CheckOptions::strict`] every one of them refuses
+/// the plan, as `systemd-sysctl --strict` fails, except on lines with the `-` prefix, which are
+/// skipped whatever the failure. [`Row::fatal`] says which rows refuse.
 pub fn check(preset: &Preset, io: &dyn SysctlIo, opts: CheckOptions) -> Vec<Row> {
     let netns_only = opts.netns_only;
     let unpriv = |preset: &Preset| {
@@ -259,11 +413,12 @@ pub fn check(preset: &Preset, io: &dyn SysctlIo, opts: CheckOptions) -> Vec<Row>
             .and_then(|v| v.parse::<i64>().ok())
     };
     let unpriv = unpriv(preset);
+    let probed = probed_scopes(preset, io);
     let mut rows: Vec<Row> = preset
         .sysctls
         .iter()
         .map(|e| {
-            let scope = e.key.scope();
+            let scope = probed.get(&e.key).copied().unwrap_or_else(|| e.key.scope());
             let status_key = crate::sysctl::rules::status_text(&e.key);
             let (current, mut status, mut note) = match io.read(&e.key) {
                 Err(SysctlError::Missing { .. }) if e.manual => {
@@ -277,7 +432,7 @@ pub fn check(preset: &Preset, io: &dyn SysctlIo, opts: CheckOptions) -> Vec<Row>
                 Err(SysctlError::Missing { .. }) => (
                     None,
                     if e.optional { Status::MissingOptional } else { Status::Missing },
-                    missing_note(&e.key),
+                    missing_note(&e.key, io),
                 ),
                 Err(err) => (None, Status::Unreadable(err.to_string()), err.to_string()),
                 Ok(cur) => {
@@ -289,40 +444,82 @@ pub fn check(preset: &Preset, io: &dyn SysctlIo, opts: CheckOptions) -> Vec<Row>
                         note = format!("{note}: pass --allow-decrease to lower a limit");
                     }
                     let writes = status.needs_write() || status == Status::Lower;
+                    let target = target_value(e, Some(&cur));
+                    // What the kernel would answer comes first, the same in every mode: a status
+                    // key is one whatever namespace asks.
                     if e.manual && status != Status::Ok {
                         status = Status::Manual;
                         note = "never applied: set it by hand when the reason holds".into();
+                    } else if writes
+                        && (status_key.is_some()
+                            || (!e.key.as_str().starts_with("net.") && !io.writable(&e.key)))
+                    {
+                        // Outside net.* a file's mode is the same in every namespace: read-only
+                        // is read-only everywhere.
+                        status = Status::ReadOnly;
+                        note = read_only_note(&e.key, io, netns_only);
                     } else if writes && netns_only && scope == Scope::Global {
                         status = Status::Refused;
                         note = "global key: changing it would affect the whole host, refused in --netns mode or a child network namespace".into();
-                    } else if writes && (status_key.is_some() || !io.writable(&e.key)) {
+                    } else if writes && !io.writable(&e.key) {
                         status = Status::ReadOnly;
-                        note = match &status_key {
-                            Some(t) => format!("status key: {t}"),
-                            None => "read-only here (a global key seen from a child namespace, or a constant)".into(),
-                        };
+                        note = read_only_note(&e.key, io, netns_only);
+                    } else if writes && io.read_only_mount(&e.key) {
+                        status = Status::ReadOnly;
+                        note = "the file system under it is mounted read-only here (a container's /proc/sys, a private mount namespace): the write fails EROFS".into();
                     } else if writes {
-                        let target = target_value(e, Some(&cur));
                         if let Some(why) = crate::sysctl::rules::rejects(&e.key, &target, Some(&cur), unpriv) {
                             status = Status::Rejected;
                             note = format!("the kernel will reject {target:?}: {why}");
+                        } else if let Some((s, why)) = netns_value_rule(&e.key, &target, io, netns_only) {
+                            status = s;
+                            note = why;
                         }
                     }
                     (Some(cur), status, note)
                 }
             };
-            if e.optional && matches!(status, Status::ReadOnly | Status::Rejected | Status::Missing) {
+            if e.optional
+                && matches!(
+                    status,
+                    Status::ReadOnly
+                        | Status::Rejected
+                        | Status::Missing
+                        | Status::Denied
+                        | Status::Unavailable
+                        | Status::Refused
+                )
+            {
                 note = format!("{note}; skipped: the line's `-` prefix ignores this failure");
                 status = Status::Skipped;
             }
             if status == Status::MissingOptional && e.optional && !e.origin.is_empty() {
                 note = format!("{note}; skipped: the line's `-` prefix ignores a missing key");
             }
+            let fatal = status.blocks() || (opts.strict && status.fails_when_strict());
+            if status.fails_when_strict() {
+                note = if opts.strict {
+                    format!("{note}; --strict makes this an error (a `-` prefix on the line skips it instead)")
+                } else if matches!(status, Status::Missing | Status::Unavailable) {
+                    format!("{note}; skipped with a warning, the rest applies (as systemd-sysctl does; --strict refuses)")
+                } else if status == Status::Refused {
+                    format!("{note}; skipped, the rest applies (--strict refuses)")
+                } else {
+                    format!("{note}; skipped, the rest applies (systemd-sysctl ignores EPERM, EACCES and EROFS too; --strict refuses)")
+                };
+            }
             let target = target_value(e, current.as_deref());
             let mut warnings: Vec<String> = crate::sysctl::rules::harms(&e.key, &target)
                 .into_iter()
                 .map(|h| format!("{} {}: {} ({})", h.key, h.when, h.why, h.source))
                 .collect();
+            if let Some((_, Some(new))) = crate::sysctl::rules::legacy(&e.key) {
+                if let Ok(k) = Key::parse(&new) {
+                    warnings.extend(crate::sysctl::rules::harms(&k, &target).into_iter().map(|h| {
+                        format!("as {new}: {} {}: {} ({})", h.key, h.when, h.why, h.source)
+                    }));
+                }
+            }
             if current.is_some() {
                 if let Some(t) = crate::sysctl::rules::legacy_text(&e.key) {
                     warnings.push(format!("legacy key: {t}"));
@@ -331,10 +528,11 @@ pub fn check(preset: &Preset, io: &dyn SysctlIo, opts: CheckOptions) -> Vec<Row>
             if let Some((a, other)) = crate::sysctl::rules::alias_of(&e.key) {
                 warnings.push(format!("alias of {other}: {} ({})", a.note, a.source));
             }
-            Row { entry: e.clone(), scope, current, status, note, target, warnings, side_effects: Vec::new() }
+            Row { entry: e.clone(), scope, current, status, note, target, warnings, side_effects: Vec::new(), fatal }
         })
         .collect();
     side_effects(&mut rows, io);
+    super::workload::warnings(&mut rows, io);
     rows
 }
 
@@ -424,7 +622,7 @@ fn side_effects(rows: &mut [Row], io: &dyn SysctlIo) {
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
-    use crate::plan::{apply, ApplyError};
+    use crate::plan::{apply, ApplyError, Prediction};
     use crate::sysctl;
     use crate::sysctl::ProcSys;
 
@@ -505,21 +703,23 @@ pub(super) mod tests {
                 &io,
                 CheckOptions {
                     netns_only: true,
-                    allow_decrease: false
+                    ..CheckOptions::default()
                 }
             )),
             ["change", "refused (global)", "refused (global)", "missing"]
         );
+        // A missing and a read-only key are skipped as systemd-sysctl skips them; with
+        // --strict they refuse the whole plan.
+        let skips = Prediction::of(&check(&preset, &io, CheckOptions::default()));
+        assert!(skips.refusals.is_empty(), "{skips:?}");
+        assert_eq!(skips.skips.len(), 2, "{skips:?}");
         let mut w = io.clone();
         let state = d.path().join("state");
-        let err = apply(
-            &check(&preset, &io, CheckOptions::default()),
-            &mut w,
-            d.path(),
-            &state,
-            "t",
-        )
-        .unwrap_err();
+        let strict = CheckOptions {
+            strict: true,
+            ..CheckOptions::default()
+        };
+        let err = apply(&check(&preset, &io, strict), &mut w, d.path(), &state, "t").unwrap_err();
         assert!(
             matches!(err, ApplyError::Blocked { ref keys } if keys.len() == 2),
             "{err}"
@@ -585,7 +785,7 @@ pub(super) mod tests {
         };
         let opts = CheckOptions {
             netns_only: true,
-            allow_decrease: false,
+            ..CheckOptions::default()
         };
         let labels = |io: &Child| {
             check(&preset, io, opts)

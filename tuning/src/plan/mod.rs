@@ -3,11 +3,15 @@
 //! `connstorm ab`.
 //!
 //! [`check`] compares a [`Preset`](crate::sysctl::Preset) with the host and gives one [`Row`]
-//! per key with a [`Status`]. [`apply`] changes only the rows that need it: it first saves
-//! every value it will change in a [`Snapshot`] (written atomically), then writes key by key
-//! and reads each back. If a write or read-back fails, it restores the keys it already changed,
-//! in reverse order, and says so in [`ApplyError::WriteFailed`]. [`revert`] restores a
-//! snapshot; keys already at the saved value are left alone, so reverting twice is harmless.
+//! per key with a [`Status`], and says which rows make apply refuse ([`Row::fatal`]). [`apply`]
+//! changes only the rows that need it: it first saves every value it will change in a
+//! [`Snapshot`] (written atomically), then writes key by key and reads each back. A write that
+//! fails is treated as systemd-sysctl treats it (ENOENT: a warning; EPERM, EACCES, EROFS: a
+//! note; the rest applies; `--strict` makes them errors; a `-` line ignores any failure); any
+//! other failure restores the keys it already changed, in reverse order, and says so in
+//! [`ApplyError::WriteFailed`]. The snapshot ends holding exactly what was written. [`revert`]
+//! restores a snapshot; keys already at the saved value are left alone, so reverting twice is
+//! harmless.
 //!
 //! In *netns-only* mode (`--netns`, or when the process is not in the initial network
 //! namespace), global keys are [`Status::Refused`]: they would change the whole host
@@ -19,8 +23,9 @@
 //! key),
 //! `side_effects` (the keys the kernel also sets when a key is written), `contradictions`
 //! (settings that do nothing because of another), `prediction` ([`Prediction`]: what apply
-//! will do; [`Checked`]: all of it for one source), `snapshot` ([`Snapshot`]: the saved
-//! values), `apply` and `revert`; `irq` ([`plan_irqs`], [`apply_irqs`], [`restore_irqs`]: IRQ
+//! will do; [`Checked`]: all of it for one source), `workload` (values that hurt a
+//! connection-rate workload, judged with the host's listeners and memory and the plan's other
+//! lines), `snapshot` ([`Snapshot`]: the saved values), `apply` and `revert`; `irq` ([`plan_irqs`], [`apply_irqs`], [`restore_irqs`]: IRQ
 //! → CPU plans through the same snapshots) and `toggle` ([`Toggle`]: a setting switched between
 //! the A and B sides of interleaved trials, then restored).
 
@@ -33,8 +38,9 @@ mod revert;
 mod side_effects;
 mod snapshot;
 mod toggle;
+mod workload;
 
-pub use apply::{apply, ApplyError, ApplyReport};
+pub use apply::{apply, apply_with, ApplyError, ApplyOptions, ApplyReport};
 pub(crate) use check::target_value;
 pub use check::{check, CheckOptions, Row, Status};
 pub use contradictions::{contradictions, Contradiction};

@@ -28,7 +28,7 @@ impl Prediction {
         let mut p = Prediction::default();
         for r in rows {
             let k = r.entry.key.clone();
-            if r.status.blocks() {
+            if r.fatal {
                 p.refusals
                     .push((k, format!("{}: {}", r.status.label(), r.note)));
             } else if r.status.needs_write() {

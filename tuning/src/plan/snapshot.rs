@@ -169,6 +169,27 @@ impl Snapshot {
             now.subsec_nanos()
         );
         let fin = dir.join(&name);
+        self.write_to(dir, &fin)?;
+        Ok(fin)
+    }
+
+    /// Replaces the snapshot file at `path` (written by [`Snapshot::write_atomic`]) with this
+    /// one, atomically: a reader sees the old file or the new one, never a part.
+    ///
+    /// # Errors
+    /// As [`Snapshot::write_atomic`].
+    pub fn rewrite_atomic(&self, path: &Path) -> Result<(), SnapshotError> {
+        let dir = path.parent().unwrap_or(Path::new("."));
+        ensure_dir(dir)?;
+        self.write_to(dir, path)
+    }
+
+    /// Writes `self` to a temporary file in `dir` and renames it to `fin`.
+    fn write_to(&self, dir: &Path, fin: &Path) -> Result<(), SnapshotError> {
+        let name = fin
+            .file_name()
+            .map_or_else(|| "snapshot".into(), |n| n.to_string_lossy().into_owned());
+        let fin = fin.to_path_buf();
         let tmp = dir.join(format!(".{name}.tmp"));
         let json = serde_json::to_vec_pretty(self).map_err(|e| SnapshotError::Format {
             path: fin.clone(),
@@ -192,7 +213,7 @@ impl Snapshot {
         if result.is_err() {
             let _ = std::fs::remove_file(&tmp);
         }
-        result.map(|()| fin)
+        result
     }
 
     /// Reads a snapshot file (never through a symlink).

@@ -44,6 +44,7 @@ pub mod contention;
 mod error;
 mod render;
 mod sampler;
+mod stack;
 mod symbols;
 
 use serde::{Deserialize, Serialize};

@@ -24,6 +24,16 @@ fn shell_word(w: &str) -> String {
 /// `source` are the source arguments (`["--preset", "c1m-server"]`, `["--file", "a.conf"]`,
 /// `["--system"]`), words with shell specials single-quoted.
 pub fn apply_command(source: &[String], netns: Option<&str>, allow_decrease: bool) -> String {
+    apply_command_strict(source, netns, allow_decrease, false)
+}
+
+/// [`apply_command`] with `--strict` when `strict` (every failing write an error).
+pub fn apply_command_strict(
+    source: &[String],
+    netns: Option<&str>,
+    allow_decrease: bool,
+    strict: bool,
+) -> String {
     let mut words: Vec<String> = vec!["connstorm".into(), "tune".into(), "apply".into()];
     words.extend(source.iter().map(|w| shell_word(w)));
     if let Some(n) = netns {
@@ -32,6 +42,9 @@ pub fn apply_command(source: &[String], netns: Option<&str>, allow_decrease: boo
     }
     if allow_decrease {
         words.push("--allow-decrease".into());
+    }
+    if strict {
+        words.push("--strict".into());
     }
     words.push("--yes".into());
     words.join(" ")
@@ -54,8 +67,16 @@ pub fn refusal(p: &Prediction) -> Option<String> {
     ))
 }
 
-/// The last line of a plan that was not applied: `N change(s) planned; nothing changed (...)`.
+/// The last line of a plan that was not applied: `N change(s) planned; nothing changed (...)`,
+/// or, when `--yes` would refuse the plan, that nothing changed and the refusal above must be
+/// fixed first (no change is "planned" then).
 pub fn not_applied(p: &Prediction, dry_run: bool) -> String {
+    if !p.refusals.is_empty() {
+        return format!(
+            "nothing changed: --yes would refuse this plan because of {} line(s) above; fix them first\n",
+            count(p.refusals.len() as u64)
+        );
+    }
     format!(
         "{} change(s) planned; nothing changed ({})\n",
         count(p.writes.len() as u64),
@@ -90,6 +111,9 @@ pub fn applied(report: &ApplyReport, netns: Option<&str>) -> String {
             "kernel also set {k}: {old} -> {now} (side effect; saved in the snapshot)\n"
         ));
     }
+    for (k, what) in &report.adjusted {
+        out.push_str(&format!("adjusted {k}: {what}\n"));
+    }
     for (k, why) in &report.skipped {
         out.push_str(&format!("skipped {k}: {why}\n"));
     }
@@ -100,7 +124,10 @@ pub fn applied(report: &ApplyReport, netns: Option<&str>) -> String {
             p.display(),
             undo_command(p, netns)
         )),
-        None => out.push_str("nothing to change\n"),
+        None if report.skipped.is_empty() => out.push_str("nothing to change\n"),
+        None => out.push_str(
+            "nothing was changed: every line is already set or was skipped (above); no snapshot\n",
+        ),
     }
     out
 }

@@ -48,10 +48,34 @@ fn floor_value(e: &Entry, io: &dyn SysctlIo) -> (String, Option<String>) {
     }
 }
 
+/// sysctl.d files exported as a sysctl.d file: their lines as written, file after file, so the
+/// result means what they mean — globs stay globs and `-key` exclusions stay, and each host
+/// expands them over its own keys when the file is applied (a plan shows one host's expansion;
+/// a file must not bake it in).
+fn export_files(p: &Preset) -> String {
+    let mut out = format!(
+        "# sysctl.d {}, exported by connstorm with every line as written: globs and `-key` exclusions are kept, so each host expands them over its own keys (`connstorm tune apply --file THIS` shows the expansion)\n",
+        p.origin
+    );
+    let mut file = None;
+    for l in &p.lines {
+        if file != Some(&l.origin.file) {
+            let _ = writeln!(out, "\n# from {}", l.origin.file);
+            file = Some(&l.origin.file);
+        }
+        let _ = writeln!(out, "{}", l.text);
+    }
+    out
+}
+
 /// The preset as a file for `/etc/sysctl.d/`: one commented block per entry (reason, source,
 /// limit note), optional entries with the `-` prefix (ignore failure), manual entries commented
-/// out. `io` reads current values for limits.
+/// out. `io` reads current values for limits. sysctl.d files are exported as written
+/// (`export_files`): globs and exclusions kept.
 pub fn export_sysctl_d(p: &Preset, io: &dyn SysctlIo) -> String {
+    if p.is_sysctl_d() && !p.lines.is_empty() {
+        return export_files(p);
+    }
     let mut out = String::new();
     let _ = writeln!(out, "# connstorm preset {}: {}", p.name, p.description);
     for e in &p.sysctls {
@@ -199,6 +223,59 @@ source = "s"
         let text = export_sysctl_d(&p, &io);
         assert!(text.contains("\nfs.file-max = 2097152\n"), "{text}");
         assert!(text.contains("not readable here"), "{text}");
+    }
+
+    /// Files people bring: `tune export --as sysctl-d` of systemd's 50-default.conf baked the
+    /// `net.ipv4.conf.*.X` globs into this host's interfaces and dropped the `-...all.X`
+    /// exclusions; the exported file keeps both as written.
+    #[test]
+    fn files_people_bring_export_keeps_globs_and_exclusions_as_written() {
+        let d = root();
+        for iface in ["all", "default", "eth0", "lo"] {
+            let p = d
+                .path()
+                .join(format!("proc/sys/net/ipv4/conf/{iface}/rp_filter"));
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, "0\n").unwrap();
+        }
+        let text = "net.ipv4.conf.default.rp_filter = 2\nnet.ipv4.conf.*.rp_filter = 2\n-net.ipv4.conf.all.rp_filter\n\n-net.core.default_qdisc = fq_codel\n";
+        let p = Preset::from_sysctl_d(
+            &[crate::sysctl::SourceFile {
+                name: "50-default.conf".into(),
+                text: text.into(),
+            }],
+            d.path(),
+        )
+        .unwrap();
+        assert!(p
+            .sysctls
+            .iter()
+            .any(|e| e.key.as_str() == "net.ipv4.conf.eth0.rp_filter"));
+        let io = ProcSys {
+            root: d.path().to_path_buf(),
+        };
+        let out = export_sysctl_d(&p, &io);
+        assert!(
+            out.ends_with(&format!("# from 50-default.conf\n{text}")),
+            "{out}"
+        );
+        assert!(!out.contains("eth0"), "{out}");
+        // It reads back as the same file: the same keys on the same host.
+        let back = Preset::from_sysctl_d(
+            &[crate::sysctl::SourceFile {
+                name: "x.conf".into(),
+                text: out,
+            }],
+            d.path(),
+        )
+        .unwrap();
+        let keys = |p: &Preset| {
+            p.sysctls
+                .iter()
+                .map(|e| e.key.to_string())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(keys(&back), keys(&p));
     }
 
     #[test]

@@ -10,7 +10,9 @@
 //! - `host` ([`presets`], [`rules`], [`irq_plan`], [`kernel_audit`], [`import_notes`]): preset
 //!   list, rule table, IRQ plan, kernel audit, import notes;
 //! - `export` ([`export_sysctl_d`], [`export_tuned`], [`export_cmdline`]): presets as files
-//!   other tools deploy.
+//!   other tools deploy;
+//! - `placement` ([`placement()`], [`scale_plan`], [`machine_line`]): which CPUs serve, load
+//!   and keep house, per node and SMT sibling set, and why; the steps of a scale plan.
 //!
 //! Counts go through [`common::numfmt`] (thousands separators); sysctl values are printed as
 //! the kernel shows them (they are meant to be typed back), IRQ numbers and CPU lists as-is.
@@ -18,11 +20,15 @@
 mod apply;
 mod export;
 mod host;
+mod placement;
 mod plan;
 
-pub use apply::{applied, apply_command, not_applied, refusal, reverted, system_notes};
+pub use apply::{
+    applied, apply_command, apply_command_strict, not_applied, refusal, reverted, system_notes,
+};
 pub use export::{export_cmdline, export_sysctl_d, export_tuned};
 pub use host::{import_notes, irq_applied, irq_plan, kernel_audit, presets, rules};
+pub use placement::{machine_line, placement, scale_plan};
 pub use plan::{check, check_json, plan, prediction};
 
 use crate::host::Finding;

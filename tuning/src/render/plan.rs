@@ -74,11 +74,16 @@ fn not_set(key: &Key, rows: &RowIndex) -> Option<String> {
     Some(match &r.status {
         Status::Ok | Status::Change => return None,
         Status::MissingOptional => format!("{key} is missing on this kernel: skipped{note}"),
-        Status::Missing => {
+        Status::Missing if r.fatal => {
             format!("{key} is missing on this kernel: apply refuses the whole plan{note}")
         }
+        Status::Missing => format!("{key} is missing on this kernel: skipped{note}"),
         Status::Rejected => format!("{key} not set: rejected{note}"),
         Status::Skipped => format!("{key} not set: skipped{note}"),
+        other if r.fatal => format!(
+            "{key} not set: {}, apply refuses the whole plan{note}",
+            other.label()
+        ),
         other => format!("{key} not set: {}{note}", other.label()),
     })
 }
@@ -172,8 +177,17 @@ pub fn prediction(p: &Prediction, command: &str) -> String {
             .join("; ")
     };
     if !p.refusals.is_empty() {
+        let skips = if p.skips.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; once they are fixed it would still leave {} alone ({})",
+                count(p.skips.len() as u64),
+                list(&p.skips, ": ")
+            )
+        };
         return format!(
-            "`{command}` would refuse the whole plan and change nothing: {}\n",
+            "`{command}` would refuse the whole plan and change nothing: {}{skips}\n",
             list(&p.refusals, ": ")
         );
     }
@@ -287,6 +301,10 @@ mod tests {
     /// A fixture /proc/sys with somaxconn 4096 and the default port range, and the rows of
     /// `conf` (a sysctl.d file) checked against it.
     fn checked(conf: &str) -> (tempfile::TempDir, Preset, Vec<Row>) {
+        checked_with(conf, CheckOptions::default())
+    }
+
+    fn checked_with(conf: &str, opts: CheckOptions) -> (tempfile::TempDir, Preset, Vec<Row>) {
         let d = tempfile::tempdir().unwrap();
         for (k, v) in [
             ("net/core/somaxconn", "4096"),
@@ -305,7 +323,7 @@ mod tests {
         let io = ProcSys {
             root: d.path().to_path_buf(),
         };
-        let rows = crate::plan::check(&preset, &io, CheckOptions::default());
+        let rows = crate::plan::check(&preset, &io, opts);
         (d, preset, rows)
     }
 
@@ -331,12 +349,26 @@ mod tests {
         assert!(!t.contains("sets net.ipv4.ip_local_port_range"), "{t}");
     }
 
+    const STRICT: CheckOptions = CheckOptions {
+        netns_only: false,
+        allow_decrease: false,
+        strict: true,
+    };
+
     #[test]
     fn a_missing_key_without_dash_says_apply_refuses() {
-        let (_d, p, rows) = checked("net.ipv4.tcp_no_such_key = 1\n");
+        let (_d, p, rows) = checked_with("net.ipv4.tcp_no_such_key = 1\n", STRICT);
         let t = details(&p, &rows, &[]);
         assert!(
             t.contains("-> net.ipv4.tcp_no_such_key is missing on this kernel: apply refuses the whole plan"),
+            "{t}"
+        );
+        // Without --strict it is skipped with a warning and the rest applies (systemd-sysctl).
+        let (_d, p, rows) = checked("net.ipv4.tcp_no_such_key = 1\nnet.core.somaxconn = 8192\n");
+        let t = details(&p, &rows, &[]);
+        assert!(
+            t.contains("-> net.ipv4.tcp_no_such_key is missing on this kernel: skipped (not on this kernel")
+                && t.contains("skipped with a warning, the rest applies (as systemd-sysctl does; --strict refuses)"),
             "{t}"
         );
     }
@@ -372,7 +404,7 @@ mod tests {
             t,
             format!("`{cmd}` would set 1 key(s) (net.core.somaxconn = 8192)\n")
         );
-        let (_d, _p, rows) = checked("net.ipv4.tcp_no_such_key = 1\n");
+        let (_d, _p, rows) = checked_with("net.ipv4.tcp_no_such_key = 1\n", STRICT);
         let p = Prediction::of(&rows);
         let t = prediction(&p, "connstorm tune apply --system --yes");
         assert!(

@@ -31,6 +31,38 @@ pub trait SysctlIo {
         let _ = key;
         None
     }
+    /// For a key read-only here: whether the initial network namespace's file has a write bit
+    /// (`Some(true)`: only a child namespace is refused). `None` when that namespace cannot be
+    /// looked into. Default `None`.
+    fn writable_in_initial_netns(&self, key: &Key) -> Option<bool> {
+        let _ = key;
+        None
+    }
+    /// What a new, empty network namespace has of each key: `Some(writable)` when the file
+    /// exists there, `None` when it does not; the outer `None` when no such namespace can be
+    /// made. A `net.*` key that every new namespace gets is per namespace, whatever its name
+    /// says (net/sysctl_net.c registers per-namespace tables for each namespace, global ones for
+    /// the initial one alone). Default `None`.
+    fn in_fresh_netns(&self, keys: &[Key]) -> Option<Vec<Option<bool>>> {
+        let _ = keys;
+        None
+    }
+    /// Whether the key's file is on a read-only mount (writes fail EROFS: a container's
+    /// `/proc/sys`). Default `false`.
+    fn read_only_mount(&self, key: &Key) -> bool {
+        let _ = key;
+        false
+    }
+    /// The TCP ports services of this network namespace listen on; `None` when they cannot be
+    /// read. Default `None`.
+    fn listening_ports(&self) -> Option<Vec<u16>> {
+        None
+    }
+    /// The host's memory (`MemTotal` of `/proc/meminfo`), bytes; `None` when unreadable.
+    /// Default `None`.
+    fn mem_total_bytes(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// The real `/proc/sys` under a root (`/` on a host; the calling thread's network namespace
@@ -73,5 +105,71 @@ impl SysctlIo for ProcSys {
         }
         let path = key.path(&self.root);
         crate::host::run_in_initial_netns(move || path.exists())
+    }
+    /// Looks from a thread inside the initial namespace, as [`Self::in_initial_netns`].
+    fn writable_in_initial_netns(&self, key: &Key) -> Option<bool> {
+        if self.root != Path::new("/") {
+            return None;
+        }
+        let (root, key) = (self.root.clone(), key.clone());
+        crate::host::run_in_initial_netns(move || key::writable(&root, &key))
+    }
+    /// Looks from a thread in a namespace made for the look (unshare(2)), for a root of `/`;
+    /// `None` for a fixture tree.
+    fn in_fresh_netns(&self, keys: &[Key]) -> Option<Vec<Option<bool>>> {
+        use std::os::unix::fs::PermissionsExt;
+        if self.root != Path::new("/") {
+            return None;
+        }
+        let paths: Vec<PathBuf> = keys.iter().map(|k| k.path(&self.root)).collect();
+        crate::host::run_in_fresh_netns(move || {
+            paths
+                .iter()
+                .map(|p| {
+                    std::fs::metadata(p)
+                        .ok()
+                        .filter(|m| m.is_file())
+                        .map(|m| m.permissions().mode() & 0o222 != 0)
+                })
+                .collect()
+        })
+    }
+    fn read_only_mount(&self, key: &Key) -> bool {
+        nix::sys::statvfs::statvfs(&key.path(&self.root))
+            .is_ok_and(|s| s.flags().contains(nix::sys::statvfs::FsFlags::ST_RDONLY))
+    }
+    /// sock_diag of the calling thread's namespace for a root of `/`; `<root>/proc/net/tcp`
+    /// and `tcp6` of a fixture tree.
+    fn listening_ports(&self) -> Option<Vec<u16>> {
+        if self.root == Path::new("/") {
+            return crate::host::listening_ports()
+                .ok()
+                .map(|p| p.into_iter().collect());
+        }
+        let mut ports: Vec<u16> = ["proc/net/tcp", "proc/net/tcp6"]
+            .iter()
+            .filter_map(|f| std::fs::read_to_string(self.root.join(f)).ok())
+            .flat_map(|t| crate::host::parse_proc_net_tcp(&t))
+            .filter(|s| s.state == crate::host::TcpState::Listen)
+            .map(|s| s.local.port())
+            .collect();
+        if ports.is_empty() && !self.root.join("proc/net/tcp").exists() {
+            return None;
+        }
+        ports.sort_unstable();
+        ports.dedup();
+        Some(ports)
+    }
+    fn mem_total_bytes(&self) -> Option<u64> {
+        let text = std::fs::read_to_string(self.root.join("proc/meminfo")).ok()?;
+        let kib: u64 = text
+            .lines()
+            .find_map(|l| l.strip_prefix("MemTotal:"))?
+            .trim()
+            .trim_end_matches("kB")
+            .trim()
+            .parse()
+            .ok()?;
+        Some(kib * 1024)
     }
 }

@@ -135,6 +135,18 @@ impl Key {
         self.0.split('.').map(|p| p.replace('/', ".")).collect()
     }
 
+    /// For a per-interface key (`net.ipv4.conf.IF.x`, `net.ipv6.conf.IF.x`,
+    /// `net.ipv{4,6}.neigh.IF.x`): the directory components above the interface
+    /// (`["net", "ipv4", "conf"]`) and the interface's name as the kernel spells it (`eth0.100`
+    /// for `eth0/100`). `None` for other keys and for `all` and `default`.
+    pub fn interface(&self) -> Option<(Vec<String>, String)> {
+        let parts: Vec<&str> = self.0.split('.').collect();
+        let i = is_interface_slot(&parts)?;
+        let name = parts[i].replace('/', ".");
+        (name != "all" && name != "default")
+            .then(|| (parts[..i].iter().map(|p| p.to_string()).collect(), name))
+    }
+
     /// The key as text.
     pub fn as_str(&self) -> &str {
         &self.0
@@ -278,9 +290,59 @@ pub enum SysctlError {
     },
 }
 
-fn hint(e: &io::Error) -> &'static str {
+/// How systemd-sysctl treats a failed write, by errno (src/sysctl/sysctl.c
+/// `sysctl_write_or_warn`): the class every apply decision uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WriteFailure {
+    /// ENOENT: the key is not here. A warning; the rest applies (an error with `--strict`).
+    Missing,
+    /// EPERM, EACCES or EROFS: the kernel or a read-only mount refuses the write. Ignored with
+    /// a note (an error with `--strict`).
+    Refused,
+    /// Anything else (EINVAL: a value the key does not take): the apply fails.
+    Other,
+}
+
+impl SysctlError {
+    /// The errno behind the error: ENOENT for [`SysctlError::Missing`], EACCES for
+    /// [`SysctlError::ReadOnly`] (the kernel's answer to a write of a file without a write bit),
+    /// the OS error otherwise.
+    pub fn errno(&self) -> Option<i32> {
+        match self {
+            SysctlError::Missing { .. } => Some(libc::ENOENT),
+            SysctlError::ReadOnly { .. } => Some(libc::EACCES),
+            SysctlError::Write { error, .. } => error.raw_os_error(),
+            SysctlError::Io { source, .. } => source.raw_os_error(),
+        }
+    }
+
+    /// How systemd-sysctl would treat this failure ([`WriteFailure`]).
+    pub fn failure(&self) -> WriteFailure {
+        match self.errno() {
+            Some(libc::ENOENT) => WriteFailure::Missing,
+            Some(libc::EPERM | libc::EACCES | libc::EROFS) => WriteFailure::Refused,
+            _ => WriteFailure::Other,
+        }
+    }
+}
+
+/// The part of a message that says how to fix `e` for `key`. EPERM is not always a missing
+/// privilege: root gets it too where the key's handler refuses the value here (a child network
+/// namespace may set `tcp_congestion_control` only to an allowed algorithm).
+fn hint(key: &Key, e: &io::Error) -> &'static str {
+    let root = nix::unistd::geteuid().is_root();
     match e.raw_os_error() {
         Some(libc::EINVAL) => ": the kernel rejected the value (out of range or wrong format)",
+        Some(libc::EPERM) if key.as_str() == "net.ipv4.tcp_congestion_control" => {
+            ": a child network namespace may only pick an algorithm listed in net.ipv4.tcp_allowed_congestion_control (net/ipv4/tcp_cong.c); allow it from the initial namespace"
+        }
+        Some(libc::EPERM) if root => {
+            ": the kernel refused this value here although this process is root (the key's handler forbids it in this namespace or for this value; see `connstorm tune rules`)"
+        }
+        Some(libc::EROFS) => {
+            ": /proc/sys is mounted read-only here (a container or a private mount namespace): set it where it is writable"
+        }
         Some(libc::EPERM) | Some(libc::EACCES) => {
             ": permission denied (run as root or with CAP_SYS_ADMIN/CAP_NET_ADMIN)"
         }
@@ -308,7 +370,7 @@ pub(crate) fn read(root: &Path, key: &Key) -> Result<String, SysctlError> {
         Err(source) => Err(SysctlError::Io {
             op: "read",
             key: key.clone(),
-            hint: hint(&source),
+            hint: hint(key, &source),
             path,
             source,
         }),
@@ -342,7 +404,7 @@ pub(crate) fn write(root: &Path, key: &Key, value: &str) -> Result<(), SysctlErr
             return Err(SysctlError::Io {
                 op: "write",
                 key: key.clone(),
-                hint: hint(&source),
+                hint: hint(key, &source),
                 path,
                 source,
             })
@@ -364,7 +426,7 @@ pub(crate) fn write(root: &Path, key: &Key, value: &str) -> Result<(), SysctlErr
     res.map_err(|error| SysctlError::Write {
         key: key.clone(),
         value: value.to_string(),
-        hint: hint(&error),
+        hint: hint(key, &error),
         path,
         error,
     })

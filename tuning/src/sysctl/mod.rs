@@ -27,7 +27,7 @@ pub use builtin::{builtin_preset, builtin_presets, named_preset, BUILTIN_PRESETS
 pub use entry::{Entry, Op, PresetError, MAX_FILE_BYTES};
 pub use import::{import_script, imported_sysctl_d, ImportLine, ImportOutcome};
 pub use io::{ProcSys, SysctlIo};
-pub use key::{normalize, Key, KeyError, Scope, SysctlError, MAX_KEY_LEN};
+pub use key::{normalize, Key, KeyError, Scope, SysctlError, WriteFailure, MAX_KEY_LEN};
 pub(crate) use key::{read, writable, write};
 pub use pattern::{fnmatch, Pattern};
 pub use preset::{read_text, CmdlineParam, Preset};

@@ -147,6 +147,18 @@ pub(crate) const LEGACY: &[Legacy] = &[
         source: "kernel commit adf0516845bc (Linux 4.9)",
     },
     Legacy {
+        old: "net.netfilter.ip_conntrack_",
+        new: Some("net.netfilter.nf_conntrack_"),
+        note: "never a kernel name: it mixes the old net.ipv4.netfilter.ip_conntrack_* spelling (removed in 4.9) with the current net.netfilter.nf_conntrack_* one",
+        source: "Documentation/networking/nf_conntrack-sysctl.rst; kernel commit adf0516845bc (Linux 4.9)",
+    },
+    Legacy {
+        old: "net.ipv4.ip_conntrack_",
+        new: Some("net.netfilter.nf_conntrack_"),
+        note: "the name of the ip_conntrack module that nf_conntrack replaced (Linux 2.6)",
+        source: "Documentation/networking/nf_conntrack-sysctl.rst (the current names)",
+    },
+    Legacy {
         old: "net.ipv4.tcp_tw_recycle",
         new: None,
         note: "removed in 4.12 (it broke clients behind NAT once 4.10 randomized timestamp offsets); for TIME_WAIT port reuse on the connecting side use net.ipv4.tcp_tw_reuse = 1 (needs tcp_timestamps), or close with RST / server-first",
@@ -249,6 +261,98 @@ pub(crate) fn status_key(key: &Key) -> Option<&'static str> {
         .iter()
         .find(|(k, _)| *k == key.as_str())
         .map(|(_, s)| *s)
+}
+
+/// What a child network namespace does with a key differently from the initial one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum NetnsRuleKind {
+    /// Only values in another key's list may be written in a child (EPERM otherwise).
+    AllowedList {
+        /// The key holding the allowed values (space-separated).
+        list: &'static str,
+        /// The key holding every value the kernel has (space-separated).
+        available: &'static str,
+    },
+    /// The file is read-only (mode 0444) in a child namespace: only the initial one may set it.
+    ReadOnlyInChild,
+    /// The value sizes network namespaces created after the write, not this one.
+    FutureNamespaces {
+        /// The read-only key that shows this namespace's own size.
+        own: &'static str,
+    },
+}
+
+/// A key that a child network namespace treats differently from the initial one.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct NetnsRule {
+    /// The key.
+    pub key: &'static str,
+    /// What the kernel does.
+    pub kind: NetnsRuleKind,
+    /// What to do about it.
+    pub fix: &'static str,
+    /// Where it is stated.
+    pub source: &'static str,
+}
+
+/// Every key connstorm knows a child network namespace treats differently. The kind is wider
+/// than the table: any `net.*` file read-only in a child namespace and writable in the
+/// initial one is read-only-in-child (the planner compares the two files' modes).
+pub(crate) const NETNS_RULES: &[NetnsRule] = &[
+    NetnsRule {
+        key: "net.ipv4.tcp_congestion_control",
+        kind: NetnsRuleKind::AllowedList {
+            list: "net.ipv4.tcp_allowed_congestion_control",
+            available: "net.ipv4.tcp_available_congestion_control",
+        },
+        fix: "run `sysctl -w net.ipv4.tcp_allowed_congestion_control=\"LIST ALGO\"` in the initial namespace (the list is read-only in a child), or make ALGO the initial namespace's default; or set it per socket with setsockopt(TCP_CONGESTION)",
+        source: "net/ipv4/tcp_cong.c tcp_set_default_congestion_control (\"Only init netns can set default to a restricted algorithm\": EPERM)",
+    },
+    NetnsRule {
+        key: "net.ipv4.tcp_allowed_congestion_control",
+        kind: NetnsRuleKind::ReadOnlyInChild,
+        fix: "set it in the initial network namespace",
+        source: "net/ipv4/sysctl_net_ipv4.c ipv4_sysctl_init_net (mode 0444 outside init_net, kernel commit 97684f0970f6)",
+    },
+    NetnsRule {
+        key: "net.netfilter.nf_conntrack_max",
+        kind: NetnsRuleKind::ReadOnlyInChild,
+        fix: "set it in the initial network namespace (it is one table for the whole host)",
+        source: "net/netfilter/nf_conntrack_standalone.c nf_conntrack_standalone_init_sysctl (\"Don't allow non-init_net ns to alter global sysctls\")",
+    },
+    NetnsRule {
+        key: "net.netfilter.nf_conntrack_buckets",
+        kind: NetnsRuleKind::ReadOnlyInChild,
+        fix: "set it in the initial network namespace",
+        source: "Documentation/networking/nf_conntrack-sysctl.rst nf_conntrack_buckets (\"only writeable in the initial net namespace\")",
+    },
+    NetnsRule {
+        key: "net.netfilter.nf_conntrack_expect_max",
+        kind: NetnsRuleKind::ReadOnlyInChild,
+        fix: "set it in the initial network namespace",
+        source: "net/netfilter/nf_conntrack_standalone.c nf_conntrack_standalone_init_sysctl",
+    },
+    NetnsRule {
+        key: "net.ipv4.tcp_child_ehash_entries",
+        kind: NetnsRuleKind::FutureNamespaces {
+            own: "net.ipv4.tcp_ehash_entries",
+        },
+        fix: "set it before creating the namespaces it is for (a container runtime's, `ip netns add`); this namespace's table keeps its size",
+        source: "Documentation/networking/ip-sysctl.rst tcp_child_ehash_entries (Linux 6.1)",
+    },
+    NetnsRule {
+        key: "net.ipv4.udp_child_hash_entries",
+        kind: NetnsRuleKind::FutureNamespaces {
+            own: "net.ipv4.udp_hash_entries",
+        },
+        fix: "set it before creating the namespaces it is for; this namespace's table keeps its size",
+        source: "Documentation/networking/ip-sysctl.rst udp_child_hash_entries (Linux 6.2)",
+    },
+];
+
+/// The child-namespace rule of `key`, if it has one.
+pub(crate) fn netns_rule(key: &Key) -> Option<&'static NetnsRule> {
+    NETNS_RULES.iter().find(|r| r.key == key.as_str())
 }
 
 /// Key prefixes whose table exists only while a module is loaded: (prefix, module, source).
@@ -418,6 +522,13 @@ pub(crate) const HARMS: &[Harm] = &[
         source: "Documentation/networking/ip-sysctl.rst tcp_sack",
     },
     Harm {
+        key: "net.ipv4.tcp_dsack",
+        when: "= 0",
+        test: |v| v == [0],
+        why: "without duplicate SACKs the sender cannot tell a needless retransmission from a lost segment, so it keeps congestion-window reductions it would otherwise undo (RFC 2883, RFC 3708); the default is 1",
+        source: "Documentation/networking/ip-sysctl.rst tcp_dsack (default 1)",
+    },
+    Harm {
         key: "net.ipv4.tcp_timestamps",
         when: "= 0",
         test: |v| v == [0],
@@ -452,6 +563,82 @@ pub(crate) const HARMS: &[Harm] = &[
         why: "a per-CPU input queue below the default 1000 drops packets in bursts (softnet_stat drops)",
         source: "Documentation/admin-guide/sysctl/net.rst netdev_max_backlog",
     },
+    Harm {
+        key: "net.netfilter.nf_conntrack_tcp_timeout_time_wait",
+        when: "< 60 s",
+        test: |v| v.first().is_some_and(|&x| x < 60),
+        why: "conntrack forgets a closed connection before TCP does: the endpoint keeps TIME_WAIT for 60 s (TCP_TIMEWAIT_LEN, include/net/tcp.h), so a retransmitted FIN or last ACK matches no entry (INVALID: dropped by rulesets that drop INVALID) and a new connection on the same 4-tuple is tracked as if the old one never existed; the default is 120 s",
+        source: "Documentation/networking/nf_conntrack-sysctl.rst nf_conntrack_tcp_timeout_time_wait (default 120)",
+    },
+    Harm {
+        key: "net.netfilter.nf_conntrack_tcp_timeout_close_wait",
+        when: "< 6 s (a tenth of the default)",
+        test: |v| v.first().is_some_and(|&x| x < 6),
+        why: "CLOSE_WAIT lasts until the application closes its end; once the entry has expired the application's FIN and the peer's last ACK match no entry (INVALID), so the close is dropped by rulesets that drop INVALID and the peer retransmits; the default is 60 s",
+        source: "Documentation/networking/nf_conntrack-sysctl.rst nf_conntrack_tcp_timeout_close_wait (default 60)",
+    },
+    Harm {
+        key: "net.netfilter.nf_conntrack_tcp_timeout_fin_wait",
+        when: "< 12 s (a tenth of the default)",
+        test: |v| v.first().is_some_and(|&x| x < 12),
+        why: "a half-closed connection loses its entry before the peer answers the FIN; its last segments match no entry (INVALID); the default is 120 s",
+        source: "Documentation/networking/nf_conntrack-sysctl.rst nf_conntrack_tcp_timeout_fin_wait (default 120)",
+    },
+    Harm {
+        key: "net.netfilter.nf_conntrack_tcp_timeout_established",
+        when: "< 43200 s (a tenth of the default)",
+        test: |v| v.first().is_some_and(|&x| x < 43200),
+        why: "an idle established connection (no keepalive, a long poll, a pooled backend connection) loses its entry after this many seconds; its next segment matches no entry (INVALID: dropped by rulesets that drop INVALID, and a NAT mapping is gone); the default is 432000 s (5 days)",
+        source: "Documentation/networking/nf_conntrack-sysctl.rst nf_conntrack_tcp_timeout_established (default 432000)",
+    },
+    Harm {
+        key: "net.netfilter.nf_conntrack_tcp_timeout_syn_sent",
+        when: "< 12 s (a tenth of the default)",
+        test: |v| v.first().is_some_and(|&x| x < 12),
+        why: "a handshake whose SYN is retransmitted (after 1 s, 3 s, 7 s, ...) loses its entry before the SYN-ACK comes; the default is 120 s",
+        source: "Documentation/networking/nf_conntrack-sysctl.rst nf_conntrack_tcp_timeout_syn_sent (default 120)",
+    },
+    Harm {
+        key: "net.netfilter.nf_conntrack_tcp_timeout_syn_recv",
+        when: "< 6 s (a tenth of the default)",
+        test: |v| v.first().is_some_and(|&x| x < 6),
+        why: "a handshake whose SYN-ACK or final ACK is retransmitted loses its entry before it completes; the default is 60 s",
+        source: "Documentation/networking/nf_conntrack-sysctl.rst nf_conntrack_tcp_timeout_syn_recv (default 60)",
+    },
+    Harm {
+        key: "net.netfilter.nf_conntrack_tcp_timeout_last_ack",
+        when: "< 3 s (a tenth of the default)",
+        test: |v| v.first().is_some_and(|&x| x < 3),
+        why: "the final ACK of a close that needed a retransmission matches no entry (INVALID); the default is 30 s",
+        source: "Documentation/networking/nf_conntrack-sysctl.rst nf_conntrack_tcp_timeout_last_ack (default 30)",
+    },
+    Harm {
+        key: "net.netfilter.nf_conntrack_generic_timeout",
+        when: "< 60 s (a tenth of the default)",
+        test: |v| v.first().is_some_and(|&x| x < 60),
+        why: "flows of protocols conntrack has no tracker for lose their entry after this many idle seconds; the default is 600 s",
+        source: "Documentation/networking/nf_conntrack-sysctl.rst nf_conntrack_generic_timeout (default 600)",
+    },
+];
+
+/// The harmful-value rules that need more than the value (the host's listeners and memory, the
+/// plan's other lines): (key, rule, source). The planner applies them (`plan::workload`).
+pub(crate) const WORKLOAD_RULES: &[(&str, &str, &str)] = &[
+    (
+        "net.ipv4.ip_local_port_range",
+        "a range that covers a port a service of this namespace listens on (read from its listening sockets) lets an outgoing connection take that port while the service is down, so it cannot bind again (EADDRINUSE); reserve the ports with net.ipv4.ip_local_reserved_ports or move the range",
+        "Documentation/networking/ip-sysctl.rst ip_local_port_range, ip_local_reserved_ports; bottlerocket-os/bottlerocket#1386",
+    ),
+    (
+        "net.ipv4.tcp_keepalive_time + tcp_keepalive_probes x tcp_keepalive_intvl",
+        "< 100 s: a peer silent for that long (a paused process, a loaded server) is declared dead and the connection reset, far below the 2 h idle time keepalive defaults to (time 7200 s, 9 probes every 75 s) and RFC 1122's 100 s before a connection is given up",
+        "Documentation/networking/ip-sysctl.rst tcp_keepalive_time, tcp_keepalive_intvl, tcp_retries2; RFC 1122 4.2.3.6",
+    ),
+    (
+        "net.core.rmem_default, wmem_default, tcp_rmem/tcp_wmem (middle)",
+        "a per-socket default buffer times the sockets the plan allows (fs.file-max) above this host's memory (MemTotal): full queues of that many sockets cannot be backed; rmem_default/wmem_default apply to every socket but TCP, which starts from tcp_rmem/tcp_wmem's middle value",
+        "Documentation/admin-guide/sysctl/net.rst rmem_default, wmem_default; Documentation/networking/ip-sysctl.rst tcp_rmem, tcp_wmem",
+    ),
 ];
 
 /// The harmful-value rules `value` of `key` triggers.
@@ -609,6 +796,27 @@ pub(crate) fn table() -> Vec<RuleRow> {
             source: s,
         });
     }
+    for r in NETNS_RULES {
+        t.push(RuleRow {
+            kind: "namespace",
+            key: r.key.to_string(),
+            rule: match r.kind {
+                NetnsRuleKind::AllowedList { list, .. } => format!(
+                    "a child network namespace may set it only to a value listed in {list} (EPERM otherwise; the plan says so before writing): {}",
+                    r.fix
+                ),
+                NetnsRuleKind::ReadOnlyInChild => format!(
+                    "read-only in a child network namespace, writable in the initial one: {}",
+                    r.fix
+                ),
+                NetnsRuleKind::FutureNamespaces { own } => format!(
+                    "sizes the network namespaces created after the write, not this one ({own} shows this one's): {}",
+                    r.fix
+                ),
+            },
+            source: r.source,
+        });
+    }
     for (p, m, s) in MODULE_KEYS {
         t.push(RuleRow {
             kind: "module",
@@ -639,6 +847,14 @@ pub(crate) fn table() -> Vec<RuleRow> {
             key: format!("{} {}", h.key, h.when),
             rule: h.why.to_string(),
             source: h.source,
+        });
+    }
+    for w in WORKLOAD_RULES {
+        t.push(RuleRow {
+            kind: "harmful",
+            key: w.0.to_string(),
+            rule: w.1.to_string(),
+            source: w.2,
         });
     }
     for n in NEEDS {

@@ -19,6 +19,7 @@ fn runtime(cmdline: &str) -> AuditRuntime {
         numa_balancing: Some(0),
         preempt_runtime: Err("EPERM".into()),
         rt_planned: false,
+        cpus: None,
     }
 }
 

@@ -8,10 +8,17 @@ use tuning::sysctl::{ProcSys, SysctlIo};
 const NETNS: CheckOptions = CheckOptions {
     netns_only: true,
     allow_decrease: false,
+    strict: false,
 };
 const NETNS_LOWER_OK: CheckOptions = CheckOptions {
     netns_only: true,
     allow_decrease: true,
+    strict: false,
+};
+const NETNS_LOWER_OK_STRICT: CheckOptions = CheckOptions {
+    netns_only: true,
+    allow_decrease: true,
+    strict: true,
 };
 use tuning::plan::Snapshot;
 use tuning::sysctl::Preset;
@@ -191,7 +198,9 @@ fn a_write_failing_midway_restores_every_value() {
             panic!("unexpected {err}")
         };
         assert_eq!(key.as_str(), "net.ipv4.ip_local_port_range");
-        assert_eq!(restored.len(), 3);
+        // The two keys written before the failing one (the failing write changed nothing:
+        // counting it as restored was the "restored 1 key(s) already changed" of issue 34).
+        assert_eq!(restored.len(), 2);
         assert!(restore_failures.is_empty());
         assert!(
             snapshot.is_none(),
@@ -202,7 +211,11 @@ fn a_write_failing_midway_restores_every_value() {
             0,
             "so `tune revert` still finds an earlier apply's snapshot"
         );
-        assert!(err.to_string().contains("restored 3 key(s)"), "{err}");
+        assert!(
+            err.to_string()
+                .contains("restored the 2 key(s) this apply had changed"),
+            "{err}"
+        );
         let after: Vec<String> = keys
             .iter()
             .map(|k| tuning::sysctl::normalize(&ns.sysctl(k)))
@@ -238,13 +251,16 @@ fn netns_mode_refuses_global_keys_and_missing_keys_block_apply() {
         let snap = Snapshot::read(rep.snapshot.as_ref().unwrap()).unwrap();
         plan::revert(&snap, &mut io, Path::new("/"), false).unwrap();
         assert_eq!(ns.sysctl("net.core.somaxconn"), before);
-        // A non-optional missing key blocks the whole apply before any write.
+        // With --strict a non-optional missing key blocks the whole apply before any write
+        // (without it the key is skipped with a warning, as systemd-sysctl does).
         let strict = Preset::parse_sysctl_conf(
             "net.core.somaxconn = 999\nnet.ipv4.tcp_tw_recycle = 1\n",
             "s.conf",
         )
         .unwrap();
         let rows = plan::check(&strict, &io, NETNS_LOWER_OK);
+        assert!(plan::Prediction::of(&rows).refusals.is_empty());
+        let rows = plan::check(&strict, &io, NETNS_LOWER_OK_STRICT);
         let err = plan::apply(&rows, &mut io, Path::new("/"), &state_dir, "t").unwrap_err();
         assert!(matches!(err, plan::ApplyError::Blocked { .. }), "{err}");
         assert!(err.to_string().contains("net.ipv4.tcp_tw_recycle"));

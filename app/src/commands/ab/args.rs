@@ -8,7 +8,7 @@ use tuning::plan::Toggle;
 use results::render::CompareFormat as Format;
 
 use crate::commands::bench;
-use crate::commands::compare::RuleArgs;
+use crate::commands::compare::{RuleArgs, ShowArgs};
 
 /// The examples after `connstorm ab --help` and in its man page.
 pub const EXAMPLES: &str = "\
@@ -18,7 +18,9 @@ Examples:
   # A scheduler feature (A on, B off), 6 trials a side of 5 s each
   connstorm ab --toggle sched-feature:TTWU_QUEUE --trials 6 --duration 5s
   # Your own commands before each side's trials (their output goes to stderr)
-  connstorm ab --a-setup 'ethtool -C eth0 rx-usecs 0' --b-setup 'ethtool -C eth0 rx-usecs 50'";
+  connstorm ab --a-setup 'ethtool -C eth0 rx-usecs 0' --b-setup 'ethtool -C eth0 rx-usecs 50'
+  # Latency phases at 20k conn/s (default: 80% of a first pair's lower peak); sides named
+  connstorm ab --toggle sysctl:net.ipv4.tcp_timestamps=1,0 --rate 20k/s --label-a ts --label-b no-ts";
 
 /// Options of `connstorm ab`.
 ///
@@ -52,6 +54,9 @@ pub struct Args {
     /// The statistics rule's options.
     #[command(flatten)]
     pub rule: RuleArgs,
+    /// Side names and table width.
+    #[command(flatten)]
+    pub show: ShowArgs,
     /// The benchmark each trial runs (`connstorm bench` options).
     #[command(flatten)]
     pub bench: bench::Args,

@@ -10,8 +10,13 @@
 //! record; the comparison uses `results::compare` (the statistics rule in `--help`: Hodges–Lehmann
 //! shift with its exact Mann–Whitney interval, at least 5 unflagged trials a side, a noise floor).
 //!
-//! Sides are named by what differs (toggle values, setup commands), and each trial's label is
-//! `[LABEL-]<side name>#<trial>` so a later `connstorm compare` names them the same way.
+//! Sides are named by `--label-a`/`--label-b` or what differs (toggle values, setup commands),
+//! and each trial's label is `[LABEL-]<side name>#<trial>` so a later `connstorm compare` names
+//! them the same way.
+//!
+//! Latency is compared at one load: every trial's latency phase, on both sides, runs at one
+//! offered rate — `--rate`, or 80% of the lower peak of a probe pair (A's closed-loop peak, then
+//! B's, each after its side's setup) run once before the trials (`latency_rate`) and printed.
 //!
 //! - [`args`]: the options ([`Args`]; each trial's benchmark is `bench`'s
 //!   [`Args`](super::bench::Args)).
@@ -44,12 +49,75 @@ impl Drop for RestoreOnDrop {
     }
 }
 
+/// The offered rate of every trial's latency phase, per second, and how it was chosen (`None`:
+/// `--rate`): `plan.rate`, else 80% of the lower closed-loop peak of a probe pair — side A's
+/// setup and a peak phase as long as a trial's, then side B's — run on fresh harnesses before
+/// the first trial. The rate is printed on stderr either way.
+///
+/// # Errors
+/// A side's setup that fails, a harness that cannot start, a probe that completed no
+/// connection (nothing to take 80% of: give `--rate`), or an interrupted probe.
+fn latency_rate(
+    plan: &crate::run::Plan,
+    sides: &Sides<'_>,
+    root: &std::path::Path,
+    setup: &crate::setup::Setup,
+    stop: &std::sync::atomic::AtomicBool,
+) -> anyhow::Result<(f64, Option<String>)> {
+    if let Some(rate) = plan.rate {
+        eprintln!(
+            "[ab] every trial's latency phase, on both sides, runs at {}/s offered (--rate)",
+            results::numfmt::exact(rate)
+        );
+        return Ok((rate, None));
+    }
+    let (duration, _, warmup) = crate::run::split_duration(plan.duration);
+    let mut peaks = Vec::new();
+    for side in [Side::A, Side::B] {
+        let name = if side == Side::A { "A" } else { "B" };
+        sides.set(root, side)?;
+        eprintln!("[ab] probe pair: side {name}'s peak, for the latency phases' one offered rate");
+        let spec = crate::setup::PhaseSpec {
+            name: "peak".into(),
+            pattern: loadgen::Pattern::Closed {
+                concurrency: crate::run::peak_concurrency(plan.concurrency, setup.load_cpus.len()),
+            },
+            duration,
+            warmup,
+        };
+        let mut harness = super::bench::start(setup.clone())?;
+        let out = harness.run_phase(&spec, stop, &mut |row| super::bench::progress(&spec, row));
+        drop(harness.finish());
+        if crate::signals::stopped(stop) {
+            bail!("interrupted during the probe pair, before the first trial");
+        }
+        let peak = out?.record.achieved_per_sec.with_context(|| {
+            format!(
+                "the probe of side {name} completed no connection: there is no peak to run the latency phases at 80% of; give --rate"
+            )
+        })?;
+        peaks.push(peak);
+    }
+    let rate = 0.8 * peaks[0].min(peaks[1]);
+    let from = format!(
+        "80% of the lower peak of a probe pair run before the trials (A {}/s, B {}/s)",
+        results::numfmt::fixed(peaks[0], 0),
+        results::numfmt::fixed(peaks[1], 0)
+    );
+    eprintln!(
+        "[ab] every trial's latency phase, on both sides, runs at {}/s offered: {from}; --rate sets it",
+        results::numfmt::fixed(rate, 0)
+    );
+    Ok((rate, Some(from)))
+}
+
 /// Runs `connstorm ab`; `build`: the binary's version and build, for the records. The trials'
 /// setup is resolved once the sides are checked.
 ///
 /// # Errors
 /// Bad options (exit 2), a failing setup command or toggle (after restoring), bench failures.
 pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
+    args.show.check()?;
     // The benchmark each trial runs; its label is the prefix of each trial's.
     let base = args.bench.trial(build);
     let rule = args.rule.options();
@@ -61,6 +129,7 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
         toggles: &args.toggles,
         a_setup: args.a_setup.as_deref(),
         b_setup: args.b_setup.as_deref(),
+        labels: (args.show.label_a.as_deref(), args.show.label_b.as_deref()),
     };
     // A fixture root (`--root`, tests) changes no host setting.
     let on_host = args.root == std::path::Path::new("/");
@@ -96,11 +165,28 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
     let mut b_records = Vec::new();
     let mut outcome: anyhow::Result<()> = Ok(());
     let mut written: Vec<String> = Vec::new();
+    let (peak, _, warmup) = crate::run::split_duration(base.plan.duration);
+    let probes = if base.plan.rate.is_some() {
+        std::time::Duration::ZERO
+    } else {
+        (peak + warmup) * 2
+    };
     let _progress = crate::progress::begin(
         "ab",
-        crate::run::planned_seconds(base.plan.duration) * (2 * args.trials),
+        crate::run::planned_seconds(base.plan.duration) * (2 * args.trials) + probes,
     );
+    let mut base = base;
+    match latency_rate(&base.plan, &sides, &args.root, &setup, &stop) {
+        Ok((rate, from)) => {
+            base.plan.rate = Some(rate);
+            base.plan.rate_from = from;
+        }
+        Err(e) => outcome = Err(e),
+    }
     'trials: for i in 1..=args.trials {
+        if outcome.is_err() {
+            break;
+        }
         for side in [Side::A, Side::B] {
             if crate::signals::stopped(&stop) {
                 break 'trials;
@@ -167,7 +253,11 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
     if !a_records.is_empty() && !b_records.is_empty() {
         let (na, nb) = (sides.name(Side::A), sides.name(Side::B));
         let c = results::analysis::compare(&a_records, &b_records, (Some(&na), Some(&nb)), &rule);
-        crate::output::out(&results::render::comparison(&c, format));
+        crate::output::out(&results::render::comparison_with(
+            &c,
+            format,
+            args.show.width(),
+        ));
     }
     outcome?;
     if !errors.is_empty() {

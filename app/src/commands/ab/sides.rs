@@ -20,6 +20,8 @@ pub struct Sides<'a> {
     pub a_setup: Option<&'a str>,
     /// Shell command run before every B trial.
     pub b_setup: Option<&'a str>,
+    /// `--label-a`, `--label-b`: the sides' names, instead of what differs.
+    pub labels: (Option<&'a str>, Option<&'a str>),
 }
 
 impl Sides<'_> {
@@ -77,11 +79,19 @@ impl Sides<'_> {
         }
     }
 
-    /// What a side is: its toggle values and setup command, e.g.
-    /// `net.ipv4.tcp_timestamps=1` or `setup: ethtool -K eth0 gro off`; `A`/`B` when nothing
-    /// names it.
+    /// What a side is called: its `--label-a`/`--label-b`; else its toggle values and setup
+    /// command, e.g. `net.ipv4.tcp_timestamps=1` or `setup: ethtool -K eth0 gro off`; `A`/`B`
+    /// when nothing names it.
     pub fn name(&self, side: Side) -> String {
         let letter = if side == Side::A { "A" } else { "B" };
+        let label = if side == Side::A {
+            self.labels.0
+        } else {
+            self.labels.1
+        };
+        if let Some(l) = label.filter(|l| !l.is_empty()) {
+            return l.to_string();
+        }
         let raw = |side: Side| {
             let mut parts: Vec<String> = self.toggles.iter().map(|t| t.describe(side)).collect();
             if let Some(c) = self.setup(side) {
@@ -242,6 +252,7 @@ mod tests {
             toggles: &[],
             a_setup: Some(&a),
             b_setup: Some(&b),
+            labels: (None, None),
         };
         let (la, lb) = (
             s.trial_label("run", Side::A, 12),
@@ -267,6 +278,7 @@ mod tests {
             toggles: &[],
             a_setup: Some("true"),
             b_setup: Some("false"),
+            labels: (None, None),
         };
         assert_eq!(short.trial_label("x", Side::A, 1), "x-setup: true#1");
     }
@@ -278,6 +290,7 @@ mod tests {
             toggles: &toggles,
             a_setup: None,
             b_setup: Some("true"),
+            labels: (None, None),
         };
         assert_eq!(s.name(Side::A), "net.ipv4.tcp_timestamps=1");
         assert_eq!(s.name(Side::B), "net.ipv4.tcp_timestamps=0, setup: true");
@@ -289,6 +302,7 @@ mod tests {
             toggles: &[],
             a_setup: Some("a"),
             b_setup: None,
+            labels: (None, None),
         };
         assert_eq!(bare.name(Side::B), "B");
         assert_eq!(bare.trial_label("", Side::B, 1), "B#1");
@@ -297,13 +311,22 @@ mod tests {
             toggles: &[],
             a_setup: Some("true"),
             b_setup: Some("true"),
+            labels: (None, None),
         };
         assert_eq!(same.name(Side::A), "A (setup: true)");
+        // --label-a/--label-b name the sides (and their trials) instead.
+        let named = Sides {
+            labels: (Some("rx-usecs-0"), Some("rx-usecs-50")),
+            ..same
+        };
+        assert_eq!(named.name(Side::B), "rx-usecs-50");
+        assert_eq!(named.trial_label("run", Side::A, 2), "run-rx-usecs-0#2");
         assert_eq!(same.name(Side::B), "B (setup: true)");
         let none = Sides {
             toggles: &[],
             a_setup: None,
             b_setup: None,
+            labels: (None, None),
         };
         assert!(none
             .check(false, false)
@@ -328,6 +351,7 @@ mod tests {
                 toggles: &one,
                 a_setup: None,
                 b_setup: None,
+                labels: (None, None),
             };
             let e = g.check(false, true).unwrap_err().0;
             assert!(e.contains("host-wide setting"), "{e}");

@@ -167,11 +167,11 @@ Examples:
   connstorm bench --server-cpus 0-1 --load-cpus 2-3 --duration 30s --baseline
   # An external server (a gateway) over TLS: load side only, latency phase at 20k conn/s
   connstorm bench --target 192.0.2.10:443 --tls --rate 20k/s
-  # Server and load in two network namespaces with 1 ms RTT between them (needs root)
-  connstorm bench --netns --rtt 1ms";
+  # A neper test (tcp_crr) in two network namespaces, with the kernel profile of its peak
+  connstorm bench --netns --like 'tcp_crr -T 8 -F 1000' --profile";
 
 /// The `connstorm bench` command line: the benchmark's options (shared with `ab`) and
-/// `bench`'s own `--metrics`.
+/// `bench`'s own `--metrics`, `--profile` and `--like`.
 #[derive(Debug, Clone, clap::Args)]
 #[command(after_help = EXAMPLES)]
 pub struct Command {
@@ -181,6 +181,21 @@ pub struct Command {
     /// Prometheus `/metrics`.
     #[command(flatten)]
     pub metrics: MetricsArgs,
+    /// The kernel profile of the peak phase.
+    #[command(flatten)]
+    pub profile: crate::profile::ProfileArgs,
+    /// With --profile: also measure what the profile costs, in PAIRS off/on pairs of 2 s
+    /// closed-loop slices (ABBA order, 1..=100; 6 give a 95% interval) on the same server
+    /// after the phases; prints the median change of conn/s and CPU per connection. Without
+    /// it, the cost measured in docs/kernel-profile.md is printed.
+    #[arg(long, value_name = "PAIRS", requires = "profile",
+          value_parser = clap::value_parser!(u64).range(1..=100))]
+    pub profile_overhead: Option<u64>,
+    /// Reproduce a neper test: `tcp_crr -T THREADS -F FLOWS [-l SECS]` becomes --concurrency
+    /// FLOWS, --close fin, --mode hold, at most THREADS load workers and a SECS-second peak
+    /// phase (docs/neper.md: the mapping and what differs).
+    #[arg(long, value_name = "NEPER", conflicts_with_all = ["concurrency", "close", "mode", "duration", "target"])]
+    pub like: Option<String>,
 }
 
 /// `--rtt`: a duration netem can add ([`tuning::host::check_rtt`]), refused when parsed.
@@ -192,7 +207,7 @@ fn parse_rtt(s: &str) -> Result<Duration, String> {
 
 /// `--label`: at most [`results::record::MAX_LABEL_BYTES`] bytes (reports print it in every
 /// table and plot, and records with a longer one are refused when read).
-fn parse_label(s: &str) -> Result<String, String> {
+pub(crate) fn parse_label(s: &str) -> Result<String, String> {
     let max = results::record::MAX_LABEL_BYTES;
     if let Some(c) = s.chars().find(|c| c.is_control()) {
         return Err(format!(

@@ -11,6 +11,8 @@
 //!   trial; `sweep` starts its harness with [`start`] and shows its seconds with [`progress`].
 
 pub mod args;
+pub mod neper;
+mod overhead;
 pub mod prometheus;
 pub mod resolve;
 pub mod summary;
@@ -42,6 +44,9 @@ pub struct Trial {
     pub out: PathBuf,
     /// The binary's version and build, for the record.
     pub build: (Build, BuildInfo),
+    /// `--profile-overhead PAIRS`: the paired on/off check of the profile's cost, run on the
+    /// server after the phases (needs `plan.profile`).
+    pub profile_overhead: Option<usize>,
 }
 
 /// The `/metrics` endpoint of a `bench` run and its metrics ([`prometheus`]).
@@ -122,6 +127,18 @@ pub fn execute(
             &mut on_event,
         )?;
     }
+    if let (Some(pairs), Some(settings)) = (t.profile_overhead, t.plan.profile) {
+        if !trial.record.run.interrupted && trial.result.is_ok() {
+            overhead::overhead(
+                &mut trial,
+                settings,
+                pairs,
+                t.plan.concurrency,
+                stop,
+                &mut note,
+            )?;
+        }
+    }
     let written = trial.write(&t.out, stop);
     if let Some((_, m)) = live {
         m.finish();
@@ -136,12 +153,30 @@ pub fn execute(
 /// Bad options (exit 2), server, load or namespace failures, an unusable `--metrics`, record
 /// write failures.
 pub fn run(cmd: Command, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
-    let args = cmd.args;
+    let mut args = cmd.args;
     // Every input is checked before a record, a namespace or a server exists.
+    let like = cmd.like.as_deref().map(neper::parse).transpose()?;
+    if let Some(l) = &like {
+        args.setup.concurrency = Some(l.flows);
+        args.setup.close = loadgen::CloseMode::Fin;
+        args.setup.mode = Some(server::Mode::Hold);
+        args.duration = l.duration();
+    }
+    let profile = cmd.profile.check()?;
     resolve::validate(&args)?;
-    let setup = args.setup.resolve()?;
+    let mut setup = args.setup.resolve()?;
+    if let Some(l) = &like {
+        let threads = l.threads as usize;
+        if setup.load_cpus.len() > threads {
+            setup.load_cpus.truncate(threads);
+        }
+        note(&l.describe(setup.load_cpus.len()));
+    }
     let json = args.format == Format::Json;
-    let t = &args.trial(build);
+    let mut trial = args.trial(build);
+    trial.plan.profile = profile;
+    trial.profile_overhead = cmd.profile_overhead.map(|n| n as usize);
+    let t = &trial;
     let metrics = &cmd.metrics;
     let endpoint = super::metrics::start(metrics, "bench")?;
     let bench_metrics = endpoint.as_ref().map(prometheus::BenchMetrics::new);
@@ -156,6 +191,22 @@ pub fn run(cmd: Command, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
         crate::output::note(&format!("record: {}", path.display()));
     } else {
         crate::output::out(&summary::render(&record, Some(&path)));
+    }
+    if profile.is_some() {
+        // With --format json the record on stdout holds the profile; the text goes to stderr.
+        let show = |text: &str| {
+            if json {
+                crate::output::note(text.trim_end());
+            } else {
+                crate::output::out(text);
+            }
+        };
+        for p in &record.phases {
+            if let Some(prof) = &p.profile {
+                show(&results::render::profile_text(&p.name, prof));
+            }
+        }
+        show(&format!("{}\n", crate::profile::overhead_summary(&record)));
     }
     super::metrics::end(endpoint, metrics);
     result?;

@@ -102,9 +102,11 @@ impl Args {
         Plan {
             duration: self.duration,
             rate: self.rate,
+            rate_from: None,
             concurrency: self.setup.concurrency,
             baseline: self.baseline,
             label: self.setup.label.clone(),
+            profile: None,
         }
     }
 
@@ -120,6 +122,7 @@ impl Args {
             },
             out: self.setup.out.clone(),
             build,
+            profile_overhead: None,
         }
     }
 }

@@ -28,13 +28,14 @@ pub fn render(r: &results::RunRecord, record_path: Option<&std::path::Path>) -> 
 }
 
 /// A progress line for one second of a phase: `[phase] ` and the one per-second line
-/// ([`loadgen::render::second_line`]), or `None` for a drain second after the phase's end (it
-/// only holds completions of attempts started before).
+/// ([`loadgen::render::second_line`]), or `None` for a drain second after the phase's end that
+/// holds nothing (no completion, failure or drop).
 pub fn progress_line(spec: &crate::setup::PhaseSpec, row: &loadgen::TimelineRow) -> Option<String> {
-    // A drain second with drops settled at the end (starts due in the phase that the generator
-    // never made) is printed: without it the lines would show "dropped 0/s" throughout while
-    // the phase total counts thousands.
-    if row.is_drain() && row.dropped == 0 {
+    // Every drain second that holds a count is printed: completions of attempts started in the
+    // phase, failures, and drops settled at the end (starts due in the phase that the generator
+    // never made). Without them the lines do not add up to the phase's summary (issue 35: the
+    // last completions were in no line; "dropped 0/s" throughout beside thousands in the total).
+    if row.is_drain() && row.successes == 0 && row.failures == 0 && row.dropped == 0 {
         return None;
     }
     Some(format!(
@@ -68,8 +69,40 @@ mod tests {
         }
     }
 
+    /// Issue 35 item 4: the rows `bench` prints add up to the phase's summary. Three whole
+    /// seconds end at 60,266 completions; the 534 that completed in the drain after the phase
+    /// were in no line (drain seconds without drops were skipped), beside a summary of 60,800.
     #[test]
-    fn progress_line_names_the_phase_and_skips_drain_seconds() {
+    fn the_printed_rows_add_up_to_the_summary() {
+        let spec = crate::setup::PhaseSpec {
+            name: "peak".into(),
+            pattern: loadgen::Pattern::Closed { concurrency: 64 },
+            duration: std::time::Duration::from_secs(3),
+            warmup: std::time::Duration::ZERO,
+        };
+        let mut rows = vec![
+            row(1, 20_000, 20_000, 20_000),
+            row(2, 20_000, 20_000, 20_000),
+            row(3, 20_266, 20_266, 20_266),
+        ];
+        let mut drain = row(4, 0, 0, 534);
+        drain.length_secs = 0.0;
+        rows.push(drain);
+        let mut empty = row(5, 0, 0, 0);
+        empty.length_secs = 0.0;
+        rows.push(empty);
+        let printed: u64 = rows
+            .iter()
+            .filter(|r| progress_line(&spec, r).is_some())
+            .map(|r| r.successes)
+            .sum();
+        assert_eq!(printed, 60_800);
+        let last = progress_line(&spec, &rows[3]).unwrap();
+        assert!(last.contains("534 completed"), "{last}");
+    }
+
+    #[test]
+    fn progress_line_names_the_phase_and_prints_every_drain_second_that_holds_a_count() {
         use std::time::Duration;
         let spec = crate::setup::PhaseSpec {
             name: "latency".into(),
@@ -81,7 +114,14 @@ mod tests {
         assert!(l.starts_with("[latency] t=   0 s started 7/s"), "{l}");
         let mut drain = row(2, 3, 3, 3);
         drain.length_secs = 0.0;
-        assert_eq!(progress_line(&spec, &drain), None, "drain second");
+        // A drain second with completions is printed: the lines add up to the summary.
+        let l = progress_line(&spec, &drain).unwrap();
+        assert!(l.contains("drain") && l.contains("3 completed"), "{l}");
+        let empty = loadgen::TimelineRow {
+            length_secs: 0.0,
+            ..row(3, 0, 0, 0)
+        };
+        assert_eq!(progress_line(&spec, &empty), None, "empty drain second");
         // Starts the generator never made, settled at the end: the drain line shows them.
         drain.dropped = 69_006;
         let l = progress_line(&spec, &drain).unwrap();

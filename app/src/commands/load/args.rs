@@ -57,6 +57,18 @@ pub struct Args {
     /// may run on (keep the server on other CPUs when it runs on the same host).
     #[arg(long, value_parser = |s: &str| parse_cpus(s).map(CpuList))]
     pub cpus: Option<CpuList>,
+    /// How many load workers, spread round-robin over --cpus (worker w on the w-th CPU of the
+    /// list, wrapping): more workers than CPUs oversubscribes them (e.g. `--load-workers 32
+    /// --cpus 0-1`, a test of correctness at many workers on few CPUs; rates then measure the
+    /// sharing, not the host). 1 to 4,096, at least one per CPU. Default: one per CPU.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=4096))]
+    pub load_workers: Option<u16>,
+    /// Whether each load worker connects from its own disjoint slice of the ephemeral port range
+    /// (`on`: IP_LOCAL_PORT_RANGE on every socket, Linux 6.3; a kernel without it falls back to
+    /// the shared range and the report says so) or all share the whole range (`off`, as a plain
+    /// client does). Default `on`; the report's `ports:` line says what ran.
+    #[arg(long, value_enum, default_value = "on")]
+    pub port_slices: loadgen::PortSlices,
     /// How the client ends each connection: `rst` (SO_LINGER 0, no TIME_WAIT), `fin` (client
     /// closes first; TIME_WAIT on the client limits ports), `server` (wait for the server's FIN).
     #[arg(long, value_enum, default_value = "rst")]
@@ -177,6 +189,9 @@ pub struct Args {
     /// Prometheus `/metrics`.
     #[command(flatten)]
     pub metrics: MetricsArgs,
+    /// The kernel profile of the load CPUs during the measured part.
+    #[command(flatten)]
+    pub profile: crate::profile::ProfileArgs,
 }
 
 /// One `--target` item: every address its name resolves to, in the resolver's order, and the

@@ -52,10 +52,11 @@ pub(super) fn config(args: &Args, nofile: u64) -> anyhow::Result<LoadConfig> {
 /// An open loop's default in-flight bound before the descriptor limit
 /// ([`loadgen::default_max_in_flight`]).
 fn open_default_in_flight(args: &Args, rate_per_sec: f64) -> u64 {
-    let workers = args
+    let cpus = args
         .cpus
         .as_ref()
         .map_or_else(|| common::cpulist::usable().len().max(1), |c| c.0.len());
+    let workers = args.load_workers.map_or(cpus, usize::from).max(cpus);
     loadgen::default_max_in_flight(rate_per_sec, args.connect_timeout, workers) as u64
 }
 
@@ -138,6 +139,8 @@ fn config_inner(args: &Args, nofile: u64) -> anyhow::Result<LoadConfig> {
         duration: args.duration,
         warmup: args.warmup,
         cpus,
+        workers: args.load_workers.map_or(0, usize::from),
+        port_slices: args.port_slices,
         close: args.close,
         sources,
         connect_timeout: args.connect_timeout,

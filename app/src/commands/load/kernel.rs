@@ -15,12 +15,14 @@ use results::render::KernelView;
 /// handshakes (the never-accepted ones reclassified in `report`), the listener's accept queue
 /// after the settle ([`super::accept_queue::settle`]; `hurry`: a second signal ends it; what is
 /// left of this run is reclassified too), and the diagnosis with this namespace's settings and
-/// the listener's backlog. Call it on a thread in the targets' namespace.
+/// the listener's backlog. `time_wait_before`: the ports toward the targets that TIME_WAIT
+/// sockets from before the run held and the run could not reuse (the pre-flight's count; the
+/// diagnosis names them when ports ran out). Call it on a thread in the targets' namespace.
 pub fn kernel_view(
     cfg: &LoadConfig,
     report: &mut LoadReport,
-    before: &tuning::counters::Snapshot,
-    now: &tuning::counters::Snapshot,
+    (before, now): (&tuning::counters::Snapshot, &tuning::counters::Snapshot),
+    time_wait_before: Option<u64>,
     hurry: &dyn Fn() -> bool,
 ) -> KernelView {
     let delta = now.delta(before).to_map();
@@ -60,6 +62,9 @@ pub fn kernel_view(
         tuning::counters::read_settings(Path::new(tuning::counters::DEFAULT_SYS_DIR));
     if let Some(s) = settled {
         settings.insert("listen_backlog".into(), s.after.backlog);
+    }
+    if let Some(held) = time_wait_before.filter(|&h| h > 0) {
+        settings.insert("time_wait_before_run".into(), held as i64);
     }
     // This run's connections the server application never took, whatever class the client
     // counted them under (with `--http` their exchange failed: no answer came).

@@ -49,6 +49,8 @@ use warnings::{fd_cap_warning, late_start_warning, port_budget_warning, short_ti
 /// 1): the workers cannot start, the record or stdout cannot be written.
 pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
     let command_start = SystemTime::now();
+    // Refused before anything is created when this process may not profile.
+    let profile = args.profile.check()?;
     let nofile = loadgen::rlimit::raise_nofile_limit().context("raising the open-file limit")?;
     let whole = config::config(&args, nofile)?;
     let fd_capped_in_flight = config::fd_capped_in_flight(&args, nofile);
@@ -94,6 +96,20 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
             "connstorm load: warning: cannot read ip_local_port_range ({e}); no port-budget check"
         ),
     }
+    // Ports still in TIME_WAIT toward the targets from an earlier run count against this one.
+    let time_wait_before =
+        match warnings::time_wait_warnings(&cfg, &tuning::sysctl::ProcSys { root: "/".into() }) {
+            Ok((lines, held)) => {
+                for w in &lines {
+                    eprintln!("connstorm load: warning: {w}");
+                }
+                Some((lines, held))
+            }
+            Err(e) => {
+                eprintln!("connstorm load: warning: {e}; no TIME_WAIT check");
+                None
+            }
+        };
     eprintln!("connstorm load: {}", loadgen::render::plan_line(&cfg));
     if let Some(cap) = fd_capped_in_flight {
         eprintln!("connstorm load: warning: {}", fd_cap_warning(cap));
@@ -125,6 +141,13 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
             never_started = Some(t);
         }
     }
+    // The profile starts when the measured part begins: after --start-at and the warm-up.
+    let armed = profile.filter(|_| never_started.is_none()).map(|p| {
+        let until_start = planned
+            .and_then(|t| t.duration_since(SystemTime::now()).ok())
+            .unwrap_or_default();
+        crate::profile::Armed::arm(p.config(&[("load", &cfg.cpus)]), until_start + cfg.warmup)
+    });
     let (mut report, real_start) = match never_started {
         // Interrupted while waiting for --start-at: nothing ran, and the report and record say so.
         Some(_) => (loadgen::never_started(&cfg), SystemTime::now()),
@@ -133,13 +156,20 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
             e => anyhow::Error::new(e).context("running the load"),
         })?,
     };
+    let profiled = armed.map(crate::profile::Armed::finish);
     drop(bar);
     if let Some(m) = &metrics {
         m.finish();
     }
     let kernel = match &before {
         Some(before) if local => read_counters().map(|now| {
-            kernel::kernel_view(&cfg, &mut report, before, &now, &crate::signals::hurry)
+            kernel::kernel_view(
+                &cfg,
+                &mut report,
+                (before, &now),
+                time_wait_before.as_ref().map(|(_, held)| *held),
+                &crate::signals::hurry,
+            )
         }),
         _ => None,
     };
@@ -172,6 +202,25 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
     {
         warnings.push(w);
     }
+    // The TIME_WAIT ports that were short before the run stay in its warnings (report,
+    // record).
+    warnings.extend(
+        time_wait_before
+            .iter()
+            .flat_map(|(lines, _)| lines.iter().cloned()),
+    );
+    let profiled = match profiled {
+        Some(Ok(Some(p))) => Some(crate::profile::to_record(&p)),
+        Some(Ok(None)) => {
+            warnings.push("no profile: the run ended before its measured part began".into());
+            None
+        }
+        Some(Err(e)) => {
+            warnings.push(format!("no profile: {e}"));
+            None
+        }
+        None => None,
+    };
     if let Some(t) = never_started {
         warnings.push(loadgen::start::never_started_warning(t, SystemTime::now()));
     } else if let Some(w) = late_start_warning(planned, real_start) {
@@ -203,6 +252,9 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
         // where the run had said "syncookies always on").
         if let (Some(k), Some(p)) = (&kernel, record.phases.first_mut()) {
             p.settings = k.settings.clone();
+        }
+        if let Some(p) = record.phases.first_mut() {
+            p.profile = profiled.clone();
         }
         let path = record
             .write_atomic(dir)
@@ -246,6 +298,18 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
             write!(out, "{summary}{kernel}")
         }
     })?;
+    if let Some(p) = &profiled {
+        let text = results::render::profile_text("the load", p);
+        if json {
+            eprint!("{text}");
+        } else {
+            crate::output::out(&text);
+        }
+        eprintln!(
+            "connstorm load: {}",
+            crate::profile::overhead_summary(&Default::default())
+        );
+    }
     metrics::end(endpoint, &args.metrics);
     Ok(exit_code(&report))
 }
@@ -281,6 +345,8 @@ mod tests {
             duration: Duration::from_secs(1),
             warmup: Duration::ZERO,
             cpus: vec![0],
+            workers: 0,
+            port_slices: loadgen::PortSlices::On,
             close: loadgen::CloseMode::Rst,
             sources: Vec::new(),
             connect_timeout: Duration::from_secs(1),

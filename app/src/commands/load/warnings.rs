@@ -60,7 +60,9 @@ pub fn late_start_warning(planned: Option<SystemTime>, real: SystemTime) -> Opti
 /// host offers ([`tuning::advice::port_shortfall`], with TIME_WAIT reuse taken into account from the
 /// settings it depends on, read from `io`: tcp_tw_reuse, tcp_timestamps, tcp_tw_reuse_delay),
 /// saying how to fix it; `None` when the ports suffice. `b` gives the run's (source, target)
-/// triples.
+/// triples. With port slices (`--port-slices on`, two or more workers) the budget is also
+/// counted per slice: the busiest worker (the most in flight, or its share of the rate) against
+/// its own slice of the range and its own sources ([`loadgen::ports::slices`]).
 ///
 /// # Errors
 /// The settings cannot be read (the message; there is then no port-budget check).
@@ -81,21 +83,158 @@ pub fn port_budget_warning(
             connections: u64::from(concurrency),
         },
     };
-    Ok(tuning::advice::port_shortfall(&e, demand).map(|w| {
-        let reuse = tuning::advice::port_reuse_remedy(&e)
+    let remedy = |e: &tuning::advice::PortEstimate, also: &str| {
+        let reuse = tuning::advice::port_reuse_remedy(e)
             .map(|r| format!(", or {r}"))
             .unwrap_or_default();
         format!(
-            "{w}; use more --source addresses (any 127.0.0.0/8 on loopback), more targets, \
-             --close rst or --close server, a wider net.ipv4.ip_local_port_range{reuse}"
+            "use more --source addresses (any 127.0.0.0/8 on loopback), more targets, \
+             --close rst or --close server, a wider net.ipv4.ip_local_port_range{also}{reuse}"
+        )
+    };
+    if let Some(w) = tuning::advice::port_shortfall(&e, demand) {
+        return Ok(Some(format!("{w}; {}", remedy(&e, ""))));
+    }
+    Ok(slice_shortfall(cfg, b, &settings, all_local).map(|(w, e)| {
+        format!(
+            "{w}; {}",
+            remedy(&e, ", fewer --load-workers, --port-slices off")
         )
     }))
+}
+
+/// The ephemeral ports toward the targets still held by TIME_WAIT sockets from before this
+/// run (sock_diag of this namespace; [`tuning::advice::time_wait_held`]), with reuse taken into
+/// account from the settings read through `io`. Returns one warning line per target whose held
+/// ports leave fewer than the run needs (none at all, or fewer than a closed loop's
+/// connections), and the held count over all targets (what the diagnosis is told: the
+/// `"time_wait_before_run"` setting). `Err`: the sockets or settings cannot be read.
+///
+/// # Errors
+/// The message (there is then no TIME_WAIT check).
+pub fn time_wait_warnings(
+    cfg: &LoadConfig,
+    io: &tuning::sysctl::ProcSys,
+) -> Result<(Vec<String>, u64), String> {
+    let settings = tuning::advice::PortSettings::read(io).map_err(|e| e.to_string())?;
+    let sockets = tuning::host::tcp_sockets(&[tuning::host::TcpState::TimeWait])
+        .map_err(|e| format!("cannot list TIME_WAIT sockets (sock_diag): {e}"))?;
+    let held = tuning::advice::time_wait_held(&sockets, &cfg.targets, &cfg.sources, &settings);
+    let need = match cfg.pattern {
+        Pattern::Closed { concurrency } => u64::from(concurrency),
+        Pattern::Open { .. } => 1,
+    };
+    let total = held.iter().map(|h| h.held - h.reusable).sum();
+    let lines = held
+        .iter()
+        .filter(|h| h.free < need.max(1) || h.free == 0)
+        .filter_map(|h| h.describe(settings.range))
+        .collect();
+    Ok((lines, total))
+}
+
+/// The port budget of the busiest worker's slice: `None` without slices or when it suffices.
+fn slice_shortfall(
+    cfg: &LoadConfig,
+    b: &loadgen::ports::PortBudget,
+    settings: &tuning::advice::PortSettings,
+    all_local: bool,
+) -> Option<(String, tuning::advice::PortEstimate)> {
+    let workers = cfg.workers();
+    if cfg.port_slices == loadgen::PortSlices::Off || workers < 2 {
+        return None;
+    }
+    let slices = loadgen::ports::slices(b.range, workers).ok()?;
+    let smallest = slices.iter().map(|&(lo, hi)| hi - lo).min()?;
+    let sliced = tuning::advice::PortSettings {
+        range: (0, u32::from(smallest)),
+        ..settings.clone()
+    };
+    // The worker's sources: a share of them when there are as many as workers, else one.
+    let sources = cfg.sources.len() as u64;
+    let worker_sources = if sources >= workers as u64 {
+        sources / workers as u64
+    } else {
+        1
+    };
+    let targets = (b.triples / sources.max(1)).max(1);
+    let e = tuning::advice::port_budget(
+        &sliced,
+        targets * worker_sources,
+        all_local,
+        cfg.close == CloseMode::Fin,
+    );
+    let demand = match cfg.pattern {
+        Pattern::Open { rate_per_sec, .. } => tuning::advice::PortDemand::Rate {
+            per_sec: rate_per_sec / workers as f64,
+        },
+        Pattern::Closed { .. } => tuning::advice::PortDemand::InFlight {
+            connections: cfg.slots_for(0) as u64,
+        },
+    };
+    let w = tuning::advice::port_shortfall(&e, demand)?;
+    Some((
+        format!(
+            "per worker: each of {workers} workers connects from its own slice of about {} ports (--port-slices on): {w}",
+            u64::from(smallest) + 1
+        ),
+        e,
+    ))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    /// Issue 33: with port slices the budget counts per slice. 66 ports in all and 66 in
+    /// flight fit the range, but 8 workers get slices of 8 ports (the last 10) and worker 0 holds
+    /// 9 connections: the busiest slice is short, and the warning says so; with slices off, or
+    /// 64 in flight (8 per worker), nothing is short.
+    #[test]
+    fn the_port_budget_counts_per_slice() {
+        let mut cfg = loadgen::LoadConfig {
+            targets: vec!["127.0.0.1:9".parse().unwrap()],
+            pattern: Pattern::Closed { concurrency: 66 },
+            duration: Duration::from_secs(1),
+            warmup: Duration::ZERO,
+            cpus: vec![0],
+            workers: 8,
+            port_slices: loadgen::PortSlices::On,
+            close: CloseMode::Rst,
+            sources: Vec::new(),
+            connect_timeout: Duration::from_secs(1),
+            expect_bytes: None,
+            max_in_flight: 66,
+            late_threshold: Duration::from_millis(1),
+            http: None,
+            tls: None,
+            engine: Default::default(),
+            pacing: Default::default(),
+            accept_stamps: None,
+        };
+        let range = (40000, 40065);
+        let b = loadgen::ports::port_budget(range, &cfg.targets, &cfg.sources, cfg.close);
+        let settings = tuning::advice::PortSettings {
+            range: (40000, 40065),
+            tw_reuse: Some(2),
+            timestamps: Some(1),
+            tw_reuse_delay_ms: None,
+        };
+        let (w, _) =
+            slice_shortfall(&cfg, &b, &settings, true).expect("the busiest slice is short");
+        assert!(
+            w.starts_with(
+                "per worker: each of 8 workers connects from its own slice of about 8 ports"
+            ),
+            "{w}"
+        );
+        cfg.port_slices = loadgen::PortSlices::Off;
+        assert!(slice_shortfall(&cfg, &b, &settings, true).is_none());
+        cfg.port_slices = loadgen::PortSlices::On;
+        cfg.pattern = Pattern::Closed { concurrency: 64 };
+        assert!(slice_shortfall(&cfg, &b, &settings, true).is_none());
+    }
 
     #[test]
     fn a_start_later_than_the_skew_bound_is_warned_about_and_one_within_it_is_not() {

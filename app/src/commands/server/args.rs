@@ -113,6 +113,9 @@ pub struct Args {
     /// Prometheus `/metrics`.
     #[command(flatten)]
     pub metrics: MetricsArgs,
+    /// The kernel profile of the server CPUs from start to stop.
+    #[command(flatten)]
+    pub profile: crate::profile::ProfileArgs,
 }
 
 /// `--http-response-bytes`: at most [`server::config::MAX_GREET_BYTES`].

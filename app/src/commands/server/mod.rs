@@ -73,6 +73,8 @@ fn tls_config(f: &Args) -> anyhow::Result<server::tls::TlsServer> {
 /// # Errors
 /// Bad input (exit 2, see the module docs) or a run-time fault (exit 1).
 pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
+    // Refused before any listener exists when this process may not profile.
+    let profile = args.profile.check()?;
     let mode = match (args.mode, args.http_response_bytes) {
         (Mode::Http { .. }, Some(body_bytes)) => Mode::Http { body_bytes },
         (m, None) => m,
@@ -106,6 +108,17 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
     // Bound before the server: an address in use is bad input before any listener exists.
     let endpoint = metrics::start(&args.metrics, "server")?;
     let srv = Server::start(cfg).map_err(|e| {
+        if let server::ServerError::AddrInUse { addr } = &e {
+            // Who holds the port: a listener, or a connection whose local port it is (an
+            // outgoing one given a port from the ephemeral range).
+            let io = tuning::sysctl::ProcSys { root: "/".into() };
+            if let Some(why) = tuning::advice::PortHolders::read(*addr, &io)
+                .ok()
+                .and_then(|h| tuning::advice::port_in_use(*addr, &h))
+            {
+                return crate::bad_input(why);
+            }
+        }
         if e.is_bad_input() {
             crate::bad_input(e.to_string())
         } else {
@@ -142,17 +155,34 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
     let counters_before = args.out.as_ref().and_then(|_| {
         crate::record::counters(&mut |w| eprintln!("connstorm server: warning: {w}"))
     });
-    let interrupted = watch::watch(&srv, args.duration, &stop, &mut |l| {
+    // A server has no warm-up: the profile covers its CPUs from here to the stop.
+    let armed = profile.map(|p| {
+        crate::profile::Armed::arm(p.config(&[("server", srv.cpus())]), Default::default())
+    });
+    let watched = watch::watch(&srv, args.duration, &stop, &mut |l| {
         crate::output::note(l);
     });
+    let profiled = armed.map(crate::profile::Armed::finish);
     let mut report = srv.stop();
-    report.interrupted = interrupted;
+    let profiled = match profiled {
+        Some(Ok(Some(p))) => Some(crate::profile::to_record(&p)),
+        Some(Ok(None)) => None,
+        Some(Err(e)) => {
+            eprintln!("connstorm server: warning: no profile: {e}");
+            None
+        }
+        None => None,
+    };
+    report.interrupted = watched.stopped;
+    if let Some(l) = watch::closing_line(&watched, watched.started.elapsed(), report.accepted()) {
+        crate::output::note(&l);
+    }
     if let Some(m) = &metrics {
         m.finish();
     }
     if let Some(dir) = &args.out {
         let counters = crate::record::delta_since(counters_before.as_ref());
-        let path = record::record(
+        let mut rec = record::record(
             &report,
             started_wall,
             counters,
@@ -163,9 +193,13 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
             args.tls.then_some(args.tls_resume == OnOff::On),
             &build.0,
             build.1,
-        )
-        .write_atomic(dir)
-        .context("writing the server record (--out)")?;
+        );
+        if let Some(p) = rec.phases.first_mut() {
+            p.profile = profiled.clone();
+        }
+        let path = rec
+            .write_atomic(dir)
+            .context("writing the server record (--out)")?;
         eprintln!("connstorm server: record written to {}", path.display());
     }
     super::write_report("writing the server report to stdout failed", |out| {
@@ -176,6 +210,14 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
             write!(out, "{}", ReportText(&report))
         }
     })?;
+    if let Some(p) = &profiled {
+        let text = results::render::profile_text("the server", p);
+        if args.format == Format::Json {
+            eprint!("{text}");
+        } else {
+            crate::output::out(&text);
+        }
+    }
     metrics::end(endpoint, &args.metrics);
     Ok(0)
 }

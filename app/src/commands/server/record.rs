@@ -92,6 +92,7 @@ pub fn record(
                 .map(|w| rec::WorkerAccepts {
                     cpu: w.cpu,
                     accepted: w.accepted,
+                    cpu_run_ns: Some(w.cpu_run_ns),
                 })
                 .collect(),
             accept_errors: report.errors(),

@@ -13,10 +13,12 @@ pub const EXAMPLES: &str = "\
 Examples:
   # Ten steps from 10% to 150% of the probed peak; the knee is where handshake p99 < 1 ms
   connstorm sweep
+  # Server on CPUs 0-1, load on 2-7, an HTTP request per connection, SLO on the response
+  connstorm sweep --server-cpus 0-1 --load-cpus 2-7 --http --slo 'response p99<1ms'
   # 20 steps from 50% to 120%, SLO p99.9 <= 500 us with at most 0.01% failed attempts
   connstorm sweep --from 50% --to 120% --steps 20 --slo 'p99.9<=500us' --max-errors 0.01%
   # A gateway's knee, one HTTP request per connection (load side only)
-  connstorm sweep --target 192.0.2.10:80 --http --slo 'p99<5ms'";
+  connstorm sweep --target 192.0.2.10:80 --http --slo 'response p99<5ms'";
 
 /// Options of `connstorm sweep`.
 #[derive(Debug, Clone, clap::Args)]
@@ -31,7 +33,10 @@ pub struct Args {
     /// Number of steps from --from to --to (evenly spaced), 1 to 1000.
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=1000))]
     pub steps: u64,
-    /// Latency SLO on the handshake latency, e.g. `p99<1ms`, `p99.9<=500us`.
+    /// Latency SLO: `[LATENCY] pQ<BOUND`, e.g. `p99<1ms`, `p99.9<=500us`, `response p99<1ms`.
+    /// LATENCY: handshake (the default), service, response (--http), first-byte (--http or
+    /// --mode greet), tls-handshake (--tls), accept-queue-wait (refused: not recorded by this
+    /// build yet). The table's column names it.
     #[arg(long, default_value = "p99<1ms")]
     pub slo: String,
     /// Largest share of failed attempts a step may have and still count.

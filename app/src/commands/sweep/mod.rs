@@ -6,11 +6,15 @@
 //!
 //! - [`args`]: the options ([`Args`]; where and how to run is `bench`'s
 //!   [`SetupArgs`](super::bench::SetupArgs)).
-//! - [`run`] (here): the options checked, the harness started, the record written and the
-//!   table printed; [`phases`]: the probe and the steps on the harness.
+//! - [`run`] (here): the options checked (the SLO's latency against what the run measures),
+//!   the harness started where [`placement`] says, the record written and the table printed;
+//!   [`phases`]: the probe and the steps on the harness.
+//! - [`placement`]: server and load CPUs so that the server, not the generator, reaches its
+//!   limit first where the CPUs allow; after a load-limited probe the CPUs may move once.
 
 pub mod args;
 pub mod phases;
+pub mod placement;
 
 pub use args::Args;
 
@@ -27,12 +31,45 @@ use crate::record::Build;
 use crate::setup::PhaseSpec;
 use phases::Steps;
 
+/// Refuses, before anything runs, an SLO on a latency this run would not measure: `response`
+/// without `--http`, `tls-handshake` without `--tls`, `first-byte` without `--http` or a
+/// greeting server, and the accept-queue wait, which this build does not record.
+///
+/// # Errors
+/// Bad input (exit 2) naming the latency and what records it.
+fn check_slo_latency(slo: &Slo, setup: &super::bench::SetupArgs) -> anyhow::Result<()> {
+    use sweep::SloLatency as L;
+    let greets = matches!(setup.mode, Some(server::Mode::Greet { .. }));
+    let measured = match slo.latency {
+        L::Handshake | L::Service => true,
+        L::Response => setup.http,
+        L::FirstByte => setup.http || greets,
+        L::TlsHandshake => setup.tls,
+        L::AcceptQueueWait => false,
+    };
+    if measured {
+        return Ok(());
+    }
+    Err(bad_input(
+        sweep::SweepError::SloLatency {
+            latency: slo.latency.name().to_string(),
+            why: format!(
+                "this sweep would not record it (--slo {:?}): it is recorded with {}",
+                slo.text,
+                slo.latency.needs().unwrap_or("every run")
+            ),
+        }
+        .to_string(),
+    ))
+}
+
 /// Runs `connstorm sweep`; `build`: the binary's version and build, for the record.
 ///
 /// # Errors
 /// Bad options (exit 2), harness failures, record write failures.
 pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
     let slo = Slo::parse(&args.slo).map_err(|e| bad_input(e.to_string()))?;
+    check_slo_latency(&slo, &args.setup)?;
     let from = sweep::parse_percent(&args.from).map_err(|e| bad_input(format!("--from: {e}")))?;
     let to = sweep::parse_percent(&args.to).map_err(|e| bad_input(format!("--to: {e}")))?;
     let max_errors = sweep::parse_percent(&args.max_errors)
@@ -56,23 +93,16 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
     let setup = args.setup.resolve()?;
     let _ = server::rlimit::raise_nofile();
     let stop = crate::signals::stop_flag().context("install signal handlers")?;
-    let server_cores = setup.server_cpus.len();
-    let config = serde_json::json!({
-        "from": st.from, "to": st.to, "steps": st.count, "slo": args.slo, "max_errors": max_errors,
-        "step_secs": st.duration.as_secs_f64(), "probe_secs": args.probe_duration.as_secs_f64(),
-        "warmup_secs": st.warmup.as_secs_f64(), "setup": setup,
-    });
+    let given = placement::Given {
+        lists: args.setup.server_cpus.is_some() || args.setup.load_cpus.is_some(),
+        whole_machine: args.setup.whole_machine,
+    };
     let started = Instant::now();
     let _progress = crate::progress::begin(
         "sweep",
         args.probe_duration + st.warmup + (st.duration + st.warmup).mul_f64(st.count as f64),
     );
-    let load_cpus = setup.load_cpus.len();
-    let mut harness = super::bench::start(setup)?;
-    let mut record =
-        crate::record::new_record("sweep", &args.setup.label, config, &harness, &build.0);
-    record.build = build.1;
-    let probe = PhaseSpec {
+    let probe = |load_cpus: usize| PhaseSpec {
         name: "peak".into(),
         pattern: loadgen::Pattern::Closed {
             concurrency: crate::run::peak_concurrency(args.setup.concurrency, load_cpus),
@@ -80,10 +110,49 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
         duration: args.probe_duration,
         warmup: st.warmup,
     };
+    let cpus = placement::Cpus::of(&setup, given);
+    let mut where_ = placement::initial(&cpus);
+    super::bench::note(&format!("placement: {where_}"));
+    let mut harness = super::bench::start(setup)?;
+    // The probe; where the CPUs are ours to choose and the load side limited it, CPUs move to
+    // the load (once) and the sweep probes again there. Otherwise it is the sweep's probe.
+    let spec = probe(cpus.load.len());
+    let out = harness.run_phase(&spec, &stop, &mut |row| super::bench::progress(&spec, row));
+    let mut probed = None;
+    match out
+        .as_ref()
+        .ok()
+        .map(|o| placement::after_probe(&cpus, &o.record))
+    {
+        Some((Some(m), _)) if !crate::signals::stopped(&stop) => {
+            super::bench::note(&format!("placement: {}", m.note));
+            let mut moved = harness.setup().clone();
+            (moved.server_cpus, moved.load_cpus) = (m.server, m.load);
+            drop(harness.finish());
+            harness = super::bench::start(moved)?;
+            where_ = m.note;
+        }
+        judged => {
+            if let Some((_, Some(note))) = judged {
+                where_ = note;
+            }
+            probed = Some(out);
+        }
+    }
+    let server_cores = harness.setup().server_cpus.len();
+    let load_cpus = harness.setup().load_cpus.len();
+    let config = serde_json::json!({
+        "from": st.from, "to": st.to, "steps": st.count, "slo": args.slo, "max_errors": max_errors,
+        "step_secs": st.duration.as_secs_f64(), "probe_secs": args.probe_duration.as_secs_f64(),
+        "warmup_secs": st.warmup.as_secs_f64(), "setup": harness.setup(), "placement": where_,
+    });
+    let mut record =
+        crate::record::new_record("sweep", &args.setup.label, config, &harness, &build.0);
+    record.build = build.1;
     let outcome = phases::run(
         &mut harness,
         &mut record,
-        &probe,
+        (&probe(load_cpus), probed),
         st,
         &stop,
         &mut super::bench::progress,
@@ -94,9 +163,9 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
     let path = record
         .write_atomic(&args.setup.out)
         .with_context(|| format!("write the run record under {}", args.setup.out.display()))?;
-    let quantile = slo.quantile;
+    let (latency, quantile) = (slo.latency, slo.quantile);
     let criteria = Criteria::new(slo, max_errors);
-    let steps = sweep::steps_from_record(&record, quantile);
+    let steps = sweep::steps_from_record(&record, latency, quantile);
     let knee = sweep::knee(&steps, &criteria, server_cores);
     if args.format == Format::Json {
         crate::output::out(&format!("{}\n", record.to_json()));

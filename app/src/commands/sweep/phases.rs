@@ -14,6 +14,7 @@ use results::RunRecord;
 
 use crate::harness::Harness;
 use crate::limits::MAX_RATE_PER_SEC;
+use crate::phase::PhaseOutcome;
 use crate::setup::PhaseSpec;
 
 /// The steps of a sweep: `steps` offered rates from `from` to `to` of the probed peak (shares,
@@ -122,7 +123,8 @@ enum Refusal {
     Step(anyhow::Error),
 }
 
-/// Runs `probe`, then the steps at the rates of [`Steps`] (phases `step-1`, …), on `harness`,
+/// Runs `probe` (unless `probed` holds its outcome already: the placement's probe on the same
+/// harness), then the steps at the rates of [`Steps`] (phases `step-1`, …), on `harness`,
 /// pushing every phase and its warnings into `record`. Every step is checked right after the
 /// probe, before the first runs (`Steps::phases`). A set `stop` ends the sweep before the next
 /// step; rates that cannot be made of the probed peak (e.g. a peak of 0) leave a warning `no
@@ -135,13 +137,21 @@ enum Refusal {
 pub fn run(
     harness: &mut Harness,
     record: &mut RunRecord,
-    probe: &PhaseSpec,
+    (probe, probed): (&PhaseSpec, Option<anyhow::Result<PhaseOutcome>>),
     steps: &Steps,
     stop: &AtomicBool,
     on_second: &mut dyn FnMut(&PhaseSpec, &loadgen::TimelineRow),
 ) -> anyhow::Result<()> {
     let mut ran = 0;
-    let outcome = run_steps(harness, record, probe, steps, stop, on_second, &mut ran);
+    let outcome = run_steps(
+        harness,
+        record,
+        (probe, probed),
+        steps,
+        stop,
+        on_second,
+        &mut ran,
+    );
     if let Err(e) = &outcome {
         record.warnings.push(format!(
             "sweep incomplete: {ran} of {} step(s) ran: {e:#}",
@@ -154,13 +164,16 @@ pub fn run(
 fn run_steps(
     harness: &mut Harness,
     record: &mut RunRecord,
-    probe: &PhaseSpec,
+    (probe, probed): (&PhaseSpec, Option<anyhow::Result<PhaseOutcome>>),
     steps: &Steps,
     stop: &AtomicBool,
     on_second: &mut dyn FnMut(&PhaseSpec, &loadgen::TimelineRow),
     ran: &mut usize,
 ) -> anyhow::Result<()> {
-    let out = harness.run_phase(probe, stop, &mut |row| on_second(probe, row))?;
+    let out = match probed {
+        Some(out) => out?,
+        None => harness.run_phase(probe, stop, &mut |row| on_second(probe, row))?,
+    };
     let peak = out.record.achieved_per_sec;
     record.phases.push(out.record);
     record.warnings.extend(out.warnings);

@@ -67,9 +67,12 @@ pub enum Command {
     /// Print the plan for a preset; with --yes save a snapshot, apply, read back.
     ///
     /// The plan says what --yes will do: which keys it writes, which it skips and why, and
-    /// what makes it refuse (a missing or read-only key, a value the kernel rejects, a lowered
-    /// limit without --allow-decrease, a global key in a child network namespace). Without
-    /// --yes a plan that --yes would refuse exits 2.
+    /// what makes it refuse. Lines are treated as systemd-sysctl treats them: a missing key
+    /// (ENOENT) is skipped with a warning and a write the kernel refuses (EPERM, EACCES, EROFS:
+    /// a status key, a value a child network namespace may not set, a read-only /proc/sys) with
+    /// a note, and the rest applies; a value the kernel rejects (EINVAL) or a lowered limit
+    /// without --allow-decrease refuses the whole plan. --strict makes every failure refuse,
+    /// except on `-` lines. Without --yes a plan that --yes would refuse exits 2.
     Apply(ApplyArgs),
     /// Restore a snapshot (default: the newest in --state-dir). Running it twice is harmless.
     Revert(RevertArgs),
@@ -94,6 +97,71 @@ pub enum Command {
     Rules,
     /// Audit the kernel config (and runtime state) for a profile.
     Kernel(KernelArgs),
+    /// Show which CPUs get server workers, load workers and housekeeping, per NUMA node and SMT
+    /// sibling set, and why: for this host, or for another one's topology snapshot (--root).
+    Placement(PlacementArgs),
+    /// Copy the CPU topology files (sysfs, /proc/cpuinfo, the NICs' NUMA nodes) into a
+    /// directory, for `tune placement --root DIR` and `scale --dry-run --root DIR` elsewhere.
+    SnapshotTopology(SnapshotTopologyArgs),
+}
+
+/// The examples after `connstorm tune placement --help` and in its man page.
+pub const PLACEMENT_EXAMPLES: &str = "\
+Examples:
+  # This host: where `--server-cpus auto --load-cpus auto` would put the workers, and why
+  connstorm tune placement
+  # A big machine's snapshot: 16 server and 32 load workers, the NIC on node 1
+  connstorm tune placement --root ./big-host --server-workers 16 --load-workers 32 --nic-node 1";
+
+/// Arguments of `connstorm tune placement`.
+#[derive(Debug, ClapArgs)]
+#[command(after_help = PLACEMENT_EXAMPLES)]
+pub struct PlacementArgs {
+    /// Server workers (default: a third of the worker CPUs, at least one).
+    #[arg(long, value_name = "N")]
+    pub server_workers: Option<usize>,
+    /// Load workers (default: the worker CPUs the server leaves).
+    #[arg(long, value_name = "N")]
+    pub load_workers: Option<usize>,
+    /// Physical cores set aside for housekeeping when no CPU is isolated.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub housekeeping_cores: usize,
+    /// Let both SMT siblings of a core run workers (after every core has one).
+    #[arg(long)]
+    pub smt: bool,
+    /// NUMA node of the NIC: its CPUs are preferred.
+    #[arg(long, value_name = "NODE", conflicts_with = "dev")]
+    pub nic_node: Option<usize>,
+    /// Network device whose NUMA node is preferred (read under --root).
+    #[arg(long, value_name = "DEV")]
+    pub dev: Option<String>,
+    /// Read the topology under this root: `/` for this host, or a directory written by
+    /// `connstorm tune snapshot-topology` on another.
+    #[arg(long, default_value = "/", value_name = "DIR")]
+    pub root: PathBuf,
+    /// Output on stdout: `text` or `json` (the placement and every CPU's role).
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: crate::commands::Format,
+}
+
+/// The examples after `connstorm tune snapshot-topology --help` and in its man page.
+pub const SNAPSHOT_TOPOLOGY_EXAMPLES: &str = "\
+Examples:
+  # On the big machine: its CPU topology into ./big-host (copy it here afterwards)
+  connstorm tune snapshot-topology --out big-host
+  # Here: that machine's placement and scale plan
+  connstorm tune placement --root big-host";
+
+/// Arguments of `connstorm tune snapshot-topology`.
+#[derive(Debug, ClapArgs)]
+#[command(after_help = SNAPSHOT_TOPOLOGY_EXAMPLES)]
+pub struct SnapshotTopologyArgs {
+    /// A new (or empty) directory for the copy.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Read the host under this root (for fixture trees).
+    #[arg(long, default_value = "/", hide = true)]
+    pub root: PathBuf,
 }
 
 /// `--as` values.
@@ -170,6 +238,11 @@ pub struct ApplyArgs {
     /// Allow lowering a limit (somaxconn, tcp_max_syn_backlog, ...) below its current value.
     #[arg(long)]
     pub allow_decrease: bool,
+    /// Make every write that would fail an error, as `systemd-sysctl --strict`: a missing key
+    /// (ENOENT) and a refused write (EPERM, EACCES, EROFS) refuse the plan instead of being
+    /// skipped; lines with a `-` prefix are still skipped.
+    #[arg(long)]
+    pub strict: bool,
 }
 
 /// The examples after `connstorm tune revert --help` and in its man page.

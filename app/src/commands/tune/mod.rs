@@ -1,5 +1,6 @@
 //! `connstorm tune`: check, apply, revert and export sysctl presets and sysctl.d files; import
-//! shell scripts; IRQ plans; kernel audit; the doctor summary; the rule table.
+//! shell scripts; IRQ plans; kernel audit; the doctor summary; the rule table; the CPU
+//! placement and topology snapshots of other hosts.
 //!
 //! - [`args`]: the options of every `tune` subcommand ([`Command`]).
 //! - [`run`](mod@run): what each subcommand does once parsed: it reads its source
@@ -23,6 +24,8 @@ pub fn run(cmd: Command) -> anyhow::Result<i32> {
         Command::Export(a) => run::export(&a),
         Command::Irq(a) => run::irq(&a),
         Command::Kernel(a) => run::kernel(&a),
+        Command::Placement(a) => run::placement(&a),
+        Command::SnapshotTopology(a) => run::snapshot_topology(&a),
         Command::Import(a) => run::import(&a),
         Command::Presets => run::presets(),
         Command::Rules => run::rules(),

@@ -15,8 +15,8 @@ use tuning::sysctl::Preset;
 use tuning::sysctl::ProcSys;
 
 use super::args::{
-    ApplyArgs, CheckArgs, ExportArgs, ExportFormat, ImportArgs, IrqArgs, KernelArgs, RevertArgs,
-    Source,
+    ApplyArgs, CheckArgs, ExportArgs, ExportFormat, ImportArgs, IrqArgs, KernelArgs, PlacementArgs,
+    RevertArgs, SnapshotTopologyArgs, Source,
 };
 use crate::bad_input;
 use crate::commands::Format;
@@ -79,10 +79,11 @@ impl Source {
 
 /// Writes `text` to stdout.
 fn out(text: &str) -> anyhow::Result<()> {
+    // With context: a full stdout said only "No space left on device (os error 28)".
     let mut o = std::io::stdout().lock();
-    o.write_all(text.as_bytes())?;
-    o.flush()?;
-    Ok(())
+    o.write_all(text.as_bytes())
+        .and_then(|()| o.flush())
+        .context("cannot write to stdout")
 }
 
 /// `tune presets`.
@@ -130,8 +131,11 @@ pub fn check(a: &CheckArgs) -> anyhow::Result<i32> {
     let c = checked(
         &preset,
         &io,
-        !tuning::host::in_initial_netns(),
-        allow_decrease,
+        CheckOptions {
+            netns_only: !tuning::host::in_initial_netns(),
+            allow_decrease,
+            strict: false,
+        },
     );
     out(&if json {
         let v = render::check_json(&preset, &c);
@@ -144,15 +148,8 @@ pub fn check(a: &CheckArgs) -> anyhow::Result<i32> {
 }
 
 /// `preset` checked against the host `io` reads, as `check` and `apply` both need it.
-fn checked(preset: &Preset, io: &ProcSys, netns_only: bool, allow_decrease: bool) -> Checked {
-    Checked::of(
-        preset,
-        io,
-        CheckOptions {
-            netns_only,
-            allow_decrease,
-        },
-    )
+fn checked(preset: &Preset, io: &ProcSys, opts: CheckOptions) -> Checked {
+    Checked::of(preset, io, opts)
 }
 
 fn enter_netns(netns: Option<&str>) -> anyhow::Result<()> {
@@ -183,8 +180,13 @@ pub fn apply(a: &ApplyArgs) -> anyhow::Result<i32> {
     let netns_only = netns.is_some() || !tuning::host::in_initial_netns();
     let mut io = ProcSys { root: "/".into() };
     let allow_decrease = a.allow_decrease;
-    let c = checked(&preset, &io, netns_only, allow_decrease);
-    let command = render::apply_command(&a.source.args(), netns, allow_decrease);
+    let opts = CheckOptions {
+        netns_only,
+        allow_decrease,
+        strict: a.strict,
+    };
+    let c = checked(&preset, &io, opts);
+    let command = render::apply_command_strict(&a.source.args(), netns, allow_decrease, a.strict);
     out(&render::plan(&preset, &c, netns_only, &command))?;
     if !change {
         out(&render::not_applied(&c.prediction, a.dry_run))?;
@@ -194,12 +196,18 @@ pub fn apply(a: &ApplyArgs) -> anyhow::Result<i32> {
         };
     }
     let reason = format!("apply {}", preset.title());
-    let report = plan::apply(&c.rows, &mut io, Path::new("/"), &a.state_dir, &reason).map_err(
-        |e| match e {
-            plan::ApplyError::Blocked { .. } => bad_input(e.to_string()),
-            e => anyhow::Error::new(e).context("apply"),
-        },
-    )?;
+    let report = plan::apply_with(
+        &c.rows,
+        &mut io,
+        Path::new("/"),
+        &a.state_dir,
+        &reason,
+        plan::ApplyOptions { strict: a.strict },
+    )
+    .map_err(|e| match e {
+        plan::ApplyError::Blocked { .. } => bad_input(e.to_string()),
+        e => anyhow::Error::new(e).context("apply"),
+    })?;
     out(&render::applied(&report, netns))?;
     Ok(0)
 }
@@ -333,6 +341,114 @@ pub fn kernel(a: &KernelArgs) -> anyhow::Result<i32> {
     let off = rows.iter().any(|r| r.severity > Severity::Info)
         || findings.iter().any(|f| f.severity > Severity::Info);
     Ok(if strict && off { EXIT_OFF } else { 0 })
+}
+
+/// The CPUs a placement under `root` may use: this process's affinity mask on the running host
+/// (`/`), the snapshot's `Cpus_allowed_list` under another root (every online CPU when it has
+/// none).
+fn placement_allowed(root: &Path, topo: &tuning::host::Topology) -> Vec<usize> {
+    if root == Path::new("/") {
+        common::cpulist::usable()
+    } else {
+        tuning::host::allowed_cpus(root).unwrap_or_else(|_| topo.online.clone())
+    }
+}
+
+/// `tune placement`: the planner's choice for this host or a snapshot, per node and SMT sibling
+/// set, and why.
+///
+/// # Errors
+/// Bad input: an unreadable topology, an unknown `--dev`, a placement that does not fit (naming
+/// what it had, wanted and the options that change it).
+pub fn placement(a: &PlacementArgs) -> anyhow::Result<i32> {
+    use tuning::advice::{cpu_roles, place_cpus, worker_cpus, PlacementRequest};
+    let topo = tuning::host::Topology::read(&a.root).map_err(|e| bad_input(e.to_string()))?;
+    let nic_node = match (&a.dev, a.nic_node) {
+        (Some(dev), _) => {
+            tuning::host::Nic::read(&a.root, dev)
+                .map_err(|e| bad_input(format!("--dev: {e}")))?
+                .numa_node
+        }
+        (None, n) => n,
+    };
+    if let Some(n) = nic_node.filter(|n| !topo.nodes.iter().any(|x| x.id == *n)) {
+        let nodes: Vec<String> = topo.nodes.iter().map(|x| x.id.to_string()).collect();
+        return Err(bad_input(format!(
+            "--nic-node {n}: this topology has nodes {}: give one of them",
+            nodes.join(", ")
+        )));
+    }
+    let mut req = PlacementRequest {
+        server_workers: 0,
+        load_workers: 0,
+        housekeeping_cores: a.housekeeping_cores,
+        nic_node,
+        smt: a.smt,
+        allowed: Some(placement_allowed(&a.root, &topo)),
+    };
+    let mut workers = worker_cpus(&topo, &req).len();
+    // The defaults fit every host: where the housekeeping core leaves fewer than one server and
+    // one load CPU and nothing is isolated, no core is set aside (as `scale` plans it).
+    let mut note = None;
+    if a.server_workers.is_none()
+        && a.load_workers.is_none()
+        && workers < 2
+        && topo.isolated.is_empty()
+        && req.housekeeping_cores > 0
+    {
+        note = Some(format!(
+            "{} usable CPU(s) and nothing isolated: 0 housekeeping core(s) set aside instead of \
+             {}, so that a server and a load worker fit (IRQs and system work share the worker \
+             CPUs)",
+            req.allowed.as_ref().map_or(0, Vec::len),
+            req.housekeeping_cores
+        ));
+        req.housekeeping_cores = 0;
+        workers = worker_cpus(&topo, &req).len();
+    }
+    req.server_workers = a.server_workers.unwrap_or((workers / 3).max(1));
+    req.load_workers = a
+        .load_workers
+        .unwrap_or_else(|| workers.saturating_sub(req.server_workers).max(1));
+    let mut p = place_cpus(&topo, &req).map_err(|e| {
+        let mut fix = vec!["fewer --server-workers or --load-workers".to_string()];
+        if topo.smt_active() && !a.smt {
+            fix.push("--smt".into());
+        }
+        if topo.isolated.is_empty() && a.housekeeping_cores > 0 {
+            fix.push("--housekeeping-cores 0".into());
+        }
+        bad_input(format!("placement: {e}; give {}", fix.join(", or ")))
+    })?;
+    p.notes.extend(note);
+    let roles = cpu_roles(&topo, &req, &p);
+    out(&if a.format == Format::Json {
+        let v = serde_json::json!({ "placement": p, "cpus": roles });
+        format!("{}\n", serde_json::to_string_pretty(&v)?)
+    } else {
+        render::placement(&topo, &req, &p, &roles)
+    })?;
+    Ok(0)
+}
+
+/// `tune snapshot-topology`: the topology files copied under `--out`.
+///
+/// # Errors
+/// Bad input: an unreadable source topology, an `--out` in use or not writable.
+pub fn snapshot_topology(a: &SnapshotTopologyArgs) -> anyhow::Result<i32> {
+    let s =
+        tuning::host::snapshot_topology(&a.root, &a.out).map_err(|e| bad_input(e.to_string()))?;
+    out(&format!(
+        "wrote {} files for {} CPUs on {} NUMA node(s) under {}: read them elsewhere with \
+         `connstorm tune placement --root {}` or `connstorm scale --dry-run --root {}`\n",
+        s.files.len(),
+        s.cpus,
+        s.nodes,
+        a.out.display(),
+        a.out.display(),
+        a.out.display()
+    ))?;
+    Ok(0)
 }
 
 #[cfg(test)]

@@ -165,13 +165,14 @@ impl Uring {
         slots: usize,
         cpu: usize,
         timeout_ns: u64,
+        net: Net,
     ) -> Result<Uring, LoadError> {
-        let ring = Ring::new(cfg, f, slots, cpu, timeout_ns)?;
+        let ring = Ring::new(cfg, f, slots, cpu, timeout_ns, net.port_range())?;
         let rst = cfg.close == CloseMode::Rst;
         Ok(Uring {
             reuse: ring.direct() && rst,
             ring,
-            net: Net::new(cfg),
+            net,
             plain: (0..slots).map(|_| None).collect(),
             gen: vec![0; slots],
             file: vec![File::Empty; slots],

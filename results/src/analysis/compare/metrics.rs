@@ -7,7 +7,7 @@ use crate::record::{Latency, Pattern, PhaseRecord, RunRecord};
 
 /// The metrics compared: name, unit, direction, and the phase they are read from (`"peak"`:
 /// [`rate_phase`], `"latency"`: [`latency_phase`]).
-pub const METRICS: [(&str, &str, Direction, &str); 12] = [
+pub const METRICS: [(&str, &str, Direction, &str); 18] = [
     ("connections/s", "conn/s", Direction::HigherIsBetter, PEAK),
     ("handshake p50", "µs", Direction::LowerIsBetter, LATENCY),
     ("handshake p99", "µs", Direction::LowerIsBetter, LATENCY),
@@ -20,6 +20,54 @@ pub const METRICS: [(&str, &str, Direction, &str); 12] = [
     ("TLS handshakes/s", "hs/s", Direction::HigherIsBetter, PEAK),
     ("TLS handshake p50", "µs", Direction::LowerIsBetter, LATENCY),
     ("TLS handshake p99", "µs", Direction::LowerIsBetter, LATENCY),
+    (
+        "TLS full handshakes/s",
+        "hs/s",
+        Direction::HigherIsBetter,
+        PEAK,
+    ),
+    (
+        "TLS resumed handshakes/s",
+        "hs/s",
+        Direction::HigherIsBetter,
+        PEAK,
+    ),
+    (
+        "TLS full handshake p50",
+        "µs",
+        Direction::LowerIsBetter,
+        LATENCY,
+    ),
+    (
+        "TLS full handshake p99",
+        "µs",
+        Direction::LowerIsBetter,
+        LATENCY,
+    ),
+    (
+        "TLS resumed handshake p50",
+        "µs",
+        Direction::LowerIsBetter,
+        LATENCY,
+    ),
+    (
+        "TLS resumed handshake p99",
+        "µs",
+        Direction::LowerIsBetter,
+        LATENCY,
+    ),
+];
+
+/// The metrics of full and resumed TLS handshakes apart (`--tls-resume tickets|ids`: one
+/// mixed distribution of 15 full and 585 resumed handshakes has percentiles of neither):
+/// optional as [`OPTIONAL_METRICS`], measured only where the records keep the split.
+pub(crate) const TLS_SPLIT_METRICS: [&str; 6] = [
+    "TLS full handshakes/s",
+    "TLS resumed handshakes/s",
+    "TLS full handshake p50",
+    "TLS full handshake p99",
+    "TLS resumed handshake p50",
+    "TLS resumed handshake p99",
 ];
 
 /// Metrics of a kind a run may not measure at all (greeting, `--http`, `--tls`): left out of a
@@ -92,6 +140,12 @@ pub(super) fn metric_values_in(rec: &RunRecord, closed_only: bool) -> [Option<f6
     let hs = lat.and_then(|p| summary(p, Latency::Handshake));
     let fb = lat.and_then(|p| summary(p, Latency::FirstByte));
     let tls = lat.and_then(|p| summary(p, Latency::TlsHandshake));
+    let full = lat.and_then(|p| summary(p, Latency::TlsFull));
+    let resumed = lat.and_then(|p| summary(p, Latency::TlsResumed));
+    // The rates of each kind where the record keeps the split (its histograms), else unknown.
+    fn split(p: &PhaseRecord) -> Option<&crate::record::TlsCounts> {
+        p.tls.as_ref().filter(|_| p.histograms.tls_full.is_some())
+    }
     let per_sec =
         |p: &PhaseRecord, n: u64| (p.measured_secs > 0.0).then(|| n as f64 / p.measured_secs);
     let us = |ns: u64| ns as f64 / 1e3;
@@ -110,6 +164,12 @@ pub(super) fn metric_values_in(rec: &RunRecord, closed_only: bool) -> [Option<f6
         rate.and_then(|p| per_sec(p, p.tls.as_ref()?.handshakes)),
         tls.map(|s| us(s.p50_ns)),
         tls.map(|s| us(s.p99_ns)),
+        rate.and_then(|p| per_sec(p, split(p)?.full)),
+        rate.and_then(|p| per_sec(p, split(p)?.resumed)),
+        full.map(|s| us(s.p50_ns)),
+        full.map(|s| us(s.p99_ns)),
+        resumed.map(|s| us(s.p50_ns)),
+        resumed.map(|s| us(s.p99_ns)),
     ]
 }
 

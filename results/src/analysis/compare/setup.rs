@@ -23,12 +23,26 @@ pub struct SetupDifference {
 impl SetupDifference {
     /// `engine: A io_uring, B epoll`.
     pub fn describe(&self) -> String {
-        format!(
-            "{}: A {}, B {}",
-            self.what,
-            self.a.join(" / "),
-            self.b.join(" / ")
-        )
+        // An empty value (a load record has no server engine, no bench durations) read as
+        // "engine: A io_uring, B " — a blank where the reader looks for B's setting.
+        let side = |v: &[String]| {
+            let shown: Vec<&str> = v
+                .iter()
+                .map(|x| {
+                    if x.trim().is_empty() {
+                        "none"
+                    } else {
+                        x.as_str()
+                    }
+                })
+                .collect();
+            if shown.is_empty() {
+                "none".to_string()
+            } else {
+                shown.join(" / ")
+            }
+        };
+        format!("{}: A {}, B {}", self.what, side(&self.a), side(&self.b))
     }
 }
 
@@ -219,5 +233,25 @@ mod tests {
         assert!(proto.refuses);
         assert_eq!(proto.a, ["TCP"]);
         assert_eq!(proto.b, ["TLS + HTTP GET /"]);
+    }
+
+    /// Mixed setups compared: a bench record against a load record (no own server, no bench
+    /// durations) named B's settings as blanks ("engine: A io_uring, B "); they read "none".
+    #[test]
+    fn statistics_a_setting_one_side_lacks_reads_none_not_a_blank() {
+        let d = SetupDifference {
+            what: "engine".into(),
+            a: vec!["io_uring".into()],
+            b: vec![String::new()],
+            refuses: true,
+        };
+        assert_eq!(d.describe(), "engine: A io_uring, B none");
+        let d = SetupDifference {
+            what: "durations".into(),
+            a: vec!["duration_secs=2".into()],
+            b: vec![],
+            refuses: true,
+        };
+        assert_eq!(d.describe(), "durations: A duration_secs=2, B none");
     }
 }

@@ -295,3 +295,63 @@ fn a_record_without_an_open_loop_phase_has_no_latency_metrics() {
     let note = phase_note([&rec].into_iter(), false);
     assert!(note.contains("from phase - (open loop"), "{note}");
 }
+
+/// Issue 35 item 2: with `--tls-resume`, `compare` gives full and resumed handshakes their own
+/// rates and percentiles (15 full + 585 resumed were one distribution); records without the
+/// split leave those metrics out.
+#[test]
+fn full_and_resumed_tls_handshakes_are_compared_apart() {
+    let plain = compare(
+        &records("a", &[100.0; 5]),
+        &records("b", &[100.0; 5]),
+        (None, None),
+        &CompareOptions::default(),
+    );
+    for name in super::metrics::TLS_SPLIT_METRICS {
+        assert!(plain.metrics.iter().all(|m| m.name != name), "{name}");
+    }
+    let with = |label: &str, full_ns: u64, resumed_ns: u64| -> Vec<RunRecord> {
+        let mut v = records(label, &[100.0; 5]);
+        for rec in &mut v {
+            for p in &mut rec.phases {
+                p.tls = Some(crate::record::TlsCounts {
+                    handshakes: 600,
+                    full: 15,
+                    resumed: 585,
+                    ..Default::default()
+                });
+                let mut f = crate::record::new_latency_histogram();
+                f.record_n(full_ns, 15).unwrap();
+                let mut r = crate::record::new_latency_histogram();
+                r.record_n(resumed_ns, 585).unwrap();
+                let mut both = f.clone();
+                both.add(&r).unwrap();
+                p.histograms.tls_handshake = Some(crate::record::encode_histogram(&both));
+                p.histograms.tls_full = Some(crate::record::encode_histogram(&f));
+                p.histograms.tls_resumed = Some(crate::record::encode_histogram(&r));
+            }
+        }
+        v
+    };
+    let (a, b) = (with("a", 1_500_000, 200_000), with("b", 1_500_000, 100_000));
+    let c = compare(&a, &b, (None, None), &CompareOptions::default());
+    let get = |n: &str| c.metrics.iter().find(|m| m.name == n).unwrap();
+    let secs = rate_phase(&a[0]).unwrap().measured_secs;
+    let full_rate = get("TLS full handshakes/s");
+    assert!((full_rate.a.median.unwrap() - 15.0 / secs).abs() < 1e-9);
+    let resumed_rate = get("TLS resumed handshakes/s");
+    assert!((resumed_rate.b.median.unwrap() - 585.0 / secs).abs() < 1e-9);
+    let full = get("TLS full handshake p99");
+    assert!((full.a.median.unwrap() - 1_500.0).abs() < 2.0, "{full:?}");
+    assert!((full.b.median.unwrap() - 1_500.0).abs() < 2.0, "{full:?}");
+    let resumed = get("TLS resumed handshake p50");
+    assert!(
+        (resumed.a.median.unwrap() - 200.0).abs() < 0.5,
+        "{resumed:?}"
+    );
+    assert!(
+        (resumed.b.median.unwrap() - 100.0).abs() < 0.5,
+        "{resumed:?}"
+    );
+    assert_eq!(resumed.verdict, Verdict::Better, "lower latency is better");
+}

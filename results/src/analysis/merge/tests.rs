@@ -106,7 +106,11 @@ pub(crate) fn server(accepted: u64, passive: i64) -> MergeInput {
         name: "server".into(),
         histograms: Histograms::encode(&h, &h, None),
         server: Some(ServerSide {
-            workers: vec![WorkerAccepts { cpu: 0, accepted }],
+            workers: vec![WorkerAccepts {
+                cpu: 0,
+                accepted,
+                cpu_run_ns: None,
+            }],
             accept_errors: BTreeMap::new(),
             ..ServerSide::default()
         }),
@@ -709,4 +713,62 @@ fn a_record_given_twice_is_named_the_same_record() {
             format!("/runs/seg0.json and {copy_path} are the same record: its connections would be counted twice; give each record once")
         );
     }
+}
+
+/// Issue 35 item 3: `merge` keeps every histogram its inputs carry (the generator-lag histogram
+/// of every segment was dropped silently, and the merged report had no lag line). Each segment
+/// carries every kind of [`Latency::ALL`], each kind at its own value per segment; the merged
+/// record holds every kind, bucket by bucket the sum of the segments'.
+#[test]
+fn every_histogram_kind_is_kept_and_summed_bucket_by_bucket() {
+    let mut inputs = four();
+    // Kind k of segment i: (20 + i) samples at 1 ms × (k + 1) + 10 µs × i.
+    let value = |k: usize, i: u64| 1_000_000 * (k as u64 + 1) + 10_000 * i;
+    for (i, inp) in inputs.iter_mut().enumerate() {
+        let i = i as u64;
+        let p = &mut inp.record.phases[0];
+        for (k, which) in Latency::ALL.into_iter().enumerate() {
+            if matches!(which, Latency::Handshake) {
+                continue; // keeps the fixture's count of successes
+            }
+            let mut h = new_latency_histogram();
+            h.record_n(value(k, i), 20 + i).unwrap();
+            p.histograms.set(which, Some(encode_histogram(&h)));
+        }
+    }
+    let m = merge(&inputs).unwrap();
+    let p = &m.record.phases[0];
+    for (k, which) in Latency::ALL.into_iter().enumerate() {
+        let h = p
+            .histograms
+            .decode(which)
+            .unwrap()
+            .unwrap_or_else(|| panic!("merge dropped the {} histogram", which.name()));
+        if matches!(which, Latency::Handshake) {
+            assert_eq!(h.len(), (0..4).map(|i| (250 + i) * 3).sum::<u64>());
+            continue;
+        }
+        assert_eq!(h.len(), 20 + 21 + 22 + 23, "{}", which.name());
+        for i in 0..4u64 {
+            assert_eq!(
+                h.count_at(value(k, i)),
+                20 + i,
+                "{} bucket of segment {i}",
+                which.name()
+            );
+        }
+    }
+    // The generator lag in particular, and its line in the merged report.
+    let lag = p.histograms.decode(Latency::GeneratorLag).unwrap().unwrap();
+    assert_eq!(lag.len(), 86);
+    let back = RunRecord::from_json(&m.record.to_json(), std::path::Path::new("/m.json")).unwrap();
+    assert_eq!(
+        back.phases[0]
+            .histograms
+            .decode(Latency::GeneratorLag)
+            .unwrap()
+            .unwrap()
+            .len(),
+        86
+    );
 }

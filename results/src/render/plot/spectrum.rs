@@ -4,7 +4,7 @@ use hdrhistogram::Histogram;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::{color, latency_unit, DrawResult, Named, Problem};
+use super::{color, latency_unit, DrawResult, Groups, Legend, LegendCap, Named, Names, Problem};
 use crate::analysis::latency_phase;
 use crate::record::Latency;
 
@@ -73,23 +73,42 @@ pub(crate) fn points(h: &Histogram<u64>) -> Vec<(f64, f64)> {
         .collect()
 }
 
+/// One line of the spectrum.
+struct Line {
+    /// Its legend entry (`None`: it shares its group's entry).
+    label: Option<String>,
+    /// Its colour index.
+    color: usize,
+    /// Drawn faint and left out of the axis range (a flagged trial of an A/B set).
+    faint: bool,
+    points: Vec<(f64, f64)>,
+}
+
 /// Draws the spectrum: handshake latency of each record's latency phase; with one record,
 /// also its service and first-byte latency. A sweep record (several open-loop phases) draws
-/// the handshake latency of every step, not only the last (overloaded) one.
+/// the handshake latency of every step, not only the last (overloaded) one. An A/B set's trials
+/// are one colour and one legend entry per side ([`Groups`]); its flagged trials are faint and
+/// do not set the axis range.
 pub(crate) fn draw<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     records: &[Named<'_>],
+    names: &mut Names,
 ) -> DrawResult
 where
     DB::ErrorType: 'static,
 {
+    let groups = Groups::of(records);
+    let grouped = groups.grouped();
+    let mut labelled = vec![false; groups.names.len()];
     let kinds: &[Latency] = if records.len() == 1 {
-        &Latency::ALL
+        &Latency::CONNECTIONS
     } else {
         &[Latency::Handshake]
     };
-    let mut series = Vec::new();
-    for r in records {
+    let mut series: Vec<Line> = Vec::new();
+    for (ri, r) in records.iter().enumerate() {
+        let g = groups.of[ri];
+        let faint = grouped && !crate::analysis::trial_flags(r.record).is_empty();
         let open: Vec<&crate::record::PhaseRecord> = r
             .record
             .phases
@@ -113,21 +132,48 @@ where
             if h.is_empty() {
                 continue;
             }
-            series.push((
-                format!("{} {} ({})", r.name, which.name(), phase.name),
-                points(&h),
-            ));
+            let label = if grouped {
+                // One entry per side (its first series), named for the side.
+                (!std::mem::replace(&mut labelled[g], true)).then(|| {
+                    format!(
+                        "{} {} ({})",
+                        names.short(&groups.name(g)),
+                        which.name(),
+                        phase.name
+                    )
+                })
+            } else {
+                Some(format!(
+                    "{} {} ({})",
+                    names.short(&r.name),
+                    which.name(),
+                    phase.name
+                ))
+            };
+            series.push(Line {
+                label,
+                color: if grouped { g } else { series.len() },
+                faint,
+                points: points(&h),
+            });
         }
     }
     if series.is_empty() {
         return Err(Problem::Empty("no record has latency samples".into()));
     }
-    let ys = || series.iter().flat_map(|(_, p)| p.iter().map(|&(_, y)| y));
+    // Faint (flagged) lines do not set the range unless every line is faint.
+    let all_faint = series.iter().all(|l| l.faint);
+    let ys = || {
+        series
+            .iter()
+            .filter(|l| all_faint || !l.faint)
+            .flat_map(|l| l.points.iter().map(|&(_, y)| y))
+    };
     let max_ns = ys().fold(0.0, f64::max);
     let min_ns = ys().filter(|&y| y > 0.0).fold(f64::INFINITY, f64::min);
     let max_x = series
         .iter()
-        .flat_map(|(_, p)| p.last().map(|&(x, _)| x))
+        .flat_map(|l| l.points.last().map(|&(x, _)| x))
         .fold(1.0, f64::max);
     let (unit, div) = latency_unit(max_ns);
     let (y_lo, y_hi) = y_range(min_ns / div, max_ns / div);
@@ -152,15 +198,40 @@ where
         .x_label_formatter(&|x| percentile_label(*x))
         .y_label_formatter(&|y| axis_value(*y))
         .draw()?;
-    for (i, (name, pts)) in series.into_iter().enumerate() {
-        let c = color(i);
+    let mut cap = LegendCap::new(series.iter().filter(|l| l.label.is_some()).count());
+    for line in series {
+        let c = color(line.color);
+        let style = if line.faint {
+            c.mix(0.3).stroke_width(1)
+        } else {
+            c.stroke_width(2)
+        };
+        // Flagged lines above the range run along its top edge.
+        let drawn = chart.draw_series(LineSeries::new(
+            line.points
+                .into_iter()
+                .map(|(x, y)| (x, (y / div).clamp(y_lo, y_hi))),
+            style,
+        ))?;
+        match cap.next(line.label) {
+            Some(Legend::Named(name)) => {
+                drawn.label(name).legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
+                });
+            }
+            Some(Legend::More(n)) => {
+                drawn
+                    .label(format!("… and {n} more lines"))
+                    .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK.mix(0.4)));
+            }
+            None => {}
+        }
+    }
+    if grouped && series_had_faint(records, &groups) {
         chart
-            .draw_series(LineSeries::new(
-                pts.into_iter().map(|(x, y)| (x, (y / div).max(y_lo))),
-                c.stroke_width(2),
-            ))?
-            .label(name)
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
+            .draw_series(std::iter::empty::<PathElement<(f64, f64)>>())?
+            .label("faint: flagged trial (warning in its record), not setting the range")
+            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK.mix(0.3)));
     }
     chart
         .configure_series_labels()
@@ -169,6 +240,14 @@ where
         .border_style(BLACK)
         .draw()?;
     Ok(())
+}
+
+/// Whether an A/B set has a flagged trial (drawn faint).
+fn series_had_faint(records: &[Named<'_>], groups: &Groups) -> bool {
+    groups.grouped()
+        && records
+            .iter()
+            .any(|r| !crate::analysis::trial_flags(r.record).is_empty())
 }
 
 #[cfg(test)]

@@ -5,14 +5,15 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::{color, headroom, latency_unit, DrawResult, Named, Problem};
-use crate::analysis::{criteria_of, knee, steps_from_record, Criteria};
+use super::{color, headroom, latency_unit, DrawResult, Named, Names, Problem};
+use crate::analysis::{criteria_of, knee, steps_from_record, Criteria, SloLatency};
 use crate::numfmt;
 
 /// Draws the sweep curves of each record's open-loop phases.
 pub(crate) fn draw<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     records: &[Named<'_>],
+    names: &mut Names,
 ) -> DrawResult
 where
     DB::ErrorType: 'static,
@@ -24,12 +25,14 @@ where
         .filter(|r| r.record.phases.iter().any(|p| p.name.starts_with("step-")))
         .map(|r| {
             let c: Option<Criteria> = criteria_of(r.record);
-            let q = c.as_ref().map_or(0.99, |c| c.slo.quantile);
-            let steps = steps_from_record(r.record, q);
+            let (latency, q) = c.as_ref().map_or((SloLatency::Handshake, 0.99), |c| {
+                (c.slo.latency, c.slo.quantile)
+            });
+            let steps = steps_from_record(r.record, latency, q);
             let k = c
                 .as_ref()
                 .and_then(|c| knee(&steps, c, r.record.run.server_cpus.len()));
-            (r.name.clone(), steps, c, k)
+            (names.short(&r.name), steps, c, k)
         })
         .filter(|(_, s, _, _)| !s.is_empty())
         .collect();
@@ -56,13 +59,11 @@ where
         .map(|v| v as f64)
         .chain(slo_ns.iter().copied())
         .fold(f64::INFINITY, f64::min);
+    // The SLO's latency and percentile (`handshake p99`, `response p99.9`).
     let quantile_name = sweeps
         .iter()
         .find_map(|(_, _, c, _)| c.as_ref())
-        .map_or_else(
-            || "p99".to_string(),
-            |c| format!("p{}", c.slo.quantile * 100.0),
-        );
+        .map_or_else(|| "handshake p99".to_string(), |c| c.slo.column());
     let (unit, div) = latency_unit(max_ns);
     let top = headroom(max_rate, 1.0);
     // Latencies across a sweep span decades (µs below the knee, ms or s past it): log scale.
@@ -89,7 +90,7 @@ where
         .draw()?;
     chart
         .configure_secondary_axes()
-        .y_desc(format!("handshake {quantile_name} ({unit}, log scale)"))
+        .y_desc(format!("{quantile_name} ({unit}, log scale)"))
         .y_label_formatter(&|v| numfmt::axis(*v))
         .draw()?;
     chart
@@ -117,7 +118,7 @@ where
             .collect();
         chart
             .draw_secondary_series(LineSeries::new(p99, c2.stroke_width(2)).point_size(3))?
-            .label(format!("{name} handshake {quantile_name}"))
+            .label(format!("{name} {quantile_name}"))
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c2.stroke_width(2)));
         if let Some(c) = criteria {
             let y = c.slo.max_ns as f64 / div;

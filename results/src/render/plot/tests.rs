@@ -136,6 +136,7 @@ fn workers_plot_has_a_bar_per_worker() {
         .map(|cpu| crate::record::WorkerAccepts {
             cpu,
             accepted: 100 + cpu as u64,
+            cpu_run_ns: None,
         })
         .collect();
     let svg = svg_of(PlotKind::Workers, &rec);
@@ -364,4 +365,163 @@ fn a_sweep_plot_of_a_record_that_is_no_sweep_is_refused() {
         PlotError::Empty(why) => assert!(why.contains("no record is a sweep"), "{why}"),
         other => panic!("{other:?}"),
     }
+}
+
+/// Issue 37, "plots": repeated colours. The first two dozen series colours are all distinct
+/// (no two closer than 60 in RGB distance).
+#[test]
+fn series_colours_are_distinct() {
+    let cs: Vec<(i32, i32, i32)> = (0..24)
+        .map(|i| {
+            let c = color(i);
+            (i32::from(c.0), i32::from(c.1), i32::from(c.2))
+        })
+        .collect();
+    for i in 0..cs.len() {
+        for j in i + 1..cs.len() {
+            let (a, b) = (cs[i], cs[j]);
+            let d = (((a.0 - b.0).pow(2) + (a.1 - b.1).pow(2) + (a.2 - b.2).pow(2)) as f64).sqrt();
+            assert!(
+                d >= 60.0,
+                "colours {i} {a:?} and {j} {b:?} are {d:.0} apart"
+            );
+        }
+    }
+}
+
+/// An `ab` run's records: `n` trials a side, labelled `<side>#<k>` as `ab` writes them; trial
+/// 3 of A flagged with a 103 ms handshake p99.
+fn ab_set(n: usize) -> Vec<RunRecord> {
+    let mut out = Vec::new();
+    for k in 1..=n {
+        for side in ["A", "B"] {
+            let mut r = RunRecord::example();
+            r.warnings.clear();
+            for p in &mut r.phases {
+                p.counters.clear();
+                if let Some(c) = &mut p.cross_check {
+                    c.agree = true;
+                }
+            }
+            r.label = format!("{side}#{k}");
+            if side == "A" && k == 3 {
+                r.warnings
+                    .push("latency: other work used 60% of the benchmark CPUs".into());
+                let mut h = crate::record::new_latency_histogram();
+                h.record_n(103_000_000, 1_000).unwrap();
+                r.phases[1].histograms = Histograms::encode(&h, &h, None);
+            }
+            out.push(r);
+        }
+    }
+    out
+}
+
+fn legend_like(svg: &str, needle: &str) -> usize {
+    texts(svg).iter().filter(|t| t.contains(needle)).count()
+}
+
+/// Issue 37, "plots": a 40-entry legend that overflows; one flagged, excluded 103 ms trial set
+/// the p99 axis so every other point sat on 0. The legend is by side, and the flagged trial is
+/// drawn apart (off scale, marked) without setting the range.
+#[test]
+fn an_ab_sets_plots_have_a_legend_by_side_and_a_flagged_trial_does_not_set_the_range() {
+    let recs = ab_set(20);
+    let named: Vec<Named<'_>> = recs.iter().map(|r| named(&r.label, r)).collect();
+    for kind in [PlotKind::Spectrum, PlotKind::Timeline, PlotKind::Workers] {
+        let svg = plot_svg(kind, &named, &[]).unwrap();
+        assert_eq!(
+            legend_like(&svg, "A (20 trials)"),
+            1,
+            "{kind:?}: {:?}",
+            texts(&svg)
+        );
+        assert_eq!(legend_like(&svg, "B (20 trials)"), 1, "{kind:?}");
+        assert!(
+            !texts(&svg).iter().any(|t| t.contains("A#")),
+            "{kind:?}: no entry per trial"
+        );
+    }
+    // The spectrum's axis is the clean trials' (in µs, under 5 ms), not the flagged 103 ms.
+    let svg = plot_svg(PlotKind::Spectrum, &named, &[]).unwrap();
+    assert!(
+        has_text(&svg, "latency (µs, log scale)"),
+        "{:?}",
+        texts(&svg)
+    );
+    let ticks: Vec<f64> = texts(&svg)
+        .iter()
+        .filter_map(|t| t.trim().replace(',', "").parse::<f64>().ok())
+        .collect();
+    assert!(ticks.iter().all(|&t| t <= 5_000.0), "{ticks:?}");
+    let (a, b): (Vec<Named<'_>>, Vec<Named<'_>>) =
+        named.iter().cloned().partition(|n| n.name.starts_with('A'));
+    let svg = plot_svg(PlotKind::Ab, &a, &b).unwrap();
+    assert!(has_text(&svg, "off scale: 103,0"), "{:?}", texts(&svg));
+    assert!(
+        has_text(&svg, "triangle: flagged trial above the clean trials"),
+        "{:?}",
+        texts(&svg)
+    );
+    // The p99 axis ends below 10 ms (10,000 µs): the clean trials are not squashed onto 0.
+    let ticks: Vec<f64> = texts(&svg)
+        .iter()
+        .filter_map(|t| t.trim().replace(',', "").parse::<f64>().ok())
+        .collect();
+    assert!(ticks.iter().all(|&t| t < 10_000.0), "{ticks:?}");
+}
+
+/// Issue 37, "plots": long setup names overlapped. A name over 40 characters is cut and
+/// numbered in the legend, with the whole name in the picture's footnote; `long_names` says
+/// the same for the HTML page and `plot`'s stderr.
+#[test]
+fn long_names_are_cut_with_the_whole_name_in_a_footnote() {
+    let a = RunRecord::example();
+    let long = "setup: ethtool -C eth0 rx-usecs 0 adaptive-rx off; sysctl -w net.core.busy_poll=50";
+    let recs = [named(long, &a), named("short", &a)];
+    let svg = plot_svg(PlotKind::Spectrum, &recs, &[]).unwrap();
+    let cut = texts(&svg)
+        .into_iter()
+        .map(|t| t.trim().to_string())
+        .find(|t| t.contains("…[1]"))
+        .unwrap_or_else(|| panic!("{:?}", texts(&svg)));
+    assert!(
+        cut.starts_with("setup: ethtool -C eth0 rx-usecs 0"),
+        "{cut}"
+    );
+    assert!(has_text(&svg, &format!("[1] {long}")), "{:?}", texts(&svg));
+    assert!(has_text(&svg, "short handshake (latency)"));
+    assert_eq!(
+        long_names(PlotKind::Spectrum, &recs, &[]),
+        [format!("[1] {long}")]
+    );
+    // A/B: the side is `A`, its whole name in the footnote.
+    let (x, y) = ([named(long, &a)], [named("B#1", &a)]);
+    let svg = plot_svg(PlotKind::Ab, &x, &y).unwrap();
+    assert!(has_text(&svg, "A [1]"), "{:?}", texts(&svg));
+    assert!(
+        has_text(&svg, &format!("[1] A = {long}")),
+        "{:?}",
+        texts(&svg)
+    );
+}
+
+/// The legend cap: ten labelled series all get their names; twelve get nine names and one
+/// "… and 3 more", and the last two nothing; an unlabelled series never takes an entry.
+#[test]
+fn a_legend_holds_at_most_legend_max_entries() {
+    let mut fits = LegendCap::new(LEGEND_MAX);
+    for i in 0..LEGEND_MAX {
+        assert!(matches!(fits.next(Some(i)), Some(Legend::Named(n)) if n == i));
+    }
+    let mut cap = LegendCap::new(LEGEND_MAX + 2);
+    assert!(cap.next(None::<usize>).is_none());
+    let entries: Vec<Option<Legend<usize>>> =
+        (0..LEGEND_MAX + 2).map(|i| cap.next(Some(i))).collect();
+    assert!(entries[..LEGEND_MAX - 1]
+        .iter()
+        .enumerate()
+        .all(|(i, e)| matches!(e, Some(Legend::Named(n)) if *n == i)));
+    assert!(matches!(entries[LEGEND_MAX - 1], Some(Legend::More(3))));
+    assert!(entries[LEGEND_MAX..].iter().all(Option::is_none));
 }

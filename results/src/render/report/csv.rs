@@ -13,14 +13,23 @@
 //! `http_requests,http_responses,http_responses_per_sec,http_early_responses,http_2xx,
 //! http_non_2xx,http_parse_errors,http_bytes_sent,http_bytes_received`, (`--tls`, empty otherwise)
 //! `tls_handshakes,tls_full,tls_resumed,tls_failures`, and the same eight statistics of
-//! `http_response`, `http_first_byte` and `tls_handshake`. New columns only ever go at the end.
+//! `http_response`, `http_first_byte`, `tls_handshake`, `tls_full` and `tls_resumed` (the TLS
+//! handshake latency of full and of resumed handshakes apart, `tls_full_p50_ns`, …). New
+//! columns only ever go at the end.
 
 use super::RecordReport;
 use crate::record::{Arrival, Pattern, SideCpu};
 
 const LATENCIES: [&str; 3] = ["handshake", "service", "first_byte"];
-/// Latencies of `--http` and `--tls` runs, after the counts.
-const LATER_LATENCIES: [&str; 3] = ["http_response", "http_first_byte", "tls_handshake"];
+/// Latencies of `--http` and `--tls` runs, after the counts (`tls_full` and `tls_resumed`:
+/// the TLS handshake latency of full and of resumed handshakes apart, added last).
+const LATER_LATENCIES: [&str; 5] = [
+    "http_response",
+    "http_first_byte",
+    "tls_handshake",
+    "tls_full",
+    "tls_resumed",
+];
 const HTTP: [&str; 9] = [
     "http_requests",
     "http_responses",

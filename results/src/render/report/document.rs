@@ -156,6 +156,9 @@ fn latency_blocks(p: &PhaseReport, out: &mut Vec<Block>) {
             format_ns(g.max_ns as f64),
             count(g.count)
         )));
+        if let Some(a) = crate::analysis::generator_lag_artefact(g) {
+            out.push(Block::Line(format!("generator lag: {a}")));
+        }
     }
     if let n @ 1.. = crate::record::never_accepted_total(&p.failures) {
         out.push(Block::Line(crate::analysis::client_view_note(n)));
@@ -323,6 +326,9 @@ fn phase_blocks(p: &PhaseReport, counters: Counters, out: &mut Vec<Block>) {
             errno_list(&s.accept_errors)
         )));
     }
+    if let Some(t) = worker_table(p) {
+        out.push(Block::Table(t));
+    }
     counter_blocks(p, counters, out);
     if let Some(x) = &p.cross_check {
         let opt = |v: Option<i64>| v.map_or("-".to_string(), crate::numfmt::signed);
@@ -341,6 +347,64 @@ fn phase_blocks(p: &PhaseReport, counters: Counters, out: &mut Vec<Block>) {
             Block::Warning(line)
         });
     }
+    if let Some(prof) = &p.profile {
+        out.extend(crate::render::scale::profile_blocks(&p.name, prof));
+    }
+}
+
+/// Per worker of both sides (server accepts, load handshakes completed), each one's share of its
+/// side, and its exact on-CPU time with the µs per connection it cost (server: per accept; load:
+/// per attempt, whole run); `n/a` where the record kept no per-worker CPU (bench phases' server
+/// workers, older records). `None` without workers.
+fn worker_table(p: &PhaseReport) -> Option<Table> {
+    let server = p.server.as_ref().map_or(&[][..], |s| &s.workers[..]);
+    if server.is_empty() && p.load_workers.is_empty() {
+        return None;
+    }
+    let mut t = Table::new([
+        "worker",
+        "CPU",
+        "accepts / connects",
+        "share",
+        "on CPU s",
+        "CPU µs per conn",
+    ]);
+    let cpu = |run: Option<u64>, n: u64| match run {
+        Some(ns) => (
+            format!("{:.3}", ns as f64 / 1e9),
+            if n == 0 {
+                NA.to_string()
+            } else {
+                format!("{:.2}", ns as f64 / 1e3 / n as f64)
+            },
+        ),
+        None => (NA.to_string(), NA.to_string()),
+    };
+    let total: u64 = server.iter().map(|w| w.accepted).sum();
+    for (i, w) in server.iter().enumerate() {
+        let (s, per) = cpu(w.cpu_run_ns, w.accepted);
+        t.row([
+            format!("server {i}"),
+            w.cpu.to_string(),
+            count(w.accepted),
+            format!("{:.1}%", w.accepted as f64 / total.max(1) as f64 * 100.0),
+            s,
+            per,
+        ]);
+    }
+    let total: u64 = p.load_workers.iter().map(|w| w.successes).sum();
+    for (i, w) in p.load_workers.iter().enumerate() {
+        let (s, per) = cpu(w.cpu_run_ns, w.attempts);
+        t.row([
+            format!("load {i}"),
+            w.cpu.to_string(),
+            count(w.successes),
+            format!("{:.1}%", w.successes as f64 / total.max(1) as f64 * 100.0),
+            s,
+            per,
+        ]);
+    }
+    Some(t)
 }
 
 /// The phase of a `server --out` record: what the accept server did (as `connstorm server`
@@ -446,6 +510,9 @@ fn server_phase_blocks(
             Block::Warning(line)
         });
     }
+    if let Some(prof) = &p.profile {
+        out.extend(crate::render::scale::profile_blocks(&p.name, prof));
+    }
 }
 
 /// The kernel counters line of a phase: with [`Counters::Key`] the design's counters the record
@@ -534,6 +601,12 @@ pub(crate) fn blocks(reports: &[RecordReport], counters: Counters) -> Vec<Block>
         host_blocks(r, &mut out);
         for w in &r.warnings {
             out.push(Block::Warning(w.clone()));
+        }
+        if let Some(s) = &r.scale {
+            out.extend(crate::render::scale::scale_blocks(s));
+        }
+        if let Some(o) = &r.profile_overhead {
+            out.push(Block::Line(crate::render::scale::overhead_line(o)));
         }
         for p in &r.phases {
             match (&r.role, &p.server) {
