@@ -41,8 +41,8 @@ pub use nic::{Nic, NicError, QueueIrq};
 pub(crate) use probe::probe_findings;
 pub use procstat::{cpu_time_delta, read_cpu_times, CpuTime, CpuTimes};
 pub use sockets::{
-    listening_ports, parse_proc_net_tcp, port_holders, socket_owner, tcp_sockets, TcpSocket,
-    TcpState,
+    listening_ports, parse_proc_net_tcp, port_holders, socket_owner, tcp_sockets, ListenQueue,
+    TcpSocket, TcpState,
 };
 pub use topology::{allowed_cpus, CoreKind, Cpu, NumaNode, Topology, TopologyError};
 pub use topology_snapshot::{snapshot_topology, SnapshotError, SnapshotSummary};

@@ -251,6 +251,115 @@ pub fn tcp_sockets(states: &[TcpState]) -> std::io::Result<Vec<TcpSocket>> {
     Ok(out)
 }
 
+/// The accept-queue length of a port's listeners, read again and again from one sock_diag
+/// socket ([`ListenQueue::open`]): the `idiag_rqueue` of a LISTEN socket is its
+/// `sk_ack_backlog`, the connections waiting in its accept queue (`inet_diag_get_info` →
+/// `tcp_diag_get_info`, net/ipv4/tcp_diag.c), summed over the port's SO_REUSEPORT group and
+/// both families. A dump of LISTEN sockets only walks the listening hash, not the established
+/// one (`inet_diag_dump_icsk` stops after it when no other state is asked), so it costs µs,
+/// where a read of `/proc/net/tcp` walks every established bucket of the host (1.9 ms median,
+/// 20 ms at worst, on the 2-vCPU VM with a 262,144-bucket table).
+#[derive(Debug)]
+pub struct ListenQueue {
+    fd: std::os::fd::OwnedFd,
+    buf: Vec<u8>,
+    seq: u32,
+}
+
+impl ListenQueue {
+    /// Opens the netlink socket in the calling thread's network namespace (it stays there).
+    ///
+    /// # Errors
+    /// The netlink socket cannot be opened (e.g. `CONFIG_INET_DIAG` off).
+    pub fn open() -> std::io::Result<ListenQueue> {
+        use nix::sys::socket::{self, AddressFamily, SockFlag, SockProtocol};
+        let fd = socket::socket(
+            AddressFamily::Netlink,
+            socket::SockType::Datagram,
+            SockFlag::SOCK_CLOEXEC,
+            SockProtocol::NetlinkSockDiag,
+        )?;
+        socket::setsockopt(
+            &fd,
+            socket::sockopt::ReceiveTimeout,
+            &nix::sys::time::TimeVal::new(1, 0),
+        )?;
+        let mut q = ListenQueue {
+            fd,
+            buf: vec![0u8; 64 << 10],
+            seq: 0,
+        };
+        // One read up front, so a kernel without inet_diag fails here, not in every sample.
+        q.length(0)?;
+        Ok(q)
+    }
+
+    /// The summed accept-queue length of the LISTEN sockets of `port` (0 when none listens).
+    ///
+    /// # Errors
+    /// The dump fails (the kernel's errno).
+    pub fn length(&mut self, port: u16) -> std::io::Result<u64> {
+        use nix::sys::socket::{self, MsgFlags, NetlinkAddr};
+        let kernel = NetlinkAddr::new(0, 0);
+        let mask = 1u32 << u32::from(TcpState::Listen.number());
+        let mut sum = 0u64;
+        for family in [libc::AF_INET, libc::AF_INET6] {
+            self.seq = self.seq.wrapping_add(1);
+            socket::sendto(
+                self.fd.as_raw_fd(),
+                &request(family as u8, mask, self.seq),
+                &kernel,
+                MsgFlags::empty(),
+            )?;
+            'dump: loop {
+                let n = socket::recv(self.fd.as_raw_fd(), &mut self.buf, MsgFlags::empty())?;
+                if n == 0 {
+                    break;
+                }
+                let mut at = 0;
+                while at + NLMSG_HDR <= n {
+                    let h = &self.buf[at..];
+                    let len = u32::from_ne_bytes([h[0], h[1], h[2], h[3]]) as usize;
+                    let kind = u16::from_ne_bytes([h[4], h[5]]);
+                    if len < NLMSG_HDR || at + len > n {
+                        break;
+                    }
+                    match kind {
+                        NLMSG_DONE => break 'dump,
+                        NLMSG_ERROR => {
+                            let code = i32::from_ne_bytes([h[16], h[17], h[18], h[19]]);
+                            if code == 0 {
+                                break 'dump;
+                            }
+                            return Err(std::io::Error::from_raw_os_error(-code));
+                        }
+                        SOCK_DIAG_BY_FAMILY => {
+                            if let Some((p, q)) = listen_rqueue(&h[NLMSG_HDR..len]) {
+                                if p == port {
+                                    sum += u64::from(q);
+                                }
+                            }
+                        }
+                        _ => {}
+                    }
+                    at += (len + 3) & !3;
+                }
+            }
+        }
+        Ok(sum)
+    }
+}
+
+/// The local port and `idiag_rqueue` of an `inet_diag_msg` of a LISTEN socket; `None` for
+/// another state or a short message.
+fn listen_rqueue(p: &[u8]) -> Option<(u16, u32)> {
+    if p.len() < INET_DIAG_MSG || TcpState::from_number(p[1])? != TcpState::Listen {
+        return None;
+    }
+    let port = u16::from_be_bytes([p[4], p[5]]);
+    Some((port, u32::from_ne_bytes([p[56], p[57], p[58], p[59]])))
+}
+
 /// Parses `/proc/net/tcp` or `/proc/net/tcp6` text (proc(5): `sl local_address rem_address st
 /// tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode`; addresses are hex words in host
 /// byte order, ports hex). Lines that do not parse are left out.
@@ -378,6 +487,35 @@ mod tests {
         let s = parse_proc_net_tcp(v6);
         assert_eq!(s[0].local, "[::1]:8080".parse().unwrap());
         assert!(parse_proc_net_tcp("garbage\nmore garbage here\n").is_empty());
+    }
+
+    /// Three connections completed into a listener that accepts none: its accept queue holds
+    /// three, as sock_diag reads it; after one accept, two.
+    #[test]
+    fn the_listen_queue_is_the_connections_not_yet_accepted() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        let mut q = match ListenQueue::open() {
+            Ok(q) => q,
+            Err(e) => {
+                eprintln!("skipping: no sock_diag here: {e}");
+                return;
+            }
+        };
+        assert_eq!(q.length(port).unwrap(), 0);
+        let clients: Vec<_> = (0..3)
+            .map(|_| std::net::TcpStream::connect(("127.0.0.1", port)).unwrap())
+            .collect();
+        // Loopback completes the handshakes before connect returns, but the server side's
+        // child reaches the queue in softirq: wait up to 1 s for it.
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(1);
+        while q.length(port).unwrap() < 3 && std::time::Instant::now() < until {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert_eq!(q.length(port).unwrap(), 3);
+        let _one = l.accept().unwrap();
+        assert_eq!(q.length(port).unwrap(), 2);
+        drop(clients);
     }
 
     #[test]
