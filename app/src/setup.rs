@@ -38,6 +38,8 @@ pub struct Setup {
     /// The load side's connect engine (`--load-engine`).
     #[serde(serialize_with = "debug_str")]
     pub load_engine: loadgen::LoadEngine,
+    /// Measure the accept-queue wait where it can be (`--accept-wait on`, the default).
+    pub accept_wait: bool,
     /// The open-loop generator's pacing (`--spin`, `--start-batch`).
     #[serde(skip)]
     pub pacing: loadgen::Pacing,

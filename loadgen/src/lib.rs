@@ -101,7 +101,7 @@ pub use config::{
     PortSlices, MAX_RATE_PER_SEC, MAX_SPIN_NS, MAX_START_BATCH, MAX_WORKERS, MIN_DURATION, SPIN_NS,
     START_BUDGET,
 };
-pub use engine::{EngineRan, LoadEngine, UringFeatures};
+pub use engine::{accept_stamps_unavailable, EngineRan, LoadEngine, UringFeatures};
 pub use error::LoadError;
 pub use http::{HttpReport, HttpRequest};
 pub use report::{

@@ -275,6 +275,23 @@ pub fn unsupported_message(flag: &str) -> String {
 /// [`LoadError::Config`] when `io-uring` was asked for and the config needs a feature it lacks
 /// ([`uring_unsupported`]) or the kernel does not have it (the message names why and says to
 /// use `--load-engine epoll`).
+/// Why the engine `cfg` would run cannot stamp handshakes for `bench`'s accept-queue wait
+/// ([`crate::AcceptStamps`]), or `None` when it can (epoll) or the config would be refused
+/// anyway. io_uring cannot: its sockets are direct descriptors, or plain ones it never reads a
+/// name of, and Linux 6.18 has no getsockname through the ring (SOCKET_URING_OP_GETSOCKOPT
+/// answers SOL_SOCKET options only, and no option names the local port), so a connection's
+/// port, the key both sides join on, is unknown to it. Asked before anything is stamped, so
+/// neither side stamps for nothing.
+pub fn accept_stamps_unavailable(cfg: &LoadConfig) -> Option<String> {
+    match resolve(cfg, false) {
+        Ok((Resolved::Uring(_), _)) => Some(format!(
+            "the io_uring load engine{} cannot read a connection's local port (its sockets are direct descriptors; Linux 6.18 has no getsockname through the ring): --load-engine epoll measures it",
+            if cfg.engine == LoadEngine::Auto { " (auto's choice)" } else { "" }
+        )),
+        _ => None,
+    }
+}
+
 pub(crate) fn resolve(cfg: &LoadConfig, sliced: bool) -> Result<(Resolved, EngineRan), LoadError> {
     let epoll = |reason: Option<String>| {
         (

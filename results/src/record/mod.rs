@@ -61,8 +61,9 @@ pub use file::{
 };
 pub use histogram::{decode_histogram, encode_histogram, new_latency_histogram, HistogramError};
 pub use phase::{
-    AcceptQueue, Arrival, CpuUsage, CrossCheck, Histograms, HttpCounts, Latency, LoadWorker,
-    Pattern, PhaseRecord, ServerSide, SideCpu, TimelineRow, TlsCounts, WorkerAccepts,
+    AcceptQueue, Arrival, CpuUsage, CrossCheck, Histograms, HttpCounts, Latency, LittleCheck,
+    LoadWorker, Pattern, PhaseRecord, ServerSide, SideCpu, TimelineRow, TlsCounts, WorkerAccepts,
+    LITTLE_LATE_CLIENT, LITTLE_MIN_DEPTH, LITTLE_TOLERANCE,
 };
 pub use profile::{
     ContentionPoint, FunctionShare, KernelProfile, NamedShare, OverheadPair, ProfileOverhead,

@@ -228,6 +228,88 @@ pub struct AcceptQueue {
     pub depth_samples: u64,
     /// Interval between samples, µs.
     pub depth_every_us: u64,
+    /// Samples the measured window should have held (its length over the interval): fewer
+    /// taken means the sampler was held off the CPU, and its mean is then no time average.
+    /// 0 in records written before it was kept.
+    #[serde(default)]
+    pub depth_samples_expected: u64,
+    /// Whether the sampler ran as a real-time thread (SCHED_FIFO), woken on time whatever the
+    /// benchmark CPUs were doing; `false` in older records.
+    #[serde(default)]
+    pub depth_sampler_realtime: bool,
+    /// Why Little's law cannot be held against the listeners' length in this phase, whatever
+    /// the figures (the io_uring server: its multishot accept moves connections off the
+    /// listener into its completion queue, where the wait goes on unseen by the length).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_comparable: Option<String>,
+}
+
+/// [`AcceptQueue::littles_law_check`]: Little's law against the sampled accept-queue length.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LittleCheck {
+    /// Within [`LITTLE_TOLERANCE`] of the sampled length.
+    Agree,
+    /// Further apart than [`LITTLE_TOLERANCE`]: the relative difference (Little's − sampled) /
+    /// sampled.
+    Differ(f64),
+    /// Not compared, and why.
+    NotCompared(String),
+}
+
+/// How far Little's law may be from the sampled accept-queue length and agree: 20% of the
+/// sampled length (issue 35).
+pub const LITTLE_TOLERANCE: f64 = 0.2;
+
+/// The least mean number waiting (either figure) at which they are compared.
+pub const LITTLE_MIN_DEPTH: f64 = 1.0;
+
+/// The largest share of joined connections accepted before the load worker saw their
+/// handshake complete at which they are compared: above it the load worker ran late enough
+/// that the waits (which start at its stamp) are short.
+pub const LITTLE_LATE_CLIENT: f64 = 0.05;
+
+impl AcceptQueue {
+    /// Little's law against the sampled length, or why they are not compared: nothing
+    /// sampled; a sampler held off the CPU (under 80% of its samples: its mean is of the times
+    /// it ran, not of the phase); a load worker that ran late (over 5% of the connections accepted
+    /// before it saw them complete); a server whose queue the length does not show
+    /// ([`AcceptQueue::not_comparable`]); under [`LITTLE_MIN_DEPTH`] waiting, where the queue
+    /// is empty in most samples and the wait (which starts when the load worker saw its
+    /// handshake complete, after the kernel queued the connection) is of the order of the
+    /// load worker's own delay, so neither figure is a measurement of the other.
+    pub fn littles_law_check(&self) -> LittleCheck {
+        let Some(sampled) = self.sampled_depth else {
+            return LittleCheck::NotCompared("the accept-queue length could not be sampled".into());
+        };
+        if let Some(why) = &self.not_comparable {
+            return LittleCheck::NotCompared(why.clone());
+        }
+        if self.depth_samples_expected > 0
+            && (self.depth_samples as f64) < 0.8 * self.depth_samples_expected as f64
+        {
+            return LittleCheck::NotCompared(format!(
+                "the sampler took {} of {} samples (held off the CPU), so its mean is not the phase's",
+                self.depth_samples, self.depth_samples_expected
+            ));
+        }
+        if self.littles_law_depth.max(sampled) < LITTLE_MIN_DEPTH {
+            return LittleCheck::NotCompared(
+                "under 1 connection waiting on average: the queue is empty in most samples and the wait is of the order of the load worker's own delay in seeing its handshake complete".into(),
+            );
+        }
+        if self.joined > 0 && self.accepted_first as f64 > LITTLE_LATE_CLIENT * self.joined as f64 {
+            return LittleCheck::NotCompared(format!(
+                "{:.0}% of the connections were accepted before the load worker saw their handshake complete: it ran late (its CPU busy), and every wait, which starts when it saw the handshake, is short by that delay, so Little's law undercounts",
+                100.0 * self.accepted_first as f64 / self.joined as f64
+            ));
+        }
+        let rel = (self.littles_law_depth - sampled) / sampled.max(f64::MIN_POSITIVE);
+        if rel.abs() <= LITTLE_TOLERANCE {
+            LittleCheck::Agree
+        } else {
+            LittleCheck::Differ(rel)
+        }
+    }
 }
 
 /// The TLS counts of a phase run with `--tls` (measured part). Absent otherwise and in older
@@ -951,5 +1033,68 @@ mod tests {
             assert_eq!(h.encoded(which), Some(format!("x{k}").as_str()));
             assert_eq!(json[which.name()], format!("x{k}"), "{}", which.name());
         }
+    }
+
+    /// Little's law against the sampled length: within 20% agrees; further apart says by how
+    /// much; not compared, with the reason, when nothing was sampled, the sampler was held off
+    /// (under 80% of its samples), the server hides part of its queue, or under 1 waits.
+    #[test]
+    fn littles_law_is_held_against_the_sampled_length_only_where_it_can_be() {
+        let q = AcceptQueue {
+            littles_law_depth: 11.5,
+            sampled_depth: Some(10.0),
+            depth_samples: 390,
+            depth_samples_expected: 400,
+            depth_sampler_realtime: true,
+            ..AcceptQueue::default()
+        };
+        assert_eq!(q.littles_law_check(), LittleCheck::Agree);
+        let far = AcceptQueue {
+            littles_law_depth: 37.3,
+            ..q.clone()
+        };
+        match far.littles_law_check() {
+            LittleCheck::Differ(rel) => assert!((rel - 2.73).abs() < 1e-9, "{rel}"),
+            other => panic!("{other:?}"),
+        }
+        let why = |q: AcceptQueue| match q.littles_law_check() {
+            LittleCheck::NotCompared(why) => why,
+            other => panic!("{other:?}"),
+        };
+        assert!(why(AcceptQueue {
+            sampled_depth: None,
+            ..q.clone()
+        })
+        .contains("could not be sampled"));
+        assert!(why(AcceptQueue {
+            depth_samples: 26,
+            depth_samples_expected: 160,
+            ..q.clone()
+        })
+        .contains("took 26 of 160 samples"));
+        assert!(why(AcceptQueue {
+            not_comparable: Some("io_uring".into()),
+            ..q.clone()
+        })
+        .contains("io_uring"));
+        assert!(why(AcceptQueue {
+            joined: 4_448,
+            accepted_first: 561,
+            ..q.clone()
+        })
+        .starts_with("13% of the connections were accepted before the load worker"));
+        assert!(why(AcceptQueue {
+            littles_law_depth: 0.6,
+            sampled_depth: Some(0.3),
+            ..q.clone()
+        })
+        .starts_with("under 1 connection waiting"));
+        // An older record (no expected count) is compared on its figures.
+        let old = AcceptQueue {
+            depth_samples_expected: 0,
+            depth_sampler_realtime: false,
+            ..q
+        };
+        assert_eq!(old.littles_law_check(), LittleCheck::Agree);
     }
 }

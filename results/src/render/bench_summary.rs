@@ -91,6 +91,26 @@ fn accept_queue(out: &mut String, q: &crate::record::AcceptQueue, encoded: Optio
         format_ns(q.mean_wait_ns),
         q.littles_law_depth
     );
+    let check = match q.littles_law_check() {
+        crate::record::LittleCheck::Agree => format!(
+            "Little's law and the sampled length agree within {:.0}%",
+            crate::record::LITTLE_TOLERANCE * 100.0
+        ),
+        crate::record::LittleCheck::Differ(rel) => format!(
+            "Little's law is {:+.0}% off the sampled length (more than {:.0}% apart)",
+            rel * 100.0,
+            crate::record::LITTLE_TOLERANCE * 100.0
+        ),
+        crate::record::LittleCheck::NotCompared(why) => {
+            format!("Little's law not held against the sampled length: {why}")
+        }
+    };
+    let sampler = if q.depth_samples_expected > 0 && !q.depth_sampler_realtime {
+        " (the sampler could not run real-time: its samples lean to the times the benchmark CPUs were free)"
+    } else {
+        ""
+    };
+    let _ = writeln!(out, "  accept queue: {check}{sampler}");
     let mut left = Vec::new();
     if q.accepted_first > 0 {
         left.push(format!(
@@ -937,6 +957,10 @@ mod tests {
         );
         assert!(
             text.contains("  accept queue: Little's law 2,000/s × mean wait 133.33 ms = 266.7 waiting; sampled accept-queue length mean 250.0, max 800 (300 samples, every 5.00 ms)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("  accept queue: Little's law and the sampled length agree within 20%\n"),
             "{text}"
         );
         assert!(

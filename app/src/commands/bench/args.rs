@@ -39,6 +39,11 @@ pub struct SetupArgs {
     /// Load side's connect engine: auto, io-uring, epoll (see `connstorm load --help`).
     #[arg(long, default_value = "auto")]
     pub load_engine: loadgen::LoadEngine,
+    /// The accept-queue wait (the in-process server with the epoll load engine): `on` stamps
+    /// each connection on both sides and samples the listeners' queue; `off` stamps nothing
+    /// (to measure what stamping costs, or to spare it) and says once it was not measured.
+    #[arg(long, value_enum, value_name = "on|off", default_value = "on")]
+    pub accept_wait: crate::commands::server::args::OnOff,
     /// Open loop: when the next start is due within this, poll without sleeping instead of arming
     /// a timer (a short spin, so the start is not left to a timer wake-up); 0s = always arm the
     /// timer. At most 1ms. Recorded (`load.spin_ns`).

@@ -90,6 +90,7 @@ impl SetupArgs {
             tls,
             http: self.http,
             load_engine: self.load_engine,
+            accept_wait: self.accept_wait == crate::commands::server::args::OnOff::On,
             pacing: crate::commands::load::pacing(self.spin, self.start_batch),
             whole_machine: self.whole_machine,
         })

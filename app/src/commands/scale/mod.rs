@@ -239,6 +239,7 @@ fn setup_of(args: &Args, step: &tuning::advice::ScaleStep) -> anyhow::Result<Set
         tls: None,
         http: false,
         load_engine: args.load_engine,
+        accept_wait: true,
         pacing: loadgen::Pacing::default(),
         whole_machine: step.server == step.load,
     })
