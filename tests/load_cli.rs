@@ -282,6 +282,37 @@ fn json_report_has_rates_percentile_tables_and_the_close_mode() {
     );
 }
 
+/// `load` alone (an external server) cannot measure the accept-queue wait: its text report
+/// says so once, and prints no accept-wait figure (never a zero).
+#[test]
+fn load_alone_says_once_the_accept_queue_wait_is_not_measured() {
+    let _x = testkit::exclusive();
+    let sink = Sink::start(false);
+    let o = connstorm(&[
+        "--target",
+        &sink.addr.to_string(),
+        "--rate",
+        "300/s",
+        "--duration",
+        "500ms",
+        "--warmup",
+        "0s",
+        "--cpus",
+        &cpu(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        text.matches(
+            "accept-queue wait: not measured: load alone cannot see when the server accepts"
+        )
+        .count(),
+        1,
+        "{text}"
+    );
+    assert!(!text.contains("accept wait p50"), "{text}");
+}
+
 /// With net.ipv4.tcp_syncookies=2 every SYN gets a cookie: the live run says so, and `report` of
 /// its `--out` record names the same cause (it read the record without the namespace's
 /// settings and said "SYN queue overflowed … unknown").

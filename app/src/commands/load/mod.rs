@@ -295,7 +295,8 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
                 local,
                 successes: report.total.successes,
             };
-            write!(out, "{summary}{kernel}")
+            write!(out, "{summary}{kernel}")?;
+            writeln!(out, "accept-queue wait: not measured: {LOAD_ALONE}")
         }
     })?;
     if let Some(p) = &profiled {
@@ -313,6 +314,10 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
     metrics::end(endpoint, &args.metrics);
     Ok(exit_code(&report))
 }
+
+/// Why `load` alone never measures the accept-queue wait (said once in its text report, never
+/// as a zero).
+pub const LOAD_ALONE: &str = "load alone cannot see when the server accepts each connection (it needs the server's accept time on the load's clock); bench measures it with its own server";
 
 fn read_counters() -> Option<tuning::counters::Snapshot> {
     crate::record::counters(&mut |w| eprintln!("connstorm load: warning: {w}"))
