@@ -68,7 +68,10 @@ setups), refused before anything is written.";
 pub use flags::{trial_flags, trial_line};
 pub(crate) use metrics::metric_values;
 pub use metrics::{latency_phase, rate_phase, METRICS};
-use metrics::{metric_values_in, phase_note, OPTIONAL_METRICS, SYS_PCT_MEANING, TLS_SPLIT_METRICS};
+use metrics::{
+    metric_values_in, phase_note, ACCEPT_WAIT_METRICS, OPTIONAL_METRICS, SYS_PCT_MEANING,
+    TLS_SPLIT_METRICS,
+};
 pub(crate) use metrics::{LATENCY as LATENCY_PHASE, PEAK as PEAK_PHASE};
 pub use refuse::{check_setups, refuse_duplicates};
 pub(crate) use setup::setup_differences;
@@ -496,7 +499,9 @@ pub fn compare(
         if sa.is_empty()
             && sb.is_empty()
             && !in_excluded
-            && (OPTIONAL_METRICS.contains(name) || TLS_SPLIT_METRICS.contains(name))
+            && (OPTIONAL_METRICS.contains(name)
+                || TLS_SPLIT_METRICS.contains(name)
+                || ACCEPT_WAIT_METRICS.contains(name))
         {
             continue;
         }

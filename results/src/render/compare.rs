@@ -489,8 +489,8 @@ mod tests {
         p.set_rates();
         p.forget_unmeasured();
         assert_eq!(metric_values(&b[0])[0], None, "connections/s");
-        assert_eq!(metric_values(&b[0])[5], None, "server CPU per conn");
-        assert_eq!(metric_values(&b[0])[6], None, "load CPU per conn");
+        assert_eq!(metric_values(&b[0])[7], None, "server CPU per conn");
+        assert_eq!(metric_values(&b[0])[8], None, "load CPU per conn");
         a[0].label = "A#1".into();
         let c = compare(&a, &b, (None, None), &CompareOptions::default());
         assert_eq!(c.b.trials[0].flags, ["nothing measured"]);

@@ -197,7 +197,7 @@ pub fn write_hlogs(record: &RunRecord, stem: &str, dir: &Path) -> Result<Vec<Pat
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
 

@@ -715,6 +715,44 @@ mod tests {
         html(&reports, &named, Counters::Key)
     }
 
+    /// The accept-queue wait is a histogram beside handshake, service and first byte in every
+    /// output a record gives: the text report's latency table, the HTML details, the `.hlog`
+    /// (tagged `accept_queue_wait`) and `compare`'s accept wait p50/p99 (latency phase).
+    #[test]
+    fn the_accept_queue_wait_is_in_the_report_html_hlog_and_compare() {
+        let mut rec = RunRecord::example();
+        let mut h = crate::record::new_latency_histogram();
+        h.record_n(2_000_000, 90).unwrap();
+        h.record_n(8_000_000, 10).unwrap();
+        for p in &mut rec.phases {
+            p.histograms.accept_queue_wait = Some(crate::record::encode_histogram(&h));
+        }
+        let r = build_report(&rec, "", &[1_000_000]).unwrap();
+        let text = crate::render::report(
+            std::slice::from_ref(&r),
+            crate::render::ReportFormat::Text,
+            Counters::Key,
+        );
+        assert!(text.contains("accept_queue_wait"), "{text}");
+        let page = page(std::slice::from_ref(&rec));
+        assert!(page.contains("accept_queue_wait"), "the HTML details");
+        let mut buf = Vec::new();
+        crate::render::write_hlog(&mut buf, &rec, 1).unwrap();
+        let tagged: Vec<_> = crate::render::hlog::tests::intervals(&buf)
+            .into_iter()
+            .filter(|i| i.0.as_deref() == Some("accept_queue_wait"))
+            .collect();
+        assert_eq!(tagged.len(), 1, "one interval of the phase");
+        assert_eq!(tagged[0].3.len(), 100);
+        let names: Vec<&str> = crate::analysis::METRICS.iter().map(|m| m.0).collect();
+        let values = crate::analysis::metric_values(&rec);
+        let at = |n: &str| values[names.iter().position(|m| *m == n).unwrap()];
+        let p50 = at("accept wait p50").unwrap();
+        let p99 = at("accept wait p99").unwrap();
+        assert!((p50 - 2_000.0).abs() < 2.0, "{p50} µs");
+        assert!((p99 - 8_000.0).abs() < 8.0, "{p99} µs");
+    }
+
     /// Every `<tag` in the page, by name.
     fn tags(html: &str) -> Vec<String> {
         html.split('<')

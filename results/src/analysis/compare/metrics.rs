@@ -7,12 +7,14 @@ use crate::record::{Latency, Pattern, PhaseRecord, RunRecord};
 
 /// The metrics compared: name, unit, direction, and the phase they are read from (`"peak"`:
 /// [`rate_phase`], `"latency"`: [`latency_phase`]).
-pub const METRICS: [(&str, &str, Direction, &str); 18] = [
+pub const METRICS: [(&str, &str, Direction, &str); 20] = [
     ("connections/s", "conn/s", Direction::HigherIsBetter, PEAK),
     ("handshake p50", "µs", Direction::LowerIsBetter, LATENCY),
     ("handshake p99", "µs", Direction::LowerIsBetter, LATENCY),
     ("handshake max", "µs", Direction::LowerIsBetter, LATENCY),
     ("first-byte p99", "µs", Direction::LowerIsBetter, LATENCY),
+    ("accept wait p50", "µs", Direction::LowerIsBetter, LATENCY),
+    ("accept wait p99", "µs", Direction::LowerIsBetter, LATENCY),
     ("server CPU per conn", "µs", Direction::LowerIsBetter, PEAK),
     ("load CPU per conn", "µs", Direction::LowerIsBetter, PEAK),
     ("sys %", "%", Direction::LowerIsBetter, PEAK),
@@ -69,6 +71,10 @@ pub(crate) const TLS_SPLIT_METRICS: [&str; 6] = [
     "TLS resumed handshake p50",
     "TLS resumed handshake p99",
 ];
+
+/// The accept-queue wait's metrics: optional as [`OPTIONAL_METRICS`], measured only by
+/// `bench` with its own server and the epoll load engine.
+pub(crate) const ACCEPT_WAIT_METRICS: [&str; 2] = ["accept wait p50", "accept wait p99"];
 
 /// Metrics of a kind a run may not measure at all (greeting, `--http`, `--tls`): left out of a
 /// comparison when neither side has them.
@@ -139,6 +145,7 @@ pub(super) fn metric_values_in(rec: &RunRecord, closed_only: bool) -> [Option<f6
     };
     let hs = lat.and_then(|p| summary(p, Latency::Handshake));
     let fb = lat.and_then(|p| summary(p, Latency::FirstByte));
+    let aw = lat.and_then(|p| summary(p, Latency::AcceptQueueWait));
     let tls = lat.and_then(|p| summary(p, Latency::TlsHandshake));
     let full = lat.and_then(|p| summary(p, Latency::TlsFull));
     let resumed = lat.and_then(|p| summary(p, Latency::TlsResumed));
@@ -156,6 +163,8 @@ pub(super) fn metric_values_in(rec: &RunRecord, closed_only: bool) -> [Option<f6
         hs.map(|s| us(s.p99_ns)),
         hs.map(|s| us(s.max_ns)),
         fb.map(|s| us(s.p99_ns)),
+        aw.map(|s| us(s.p50_ns)),
+        aw.map(|s| us(s.p99_ns)),
         rate.and_then(|p| p.cpu.server)
             .and_then(|c| c.us_per_conn()),
         rate.and_then(|p| p.cpu.load.us_per_conn()),
@@ -198,7 +207,7 @@ pub(super) fn phase_note<'a>(
         );
     }
     format!(
-        "phases: \"{PEAK} phase\" metrics (rates, CPU, sys %) are read from record phase {} (closed loop, as fast as it goes); \"{LATENCY} phase\" metrics (handshake, first-byte and TLS handshake latency) from phase {} (open loop at a fixed offered rate)",
+        "phases: \"{PEAK} phase\" metrics (rates, CPU, sys %) are read from record phase {} (closed loop, as fast as it goes); \"{LATENCY} phase\" metrics (handshake, first-byte, accept-queue wait and TLS handshake latency) from phase {} (open loop at a fixed offered rate)",
         names(rate_phase),
         names(latency_phase)
     )
