@@ -630,7 +630,23 @@ fn bad_options_exit_2_with_one_clear_line() {
             "recorded with --http",
         ),
         (
-            &["sweep", "--slo", "accept-queue-wait p99<1ms"],
+            &[
+                "sweep",
+                "--slo",
+                "accept-queue-wait p99<1ms",
+                "--load-engine",
+                "io-uring",
+            ],
+            "the SLO bounds the accept-queue-wait latency",
+        ),
+        (
+            &[
+                "sweep",
+                "--slo",
+                "accept-queue-wait p99<1ms",
+                "--target",
+                "127.0.0.1:1",
+            ],
             "the SLO bounds the accept-queue-wait latency",
         ),
         (

@@ -35,8 +35,8 @@ pub struct Args {
     pub steps: u64,
     /// Latency SLO: `[LATENCY] pQ<BOUND`, e.g. `p99<1ms`, `p99.9<=500us`, `response p99<1ms`.
     /// LATENCY: handshake (the default), service, response (--http), first-byte (--http or
-    /// --mode greet), tls-handshake (--tls), accept-queue-wait (refused: not recorded by this
-    /// build yet). The table's column names it.
+    /// --mode greet), tls-handshake (--tls), accept-queue-wait (the sweep's own server, epoll
+    /// load engine: auto turns to it). The table's column names it.
     #[arg(long, default_value = "p99<1ms")]
     pub slo: String,
     /// Largest share of failed attempts a step may have and still count.

@@ -33,22 +33,35 @@ use phases::Steps;
 
 /// Refuses, before anything runs, an SLO on a latency this run would not measure: `response`
 /// without `--http`, `tls-handshake` without `--tls`, `first-byte` without `--http` or a
-/// greeting server, and the accept-queue wait, which this build does not record.
+/// greeting server, the accept-queue wait with an external server (`--target`) or the io_uring
+/// load engine (which cannot read a connection's port: `loadgen::accept_stamps_unavailable`).
+/// An accept-queue wait SLO turns `--load-engine auto` to epoll, and returns the note that says
+/// so.
 ///
 /// # Errors
 /// Bad input (exit 2) naming the latency and what records it.
-fn check_slo_latency(slo: &Slo, setup: &super::bench::SetupArgs) -> anyhow::Result<()> {
+fn check_slo_latency(
+    slo: &Slo,
+    setup: &mut super::bench::SetupArgs,
+) -> anyhow::Result<Option<&'static str>> {
     use sweep::SloLatency as L;
     let greets = matches!(setup.mode, Some(server::Mode::Greet { .. }));
+    let mut note = None;
+    if slo.latency == L::AcceptQueueWait && setup.load_engine == loadgen::LoadEngine::Auto {
+        setup.load_engine = loadgen::LoadEngine::Epoll;
+        note = Some("--load-engine auto runs epoll: the accept-queue wait SLO needs each connection's local port, which the io_uring engine cannot read");
+    }
     let measured = match slo.latency {
         L::Handshake | L::Service => true,
         L::Response => setup.http,
         L::FirstByte => setup.http || greets,
         L::TlsHandshake => setup.tls,
-        L::AcceptQueueWait => false,
+        L::AcceptQueueWait => {
+            setup.target.is_none() && setup.load_engine == loadgen::LoadEngine::Epoll
+        }
     };
     if measured {
-        return Ok(());
+        return Ok(note);
     }
     Err(bad_input(
         sweep::SweepError::SloLatency {
@@ -68,8 +81,11 @@ fn check_slo_latency(slo: &Slo, setup: &super::bench::SetupArgs) -> anyhow::Resu
 /// # Errors
 /// Bad options (exit 2), harness failures, record write failures.
 pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
+    let mut args = args;
     let slo = Slo::parse(&args.slo).map_err(|e| bad_input(e.to_string()))?;
-    check_slo_latency(&slo, &args.setup)?;
+    if let Some(note) = check_slo_latency(&slo, &mut args.setup)? {
+        eprintln!("connstorm sweep: {note}");
+    }
     let from = sweep::parse_percent(&args.from).map_err(|e| bad_input(format!("--from: {e}")))?;
     let to = sweep::parse_percent(&args.to).map_err(|e| bad_input(format!("--to: {e}")))?;
     let max_errors = sweep::parse_percent(&args.max_errors)
@@ -178,4 +194,52 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
     }
     outcome?;
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    fn setup(extra: &[&str]) -> crate::commands::bench::SetupArgs {
+        let mut argv = vec!["sweep"];
+        argv.extend_from_slice(extra);
+        Cli::try_parse_from(argv).unwrap().args.setup
+    }
+
+    /// Issue 37: an SLO on the accept-queue wait is accepted now that records carry it: with the
+    /// default load engine (auto turns to epoll, said in a note) and with epoll; refused with
+    /// the io_uring load engine or an external server, naming what records it.
+    #[test]
+    fn an_accept_queue_wait_slo_is_accepted_where_the_sweep_records_it() {
+        let slo = Slo::parse("accept-queue-wait p99<1ms").unwrap();
+        let mut s = setup(&[]);
+        let note = check_slo_latency(&slo, &mut s).unwrap();
+        assert!(note.unwrap().contains("runs epoll"));
+        assert_eq!(s.load_engine, loadgen::LoadEngine::Epoll);
+        let mut s = setup(&["--load-engine", "epoll"]);
+        assert_eq!(check_slo_latency(&slo, &mut s).unwrap(), None);
+        for bad in [
+            &["--load-engine", "io-uring"][..],
+            &["--target", "127.0.0.1:1"][..],
+        ] {
+            let e = check_slo_latency(&slo, &mut setup(bad))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("accept-queue-wait") && e.contains("--load-engine epoll"),
+                "{bad:?}: {e}"
+            );
+        }
+        // Another SLO leaves the engine as given.
+        let mut s = setup(&[]);
+        check_slo_latency(&Slo::parse("p99<1ms").unwrap(), &mut s).unwrap();
+        assert_eq!(s.load_engine, loadgen::LoadEngine::Auto);
+    }
 }
