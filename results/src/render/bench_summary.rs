@@ -110,7 +110,7 @@ fn accept_queue(out: &mut String, q: &crate::record::AcceptQueue, encoded: Optio
     } else {
         ""
     };
-    let _ = writeln!(out, "  accept queue: {check}{sampler}");
+    let _ = writeln!(out, "  accept queue check: {check}{sampler}");
     let mut left = Vec::new();
     if q.accepted_first > 0 {
         left.push(format!(
@@ -960,7 +960,9 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.contains("  accept queue: Little's law and the sampled length agree within 20%\n"),
+            text.contains(
+                "  accept queue check: Little's law and the sampled length agree within 20%\n"
+            ),
             "{text}"
         );
         assert!(
