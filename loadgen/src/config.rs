@@ -566,6 +566,27 @@ mod tests {
         }
     }
 
+    /// `bench` asks before it stamps: the epoll engine can stamp; io_uring (asked for, or
+    /// auto's choice where it runs) says why not, naming the engine that can.
+    #[test]
+    fn only_the_epoll_engine_can_stamp_accepts() {
+        let mut c = cfg();
+        c.engine = LoadEngine::Epoll;
+        assert_eq!(crate::accept_stamps_unavailable(&c), None);
+        if let Err(why) = crate::engine::probe_io_uring() {
+            eprintln!("skipping the io_uring half: {why}");
+            return;
+        }
+        for e in [LoadEngine::IoUring, LoadEngine::Auto] {
+            c.engine = e;
+            let why = crate::accept_stamps_unavailable(&c).unwrap_or_default();
+            assert!(
+                why.starts_with("the io_uring load engine") && why.contains("--load-engine epoll"),
+                "{e:?}: {why}"
+            );
+        }
+    }
+
     #[test]
     fn default_in_flight_follows_rate_times_timeout_but_is_capped() {
         let t = Duration::from_secs(3);
