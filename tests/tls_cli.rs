@@ -873,3 +873,133 @@ fn tls_resumption_with_many_in_flight_and_a_request_resumes_without_waiting_for_
         );
     }
 }
+
+/// The load's TLS on the io_uring engine (`--load-engine io-uring`), against both server
+/// engines: the same accounting as on epoll. Full handshakes (TLS 1.3, TLS 1.2 whose client
+/// speaks twice, and a request over TLS 1.3 with `--close server`, which reads to the server's
+/// close, longer than one SEND, its response longer than one RECV): the load's handshakes = its successes = attempts = the server's TLS accepts = its
+/// accepts = ΔPassiveOpens. Resumption with tickets (one connection in flight): every
+/// handshake but the worker's first resumes, counted so on both sides, in TLS 1.3 and in TLS
+/// 1.2 with a request (whose Finished and request go in one segment: no wait for a delayed
+/// ACK); with 32 in flight and a request on each only each slot's first may be full. A wrong CA: every
+/// handshake fails with one class naming the alert the client sent, as on epoll, and the
+/// server counts each failed handshake.
+#[test]
+fn tls_on_the_io_uring_load_engine_counts_handshakes_resumptions_and_alerts() {
+    if let Err(why) = loadgen::engine::probe_io_uring() {
+        panic!("the io_uring connect engine cannot run here: {why} (this machine kind has io_uring with IORING_OP_SOCKET, Linux >= 5.19; check kernel.io_uring_disabled)");
+    }
+    let _x = testkit::exclusive();
+    let tmp = tempfile::tempdir().unwrap();
+    let (cert, key) = cert_files(tmp.path(), "a");
+    let (other, _) = cert_files(tmp.path(), "other");
+    let uring = strings(&["--load-engine", "io-uring"]);
+    let files = strings(&[
+        "--cert",
+        &cert.display().to_string(),
+        "--key",
+        &key.display().to_string(),
+    ]);
+    // Full handshakes, exact counts.
+    for (engine, version, http) in [
+        ("epoll", "1.3", false),
+        ("io-uring", "1.2", false),
+        ("io-uring", "auto", true),
+    ] {
+        let case = format!("server {engine}, load io_uring, {version} http {http}");
+        let mut load = strings(&["--rate", "200/s", "--tls-version", version]);
+        load.extend(["--ca".into(), cert.display().to_string()]);
+        load.extend(uring.clone());
+        let mut srv = files.clone();
+        if http {
+            // A request longer than a slot's TLS output buffer (4 KiB: sent in two parts) and
+            // a response longer than a RECV (10 kB of body: several).
+            let pad = format!("X-Pad: {}", "p".repeat(6000));
+            load.extend(strings(&["--http", "/", "--close", "server"]));
+            load.extend(["--http-header".into(), pad]);
+            srv.extend(strings(&["--mode", "http:10000"]));
+        }
+        let (out, s, passive) = round(engine, srv, load);
+        assert_eq!(out.status.code(), Some(0), "{case}: {}", stderr(&out));
+        let j = json(&out);
+        assert_eq!(j["engine"]["engine"], "io_uring", "{case}: {}", j["engine"]);
+        let t = &j["tls"];
+        let attempts = u(&j["total"]["attempts"]);
+        assert!(attempts >= 100, "{case}: {j}");
+        for (name, v) in [
+            ("load successes", u(&j["total"]["successes"])),
+            ("load TLS handshakes", u(&t["total_handshakes"])),
+            ("load full handshakes", u(&t["total_full"])),
+            ("server TLS accepts", sum(&s, "tls_accepted")),
+            ("server accepts", sum(&s, "accepted")),
+            ("PassiveOpens", passive as u64),
+        ] {
+            assert_eq!(v, attempts, "{case}: {name}\nload {j}\nserver {s}");
+        }
+        assert_eq!(sum(&s, "tls_failed"), 0, "{case}: {s}");
+        let key13 = if version == "1.2" { "tls12" } else { "tls13" };
+        assert_eq!(u(&t[key13]), u(&t["handshakes"]), "{case}: {t}");
+        if http {
+            assert_eq!(u(&j["http"]["status_classes"]["2xx"]), attempts, "{j}");
+            assert_eq!(sum(&s, "served"), attempts, "{s}");
+        }
+    }
+    // Resumption: one in flight (exact), without and with a request (a resumed TLS 1.2
+    // client speaks last: its Finished and the request must go in one segment, or the request
+    // waits for the server's delayed ACK), then 32 in flight with a request on each.
+    for (engine, version, concurrency, http) in [
+        ("epoll", "1.3", 1u64, false),
+        ("io-uring", "1.2", 1, true),
+        ("epoll", "1.3", 32, true),
+    ] {
+        let case = format!("server {engine}, load io_uring, {version} tickets c{concurrency}");
+        let mut load = strings(&[
+            "--concurrency",
+            &concurrency.to_string(),
+            "--insecure",
+            "--tls-version",
+            version,
+            "--tls-resume",
+            "tickets",
+        ]);
+        load.extend(uring.clone());
+        let srv = if http {
+            load.extend(strings(&["--http", "/"]));
+            strings(&["--mode", "http"])
+        } else {
+            strings(&["--mode", "close"])
+        };
+        let (out, s, passive) = round(engine, srv, load);
+        assert_eq!(out.status.code(), Some(0), "{case}: {}", stderr(&out));
+        let j = json(&out);
+        assert_eq!(j["engine"]["engine"], "io_uring", "{case}: {}", j["engine"]);
+        let t = &j["tls"];
+        let hs = u(&t["total_handshakes"]);
+        let full = u(&t["total_full"]);
+        assert!(hs >= 20, "{case}: {j}");
+        assert_eq!(hs, u(&j["total"]["attempts"]), "{case}: {j}");
+        assert!((1..=concurrency).contains(&full), "{case}: {t}");
+        if concurrency == 1 {
+            assert_eq!(full, 1, "{case}: {t}");
+            if http {
+                // (With 32 in flight a debug build's queueing alone passes 40 ms.)
+                let p50 = j["http"]["response"]["percentiles"]
+                    .as_array()
+                    .and_then(|p| p.iter().find(|x| x[0] == 50.0))
+                    .map(|x| u(&x[1]))
+                    .unwrap_or_else(|| panic!("{case}: no response p50: {j}"));
+                assert!(p50 < 40_000_000, "{case}: response p50 {p50} ns");
+            }
+        }
+        assert_eq!(u(&t["total_resumed"]), hs - full, "{case}: {t}");
+        assert_eq!(sum(&s, "tls_accepted"), hs, "{case}: {s}");
+        assert_eq!(sum(&s, "tls_resumed"), hs - full, "{case}: {s}");
+        assert_eq!(passive as u64, hs, "{case}: {s}");
+    }
+    // A wrong CA: failures by alert, as on epoll.
+    let mut load = strings(&["--rate", "100/s", "--ca", &other.display().to_string()]);
+    load.extend(uring);
+    for engine in ENGINES {
+        wrong_ca_round(engine, files.clone(), load.clone());
+    }
+}

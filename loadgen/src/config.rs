@@ -250,14 +250,6 @@ impl Default for Pacing {
     }
 }
 
-/// The refusal of `--load-engine io-uring` with `flag` (an option
-/// [`LoadConfig::uring_unsupported`] named).
-pub fn uring_unsupported_message(flag: &str) -> String {
-    format!(
-        "--load-engine io-uring does not support {flag} yet: use --load-engine epoll (or auto) with {flag}"
-    )
-}
-
 /// Most workers one run starts ([`LoadConfig::workers`]): 4,096 threads, each with its own
 /// ring or poll, slots and histograms (about 1 MiB each with the default histograms).
 pub const MAX_WORKERS: usize = 4096;
@@ -434,21 +426,10 @@ impl LoadConfig {
             }
             t.client_config().map_err(LoadError::Config)?;
         }
-        if self.engine == LoadEngine::IoUring {
-            if let Some(flag) = self.uring_unsupported() {
-                return bad(uring_unsupported_message(flag));
-            }
-        }
         if self.targets.len() > u32::MAX as usize {
             return bad("too many targets: give fewer than 2^32".into());
         }
         Ok(())
-    }
-
-    /// The first option the io_uring engine does not do yet, as the flag's name: `--tls`
-    /// (`--http`, `--expect-bytes` and `--close server` it does).
-    pub fn uring_unsupported(&self) -> Option<&'static str> {
-        self.tls.is_some().then_some("--tls")
     }
 
     /// [`Self::connect_timeout`] in ns (at most `u64::MAX / 4`, so deadlines never overflow).

@@ -34,6 +34,6 @@ pub use crate::config::{
     cipher_suites, suite_name, Resume, TlsOptions, TlsVersion, Verify, SYSTEM_CA_BUNDLE,
 };
 pub use crate::failures::alert_name;
-pub(crate) use client::{TlsClient, TlsEvent};
+pub(crate) use client::{TlsClient, TlsEvent, INPUT_BYTES};
 pub use report::TlsReport;
 pub(crate) use sessions::{failure_of, Sessions};
