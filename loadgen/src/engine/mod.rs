@@ -124,9 +124,14 @@ pub(crate) fn with_engine<J: WithEngine>(
 /// target. A wait that must not block now asks for every in-flight completion.)
 pub const AUTO_PREFERS: LoadEngine = LoadEngine::IoUring;
 
-/// The engine `auto` picks for `--tls` when both can run: epoll, which ran every `--tls` load
-/// before the io_uring engine drove TLS, until a paired measurement of CPU per handshake says
-/// otherwise.
+/// The engine `auto` picks for `--tls` when both can run: epoll, because io_uring did not win on
+/// the load's CPU per TLS handshake. Measured 2026-12-07 (this project's 2-vCPU VM, Linux 6.18,
+/// busy: other sessions' builds used ~87% of both CPUs), `bench --tls --load-engine
+/// epoll|io-uring --server-cpus 0 --load-cpus 1`, release, two ABBA sets of 4 pairs, load
+/// on-CPU µs per full TLS 1.3 handshake, io_uring / epoll: closed-loop peak 0.975 (6 s runs;
+/// pairs 0.973–0.994) and 0.988 (3 s; 0.975–1.018), open loop at 80% of the peak 1.016
+/// (0.967–1.052) and 1.099 (0.972–1.145): about 240 µs per handshake either way, a 1–2% gain
+/// at the peak and a loss in the open loop (docs/performance/2026-12-07-tls-uring.md).
 pub const AUTO_PREFERS_TLS: LoadEngine = LoadEngine::Epoll;
 
 /// The engine `auto` prefers for `cfg` ([`AUTO_PREFERS`], or [`AUTO_PREFERS_TLS`] with `--tls`)
