@@ -12,8 +12,10 @@
 //! - act on the other events ([`TlsEvent`]): the core decides what they mean for the attempt
 //!   (`crate::core::Core::tls_event`).
 //!
-//! The epoll engine does this with send(2)/recv(2) at readiness; an io_uring engine would do it
-//! with IORING_OP_SEND/RECV into the same buffers (one receive of at most [`INPUT_BYTES`]).
+//! The epoll engine does this with send(2)/recv(2) at readiness; the io_uring engine with
+//! IORING_OP_SEND/RECV on the ring's own buffers, copying the output out and each receive (at
+//! most [`INPUT_BYTES`]) in (`crate::engine::uring`: the kernel's pointers stay in the ring's
+//! memory).
 //!
 //! Memory: the input buffer ([`INPUT_BYTES`]) and the output buffer are allocated on a slot's
 //! first TLS connection and kept for the next ones, so a connection allocates only what rustls
