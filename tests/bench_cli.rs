@@ -1978,6 +1978,27 @@ fn scale_steps_agree_with_the_kernel_and_their_figures_with_their_phases() {
             .server_cpus
             .iter()
             .all(|c| p.cpu_softirq_pct.get(c).is_some_and(|v| *v <= soft)));
+        // Issue 33 item 4: the step's CPUs' softirqs, and with two workers its accept spread,
+        // recorded and printed.
+        let softirq_cpus: Vec<usize> = p.net_softirqs.keys().copied().collect();
+        assert_eq!(softirq_cpus, step.server_cpus, "{}", p.name);
+        let soft_line = results::analysis::softirq_line(&p.net_softirqs).unwrap();
+        assert!(text.contains(&format!("{}: {soft_line}", p.name)), "{text}");
+        let counts: Vec<u64> = p
+            .server
+            .as_ref()
+            .unwrap()
+            .workers
+            .iter()
+            .map(|w| w.accepted)
+            .collect();
+        let spread = results::record::AcceptSpread::of(&counts);
+        assert_eq!(p.server.as_ref().unwrap().spread, spread, "{}", p.name);
+        assert_eq!(spread.is_some(), step.cores >= 2, "{}", p.name);
+        if let Some(sp) = spread {
+            let line = format!("{}: {}", p.name, results::analysis::spread_line(&sp));
+            assert!(text.contains(&line), "{line:?}:\n{text}");
+        }
         if profile {
             let prof = p
                 .profile
@@ -2158,5 +2179,69 @@ fn a_profile_without_permission_is_refused_before_anything_runs() {
             "{cmd:?}: {err}"
         );
         assert!(!out.exists(), "{cmd:?}: nothing written");
+    }
+}
+
+/// Issue 33 item 4: each phase records the accept spread its per-worker rows imply, prints it,
+/// warns when it is uneven (and only then), and records NET_RX/NET_TX softirqs and ksoftirqd
+/// time for exactly the phase's CPUs, with NET_RX raised on them (loopback delivers through the
+/// sending CPU's backlog, `enqueue_to_backlog` raising NET_RX there).
+#[test]
+fn a_bench_phase_records_its_accept_spread_and_its_cpus_softirqs() {
+    let _x = testkit::exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(&[
+        "bench",
+        "--server-cpus",
+        "0-1",
+        "--load-cpus",
+        "0-1",
+        "--duration",
+        "1s",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rec = RunRecord::read(&records(dir.path())[0]).unwrap();
+    assert!(!rec.phases.is_empty());
+    for p in &rec.phases {
+        let s = p.server.as_ref().expect("our own server");
+        let counts: Vec<u64> = s.workers.iter().map(|w| w.accepted).collect();
+        assert_eq!(counts.len(), 2, "{}", p.name);
+        let spread = s.spread.expect("two workers with accepts have a spread");
+        assert_eq!(Some(spread), results::record::AcceptSpread::of(&counts));
+        let line = results::analysis::spread_line(&spread);
+        assert!(
+            text.contains(&line),
+            "{}: {line:?} printed:\n{text}",
+            p.name
+        );
+        let uneven = results::analysis::uneven_spread(p);
+        assert_eq!(
+            uneven.is_some(),
+            spread.mean >= results::analysis::UNEVEN_MIN_MEAN
+                && spread.max_over_mean > results::analysis::UNEVEN_MAX_OVER_MEAN,
+            "{spread:?}"
+        );
+        if let Some(w) = uneven {
+            assert!(text.contains(&format!("warning: {w}")), "{text}");
+        }
+        let cpus: Vec<usize> = p.net_softirqs.keys().copied().collect();
+        assert_eq!(cpus, [0, 1], "{}: the phase's CPUs", p.name);
+        let rx: u64 = p.net_softirqs.values().map(|c| c.net_rx).sum();
+        assert!(
+            p.successes == 0 || rx > 0,
+            "{}: {} connections without a NET_RX softirq on their CPUs: {:?}",
+            p.name,
+            p.successes,
+            p.net_softirqs
+        );
+        let soft = results::analysis::softirq_line(&p.net_softirqs).unwrap();
+        assert!(text.contains(&soft), "{soft:?} printed:\n{text}");
     }
 }

@@ -426,6 +426,16 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
     if let Some(s) = &record.scale {
         text.push_str(&results::render::scale_text(s));
     }
+    // Per step: how evenly its server workers shared the accepts, and its CPUs' softirqs.
+    for p in &record.phases {
+        if let Some(s) = results::analysis::accept_spread(p) {
+            let line = results::analysis::spread_line(&s);
+            text.push_str(&format!("{}: {line}\n", p.name));
+        }
+        if let Some(line) = results::analysis::softirq_line(&p.net_softirqs) {
+            text.push_str(&format!("{}: {line}\n", p.name));
+        }
+    }
     for p in &record.phases {
         if let Some(prof) = &p.profile {
             text.push_str(&results::render::profile_text(&p.name, prof));
@@ -435,7 +445,11 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
         text.push_str(&crate::profile::overhead_summary(&record));
         text.push('\n');
     }
-    for w in &record.warnings {
+    let uneven = record
+        .phases
+        .iter()
+        .filter_map(results::analysis::uneven_spread);
+    for w in record.warnings.iter().cloned().chain(uneven) {
         text.push_str(&format!("warning: {w}\n"));
     }
     if let Some(p) = &args.plot {
