@@ -2245,3 +2245,105 @@ fn a_bench_phase_records_its_accept_spread_and_its_cpus_softirqs() {
         assert!(text.contains(&soft), "{soft:?} printed:\n{text}");
     }
 }
+
+/// `bench` and `scale` take the load side's worker count and port slices as `load` does:
+/// refused the same way before anything runs, and a run has that many load workers, the slices
+/// as asked in its record and says how the workers got their ports.
+#[test]
+fn bench_and_scale_take_load_workers_and_port_slices() {
+    let _x = testkit::exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().to_str().unwrap();
+    let refused = |args: &[&str], want: &str| {
+        let out = run(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: want {want:?} in {err}");
+        let lines = err.lines().filter(|l| l.contains("error: ")).count();
+        assert_eq!(lines, 1, "{args:?}: one error line: {err}");
+        assert!(out.stdout.is_empty(), "{args:?}: nothing on stdout");
+    };
+    let bench = |extra: &[&str]| -> Vec<String> {
+        let mut v: Vec<String> = ["bench", "--out", out_dir, "--duration", "1s"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        v.extend(extra.iter().map(|s| s.to_string()));
+        v
+    };
+    let refused_bench = |extra: &[&str], want: &str| {
+        let v = bench(extra);
+        refused(&v.iter().map(String::as_str).collect::<Vec<_>>(), want);
+    };
+    refused_bench(&["--load-workers", "0"], "--load-workers");
+    refused_bench(&["--load-workers", "4097"], "--load-workers");
+    refused_bench(&["--port-slices", "maybe"], "--port-slices");
+    refused_bench(
+        &[
+            "--server-cpus",
+            "0",
+            "--load-cpus",
+            "0-1",
+            "--load-workers",
+            "1",
+        ],
+        "--load-workers: 1 load workers on 2 load CPUs leaves CPUs without a worker",
+    );
+    refused_bench(
+        &["--load-workers", "8", "--concurrency", "4"],
+        "--load-workers: 8 load workers share 4 attempts in flight",
+    );
+    refused(
+        &["scale", "--load-workers-per-core", "0", "--out", out_dir],
+        "--load-workers-per-core",
+    );
+    refused(
+        &["scale", "--port-slices", "maybe", "--out", out_dir],
+        "--port-slices",
+    );
+    refused(
+        &[
+            "scale",
+            "--shape",
+            "together",
+            "--pairs",
+            "shared",
+            "--load-workers-per-core",
+            "64",
+            "--concurrency-per-core",
+            "32",
+            "--dry-run",
+            "--out",
+            out_dir,
+        ],
+        "--load-workers-per-core: 64 load workers share 32 attempts in flight",
+    );
+    // A run: 4 workers on one load CPU, shared range.
+    let v = bench(&[
+        "--netns",
+        "--server-cpus",
+        "0",
+        "--load-cpus",
+        "1",
+        "--load-workers",
+        "4",
+        "--port-slices",
+        "off",
+    ]);
+    let out = Command::new(bin()).args(&v).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("connstorm: ports: "), "{err}");
+    let rec = RunRecord::read(&records(dir.path())[0]).unwrap();
+    let setup = &rec.config["setup"];
+    assert_eq!(setup["load_workers"], 4, "{setup}");
+    assert_eq!(setup["port_slices"], "off", "{setup}");
+    for p in &rec.phases {
+        assert_eq!(p.load_workers.len(), 4, "{}: one row per worker", p.name);
+        assert!(p.load_workers.iter().all(|w| w.cpu == 1), "{}", p.name);
+        let sum: u64 = p.load_workers.iter().map(|w| w.successes).sum();
+        // The workers count their whole run, warm-up included, as the cross-check does.
+        let whole = p.cross_check.as_ref().unwrap().load_successes;
+        assert_eq!(sum, whole, "{}: per-worker sums are the total", p.name);
+    }
+}

@@ -39,6 +39,17 @@ pub struct SetupArgs {
     /// Load side's connect engine: auto, io-uring, epoll (see `connstorm load --help`).
     #[arg(long, default_value = "auto")]
     pub load_engine: loadgen::LoadEngine,
+    /// How many load workers, spread round-robin over the load CPUs (as `connstorm load
+    /// --load-workers`): more workers than CPUs oversubscribes them (a correctness test at many
+    /// workers; the rate then measures the sharing). 1 to 4,096, at least one per load CPU and
+    /// no more than the peak's attempts in flight (--concurrency). Default: one per load CPU.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=4096))]
+    pub load_workers: Option<u16>,
+    /// Whether each load worker connects from its own disjoint slice of the ephemeral port range
+    /// (`on`: IP_LOCAL_PORT_RANGE, Linux 6.3; older kernels fall back to the shared range with a
+    /// note) or all share the whole range (`off`, as a plain client does).
+    #[arg(long, value_enum, default_value = "on")]
+    pub port_slices: loadgen::PortSlices,
     /// Open loop: when the next start is due within this, poll without sleeping instead of arming
     /// a timer (a short spin, so the start is not left to a timer wake-up); 0s = always arm the
     /// timer. At most 1ms. Recorded (`load.spin_ns`).

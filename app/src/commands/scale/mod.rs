@@ -209,6 +209,23 @@ fn check(args: &Args) -> anyhow::Result<(ScalePlan, tuning::host::Topology, u32)
             "--concurrency-per-core 0: keep at least one attempt in flight per load core, e.g. 32",
         ));
     }
+    if let Some(w) = args.load_workers_per_core.map(usize::from) {
+        crate::limits::check_load_workers(
+            Some(w),
+            1,
+            Some(u64::from(per_core)),
+            "--load-workers-per-core",
+            "--concurrency-per-core",
+        )?;
+        let largest = plan.steps.iter().map(|s| s.load.len()).max().unwrap_or(1);
+        crate::limits::check_load_workers(
+            Some(w.saturating_mul(largest)),
+            largest,
+            None,
+            &format!("--load-workers-per-core {w} × {largest} load cores of the largest step"),
+            "",
+        )?;
+    }
     Ok((plan, topo, per_core))
 }
 
@@ -239,6 +256,10 @@ fn setup_of(args: &Args, step: &tuning::advice::ScaleStep) -> anyhow::Result<Set
         tls: None,
         http: false,
         load_engine: args.load_engine,
+        load_workers: args
+            .load_workers_per_core
+            .map_or(0, |w| usize::from(w) * step.load.len()),
+        port_slices: args.port_slices,
         pacing: loadgen::Pacing::default(),
         whole_machine: step.server == step.load,
     })
