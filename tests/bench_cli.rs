@@ -2347,3 +2347,85 @@ fn bench_and_scale_take_load_workers_and_port_slices() {
         assert_eq!(sum, whole, "{}: per-worker sums are the total", p.name);
     }
 }
+
+/// `bench --dry-run` prints the plan after the checks a run makes, exits 0, and starts nothing:
+/// no record, no `--out` directory, and (where strace is installed) no socket(2) call at all.
+/// Bad options are refused with exit 2 as in a run.
+#[test]
+fn bench_dry_run_prints_the_plan_and_opens_no_socket() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("records");
+    let out_s = out_dir.to_str().unwrap();
+    let args = [
+        "bench",
+        "--dry-run",
+        "--server-cpus",
+        "0",
+        "--load-cpus",
+        "1",
+        "--load-workers",
+        "3",
+        "--duration",
+        "5s",
+        "--out",
+        out_s,
+    ];
+    let out = run(&args);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for want in [
+        "server: 1 worker(s) on CPUs [0]",
+        "load: 3 worker(s) on CPUs [1] (round-robin, CPUs shared)",
+        "phase peak: closed loop, 32 attempts in flight, 2 s measured after 1 s warm-up",
+        "phase latency: open loop at 80% of the measured peak, 3 s measured after 1 s warm-up",
+        "host changes: no host setting",
+    ] {
+        assert!(text.contains(want), "{want:?} in:\n{text}");
+    }
+    assert!(!out_dir.exists(), "a dry run writes nothing");
+    match Command::new("strace").arg("-V").output() {
+        Ok(o) if o.status.success() => {
+            let trace = dir.path().join("trace");
+            let mut cmd = vec![
+                "-f",
+                "-e",
+                "trace=socket,io_uring_setup",
+                "-o",
+                trace.to_str().unwrap(),
+                bin(),
+            ];
+            cmd.extend(&args);
+            let o = Command::new("strace").args(&cmd).output().unwrap();
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            let calls = std::fs::read_to_string(&trace).unwrap();
+            assert!(
+                !calls.contains("socket(") && !calls.contains("io_uring_setup("),
+                "a dry run opened a socket or a ring:\n{calls}"
+            );
+        }
+        _ => {
+            eprintln!("strace not installed: the no-socket check is skipped (the plan is checked)")
+        }
+    }
+    // Refused as a run refuses them, exit 2, nothing written.
+    for (bad, want) in [
+        (&["--load-workers", "0"][..], "--load-workers"),
+        (&["--server-cpus", "9999"][..], "9999"),
+        (&["--concurrency", "0"][..], "--concurrency 0"),
+        (&["--load-workers", "8", "--concurrency", "4"][..], "idle"),
+    ] {
+        let mut v = vec!["bench", "--dry-run", "--out", out_s];
+        v.extend(bad);
+        let o = run(&v);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{v:?}: {err}");
+        assert!(err.contains(want), "{v:?}: {want:?} in {err}");
+        assert!(o.stdout.is_empty(), "{v:?}: no plan");
+    }
+    assert!(!out_dir.exists(), "a refused dry run writes nothing");
+}

@@ -179,7 +179,9 @@ Examples:
   # An external server (a gateway) over TLS: load side only, latency phase at 20k conn/s
   connstorm bench --target 192.0.2.10:443 --tls --rate 20k/s
   # A neper test (tcp_crr) in two network namespaces, with the kernel profile of its peak
-  connstorm bench --netns --like 'tcp_crr -T 8 -F 1000' --profile";
+  connstorm bench --netns --like 'tcp_crr -T 8 -F 1000' --profile
+  # The plan only: CPUs, workers, engines, phases and host changes; nothing runs
+  connstorm bench --server-cpus 0-1 --load-cpus 2-3 --dry-run";
 
 /// The `connstorm bench` command line: the benchmark's options (shared with `ab`) and
 /// `bench`'s own `--metrics`, `--profile` and `--like`.
@@ -207,6 +209,11 @@ pub struct Command {
     /// phase (docs/neper.md: the mapping and what differs).
     #[arg(long, value_name = "NEPER", conflicts_with_all = ["concurrency", "close", "mode", "duration", "target"])]
     pub like: Option<String>,
+    /// Print the plan (server and load CPUs, workers, engines, phases with their durations,
+    /// what would change on the host) after every check a run makes first, and exit 0 without
+    /// starting a server, opening a socket or writing a record. Bad options exit 2 as in a run.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 /// `--rtt`: a duration netem can add ([`tuning::host::check_rtt`]), refused when parsed.
