@@ -2429,3 +2429,39 @@ fn bench_dry_run_prints_the_plan_and_opens_no_socket() {
     }
     assert!(!out_dir.exists(), "a refused dry run writes nothing");
 }
+
+/// EDGES: `scale --dry-run` refuses what the run would refuse: a billion attempts in flight per
+/// load core is beyond the sockets the run can hold (it printed a plan and exited 0).
+#[test]
+fn scale_dry_run_refuses_attempts_in_flight_the_run_cannot_hold() {
+    let base = [
+        "scale",
+        "--dry-run",
+        "--shape",
+        "together",
+        "--pairs",
+        "shared",
+    ];
+    let mut args = base.to_vec();
+    args.extend(["--concurrency-per-core", "1000000000"]);
+    let o = run(&args);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--concurrency-per-core 1,000,000,000 × ")
+            && err.contains("attempts in flight, above the ")
+            && err.contains("give --concurrency-per-core "),
+        "{err}"
+    );
+    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+    assert!(o.stdout.is_empty(), "no plan");
+    let mut args = base.to_vec();
+    args.extend(["--concurrency-per-core", "32"]);
+    let o = run(&args);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}

@@ -289,12 +289,25 @@ fn profiled(plan: &ScalePlan, i: usize, all: bool) -> bool {
 /// Bad input (exit 2) before anything runs; harness, namespace or record failures.
 pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
     let (plan, topo, per_core) = check(&args)?;
-    if args.dry_run {
-        crate::output::out(&tuning::render::scale_plan(&topo, &plan));
-        return Ok(0);
-    }
-    let profile = args.profile.check()?;
+    // The bounds of the largest step (attempts in flight against the descriptor limit, the
+    // connect timeout, --netns's privilege, --out) are checked for a dry run too: a plan the
+    // run would refuse is refused (a billion attempts per core was printed as a plan).
     let largest_load = plan.steps.iter().map(|s| s.load.len()).max().unwrap_or(1);
+    let in_flight = u64::from(per_core) * largest_load as u64;
+    let room = crate::setup::fd_room_after_raise() as u64;
+    if in_flight > room {
+        let count = common::numfmt::count;
+        return Err(bad_input(format!(
+            "--concurrency-per-core {} × {largest_load} load core(s) of the largest step = {} \
+             attempts in flight, above the {} this run can hold (each is a socket; the load \
+             side gets half of RLIMIT_NOFILE's hard limit, at most 16,384): give \
+             --concurrency-per-core {} or less",
+            count(u64::from(per_core)),
+            count(in_flight),
+            count(room),
+            count((room / largest_load as u64).max(1))
+        )));
+    }
     crate::limits::check_setup(&crate::limits::SetupRequest {
         concurrency: Some(per_core.saturating_mul(largest_load as u32)),
         connect_timeout: args.connect_timeout,
@@ -302,6 +315,11 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
         netns: args.netns,
         out: &args.out,
     })?;
+    if args.dry_run {
+        crate::output::out(&tuning::render::scale_plan(&topo, &plan));
+        return Ok(0);
+    }
+    let profile = args.profile.check()?;
     let setups: Vec<Setup> = plan
         .steps
         .iter()
