@@ -130,9 +130,14 @@ pub fn check_load_workers(
         )));
     }
     if let Some(c) = closed_in_flight.filter(|&c| (w as u64) > c) {
+        let n = common::numfmt::count;
         return Err(bad_input(format!(
-            "{option}: {w} load workers share {c} attempts in flight (closed loop: each worker keeps its share), so {} workers would be idle: give at most {c} workers, or {more} of at least {w}",
-            common::numfmt::count(w as u64 - c)
+            "{option}: {} load workers share {} attempts in flight (closed loop: each worker keeps its share), so {} workers would be idle: give at most {} workers, or {more} of at least {}",
+            n(w as u64),
+            n(c),
+            n(w as u64 - c),
+            n(c),
+            n(w as u64)
         )));
     }
     Ok(())
