@@ -1993,7 +1993,7 @@ fn scale_steps_agree_with_the_kernel_and_their_figures_with_their_phases() {
             .map(|w| w.accepted)
             .collect();
         let spread = results::record::AcceptSpread::of(&counts);
-        assert_eq!(p.server.as_ref().unwrap().spread, spread, "{}", p.name);
+        assert_same_spread(p.server.as_ref().unwrap().spread, spread);
         assert_eq!(spread.is_some(), step.cores >= 2, "{}", p.name);
         if let Some(sp) = spread {
             let line = format!("{}: {}", p.name, results::analysis::spread_line(&sp));
@@ -2214,7 +2214,7 @@ fn a_bench_phase_records_its_accept_spread_and_its_cpus_softirqs() {
         let counts: Vec<u64> = s.workers.iter().map(|w| w.accepted).collect();
         assert_eq!(counts.len(), 2, "{}", p.name);
         let spread = s.spread.expect("two workers with accepts have a spread");
-        assert_eq!(Some(spread), results::record::AcceptSpread::of(&counts));
+        assert_same_spread(Some(spread), results::record::AcceptSpread::of(&counts));
         let line = results::analysis::spread_line(&spread);
         assert!(
             text.contains(&line),
@@ -2464,4 +2464,23 @@ fn scale_dry_run_refuses_attempts_in_flight_the_run_cannot_hold() {
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );
+}
+
+/// Two accept spreads are the same (floats as JSON gives them back: to 1e-12 relative).
+fn assert_same_spread(
+    a: Option<results::record::AcceptSpread>,
+    b: Option<results::record::AcceptSpread>,
+) {
+    let close = |x: f64, y: f64| (x - y).abs() <= 1e-12 * x.abs().max(y.abs()).max(1.0);
+    match (a, b) {
+        (None, None) => {}
+        (Some(a), Some(b)) => assert!(
+            a.workers == b.workers
+                && close(a.mean, b.mean)
+                && close(a.max_over_mean, b.max_over_mean)
+                && close(a.cv, b.cv),
+            "{a:?} vs {b:?}"
+        ),
+        _ => panic!("{a:?} vs {b:?}"),
+    }
 }
