@@ -108,8 +108,9 @@ pub fn parse_ksoftirqd_stat(stat: &str, tick_ns: u64) -> Option<(usize, u64)> {
     Some((cpu, (utime + stime) * tick_ns))
 }
 
-/// Reads `<root>/proc/softirqs` and the `ksoftirqd/N` threads under `<root>/proc` (children of
-/// kthreadd; every numeric directory's `stat` is read, once per sample, not per connection).
+/// Reads `<root>/proc/softirqs` and the `ksoftirqd/N` threads under `<root>/proc`: the children
+/// of kthreadd (`/proc/2/task/2/children`), or where that file is missing every numeric
+/// directory's `stat`; once per sample, never per connection.
 ///
 /// # Errors
 /// [`SoftirqsError`] when `/proc/softirqs` is missing or malformed (an unreadable file is
@@ -124,19 +125,23 @@ pub fn read_net_softirqs(root: &Path) -> Result<NetSoftirqSample, SoftirqsError>
     let counts = parse_softirqs(&text, &shown)?;
     let tick = super::procstat::tick_ns();
     let mut ksoftirqd = BTreeMap::new();
-    if let Ok(dir) = std::fs::read_dir(&proc_dir) {
-        for entry in dir.flatten() {
-            let name = entry.file_name();
-            if !name
-                .to_str()
-                .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
-            {
-                continue;
-            }
-            if let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) {
-                if let Some((cpu, ns)) = parse_ksoftirqd_stat(&stat, tick) {
-                    ksoftirqd.insert(cpu, ns);
-                }
+    // ksoftirqd threads are children of kthreadd (PID 2): its children list (CONFIG_PROC_CHILDREN)
+    // names a few hundred kernel threads, where a scan of /proc reads every process of the host.
+    let pids: Vec<String> = match std::fs::read_to_string(proc_dir.join("2/task/2/children")) {
+        Ok(children) => children.split_whitespace().map(str::to_string).collect(),
+        Err(_) => std::fs::read_dir(&proc_dir)
+            .map(|dir| {
+                dir.flatten()
+                    .filter_map(|e| e.file_name().to_str().map(str::to_string))
+                    .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+                    .collect()
+            })
+            .unwrap_or_default(),
+    };
+    for pid in pids {
+        if let Ok(stat) = std::fs::read_to_string(proc_dir.join(&pid).join("stat")) {
+            if let Some((cpu, ns)) = parse_ksoftirqd_stat(&stat, tick) {
+                ksoftirqd.insert(cpu, ns);
             }
         }
     }
@@ -266,7 +271,32 @@ mod tests {
             }
         );
         assert!(!d.contains_key(&7), "a CPU not in the file is left out");
+        // With kthreadd's children list, only its children are read: a thread elsewhere that
+        // calls itself ksoftirqd/1 is not one.
+        std::fs::create_dir_all(proc_dir.join("2/task/2")).unwrap();
+        std::fs::create_dir_all(proc_dir.join("99")).unwrap();
+        std::fs::write(
+            proc_dir.join("99/stat"),
+            "99 (ksoftirqd/1) S 1 0 0 0 -1 0 0 0 0 0 7 7 0 0 20 0 1 0 25\n",
+        )
+        .unwrap();
+        std::fs::write(proc_dir.join("2/task/2/children"), "3 14 ").unwrap();
+        let s = read_net_softirqs(dir.path()).unwrap();
+        assert_eq!(s.0[&0].ksoftirqd_ns, Some((1 + 150) * tick));
+        assert_eq!(s.0[&1].ksoftirqd_ns, None, "pid 99 is no kernel thread");
         std::fs::remove_file(proc_dir.join("softirqs")).unwrap();
         assert!(read_net_softirqs(dir.path()).is_err());
+    }
+
+    #[test]
+    fn this_host_has_a_ksoftirqd_per_online_cpu() {
+        let s = read_net_softirqs(Path::new("/")).unwrap();
+        let online = crate::host::Topology::read(Path::new("/")).unwrap().online;
+        for c in online {
+            assert!(
+                s.0.get(&c).is_some_and(|x| x.ksoftirqd_ns.is_some()),
+                "CPU {c}: {s:?}"
+            );
+        }
     }
 }
