@@ -1880,3 +1880,30 @@ fn ports_still_in_time_wait_from_before_the_run_are_counted_and_named() {
         "{out}"
     );
 }
+
+/// EDGES: more load workers than closed-loop attempts in flight would leave most of them idle
+/// (4,096 workers for 100 attempts: 3,996 threads measuring nothing): refused with one line and
+/// exit 2 before any worker starts; as many workers as attempts is fine to ask.
+#[test]
+fn more_load_workers_than_attempts_in_flight_are_refused_in_one_line() {
+    let o = connstorm(&[
+        "--target",
+        "127.0.0.1:9",
+        "--load-workers",
+        "4096",
+        "--concurrency",
+        "100",
+        "--duration",
+        "1s",
+    ]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(
+            "--load-workers: 4,096 load workers share 100 attempts in flight (closed loop: each worker keeps its share), so 3,996 workers would be idle: give at most 100 workers, or --concurrency of at least 4,096"
+        ),
+        "{err}"
+    );
+    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+    assert!(o.stdout.is_empty());
+}

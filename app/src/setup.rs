@@ -38,6 +38,12 @@ pub struct Setup {
     /// The load side's connect engine (`--load-engine`).
     #[serde(serialize_with = "debug_str")]
     pub load_engine: loadgen::LoadEngine,
+    /// Load workers (`--load-workers`): 0 = one per load CPU; more = that many, spread over the
+    /// load CPUs round-robin ([`loadgen::LoadConfig::workers`]).
+    pub load_workers: usize,
+    /// Whether each load worker connects from its own slice of the ephemeral range
+    /// (`--port-slices`, [`loadgen::PortSlices`]).
+    pub port_slices: loadgen::PortSlices,
     /// The open-loop generator's pacing (`--spin`, `--start-batch`).
     #[serde(skip)]
     pub pacing: loadgen::Pacing,
@@ -127,8 +133,8 @@ impl Setup {
             duration: spec.duration,
             warmup: spec.warmup,
             cpus: self.load_cpus.clone(),
-            workers: 0,
-            port_slices: loadgen::PortSlices::On,
+            workers: self.load_workers,
+            port_slices: self.port_slices,
             close: self.close,
             sources: Vec::new(),
             connect_timeout: self.connect_timeout,
@@ -139,7 +145,7 @@ impl Setup {
                 loadgen::Pattern::Open { rate_per_sec, .. } => loadgen::default_max_in_flight(
                     rate_per_sec,
                     self.connect_timeout,
-                    self.load_cpus.len(),
+                    self.load_workers.max(self.load_cpus.len()),
                 )
                 .min(fd_room()),
                 loadgen::Pattern::Closed { .. } => fd_room(),

@@ -671,6 +671,7 @@ fn merge_phase(
     out.cross_check = netns::cross_check(&phases, groups);
     out.cpu_busy_pct = BTreeMap::new();
     out.cpu_softirq_pct = BTreeMap::new();
+    out.net_softirqs = BTreeMap::new();
     // One host's profile is not the merged run's: each segment's record keeps its own.
     out.profile = None;
     out.settings = BTreeMap::new();

@@ -61,8 +61,8 @@ pub use file::{
 };
 pub use histogram::{decode_histogram, encode_histogram, new_latency_histogram, HistogramError};
 pub use phase::{
-    Arrival, CpuUsage, CrossCheck, Histograms, HttpCounts, Latency, LoadWorker, Pattern,
-    PhaseRecord, ServerSide, SideCpu, TimelineRow, TlsCounts, WorkerAccepts,
+    AcceptSpread, Arrival, CpuUsage, CrossCheck, Histograms, HttpCounts, Latency, LoadWorker,
+    NetSoftirqs, Pattern, PhaseRecord, ServerSide, SideCpu, TimelineRow, TlsCounts, WorkerAccepts,
 };
 pub use profile::{
     ContentionPoint, FunctionShare, KernelProfile, NamedShare, OverheadPair, ProfileOverhead,

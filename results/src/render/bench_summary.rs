@@ -243,6 +243,12 @@ pub(crate) fn phase(out: &mut String, p: &PhaseRecord, accounting: Option<&str>)
             let _ = writeln!(out, "    ({note})");
         }
     }
+    if let Some(s) = crate::analysis::accept_spread(p) {
+        let _ = writeln!(out, "  {}", crate::analysis::spread_line(&s));
+    }
+    if let Some(line) = crate::analysis::softirq_line(&p.net_softirqs) {
+        let _ = writeln!(out, "  {line}");
+    }
     if let Some(c) = &p.cross_check {
         let mark = match (c.agree, measured) {
             (false, _) => "MISMATCH",

@@ -39,6 +39,17 @@ pub struct SetupArgs {
     /// Load side's connect engine: auto, io-uring, epoll (see `connstorm load --help`).
     #[arg(long, default_value = "auto")]
     pub load_engine: loadgen::LoadEngine,
+    /// How many load workers, spread round-robin over the load CPUs (as `connstorm load
+    /// --load-workers`): more workers than CPUs oversubscribes them (a correctness test at many
+    /// workers; the rate then measures the sharing). 1 to 4,096, at least one per load CPU and
+    /// no more than the peak's attempts in flight (--concurrency). Default: one per load CPU.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=4096))]
+    pub load_workers: Option<u16>,
+    /// Whether each load worker connects from its own disjoint slice of the ephemeral port range
+    /// (`on`: IP_LOCAL_PORT_RANGE, Linux 6.3; older kernels fall back to the shared range with a
+    /// note) or all share the whole range (`off`, as a plain client does).
+    #[arg(long, value_enum, default_value = "on")]
+    pub port_slices: loadgen::PortSlices,
     /// Open loop: when the next start is due within this, poll without sleeping instead of arming
     /// a timer (a short spin, so the start is not left to a timer wake-up); 0s = always arm the
     /// timer. At most 1ms. Recorded (`load.spin_ns`).
@@ -168,7 +179,9 @@ Examples:
   # An external server (a gateway) over TLS: load side only, latency phase at 20k conn/s
   connstorm bench --target 192.0.2.10:443 --tls --rate 20k/s
   # A neper test (tcp_crr) in two network namespaces, with the kernel profile of its peak
-  connstorm bench --netns --like 'tcp_crr -T 8 -F 1000' --profile";
+  connstorm bench --netns --like 'tcp_crr -T 8 -F 1000' --profile
+  # The plan only: CPUs, workers, engines, phases and host changes; nothing runs
+  connstorm bench --server-cpus 0-1 --load-cpus 2-3 --dry-run";
 
 /// The `connstorm bench` command line: the benchmark's options (shared with `ab`) and
 /// `bench`'s own `--metrics`, `--profile` and `--like`.
@@ -196,6 +209,11 @@ pub struct Command {
     /// phase (docs/neper.md: the mapping and what differs).
     #[arg(long, value_name = "NEPER", conflicts_with_all = ["concurrency", "close", "mode", "duration", "target"])]
     pub like: Option<String>,
+    /// Print the plan (server and load CPUs, workers, engines, phases with their durations,
+    /// what would change on the host) after every check a run makes first, and exit 0 without
+    /// starting a server, opening a socket or writing a record. Bad options exit 2 as in a run.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 /// `--rtt`: a duration netem can add ([`tuning::host::check_rtt`]), refused when parsed.

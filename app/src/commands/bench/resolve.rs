@@ -57,6 +57,16 @@ impl SetupArgs {
             super::note(n);
         }
         let (server_cpus, load_cpus) = (picked.server, picked.load);
+        crate::limits::check_load_workers(
+            self.load_workers.map(usize::from),
+            load_cpus.len(),
+            Some(u64::from(crate::run::peak_concurrency(
+                self.concurrency,
+                load_cpus.len(),
+            ))),
+            "--load-workers",
+            "--concurrency",
+        )?;
         let mode = crate::setup::protocol_mode(self.mode, self.tls, self.http)
             .map_err(crate::bad_input)?;
         let expect_bytes = match mode {
@@ -90,6 +100,8 @@ impl SetupArgs {
             tls,
             http: self.http,
             load_engine: self.load_engine,
+            load_workers: self.load_workers.map_or(0, usize::from),
+            port_slices: self.port_slices,
             pacing: crate::commands::load::pacing(self.spin, self.start_batch),
             whole_machine: self.whole_machine,
         })

@@ -116,6 +116,17 @@ fn config_inner(args: &Args, nofile: u64) -> anyhow::Result<LoadConfig> {
     // (taskset), so a CPU outside the mask would be pinned to without complaint: refuse it here,
     // with the same words as `connstorm server`.
     common::cpulist::check_option("--cpus", &cpus).map_err(bad_input)?;
+    // More workers than attempts in flight leaves the rest idle (the closed loop splits its
+    // attempts across the workers): refused, as `bench --load-workers` refuses it.
+    if let (Some(w), Pattern::Closed { concurrency }) = (args.load_workers, pattern) {
+        crate::limits::check_load_workers(
+            Some(usize::from(w)),
+            1,
+            Some(u64::from(concurrency)),
+            "--load-workers",
+            "--concurrency",
+        )?;
+    }
     let mut seen = std::collections::HashSet::new();
     let sources: Vec<IpAddr> = args
         .source

@@ -105,6 +105,7 @@ pub fn record(
             tls_failures: report.tls_failures(),
             tls_resumption: tls,
             counters: Default::default(),
+            spread: rec::AcceptSpread::of(&w.iter().map(|w| w.accepted).collect::<Vec<_>>()),
         }),
         cpu: rec::CpuUsage {
             server: Some(cpu),

@@ -326,6 +326,16 @@ fn phase_blocks(p: &PhaseReport, counters: Counters, out: &mut Vec<Block>) {
             errno_list(&s.accept_errors)
         )));
     }
+    if let Some(s) = p
+        .server
+        .as_ref()
+        .and_then(|s| s.spread.or_else(|| s.compute_spread()))
+    {
+        out.push(Block::Line(crate::analysis::spread_line(&s)));
+    }
+    if let Some(line) = crate::analysis::softirq_line(&p.net_softirqs) {
+        out.push(Block::Line(line));
+    }
     if let Some(t) = worker_table(p) {
         out.push(Block::Table(t));
     }
