@@ -1088,6 +1088,8 @@ fn uring_refuses_what_it_cannot_do_and_auto_picks_epoll_for_it() {
         resume: loadgen::tls::Resume::Off,
         verify: loadgen::tls::Verify::Insecure,
         ciphers: Vec::new(),
+        groups: Vec::new(),
+        resume_share_pct: 100,
     });
     cfg.engine = loadgen::LoadEngine::IoUring;
     let e = cfg.validate().unwrap_err().to_string();
