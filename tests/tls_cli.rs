@@ -982,32 +982,43 @@ fn bench_target_tls_verifies_as_load_does() {
     let tmp = tempfile::tempdir().unwrap();
     let ca = tmp.path().join("server.pem");
     let ca_s = ca.to_str().unwrap().to_string();
+    let out_dir = tmp.path().join("runs");
+    let out_s = out_dir.to_str().unwrap().to_string();
     let (scpu, lcpu) = cpus();
     let outs = testkit::NetNs::run(move |_| {
         let server = start_server(&scpu, "epoll", &strings(&["--cert-out", &ca_s]));
         wait_listening(PORT);
         let target = format!("127.0.0.1:{PORT}");
-        let outs: Vec<Output> = [vec!["--ca", ca_s.as_str()], vec![], vec!["--insecure"]]
-            .into_iter()
-            .map(|extra| {
-                let mut a = strings(&[
-                    "bench",
-                    "--target",
-                    &target,
-                    "--tls",
-                    "--duration",
-                    "1s",
-                    "--concurrency",
-                    "2",
-                    "--load-cpus",
-                    &lcpu,
-                    "--rate",
-                    "200/s",
-                ]);
-                a.extend(strings(&extra));
-                bin().args(&a).output().unwrap()
-            })
-            .collect();
+        let outs: Vec<Output> = [
+            // bench takes load's --tls-groups too: the record says what was agreed.
+            vec!["--ca", ca_s.as_str(), "--tls-groups", "p384"],
+            vec![],
+            vec!["--insecure"],
+        ]
+        .into_iter()
+        .enumerate()
+        .map(|(i, extra)| {
+            let out = format!("{out_s}/{i}");
+            let mut a = strings(&[
+                "bench",
+                "--target",
+                &target,
+                "--tls",
+                "--duration",
+                "1s",
+                "--concurrency",
+                "2",
+                "--load-cpus",
+                &lcpu,
+                "--rate",
+                "200/s",
+                "--out",
+                &out,
+            ]);
+            a.extend(strings(&extra));
+            bin().args(&a).output().unwrap()
+        })
+        .collect();
         stop_server(server);
         outs
     });
@@ -1023,6 +1034,23 @@ fn bench_target_tls_verifies_as_load_does() {
     let first = |o: &Output| text(o).lines().next().unwrap_or_default().to_string();
     assert!(!first(with_ca).contains("UNVERIFIED"), "{}", text(with_ca));
     assert!(!text(with_ca).contains("TLS alert"), "{}", text(with_ca));
+    let rec = results::RunRecord::read(&testkit::record_files(&out_dir.join("0"))[0]).unwrap();
+    let setup = rec.run.tls.as_ref().expect("TLS setup in the record");
+    assert_eq!(setup.groups, ["secp384r1"], "{setup:?}");
+    assert!(
+        setup.verified && setup.server_name == "127.0.0.1",
+        "{setup:?}"
+    );
+    for p in &rec.phases {
+        let t = p.tls.as_ref().unwrap();
+        assert!(t.handshakes > 0, "{}: {t:?}", p.name);
+        assert_eq!(
+            t.groups.get("secp384r1"),
+            Some(&t.handshakes),
+            "{}: {t:?}",
+            p.name
+        );
+    }
     // Without --ca: the system's bundle does not hold the server's certificate; every
     // handshake fails with the alert this client sent, and nothing is measured (exit 3).
     assert_ne!(without.status.code(), Some(0), "{}", text(without));
@@ -1149,4 +1177,42 @@ fn bad_tls_groups_shares_and_trust_exit_2_with_one_line() {
             String::from_utf8_lossy(&o.stdout)
         );
     }
+}
+
+/// `server --tls-groups` limits the groups the server takes: a client offering X25519 first and
+/// P-256 second agrees on P-256 with a server that takes only P-256 (after a
+/// HelloRetryRequest), and one offering X25519 alone fails every handshake by the alert the
+/// server sent.
+#[test]
+fn server_tls_groups_limit_what_is_agreed() {
+    let _x = testkit::exclusive();
+    let srv = strings(&["--tls-groups", "p256"]);
+    let (o, _, _) = round(
+        "epoll",
+        srv.clone(),
+        strings(&[
+            "--insecure",
+            "--tls-groups",
+            "x25519,p256",
+            "--concurrency",
+            "2",
+        ]),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let t = &json(&o)["tls"];
+    let hs = u(&t["handshakes"]);
+    assert!(hs > 0, "{t}");
+    assert_eq!(u(&t["groups"]["secp256r1"]), hs, "{t}");
+    let (o, _, _) = round(
+        "epoll",
+        srv,
+        strings(&["--insecure", "--tls-groups", "x25519", "--concurrency", "2"]),
+    );
+    let j = json(&o);
+    assert_eq!(u(&j["successes"]), 0, "{j}");
+    let fails = j["failures"].to_string();
+    assert!(
+        fails.contains("TLS alert HandshakeFailure received"),
+        "{fails}"
+    );
 }
