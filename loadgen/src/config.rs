@@ -17,7 +17,8 @@ mod tls;
 pub use engine::LoadEngine;
 pub use http::{read_body, HttpRequest, MAX_HTTP_BODY};
 pub use tls::{
-    cipher_suites, suite_name, Resume, TlsOptions, TlsVersion, Verify, SYSTEM_CA_BUNDLE,
+    cipher_suites, group_name, kx_groups, offers_session, suite_name, Resume, TlsOptions,
+    TlsVersion, Verify, SYSTEM_CA_BUNDLE,
 };
 
 /// The highest total rate a schedule accepts, connections per second: one intended start per

@@ -31,7 +31,8 @@ mod sessions;
 mod store;
 
 pub use crate::config::{
-    cipher_suites, suite_name, Resume, TlsOptions, TlsVersion, Verify, SYSTEM_CA_BUNDLE,
+    cipher_suites, group_name, kx_groups, offers_session, suite_name, Resume, TlsOptions,
+    TlsVersion, Verify, SYSTEM_CA_BUNDLE,
 };
 pub use crate::failures::alert_name;
 pub(crate) use client::{TlsClient, TlsEvent, INPUT_BYTES};

@@ -1089,6 +1089,8 @@ fn auto_picks_the_engine_measured_for_tls_and_for_plain_tcp() {
         resume: loadgen::tls::Resume::Off,
         verify: loadgen::tls::Verify::Insecure,
         ciphers: Vec::new(),
+        groups: Vec::new(),
+        resume_share_pct: 100,
     });
     // io_uring runs --tls (it used to be refused).
     cfg.engine = loadgen::LoadEngine::IoUring;

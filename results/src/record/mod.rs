@@ -68,7 +68,7 @@ pub use profile::{
     ContentionPoint, FunctionShare, KernelProfile, NamedShare, OverheadPair, ProfileOverhead,
     SideProfile,
 };
-pub use run::{HostInfo, NumaNode, RunInfo};
+pub use run::{HostInfo, NumaNode, RunInfo, TlsSetup};
 pub use scale::{ScaleKnee, ScaleRecord, ScaleStep};
 pub use segment::{NetnsIdentity, Role, SegmentInfo};
 pub use timestamp::{parse_rfc3339_utc, rfc3339_utc};

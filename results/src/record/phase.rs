@@ -199,6 +199,11 @@ pub struct TlsCounts {
     /// partial table would undercount the suites without saying so).
     #[serde(default)]
     pub cipher_suites: BTreeMap<String, u64>,
+    /// Of them, by the key exchange group agreed (IANA's name, e.g. `X25519`, `secp256r1`,
+    /// `X25519MLKEM768`); a resumed TLS 1.2 handshake has none. Empty when unknown: in records
+    /// before 2026-12-07, and in a merge with one of them.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub groups: BTreeMap<String, u64>,
     /// Failed handshakes by class (`TLS alert CertificateUnknown sent`, `TLS handshake EOF`,
     /// ...), each also in the phase's `failures`.
     pub failures: BTreeMap<String, u64>,
@@ -209,6 +214,10 @@ impl TlsCounts {
     pub fn add(&mut self, o: &TlsCounts) {
         let unknown = |t: &TlsCounts| t.handshakes > 0 && t.cipher_suites.is_empty();
         let suites_unknown = unknown(self) || unknown(o);
+        // Every full handshake agrees on a group: full ones without a group table are of a
+        // record that did not count them.
+        let no_groups = |t: &TlsCounts| t.full > 0 && t.groups.is_empty();
+        let groups_unknown = no_groups(self) || no_groups(o);
         self.handshakes += o.handshakes;
         self.full += o.full;
         self.resumed += o.resumed;
@@ -220,6 +229,12 @@ impl TlsCounts {
         }
         if suites_unknown {
             self.cipher_suites.clear();
+        }
+        for (k, v) in &o.groups {
+            *self.groups.entry(k.clone()).or_insert(0) += v;
+        }
+        if groups_unknown {
+            self.groups.clear();
         }
         for (k, v) in &o.failures {
             *self.failures.entry(k.clone()).or_insert(0) += v;

@@ -75,7 +75,7 @@ pub struct SetupArgs {
     /// Benchmark an external server (HOST:PORT, e.g. a gateway): load side only. A name must
     /// resolve to one address (one with several is refused, listing them).
     #[arg(long, value_parser = parse_target)]
-    pub target: Option<std::net::SocketAddr>,
+    pub target: Option<BenchTarget>,
     /// Run server and load in two fresh network namespaces joined by veth (needs root); counts
     /// must then agree exactly with the kernel's.
     #[arg(long)]
@@ -111,9 +111,22 @@ pub struct SetupArgs {
     /// With --tls: the private key of --cert, PEM.
     #[arg(long, value_name = "FILE", requires = "cert")]
     pub key: Option<PathBuf>,
-    /// With --tls: resume sessions with tickets (per load worker) instead of full handshakes.
-    #[arg(long, value_name = "off|tickets", default_value = "off", value_parser = parse_resume, requires = "tls")]
-    pub tls_resume: loadgen::tls::Resume,
+    /// The load's TLS client options, the same as `load`'s (`--tls-version`, `--sni`,
+    /// `--alpn`, `--tls-resume`, `--tls-resume-share`, `--tls-ciphers`, `--tls-groups`,
+    /// `--insecure`, `--ca`); with the own server the check trusts its certificate unless
+    /// --ca or --insecure is given.
+    #[command(flatten)]
+    pub tls_client: crate::commands::tls::TlsClientArgs,
+}
+
+/// `--target HOST:PORT`: the one address, and the host's name when it was given as one (the
+/// default SNI of `--tls`, as `load` sends it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BenchTarget {
+    /// The address.
+    pub addr: std::net::SocketAddr,
+    /// The name, when the host was a name.
+    pub name: Option<String>,
 }
 
 /// Options of `connstorm bench`.
@@ -157,16 +170,16 @@ fn parse_mode(s: &str) -> Result<server::Mode, String> {
     s.parse()
 }
 
-fn parse_resume(s: &str) -> Result<loadgen::tls::Resume, String> {
-    match s {
-        "off" => Ok(loadgen::tls::Resume::Off),
-        "tickets" => Ok(loadgen::tls::Resume::Tickets),
-        _ => Err(format!("unknown resumption {s:?}: use `off` or `tickets`")),
+fn parse_target(s: &str) -> Result<BenchTarget, String> {
+    let r = common::addr::resolve_targets(s)?;
+    match r.addrs.as_slice() {
+        [one] => Ok(BenchTarget {
+            addr: *one,
+            name: r.name,
+        }),
+        // Several addresses: refused, with the list ([`units::parse_target`]'s message).
+        _ => units::parse_target(s).map(|addr| BenchTarget { addr, name: r.name }),
     }
-}
-
-fn parse_target(s: &str) -> Result<std::net::SocketAddr, String> {
-    units::parse_target(s)
 }
 
 /// The examples after `connstorm bench --help` and in its man page.

@@ -73,18 +73,11 @@ impl SetupArgs {
             server::Mode::Greet { bytes } => Some(bytes),
             _ => None,
         };
+        let http = self.http || matches!(mode, server::Mode::Http { .. });
         let tls = self
             .tls
-            .then(|| {
-                crate::setup::BenchTls::new(
-                    self.cert.as_deref(),
-                    self.key.as_deref(),
-                    self.target.is_some(),
-                    self.tls_resume,
-                )
-            })
-            .transpose()
-            .map_err(crate::bad_input)?;
+            .then(|| crate::setup::BenchTls::new(self, http))
+            .transpose()?;
         Ok(Setup {
             server_cpus,
             load_cpus,
@@ -92,7 +85,7 @@ impl SetupArgs {
             mode,
             backlog: self.backlog,
             close: self.close,
-            target: self.target,
+            target: self.target.as_ref().map(|t| t.addr),
             netns: self.netns,
             rtt: self.rtt,
             connect_timeout: self.connect_timeout,

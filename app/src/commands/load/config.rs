@@ -212,31 +212,19 @@ fn http_request(args: &Args) -> anyhow::Result<Option<loadgen::HttpRequest>> {
 /// # Errors
 /// Bad input for a CA file that cannot be used, an unusable name, `ids` without TLS 1.2.
 fn tls_options(args: &Args, first: SocketAddr) -> anyhow::Result<Option<loadgen::tls::TlsOptions>> {
-    use loadgen::tls::{TlsOptions, Verify};
     if !args.tls {
         return Ok(None);
     }
     let name = args
-        .sni
-        .clone()
-        .or_else(|| args.target.iter().find_map(|t| t.1.clone()))
+        .target
+        .iter()
+        .find_map(|t| t.1.clone())
         .unwrap_or_else(|| first.ip().to_string());
-    let o = TlsOptions {
-        version: args.tls_version,
-        server_name: name,
-        alpn: args.alpn.clone(),
-        resume: args.tls_resume,
-        ciphers: args.tls_ciphers.clone(),
-        verify: if args.insecure {
-            Verify::Insecure
-        } else {
-            Verify::Ca(
-                args.ca
-                    .clone()
-                    .unwrap_or_else(|| loadgen::tls::SYSTEM_CA_BUNDLE.into()),
-            )
-        },
-    };
-    o.client_config().map_err(bad_input)?;
-    Ok(Some(o))
+    args.tls_client
+        .options(
+            name,
+            args.http.is_some(),
+            crate::commands::tls::DefaultTrust::System,
+        )
+        .map(Some)
 }

@@ -56,6 +56,7 @@ pub fn record(
         load_engine: None,
         load_engine_detail: None,
         placement: None,
+        tls: None,
         rtt_ns: None,
         target: None,
         connstorm_version: build.version.to_string(),
