@@ -2160,3 +2160,46 @@ fn a_profile_without_permission_is_refused_before_anything_runs() {
         assert!(!out.exists(), "{cmd:?}: nothing written");
     }
 }
+
+/// Issue 36 item 1: `bench --http` without `--close` runs the wire HTTP clients use (the server
+/// closes after the response): the record keeps `close_mode: server`, and the headline's first
+/// words name that wire; `--close rst` stays available, named as the other wire.
+#[test]
+fn bench_http_defaults_to_the_servers_close_and_names_the_wire_first() {
+    let _x = testkit::exclusive();
+    for (close, mode, wire) in [
+        (
+            None,
+            "server",
+            "wire: HTTP/1.1, server closes after the response (like wrk -H 'Connection: close'); ",
+        ),
+        (
+            Some("rst"),
+            "rst",
+            "wire: HTTP/1.1, client RST after the response (not what HTTP clients do); ",
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut a = vec!["bench", "--http", "--netns", "--duration", "1s"];
+        a.extend(["--out", dir.path().to_str().unwrap()]);
+        if let Some(c) = close {
+            a.extend(["--close", c]);
+        }
+        let out = run(&a);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{close:?}: {stderr}");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let first = text.lines().next().unwrap_or_default();
+        assert!(
+            first.starts_with(&format!("connstorm bench: {wire}")),
+            "{text}"
+        );
+        let rec = RunRecord::read(&records(dir.path())[0]).unwrap();
+        assert_eq!(rec.run.close_mode, mode);
+        assert_eq!(rec.wire().unwrap() + "; ", wire);
+        for p in &rec.phases {
+            let h = p.http.as_ref().expect("HTTP counts");
+            assert_eq!(h.status_classes.get("2xx"), Some(&p.successes), "{h:?}");
+        }
+    }
+}

@@ -24,6 +24,8 @@
 //! - [`error`]: [`error::BadInput`], the error kind that means exit code 2.
 //! - [`files`]: writing an output file atomically (temporary file + rename).
 //! - [`uring`]: the one wording of an io_uring_setup(2) failure (server and load engines).
+//! - [`wire`]: the wire a run puts on the network in words (protocol and close discipline),
+//!   the first words of every report.
 //! - [`metrics`]: the Prometheus `/metrics` endpoint and the encoding helpers of the server's
 //!   and the load generator's collectors.
 //!
@@ -53,3 +55,4 @@ pub mod table;
 pub mod threadcpu;
 pub mod units;
 pub mod uring;
+pub mod wire;

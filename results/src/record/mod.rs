@@ -148,6 +148,20 @@ impl RunRecord {
         }
     }
 
+    /// The wire the run's connections were on, in words ([`common::wire::describe`]): the
+    /// protocol (from its phases' HTTP and TLS counts) and the client's close mode as recorded
+    /// (`run.close_mode`, kept since the first schema, so an older `--http` record reads as the
+    /// RST after the response it ran). `None` for a server record and a record without a close
+    /// mode: the server does not know how its clients close.
+    pub fn wire(&self) -> Option<String> {
+        if self.role == Role::Server || self.run.close_mode.is_empty() {
+            return None;
+        }
+        let http = self.phases.iter().any(|p| p.http.is_some());
+        let tls = self.phases.iter().any(|p| p.tls.is_some());
+        Some(common::wire::describe(&self.run.close_mode, http, tls))
+    }
+
     /// The phase with this name.
     pub fn phase(&self, name: &str) -> Option<&PhaseRecord> {
         self.phases.iter().find(|p| p.name == name)

@@ -81,7 +81,10 @@ impl SetupArgs {
             engine: self.engine,
             mode,
             backlog: self.backlog,
-            close: self.close,
+            close: crate::setup::close_or_default(
+                self.close,
+                self.http || matches!(mode, server::Mode::Http { .. }),
+            ),
             target: self.target,
             netns: self.netns,
             rtt: self.rtt,

@@ -11,6 +11,9 @@ use results::render::KernelView;
 /// The report as `--format json` prints it.
 #[derive(serde::Serialize)]
 pub struct JsonReport<'a> {
+    /// The wire in words ([`LoadReport::wire`]): protocol and close discipline, e.g. `wire:
+    /// HTTP/1.1, server closes after the response (like wrk -H 'Connection: close')`.
+    pub wire: String,
     /// Connections per minute achieved in the measured window; `null` when nothing was measured
     /// (no success in it), never a made-up 0.
     pub cpm: Option<f64>,
@@ -47,6 +50,7 @@ impl<'a> JsonReport<'a> {
         kernel: Option<&'a KernelView>,
     ) -> Self {
         JsonReport {
+            wire: report.wire(),
             cpm: (report.successes > 0).then(|| report.cpm()),
             port_budget: budget,
             warnings,

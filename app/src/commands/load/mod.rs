@@ -110,7 +110,11 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
                 None
             }
         };
-    eprintln!("connstorm load: {}", loadgen::render::plan_line(&cfg));
+    eprintln!(
+        "connstorm load: {}; {}",
+        common::wire::describe(cfg.close.name(), cfg.http.is_some(), cfg.tls.is_some()),
+        loadgen::render::plan_line(&cfg)
+    );
     if let Some(cap) = fd_capped_in_flight {
         eprintln!("connstorm load: warning: {}", fd_cap_warning(cap));
     }
