@@ -2203,3 +2203,43 @@ fn bench_http_defaults_to_the_servers_close_and_names_the_wire_first() {
         }
     }
 }
+
+/// Issue 36 item 4: `bench --tls --baseline` measures the crypto floor of the peak's full
+/// handshakes after the peak (X25519, the in-process server's self-signed ECDSA P-256
+/// certificate, verified: its signature and the handshake's) and keeps it in the record, with
+/// the peak's client CPU per handshake above it; the summary prints it.
+#[test]
+fn bench_tls_baseline_records_the_crypto_floor() {
+    let _x = testkit::exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(&[
+        "bench",
+        "--tls",
+        "--baseline",
+        "--baseline-pairs",
+        "1",
+        "--baseline-slice",
+        "0.5s",
+        "--duration",
+        "1s",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let rec = RunRecord::read(&records(dir.path())[0]).unwrap();
+    let f = rec
+        .crypto_floor
+        .as_ref()
+        .expect("a crypto floor in the record");
+    assert_eq!(f.group, "X25519", "{f:?}");
+    assert_eq!(f.signature.as_deref(), Some("ECDSA-P256-SHA256"), "{f:?}");
+    assert_eq!(f.verifications, 2, "{f:?}");
+    assert!(f.floor_ns.is_finite() && f.floor_ns > 0.0, "{f:?}");
+    assert_eq!(f.cpu, rec.run.load_cpus.first().copied(), "{f:?}");
+    let ratio = f.ratio().expect("the client's CPU per handshake");
+    assert!(ratio > 1.0, "{f:?}");
+    assert!(f.all_full, "{f:?}");
+    assert!(text.contains(&f.line()), "{text}");
+}

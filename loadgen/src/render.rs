@@ -351,6 +351,18 @@ impl fmt::Display for Summary<'_> {
         }
         if let Some(t) = &r.tls {
             exchange::tls(out, t, r.measured_secs)?;
+            // Issue 36 item 4: the crypto floor, and the client's CPU per handshake over it.
+            if let Some(f) = &t.floor {
+                writeln!(out, "  {}", f.line())?;
+                let cpu: u64 = r.workers.iter().map(|w| w.cpu_run_ns).sum();
+                if let Some((ns, full)) = t.cpu_per_handshake_ns(cpu) {
+                    writeln!(
+                        out,
+                        "               {} (load workers' CPU over the whole run's TLS handshakes)",
+                        f.ratio_line(ns, full)
+                    )?;
+                }
+            }
         }
         if let Some(h) = &r.http {
             exchange::http(out, h, r.measured_secs)?;

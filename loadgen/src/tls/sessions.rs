@@ -97,6 +97,9 @@ pub(crate) struct Sessions {
     pub full_handshake: Latency,
     /// The same, resumed handshakes only.
     pub resumed_handshake: Latency,
+    /// What the worker's first full handshake negotiated (group, certificate), for the crypto
+    /// floor ([`super::floor`]); kept once, so no copy per connection.
+    pub negotiated: Option<super::floor::Negotiated>,
 }
 
 impl Sessions {
@@ -126,6 +129,7 @@ impl Sessions {
             handshake: Latency::new(high_ns),
             full_handshake: Latency::new(high_ns),
             resumed_handshake: Latency::new(high_ns),
+            negotiated: None,
         })
     }
 
@@ -136,6 +140,9 @@ impl Sessions {
         self.handshake.add(&o.handshake);
         self.full_handshake.add(&o.full_handshake);
         self.resumed_handshake.add(&o.resumed_handshake);
+        if self.negotiated.is_none() {
+            self.negotiated.clone_from(&o.negotiated);
+        }
     }
 
     /// Starts slot `i`'s TLS connection, its TCP handshake seen complete at `t` (the
@@ -182,6 +189,9 @@ impl Sessions {
         let alpn = c.alpn_protocol().is_some();
         let suite = c.negotiated_cipher_suite().map(|s| s.suite());
         let lat = t.saturating_sub(tcp_ns);
+        if !resumed && self.negotiated.is_none() {
+            self.negotiated = super::floor::Negotiated::of(c);
+        }
         let f = |k: &mut TlsCounts| {
             k.handshakes += 1;
             k.resumed += u64::from(resumed);

@@ -32,6 +32,7 @@
 mod baseline;
 mod build;
 mod counter;
+mod crypto_floor;
 mod error;
 mod example;
 mod failure;
@@ -51,6 +52,7 @@ pub use build::BuildInfo;
 pub use counter::{
     counter_meaning, describe_counter, is_drop_counter, is_retransmit_counter, KEY_COUNTERS,
 };
+pub use crypto_floor::CryptoFloor;
 pub use error::RecordError;
 pub use example::EXAMPLE_START_UNIX_MS;
 pub use failure::{
@@ -115,6 +117,10 @@ pub struct RunRecord {
     /// ([`ProfileOverhead`]); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile_overhead: Option<ProfileOverhead>,
+    /// `load --tls`, `bench --tls --baseline`: the crypto floor of a full TLS handshake measured
+    /// with the run ([`CryptoFloor`]); absent otherwise and in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crypto_floor: Option<CryptoFloor>,
 }
 
 impl Default for RunRecord {
@@ -134,6 +140,7 @@ impl Default for RunRecord {
             counters_netns: None,
             scale: None,
             profile_overhead: None,
+            crypto_floor: None,
         }
     }
 }

@@ -348,6 +348,9 @@ pub fn bench_summary(
             out.push('\n');
         }
     }
+    if let Some(f) = &r.crypto_floor {
+        let _ = writeln!(out, "{}", f.line());
+    }
     for w in crate::analysis::warnings(r) {
         let _ = writeln!(out, "warning: {w}");
     }

@@ -167,6 +167,9 @@ pub struct RecordReport {
     pub phases: Vec<PhaseReport>,
     /// Kernel floor, if measured.
     pub baseline: Option<Baseline>,
+    /// The crypto floor of a full TLS handshake, if measured ([`crate::record::CryptoFloor`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub crypto_floor: Option<crate::record::CryptoFloor>,
     /// Warnings derived from the record (interruption, one per non-zero drop counter), then the
     /// record's stored warnings that do not repeat them.
     pub warnings: Vec<String>,
@@ -306,6 +309,7 @@ pub fn build_report(
         host: rec.host.clone(),
         phases,
         baseline: rec.baseline.clone(),
+        crypto_floor: rec.crypto_floor.clone(),
         warnings,
         scale: rec.scale.clone().map(|mut s| {
             crate::analysis::scale_figures(&mut s, &rec.phases);

@@ -14,6 +14,10 @@ pub struct JsonReport<'a> {
     /// The wire in words ([`LoadReport::wire`]): protocol and close discipline, e.g. `wire:
     /// HTTP/1.1, server closes after the response (like wrk -H 'Connection: close')`.
     pub wire: String,
+    /// `--tls`: the crypto floor of a full handshake and the client's CPU per handshake, as the
+    /// record keeps them (`tls.floor` has the floor alone).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub crypto_floor: Option<results::record::CryptoFloor>,
     /// Connections per minute achieved in the measured window; `null` when nothing was measured
     /// (no success in it), never a made-up 0.
     pub cpm: Option<f64>,
@@ -51,6 +55,7 @@ impl<'a> JsonReport<'a> {
     ) -> Self {
         JsonReport {
             wire: report.wire(),
+            crypto_floor: crate::convert::crypto_floor(report),
             cpm: (report.successes > 0).then(|| report.cpm()),
             port_budget: budget,
             warnings,

@@ -119,6 +119,9 @@ fn host_blocks(r: &RecordReport, out: &mut Vec<Block>) {
             b.ratio
         )));
     }
+    if let Some(f) = &r.crypto_floor {
+        out.push(Block::Line(f.line()));
+    }
 }
 
 fn or_dash(s: &str) -> &str {
