@@ -5,7 +5,7 @@
 //!
 //! # What one full handshake costs the client, at least
 //! - **Key exchange** for the negotiated group (taken from the handshake,
-//!   [`rustls::ClientConnection::negotiated_key_exchange_group`]): the key share's generation and
+//!   [`rustls::CommonState::negotiated_key_exchange_group`]): the key share's generation and
 //!   the agreement with the server's share — the group's [`SupportedKxGroup::start`] then
 //!   [`rustls::crypto::ActiveKeyExchange::complete`], the calls rustls makes. For the hybrid
 //!   `X25519MLKEM768` that is ML-KEM-768 key generation and decapsulation plus X25519; the
@@ -41,7 +41,7 @@ use serde::Serialize;
 pub const DEFAULT_WINDOW: Duration = Duration::from_millis(200);
 
 /// What a full handshake negotiated that the floor repeats: kept from a worker's first full
-/// handshake ([`Negotiated::of`]).
+/// handshake.
 #[derive(Debug, Clone)]
 pub struct Negotiated {
     /// The key exchange group the handshake used (rustls' own, `'static`).
@@ -92,7 +92,7 @@ pub struct CryptoFloor {
     pub floor_ns: f64,
     /// Full handshakes per second one CPU could do at the floor (`1e9 / floor_ns`).
     pub per_sec: f64,
-    /// Key exchanges and verifications done in the measured window.
+    /// Key exchanges done in the measured window.
     pub kx_ops: u64,
     /// Verifications done in the measured window.
     pub verify_ops: u64,
