@@ -28,14 +28,20 @@ pub fn describe(close: &str, http: bool, tls: bool) -> String {
             }
             other => format!("close {other} after the response"),
         }
+    } else if tls {
+        // Without a request the client sends close_notify after the TLS handshake and reads
+        // until the server closes (its session tickets come then); the close mode is how the
+        // client's own socket ends after that.
+        match close {
+            "rst" => "client close_notify after the TLS handshake, RST after the server's close (SO_LINGER 0)"
+                .to_string(),
+            "fin" | "server" => "client close_notify after the TLS handshake, its FIN after the server's close (TIME_WAIT on the server)"
+                .to_string(),
+            other => format!("client close_notify after the TLS handshake, close {other}"),
+        }
     } else {
-        // Without a request: after the TCP handshake (and a greeting read, or with TLS after the
-        // TLS handshake, close_notify and the server's close).
-        let after = if tls {
-            "after the TLS handshake and close_notify"
-        } else {
-            "after the handshake"
-        };
+        // Without a request: after the TCP handshake (and a greeting read with --expect-bytes).
+        let after = "after the handshake";
         match close {
             "server" => format!("server closes first {after}, TIME_WAIT on the server"),
             "rst" => format!("client RST {after} (SO_LINGER 0, no TIME_WAIT)"),
@@ -62,7 +68,9 @@ mod tests {
         );
         assert!(describe("fin", true, false).contains("client closes first (FIN)"));
         assert!(describe("rst", false, false).starts_with("wire: TCP, client RST"));
-        assert!(describe("server", false, true).starts_with("wire: TLS, server closes first"));
+        assert!(describe("server", false, false).starts_with("wire: TCP, server closes first"));
+        assert!(describe("rst", false, true)
+            .starts_with("wire: TLS, client close_notify after the TLS handshake, RST after"));
         // An unknown spelling (a future record) is printed, not hidden.
         assert!(describe("half", false, false).contains("close half"));
     }
