@@ -40,7 +40,7 @@
 # of that run's handshakes nginx itself saw resumed (0 on the full block, or the comparison is
 # void). connstorm runs with --insecure, as h2load does not verify the certificate either (both
 # still verify the handshake signature), and with --close server, as h2load waits for the
-# server's close: connstorm's default RST after the response made nginx's close_notify write
+# server's close: connstorm's RST after the response (its default before issue 36) made nginx's close_notify write
 # fail (strace of the nginx worker: 0.77 failed write(2) per connection, against none under
 # h2load), costing nginx CPU per handshake. Then the same two full-handshake clients against
 # connstorm's own `server --tls --tls-resume off --mode http` on the server CPU, for when nginx
