@@ -2484,3 +2484,86 @@ fn assert_same_spread(
         _ => panic!("{a:?} vs {b:?}"),
     }
 }
+
+/// Issue 36 item 1: `bench --http` without `--close` runs the wire HTTP clients use (the server
+/// closes after the response): the record keeps `close_mode: server`, and the headline's first
+/// words name that wire; `--close rst` stays available, named as the other wire.
+#[test]
+fn bench_http_defaults_to_the_servers_close_and_names_the_wire_first() {
+    let _x = testkit::exclusive();
+    for (close, mode, wire) in [
+        (
+            None,
+            "server",
+            "wire: HTTP/1.1, server closes after the response (like wrk -H 'Connection: close'); ",
+        ),
+        (
+            Some("rst"),
+            "rst",
+            "wire: HTTP/1.1, client RST after the response (not what HTTP clients do); ",
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut a = vec!["bench", "--http", "--netns", "--duration", "1s"];
+        a.extend(["--out", dir.path().to_str().unwrap()]);
+        if let Some(c) = close {
+            a.extend(["--close", c]);
+        }
+        let out = run(&a);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{close:?}: {stderr}");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let first = text.lines().next().unwrap_or_default();
+        assert!(
+            first.starts_with(&format!("connstorm bench: {wire}")),
+            "{text}"
+        );
+        let rec = RunRecord::read(&records(dir.path())[0]).unwrap();
+        assert_eq!(rec.run.close_mode, mode);
+        assert_eq!(rec.wire().unwrap() + "; ", wire);
+        for p in &rec.phases {
+            let h = p.http.as_ref().expect("HTTP counts");
+            assert_eq!(h.status_classes.get("2xx"), Some(&p.successes), "{h:?}");
+        }
+    }
+}
+
+/// Issue 36 item 4: `bench --tls --baseline` measures the crypto floor of the peak's full
+/// handshakes after the peak (X25519, the in-process server's self-signed ECDSA P-256
+/// certificate, verified: its signature and the handshake's) and keeps it in the record, with
+/// the peak's client CPU per handshake above it; the summary prints it.
+#[test]
+fn bench_tls_baseline_records_the_crypto_floor() {
+    let _x = testkit::exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(&[
+        "bench",
+        "--tls",
+        "--baseline",
+        "--baseline-pairs",
+        "1",
+        "--baseline-slice",
+        "0.5s",
+        "--duration",
+        "1s",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let rec = RunRecord::read(&records(dir.path())[0]).unwrap();
+    let f = rec
+        .crypto_floor
+        .as_ref()
+        .expect("a crypto floor in the record");
+    assert_eq!(f.group, "X25519", "{f:?}");
+    assert_eq!(f.signature.as_deref(), Some("ECDSA-P256-SHA256"), "{f:?}");
+    assert_eq!(f.verifications, 2, "{f:?}");
+    assert!(f.floor_ns.is_finite() && f.floor_ns > 0.0, "{f:?}");
+    assert_eq!(f.cpu, rec.run.load_cpus.first().copied(), "{f:?}");
+    let ratio = f.ratio().expect("the client's CPU per handshake");
+    assert!(ratio > 1.0, "{f:?}");
+    assert!(f.all_full, "{f:?}");
+    assert!(text.contains(&f.line()), "{text}");
+}

@@ -1345,3 +1345,94 @@ fn server_tls_groups_limit_what_is_agreed() {
         "{fails}"
     );
 }
+
+/// Issue 36 item 4: `load --tls` measures the crypto floor of its full handshakes in-process
+/// after the run — the negotiated group's key exchange (X25519, what both sides offer first)
+/// and the server certificate's signature verification (its key type read from the certificate
+/// received) — on its load CPU: positive and finite, below the client's CPU per handshake,
+/// named in the text report with the ratio, and in the JSON. Verified against `--ca` the
+/// certificate's own signature counts too (2 verifications); `--insecure` checks only the
+/// handshake's (1).
+#[test]
+fn load_tls_measures_the_crypto_floor_of_its_full_handshakes() {
+    let _x = testkit::exclusive();
+    let tmp = tempfile::tempdir().unwrap();
+    let (cert, key) = cert_files(tmp.path(), "p256");
+    let ed = rcgen::KeyPair::generate_for(&rcgen::PKCS_ED25519).unwrap();
+    let ed_cert = rcgen::CertificateParams::new(vec!["localhost".into()])
+        .unwrap()
+        .self_signed(&ed)
+        .unwrap();
+    let (ec, ek) = (tmp.path().join("ed.pem"), tmp.path().join("ed.key"));
+    std::fs::write(&ec, ed_cert.pem()).unwrap();
+    std::fs::write(&ek, ed.serialize_pem()).unwrap();
+    let (_, lcpu) = cpus();
+    for (c, k, verify, sig, n) in [
+        (&cert, &key, "--ca", "ECDSA-P256-SHA256", 2),
+        (&ec, &ek, "--insecure", "Ed25519", 1),
+    ] {
+        let srv = strings(&["--cert", c.to_str().unwrap(), "--key", k.to_str().unwrap()]);
+        let mut load = strings(&["--concurrency", "8", verify]);
+        if verify == "--ca" {
+            load.push(c.display().to_string());
+        }
+        let (out, _, _) = round("epoll", srv.clone(), load.clone());
+        assert_eq!(out.status.code(), Some(0), "{sig}: {}", stderr(&out));
+        let j = json(&out);
+        let f = &j["crypto_floor"];
+        assert_eq!(f["group"], "X25519", "{j}");
+        assert_eq!(j["tls"]["floor"]["group"], f["group"], "{j}");
+        assert_eq!(f["signature"], sig, "{f}");
+        assert_eq!(f["verifications"], n, "{f}");
+        assert_eq!(f["cpu"].as_u64(), Some(lcpu.parse().unwrap()), "{f}");
+        let floor = f["floor_ns"].as_f64().unwrap();
+        let (kx, v) = (
+            f["kx_ns"].as_f64().unwrap(),
+            f["verify_ns"].as_f64().unwrap(),
+        );
+        assert!(floor.is_finite() && kx > 0.0 && v > 0.0, "{f}");
+        assert!((floor - (kx + n as f64 * v)).abs() < 1e-6 * floor, "{f}");
+        assert!(
+            (f["per_sec"].as_f64().unwrap() * floor - 1e9).abs() < 1.0,
+            "{f}"
+        );
+        let client = f["client_cpu_per_handshake_ns"].as_f64().unwrap();
+        assert!(
+            client > floor,
+            "client CPU per handshake {client} ns below the floor: {f}"
+        );
+        assert_eq!(f["all_full"], true, "{f}");
+        // The text report: the floor and the ratio, after the TLS lines.
+        let mut text_load = load.clone();
+        text_load.extend(strings(&["--format", "text"]));
+        let (scpu, lcpu2) = cpus();
+        let (srv2, tl) = (srv.clone(), text_load);
+        let out = testkit::NetNs::run(move |_| {
+            let server = start_server(&scpu, "epoll", &srv2);
+            wait_listening(PORT);
+            let mut args = load_base(&lcpu2, false);
+            args.extend(tl);
+            let out = bin().args(&args).output().expect("run connstorm load");
+            stop_server(server);
+            out
+        });
+        let text = String::from_utf8_lossy(&out.stdout);
+        let line = text
+            .lines()
+            .find(|l| {
+                l.trim_start()
+                    .starts_with("crypto floor (in-process, aws-lc-rs, CPU ")
+            })
+            .unwrap_or_else(|| panic!("no floor line: {text}"));
+        assert!(line.contains("X25519 keygen+agree"), "{line}");
+        assert!(
+            line.contains(&format!("{sig} verify")) && line.contains(&format!("×{n})")),
+            "{line}"
+        );
+        assert!(
+            text.contains("client CPU per full handshake ")
+                && text.contains("× the crypto floor of "),
+            "{text}"
+        );
+    }
+}

@@ -167,6 +167,20 @@ impl Setup {
     }
 }
 
+/// The close mode of a run: `close` as given (`--close`), or when none was given `server` with
+/// an HTTP request per connection (`--http`, or `--mode http` in `bench`, `sweep`, `ab` and
+/// `scale`) — the server closes after the response, what an HTTP client sending `Connection:
+/// close` sees (wrk, h2load) — else `rst` (SO_LINGER 0: no TIME_WAIT, ports free at once). RST
+/// after a response is another wire (`--close rst`), named so in every report's first line
+/// ([`common::wire::describe`]; issue 36).
+pub fn close_or_default(close: Option<loadgen::CloseMode>, http: bool) -> loadgen::CloseMode {
+    close.unwrap_or(if http {
+        loadgen::CloseMode::Server
+    } else {
+        loadgen::CloseMode::Rst
+    })
+}
+
 /// The server mode `bench` runs: `mode` as given (`--mode`), or when none was given `http` (a
 /// `204` per request) with `--http`, `close` with `--tls` alone (TLS serves `close` and `http`
 /// only: close_notify, then close), else `rst`.
@@ -244,5 +258,22 @@ pub fn load_error(e: loadgen::LoadError) -> anyhow::Error {
     match e {
         loadgen::LoadError::Config(m) => crate::bad_input(m),
         other => anyhow::Error::new(other).context("load generator"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 36 item 1: with a request per connection the default close is the server's (the
+    /// wire of HTTP clients sending `Connection: close`); without one it stays RST; a given
+    /// `--close` always wins.
+    #[test]
+    fn the_default_close_is_the_servers_with_http_and_rst_without() {
+        use loadgen::CloseMode::{Fin, Rst, Server};
+        assert_eq!(close_or_default(None, true), Server);
+        assert_eq!(close_or_default(None, false), Rst);
+        assert_eq!(close_or_default(Some(Rst), true), Rst);
+        assert_eq!(close_or_default(Some(Fin), false), Fin);
     }
 }

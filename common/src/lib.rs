@@ -26,6 +26,8 @@
 //! - [`uring`]: the one wording of an io_uring_setup(2) failure (server and load engines).
 //! - [`tls`]: the one wording of an unverified TLS run (`--insecure`) in the first line of
 //!   `load`, `bench` and `report`.
+//! - [`wire`]: the wire a run puts on the network in words (protocol and close discipline),
+//!   the first words of every report.
 //! - [`metrics`]: the Prometheus `/metrics` endpoint and the encoding helpers of the server's
 //!   and the load generator's collectors.
 //!
@@ -56,3 +58,4 @@ pub mod threadcpu;
 pub mod tls;
 pub mod units;
 pub mod uring;
+pub mod wire;

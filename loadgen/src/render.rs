@@ -119,10 +119,11 @@ fn sources_text(cfg: &LoadConfig) -> String {
     t
 }
 
-/// The line `connstorm load` prints before a run: pattern, targets, durations, CPUs, close mode,
-/// sources and connect timeout, e.g. `open loop at 1,000/s (uniform arrivals, at most 3,000 in
-/// flight) to 127.0.0.1:9000 for 10s (+2s warm-up) on CPUs 0-1, --close rst, kernel-chosen
-/// source address(es), connect timeout 3s` (without the `connstorm load: ` prefix).
+/// The line `connstorm load` prints before a run (after the wire, [`common::wire::describe`]):
+/// pattern, targets, durations, CPUs, close mode, sources and connect timeout, e.g. `open loop
+/// at 1,000/s (uniform arrivals, at most 3,000 in flight) to 127.0.0.1:9000 for 10s (+2s
+/// warm-up) on CPUs 0-1, --close rst, kernel-chosen source address(es), connect timeout 3s`
+/// (without the `connstorm load: ` prefix).
 pub fn plan_line(cfg: &LoadConfig) -> String {
     let what = match cfg.pattern {
         Pattern::Open {
@@ -180,7 +181,8 @@ impl fmt::Display for Summary<'_> {
         };
         writeln!(
             out,
-            "connstorm load: {mode}, --close {}, {} worker(s), {:.2} s measured{}{}",
+            "connstorm load: {}; {mode}, --close {}, {} worker(s), {:.2} s measured{}{}",
+            r.wire(),
             r.close.name(),
             r.workers.len(),
             r.measured_secs,
@@ -350,6 +352,18 @@ impl fmt::Display for Summary<'_> {
         }
         if let Some(t) = &r.tls {
             exchange::tls(out, t, r.measured_secs)?;
+            // Issue 36 item 4: the crypto floor, and the client's CPU per handshake over it.
+            if let Some(f) = &t.floor {
+                writeln!(out, "  {}", f.line())?;
+                let cpu: u64 = r.workers.iter().map(|w| w.cpu_run_ns).sum();
+                if let Some((ns, full)) = t.cpu_per_handshake_ns(cpu) {
+                    writeln!(
+                        out,
+                        "               {} (load workers' CPU over the whole run's TLS handshakes)",
+                        f.ratio_line(ns, full)
+                    )?;
+                }
+            }
         }
         if let Some(h) = &r.http {
             exchange::http(out, h, r.measured_secs)?;
@@ -678,7 +692,7 @@ mod tests {
         }
         .to_string();
         for want in [
-            "connstorm load: open loop, --close rst, 1 worker(s), 6.00 s measured\n",
+            "connstorm load: wire: TCP, client RST after the handshake (SO_LINGER 0, no TIME_WAIT); open loop, --close rst, 1 worker(s), 6.00 s measured\n",
             "  rate:        100,000 CPM = 1,666.7 conn/s achieved, offered 2,000 conn/s (83.33% achieved)\n",
             "  attempts:    12,000 started, 10,000 succeeded, 2,000 failed, 25 late, 0 dropped\n",
             "  WARNING: the generator fell behind its schedule\n",

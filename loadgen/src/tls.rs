@@ -11,6 +11,7 @@
 //!   resumption cache (`--tls-resume`) is its own and no lock is shared between workers (the
 //!   cache's own mutex is taken only by its worker, `store`), one client per slot, counters.
 //! - The results ([`TlsReport`]).
+//! - The crypto floor of a full handshake, measured in-process ([`floor`]).
 //!
 //! # Per connection
 //! Each slot holds a [`rustls::ClientConnection`] while its connection lives; beyond what rustls
@@ -26,6 +27,7 @@
 //! resumption).
 
 mod client;
+pub mod floor;
 mod report;
 mod sessions;
 mod store;

@@ -119,6 +119,9 @@ pub(crate) struct Sessions {
     pub full_handshake: Latency,
     /// The same, resumed handshakes only.
     pub resumed_handshake: Latency,
+    /// What the worker's first full handshake negotiated (group, certificate), for the crypto
+    /// floor ([`super::floor`]); kept once, so no copy per connection.
+    pub negotiated: Option<super::floor::Negotiated>,
 }
 
 impl Sessions {
@@ -163,6 +166,7 @@ impl Sessions {
             handshake: Latency::new(high_ns),
             full_handshake: Latency::new(high_ns),
             resumed_handshake: Latency::new(high_ns),
+            negotiated: None,
         })
     }
 
@@ -173,6 +177,9 @@ impl Sessions {
         self.handshake.add(&o.handshake);
         self.full_handshake.add(&o.full_handshake);
         self.resumed_handshake.add(&o.resumed_handshake);
+        if self.negotiated.is_none() {
+            self.negotiated.clone_from(&o.negotiated);
+        }
     }
 
     /// Starts slot `i`'s TLS connection, its TCP handshake seen complete at `t` (the
@@ -223,6 +230,9 @@ impl Sessions {
         let suite = c.negotiated_cipher_suite().map(|s| s.suite());
         let group = c.negotiated_key_exchange_group().map(|g| g.name());
         let lat = t.saturating_sub(tcp_ns);
+        if !resumed && self.negotiated.is_none() {
+            self.negotiated = super::floor::Negotiated::of(c);
+        }
         let f = |k: &mut TlsCounts| {
             k.handshakes += 1;
             k.resumed += u64::from(resumed);

@@ -32,6 +32,7 @@
 mod baseline;
 mod build;
 mod counter;
+mod crypto_floor;
 mod error;
 mod example;
 mod failure;
@@ -51,6 +52,7 @@ pub use build::BuildInfo;
 pub use counter::{
     counter_meaning, describe_counter, is_drop_counter, is_retransmit_counter, KEY_COUNTERS,
 };
+pub use crypto_floor::CryptoFloor;
 pub use error::RecordError;
 pub use example::EXAMPLE_START_UNIX_MS;
 pub use failure::{
@@ -115,6 +117,10 @@ pub struct RunRecord {
     /// ([`ProfileOverhead`]); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile_overhead: Option<ProfileOverhead>,
+    /// `load --tls`, `bench --tls --baseline`: the crypto floor of a full TLS handshake measured
+    /// with the run ([`CryptoFloor`]); absent otherwise and in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crypto_floor: Option<CryptoFloor>,
 }
 
 impl Default for RunRecord {
@@ -134,6 +140,7 @@ impl Default for RunRecord {
             counters_netns: None,
             scale: None,
             profile_overhead: None,
+            crypto_floor: None,
         }
     }
 }
@@ -146,6 +153,20 @@ impl RunRecord {
             config,
             ..RunRecord::default()
         }
+    }
+
+    /// The wire the run's connections were on, in words ([`common::wire::describe`]): the
+    /// protocol (from its phases' HTTP and TLS counts) and the client's close mode as recorded
+    /// (`run.close_mode`, kept since the first schema, so an older `--http` record reads as the
+    /// RST after the response it ran). `None` for a server record and a record without a close
+    /// mode: the server does not know how its clients close.
+    pub fn wire(&self) -> Option<String> {
+        if self.role == Role::Server || self.run.close_mode.is_empty() {
+            return None;
+        }
+        let http = self.phases.iter().any(|p| p.http.is_some());
+        let tls = self.phases.iter().any(|p| p.tls.is_some());
+        Some(common::wire::describe(&self.run.close_mode, http, tls))
     }
 
     /// The phase with this name.

@@ -59,9 +59,11 @@ pub struct SetupArgs {
     /// (1..=4096; 1 = a wait before every start). Recorded (`load.start_batch`).
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=4096))]
     pub start_batch: u64,
-    /// Client close mode.
-    #[arg(long, value_enum, default_value = "rst")]
-    pub close: loadgen::CloseMode,
+    /// Client close mode: rst (SO_LINGER 0), fin (client closes first), server (wait for the
+    /// server's FIN). Default: server with --http or --mode http (the server closes after the
+    /// response, as HTTP clients see it), else rst. The first line names the wire that ran.
+    #[arg(long, value_enum)]
+    pub close: Option<loadgen::CloseMode>,
     /// Server mode: rst (SO_LINGER 0: no FIN_WAIT2/TIME_WAIT on either side), close (FIN: with
     /// the default client RST, a few orphaned FIN_WAIT2 minisocks make reused ports' SYNs be
     /// resent, see docs/methodology.md), greet[:BYTES] (the client then measures first-byte latency), hold,

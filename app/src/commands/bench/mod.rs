@@ -160,7 +160,7 @@ pub fn run(cmd: Command, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
     let like = cmd.like.as_deref().map(neper::parse).transpose()?;
     if let Some(l) = &like {
         args.setup.concurrency = Some(l.flows);
-        args.setup.close = loadgen::CloseMode::Fin;
+        args.setup.close = Some(loadgen::CloseMode::Fin);
         args.setup.mode = Some(server::Mode::Hold);
         args.duration = l.duration();
     }

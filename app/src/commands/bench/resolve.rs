@@ -84,7 +84,7 @@ impl SetupArgs {
             engine: self.engine,
             mode,
             backlog: self.backlog,
-            close: self.close,
+            close: crate::setup::close_or_default(self.close, http),
             target: self.target.as_ref().map(|t| t.addr),
             netns: self.netns,
             rtt: self.rtt,

@@ -71,8 +71,11 @@ pub struct Args {
     pub port_slices: loadgen::PortSlices,
     /// How the client ends each connection: `rst` (SO_LINGER 0, no TIME_WAIT), `fin` (client
     /// closes first; TIME_WAIT on the client limits ports), `server` (wait for the server's FIN).
-    #[arg(long, value_enum, default_value = "rst")]
-    pub close: loadgen::CloseMode,
+    /// Default: `server` with --http (the server closes after the response, as an HTTP client
+    /// sending `Connection: close` sees it: wrk, h2load), else `rst`. The report's first line
+    /// names the wire that ran.
+    #[arg(long, value_enum)]
+    pub close: Option<loadgen::CloseMode>,
     /// Source addresses, used round-robin with IP_BIND_ADDRESS_NO_PORT: a list and/or ranges, e.g.
     /// `127.0.0.2-127.0.0.250` (any 127.0.0.0/8 address works on loopback). Default: the kernel
     /// chooses.

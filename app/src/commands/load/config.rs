@@ -152,7 +152,7 @@ fn config_inner(args: &Args, nofile: u64) -> anyhow::Result<LoadConfig> {
         cpus,
         workers: args.load_workers.map_or(0, usize::from),
         port_slices: args.port_slices,
-        close: args.close,
+        close: crate::setup::close_or_default(args.close, args.http.is_some()),
         sources,
         connect_timeout: args.connect_timeout,
         expect_bytes: args.expect_bytes,

@@ -124,9 +124,10 @@ pub struct Args {
     /// Load side's connect engine: auto, io-uring, epoll.
     #[arg(long, default_value = "auto")]
     pub load_engine: loadgen::LoadEngine,
-    /// Client close mode.
-    #[arg(long, value_enum, default_value = "rst")]
-    pub close: loadgen::CloseMode,
+    /// Client close mode: rst, fin, server. Default: server with --mode http (the server closes
+    /// after the response, as HTTP clients see it), else rst.
+    #[arg(long, value_enum)]
+    pub close: Option<loadgen::CloseMode>,
     /// Server mode (rst, close, greet[:BYTES], hold); default rst.
     #[arg(long, value_parser = parse_mode)]
     pub mode: Option<server::Mode>,

@@ -233,10 +233,11 @@ fn check(args: &Args) -> anyhow::Result<(ScalePlan, tuning::host::Topology, u32)
 fn setup_of(args: &Args, step: &tuning::advice::ScaleStep) -> anyhow::Result<Setup> {
     let (close, mode) = match &args.like {
         Some(_) => (loadgen::CloseMode::Fin, server::Mode::Hold),
-        None => (
-            args.close,
-            crate::setup::protocol_mode(args.mode, false, false).map_err(bad_input)?,
-        ),
+        None => {
+            let mode = crate::setup::protocol_mode(args.mode, false, false).map_err(bad_input)?;
+            let http = matches!(mode, server::Mode::Http { .. });
+            (crate::setup::close_or_default(args.close, http), mode)
+        }
     };
     Ok(Setup {
         server_cpus: step.server.clone(),

@@ -46,7 +46,12 @@ fn errno_list(m: &BTreeMap<String, u64>) -> String {
 
 fn host_blocks(r: &RecordReport, out: &mut Vec<Block>) {
     let run = &r.run;
-    let mut what = format!(
+    let mut what = r
+        .wire
+        .as_ref()
+        .map(|w| format!("{w}; "))
+        .unwrap_or_default();
+    what += &format!(
         "engine {}{}, steering {}, close {}, server mode {}, server CPUs {}, load CPUs {}",
         or_dash(&run.engine),
         run.engine_fallback_reason
@@ -116,6 +121,9 @@ fn host_blocks(r: &RecordReport, out: &mut Vec<Block>) {
             fixed(b.floor_per_sec, 0),
             b.ratio
         )));
+    }
+    if let Some(f) = &r.crypto_floor {
+        out.push(Block::Line(f.line()));
     }
 }
 
