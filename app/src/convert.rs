@@ -123,6 +123,7 @@ pub fn phase_record(
             tls12: t.tls12,
             alpn_agreed: t.alpn_agreed,
             cipher_suites: t.cipher_suites.clone(),
+            groups: t.groups.clone(),
             failures: rec::TlsCounts::failures_of(&report.failures),
         }),
         ..PhaseRecord::default()

@@ -200,6 +200,7 @@ impl Harness {
         let load_before = self.counters_load()?;
         let accepted_before = self.server.as_ref().map(|s| s.stats());
         let stat_before = tuning::host::read_cpu_times();
+        let softirqs_before = tuning::host::read_net_softirqs(Path::new("/")).ok();
         let t0 = Instant::now();
         let armed = profile.map(|c| crate::profile::Armed::arm(c, spec.warmup));
         let ran = match self.pair() {
@@ -216,6 +217,7 @@ impl Harness {
         );
         let wall_ns = t0.elapsed().as_nanos() as u64;
         let stat_after = tuning::host::read_cpu_times();
+        let softirqs_after = tuning::host::read_net_softirqs(Path::new("/")).ok();
         let srv_after = self.counters_server()?;
         let load_after = self.counters_load()?;
 
@@ -232,6 +234,7 @@ impl Harness {
             server_cpu: self.server.as_ref().map(|_| server_cpu),
             load_cpu,
             stat: (stat_before, stat_after),
+            softirqs: softirqs_before.zip(softirqs_after),
             wall_ns,
             srv_delta: srv_after.delta(&srv_before),
             load_delta: load_before.zip(load_after).map(|(b, a)| a.delta(&b)),

@@ -233,6 +233,12 @@ pub fn phases(
                 if let Some(e) = &report.engine {
                     record.run.note_load_engine(e.engine, e.line());
                 }
+                // How the load workers got their ephemeral ports (a fallback says why), once.
+                if spec.name == "peak" {
+                    if let Some(ports) = &report.port_slices {
+                        on_note(&format!("ports: {}", ports.line()));
+                    }
+                }
                 record.phases.push(phase);
             }
             Err(e) => {

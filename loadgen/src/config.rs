@@ -17,7 +17,8 @@ mod tls;
 pub use engine::LoadEngine;
 pub use http::{read_body, HttpRequest, MAX_HTTP_BODY};
 pub use tls::{
-    cipher_suites, suite_name, Resume, TlsOptions, TlsVersion, Verify, SYSTEM_CA_BUNDLE,
+    cipher_suites, group_name, kx_groups, offers_session, suite_name, Resume, TlsOptions,
+    TlsVersion, Verify, SYSTEM_CA_BUNDLE,
 };
 
 /// The highest total rate a schedule accepts, connections per second: one intended start per
@@ -251,14 +252,6 @@ impl Default for Pacing {
     }
 }
 
-/// The refusal of `--load-engine io-uring` with `flag` (an option
-/// [`LoadConfig::uring_unsupported`] named).
-pub fn uring_unsupported_message(flag: &str) -> String {
-    format!(
-        "--load-engine io-uring does not support {flag} yet: use --load-engine epoll (or auto) with {flag}"
-    )
-}
-
 /// Most workers one run starts ([`LoadConfig::workers`]): 4,096 threads, each with its own
 /// ring or poll, slots and histograms (about 1 MiB each with the default histograms).
 pub const MAX_WORKERS: usize = 4096;
@@ -435,21 +428,10 @@ impl LoadConfig {
             }
             t.client_config().map_err(LoadError::Config)?;
         }
-        if self.engine == LoadEngine::IoUring {
-            if let Some(flag) = self.uring_unsupported() {
-                return bad(uring_unsupported_message(flag));
-            }
-        }
         if self.targets.len() > u32::MAX as usize {
             return bad("too many targets: give fewer than 2^32".into());
         }
         Ok(())
-    }
-
-    /// The first option the io_uring engine does not do yet, as the flag's name: `--tls`
-    /// (`--http`, `--expect-bytes` and `--close server` it does).
-    pub fn uring_unsupported(&self) -> Option<&'static str> {
-        self.tls.is_some().then_some("--tls")
     }
 
     /// [`Self::connect_timeout`] in ns (at most `u64::MAX / 4`, so deadlines never overflow).

@@ -180,7 +180,7 @@ impl fmt::Display for Summary<'_> {
         };
         writeln!(
             out,
-            "connstorm load: {mode}, --close {}, {} worker(s), {:.2} s measured{}",
+            "connstorm load: {mode}, --close {}, {} worker(s), {:.2} s measured{}{}",
             r.close.name(),
             r.workers.len(),
             r.measured_secs,
@@ -188,7 +188,8 @@ impl fmt::Display for Summary<'_> {
                 " (INTERRUPTED: partial run)"
             } else {
                 ""
-            }
+            },
+            common::tls::unverified_marker(r.tls.as_ref().is_none_or(|t| t.options.verified())),
         )?;
         if let Some(e) = &r.engine {
             writeln!(out, "  engine:      {}", e.line())?;

@@ -31,9 +31,10 @@ mod sessions;
 mod store;
 
 pub use crate::config::{
-    cipher_suites, suite_name, Resume, TlsOptions, TlsVersion, Verify, SYSTEM_CA_BUNDLE,
+    cipher_suites, group_name, kx_groups, offers_session, suite_name, Resume, TlsOptions,
+    TlsVersion, Verify, SYSTEM_CA_BUNDLE,
 };
 pub use crate::failures::alert_name;
-pub(crate) use client::{TlsClient, TlsEvent};
+pub(crate) use client::{TlsClient, TlsEvent, INPUT_BYTES};
 pub use report::TlsReport;
 pub(crate) use sessions::{failure_of, Sessions};

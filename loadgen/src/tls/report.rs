@@ -26,6 +26,9 @@ pub struct TlsReport {
     pub alpn_agreed: u64,
     /// Of them, by the cipher suite agreed (rustls' name, e.g. `TLS13_AES_128_GCM_SHA256`).
     pub cipher_suites: std::collections::BTreeMap<String, u64>,
+    /// Of them, by the key exchange group agreed (IANA's name, e.g. `X25519`, `secp256r1`,
+    /// `X25519MLKEM768`); a resumed TLS 1.2 handshake has none.
+    pub groups: std::collections::BTreeMap<String, u64>,
     /// Whole run (warm-up included): TLS handshakes done.
     pub total_handshakes: u64,
     /// Whole run: full handshakes.
@@ -81,6 +84,11 @@ impl TlsReport {
                 .suites
                 .iter()
                 .map(|(s, n)| (format!("{s:?}"), *n))
+                .collect(),
+            groups: m
+                .groups
+                .iter()
+                .map(|(g, n)| (format!("{g:?}"), *n))
                 .collect(),
             total_handshakes: w.total.handshakes,
             total_full: w.total.full,

@@ -450,11 +450,10 @@ pub fn merge(inputs: &[MergeInput]) -> Result<Merged, MergeError> {
     Ok(Merged { record, warnings })
 }
 
-/// The servers' phases' accepts, every worker of every server, and their accept errors summed.
 /// Refuses a record whose TLS counts contradict each other ([`MergeError::TlsCounts`]): every
-/// client handshake is full or resumed, TLS 1.3 or 1.2, at most one ALPN and one suite each, at
-/// most one per attempt, and without `--http` each is a success (the handshake is the
-/// exchange); a server's resumed TLS accepts are some of its TLS accepts.
+/// client handshake is full or resumed, TLS 1.3 or 1.2, at most one ALPN, suite and key exchange
+/// group each, at most one per attempt, and without `--http` each is a success (the handshake is
+/// the exchange); a server's resumed TLS accepts are some of its TLS accepts.
 fn check_tls_counts(i: &MergeInput) -> Result<(), MergeError> {
     for p in &i.record.phases {
         let bad = |what: String| {
@@ -484,15 +483,14 @@ fn check_tls_counts(i: &MergeInput) -> Result<(), MergeError> {
                     t.alpn_agreed
                 ));
             }
-            let suites = t
-                .cipher_suites
-                .values()
-                .try_fold(0u64, |a, &v| a.checked_add(v));
-            if suites.is_none_or(|s| s > n) {
-                return bad(format!(
-                    "the tls.cipher_suites counts add up to {} > tls.handshakes {n}",
-                    suites.map_or_else(|| "more than 2^64".to_string(), |s| s.to_string())
-                ));
+            for (name, table) in [("cipher_suites", &t.cipher_suites), ("groups", &t.groups)] {
+                let sum = table.values().try_fold(0u64, |a, &v| a.checked_add(v));
+                if sum.is_none_or(|s| s > n) {
+                    return bad(format!(
+                        "the tls.{name} counts add up to {} > tls.handshakes {n}",
+                        sum.map_or_else(|| "more than 2^64".to_string(), |s| s.to_string())
+                    ));
+                }
             }
             if n > p.attempts {
                 return bad(format!(
@@ -520,6 +518,7 @@ fn check_tls_counts(i: &MergeInput) -> Result<(), MergeError> {
     Ok(())
 }
 
+/// The servers' phases' accepts, every worker of every server, and their accept errors summed.
 fn merged_server_side(servers: &[&MergeInput]) -> ServerSide {
     let mut side = ServerSide::default();
     let mut first = true;
@@ -755,6 +754,7 @@ fn merge_phase(
     out.cross_check = netns::cross_check(&phases, groups);
     out.cpu_busy_pct = BTreeMap::new();
     out.cpu_softirq_pct = BTreeMap::new();
+    out.net_softirqs = BTreeMap::new();
     // One host's profile is not the merged run's: each segment's record keeps its own.
     out.profile = None;
     out.settings = BTreeMap::new();

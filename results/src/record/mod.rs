@@ -61,14 +61,14 @@ pub use file::{
 };
 pub use histogram::{decode_histogram, encode_histogram, new_latency_histogram, HistogramError};
 pub use phase::{
-    Arrival, CpuUsage, CrossCheck, Histograms, HttpCounts, Latency, LoadWorker, Pattern,
-    PhaseRecord, ServerSide, SideCpu, TimelineRow, TlsCounts, WorkerAccepts,
+    AcceptSpread, Arrival, CpuUsage, CrossCheck, Histograms, HttpCounts, Latency, LoadWorker,
+    NetSoftirqs, Pattern, PhaseRecord, ServerSide, SideCpu, TimelineRow, TlsCounts, WorkerAccepts,
 };
 pub use profile::{
     ContentionPoint, FunctionShare, KernelProfile, NamedShare, OverheadPair, ProfileOverhead,
     SideProfile,
 };
-pub use run::{HostInfo, NumaNode, RunInfo};
+pub use run::{HostInfo, NumaNode, RunInfo, TlsSetup};
 pub use scale::{ScaleKnee, ScaleRecord, ScaleStep};
 pub use segment::{NetnsIdentity, Role, SegmentInfo};
 pub use timestamp::{parse_rfc3339_utc, rfc3339_utc};

@@ -243,6 +243,12 @@ pub(crate) fn phase(out: &mut String, p: &PhaseRecord, accounting: Option<&str>)
             let _ = writeln!(out, "    ({note})");
         }
     }
+    if let Some(s) = crate::analysis::accept_spread(p) {
+        let _ = writeln!(out, "  {}", crate::analysis::spread_line(&s));
+    }
+    if let Some(line) = crate::analysis::softirq_line(&p.net_softirqs) {
+        let _ = writeln!(out, "  {line}");
+    }
     if let Some(c) = &p.cross_check {
         let mark = match (c.agree, measured) {
             (false, _) => "MISMATCH",
@@ -305,16 +311,20 @@ pub fn bench_summary(
     };
     let _ = writeln!(
         out,
-        "connstorm bench: engine {} (steering {}), server CPUs [{}], load CPUs [{}], client close {}, server mode {}, {where_}",
+        "connstorm bench: engine {} (steering {}), server CPUs [{}], load CPUs [{}], client close {}, server mode {}, {where_}{}",
         run.engine,
         run.steering,
         common::cpulist::format(&run.server_cpus),
         common::cpulist::format(&run.load_cpus),
         run.close_mode,
-        run.server_mode
+        run.server_mode,
+        common::tls::unverified_marker(run.tls.as_ref().is_none_or(|t| t.verified))
     );
     if let Some(d) = &run.load_engine_detail {
         let _ = writeln!(out, "load engine: {d}");
+    }
+    if let Some(t) = &run.tls {
+        let _ = writeln!(out, "{}", t.line());
     }
     if run.placement.as_deref() == Some("whole-machine") {
         let _ = writeln!(

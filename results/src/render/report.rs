@@ -143,6 +143,9 @@ pub struct PhaseReport {
     /// `--profile`: the kernel profile of the measured part (`None` otherwise).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub profile: Option<crate::record::KernelProfile>,
+    /// NET_RX/NET_TX softirqs and ksoftirqd time per benchmark CPU (empty in older records).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub net_softirqs: BTreeMap<usize, crate::record::NetSoftirqs>,
 }
 
 /// One record, summarized.
@@ -262,6 +265,7 @@ fn phase_report(file: &str, p: &PhaseRecord, edges_ns: &[u64]) -> Result<PhaseRe
         load_workers: p.load_workers.clone(),
         cross_check: p.cross_check.clone(),
         profile: p.profile.clone(),
+        net_softirqs: p.net_softirqs.clone(),
     })
 }
 

@@ -136,37 +136,11 @@ pub struct Args {
     /// server closes.
     #[arg(long, conflicts_with = "expect_bytes")]
     pub tls: bool,
-    /// With --tls: the protocol versions offered: `auto` (1.3 and 1.2), `1.2`, `1.3`.
-    #[arg(long, value_enum, default_value = "auto", requires = "tls")]
-    pub tls_version: loadgen::tls::TlsVersion,
-    /// With --tls: the server name sent as SNI and checked against the certificate. Default:
-    /// the first --target's host name when it is a name; an IP target is checked against the
-    /// certificate's IP addresses and sends no SNI.
-    #[arg(long, value_name = "NAME", requires = "tls")]
-    pub sni: Option<String>,
-    /// With --tls: an ALPN protocol to offer, e.g. `http/1.1`; repeat or comma-separate for
-    /// more. Default: none (no ALPN extension).
-    #[arg(long, value_name = "PROTO", value_delimiter = ',', requires = "tls")]
-    pub alpn: Vec<String>,
-    /// With --tls: session resumption within each worker (one client config and one session
-    /// store per worker, 2 TLS 1.3 tickets per in-flight slot, at least 8): `off` (every handshake full), `tickets` (TLS 1.3 tickets, TLS 1.2
-    /// RFC 5077 tickets), `ids` (TLS 1.2 session IDs; needs --tls-version 1.2).
-    #[arg(long, value_enum, default_value = "off", requires = "tls")]
-    pub tls_resume: loadgen::tls::Resume,
-    /// With --tls: the cipher suites to offer, in order, comma-separated, e.g.
-    /// `TLS13_AES_256_GCM_SHA384,TLS13_AES_128_GCM_SHA256` (rustls' names; for TLS 1.3 the IANA
-    /// name `TLS_AES_128_GCM_SHA256` is accepted too). Default: every suite of the aws-lc-rs
-    /// provider, AES-128-GCM first (as browsers and h2load offer them). The report counts the
-    /// suites agreed.
-    #[arg(long, value_name = "LIST", value_delimiter = ',', requires = "tls")]
-    pub tls_ciphers: Vec<String>,
-    /// With --tls: accept any server certificate (the handshake's signatures are still checked).
-    #[arg(long, requires = "tls", conflicts_with = "ca")]
-    pub insecure: bool,
-    /// With --tls: check the server's certificate against the CA certificates in this PEM file.
-    /// Default: the system's bundle, /etc/ssl/certs/ca-certificates.crt.
-    #[arg(long, value_name = "FILE", requires = "tls")]
-    pub ca: Option<std::path::PathBuf>,
+    /// The TLS client's options (`--tls-version`, `--sni`, `--alpn`, `--tls-resume`,
+    /// `--tls-resume-share`, `--tls-ciphers`, `--tls-groups`, `--insecure`, `--ca`), shared with
+    /// `bench`.
+    #[command(flatten)]
+    pub tls_client: crate::commands::tls::TlsClientArgs,
     /// Connect engine: `auto`, `io-uring` or `epoll` (the report says which ran and why).
     #[arg(long, default_value = "auto")]
     pub load_engine: loadgen::LoadEngine,

@@ -619,6 +619,7 @@ fn tls_counts_and_the_tls_handshake_histogram_sum_exactly() {
             tls12: 0,
             alpn_agreed: 10 + i,
             cipher_suites: BTreeMap::from([("TLS13_AES_128_GCM_SHA256".to_string(), 10 + i)]),
+            groups: BTreeMap::from([("X25519".to_string(), 10 + i)]),
             failures: BTreeMap::from([("TLS alert UnknownCA sent".to_string(), i)]),
         });
     }
@@ -630,6 +631,7 @@ fn tls_counts_and_the_tls_handshake_histogram_sum_exactly() {
     assert_eq!(t.resumed, 42);
     assert_eq!(t.tls13, 46);
     assert_eq!(t.cipher_suites["TLS13_AES_128_GCM_SHA256"], 46);
+    assert_eq!(t.groups["X25519"], 46);
     // A segment from before the suites were counted makes the merged table unknown (empty),
     // not a partial count.
     let mut older = inputs.clone();
@@ -639,10 +641,18 @@ fn tls_counts_and_the_tls_handshake_histogram_sum_exactly() {
         .unwrap()
         .cipher_suites
         .clear();
+    // Nor the groups (issue 36): a segment with full handshakes and no group table is older.
+    older[1].record.phases[0]
+        .tls
+        .as_mut()
+        .unwrap()
+        .groups
+        .clear();
     let m2 = merge(&older).unwrap();
     let t2 = m2.record.phases[0].tls.as_ref().unwrap();
     assert_eq!(t2.handshakes, 46);
     assert!(t2.cipher_suites.is_empty(), "{:?}", t2.cipher_suites);
+    assert!(t2.groups.is_empty(), "{:?}", t2.groups);
     assert_eq!(t.failures["TLS alert UnknownCA sent"], 6);
     let h = p.histograms.decode(Latency::TlsHandshake).unwrap().unwrap();
     assert_eq!(h.len(), 46);
@@ -667,6 +677,7 @@ fn tls_counts_that_contradict_each_other_are_refused_naming_file_and_fields() {
         tls12: 0,
         alpn_agreed: 400,
         cipher_suites: BTreeMap::from([("TLS13_AES_128_GCM_SHA256".to_string(), 400)]),
+        groups: BTreeMap::from([("X25519".to_string(), 400)]),
         failures: BTreeMap::new(),
     };
     let with = |edit: &dyn Fn(&mut PhaseRecord)| {
@@ -684,7 +695,7 @@ fn tls_counts_that_contradict_each_other_are_refused_naming_file_and_fields() {
     };
     assert!(with(&|_| {}).0.is_ok());
     type Edit = fn(&mut PhaseRecord);
-    let cases: [(Edit, &str); 7] = [
+    let cases: [(Edit, &str); 8] = [
         (
             |p| p.tls.as_mut().unwrap().full = 1_000_000_000,
             "tls.full 1000000000 + tls.resumed 385 ≠ tls.handshakes 400",
@@ -710,6 +721,12 @@ fn tls_counts_that_contradict_each_other_are_refused_naming_file_and_fields() {
                     .insert("TLS13_AES_256_GCM_SHA384".into(), 1);
             },
             "the tls.cipher_suites counts add up to 401 > tls.handshakes 400",
+        ),
+        (
+            |p| {
+                p.tls.as_mut().unwrap().groups.insert("secp256r1".into(), 1);
+            },
+            "the tls.groups counts add up to 401 > tls.handshakes 400",
         ),
         (
             |p| p.attempts = 399,

@@ -73,6 +73,9 @@ fn host_blocks(r: &RecordReport, out: &mut Vec<Block>) {
         what.push_str(&format!(", target {t}"));
     }
     out.push(Block::Line(what));
+    if let Some(t) = &run.tls {
+        out.push(Block::Line(t.line()));
+    }
     out.push(Block::Line(format!(
         "connstorm {} ({}), started {}, wall {:.1} s{}",
         or_dash(&run.connstorm_version),
@@ -330,6 +333,16 @@ fn phase_blocks(p: &PhaseReport, counters: Counters, out: &mut Vec<Block>) {
             shares.join(", "),
             errno_list(&s.accept_errors)
         )));
+    }
+    if let Some(s) = p
+        .server
+        .as_ref()
+        .and_then(|s| s.spread.or_else(|| s.compute_spread()))
+    {
+        out.push(Block::Line(crate::analysis::spread_line(&s)));
+    }
+    if let Some(line) = crate::analysis::softirq_line(&p.net_softirqs) {
+        out.push(Block::Line(line));
     }
     if let Some(t) = worker_table(p) {
         out.push(Block::Table(t));
@@ -601,7 +614,11 @@ pub(crate) fn blocks(reports: &[RecordReport], counters: Counters) -> Vec<Block>
         };
         out.push(Block::Heading(
             1,
-            format!("{title} ({}){file}", or_dash(&r.run.command)),
+            format!(
+                "{title} ({}){file}{}",
+                or_dash(&r.run.command),
+                common::tls::unverified_marker(r.run.tls.as_ref().is_none_or(|t| t.verified))
+            ),
         ));
         host_blocks(r, &mut out);
         for w in &r.warnings {
@@ -662,8 +679,18 @@ pub(crate) fn tls_line(
             .collect();
         format!("; cipher suites {}", v.join(", "))
     };
+    let groups = if t.groups.is_empty() {
+        String::new()
+    } else {
+        let v: Vec<String> = t
+            .groups
+            .iter()
+            .map(|(g, n)| format!("{g} {}", count(*n)))
+            .collect();
+        format!("; key exchange groups {}", v.join(", "))
+    };
     format!(
-        "tls: {} handshakes ({}): {} full ({}), {} resumed ({}); TLS 1.3 {}, TLS 1.2 {}{suites}; failed {}{srv}",
+        "tls: {} handshakes ({}): {} full ({}), {} resumed ({}); TLS 1.3 {}, TLS 1.2 {}{suites}{groups}; failed {}{srv}",
         count(t.handshakes),
         per_sec(t.handshakes),
         count(t.full),
