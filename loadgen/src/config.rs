@@ -28,11 +28,12 @@ pub use tls::{
 /// `Schedule::skip_before`.)
 pub const MAX_RATE_PER_SEC: f64 = 1e9;
 
-/// Below this distance to the next deadline a worker polls with a zero timeout instead of arming
-/// its timer, ns: a short spin before a start that is due within a few µs, so it is not left
-/// to a timer wake-up (whose latency is the generator's lag). The default of
-/// [`Pacing::spin_ns`] (`--spin`), recorded in `bench` records as the setting
-/// `load.spin_ns`.
+/// How long before its next deadline a worker wakes and then polls with a zero timeout, ns: a
+/// short spin before each start, so the timer's wake-up latency (the generator's lag otherwise)
+/// falls before the start. The default of [`Pacing::spin_ns`] (`--spin`), recorded in `bench`
+/// records as the setting `load.spin_ns`. Small, because the load CPU may be shared: the rule is
+/// that a longer spin is asked for (`--spin`), on a dedicated load CPU, where it costs only
+/// the generator's own CPU (shown as CPU per connection).
 pub const SPIN_NS: u64 = 2_000;
 
 /// At most this many attempts start per loop turn: starts that are due together are made in one
@@ -233,9 +234,9 @@ pub struct LoadConfig {
 /// be measured on and off (`connstorm load --spin 0 --start-batch 1` turns both off).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Pacing {
-    /// Below this distance to its next deadline a worker polls with a zero timeout instead of
-    /// arming a timer, ns: a short spin before a start due within a few µs, so it is not left to
-    /// a timer wake-up. 0 = always arm the timer. Default [`SPIN_NS`] (2 µs); at most 1 ms.
+    /// How long before its next deadline a worker wakes and then polls with a zero timeout, ns:
+    /// a bounded spin before each start, so it is not left to a timer wake-up. 0 = wake at the
+    /// deadline. Default [`SPIN_NS`] (2 µs); at most 1 ms.
     pub spin_ns: u64,
     /// At most this many due starts are made one after another after one wait (a batch), before
     /// the worker looks at its completions again. 1..=4096; default [`START_BUDGET`] (64).

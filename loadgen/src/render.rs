@@ -307,15 +307,22 @@ impl fmt::Display for Summary<'_> {
                     crate::MAX_GENERATOR_LAG_NS / 1_000_000
                 )?;
             }
+            // What the spin costs shows in the workers' CPU per attempt (whole run, exact).
+            let (run_ns, attempts) = r.workers.iter().fold((0u64, 0u64), |(n, a), w| {
+                (n.saturating_add(w.cpu_run_ns), a.saturating_add(w.attempts))
+            });
             writeln!(
                 out,
-                "  timer slack: {} (load workers, PR_SET_TIMERSLACK); spin below {} ns to a due start; up to {} due starts per batch",
+                "  timer slack: {} (load workers, PR_SET_TIMERSLACK); wakes {} ns before each due start and polls until it (spin); up to {} due starts per batch; load CPU {} per attempt",
                 l.timer_slack_ns
                     .map_or("default (50 µs), could not be set".into(), |n| format!(
                         "{n} ns"
                     )),
                 numfmt::count(l.pacing.spin_ns),
-                l.pacing.start_batch
+                l.pacing.start_batch,
+                run_ns
+                    .checked_div(attempts)
+                    .map_or_else(|| "-".into(), |v| numfmt::ns(v as f64))
             )?;
         }
         if r.failures.is_empty() {

@@ -6,9 +6,17 @@
 //! (`crate::core`).
 //!
 //! # Waiting
-//! io_uring_enter(2) with IORING_ENTER_EXT_ARG and a relative timeout up to the worker's next
-//! deadline (5.11; an hrtimer, bounded by the worker's 1 ns timer slack), or with
-//! IORING_ENTER_GETEVENTS and a zero timeout when the deadline is within `Pacing::spin_ns`. The
+//! io_uring_enter(2) with IORING_ENTER_EXT_ARG and an absolute timeout (IORING_ENTER_ABS_TIMER,
+//! 6.12, CLOCK_MONOTONIC: the ring's default clock) at the worker's next deadline less
+//! `Pacing::spin_ns` (an hrtimer, bounded by the worker's 1 ns timer slack). Once that is past
+//! the loop spins: within `spin_ns` of the deadline each wait is IORING_ENTER_GETEVENTS with
+//! `min_complete` 0 (`Ring::spin`: submits, runs the deferred task work, never sleeps); later
+//! than that (behind its schedule) a zero timeout asking for every completion in flight
+//! (`Ring::poll`). Absolute, because the same io_uring_enter first submits
+//! what is queued, and a loopback CONNECT issued inline runs its whole handshake there (tens of
+//! µs): a relative timeout would start only after it, and each start would come that much
+//! late. A kernel before 6.12 (EINVAL) gets a submit first, then a relative timeout counted
+//! from a fresh clock reading. The
 //! ring is IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN (6.1) where the kernel has it:
 //! completions are then posted only inside the worker's own io_uring_enter, never by an
 //! interrupt on another task. One wait reaps at most [`super::EVENTS_PER_TURN`] completions.
@@ -61,7 +69,7 @@ mod probe;
 
 use std::os::fd::{AsRawFd, IntoRawFd, RawFd};
 
-use io_uring::{opcode, squeue, types, IoUring};
+use io_uring::{opcode, squeue, types, EnterFlags, IoUring};
 use socket2::{SockAddr, Socket};
 
 pub(crate) use driver::Uring;
@@ -253,6 +261,9 @@ pub(crate) struct Ring {
     sliced: bool,
     /// Closes and `--http` SENDs carry IOSQE_CQE_SKIP_SUCCESS.
     skip: bool,
+    /// Waits take an absolute timeout (IORING_ENTER_ABS_TIMER, 6.12); false after the kernel
+    /// refused it (EINVAL).
+    abs_timer: bool,
     /// Test hook: every push fails (the SQ refuses entries).
     #[cfg(test)]
     refuse_pushes: bool,
@@ -345,6 +356,7 @@ impl Ring {
             direct,
             sliced: port_range.is_some(),
             skip: f.skip_success,
+            abs_timer: true,
             #[cfg(test)]
             refuse_pushes: false,
         })
@@ -359,6 +371,7 @@ impl Ring {
             direct: false,
             sliced: false,
             skip: true,
+            abs_timer: true,
             #[cfg(test)]
             refuse_pushes: false,
         }
@@ -755,24 +768,45 @@ impl Ring {
         self.mem.requests.get(target).map_or(0, |r| r.len())
     }
 
-    /// Submits what is queued and waits for a completion until `target` (CLOCK_MONOTONIC ns; no
-    /// wait when it is within `spin_ns` of `now`, then asking for up to `in_flight`).
+    /// Submits what is queued and waits for a completion until `spin_ns` before `target`
+    /// (CLOCK_MONOTONIC ns); no wait when that is not after `now`: a spin pass within `spin_ns`
+    /// of `target`, else (behind) a poll asking for up to `in_flight` (module docs, "Waiting").
     pub(crate) fn wait(&mut self, target: u64, now: u64, spin_ns: u64, in_flight: usize) {
-        let res = if target <= now + spin_ns {
-            // Not blocking, so ask for every completion in flight: since Linux 6.13 an
-            // io_uring_enter(2) on a DEFER_TASKRUN ring runs at most max(20, min_complete)
-            // deferred task-work items per pass (IO_LOCAL_TW_DEFAULT_MAX, io_uring/io_uring.c),
-            // and a worker behind its schedule would otherwise leave most of its finished
-            // connects unreaped, holding their slots. The zero timeout returns at once.
-            let want = in_flight.max(1);
-            let ts = types::Timespec::new();
+        let wake = target.saturating_sub(spin_ns);
+        let res = if wake <= now && now < target.saturating_add(spin_ns) {
+            // Spinning to a start (or just reached it): never sleep.
+            self.spin()
+        } else if wake <= now {
+            self.poll(in_flight)
+        } else if self.abs_timer {
+            let ts = types::Timespec::new()
+                .sec(wake / SEC)
+                .nsec((wake % SEC) as u32);
             let args = types::SubmitArgs::new().timespec(&ts);
-            self.ring.submitter().submit_with_args(want, &args)
+            match self
+                .ring
+                .submitter()
+                .submit_with_args_and_flags(1, &args, EnterFlags::ABS_TIMER)
+            {
+                // Before 6.12: refused before anything was submitted (an unknown enter flag).
+                Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+                    self.abs_timer = false;
+                    return self.wait(target, now, spin_ns, in_flight);
+                }
+                r => r,
+            }
         } else {
-            let d = target - now;
-            let ts = types::Timespec::new().sec(d / SEC).nsec((d % SEC) as u32);
-            let args = types::SubmitArgs::new().timespec(&ts);
-            self.ring.submitter().submit_with_args(1, &args)
+            // A relative timeout starts after the submission: submit first, count from now.
+            let _ = self.ring.submit();
+            let now = crate::clock::now_ns();
+            if wake <= now {
+                self.poll(in_flight)
+            } else {
+                let d = wake - now;
+                let ts = types::Timespec::new().sec(d / SEC).nsec((d % SEC) as u32);
+                let args = types::SubmitArgs::new().timespec(&ts);
+                self.ring.submitter().submit_with_args(1, &args)
+            }
         };
         match res {
             Ok(_) => {}
@@ -784,6 +818,40 @@ impl Ring {
             // io_uring_enter only fails otherwise for bugs (EBADF, EFAULT, EINVAL).
             Err(e) => panic!("io_uring_enter failed: {e}"),
         }
+    }
+
+    /// One pass of the spin before a start: submits what is queued and runs what deferred task
+    /// work there is (IORING_ENTER_GETEVENTS with `min_complete` 0: at most
+    /// max(20, 0) items since Linux 6.13, the rest on the next pass), never sleeping. (The
+    /// zero-timeout [`Self::poll`] asks for `in_flight` completions; with fewer ready it arms an
+    /// already expired hrtimer and sleeps until its interrupt — a wake-up round trip, 10 µs and
+    /// more in a VM, that a spin is there to avoid.)
+    #[allow(unsafe_code)]
+    fn spin(&mut self) -> std::io::Result<usize> {
+        let to_submit = self.ring.submission().len() as u32;
+        // SAFETY: no argument is passed (`None`: a null pointer of size 0, and no
+        // IORING_ENTER_EXT_ARG in the flags), so the kernel reads no memory of this call; the
+        // SQEs it submits point into `mem` as the module docs state, like every submission.
+        unsafe {
+            self.ring.submitter().enter::<libc::sigset_t>(
+                to_submit,
+                0,
+                EnterFlags::GETEVENTS.bits(),
+                None,
+            )
+        }
+    }
+
+    /// Submits what is queued and reaps without blocking (a zero timeout), asking for every
+    /// completion in flight: since Linux 6.13 an io_uring_enter(2) on a DEFER_TASKRUN ring runs
+    /// at most max(20, min_complete) deferred task-work items per pass
+    /// (IO_LOCAL_TW_DEFAULT_MAX, io_uring/io_uring.c), and a worker behind its schedule would
+    /// otherwise leave most of its finished connects unreaped, holding their slots.
+    fn poll(&mut self, in_flight: usize) -> std::io::Result<usize> {
+        let want = in_flight.max(1);
+        let ts = types::Timespec::new();
+        let args = types::SubmitArgs::new().timespec(&ts);
+        self.ring.submitter().submit_with_args(want, &args)
     }
 
     /// Takes the completions that are there into `out` (at most its length); how many.
@@ -855,6 +923,38 @@ mod tests {
                 None
             }
         }
+    }
+
+    /// A wait with nothing to complete returns at its deadline less the spin, never before,
+    /// with the absolute timeout (6.12) and with the relative one a kernel without it gets
+    /// (submit first, then a timeout from a fresh reading); a deadline within the spin returns
+    /// at once (a poll). Not a timing target: only "not early" is asserted.
+    #[test]
+    fn a_wait_ends_no_earlier_than_its_deadline_less_the_spin_with_either_timeout() {
+        let Some(f) = uring() else { return };
+        testkit::NetNs::run(move |_| {
+            let addr = "127.0.0.1:9".parse().unwrap();
+            let mut ring = Ring::new(&cfg(addr), &f, 2, 0, 1_000_000_000, None).unwrap();
+            for abs in [true, false] {
+                ring.abs_timer = abs;
+                let now = crate::clock::now_ns();
+                let (target, spin) = (now + 3_000_000, 1_000_000);
+                ring.wait(target, now, spin, 0);
+                let woke = crate::clock::now_ns();
+                assert!(
+                    woke >= target - spin,
+                    "abs {abs}: woke {} ns early",
+                    target - spin - woke
+                );
+                // 900 ms away, within a 1 s spin: a poll, back long before the deadline.
+                let now = crate::clock::now_ns();
+                ring.wait(now + 900_000_000, now, 1_000_000_000, 0);
+                assert!(
+                    crate::clock::now_ns() < now + 900_000_000,
+                    "abs {abs}: a deadline within the spin is a poll"
+                );
+            }
+        });
     }
 
     /// A plain socket whose CLOSE cannot be pushed (the SQ refuses it) is closed with close(2)

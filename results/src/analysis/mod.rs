@@ -68,6 +68,8 @@ pub use warnings::{
     cpu_contention, derived_warnings, warnings, CpuContention, FOREIGN_CPU_PCT, STEAL_PCT,
 };
 
+#[cfg(test)]
+pub(crate) use compare::compare_samples;
 pub(crate) use compare::{metric_values, side_name_of, LATENCY_PHASE, PEAK_PHASE};
 pub(crate) use diagnosis::diagnose_phases;
 pub(crate) use latency::buckets;

@@ -581,6 +581,15 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("(100 starts)"), "{text}");
+        // Beside it, its cost: the load side's CPU per connection (a spin is in it).
+        let us = rec.phases[1].cpu.load.us_per_conn().unwrap();
+        assert!(
+            text.contains(&format!(
+                "(100 starts); load CPU {} per connection",
+                crate::render::format_ns(us * 1e3)
+            )),
+            "{text}"
+        );
     }
 
     #[test]

@@ -50,9 +50,11 @@ pub struct SetupArgs {
     /// note) or all share the whole range (`off`, as a plain client does).
     #[arg(long, value_enum, default_value = "on")]
     pub port_slices: loadgen::PortSlices,
-    /// Open loop: when the next start is due within this, poll without sleeping instead of arming
-    /// a timer (a short spin, so the start is not left to a timer wake-up); 0s = always arm the
-    /// timer. At most 1ms. Recorded (`load.spin_ns`).
+    /// Open loop: wake this long before each due start and poll (a bounded spin) until it is due,
+    /// so the timer's wake-up latency falls before the start instead of after it; 0s = wake at
+    /// the start. At most 1ms. Costs the load CPU up to this per start (printed as load CPU per
+    /// connection beside the generator lag): on a dedicated load CPU set it to about the CPU's
+    /// wake-up latency (the lag p50 at `--spin 0s`). Recorded (`load.spin_ns`).
     #[arg(long, default_value = "2us", value_parser = units::parse_duration)]
     pub spin: Duration,
     /// Open loop: at most this many due starts are made one after another after one wait

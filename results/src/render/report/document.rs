@@ -158,8 +158,13 @@ fn latency_blocks(p: &PhaseReport, out: &mut Vec<Block>) {
     if let Some(g) = &p.generator_lag {
         // As `bench` prints it: the latencies above include this lag (they count from each
         // attempt's scheduled start).
+        // Beside it, what keeping it small costs: the load side's CPU per connection (any
+        // spin before the starts, `--spin`, is in it).
+        let cost = p.cpu.load.us_per_conn().map_or_else(String::new, |us| {
+            format!("; load CPU {} per connection", format_ns(us * 1e3))
+        });
         out.push(Block::Line(format!(
-            "generator lag (actual − scheduled start, included in the latencies above): p50 {}, p90 {}, p99 {}, p99.9 {}, max {} ({} starts)",
+            "generator lag (actual − scheduled start, included in the latencies above): p50 {}, p90 {}, p99 {}, p99.9 {}, max {} ({} starts){cost}",
             format_ns(g.p50_ns as f64),
             format_ns(g.p90_ns as f64),
             format_ns(g.p99_ns as f64),
