@@ -2,13 +2,17 @@
 # Benchmark, not a test: new HTTP connections per second, connstorm against a peer tool on the same
 # nginx and the same CPUs (issue 14, "Peers like for like").
 #
-#   wrk -c C -H 'Connection: close'   vs   connstorm load --http --concurrency C
+#   wrk -c C -H 'Connection: close'   vs   connstorm load --http --close server --concurrency C
 #
-# both closed loop with C connections in flight, one request per connection, against nginx pinned
+# on the same wire (issue 36): the server closes after the response, and each client closes after
+# the server's FIN — what wrk does with `Connection: close`, and `load --http`'s default. Beside
+# it, labelled as a different wire, connstorm with --close rst (RST after the response: no
+# TIME_WAIT on nginx, less work on both sides, not what HTTP clients do); the headline ratio is
+# the same-wire one. All closed loop with C connections in flight, one request per connection, against nginx pinned
 # to one CPU (1 worker, keepalive_timeout 0, `return 204`, access log off); the clients are
-# pinned to another CPU. ROUNDS interleaved rounds, counterbalanced (odd rounds wrk then connstorm,
-# even rounds connstorm then wrk), then the median of each and the paired ratios connstorm/wrk per
-# round. Each HTTP run gets a network namespace and an nginx of its own: wrk closes after nginx,
+# pinned to another CPU. ROUNDS interleaved rounds, counterbalanced (odd rounds wrk, connstorm,
+# connstorm RST; even rounds the reverse), then the median of each and the paired ratios
+# connstorm/wrk per round. Each HTTP run gets a network namespace and an nginx of its own: wrk closes after nginx,
 # so nginx keeps ~one TIME_WAIT socket per connection (~14,000 after 5 s), and in a shared
 # namespace their timers expire on the client CPU during the next run (connstorm right after wrk:
 # 31.0k responses/s, right after itself: 41.9k, 2026-12-05); connstorm's RST leaves none, so a
@@ -36,7 +40,7 @@
 # of that run's handshakes nginx itself saw resumed (0 on the full block, or the comparison is
 # void). connstorm runs with --insecure, as h2load does not verify the certificate either (both
 # still verify the handshake signature), and with --close server, as h2load waits for the
-# server's close: connstorm's default RST after the response made nginx's close_notify write
+# server's close: connstorm's RST after the response (its default before issue 36) made nginx's close_notify write
 # fail (strace of the nginx worker: 0.77 failed write(2) per connection, against none under
 # h2load), costing nginx CPU per handshake. Then the same two full-handshake clients against
 # connstorm's own `server --tls --tls-resume off --mode http` on the server CPU, for when nginx
@@ -48,7 +52,8 @@
 #
 # Usage: scripts/peer-compare.sh [path/to/connstorm]
 # Environment: SERVER_CPU (default 0), CLIENT_CPU (default 1), CONNS (64), DURATION (5, seconds),
-# ROUNDS (3), H2_REQUESTS (h2load -n, default CONNS x 60, at least CONNS); whole numbers, two
+# ROUNDS (3), H2_REQUESTS (h2load -n, default CONNS x 60, at least CONNS), PARTS (`all`, the
+# default, or `http`: the HTTP rounds only, no TLS and no h2load); whole numbers, two
 # different CPUs this process may use, DURATION at most 30 days (connstorm's limit), CONNS within
 # the open-file limit (RLIMIT_NOFILE, raised to its hard limit here); checked before anything runs.
 # Exit status: 0; 1 a tool gave no rate (its output's tail is shown); 2 bad input; 130 Ctrl-C
@@ -202,6 +207,9 @@ if [ "${1:-}" != --in-namespace ]; then
   B=$(realpath "$bin")
   ROUNDS=${ROUNDS:-3} DURATION=${DURATION:-5} CONNS=${CONNS:-64}
   SERVER_CPU=${SERVER_CPU:-0} CLIENT_CPU=${CLIENT_CPU:-1} H2_REQUESTS=${H2_REQUESTS:-}
+  PARTS=${PARTS:-all}
+  [ "$PARTS" = all ] || [ "$PARTS" = http ] ||
+    bad "PARTS=$PARTS: give all (HTTP and TLS) or http (the HTTP rounds only)"
   for v in ROUNDS DURATION CONNS ${H2_REQUESTS:+H2_REQUESTS}; do
     [[ ${!v} =~ ^[1-9][0-9]{0,8}$ ]] || bad "$v=${!v}: give a whole number from 1 to 999999999"
   done
@@ -231,13 +239,15 @@ if [ "${1:-}" != --in-namespace ]; then
   need=()
   command -v nginx >/dev/null || need+=(nginx-light)
   command -v wrk >/dev/null || need+=(wrk)
-  command -v h2load >/dev/null || need+=(nghttp2-client)
-  command -v openssl >/dev/null || need+=(openssl)
+  if [ "$PARTS" = all ]; then
+    command -v h2load >/dev/null || need+=(nghttp2-client)
+    command -v openssl >/dev/null || need+=(openssl)
+  fi
   if [ ${#need[@]} -gt 0 ]; then
     echo "peer-compare: installing ${need[*]} (apt-get)" >&2
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
   fi
-  export B SERVER_CPU CLIENT_CPU CONNS DURATION ROUNDS H2_REQUESTS
+  export B SERVER_CPU CLIENT_CPU CONNS DURATION ROUNDS H2_REQUESTS PARTS
   exec unshare -n "$BASH" "$self" --in-namespace
 fi
 
@@ -281,7 +291,7 @@ http_run() {
 # µs of client CPU per response at rate $1 and client CPU % $2.
 per_resp() { echo "$2 / 100 * 1000000 / $1" | bc -l; }
 row() { printf "%-6s %-10s %14.1f %12.1f %12.1f %11.1f %16s\n" "$@"; }
-wr=(); cr=()
+wr=(); cr=(); xr=()
 printf "%-6s %-10s %14s %12s %12s %11s %16s\n" round tool "requests/s" "nginx CPU %" "client CPU %" "client µs/req" "TIME_WAIT after"
 # abba R A B [ARGS...]: round R runs A then B when odd, B then A when even (counterbalanced).
 abba() {
@@ -289,38 +299,59 @@ abba() {
   shift 3
   if [ $((r % 2)) -eq 1 ]; then "$a" "$@"; "$b" "$@"; else "$b" "$@"; "$a" "$@"; fi
 }
+# abc R A B C: round R runs A, B, C when odd, C, B, A when even (counterbalanced).
+abc() {
+  if [ $(($1 % 2)) -eq 1 ]; then "$2"; "$3"; "$4"; else "$4"; "$3"; "$2"; fi
+}
 wrk_run() {
   http_run wrk_rate taskset -c "$CLIENT_CPU" wrk -t1 -c"$CONNS" -d"${DURATION}s" -H "Connection: close" "$url"
   w=$rate
   row "$r" wrk "$rate" "$ncpu" "$ccpu" "$(per_resp "$rate" "$ccpu")" "$left"
 }
+# connstorm on wrk's wire: the server closes after the response (--close server, the default of
+# --http, given here so the wire is explicit).
 cs_run() {
-  http_run cs_rate "$B" load --target 127.0.0.1:$port --http --concurrency "$CONNS" \
+  http_run cs_rate "$B" load --target 127.0.0.1:$port --http --close server --concurrency "$CONNS" \
     --duration "${DURATION}s" --warmup 1s --cpus "$CLIENT_CPU"
   c=$rate
   row "$r" connstorm "$rate" "$ncpu" "$ccpu" "$(per_resp "$rate" "$ccpu")" "$left"
   cs_failures
 }
+# connstorm on another wire: RST after the response (--close rst), labelled as such.
+cs_rst_run() {
+  http_run cs_rate "$B" load --target 127.0.0.1:$port --http --close rst --concurrency "$CONNS" \
+    --duration "${DURATION}s" --warmup 1s --cpus "$CLIENT_CPU"
+  x=$rate
+  row "$r" "cs RST" "$rate" "$ncpu" "$ccpu" "$(per_resp "$rate" "$ccpu")" "$left"
+  cs_failures
+}
+echo "wrk and connstorm: the server closes after the response (same wire); cs RST: connstorm --close rst (another wire)"
 for r in $(seq "$ROUNDS"); do
-  abba "$r" wrk_run cs_run
-  wr+=("$w"); cr+=("$c")
+  abc "$r" wrk_run cs_run cs_rst_run
+  wr+=("$w"); cr+=("$c"); xr+=("$x")
 done
 median() { printf "%s\n" "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
-ratios=()
-for i in "${!wr[@]}"; do ratios+=("$(echo "${cr[$i]} / ${wr[$i]}" | bc -l)"); done
+ratios=(); xratios=()
+for i in "${!wr[@]}"; do
+  ratios+=("$(echo "${cr[$i]} / ${wr[$i]}" | bc -l)")
+  xratios+=("$(echo "${xr[$i]} / ${wr[$i]}" | bc -l)")
+done
 mw=$(median "${wr[@]}"); mc=$(median "${cr[@]}"); mr=$(median "${ratios[@]}")
 echo
-printf "median wrk        %12.1f requests/s (new connections/s, Connection: close)\n" "$mw"
-printf "median connstorm  %12.1f responses/s (one request per connection)\n" "$mc"
-printf "paired ratios connstorm/wrk: %s (median %.2f)\n" "$(printf "%.2f " "${ratios[@]}")" "$mr"
+printf "median wrk        %12.1f requests/s (new connections/s, Connection: close: the server closes)\n" "$mw"
+printf "median connstorm  %12.1f responses/s (one request per connection, --close server: the same wire)\n" "$mc"
+printf "paired ratios connstorm/wrk, same wire: %s (median %.2f)\n" "$(printf "%.2f " "${ratios[@]}")" "$mr"
+printf "another wire, not what wrk does: connstorm --close rst (RST after the response) median %.1f responses/s; paired ratios to wrk %s (median %.2f)\n" \
+  "$(median "${xr[@]}")" "$(printf "%.2f " "${xratios[@]}")" "$(median "${xratios[@]}")"
 orate=$(printf "%.0f" "$(echo "$mc * 0.8" | bc -l)")
 [ "$orate" -ge 1 ] || orate=1
 echo
 echo "connstorm open loop at 80% of its median closed-loop rate: ${orate}/s (fresh namespace and nginx)"
-http_run cs_rate "$B" load --target 127.0.0.1:$port --http --rate "${orate}/s" --duration "${DURATION}s" \
+http_run cs_rate "$B" load --target 127.0.0.1:$port --http --close server --rate "${orate}/s" --duration "${DURATION}s" \
   --warmup 1s --cpus "$CLIENT_CPU"
 grep -E "rate:|attempts:|http:|status:|response \(|WARNING" "$TMPD/last.out" | sed "s/^/  /" || true
 printf "  nginx CPU %.1f%%, client CPU %.1f%% (%.1f µs per response)\n" "$ncpu" "$ccpu" "$(per_resp "$rate" "$ccpu")"
+[ "$PARTS" = all ] || exit 0
 
 echo
 echo "TLS: new HTTPS connections/s (TLS 1.3, X25519, ECDSA P-256 certificate, one request per connection)"

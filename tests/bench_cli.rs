@@ -2076,6 +2076,27 @@ fn scale_steps_agree_with_the_kernel_and_their_figures_with_their_phases() {
             .server_cpus
             .iter()
             .all(|c| p.cpu_softirq_pct.get(c).is_some_and(|v| *v <= soft)));
+        // Issue 33 item 4: the step's CPUs' softirqs, and with two workers its accept spread,
+        // recorded and printed.
+        let softirq_cpus: Vec<usize> = p.net_softirqs.keys().copied().collect();
+        assert_eq!(softirq_cpus, step.server_cpus, "{}", p.name);
+        let soft_line = results::analysis::softirq_line(&p.net_softirqs).unwrap();
+        assert!(text.contains(&format!("{}: {soft_line}", p.name)), "{text}");
+        let counts: Vec<u64> = p
+            .server
+            .as_ref()
+            .unwrap()
+            .workers
+            .iter()
+            .map(|w| w.accepted)
+            .collect();
+        let spread = results::record::AcceptSpread::of(&counts);
+        assert_same_spread(p.server.as_ref().unwrap().spread, spread);
+        assert_eq!(spread.is_some(), step.cores >= 2, "{}", p.name);
+        if let Some(sp) = spread {
+            let line = format!("{}: {}", p.name, results::analysis::spread_line(&sp));
+            assert!(text.contains(&line), "{line:?}:\n{text}");
+        }
         if profile {
             let prof = p
                 .profile
@@ -2257,4 +2278,390 @@ fn a_profile_without_permission_is_refused_before_anything_runs() {
         );
         assert!(!out.exists(), "{cmd:?}: nothing written");
     }
+}
+
+/// Issue 33 item 4: each phase records the accept spread its per-worker rows imply, prints it,
+/// warns when it is uneven (and only then), and records NET_RX/NET_TX softirqs and ksoftirqd
+/// time for exactly the phase's CPUs, with NET_RX raised on them (loopback delivers through the
+/// sending CPU's backlog, `enqueue_to_backlog` raising NET_RX there).
+#[test]
+fn a_bench_phase_records_its_accept_spread_and_its_cpus_softirqs() {
+    let _x = testkit::exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(&[
+        "bench",
+        "--server-cpus",
+        "0-1",
+        "--load-cpus",
+        "0-1",
+        "--duration",
+        "1s",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rec = RunRecord::read(&records(dir.path())[0]).unwrap();
+    assert!(!rec.phases.is_empty());
+    for p in &rec.phases {
+        let s = p.server.as_ref().expect("our own server");
+        let counts: Vec<u64> = s.workers.iter().map(|w| w.accepted).collect();
+        assert_eq!(counts.len(), 2, "{}", p.name);
+        let spread = s.spread.expect("two workers with accepts have a spread");
+        assert_same_spread(Some(spread), results::record::AcceptSpread::of(&counts));
+        let line = results::analysis::spread_line(&spread);
+        assert!(
+            text.contains(&line),
+            "{}: {line:?} printed:\n{text}",
+            p.name
+        );
+        let uneven = results::analysis::uneven_spread(p);
+        assert_eq!(
+            uneven.is_some(),
+            spread.mean >= results::analysis::UNEVEN_MIN_MEAN
+                && spread.max_over_mean > results::analysis::UNEVEN_MAX_OVER_MEAN,
+            "{spread:?}"
+        );
+        if let Some(w) = uneven {
+            assert!(text.contains(&format!("warning: {w}")), "{text}");
+        }
+        let cpus: Vec<usize> = p.net_softirqs.keys().copied().collect();
+        assert_eq!(cpus, [0, 1], "{}: the phase's CPUs", p.name);
+        let rx: u64 = p.net_softirqs.values().map(|c| c.net_rx).sum();
+        assert!(
+            p.successes == 0 || rx > 0,
+            "{}: {} connections without a NET_RX softirq on their CPUs: {:?}",
+            p.name,
+            p.successes,
+            p.net_softirqs
+        );
+        let soft = results::analysis::softirq_line(&p.net_softirqs).unwrap();
+        assert!(text.contains(&soft), "{soft:?} printed:\n{text}");
+    }
+}
+
+/// `bench` and `scale` take the load side's worker count and port slices as `load` does:
+/// refused the same way before anything runs, and a run has that many load workers, the slices
+/// as asked in its record and says how the workers got their ports.
+#[test]
+fn bench_and_scale_take_load_workers_and_port_slices() {
+    let _x = testkit::exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().to_str().unwrap();
+    let refused = |args: &[&str], want: &str| {
+        let out = run(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: want {want:?} in {err}");
+        let lines = err.lines().filter(|l| l.contains("error: ")).count();
+        assert_eq!(lines, 1, "{args:?}: one error line: {err}");
+        assert!(out.stdout.is_empty(), "{args:?}: nothing on stdout");
+    };
+    let bench = |extra: &[&str]| -> Vec<String> {
+        let mut v: Vec<String> = ["bench", "--out", out_dir, "--duration", "1s"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        v.extend(extra.iter().map(|s| s.to_string()));
+        v
+    };
+    let refused_bench = |extra: &[&str], want: &str| {
+        let v = bench(extra);
+        refused(&v.iter().map(String::as_str).collect::<Vec<_>>(), want);
+    };
+    refused_bench(&["--load-workers", "0"], "--load-workers");
+    refused_bench(&["--load-workers", "4097"], "--load-workers");
+    refused_bench(&["--port-slices", "maybe"], "--port-slices");
+    refused_bench(
+        &[
+            "--server-cpus",
+            "0",
+            "--load-cpus",
+            "0-1",
+            "--load-workers",
+            "1",
+        ],
+        "--load-workers: 1 load workers on 2 load CPUs leaves CPUs without a worker",
+    );
+    refused_bench(
+        &["--load-workers", "8", "--concurrency", "4"],
+        "--load-workers: 8 load workers share 4 attempts in flight",
+    );
+    refused(
+        &["scale", "--load-workers-per-core", "0", "--out", out_dir],
+        "--load-workers-per-core",
+    );
+    refused(
+        &["scale", "--port-slices", "maybe", "--out", out_dir],
+        "--port-slices",
+    );
+    refused(
+        &[
+            "scale",
+            "--shape",
+            "together",
+            "--pairs",
+            "shared",
+            "--load-workers-per-core",
+            "64",
+            "--concurrency-per-core",
+            "32",
+            "--dry-run",
+            "--out",
+            out_dir,
+        ],
+        "--load-workers-per-core: 64 load workers share 32 attempts in flight",
+    );
+    // A run: 4 workers on one load CPU, shared range.
+    let v = bench(&[
+        "--netns",
+        "--server-cpus",
+        "0",
+        "--load-cpus",
+        "1",
+        "--load-workers",
+        "4",
+        "--port-slices",
+        "off",
+    ]);
+    let out = Command::new(bin()).args(&v).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("connstorm: ports: "), "{err}");
+    let rec = RunRecord::read(&records(dir.path())[0]).unwrap();
+    let setup = &rec.config["setup"];
+    assert_eq!(setup["load_workers"], 4, "{setup}");
+    assert_eq!(setup["port_slices"], "off", "{setup}");
+    for p in &rec.phases {
+        assert_eq!(p.load_workers.len(), 4, "{}: one row per worker", p.name);
+        assert!(p.load_workers.iter().all(|w| w.cpu == 1), "{}", p.name);
+        let sum: u64 = p.load_workers.iter().map(|w| w.successes).sum();
+        // The workers count their whole run, warm-up included, as the cross-check does.
+        let whole = p.cross_check.as_ref().unwrap().load_successes;
+        assert_eq!(sum, whole, "{}: per-worker sums are the total", p.name);
+    }
+}
+
+/// `bench --dry-run` prints the plan after the checks a run makes, exits 0, and starts nothing:
+/// no record, no `--out` directory, and (where strace is installed) no socket(2) call at all.
+/// Bad options are refused with exit 2 as in a run.
+#[test]
+fn bench_dry_run_prints_the_plan_and_opens_no_socket() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("records");
+    let out_s = out_dir.to_str().unwrap();
+    let args = [
+        "bench",
+        "--dry-run",
+        "--server-cpus",
+        "0",
+        "--load-cpus",
+        "1",
+        "--load-workers",
+        "3",
+        "--duration",
+        "5s",
+        "--out",
+        out_s,
+    ];
+    let out = run(&args);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for want in [
+        "server: 1 worker(s) on CPUs [0]",
+        "load: 3 worker(s) on CPUs [1] (round-robin, CPUs shared)",
+        "phase peak: closed loop, 32 attempts in flight, 2 s measured after 1 s warm-up",
+        "phase latency: open loop at 80% of the measured peak, 3 s measured after 1 s warm-up",
+        "host changes: no host setting",
+    ] {
+        assert!(text.contains(want), "{want:?} in:\n{text}");
+    }
+    assert!(!out_dir.exists(), "a dry run writes nothing");
+    match Command::new("strace").arg("-V").output() {
+        Ok(o) if o.status.success() => {
+            let trace = dir.path().join("trace");
+            let mut cmd = vec![
+                "-f",
+                "-e",
+                "trace=socket,io_uring_setup",
+                "-o",
+                trace.to_str().unwrap(),
+                bin(),
+            ];
+            cmd.extend(&args);
+            let o = Command::new("strace").args(&cmd).output().unwrap();
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            let calls = std::fs::read_to_string(&trace).unwrap();
+            assert!(
+                !calls.contains("socket(") && !calls.contains("io_uring_setup("),
+                "a dry run opened a socket or a ring:\n{calls}"
+            );
+        }
+        _ => {
+            eprintln!("strace not installed: the no-socket check is skipped (the plan is checked)")
+        }
+    }
+    // Refused as a run refuses them, exit 2, nothing written.
+    for (bad, want) in [
+        (&["--load-workers", "0"][..], "--load-workers"),
+        (&["--server-cpus", "9999"][..], "9999"),
+        (&["--concurrency", "0"][..], "--concurrency 0"),
+        (&["--load-workers", "8", "--concurrency", "4"][..], "idle"),
+    ] {
+        let mut v = vec!["bench", "--dry-run", "--out", out_s];
+        v.extend(bad);
+        let o = run(&v);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{v:?}: {err}");
+        assert!(err.contains(want), "{v:?}: {want:?} in {err}");
+        assert!(o.stdout.is_empty(), "{v:?}: no plan");
+    }
+    assert!(!out_dir.exists(), "a refused dry run writes nothing");
+}
+
+/// EDGES: `scale --dry-run` refuses what the run would refuse: a billion attempts in flight per
+/// load core is beyond the sockets the run can hold (it printed a plan and exited 0).
+#[test]
+fn scale_dry_run_refuses_attempts_in_flight_the_run_cannot_hold() {
+    let base = [
+        "scale",
+        "--dry-run",
+        "--shape",
+        "together",
+        "--pairs",
+        "shared",
+    ];
+    let mut args = base.to_vec();
+    args.extend(["--concurrency-per-core", "1000000000"]);
+    let o = run(&args);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--concurrency-per-core 1,000,000,000 × ")
+            && err.contains("attempts in flight, above the ")
+            && err.contains("give --concurrency-per-core "),
+        "{err}"
+    );
+    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+    assert!(o.stdout.is_empty(), "no plan");
+    let mut args = base.to_vec();
+    args.extend(["--concurrency-per-core", "32"]);
+    let o = run(&args);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+/// Two accept spreads are the same (floats as JSON gives them back: to 1e-12 relative).
+fn assert_same_spread(
+    a: Option<results::record::AcceptSpread>,
+    b: Option<results::record::AcceptSpread>,
+) {
+    let close = |x: f64, y: f64| (x - y).abs() <= 1e-12 * x.abs().max(y.abs()).max(1.0);
+    match (a, b) {
+        (None, None) => {}
+        (Some(a), Some(b)) => assert!(
+            a.workers == b.workers
+                && close(a.mean, b.mean)
+                && close(a.max_over_mean, b.max_over_mean)
+                && close(a.cv, b.cv),
+            "{a:?} vs {b:?}"
+        ),
+        _ => panic!("{a:?} vs {b:?}"),
+    }
+}
+
+/// Issue 36 item 1: `bench --http` without `--close` runs the wire HTTP clients use (the server
+/// closes after the response): the record keeps `close_mode: server`, and the headline's first
+/// words name that wire; `--close rst` stays available, named as the other wire.
+#[test]
+fn bench_http_defaults_to_the_servers_close_and_names_the_wire_first() {
+    let _x = testkit::exclusive();
+    for (close, mode, wire) in [
+        (
+            None,
+            "server",
+            "wire: HTTP/1.1, server closes after the response (like wrk -H 'Connection: close'); ",
+        ),
+        (
+            Some("rst"),
+            "rst",
+            "wire: HTTP/1.1, client RST after the response (not what HTTP clients do); ",
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut a = vec!["bench", "--http", "--netns", "--duration", "1s"];
+        a.extend(["--out", dir.path().to_str().unwrap()]);
+        if let Some(c) = close {
+            a.extend(["--close", c]);
+        }
+        let out = run(&a);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{close:?}: {stderr}");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let first = text.lines().next().unwrap_or_default();
+        assert!(
+            first.starts_with(&format!("connstorm bench: {wire}")),
+            "{text}"
+        );
+        let rec = RunRecord::read(&records(dir.path())[0]).unwrap();
+        assert_eq!(rec.run.close_mode, mode);
+        assert_eq!(rec.wire().unwrap() + "; ", wire);
+        for p in &rec.phases {
+            let h = p.http.as_ref().expect("HTTP counts");
+            assert_eq!(h.status_classes.get("2xx"), Some(&p.successes), "{h:?}");
+        }
+    }
+}
+
+/// Issue 36 item 4: `bench --tls --baseline` measures the crypto floor of the peak's full
+/// handshakes after the peak (X25519, the in-process server's self-signed ECDSA P-256
+/// certificate, verified: its signature and the handshake's) and keeps it in the record, with
+/// the peak's client CPU per handshake above it; the summary prints it.
+#[test]
+fn bench_tls_baseline_records_the_crypto_floor() {
+    let _x = testkit::exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(&[
+        "bench",
+        "--tls",
+        "--baseline",
+        "--baseline-pairs",
+        "1",
+        "--baseline-slice",
+        "0.5s",
+        "--duration",
+        "1s",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let rec = RunRecord::read(&records(dir.path())[0]).unwrap();
+    let f = rec
+        .crypto_floor
+        .as_ref()
+        .expect("a crypto floor in the record");
+    assert_eq!(f.group, "X25519", "{f:?}");
+    assert_eq!(f.signature.as_deref(), Some("ECDSA-P256-SHA256"), "{f:?}");
+    assert_eq!(f.verifications, 2, "{f:?}");
+    assert!(f.floor_ns.is_finite() && f.floor_ns > 0.0, "{f:?}");
+    assert_eq!(f.cpu, rec.run.load_cpus.first().copied(), "{f:?}");
+    let ratio = f.ratio().expect("the client's CPU per handshake");
+    assert!(ratio > 1.0, "{f:?}");
+    assert!(f.all_full, "{f:?}");
+    assert!(text.contains(&f.line()), "{text}");
 }

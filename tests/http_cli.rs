@@ -887,7 +887,9 @@ fn big_body(dir: &std::path::Path, len: usize) -> String {
 }
 
 /// `load --http` POSTing `body` at 20/s for 1 s (10 s deadlines) with `engine`: its output
-/// and how long it took.
+/// and how long it took. With `--close rst`, the wire these tests were written on: some of their
+/// servers answer and then hold the connection open, where the default (`--close server`, issue
+/// 36) would wait for a FIN until the 10 s deadline.
 fn post_round(engine: &str, lcpu: &str, body: &str, extra: &[&str]) -> (Output, Duration) {
     post_round_at("20/s", engine, lcpu, body, extra)
 }
@@ -906,7 +908,14 @@ fn post_round_at(
         .args(["--http", "--http-method", "POST", "--http-body", body])
         .args(["--rate", rate, "--duration", "1s", "--warmup", "0s"])
         .args(["--connect-timeout", "10s", "--cpus", lcpu])
-        .args(["--format", "json", "--load-engine", engine])
+        .args([
+            "--format",
+            "json",
+            "--load-engine",
+            engine,
+            "--close",
+            "rst",
+        ])
         .args(extra)
         .output()
         .unwrap();
@@ -1291,4 +1300,138 @@ fn a_response_before_a_drained_body_counts_each_exchange_once_on_both_engines() 
             "{engine}: each exchange once: {h}"
         );
     }
+}
+
+/// Issue 36 item 1: `load --http` without `--close` is on the wire HTTP clients use — the
+/// server closes after the response (what wrk or h2load sending `Connection: close` see) — and
+/// says so first. Against `server --mode http` in a fresh namespace, on both engines: no RST
+/// leaves either side (ΔTcp.OutRsts = 0, no abort counted: the client read the server's FIN and
+/// closed with its own), the first line of stdout and of stderr, the JSON's `wire` and `report`
+/// on the run's record name the wire; `--close rst` is the other wire: one RST per connection
+/// at least, named as not what HTTP clients do.
+#[test]
+fn http_load_closes_after_the_servers_fin_by_default_and_names_the_wire() {
+    let _x = testkit::exclusive();
+    let (scpu, lcpu) = cpus();
+    let dir = tempfile::tempdir().unwrap();
+    let od = dir.path().join("runs");
+    let out_dir = od.clone();
+    let runs = testkit::NetNs::run(move |ns| {
+        let mut server = spawn_server(&scpu, "http");
+        let resets = || {
+            [
+                "Tcp.OutRsts",
+                "TcpExt.TCPAbortOnClose",
+                "TcpExt.TCPAbortOnData",
+            ]
+            .map(|k| ns.counters().get(k).copied().unwrap_or(0))
+        };
+        let mut runs = Vec::new();
+        let target = format!("127.0.0.1:{PORT}");
+        for (engine, extra) in [
+            (
+                "epoll",
+                vec!["--format", "text", "--out", od.to_str().unwrap()],
+            ),
+            ("io-uring", vec!["--format", "json"]),
+            ("epoll", vec!["--format", "json", "--close", "rst"]),
+        ] {
+            let before = resets();
+            let load = bin()
+                .args([
+                    "load",
+                    "--target",
+                    &target,
+                    "--rate",
+                    "300/s",
+                    "--duration",
+                    "1s",
+                ])
+                .args([
+                    "--warmup",
+                    "0s",
+                    "--cpus",
+                    &lcpu,
+                    "--http",
+                    "--load-engine",
+                    engine,
+                ])
+                .args(extra)
+                .output()
+                .expect("run connstorm load");
+            let after = resets();
+            let delta: Vec<i64> = after.iter().zip(before).map(|(a, b)| a - b).collect();
+            runs.push((engine, load, delta));
+        }
+        let _ = server.kill();
+        let _ = server.wait();
+        runs
+    });
+    let wire_server =
+        "wire: HTTP/1.1, server closes after the response (like wrk -H 'Connection: close')";
+    let wire_rst = "wire: HTTP/1.1, client RST after the response (not what HTTP clients do)";
+    for (i, (engine, load, delta)) in runs.iter().enumerate() {
+        assert_eq!(load.status.code(), Some(0), "{engine}: {}", stderr(load));
+        let err = stderr(load);
+        let first_err = err.lines().next().unwrap_or_default();
+        if i == 0 {
+            let out = String::from_utf8_lossy(&load.stdout);
+            let first = out.lines().next().unwrap_or_default();
+            assert!(
+                first.starts_with(&format!("connstorm load: {wire_server}; ")),
+                "{first}"
+            );
+            assert!(out.contains("--close server"), "{out}");
+        }
+        if i < 2 {
+            // The server's FIN, then the client's: no RST, no abort, on either side.
+            assert_eq!(
+                delta,
+                &vec![0, 0, 0],
+                "{engine}: OutRsts, AbortOnClose, AbortOnData"
+            );
+            assert!(
+                first_err.starts_with(&format!("connstorm load: {wire_server}; ")),
+                "{err}"
+            );
+        } else {
+            let j = json(load);
+            assert_eq!(j["wire"], wire_rst, "{j}");
+            assert_eq!(j["close"], "rst", "{j}");
+            let successes = u(&j["total"]["successes"]);
+            assert!(successes >= 150, "{j}");
+            assert!(
+                delta[0] >= successes as i64,
+                "OutRsts {delta:?} < {successes}"
+            );
+            assert!(
+                first_err.starts_with(&format!("connstorm load: {wire_rst}; ")),
+                "{err}"
+            );
+        }
+        if i == 1 {
+            let j = json(load);
+            assert_eq!(j["wire"], wire_server, "{j}");
+            assert_eq!(j["close"], "server", "{j}");
+            assert!(u(&j["total"]["successes"]) >= 150, "{j}");
+        }
+    }
+    // `report` on the record: the first line under the heading names the wire.
+    let rec = std::fs::read_dir(&out_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "json"))
+        .expect("the record");
+    let rep = bin().args(["report"]).arg(&rec).output().unwrap();
+    assert!(rep.status.success(), "{}", stderr(&rep));
+    let text = String::from_utf8_lossy(&rep.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.contains("wire:"))
+        .unwrap_or_else(|| panic!("no wire line in {text}"));
+    assert!(line.trim_start().starts_with(wire_server), "{text}");
+    assert!(
+        text.lines().position(|l| l.contains("wire:")) <= Some(2),
+        "{text}"
+    );
 }

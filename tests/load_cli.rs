@@ -1691,22 +1691,10 @@ fn load_record_cpu_per_connection_divides_whole_run_cpu_by_whole_run_handshakes(
     assert_eq!(ticks.round() as u64, whole, "{cpu:?}");
 }
 
-/// `--load-engine io-uring` with an option it does not do yet is bad input (exit 2) naming it;
-/// nothing listening on the io_uring engine exits 3 with every attempt refused, and the JSON
-/// report names the engine that ran.
+/// Nothing listening on the io_uring engine exits 3 with every attempt refused, and the JSON
+/// report names the engine that ran. (`--tls` on it, once refused, is tested in tls_cli.)
 #[test]
-fn uring_engine_refuses_what_it_cannot_do_and_counts_refusals() {
-    for extra in [&["--tls"][..], &["--tls", "--insecure"]] {
-        let mut args = vec!["--target", "127.0.0.1:9", "--load-engine", "io-uring"];
-        args.extend_from_slice(extra);
-        let o = connstorm(&args);
-        assert_eq!(o.status.code(), Some(2), "{extra:?}: {}", stderr(&o));
-        assert!(
-            stderr(&o).contains("--load-engine io-uring does not support"),
-            "{}",
-            stderr(&o)
-        );
-    }
+fn uring_engine_counts_refusals() {
     if let Err(why) = loadgen::engine::probe_io_uring() {
         panic!("the io_uring connect engine cannot run here: {why} (this machine kind has io_uring with IORING_OP_SOCKET, Linux >= 5.19; check kernel.io_uring_disabled)");
     }
@@ -1922,4 +1910,31 @@ fn ports_still_in_time_wait_from_before_the_run_are_counted_and_named() {
         out.contains("500 of the ports toward the target(s) were already in TIME_WAIT before the run started"),
         "{out}"
     );
+}
+
+/// EDGES: more load workers than closed-loop attempts in flight would leave most of them idle
+/// (4,096 workers for 100 attempts: 3,996 threads measuring nothing): refused with one line and
+/// exit 2 before any worker starts; as many workers as attempts is fine to ask.
+#[test]
+fn more_load_workers_than_attempts_in_flight_are_refused_in_one_line() {
+    let o = connstorm(&[
+        "--target",
+        "127.0.0.1:9",
+        "--load-workers",
+        "4096",
+        "--concurrency",
+        "100",
+        "--duration",
+        "1s",
+    ]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(
+            "--load-workers: 4,096 load workers share 100 attempts in flight (closed loop: each worker keeps its share), so 3,996 workers would be idle: give at most 100 workers, or --concurrency of at least 4,096"
+        ),
+        "{err}"
+    );
+    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+    assert!(o.stdout.is_empty());
 }

@@ -966,6 +966,52 @@ fn merge_bad_input_histograms_of_different_bounds_are_refused_naming_both_files(
     );
 }
 
+/// A segment whose TLS counts contradict themselves (10^9 full handshakes of 400) is refused,
+/// exit 2, naming the file, the phase and the fields, and nothing is written.
+#[test]
+fn merge_bad_input_tls_counts_that_contradict_each_other_name_the_file_and_fields() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut a, mut b) = (segment_record(0, 2), segment_record(1, 2));
+    let tls = |full: u64, resumed: u64| results::record::TlsCounts {
+        handshakes: 400,
+        full,
+        resumed,
+        tls13: 400,
+        ..Default::default()
+    };
+    a.phases[0].tls = Some(tls(15, 385));
+    b.phases[0].tls = Some(tls(1_000_000_000, 0));
+    let f = write_records(dir.path(), &[("a.json", &a), ("b.json", &b)]);
+    let err = merge_refused(&f);
+    assert!(
+        err.contains(&format!(
+            "{}: phase \"load\": the TLS counts contradict each other: tls.full 1000000000 + tls.resumed 0 ≠ tls.handshakes 400",
+            s(&f[1])
+        )),
+        "{err}"
+    );
+    assert!(!err.contains(s(&f[0])), "{err}");
+    // More TLS handshakes than successes without --http (each would be a success).
+    let successes = b.phases[0].successes;
+    b.phases[0].tls = Some(results::record::TlsCounts {
+        handshakes: successes + 1,
+        full: successes + 1,
+        tls13: successes + 1,
+        ..Default::default()
+    });
+    b.phases[0].attempts = successes + 1;
+    let f = write_records(dir.path(), &[("a.json", &a), ("b.json", &b)]);
+    let err = merge_refused(&f);
+    assert!(
+        err.contains(&format!(
+            "{}: phase \"load\": the TLS counts contradict each other: tls.handshakes {} > successes {successes}",
+            s(&f[1]),
+            successes + 1
+        )),
+        "{err}"
+    );
+}
+
 /// Two unrelated load records without `--segment` were refused as "segments overlap … both
 /// segment 0/1; give each generator its own --segment".
 #[test]

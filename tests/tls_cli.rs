@@ -873,3 +873,566 @@ fn tls_resumption_with_many_in_flight_and_a_request_resumes_without_waiting_for_
         );
     }
 }
+
+/// The load's TLS on the io_uring engine (`--load-engine io-uring`), against both server
+/// engines: the same accounting as on epoll. Full handshakes (TLS 1.3, TLS 1.2 whose client
+/// speaks twice, and a request over TLS 1.3 with `--close server`, which reads to the server's
+/// close, longer than one SEND, its response longer than one RECV): the load's handshakes = its successes = attempts = the server's TLS accepts = its
+/// accepts = ΔPassiveOpens. Resumption with tickets (one connection in flight): every
+/// handshake but the worker's first resumes, counted so on both sides, in TLS 1.3 and in TLS
+/// 1.2 with a request (whose Finished and request go in one segment: no wait for a delayed
+/// ACK); with 32 in flight and a request on each only each slot's first may be full. A wrong CA: every
+/// handshake fails with one class naming the alert the client sent, as on epoll, and the
+/// server counts each failed handshake.
+#[test]
+fn tls_on_the_io_uring_load_engine_counts_handshakes_resumptions_and_alerts() {
+    if let Err(why) = loadgen::engine::probe_io_uring() {
+        panic!("the io_uring connect engine cannot run here: {why} (this machine kind has io_uring with IORING_OP_SOCKET, Linux >= 5.19; check kernel.io_uring_disabled)");
+    }
+    let _x = testkit::exclusive();
+    let tmp = tempfile::tempdir().unwrap();
+    let (cert, key) = cert_files(tmp.path(), "a");
+    let (other, _) = cert_files(tmp.path(), "other");
+    let uring = strings(&["--load-engine", "io-uring"]);
+    let files = strings(&[
+        "--cert",
+        &cert.display().to_string(),
+        "--key",
+        &key.display().to_string(),
+    ]);
+    // Full handshakes, exact counts.
+    for (engine, version, http) in [
+        ("epoll", "1.3", false),
+        ("io-uring", "1.2", false),
+        ("io-uring", "auto", true),
+    ] {
+        let case = format!("server {engine}, load io_uring, {version} http {http}");
+        let mut load = strings(&["--rate", "200/s", "--tls-version", version]);
+        load.extend(["--ca".into(), cert.display().to_string()]);
+        load.extend(uring.clone());
+        let mut srv = files.clone();
+        if http {
+            // A request longer than a slot's TLS output buffer (4 KiB: sent in two parts) and
+            // a response longer than a RECV (10 kB of body: several).
+            let pad = format!("X-Pad: {}", "p".repeat(6000));
+            load.extend(strings(&["--http", "/", "--close", "server"]));
+            load.extend(["--http-header".into(), pad]);
+            srv.extend(strings(&["--mode", "http:10000"]));
+        }
+        let (out, s, passive) = round(engine, srv, load);
+        assert_eq!(out.status.code(), Some(0), "{case}: {}", stderr(&out));
+        let j = json(&out);
+        assert_eq!(j["engine"]["engine"], "io_uring", "{case}: {}", j["engine"]);
+        let t = &j["tls"];
+        let attempts = u(&j["total"]["attempts"]);
+        assert!(attempts >= 100, "{case}: {j}");
+        for (name, v) in [
+            ("load successes", u(&j["total"]["successes"])),
+            ("load TLS handshakes", u(&t["total_handshakes"])),
+            ("load full handshakes", u(&t["total_full"])),
+            ("server TLS accepts", sum(&s, "tls_accepted")),
+            ("server accepts", sum(&s, "accepted")),
+            ("PassiveOpens", passive as u64),
+        ] {
+            assert_eq!(v, attempts, "{case}: {name}\nload {j}\nserver {s}");
+        }
+        assert_eq!(sum(&s, "tls_failed"), 0, "{case}: {s}");
+        let key13 = if version == "1.2" { "tls12" } else { "tls13" };
+        assert_eq!(u(&t[key13]), u(&t["handshakes"]), "{case}: {t}");
+        if http {
+            assert_eq!(u(&j["http"]["status_classes"]["2xx"]), attempts, "{j}");
+            assert_eq!(sum(&s, "served"), attempts, "{s}");
+        }
+    }
+    // Resumption: one in flight (exact), without and with a request (a resumed TLS 1.2
+    // client speaks last: its Finished and the request must go in one segment, or the request
+    // waits for the server's delayed ACK), then 32 in flight with a request on each.
+    for (engine, version, concurrency, http) in [
+        ("epoll", "1.3", 1u64, false),
+        ("io-uring", "1.2", 1, true),
+        ("epoll", "1.3", 32, true),
+    ] {
+        let case = format!("server {engine}, load io_uring, {version} tickets c{concurrency}");
+        let mut load = strings(&[
+            "--concurrency",
+            &concurrency.to_string(),
+            "--insecure",
+            "--tls-version",
+            version,
+            "--tls-resume",
+            "tickets",
+        ]);
+        load.extend(uring.clone());
+        let srv = if http {
+            load.extend(strings(&["--http", "/"]));
+            strings(&["--mode", "http"])
+        } else {
+            strings(&["--mode", "close"])
+        };
+        let (out, s, passive) = round(engine, srv, load);
+        assert_eq!(out.status.code(), Some(0), "{case}: {}", stderr(&out));
+        let j = json(&out);
+        assert_eq!(j["engine"]["engine"], "io_uring", "{case}: {}", j["engine"]);
+        let t = &j["tls"];
+        let hs = u(&t["total_handshakes"]);
+        let full = u(&t["total_full"]);
+        assert!(hs >= 20, "{case}: {j}");
+        assert_eq!(hs, u(&j["total"]["attempts"]), "{case}: {j}");
+        assert!((1..=concurrency).contains(&full), "{case}: {t}");
+        if concurrency == 1 {
+            assert_eq!(full, 1, "{case}: {t}");
+            if http {
+                // (With 32 in flight a debug build's queueing alone passes 40 ms.)
+                let p50 = j["http"]["response"]["percentiles"]
+                    .as_array()
+                    .and_then(|p| p.iter().find(|x| x[0] == 50.0))
+                    .map(|x| u(&x[1]))
+                    .unwrap_or_else(|| panic!("{case}: no response p50: {j}"));
+                assert!(p50 < 40_000_000, "{case}: response p50 {p50} ns");
+            }
+        }
+        assert_eq!(u(&t["total_resumed"]), hs - full, "{case}: {t}");
+        assert_eq!(sum(&s, "tls_accepted"), hs, "{case}: {s}");
+        assert_eq!(sum(&s, "tls_resumed"), hs - full, "{case}: {s}");
+        assert_eq!(passive as u64, hs, "{case}: {s}");
+    }
+    // A wrong CA: failures by alert, as on epoll.
+    let mut load = strings(&["--rate", "100/s", "--ca", &other.display().to_string()]);
+    load.extend(uring);
+    for engine in ENGINES {
+        wrong_ca_round(engine, files.clone(), load.clone());
+    }
+}
+/// Issue 36 item 5: `--tls-groups`, `--tls-ciphers` and `--tls-resume-share` are what the
+/// handshakes agreed on and how many resumed, counted by the load, the server and the record;
+/// the record keeps them as setup, and `compare` refuses two records that differ in them.
+#[test]
+fn tls_groups_ciphers_and_resume_share_are_what_ran_and_compare_as_setup() {
+    let _x = testkit::exclusive();
+    let tmp = tempfile::tempdir().unwrap();
+    let out_a = tmp.path().join("a");
+    let out_b = tmp.path().join("b");
+    for (groups, suite, share, out, want_group) in [
+        ("p256", "TLS_AES_256_GCM_SHA384", "30%", &out_a, "secp256r1"),
+        (
+            "x25519",
+            "TLS13_AES_128_GCM_SHA256",
+            "100%",
+            &out_b,
+            "X25519",
+        ),
+    ] {
+        let load = strings(&[
+            "--concurrency",
+            "1",
+            "--insecure",
+            "--tls-groups",
+            groups,
+            "--tls-ciphers",
+            suite,
+            "--tls-resume-share",
+            share,
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        let (o, s, passive) = round("epoll", vec![], load);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let t = &json(&o)["tls"];
+        let hs = u(&t["handshakes"]);
+        assert!(hs >= 50, "too few handshakes to judge a share: {t}");
+        // What was negotiated is what was asked, on every handshake.
+        let iana_suite = suite.replace("TLS_AES", "TLS13_AES");
+        assert_eq!(u(&t["cipher_suites"][&iana_suite]), hs, "{t}");
+        assert_eq!(u(&t["groups"][want_group]), hs, "{t}");
+        // The share: every handshake full or resumed; one worker, one connection at a time,
+        // so exactly `share` of every 100 connections offered a ticket (each found one: the
+        // ones that offer none keep theirs), ±1 for the last one in flight at the end.
+        let (full, resumed) = (u(&t["full"]), u(&t["resumed"]));
+        assert_eq!(full + resumed, hs, "{t}");
+        let pct: u64 = share.trim_end_matches('%').parse().unwrap();
+        let want = hs * pct / 100;
+        assert!(
+            resumed + 1 >= want && resumed <= want + 1,
+            "{share}: {resumed} of {hs} resumed, want {want} ± 1: {t}"
+        );
+        assert_eq!(sum(&s, "tls_resumed"), resumed, "{s}");
+        assert_eq!(sum(&s, "tls_accepted") as i64, passive, "{s}");
+        // The record: the setup offered and the groups agreed.
+        let files = testkit::record_files(out);
+        let rec: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&files[0]).unwrap()).unwrap();
+        let setup = &rec["run"]["tls"];
+        assert_eq!(setup["groups"], serde_json::json!([want_group]), "{setup}");
+        assert_eq!(setup["ciphers"], serde_json::json!([iana_suite]), "{setup}");
+        assert_eq!(u(&setup["resume_share_pct"]), pct, "{setup}");
+        assert_eq!(setup["verified"], false, "{setup}");
+        assert_eq!(rec["phases"][0]["tls"]["groups"], t["groups"], "{rec}");
+        // The text report names the group agreed, and its first line the unverified run.
+        let rep = bin().arg("report").arg(&files[0]).output().unwrap();
+        let text = String::from_utf8_lossy(&rep.stdout);
+        assert!(
+            text.lines().next().unwrap().contains("TLS UNVERIFIED"),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!("key exchange groups {want_group}")),
+            "{text}"
+        );
+    }
+    let (a, b) = (
+        testkit::record_files(&out_a)[0].clone(),
+        testkit::record_files(&out_b)[0].clone(),
+    );
+    let o = bin()
+        .args(["compare"])
+        .arg(&a)
+        .arg("--")
+        .arg(&b)
+        .output()
+        .unwrap();
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    for want in [
+        "TLS groups: A secp256r1, B X25519",
+        "TLS ciphers: A TLS13_AES_256_GCM_SHA384, B TLS13_AES_128_GCM_SHA256",
+        "TLS resumption: A tickets 30%, B tickets 100%",
+    ] {
+        assert!(e.contains(want), "want {want:?} in {e}");
+    }
+}
+
+/// Issue 36 item 6: `bench --target HOST --tls` checks the certificate as `load --tls` does:
+/// against connstorm's own TLS server it passes with `--ca` (its certificate), fails every
+/// handshake by the alert this client sent without it (the system's CAs do not know it), and
+/// passes with `--insecure`, whose first line then says TLS UNVERIFIED.
+#[test]
+fn bench_target_tls_verifies_as_load_does() {
+    let _x = testkit::exclusive();
+    let tmp = tempfile::tempdir().unwrap();
+    let ca = tmp.path().join("server.pem");
+    let ca_s = ca.to_str().unwrap().to_string();
+    let out_dir = tmp.path().join("runs");
+    let out_s = out_dir.to_str().unwrap().to_string();
+    let (scpu, lcpu) = cpus();
+    let outs = testkit::NetNs::run(move |_| {
+        let server = start_server(&scpu, "epoll", &strings(&["--cert-out", &ca_s]));
+        wait_listening(PORT);
+        let target = format!("127.0.0.1:{PORT}");
+        let outs: Vec<Output> = [
+            // bench takes load's --tls-groups too: the record says what was agreed.
+            vec!["--ca", ca_s.as_str(), "--tls-groups", "p384"],
+            vec![],
+            vec!["--insecure"],
+        ]
+        .into_iter()
+        .enumerate()
+        .map(|(i, extra)| {
+            let out = format!("{out_s}/{i}");
+            let mut a = strings(&[
+                "bench",
+                "--target",
+                &target,
+                "--tls",
+                "--duration",
+                "1s",
+                "--concurrency",
+                "2",
+                "--load-cpus",
+                &lcpu,
+                "--rate",
+                "200/s",
+                "--out",
+                &out,
+            ]);
+            a.extend(strings(&extra));
+            bin().args(&a).output().unwrap()
+        })
+        .collect();
+        stop_server(server);
+        outs
+    });
+    let text = |o: &Output| String::from_utf8_lossy(&o.stdout).into_owned();
+    let (with_ca, without, insecure) = (&outs[0], &outs[1], &outs[2]);
+    assert_eq!(
+        with_ca.status.code(),
+        Some(0),
+        "{}{}",
+        text(with_ca),
+        stderr(with_ca)
+    );
+    let first = |o: &Output| text(o).lines().next().unwrap_or_default().to_string();
+    assert!(!first(with_ca).contains("UNVERIFIED"), "{}", text(with_ca));
+    assert!(!text(with_ca).contains("TLS alert"), "{}", text(with_ca));
+    let rec = results::RunRecord::read(&testkit::record_files(&out_dir.join("0"))[0]).unwrap();
+    let setup = rec.run.tls.as_ref().expect("TLS setup in the record");
+    assert_eq!(setup.groups, ["secp384r1"], "{setup:?}");
+    assert!(
+        setup.verified && setup.server_name == "127.0.0.1",
+        "{setup:?}"
+    );
+    for p in &rec.phases {
+        let t = p.tls.as_ref().unwrap();
+        assert!(t.handshakes > 0, "{}: {t:?}", p.name);
+        assert_eq!(
+            t.groups.get("secp384r1"),
+            Some(&t.handshakes),
+            "{}: {t:?}",
+            p.name
+        );
+    }
+    // Without --ca: the system's bundle does not hold the server's certificate; every
+    // handshake fails with the alert this client sent, and nothing is measured (exit 3).
+    assert_ne!(without.status.code(), Some(0), "{}", text(without));
+    assert!(
+        text(without).contains("TLS alert UnknownCA sent")
+            || stderr(without).contains("TLS alert UnknownCA sent"),
+        "{}{}",
+        text(without),
+        stderr(without)
+    );
+    assert_eq!(
+        insecure.status.code(),
+        Some(0),
+        "{}{}",
+        text(insecure),
+        stderr(insecure)
+    );
+    assert!(
+        first(insecure).contains("TLS UNVERIFIED"),
+        "{}",
+        text(insecure)
+    );
+}
+
+/// Issue 36, bad input: a group the provider lacks, a resume share outside 0–100% (or with
+/// resumption off), a TLS 1.3 group with TLS 1.2 only, a certificate the groups cannot use,
+/// `--insecure` with `--ca`: one line each naming the option, exit 2 before anything runs.
+#[test]
+fn bad_tls_groups_shares_and_trust_exit_2_with_one_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (cert, key) = cert_files(tmp.path(), "a");
+    let p = |x: &Path| x.display().to_string();
+    let load = |extra: &[&str]| {
+        let mut v = vec![
+            "load",
+            "--target",
+            "127.0.0.1:9",
+            "--duration",
+            "1s",
+            "--tls",
+        ];
+        v.extend_from_slice(extra);
+        v.iter().map(|s| s.to_string()).collect::<Vec<_>>()
+    };
+    let bench = |extra: &[&str]| {
+        let mut v = vec!["bench", "--duration", "1s", "--tls"];
+        v.extend_from_slice(extra);
+        v.iter().map(|s| s.to_string()).collect::<Vec<_>>()
+    };
+    for (args, want) in [
+        (
+            load(&["--tls-groups", "ffdhe2048"]),
+            "--tls-groups: \"ffdhe2048\" is not a key exchange group",
+        ),
+        (
+            load(&["--tls-ciphers", "TLS_RSA_WITH_RC4_128_MD5"]),
+            "--tls-ciphers: \"TLS_RSA_WITH_RC4_128_MD5\" is not a cipher suite",
+        ),
+        (
+            load(&["--tls-resume-share", "150%"]),
+            "--tls-resume-share 150%: give a whole percent from 0% to 100%",
+        ),
+        (
+            load(&["--tls-resume", "off", "--tls-resume-share", "30%"]),
+            "--tls-resume off asks for none",
+        ),
+        (
+            load(&["--tls-version", "1.2", "--tls-groups", "X25519MLKEM768"]),
+            "--tls-groups: X25519MLKEM768 is a TLS 1.3 group",
+        ),
+        (
+            load(&["--insecure", "--ca", &p(&cert)]),
+            "--insecure and --ca",
+        ),
+        (
+            bench(&["--tls-groups", "p521"]),
+            "--tls-groups: \"p521\" is not a key exchange group",
+        ),
+        (
+            bench(&["--tls-resume-share", "-5%"]),
+            "--tls-resume-share -5%",
+        ),
+        (
+            bench(&["--insecure", "--ca", &p(&cert)]),
+            "--insecure and --ca",
+        ),
+        (
+            bench(&["--tls-version", "1.2", "--tls-groups", "x25519"]),
+            "--tls-groups X25519: the server's certificate is ECDSA on secp256r1",
+        ),
+        (
+            bench(&[
+                "--cert",
+                &p(&cert),
+                "--key",
+                &p(&key),
+                "--sni",
+                "gateway.example",
+            ]),
+            "the load's check refuses the server's certificate",
+        ),
+        (
+            strings(&[
+                "server",
+                "--listen",
+                "127.0.0.1:0",
+                "--duration",
+                "1s",
+                "--tls",
+                "--tls-groups",
+                "x448",
+            ]),
+            "--tls-groups: \"x448\" is not a key exchange group",
+        ),
+    ] {
+        let o = bin().args(&args).output().unwrap();
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {e}");
+        assert!(e.contains(want), "{args:?}: want {want:?} in {e}");
+        assert_eq!(e.trim().lines().count(), 1, "{args:?}: {e}");
+        assert!(
+            o.stdout.is_empty(),
+            "{args:?}: ran: {}",
+            String::from_utf8_lossy(&o.stdout)
+        );
+    }
+}
+
+/// `server --tls-groups` limits the groups the server takes: a client offering X25519 first and
+/// P-256 second agrees on P-256 with a server that takes only P-256 (after a
+/// HelloRetryRequest), and one offering X25519 alone fails every handshake by the alert the
+/// server sent.
+#[test]
+fn server_tls_groups_limit_what_is_agreed() {
+    let _x = testkit::exclusive();
+    let srv = strings(&["--tls-groups", "p256"]);
+    let (o, _, _) = round(
+        "epoll",
+        srv.clone(),
+        strings(&[
+            "--insecure",
+            "--tls-groups",
+            "x25519,p256",
+            "--concurrency",
+            "2",
+        ]),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let t = &json(&o)["tls"];
+    let hs = u(&t["handshakes"]);
+    assert!(hs > 0, "{t}");
+    assert_eq!(u(&t["groups"]["secp256r1"]), hs, "{t}");
+    let (o, _, _) = round(
+        "epoll",
+        srv,
+        strings(&["--insecure", "--tls-groups", "x25519", "--concurrency", "2"]),
+    );
+    let j = json(&o);
+    assert_eq!(u(&j["successes"]), 0, "{j}");
+    let fails = j["failures"].to_string();
+    assert!(
+        fails.contains("TLS alert HandshakeFailure received"),
+        "{fails}"
+    );
+}
+
+/// Issue 36 item 4: `load --tls` measures the crypto floor of its full handshakes in-process
+/// after the run — the negotiated group's key exchange (X25519, what both sides offer first)
+/// and the server certificate's signature verification (its key type read from the certificate
+/// received) — on its load CPU: positive and finite, below the client's CPU per handshake,
+/// named in the text report with the ratio, and in the JSON. Verified against `--ca` the
+/// certificate's own signature counts too (2 verifications); `--insecure` checks only the
+/// handshake's (1).
+#[test]
+fn load_tls_measures_the_crypto_floor_of_its_full_handshakes() {
+    let _x = testkit::exclusive();
+    let tmp = tempfile::tempdir().unwrap();
+    let (cert, key) = cert_files(tmp.path(), "p256");
+    let ed = rcgen::KeyPair::generate_for(&rcgen::PKCS_ED25519).unwrap();
+    let ed_cert = rcgen::CertificateParams::new(vec!["localhost".into()])
+        .unwrap()
+        .self_signed(&ed)
+        .unwrap();
+    let (ec, ek) = (tmp.path().join("ed.pem"), tmp.path().join("ed.key"));
+    std::fs::write(&ec, ed_cert.pem()).unwrap();
+    std::fs::write(&ek, ed.serialize_pem()).unwrap();
+    let (_, lcpu) = cpus();
+    for (c, k, verify, sig, n) in [
+        (&cert, &key, "--ca", "ECDSA-P256-SHA256", 2),
+        (&ec, &ek, "--insecure", "Ed25519", 1),
+    ] {
+        let srv = strings(&["--cert", c.to_str().unwrap(), "--key", k.to_str().unwrap()]);
+        let mut load = strings(&["--concurrency", "8", verify]);
+        if verify == "--ca" {
+            load.push(c.display().to_string());
+        }
+        let (out, _, _) = round("epoll", srv.clone(), load.clone());
+        assert_eq!(out.status.code(), Some(0), "{sig}: {}", stderr(&out));
+        let j = json(&out);
+        let f = &j["crypto_floor"];
+        assert_eq!(f["group"], "X25519", "{j}");
+        assert_eq!(j["tls"]["floor"]["group"], f["group"], "{j}");
+        assert_eq!(f["signature"], sig, "{f}");
+        assert_eq!(f["verifications"], n, "{f}");
+        assert_eq!(f["cpu"].as_u64(), Some(lcpu.parse().unwrap()), "{f}");
+        let floor = f["floor_ns"].as_f64().unwrap();
+        let (kx, v) = (
+            f["kx_ns"].as_f64().unwrap(),
+            f["verify_ns"].as_f64().unwrap(),
+        );
+        assert!(floor.is_finite() && kx > 0.0 && v > 0.0, "{f}");
+        assert!((floor - (kx + n as f64 * v)).abs() < 1e-6 * floor, "{f}");
+        assert!(
+            (f["per_sec"].as_f64().unwrap() * floor - 1e9).abs() < 1.0,
+            "{f}"
+        );
+        let client = f["client_cpu_per_handshake_ns"].as_f64().unwrap();
+        assert!(
+            client > floor,
+            "client CPU per handshake {client} ns below the floor: {f}"
+        );
+        assert_eq!(f["all_full"], true, "{f}");
+        // The text report: the floor and the ratio, after the TLS lines.
+        let mut text_load = load.clone();
+        text_load.extend(strings(&["--format", "text"]));
+        let (scpu, lcpu2) = cpus();
+        let (srv2, tl) = (srv.clone(), text_load);
+        let out = testkit::NetNs::run(move |_| {
+            let server = start_server(&scpu, "epoll", &srv2);
+            wait_listening(PORT);
+            let mut args = load_base(&lcpu2, false);
+            args.extend(tl);
+            let out = bin().args(&args).output().expect("run connstorm load");
+            stop_server(server);
+            out
+        });
+        let text = String::from_utf8_lossy(&out.stdout);
+        let line = text
+            .lines()
+            .find(|l| {
+                l.trim_start()
+                    .starts_with("crypto floor (in-process, aws-lc-rs, CPU ")
+            })
+            .unwrap_or_else(|| panic!("no floor line: {text}"));
+        assert!(line.contains("X25519 keygen+agree"), "{line}");
+        assert!(
+            line.contains(&format!("{sig} verify")) && line.contains(&format!("×{n})")),
+            "{line}"
+        );
+        assert!(
+            text.contains("client CPU per full handshake ")
+                && text.contains("× the crypto floor of "),
+            "{text}"
+        );
+    }
+}

@@ -1632,3 +1632,84 @@ fn missing_permissions_netns_as_nobody_is_refused_up_front() {
         assert!(!t.contains("[scale]"), "no step began: {t}");
     }
 }
+
+/// EDGES: `tune placement --server-workers 0` is a load-only host (as `bench --target
+/// HOST:PORT --load-cpus auto` places its workers): exit 0 with a note that says so; both
+/// sides at 0 place nothing and are refused with exit 2.
+#[test]
+fn a_placement_with_no_server_workers_is_a_load_only_host_and_none_at_all_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    two_socket_192(d.path());
+    let root = d.path().to_str().unwrap();
+    let o = run(&[
+        "tune",
+        "placement",
+        "--root",
+        root,
+        "--server-workers",
+        "0",
+        "--load-workers",
+        "8",
+    ]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(t.contains("placement: server none · load "), "{t}");
+    assert!(t.contains("asked: 0 server + 8 load worker(s)"), "{t}");
+    assert!(
+        t.contains("note: --server-workers 0: a load-only host (as `bench --target HOST:PORT --load-cpus auto` places it"),
+        "{t}"
+    );
+    let o = run(&[
+        "tune",
+        "placement",
+        "--root",
+        root,
+        "--server-workers",
+        "0",
+        "--load-workers",
+        "0",
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        err.contains("--server-workers 0 and --load-workers 0: nothing to place"),
+        "{err}"
+    );
+    assert!(o.stdout.is_empty());
+}
+
+/// EDGES: a snapshot whose `online` file is empty, or whose SMT sibling lists disagree, is
+/// refused (exit 2) naming the file and what is wrong, not planned on.
+#[test]
+fn a_malformed_topology_snapshot_is_refused_naming_the_file_and_the_fault() {
+    let d = tempfile::tempdir().unwrap();
+    two_socket_192(d.path());
+    let root = d.path().to_str().unwrap();
+    let cpu = d.path().join("sys/devices/system/cpu");
+    std::fs::write(cpu.join("online"), "\n").unwrap();
+    let o = run(&["tune", "placement", "--root", root]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        err.contains("sys/devices/system/cpu/online: lists no CPU"),
+        "{err}"
+    );
+    std::fs::write(cpu.join("online"), "0-191\n").unwrap();
+    // CPU 1 says its core is 1-2, while CPU 0 says 0-1 (and CPU 2 says 2-3).
+    std::fs::write(cpu.join("cpu1/topology/thread_siblings_list"), "1-2\n").unwrap();
+    for args in [
+        vec!["tune", "placement", "--root", root],
+        vec!["scale", "--dry-run", "--root", root],
+    ] {
+        let o = run(&args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+        assert!(
+            err.contains("cpu0/topology/thread_siblings_list: lists SMT siblings 0-1 but")
+                && err.contains(
+                    "cpu1/topology/thread_siblings_list lists 1-2: sibling lists must agree"
+                ),
+            "{args:?}: {err}"
+        );
+    }
+}

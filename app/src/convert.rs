@@ -19,6 +19,29 @@ pub struct PhaseStart {
     pub window: (f64, f64),
 }
 
+/// The record's crypto floor of a `--tls` run whose floor was measured
+/// ([`loadgen::tls::TlsReport::measure_floor`]): the floor and the client's CPU per handshake
+/// (the load workers' on-CPU time over the run's TLS handshakes, warm-up included). `None`
+/// without a measured floor.
+pub fn crypto_floor(report: &loadgen::LoadReport) -> Option<rec::CryptoFloor> {
+    let t = report.tls.as_ref()?;
+    let f = t.floor.as_ref()?;
+    let cpu: u64 = report.workers.iter().map(|w| w.cpu_run_ns).sum();
+    let per = t.cpu_per_handshake_ns(cpu);
+    Some(rec::CryptoFloor {
+        group: f.group.clone(),
+        signature: f.signature.clone(),
+        verifications: f.verifications,
+        kx_ns: f.kx_ns,
+        verify_ns: f.verify_ns,
+        floor_ns: f.floor_ns,
+        per_sec: f.per_sec,
+        cpu: f.cpu,
+        client_cpu_per_handshake_ns: per.map(|(ns, _)| ns),
+        all_full: per.is_some_and(|(_, full)| full),
+    })
+}
+
 /// Builds a phase record from a load report and the harness's measurements.
 pub fn phase_record(
     name: &str,
@@ -123,6 +146,7 @@ pub fn phase_record(
             tls12: t.tls12,
             alpn_agreed: t.alpn_agreed,
             cipher_suites: t.cipher_suites.clone(),
+            groups: t.groups.clone(),
             failures: rec::TlsCounts::failures_of(&report.failures),
         }),
         ..PhaseRecord::default()

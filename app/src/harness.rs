@@ -201,6 +201,7 @@ impl Harness {
         let load_before = self.counters_load()?;
         let accepted_before = self.server.as_ref().map(|s| s.stats());
         let stat_before = tuning::host::read_cpu_times();
+        let softirqs_before = tuning::host::read_net_softirqs(Path::new("/")).ok();
         let t0 = Instant::now();
         let armed = profile.map(|c| crate::profile::Armed::arm(c, spec.warmup));
         let ran = match self.pair() {
@@ -222,6 +223,7 @@ impl Harness {
         };
         let wall_ns = t0.elapsed().as_nanos() as u64;
         let stat_after = tuning::host::read_cpu_times();
+        let softirqs_after = tuning::host::read_net_softirqs(Path::new("/")).ok();
         let srv_after = self.counters_server()?;
         let load_after = self.counters_load()?;
 
@@ -238,6 +240,7 @@ impl Harness {
             server_cpu: self.server.as_ref().map(|_| server_cpu),
             load_cpu,
             stat: (stat_before, stat_after),
+            softirqs: softirqs_before.zip(softirqs_after),
             wall_ns,
             srv_delta: srv_after.delta(&srv_before),
             load_delta: load_before.zip(load_after).map(|(b, a)| a.delta(&b)),
@@ -345,7 +348,7 @@ impl Harness {
             })?,
             None => crate::acceptq::open_source(),
         };
-        let (every, per_load, per_server) = crate::acceptq::plan(planned, cfg.cpus.len());
+        let (every, per_load, per_server) = crate::acceptq::plan(planned, cfg.workers());
         if !server.start_stamping(per_server, every, STAMPS_WAIT) {
             return Err("the server's workers did not start stamping accepts in time".into());
         }

@@ -100,6 +100,49 @@ fn check_concurrency(c: u32, room: usize) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Checks `--load-workers workers` (given: `Some`) against the load CPUs they are spread over
+/// and, in a closed loop, the attempts in flight they share (`closed_in_flight`): at least one
+/// worker per load CPU and at most [`loadgen::MAX_WORKERS`] (as `load` refuses them), and no
+/// more workers than attempts in flight — the closed loop splits its attempts across the
+/// workers, so the rest would hold none (4,096 workers for 100 attempts: 3,996 idle threads
+/// that measure nothing). `option` names the workers' option in the message (`--load-workers`,
+/// `--load-workers-per-core`), `more` how to raise the attempts (`--concurrency`).
+///
+/// # Errors
+/// Bad input (exit 2) naming the counts and what to give instead.
+pub fn check_load_workers(
+    workers: Option<usize>,
+    cpus: usize,
+    closed_in_flight: Option<u64>,
+    option: &str,
+    more: &str,
+) -> anyhow::Result<()> {
+    let Some(w) = workers else { return Ok(()) };
+    if w < cpus {
+        return Err(bad_input(format!(
+            "{option}: {w} load workers on {cpus} load CPUs leaves CPUs without a worker: give at least one worker per load CPU ({cpus}), or fewer load CPUs"
+        )));
+    }
+    if w > loadgen::MAX_WORKERS {
+        return Err(bad_input(format!(
+            "{option}: {w} load workers is above the most one run starts, {}: give fewer",
+            loadgen::MAX_WORKERS
+        )));
+    }
+    if let Some(c) = closed_in_flight.filter(|&c| (w as u64) > c) {
+        let n = common::numfmt::count;
+        return Err(bad_input(format!(
+            "{option}: {} load workers share {} attempts in flight (closed loop: each worker keeps its share), so {} workers would be idle: give at most {} workers, or {more} of at least {}",
+            n(w as u64),
+            n(c),
+            n(w as u64 - c),
+            n(c),
+            n(w as u64)
+        )));
+    }
+    Ok(())
+}
+
 /// Checks a `bench` plan's own options: a duration from 1 s to [`MAX_BENCH_DURATION`] (each
 /// phase needs whole seconds of load) and a rate from 1/s to [`MAX_RATE_PER_SEC`].
 ///

@@ -1,5 +1,6 @@
 //! One phase's measurements turned into its record part: the server's accepts, per-side CPU
-//! time, kernel counter deltas, the cross-check ([`results::analysis::cross_check`]), CPU contention
+//! time, kernel counter deltas, per-CPU NET_RX/NET_TX softirqs and ksoftirqd time, the accept
+//! spread over the server workers, the cross-check ([`results::analysis::cross_check`]), CPU contention
 //! warnings ([`results::analysis::cpu_contention`]) and handshakes the server never accepted
 //! moved out of the successes.
 
@@ -35,6 +36,12 @@ pub struct Measured<'a> {
     pub load_cpu: taskcpu::Cpu,
     /// `/proc/stat` before and after.
     pub stat: (tuning::host::CpuTimes, tuning::host::CpuTimes),
+    /// `/proc/softirqs` and the `ksoftirqd/N` threads before and after (`None` when either
+    /// could not be read: the record then has no softirq figures).
+    pub softirqs: Option<(
+        tuning::host::NetSoftirqSample,
+        tuning::host::NetSoftirqSample,
+    )>,
     /// Wall time of the phase, ns.
     pub wall_ns: u64,
     /// Counter deltas of the server's namespace (the host's without `--netns`).
@@ -101,6 +108,10 @@ pub fn outcome(m: Measured<'_>) -> PhaseOutcome {
             .then(|| a.tls_resumed.saturating_sub(b.tls_resumed)),
         ..rec::ServerSide::default()
     });
+    let server_side = server_side.map(|mut s| {
+        s.spread = s.compute_spread();
+        s
+    });
     // A success is a connection the server accepted: with our own server, handshakes it never
     // accepted are not counted (cross-check span: warm-up included).
     let accepted_total = server_side.as_ref().map(|s| s.accepted());
@@ -153,6 +164,7 @@ pub fn outcome(m: Measured<'_>) -> PhaseOutcome {
     }
     bench_cpus.sort_unstable();
     bench_cpus.dedup();
+    let bench_cpus_sorted = bench_cpus.clone();
     let busy = tuning::host::cpu_time_delta(&m.stat.0, &m.stat.1, &bench_cpus);
     let cpu_busy_pct: BTreeMap<usize, f64> = bench_cpus
         .iter()
@@ -217,6 +229,22 @@ pub fn outcome(m: Measured<'_>) -> PhaseOutcome {
     convert::count_never_accepted(&mut record, never_accepted);
     record.cpu_busy_pct = cpu_busy_pct;
     record.cpu_softirq_pct = cpu_softirq_pct;
+    if let Some((before, after)) = &m.softirqs {
+        record.net_softirqs = before
+            .delta(after, &bench_cpus_sorted)
+            .into_iter()
+            .map(|(cpu, d)| {
+                (
+                    cpu,
+                    rec::NetSoftirqs {
+                        net_rx: d.net_rx,
+                        net_tx: d.net_tx,
+                        ksoftirqd_ns: d.ksoftirqd_ns,
+                    },
+                )
+            })
+            .collect();
+    }
     PhaseOutcome {
         record,
         report: m.report,

@@ -126,6 +126,10 @@ pub fn new_record(
         load_engine: None,
         load_engine_detail: None,
         placement: s.target.is_none().then(|| s.placement().to_string()),
+        tls: s
+            .tls
+            .as_ref()
+            .map(|t| crate::commands::tls::setup_of(&t.load)),
         rtt_ns: s.rtt.map(|d| d.as_nanos() as u64),
         target: s.target.map(|t| t.to_string()),
         connstorm_version: build.version.to_string(),

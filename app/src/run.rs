@@ -206,8 +206,20 @@ pub fn phases(
         on_event(Event::PhaseEnded(&spec));
         match ran {
             Ok(out) => {
-                let (phase, report) = (out.record, out.report);
+                let (phase, mut report) = (out.record, out.report);
                 record.warnings.extend(out.warnings);
+                // Issue 36 item 4: with --tls --baseline, the crypto floor of the peak's first
+                // full handshake on the first load CPU, after the peak, beside its client CPU.
+                if plan.baseline && spec.name == "peak" && !stop.load(Ordering::Relaxed) {
+                    if let Some(Some(Err(e))) = report
+                        .tls
+                        .as_mut()
+                        .map(|t| t.measure_floor(cpus.1.first().copied()))
+                    {
+                        record.warnings.push(format!("no crypto floor: {e}"));
+                    }
+                    record.crypto_floor = crate::convert::crypto_floor(&report);
+                }
                 if spec.name == "peak" && !report.interrupted {
                     peak_rate = phase.achieved_per_sec;
                     let rate = plan
@@ -232,6 +244,12 @@ pub fn phases(
                 record.run.interrupted |= report.interrupted;
                 if let Some(e) = &report.engine {
                     record.run.note_load_engine(e.engine, e.line());
+                }
+                // How the load workers got their ephemeral ports (a fallback says why), once.
+                if spec.name == "peak" {
+                    if let Some(ports) = &report.port_slices {
+                        on_note(&format!("ports: {}", ports.line()));
+                    }
                 }
                 record.phases.push(phase);
             }

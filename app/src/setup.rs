@@ -40,6 +40,12 @@ pub struct Setup {
     pub load_engine: loadgen::LoadEngine,
     /// Measure the accept-queue wait where it can be (`--accept-wait on`, the default).
     pub accept_wait: bool,
+    /// Load workers (`--load-workers`): 0 = one per load CPU; more = that many, spread over the
+    /// load CPUs round-robin ([`loadgen::LoadConfig::workers`]).
+    pub load_workers: usize,
+    /// Whether each load worker connects from its own slice of the ephemeral range
+    /// (`--port-slices`, [`loadgen::PortSlices`]).
+    pub port_slices: loadgen::PortSlices,
     /// The open-loop generator's pacing (`--spin`, `--start-batch`).
     #[serde(skip)]
     pub pacing: loadgen::Pacing,
@@ -61,43 +67,49 @@ pub struct BenchTls {
 }
 
 impl BenchTls {
-    /// TLS for `bench`: the server's config from `cert`/`key` (a self-signed certificate for
-    /// localhost, 127.0.0.1 and ::1 when both are `None`), whose certificate the load generator
-    /// trusts (`Verify::CaPem`; name `localhost`). With `external` (`--target`) there is no
-    /// server config, and with `external` or a given `cert` (whose names are not known to
-    /// match `localhost`) no certificate check (`Verify::Insecure`; the handshake's signatures
-    /// are still verified, so the cost is a real client's). Full handshakes unless `resume`.
+    /// TLS for `bench` from its options: the in-process server's config from `--cert`/`--key`
+    /// (a self-signed certificate for localhost, 127.0.0.1 and ::1 when neither is given), and
+    /// the load's options built as `load` builds them
+    /// ([`crate::commands::tls::TlsClientArgs::options`]). The server name defaults to
+    /// `localhost` with the own server and to the target's host with `--target`; without
+    /// `--ca`/`--insecure` the load trusts the own server's certificate (`--target`: the
+    /// system's CA bundle, as `load`). With the own server the certificate is checked once
+    /// here, so a name or chain the load would refuse on every connection is bad input now.
+    /// `http`: the connections carry HTTP (ALPN `http/1.1` by default).
     ///
     /// # Errors
-    /// A message for exit 2: an unusable certificate/key pair or half of one.
+    /// Bad input (exit 2): an unusable certificate/key pair or half of one, what
+    /// [`crate::commands::tls::TlsClientArgs::options`] refuses, a certificate the load's
+    /// check refuses, a certificate the offered groups cannot use.
     pub fn new(
-        cert: Option<&std::path::Path>,
-        key: Option<&std::path::Path>,
-        external: bool,
-        resume: loadgen::tls::Resume,
-    ) -> Result<BenchTls, String> {
-        let (server, verify) = if external {
-            (None, loadgen::tls::Verify::Insecure)
-        } else {
-            let s = server::tls::server_config(cert, key, true).map_err(|e| e.to_string())?;
-            let verify = if s.self_signed {
-                loadgen::tls::Verify::CaPem(s.cert_pem.clone())
-            } else {
-                loadgen::tls::Verify::Insecure
-            };
-            (Some(s), verify)
-        };
-        let load = loadgen::tls::TlsOptions {
-            version: loadgen::tls::TlsVersion::Auto,
-            server_name: "localhost".into(),
-            alpn: vec!["http/1.1".into()],
-            resume,
-            verify,
-            ciphers: Vec::new(),
-        };
-        // A CA file the client cannot read is bad input now, not a failure per worker later.
-        load.client_config()?;
-        Ok(BenchTls { server, load })
+        a: &crate::commands::bench::args::SetupArgs,
+        http: bool,
+    ) -> anyhow::Result<BenchTls> {
+        use crate::commands::tls::DefaultTrust;
+        let c = &a.tls_client;
+        if let Some(t) = &a.target {
+            let name = t.name.clone().unwrap_or_else(|| t.addr.ip().to_string());
+            let load = c.options(name, http, DefaultTrust::System)?;
+            return Ok(BenchTls { server: None, load });
+        }
+        let s = server::tls::server_config(a.cert.as_deref(), a.key.as_deref(), true)
+            .map_err(|e| crate::bad_input(e.to_string()))?;
+        let load = c.options("localhost".into(), http, DefaultTrust::Pem(&s.cert_pem))?;
+        load.check_certificate(&s.cert_pem)
+            .map_err(crate::bad_input)?;
+        load.check_server_chain(&s.cert_pem).map_err(|e| {
+            crate::bad_input(format!(
+                "the load's check refuses the server's certificate{}: {e}: give --sni with a name of the certificate, --ca with the CA that issued it, or --insecure",
+                a.cert
+                    .as_ref()
+                    .map(|p| format!(" (--cert {})", p.display()))
+                    .unwrap_or_default()
+            ))
+        })?;
+        Ok(BenchTls {
+            server: Some(s),
+            load,
+        })
     }
 }
 
@@ -129,8 +141,8 @@ impl Setup {
             duration: spec.duration,
             warmup: spec.warmup,
             cpus: self.load_cpus.clone(),
-            workers: 0,
-            port_slices: loadgen::PortSlices::On,
+            workers: self.load_workers,
+            port_slices: self.port_slices,
             close: self.close,
             sources: Vec::new(),
             connect_timeout: self.connect_timeout,
@@ -141,7 +153,7 @@ impl Setup {
                 loadgen::Pattern::Open { rate_per_sec, .. } => loadgen::default_max_in_flight(
                     rate_per_sec,
                     self.connect_timeout,
-                    self.load_cpus.len(),
+                    self.load_workers.max(self.load_cpus.len()),
                 )
                 .min(fd_room()),
                 loadgen::Pattern::Closed { .. } => fd_room(),
@@ -157,6 +169,20 @@ impl Setup {
             accept_stamps: None,
         }
     }
+}
+
+/// The close mode of a run: `close` as given (`--close`), or when none was given `server` with
+/// an HTTP request per connection (`--http`, or `--mode http` in `bench`, `sweep`, `ab` and
+/// `scale`) — the server closes after the response, what an HTTP client sending `Connection:
+/// close` sees (wrk, h2load) — else `rst` (SO_LINGER 0: no TIME_WAIT, ports free at once). RST
+/// after a response is another wire (`--close rst`), named so in every report's first line
+/// ([`common::wire::describe`]; issue 36).
+pub fn close_or_default(close: Option<loadgen::CloseMode>, http: bool) -> loadgen::CloseMode {
+    close.unwrap_or(if http {
+        loadgen::CloseMode::Server
+    } else {
+        loadgen::CloseMode::Rst
+    })
 }
 
 /// The server mode `bench` runs: `mode` as given (`--mode`), or when none was given `http` (a
@@ -236,5 +262,22 @@ pub fn load_error(e: loadgen::LoadError) -> anyhow::Error {
     match e {
         loadgen::LoadError::Config(m) => crate::bad_input(m),
         other => anyhow::Error::new(other).context("load generator"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 36 item 1: with a request per connection the default close is the server's (the
+    /// wire of HTTP clients sending `Connection: close`); without one it stays RST; a given
+    /// `--close` always wins.
+    #[test]
+    fn the_default_close_is_the_servers_with_http_and_rst_without() {
+        use loadgen::CloseMode::{Fin, Rst, Server};
+        assert_eq!(close_or_default(None, true), Server);
+        assert_eq!(close_or_default(None, false), Rst);
+        assert_eq!(close_or_default(Some(Rst), true), Rst);
+        assert_eq!(close_or_default(Some(Fin), false), Fin);
     }
 }

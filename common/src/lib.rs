@@ -26,6 +26,10 @@
 //! - [`error`]: [`error::BadInput`], the error kind that means exit code 2.
 //! - [`files`]: writing an output file atomically (temporary file + rename).
 //! - [`uring`]: the one wording of an io_uring_setup(2) failure (server and load engines).
+//! - [`tls`]: the one wording of an unverified TLS run (`--insecure`) in the first line of
+//!   `load`, `bench` and `report`.
+//! - [`wire`]: the wire a run puts on the network in words (protocol and close discipline),
+//!   the first words of every report.
 //! - [`metrics`]: the Prometheus `/metrics` endpoint and the encoding helpers of the server's
 //!   and the load generator's collectors.
 //!
@@ -54,5 +58,7 @@ pub mod numfmt;
 pub mod rlimit;
 pub mod table;
 pub mod threadcpu;
+pub mod tls;
 pub mod units;
 pub mod uring;
+pub mod wire;

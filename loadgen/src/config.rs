@@ -17,7 +17,8 @@ mod tls;
 pub use engine::LoadEngine;
 pub use http::{read_body, HttpRequest, MAX_HTTP_BODY};
 pub use tls::{
-    cipher_suites, suite_name, Resume, TlsOptions, TlsVersion, Verify, SYSTEM_CA_BUNDLE,
+    cipher_suites, group_name, kx_groups, offers_session, suite_name, Resume, TlsOptions,
+    TlsVersion, Verify, SYSTEM_CA_BUNDLE,
 };
 
 /// The highest total rate a schedule accepts, connections per second: one intended start per
@@ -27,11 +28,12 @@ pub use tls::{
 /// `Schedule::skip_before`.)
 pub const MAX_RATE_PER_SEC: f64 = 1e9;
 
-/// Below this distance to the next deadline a worker polls with a zero timeout instead of arming
-/// its timer, ns: a short spin before a start that is due within a few µs, so it is not left
-/// to a timer wake-up (whose latency is the generator's lag). The default of
-/// [`Pacing::spin_ns`] (`--spin`), recorded in `bench` records as the setting
-/// `load.spin_ns`.
+/// How long before its next deadline a worker wakes and then polls with a zero timeout, ns: a
+/// short spin before each start, so the timer's wake-up latency (the generator's lag otherwise)
+/// falls before the start. The default of [`Pacing::spin_ns`] (`--spin`), recorded in `bench`
+/// records as the setting `load.spin_ns`. Small, because the load CPU may be shared: the rule is
+/// that a longer spin is asked for (`--spin`), on a dedicated load CPU, where it costs only
+/// the generator's own CPU (shown as CPU per connection).
 pub const SPIN_NS: u64 = 2_000;
 
 /// At most this many attempts start per loop turn: starts that are due together are made in one
@@ -250,9 +252,9 @@ pub struct AcceptStamps {
 /// be measured on and off (`connstorm load --spin 0 --start-batch 1` turns both off).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Pacing {
-    /// Below this distance to its next deadline a worker polls with a zero timeout instead of
-    /// arming a timer, ns: a short spin before a start due within a few µs, so it is not left to
-    /// a timer wake-up. 0 = always arm the timer. Default [`SPIN_NS`] (2 µs); at most 1 ms.
+    /// How long before its next deadline a worker wakes and then polls with a zero timeout, ns:
+    /// a bounded spin before each start, so it is not left to a timer wake-up. 0 = wake at the
+    /// deadline. Default [`SPIN_NS`] (2 µs); at most 1 ms.
     pub spin_ns: u64,
     /// At most this many due starts are made one after another after one wait (a batch), before
     /// the worker looks at its completions again. 1..=4096; default [`START_BUDGET`] (64).
@@ -266,14 +268,6 @@ impl Default for Pacing {
             start_batch: START_BUDGET,
         }
     }
-}
-
-/// The refusal of `--load-engine io-uring` with `flag` (an option
-/// [`LoadConfig::uring_unsupported`] named).
-pub fn uring_unsupported_message(flag: &str) -> String {
-    format!(
-        "--load-engine io-uring does not support {flag} yet: use --load-engine epoll (or auto) with {flag}"
-    )
 }
 
 /// Most workers one run starts ([`LoadConfig::workers`]): 4,096 threads, each with its own
@@ -452,21 +446,10 @@ impl LoadConfig {
             }
             t.client_config().map_err(LoadError::Config)?;
         }
-        if self.engine == LoadEngine::IoUring {
-            if let Some(flag) = self.uring_unsupported() {
-                return bad(uring_unsupported_message(flag));
-            }
-        }
         if self.targets.len() > u32::MAX as usize {
             return bad("too many targets: give fewer than 2^32".into());
         }
         Ok(())
-    }
-
-    /// The first option the io_uring engine does not do yet, as the flag's name: `--tls`
-    /// (`--http`, `--expect-bytes` and `--close server` it does).
-    pub fn uring_unsupported(&self) -> Option<&'static str> {
-        self.tls.is_some().then_some("--tls")
     }
 
     /// [`Self::connect_timeout`] in ns (at most `u64::MAX / 4`, so deadlines never overflow).

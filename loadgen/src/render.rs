@@ -119,10 +119,11 @@ fn sources_text(cfg: &LoadConfig) -> String {
     t
 }
 
-/// The line `connstorm load` prints before a run: pattern, targets, durations, CPUs, close mode,
-/// sources and connect timeout, e.g. `open loop at 1,000/s (uniform arrivals, at most 3,000 in
-/// flight) to 127.0.0.1:9000 for 10s (+2s warm-up) on CPUs 0-1, --close rst, kernel-chosen
-/// source address(es), connect timeout 3s` (without the `connstorm load: ` prefix).
+/// The line `connstorm load` prints before a run (after the wire, [`common::wire::describe`]):
+/// pattern, targets, durations, CPUs, close mode, sources and connect timeout, e.g. `open loop
+/// at 1,000/s (uniform arrivals, at most 3,000 in flight) to 127.0.0.1:9000 for 10s (+2s
+/// warm-up) on CPUs 0-1, --close rst, kernel-chosen source address(es), connect timeout 3s`
+/// (without the `connstorm load: ` prefix).
 pub fn plan_line(cfg: &LoadConfig) -> String {
     let what = match cfg.pattern {
         Pattern::Open {
@@ -180,7 +181,8 @@ impl fmt::Display for Summary<'_> {
         };
         writeln!(
             out,
-            "connstorm load: {mode}, --close {}, {} worker(s), {:.2} s measured{}",
+            "connstorm load: {}; {mode}, --close {}, {} worker(s), {:.2} s measured{}{}",
+            r.wire(),
             r.close.name(),
             r.workers.len(),
             r.measured_secs,
@@ -188,7 +190,8 @@ impl fmt::Display for Summary<'_> {
                 " (INTERRUPTED: partial run)"
             } else {
                 ""
-            }
+            },
+            common::tls::unverified_marker(r.tls.as_ref().is_none_or(|t| t.options.verified())),
         )?;
         if let Some(e) = &r.engine {
             writeln!(out, "  engine:      {}", e.line())?;
@@ -304,15 +307,22 @@ impl fmt::Display for Summary<'_> {
                     crate::MAX_GENERATOR_LAG_NS / 1_000_000
                 )?;
             }
+            // What the spin costs shows in the workers' CPU per attempt (whole run, exact).
+            let (run_ns, attempts) = r.workers.iter().fold((0u64, 0u64), |(n, a), w| {
+                (n.saturating_add(w.cpu_run_ns), a.saturating_add(w.attempts))
+            });
             writeln!(
                 out,
-                "  timer slack: {} (load workers, PR_SET_TIMERSLACK); spin below {} ns to a due start; up to {} due starts per batch",
+                "  timer slack: {} (load workers, PR_SET_TIMERSLACK); wakes {} ns before each due start and polls until it (spin); up to {} due starts per batch; load CPU {} per attempt",
                 l.timer_slack_ns
                     .map_or("default (50 µs), could not be set".into(), |n| format!(
                         "{n} ns"
                     )),
                 numfmt::count(l.pacing.spin_ns),
-                l.pacing.start_batch
+                l.pacing.start_batch,
+                run_ns
+                    .checked_div(attempts)
+                    .map_or_else(|| "-".into(), |v| numfmt::ns(v as f64))
             )?;
         }
         if r.failures.is_empty() {
@@ -349,6 +359,18 @@ impl fmt::Display for Summary<'_> {
         }
         if let Some(t) = &r.tls {
             exchange::tls(out, t, r.measured_secs)?;
+            // Issue 36 item 4: the crypto floor, and the client's CPU per handshake over it.
+            if let Some(f) = &t.floor {
+                writeln!(out, "  {}", f.line())?;
+                let cpu: u64 = r.workers.iter().map(|w| w.cpu_run_ns).sum();
+                if let Some((ns, full)) = t.cpu_per_handshake_ns(cpu) {
+                    writeln!(
+                        out,
+                        "               {} (load workers' CPU over the whole run's TLS handshakes)",
+                        f.ratio_line(ns, full)
+                    )?;
+                }
+            }
         }
         if let Some(h) = &r.http {
             exchange::http(out, h, r.measured_secs)?;
@@ -678,7 +700,7 @@ mod tests {
         }
         .to_string();
         for want in [
-            "connstorm load: open loop, --close rst, 1 worker(s), 6.00 s measured\n",
+            "connstorm load: wire: TCP, client RST after the handshake (SO_LINGER 0, no TIME_WAIT); open loop, --close rst, 1 worker(s), 6.00 s measured\n",
             "  rate:        100,000 CPM = 1,666.7 conn/s achieved, offered 2,000 conn/s (83.33% achieved)\n",
             "  attempts:    12,000 started, 10,000 succeeded, 2,000 failed, 25 late, 0 dropped\n",
             "  WARNING: the generator fell behind its schedule\n",

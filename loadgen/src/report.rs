@@ -319,6 +319,13 @@ pub struct ClientStamps {
 }
 
 impl LoadReport {
+    /// The wire the run's connections were on, in words ([`common::wire::describe`]): the
+    /// protocol (`--http`, `--tls`) and the close discipline (`--close`), the first words of
+    /// its summary and of `load`'s JSON.
+    pub fn wire(&self) -> String {
+        common::wire::describe(self.close.name(), self.http.is_some(), self.tls.is_some())
+    }
+
     /// Connections per minute: measured successes × 60 / measured seconds (0 when nothing was
     /// measured).
     pub fn cpm(&self) -> f64 {

@@ -11,6 +11,7 @@
 //!   resumption cache (`--tls-resume`) is its own and no lock is shared between workers (the
 //!   cache's own mutex is taken only by its worker, `store`), one client per slot, counters.
 //! - The results ([`TlsReport`]).
+//! - The crypto floor of a full handshake, measured in-process ([`floor`]).
 //!
 //! # Per connection
 //! Each slot holds a [`rustls::ClientConnection`] while its connection lives; beyond what rustls
@@ -26,14 +27,16 @@
 //! resumption).
 
 mod client;
+pub mod floor;
 mod report;
 mod sessions;
 mod store;
 
 pub use crate::config::{
-    cipher_suites, suite_name, Resume, TlsOptions, TlsVersion, Verify, SYSTEM_CA_BUNDLE,
+    cipher_suites, group_name, kx_groups, offers_session, suite_name, Resume, TlsOptions,
+    TlsVersion, Verify, SYSTEM_CA_BUNDLE,
 };
 pub use crate::failures::alert_name;
-pub(crate) use client::{TlsClient, TlsEvent};
+pub(crate) use client::{TlsClient, TlsEvent, INPUT_BYTES};
 pub use report::TlsReport;
 pub(crate) use sessions::{failure_of, Sessions};

@@ -737,6 +737,40 @@ fn pacing_switched_off_still_keeps_the_schedule_and_is_reported() {
     }
 }
 
+/// A long spin (`--spin 200us`: each wait ends 200 µs before the next start, the loop polls the
+/// rest) on both engines, both waits (the timerfd and io_uring's absolute timeout) exercised:
+/// the schedule is kept exactly (every start made once, counted once, each lag recorded), the
+/// report says which pacing ran. Not a timing target.
+#[test]
+fn a_long_spin_keeps_the_schedule_exact_on_both_engines() {
+    let _x = testkit::exclusive();
+    for engine in [loadgen::LoadEngine::Epoll, loadgen::LoadEngine::IoUring] {
+        let pacing = loadgen::Pacing {
+            spin_ns: 200_000,
+            start_batch: 64,
+        };
+        let r = NetNs::run(move |_| {
+            let server = TestServer::start(ServerMode::Close);
+            let mut cfg = open(server.addr, 2000.0, Duration::from_millis(500));
+            cfg.engine = engine;
+            cfg.pacing = pacing;
+            run(&cfg)
+        });
+        let lag = r.generator_lag.as_ref().expect("open loop");
+        assert_eq!(lag.pacing, pacing, "{engine:?}");
+        // 2,000/s for 0.5 s: 1,000 scheduled (±1 at the window's edges), every one made.
+        assert!(r.offered.abs_diff(1000) <= 1, "{engine:?}: {}", r.offered);
+        assert_eq!(
+            r.attempts, r.offered,
+            "{engine:?}: {} dropped (the generator fell behind by 100 ms: CPU contention?)",
+            r.dropped
+        );
+        assert_eq!(r.successes, r.attempts, "{engine:?}");
+        assert_eq!(r.dropped, 0, "{engine:?}");
+        assert_eq!(lag.hist.len(), r.attempts, "{engine:?}");
+    }
+}
+
 // The io_uring connect engine (`--load-engine io-uring`): the same accounting as epoll, each
 // count checked against the kernel's in a private namespace.
 
@@ -1076,10 +1110,11 @@ fn uring_tiny_port_range_with_fin_close_reports_port_exhaustion() {
     );
 }
 
-/// Options the io_uring engine does not do yet are refused before any worker starts; `auto`
-/// runs them on epoll and says why.
+/// `--load-engine io-uring --tls` is valid (it was refused before the io_uring engine drove
+/// TLS); `auto` picks the engine this project measured cheaper per TLS handshake for `--tls`
+/// and per connection otherwise, and says which and why.
 #[test]
-fn uring_refuses_what_it_cannot_do_and_auto_picks_epoll_for_it() {
+fn auto_picks_the_engine_measured_for_tls_and_for_plain_tcp() {
     let mut cfg = open(closed_port(), 100.0, Duration::from_millis(100));
     cfg.tls = Some(loadgen::tls::TlsOptions {
         version: loadgen::tls::TlsVersion::Auto,
@@ -1088,29 +1123,35 @@ fn uring_refuses_what_it_cannot_do_and_auto_picks_epoll_for_it() {
         resume: loadgen::tls::Resume::Off,
         verify: loadgen::tls::Verify::Insecure,
         ciphers: Vec::new(),
+        groups: Vec::new(),
+        resume_share_pct: 100,
     });
+    // io_uring runs --tls (it used to be refused).
     cfg.engine = loadgen::LoadEngine::IoUring;
-    let e = cfg.validate().unwrap_err().to_string();
-    assert!(
-        e.contains("--load-engine io-uring does not support --tls yet"),
-        "{e}"
-    );
+    cfg.validate()
+        .expect("--load-engine io-uring --tls is valid");
     let _x = testkit::exclusive();
+    let engine = |e: loadgen::LoadEngine| match e {
+        loadgen::LoadEngine::IoUring => "io_uring",
+        _ => "epoll",
+    };
+    // --tls: auto takes the engine measured for TLS (loadgen::engine::AUTO_PREFERS_TLS).
     cfg.engine = loadgen::LoadEngine::Auto;
-    let r = NetNs::run(move |_| run(&cfg));
-    let e = r.engine.unwrap();
-    assert_eq!(e.engine, "epoll");
-    assert!(e.reason.unwrap().contains("--tls"));
+    let e = NetNs::run(move |_| run(&cfg)).engine.unwrap();
+    let want = engine(loadgen::engine::AUTO_PREFERS_TLS);
+    assert_eq!(e.engine, want, "{e:?}");
+    let reason = e.reason.unwrap();
+    assert!(reason.starts_with(&format!("auto: {want}")), "{reason}");
+    assert!(reason.contains("per TLS handshake"), "{reason}");
     // Plain TCP: auto takes the preferred engine (loadgen::engine::AUTO_PREFERS) and says so.
     let mut plain = open(closed_port(), 100.0, Duration::from_millis(100));
     plain.engine = loadgen::LoadEngine::Auto;
     let e = NetNs::run(move |_| run(&plain)).engine.unwrap();
-    let want = match loadgen::engine::AUTO_PREFERS {
-        loadgen::LoadEngine::IoUring => "io_uring",
-        _ => "epoll",
-    };
+    let want = engine(loadgen::engine::AUTO_PREFERS);
     assert_eq!(e.engine, want, "{e:?}");
-    assert!(e.reason.unwrap().starts_with(&format!("auto: {want}")));
+    let reason = e.reason.unwrap();
+    assert!(reason.starts_with(&format!("auto: {want}")), "{reason}");
+    assert!(reason.contains("per connection"), "{reason}");
 }
 
 /// Regression (issue 32, the read budget): a target that streams without end, faster than a

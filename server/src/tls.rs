@@ -125,6 +125,21 @@ pub fn server_config(
     key: Option<&Path>,
     resumption: bool,
 ) -> Result<TlsServer, TlsError> {
+    server_config_with_groups(cert, key, resumption, None)
+}
+
+/// [`server_config`] accepting only the key exchange groups `kx_groups`, in its order of
+/// preference (`server --tls-groups`); `None`: the aws-lc-rs provider's default list (X25519,
+/// P-256, P-384, X25519MLKEM768).
+///
+/// # Errors
+/// As [`server_config`].
+pub fn server_config_with_groups(
+    cert: Option<&Path>,
+    key: Option<&Path>,
+    resumption: bool,
+    kx_groups: Option<Vec<&'static dyn rustls::crypto::SupportedKxGroup>>,
+) -> Result<TlsServer, TlsError> {
     let key_path = key;
     let (chain, key, cert_pem, self_signed) = match (cert, key) {
         (Some(c), Some(k)) => {
@@ -172,7 +187,11 @@ pub fn server_config(
         }
         _ => return Err(TlsError::Half),
     };
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let mut provider = rustls::crypto::aws_lc_rs::default_provider();
+    if let Some(g) = kx_groups {
+        provider.kx_groups = g;
+    }
+    let provider = Arc::new(provider);
     // Loaded on its own first, so that a key the provider will not sign with (RSA-1024) is not
     // reported as a key that does not match its certificate.
     if let (Err(e), Some(path)) = (

@@ -39,6 +39,7 @@ pub mod report;
 pub mod scale;
 pub mod server;
 pub mod sweep;
+pub mod tls;
 pub mod tune;
 
 /// `--format` of `bench`, `sweep`, `server`, `load`, `ab` and `tune check`: what each command's

@@ -7,12 +7,12 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum LoadEngine {
-    /// The faster engine on this host ([`crate::engine::AUTO_PREFERS`]) when it can run the config and the
-    /// kernel has it; otherwise epoll. The report says which ran and why.
+    /// The faster engine on this host ([`crate::engine::AUTO_PREFERS`]; with `--tls`
+    /// [`crate::engine::AUTO_PREFERS_TLS`]) when the kernel has it; otherwise epoll. The
+    /// report says which ran and why.
     #[default]
     Auto,
-    /// io_uring; refused (a config error) when the kernel lacks it or the config needs a
-    /// feature it does not have yet ([`crate::LoadConfig::uring_unsupported`]).
+    /// io_uring; refused (a config error) when the kernel lacks it.
     IoUring,
     /// epoll through mio.
     Epoll,

@@ -736,22 +736,104 @@ impl<'a> Core<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::latency::Latency;
 
     /// An engine that makes no syscall: it records what the core asks of it.
     #[derive(Default)]
     struct Fake {
         started: Vec<usize>,
         closed: Vec<usize>,
+        /// Each start's (intended, actual) time, ns.
+        times: Vec<(u64, u64)>,
     }
 
     impl Io for Fake {
-        fn start(&mut self, _: &mut Core<'_>, i: usize, _: usize) {
+        fn start(&mut self, core: &mut Core<'_>, i: usize, _: usize) {
             self.started.push(i);
+            let s = core.slot(i);
+            self.times.push((s.intended_ns, s.start_ns));
         }
         fn read_begin(&mut self, _: &mut Core<'_>, _: usize, _: u64, _: bool) {}
         fn close(&mut self, i: usize) {
             self.closed.push(i);
         }
+    }
+
+    /// The open-loop scheduler on the real clock, polled the way the worker's loop polls it
+    /// (after each wait; here without sleeping, and also at times just before a start is due,
+    /// as an early wake-up does): no start is made before its intended time, each intended
+    /// start is made or dropped exactly once (offered = the schedule's count, exactly), and the
+    /// lag histogram holds one value per measured start, each its actual − intended start.
+    /// Not a timing target: how late the starts are depends on the host.
+    #[test]
+    fn open_loop_starts_are_never_early_counted_exactly_and_their_lag_recorded() {
+        let cfg = LoadConfig {
+            max_in_flight: 4,
+            ..crate::config::for_test(
+                "127.0.0.1:9".parse().unwrap(),
+                Pattern::Open {
+                    rate_per_sec: 50_000.0,
+                    arrival: crate::config::Arrival::Uniform,
+                },
+                CloseMode::Rst,
+            )
+        };
+        let mut core = Core::new(&cfg, 0).unwrap();
+        // 10 ms of warm-up and 30 ms measured at 50,000/s: 500 + 1,500 intended starts.
+        let start_ns = now_ns() + 2_000_000;
+        let win = Window {
+            start_ns,
+            measure_ns: start_ns + 10_000_000,
+            end_ns: start_ns + 40_000_000,
+        };
+        core.begin(win);
+        let mut io = Fake::default();
+        let mut polls = 0u64;
+        loop {
+            let now = now_ns();
+            if now >= win.end_ns + core.max_lag_ns()
+                || (now >= win.end_ns && !core.starts_pending())
+            {
+                break;
+            }
+            // Just before the next start is due: nothing may start.
+            let next = core.next_wake(u64::MAX, false);
+            if now < next && next < win.end_ns && next - now < 5_000 {
+                let before = io.times.len();
+                core.start_due(next - 1, &mut io);
+                assert_eq!(io.times.len(), before, "a start 1 ns before its time");
+            }
+            core.start_due(now, &mut io);
+            polls += 1;
+            // Every attempt fails at once, so a slot is always free.
+            while let Some(i) = core.oldest() {
+                core.fail(i, libc::ECONNREFUSED, &mut io);
+            }
+        }
+        core.drop_rest();
+        assert!(polls > 0);
+        for &(intended, actual) in &io.times {
+            assert!(actual >= intended, "started {actual} before {intended}");
+            assert!(intended >= win.start_ns && intended < win.end_ns);
+        }
+        let (total, measured) = (&core.tally.total, &core.tally.measured);
+        assert_eq!(total.offered, 2_000, "{total:?}");
+        assert_eq!(measured.offered, 1_500, "{measured:?}");
+        assert_eq!(total.attempts + total.dropped, total.offered);
+        assert_eq!(total.attempts, io.times.len() as u64);
+        // Intended starts are distinct and each made at most once.
+        let mut intended: Vec<u64> = io.times.iter().map(|t| t.0).collect();
+        intended.dedup();
+        assert_eq!(intended.len(), io.times.len());
+        // One lag value per measured start, each exactly its start's actual − intended time.
+        let lag = &core.tally.lag;
+        assert_eq!(lag.hist.len(), measured.attempts);
+        let mut want = Latency::new(lag.hist.high());
+        for &(intended, actual) in io.times.iter().filter(|t| t.0 >= win.measure_ns) {
+            want.record(actual - intended);
+        }
+        assert_eq!(lag.hist, want.hist);
+        assert_eq!(lag.max_ns, want.max_ns);
     }
 
     /// The core without sockets: four attempts end four ways (a handshake, a refusal, a reset

@@ -28,11 +28,12 @@
 //! # Waiting for the next intended start
 //! mio's `Poll::poll` timeout is rounded up to whole milliseconds (epoll_wait(2) takes ms), which
 //! would start attempts up to 1 ms late. The engine therefore registers a timerfd
-//! (timerfd_create(2), CLOCK_MONOTONIC, armed with TFD_TIMER_ABSTIME at the exact next deadline;
-//! hrtimer-backed, no timer slack) in its poll and blocks in epoll_wait without a timeout. When
-//! the next deadline is less than `cfg.pacing.spin_ns` ([`crate::SPIN_NS`] by default) away it
-//! polls with a zero timeout instead (a short busy wait: a timer round trip costs about as much).
-//! Typical start accuracy is the wake-up latency, a few to tens of µs. The timerfd is re-armed
+//! (timerfd_create(2), CLOCK_MONOTONIC, armed with TFD_TIMER_ABSTIME at the next deadline less
+//! `cfg.pacing.spin_ns`; hrtimer-backed, the worker's 1 ns timer slack) in its poll and blocks in
+//! epoll_wait without a timeout. Once the next deadline is within `spin_ns`
+//! ([`crate::SPIN_NS`] by default) it polls with a zero timeout instead (a bounded busy wait:
+//! the wake-up latency falls in it instead of after the deadline). Without the spin, start
+//! accuracy is the wake-up latency, a few to tens of µs. The timerfd is re-armed
 //! only when the deadline moves earlier or the armed one has passed (one timerfd_settime per wait
 //! at most).
 
@@ -573,10 +574,12 @@ impl Engine for Epoll {
         // turn's events; those this turn defers wait for the next.
         let mut serving = std::mem::take(&mut self.serving);
         std::mem::swap(&mut self.backlog, &mut serving);
-        let timeout = if !serving.is_empty() || until <= now + self.spin_ns {
+        // Wake `spin_ns` early; the last `spin_ns` before the deadline are polled.
+        let wake = until.saturating_sub(self.spin_ns);
+        let timeout = if !serving.is_empty() || wake <= now {
             Some(std::time::Duration::ZERO)
         } else {
-            self.arm(until, now);
+            self.arm(wake, now);
             None
         };
         let mut events = std::mem::replace(&mut self.events, Events::with_capacity(0));

@@ -18,7 +18,7 @@
 //! | connect timeout | the engine's deadline list, getsockopt(SO_ERROR) + getpeername(2) | the kernel's link timeout (-ECANCELED → `ETIMEDOUT`) |
 //! | `--http` request | send(2) at write readiness | IORING_OP_SEND (MSG_WAITALL, 5.19 on SEND; IOSQE_CQE_SKIP_SUCCESS, counted at its RECV) linked to a LINK_TIMEOUT at the read deadline; over 16 KiB its own chain beside the RECV's, so an early answer (413) is read |
 //! | `--http` response, `--expect-bytes`, `--close server` | read(2) until EAGAIN or the read budget at read readiness | IORING_OP_RECV into the slot's buffer, linked to a LINK_TIMEOUT at the read deadline |
-//! | `--tls` | the slot's TLS client over send(2)/recv(2) | (not yet: the same client over SEND/RECV) |
+//! | `--tls` | the slot's TLS client over send(2)/recv(2) at readiness | the same client: its output copied into the slot's buffer and sent as `--http` sends its request (SEND, MSG_WAITALL, skip-success, linked to a LINK_TIMEOUT → RECV → LINK_TIMEOUT), each RECV's bytes into its input; a failure's alert as one lone SEND (MSG_DONTWAIT) before the close |
 //! | close | close(2) | IORING_OP_CLOSE on the direct descriptor with IOSQE_CQE_SKIP_SUCCESS (5.17) |
 //!
 //! so one io_uring attempt is one chain of SQEs submitted with the worker's next
@@ -129,6 +129,26 @@ pub(crate) fn with_engine<J: WithEngine>(
 /// target. A wait that must not block now asks for every in-flight completion.)
 pub const AUTO_PREFERS: LoadEngine = LoadEngine::IoUring;
 
+/// The engine `auto` picks for `--tls` when both can run: epoll, because io_uring did not win on
+/// the load's CPU per TLS handshake. Measured 2026-12-07 (this project's 2-vCPU VM, Linux 6.18,
+/// busy: other sessions' builds used ~87% of both CPUs), `bench --tls --load-engine
+/// epoll|io-uring --server-cpus 0 --load-cpus 1`, release, two ABBA sets of 4 pairs, load
+/// on-CPU µs per full TLS 1.3 handshake, io_uring / epoll: closed-loop peak 0.975 (6 s runs;
+/// pairs 0.973–0.994) and 0.988 (3 s; 0.975–1.018), open loop at 80% of the peak 1.016
+/// (0.967–1.052) and 1.099 (0.972–1.145): about 240 µs per handshake either way, a 1–2% gain
+/// at the peak and a loss in the open loop (docs/performance/2026-12-07-tls-uring.md).
+pub const AUTO_PREFERS_TLS: LoadEngine = LoadEngine::Epoll;
+
+/// The engine `auto` prefers for `cfg` ([`AUTO_PREFERS`], or [`AUTO_PREFERS_TLS`] with `--tls`)
+/// and what it used less of, for the report's reason.
+fn auto_prefers(cfg: &LoadConfig) -> (LoadEngine, &'static str) {
+    if cfg.tls.is_some() {
+        (AUTO_PREFERS_TLS, "CPU per TLS handshake")
+    } else {
+        (AUTO_PREFERS, "CPU per connection")
+    }
+}
+
 /// What the io_uring engine found in the kernel (probed once per run).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 pub struct UringFeatures {
@@ -170,7 +190,13 @@ impl UringFeatures {
             });
         }
         parts.push("connect+link_timeout");
-        if cfg.http.is_some() {
+        if cfg.tls.is_some() {
+            parts.push(if cfg.http.is_some() {
+                "tls+http=send+recv+link_timeout"
+            } else {
+                "tls=send+recv+link_timeout"
+            });
+        } else if cfg.http.is_some() {
             parts.push("http=send+recv+link_timeout");
         } else if cfg.expect_bytes.is_some() || cfg.close == CloseMode::Server {
             parts.push("read=recv+link_timeout");
@@ -228,7 +254,7 @@ impl EngineRan {
     }
 
     /// One line: `io_uring (socket=direct,…)` or `epoll`, then how `auto` chose, e.g.
-    /// `epoll — auto: --tls needs the epoll engine (…)`.
+    /// `epoll — auto: epoll (it used less CPU per TLS handshake than io_uring …)`.
     pub fn line(&self) -> String {
         let mut s = self.engine.to_string();
         if let Some(f) = &self.features {
@@ -257,24 +283,6 @@ pub fn probe_io_uring() -> Result<UringFeatures, String> {
     uring::probe()
 }
 
-/// The first option of `cfg` the io_uring engine does not do yet, as the flag's name: `--tls`
-/// (`--http`, `--expect-bytes` and `--close server` it does). The same as
-/// [`LoadConfig::uring_unsupported`].
-pub fn uring_unsupported(cfg: &LoadConfig) -> Option<&'static str> {
-    cfg.uring_unsupported()
-}
-
-/// The refusal of `--load-engine io-uring` with `flag` (an option [`uring_unsupported`] named).
-pub fn unsupported_message(flag: &str) -> String {
-    crate::config::uring_unsupported_message(flag)
-}
-
-/// Decides the engine of `cfg` before any worker starts (probing io_uring once when it may run).
-///
-/// # Errors
-/// [`LoadError::Config`] when `io-uring` was asked for and the config needs a feature it lacks
-/// ([`uring_unsupported`]) or the kernel does not have it (the message names why and says to
-/// use `--load-engine epoll`).
 /// Why the engine `cfg` would run cannot stamp handshakes for `bench`'s accept-queue wait
 /// ([`crate::AcceptStamps`]), or `None` when it can (epoll) or the config would be refused
 /// anyway. io_uring cannot: its sockets are direct descriptors, or plain ones it never reads a
@@ -292,6 +300,11 @@ pub fn accept_stamps_unavailable(cfg: &LoadConfig) -> Option<String> {
     }
 }
 
+/// Decides the engine of `cfg` before any worker starts (probing io_uring once when it may run).
+///
+/// # Errors
+/// [`LoadError::Config`] when `io-uring` was asked for and the kernel does not have it (the
+/// message names why and says to use `--load-engine epoll`).
 pub(crate) fn resolve(cfg: &LoadConfig, sliced: bool) -> Result<(Resolved, EngineRan), LoadError> {
     let epoll = |reason: Option<String>| {
         (
@@ -303,27 +316,16 @@ pub(crate) fn resolve(cfg: &LoadConfig, sliced: bool) -> Result<(Resolved, Engin
             },
         )
     };
-    let unsupported = uring_unsupported(cfg);
+    let (prefers, less) = auto_prefers(cfg);
     match cfg.engine {
         LoadEngine::Epoll => return Ok(epoll(None)),
-        LoadEngine::IoUring => {
-            if let Some(flag) = unsupported {
-                return Err(LoadError::Config(unsupported_message(flag)));
-            }
+        LoadEngine::IoUring => {}
+        LoadEngine::Auto if prefers == LoadEngine::Epoll => {
+            return Ok(epoll(Some(format!(
+                "auto: epoll (it used less {less} than io_uring in this project's measurements)"
+            ))));
         }
-        LoadEngine::Auto => {
-            if let Some(flag) = unsupported {
-                return Ok(epoll(Some(format!(
-                    "auto: {flag} needs the epoll engine (io_uring does not support it yet)"
-                ))));
-            }
-            if AUTO_PREFERS == LoadEngine::Epoll {
-                return Ok(epoll(Some(
-                    "auto: epoll (it used less CPU per connection than io_uring in this project's measurements)"
-                        .into(),
-                )));
-            }
-        }
+        LoadEngine::Auto => {}
     }
     match uring::probe() {
         Ok(f) => Ok((
@@ -331,8 +333,9 @@ pub(crate) fn resolve(cfg: &LoadConfig, sliced: bool) -> Result<(Resolved, Engin
             EngineRan {
                 engine: "io_uring",
                 reason: (cfg.engine == LoadEngine::Auto).then(|| {
-                    "auto: io_uring (it used less CPU per connection than epoll in this project's measurements)"
-                        .to_string()
+                    format!(
+                        "auto: io_uring (it used less {less} than epoll in this project's measurements)"
+                    )
                 }),
                 features: Some(f.label(cfg, sliced)),
             },

@@ -6,9 +6,17 @@
 //! (`crate::core`).
 //!
 //! # Waiting
-//! io_uring_enter(2) with IORING_ENTER_EXT_ARG and a relative timeout up to the worker's next
-//! deadline (5.11; an hrtimer, bounded by the worker's 1 ns timer slack), or with
-//! IORING_ENTER_GETEVENTS and a zero timeout when the deadline is within `Pacing::spin_ns`. The
+//! io_uring_enter(2) with IORING_ENTER_EXT_ARG and an absolute timeout (IORING_ENTER_ABS_TIMER,
+//! 6.12, CLOCK_MONOTONIC: the ring's default clock) at the worker's next deadline less
+//! `Pacing::spin_ns` (an hrtimer, bounded by the worker's 1 ns timer slack). Once that is past
+//! the loop spins: within `spin_ns` of the deadline each wait is IORING_ENTER_GETEVENTS with
+//! `min_complete` 0 (`Ring::spin`: submits, runs the deferred task work, never sleeps); later
+//! than that (behind its schedule) a zero timeout asking for every completion in flight
+//! (`Ring::poll`). Absolute, because the same io_uring_enter first submits
+//! what is queued, and a loopback CONNECT issued inline runs its whole handshake there (tens of
+//! µs): a relative timeout would start only after it, and each start would come that much
+//! late. A kernel before 6.12 (EINVAL) gets a submit first, then a relative timeout counted
+//! from a fresh clock reading. The
 //! ring is IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN (6.1) where the kernel has it:
 //! completions are then posted only inside the worker's own io_uring_enter, never by an
 //! interrupt on another task. One wait reaps at most [`super::EVENTS_PER_TURN`] completions.
@@ -28,6 +36,17 @@
 //!   command runs, after the SOCKET before it, before its chain's CONNECT posts.
 //! - SEND: a target's request bytes (`Mem::requests`, never written after the start); read
 //!   until the SEND completes.
+//! - SEND (`--tls`): slot `i`'s TLS output (`Mem::tls_out`, `i * TLS_OUT_BUF..`), the bytes its
+//!   TLS client queued, copied in by [`Ring::stage_tls`] just before the push and read until
+//!   the SEND completes. Staged only when no SEND of the slot is in flight: a SEND linked before
+//!   the slot's RECV (or a part sent alone) is staged again only after the CQE that ends its
+//!   chain, which comes after the SEND completed; the last SEND of a connection (an alert or
+//!   close_notify before its close) is MSG_DONTWAIT, which the kernel never parks (it sets
+//!   REQ_F_NOWAIT, `io_sendmsg_prep`, io_uring/net.c: a send that would block completes with
+//!   -EAGAIN instead of waiting for space) and, linked after nothing and without IOSQE_ASYNC,
+//!   runs inline in the io_uring_enter(2) that submits it: done before that call returns, so
+//!   before any CQE of the slot's next connection (its CONNECT is queued after it), and only
+//!   such a CQE stages the buffer again.
 //! - RECV: slot `i`'s buffer (`Mem::recv`, `i * RECV_BUF..`), written until the RECV's CQE; the
 //!   core reads the bytes only after it. One RECV per slot writes at a time: the slot's next
 //!   RECV is pushed after the CQE of its last, or after its cancel (a split exchange closed
@@ -36,7 +55,8 @@
 //!   writes nothing more).
 //!
 //! Each chain that may read or write `Mem` after its submission ends with exactly one CQE of a
-//! kind [`Ring`] counts (its head's failure, or its CONNECT, RECV or split SEND: `Ring::live`).
+//! kind [`Ring`] counts (its head's failure, or its CONNECT, RECV, split SEND or TLS part:
+//! `Ring::live`); the last TLS SEND of a connection is done when its submission returns.
 //! Dropping the ring first drains it (`Drop for Ring`): everything still in the kernel is
 //! cancelled (IORING_OP_ASYNC_CANCEL, any) and completions are reaped until no counted chain is
 //! left, for at most [`STOP_WAIT_NS`]; a chain still in the kernel then leaves `Mem` leaked
@@ -49,7 +69,7 @@ mod probe;
 
 use std::os::fd::{AsRawFd, IntoRawFd, RawFd};
 
-use io_uring::{opcode, squeue, types, IoUring};
+use io_uring::{opcode, squeue, types, EnterFlags, IoUring};
 use socket2::{SockAddr, Socket};
 
 pub(crate) use driver::Uring;
@@ -79,6 +99,15 @@ pub(crate) const K_CANCEL_SEND: u64 = 10;
 pub(crate) const K_DISCONNECT: u64 = 11;
 /// A `--http` request's SEND beside its RECV (a long request: always posts its CQE).
 pub(crate) const K_SEND_SPLIT: u64 = 12;
+/// `--tls`: the SEND of a slot's TLS output linked before its RECV (skip-success: posts only
+/// when it fails or is cut short).
+pub(crate) const K_TLS_SEND: u64 = 13;
+/// `--tls`: a part of a slot's TLS output longer than [`TLS_OUT_BUF`], sent alone (always
+/// posts; the next part or the RECV follows its CQE).
+pub(crate) const K_TLS_PART: u64 = 14;
+/// `--tls`: the last bytes of a connection (an alert, close_notify) before its close,
+/// MSG_DONTWAIT and skip-success; of a closed generation when it posts (module docs).
+pub(crate) const K_TLS_LAST: u64 = 15;
 
 const GEN_MASK: u32 = 0x00ff_ffff;
 
@@ -94,6 +123,11 @@ pub(crate) const RECV_BUF: usize = 4096;
 /// early (413) and stops reading, so their SEND and RECV run side by side, as the epoll engine
 /// reads while it writes.
 pub(crate) const LINKED_SEND_MAX: usize = 16 * 1024;
+/// `--tls`: bytes of a slot's TLS output buffer (one SEND writes at most this much; a
+/// ClientHello, even with a post-quantum key share, and a Finished with a short request fit).
+pub(crate) const TLS_OUT_BUF: usize = 4096;
+// A RECV's bytes go whole into the slot's TLS client's input.
+const _: () = assert!(RECV_BUF <= crate::tls::INPUT_BYTES);
 
 /// The `user_data` of slot `slot`'s request `kind` of generation `gen`.
 pub(crate) fn ud(kind: u64, gen: u32, slot: usize) -> u64 {
@@ -127,11 +161,19 @@ impl Cqe {
     /// The CQE ends a chain that may read or write the ring's memory after its submission
     /// (module docs, "Memory the kernel reads and writes"): the failure of a chain's
     /// skip-success head (SOCKET, SETSOCKOPT, a linked SEND: the rest of the chain is then
-    /// cancelled without CQEs), or its CONNECT, RECV or split SEND, which always post.
+    /// cancelled without CQEs), or its CONNECT, RECV, split SEND or TLS part, which always
+    /// post. (The last TLS SEND of a connection is of no counted chain: module docs.)
     fn ends_chain(&self) -> bool {
         matches!(
             self.kind,
-            K_SOCKET | K_SOCKOPT | K_CONNECT | K_SEND | K_RECV | K_SEND_SPLIT
+            K_SOCKET
+                | K_SOCKOPT
+                | K_CONNECT
+                | K_SEND
+                | K_RECV
+                | K_SEND_SPLIT
+                | K_TLS_SEND
+                | K_TLS_PART
         )
     }
 }
@@ -152,6 +194,9 @@ pub(crate) enum Send {
     Linked(usize),
     /// The request to this target, as its own chain beside the RECV's.
     Split(usize),
+    /// `--tls`: this many bytes of the slot's TLS output ([`Ring::stage_tls`]), linked before
+    /// the RECV.
+    Tls(usize),
 }
 
 /// The memory the ring's SQEs point to (module docs, "Memory the kernel reads and writes").
@@ -171,6 +216,9 @@ struct Mem {
     recv: Box<[u8]>,
     /// `--http`: per target, the request bytes its SENDs read.
     requests: Box<[Box<[u8]>]>,
+    /// `--tls`: per slot, [`TLS_OUT_BUF`] bytes of its TLS client's output its SENDs read
+    /// (allocated zeroed, as `recv`).
+    tls_out: Box<[u8]>,
 }
 
 impl Mem {
@@ -187,6 +235,7 @@ impl Mem {
             read_ts: Box::default(),
             recv: Box::default(),
             requests: Box::default(),
+            tls_out: Box::default(),
         }
     }
 }
@@ -212,6 +261,9 @@ pub(crate) struct Ring {
     sliced: bool,
     /// Closes and `--http` SENDs carry IOSQE_CQE_SKIP_SUCCESS.
     skip: bool,
+    /// Waits take an absolute timeout (IORING_ENTER_ABS_TIMER, 6.12); false after the kernel
+    /// refused it (EINVAL).
+    abs_timer: bool,
     /// Test hook: every push fails (the SQ refuses entries).
     #[cfg(test)]
     refuse_pushes: bool,
@@ -289,6 +341,11 @@ impl Ring {
                     .map(|&t| req.encode(t).into_boxed_slice())
                     .collect()
             }),
+            tls_out: if cfg.tls.is_some() {
+                vec![0; slots * TLS_OUT_BUF].into_boxed_slice()
+            } else {
+                Box::default()
+            },
             port_range: port_range.unwrap_or(0),
             ..Mem::empty()
         };
@@ -299,6 +356,7 @@ impl Ring {
             direct,
             sliced: port_range.is_some(),
             skip: f.skip_success,
+            abs_timer: true,
             #[cfg(test)]
             refuse_pushes: false,
         })
@@ -313,6 +371,7 @@ impl Ring {
             direct: false,
             sliced: false,
             skip: true,
+            abs_timer: true,
             #[cfg(test)]
             refuse_pushes: false,
         }
@@ -550,9 +609,10 @@ impl Ring {
     }
 
     /// Slot `i`'s next read (generation `gen`) on `sock`: `RECV(slot buffer)` → LINK_TIMEOUT
-    /// `left_ns` from now (the read phase's deadline), after the request's SEND (MSG_NOSIGNAL |
-    /// MSG_WAITALL) → LINK_TIMEOUT when `send` is [`Send::Linked`], or beside its own SEND →
-    /// LINK_TIMEOUT chain when [`Send::Split`] (module docs, "One attempt").
+    /// `left_ns` from now (the read phase's deadline), after a SEND (MSG_NOSIGNAL |
+    /// MSG_WAITALL) → LINK_TIMEOUT of the request when `send` is [`Send::Linked`] or of the
+    /// slot's staged TLS output when [`Send::Tls`], or beside its own SEND → LINK_TIMEOUT chain
+    /// when [`Send::Split`] (module docs, "One attempt").
     #[allow(unsafe_code)]
     pub(crate) fn push_read(
         &mut self,
@@ -562,12 +622,7 @@ impl Ring {
         left_ns: u64,
         send: Send,
     ) -> bool {
-        let left = left_ns.max(1);
-        self.mem.read_ts[i] = types::Timespec::new()
-            .sec(left / SEC)
-            .nsec((left % SEC) as u32);
-        let ts = &raw const self.mem.read_ts[i];
-        let timeout = self.timeout(gen, i, ts);
+        let timeout = self.read_timeout(i, gen, left_ns);
         let buf = self.mem.recv[i * RECV_BUF..].as_mut_ptr();
         let recv = match sock {
             Sock::Fixed(f) => opcode::Recv::new(types::Fixed(f), buf, RECV_BUF as u32),
@@ -576,18 +631,24 @@ impl Ring {
         .build()
         .flags(squeue::Flags::IO_LINK)
         .user_data(ud(K_RECV, gen, i));
-        let (target, split) = match send {
+        let (ptr, len, split, kind) = match send {
             Send::None => {
                 // SAFETY: RECV points to slot `i`'s part of `mem.recv` (no other RECV of the
                 // slot writes it: module docs), LINK_TIMEOUT to `mem.read_ts[i]`; the chain ends
                 // with the RECV's CQE.
                 return unsafe { self.push(&[recv, timeout], 1) };
             }
-            Send::Linked(t) => (t, false),
-            Send::Split(t) => (t, true),
+            Send::Linked(t) | Send::Split(t) => {
+                let req = &self.mem.requests[t];
+                let split = matches!(send, Send::Split(_));
+                let kind = if split { K_SEND_SPLIT } else { K_SEND };
+                (req.as_ptr(), req.len() as u32, split, kind)
+            }
+            Send::Tls(n) => {
+                let out = &self.mem.tls_out[i * TLS_OUT_BUF..(i + 1) * TLS_OUT_BUF];
+                (out.as_ptr(), n.min(TLS_OUT_BUF) as u32, false, K_TLS_SEND)
+            }
         };
-        let req = &self.mem.requests[target];
-        let (ptr, len) = (req.as_ptr(), req.len() as u32);
         let send = match sock {
             Sock::Fixed(f) => opcode::Send::new(types::Fixed(f), ptr, len),
             Sock::Fd(fd) => opcode::Send::new(types::Fd(fd), ptr, len),
@@ -599,7 +660,7 @@ impl Ring {
             // same timespec, copied at submission).
             let send = send
                 .flags(squeue::Flags::IO_LINK)
-                .user_data(ud(K_SEND_SPLIT, gen, i));
+                .user_data(ud(kind, gen, i));
             // SAFETY: SEND points to `mem.requests[target]`, RECV to slot `i`'s part of
             // `mem.recv`, both LINK_TIMEOUTs to `mem.read_ts[i]`; two chains, ended by the
             // SEND's CQE and the RECV's.
@@ -615,14 +676,86 @@ impl Ring {
             } else {
                 squeue::Flags::IO_LINK
             })
-            .user_data(ud(K_SEND, gen, i));
+            .user_data(ud(kind, gen, i));
         let mid = timeout
             .clone()
             .flags(squeue::Flags::IO_LINK | squeue::Flags::SKIP_SUCCESS);
-        // SAFETY: SEND points to `mem.requests[target]`, RECV to slot `i`'s part of
-        // `mem.recv`, both LINK_TIMEOUTs to `mem.read_ts[i]`; one chain, ended by the SEND's
-        // failure (skip-success: the rest is then cancelled without CQEs) or the RECV's CQE.
+        // SAFETY: SEND points to `mem.requests[target]` (never written after the start) or,
+        // with TLS, to slot `i`'s part of `mem.tls_out` (staged before this push and not again
+        // until this chain's CQE: module docs), RECV to slot `i`'s part of `mem.recv`, both
+        // LINK_TIMEOUTs to `mem.read_ts[i]`; one chain, ended by the SEND's failure
+        // (skip-success: the rest is then cancelled without CQEs) or the RECV's CQE.
         unsafe { self.push(&[send, mid, recv, timeout], 1) }
+    }
+
+    /// Slot `i`'s read deadline, `left_ns` from now, written to `mem.read_ts[i]` (its last
+    /// chain has ended: nothing of the kernel reads it), as a LINK_TIMEOUT SQE pointing there.
+    fn read_timeout(&mut self, i: usize, gen: u32, left_ns: u64) -> squeue::Entry {
+        let left = left_ns.max(1);
+        self.mem.read_ts[i] = types::Timespec::new()
+            .sec(left / SEC)
+            .nsec((left % SEC) as u32);
+        let ts = &raw const self.mem.read_ts[i];
+        self.timeout(gen, i, ts)
+    }
+
+    /// `--tls`: copies the first bytes of `out` (at most [`TLS_OUT_BUF`]) into slot `i`'s TLS
+    /// output, for its next SEND; how many. Only while no SEND of the slot is in flight (module
+    /// docs, "Memory the kernel reads and writes"): after the CQE that ended its last chain.
+    pub(crate) fn stage_tls(&mut self, i: usize, out: &[u8]) -> usize {
+        let n = out.len().min(TLS_OUT_BUF);
+        self.mem.tls_out[i * TLS_OUT_BUF..i * TLS_OUT_BUF + n].copy_from_slice(&out[..n]);
+        n
+    }
+
+    /// `--tls`: SEND of the first `n` staged bytes of slot `i`'s TLS output alone (MSG_WAITALL)
+    /// → LINK_TIMEOUT `left_ns` from now, when more output follows it; its CQE always posts.
+    #[allow(unsafe_code)]
+    pub(crate) fn push_tls_part(
+        &mut self,
+        i: usize,
+        gen: u32,
+        sock: Sock,
+        n: usize,
+        left_ns: u64,
+    ) -> bool {
+        let timeout = self.read_timeout(i, gen, left_ns);
+        let send = self
+            .tls_send(i, sock, n, libc::MSG_WAITALL)
+            .flags(squeue::Flags::IO_LINK)
+            .user_data(ud(K_TLS_PART, gen, i));
+        // SAFETY: SEND points to slot `i`'s part of `mem.tls_out` (staged before this push and
+        // not again until this chain's CQE), LINK_TIMEOUT to `mem.read_ts[i]`; the chain ends
+        // with the SEND's CQE.
+        unsafe { self.push(&[send, timeout], 1) }
+    }
+
+    /// `--tls`: SEND of the first `n` staged bytes of slot `i`'s TLS output (its alert or
+    /// close_notify), MSG_DONTWAIT and skip-success, just before the slot's close is queued.
+    #[allow(unsafe_code)]
+    pub(crate) fn push_tls_last(&mut self, i: usize, gen: u32, sock: Sock, n: usize) -> bool {
+        let send = self
+            .tls_send(i, sock, n, libc::MSG_DONTWAIT)
+            .flags(self.skip_flag())
+            .user_data(ud(K_TLS_LAST, gen, i));
+        // SAFETY: SEND points to slot `i`'s part of `mem.tls_out`, staged before this push; a
+        // lone MSG_DONTWAIT SEND runs inline in the io_uring_enter(2) that submits it and never
+        // waits (module docs), so it is done reading before the slot's next connection has a
+        // CQE, which alone stages the buffer again. It is of no counted chain.
+        unsafe { self.push(&[send], 0) }
+    }
+
+    /// A SEND of the first `n` bytes of slot `i`'s TLS output on `sock` with `flags` (and
+    /// MSG_NOSIGNAL).
+    fn tls_send(&self, i: usize, sock: Sock, n: usize, flags: i32) -> squeue::Entry {
+        let out = &self.mem.tls_out[i * TLS_OUT_BUF..(i + 1) * TLS_OUT_BUF];
+        let (ptr, len) = (out.as_ptr(), n.min(TLS_OUT_BUF) as u32);
+        match sock {
+            Sock::Fixed(f) => opcode::Send::new(types::Fixed(f), ptr, len),
+            Sock::Fd(fd) => opcode::Send::new(types::Fd(fd), ptr, len),
+        }
+        .flags(libc::MSG_NOSIGNAL | flags)
+        .build()
     }
 
     /// The first `n` bytes slot `i`'s last RECV read (after its CQE).
@@ -635,24 +768,45 @@ impl Ring {
         self.mem.requests.get(target).map_or(0, |r| r.len())
     }
 
-    /// Submits what is queued and waits for a completion until `target` (CLOCK_MONOTONIC ns; no
-    /// wait when it is within `spin_ns` of `now`, then asking for up to `in_flight`).
+    /// Submits what is queued and waits for a completion until `spin_ns` before `target`
+    /// (CLOCK_MONOTONIC ns); no wait when that is not after `now`: a spin pass within `spin_ns`
+    /// of `target`, else (behind) a poll asking for up to `in_flight` (module docs, "Waiting").
     pub(crate) fn wait(&mut self, target: u64, now: u64, spin_ns: u64, in_flight: usize) {
-        let res = if target <= now + spin_ns {
-            // Not blocking, so ask for every completion in flight: since Linux 6.13 an
-            // io_uring_enter(2) on a DEFER_TASKRUN ring runs at most max(20, min_complete)
-            // deferred task-work items per pass (IO_LOCAL_TW_DEFAULT_MAX, io_uring/io_uring.c),
-            // and a worker behind its schedule would otherwise leave most of its finished
-            // connects unreaped, holding their slots. The zero timeout returns at once.
-            let want = in_flight.max(1);
-            let ts = types::Timespec::new();
+        let wake = target.saturating_sub(spin_ns);
+        let res = if wake <= now && now < target.saturating_add(spin_ns) {
+            // Spinning to a start (or just reached it): never sleep.
+            self.spin()
+        } else if wake <= now {
+            self.poll(in_flight)
+        } else if self.abs_timer {
+            let ts = types::Timespec::new()
+                .sec(wake / SEC)
+                .nsec((wake % SEC) as u32);
             let args = types::SubmitArgs::new().timespec(&ts);
-            self.ring.submitter().submit_with_args(want, &args)
+            match self
+                .ring
+                .submitter()
+                .submit_with_args_and_flags(1, &args, EnterFlags::ABS_TIMER)
+            {
+                // Before 6.12: refused before anything was submitted (an unknown enter flag).
+                Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+                    self.abs_timer = false;
+                    return self.wait(target, now, spin_ns, in_flight);
+                }
+                r => r,
+            }
         } else {
-            let d = target - now;
-            let ts = types::Timespec::new().sec(d / SEC).nsec((d % SEC) as u32);
-            let args = types::SubmitArgs::new().timespec(&ts);
-            self.ring.submitter().submit_with_args(1, &args)
+            // A relative timeout starts after the submission: submit first, count from now.
+            let _ = self.ring.submit();
+            let now = crate::clock::now_ns();
+            if wake <= now {
+                self.poll(in_flight)
+            } else {
+                let d = wake - now;
+                let ts = types::Timespec::new().sec(d / SEC).nsec((d % SEC) as u32);
+                let args = types::SubmitArgs::new().timespec(&ts);
+                self.ring.submitter().submit_with_args(1, &args)
+            }
         };
         match res {
             Ok(_) => {}
@@ -664,6 +818,40 @@ impl Ring {
             // io_uring_enter only fails otherwise for bugs (EBADF, EFAULT, EINVAL).
             Err(e) => panic!("io_uring_enter failed: {e}"),
         }
+    }
+
+    /// One pass of the spin before a start: submits what is queued and runs what deferred task
+    /// work there is (IORING_ENTER_GETEVENTS with `min_complete` 0: at most
+    /// max(20, 0) items since Linux 6.13, the rest on the next pass), never sleeping. (The
+    /// zero-timeout [`Self::poll`] asks for `in_flight` completions; with fewer ready it arms an
+    /// already expired hrtimer and sleeps until its interrupt — a wake-up round trip, 10 µs and
+    /// more in a VM, that a spin is there to avoid.)
+    #[allow(unsafe_code)]
+    fn spin(&mut self) -> std::io::Result<usize> {
+        let to_submit = self.ring.submission().len() as u32;
+        // SAFETY: no argument is passed (`None`: a null pointer of size 0, and no
+        // IORING_ENTER_EXT_ARG in the flags), so the kernel reads no memory of this call; the
+        // SQEs it submits point into `mem` as the module docs state, like every submission.
+        unsafe {
+            self.ring.submitter().enter::<libc::sigset_t>(
+                to_submit,
+                0,
+                EnterFlags::GETEVENTS.bits(),
+                None,
+            )
+        }
+    }
+
+    /// Submits what is queued and reaps without blocking (a zero timeout), asking for every
+    /// completion in flight: since Linux 6.13 an io_uring_enter(2) on a DEFER_TASKRUN ring runs
+    /// at most max(20, min_complete) deferred task-work items per pass
+    /// (IO_LOCAL_TW_DEFAULT_MAX, io_uring/io_uring.c), and a worker behind its schedule would
+    /// otherwise leave most of its finished connects unreaped, holding their slots.
+    fn poll(&mut self, in_flight: usize) -> std::io::Result<usize> {
+        let want = in_flight.max(1);
+        let ts = types::Timespec::new();
+        let args = types::SubmitArgs::new().timespec(&ts);
+        self.ring.submitter().submit_with_args(want, &args)
     }
 
     /// Takes the completions that are there into `out` (at most its length); how many.
@@ -735,6 +923,38 @@ mod tests {
                 None
             }
         }
+    }
+
+    /// A wait with nothing to complete returns at its deadline less the spin, never before,
+    /// with the absolute timeout (6.12) and with the relative one a kernel without it gets
+    /// (submit first, then a timeout from a fresh reading); a deadline within the spin returns
+    /// at once (a poll). Not a timing target: only "not early" is asserted.
+    #[test]
+    fn a_wait_ends_no_earlier_than_its_deadline_less_the_spin_with_either_timeout() {
+        let Some(f) = uring() else { return };
+        testkit::NetNs::run(move |_| {
+            let addr = "127.0.0.1:9".parse().unwrap();
+            let mut ring = Ring::new(&cfg(addr), &f, 2, 0, 1_000_000_000, None).unwrap();
+            for abs in [true, false] {
+                ring.abs_timer = abs;
+                let now = crate::clock::now_ns();
+                let (target, spin) = (now + 3_000_000, 1_000_000);
+                ring.wait(target, now, spin, 0);
+                let woke = crate::clock::now_ns();
+                assert!(
+                    woke >= target - spin,
+                    "abs {abs}: woke {} ns early",
+                    target - spin - woke
+                );
+                // 900 ms away, within a 1 s spin: a poll, back long before the deadline.
+                let now = crate::clock::now_ns();
+                ring.wait(now + 900_000_000, now, 1_000_000_000, 0);
+                assert!(
+                    crate::clock::now_ns() < now + 900_000_000,
+                    "abs {abs}: a deadline within the spin is a poll"
+                );
+            }
+        });
     }
 
     /// A plain socket whose CLOSE cannot be pushed (the SQ refuses it) is closed with close(2)

@@ -43,6 +43,19 @@ pub(super) fn tls(
             .collect();
         writeln!(out, "               cipher suites agreed: {}", v.join(", "))?;
     }
+    if !t.groups.is_empty() {
+        let v: Vec<String> = t
+            .groups
+            .iter()
+            .map(|(g, n)| format!("{g} {}", numfmt::count(*n)))
+            .collect();
+        writeln!(
+            out,
+            "               key exchange groups agreed: {}",
+            v.join(", ")
+        )?;
+    }
+    writeln!(out, "               offered: {}", t.options.offer_line())?;
     super::hist(
         out,
         "tls handshake (TCP connected -> done)   ",

@@ -12,8 +12,10 @@
 //! - act on the other events ([`TlsEvent`]): the core decides what they mean for the attempt
 //!   (`crate::core::Core::tls_event`).
 //!
-//! The epoll engine does this with send(2)/recv(2) at readiness; an io_uring engine would do it
-//! with IORING_OP_SEND/RECV into the same buffers (one receive of at most [`INPUT_BYTES`]).
+//! The epoll engine does this with send(2)/recv(2) at readiness; the io_uring engine with
+//! IORING_OP_SEND/RECV on the ring's own buffers, copying the output out and each receive (at
+//! most [`INPUT_BYTES`]) in (`crate::engine::uring`: the kernel's pointers stay in the ring's
+//! memory).
 //!
 //! Memory: the input buffer ([`INPUT_BYTES`]) and the output buffer are allocated on a slot's
 //! first TLS connection and kept for the next ones, so a connection allocates only what rustls
@@ -259,6 +261,8 @@ mod tests {
             resume: crate::config::Resume::Off,
             verify: crate::config::Verify::Insecure,
             ciphers: vec![],
+            groups: vec![],
+            resume_share_pct: 100,
         };
         let cfg = opts.client_config().unwrap();
         let mut c = TlsClient::default();
@@ -342,6 +346,120 @@ mod tests {
         assert!(matches!(c.process(), TlsEvent::Closed));
     }
 
+    /// A handshake over buffers between a client with `opts` and rustls' server (provider
+    /// defaults: every aws-lc-rs group, X25519MLKEM768 included); the client's connection
+    /// once it says the handshake is done.
+    fn handshake_over_buffers(opts: &crate::config::TlsOptions) -> ClientConnection {
+        let key = test_key();
+        let server_cfg = Arc::new(
+            rustls::ServerConfig::builder_with_provider(Arc::new(
+                rustls::crypto::aws_lc_rs::default_provider(),
+            ))
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(vec![key.0.clone()], key.1)
+            .unwrap(),
+        );
+        let mut c = TlsClient::default();
+        c.begin(
+            ClientConnection::new(opts.client_config().unwrap(), opts.name().unwrap()).unwrap(),
+            0,
+        );
+        let mut s = rustls::ServerConnection::new(server_cfg).unwrap();
+        for _ in 0..10 {
+            let out = c.pending_output().to_vec();
+            c.sent(out.len());
+            s.read_tls(&mut &out[..]).unwrap();
+            s.process_new_packets().unwrap();
+            let mut back = Vec::new();
+            while s.wants_write() {
+                s.write_tls(&mut back).unwrap();
+            }
+            let mut fed = 0;
+            loop {
+                match c.process() {
+                    TlsEvent::Wait if fed < back.len() => {
+                        let room = c.input_space();
+                        let n = room.len().min(back.len() - fed);
+                        room[..n].copy_from_slice(&back[fed..fed + n]);
+                        c.received(n);
+                        fed += n;
+                    }
+                    TlsEvent::Wait => break,
+                    TlsEvent::Handshaken => return c.conn.take().unwrap(),
+                    e => panic!("{e:?}"),
+                }
+            }
+        }
+        panic!("no handshake after 10 flights");
+    }
+
+    /// Issue 36 item 5: the group and the cipher suite the handshake agrees on are the ones
+    /// asked for (`--tls-groups`, `--tls-ciphers`), read from the rustls connection, for each
+    /// group the provider has (the hybrid post-quantum one included) and for TLS 1.2.
+    #[test]
+    fn the_negotiated_group_and_suite_are_the_ones_asked_for() {
+        for (version, group, suite, want_group, want_suite) in [
+            (
+                crate::config::TlsVersion::Auto,
+                "x25519",
+                "TLS_AES_256_GCM_SHA384",
+                "X25519",
+                "TLS13_AES_256_GCM_SHA384",
+            ),
+            (
+                crate::config::TlsVersion::V13,
+                "p256",
+                "TLS13_CHACHA20_POLY1305_SHA256",
+                "secp256r1",
+                "TLS13_CHACHA20_POLY1305_SHA256",
+            ),
+            (
+                crate::config::TlsVersion::Auto,
+                "p384",
+                "TLS13_AES_128_GCM_SHA256",
+                "secp384r1",
+                "TLS13_AES_128_GCM_SHA256",
+            ),
+            (
+                crate::config::TlsVersion::V13,
+                "X25519MLKEM768",
+                "TLS13_AES_128_GCM_SHA256",
+                "X25519MLKEM768",
+                "TLS13_AES_128_GCM_SHA256",
+            ),
+            (
+                crate::config::TlsVersion::V12,
+                "secp256r1",
+                "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",
+                "secp256r1",
+                "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",
+            ),
+        ] {
+            let opts = crate::config::TlsOptions {
+                version,
+                server_name: "localhost".into(),
+                alpn: vec![],
+                resume: crate::config::Resume::Off,
+                verify: crate::config::Verify::Insecure,
+                ciphers: vec![suite.into()],
+                groups: vec![group.into()],
+                resume_share_pct: 100,
+            };
+            let c = handshake_over_buffers(&opts);
+            let got_group = c
+                .negotiated_key_exchange_group()
+                .map(crate::config::group_name);
+            let got_suite = c
+                .negotiated_cipher_suite()
+                .map(|s| crate::config::suite_name(&s));
+            assert_eq!(got_group.as_deref(), Some(want_group), "{group} {suite}");
+            assert_eq!(got_suite.as_deref(), Some(want_suite), "{group} {suite}");
+            assert_eq!(opts.offered_groups(), [want_group]);
+        }
+    }
+
     /// A FIN before the handshake is done is [`TlsEvent::Eof`].
     #[test]
     fn a_fin_during_the_handshake_is_eof() {
@@ -352,6 +470,8 @@ mod tests {
             resume: crate::config::Resume::Off,
             verify: crate::config::Verify::Insecure,
             ciphers: vec![],
+            groups: vec![],
+            resume_share_pct: 100,
         };
         let mut c = TlsClient::default();
         c.begin(

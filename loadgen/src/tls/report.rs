@@ -26,6 +26,9 @@ pub struct TlsReport {
     pub alpn_agreed: u64,
     /// Of them, by the cipher suite agreed (rustls' name, e.g. `TLS13_AES_128_GCM_SHA256`).
     pub cipher_suites: std::collections::BTreeMap<String, u64>,
+    /// Of them, by the key exchange group agreed (IANA's name, e.g. `X25519`, `secp256r1`,
+    /// `X25519MLKEM768`); a resumed TLS 1.2 handshake has none.
+    pub groups: std::collections::BTreeMap<String, u64>,
     /// Whole run (warm-up included): TLS handshakes done.
     pub total_handshakes: u64,
     /// Whole run: full handshakes.
@@ -44,6 +47,15 @@ pub struct TlsReport {
     /// resumed).
     #[serde(serialize_with = "summary")]
     pub resumed_handshake: hdrhistogram::Histogram<u64>,
+    /// What the first full handshake negotiated (group, server certificate): the input of the
+    /// crypto floor; `None` when no full handshake completed.
+    #[serde(skip)]
+    pub negotiated: Option<super::floor::Negotiated>,
+    /// The crypto floor of a full handshake, measured in-process after the run
+    /// ([`super::floor::measure`]; `load --tls` and `bench --tls --baseline`); `None` until
+    /// measured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub floor: Option<super::floor::CryptoFloor>,
 }
 
 impl TlsReport {
@@ -82,6 +94,11 @@ impl TlsReport {
                 .iter()
                 .map(|(s, n)| (format!("{s:?}"), *n))
                 .collect(),
+            groups: m
+                .groups
+                .iter()
+                .map(|(g, n)| (format!("{g:?}"), *n))
+                .collect(),
             total_handshakes: w.total.handshakes,
             total_full: w.total.full,
             total_resumed: w.total.resumed,
@@ -89,7 +106,33 @@ impl TlsReport {
             handshake: w.handshake.hist,
             full_handshake: w.full_handshake.hist,
             resumed_handshake: w.resumed_handshake.hist,
+            negotiated: w.negotiated,
+            floor: None,
         }
+    }
+
+    /// Measures the crypto floor of this run's first full handshake on `cpu`
+    /// ([`super::floor::measure`], [`super::floor::DEFAULT_WINDOW`]) and keeps it in
+    /// [`Self::floor`]. `None` when no full handshake completed; else the floor or why not.
+    pub fn measure_floor(&mut self, cpu: Option<usize>) -> Option<Result<(), String>> {
+        let n = self.negotiated.as_ref()?;
+        let verified = !matches!(self.options.verify, crate::config::Verify::Insecure);
+        Some(
+            super::floor::measure(n, verified, cpu, super::floor::DEFAULT_WINDOW)
+                .map(|f| self.floor = Some(f)),
+        )
+    }
+
+    /// The client's CPU per TLS handshake, ns: the load workers' on-CPU time over the whole run
+    /// (`cpu_run_ns`, warm-up included) ÷ the whole run's TLS handshakes; and whether all of
+    /// them were full. `None` without a handshake.
+    pub fn cpu_per_handshake_ns(&self, workers_cpu_ns: u64) -> Option<(f64, bool)> {
+        (self.total_handshakes > 0).then(|| {
+            (
+                workers_cpu_ns as f64 / self.total_handshakes as f64,
+                self.total_resumed == 0,
+            )
+        })
     }
 
     /// The handshake histogram's summary.

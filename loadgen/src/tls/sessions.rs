@@ -55,6 +55,9 @@ pub(crate) struct TlsCounts {
     /// Of them, by the cipher suite agreed (a suite appears on its first handshake: a few
     /// entries, no allocation per connection after them).
     pub suites: Vec<(rustls::CipherSuite, u64)>,
+    /// Of them, by the key exchange group agreed (as `suites`); a resumed TLS 1.2 handshake
+    /// has no key exchange and is not counted here.
+    pub groups: Vec<(rustls::NamedGroup, u64)>,
 }
 
 impl TlsCounts {
@@ -67,6 +70,16 @@ impl TlsCounts {
         self.alpn_agreed += o.alpn_agreed;
         for &(s, n) in &o.suites {
             self.count_suite(s, n);
+        }
+        for &(g, n) in &o.groups {
+            self.count_group(g, n);
+        }
+    }
+
+    fn count_group(&mut self, g: rustls::NamedGroup, n: u64) {
+        match self.groups.iter_mut().find(|e| e.0 == g) {
+            Some(e) => e.1 += n,
+            None => self.groups.push((g, n)),
         }
     }
 
@@ -81,7 +94,16 @@ impl TlsCounts {
 /// A worker's TLS side.
 #[derive(Debug)]
 pub(crate) struct Sessions {
+    /// The configuration of a connection that offers a kept session (with `--tls-resume`).
     cfg: Arc<ClientConfig>,
+    /// The configuration of one that offers none (`--tls-resume-share` below 100%): the same,
+    /// its store keeping what it is given without offering anything (`store::KeepOnly`).
+    cfg_fresh: Arc<ClientConfig>,
+    /// `--tls-resume-share`, percent (100 without resumption: `cfg` is then `cfg_fresh`).
+    share_pct: u8,
+    /// Connections begun by this worker (which of them offer a session,
+    /// [`crate::config::offers_session`]).
+    begun: u64,
     name: ServerName<'static>,
     clients: Vec<TlsClient>,
     /// Where plaintext is read for the HTTP exchange.
@@ -97,6 +119,9 @@ pub(crate) struct Sessions {
     pub full_handshake: Latency,
     /// The same, resumed handshakes only.
     pub resumed_handshake: Latency,
+    /// What the worker's first full handshake negotiated (group, certificate), for the crypto
+    /// floor ([`super::floor`]); kept once, so no copy per connection.
+    pub negotiated: Option<super::floor::Negotiated>,
 }
 
 impl Sessions {
@@ -106,18 +131,33 @@ impl Sessions {
     /// As [`TlsOptions::client_config`].
     pub(crate) fn new(o: &TlsOptions, slots: usize, high_ns: u64) -> Result<Sessions, String> {
         let mut cfg = (*o.client_config()?).clone();
+        let mut fresh = cfg.clone();
         if o.resume != Resume::Off {
             // rustls' cache keeps 8 tickets per server; a worker may have more in flight.
             let tls12 = match o.resume {
                 Resume::Ids => rustls::client::Tls12Resumption::SessionIdOnly,
                 _ => rustls::client::Tls12Resumption::SessionIdOrTickets,
             };
-            cfg.resumption =
-                rustls::client::Resumption::store(Arc::new(store::SessionStore::for_slots(slots)))
+            let kept = Arc::new(store::SessionStore::for_slots(slots));
+            fresh.resumption =
+                rustls::client::Resumption::store(Arc::new(store::KeepOnly(kept.clone())))
                     .tls12_resumption(tls12);
+            cfg.resumption = rustls::client::Resumption::store(kept).tls12_resumption(tls12);
         }
+        let cfg = Arc::new(cfg);
         Ok(Sessions {
-            cfg: Arc::new(cfg),
+            cfg_fresh: if o.resume == Resume::Off {
+                cfg.clone()
+            } else {
+                Arc::new(fresh)
+            },
+            cfg,
+            share_pct: if o.resume == Resume::Off {
+                100
+            } else {
+                o.resume_share_pct
+            },
+            begun: 0,
             name: o.name()?,
             clients: (0..slots).map(|_| TlsClient::default()).collect(),
             plain: vec![0; 16 * 1024].into_boxed_slice(),
@@ -126,6 +166,7 @@ impl Sessions {
             handshake: Latency::new(high_ns),
             full_handshake: Latency::new(high_ns),
             resumed_handshake: Latency::new(high_ns),
+            negotiated: None,
         })
     }
 
@@ -136,6 +177,9 @@ impl Sessions {
         self.handshake.add(&o.handshake);
         self.full_handshake.add(&o.full_handshake);
         self.resumed_handshake.add(&o.resumed_handshake);
+        if self.negotiated.is_none() {
+            self.negotiated.clone_from(&o.negotiated);
+        }
     }
 
     /// Starts slot `i`'s TLS connection, its TCP handshake seen complete at `t` (the
@@ -144,7 +188,10 @@ impl Sessions {
     /// # Errors
     /// rustls could not make the connection.
     pub(crate) fn begin(&mut self, i: usize, t: u64) -> Result<(), rustls::Error> {
-        let conn = ClientConnection::new(self.cfg.clone(), self.name.clone())?;
+        let offers = crate::config::offers_session(self.begun, self.share_pct);
+        self.begun += 1;
+        let cfg = if offers { &self.cfg } else { &self.cfg_fresh };
+        let conn = ClientConnection::new(cfg.clone(), self.name.clone())?;
         self.clients[i].begin(conn, t);
         Ok(())
     }
@@ -181,7 +228,11 @@ impl Sessions {
         let v13 = c.protocol_version() == Some(rustls::ProtocolVersion::TLSv1_3);
         let alpn = c.alpn_protocol().is_some();
         let suite = c.negotiated_cipher_suite().map(|s| s.suite());
+        let group = c.negotiated_key_exchange_group().map(|g| g.name());
         let lat = t.saturating_sub(tcp_ns);
+        if !resumed && self.negotiated.is_none() {
+            self.negotiated = super::floor::Negotiated::of(c);
+        }
         let f = |k: &mut TlsCounts| {
             k.handshakes += 1;
             k.resumed += u64::from(resumed);
@@ -191,6 +242,9 @@ impl Sessions {
             k.alpn_agreed += u64::from(alpn);
             if let Some(s) = suite {
                 k.count_suite(s, 1);
+            }
+            if let Some(g) = group {
+                k.count_group(g, 1);
             }
         };
         f(&mut self.total);

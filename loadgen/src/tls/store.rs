@@ -11,7 +11,7 @@
 //! server, as rustls does; a session ID may be reused (RFC 5246 §7.3).
 
 use std::collections::VecDeque;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use rustls::client::{ClientSessionStore, Tls12ClientSessionValue, Tls13ClientSessionValue};
 use rustls::pki_types::ServerName;
@@ -106,5 +106,47 @@ impl ClientSessionStore for SessionStore {
         server_name: &ServerName<'static>,
     ) -> Option<Tls13ClientSessionValue> {
         self.edit(server_name, |e| e.tls13.pop_back())
+    }
+}
+
+/// The same store seen by a connection that offers no session (`--tls-resume-share` below
+/// 100%): it starts as a new client does (no ticket, no session ID, no remembered key-share
+/// group, as `Resumption::disabled()` gives), but the sessions the server gives it are kept for
+/// the worker's other connections.
+#[derive(Debug)]
+pub(crate) struct KeepOnly(pub Arc<SessionStore>);
+
+impl ClientSessionStore for KeepOnly {
+    fn set_kx_hint(&self, server_name: ServerName<'static>, group: NamedGroup) {
+        self.0.set_kx_hint(server_name, group);
+    }
+
+    fn kx_hint(&self, _server_name: &ServerName<'_>) -> Option<NamedGroup> {
+        None
+    }
+
+    fn set_tls12_session(&self, server_name: ServerName<'static>, value: Tls12ClientSessionValue) {
+        self.0.set_tls12_session(server_name, value);
+    }
+
+    fn tls12_session(&self, _server_name: &ServerName<'_>) -> Option<Tls12ClientSessionValue> {
+        None
+    }
+
+    fn remove_tls12_session(&self, _server_name: &ServerName<'static>) {}
+
+    fn insert_tls13_ticket(
+        &self,
+        server_name: ServerName<'static>,
+        value: Tls13ClientSessionValue,
+    ) {
+        self.0.insert_tls13_ticket(server_name, value);
+    }
+
+    fn take_tls13_ticket(
+        &self,
+        _server_name: &ServerName<'static>,
+    ) -> Option<Tls13ClientSessionValue> {
+        None
     }
 }

@@ -130,7 +130,14 @@ impl Verdict {
 }
 
 /// A confidence interval for the relative change, B vs A (`0.05` = +5%).
+///
+/// In JSON: `{"low", "high", "confidence", "estimable"}`. An interval that is no percentage
+/// change ([`Interval::estimable`] false: its low end at or below −100%) is written with `low`
+/// and `high` null and `"estimable": false`, the verdict text and Markdown give it ("not
+/// estimable"); a reader of JSON written before the field (numbers, no `estimable`) gets it
+/// from the low end.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(into = "IntervalJson", from = "IntervalJson")]
 pub struct Interval {
     /// Lower end.
     pub low: f64,
@@ -144,6 +151,48 @@ impl Interval {
     /// The interval excludes zero.
     pub fn excludes_zero(&self) -> bool {
         self.low > 0.0 || self.high < 0.0
+    }
+
+    /// Whether the interval is a percentage change: its low end is above −100%. One at or below
+    /// it ([−1171.0%, +75.2%]: B's trials spread further below A's median than A's median
+    /// itself) would put the ratio B/A below zero: not estimable (more trials are needed).
+    pub fn estimable(&self) -> bool {
+        self.low > -1.0
+    }
+}
+
+/// [`Interval`] as JSON holds it: the bounds null when it is not estimable.
+#[derive(Serialize, Deserialize)]
+struct IntervalJson {
+    low: Option<f64>,
+    high: Option<f64>,
+    confidence: f64,
+    /// Absent from JSON written before it (bounds always numbers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    estimable: Option<bool>,
+}
+
+impl From<Interval> for IntervalJson {
+    fn from(i: Interval) -> IntervalJson {
+        let estimable = i.estimable();
+        IntervalJson {
+            low: estimable.then_some(i.low),
+            high: estimable.then_some(i.high),
+            confidence: i.confidence,
+            estimable: Some(estimable),
+        }
+    }
+}
+
+impl From<IntervalJson> for Interval {
+    /// Null bounds (not estimable) read as unbounded: still not estimable.
+    fn from(j: IntervalJson) -> Interval {
+        let unbounded = j.estimable == Some(false);
+        Interval {
+            low: j.low.filter(|_| !unbounded).unwrap_or(f64::NEG_INFINITY),
+            high: j.high.filter(|_| !unbounded).unwrap_or(f64::INFINITY),
+            confidence: j.confidence,
+        }
     }
 }
 

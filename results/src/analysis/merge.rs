@@ -238,6 +238,18 @@ pub enum MergeError {
         /// Bounds of both, `low..high ns @ sigfig digits vs ...`.
         bounds: String,
     },
+    /// A record's TLS counts contradict each other (a record edited by hand or damaged): the
+    /// merged counts would be wrong without saying so.
+    #[error("{}: phase {phase:?}: the TLS counts contradict each other: {what}; `load --tls` and `server --tls` write them consistent: re-run that host or fix the record", .path.display())]
+    TlsCounts {
+        /// The file.
+        path: PathBuf,
+        /// Phase name.
+        phase: String,
+        /// The fields and their values, e.g. `tls.full 1000000000 + tls.resumed 0 ≠
+        /// tls.handshakes 400`.
+        what: String,
+    },
     /// A histogram does not decode.
     #[error("{}: phase {phase:?}: {source}", .path.display())]
     Histogram {
@@ -276,6 +288,9 @@ pub fn merge(inputs: &[MergeInput]) -> Result<Merged, MergeError> {
                 role: i.record.role.name(),
             });
         }
+    }
+    for i in inputs {
+        check_tls_counts(i)?;
     }
     let loads: Vec<&MergeInput> = inputs
         .iter()
@@ -433,6 +448,74 @@ pub fn merge(inputs: &[MergeInput]) -> Result<Merged, MergeError> {
         .chain(warnings.iter().cloned())
         .collect();
     Ok(Merged { record, warnings })
+}
+
+/// Refuses a record whose TLS counts contradict each other ([`MergeError::TlsCounts`]): every
+/// client handshake is full or resumed, TLS 1.3 or 1.2, at most one ALPN, suite and key exchange
+/// group each, at most one per attempt, and without `--http` each is a success (the handshake is
+/// the exchange); a server's resumed TLS accepts are some of its TLS accepts.
+fn check_tls_counts(i: &MergeInput) -> Result<(), MergeError> {
+    for p in &i.record.phases {
+        let bad = |what: String| {
+            Err(MergeError::TlsCounts {
+                path: i.path.clone(),
+                phase: p.name.clone(),
+                what,
+            })
+        };
+        if let Some(t) = &p.tls {
+            let n = t.handshakes;
+            if t.full.checked_add(t.resumed) != Some(n) {
+                return bad(format!(
+                    "tls.full {} + tls.resumed {} ≠ tls.handshakes {n}",
+                    t.full, t.resumed
+                ));
+            }
+            if t.tls13.checked_add(t.tls12) != Some(n) {
+                return bad(format!(
+                    "tls.tls13 {} + tls.tls12 {} ≠ tls.handshakes {n}",
+                    t.tls13, t.tls12
+                ));
+            }
+            if t.alpn_agreed > n {
+                return bad(format!(
+                    "tls.alpn_agreed {} > tls.handshakes {n}",
+                    t.alpn_agreed
+                ));
+            }
+            for (name, table) in [("cipher_suites", &t.cipher_suites), ("groups", &t.groups)] {
+                let sum = table.values().try_fold(0u64, |a, &v| a.checked_add(v));
+                if sum.is_none_or(|s| s > n) {
+                    return bad(format!(
+                        "the tls.{name} counts add up to {} > tls.handshakes {n}",
+                        sum.map_or_else(|| "more than 2^64".to_string(), |s| s.to_string())
+                    ));
+                }
+            }
+            if n > p.attempts {
+                return bad(format!(
+                    "tls.handshakes {n} > attempts {} (one handshake per attempt at most)",
+                    p.attempts
+                ));
+            }
+            if p.http.is_none() && n > p.successes {
+                return bad(format!(
+                    "tls.handshakes {n} > successes {} (without --http each TLS handshake is a success)",
+                    p.successes
+                ));
+            }
+        }
+        if let Some(srv) = &p.server {
+            if let (Some(acc), Some(res)) = (srv.tls_accepted, srv.tls_resumed) {
+                if res > acc {
+                    return bad(format!(
+                        "server.tls_resumed {res} > server.tls_accepted {acc}"
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The servers' phases' accepts, every worker of every server, and their accept errors summed.
@@ -671,6 +754,7 @@ fn merge_phase(
     out.cross_check = netns::cross_check(&phases, groups);
     out.cpu_busy_pct = BTreeMap::new();
     out.cpu_softirq_pct = BTreeMap::new();
+    out.net_softirqs = BTreeMap::new();
     // One host's profile is not the merged run's: each segment's record keeps its own.
     out.profile = None;
     out.settings = BTreeMap::new();

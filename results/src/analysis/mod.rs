@@ -21,6 +21,8 @@
 //! - `scale` ([`scale_figures`]): `connstorm scale`'s step figures, scaling efficiency and the
 //!   knee with what limited it; `overhead` ([`profile_overhead`]): the paired cost of a kernel
 //!   profile;
+//! - `spread` ([`uneven_spread`]): how evenly the server workers shared the accepts, and each
+//!   CPU's NET_RX/NET_TX softirqs in words;
 //! - `merge` ([`merge()`]): the records of a multi-host run joined into one exact record.
 
 mod acceptance;
@@ -33,6 +35,7 @@ mod overhead;
 mod paired;
 mod saturation;
 mod scale;
+mod spread;
 mod stats;
 mod sweep;
 mod warnings;
@@ -53,6 +56,9 @@ pub use overhead::profile_overhead;
 pub use paired::abba_order;
 pub use saturation::{client_limits, side_busy_pct, LATE_LIMIT, SATURATED_PCT};
 pub use scale::{knee_disturbances, scale_figures, settled, DEFAULT_EFFICIENCY, SETTLE_TOLERANCE};
+pub use spread::{
+    accept_spread, softirq_line, spread_line, uneven_spread, UNEVEN_MAX_OVER_MEAN, UNEVEN_MIN_MEAN,
+};
 pub use stats::{Spread, MIN_TRIALS};
 pub use sweep::{
     knee, parse_percent, search_end, step_rates, steps_from_record, Criteria, Knee, SearchEnd, Slo,
@@ -62,6 +68,8 @@ pub use warnings::{
     cpu_contention, derived_warnings, warnings, CpuContention, FOREIGN_CPU_PCT, STEAL_PCT,
 };
 
+#[cfg(test)]
+pub(crate) use compare::compare_samples;
 pub(crate) use compare::{metric_values, side_name_of, LATENCY_PHASE, PEAK_PHASE};
 pub(crate) use diagnosis::diagnose_phases;
 pub(crate) use latency::buckets;

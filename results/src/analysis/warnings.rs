@@ -24,7 +24,8 @@ fn counter_warning(name: &str, delta: i64) -> String {
 /// Warnings derived from the record itself (so old and new records read the same): interruption,
 /// engine fallback, one line per cause for the whole run (the
 /// [`diagnose`](crate::analysis::diagnose) causes of all phases together), other drop counters
-/// summed over the run, count mismatches.
+/// summed over the run, server workers that shared the accepts unevenly
+/// ([`uneven_spread`](crate::analysis::uneven_spread)), count mismatches.
 pub fn derived_warnings(r: &RunRecord) -> Vec<String> {
     let mut w = Vec::new();
     if r.run.interrupted {
@@ -65,6 +66,7 @@ pub fn derived_warnings(r: &RunRecord) -> Vec<String> {
     for (k, v) in other {
         w.push(counter_warning(k, v));
     }
+    w.extend(r.phases.iter().filter_map(crate::analysis::uneven_spread));
     for p in &r.phases {
         if let Some(c) = &p.cross_check {
             if !c.agree {

@@ -172,6 +172,7 @@ impl RunRecord {
                 load_engine: None,
                 load_engine_detail: None,
                 placement: None,
+                tls: None,
                 rtt_ns: None,
                 target: None,
                 connstorm_version: "0.1.0".to_string(),

@@ -32,6 +32,7 @@
 mod baseline;
 mod build;
 mod counter;
+mod crypto_floor;
 mod error;
 mod example;
 mod failure;
@@ -51,6 +52,7 @@ pub use build::BuildInfo;
 pub use counter::{
     counter_meaning, describe_counter, is_drop_counter, is_retransmit_counter, KEY_COUNTERS,
 };
+pub use crypto_floor::CryptoFloor;
 pub use error::RecordError;
 pub use example::EXAMPLE_START_UNIX_MS;
 pub use failure::{
@@ -61,15 +63,15 @@ pub use file::{
 };
 pub use histogram::{decode_histogram, encode_histogram, new_latency_histogram, HistogramError};
 pub use phase::{
-    AcceptQueue, Arrival, CpuUsage, CrossCheck, Histograms, HttpCounts, Latency, LittleCheck,
-    LoadWorker, Pattern, PhaseRecord, ServerSide, SideCpu, TimelineRow, TlsCounts, WorkerAccepts,
-    LITTLE_LATE_CLIENT, LITTLE_MIN_DEPTH, LITTLE_TOLERANCE,
+    AcceptQueue, AcceptSpread, Arrival, CpuUsage, CrossCheck, Histograms, HttpCounts, Latency,
+    LittleCheck, LoadWorker, NetSoftirqs, Pattern, PhaseRecord, ServerSide, SideCpu, TimelineRow,
+    TlsCounts, WorkerAccepts, LITTLE_LATE_CLIENT, LITTLE_MIN_DEPTH, LITTLE_TOLERANCE,
 };
 pub use profile::{
     ContentionPoint, FunctionShare, KernelProfile, NamedShare, OverheadPair, ProfileOverhead,
     SideProfile,
 };
-pub use run::{HostInfo, NumaNode, RunInfo};
+pub use run::{HostInfo, NumaNode, RunInfo, TlsSetup};
 pub use scale::{ScaleKnee, ScaleRecord, ScaleStep};
 pub use segment::{NetnsIdentity, Role, SegmentInfo};
 pub use timestamp::{parse_rfc3339_utc, rfc3339_utc};
@@ -116,6 +118,10 @@ pub struct RunRecord {
     /// ([`ProfileOverhead`]); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile_overhead: Option<ProfileOverhead>,
+    /// `load --tls`, `bench --tls --baseline`: the crypto floor of a full TLS handshake measured
+    /// with the run ([`CryptoFloor`]); absent otherwise and in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crypto_floor: Option<CryptoFloor>,
 }
 
 impl Default for RunRecord {
@@ -135,6 +141,7 @@ impl Default for RunRecord {
             counters_netns: None,
             scale: None,
             profile_overhead: None,
+            crypto_floor: None,
         }
     }
 }
@@ -147,6 +154,20 @@ impl RunRecord {
             config,
             ..RunRecord::default()
         }
+    }
+
+    /// The wire the run's connections were on, in words ([`common::wire::describe`]): the
+    /// protocol (from its phases' HTTP and TLS counts) and the client's close mode as recorded
+    /// (`run.close_mode`, kept since the first schema, so an older `--http` record reads as the
+    /// RST after the response it ran). `None` for a server record and a record without a close
+    /// mode: the server does not know how its clients close.
+    pub fn wire(&self) -> Option<String> {
+        if self.role == Role::Server || self.run.close_mode.is_empty() {
+            return None;
+        }
+        let http = self.phases.iter().any(|p| p.http.is_some());
+        let tls = self.phases.iter().any(|p| p.tls.is_some());
+        Some(common::wire::describe(&self.run.close_mode, http, tls))
     }
 
     /// The phase with this name.

@@ -333,6 +333,11 @@ pub struct TlsCounts {
     /// partial table would undercount the suites without saying so).
     #[serde(default)]
     pub cipher_suites: BTreeMap<String, u64>,
+    /// Of them, by the key exchange group agreed (IANA's name, e.g. `X25519`, `secp256r1`,
+    /// `X25519MLKEM768`); a resumed TLS 1.2 handshake has none. Empty when unknown: in records
+    /// before 2026-12-07, and in a merge with one of them.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub groups: BTreeMap<String, u64>,
     /// Failed handshakes by class (`TLS alert CertificateUnknown sent`, `TLS handshake EOF`,
     /// ...), each also in the phase's `failures`.
     pub failures: BTreeMap<String, u64>,
@@ -343,6 +348,10 @@ impl TlsCounts {
     pub fn add(&mut self, o: &TlsCounts) {
         let unknown = |t: &TlsCounts| t.handshakes > 0 && t.cipher_suites.is_empty();
         let suites_unknown = unknown(self) || unknown(o);
+        // Every full handshake agrees on a group: full ones without a group table are of a
+        // record that did not count them.
+        let no_groups = |t: &TlsCounts| t.full > 0 && t.groups.is_empty();
+        let groups_unknown = no_groups(self) || no_groups(o);
         self.handshakes += o.handshakes;
         self.full += o.full;
         self.resumed += o.resumed;
@@ -354,6 +363,12 @@ impl TlsCounts {
         }
         if suites_unknown {
             self.cipher_suites.clear();
+        }
+        for (k, v) in &o.groups {
+            *self.groups.entry(k.clone()).or_insert(0) += v;
+        }
+        if groups_unknown {
+            self.groups.clear();
         }
         for (k, v) in &o.failures {
             *self.failures.entry(k.clone()).or_insert(0) += v;
@@ -597,6 +612,12 @@ pub struct ServerSide {
     /// are then the generators' namespaces. Empty (and absent from JSON) otherwise.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub counters: BTreeMap<String, i64>,
+    /// How evenly the accepts fell on the workers (SO_REUSEPORT's hash, or `--steer cpu`):
+    /// computed from [`ServerSide::workers`] when the phase is written
+    /// ([`AcceptSpread::of`]); `None` with fewer than two workers or no accept, and in older
+    /// records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spread: Option<AcceptSpread>,
 }
 
 impl ServerSide {
@@ -604,6 +625,74 @@ impl ServerSide {
     pub fn accepted(&self) -> u64 {
         self.workers.iter().map(|w| w.accepted).sum()
     }
+
+    /// The spread of [`ServerSide::workers`]' accepts ([`AcceptSpread::of`]).
+    pub fn compute_spread(&self) -> Option<AcceptSpread> {
+        let counts: Vec<u64> = self.workers.iter().map(|w| w.accepted).collect();
+        AcceptSpread::of(&counts)
+    }
+}
+
+/// How evenly accepts fell on the server workers of one phase. With SO_REUSEPORT the kernel
+/// picks a listener by a hash of the 4-tuple (`reuseport_select_sock`, net/core/sock_reuseport.c),
+/// so with C connections over N workers each worker's count is binomial: its coefficient of
+/// variation is about √(N/C) when the hash is fair. Few or long-lived flows, or a skewed
+/// steering program, show as a larger max ÷ mean.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct AcceptSpread {
+    /// Server workers counted.
+    pub workers: usize,
+    /// Mean accepts per worker.
+    pub mean: f64,
+    /// The busiest worker's accepts ÷ the mean (1.0 = perfectly even; N = one worker took all).
+    pub max_over_mean: f64,
+    /// Coefficient of variation of the accepts per worker: population standard deviation ÷
+    /// mean (0 = perfectly even).
+    pub cv: f64,
+}
+
+impl AcceptSpread {
+    /// The spread of per-worker accept counts; `None` with fewer than two workers (nothing to
+    /// spread over) or no accept at all (no mean to divide by).
+    pub fn of(counts: &[u64]) -> Option<AcceptSpread> {
+        if counts.len() < 2 {
+            return None;
+        }
+        let total: u64 = counts.iter().sum();
+        if total == 0 {
+            return None;
+        }
+        let n = counts.len() as f64;
+        let mean = total as f64 / n;
+        let max = counts.iter().copied().max().unwrap_or(0) as f64;
+        let var = counts
+            .iter()
+            .map(|&c| (c as f64 - mean).powi(2))
+            .sum::<f64>()
+            / n;
+        Some(AcceptSpread {
+            workers: counts.len(),
+            mean,
+            max_over_mean: max / mean,
+            cv: var.sqrt() / mean,
+        })
+    }
+}
+
+/// NET_RX and NET_TX softirqs one CPU ran over a phase (`/proc/softirqs` deltas, warm-up
+/// included), and the CPU time its `ksoftirqd/N` thread used: softirq work the kernel deferred
+/// to that thread because it did not finish in interrupt exit (`__do_softirq`'s time and restart
+/// limits), which then competes with the benchmark's threads for the CPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct NetSoftirqs {
+    /// NET_RX softirqs raised and run on this CPU (packets received, loopback included).
+    pub net_rx: u64,
+    /// NET_TX softirqs (transmit completions and qdisc runs deferred to softirq).
+    pub net_tx: u64,
+    /// CPU time of `ksoftirqd/N` (utime + stime of `/proc/<pid>/stat`, USER_HZ ticks), ns;
+    /// `None` when its thread was not found.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ksoftirqd_ns: Option<u64>,
 }
 
 /// Accepts of one server worker.
@@ -845,6 +934,11 @@ pub struct PhaseRecord {
     /// records.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub cpu_softirq_pct: BTreeMap<usize, f64>,
+    /// NET_RX/NET_TX softirqs and `ksoftirqd/N` CPU time of each CPU the benchmark ran on, over
+    /// the phase (warm-up included), keyed by CPU ([`NetSoftirqs`]). Absent in older records
+    /// and where `/proc/softirqs` could not be read.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub net_softirqs: BTreeMap<usize, NetSoftirqs>,
     /// `--profile`: the kernel profile of the measured part ([`KernelProfile`]); absent
     /// otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]

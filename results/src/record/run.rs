@@ -66,6 +66,69 @@ pub struct RunInfo {
     /// records and without our own server.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub placement: Option<String>,
+    /// With `--tls`: what the client offered (`None` without TLS and in older records, which
+    /// `compare` then treats as not recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<TlsSetup>,
+}
+
+/// What a `--tls` run's client offered and how it checked the server: setup, compared by
+/// `compare`/`ab` (a different group, suite list or resumption share is a different
+/// experiment).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct TlsSetup {
+    /// Protocol versions offered: `auto` (1.3 and 1.2), `1.2`, `1.3`.
+    pub version: String,
+    /// The server name (SNI, and the name checked against the certificate).
+    pub server_name: String,
+    /// ALPN protocols offered, in order (empty: none).
+    #[serde(default)]
+    pub alpn: Vec<String>,
+    /// Key exchange groups offered, in order (IANA's names; the default list spelled out).
+    pub groups: Vec<String>,
+    /// Cipher suites offered, in order (rustls' names; the default list spelled out).
+    pub ciphers: Vec<String>,
+    /// Session resumption: `off`, `tickets`, `ids`.
+    pub resume: String,
+    /// With resumption, the share of connections that offer a kept session, percent (100:
+    /// every connection after a worker's first); `None` without resumption.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resume_share_pct: Option<u8>,
+    /// The server's certificate was checked (`false`: `--insecure`).
+    pub verified: bool,
+}
+
+impl TlsSetup {
+    /// One line of what was offered: `TLS offered: version auto, SNI localhost, ALPN none,
+    /// groups X25519,secp256r1; ciphers …; resumption tickets 30%; certificate checked`.
+    pub fn line(&self) -> String {
+        format!(
+            "TLS offered: version {}, SNI {}, ALPN {}; groups {}; ciphers {}; resumption {}; certificate {}",
+            self.version,
+            self.server_name,
+            if self.alpn.is_empty() {
+                "none".to_string()
+            } else {
+                self.alpn.join(",")
+            },
+            self.groups.join(","),
+            self.ciphers.join(","),
+            self.resumption(),
+            if self.verified {
+                "checked"
+            } else {
+                "NOT checked (--insecure)"
+            }
+        )
+    }
+
+    /// The resumption setting as one value: `off`, `tickets 100%`, `ids 30%`.
+    pub fn resumption(&self) -> String {
+        match self.resume_share_pct {
+            Some(p) if self.resume != "off" => format!("{} {p}%", self.resume),
+            _ => self.resume.clone(),
+        }
+    }
 }
 
 impl RunInfo {

@@ -321,6 +321,12 @@ pub(crate) fn phase(out: &mut String, p: &PhaseRecord, accounting: Option<&str>)
             let _ = writeln!(out, "    ({note})");
         }
     }
+    if let Some(s) = crate::analysis::accept_spread(p) {
+        let _ = writeln!(out, "  {}", crate::analysis::spread_line(&s));
+    }
+    if let Some(line) = crate::analysis::softirq_line(&p.net_softirqs) {
+        let _ = writeln!(out, "  {line}");
+    }
     if let Some(c) = &p.cross_check {
         let mark = match (c.agree, measured) {
             (false, _) => "MISMATCH",
@@ -381,15 +387,17 @@ pub fn bench_summary(
         ),
         (None, false) => "loopback".to_string(),
     };
+    let wire = r.wire().map(|w| format!("{w}; ")).unwrap_or_default();
     let _ = writeln!(
         out,
-        "connstorm bench: engine {} (steering {}), server CPUs [{}], load CPUs [{}], client close {}, server mode {}, {where_}",
+        "connstorm bench: {wire}engine {} (steering {}), server CPUs [{}], load CPUs [{}], client close {}, server mode {}, {where_}{}",
         run.engine,
         run.steering,
         common::cpulist::format(&run.server_cpus),
         common::cpulist::format(&run.load_cpus),
         run.close_mode,
-        run.server_mode
+        run.server_mode,
+        common::tls::unverified_marker(run.tls.as_ref().is_none_or(|t| t.verified))
     );
     if let Some(d) = &run.load_engine_detail {
         let _ = writeln!(out, "load engine: {d}");
@@ -401,6 +409,9 @@ pub fn bench_summary(
         .find_map(|p| p.accept_queue.as_ref()?.not_measured.as_deref())
     {
         let _ = writeln!(out, "accept-queue wait: not measured: {why}");
+    }
+    if let Some(t) = &run.tls {
+        let _ = writeln!(out, "{}", t.line());
     }
     if run.placement.as_deref() == Some("whole-machine") {
         let _ = writeln!(
@@ -432,6 +443,9 @@ pub fn bench_summary(
             out.push_str(&super::paired_line(p));
             out.push('\n');
         }
+    }
+    if let Some(f) = &r.crypto_floor {
+        let _ = writeln!(out, "{}", f.line());
     }
     for w in crate::analysis::warnings(r) {
         let _ = writeln!(out, "warning: {w}");
@@ -688,6 +702,26 @@ mod tests {
         assert_eq!(group(1234567.4), "1,234,567");
     }
 
+    /// Issue 36 item 1: the bench headline starts with the wire, HTTP over TLS with the
+    /// server's close here.
+    #[test]
+    fn the_headline_names_the_wire() {
+        let mut r = RunRecord::example();
+        r.run.close_mode = "server".into();
+        for p in &mut r.phases {
+            p.http = Some(Default::default());
+            p.tls = Some(Default::default());
+        }
+        let text = bench_summary(&r, None, None);
+        let first = text.lines().next().unwrap();
+        assert!(
+            first.starts_with(
+                "connstorm bench: wire: HTTP/1.1 over TLS, server closes after the response (like wrk -H 'Connection: close'); engine epoll"
+            ),
+            "{first}"
+        );
+    }
+
     #[test]
     fn example_record_renders_every_figure() {
         let r = RunRecord::example();
@@ -699,7 +733,7 @@ mod tests {
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(
             lines[0],
-            "connstorm bench: engine epoll (steering none), server CPUs [0], load CPUs [1], client close rst, server mode close, two network namespaces over veth"
+            "connstorm bench: wire: TCP, client RST after the handshake (SO_LINGER 0, no TIME_WAIT); engine epoll (steering none), server CPUs [0], load CPUs [1], client close rst, server mode close, two network namespaces over veth"
         );
         assert!(
             lines[1].starts_with("PEAK: 120,000 CPM = 2,000 conn/s (CPU busy: load 9"),

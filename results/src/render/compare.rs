@@ -312,7 +312,7 @@ pub(crate) fn blocks(c: &Comparison, width: Width) -> Vec<Block> {
 /// ([−1171.0%, +75.2%]: B's trials spread further below A's median than A's median itself) is
 /// no percentage change, and its ratio B/A would start below zero: "not estimable", with why.
 fn interval_text(i: crate::analysis::Interval) -> String {
-    if i.low <= -1.0 {
+    if !i.estimable() {
         "not estimable (the trials spread wider than A's median: more trials)".to_string()
     } else {
         format!("[{}, {}]", pct(i.low), pct(i.high))
@@ -354,6 +354,46 @@ mod tests {
         assert!(t.starts_with("not estimable"), "{t}");
         assert!(!t.contains('%'), "{t}");
         assert_eq!(super::interval_text(i(-0.04, 0.012)), "[-4.0%, +1.2%]");
+    }
+
+    /// `compare --format json` carries the same verdict as text and Markdown: an interval
+    /// reaching −100% is `"estimable": false` with null bounds (not the raw [−1171.0%, …]);
+    /// one inside keeps its bounds with `"estimable": true`; JSON written before the field
+    /// still reads (its estimability from the low end).
+    #[test]
+    fn json_says_an_interval_crossing_minus_100_percent_is_not_estimable() {
+        use crate::analysis::{compare_samples, Direction};
+        // A's median is 1, half its trials at 12: B − A reaches −11, i.e. −1100% of A.
+        let a = [1.0, 1.0, 12.0, 1.0, 12.0, 1.0, 12.0, 1.0];
+        let b = [1.0, 1.1, 0.9, 1.0, 1.05, 0.95, 1.0, 1.0];
+        let m = compare_samples("errors/s", "/s", Direction::LowerIsBetter, &a, &b, None);
+        let raw = m.interval.unwrap();
+        assert!(raw.low <= -1.0, "{raw:?}");
+        let json = serde_json::to_value(&m).unwrap();
+        let i = &json["interval"];
+        assert_eq!(i["estimable"], false, "{json}");
+        assert!(i["low"].is_null() && i["high"].is_null(), "{json}");
+        assert!(i["confidence"].as_f64().unwrap() >= 0.95, "{json}");
+        let text = super::interval_text(raw);
+        assert!(text.starts_with("not estimable"), "{text}");
+        let back: crate::analysis::MetricComparison = serde_json::from_value(json).unwrap();
+        assert!(!back.interval.unwrap().estimable());
+        // Inside −100%: the bounds, estimable.
+        let b = [1.1, 1.2, 1.15, 1.1, 1.2, 1.25, 1.1, 1.15];
+        let a = [1.0; 8];
+        let m = compare_samples("conn/s", "/s", Direction::HigherIsBetter, &a, &b, None);
+        let json = serde_json::to_value(&m).unwrap();
+        let i = &json["interval"];
+        assert_eq!(i["estimable"], true, "{json}");
+        assert_eq!(i["low"].as_f64(), m.interval.map(|i| i.low), "{json}");
+        // Written before the field: numbers and no `estimable`.
+        let old: crate::analysis::Interval =
+            serde_json::from_str(r#"{"low": -11.71, "high": 0.752, "confidence": 0.96}"#).unwrap();
+        assert_eq!((old.low, old.high), (-11.71, 0.752));
+        assert!(!old.estimable());
+        let old: crate::analysis::Interval =
+            serde_json::from_str(r#"{"low": -0.04, "high": 0.012, "confidence": 0.96}"#).unwrap();
+        assert!(old.estimable());
     }
 
     use super::*;

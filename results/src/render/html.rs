@@ -133,7 +133,7 @@ fn summary_table(reports: &[RecordReport]) -> Table {
         headers.extend(["response p50", "response p99"]);
     }
     if tls {
-        headers.extend(["TLS handshakes/s", "TLS handshake p99"]);
+        headers.extend(["TLS handshakes/s", tls_p99_header(phases())]);
     }
     let mut t = Table::new(headers);
     for r in reports {
@@ -184,12 +184,53 @@ fn summary_table(reports: &[RecordReport]) -> Table {
                     }
                     _ => numfmt::NA.to_string(),
                 });
-                row.push(of("tls_handshake", |s| s.p99_ns));
+                row.push(tls_p99(p));
             }
             t.row(row);
         }
     }
     t
+}
+
+/// A phase's TLS handshake p99 (`n/a` when none was measured): the full and the resumed
+/// handshakes apart when the record has them apart (`--tls-resume`; the mixed p99 would be
+/// mostly the resumed ones'), else the one histogram of all handshakes.
+fn tls_p99(p: &super::report::PhaseReport) -> String {
+    let p99 = |which: &str| {
+        p.latency
+            .iter()
+            .find(|l| l.which == which)
+            .filter(|l| l.summary.count > 0)
+            .map(|l| numfmt::ns(l.summary.p99_ns as f64))
+    };
+    match (p99("tls_full"), p99("tls_resumed")) {
+        (None, None) => p99("tls_handshake").unwrap_or_else(|| numfmt::NA.to_string()),
+        (full, resumed) => {
+            let na = || numfmt::NA.to_string();
+            format!(
+                "full {} / resumed {}",
+                full.unwrap_or_else(na),
+                resumed.unwrap_or_else(na)
+            )
+        }
+    }
+}
+
+/// The header of the TLS handshake p99 column: it says when some cell holds full and resumed
+/// handshakes apart ([`tls_p99`]).
+fn tls_p99_header<'a>(
+    mut phases: impl Iterator<Item = &'a super::report::PhaseReport>,
+) -> &'static str {
+    let split = phases.any(|p| {
+        p.latency
+            .iter()
+            .any(|l| (l.which == "tls_full" || l.which == "tls_resumed") && l.summary.count > 0)
+    });
+    if split {
+        "TLS handshake p99 (full / resumed)"
+    } else {
+        "TLS handshake p99"
+    }
 }
 
 /// The two sides of an `ab` run's records, by label with the trial suffix (`#3`) cut: `Some`
@@ -321,7 +362,7 @@ fn overview_table(reports: &[RecordReport], records: &[Named<'_>]) -> Table {
         headers.push("response p99");
     }
     if tls {
-        headers.extend(["TLS handshakes/s", "TLS handshake p99"]);
+        headers.extend(["TLS handshakes/s", tls_p99_header(phases())]);
     }
     headers.push("CPU load / server");
     let mut t = Table::new(headers);
@@ -393,7 +434,7 @@ fn overview_table(reports: &[RecordReport], records: &[Named<'_>]) -> Table {
                     }
                     _ => numfmt::NA.to_string(),
                 });
-                row.push(of("tls_handshake", |s| s.p99_ns));
+                row.push(tls_p99(p));
             }
             row.push(cpu);
             t.row(row);
@@ -823,6 +864,65 @@ mod tests {
         assert_eq!(row[col("TLS handshake p99")], "500.2 µs");
         let peak = t.rows.iter().find(|r| r[3] == "peak").unwrap();
         assert_eq!(peak[col("TLS handshakes/s")], numfmt::NA);
+    }
+
+    /// `--tls-resume` records keep full and resumed handshakes apart: the summary's and the
+    /// overview's TLS p99 show each (not the mixed p99, mostly the resumed ones'), and the
+    /// header says so; a record without the split keeps the one mixed p99.
+    #[test]
+    fn the_tls_column_shows_full_and_resumed_apart_when_the_record_has_them() {
+        let mut rec = RunRecord::example();
+        let hist = |ns: u64, n: u64| {
+            let mut h = crate::record::new_latency_histogram();
+            h.record_n(ns, n).unwrap();
+            h
+        };
+        let (full, resumed) = (hist(2_000_000, 15), hist(300_000, 585));
+        let mut mixed = full.clone();
+        mixed.add(&resumed).unwrap();
+        let lat = &mut rec.phases[1];
+        lat.tls = Some(crate::record::TlsCounts {
+            handshakes: 600,
+            full: 15,
+            resumed: 585,
+            ..Default::default()
+        });
+        lat.histograms.tls_handshake = Some(crate::record::encode_histogram(&mixed));
+        lat.histograms.tls_full = Some(crate::record::encode_histogram(&full));
+        lat.histograms.tls_resumed = Some(crate::record::encode_histogram(&resumed));
+        let reports = [build_report(&rec, "", &[]).unwrap()];
+        let split = "TLS handshake p99 (full / resumed)";
+        let want = format!(
+            "full {} / resumed {}",
+            numfmt::ns(full.value_at_quantile(0.99) as f64),
+            numfmt::ns(resumed.value_at_quantile(0.99) as f64)
+        );
+        assert_eq!(want, "full 2.00 ms / resumed 300.0 µs");
+        let t = summary_table(&reports);
+        let col = t.headers.iter().position(|h| h == split).unwrap();
+        let row = t.rows.iter().find(|r| r[3] == "latency").unwrap();
+        assert_eq!(row[col], want);
+        let named = [Named {
+            name: String::new(),
+            record: &rec,
+        }];
+        let o = overview_table(&reports, &named);
+        let col = o.headers.iter().position(|h| h == split).unwrap();
+        let row = o.rows.iter().find(|r| r[1] == "latency").unwrap();
+        assert_eq!(row[col], want);
+        // Without the split: the mixed p99 under the plain header.
+        let lat = &mut rec.phases[1];
+        lat.histograms.tls_full = None;
+        lat.histograms.tls_resumed = None;
+        let t = summary_table(&[build_report(&rec, "", &[]).unwrap()]);
+        let col = t
+            .headers
+            .iter()
+            .position(|h| h == "TLS handshake p99")
+            .unwrap();
+        let row = t.rows.iter().find(|r| r[3] == "latency").unwrap();
+        assert_eq!(row[col], numfmt::ns(mixed.value_at_quantile(0.99) as f64));
+        assert!(!t.headers.iter().any(|h| h == split));
     }
 
     #[test]

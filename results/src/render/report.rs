@@ -143,6 +143,9 @@ pub struct PhaseReport {
     /// `--profile`: the kernel profile of the measured part (`None` otherwise).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub profile: Option<crate::record::KernelProfile>,
+    /// NET_RX/NET_TX softirqs and ksoftirqd time per benchmark CPU (empty in older records).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub net_softirqs: BTreeMap<usize, crate::record::NetSoftirqs>,
 }
 
 /// One record, summarized.
@@ -157,12 +160,19 @@ pub struct RecordReport {
     pub role: Role,
     /// What ran.
     pub run: RunInfo,
+    /// The wire in words ([`RunRecord::wire`]: protocol and close discipline), the first
+    /// words of the text report; `None` for a server record.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wire: Option<String>,
     /// The host.
     pub host: HostInfo,
     /// Phases in run order.
     pub phases: Vec<PhaseReport>,
     /// Kernel floor, if measured.
     pub baseline: Option<Baseline>,
+    /// The crypto floor of a full TLS handshake, if measured ([`crate::record::CryptoFloor`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub crypto_floor: Option<crate::record::CryptoFloor>,
     /// Warnings derived from the record (interruption, one per non-zero drop counter), then the
     /// record's stored warnings that do not repeat them.
     pub warnings: Vec<String>,
@@ -262,6 +272,7 @@ fn phase_report(file: &str, p: &PhaseRecord, edges_ns: &[u64]) -> Result<PhaseRe
         load_workers: p.load_workers.clone(),
         cross_check: p.cross_check.clone(),
         profile: p.profile.clone(),
+        net_softirqs: p.net_softirqs.clone(),
     })
 }
 
@@ -298,9 +309,11 @@ pub fn build_report(
         label: rec.label.clone(),
         role: rec.role,
         run: rec.run.clone(),
+        wire: rec.wire(),
         host: rec.host.clone(),
         phases,
         baseline: rec.baseline.clone(),
+        crypto_floor: rec.crypto_floor.clone(),
         warnings,
         scale: rec.scale.clone().map(|mut s| {
             crate::analysis::scale_figures(&mut s, &rec.phases);
@@ -412,6 +425,53 @@ mod tests {
         assert!(!server0.is_empty(), "{text}");
     }
 
+    /// Issue 36 item 1: the first line under a report's heading names the wire — protocol and
+    /// close discipline — from the record's close mode and HTTP/TLS counts. A record written
+    /// before the wire was named (the same JSON: `close_mode` was always kept) reads as the RST
+    /// after the response that `--http` then ran; `server` reads as the server's close; a server
+    /// record (no client close known) names none.
+    #[test]
+    fn the_report_names_the_wire_first_and_old_records_read_as_they_ran() {
+        let mut rec = RunRecord::example();
+        for p in &mut rec.phases {
+            p.http = Some(crate::record::HttpCounts {
+                request: "GET /".into(),
+                ..Default::default()
+            });
+        }
+        // As an older `load --http` record was written: no field it lacks is needed.
+        let json = rec.to_json();
+        assert!(!json.contains("\"wire\""), "the record stores no wire text");
+        let old = RunRecord::from_json(&json, std::path::Path::new("old.json")).unwrap();
+        let first = |rec: &RunRecord| {
+            let r = build_report(rec, "x.json", &DEFAULT_BUCKET_EDGES_NS).unwrap();
+            let text = report(std::slice::from_ref(&r), ReportFormat::Text, Counters::Key);
+            let line = text.lines().nth(1).unwrap().trim().to_string();
+            (line, r)
+        };
+        let (line, r) = first(&old);
+        assert!(
+            line.starts_with(
+                "wire: HTTP/1.1, client RST after the response (not what HTTP clients do); engine "
+            ),
+            "{line}"
+        );
+        let j = report(&[r], ReportFormat::Json, Counters::Key);
+        assert!(j.contains("\"wire\": \"wire: HTTP/1.1, client RST"), "{j}");
+        rec.run.close_mode = "server".into();
+        let (line, _) = first(&rec);
+        assert!(
+            line.starts_with(
+                "wire: HTTP/1.1, server closes after the response (like wrk -H 'Connection: close'); "
+            ),
+            "{line}"
+        );
+        rec.role = Role::Server;
+        rec.run.close_mode = String::new();
+        let (line, _) = first(&rec);
+        assert!(line.starts_with("engine "), "{line}");
+    }
+
     #[test]
     fn bucket_edges_parse_and_refuse_disorder() {
         assert_eq!(
@@ -521,6 +581,15 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("(100 starts)"), "{text}");
+        // Beside it, its cost: the load side's CPU per connection (a spin is in it).
+        let us = rec.phases[1].cpu.load.us_per_conn().unwrap();
+        assert!(
+            text.contains(&format!(
+                "(100 starts); load CPU {} per connection",
+                crate::render::format_ns(us * 1e3)
+            )),
+            "{text}"
+        );
     }
 
     #[test]

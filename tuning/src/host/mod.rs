@@ -6,7 +6,8 @@
 //! another host to read as a root), `cmdline` ([`Cmdline`]: the isolation parameters of
 //! `/proc/cmdline`), `nic` ([`Nic`]: a device's NUMA node, queue IRQs and their affinity,
 //! RPS/XPS), `facts` ([`HostFacts`]: what a run record says about the host), `procstat`
-//! (per-CPU busy time from `/proc/stat`), `clock` ([`ClockSync`]: the clock's sync state for
+//! (per-CPU busy time from `/proc/stat`), `softirqs` (per-CPU NET_RX/NET_TX softirqs and
+//! `ksoftirqd/N` CPU time), `clock` ([`ClockSync`]: the clock's sync state for
 //! multi-host runs), `probe` (capabilities probed in this process: io_uring, socket options),
 //! `netns` (which network namespace this is, entering a named one, and the veth-joined pair of
 //! `bench --netns`), `sockets` (the TCP sockets of this namespace from sock_diag: listening
@@ -23,6 +24,7 @@ mod nic;
 mod probe;
 mod procstat;
 mod sockets;
+mod softirqs;
 mod topology;
 mod topology_snapshot;
 
@@ -43,6 +45,10 @@ pub use procstat::{cpu_time_delta, read_cpu_times, CpuTime, CpuTimes};
 pub use sockets::{
     listening_ports, parse_proc_net_tcp, port_holders, socket_owner, tcp_sockets, ListenQueue,
     TcpSocket, TcpState,
+};
+pub use softirqs::{
+    parse_ksoftirqd_stat, parse_softirqs, read_net_softirqs, CpuNetSoftirqs, NetSoftirqSample,
+    SoftirqsError,
 };
 pub use topology::{allowed_cpus, CoreKind, Cpu, NumaNode, Topology, TopologyError};
 pub use topology_snapshot::{snapshot_topology, SnapshotError, SnapshotSummary};

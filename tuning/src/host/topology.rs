@@ -35,6 +35,16 @@ pub enum TopologyError {
         /// The parse error.
         source: CpuListError,
     },
+    /// The files parse but cannot describe one machine: an empty `online` list, or SMT sibling
+    /// lists that disagree. Usually a snapshot copied in part or edited by hand: take it again
+    /// with `connstorm tune snapshot-topology`.
+    #[error("{path}: {what} (a topology snapshot must be copied whole: take it again with `connstorm tune snapshot-topology`, or pass the right --root)")]
+    Malformed {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        what: String,
+    },
 }
 
 /// What kind of core a CPU is on a hybrid part.
@@ -141,6 +151,12 @@ impl Topology {
     pub fn read(root: &Path) -> Result<Topology, TopologyError> {
         let sys = root.join("sys/devices/system/cpu");
         let online = read_list(&sys.join("online"))?;
+        if online.is_empty() {
+            return Err(TopologyError::Malformed {
+                path: sys.join("online"),
+                what: "lists no CPU, yet the CPU that read it was online".into(),
+            });
+        }
         let isolated = read_list_opt(&sys.join("isolated"))?;
         let nohz_full = read_list_opt(&sys.join("nohz_full"))?;
         let pcores = read_list_opt(&root.join("sys/devices/cpu_core/cpus"))?;
@@ -172,6 +188,8 @@ impl Topology {
         }
 
         let mut cpus = Vec::with_capacity(online.len());
+        // CPUs whose sibling list was read (not defaulted to themselves).
+        let mut read_siblings = Vec::new();
         for &id in &online {
             let t = sys.join(format!("cpu{id}/topology"));
             let num = |f: &str| {
@@ -180,7 +198,10 @@ impl Topology {
                     .and_then(|s| s.parse::<u32>().ok())
             };
             let siblings = match read_list(&t.join("thread_siblings_list")) {
-                Ok(s) if !s.is_empty() => s,
+                Ok(s) if !s.is_empty() => {
+                    read_siblings.push(id);
+                    s
+                }
                 _ => vec![id],
             };
             let kind = if pcores.contains(&id) {
@@ -203,6 +224,7 @@ impl Topology {
                 kind,
             });
         }
+        check_siblings(&sys, &cpus, &read_siblings)?;
         Ok(Topology {
             online,
             isolated,
@@ -276,6 +298,43 @@ pub fn allowed_cpus(root: &Path) -> Result<Vec<usize>, TopologyError> {
     cpulist::parse(line).map_err(|source| TopologyError::List { path, source })
 }
 
+/// SMT sibling lists that were read (`read`: their CPUs) must describe one partition of the
+/// CPUs into cores: each lists its own CPU, and every online sibling it names lists the same
+/// set. The placement groups CPUs by these lists; lists that disagree (a snapshot mixed from two
+/// hosts, or edited) would put two workers on one core while the plan says otherwise.
+fn check_siblings(sys: &Path, cpus: &[Cpu], read: &[usize]) -> Result<(), TopologyError> {
+    let file = |id: usize| sys.join(format!("cpu{id}/topology/thread_siblings_list"));
+    for c in cpus.iter().filter(|c| read.contains(&c.id)) {
+        if !c.siblings.contains(&c.id) {
+            return Err(TopologyError::Malformed {
+                path: file(c.id),
+                what: format!(
+                    "lists {} without CPU {} itself",
+                    cpulist::format(&c.siblings),
+                    c.id
+                ),
+            });
+        }
+        for &s in &c.siblings {
+            let Some(other) = cpus.iter().find(|o| o.id == s && read.contains(&o.id)) else {
+                continue;
+            };
+            if other.siblings != c.siblings {
+                return Err(TopologyError::Malformed {
+                    path: file(c.id),
+                    what: format!(
+                        "lists SMT siblings {} but {} lists {}: sibling lists must agree",
+                        cpulist::format(&c.siblings),
+                        file(s).display(),
+                        cpulist::format(&other.siblings)
+                    ),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -296,6 +355,47 @@ mod tests {
         let e = Topology::read(d.path()).unwrap_err();
         assert!(
             e.to_string().contains("sys/devices/system/cpu/online"),
+            "{e}"
+        );
+    }
+
+    /// An empty `online` list and sibling lists that disagree are refused naming the file;
+    /// a sibling that lists itself and agrees with its partner passes.
+    #[test]
+    fn malformed_online_and_sibling_lists_are_refused_naming_the_file() {
+        let d = tempfile::tempdir().unwrap();
+        let cpu = d.path().join("sys/devices/system/cpu");
+        let put = |rel: &str, text: &str| {
+            let p = cpu.join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        };
+        put("online", "");
+        let e = Topology::read(d.path()).unwrap_err().to_string();
+        assert!(e.contains("cpu/online: lists no CPU"), "{e}");
+        put("online", "0-3\n");
+        for c in 0..4 {
+            put(
+                &format!("cpu{c}/topology/thread_siblings_list"),
+                &format!("{}-{}\n", c / 2 * 2, c / 2 * 2 + 1),
+            );
+        }
+        let t = Topology::read(d.path()).unwrap();
+        assert_eq!(t.cpus[3].siblings, [2, 3]);
+        put("cpu3/topology/thread_siblings_list", "2\n");
+        let e = Topology::read(d.path()).unwrap_err().to_string();
+        assert!(
+            e.contains("cpu2/topology/thread_siblings_list: lists SMT siblings 2-3 but")
+                && e.contains(
+                    "cpu3/topology/thread_siblings_list lists 2: sibling lists must agree"
+                ),
+            "{e}"
+        );
+        put("cpu3/topology/thread_siblings_list", "2-3\n");
+        put("cpu0/topology/thread_siblings_list", "1\n");
+        let e = Topology::read(d.path()).unwrap_err().to_string();
+        assert!(
+            e.contains("cpu0/topology/thread_siblings_list: lists 1 without CPU 0 itself"),
             "{e}"
         );
     }

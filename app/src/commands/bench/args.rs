@@ -44,18 +44,33 @@ pub struct SetupArgs {
     /// (to measure what stamping costs, or to spare it) and says once it was not measured.
     #[arg(long, value_enum, value_name = "on|off", default_value = "on")]
     pub accept_wait: crate::commands::server::args::OnOff,
-    /// Open loop: when the next start is due within this, poll without sleeping instead of arming
-    /// a timer (a short spin, so the start is not left to a timer wake-up); 0s = always arm the
-    /// timer. At most 1ms. Recorded (`load.spin_ns`).
+    /// How many load workers, spread round-robin over the load CPUs (as `connstorm load
+    /// --load-workers`): more workers than CPUs oversubscribes them (a correctness test at many
+    /// workers; the rate then measures the sharing). 1 to 4,096, at least one per load CPU and
+    /// no more than the peak's attempts in flight (--concurrency). Default: one per load CPU.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=4096))]
+    pub load_workers: Option<u16>,
+    /// Whether each load worker connects from its own disjoint slice of the ephemeral port range
+    /// (`on`: IP_LOCAL_PORT_RANGE, Linux 6.3; older kernels fall back to the shared range with a
+    /// note) or all share the whole range (`off`, as a plain client does).
+    #[arg(long, value_enum, default_value = "on")]
+    pub port_slices: loadgen::PortSlices,
+    /// Open loop: wake this long before each due start and poll (a bounded spin) until it is due,
+    /// so the timer's wake-up latency falls before the start instead of after it; 0s = wake at
+    /// the start. At most 1ms. Costs the load CPU up to this per start (printed as load CPU per
+    /// connection beside the generator lag): on a dedicated load CPU set it to about the CPU's
+    /// wake-up latency (the lag p50 at `--spin 0s`). Recorded (`load.spin_ns`).
     #[arg(long, default_value = "2us", value_parser = units::parse_duration)]
     pub spin: Duration,
     /// Open loop: at most this many due starts are made one after another after one wait
     /// (1..=4096; 1 = a wait before every start). Recorded (`load.start_batch`).
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=4096))]
     pub start_batch: u64,
-    /// Client close mode.
-    #[arg(long, value_enum, default_value = "rst")]
-    pub close: loadgen::CloseMode,
+    /// Client close mode: rst (SO_LINGER 0), fin (client closes first), server (wait for the
+    /// server's FIN). Default: server with --http or --mode http (the server closes after the
+    /// response, as HTTP clients see it), else rst. The first line names the wire that ran.
+    #[arg(long, value_enum)]
+    pub close: Option<loadgen::CloseMode>,
     /// Server mode: rst (SO_LINGER 0: no FIN_WAIT2/TIME_WAIT on either side), close (FIN: with
     /// the default client RST, a few orphaned FIN_WAIT2 minisocks make reused ports' SYNs be
     /// resent, see docs/methodology.md), greet[:BYTES] (the client then measures first-byte latency), hold,
@@ -69,7 +84,7 @@ pub struct SetupArgs {
     /// Benchmark an external server (HOST:PORT, e.g. a gateway): load side only. A name must
     /// resolve to one address (one with several is refused, listing them).
     #[arg(long, value_parser = parse_target)]
-    pub target: Option<std::net::SocketAddr>,
+    pub target: Option<BenchTarget>,
     /// Run server and load in two fresh network namespaces joined by veth (needs root); counts
     /// must then agree exactly with the kernel's.
     #[arg(long)]
@@ -105,9 +120,22 @@ pub struct SetupArgs {
     /// With --tls: the private key of --cert, PEM.
     #[arg(long, value_name = "FILE", requires = "cert")]
     pub key: Option<PathBuf>,
-    /// With --tls: resume sessions with tickets (per load worker) instead of full handshakes.
-    #[arg(long, value_name = "off|tickets", default_value = "off", value_parser = parse_resume, requires = "tls")]
-    pub tls_resume: loadgen::tls::Resume,
+    /// The load's TLS client options, the same as `load`'s (`--tls-version`, `--sni`,
+    /// `--alpn`, `--tls-resume`, `--tls-resume-share`, `--tls-ciphers`, `--tls-groups`,
+    /// `--insecure`, `--ca`); with the own server the check trusts its certificate unless
+    /// --ca or --insecure is given.
+    #[command(flatten)]
+    pub tls_client: crate::commands::tls::TlsClientArgs,
+}
+
+/// `--target HOST:PORT`: the one address, and the host's name when it was given as one (the
+/// default SNI of `--tls`, as `load` sends it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BenchTarget {
+    /// The address.
+    pub addr: std::net::SocketAddr,
+    /// The name, when the host was a name.
+    pub name: Option<String>,
 }
 
 /// Options of `connstorm bench`.
@@ -151,16 +179,16 @@ fn parse_mode(s: &str) -> Result<server::Mode, String> {
     s.parse()
 }
 
-fn parse_resume(s: &str) -> Result<loadgen::tls::Resume, String> {
-    match s {
-        "off" => Ok(loadgen::tls::Resume::Off),
-        "tickets" => Ok(loadgen::tls::Resume::Tickets),
-        _ => Err(format!("unknown resumption {s:?}: use `off` or `tickets`")),
+fn parse_target(s: &str) -> Result<BenchTarget, String> {
+    let r = common::addr::resolve_targets(s)?;
+    match r.addrs.as_slice() {
+        [one] => Ok(BenchTarget {
+            addr: *one,
+            name: r.name,
+        }),
+        // Several addresses: refused, with the list ([`units::parse_target`]'s message).
+        _ => units::parse_target(s).map(|addr| BenchTarget { addr, name: r.name }),
     }
-}
-
-fn parse_target(s: &str) -> Result<std::net::SocketAddr, String> {
-    units::parse_target(s)
 }
 
 /// The examples after `connstorm bench --help` and in its man page.
@@ -173,7 +201,9 @@ Examples:
   # An external server (a gateway) over TLS: load side only, latency phase at 20k conn/s
   connstorm bench --target 192.0.2.10:443 --tls --rate 20k/s
   # A neper test (tcp_crr) in two network namespaces, with the kernel profile of its peak
-  connstorm bench --netns --like 'tcp_crr -T 8 -F 1000' --profile";
+  connstorm bench --netns --like 'tcp_crr -T 8 -F 1000' --profile
+  # The plan only: CPUs, workers, engines, phases and host changes; nothing runs
+  connstorm bench --server-cpus 0-1 --load-cpus 2-3 --dry-run";
 
 /// The `connstorm bench` command line: the benchmark's options (shared with `ab`) and
 /// `bench`'s own `--metrics`, `--profile` and `--like`.
@@ -201,6 +231,11 @@ pub struct Command {
     /// phase (docs/neper.md: the mapping and what differs).
     #[arg(long, value_name = "NEPER", conflicts_with_all = ["concurrency", "close", "mode", "duration", "target"])]
     pub like: Option<String>,
+    /// Print the plan (server and load CPUs, workers, engines, phases with their durations,
+    /// what would change on the host) after every check a run makes first, and exit 0 without
+    /// starting a server, opening a socket or writing a record. Bad options exit 2 as in a run.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 /// `--rtt`: a duration netem can add ([`tuning::host::check_rtt`]), refused when parsed.

@@ -9,8 +9,10 @@
 //!   server, before it stops), the record written and the [`summary`] printed; with
 //!   `--metrics` the run's [`prometheus`] collector. `connstorm ab` runs [`execute`] once per
 //!   trial; `sweep` starts its harness with [`start`] and shows its seconds with [`progress`].
+//! - `dry_run`: `--dry-run`'s plan, printed after the same checks, with nothing started.
 
 pub mod args;
+mod dry_run;
 pub mod neper;
 mod overhead;
 pub mod prometheus;
@@ -158,7 +160,7 @@ pub fn run(cmd: Command, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
     let like = cmd.like.as_deref().map(neper::parse).transpose()?;
     if let Some(l) = &like {
         args.setup.concurrency = Some(l.flows);
-        args.setup.close = loadgen::CloseMode::Fin;
+        args.setup.close = Some(loadgen::CloseMode::Fin);
         args.setup.mode = Some(server::Mode::Hold);
         args.duration = l.duration();
     }
@@ -170,7 +172,7 @@ pub fn run(cmd: Command, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
         if setup.load_cpus.len() > threads {
             setup.load_cpus.truncate(threads);
         }
-        note(&l.describe(setup.load_cpus.len()));
+        note(&l.describe(setup.load_workers.max(setup.load_cpus.len())));
     }
     let json = args.format == Format::Json;
     let mut trial = args.trial(build);
@@ -178,6 +180,10 @@ pub fn run(cmd: Command, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
     trial.profile_overhead = cmd.profile_overhead.map(|n| n as usize);
     let t = &trial;
     let metrics = &cmd.metrics;
+    if cmd.dry_run {
+        crate::output::out(&dry_run::plan_text(&setup, t, metrics.metrics));
+        return Ok(0);
+    }
     let endpoint = super::metrics::start(metrics, "bench")?;
     let bench_metrics = endpoint.as_ref().map(prometheus::BenchMetrics::new);
     let _ = server::rlimit::raise_nofile();

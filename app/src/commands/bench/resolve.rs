@@ -57,32 +57,35 @@ impl SetupArgs {
             super::note(n);
         }
         let (server_cpus, load_cpus) = (picked.server, picked.load);
+        crate::limits::check_load_workers(
+            self.load_workers.map(usize::from),
+            load_cpus.len(),
+            Some(u64::from(crate::run::peak_concurrency(
+                self.concurrency,
+                load_cpus.len(),
+            ))),
+            "--load-workers",
+            "--concurrency",
+        )?;
         let mode = crate::setup::protocol_mode(self.mode, self.tls, self.http)
             .map_err(crate::bad_input)?;
         let expect_bytes = match mode {
             server::Mode::Greet { bytes } => Some(bytes),
             _ => None,
         };
+        let http = self.http || matches!(mode, server::Mode::Http { .. });
         let tls = self
             .tls
-            .then(|| {
-                crate::setup::BenchTls::new(
-                    self.cert.as_deref(),
-                    self.key.as_deref(),
-                    self.target.is_some(),
-                    self.tls_resume,
-                )
-            })
-            .transpose()
-            .map_err(crate::bad_input)?;
+            .then(|| crate::setup::BenchTls::new(self, http))
+            .transpose()?;
         Ok(Setup {
             server_cpus,
             load_cpus,
             engine: self.engine,
             mode,
             backlog: self.backlog,
-            close: self.close,
-            target: self.target,
+            close: crate::setup::close_or_default(self.close, http),
+            target: self.target.as_ref().map(|t| t.addr),
             netns: self.netns,
             rtt: self.rtt,
             connect_timeout: self.connect_timeout,
@@ -91,6 +94,8 @@ impl SetupArgs {
             http: self.http,
             load_engine: self.load_engine,
             accept_wait: self.accept_wait == crate::commands::server::args::OnOff::On,
+            load_workers: self.load_workers.map_or(0, usize::from),
+            port_slices: self.port_slices,
             pacing: crate::commands::load::pacing(self.spin, self.start_batch),
             whole_machine: self.whole_machine,
         })

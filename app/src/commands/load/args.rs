@@ -71,8 +71,11 @@ pub struct Args {
     pub port_slices: loadgen::PortSlices,
     /// How the client ends each connection: `rst` (SO_LINGER 0, no TIME_WAIT), `fin` (client
     /// closes first; TIME_WAIT on the client limits ports), `server` (wait for the server's FIN).
-    #[arg(long, value_enum, default_value = "rst")]
-    pub close: loadgen::CloseMode,
+    /// Default: `server` with --http (the server closes after the response, as an HTTP client
+    /// sending `Connection: close` sees it: wrk, h2load), else `rst`. The report's first line
+    /// names the wire that ran.
+    #[arg(long, value_enum)]
+    pub close: Option<loadgen::CloseMode>,
     /// Source addresses, used round-robin with IP_BIND_ADDRESS_NO_PORT: a list and/or ranges, e.g.
     /// `127.0.0.2-127.0.0.250` (any 127.0.0.0/8 address works on loopback). Default: the kernel
     /// chooses.
@@ -101,9 +104,11 @@ pub struct Args {
     /// Open loop: a start later than this after its scheduled time counts as `late`.
     #[arg(long, default_value = "1ms", value_parser = parse_positive_duration)]
     pub late_threshold: Duration,
-    /// Open loop: when the next start is due within this, poll without sleeping instead of arming
-    /// a timer (a short spin, so the start is not left to a timer wake-up); 0s = always arm the
-    /// timer. At most 1ms. Recorded (`load.spin_ns`).
+    /// Open loop: wake this long before each due start and poll (a bounded spin) until it is due,
+    /// so the timer's wake-up latency falls before the start instead of after it; 0s = wake at
+    /// the start. At most 1ms. Costs the load CPU up to this per start (printed as load CPU per
+    /// connection beside the generator lag): on a dedicated load CPU set it to about the CPU's
+    /// wake-up latency (the lag p50 at `--spin 0s`). Recorded (`load.spin_ns`).
     #[arg(long, default_value = "2us", value_parser = parse_duration)]
     pub spin: Duration,
     /// Open loop: at most this many due starts are made one after another after one wait
@@ -134,37 +139,11 @@ pub struct Args {
     /// server closes.
     #[arg(long, conflicts_with = "expect_bytes")]
     pub tls: bool,
-    /// With --tls: the protocol versions offered: `auto` (1.3 and 1.2), `1.2`, `1.3`.
-    #[arg(long, value_enum, default_value = "auto", requires = "tls")]
-    pub tls_version: loadgen::tls::TlsVersion,
-    /// With --tls: the server name sent as SNI and checked against the certificate. Default:
-    /// the first --target's host name when it is a name; an IP target is checked against the
-    /// certificate's IP addresses and sends no SNI.
-    #[arg(long, value_name = "NAME", requires = "tls")]
-    pub sni: Option<String>,
-    /// With --tls: an ALPN protocol to offer, e.g. `http/1.1`; repeat or comma-separate for
-    /// more. Default: none (no ALPN extension).
-    #[arg(long, value_name = "PROTO", value_delimiter = ',', requires = "tls")]
-    pub alpn: Vec<String>,
-    /// With --tls: session resumption within each worker (one client config and one session
-    /// store per worker, 2 TLS 1.3 tickets per in-flight slot, at least 8): `off` (every handshake full), `tickets` (TLS 1.3 tickets, TLS 1.2
-    /// RFC 5077 tickets), `ids` (TLS 1.2 session IDs; needs --tls-version 1.2).
-    #[arg(long, value_enum, default_value = "off", requires = "tls")]
-    pub tls_resume: loadgen::tls::Resume,
-    /// With --tls: the cipher suites to offer, in order, comma-separated, e.g.
-    /// `TLS13_AES_256_GCM_SHA384,TLS13_AES_128_GCM_SHA256` (rustls' names; for TLS 1.3 the IANA
-    /// name `TLS_AES_128_GCM_SHA256` is accepted too). Default: every suite of the aws-lc-rs
-    /// provider, AES-128-GCM first (as browsers and h2load offer them). The report counts the
-    /// suites agreed.
-    #[arg(long, value_name = "LIST", value_delimiter = ',', requires = "tls")]
-    pub tls_ciphers: Vec<String>,
-    /// With --tls: accept any server certificate (the handshake's signatures are still checked).
-    #[arg(long, requires = "tls", conflicts_with = "ca")]
-    pub insecure: bool,
-    /// With --tls: check the server's certificate against the CA certificates in this PEM file.
-    /// Default: the system's bundle, /etc/ssl/certs/ca-certificates.crt.
-    #[arg(long, value_name = "FILE", requires = "tls")]
-    pub ca: Option<std::path::PathBuf>,
+    /// The TLS client's options (`--tls-version`, `--sni`, `--alpn`, `--tls-resume`,
+    /// `--tls-resume-share`, `--tls-ciphers`, `--tls-groups`, `--insecure`, `--ca`), shared with
+    /// `bench`.
+    #[command(flatten)]
+    pub tls_client: crate::commands::tls::TlsClientArgs,
     /// Connect engine: `auto`, `io-uring` or `epoll` (the report says which ran and why).
     #[arg(long, default_value = "auto")]
     pub load_engine: loadgen::LoadEngine,

@@ -116,6 +116,17 @@ fn config_inner(args: &Args, nofile: u64) -> anyhow::Result<LoadConfig> {
     // (taskset), so a CPU outside the mask would be pinned to without complaint: refuse it here,
     // with the same words as `connstorm server`.
     common::cpulist::check_option("--cpus", &cpus).map_err(bad_input)?;
+    // More workers than attempts in flight leaves the rest idle (the closed loop splits its
+    // attempts across the workers): refused, as `bench --load-workers` refuses it.
+    if let (Some(w), Pattern::Closed { concurrency }) = (args.load_workers, pattern) {
+        crate::limits::check_load_workers(
+            Some(usize::from(w)),
+            1,
+            Some(u64::from(concurrency)),
+            "--load-workers",
+            "--concurrency",
+        )?;
+    }
     let mut seen = std::collections::HashSet::new();
     let sources: Vec<IpAddr> = args
         .source
@@ -141,7 +152,7 @@ fn config_inner(args: &Args, nofile: u64) -> anyhow::Result<LoadConfig> {
         cpus,
         workers: args.load_workers.map_or(0, usize::from),
         port_slices: args.port_slices,
-        close: args.close,
+        close: crate::setup::close_or_default(args.close, args.http.is_some()),
         sources,
         connect_timeout: args.connect_timeout,
         expect_bytes: args.expect_bytes,
@@ -203,31 +214,19 @@ fn http_request(args: &Args) -> anyhow::Result<Option<loadgen::HttpRequest>> {
 /// # Errors
 /// Bad input for a CA file that cannot be used, an unusable name, `ids` without TLS 1.2.
 fn tls_options(args: &Args, first: SocketAddr) -> anyhow::Result<Option<loadgen::tls::TlsOptions>> {
-    use loadgen::tls::{TlsOptions, Verify};
     if !args.tls {
         return Ok(None);
     }
     let name = args
-        .sni
-        .clone()
-        .or_else(|| args.target.iter().find_map(|t| t.1.clone()))
+        .target
+        .iter()
+        .find_map(|t| t.1.clone())
         .unwrap_or_else(|| first.ip().to_string());
-    let o = TlsOptions {
-        version: args.tls_version,
-        server_name: name,
-        alpn: args.alpn.clone(),
-        resume: args.tls_resume,
-        ciphers: args.tls_ciphers.clone(),
-        verify: if args.insecure {
-            Verify::Insecure
-        } else {
-            Verify::Ca(
-                args.ca
-                    .clone()
-                    .unwrap_or_else(|| loadgen::tls::SYSTEM_CA_BUNDLE.into()),
-            )
-        },
-    };
-    o.client_config().map_err(bad_input)?;
-    Ok(Some(o))
+    args.tls_client
+        .options(
+            name,
+            args.http.is_some(),
+            crate::commands::tls::DefaultTrust::System,
+        )
+        .map(Some)
 }

@@ -11,6 +11,13 @@ use results::render::KernelView;
 /// The report as `--format json` prints it.
 #[derive(serde::Serialize)]
 pub struct JsonReport<'a> {
+    /// The wire in words ([`LoadReport::wire`]): protocol and close discipline, e.g. `wire:
+    /// HTTP/1.1, server closes after the response (like wrk -H 'Connection: close')`.
+    pub wire: String,
+    /// `--tls`: the crypto floor of a full handshake and the client's CPU per handshake, as the
+    /// record keeps them (`tls.floor` has the floor alone).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub crypto_floor: Option<results::record::CryptoFloor>,
     /// Connections per minute achieved in the measured window; `null` when nothing was measured
     /// (no success in it), never a made-up 0.
     pub cpm: Option<f64>,
@@ -47,6 +54,8 @@ impl<'a> JsonReport<'a> {
         kernel: Option<&'a KernelView>,
     ) -> Self {
         JsonReport {
+            wire: report.wire(),
+            crypto_floor: crate::convert::crypto_floor(report),
             cpm: (report.successes > 0).then(|| report.cpm()),
             port_budget: budget,
             warnings,

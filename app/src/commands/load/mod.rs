@@ -110,7 +110,11 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
                 None
             }
         };
-    eprintln!("connstorm load: {}", loadgen::render::plan_line(&cfg));
+    eprintln!(
+        "connstorm load: {}; {}",
+        common::wire::describe(cfg.close.name(), cfg.http.is_some(), cfg.tls.is_some()),
+        loadgen::render::plan_line(&cfg)
+    );
     if let Some(cap) = fd_capped_in_flight {
         eprintln!("connstorm load: warning: {}", fd_cap_warning(cap));
     }
@@ -202,6 +206,17 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
     {
         warnings.push(w);
     }
+    // Issue 36 item 4: the crypto floor of the run's first full handshake (its group, its
+    // server's key type), measured in-process on the first load CPU after the run (200 ms).
+    if !crate::signals::stopped(&stop) {
+        if let Some(Some(Err(e))) = report
+            .tls
+            .as_mut()
+            .map(|t| t.measure_floor(cfg.cpus.first().copied()))
+        {
+            warnings.push(format!("no crypto floor: {e}"));
+        }
+    }
     // The TIME_WAIT ports that were short before the run stay in its warnings (report,
     // record).
     warnings.extend(
@@ -256,6 +271,7 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
         if let Some(p) = record.phases.first_mut() {
             p.profile = profiled.clone();
         }
+        record.crypto_floor = crate::convert::crypto_floor(&report);
         let path = record
             .write_atomic(dir)
             .context("writing the load record (--out)")?;

@@ -74,6 +74,7 @@ pub fn record(
         load_engine: report.engine.as_ref().map(|e| e.engine.to_string()),
         load_engine_detail: report.engine.as_ref().map(|e| e.line()),
         placement: None,
+        tls: cfg.tls.as_ref().map(crate::commands::tls::setup_of),
         rtt_ns: None,
         target: Some(
             cfg.targets

@@ -86,6 +86,18 @@ pub struct Args {
     /// Attempts in flight per load core (closed loop; default 32).
     #[arg(long, value_name = "N")]
     pub concurrency_per_core: Option<u32>,
+    /// Load workers per load core of each step (a step of N load cores runs N × this many,
+    /// spread round-robin over its CPUs, as `connstorm load --load-workers`): more than one
+    /// oversubscribes the cores. 1 to 4,096, at most --concurrency-per-core (the closed loop
+    /// splits its attempts across the workers) and at most 4,096 workers in the largest step.
+    /// Default 1.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=4096))]
+    pub load_workers_per_core: Option<u16>,
+    /// Whether each load worker connects from its own disjoint slice of the ephemeral port range
+    /// (`on`: IP_LOCAL_PORT_RANGE, Linux 6.3; older kernels fall back to the shared range with a
+    /// note) or all share the whole range (`off`).
+    #[arg(long, value_enum, default_value = "on")]
+    pub port_slices: loadgen::PortSlices,
     /// A neper test's shape for every step: `tcp_crr -T THREADS -F FLOWS` gives FLOWS / THREADS
     /// attempts in flight per load core, --close fin, --mode hold (docs/neper.md).
     #[arg(long, value_name = "NEPER", conflicts_with_all = ["concurrency_per_core", "close", "mode"])]
@@ -112,9 +124,10 @@ pub struct Args {
     /// Load side's connect engine: auto, io-uring, epoll.
     #[arg(long, default_value = "auto")]
     pub load_engine: loadgen::LoadEngine,
-    /// Client close mode.
-    #[arg(long, value_enum, default_value = "rst")]
-    pub close: loadgen::CloseMode,
+    /// Client close mode: rst, fin, server. Default: server with --mode http (the server closes
+    /// after the response, as HTTP clients see it), else rst.
+    #[arg(long, value_enum)]
+    pub close: Option<loadgen::CloseMode>,
     /// Server mode (rst, close, greet[:BYTES], hold); default rst.
     #[arg(long, value_parser = parse_mode)]
     pub mode: Option<server::Mode>,

@@ -209,6 +209,23 @@ fn check(args: &Args) -> anyhow::Result<(ScalePlan, tuning::host::Topology, u32)
             "--concurrency-per-core 0: keep at least one attempt in flight per load core, e.g. 32",
         ));
     }
+    if let Some(w) = args.load_workers_per_core.map(usize::from) {
+        crate::limits::check_load_workers(
+            Some(w),
+            1,
+            Some(u64::from(per_core)),
+            "--load-workers-per-core",
+            "--concurrency-per-core",
+        )?;
+        let largest = plan.steps.iter().map(|s| s.load.len()).max().unwrap_or(1);
+        crate::limits::check_load_workers(
+            Some(w.saturating_mul(largest)),
+            largest,
+            None,
+            &format!("--load-workers-per-core {w} × {largest} load cores of the largest step"),
+            "",
+        )?;
+    }
     Ok((plan, topo, per_core))
 }
 
@@ -216,10 +233,11 @@ fn check(args: &Args) -> anyhow::Result<(ScalePlan, tuning::host::Topology, u32)
 fn setup_of(args: &Args, step: &tuning::advice::ScaleStep) -> anyhow::Result<Setup> {
     let (close, mode) = match &args.like {
         Some(_) => (loadgen::CloseMode::Fin, server::Mode::Hold),
-        None => (
-            args.close,
-            crate::setup::protocol_mode(args.mode, false, false).map_err(bad_input)?,
-        ),
+        None => {
+            let mode = crate::setup::protocol_mode(args.mode, false, false).map_err(bad_input)?;
+            let http = matches!(mode, server::Mode::Http { .. });
+            (crate::setup::close_or_default(args.close, http), mode)
+        }
     };
     Ok(Setup {
         server_cpus: step.server.clone(),
@@ -240,6 +258,10 @@ fn setup_of(args: &Args, step: &tuning::advice::ScaleStep) -> anyhow::Result<Set
         http: false,
         load_engine: args.load_engine,
         accept_wait: true,
+        load_workers: args
+            .load_workers_per_core
+            .map_or(0, |w| usize::from(w) * step.load.len()),
+        port_slices: args.port_slices,
         pacing: loadgen::Pacing::default(),
         whole_machine: step.server == step.load,
     })
@@ -269,12 +291,25 @@ fn profiled(plan: &ScalePlan, i: usize, all: bool) -> bool {
 /// Bad input (exit 2) before anything runs; harness, namespace or record failures.
 pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
     let (plan, topo, per_core) = check(&args)?;
-    if args.dry_run {
-        crate::output::out(&tuning::render::scale_plan(&topo, &plan));
-        return Ok(0);
-    }
-    let profile = args.profile.check()?;
+    // The bounds of the largest step (attempts in flight against the descriptor limit, the
+    // connect timeout, --netns's privilege, --out) are checked for a dry run too: a plan the
+    // run would refuse is refused (a billion attempts per core was printed as a plan).
     let largest_load = plan.steps.iter().map(|s| s.load.len()).max().unwrap_or(1);
+    let in_flight = u64::from(per_core) * largest_load as u64;
+    let room = crate::setup::fd_room_after_raise() as u64;
+    if in_flight > room {
+        let count = common::numfmt::count;
+        return Err(bad_input(format!(
+            "--concurrency-per-core {} × {largest_load} load core(s) of the largest step = {} \
+             attempts in flight, above the {} this run can hold (each is a socket; the load \
+             side gets half of RLIMIT_NOFILE's hard limit, at most 16,384): give \
+             --concurrency-per-core {} or less",
+            count(u64::from(per_core)),
+            count(in_flight),
+            count(room),
+            count((room / largest_load as u64).max(1))
+        )));
+    }
     crate::limits::check_setup(&crate::limits::SetupRequest {
         concurrency: Some(per_core.saturating_mul(largest_load as u32)),
         connect_timeout: args.connect_timeout,
@@ -282,6 +317,11 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
         netns: args.netns,
         out: &args.out,
     })?;
+    if args.dry_run {
+        crate::output::out(&tuning::render::scale_plan(&topo, &plan));
+        return Ok(0);
+    }
+    let profile = args.profile.check()?;
     let setups: Vec<Setup> = plan
         .steps
         .iter()
@@ -427,6 +467,16 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
     if let Some(s) = &record.scale {
         text.push_str(&results::render::scale_text(s));
     }
+    // Per step: how evenly its server workers shared the accepts, and its CPUs' softirqs.
+    for p in &record.phases {
+        if let Some(s) = results::analysis::accept_spread(p) {
+            let line = results::analysis::spread_line(&s);
+            text.push_str(&format!("{}: {line}\n", p.name));
+        }
+        if let Some(line) = results::analysis::softirq_line(&p.net_softirqs) {
+            text.push_str(&format!("{}: {line}\n", p.name));
+        }
+    }
     for p in &record.phases {
         if let Some(prof) = &p.profile {
             text.push_str(&results::render::profile_text(&p.name, prof));
@@ -436,7 +486,11 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
         text.push_str(&crate::profile::overhead_summary(&record));
         text.push('\n');
     }
-    for w in &record.warnings {
+    let uneven = record
+        .phases
+        .iter()
+        .filter_map(results::analysis::uneven_spread);
+    for w in record.warnings.iter().cloned().chain(uneven) {
         text.push_str(&format!("warning: {w}\n"));
     }
     if let Some(p) = &args.plot {

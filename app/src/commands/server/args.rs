@@ -95,6 +95,12 @@ pub struct Args {
         requires = "tls"
     )]
     pub tls_resume: OnOff,
+    /// With --tls: the key exchange groups the server accepts, in its order of preference,
+    /// comma-separated (`x25519`, `p256`, `p384`, `X25519MLKEM768`, ...: the names of `load
+    /// --tls-groups`); a client that offers none of them fails its handshake. Default: the
+    /// aws-lc-rs provider's list (X25519, P-256, P-384, X25519MLKEM768).
+    #[arg(long, value_name = "LIST", value_delimiter = ',', requires = "tls")]
+    pub tls_groups: Vec<String>,
     /// With --tls: write the certificate (PEM) the server uses to this file, e.g. the generated
     /// self-signed one, for a client's `--ca`.
     #[arg(long, value_name = "FILE", requires = "tls")]

@@ -48,8 +48,17 @@ use args::OnOff;
 /// cannot be written.
 fn tls_config(f: &Args) -> anyhow::Result<server::tls::TlsServer> {
     let resumption = f.tls_resume == OnOff::On;
-    let t = server::tls::server_config(f.cert.as_deref(), f.key.as_deref(), resumption)
-        .map_err(|e| crate::bad_input(e.to_string()))?;
+    let groups = (!f.tls_groups.is_empty())
+        .then(|| loadgen::tls::kx_groups(&f.tls_groups))
+        .transpose()
+        .map_err(crate::bad_input)?;
+    let t = server::tls::server_config_with_groups(
+        f.cert.as_deref(),
+        f.key.as_deref(),
+        resumption,
+        groups,
+    )
+    .map_err(|e| crate::bad_input(e.to_string()))?;
     if let Some(path) = &f.cert_out {
         // `--cert-out key.pem` would replace the private key with the certificate.
         let inputs: Vec<(&str, &Path)> = [("--cert file", &f.cert), ("--key file", &f.key)]

@@ -56,6 +56,7 @@ pub fn record(
         load_engine: None,
         load_engine_detail: None,
         placement: None,
+        tls: None,
         rtt_ns: None,
         target: None,
         connstorm_version: build.version.to_string(),
@@ -105,6 +106,7 @@ pub fn record(
             tls_failures: report.tls_failures(),
             tls_resumption: tls,
             counters: Default::default(),
+            spread: rec::AcceptSpread::of(&w.iter().map(|w| w.accepted).collect::<Vec<_>>()),
         }),
         cpu: rec::CpuUsage {
             server: Some(cpu),

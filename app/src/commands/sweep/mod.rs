@@ -140,7 +140,10 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
         .ok()
         .map(|o| placement::after_probe(&cpus, &o.record))
     {
-        Some((Some(m), _)) if !crate::signals::stopped(&stop) => {
+        // With --load-workers the worker count was fixed against these load CPUs: they stay.
+        Some((Some(m), _))
+            if !crate::signals::stopped(&stop) && harness.setup().load_workers == 0 =>
+        {
             super::bench::note(&format!("placement: {}", m.note));
             let mut moved = harness.setup().clone();
             (moved.server_cpus, moved.load_cpus) = (m.server, m.load);

@@ -410,6 +410,36 @@ pub fn placement(a: &PlacementArgs) -> anyhow::Result<i32> {
     req.load_workers = a
         .load_workers
         .unwrap_or_else(|| workers.saturating_sub(req.server_workers).max(1));
+    // One side at 0 is a real host: load only (`bench --target HOST:PORT --load-cpus auto`
+    // places its load workers exactly so, and multi-host runs put `connstorm load` on client
+    // hosts) or server only (`connstorm server` for load from elsewhere). Both at 0 place
+    // nothing.
+    let mut side_note: Option<String> = None;
+    match (req.server_workers, req.load_workers) {
+        (0, 0) => {
+            return Err(bad_input(
+                "--server-workers 0 and --load-workers 0: nothing to place; give at least one \
+                 worker (--server-workers 0 alone plans a load-only host, --load-workers 0 \
+                 alone a server-only one)",
+            ))
+        }
+        (0, _) => {
+            side_note = Some(
+                "--server-workers 0: a load-only host (as `bench --target HOST:PORT \
+                 --load-cpus auto` places it, or `connstorm load --cpus LIST` against a \
+                 server elsewhere)"
+                    .into(),
+            )
+        }
+        (_, 0) if a.load_workers.is_some() => {
+            side_note = Some(
+                "--load-workers 0: a server-only host (`connstorm server --cpus LIST` for \
+                 load from elsewhere)"
+                    .into(),
+            )
+        }
+        _ => {}
+    }
     let mut p = place_cpus(&topo, &req).map_err(|e| {
         let mut fix = vec!["fewer --server-workers or --load-workers".to_string()];
         if topo.smt_active() && !a.smt {
@@ -421,6 +451,7 @@ pub fn placement(a: &PlacementArgs) -> anyhow::Result<i32> {
         bad_input(format!("placement: {e}; give {}", fix.join(", or ")))
     })?;
     p.notes.extend(note);
+    p.notes.extend(side_note);
     let roles = cpu_roles(&topo, &req, &p);
     out(&if a.format == Format::Json {
         let v = serde_json::json!({ "placement": p, "cpus": roles });

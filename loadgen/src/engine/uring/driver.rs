@@ -43,9 +43,23 @@
 //! (IORING_OP_ASYNC_CANCEL), whose CQE ends the slot and says how many bytes went out, and the
 //! slot's close cancels whichever of the two is still pending.
 //!
-//! `--tls` is refused on this engine so far; the TLS client it would drive is the epoll engine's
-//! (`crate::tls`, sans-I/O): its output sent with SEND, RECVs into its input, its events to the
-//! core, as the server's io_uring TLS does on the accept side.
+//! With `--tls` the CONNECT's completion starts the slot's TLS client (`crate::tls`, sans-I/O,
+//! the epoll engine's) and drives it with the chain of `--http`: what the client queued (the
+//! ClientHello; later its second flight, or its Finished with the request or close_notify,
+//! in one SEND) is copied into the slot's TLS output (`Ring::stage_tls`) and goes out as
+//! `SEND(TLS output, MSG_WAITALL)` (IO_LINK | CQE_SKIP_SUCCESS) → `LINK_TIMEOUT` → `RECV(slot
+//! buffer)` → `LINK_TIMEOUT`, or `RECV` → `LINK_TIMEOUT` alone when nothing is queued. Each
+//! RECV's bytes go whole into the client's input and the client's events to the core
+//! (`Core::tls_event`, the same accounting as on epoll) until the client waits for more, then
+//! the next chain follows. Output longer than the buffer
+//! ([`TLS_OUT_BUF`](super::TLS_OUT_BUF), e.g. a request with a body) goes part by part, each
+//! part's SEND → `LINK_TIMEOUT` alone (its CQE always posts), the last one linked to the RECV.
+//! A connection that ends on an event of its own (an alert rustls queued on a failure, the
+//! server's close) sends what the client queued last as one lone `SEND(MSG_DONTWAIT)` before
+//! its close, as the epoll engine's best-effort send(2) does. The read phase's deadline covers the TLS handshake and the exchange, as on epoll.
+//! Unlike the epoll engine, which reads while it writes, a part is written whole before the
+//! RECV is posted: a server that answers a request longer than the socket buffers hold before
+//! reading it all, and stops reading, is seen only at the deadline.
 //!
 //! # Reuse (`--close rst`)
 //! With SO_LINGER {1, 0} a close is tcp_disconnect() followed by the socket's destruction
@@ -87,7 +101,8 @@ use socket2::Socket;
 
 use super::{
     next_gen, Cqe, Ring, Send, Sock, K_CANCEL, K_CANCEL_SEND, K_CONNECT, K_DISCONNECT, K_PEER,
-    K_RECV, K_SEND, K_SEND_SPLIT, K_SOCKET, K_SOCKOPT, LINKED_SEND_MAX, STOP_WAIT_NS,
+    K_RECV, K_SEND, K_SEND_SPLIT, K_SOCKET, K_SOCKOPT, K_TLS_PART, K_TLS_SEND, LINKED_SEND_MAX,
+    STOP_WAIT_NS,
 };
 use crate::clock::now_ns;
 use crate::config::{CloseMode, LoadConfig};
@@ -96,6 +111,7 @@ use crate::engine::socket::{errno, probe, Net};
 use crate::engine::{Engine, UringFeatures, EVENTS_PER_TURN};
 use crate::error::LoadError;
 use crate::http::Step;
+use crate::tls::TlsEvent;
 
 /// CQEs taken from the completion queue per batch (then handled, then the next batch).
 const REAP_BATCH: usize = 256;
@@ -142,6 +158,8 @@ pub(crate) struct Uring {
     /// Per slot: the generation and measured flag of a closed exchange whose split SEND was
     /// still pending: its CQE, stale by then, still says how many bytes went out.
     orphan: Vec<Option<(u32, bool)>>,
+    /// Per slot (`--tls`): the bytes of its TLS SEND in flight (to tell a short one).
+    tls_len: Vec<u32>,
     /// Of each target, its address family.
     domains: Vec<i32>,
     /// `--close rst` (SO_LINGER {1, 0} on each socket).
@@ -178,6 +196,7 @@ impl Uring {
             file: vec![File::Empty; slots],
             body: vec![BodySend::Linked; slots],
             orphan: vec![None; slots],
+            tls_len: vec![0; slots],
             domains: cfg
                 .targets
                 .iter()
@@ -229,7 +248,7 @@ impl Uring {
         }
         let phase = match kind {
             K_SOCKET | K_SOCKOPT | K_CONNECT | K_PEER => Phase::Connecting,
-            K_SEND | K_SEND_SPLIT | K_RECV => Phase::Reading,
+            K_SEND | K_SEND_SPLIT | K_RECV | K_TLS_SEND | K_TLS_PART => Phase::Reading,
             // Link timeouts, closes, cancels.
             _ => return,
         };
@@ -240,6 +259,8 @@ impl Uring {
         }
         match kind {
             K_SEND | K_SEND_SPLIT => self.sent(core, i, t, res),
+            K_TLS_SEND | K_TLS_PART => self.tls_sent(core, i, t, res, kind),
+            K_RECV if core.has_tls() => self.tls_received(core, i, t, res),
             K_RECV => self.received(core, i, t, res),
             K_SOCKET | K_SOCKOPT if res < 0 => {
                 if kind == K_SOCKET {
@@ -489,6 +510,144 @@ impl Uring {
             }
         }
     }
+
+    /// `--tls`: the CQE of slot `i`'s TLS SEND (`kind`): a part written whole (the next part
+    /// or the RECV follows), a linked one written whole (posted only without skip-success: the
+    /// RECV after it goes on), or a failure: `-ECANCELED` or cut short at the deadline = its
+    /// link timeout fired (the read phase's deadline, `ETIMEDOUT` in the class of what was
+    /// under way, as the epoll engine's deadline counts it) or the stop; cut short before it =
+    /// the connection reset under it (`ECONNRESET`, as `sent` counts it); an errno = the
+    /// socket's (the client's `Errno` event, as on epoll).
+    fn tls_sent(&mut self, core: &mut Core<'_>, i: usize, t: u64, res: i32, kind: u64) {
+        if res >= 0 && res as u32 == self.tls_len[i] {
+            if kind == K_TLS_PART {
+                self.tls_flush(core, i, t);
+            }
+            return;
+        }
+        let late = t >= core.slot(i).deadline_ns;
+        let cancelled = res == -libc::ECANCELED || (res >= 0 && late);
+        if (cancelled || res >= 0) && self.stopping {
+            return core.stopped(i, self);
+        }
+        if cancelled {
+            return core.read_timed_out(i, self);
+        }
+        let errno = if res < 0 { -res } else { libc::ECONNRESET };
+        core.tls_event(i, t, TlsEvent::Errno(errno), self);
+    }
+
+    /// `--tls`: a CQE of slot `i`'s RECV seen at `t`: bytes (0 = the server's FIN) into its
+    /// TLS client's input, then the client driven ([`Self::tls_drive`]); an errno, the
+    /// client's `Errno` event; `-ECANCELED` (its link timeout, the read phase's deadline) or
+    /// bytes past the deadline, `ETIMEDOUT` in the class of what was under way; at the stop,
+    /// the slot closed (an unfinished exchange abandoned).
+    fn tls_received(&mut self, core: &mut Core<'_>, i: usize, t: u64, res: i32) {
+        if res == -libc::ECANCELED && self.stopping {
+            return core.stopped(i, self);
+        }
+        if res == -libc::ECANCELED || (res >= 0 && t > core.slot(i).deadline_ns) {
+            return core.read_timed_out(i, self);
+        }
+        if res < 0 {
+            core.tls_event(i, t, TlsEvent::Errno(-res), self);
+            return;
+        }
+        let Some(w) = core.tls() else { return };
+        let c = w.client(i);
+        let room = c.input_space();
+        // A RECV is posted only once the client processed all it had (`tls_drive`), so its
+        // input is empty and holds a whole RECV (`RECV_BUF <= INPUT_BYTES`, checked at build).
+        debug_assert!(
+            room.len() >= res as usize,
+            "slot {i}: TLS input not drained"
+        );
+        let n = (res as usize).min(room.len());
+        room[..n].copy_from_slice(self.ring.received(i, n));
+        c.received(n);
+        self.tls_drive(core, i, t);
+    }
+
+    /// `--tls`: drives slot `i`'s TLS client at `t` until it waits for bytes: its events go
+    /// to the core (the handshake counted, the request or close_notify queued, plaintext to
+    /// the HTTP exchange), then what it queued goes out linked before the next RECV
+    /// ([`Self::tls_flush`]). An event that ends the connection (a failure, the server's close)
+    /// first sends what the client queued last (its alert: [`Self::tls_last`]).
+    fn tls_drive(&mut self, core: &mut Core<'_>, i: usize, t: u64) {
+        let gen = self.gen[i];
+        loop {
+            let Some(w) = core.tls() else { return };
+            match w.client(i).process() {
+                TlsEvent::Wait => {
+                    // After the handshake with `--http`: the plaintext so far to the exchange,
+                    // which may end it.
+                    core.tls_event(i, t, TlsEvent::Wait, self);
+                    if self.gen[i] == gen {
+                        self.tls_flush(core, i, t);
+                    }
+                    return;
+                }
+                ev @ (TlsEvent::Handshaken | TlsEvent::Plaintext) => {
+                    if !core.tls_event(i, t, ev, self) || self.gen[i] != gen {
+                        return;
+                    }
+                }
+                ev => {
+                    self.tls_last(core, i);
+                    core.tls_event(i, t, ev, self);
+                    debug_assert!(self.gen[i] != gen, "slot {i}: a TLS end left it open");
+                    return;
+                }
+            }
+        }
+    }
+
+    /// `--tls`: sends what slot `i`'s TLS client queued and receives next: SEND → RECV linked
+    /// (or the RECV alone when nothing is queued; a part alone when more than
+    /// [`TLS_OUT_BUF`](super::TLS_OUT_BUF) is queued), with link timeouts at the read phase's
+    /// deadline. At the stop the slot is closed instead.
+    fn tls_flush(&mut self, core: &mut Core<'_>, i: usize, t: u64) {
+        if self.stopping {
+            return core.stopped(i, self);
+        }
+        let Some(w) = core.tls() else { return };
+        let c = w.client(i);
+        // No SEND of the slot is in flight: this runs after the CQE that ended its last chain
+        // (or at its read phase's start).
+        let n = self.ring.stage_tls(i, c.pending_output());
+        c.sent(n);
+        let more = !c.pending_output().is_empty();
+        self.tls_len[i] = n as u32;
+        let left = core.slot(i).deadline_ns.saturating_sub(t);
+        let (gen, sock) = (self.gen[i], self.sock(i));
+        let pushed = if more {
+            self.ring.push_tls_part(i, gen, sock, n, left)
+        } else {
+            let send = if n > 0 { Send::Tls(n) } else { Send::None };
+            self.ring.push_read(i, gen, sock, left, send)
+        };
+        if !pushed {
+            core.tls_event(i, t, TlsEvent::Errno(libc::EBUSY), self);
+        }
+    }
+
+    /// `--tls`: slot `i`'s connection ends on its TLS client's event: what the client queued
+    /// last (the alert of its failure) goes out first, best effort, as one lone
+    /// `SEND(MSG_DONTWAIT)` queued before the slot's close (at most
+    /// [`TLS_OUT_BUF`](super::TLS_OUT_BUF) bytes: an alert record is a few dozen).
+    fn tls_last(&mut self, core: &mut Core<'_>, i: usize) {
+        let Some(w) = core.tls() else { return };
+        let c = w.client(i);
+        let out = c.pending_output();
+        if out.is_empty() {
+            return;
+        }
+        // No SEND of the slot is in flight (as in `tls_flush`).
+        let n = self.ring.stage_tls(i, out);
+        c.sent(n);
+        let (gen, sock) = (self.gen[i], self.sock(i));
+        let _ = self.ring.push_tls_last(i, gen, sock, n);
+    }
 }
 
 impl Io for Uring {
@@ -537,13 +696,25 @@ impl Io for Uring {
     }
 
     /// Slot `i`'s handshake is done and it reads on (`--http`, `--expect-bytes`, `--close
-    /// server`; its read phase's deadline set). With `--http`: resets its exchange and pushes
+    /// server`, `--tls`; its read phase's deadline set). With `--tls`: starts its TLS client and
+    /// sends its ClientHello linked before the first RECV ([`Self::tls_drive`]). With `--http`:
+    /// resets its exchange and pushes
     /// one chain, SEND of the whole request (MSG_WAITALL: the kernel retries a short send) →
     /// LINK_TIMEOUT → RECV → LINK_TIMEOUT, both timeouts at the deadline (a link timeout covers
     /// only the request just before it, so the SEND has its own: a body the server never reads
     /// must not hold the slot); a request over [`LINKED_SEND_MAX`] as two chains, SEND →
     /// LINK_TIMEOUT beside RECV → LINK_TIMEOUT. Otherwise RECV → LINK_TIMEOUT alone.
     fn read_begin(&mut self, core: &mut Core<'_>, i: usize, t: u64, _readable: bool) {
+        if core.has_tls() {
+            // The ClientHello queued (or the attempt failed, the slot closed).
+            if !core.tls_begin(i, t, self) {
+                return;
+            }
+            if self.stopping {
+                return core.stopped(i, self);
+            }
+            return self.tls_drive(core, i, t);
+        }
         core.http_begin(i);
         if self.stopping {
             // Completed as the run stopped: closed now, its exchange abandoned (as with epoll).

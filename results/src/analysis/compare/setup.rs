@@ -9,7 +9,8 @@ use crate::record::RunRecord;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SetupDifference {
     /// What differs: `engine`, `load engine`, `protocol`, `target`, `server CPUs`, `load CPUs`, `client close`,
-    /// `server mode`, `netns`, `added RTT`, `durations`, `kernel`, `connstorm version`.
+    /// `server mode`, `netns`, `added RTT`, `durations`, `TLS groups`, `TLS ciphers`,
+    /// `TLS resumption`, `kernel`, `connstorm version`.
     pub what: String,
     /// Distinct values on side A, in order of appearance.
     pub a: Vec<String>,
@@ -84,7 +85,7 @@ fn protocol(r: &RunRecord) -> String {
 const NOT_RECORDED: &str = "not recorded";
 
 /// The facts compared, whether a difference refuses, and how each is read from a record.
-const FACTS: [Fact; 13] = [
+const FACTS: [Fact; 16] = [
     ("engine", true, |r| r.run.engine.clone()),
     // The load generator's connect engine: io_uring and epoll load the same server at
     // different rates (32,550 vs 21,160 conn/s here), a different experiment.
@@ -129,6 +130,28 @@ const FACTS: [Fact; 13] = [
         })
         .collect::<Vec<_>>()
         .join(" ")
+    }),
+    // What a `--tls` client offered (issue 36): X25519 and P-256 key exchanges, AES-128 and
+    // AES-256 suites, and a mix of full and resumed handshakes cost different CPU per
+    // connection, so each is a different experiment. Without TLS (or in an older record) not
+    // recorded: the protocol fact says TLS against TCP.
+    ("TLS groups", true, |r| {
+        r.run
+            .tls
+            .as_ref()
+            .map_or_else(|| NOT_RECORDED.into(), |t| t.groups.join(","))
+    }),
+    ("TLS ciphers", true, |r| {
+        r.run
+            .tls
+            .as_ref()
+            .map_or_else(|| NOT_RECORDED.into(), |t| t.ciphers.join(","))
+    }),
+    ("TLS resumption", true, |r| {
+        r.run
+            .tls
+            .as_ref()
+            .map_or_else(|| NOT_RECORDED.into(), crate::record::TlsSetup::resumption)
     }),
     ("kernel", false, |r| {
         r.host
@@ -233,6 +256,46 @@ mod tests {
         assert!(proto.refuses);
         assert_eq!(proto.a, ["TCP"]);
         assert_eq!(proto.b, ["TLS + HTTP GET /"]);
+    }
+
+    /// Issue 36 item 5: a different key exchange group, cipher suite list or resumption share
+    /// is a different experiment, listed and refused; a record without the TLS setup (older,
+    /// or plain TCP) differs from neither.
+    #[test]
+    fn tls_groups_ciphers_and_resume_share_differ_and_refuse() {
+        let tls = |g: &str, c: &str, share: Option<u8>| crate::record::TlsSetup {
+            version: "auto".into(),
+            server_name: "localhost".into(),
+            alpn: vec![],
+            groups: vec![g.into()],
+            ciphers: vec![c.into()],
+            resume: if share.is_some() { "tickets" } else { "off" }.into(),
+            resume_share_pct: share,
+            verified: true,
+        };
+        let mut a = RunRecord::example();
+        a.run.tls = Some(tls("X25519", "TLS13_AES_128_GCM_SHA256", Some(100)));
+        let mut b = a.clone();
+        b.run.tls = Some(tls("secp256r1", "TLS13_AES_256_GCM_SHA384", Some(30)));
+        let d = setup_differences(std::slice::from_ref(&a), std::slice::from_ref(&b));
+        let find = |w: &str| {
+            d.iter()
+                .find(|d| d.what == w)
+                .unwrap_or_else(|| panic!("{w}: {d:?}"))
+        };
+        assert!(find("TLS groups").refuses);
+        assert_eq!(
+            find("TLS groups").describe(),
+            "TLS groups: A X25519, B secp256r1"
+        );
+        assert!(find("TLS ciphers").refuses);
+        assert_eq!(
+            find("TLS resumption").describe(),
+            "TLS resumption: A tickets 100%, B tickets 30%"
+        );
+        assert!(setup_differences(std::slice::from_ref(&a), std::slice::from_ref(&a)).is_empty());
+        b.run.tls = None;
+        assert!(setup_differences(&[a], &[b]).is_empty());
     }
 
     /// Mixed setups compared: a bench record against a load record (no own server, no bench

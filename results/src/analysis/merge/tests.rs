@@ -619,6 +619,7 @@ fn tls_counts_and_the_tls_handshake_histogram_sum_exactly() {
             tls12: 0,
             alpn_agreed: 10 + i,
             cipher_suites: BTreeMap::from([("TLS13_AES_128_GCM_SHA256".to_string(), 10 + i)]),
+            groups: BTreeMap::from([("X25519".to_string(), 10 + i)]),
             failures: BTreeMap::from([("TLS alert UnknownCA sent".to_string(), i)]),
         });
     }
@@ -630,6 +631,7 @@ fn tls_counts_and_the_tls_handshake_histogram_sum_exactly() {
     assert_eq!(t.resumed, 42);
     assert_eq!(t.tls13, 46);
     assert_eq!(t.cipher_suites["TLS13_AES_128_GCM_SHA256"], 46);
+    assert_eq!(t.groups["X25519"], 46);
     // A segment from before the suites were counted makes the merged table unknown (empty),
     // not a partial count.
     let mut older = inputs.clone();
@@ -639,10 +641,18 @@ fn tls_counts_and_the_tls_handshake_histogram_sum_exactly() {
         .unwrap()
         .cipher_suites
         .clear();
+    // Nor the groups (issue 36): a segment with full handshakes and no group table is older.
+    older[1].record.phases[0]
+        .tls
+        .as_mut()
+        .unwrap()
+        .groups
+        .clear();
     let m2 = merge(&older).unwrap();
     let t2 = m2.record.phases[0].tls.as_ref().unwrap();
     assert_eq!(t2.handshakes, 46);
     assert!(t2.cipher_suites.is_empty(), "{:?}", t2.cipher_suites);
+    assert!(t2.groups.is_empty(), "{:?}", t2.groups);
     assert_eq!(t.failures["TLS alert UnknownCA sent"], 6);
     let h = p.histograms.decode(Latency::TlsHandshake).unwrap().unwrap();
     assert_eq!(h.len(), 46);
@@ -653,6 +663,114 @@ fn tls_counts_and_the_tls_handshake_histogram_sum_exactly() {
     inputs[2].record.phases[0].tls = None;
     let e = merge(&inputs).unwrap_err().to_string();
     assert!(e.contains("tls_handshake"), "{e}");
+}
+
+/// Issue 37 (edges): TLS counts that contradict each other or the phase are refused naming the
+/// file, the phase and the fields, each rule on its own; consistent counts merge.
+#[test]
+fn tls_counts_that_contradict_each_other_are_refused_naming_file_and_fields() {
+    let consistent = || crate::record::TlsCounts {
+        handshakes: 400,
+        full: 15,
+        resumed: 385,
+        tls13: 400,
+        tls12: 0,
+        alpn_agreed: 400,
+        cipher_suites: BTreeMap::from([("TLS13_AES_128_GCM_SHA256".to_string(), 400)]),
+        groups: BTreeMap::from([("X25519".to_string(), 400)]),
+        failures: BTreeMap::new(),
+    };
+    let with = |edit: &dyn Fn(&mut PhaseRecord)| {
+        let mut inputs = four();
+        for inp in &mut inputs {
+            let p = &mut inp.record.phases[0];
+            let mut h = new_latency_histogram();
+            h.record_n(1_000_000, 400).unwrap();
+            p.histograms.tls_handshake = Some(encode_histogram(&h));
+            p.tls = Some(consistent());
+        }
+        edit(&mut inputs[2].record.phases[0]);
+        let path = inputs[2].path.display().to_string();
+        (merge(&inputs).map(|_| ()), path)
+    };
+    assert!(with(&|_| {}).0.is_ok());
+    type Edit = fn(&mut PhaseRecord);
+    let cases: [(Edit, &str); 8] = [
+        (
+            |p| p.tls.as_mut().unwrap().full = 1_000_000_000,
+            "tls.full 1000000000 + tls.resumed 385 ≠ tls.handshakes 400",
+        ),
+        (
+            |p| p.tls.as_mut().unwrap().resumed = u64::MAX,
+            "tls.full 15 + tls.resumed 18446744073709551615 ≠ tls.handshakes 400",
+        ),
+        (
+            |p| p.tls.as_mut().unwrap().tls12 = 1,
+            "tls.tls13 400 + tls.tls12 1 ≠ tls.handshakes 400",
+        ),
+        (
+            |p| p.tls.as_mut().unwrap().alpn_agreed = 401,
+            "tls.alpn_agreed 401 > tls.handshakes 400",
+        ),
+        (
+            |p| {
+                p.tls
+                    .as_mut()
+                    .unwrap()
+                    .cipher_suites
+                    .insert("TLS13_AES_256_GCM_SHA384".into(), 1);
+            },
+            "the tls.cipher_suites counts add up to 401 > tls.handshakes 400",
+        ),
+        (
+            |p| {
+                p.tls.as_mut().unwrap().groups.insert("secp256r1".into(), 1);
+            },
+            "the tls.groups counts add up to 401 > tls.handshakes 400",
+        ),
+        (
+            |p| p.attempts = 399,
+            "tls.handshakes 400 > attempts 399 (one handshake per attempt at most)",
+        ),
+        (
+            |p| p.successes = 399,
+            "tls.handshakes 400 > successes 399 (without --http each TLS handshake is a success)",
+        ),
+    ];
+    for (edit, want) in cases {
+        let (r, path) = with(&edit);
+        let e = r.unwrap_err();
+        assert!(matches!(e, MergeError::TlsCounts { .. }), "{e:?}");
+        let e = e.to_string();
+        assert!(
+            e.starts_with(&format!(
+                "{path}: phase \"load\": the TLS counts contradict each other: {want}"
+            )),
+            "{e}"
+        );
+    }
+    // With --http a handshake may be followed by a failed exchange: more handshakes than
+    // successes is no contradiction.
+    let (r, _) = with(&|p: &mut PhaseRecord| {
+        p.successes = 399;
+        p.http = Some(crate::record::HttpCounts::default());
+    });
+    assert!(!matches!(r, Err(MergeError::TlsCounts { .. })), "{r:?}");
+    // A server's resumed TLS accepts are some of its accepts.
+    let mut inputs = four();
+    let mut srv = server(100, 100);
+    if let Some(s) = srv.record.phases[0].server.as_mut() {
+        s.tls_accepted = Some(10);
+        s.tls_resumed = Some(11);
+    }
+    let path = srv.path.display().to_string();
+    inputs.push(srv);
+    let e = merge(&inputs).unwrap_err().to_string();
+    assert!(
+        e.contains(&format!("{path}: phase "))
+            && e.contains("server.tls_resumed 11 > server.tls_accepted 10"),
+        "{e}"
+    );
 }
 
 /// Two unrelated load records without `--segment` were refused as "segments overlap … both

@@ -46,7 +46,12 @@ fn errno_list(m: &BTreeMap<String, u64>) -> String {
 
 fn host_blocks(r: &RecordReport, out: &mut Vec<Block>) {
     let run = &r.run;
-    let mut what = format!(
+    let mut what = r
+        .wire
+        .as_ref()
+        .map(|w| format!("{w}; "))
+        .unwrap_or_default();
+    what += &format!(
         "engine {}{}, steering {}, close {}, server mode {}, server CPUs {}, load CPUs {}",
         or_dash(&run.engine),
         run.engine_fallback_reason
@@ -73,6 +78,9 @@ fn host_blocks(r: &RecordReport, out: &mut Vec<Block>) {
         what.push_str(&format!(", target {t}"));
     }
     out.push(Block::Line(what));
+    if let Some(t) = &run.tls {
+        out.push(Block::Line(t.line()));
+    }
     out.push(Block::Line(format!(
         "connstorm {} ({}), started {}, wall {:.1} s{}",
         or_dash(&run.connstorm_version),
@@ -114,6 +122,9 @@ fn host_blocks(r: &RecordReport, out: &mut Vec<Block>) {
             b.ratio
         )));
     }
+    if let Some(f) = &r.crypto_floor {
+        out.push(Block::Line(f.line()));
+    }
 }
 
 fn or_dash(s: &str) -> &str {
@@ -147,8 +158,13 @@ fn latency_blocks(p: &PhaseReport, out: &mut Vec<Block>) {
     if let Some(g) = &p.generator_lag {
         // As `bench` prints it: the latencies above include this lag (they count from each
         // attempt's scheduled start).
+        // Beside it, what keeping it small costs: the load side's CPU per connection (any
+        // spin before the starts, `--spin`, is in it).
+        let cost = p.cpu.load.us_per_conn().map_or_else(String::new, |us| {
+            format!("; load CPU {} per connection", format_ns(us * 1e3))
+        });
         out.push(Block::Line(format!(
-            "generator lag (actual − scheduled start, included in the latencies above): p50 {}, p90 {}, p99 {}, p99.9 {}, max {} ({} starts)",
+            "generator lag (actual − scheduled start, included in the latencies above): p50 {}, p90 {}, p99 {}, p99.9 {}, max {} ({} starts){cost}",
             format_ns(g.p50_ns as f64),
             format_ns(g.p90_ns as f64),
             format_ns(g.p99_ns as f64),
@@ -325,6 +341,16 @@ fn phase_blocks(p: &PhaseReport, counters: Counters, out: &mut Vec<Block>) {
             shares.join(", "),
             errno_list(&s.accept_errors)
         )));
+    }
+    if let Some(s) = p
+        .server
+        .as_ref()
+        .and_then(|s| s.spread.or_else(|| s.compute_spread()))
+    {
+        out.push(Block::Line(crate::analysis::spread_line(&s)));
+    }
+    if let Some(line) = crate::analysis::softirq_line(&p.net_softirqs) {
+        out.push(Block::Line(line));
     }
     if let Some(t) = worker_table(p) {
         out.push(Block::Table(t));
@@ -596,7 +622,11 @@ pub(crate) fn blocks(reports: &[RecordReport], counters: Counters) -> Vec<Block>
         };
         out.push(Block::Heading(
             1,
-            format!("{title} ({}){file}", or_dash(&r.run.command)),
+            format!(
+                "{title} ({}){file}{}",
+                or_dash(&r.run.command),
+                common::tls::unverified_marker(r.run.tls.as_ref().is_none_or(|t| t.verified))
+            ),
         ));
         host_blocks(r, &mut out);
         for w in &r.warnings {
@@ -657,8 +687,18 @@ pub(crate) fn tls_line(
             .collect();
         format!("; cipher suites {}", v.join(", "))
     };
+    let groups = if t.groups.is_empty() {
+        String::new()
+    } else {
+        let v: Vec<String> = t
+            .groups
+            .iter()
+            .map(|(g, n)| format!("{g} {}", count(*n)))
+            .collect();
+        format!("; key exchange groups {}", v.join(", "))
+    };
     format!(
-        "tls: {} handshakes ({}): {} full ({}), {} resumed ({}); TLS 1.3 {}, TLS 1.2 {}{suites}; failed {}{srv}",
+        "tls: {} handshakes ({}): {} full ({}), {} resumed ({}); TLS 1.3 {}, TLS 1.2 {}{suites}{groups}; failed {}{srv}",
         count(t.handshakes),
         per_sec(t.handshakes),
         count(t.full),
