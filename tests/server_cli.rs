@@ -764,3 +764,162 @@ fn server_and_load_profiles_land_in_their_records() {
         );
     }
 }
+
+// Many server workers on few CPUs (issue 33, item 7): the server and the load generator as
+// libraries, in a private network namespace.
+
+/// 16 server workers (`connstorm server --server-workers 16`: [`server::ServerConfig::workers`])
+/// and 32 load workers on this process's CPUs (2 vCPUs here: 8 server workers and 16 load workers
+/// per CPU), in a private network namespace, an open loop bounded in count (4,000/s for 400 ms:
+/// about 1,600 connections): attempts = ΔTcp.ActiveOpens, successes = server accepts =
+/// ΔTcp.PassiveOpens, the per-worker accepts (of the final report and of the live stats) sum to
+/// the totals, the workers sit round-robin on the CPUs, and every server worker accepted at least
+/// one connection: the reuseport hash reached all 16 listeners (with 1,600 flows the chance that
+/// one of 16 gets none is 16 × (15/16)^1600, about 10^-43).
+fn many_server_workers_round(engine: server::EngineChoice) {
+    const SERVER_WORKERS: usize = 16;
+    const LOAD_WORKERS: usize = 32;
+    let cpus = testkit::allowed_cpus();
+    let started = Instant::now();
+    let (report, live, load, active, passive) = {
+        let cpus = cpus.clone();
+        testkit::NetNs::run(move |ns| {
+            let mut cfg = server::ServerConfig::new("127.0.0.1:0".parse().unwrap(), cpus.clone());
+            cfg.workers = SERVER_WORKERS;
+            cfg.engine = engine;
+            cfg.backlog = 4096;
+            let srv = server::Server::start(cfg).expect("server with 16 workers starts");
+            let reader = srv.stats_reader();
+            let load_cfg = loadgen::LoadConfig {
+                targets: vec![srv.local_addr()],
+                pattern: loadgen::Pattern::Open {
+                    rate_per_sec: 4000.0,
+                    arrival: loadgen::Arrival::Uniform,
+                },
+                duration: Duration::from_millis(400),
+                warmup: Duration::ZERO,
+                cpus,
+                workers: LOAD_WORKERS,
+                port_slices: loadgen::PortSlices::On,
+                close: loadgen::CloseMode::Rst,
+                sources: vec![],
+                connect_timeout: Duration::from_secs(3),
+                expect_bytes: None,
+                max_in_flight: 1000,
+                late_threshold: Duration::from_millis(1),
+                http: None,
+                tls: None,
+                engine: loadgen::LoadEngine::Epoll,
+                pacing: loadgen::Pacing::default(),
+                accept_stamps: None,
+            };
+            let (a0, p0) = (
+                ns.counter("Tcp.ActiveOpens"),
+                ns.counter("Tcp.PassiveOpens"),
+            );
+            let stop = std::sync::atomic::AtomicBool::new(false);
+            let load = loadgen::run(&load_cfg, &stop, &mut |_| {}).expect("load run");
+            // The stop drains every accept queue before it reports.
+            let report = srv.stop();
+            (
+                report,
+                reader.read(),
+                load,
+                ns.counter("Tcp.ActiveOpens") - a0,
+                ns.counter("Tcp.PassiveOpens") - p0,
+            )
+        })
+    };
+    let what = format!("{engine:?}");
+    let t = &load.total;
+    let per_worker: Vec<u64> = report.workers.iter().map(|w| w.accepted).collect();
+    println!(
+        "{what}: {} server workers, {} load workers, {} attempts, {} accepts, per server worker {per_worker:?}, {:?}",
+        report.workers.len(),
+        load.workers.len(),
+        t.attempts,
+        report.accepted(),
+        started.elapsed()
+    );
+    assert_eq!(report.workers.len(), SERVER_WORKERS, "{what}");
+    assert_eq!(load.workers.len(), LOAD_WORKERS, "{what}");
+    for (w, wr) in report.workers.iter().enumerate() {
+        assert_eq!(
+            wr.cpu,
+            cpus[w % cpus.len()],
+            "{what}: server worker {w}'s CPU"
+        );
+    }
+    assert!(t.successes > 0, "{what}: {t:?}");
+    assert_eq!(
+        t.attempts as i64, active,
+        "{what}: attempts vs ΔActiveOpens"
+    );
+    assert_eq!(t.successes, t.attempts, "{what}: failures {:?}", t.failures);
+    assert_eq!(report.accepted(), t.successes, "{what}: server accepts");
+    assert_eq!(passive, t.successes as i64, "{what}: ΔPassiveOpens");
+    assert_eq!(
+        live.accepted_per_worker, per_worker,
+        "{what}: live per-worker accepts vs the report's"
+    );
+    assert_eq!(live.accepted(), report.accepted(), "{what}: live total");
+    assert_eq!(
+        load.workers.iter().map(|w| w.successes).sum::<u64>(),
+        t.successes,
+        "{what}: per-load-worker successes"
+    );
+    for (w, &n) in per_worker.iter().enumerate() {
+        assert!(
+            n > 0,
+            "{what}: server worker {w} (CPU {}) accepted nothing: {per_worker:?}",
+            report.workers[w].cpu
+        );
+    }
+}
+
+#[test]
+fn sixteen_server_workers_on_few_cpus_keep_exact_counts_and_all_accept_epoll() {
+    let _x = testkit::exclusive();
+    many_server_workers_round(server::EngineChoice::Epoll);
+}
+
+#[test]
+fn sixteen_server_workers_on_few_cpus_keep_exact_counts_and_all_accept_uring() {
+    let _x = testkit::exclusive();
+    if let Err(why) = server::probe::io_uring() {
+        eprintln!("skipping: the io_uring server engine cannot run here: {why}");
+        return;
+    }
+    many_server_workers_round(server::EngineChoice::IoUring);
+}
+
+/// `--server-workers` on the command line: 3 workers on one CPU run and report 3 workers on that
+/// CPU; fewer workers than CPUs is refused (exit 2, one line naming the option).
+#[test]
+fn server_workers_oversubscribe_the_cpus_and_too_few_are_refused() {
+    let cpu = testkit::allowed_cpus()[0].to_string();
+    let out = Command::new(BIN)
+        .args(["server", "--listen", "127.0.0.1:0", "--cpus", &cpu])
+        .args(["--server-workers", "3", "--engine", "epoll"])
+        .args(["--duration", "100ms", "--format", "json"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("3 workers round-robin on CPUs"), "{stderr}");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let workers = report["workers"].as_array().unwrap();
+    assert_eq!(workers.len(), 3, "{report}");
+    for w in workers {
+        assert_eq!(w["cpu"].to_string(), cpu, "{report}");
+    }
+    let all = testkit::allowed_cpus();
+    if all.len() >= 2 {
+        let list = format!("{},{}", all[0], all[1]);
+        expect_bad_input(
+            &["--cpus", &list, "--server-workers", "1"],
+            "--server-workers: 1 server workers on 2 CPUs",
+        );
+    }
+    expect_bad_input(&["--server-workers", "0"], "--server-workers");
+}

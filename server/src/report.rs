@@ -54,11 +54,11 @@ impl fmt::Display for SteeringUsed {
 /// up to one wait period (50 ms) when idle).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LiveStats {
-    /// Connections accepted per worker, in `ServerConfig::cpus` order.
+    /// Connections accepted per worker, in worker order (`Server::cpus`).
     pub accepted_per_worker: Vec<u64>,
     /// Errors of all workers (accept, send and close failures).
     pub errors_total: u64,
-    /// Each worker thread's CPU time since it started, in `ServerConfig::cpus` order, read by the
+    /// Each worker thread's CPU time since it started, in worker order (`Server::cpus`), read by the
     /// worker itself ([`ThreadCpu::now`]: CLOCK_THREAD_CPUTIME_ID and getrusage(2)
     /// RUSAGE_THREAD) when it published: as fresh as the counts above. Softirq work the kernel
     /// does while the worker runs is charged to it; work in io_uring's io-wq threads

@@ -47,6 +47,13 @@ pub struct Args {
     /// run on.
     #[arg(long, value_parser = parse_cpus)]
     pub cpus: Option<CpuList>,
+    /// How many server workers, each with its own SO_REUSEPORT listener and event loop, spread
+    /// round-robin over --cpus (worker w on the w-th CPU of the list, wrapping): more workers
+    /// than CPUs oversubscribes them (e.g. `--server-workers 16 --cpus 0-1`, a test of
+    /// correctness at many workers on few CPUs; rates then measure the sharing, not the host).
+    /// 1 to 4,096, at least one per CPU. Default: one per CPU.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=4096))]
+    pub server_workers: Option<u16>,
     /// Event engine: `auto` (io_uring when it works here, else epoll with a note why), `io-uring`
     /// (multishot accept, Linux 5.19+; an error where unavailable) or `epoll` (mio).
     #[arg(long, default_value = "auto")]
