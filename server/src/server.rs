@@ -106,6 +106,7 @@ impl Server {
                 mode: cfg.mode,
                 engine,
                 tls: cfg.tls.as_ref().map(|t| Arc::clone(&t.config)),
+                syn_cpu: steering != SteeringUsed::None,
             };
             match shard::spawn(spec, Arc::clone(&shared), tx.clone()) {
                 Ok(h) => server.handles.push(h),
