@@ -25,6 +25,13 @@ pub struct SetupArgs {
     /// process may use.
     #[arg(long)]
     pub server_cpus: Option<String>,
+    /// How many server workers, each with its own SO_REUSEPORT listener and event loop, spread
+    /// round-robin over the server CPUs (as `connstorm server --server-workers`): more workers
+    /// than CPUs oversubscribes them (a correctness test at many workers; the rate then
+    /// measures the sharing). 1 to 4,096, at least one per server CPU. Default: one per server
+    /// CPU.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=4096), conflicts_with = "target")]
+    pub server_workers: Option<u16>,
     /// CPUs of the load workers, or `auto`. Default: the CPUs not serving (the same CPU on a
     /// 1-CPU host).
     #[arg(long)]

@@ -43,11 +43,16 @@ pub(super) fn plan_text(
             let _ = writeln!(out, "  server: external target {t} (load side only)");
         }
         None => {
+            let n = setup.server_workers.max(setup.server_cpus.len());
             let _ = writeln!(
                 out,
-                "  server: {} worker(s) on CPUs [{}], engine {}, mode {}, listen backlog {}",
-                setup.server_cpus.len(),
+                "  server: {n} worker(s) on CPUs [{}]{}, engine {}, mode {}, listen backlog {}",
                 cpus(&setup.server_cpus),
+                if n > setup.server_cpus.len() {
+                    " (round-robin, CPUs shared)"
+                } else {
+                    ""
+                },
                 engine(setup.engine),
                 setup.mode,
                 setup.backlog
@@ -162,6 +167,7 @@ mod tests {
     fn setup() -> Setup {
         Setup {
             server_cpus: vec![0],
+            server_workers: 0,
             load_cpus: vec![1, 2],
             engine: server::EngineChoice::Epoll,
             mode: server::Mode::Rst,
