@@ -80,7 +80,14 @@ pub(super) fn plan_text(
         (false, true) => "one HTTP/1.1 GET per connection",
         (false, false) => "TCP handshakes only",
     };
-    let _ = writeln!(out, "  protocol: {what}");
+    // The same words as the run's first line (seen: a dry run of `--http` or `--insecure` did
+    // not say which wire, or that the certificate would not be checked).
+    let _ = writeln!(
+        out,
+        "  protocol: {what}; {}{}",
+        common::wire::describe(setup.close.name(), setup.http, setup.tls.is_some()),
+        common::tls::unverified_marker(setup.tls.as_ref().is_none_or(|t| t.load.verified()))
+    );
     let (peak, latency, warmup) = split_duration(plan.duration);
     let _ = writeln!(
         out,
@@ -227,6 +234,7 @@ mod tests {
             "server: 1 worker(s) on CPUs [0], engine epoll, mode rst, listen backlog 4096",
             "load: 8 worker(s) on CPUs [1-2] (round-robin, CPUs shared), engine epoll, client close fin, port slices off",
             "placement: split",
+            "protocol: TCP handshakes only; wire: TCP, client closes first (FIN) after the handshake, TIME_WAIT on the client\n",
             "phase peak: closed loop, 64 attempts in flight, 2 s measured after 1 s warm-up",
             "phase latency: open loop at 20,000/s (--rate), 3 s measured after 1 s warm-up",
             "then: the kernel floor paired with connstorm, 6 pair(s) of 2 s slices",
