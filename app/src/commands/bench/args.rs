@@ -203,13 +203,11 @@ pub const EXAMPLES: &str = "\
 Examples:
   # Peak and latency phases on loopback, 15 s in all; the record goes under ./runs
   connstorm bench
-  # Server on CPUs 0-1, load on 2-3, 30 s, with the kernel floor measured beside the peak
-  connstorm bench --server-cpus 0-1 --load-cpus 2-3 --duration 30s --baseline
   # An external server (a gateway) over TLS: load side only, latency phase at 20k conn/s
   connstorm bench --target 192.0.2.10:443 --tls --rate 20k/s
   # A neper test (tcp_crr) in two network namespaces, with the kernel profile of its peak
   connstorm bench --netns --like 'tcp_crr -T 8 -F 1000' --profile
-  # The plan only: CPUs, workers, engines, phases and host changes; nothing runs
+  # The plan for server CPUs 0-1 and load CPUs 2-3 (workers, engines, phases); nothing runs
   connstorm bench --server-cpus 0-1 --load-cpus 2-3 --dry-run";
 
 /// The `connstorm bench` command line: the benchmark's options (shared with `ab`) and
