@@ -86,8 +86,7 @@ fn compare(
     what: &str,
     ours: u64,
     kernel: Option<i64>,
-    explained: u64,
-    advice: &str,
+    (explained, advice): (u64, &str),
     notes: &mut Vec<String>,
     agree: &mut bool,
 ) {
@@ -143,17 +142,20 @@ pub fn cross_check(c: &CrossCheckCounts) -> CrossCheck {
         "connects started vs Tcp.ActiveOpens",
         syns_sent,
         c.active_opens,
-        other_fails + other_passive,
-        // With an external target (`--target`) our server is not in the run: a target on this
-        // host in this namespace (a proxy's upstream connects) counts in Tcp.ActiveOpens too,
-        // and --netns, which puts our own server beside the load, does not apply.
-        if c.server_accepted.is_some() {
-            "rerun with --netns for an exact check"
-        } else {
-            "a target in this network namespace counts its own outgoing connects here too (a \
-             proxy's upstream connects): run the target in another namespace or host for an \
-             exact check"
-        },
+        (
+            other_fails + other_passive,
+            // With an external target (`--target`) our server is not in the run: a target on
+            // this host in this namespace (a proxy's upstream connects) counts in
+            // Tcp.ActiveOpens too, and --netns, which puts our own server beside the load, does
+            // not apply.
+            if c.server_accepted.is_some() {
+                "rerun with --netns for an exact check"
+            } else {
+                "a target in this network namespace counts its own outgoing connects here too \
+                 (a proxy's upstream connects): run the target in another namespace or host for \
+                 an exact check"
+            },
+        ),
         &mut notes,
         &mut agree,
     );
@@ -163,8 +165,7 @@ pub fn cross_check(c: &CrossCheckCounts) -> CrossCheck {
             "server accepts vs Tcp.PassiveOpens",
             acc,
             c.passive_opens,
-            other_passive,
-            "rerun with --netns for an exact check",
+            (other_passive, "rerun with --netns for an exact check"),
             &mut notes,
             &mut agree,
         );

@@ -40,7 +40,7 @@ pub struct CryptoFloor {
 
 /// Why no ratio is given when some handshakes resumed (the same words in `load` and the record's
 /// text).
-pub const RESUMED_NOT_COMPARABLE: &str = "some handshakes resumed: not comparable with the \
+const RESUMED_NOT_COMPARABLE: &str = "some handshakes resumed: not comparable with the \
      full-handshake floor; --tls-resume off gives the ratio";
 
 impl CryptoFloor {
