@@ -2665,3 +2665,26 @@ fn bench_tls_baseline_records_the_crypto_floor() {
     assert!(f.all_full, "{f:?}");
     assert!(text.contains(&f.line()), "{text}");
 }
+
+/// Names and help: `--accept-wait on|off` is documented by its own words; the `on`/`off` values
+/// it shares with `server --tls-resume` no longer carry that option's words into bench's help
+/// (`off: Not offered: every handshake full` read as if it were about TLS).
+#[test]
+fn accept_wait_help_says_what_it_does_not_what_tls_resume_does() {
+    let out = run(&["bench", "--help"]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let at = text
+        .find("--accept-wait <on|off>")
+        .expect("--accept-wait in bench --help");
+    let end = text[at..].find("\n      --").map_or(text.len(), |e| at + e);
+    let section = &text[at..end];
+    assert!(section.contains("stamps each"), "{section}");
+    for foreign in ["every handshake full", "Offered", "Not offered"] {
+        assert!(!section.contains(foreign), "{foreign:?} in:\n{section}");
+    }
+    let out = run(&["server", "--help"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("--tls-resume <on|off>"), "{text}");
+    assert!(text.contains("offers none"), "{text}");
+}
