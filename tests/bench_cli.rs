@@ -2688,3 +2688,53 @@ fn accept_wait_help_says_what_it_does_not_what_tls_resume_does() {
     assert!(text.contains("--tls-resume <on|off>"), "{text}");
     assert!(text.contains("offers none"), "{text}");
 }
+
+/// Contradictory options: `--close server` waits for the server's FIN and `--mode hold` never
+/// sends one, so every attempt hung until the connect timeout and the run ended "nothing
+/// measured" (exit 3). Refused before anything runs (exit 2, one line naming both), in bench,
+/// its --dry-run and scale's --dry-run; `--close fin --mode hold` (neper's wire) still plans.
+#[test]
+fn close_server_with_mode_hold_is_refused_before_anything_runs() {
+    for args in [
+        &[
+            "bench",
+            "--close",
+            "server",
+            "--mode",
+            "hold",
+            "--duration",
+            "1s",
+        ][..],
+        &["bench", "--close", "server", "--mode", "hold", "--dry-run"][..],
+        &[
+            "scale",
+            "--close",
+            "server",
+            "--mode",
+            "hold",
+            "--shape",
+            "together",
+            "--pairs",
+            "shared",
+            "--dry-run",
+        ][..],
+    ] {
+        let out = run(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(
+            stderr.starts_with(
+                "connstorm: error: --close server waits for the server to close, and --mode hold"
+            ),
+            "{args:?}: {stderr}"
+        );
+        assert!(out.stdout.is_empty(), "{args:?}: nothing planned or run");
+    }
+    let out = run(&["bench", "--close", "fin", "--mode", "hold", "--dry-run"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
