@@ -2738,3 +2738,26 @@ fn close_server_with_mode_hold_is_refused_before_anything_runs() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Contradictory options: `--accept-wait off` stamps nothing, so an accept-queue-wait SLO could
+/// never be judged; the sweep ran its probe and steps anyway. Refused before anything runs
+/// (exit 2, one line naming the SLO and that `--accept-wait on` records it).
+#[test]
+fn an_accept_queue_wait_slo_with_accept_wait_off_is_refused_before_anything_runs() {
+    let out = run(&[
+        "sweep",
+        "--slo",
+        "accept-queue-wait p99<5ms",
+        "--accept-wait",
+        "off",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with("connstorm: error: the SLO bounds the accept-queue-wait latency"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("--accept-wait on"), "{stderr}");
+    assert!(out.stdout.is_empty(), "nothing ran");
+}
