@@ -1293,3 +1293,50 @@ fn the_terminal_a_full_stdout_is_named_in_the_error() {
         );
     }
 }
+
+/// Files people bring: a hand-edited record whose TLS counts contradict each other (`100
+/// handshakes: 5 full, 0 resumed`) was reported, compared and plotted as measured; merge refused
+/// it. Now every record command refuses it (exit 2, one line naming the file, the phase and the
+/// fields), and the consistent record still reads.
+#[test]
+fn a_record_with_contradictory_tls_counts_is_refused_by_every_record_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rec = RunRecord::example();
+    let p = &mut rec.phases[0];
+    let n = p.successes;
+    p.http = None;
+    p.tls = Some(results::record::TlsCounts {
+        handshakes: n,
+        full: n,
+        tls13: n,
+        ..Default::default()
+    });
+    let good = dir.path().join("good.json");
+    std::fs::write(&good, rec.to_json()).unwrap();
+    ok(&["report", good.to_str().unwrap()]);
+    rec.phases[0].tls.as_mut().unwrap().full = n / 20;
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, rec.to_json()).unwrap();
+    let (g, b) = (good.to_str().unwrap(), bad.to_str().unwrap());
+    let svg = dir.path().join("x.svg");
+    for args in [
+        vec!["report", b],
+        vec!["compare", "--a", g, "--b", b],
+        vec!["plot", b, "-o", svg.to_str().unwrap()],
+    ] {
+        let o = connstorm(&args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            err.contains(&format!(
+                "bad.json: phase {:?}: the TLS counts contradict each other: tls.full {} + tls.resumed 0 ≠ tls.handshakes {n}",
+                rec.phases[0].name,
+                n / 20
+            )),
+            "{args:?}: {err}"
+        );
+        assert!(stdout(&o).is_empty(), "{args:?}: nothing reported");
+    }
+    assert!(!svg.exists());
+}

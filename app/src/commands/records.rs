@@ -9,9 +9,22 @@ use results::record::RunRecord;
 
 use crate::bad_input;
 
-/// Reads a record; a missing or bad file is bad input (exit code 2).
+/// Reads a record; a missing or bad file is bad input (exit code 2), and so is a record whose
+/// TLS counts contradict each other ([`results::record::PhaseRecord::tls_counts_contradiction`],
+/// as `merge` refuses it): a report would print them as measured (`100 handshakes: 5 full, 0
+/// resumed`).
 pub fn read_record(path: &Path) -> anyhow::Result<RunRecord> {
-    RunRecord::read(path).map_err(|e| bad_input(e.to_string()))
+    let rec = RunRecord::read(path).map_err(|e| bad_input(e.to_string()))?;
+    for p in &rec.phases {
+        if let Some(what) = p.tls_counts_contradiction() {
+            return Err(bad_input(format!(
+                "{}: phase {:?}: the TLS counts contradict each other: {what}; connstorm writes them consistent: re-run the benchmark or fix the record",
+                path.display(),
+                p.name
+            )));
+        }
+    }
+    Ok(rec)
 }
 
 /// Refuses an output path that is one of the command's input records (by device and inode, so
