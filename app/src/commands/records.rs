@@ -95,8 +95,32 @@ pub fn write_output(output: &Path, text: &str) -> anyhow::Result<()> {
             .and_then(|()| out.flush())
             .context("cannot write to stdout")
     } else if std::fs::symlink_metadata(output).is_ok_and(|m| !m.file_type().is_file()) {
-        // A device or a link the user named (`/dev/stdout`, a FIFO): written in place.
-        std::fs::write(output, text).with_context(|| format!("cannot write {}", output.display()))
+        // A device or a link the user named (`/dev/stdout`, a FIFO): written in place, opened
+        // non-blocking so that a FIFO no process reads fails at once (ENXIO) instead of
+        // blocking the command forever; made blocking again for the write.
+        use std::os::unix::fs::OpenOptionsExt as _;
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .truncate(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(output)
+            .map_err(|e| {
+                if e.raw_os_error() == Some(libc::ENXIO) {
+                    bad_input(format!(
+                        "-o {}: a FIFO that no process reads: writing it would wait forever; start its reader first, or give a file path or - for stdout",
+                        output.display()
+                    ))
+                } else {
+                    anyhow::Error::new(e).context(format!("cannot write {}", output.display()))
+                }
+            })?;
+        nix::fcntl::fcntl(
+            &f,
+            nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::empty()),
+        )
+        .with_context(|| format!("cannot write {}", output.display()))?;
+        f.write_all(text.as_bytes())
+            .with_context(|| format!("cannot write {}", output.display()))
     } else {
         // A regular file: so a failed write (ENOSPC) leaves no truncated file behind.
         common::files::write_atomic(output, text.as_bytes())
