@@ -2666,6 +2666,96 @@ fn bench_tls_baseline_records_the_crypto_floor() {
     assert!(text.contains(&f.line()), "{text}");
 }
 
+/// `bench --server-workers` (issue 33, item 7): fewer workers than server CPUs is refused before
+/// anything runs; the dry run shows them round-robin; a run in network namespaces with 4 server
+/// workers on one server CPU records one row per server worker, all on that CPU, whose accepts
+/// add up to the phase's server accepts (= ΔPassiveOpens where the cross-check read it).
+#[test]
+fn bench_takes_server_workers_round_robin_on_the_server_cpus() {
+    let _x = testkit::exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().to_str().unwrap();
+    let out = run(&[
+        "bench",
+        "--out",
+        out_dir,
+        "--server-cpus",
+        "0-1",
+        "--load-cpus",
+        "1",
+        "--server-workers",
+        "1",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--server-workers: 1 server workers on 2 server CPUs"),
+        "{err}"
+    );
+    let out = run(&[
+        "bench",
+        "--dry-run",
+        "--server-cpus",
+        "0",
+        "--load-cpus",
+        "1",
+        "--server-workers",
+        "3",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("server: 3 worker(s) on CPUs [0] (round-robin, CPUs shared)"),
+        "{text}"
+    );
+    let out = run(&[
+        "bench",
+        "--out",
+        out_dir,
+        "--duration",
+        "1s",
+        "--netns",
+        "--server-cpus",
+        "0",
+        "--load-cpus",
+        "1",
+        "--server-workers",
+        "4",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let rec = RunRecord::read(&records(dir.path())[0]).unwrap();
+    assert_eq!(rec.config["setup"]["server_workers"], 4);
+    assert!(!rec.phases.is_empty(), "phases recorded");
+    for p in &rec.phases {
+        println!(
+            "{}: per server worker {:?}",
+            p.name,
+            p.server
+                .as_ref()
+                .map(|s| s.workers.iter().map(|w| w.accepted).collect::<Vec<_>>())
+        );
+        let s = p.server.as_ref().expect("our own server");
+        assert_eq!(s.workers.len(), 4, "{}: one row per server worker", p.name);
+        assert!(s.workers.iter().all(|w| w.cpu == 0), "{}", p.name);
+        assert!(s.accepted() > 0, "{}: accepted nothing", p.name);
+        let cc = p.cross_check.as_ref().unwrap();
+        assert_eq!(
+            Some(s.accepted()),
+            cc.server_accepted,
+            "{}: per-worker sums",
+            p.name
+        );
+        if let Some(passive) = cc.kernel_passive_opens {
+            assert_eq!(passive, s.accepted() as i64, "{}: ΔPassiveOpens", p.name);
+        }
+    }
+}
+
 /// Names and help: `--accept-wait on|off` is documented by its own words; the `on`/`off` values
 /// it shares with `server --tls-resume` no longer carry that option's words into bench's help
 /// (`off: Not offered: every handshake full` read as if it were about TLS).

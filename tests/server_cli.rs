@@ -764,3 +764,341 @@ fn server_and_load_profiles_land_in_their_records() {
         );
     }
 }
+
+// Many server workers on few CPUs (issue 33, item 7): the server and the load generator as
+// libraries, in a private network namespace.
+
+/// An open loop of `rate_per_sec` for 400 ms against `target` from `workers` load workers
+/// round-robin on `cpus`, closing with RST (no TIME_WAIT), epoll engine.
+fn open_load(
+    target: SocketAddr,
+    rate_per_sec: f64,
+    cpus: Vec<usize>,
+    workers: usize,
+) -> loadgen::LoadConfig {
+    loadgen::LoadConfig {
+        targets: vec![target],
+        pattern: loadgen::Pattern::Open {
+            rate_per_sec,
+            arrival: loadgen::Arrival::Uniform,
+        },
+        duration: Duration::from_millis(400),
+        warmup: Duration::ZERO,
+        cpus,
+        workers,
+        port_slices: loadgen::PortSlices::On,
+        close: loadgen::CloseMode::Rst,
+        sources: vec![],
+        connect_timeout: Duration::from_secs(3),
+        expect_bytes: None,
+        max_in_flight: 1000,
+        late_threshold: Duration::from_millis(1),
+        http: None,
+        tls: None,
+        engine: loadgen::LoadEngine::Epoll,
+        pacing: loadgen::Pacing::default(),
+        accept_stamps: None,
+    }
+}
+
+/// 16 server workers (`connstorm server --server-workers 16`: [`server::ServerConfig::workers`])
+/// and 32 load workers on this process's CPUs (2 vCPUs here: 8 server workers and 16 load workers
+/// per CPU), in a private network namespace, an open loop bounded in count (4,000/s for 400 ms:
+/// about 1,600 connections): attempts = ΔTcp.ActiveOpens, successes = server accepts =
+/// ΔTcp.PassiveOpens, the per-worker accepts (of the final report and of the live stats) sum to
+/// the totals, the workers sit round-robin on the CPUs, and every server worker accepted at least
+/// one connection: the reuseport hash reached all 16 listeners (with 1,600 flows the chance that
+/// one of 16 gets none is 16 × (15/16)^1600, about 10^-43).
+fn many_server_workers_round(engine: server::EngineChoice) {
+    const SERVER_WORKERS: usize = 16;
+    const LOAD_WORKERS: usize = 32;
+    let cpus = testkit::allowed_cpus();
+    let started = Instant::now();
+    let (report, live, load, active, passive) = {
+        let cpus = cpus.clone();
+        testkit::NetNs::run(move |ns| {
+            let mut cfg = server::ServerConfig::new("127.0.0.1:0".parse().unwrap(), cpus.clone());
+            cfg.workers = SERVER_WORKERS;
+            cfg.engine = engine;
+            cfg.backlog = 4096;
+            let srv = server::Server::start(cfg).expect("server with 16 workers starts");
+            let reader = srv.stats_reader();
+            let load_cfg = open_load(srv.local_addr(), 4000.0, cpus, LOAD_WORKERS);
+            let (a0, p0) = (
+                ns.counter("Tcp.ActiveOpens"),
+                ns.counter("Tcp.PassiveOpens"),
+            );
+            let stop = std::sync::atomic::AtomicBool::new(false);
+            let load = loadgen::run(&load_cfg, &stop, &mut |_| {}).expect("load run");
+            // The stop drains every accept queue before it reports.
+            let report = srv.stop();
+            (
+                report,
+                reader.read(),
+                load,
+                ns.counter("Tcp.ActiveOpens") - a0,
+                ns.counter("Tcp.PassiveOpens") - p0,
+            )
+        })
+    };
+    let what = format!("{engine:?}");
+    let t = &load.total;
+    let per_worker: Vec<u64> = report.workers.iter().map(|w| w.accepted).collect();
+    println!(
+        "{what}: {} server workers, {} load workers, {} attempts, {} accepts, per server worker {per_worker:?}, {:?}",
+        report.workers.len(),
+        load.workers.len(),
+        t.attempts,
+        report.accepted(),
+        started.elapsed()
+    );
+    assert_eq!(report.workers.len(), SERVER_WORKERS, "{what}");
+    assert_eq!(load.workers.len(), LOAD_WORKERS, "{what}");
+    for (w, wr) in report.workers.iter().enumerate() {
+        assert_eq!(
+            wr.cpu,
+            cpus[w % cpus.len()],
+            "{what}: server worker {w}'s CPU"
+        );
+    }
+    assert!(t.successes > 0, "{what}: {t:?}");
+    assert_eq!(
+        t.attempts as i64, active,
+        "{what}: attempts vs ΔActiveOpens"
+    );
+    assert_eq!(t.successes, t.attempts, "{what}: failures {:?}", t.failures);
+    assert_eq!(report.accepted(), t.successes, "{what}: server accepts");
+    assert_eq!(passive, t.successes as i64, "{what}: ΔPassiveOpens");
+    assert_eq!(
+        live.accepted_per_worker, per_worker,
+        "{what}: live per-worker accepts vs the report's"
+    );
+    assert_eq!(live.accepted(), report.accepted(), "{what}: live total");
+    assert_eq!(
+        load.workers.iter().map(|w| w.successes).sum::<u64>(),
+        t.successes,
+        "{what}: per-load-worker successes"
+    );
+    // Without steering nothing is sampled: the accept path reads no SO_INCOMING_CPU.
+    assert_eq!(report.syn_cpu(), None, "{what}");
+    for (w, &n) in per_worker.iter().enumerate() {
+        assert!(
+            n > 0,
+            "{what}: server worker {w} (CPU {}) accepted nothing: {per_worker:?}",
+            report.workers[w].cpu
+        );
+    }
+}
+
+#[test]
+fn sixteen_server_workers_on_few_cpus_keep_exact_counts_and_all_accept_epoll() {
+    let _x = testkit::exclusive();
+    many_server_workers_round(server::EngineChoice::Epoll);
+}
+
+#[test]
+fn sixteen_server_workers_on_few_cpus_keep_exact_counts_and_all_accept_uring() {
+    let _x = testkit::exclusive();
+    if let Err(why) = server::probe::io_uring() {
+        eprintln!("skipping: the io_uring server engine cannot run here: {why}");
+        return;
+    }
+    many_server_workers_round(server::EngineChoice::IoUring);
+}
+
+/// `--server-workers` on the command line: 3 workers on one CPU run and report 3 workers on that
+/// CPU; fewer workers than CPUs is refused (exit 2, one line naming the option).
+#[test]
+fn server_workers_oversubscribe_the_cpus_and_too_few_are_refused() {
+    let cpu = testkit::allowed_cpus()[0].to_string();
+    let out = Command::new(BIN)
+        .args(["server", "--listen", "127.0.0.1:0", "--cpus", &cpu])
+        .args(["--server-workers", "3", "--engine", "epoll"])
+        .args(["--duration", "100ms", "--format", "json"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("3 workers round-robin on CPUs"), "{stderr}");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let workers = report["workers"].as_array().unwrap();
+    assert_eq!(workers.len(), 3, "{report}");
+    for w in workers {
+        assert_eq!(w["cpu"].to_string(), cpu, "{report}");
+    }
+    let all = testkit::allowed_cpus();
+    if all.len() >= 2 {
+        let list = format!("{},{}", all[0], all[1]);
+        expect_bad_input(
+            &["--cpus", &list, "--server-workers", "1"],
+            "--server-workers: 1 server workers on 2 CPUs",
+        );
+    }
+    expect_bad_input(&["--server-workers", "0"], "--server-workers");
+}
+
+// With `--steer cpu` (issue 33, item 4): the share of connections accepted on the CPU that
+// processed their packets.
+
+/// A server on this process's CPUs with `--steer cpu` and load workers on the same CPUs, in a
+/// private network namespace (loopback: a connection's packets are processed on its client's
+/// CPU), an open loop of 2,000/s for 400 ms: the report has the share; it lies in [0, 1]; its
+/// numerator and the other-CPU count add up to its denominator; each worker sampled exactly its
+/// 1st, 17th, 33rd, ... accept (⌈accepted ÷ 16⌉, none unreadable), and the counts still agree
+/// with the kernel (accepts = ΔPassiveOpens = the load's successes).
+fn steered_round(engine: server::EngineChoice) {
+    let cpus = testkit::allowed_cpus();
+    let (report, load, passive) = {
+        let cpus = cpus.clone();
+        testkit::NetNs::run(move |ns| {
+            let mut cfg = server::ServerConfig::new("127.0.0.1:0".parse().unwrap(), cpus.clone());
+            cfg.engine = engine;
+            cfg.backlog = 4096;
+            cfg.steer = server::Steer::Cpu;
+            let srv = server::Server::start(cfg).expect("server with --steer cpu starts");
+            let load_cfg = open_load(srv.local_addr(), 2000.0, cpus.clone(), cpus.len());
+            let p0 = ns.counter("Tcp.PassiveOpens");
+            let stop = std::sync::atomic::AtomicBool::new(false);
+            let load = loadgen::run(&load_cfg, &stop, &mut |_| {}).expect("load run");
+            let report = srv.stop();
+            (report, load, ns.counter("Tcp.PassiveOpens") - p0)
+        })
+    };
+    let what = format!("{engine:?}");
+    let s = report
+        .syn_cpu()
+        .unwrap_or_else(|| panic!("{what}: no SYN-CPU share with --steer cpu: {report:?}"));
+    println!(
+        "{what}: steering {}, ring {:?}, {} accepts; {}",
+        report.steering,
+        report.ring_setup,
+        report.accepted(),
+        s.line()
+    );
+    assert!(load.total.successes > 0, "{what}: {:?}", load.total);
+    assert_eq!(report.accepted(), load.total.successes, "{what}: accepts");
+    assert_eq!(passive, report.accepted() as i64, "{what}: ΔPassiveOpens");
+    let share = s.share().expect("sampled at least one accept");
+    assert!((0.0..=1.0).contains(&share), "{what}: share {share}");
+    assert_eq!(s.same_cpu + s.other_cpu(), s.sampled, "{what}: {s:?}");
+    assert_eq!(s.unread, 0, "{what}: {s:?}");
+    assert_eq!(s.sample_every, 16, "{what}: {s:?}");
+    let mut expected = 0;
+    for w in &report.workers {
+        let ws = w.syn_cpu.expect("every worker reports its samples");
+        assert_eq!(
+            ws.sampled + ws.unread,
+            common::syncpu::SynCpuShare::samples_of(w.accepted, 16),
+            "{what}: worker on CPU {} accepted {}: {ws:?}",
+            w.cpu,
+            w.accepted
+        );
+        assert!(ws.same_cpu <= ws.sampled, "{what}: {ws:?}");
+        expected += ws.sampled;
+    }
+    assert_eq!(s.sampled, expected, "{what}: the workers' samples add up");
+    if engine == server::EngineChoice::IoUring {
+        // The samples need an fd: no direct descriptors with steering.
+        let ring = report.ring_setup.as_deref().unwrap_or_default();
+        assert!(!ring.contains("direct_accept"), "{what}: {ring}");
+    }
+}
+
+#[test]
+fn steer_cpu_reports_the_share_accepted_on_the_packets_cpu_epoll() {
+    let _x = testkit::exclusive();
+    steered_round(server::EngineChoice::Epoll);
+}
+
+#[test]
+fn steer_cpu_reports_the_share_accepted_on_the_packets_cpu_uring() {
+    let _x = testkit::exclusive();
+    if let Err(why) = server::probe::io_uring() {
+        eprintln!("skipping: the io_uring server engine cannot run here: {why}");
+        return;
+    }
+    steered_round(server::EngineChoice::IoUring);
+}
+
+/// `connstorm server --steer cpu`: 20 connections give each worker's samples (one CPU: its 1st
+/// and 17th accept) in the JSON report, and the text report prints the share's line; without
+/// `--steer` the JSON has no `syn_cpu`.
+#[test]
+fn the_server_prints_and_records_the_syn_cpu_share_with_steer_cpu() {
+    let cpu = testkit::allowed_cpus()[0].to_string();
+    let connect = |addr: SocketAddr, n: usize| {
+        for _ in 0..n {
+            let mut buf = Vec::new();
+            let _ = TcpStream::connect(addr).unwrap().read_to_end(&mut buf);
+        }
+    };
+    for (steer, want) in [("cpu", Some(2)), ("none", None)] {
+        let (mut child, addr, _stderr) =
+            spawn_server(&[], &["--cpus", &cpu, "--steer", steer, "--format", "json"]);
+        connect(addr, 20);
+        let report = terminate(&mut child);
+        assert_eq!(accepted(&report), 20, "{report}");
+        let w = &report["workers"][0];
+        match want {
+            Some(n) => {
+                assert_eq!(
+                    w["syn_cpu"]["sampled"].as_u64().unwrap()
+                        + w["syn_cpu"]["unread"].as_u64().unwrap(),
+                    n,
+                    "{report}"
+                );
+                assert!(w["syn_cpu"]["same_cpu"].as_u64().unwrap() <= n, "{report}");
+            }
+            None => assert!(w.get("syn_cpu").is_none(), "{report}"),
+        }
+    }
+    let (child, addr, _stderr) = spawn_server(
+        &[],
+        &["--cpus", &cpu, "--steer", "cpu", "--duration", "1500ms"],
+    );
+    connect(addr, 3);
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("accepted on the CPU that processed their packets (SO_INCOMING_CPU): ")
+            && text.contains("sampled connections, 1 in 16)"),
+        "{text}"
+    );
+}
+
+/// The share measures where packets were processed, not where the listener was pinned: on
+/// loopback a connection's packets are processed on its client's CPU, so with the server on CPU
+/// a, load on the same CPU gives a share of exactly 1 and load on another CPU b exactly 0 (no
+/// listener for b: the kernel falls back to one on a, and the accepted socket's SO_INCOMING_CPU
+/// says b). Needs two CPUs; says why it skips with one.
+#[test]
+fn the_syn_cpu_share_is_one_on_the_clients_cpu_and_zero_off_it() {
+    let _x = testkit::exclusive();
+    let all = testkit::allowed_cpus();
+    if all.len() < 2 {
+        eprintln!("skipping: needs two usable CPUs, this process has {all:?}");
+        return;
+    }
+    let (a, b) = (all[0], all[1]);
+    for (load_cpu, want) in [(a, 1.0), (b, 0.0)] {
+        let report = testkit::NetNs::run(move |_| {
+            let mut cfg = server::ServerConfig::new("127.0.0.1:0".parse().unwrap(), vec![a]);
+            cfg.engine = server::EngineChoice::Epoll;
+            cfg.steer = server::Steer::Cpu;
+            let srv = server::Server::start(cfg).expect("server starts");
+            let load_cfg = open_load(srv.local_addr(), 1000.0, vec![load_cpu], 1);
+            let stop = std::sync::atomic::AtomicBool::new(false);
+            loadgen::run(&load_cfg, &stop, &mut |_| {}).expect("load run");
+            srv.stop()
+        });
+        let s = report.syn_cpu().expect("sampled with --steer cpu");
+        assert!(s.sampled > 0, "{s:?}");
+        assert_eq!(
+            s.share(),
+            Some(want),
+            "server on CPU {a}, load on CPU {load_cpu}: {}",
+            s.line()
+        );
+    }
+}

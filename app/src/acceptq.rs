@@ -428,6 +428,7 @@ mod tests {
         for engine in engines {
             let setup = crate::setup::Setup {
                 server_cpus: vec![srv],
+                server_workers: 0,
                 load_cpus: vec![load],
                 engine,
                 mode: server::Mode::Close,
@@ -518,6 +519,7 @@ mod tests {
         let (srv, load) = (cpus[0], *cpus.get(1).unwrap_or(&cpus[0]));
         let setup = crate::setup::Setup {
             server_cpus: vec![srv],
+            server_workers: 0,
             load_cpus: vec![load],
             engine: server::EngineChoice::Epoll,
             mode: server::Mode::Close,

@@ -65,6 +65,7 @@ impl Harness {
                 };
                 let mut cfg =
                     server::ServerConfig::new(SocketAddr::new(ip, 0), setup.server_cpus.clone());
+                cfg.workers = setup.server_workers;
                 cfg.engine = setup.engine;
                 cfg.mode = setup.mode;
                 cfg.backlog = setup.backlog;

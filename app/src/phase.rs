@@ -73,10 +73,10 @@ pub fn outcome(m: Measured<'_>) -> PhaseOutcome {
         }
     }
 
+    // One row per server worker: more than one per CPU with --server-workers.
+    let worker_cpus = server::config::worker_cpus(&m.setup.server_cpus, m.setup.server_workers);
     let server_side = m.accepted.as_ref().map(|(b, a)| rec::ServerSide {
-        workers: m
-            .setup
-            .server_cpus
+        workers: worker_cpus
             .iter()
             .enumerate()
             .map(|(i, &cpu)| rec::WorkerAccepts {

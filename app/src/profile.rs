@@ -74,6 +74,8 @@ impl Settings {
         for (side, cpus) in sides.iter().filter(|(_, cpus)| !cpus.is_empty()) {
             let mut cpus = cpus.to_vec();
             cpus.sort_unstable();
+            // A CPU repeats when workers outnumber CPUs (`--server-workers`): profile it once.
+            cpus.dedup();
             match merged.iter_mut().find(|s| s.cpus == cpus) {
                 Some(s) => s.side = format!("{}+{side}", s.side),
                 None => merged.push(SideCpus {

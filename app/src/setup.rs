@@ -10,6 +10,9 @@ use std::time::Duration;
 pub struct Setup {
     /// CPUs of the server workers (ignored with `target`).
     pub server_cpus: Vec<usize>,
+    /// Server workers (`bench --server-workers`): 0 = one per server CPU; more = that many,
+    /// spread over the server CPUs round-robin ([`server::ServerConfig::workers`]).
+    pub server_workers: usize,
     /// CPUs of the load workers.
     pub load_cpus: Vec<usize>,
     /// Server engine choice.

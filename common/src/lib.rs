@@ -20,6 +20,7 @@
 //! - [`rlimit`]: raising RLIMIT_NOFILE, for the binary to call once.
 //! - [`threadcpu`]: a thread's own CPU time (CLOCK_THREAD_CPUTIME_ID, RUSAGE_THREAD), which every
 //!   server and load worker publishes.
+//! - [`syncpu`]: with `--steer cpu`, the share of connections accepted on their packets' CPU.
 //! - [`addr`]: `--target` names resolved to every address, `--source` ranges, local addresses.
 //! - [`units`]: the command line's units (durations, connection rates, `HOST:PORT`, CPU lists),
 //!   the `value_parser`s of every option that takes them.
@@ -56,6 +57,7 @@ pub mod files;
 pub mod metrics;
 pub mod numfmt;
 pub mod rlimit;
+pub mod syncpu;
 pub mod table;
 pub mod threadcpu;
 pub mod tls;

@@ -5,6 +5,16 @@
 //! starts with it (`load`, `bench`, `report` on a record), from the close mode's name as the
 //! command line and the record spell it (`rst`, `fin`, `server`).
 
+/// The words before the wire's description in text (`wire: `); a JSON field named `wire` holds
+/// the description without them ([`value`]).
+pub const PREFIX: &str = "wire: ";
+
+/// The description of a [`describe`] line without its [`PREFIX`], for a JSON field already named
+/// `wire` (seen: `"wire": "wire: TCP, …"`).
+pub fn value(line: &str) -> &str {
+    line.strip_prefix(PREFIX).unwrap_or(line)
+}
+
 /// `wire: …`: the protocol (`TCP`, `TLS`, `HTTP/1.1`, `HTTP/1.1 over TLS`) and the close
 /// discipline after the exchange, from `close` (`rst`, `fin`, `server`; any other spelling is
 /// printed as given) and whether each connection carries a request (`http`) and a TLS handshake
@@ -49,7 +59,7 @@ pub fn describe(close: &str, http: bool, tls: bool) -> String {
             other => format!("close {other} {after}"),
         }
     };
-    format!("wire: {proto}, {how}")
+    format!("{PREFIX}{proto}, {how}")
 }
 
 /// [`describe`] where the server's mode is known (`bench`, `sweep`, `ab`, `scale` with their own
@@ -81,6 +91,10 @@ mod tests {
         );
         assert!(describe("fin", true, false).contains("client closes first (FIN)"));
         assert!(describe("rst", false, false).starts_with("wire: TCP, client RST"));
+        assert_eq!(
+            value(&describe("rst", false, false)),
+            "TCP, client RST after the handshake (SO_LINGER 0, no TIME_WAIT)"
+        );
         assert!(describe("server", false, false).starts_with("wire: TCP, server closes first"));
         assert!(describe("rst", false, true)
             .starts_with("wire: TLS, client close_notify after the TLS handshake, RST after"));

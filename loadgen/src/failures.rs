@@ -327,8 +327,8 @@ pub fn explain(name: &str) -> Option<&'static str> {
              --tls-ciphers against what the server accepts"
         }
         "TLS alert HandshakeFailure received" | "TLS alert ProtocolVersion received" => {
-            "the server shares no TLS version or cipher suite with this client: check --tls-version \
-             and --tls-ciphers against what the server accepts"
+            "the server shares no TLS version, cipher suite or key-exchange group with this client: \
+             check --tls-version, --tls-ciphers and --tls-groups against what the server accepts"
         }
         "HTTP ETIMEDOUT" => {
             "the server took the connection (the kernel counted it in Tcp.PassiveOpens) but sent no \
@@ -396,5 +396,21 @@ mod tests {
         assert_eq!(m["TLS alert CertificateUnknown sent"], 2, "{m:?}");
         assert_eq!(m["TLS alert HandshakeFailure received"], 1, "{m:?}");
         assert_eq!(m.values().sum::<u64>(), f.total());
+    }
+
+    /// Seen: a server limited to P-384 (`server --tls-groups p384`) against a client offering
+    /// only X25519 failed every handshake with HandshakeFailure, and the hint named only
+    /// --tls-version and --tls-ciphers; the group is the third thing both must share.
+    #[test]
+    fn a_handshake_failure_hint_names_the_groups_too() {
+        for alert in [
+            "TLS alert HandshakeFailure received",
+            "TLS alert ProtocolVersion received",
+        ] {
+            let hint = explain(alert).unwrap();
+            for opt in ["--tls-version", "--tls-ciphers", "--tls-groups"] {
+                assert!(hint.contains(opt), "{alert}: {hint}");
+            }
+        }
     }
 }

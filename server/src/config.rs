@@ -16,10 +16,16 @@ pub struct ServerConfig {
     /// Address all workers listen on (one `SO_REUSEPORT` group). Port 0 = the kernel picks a free
     /// port; [`crate::Server::local_addr`] tells which.
     pub listen: SocketAddr,
-    /// One pinned worker per CPU id, listeners created (and indexed in the reuseport group) in
-    /// this order. Must be non-empty, without duplicates, online and in the process's affinity
-    /// mask.
+    /// The CPUs the workers are pinned to. Must be non-empty, without duplicates, online and in
+    /// the process's affinity mask. With `workers` 0, one worker per CPU, listeners created (and
+    /// indexed in the reuseport group) in this order.
     pub cpus: Vec<usize>,
+    /// How many workers (each with its own `SO_REUSEPORT` listener and event loop), placed
+    /// round-robin on `cpus`: worker w on `cpus[w % cpus.len()]`, listeners in worker order
+    /// ([`worker_cpus`]). 0 = one per CPU (the default). More than `cpus.len()` oversubscribes the
+    /// CPUs (a test of correctness at many workers on few CPUs; rates then measure the sharing);
+    /// fewer than `cpus.len()` or more than [`MAX_WORKERS`] is refused.
+    pub workers: usize,
     /// Event engine to use.
     pub engine: EngineChoice,
     /// listen(2) backlog per listener: bounds the accept queue and the SYN queue; the kernel caps
@@ -36,12 +42,13 @@ pub struct ServerConfig {
 }
 
 impl ServerConfig {
-    /// A config with the documented defaults: engine `Auto`, backlog 65535, mode `Close`,
-    /// steering `None`.
+    /// A config with the documented defaults: one worker per CPU, engine `Auto`, backlog 65535,
+    /// mode `Close`, steering `None`.
     pub fn new(listen: SocketAddr, cpus: Vec<usize>) -> Self {
         ServerConfig {
             listen,
             cpus,
+            workers: 0,
             engine: EngineChoice::Auto,
             backlog: 65535,
             mode: Mode::Close,
@@ -49,6 +56,19 @@ impl ServerConfig {
             tls: None,
         }
     }
+}
+
+/// The most workers one server starts (as many as `connstorm load` starts load workers).
+pub const MAX_WORKERS: usize = 4096;
+
+/// The CPU of each of `workers` workers placed round-robin on `cpus` (worker w on
+/// `cpus[w % cpus.len()]`); `workers` 0 = one per CPU. Empty when `cpus` is.
+pub fn worker_cpus(cpus: &[usize], workers: usize) -> Vec<usize> {
+    if cpus.is_empty() {
+        return Vec::new();
+    }
+    let n = if workers == 0 { cpus.len() } else { workers };
+    (0..n).map(|w| cpus[w % cpus.len()]).collect()
 }
 
 /// Which event engine to run.
@@ -233,6 +253,15 @@ mod tests {
             .parse::<Mode>()
             .unwrap_err()
             .contains("unknown mode"));
+    }
+
+    #[test]
+    fn workers_go_round_robin_on_the_cpus() {
+        assert_eq!(worker_cpus(&[3, 5], 0), vec![3, 5]);
+        assert_eq!(worker_cpus(&[3, 5], 2), vec![3, 5]);
+        assert_eq!(worker_cpus(&[3, 5], 5), vec![3, 5, 3, 5, 3]);
+        assert_eq!(worker_cpus(&[7], 3), vec![7, 7, 7]);
+        assert!(worker_cpus(&[], 4).is_empty());
     }
 
     #[test]

@@ -20,8 +20,16 @@ pub(crate) struct Counts {
     pub(crate) left_in_queue: u64,
     /// `--tls`: handshakes completed, resumed, failed.
     pub(crate) tls: crate::tls::TlsCounts,
+    /// With steering: the sampled accepts' SO_INCOMING_CPU ([`crate::worker::Ctx::syn_cpu`]).
+    pub(crate) syn_cpu: common::syncpu::SynCpuShare,
     errors: ErrnoCounts,
 }
+
+/// With steering (`--steer`), 1 accepted connection in this many per worker (its 1st, 17th,
+/// 33rd, ... accept) has its SO_INCOMING_CPU read ([`crate::worker::Ctx::syn_cpu`]): a
+/// getsockopt(2) costs well under 1 µs, and 1/16 of it per connection is lost in the noise of a
+/// 5–30 µs connection. Without steering nothing is read.
+pub(crate) const SYN_CPU_SAMPLE_EVERY: u64 = 16;
 
 impl Counts {
     /// Counts one failure with a positive errno value.

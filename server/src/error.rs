@@ -16,10 +16,19 @@ pub enum ServerError {
     #[error("no CPU given: name at least one CPU to run a worker on, e.g. `0` or `0-3`")]
     NoCpus,
     /// The same CPU appears twice.
-    #[error("CPU {cpu} is listed twice: give each CPU once (one worker per CPU)")]
+    #[error("CPU {cpu} is listed twice: give each CPU once (more workers than CPUs: `--server-workers N`)")]
     DuplicateCpu {
         /// The repeated CPU id.
         cpu: usize,
+    },
+    /// `workers` is below the number of CPUs (some would have no worker) or above
+    /// [`crate::config::MAX_WORKERS`].
+    #[error("{workers} server workers on {cpus} CPUs: give at least one worker per CPU ({cpus}) and at most {max}, or fewer CPUs", max = crate::config::MAX_WORKERS)]
+    Workers {
+        /// The workers asked for.
+        workers: usize,
+        /// The number of CPUs given.
+        cpus: usize,
     },
     /// The CPU is offline, does not exist, or is outside this process's affinity mask
     /// (sched_getaffinity(2), /sys/devices/system/cpu/online).

@@ -97,6 +97,9 @@ impl fmt::Display for ReportText<'_> {
         if let Some(why) = &r.fallback_reason {
             writeln!(out, "fell back to epoll: {why}")?;
         }
+        if let Some(s) = r.syn_cpu() {
+            writeln!(out, "{}", s.line())?;
+        }
         writeln!(
             out,
             "wall time {secs:.3} s, accepted {} ({}/s averaged over the whole run, idle time included: the per-second lines show the rate while load ran)",
@@ -342,6 +345,7 @@ mod tests {
                 tls_resumed: 0,
                 tls_failed: 0,
                 tls_failures: Default::default(),
+                syn_cpu: None,
                 errors: [("EMFILE".to_string(), 1_200)].into_iter().collect(),
                 emfile_backoffs: 7,
                 cpu_run_ns: 1_760_000_000,

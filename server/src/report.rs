@@ -54,11 +54,11 @@ impl fmt::Display for SteeringUsed {
 /// up to one wait period (50 ms) when idle).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LiveStats {
-    /// Connections accepted per worker, in `ServerConfig::cpus` order.
+    /// Connections accepted per worker, in worker order (`Server::cpus`).
     pub accepted_per_worker: Vec<u64>,
     /// Errors of all workers (accept, send and close failures).
     pub errors_total: u64,
-    /// Each worker thread's CPU time since it started, in `ServerConfig::cpus` order, read by the
+    /// Each worker thread's CPU time since it started, in worker order (`Server::cpus`), read by the
     /// worker itself ([`ThreadCpu::now`]: CLOCK_THREAD_CPUTIME_ID and getrusage(2)
     /// RUSAGE_THREAD) when it published: as fresh as the counts above. Softirq work the kernel
     /// does while the worker runs is charged to it; work in io_uring's io-wq threads
@@ -142,6 +142,10 @@ pub struct WorkerReport {
     /// errno names).
     #[serde(default)]
     pub tls_failures: BTreeMap<String, u64>,
+    /// With steering (`--steer`): of this worker's sampled accepts, how many were processed on
+    /// its CPU ([`common::syncpu::SynCpuShare`]); `None` without steering (nothing is read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub syn_cpu: Option<common::syncpu::SynCpuShare>,
 }
 
 /// The final report of a server run.
@@ -173,6 +177,15 @@ pub struct ServerReport {
 }
 
 impl ServerReport {
+    /// With steering: the workers' [`WorkerReport::syn_cpu`] added up; `None` without.
+    pub fn syn_cpu(&self) -> Option<common::syncpu::SynCpuShare> {
+        let mut all: Option<common::syncpu::SynCpuShare> = None;
+        for s in self.workers.iter().filter_map(|w| w.syn_cpu.as_ref()) {
+            all.get_or_insert_with(Default::default).add(s);
+        }
+        all
+    }
+
     /// Connections accepted by all workers.
     pub fn accepted(&self) -> u64 {
         self.workers.iter().map(|w| w.accepted).sum()

@@ -15,7 +15,8 @@ use crate::report::{Engine, LiveStats, ServerReport, SteeringUsed, WorkerReport}
 use crate::shard::{self, WorkerSpec};
 use crate::worker::{Mailbox, Shared};
 
-/// A running server: one pinned worker per CPU, each with its own `SO_REUSEPORT` listener.
+/// A running server: pinned workers (one per CPU, or [`ServerConfig::workers`] round-robin on the
+/// CPUs), each with its own `SO_REUSEPORT` listener and event loop.
 ///
 /// Dropping it without [`Server::stop`] stops it the same way and discards the report.
 #[derive(Debug)]
@@ -38,8 +39,9 @@ impl Server {
     /// waiting in its event loop.
     ///
     /// Steps: validate `cpus` (non-empty, no duplicates, online and in this process's affinity
-    /// mask); pick the engine (`Auto`: [`crate::probe::io_uring`], else epoll with
-    /// [`Server::fallback_reason`]); bind the listeners in CPU order (`listener`);
+    /// mask) and `workers` (0, or from `cpus.len()` to [`crate::config::MAX_WORKERS`]); place
+    /// the workers round-robin on the CPUs ([`crate::config::worker_cpus`]); pick the engine (`Auto`: [`crate::probe::io_uring`], else epoll with
+    /// [`Server::fallback_reason`]); bind the listeners in worker order (`listener`);
     /// install steering (`steer`); spawn the workers. Does not touch RLIMIT_NOFILE (see
     /// [`crate::rlimit::raise_nofile`]).
     ///
@@ -48,6 +50,8 @@ impl Server {
     /// joined and listeners closed before it returns.
     pub fn start(cfg: ServerConfig) -> Result<Server, ServerError> {
         validate_cpus(&cfg.cpus)?;
+        validate_workers(cfg.workers, cfg.cpus.len())?;
+        let cpus = crate::config::worker_cpus(&cfg.cpus, cfg.workers);
         if let Mode::Greet { bytes } = cfg.mode {
             assert!(
                 (1..=MAX_GREET_BYTES).contains(&bytes),
@@ -72,17 +76,17 @@ impl Server {
         };
         let (listeners, local_addr) = crate::listener::bind_group(
             cfg.listen,
-            cfg.cpus.len(),
+            cpus.len(),
             cfg.backlog,
             cfg.mode == Mode::Rst,
         )?;
-        let steering = crate::steer::install(&listeners, &cfg.cpus, cfg.steer, local_addr)?;
-        let shared = Arc::new(Shared::new(cfg.cpus.len()));
+        let steering = crate::steer::install(&listeners, &cpus, cfg.steer, local_addr)?;
+        let shared = Arc::new(Shared::new(cpus.len()));
         let started = Instant::now();
         let mut server = Server {
             shared: Arc::clone(&shared),
-            handles: Vec::with_capacity(cfg.cpus.len()),
-            cpus: cfg.cpus.clone(),
+            handles: Vec::with_capacity(cpus.len()),
+            cpus: cpus.clone(),
             local_addr,
             engine,
             fallback_reason,
@@ -94,7 +98,7 @@ impl Server {
         };
         let (tx, rx) = mpsc::channel();
         let mut failure = None;
-        for (index, (listener, &cpu)) in listeners.into_iter().zip(&cfg.cpus).enumerate() {
+        for (index, (listener, &cpu)) in listeners.into_iter().zip(&cpus).enumerate() {
             let spec = WorkerSpec {
                 cpu,
                 index,
@@ -102,6 +106,7 @@ impl Server {
                 mode: cfg.mode,
                 engine,
                 tls: cfg.tls.as_ref().map(|t| Arc::clone(&t.config)),
+                syn_cpu: steering != SteeringUsed::None,
             };
             match shard::spawn(spec, Arc::clone(&shared), tx.clone()) {
                 Ok(h) => server.handles.push(h),
@@ -156,7 +161,7 @@ impl Server {
         self.steering
     }
 
-    /// The CPUs of the workers, in order.
+    /// The CPU of each worker, in worker order (a CPU repeats when workers outnumber CPUs).
     pub fn cpus(&self) -> &[usize] {
         &self.cpus
     }
@@ -369,7 +374,7 @@ impl StatsReader {
             .collect()
     }
 
-    /// The CPUs of the workers, in order.
+    /// The CPU of each worker, in worker order (a CPU repeats when workers outnumber CPUs).
     pub fn cpus(&self) -> &[usize] {
         &self.cpus
     }
@@ -389,6 +394,15 @@ impl Drop for Server {
             }
         }
     }
+}
+
+/// Checks `workers` (0 = one per CPU) against the `cpus` CPUs: at least one worker per CPU, at
+/// most [`crate::config::MAX_WORKERS`].
+fn validate_workers(workers: usize, cpus: usize) -> Result<(), ServerError> {
+    if workers != 0 && (workers < cpus || workers > crate::config::MAX_WORKERS) {
+        return Err(ServerError::Workers { workers, cpus });
+    }
+    Ok(())
 }
 
 /// Checks that `cpus` is non-empty, has no duplicates, and that each CPU is online and allowed.
@@ -431,5 +445,20 @@ mod tests {
             "{err}"
         );
         assert!(err.is_bad_input());
+        assert!(validate_workers(0, 2).is_ok());
+        assert!(validate_workers(16, 2).is_ok());
+        let err = validate_workers(1, 2).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                ServerError::Workers {
+                    workers: 1,
+                    cpus: 2
+                }
+            ),
+            "{err}"
+        );
+        assert!(err.is_bad_input());
+        assert!(validate_workers(crate::config::MAX_WORKERS + 1, 2).is_err());
     }
 }

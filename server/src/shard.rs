@@ -33,6 +33,8 @@ pub(crate) struct WorkerSpec {
     pub(crate) engine: Engine,
     /// The shared TLS config (`--tls`).
     pub(crate) tls: Option<Arc<rustls::ServerConfig>>,
+    /// Steering is on: sample accepts' SO_INCOMING_CPU ([`Ctx::syn_cpu`]).
+    pub(crate) syn_cpu: bool,
 }
 
 /// Spawns a worker thread; it reports readiness on `ready` as `(index, Ready)`. The thread is
@@ -60,9 +62,11 @@ fn run(spec: WorkerSpec, shared: Arc<Shared>, ready: Sender<(usize, Ready)>) -> 
         mode,
         engine,
         tls,
+        syn_cpu,
     } = spec;
     let mut ctx = Ctx::new(cpu, index, listener, mode, shared);
     ctx.tls = tls;
+    ctx.syn_cpu_sample = syn_cpu;
     let mut set = CpuSet::new();
     let pinned = set
         .set(cpu)
@@ -95,5 +99,6 @@ fn run(spec: WorkerSpec, shared: Arc<Shared>, ready: Sender<(usize, Ready)>) -> 
         tls_resumed: ctx.counts.tls.resumed,
         tls_failed: ctx.counts.tls.failed_total(),
         tls_failures: ctx.counts.tls.failures(),
+        syn_cpu: syn_cpu.then_some(ctx.counts.syn_cpu),
     }
 }

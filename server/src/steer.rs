@@ -19,7 +19,14 @@ const BPF_RET_K: u16 = 0x06;
 /// BPF_MAXINSNS (include/uapi/linux/bpf_common.h).
 const BPF_MAXINSNS: usize = 4096;
 
-/// Installs `steer` on `listeners` (one per CPU of `cpus`, in group order) and says what was used.
+/// Installs `steer` on `listeners` (one per worker, whose CPU is the same index of `cpus`, in
+/// group order) and says what was used.
+///
+/// Several workers on one CPU (more workers than CPUs): SO_INCOMING_CPU marks each of their
+/// listeners with that CPU, and the kernel's selection (reuseport_select_sock_by_hash,
+/// net/core/sock_reuseport.c, Linux 6.1+) walks the group from the flow's hash index to the first
+/// listener of the packet's CPU, so the flows of a CPU still spread over its workers. The CBPF
+/// program returns one index per CPU, so the other workers of a CPU would accept nothing: refused.
 ///
 /// [`Steer::Cpu`] picks SO_INCOMING_CPU when the running kernel is 6.1 or later (reuseport groups
 /// ignored it on 4.6–6.0 until "soreuseport: Fix socket selection for SO_INCOMING_CPU"; stable
@@ -58,6 +65,20 @@ pub(crate) fn install(
             }
         }
         SteeringUsed::ReuseportCbpf => {
+            let mut distinct = cpus.to_vec();
+            distinct.sort_unstable();
+            distinct.dedup();
+            if distinct.len() < cpus.len() {
+                return Err(ServerError::Steering {
+                    what: "SO_ATTACH_REUSEPORT_CBPF",
+                    addr,
+                    source: std::io::Error::other(format!(
+                        "the program sends each CPU's flows to one listener, so with {} workers on {} CPUs the other workers of a CPU would accept nothing (give one worker per CPU, or `--steer incoming-cpu` on Linux 6.1+)",
+                        cpus.len(),
+                        distinct.len()
+                    )),
+                });
+            }
             let prog = cpu_index_program(cpus);
             if prog.len() > BPF_MAXINSNS {
                 return Err(ServerError::Steering {

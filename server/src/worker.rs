@@ -137,6 +137,9 @@ pub(crate) struct Ctx {
     /// client's address and port) and when the engine saw it accepted (CLOCK_MONOTONIC), into a
     /// buffer allocated by the controller (no allocation per connection; a full buffer counts).
     pub(crate) stamps: Option<Stamps>,
+    /// With steering: sample accepts' SO_INCOMING_CPU ([`Ctx::syn_cpu`]); false = the accept
+    /// path pays nothing.
+    pub(crate) syn_cpu_sample: bool,
     /// The last [`Control::epoch`] acted on.
     ctl_seen: u64,
     /// Test hook: the io_uring engine's next this many pushes of SQEs fail as if the SQ stayed
@@ -148,6 +151,28 @@ pub(crate) struct Ctx {
 }
 
 impl Ctx {
+    /// Called right after `counts.accepted` counted the connection on `fd`: with steering, on
+    /// a worker's 1st, 17th, 33rd, ... accept ([`crate::counts::SYN_CPU_SAMPLE_EVERY`]), reads
+    /// the connection's SO_INCOMING_CPU (one getsockopt(2)) and counts whether it is this
+    /// worker's CPU ([`crate::counts::SynCpuCounts`]). Without steering, one branch.
+    #[inline]
+    pub(crate) fn syn_cpu(&mut self, fd: std::os::fd::BorrowedFd<'_>) {
+        if !self.syn_cpu_sample
+            || !(self.counts.accepted - 1).is_multiple_of(crate::counts::SYN_CPU_SAMPLE_EVERY)
+        {
+            return;
+        }
+        let c = &mut self.counts.syn_cpu;
+        c.sample_every = crate::counts::SYN_CPU_SAMPLE_EVERY;
+        match socket2::SockRef::from(&fd).cpu_affinity() {
+            Ok(cpu) => {
+                c.sampled += 1;
+                c.same_cpu += u64::from(cpu == self.cpu);
+            }
+            Err(_) => c.unread += 1,
+        }
+    }
+
     /// A worker's state before its event loop starts.
     pub(crate) fn new(
         cpu: usize,
@@ -171,6 +196,7 @@ impl Ctx {
             tls: None,
             fd_table_len: 0,
             stamps: None,
+            syn_cpu_sample: false,
             ctl_seen: 0,
             #[cfg(test)]
             fail_pushes: 0,

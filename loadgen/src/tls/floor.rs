@@ -114,11 +114,19 @@ impl CryptoFloor {
 
     /// `client CPU per full handshake 155 µs = 3.1× the crypto floor of 50 µs (X25519
     /// keygen+agree, ECDSA-P256-SHA256 verify ×1)`, for a client that spent `cpu_ns` per
-    /// handshake (`full`: every handshake was full, else the words say handshake, of both kinds).
+    /// handshake (`full`: every handshake was full; otherwise no ratio, and the line says why).
     pub fn ratio_line(&self, cpu_ns: f64, full: bool) -> String {
+        if !full {
+            // The floor is a full handshake's cryptography; a resumed one skips most of it.
+            return format!(
+                "client CPU per handshake {} (some handshakes resumed: not comparable with the \
+                 full-handshake floor of {}; --tls-resume off gives the ratio)",
+                common::numfmt::ns(cpu_ns),
+                common::numfmt::ns(self.floor_ns),
+            );
+        }
         format!(
-            "client CPU per {}handshake {} = {:.1}× the crypto floor of {} ({})",
-            if full { "full " } else { "" },
+            "client CPU per full handshake {} = {:.1}× the crypto floor of {} ({})",
             common::numfmt::ns(cpu_ns),
             cpu_ns / self.floor_ns,
             common::numfmt::ns(self.floor_ns),
@@ -469,5 +477,33 @@ mod tests {
         assert_eq!(x.group, "X25519");
         assert_eq!(h.group, "X25519MLKEM768");
         assert!(h.kx_ns > x.kx_ns, "{h:?} vs {x:?}");
+    }
+
+    /// Seen: `--tls-resume tickets` printed "0.8× the crypto floor": a resumed handshake skips
+    /// most of the full handshake's cryptography, so no ratio is given for a mix.
+    #[test]
+    fn a_ratio_to_the_floor_is_given_only_for_full_handshakes() {
+        let f = CryptoFloor {
+            group: "X25519".into(),
+            signature: None,
+            verifications: 0,
+            kx_ns: 50_000.0,
+            verify_ns: 0.0,
+            floor_ns: 50_000.0,
+            per_sec: 20_000.0,
+            kx_ops: 1,
+            verify_ops: 0,
+            cpu: None,
+        };
+        assert_eq!(
+            f.ratio_line(155_000.0, true),
+            "client CPU per full handshake 155.0 µs = 3.1× the crypto floor of 50.0 µs (X25519 keygen+agree)"
+        );
+        let mixed = f.ratio_line(40_000.0, false);
+        assert!(!mixed.contains('×'), "{mixed}");
+        assert!(
+            mixed.contains("not comparable with the full-handshake floor of 50.0 µs"),
+            "{mixed}"
+        );
     }
 }

@@ -485,6 +485,9 @@ fn merged_server_side(servers: &[&MergeInput]) -> ServerSide {
                 for (k, v) in &srv.tls_failures {
                     *side.tls_failures.entry(k.clone()).or_insert(0) += v;
                 }
+                if let Some(s) = &srv.syn_cpu {
+                    side.syn_cpu.get_or_insert_with(Default::default).add(s);
+                }
                 // Kept when every TLS server said the same; unknown once they differ.
                 side.tls_resumption = match (first, side.tls_resumption, srv.tls_resumption) {
                     (true, _, b) => b,

@@ -38,11 +38,18 @@ pub struct CryptoFloor {
     pub all_full: bool,
 }
 
+/// Why no ratio is given when some handshakes resumed (the same words in `load` and the record's
+/// text).
+pub const RESUMED_NOT_COMPARABLE: &str = "some handshakes resumed: not comparable with the \
+     full-handshake floor; --tls-resume off gives the ratio";
+
 impl CryptoFloor {
-    /// `client_cpu_per_handshake_ns ÷ floor_ns`.
+    /// `client_cpu_per_handshake_ns ÷ floor_ns`, only when every handshake was full: the floor
+    /// is a full handshake's cryptography, and a resumed handshake skips most of it, so a mix
+    /// over the floor is no ratio of anything (it read 0.8× with every handshake resumed).
     pub fn ratio(&self) -> Option<f64> {
         self.client_cpu_per_handshake_ns
-            .filter(|_| self.floor_ns > 0.0)
+            .filter(|_| self.floor_ns > 0.0 && self.all_full)
             .map(|c| c / self.floor_ns)
     }
 
@@ -67,8 +74,11 @@ impl CryptoFloor {
         };
         let ratio = match (self.client_cpu_per_handshake_ns, self.ratio()) {
             (Some(c), Some(r)) => format!(
-                "; client CPU per {}handshake {} = {r:.1}× the floor",
-                if self.all_full { "full " } else { "" },
+                "; client CPU per full handshake {} = {r:.1}× the floor",
+                crate::numfmt::ns(c)
+            ),
+            (Some(c), None) => format!(
+                "; client CPU per handshake {} ({RESUMED_NOT_COMPARABLE})",
                 crate::numfmt::ns(c)
             ),
             _ => String::new(),
@@ -102,5 +112,30 @@ mod tests {
         assert!((f.ratio().unwrap() - 3.1).abs() < 1e-9);
         let l = f.line();
         assert!(l.starts_with("crypto floor (in-process, aws-lc-rs, CPU 1): 50.0 µs per full handshake = 20,000 handshakes/s (X25519 keygen+agree 30.0 µs, ECDSA-P256-SHA256 verify 10.0 µs ×2); client CPU per full handshake 155.0 µs = 3.1× the floor"), "{l}");
+    }
+
+    /// Seen: every handshake resumed printed "0.8× the crypto floor"; a 50% share 2.0×. With any
+    /// resumed handshake there is no ratio, and the line says why.
+    #[test]
+    fn resumed_handshakes_get_no_ratio_to_the_full_handshake_floor() {
+        let f = CryptoFloor {
+            group: "X25519".into(),
+            signature: None,
+            verifications: 0,
+            kx_ns: 30_000.0,
+            verify_ns: 0.0,
+            floor_ns: 169_600.0,
+            per_sec: 5_896.0,
+            cpu: None,
+            client_cpu_per_handshake_ns: Some(132_900.0),
+            all_full: false,
+        };
+        assert_eq!(f.ratio(), None);
+        let l = f.line();
+        assert!(!l.contains("× the floor"), "{l}");
+        assert!(
+            l.ends_with("; client CPU per handshake 132.9 µs (some handshakes resumed: not comparable with the full-handshake floor; --tls-resume off gives the ratio)"),
+            "{l}"
+        );
     }
 }

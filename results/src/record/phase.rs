@@ -618,6 +618,11 @@ pub struct ServerSide {
     /// records.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spread: Option<AcceptSpread>,
+    /// `server --steer cpu` (and the other steerings): of the sampled accepted connections, how
+    /// many were accepted on the CPU that processed their packets (SO_INCOMING_CPU); `None`
+    /// without steering and in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub syn_cpu: Option<common::syncpu::SynCpuShare>,
 }
 
 impl ServerSide {

@@ -160,8 +160,8 @@ pub struct RecordReport {
     pub role: Role,
     /// What ran.
     pub run: RunInfo,
-    /// The wire in words ([`RunRecord::wire`]: protocol and close discipline), the first
-    /// words of the text report; `None` for a server record.
+    /// The wire in words ([`RunRecord::wire`] without its `wire: `: protocol and close
+    /// discipline), the first words of the text report; `None` for a server record.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub wire: Option<String>,
     /// The host.
@@ -309,7 +309,7 @@ pub fn build_report(
         label: rec.label.clone(),
         role: rec.role,
         run: rec.run.clone(),
-        wire: rec.wire(),
+        wire: rec.wire().map(|w| common::wire::value(&w).to_string()),
         host: rec.host.clone(),
         phases,
         baseline: rec.baseline.clone(),
@@ -457,7 +457,7 @@ mod tests {
             "{line}"
         );
         let j = report(&[r], ReportFormat::Json, Counters::Key);
-        assert!(j.contains("\"wire\": \"wire: HTTP/1.1, client RST"), "{j}");
+        assert!(j.contains("\"wire\": \"HTTP/1.1, client RST"), "{j}");
         rec.run.close_mode = "server".into();
         let (line, _) = first(&rec);
         assert!(

@@ -21,7 +21,7 @@
 //! connection, and write(2) of what the connection queued.
 
 use std::io::{ErrorKind, Read, Write};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, AsRawFd};
 use std::time::{Duration, Instant};
 
 use mio::net::{TcpListener, TcpStream};
@@ -202,6 +202,7 @@ impl EpollLoop<'_> {
             match l.accept() {
                 Ok((stream, peer)) => {
                     self.ctx.counts.accepted += 1;
+                    self.ctx.syn_cpu(stream.as_fd());
                     if let Some(s) = self.ctx.stamps.as_mut() {
                         // accept4(2) filled in the peer's address: the stamp costs a clock read.
                         s.push_addr(&peer, crate::worker::now_ns());

@@ -21,7 +21,7 @@
 //!   keeps one operation in flight per connection, the one [`TlsConn::next`] asks for: a Recv
 //!   into the connection's receive buffer ([`TlsSlot`]), a Send of [`TlsConn::to_send`], or that
 //!   Send hard-linked to a Close.
-//! - Direct descriptors (`close`, `rst` and `greet` without TLS): the ring registers a sparse
+//! - Direct descriptors (`close`, `rst` and `greet` without TLS or steering): the ring registers a sparse
 //!   file table (IORING_REGISTER_FILES2 with IORING_RSRC_REGISTER_SPARSE, Linux 5.19) and the
 //!   multishot accept allocates each connection a slot in it (IORING_FILE_INDEX_ALLOC, 5.19):
 //!   the connection never enters the process-wide fd table, which every worker and the load
@@ -29,7 +29,9 @@
 //!   slot. The setup label ends in `+direct_accept` when it ran; where registering fails (older
 //!   kernels, a small RLIMIT_NOFILE) the engine accepts plain descriptors as before. The final
 //!   synchronous drain at stop accepts plain descriptors. (io_uring_register(2),
-//!   io_uring_prep_multishot_accept_direct(3).)
+//!   io_uring_prep_multishot_accept_direct(3).) With steering (`--steer`) the accept takes plain
+//!   descriptors: its 1-in-16 SO_INCOMING_CPU samples ([`Ctx::syn_cpu`]) need an fd for
+//!   getsockopt(2).
 //! - A lone Close carries IOSQE_CQE_SKIP_SUCCESS (Linux 5.17; the ring's IORING_FEAT_CQE_SKIP
 //!   says so, io_uring_setup(2)) where the kernel has it: no CQE for a close that worked, one
 //!   only for a failure, so a `close`/`rst` connection costs one CQE (its accept) instead of two.
@@ -338,7 +340,9 @@ pub(crate) fn run(ctx: &mut Ctx, ready: impl FnOnce(Ready)) {
     // Direct descriptors where the mode only closes or sends (no per-fd state, no syscall on the
     // fd outside the ring); registered after pinning, so the table is the worker's node's memory.
     let slots = DIRECT_FILES.min(crate::rlimit::nofile_soft_max()) as u32;
+    // Not with steering's SO_INCOMING_CPU samples: a direct descriptor has no fd to getsockopt.
     let direct = ctx.tls.is_none()
+        && !ctx.syn_cpu_sample
         && matches!(ctx.mode, Mode::Close | Mode::Rst | Mode::Greet { .. })
         && ring.submitter().register_files_sparse(slots).is_ok();
     let flags = label_direct(flags, direct);
@@ -592,6 +596,10 @@ impl Uring<'_> {
             if self.direct {
                 self.on_direct(res as u32);
             } else {
+                // SAFETY: res is the descriptor this accept CQE just handed to this worker, and
+                // no SQE names it yet, so it stays open at least until `on_conn` below queues
+                // its close, after the borrow's last use.
+                self.ctx.syn_cpu(unsafe { BorrowedFd::borrow_raw(res) });
                 self.stamp_plain(res);
                 self.on_conn(res);
             }
@@ -1091,6 +1099,7 @@ impl Uring<'_> {
             match listener.accept() {
                 Ok((sock, _)) => {
                     self.ctx.counts.accepted += 1;
+                    self.ctx.syn_cpu(std::os::fd::AsFd::as_fd(&sock));
                     self.on_conn(sock.into_raw_fd());
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return true,

@@ -23,6 +23,7 @@ pub fn config(engine: EngineChoice, cpus: Vec<usize>, mode: Mode) -> ServerConfi
     ServerConfig {
         listen: "127.0.0.1:0".parse().unwrap(),
         cpus,
+        workers: 0,
         engine,
         backlog: 4096,
         mode,

@@ -25,6 +25,13 @@ pub struct SetupArgs {
     /// process may use.
     #[arg(long)]
     pub server_cpus: Option<String>,
+    /// How many server workers, each with its own SO_REUSEPORT listener and event loop, spread
+    /// round-robin over the server CPUs (as `connstorm server --server-workers`): more workers
+    /// than CPUs oversubscribes them (a correctness test at many workers; the rate then
+    /// measures the sharing). 1 to 4,096, at least one per server CPU. Default: one per server
+    /// CPU.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=4096), conflicts_with = "target")]
+    pub server_workers: Option<u16>,
     /// CPUs of the load workers, or `auto`. Default: the CPUs not serving (the same CPU on a
     /// 1-CPU host).
     #[arg(long)]
@@ -196,13 +203,11 @@ pub const EXAMPLES: &str = "\
 Examples:
   # Peak and latency phases on loopback, 15 s in all; the record goes under ./runs
   connstorm bench
-  # Server on CPUs 0-1, load on 2-3, 30 s, with the kernel floor measured beside the peak
-  connstorm bench --server-cpus 0-1 --load-cpus 2-3 --duration 30s --baseline
   # An external server (a gateway) over TLS: load side only, latency phase at 20k conn/s
   connstorm bench --target 192.0.2.10:443 --tls --rate 20k/s
   # A neper test (tcp_crr) in two network namespaces, with the kernel profile of its peak
   connstorm bench --netns --like 'tcp_crr -T 8 -F 1000' --profile
-  # The plan only: CPUs, workers, engines, phases and host changes; nothing runs
+  # The plan for server CPUs 0-1 and load CPUs 2-3 (workers, engines, phases); nothing runs
   connstorm bench --server-cpus 0-1 --load-cpus 2-3 --dry-run";
 
 /// The `connstorm bench` command line: the benchmark's options (shared with `ab`) and

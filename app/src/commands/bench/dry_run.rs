@@ -43,11 +43,16 @@ pub(super) fn plan_text(
             let _ = writeln!(out, "  server: external target {t} (load side only)");
         }
         None => {
+            let n = setup.server_workers.max(setup.server_cpus.len());
             let _ = writeln!(
                 out,
-                "  server: {} worker(s) on CPUs [{}], engine {}, mode {}, listen backlog {}",
-                setup.server_cpus.len(),
+                "  server: {n} worker(s) on CPUs [{}]{}, engine {}, mode {}, listen backlog {}",
                 cpus(&setup.server_cpus),
+                if n > setup.server_cpus.len() {
+                    " (round-robin, CPUs shared)"
+                } else {
+                    ""
+                },
                 engine(setup.engine),
                 setup.mode,
                 setup.backlog
@@ -75,7 +80,14 @@ pub(super) fn plan_text(
         (false, true) => "one HTTP/1.1 GET per connection",
         (false, false) => "TCP handshakes only",
     };
-    let _ = writeln!(out, "  protocol: {what}");
+    // The same words as the run's first line (seen: a dry run of `--http` or `--insecure` did
+    // not say which wire, or that the certificate would not be checked).
+    let _ = writeln!(
+        out,
+        "  protocol: {what}; {}{}",
+        common::wire::describe(setup.close.name(), setup.http, setup.tls.is_some()),
+        common::tls::unverified_marker(setup.tls.as_ref().is_none_or(|t| t.load.verified()))
+    );
     let (peak, latency, warmup) = split_duration(plan.duration);
     let _ = writeln!(
         out,
@@ -162,6 +174,7 @@ mod tests {
     fn setup() -> Setup {
         Setup {
             server_cpus: vec![0],
+            server_workers: 0,
             load_cpus: vec![1, 2],
             engine: server::EngineChoice::Epoll,
             mode: server::Mode::Rst,
@@ -221,6 +234,7 @@ mod tests {
             "server: 1 worker(s) on CPUs [0], engine epoll, mode rst, listen backlog 4096",
             "load: 8 worker(s) on CPUs [1-2] (round-robin, CPUs shared), engine epoll, client close fin, port slices off",
             "placement: split",
+            "protocol: TCP handshakes only; wire: TCP, client closes first (FIN) after the handshake, TIME_WAIT on the client\n",
             "phase peak: closed loop, 64 attempts in flight, 2 s measured after 1 s warm-up",
             "phase latency: open loop at 20,000/s (--rate), 3 s measured after 1 s warm-up",
             "then: the kernel floor paired with connstorm, 6 pair(s) of 2 s slices",

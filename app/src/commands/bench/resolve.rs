@@ -82,8 +82,17 @@ impl SetupArgs {
             .tls
             .then(|| crate::setup::BenchTls::new(self, http))
             .transpose()?;
+        let server_workers = self.server_workers.map_or(0, usize::from);
+        if server_workers != 0 && server_workers < server_cpus.len() {
+            return Err(crate::bad_input(format!(
+                "--server-workers: {server_workers} server workers on {} server CPUs leaves CPUs without a worker: give at least one worker per server CPU ({}), or fewer --server-cpus",
+                server_cpus.len(),
+                server_cpus.len()
+            )));
+        }
         Ok(Setup {
             server_cpus,
+            server_workers,
             load_cpus,
             engine: self.engine,
             mode,

@@ -54,7 +54,7 @@ impl<'a> JsonReport<'a> {
         kernel: Option<&'a KernelView>,
     ) -> Self {
         JsonReport {
-            wire: report.wire(),
+            wire: common::wire::value(&report.wire()).to_string(),
             crypto_floor: crate::convert::crypto_floor(report),
             cpm: (report.successes > 0).then(|| report.cpm()),
             port_budget: budget,

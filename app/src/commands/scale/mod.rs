@@ -243,6 +243,7 @@ fn setup_of(args: &Args, step: &tuning::advice::ScaleStep) -> anyhow::Result<Set
     };
     Ok(Setup {
         server_cpus: step.server.clone(),
+        server_workers: 0,
         load_cpus: step.load.clone(),
         engine: args.engine,
         mode,

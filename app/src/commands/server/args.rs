@@ -49,6 +49,13 @@ pub struct Args {
     /// run on.
     #[arg(long, value_parser = parse_cpus)]
     pub cpus: Option<CpuList>,
+    /// How many server workers, each with its own SO_REUSEPORT listener and event loop, spread
+    /// round-robin over --cpus (worker w on the w-th CPU of the list, wrapping): more workers
+    /// than CPUs oversubscribes them (e.g. `--server-workers 16 --cpus 0-1`, a test of
+    /// correctness at many workers on few CPUs; rates then measure the sharing, not the host).
+    /// 1 to 4,096, at least one per CPU. Default: one per CPU.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=4096))]
+    pub server_workers: Option<u16>,
     /// Event engine: `auto` (io_uring when it works here, else epoll with a note why), `io-uring`
     /// (multishot accept, Linux 5.19+; an error where unavailable) or `epoll` (mio).
     #[arg(long, default_value = "auto")]
@@ -66,7 +73,10 @@ pub struct Args {
     pub mode: Mode,
     /// Flow steering: `none` (4-tuple hash), `cpu` (flows to the worker on the CPU that processed
     /// their packets: SO_INCOMING_CPU on Linux 6.1+, else a reuseport CBPF program), or force
-    /// `incoming-cpu` / `cbpf`.
+    /// `incoming-cpu` / `cbpf`. With steering the report gives the share of connections
+    /// accepted on the CPU that processed their packets (SO_INCOMING_CPU read on 1 accepted
+    /// connection in 16 per worker; the io_uring engine then accepts plain descriptors, not
+    /// direct ones).
     #[arg(long, default_value = "none")]
     pub steer: Steer,
     /// With `--mode http`: answer `200 OK` with a body of this many bytes (at most 1 MiB; plain

@@ -129,6 +129,7 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
     let mut cfg = ServerConfig {
         listen: args.listen,
         cpus: args.cpus.clone().unwrap_or_else(common::cpulist::usable),
+        workers: args.server_workers.map_or(0, usize::from),
         engine: args.engine,
         backlog: args.backlog,
         mode,
@@ -137,6 +138,14 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
     };
     // As `load` and `bench` do: an unusable CPU is refused naming the option.
     common::cpulist::check_option("--cpus", &cfg.cpus).map_err(crate::bad_input)?;
+    if cfg.workers != 0 && cfg.workers < cfg.cpus.len() {
+        return Err(crate::bad_input(format!(
+            "--server-workers: {} server workers on {} CPUs leaves CPUs without a worker: give at least one worker per CPU ({}), or fewer --cpus",
+            cfg.workers,
+            cfg.cpus.len(),
+            cfg.cpus.len()
+        )));
+    }
     if args.tls {
         cfg.tls = Some(tls_config(&args)?);
     }
@@ -149,6 +158,7 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
     }
     // Bound before the server: an address in use is bad input before any listener exists.
     let endpoint = metrics::start(&args.metrics, "server")?;
+    let cfg_cpus = cfg.cpus.clone();
     let srv = Server::start(cfg).map_err(|e| {
         if let server::ServerError::AddrInUse { addr } = &e {
             // Who holds the port: a listener, or a connection whose local port it is (an
@@ -181,9 +191,10 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
         srv.engine(),
         match srv.cpus().len() {
             1 => "1 worker".to_string(),
+            n if n > cfg_cpus.len() => format!("{n} workers round-robin"),
             n => format!("{n} workers"),
         },
-        srv.cpus(),
+        cfg_cpus,
         mode,
         match (args.tls, args.tls_resume) {
             (true, OnOff::On) => " over TLS",

@@ -107,6 +107,7 @@ pub fn record(
             tls_resumption: tls,
             counters: Default::default(),
             spread: rec::AcceptSpread::of(&w.iter().map(|w| w.accepted).collect::<Vec<_>>()),
+            syn_cpu: report.syn_cpu(),
         }),
         cpu: rec::CpuUsage {
             server: Some(cpu),

@@ -49,7 +49,7 @@ fn host_blocks(r: &RecordReport, out: &mut Vec<Block>) {
     let mut what = r
         .wire
         .as_ref()
-        .map(|w| format!("{w}; "))
+        .map(|w| format!("{}{w}; ", common::wire::PREFIX))
         .unwrap_or_default();
     what += &format!(
         "engine {}{}, steering {}, close {}, server mode {}, server CPUs {}, load CPUs {}",
