@@ -2851,3 +2851,29 @@ fn an_accept_queue_wait_slo_with_accept_wait_off_is_refused_before_anything_runs
     assert!(stderr.contains("--accept-wait on"), "{stderr}");
     assert!(out.stdout.is_empty(), "nothing ran");
 }
+
+/// Like for like: `bench --close server --dry-run` (server mode rst, its default) names the
+/// wire as the run's record will, the server's RST, not a FIN leaving TIME_WAIT on the server;
+/// with `--mode close` the server's FIN.
+#[test]
+fn dry_run_names_the_servers_rst_as_the_run_will() {
+    let out = run(&["bench", "--close", "server", "--dry-run"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("wire: TCP, server RST first after the handshake"),
+        "{text}"
+    );
+    let out = run(&["bench", "--close", "server", "--mode", "close", "--dry-run"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(
+            "wire: TCP, server closes first after the handshake, TIME_WAIT on the server"
+        ),
+        "{text}"
+    );
+}
