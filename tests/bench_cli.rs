@@ -2755,3 +2755,125 @@ fn bench_takes_server_workers_round_robin_on_the_server_cpus() {
         }
     }
 }
+
+/// Names and help: `--accept-wait on|off` is documented by its own words; the `on`/`off` values
+/// it shares with `server --tls-resume` no longer carry that option's words into bench's help
+/// (`off: Not offered: every handshake full` read as if it were about TLS).
+#[test]
+fn accept_wait_help_says_what_it_does_not_what_tls_resume_does() {
+    let out = run(&["bench", "--help"]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let at = text
+        .find("--accept-wait <on|off>")
+        .expect("--accept-wait in bench --help");
+    let end = text[at..].find("\n      --").map_or(text.len(), |e| at + e);
+    let section = &text[at..end];
+    assert!(section.contains("stamps each"), "{section}");
+    for foreign in ["every handshake full", "Offered", "Not offered"] {
+        assert!(!section.contains(foreign), "{foreign:?} in:\n{section}");
+    }
+    let out = run(&["server", "--help"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("--tls-resume <on|off>"), "{text}");
+    assert!(text.contains("offers none"), "{text}");
+}
+
+/// Contradictory options: `--close server` waits for the server's FIN and `--mode hold` never
+/// sends one, so every attempt hung until the connect timeout and the run ended "nothing
+/// measured" (exit 3). Refused before anything runs (exit 2, one line naming both), in bench,
+/// its --dry-run and scale's --dry-run; `--close fin --mode hold` (neper's wire) still plans.
+#[test]
+fn close_server_with_mode_hold_is_refused_before_anything_runs() {
+    for args in [
+        &[
+            "bench",
+            "--close",
+            "server",
+            "--mode",
+            "hold",
+            "--duration",
+            "1s",
+        ][..],
+        &["bench", "--close", "server", "--mode", "hold", "--dry-run"][..],
+        &[
+            "scale",
+            "--close",
+            "server",
+            "--mode",
+            "hold",
+            "--shape",
+            "together",
+            "--pairs",
+            "shared",
+            "--dry-run",
+        ][..],
+    ] {
+        let out = run(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(
+            stderr.starts_with(
+                "connstorm: error: --close server waits for the server to close, and --mode hold"
+            ),
+            "{args:?}: {stderr}"
+        );
+        assert!(out.stdout.is_empty(), "{args:?}: nothing planned or run");
+    }
+    let out = run(&["bench", "--close", "fin", "--mode", "hold", "--dry-run"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Contradictory options: `--accept-wait off` stamps nothing, so an accept-queue-wait SLO could
+/// never be judged; the sweep ran its probe and steps anyway. Refused before anything runs
+/// (exit 2, one line naming the SLO and that `--accept-wait on` records it).
+#[test]
+fn an_accept_queue_wait_slo_with_accept_wait_off_is_refused_before_anything_runs() {
+    let out = run(&[
+        "sweep",
+        "--slo",
+        "accept-queue-wait p99<5ms",
+        "--accept-wait",
+        "off",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with("connstorm: error: the SLO bounds the accept-queue-wait latency"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("--accept-wait on"), "{stderr}");
+    assert!(out.stdout.is_empty(), "nothing ran");
+}
+
+/// Like for like: `bench --close server --dry-run` (server mode rst, its default) names the
+/// wire as the run's record will, the server's RST, not a FIN leaving TIME_WAIT on the server;
+/// with `--mode close` the server's FIN.
+#[test]
+fn dry_run_names_the_servers_rst_as_the_run_will() {
+    let out = run(&["bench", "--close", "server", "--dry-run"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("wire: TCP, server RST first after the handshake"),
+        "{text}"
+    );
+    let out = run(&["bench", "--close", "server", "--mode", "close", "--dry-run"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(
+            "wire: TCP, server closes first after the handshake, TIME_WAIT on the server"
+        ),
+        "{text}"
+    );
+}

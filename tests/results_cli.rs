@@ -1293,3 +1293,109 @@ fn the_terminal_a_full_stdout_is_named_in_the_error() {
         );
     }
 }
+
+/// Files people bring: a hand-edited record whose TLS counts contradict each other (`100
+/// handshakes: 5 full, 0 resumed`) was reported, compared and plotted as measured; merge refused
+/// it. Now every record command refuses it (exit 2, one line naming the file, the phase and the
+/// fields), and the consistent record still reads.
+#[test]
+fn a_record_with_contradictory_tls_counts_is_refused_by_every_record_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rec = RunRecord::example();
+    let p = &mut rec.phases[0];
+    let n = p.successes;
+    p.http = None;
+    p.tls = Some(results::record::TlsCounts {
+        handshakes: n,
+        full: n,
+        tls13: n,
+        ..Default::default()
+    });
+    let good = dir.path().join("good.json");
+    std::fs::write(&good, rec.to_json()).unwrap();
+    ok(&["report", good.to_str().unwrap()]);
+    rec.phases[0].tls.as_mut().unwrap().full = n / 20;
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, rec.to_json()).unwrap();
+    let (g, b) = (good.to_str().unwrap(), bad.to_str().unwrap());
+    let svg = dir.path().join("x.svg");
+    for args in [
+        vec!["report", b],
+        vec!["compare", "--a", g, "--b", b],
+        vec!["plot", b, "-o", svg.to_str().unwrap()],
+    ] {
+        let o = connstorm(&args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            err.contains(&format!(
+                "bad.json: phase {:?}: the TLS counts contradict each other: tls.full {} + tls.resumed 0 ≠ tls.handshakes {n}",
+                rec.phases[0].name,
+                n / 20
+            )),
+            "{args:?}: {err}"
+        );
+        assert!(stdout(&o).is_empty(), "{args:?}: nothing reported");
+    }
+    assert!(!svg.exists());
+}
+
+/// The terminal and files: `report -o FIFO` and `compare -o FIFO` with no reader blocked in
+/// open(2) forever. Refused at once (exit 2, one line naming -o and the FIFO); with a reader
+/// the report comes through it.
+#[test]
+fn report_and_compare_to_a_fifo_without_a_reader_end_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("out.fifo");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    let (g, f) = (golden(), fifo.to_str().unwrap().to_string());
+    let g = g.to_str().unwrap();
+    let mut b = RunRecord::read(&golden()).unwrap();
+    b.run.started_at = "2026-11-29T23:15:03Z".into();
+    b.run.started_unix_ms = b.run.started_unix_ms.map(|m| m + 3_600_000);
+    let bp = dir.path().join("b.json");
+    std::fs::write(&bp, b.to_json()).unwrap();
+    for args in [
+        vec!["report", g, "-o", &f],
+        vec!["compare", "--a", g, "--b", bp.to_str().unwrap(), "-o", &f],
+    ] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_connstorm"))
+            .args(&args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let start = std::time::Instant::now();
+        while child.try_wait().unwrap().is_none() {
+            if start.elapsed() > std::time::Duration::from_secs(20) {
+                child.kill().unwrap();
+                child.wait().unwrap();
+                panic!("{args:?} still blocked on the FIFO after 20 s");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let o = child.wait_with_output().unwrap();
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            err.contains("a FIFO that no process reads"),
+            "{args:?}: {err}"
+        );
+    }
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::read_to_string(fifo).unwrap())
+    };
+    for _ in 0..100 {
+        let o = connstorm(&["report", g, "-o", &f]);
+        if o.status.success() {
+            break;
+        }
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let text = reader.join().unwrap();
+    assert!(text.starts_with("== run golden"), "{text}");
+}

@@ -1436,3 +1436,78 @@ fn load_tls_measures_the_crypto_floor_of_its_full_handshakes() {
         );
     }
 }
+
+/// Files people bring: `server --tls --cert-out FIFO` with no reader blocked in open(2) before
+/// the server listened, forever (SIGINT could not end it). Refused at once (exit 2, one line
+/// naming --cert-out and the FIFO); a FIFO with a reader still gets the certificate.
+#[test]
+fn cert_out_to_a_fifo_without_a_reader_is_refused_not_waited_on() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fifo = tmp.path().join("cert.pem");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    let mut child = bin()
+        .args([
+            "server",
+            "--listen",
+            "127.0.0.1:0",
+            "--duration",
+            "1s",
+            "--tls",
+        ])
+        .arg("--cert-out")
+        .arg(&fifo)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if start.elapsed() > std::time::Duration::from_secs(20) {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!("server --cert-out FIFO still blocked after 20 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let o = child.wait_with_output().unwrap();
+    let e = stderr(&o);
+    assert_eq!(status.code(), Some(2), "{e}");
+    assert_eq!(e.lines().count(), 1, "{e}");
+    assert!(
+        e.contains("--cert-out") && e.contains("a FIFO that no process reads"),
+        "{e}"
+    );
+    // With a reader the certificate comes through the FIFO.
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::read_to_string(fifo).unwrap())
+    };
+    let mut got = None;
+    for _ in 0..100 {
+        let o = bin()
+            .args([
+                "server",
+                "--listen",
+                "127.0.0.1:0",
+                "--duration",
+                "1s",
+                "--tls",
+            ])
+            .arg("--cert-out")
+            .arg(&fifo)
+            .output()
+            .unwrap();
+        if o.status.success() {
+            got = Some(reader.join().unwrap());
+            break;
+        }
+        // The reader may not have opened its end yet: ENXIO, try again.
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let pem = got.expect("the certificate through a FIFO with a reader");
+    assert!(pem.starts_with("-----BEGIN CERTIFICATE-----"), "{pem}");
+}

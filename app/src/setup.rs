@@ -188,6 +188,23 @@ pub fn close_or_default(close: Option<loadgen::CloseMode>, http: bool) -> loadge
     })
 }
 
+/// Refuses a client close mode and an in-process server mode that wait on each other: `--close
+/// server` waits for the server's FIN, `--mode hold` keeps every connection open until the
+/// client closes it, so every attempt would hang until the connect timeout (a run of timeouts,
+/// "nothing measured", instead of a refusal).
+///
+/// # Errors
+/// One line naming both options and what to give instead.
+pub fn check_close_and_mode(close: loadgen::CloseMode, mode: &server::Mode) -> Result<(), String> {
+    match (close, mode) {
+        (loadgen::CloseMode::Server, server::Mode::Hold) => Err(
+            "--close server waits for the server to close, and --mode hold keeps every connection open until the client closes it: each attempt would hang until the connect timeout; give --close rst or --close fin with --mode hold, or another --mode (close, greet:N, http) with --close server"
+                .to_string(),
+        ),
+        _ => Ok(()),
+    }
+}
+
 /// The server mode `bench` runs: `mode` as given (`--mode`), or when none was given `http` (a
 /// `204` per request) with `--http`, `close` with `--tls` alone (TLS serves `close` and `http`
 /// only: close_notify, then close), else `rst`.

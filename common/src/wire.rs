@@ -62,6 +62,19 @@ pub fn describe(close: &str, http: bool, tls: bool) -> String {
     format!("{PREFIX}{proto}, {how}")
 }
 
+/// [`describe`] where the server's mode is known (`bench`, `sweep`, `ab`, `scale` with their own
+/// server; `server_mode` as the record spells it, `rst`, `close`, `greet:N`, `hold`, `http`):
+/// `--close server` waits for the server's close, and a server in `--mode rst` ends each
+/// connection with an RST (SO_LINGER 0), not a FIN: no TIME_WAIT on either side, so the wire is
+/// said so rather than as a FIN that leaves the server in TIME_WAIT. Any other mode (or an
+/// external server, `external`, or none recorded) reads as [`describe`].
+pub fn describe_with_server(close: &str, http: bool, tls: bool, server_mode: &str) -> String {
+    if close == "server" && server_mode == "rst" && !http && !tls {
+        return "wire: TCP, server RST first after the handshake (its --mode rst: SO_LINGER 0, no TIME_WAIT)".to_string();
+    }
+    describe(close, http, tls)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -87,5 +100,24 @@ mod tests {
             .starts_with("wire: TLS, client close_notify after the TLS handshake, RST after"));
         // An unknown spelling (a future record) is printed, not hidden.
         assert!(describe("half", false, false).contains("close half"));
+    }
+
+    /// Like for like: `--close server` against bench's own server in `--mode rst` is an RST
+    /// from the server, no TIME_WAIT anywhere; other modes and an external server are as before.
+    #[test]
+    fn a_server_in_mode_rst_is_named_as_the_rst_it_sends() {
+        let w = describe_with_server("server", false, false, "rst");
+        assert!(w.starts_with("wire: TCP, server RST first"), "{w}");
+        assert!(!w.contains("TIME_WAIT on the server"), "{w}");
+        for mode in ["close", "greet:16", "external", ""] {
+            assert_eq!(
+                describe_with_server("server", false, false, mode),
+                describe("server", false, false)
+            );
+        }
+        assert_eq!(
+            describe_with_server("rst", false, false, "rst"),
+            describe("rst", false, false)
+        );
     }
 }

@@ -9,9 +9,22 @@ use results::record::RunRecord;
 
 use crate::bad_input;
 
-/// Reads a record; a missing or bad file is bad input (exit code 2).
+/// Reads a record; a missing or bad file is bad input (exit code 2), and so is a record whose
+/// TLS counts contradict each other ([`results::record::PhaseRecord::tls_counts_contradiction`],
+/// as `merge` refuses it): a report would print them as measured (`100 handshakes: 5 full, 0
+/// resumed`).
 pub fn read_record(path: &Path) -> anyhow::Result<RunRecord> {
-    RunRecord::read(path).map_err(|e| bad_input(e.to_string()))
+    let rec = RunRecord::read(path).map_err(|e| bad_input(e.to_string()))?;
+    for p in &rec.phases {
+        if let Some(what) = p.tls_counts_contradiction() {
+            return Err(bad_input(format!(
+                "{}: phase {:?}: the TLS counts contradict each other: {what}; connstorm writes them consistent: re-run the benchmark or fix the record",
+                path.display(),
+                p.name
+            )));
+        }
+    }
+    Ok(rec)
 }
 
 /// Refuses an output path that is one of the command's input records (by device and inode, so
@@ -82,8 +95,32 @@ pub fn write_output(output: &Path, text: &str) -> anyhow::Result<()> {
             .and_then(|()| out.flush())
             .context("cannot write to stdout")
     } else if std::fs::symlink_metadata(output).is_ok_and(|m| !m.file_type().is_file()) {
-        // A device or a link the user named (`/dev/stdout`, a FIFO): written in place.
-        std::fs::write(output, text).with_context(|| format!("cannot write {}", output.display()))
+        // A device or a link the user named (`/dev/stdout`, a FIFO): written in place, opened
+        // non-blocking so that a FIFO no process reads fails at once (ENXIO) instead of
+        // blocking the command forever; made blocking again for the write.
+        use std::os::unix::fs::OpenOptionsExt as _;
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .truncate(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(output)
+            .map_err(|e| {
+                if e.raw_os_error() == Some(libc::ENXIO) {
+                    bad_input(format!(
+                        "-o {}: a FIFO that no process reads: writing it would wait forever; start its reader first, or give a file path or - for stdout",
+                        output.display()
+                    ))
+                } else {
+                    anyhow::Error::new(e).context(format!("cannot write {}", output.display()))
+                }
+            })?;
+        nix::fcntl::fcntl(
+            &f,
+            nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::empty()),
+        )
+        .with_context(|| format!("cannot write {}", output.display()))?;
+        f.write_all(text.as_bytes())
+            .with_context(|| format!("cannot write {}", output.display()))
     } else {
         // A regular file: so a failed write (ENOSPC) leaves no truncated file behind.
         common::files::write_atomic(output, text.as_bytes())

@@ -456,63 +456,12 @@ pub fn merge(inputs: &[MergeInput]) -> Result<Merged, MergeError> {
 /// the exchange); a server's resumed TLS accepts are some of its TLS accepts.
 fn check_tls_counts(i: &MergeInput) -> Result<(), MergeError> {
     for p in &i.record.phases {
-        let bad = |what: String| {
-            Err(MergeError::TlsCounts {
+        if let Some(what) = p.tls_counts_contradiction() {
+            return Err(MergeError::TlsCounts {
                 path: i.path.clone(),
                 phase: p.name.clone(),
                 what,
-            })
-        };
-        if let Some(t) = &p.tls {
-            let n = t.handshakes;
-            if t.full.checked_add(t.resumed) != Some(n) {
-                return bad(format!(
-                    "tls.full {} + tls.resumed {} ≠ tls.handshakes {n}",
-                    t.full, t.resumed
-                ));
-            }
-            if t.tls13.checked_add(t.tls12) != Some(n) {
-                return bad(format!(
-                    "tls.tls13 {} + tls.tls12 {} ≠ tls.handshakes {n}",
-                    t.tls13, t.tls12
-                ));
-            }
-            if t.alpn_agreed > n {
-                return bad(format!(
-                    "tls.alpn_agreed {} > tls.handshakes {n}",
-                    t.alpn_agreed
-                ));
-            }
-            for (name, table) in [("cipher_suites", &t.cipher_suites), ("groups", &t.groups)] {
-                let sum = table.values().try_fold(0u64, |a, &v| a.checked_add(v));
-                if sum.is_none_or(|s| s > n) {
-                    return bad(format!(
-                        "the tls.{name} counts add up to {} > tls.handshakes {n}",
-                        sum.map_or_else(|| "more than 2^64".to_string(), |s| s.to_string())
-                    ));
-                }
-            }
-            if n > p.attempts {
-                return bad(format!(
-                    "tls.handshakes {n} > attempts {} (one handshake per attempt at most)",
-                    p.attempts
-                ));
-            }
-            if p.http.is_none() && n > p.successes {
-                return bad(format!(
-                    "tls.handshakes {n} > successes {} (without --http each TLS handshake is a success)",
-                    p.successes
-                ));
-            }
-        }
-        if let Some(srv) = &p.server {
-            if let (Some(acc), Some(res)) = (srv.tls_accepted, srv.tls_resumed) {
-                if res > acc {
-                    return bad(format!(
-                        "server.tls_resumed {res} > server.tls_accepted {acc}"
-                    ));
-                }
-            }
+            });
         }
     }
     Ok(())

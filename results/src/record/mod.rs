@@ -159,15 +159,22 @@ impl RunRecord {
     /// The wire the run's connections were on, in words ([`common::wire::describe`]): the
     /// protocol (from its phases' HTTP and TLS counts) and the client's close mode as recorded
     /// (`run.close_mode`, kept since the first schema, so an older `--http` record reads as the
-    /// RST after the response it ran). `None` for a server record and a record without a close
-    /// mode: the server does not know how its clients close.
+    /// RST after the response it ran), with the in-process server's mode where it decides the
+    /// close (`--close server` against `--mode rst` is the server's RST,
+    /// [`common::wire::describe_with_server`]). `None` for a server record and a record without
+    /// a close mode: the server does not know how its clients close.
     pub fn wire(&self) -> Option<String> {
         if self.role == Role::Server || self.run.close_mode.is_empty() {
             return None;
         }
         let http = self.phases.iter().any(|p| p.http.is_some());
         let tls = self.phases.iter().any(|p| p.tls.is_some());
-        Some(common::wire::describe(&self.run.close_mode, http, tls))
+        Some(common::wire::describe_with_server(
+            &self.run.close_mode,
+            http,
+            tls,
+            &self.run.server_mode,
+        ))
     }
 
     /// The phase with this name.

@@ -964,6 +964,67 @@ pub struct PhaseRecord {
 }
 
 impl PhaseRecord {
+    /// What contradicts in this phase's TLS counts (a record edited by hand or damaged), or
+    /// `None`: every client handshake is full or resumed, TLS 1.3 or 1.2, at most one ALPN,
+    /// suite and key exchange group each, at most one per attempt, and without `--http` each is
+    /// a success (the handshake is the exchange); a server's resumed TLS accepts are some of its
+    /// TLS accepts. The fields and values, e.g. `tls.full 5 + tls.resumed 0 ≠ tls.handshakes
+    /// 100`. `merge` and the record commands (`report`, `compare`, `plot`) refuse such a record.
+    pub fn tls_counts_contradiction(&self) -> Option<String> {
+        if let Some(t) = &self.tls {
+            let n = t.handshakes;
+            if t.full.checked_add(t.resumed) != Some(n) {
+                return Some(format!(
+                    "tls.full {} + tls.resumed {} ≠ tls.handshakes {n}",
+                    t.full, t.resumed
+                ));
+            }
+            if t.tls13.checked_add(t.tls12) != Some(n) {
+                return Some(format!(
+                    "tls.tls13 {} + tls.tls12 {} ≠ tls.handshakes {n}",
+                    t.tls13, t.tls12
+                ));
+            }
+            if t.alpn_agreed > n {
+                return Some(format!(
+                    "tls.alpn_agreed {} > tls.handshakes {n}",
+                    t.alpn_agreed
+                ));
+            }
+            for (name, table) in [("cipher_suites", &t.cipher_suites), ("groups", &t.groups)] {
+                let sum = table.values().try_fold(0u64, |a, &v| a.checked_add(v));
+                if sum.is_none_or(|s| s > n) {
+                    return Some(format!(
+                        "the tls.{name} counts add up to {} > tls.handshakes {n}",
+                        sum.map_or_else(|| "more than 2^64".to_string(), |s| s.to_string())
+                    ));
+                }
+            }
+            if n > self.attempts {
+                return Some(format!(
+                    "tls.handshakes {n} > attempts {} (one handshake per attempt at most)",
+                    self.attempts
+                ));
+            }
+            if self.http.is_none() && n > self.successes {
+                return Some(format!(
+                    "tls.handshakes {n} > successes {} (without --http each TLS handshake is a success)",
+                    self.successes
+                ));
+            }
+        }
+        if let Some(srv) = &self.server {
+            if let (Some(acc), Some(res)) = (srv.tls_accepted, srv.tls_resumed) {
+                if res > acc {
+                    return Some(format!(
+                        "server.tls_resumed {res} > server.tls_accepted {acc}"
+                    ));
+                }
+            }
+        }
+        None
+    }
+
     /// The achieved rate per second and per minute of `successes` in `measured_secs`: `None`
     /// for both when nothing succeeded or nothing was measured (a phase without a success has
     /// no rate, not a rate of 0; `load --format json` prints its CPM as `null` too).

@@ -211,3 +211,29 @@ fn golden_files_with_bad_content_give_errors_naming_them() {
     let err = RunRecord::read(&data("does-not-exist.json")).unwrap_err();
     assert!(matches!(err, RecordError::Read { .. }), "{err}");
 }
+
+/// Like for like: a record of `bench --close server` against its own server in `--mode rst`
+/// (the server's default without --tls/--http) reads as the server's RST, not as a FIN that
+/// leaves TIME_WAIT on the server; with `--mode close` or an external server it reads as before.
+#[test]
+fn a_record_names_the_servers_rst_when_its_own_server_resets() {
+    let mut rec = RunRecord::example();
+    for p in &mut rec.phases {
+        p.http = None;
+        p.tls = None;
+    }
+    rec.run.close_mode = "server".into();
+    rec.run.server_mode = "rst".into();
+    let w = rec.wire().unwrap();
+    assert!(
+        w.starts_with("wire: TCP, server RST first after the handshake"),
+        "{w}"
+    );
+    for mode in ["close", "external"] {
+        rec.run.server_mode = mode.into();
+        assert_eq!(
+            rec.wire().unwrap(),
+            "wire: TCP, server closes first after the handshake, TIME_WAIT on the server"
+        );
+    }
+}

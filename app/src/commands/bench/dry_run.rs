@@ -85,7 +85,16 @@ pub(super) fn plan_text(
     let _ = writeln!(
         out,
         "  protocol: {what}; {}{}",
-        common::wire::describe(setup.close.name(), setup.http, setup.tls.is_some()),
+        common::wire::describe_with_server(
+            setup.close.name(),
+            setup.http,
+            setup.tls.is_some(),
+            &if setup.target.is_some() {
+                "external".to_string()
+            } else {
+                setup.mode.to_string()
+            }
+        ),
         common::tls::unverified_marker(setup.tls.as_ref().is_none_or(|t| t.load.verified()))
     );
     let (peak, latency, warmup) = split_duration(plan.duration);

@@ -74,6 +74,10 @@ impl SetupArgs {
             _ => None,
         };
         let http = self.http || matches!(mode, server::Mode::Http { .. });
+        let close = crate::setup::close_or_default(self.close, http);
+        if self.target.is_none() {
+            crate::setup::check_close_and_mode(close, &mode).map_err(crate::bad_input)?;
+        }
         let tls = self
             .tls
             .then(|| crate::setup::BenchTls::new(self, http))
@@ -93,7 +97,7 @@ impl SetupArgs {
             engine: self.engine,
             mode,
             backlog: self.backlog,
-            close: crate::setup::close_or_default(self.close, http),
+            close,
             target: self.target.as_ref().map(|t| t.addr),
             netns: self.netns,
             rtt: self.rtt,

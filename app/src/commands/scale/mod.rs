@@ -236,7 +236,9 @@ fn setup_of(args: &Args, step: &tuning::advice::ScaleStep) -> anyhow::Result<Set
         None => {
             let mode = crate::setup::protocol_mode(args.mode, false, false).map_err(bad_input)?;
             let http = matches!(mode, server::Mode::Http { .. });
-            (crate::setup::close_or_default(args.close, http), mode)
+            let close = crate::setup::close_or_default(args.close, http);
+            crate::setup::check_close_and_mode(close, &mode).map_err(bad_input)?;
+            (close, mode)
         }
     };
     Ok(Setup {
@@ -318,16 +320,18 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
         netns: args.netns,
         out: &args.out,
     })?;
-    if args.dry_run {
-        crate::output::out(&tuning::render::scale_plan(&topo, &plan));
-        return Ok(0);
-    }
-    let profile = args.profile.check()?;
+    // Before --dry-run's plan: a close mode and server mode that wait on each other are
+    // refused by the plan too.
     let setups: Vec<Setup> = plan
         .steps
         .iter()
         .map(|s| setup_of(&args, s))
         .collect::<anyhow::Result<_>>()?;
+    if args.dry_run {
+        crate::output::out(&tuning::render::scale_plan(&topo, &plan));
+        return Ok(0);
+    }
+    let profile = args.profile.check()?;
     let _ = server::rlimit::raise_nofile();
     let stop = crate::signals::stop_flag().context("install signal handlers")?;
     let note = super::bench::note;

@@ -11,12 +11,14 @@ use server::{EngineChoice, Mode, Steer};
 use crate::commands::metrics::MetricsArgs;
 use crate::commands::Format;
 
-/// `--tls-resume`: whether the server offers session resumption.
+/// A switch given as `on` or `off` (`server --tls-resume`, `bench --accept-wait`): each option's
+/// own help says what its `on` and `off` do. The variants carry no doc comment on purpose: clap
+/// would print it under every option that takes the type (bench's `--accept-wait` listed
+/// `off: Not offered: every handshake full`, the words of `--tls-resume`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[allow(missing_docs)]
 pub enum OnOff {
-    /// Offered (the default).
     On,
-    /// Not offered: every handshake full.
     Off,
 }
 

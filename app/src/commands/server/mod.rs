@@ -66,14 +66,47 @@ fn tls_config(f: &Args) -> anyhow::Result<server::tls::TlsServer> {
             .filter_map(|(what, p)| Some((what, p.as_deref()?)))
             .collect();
         common::files::refuse_overwriting_inputs("--cert-out", path, &inputs)?;
-        std::fs::write(path, &t.cert_pem).map_err(|e| {
-            crate::bad_input(format!(
-                "--cert-out {}: cannot write it ({e}): give a writable path",
-                path.display()
-            ))
-        })?;
+        write_cert_out(path, &t.cert_pem)?;
     }
     Ok(t)
+}
+
+/// Writes the certificate to `--cert-out`. The file is opened non-blocking: a FIFO that no
+/// process reads (`mkfifo cert.pem`) then fails at once with ENXIO, where a plain open blocked the
+/// server before it listened, forever and past SIGINT; a pipe with a reader (a shell's
+/// process substitution) and a regular file are written as before (the descriptor is made
+/// blocking again before the write).
+///
+/// # Errors
+/// Bad input naming `--cert-out` and the fix.
+fn write_cert_out(path: &Path, pem: &str) -> anyhow::Result<()> {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let cannot = |e: std::io::Error| {
+        let why = if e.raw_os_error() == Some(libc::ENXIO) {
+            "a FIFO that no process reads: writing it would block the server before it listens"
+                .to_string()
+        } else {
+            e.to_string()
+        };
+        crate::bad_input(format!(
+            "--cert-out {}: cannot write it ({why}): give a writable path",
+            path.display()
+        ))
+    };
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(cannot)?;
+    nix::fcntl::fcntl(
+        &file,
+        nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::empty()),
+    )
+    .map_err(|e| cannot(e.into()))?;
+    file.write_all(pem.as_bytes()).map_err(cannot)
 }
 
 /// Runs `connstorm server` and returns the exit code (see the module docs); `build`: the

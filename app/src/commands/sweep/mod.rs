@@ -57,7 +57,9 @@ fn check_slo_latency(
         L::FirstByte => setup.http || greets,
         L::TlsHandshake => setup.tls,
         L::AcceptQueueWait => {
-            setup.target.is_none() && setup.load_engine == loadgen::LoadEngine::Epoll
+            setup.target.is_none()
+                && setup.load_engine == loadgen::LoadEngine::Epoll
+                && setup.accept_wait == crate::commands::server::args::OnOff::On
         }
     };
     if measured {

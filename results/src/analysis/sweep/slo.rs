@@ -121,7 +121,7 @@ impl SloLatency {
             }
             SloLatency::TlsHandshake => Some("--tls (a TLS handshake per connection)"),
             SloLatency::AcceptQueueWait => Some(
-                "the sweep's own server (no --target) and the epoll load engine (--load-engine epoll, or auto, which the SLO turns to epoll)",
+                "the sweep's own server (no --target), the epoll load engine (--load-engine epoll, or auto, which the SLO turns to epoll) and --accept-wait on (the default; off stamps nothing)",
             ),
         }
     }
