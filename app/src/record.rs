@@ -148,7 +148,10 @@ pub fn new_record(
 }
 
 /// Refuses an `--out` directory that cannot take a record: it exists but is not a writable
-/// directory, or the nearest existing ancestor is not writable (nothing is created here).
+/// directory, or the nearest existing ancestor is not writable. Writable is tried, not asked:
+/// `access(2)` says yes to root where a file cannot be made (seen: `--out /proc/x` ran the
+/// whole load, then lost its record), so a probe file (or, where `--out` does not exist yet, a
+/// probe directory) is made there and removed at once; nothing else is created here.
 ///
 /// # Errors
 /// Bad input (exit 2) naming `--out` and what to give instead.
@@ -169,17 +172,55 @@ pub fn check_writable_dir(dir: &std::path::Path) -> anyhow::Result<()> {
                     p.display()
                 )));
             }
-            return access(p, AccessFlags::W_OK | AccessFlags::X_OK).map_err(|e| {
+            let refuse = |e: &dyn std::fmt::Display| {
                 bad_input(format!(
                     "--out {}: cannot write in {} ({e}): give a writable directory",
                     dir.display(),
                     p.display()
                 ))
-            });
+            };
+            access(p, AccessFlags::W_OK | AccessFlags::X_OK).map_err(|e| refuse(&e))?;
+            // The record is a file in `dir`, which `create_dir_all` makes under `p` when it is
+            // missing: try the same kind of entry, removed when the probe drops.
+            let probe = if p == dir {
+                tempfile::Builder::new()
+                    .prefix(".connstorm-probe-")
+                    .tempfile_in(p)
+                    .map(drop)
+            } else {
+                tempfile::Builder::new()
+                    .prefix(".connstorm-probe-")
+                    .tempdir_in(p)
+                    .map(drop)
+            };
+            return probe.map_err(|e| refuse(&e));
         }
         match p.parent() {
             Some(parent) => p = parent,
             None => return Ok(()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Seen: `load --out /proc/x` as root ran the whole load, then could not write its record:
+    /// access(2) says root may write in /proc. The probe refuses it before anything runs.
+    #[test]
+    fn an_out_directory_where_no_file_can_be_made_is_refused_up_front() {
+        let e =
+            check_writable_dir(std::path::Path::new("/proc/connstorm-no-such-dir")).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("--out /proc/connstorm-no-such-dir: cannot write in /proc"),
+            "{e}"
+        );
+        let ok = tempfile::tempdir().unwrap();
+        check_writable_dir(ok.path()).unwrap();
+        check_writable_dir(&ok.path().join("a/b")).unwrap();
+        // Nothing is left behind by the probes.
+        assert_eq!(std::fs::read_dir(ok.path()).unwrap().count(), 0);
     }
 }
