@@ -192,7 +192,7 @@ fn parse_msg(p: &[u8]) -> Option<TcpSocket> {
 /// The netlink socket cannot be opened or the dump fails (the kernel's errno, e.g. when
 /// `CONFIG_INET_DIAG` is off).
 pub fn tcp_sockets(states: &[TcpState]) -> std::io::Result<Vec<TcpSocket>> {
-    use nix::sys::socket::{self, AddressFamily, MsgFlags, NetlinkAddr, SockFlag, SockProtocol};
+    use nix::sys::socket::{self, AddressFamily, SockFlag, SockProtocol};
     let mask = states
         .iter()
         .fold(0u32, |m, s| m | (1u32 << u32::from(s.number())));
@@ -208,47 +208,66 @@ pub fn tcp_sockets(states: &[TcpState]) -> std::io::Result<Vec<TcpSocket>> {
         socket::sockopt::ReceiveTimeout,
         &nix::sys::time::TimeVal::new(5, 0),
     )?;
-    let kernel = NetlinkAddr::new(0, 0);
     let mut out = Vec::new();
     let mut buf = vec![0u8; 64 << 10];
     for (seq, family) in [(1u32, libc::AF_INET), (2, libc::AF_INET6)] {
-        socket::sendto(
-            fd.as_raw_fd(),
-            &request(family as u8, mask, seq),
-            &kernel,
-            MsgFlags::empty(),
-        )?;
-        'dump: loop {
-            let n = socket::recv(fd.as_raw_fd(), &mut buf, MsgFlags::empty())?;
-            if n == 0 {
-                break;
-            }
-            let mut at = 0;
-            while at + NLMSG_HDR <= n {
-                let h = &buf[at..];
-                let len = u32::from_ne_bytes([h[0], h[1], h[2], h[3]]) as usize;
-                let kind = u16::from_ne_bytes([h[4], h[5]]);
-                if len < NLMSG_HDR || at + len > n {
-                    break;
-                }
-                match kind {
-                    NLMSG_DONE => break 'dump,
-                    NLMSG_ERROR => {
-                        let code = i32::from_ne_bytes([h[16], h[17], h[18], h[19]]);
-                        if code == 0 {
-                            break 'dump;
-                        }
-                        return Err(std::io::Error::from_raw_os_error(-code));
-                    }
-                    SOCK_DIAG_BY_FAMILY => out.extend(parse_msg(&h[NLMSG_HDR..len])),
-                    _ => {}
-                }
-                // Messages are 4-byte aligned (NLMSG_ALIGN).
-                at += (len + 3) & !3;
-            }
-        }
+        dump(&fd, &mut buf, family, mask, seq, |m| {
+            out.extend(parse_msg(m))
+        })?;
     }
     Ok(out)
+}
+
+/// One sock_diag dump on `fd`: sends the request for `family` and the TCP states in `mask` with
+/// sequence number `seq`, then reads the replies into `buf` until NLMSG_DONE (or an NLMSG_ERROR
+/// of 0), calling `each` with every `inet_diag_msg` (the payload after its netlink header).
+///
+/// # Errors
+/// The send or a receive fails, or the kernel answers NLMSG_ERROR with an errno.
+fn dump(
+    fd: &std::os::fd::OwnedFd,
+    buf: &mut [u8],
+    family: i32,
+    mask: u32,
+    seq: u32,
+    mut each: impl FnMut(&[u8]),
+) -> std::io::Result<()> {
+    use nix::sys::socket::{self, MsgFlags, NetlinkAddr};
+    socket::sendto(
+        fd.as_raw_fd(),
+        &request(family as u8, mask, seq),
+        &NetlinkAddr::new(0, 0),
+        MsgFlags::empty(),
+    )?;
+    loop {
+        let n = socket::recv(fd.as_raw_fd(), buf, MsgFlags::empty())?;
+        if n == 0 {
+            return Ok(());
+        }
+        let mut at = 0;
+        while at + NLMSG_HDR <= n {
+            let h = &buf[at..];
+            let len = u32::from_ne_bytes([h[0], h[1], h[2], h[3]]) as usize;
+            let kind = u16::from_ne_bytes([h[4], h[5]]);
+            if len < NLMSG_HDR || at + len > n {
+                break;
+            }
+            match kind {
+                NLMSG_DONE => return Ok(()),
+                NLMSG_ERROR => {
+                    let code = i32::from_ne_bytes([h[16], h[17], h[18], h[19]]);
+                    if code == 0 {
+                        return Ok(());
+                    }
+                    return Err(std::io::Error::from_raw_os_error(-code));
+                }
+                SOCK_DIAG_BY_FAMILY => each(&h[NLMSG_HDR..len]),
+                _ => {}
+            }
+            // Messages are 4-byte aligned (NLMSG_ALIGN).
+            at += (len + 3) & !3;
+        }
+    }
 }
 
 /// The accept-queue length of a port's listeners, read again and again from one sock_diag
@@ -299,52 +318,17 @@ impl ListenQueue {
     /// # Errors
     /// The dump fails (the kernel's errno).
     pub fn length(&mut self, port: u16) -> std::io::Result<u64> {
-        use nix::sys::socket::{self, MsgFlags, NetlinkAddr};
-        let kernel = NetlinkAddr::new(0, 0);
         let mask = 1u32 << u32::from(TcpState::Listen.number());
         let mut sum = 0u64;
         for family in [libc::AF_INET, libc::AF_INET6] {
             self.seq = self.seq.wrapping_add(1);
-            socket::sendto(
-                self.fd.as_raw_fd(),
-                &request(family as u8, mask, self.seq),
-                &kernel,
-                MsgFlags::empty(),
-            )?;
-            'dump: loop {
-                let n = socket::recv(self.fd.as_raw_fd(), &mut self.buf, MsgFlags::empty())?;
-                if n == 0 {
-                    break;
-                }
-                let mut at = 0;
-                while at + NLMSG_HDR <= n {
-                    let h = &self.buf[at..];
-                    let len = u32::from_ne_bytes([h[0], h[1], h[2], h[3]]) as usize;
-                    let kind = u16::from_ne_bytes([h[4], h[5]]);
-                    if len < NLMSG_HDR || at + len > n {
-                        break;
+            dump(&self.fd, &mut self.buf, family, mask, self.seq, |m| {
+                if let Some((p, q)) = listen_rqueue(m) {
+                    if p == port {
+                        sum += u64::from(q);
                     }
-                    match kind {
-                        NLMSG_DONE => break 'dump,
-                        NLMSG_ERROR => {
-                            let code = i32::from_ne_bytes([h[16], h[17], h[18], h[19]]);
-                            if code == 0 {
-                                break 'dump;
-                            }
-                            return Err(std::io::Error::from_raw_os_error(-code));
-                        }
-                        SOCK_DIAG_BY_FAMILY => {
-                            if let Some((p, q)) = listen_rqueue(&h[NLMSG_HDR..len]) {
-                                if p == port {
-                                    sum += u64::from(q);
-                                }
-                            }
-                        }
-                        _ => {}
-                    }
-                    at += (len + 3) & !3;
                 }
-            }
+            })?;
         }
         Ok(sum)
     }
