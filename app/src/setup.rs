@@ -69,53 +69,6 @@ pub struct BenchTls {
     pub load: loadgen::tls::TlsOptions,
 }
 
-impl BenchTls {
-    /// TLS for `bench` from its options: the in-process server's config from `--cert`/`--key`
-    /// (a self-signed certificate for localhost, 127.0.0.1 and ::1 when neither is given), and
-    /// the load's options built as `load` builds them
-    /// ([`crate::commands::tls::TlsClientArgs::options`]). The server name defaults to
-    /// `localhost` with the own server and to the target's host with `--target`; without
-    /// `--ca`/`--insecure` the load trusts the own server's certificate (`--target`: the
-    /// system's CA bundle, as `load`). With the own server the certificate is checked once
-    /// here, so a name or chain the load would refuse on every connection is bad input now.
-    /// `http`: the connections carry HTTP (ALPN `http/1.1` by default).
-    ///
-    /// # Errors
-    /// Bad input (exit 2): an unusable certificate/key pair or half of one, what
-    /// [`crate::commands::tls::TlsClientArgs::options`] refuses, a certificate the load's
-    /// check refuses, a certificate the offered groups cannot use.
-    pub fn new(
-        a: &crate::commands::bench::args::SetupArgs,
-        http: bool,
-    ) -> anyhow::Result<BenchTls> {
-        use crate::commands::tls::DefaultTrust;
-        let c = &a.tls_client;
-        if let Some(t) = &a.target {
-            let name = t.name.clone().unwrap_or_else(|| t.addr.ip().to_string());
-            let load = c.options(name, http, DefaultTrust::System)?;
-            return Ok(BenchTls { server: None, load });
-        }
-        let s = server::tls::server_config(a.cert.as_deref(), a.key.as_deref(), true)
-            .map_err(|e| crate::bad_input(e.to_string()))?;
-        let load = c.options("localhost".into(), http, DefaultTrust::Pem(&s.cert_pem))?;
-        load.check_certificate(&s.cert_pem)
-            .map_err(crate::bad_input)?;
-        load.check_server_chain(&s.cert_pem).map_err(|e| {
-            crate::bad_input(format!(
-                "the load's check refuses the server's certificate{}: {e}: give --sni with a name of the certificate, --ca with the CA that issued it, or --insecure",
-                a.cert
-                    .as_ref()
-                    .map(|p| format!(" (--cert {})", p.display()))
-                    .unwrap_or_default()
-            ))
-        })?;
-        Ok(BenchTls {
-            server: Some(s),
-            load,
-        })
-    }
-}
-
 fn debug_str<T: std::fmt::Debug, S: serde::Serializer>(v: &T, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(&format!("{v:?}").to_lowercase())
 }

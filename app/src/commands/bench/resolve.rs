@@ -9,7 +9,7 @@ use super::Trial;
 use crate::baseline::BaselineRun;
 use crate::record::Build;
 use crate::run::Plan;
-use crate::setup::Setup;
+use crate::setup::{BenchTls, Setup};
 
 impl Args {
     /// The paired baseline's options from `--baseline-pairs` and `--baseline-slice`.
@@ -78,10 +78,7 @@ impl SetupArgs {
         if self.target.is_none() {
             crate::setup::check_close_and_mode(close, &mode).map_err(crate::bad_input)?;
         }
-        let tls = self
-            .tls
-            .then(|| crate::setup::BenchTls::new(self, http))
-            .transpose()?;
+        let tls = self.tls.then(|| bench_tls(self, http)).transpose()?;
         let server_workers = self.server_workers.map_or(0, usize::from);
         if server_workers != 0 && server_workers < server_cpus.len() {
             return Err(crate::bad_input(format!(
@@ -159,4 +156,47 @@ pub fn validate(args: &Args) -> anyhow::Result<()> {
             .map_err(crate::bad_input)?;
     }
     Ok(())
+}
+
+/// TLS for `bench` from its options (with bench's options, not in `setup`, which bench's
+/// options import): the in-process server's config from `--cert`/`--key`
+/// (a self-signed certificate for localhost, 127.0.0.1 and ::1 when neither is given), and
+/// the load's options built as `load` builds them
+/// ([`crate::commands::tls::TlsClientArgs::options`]). The server name defaults to
+/// `localhost` with the own server and to the target's host with `--target`; without
+/// `--ca`/`--insecure` the load trusts the own server's certificate (`--target`: the
+/// system's CA bundle, as `load`). With the own server the certificate is checked once
+/// here, so a name or chain the load would refuse on every connection is bad input now.
+/// `http`: the connections carry HTTP (ALPN `http/1.1` by default).
+///
+/// # Errors
+/// Bad input (exit 2): an unusable certificate/key pair or half of one, what
+/// [`crate::commands::tls::TlsClientArgs::options`] refuses, a certificate the load's
+/// check refuses, a certificate the offered groups cannot use.
+pub(crate) fn bench_tls(a: &SetupArgs, http: bool) -> anyhow::Result<BenchTls> {
+    use crate::commands::tls::DefaultTrust;
+    let c = &a.tls_client;
+    if let Some(t) = &a.target {
+        let name = t.name.clone().unwrap_or_else(|| t.addr.ip().to_string());
+        let load = c.options(name, http, DefaultTrust::System)?;
+        return Ok(BenchTls { server: None, load });
+    }
+    let s = server::tls::server_config(a.cert.as_deref(), a.key.as_deref(), true)
+        .map_err(|e| crate::bad_input(e.to_string()))?;
+    let load = c.options("localhost".into(), http, DefaultTrust::Pem(&s.cert_pem))?;
+    load.check_certificate(&s.cert_pem)
+        .map_err(crate::bad_input)?;
+    load.check_server_chain(&s.cert_pem).map_err(|e| {
+        crate::bad_input(format!(
+            "the load's check refuses the server's certificate{}: {e}: give --sni with a name of the certificate, --ca with the CA that issued it, or --insecure",
+            a.cert
+                .as_ref()
+                .map(|p| format!(" (--cert {})", p.display()))
+                .unwrap_or_default()
+        ))
+    })?;
+    Ok(BenchTls {
+        server: Some(s),
+        load,
+    })
 }
