@@ -192,22 +192,11 @@ fn parse_msg(p: &[u8]) -> Option<TcpSocket> {
 /// The netlink socket cannot be opened or the dump fails (the kernel's errno, e.g. when
 /// `CONFIG_INET_DIAG` is off).
 pub fn tcp_sockets(states: &[TcpState]) -> std::io::Result<Vec<TcpSocket>> {
-    use nix::sys::socket::{self, AddressFamily, SockFlag, SockProtocol};
     let mask = states
         .iter()
         .fold(0u32, |m, s| m | (1u32 << u32::from(s.number())));
-    let fd = socket::socket(
-        AddressFamily::Netlink,
-        socket::SockType::Datagram,
-        SockFlag::SOCK_CLOEXEC,
-        SockProtocol::NetlinkSockDiag,
-    )?;
     // A dump that never ends would hang the caller: 5 s is far more than any real dump takes.
-    socket::setsockopt(
-        &fd,
-        socket::sockopt::ReceiveTimeout,
-        &nix::sys::time::TimeVal::new(5, 0),
-    )?;
+    let fd = diag_socket(5)?;
     let mut out = Vec::new();
     let mut buf = vec![0u8; 64 << 10];
     for (seq, family) in [(1u32, libc::AF_INET), (2, libc::AF_INET6)] {
@@ -216,6 +205,27 @@ pub fn tcp_sockets(states: &[TcpState]) -> std::io::Result<Vec<TcpSocket>> {
         })?;
     }
     Ok(out)
+}
+
+/// A sock_diag netlink socket in the calling thread's network namespace whose receives give up
+/// after `timeout_s` seconds (a dump that never ends must not hang its caller).
+///
+/// # Errors
+/// The socket cannot be opened or the timeout set.
+fn diag_socket(timeout_s: i64) -> std::io::Result<std::os::fd::OwnedFd> {
+    use nix::sys::socket::{self, AddressFamily, SockFlag, SockProtocol};
+    let fd = socket::socket(
+        AddressFamily::Netlink,
+        socket::SockType::Datagram,
+        SockFlag::SOCK_CLOEXEC,
+        SockProtocol::NetlinkSockDiag,
+    )?;
+    socket::setsockopt(
+        &fd,
+        socket::sockopt::ReceiveTimeout,
+        &nix::sys::time::TimeVal::new(timeout_s, 0),
+    )?;
+    Ok(fd)
 }
 
 /// One sock_diag dump on `fd`: sends the request for `family` and the TCP states in `mask` with
@@ -291,18 +301,7 @@ impl ListenQueue {
     /// # Errors
     /// The netlink socket cannot be opened (e.g. `CONFIG_INET_DIAG` off).
     pub fn open() -> std::io::Result<ListenQueue> {
-        use nix::sys::socket::{self, AddressFamily, SockFlag, SockProtocol};
-        let fd = socket::socket(
-            AddressFamily::Netlink,
-            socket::SockType::Datagram,
-            SockFlag::SOCK_CLOEXEC,
-            SockProtocol::NetlinkSockDiag,
-        )?;
-        socket::setsockopt(
-            &fd,
-            socket::sockopt::ReceiveTimeout,
-            &nix::sys::time::TimeVal::new(1, 0),
-        )?;
+        let fd = diag_socket(1)?;
         let mut q = ListenQueue {
             fd,
             buf: vec![0u8; 64 << 10],
