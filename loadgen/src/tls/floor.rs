@@ -423,7 +423,7 @@ mod tests {
 
     /// Each key type the floor knows signs with aws-lc-rs and verifies with rustls' own
     /// algorithm for its TLS 1.3 scheme (reading the key type from a certificate is tested end to
-    /// end, tests/tls_cli.rs and tests/bench_cli.rs).
+    /// end, tests/cli/tls_cli.rs and tests/cli/bench_cli.rs).
     #[test]
     fn every_key_type_signs_and_verifies_with_rustls_algorithms() {
         for k in [

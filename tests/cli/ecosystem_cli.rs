@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-#[path = "../build.rs"]
+#[path = "../../build.rs"]
 #[allow(dead_code)]
 mod build_script;
 
