@@ -467,6 +467,7 @@ pub fn placement(a: &PlacementArgs) -> anyhow::Result<i32> {
 /// # Errors
 /// Bad input: an unreadable source topology, an `--out` in use or not writable.
 pub fn snapshot_topology(a: &SnapshotTopologyArgs) -> anyhow::Result<i32> {
+    common::files::check_output_dir("--out", &a.out, "the topology copy")?;
     let s =
         tuning::host::snapshot_topology(&a.root, &a.out).map_err(|e| bad_input(e.to_string()))?;
     out(&format!(
