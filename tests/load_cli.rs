@@ -107,7 +107,10 @@ fn bad_input_exits_2_with_a_message_that_says_what_is_wrong() {
             &["--source", "::1"],
             "source ::1 is IPv6 but every target is IPv4",
         ),
-        (&["--spin", "2ms"], "--spin 2000000 ns is above 1 ms"),
+        (
+            &["--spin", "2ms"],
+            "'2ms' for '--spin <SPIN>': \"2ms\" is longer than 1ms",
+        ),
         (&["--spin", "fast"], "invalid duration"),
         (&["--start-batch", "0"], "--start-batch"),
         (&["--start-batch", "5000"], "--start-batch"),

@@ -67,7 +67,7 @@ pub struct SetupArgs {
     /// the start. At most 1ms. Costs the load CPU up to this per start (printed as load CPU per
     /// connection beside the generator lag): on a dedicated load CPU set it to about the CPU's
     /// wake-up latency (the lag p50 at `--spin 0s`). Recorded (`load.spin_ns`).
-    #[arg(long, default_value = "2us", value_parser = units::parse_duration)]
+    #[arg(long, default_value = "2us", value_parser = crate::commands::load::args::parse_spin)]
     pub spin: Duration,
     /// Open loop: at most this many due starts are made one after another after one wait
     /// (1..=4096; 1 = a wait before every start). Recorded (`load.start_batch`).
