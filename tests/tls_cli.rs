@@ -1256,7 +1256,8 @@ fn bench_target_tls_verifies_as_load_does() {
 
 /// Issue 36, bad input: a group the provider lacks, a resume share outside 0–100% (or with
 /// resumption off), a TLS 1.3 group with TLS 1.2 only, a certificate the groups cannot use,
-/// `--insecure` with `--ca`: one line each naming the option, exit 2 before anything runs.
+/// `--insecure` with `--ca`, `bench --insecure` without `--target`: one line each naming the
+/// option, exit 2 before anything runs.
 #[test]
 fn bad_tls_groups_shares_and_trust_exit_2_with_one_line() {
     let tmp = tempfile::tempdir().unwrap();
@@ -1315,6 +1316,16 @@ fn bad_tls_groups_shares_and_trust_exit_2_with_one_line() {
         (
             bench(&["--insecure", "--ca", &p(&cert)]),
             "--insecure and --ca",
+        ),
+        // Accepted, it checked nothing and marked the run TLS UNVERIFIED, though bench knows
+        // its own server's certificate (and so does its dry run).
+        (
+            bench(&["--insecure"]),
+            "--insecure is for --target: bench checks its own server's certificate",
+        ),
+        (
+            bench(&["--insecure", "--dry-run"]),
+            "--insecure is for --target: bench checks its own server's certificate",
         ),
         (
             bench(&["--tls-version", "1.2", "--tls-groups", "x25519"]),

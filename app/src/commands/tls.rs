@@ -63,7 +63,8 @@ pub struct TlsClientArgs {
     #[arg(long, value_name = "LIST", value_delimiter = ',', requires = "tls")]
     pub tls_groups: Vec<String>,
     /// With --tls: accept any server certificate (the handshake's signatures are still
-    /// checked); the report's first line then says TLS UNVERIFIED.
+    /// checked); the report's first line then says TLS UNVERIFIED. `bench` takes it only with
+    /// --target: its own server's certificate is known, so it is always checked.
     #[arg(long, requires = "tls")]
     pub insecure: bool,
     /// With --tls: check the server's certificate against the CA certificates in this PEM file.

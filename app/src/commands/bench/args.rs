@@ -130,7 +130,7 @@ pub struct SetupArgs {
     /// The load's TLS client options, the same as `load`'s (`--tls-version`, `--sni`,
     /// `--alpn`, `--tls-resume`, `--tls-resume-share`, `--tls-ciphers`, `--tls-groups`,
     /// `--insecure`, `--ca`); with the own server the check trusts its certificate unless
-    /// --ca or --insecure is given.
+    /// --ca is given, and --insecure is refused (the certificate is known, so it is checked).
     #[command(flatten)]
     pub tls_client: crate::commands::tls::TlsClientArgs,
 }
