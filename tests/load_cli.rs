@@ -82,6 +82,11 @@ fn bad_input_exits_2_with_a_message_that_says_what_is_wrong() {
         (&["--duration", "10"], "no unit"),
         (&["--duration", "soon"], "invalid duration"),
         (&["--connect-timeout", "0s"], "zero"),
+        // Taken (bench refused it): the end-of-run drain could then wait up to 2 h.
+        (
+            &["--connect-timeout", "2h"],
+            "--connect-timeout 7200s is longer than 3600 s",
+        ),
         (&["--duration", "0s"], "zero"),
         (
             &["--rate", "1k/s", "--concurrency", "4"],

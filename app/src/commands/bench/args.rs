@@ -100,7 +100,7 @@ pub struct SetupArgs {
     /// (rtt/2 on each side, netem's 32-bit tick field).
     #[arg(long, value_parser = parse_rtt, requires = "netns")]
     pub rtt: Option<Duration>,
-    /// Per-attempt connect timeout.
+    /// Per-attempt connect timeout, at most 1h.
     #[arg(long, default_value = "3s", value_parser = units::parse_positive_duration)]
     pub connect_timeout: Duration,
     /// Label stored in the record and (its first 64 characters, made file-safe) its file name;

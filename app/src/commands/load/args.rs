@@ -82,7 +82,7 @@ pub struct Args {
     #[arg(long, value_delimiter = ',', value_parser = parse_source_item)]
     pub source: Vec<Sources>,
     /// How long one attempt may wait for its handshake (counted from socket()); past it the
-    /// attempt counts as ETIMEDOUT. Also bounds the drain at the end of the run.
+    /// attempt counts as ETIMEDOUT. Also bounds the drain at the end of the run. At most 1h.
     #[arg(long, default_value = "3s", value_parser = parse_positive_duration)]
     pub connect_timeout: Duration,
     /// After the handshake, read this many bytes (a greeting server) and report first-byte
