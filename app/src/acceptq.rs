@@ -426,28 +426,7 @@ mod tests {
             Err(why) => eprintln!("skipping the io_uring server: {why}"),
         }
         for engine in engines {
-            let setup = crate::setup::Setup {
-                server_cpus: vec![srv],
-                server_workers: 0,
-                load_cpus: vec![load],
-                engine,
-                mode: server::Mode::Close,
-                backlog: 4096,
-                close: loadgen::CloseMode::Fin,
-                target: None,
-                netns: false,
-                rtt: None,
-                connect_timeout: Duration::from_secs(3),
-                expect_bytes: None,
-                whole_machine: false,
-                load_engine: loadgen::LoadEngine::Epoll,
-                accept_wait: true,
-                load_workers: 0,
-                port_slices: loadgen::PortSlices::On,
-                pacing: loadgen::Pacing::default(),
-                tls: None,
-                http: false,
-            };
+            let setup = crate::setup::Setup::for_test(srv, load, engine);
             let mut h = crate::harness::Harness::start(setup).unwrap();
             let spec = crate::setup::PhaseSpec {
                 name: "latency".into(),
@@ -517,28 +496,7 @@ mod tests {
     fn a_steady_queue_agrees_with_littles_law() {
         let cpus = common::cpulist::usable();
         let (srv, load) = (cpus[0], *cpus.get(1).unwrap_or(&cpus[0]));
-        let setup = crate::setup::Setup {
-            server_cpus: vec![srv],
-            server_workers: 0,
-            load_cpus: vec![load],
-            engine: server::EngineChoice::Epoll,
-            mode: server::Mode::Close,
-            backlog: 4096,
-            close: loadgen::CloseMode::Fin,
-            target: None,
-            netns: false,
-            rtt: None,
-            connect_timeout: Duration::from_secs(3),
-            expect_bytes: None,
-            whole_machine: false,
-            load_engine: loadgen::LoadEngine::Epoll,
-            accept_wait: true,
-            load_workers: 0,
-            port_slices: loadgen::PortSlices::On,
-            pacing: loadgen::Pacing::default(),
-            tls: None,
-            http: false,
-        };
+        let setup = crate::setup::Setup::for_test(srv, load, server::EngineChoice::Epoll);
         let mut h = crate::harness::Harness::start(setup).unwrap();
         let spec = crate::setup::PhaseSpec {
             name: "latency".into(),

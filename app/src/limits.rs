@@ -56,14 +56,24 @@ pub fn check_setup(r: &SetupRequest<'_>) -> anyhow::Result<()> {
     if let Some(c) = r.concurrency {
         check_concurrency(c, crate::setup::fd_room_after_raise())?;
     }
-    if r.connect_timeout > MAX_CONNECT_TIMEOUT {
+    check_connect_timeout(r.connect_timeout)?;
+    crate::record::check_writable_dir(r.out)
+}
+
+/// Checks `--connect-timeout` against [`MAX_CONNECT_TIMEOUT`] (`bench`, `sweep`, `ab`, `scale`
+/// through [`check_setup`]; `load`, which took `--connect-timeout 2h` and would have waited up
+/// to that long in its end-of-run drain).
+///
+/// # Errors
+/// Bad input (exit 2) naming the limit.
+pub fn check_connect_timeout(d: Duration) -> anyhow::Result<()> {
+    if d > MAX_CONNECT_TIMEOUT {
         return Err(bad_input(format!(
-            "--connect-timeout {:?} is longer than {} s: give a shorter one (a SYN retransmit schedule gives up after ~131 s anyway)",
-            r.connect_timeout,
+            "--connect-timeout {d:?} is longer than {} s: give a shorter one (a SYN retransmit schedule gives up after ~131 s anyway)",
             MAX_CONNECT_TIMEOUT.as_secs()
         )));
     }
-    crate::record::check_writable_dir(r.out)
+    Ok(())
 }
 
 /// `--netns` makes namespaces (`ip netns add`: unshare and mount, CAP_SYS_ADMIN): without it

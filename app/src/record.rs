@@ -156,50 +156,7 @@ pub fn new_record(
 /// # Errors
 /// Bad input (exit 2) naming `--out` and what to give instead.
 pub fn check_writable_dir(dir: &std::path::Path) -> anyhow::Result<()> {
-    use nix::unistd::{access, AccessFlags};
-
-    use crate::bad_input;
-    let mut p = dir;
-    loop {
-        if p.as_os_str().is_empty() {
-            p = std::path::Path::new(".");
-        }
-        if p.exists() {
-            if !p.is_dir() {
-                return Err(bad_input(format!(
-                    "--out {}: {} is not a directory: give a directory for run records",
-                    dir.display(),
-                    p.display()
-                )));
-            }
-            let refuse = |e: &dyn std::fmt::Display| {
-                bad_input(format!(
-                    "--out {}: cannot write in {} ({e}): give a writable directory",
-                    dir.display(),
-                    p.display()
-                ))
-            };
-            access(p, AccessFlags::W_OK | AccessFlags::X_OK).map_err(|e| refuse(&e))?;
-            // The record is a file in `dir`, which `create_dir_all` makes under `p` when it is
-            // missing: try the same kind of entry, removed when the probe drops.
-            let probe = if p == dir {
-                tempfile::Builder::new()
-                    .prefix(".connstorm-probe-")
-                    .tempfile_in(p)
-                    .map(drop)
-            } else {
-                tempfile::Builder::new()
-                    .prefix(".connstorm-probe-")
-                    .tempdir_in(p)
-                    .map(drop)
-            };
-            return probe.map_err(|e| refuse(&e));
-        }
-        match p.parent() {
-            Some(parent) => p = parent,
-            None => return Ok(()),
-        }
-    }
+    common::files::check_output_dir("--out", dir, "run records").map_err(anyhow::Error::new)
 }
 
 #[cfg(test)]

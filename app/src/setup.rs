@@ -239,6 +239,42 @@ pub fn load_error(e: loadgen::LoadError) -> anyhow::Error {
 }
 
 #[cfg(test)]
+impl Setup {
+    /// The setup the harness's tests start from: connstorm's own server on CPU `server_cpu`
+    /// with `engine` (mode close, backlog 4,096), the epoll load on `load_cpu` closing with
+    /// FIN, on loopback, accept-queue wait measured, no TLS or HTTP; a test changes what it
+    /// needs with `Setup { field, ..Setup::for_test(..) }`.
+    pub(crate) fn for_test(
+        server_cpu: usize,
+        load_cpu: usize,
+        engine: server::EngineChoice,
+    ) -> Setup {
+        Setup {
+            server_cpus: vec![server_cpu],
+            server_workers: 0,
+            load_cpus: vec![load_cpu],
+            engine,
+            mode: server::Mode::Close,
+            backlog: 4096,
+            close: loadgen::CloseMode::Fin,
+            target: None,
+            netns: false,
+            rtt: None,
+            connect_timeout: Duration::from_secs(3),
+            expect_bytes: None,
+            whole_machine: false,
+            load_engine: loadgen::LoadEngine::Epoll,
+            accept_wait: true,
+            load_workers: 0,
+            port_slices: loadgen::PortSlices::On,
+            pacing: loadgen::Pacing::default(),
+            tls: None,
+            http: false,
+        }
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

@@ -191,6 +191,146 @@ pub fn refuse_non_file(option: &str, path: &Path) -> Result<(), crate::error::Ba
     }
 }
 
+/// Refuses, before any work, an output file path the command could not write at its end (seen:
+/// `report`, `compare` and `plot -o DIR` read and rendered everything, then exited 1 with "Is a
+/// directory"; `scale --plot` ran every step, then drew nothing): a directory (or a path ending
+/// in `/`), a path whose directory is missing or is a file, or a directory where no file can be
+/// made. Writable is tried, not asked: `access(2)` says yes to root in `/proc`, so a probe file
+/// is made beside the output and removed at once; nothing else is created. `-` (stdout) passes,
+/// and so does an existing device, FIFO or symlink to one (written in place by the caller, or
+/// refused by [`refuse_non_file`]). `option` names the option in the message (`-o`, `--plot`).
+///
+/// # Errors
+/// Bad input naming the option, the path and what to give instead.
+pub fn check_output_file(option: &str, path: &Path) -> Result<(), crate::error::BadInput> {
+    use std::os::unix::ffi::OsStrExt as _;
+    if path == Path::new("-") {
+        return Ok(());
+    }
+    let bad = |what: String| crate::error::BadInput(format!("{option} {}: {what}", path.display()));
+    let names_dir = path.as_os_str().as_bytes().ends_with(b"/") || path.file_name().is_none();
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => {
+            return Err(bad(
+                "is a directory: name a file to write (nothing was run)".into(),
+            ))
+        }
+        Ok(m) if !m.is_file() => return Ok(()),
+        _ if names_dir => {
+            return Err(bad(
+                "names a directory: name a file to write (nothing was run)".into(),
+            ))
+        }
+        _ => {}
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    match std::fs::metadata(dir) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => {
+            return Err(bad(format!(
+                "{} is not a directory: give a path in a directory (nothing was run)",
+                dir.display()
+            )))
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return Err(bad(format!(
+                "directory {} does not exist: create it, or give a path in an existing directory (nothing was run)",
+                dir.display()
+            )))
+        }
+        Err(e) => {
+            return Err(bad(format!(
+                "cannot reach directory {} ({e}): give a path in a directory you can write (nothing was run)",
+                dir.display()
+            )))
+        }
+    }
+    probe_writable(dir, false).map_err(|e| {
+        bad(format!(
+            "cannot write in {} ({e}): give a path in a directory you can write (nothing was run)",
+            dir.display()
+        ))
+    })
+}
+
+/// Refuses an output directory that cannot take the command's files (`what`: "run records",
+/// "interval logs"), before any work: it exists but is not a directory, lies under a file, or
+/// neither it nor (where it is missing) its nearest existing ancestor can take a new entry.
+/// Writable is tried, not asked, as in [`check_output_file`]: a probe file in the directory (or,
+/// where it does not exist yet, a probe directory in its nearest ancestor, as `create_dir_all`
+/// would make) is made and removed at once.
+///
+/// # Errors
+/// Bad input naming the option, the path and what to give instead.
+pub fn check_output_dir(
+    option: &str,
+    dir: &Path,
+    what: &str,
+) -> Result<(), crate::error::BadInput> {
+    let mut p = dir;
+    loop {
+        if p.as_os_str().is_empty() {
+            p = Path::new(".");
+        }
+        if p.exists() {
+            if !p.is_dir() {
+                return Err(crate::error::BadInput(format!(
+                    "{option} {}: {} is not a directory: give a directory for {what}",
+                    dir.display(),
+                    p.display()
+                )));
+            }
+            return probe_writable(p, p != dir).map_err(|e| {
+                crate::error::BadInput(format!(
+                    "{option} {}: cannot write in {} ({e}): give a writable directory",
+                    dir.display(),
+                    p.display()
+                ))
+            });
+        }
+        match p.parent() {
+            Some(parent) => p = parent,
+            None => return Ok(()),
+        }
+    }
+}
+
+/// Makes a probe entry `.connstorm-probe-PID-N` in `dir` (a file, or a directory when
+/// `as_dir`) and removes it: whether the command will be able to write there, tried.
+fn probe_writable(dir: &Path, as_dir: bool) -> io::Result<()> {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static N: AtomicU32 = AtomicU32::new(0);
+    let mut last = None;
+    for _ in 0..16 {
+        let name = format!(
+            ".connstorm-probe-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        );
+        let probe = dir.join(name);
+        let made = if as_dir {
+            std::fs::create_dir(&probe).and_then(|()| std::fs::remove_dir(&probe))
+        } else {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&probe)
+                .and_then(|f| {
+                    drop(f);
+                    std::fs::remove_file(&probe)
+                })
+        };
+        match made {
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last = Some(e),
+            r => return r,
+        }
+    }
+    Err(last.unwrap_or_else(|| io::Error::from(io::ErrorKind::AlreadyExists)))
+}
+
 #[cfg(test)]
 mod tests {
     /// Files people bring: a FIFO is refused without blocking, a device without reading it,
@@ -335,6 +475,90 @@ mod tests {
             Ok(())
         );
         assert_eq!(refuse_non_dir("--hlog", Path::new("relative-new")), Ok(()));
+    }
+
+    /// `report`, `compare` and `plot -o DIR` read and rendered everything, then exited 1 ("Is a
+    /// directory"); a missing or unwritable directory the same. Refused up front now, and the
+    /// probes leave nothing behind.
+    #[test]
+    fn an_output_file_path_that_cannot_be_written_is_refused_before_any_work() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let file = d.join("in.json");
+        std::fs::write(&file, b"x").unwrap();
+        let refused = |p: &Path| check_output_file("-o", p).unwrap_err().0;
+        assert_eq!(
+            refused(d),
+            format!(
+                "-o {}: is a directory: name a file to write (nothing was run)",
+                d.display()
+            )
+        );
+        let slash = PathBuf::from(format!("{}/new/", d.display()));
+        assert_eq!(
+            refused(&slash),
+            format!(
+                "-o {}: names a directory: name a file to write (nothing was run)",
+                slash.display()
+            )
+        );
+        let missing = d.join("no/such/out.txt");
+        assert_eq!(
+            refused(&missing),
+            format!(
+                "-o {}: directory {} does not exist: create it, or give a path in an existing directory (nothing was run)",
+                missing.display(),
+                d.join("no/such").display()
+            )
+        );
+        let under_file = file.join("out.txt");
+        assert_eq!(
+            refused(&under_file),
+            format!(
+                "-o {}: {} is not a directory: give a path in a directory (nothing was run)",
+                under_file.display(),
+                file.display()
+            )
+        );
+        // access(2) says yes to root in /proc; the probe file is refused there.
+        let proc = Path::new("/proc/connstorm-out.txt");
+        assert!(
+            refused(proc).starts_with("-o /proc/connstorm-out.txt: cannot write in /proc ("),
+            "{}",
+            refused(proc)
+        );
+        // A new file, an existing one, stdout and a device pass; the probes left nothing.
+        check_output_file("-o", &d.join("new.txt")).unwrap();
+        check_output_file("-o", &file).unwrap();
+        check_output_file("-o", Path::new("-")).unwrap();
+        check_output_file("-o", Path::new("/dev/null")).unwrap();
+        assert_eq!(std::fs::read_dir(d).unwrap().count(), 1);
+    }
+
+    /// The directory outputs (`--hlog`, `k8s render --out`, `man --out`) by the same probe as
+    /// the run records' `--out`.
+    #[test]
+    fn an_output_directory_that_cannot_be_written_is_refused_before_any_work() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("in.json");
+        std::fs::write(&file, b"x").unwrap();
+        let e = check_output_dir("--hlog", &file.join("logs"), "interval logs").unwrap_err();
+        assert_eq!(
+            e.0,
+            format!(
+                "--hlog {}: {} is not a directory: give a directory for interval logs",
+                file.join("logs").display(),
+                file.display()
+            )
+        );
+        let e = check_output_dir("--hlog", Path::new("/proc/x/y"), "interval logs").unwrap_err();
+        assert!(
+            e.0.starts_with("--hlog /proc/x/y: cannot write in /proc ("),
+            "{e}"
+        );
+        check_output_dir("--hlog", dir.path(), "interval logs").unwrap();
+        check_output_dir("--hlog", &dir.path().join("a/b"), "interval logs").unwrap();
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 
     #[test]

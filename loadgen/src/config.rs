@@ -326,8 +326,8 @@ impl LoadConfig {
         let bad = |msg: String| Err(LoadError::Config(msg));
         if self.pacing.spin_ns > MAX_SPIN_NS {
             return bad(format!(
-                "--spin {} ns is above 1 ms: a longer spin only burns the worker's CPU; give 0..=1ms (default 2us)",
-                self.pacing.spin_ns
+                "--spin {} is above 1 ms: a longer spin only burns the worker's CPU; give 0s to 1ms (default 2us)",
+                common::numfmt::ns(self.pacing.spin_ns as f64)
             ));
         }
         if self.pacing.start_batch == 0 || self.pacing.start_batch > MAX_START_BATCH {
@@ -600,6 +600,24 @@ mod tests {
         assert_eq!(
             (0..3).map(|w| c.slots_for(w)).collect::<Vec<_>>(),
             [1, 1, 1]
+        );
+    }
+
+    /// A spin past 1 ms was named in ns (`--spin 1500000 ns`), not in the unit it was given in.
+    #[test]
+    fn a_spin_too_long_is_named_in_a_readable_unit() {
+        let e = LoadConfig {
+            pacing: Pacing {
+                spin_ns: 1_500_000,
+                ..Pacing::default()
+            },
+            ..cfg()
+        }
+        .validate()
+        .unwrap_err();
+        assert!(
+            e.to_string().contains("--spin 1.50 ms is above 1 ms"),
+            "{e}"
         );
     }
 

@@ -1210,6 +1210,12 @@ fn absurd_sizes_are_refused_before_anything_exists() {
         (&["--backlog", "0"], "--backlog"),
         (&["--connect-timeout", "2h"], "--connect-timeout"),
         (&["--netns", "--concurrency", "0"], "--concurrency 0"),
+        // Refused by the load config only after bench's server had run and a record was
+        // written, and said in ns (`--spin 1500000 ns`): now at parse time, as written.
+        (
+            &["--spin", "1500us"],
+            "'1500us' for '--spin <SPIN>': \"1500us\" is longer than 1ms",
+        ),
     ];
     for (extra, needle) in cases {
         let mut a = vec!["bench", "--out", out_dir.to_str().unwrap()];

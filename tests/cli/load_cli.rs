@@ -82,6 +82,11 @@ fn bad_input_exits_2_with_a_message_that_says_what_is_wrong() {
         (&["--duration", "10"], "no unit"),
         (&["--duration", "soon"], "invalid duration"),
         (&["--connect-timeout", "0s"], "zero"),
+        // Taken (bench refused it): the end-of-run drain could then wait up to 2 h.
+        (
+            &["--connect-timeout", "2h"],
+            "--connect-timeout 7200s is longer than 3600 s",
+        ),
         (&["--duration", "0s"], "zero"),
         (
             &["--rate", "1k/s", "--concurrency", "4"],
@@ -107,7 +112,10 @@ fn bad_input_exits_2_with_a_message_that_says_what_is_wrong() {
             &["--source", "::1"],
             "source ::1 is IPv6 but every target is IPv4",
         ),
-        (&["--spin", "2ms"], "--spin 2000000 ns is above 1 ms"),
+        (
+            &["--spin", "2ms"],
+            "'2ms' for '--spin <SPIN>': \"2ms\" is longer than 1ms",
+        ),
         (&["--spin", "fast"], "invalid duration"),
         (&["--start-batch", "0"], "--start-batch"),
         (&["--start-batch", "5000"], "--start-batch"),

@@ -1399,3 +1399,126 @@ fn report_and_compare_to_a_fifo_without_a_reader_end_at_once() {
     let text = reader.join().unwrap();
     assert!(text.starts_with("== run golden"), "{text}");
 }
+
+/// Files people bring, as outputs: `report`, `compare` and `plot -o DIR` read and rendered
+/// everything, then exited 1 ("Is a directory"); a missing directory (`-o nodir/x`) or one where
+/// no file can be made (`/proc`, where access(2) says yes to root) the same, and `server
+/// --cert-out`, `scale --plot`, `report --hlog`, `k8s render --out` and `man --out` said it as
+/// an I/O error. Every output path is refused up front: exit 2, one line naming the option and
+/// what to give, nothing on stdout and nothing written.
+#[test]
+fn files_people_bring_an_output_path_that_cannot_be_written_is_refused_up_front() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = s(dir.path());
+    let g = golden();
+    let g = s(&g);
+    let missing = format!("{d}/no-such-dir/out.txt");
+    let missing_svg = format!("{d}/no-such-dir/out.svg");
+    let is_dir = |opt: &str| {
+        format!(
+            "connstorm: error: {opt} {d}: is a directory: name a file to write (nothing was run)"
+        )
+    };
+    let no_dir = |opt: &str, p: &str| {
+        format!("connstorm: error: {opt} {p}: directory {d}/no-such-dir does not exist: create it, or give a path in an existing directory (nothing was run)")
+    };
+    let server = |cert_out| {
+        vec![
+            "server",
+            "--listen",
+            "127.0.0.1:0",
+            "--tls",
+            "--cert-out",
+            cert_out,
+            "--duration",
+            "10ms",
+        ]
+    };
+    let cases: Vec<(Vec<&str>, String)> = vec![
+        (vec!["report", g, "-o", d], is_dir("-o")),
+        (vec!["report", g, "-o", &missing], no_dir("-o", &missing)),
+        (vec!["compare", g, "--", g, "-o", d], is_dir("-o")),
+        (
+            vec!["compare", g, "--", g, "-o", &missing],
+            no_dir("-o", &missing),
+        ),
+        (vec!["plot", g, "-o", d], is_dir("-o")),
+        (
+            vec!["plot", g, "-o", &missing_svg],
+            no_dir("-o", &missing_svg),
+        ),
+        (vec!["merge", g, "-o", d], is_dir("-o")),
+        (vec!["merge", g, "-o", &missing], no_dir("-o", &missing)),
+        (server(d), is_dir("--cert-out")),
+        (
+            vec!["scale", "--dry-run", "--plot", &missing_svg],
+            no_dir("--plot", &missing_svg),
+        ),
+    ];
+    for (args, want) in cases {
+        let o = connstorm(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert_eq!(stderr(&o).trim_end(), want, "{args:?}");
+        assert_eq!(o.stdout, b"", "{args:?}: refused before any output");
+    }
+    // Where no file can be made: /proc, for every file and directory output.
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec!["report", g, "-o", "/proc/connstorm.txt"],
+            "-o /proc/connstorm.txt: cannot write in /proc (",
+        ),
+        (
+            vec!["compare", g, "--", g, "-o", "/proc/connstorm.txt"],
+            "-o /proc/connstorm.txt: cannot write in /proc (",
+        ),
+        (
+            vec!["plot", g, "-o", "/proc/connstorm.svg"],
+            "-o /proc/connstorm.svg: cannot write in /proc (",
+        ),
+        (
+            vec!["merge", g, "-o", "/proc/connstorm.json"],
+            "-o /proc/connstorm.json: cannot write in /proc (",
+        ),
+        (
+            vec!["report", g, "--hlog", "/proc/connstorm"],
+            "--hlog /proc/connstorm: cannot write in /proc (",
+        ),
+        (
+            vec!["man", "--out", "/proc/connstorm"],
+            "--out /proc/connstorm: cannot write in /proc (",
+        ),
+        (
+            vec![
+                "k8s",
+                "render",
+                "--clients",
+                "1",
+                "--target",
+                "10.0.0.1:80",
+                "--out",
+                "/proc/connstorm",
+            ],
+            "--out /proc/connstorm: cannot write in /proc (",
+        ),
+        (
+            server("/proc/c.pem"),
+            "--cert-out /proc/c.pem: cannot write in /proc (",
+        ),
+    ];
+    for (args, want) in cases {
+        let o = connstorm(&args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.starts_with(&format!("connstorm: error: {want}")),
+            "{args:?}: {err}"
+        );
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert_eq!(o.stdout, b"", "{args:?}");
+    }
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "nothing written"
+    );
+}

@@ -1101,6 +1101,56 @@ fn tls_groups_ciphers_and_resume_share_are_what_ran_and_compare_as_setup() {
     }
 }
 
+/// Like for like: `--tls-resume-share 0%` alone turned ticket resumption on (recorded
+/// "tickets 0%") and then offered no session, and the load warned that the server offers no
+/// resumption. A share of 0% alone now leaves resumption off: every handshake full on both
+/// sides, the record says resumption off with no share, and no warning. With `--tls-resume
+/// tickets` given too, the tickets are kept and never offered: still none resumed, recorded as
+/// "tickets 0%", and still no warning blaming the server.
+#[test]
+fn like_for_like_a_resume_share_of_zero_alone_leaves_resumption_off() {
+    let _x = testkit::exclusive();
+    let tmp = tempfile::tempdir().unwrap();
+    for (version, explicit) in [("1.3", false), ("1.2", false), ("1.3", true)] {
+        let out = tmp.path().join(format!("{version}-{explicit}"));
+        let mut load = strings(&[
+            "--concurrency",
+            "1",
+            "--insecure",
+            "--tls-version",
+            version,
+            "--tls-resume-share",
+            "0%",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        if explicit {
+            load.extend(strings(&["--tls-resume", "tickets"]));
+        }
+        let (o, s, passive) = round("epoll", vec![], load);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(0), "{err}");
+        assert!(!err.contains("was asked for, but none"), "{err}");
+        let t = &json(&o)["tls"];
+        let hs = u(&t["handshakes"]);
+        assert!(hs >= 10, "too few handshakes to judge: {t}");
+        assert_eq!((u(&t["full"]), u(&t["resumed"])), (hs, 0), "{t}");
+        assert_eq!(sum(&s, "tls_resumed"), 0, "{s}");
+        assert_eq!(sum(&s, "tls_accepted") as i64, passive, "{s}");
+        let files = testkit::record_files(&out);
+        let rec: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&files[0]).unwrap()).unwrap();
+        let setup = &rec["run"]["tls"];
+        if explicit {
+            assert_eq!(setup["resume"], "tickets", "{setup}");
+            assert_eq!(u(&setup["resume_share_pct"]), 0, "{setup}");
+        } else {
+            assert_eq!(setup["resume"], "off", "{setup}");
+            assert!(setup["resume_share_pct"].is_null(), "{setup}");
+        }
+    }
+}
+
 /// Issue 36 item 6: `bench --target HOST --tls` checks the certificate as `load --tls` does:
 /// against connstorm's own TLS server it passes with `--ca` (its certificate), fails every
 /// handshake by the alert this client sent without it (the system's CAs do not know it), and
@@ -1206,7 +1256,8 @@ fn bench_target_tls_verifies_as_load_does() {
 
 /// Issue 36, bad input: a group the provider lacks, a resume share outside 0–100% (or with
 /// resumption off), a TLS 1.3 group with TLS 1.2 only, a certificate the groups cannot use,
-/// `--insecure` with `--ca`: one line each naming the option, exit 2 before anything runs.
+/// `--insecure` with `--ca`, `bench --insecure` without `--target`: one line each naming the
+/// option, exit 2 before anything runs.
 #[test]
 fn bad_tls_groups_shares_and_trust_exit_2_with_one_line() {
     let tmp = tempfile::tempdir().unwrap();
@@ -1265,6 +1316,16 @@ fn bad_tls_groups_shares_and_trust_exit_2_with_one_line() {
         (
             bench(&["--insecure", "--ca", &p(&cert)]),
             "--insecure and --ca",
+        ),
+        // Accepted, it checked nothing and marked the run TLS UNVERIFIED, though bench knows
+        // its own server's certificate (and so does its dry run).
+        (
+            bench(&["--insecure"]),
+            "--insecure is for --target: bench checks its own server's certificate",
+        ),
+        (
+            bench(&["--insecure", "--dry-run"]),
+            "--insecure is for --target: bench checks its own server's certificate",
         ),
         (
             bench(&["--tls-version", "1.2", "--tls-groups", "x25519"]),

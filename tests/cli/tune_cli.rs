@@ -1713,3 +1713,51 @@ fn a_malformed_topology_snapshot_is_refused_naming_the_file_and_the_fault() {
         );
     }
 }
+
+/// Files people bring, as outputs: `tune apply --yes` with a `--state-dir` where no snapshot
+/// can be written printed its plan, then exited 1 with the OS error said three times. Refused
+/// first now (exit 2, one line naming `--state-dir`), and nothing changed (in a fresh netns).
+#[test]
+fn files_people_bring_a_state_dir_where_no_snapshot_can_be_written_is_refused_first() {
+    let d = tempfile::tempdir().unwrap();
+    let conf = d.path().join("netns.conf");
+    std::fs::write(&conf, "net.ipv4.tcp_fin_timeout = 17\n").unwrap();
+    let file = d.path().join("a-file");
+    std::fs::write(&file, "x").unwrap();
+    let script = format!(
+        r#"f=/proc/sys/net/ipv4/tcp_fin_timeout
+echo "before $(cat $f)"
+"$BIN" tune apply --file {conf} --state-dir /proc/connstorm-state --yes 2>&1
+echo "rc $?"
+"$BIN" tune apply --file {conf} --state-dir {file}/state --yes 2>&1
+echo "rc $?"
+echo "after $(cat $f)"
+"#,
+        conf = conf.display(),
+        file = file.display()
+    );
+    let o = in_netns(&script);
+    let t = text(&o);
+    let lines: Vec<&str> = t.lines().collect();
+    assert_eq!(lines.len(), 6, "{t}");
+    assert!(
+        lines[1].starts_with(
+            "connstorm: error: --state-dir /proc/connstorm-state: cannot write in /proc ("
+        ),
+        "{t}"
+    );
+    assert_eq!(
+        lines[3],
+        format!(
+            "connstorm: error: --state-dir {f}/state: {f} is not a directory: give a directory for snapshots",
+            f = file.display()
+        ),
+        "{t}"
+    );
+    assert_eq!((lines[2], lines[4]), ("rc 2", "rc 2"), "{t}");
+    assert_eq!(
+        lines[0].replace("before", "after"),
+        lines[5],
+        "nothing changed: {t}"
+    );
+}

@@ -195,6 +195,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     args.show.check()?;
     let (a, b) = sides(&args)?;
     let all: Vec<PathBuf> = a.iter().chain(&b).cloned().collect();
+    common::files::check_output_file("-o", &args.output)?;
     refuse_input_as_output("-o", &args.output, &all)?;
     let read = |paths: &[PathBuf]| {
         paths

@@ -131,6 +131,7 @@ pub fn run(args: Args, cmd: clap::Command) -> anyhow::Result<i32> {
             dir.display()
         )));
     }
+    common::files::check_output_dir("--out", &dir, "the man pages")?;
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     for (name, roff) in &pages {
         let path = dir.join(name);

@@ -41,6 +41,7 @@ pub struct Args {
 /// exit 1 when the output cannot be written.
 pub fn run(args: Args) -> anyhow::Result<i32> {
     if args.output.as_os_str() != "-" {
+        common::files::check_output_file("-o", &args.output)?;
         common::files::refuse_non_file("-o", &args.output)?;
     }
     super::records::refuse_input_as_output("-o", &args.output, &args.records)?;

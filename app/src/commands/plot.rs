@@ -68,6 +68,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         ));
     }
     let all: Vec<PathBuf> = args.records.iter().chain(&args.b).cloned().collect();
+    common::files::check_output_file("-o", &args.output)?;
     super::records::refuse_input_as_output("-o", &args.output, &all)?;
     let a = load(&args.records)?;
     let b = load(&args.b)?;

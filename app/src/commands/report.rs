@@ -77,7 +77,9 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let edges = report::parse_bucket_edges(&args.buckets).map_err(|e| bad_input(e.to_string()))?;
     if let Some(dir) = &args.hlog {
         common::files::refuse_non_dir("--hlog", dir)?;
+        common::files::check_output_dir("--hlog", dir, "interval logs")?;
     }
+    common::files::check_output_file("-o", &args.output)?;
     refuse_input_as_output("-o", &args.output, &args.records)?;
     let mut records = Vec::new();
     let mut reports = Vec::new();

@@ -37,7 +37,10 @@ pub struct TlsClientArgs {
     /// `0%`..`100%` (e.g. `30%`): the others start as a new client does, so the run is that mix
     /// of resumed and full handshakes. Exactly that share of every 100 connections of a worker
     /// offers one, spread evenly. Default with --tls-resume: 100% (every connection after a
-    /// worker's first). Given alone it implies --tls-resume tickets.
+    /// worker's first). Given alone it implies --tls-resume tickets, except `0%`: no connection
+    /// would offer a session, so resumption stays off (no session kept, none asked for; the
+    /// record says resumption off). `--tls-resume tickets --tls-resume-share 0%` keeps the
+    /// tickets the server sends without offering any.
     #[arg(
         long,
         value_name = "PERCENT",
@@ -60,7 +63,8 @@ pub struct TlsClientArgs {
     #[arg(long, value_name = "LIST", value_delimiter = ',', requires = "tls")]
     pub tls_groups: Vec<String>,
     /// With --tls: accept any server certificate (the handshake's signatures are still
-    /// checked); the report's first line then says TLS UNVERIFIED.
+    /// checked); the report's first line then says TLS UNVERIFIED. `bench` takes it only with
+    /// --target: its own server's certificate is known, so it is always checked.
     #[arg(long, requires = "tls")]
     pub insecure: bool,
     /// With --tls: check the server's certificate against the CA certificates in this PEM file.
@@ -118,6 +122,10 @@ impl TlsClientArgs {
         }
         let share = self.tls_resume_share.as_deref().map(share).transpose()?;
         let resume = match (self.tls_resume, share) {
+            // 0% alone (or with off): no connection offers a session, so none is asked for or
+            // kept; turning tickets on for it recorded "tickets 0%" and made the server issue
+            // tickets nobody would offer.
+            (None | Some(Resume::Off), Some(0)) => Resume::Off,
             (Some(Resume::Off), Some(_)) => {
                 return Err(bad_input(
                     "--tls-resume-share asks for a share of connections that resume, but --tls-resume off asks for none: drop --tls-resume off (the share alone means tickets) or drop --tls-resume-share",
@@ -216,6 +224,29 @@ mod tests {
                 "{e}"
             );
         }
+        // A share of 0% alone, or with off: resumption stays off (no session kept or asked
+        // for), recorded as off; with tickets given it keeps them and offers none.
+        for resume in [None, Some(Resume::Off)] {
+            let mut a = args();
+            a.tls_resume = resume;
+            a.tls_resume_share = Some("0%".into());
+            let o = a
+                .options("localhost".into(), false, DefaultTrust::System)
+                .unwrap();
+            assert_eq!(o.resume, Resume::Off, "{resume:?}");
+            let setup = setup_of(&o);
+            assert_eq!(
+                (setup.resume.as_str(), setup.resume_share_pct),
+                ("off", None)
+            );
+        }
+        let mut a = args();
+        a.tls_resume = Some(Resume::Tickets);
+        a.tls_resume_share = Some("0".into());
+        let o = a
+            .options("localhost".into(), false, DefaultTrust::System)
+            .unwrap();
+        assert_eq!((o.resume, o.resume_share_pct), (Resume::Tickets, 0));
         let mut a = args();
         a.insecure = true;
         a.ca = Some("ca.pem".into());

@@ -243,64 +243,12 @@ mod tests {
     }
 
     fn exchange_over_buffers(version: crate::config::TlsVersion) {
-        let key = test_key();
-        let server_cfg = Arc::new(
-            rustls::ServerConfig::builder_with_provider(Arc::new(
-                rustls::crypto::aws_lc_rs::default_provider(),
-            ))
-            .with_safe_default_protocol_versions()
-            .unwrap()
-            .with_no_client_auth()
-            .with_single_cert(vec![key.0.clone()], key.1)
-            .unwrap(),
-        );
-        let opts = crate::config::TlsOptions {
-            version,
-            server_name: "localhost".into(),
-            alpn: vec![],
-            resume: crate::config::Resume::Off,
-            verify: crate::config::Verify::Insecure,
-            ciphers: vec![],
-            groups: vec![],
-            resume_share_pct: 100,
-        };
+        let opts = insecure(version, vec![], vec![]);
         let cfg = opts.client_config().unwrap();
         let mut c = TlsClient::default();
         c.begin(ClientConnection::new(cfg, opts.name().unwrap()).unwrap(), 7);
-        let mut s = rustls::ServerConnection::new(server_cfg).unwrap();
-        // Client → server, server → client, until the client says the handshake is done.
-        let mut handshaken = false;
-        for _ in 0..10 {
-            let out = c.pending_output().to_vec();
-            c.sent(out.len());
-            s.read_tls(&mut &out[..]).unwrap();
-            s.process_new_packets().unwrap();
-            let mut back = Vec::new();
-            while s.wants_write() {
-                s.write_tls(&mut back).unwrap();
-            }
-            let mut fed = 0;
-            loop {
-                match c.process() {
-                    TlsEvent::Wait if fed < back.len() => {
-                        let room = c.input_space();
-                        let n = room.len().min(back.len() - fed);
-                        room[..n].copy_from_slice(&back[fed..fed + n]);
-                        c.received(n);
-                        fed += n;
-                    }
-                    TlsEvent::Wait => break,
-                    TlsEvent::Handshaken => {
-                        c.done = true;
-                        handshaken = true;
-                    }
-                    e => panic!("{e:?}"),
-                }
-            }
-            if handshaken {
-                break;
-            }
-        }
+        let mut s = test_server();
+        let handshaken = pump_handshake(&mut c, &mut s);
         assert!(handshaken && c.tcp_ns == 7, "{version:?}");
         let v13 =
             c.conn().and_then(|c| c.protocol_version()) == Some(rustls::ProtocolVersion::TLSv1_3);
@@ -346,10 +294,9 @@ mod tests {
         assert!(matches!(c.process(), TlsEvent::Closed));
     }
 
-    /// A handshake over buffers between a client with `opts` and rustls' server (provider
-    /// defaults: every aws-lc-rs group, X25519MLKEM768 included); the client's connection
-    /// once it says the handshake is done.
-    fn handshake_over_buffers(opts: &crate::config::TlsOptions) -> ClientConnection {
+    /// rustls' own server (provider defaults: every aws-lc-rs group, X25519MLKEM768 included)
+    /// presenting the test certificate ([`test_key`]).
+    fn test_server() -> rustls::ServerConnection {
         let key = test_key();
         let server_cfg = Arc::new(
             rustls::ServerConfig::builder_with_provider(Arc::new(
@@ -361,12 +308,33 @@ mod tests {
             .with_single_cert(vec![key.0.clone()], key.1)
             .unwrap(),
         );
-        let mut c = TlsClient::default();
-        c.begin(
-            ClientConnection::new(opts.client_config().unwrap(), opts.name().unwrap()).unwrap(),
-            0,
-        );
-        let mut s = rustls::ServerConnection::new(server_cfg).unwrap();
+        rustls::ServerConnection::new(server_cfg).unwrap()
+    }
+
+    /// A client's options for `localhost` that check no certificate (`--insecure`), without
+    /// resumption or ALPN: TLS `version`, offering `ciphers` and `groups` (empty: defaults).
+    fn insecure(
+        version: crate::config::TlsVersion,
+        ciphers: Vec<String>,
+        groups: Vec<String>,
+    ) -> crate::config::TlsOptions {
+        crate::config::TlsOptions {
+            version,
+            server_name: "localhost".into(),
+            alpn: vec![],
+            resume: crate::config::Resume::Off,
+            verify: crate::config::Verify::Insecure,
+            ciphers,
+            groups,
+            resume_share_pct: 100,
+        }
+    }
+
+    /// The handshake between `c` and `s` over buffers alone: client → server, server →
+    /// client, until the client says the handshake is done (`c.done` then set, and the rest of
+    /// that flight fed to it). Whether it was done within 10 flights.
+    fn pump_handshake(c: &mut TlsClient, s: &mut rustls::ServerConnection) -> bool {
+        let mut handshaken = false;
         for _ in 0..10 {
             let out = c.pending_output().to_vec();
             c.sent(out.len());
@@ -387,12 +355,33 @@ mod tests {
                         fed += n;
                     }
                     TlsEvent::Wait => break,
-                    TlsEvent::Handshaken => return c.conn.take().unwrap(),
+                    TlsEvent::Handshaken => {
+                        c.done = true;
+                        handshaken = true;
+                    }
                     e => panic!("{e:?}"),
                 }
             }
+            if handshaken {
+                return true;
+            }
         }
-        panic!("no handshake after 10 flights");
+        false
+    }
+
+    /// A handshake over buffers between a client with `opts` and [`test_server`]; the
+    /// client's connection once it says the handshake is done.
+    fn handshake_over_buffers(opts: &crate::config::TlsOptions) -> ClientConnection {
+        let mut c = TlsClient::default();
+        c.begin(
+            ClientConnection::new(opts.client_config().unwrap(), opts.name().unwrap()).unwrap(),
+            0,
+        );
+        assert!(
+            pump_handshake(&mut c, &mut test_server()),
+            "no handshake after 10 flights"
+        );
+        c.conn.take().unwrap()
     }
 
     /// Issue 36 item 5: the group and the cipher suite the handshake agrees on are the ones
@@ -437,16 +426,7 @@ mod tests {
                 "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",
             ),
         ] {
-            let opts = crate::config::TlsOptions {
-                version,
-                server_name: "localhost".into(),
-                alpn: vec![],
-                resume: crate::config::Resume::Off,
-                verify: crate::config::Verify::Insecure,
-                ciphers: vec![suite.into()],
-                groups: vec![group.into()],
-                resume_share_pct: 100,
-            };
+            let opts = insecure(version, vec![suite.into()], vec![group.into()]);
             let c = handshake_over_buffers(&opts);
             let got_group = c
                 .negotiated_key_exchange_group()
@@ -463,16 +443,7 @@ mod tests {
     /// A FIN before the handshake is done is [`TlsEvent::Eof`].
     #[test]
     fn a_fin_during_the_handshake_is_eof() {
-        let opts = crate::config::TlsOptions {
-            version: crate::config::TlsVersion::Auto,
-            server_name: "localhost".into(),
-            alpn: vec![],
-            resume: crate::config::Resume::Off,
-            verify: crate::config::Verify::Insecure,
-            ciphers: vec![],
-            groups: vec![],
-            resume_share_pct: 100,
-        };
+        let opts = insecure(crate::config::TlsVersion::Auto, vec![], vec![]);
         let mut c = TlsClient::default();
         c.begin(
             ClientConnection::new(opts.client_config().unwrap(), opts.name().unwrap()).unwrap(),

@@ -64,8 +64,13 @@ impl TlsReport {
     /// `slots`, the most in flight at once): the server offers no resumption (no tickets, no
     /// session cache; e.g. `connstorm server --tls --tls-resume off`, nginx with
     /// `ssl_session_tickets off` and no `ssl_session_cache`), so every handshake was full and
-    /// the run measured full handshakes, not resumed ones. `None` otherwise.
+    /// the run measured full handshakes, not resumed ones. `None` otherwise, and with
+    /// `--tls-resume-share 0%`: no connection offered a session, so none resuming says nothing
+    /// about the server.
     pub fn resumption_warning(&self, slots: u64) -> Option<String> {
+        if self.options.resume_share_pct == 0 {
+            return None;
+        }
         let asked = match self.options.resume {
             Resume::Off => return None,
             Resume::Tickets => "tickets",

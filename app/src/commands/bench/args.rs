@@ -67,7 +67,7 @@ pub struct SetupArgs {
     /// the start. At most 1ms. Costs the load CPU up to this per start (printed as load CPU per
     /// connection beside the generator lag): on a dedicated load CPU set it to about the CPU's
     /// wake-up latency (the lag p50 at `--spin 0s`). Recorded (`load.spin_ns`).
-    #[arg(long, default_value = "2us", value_parser = units::parse_duration)]
+    #[arg(long, default_value = "2us", value_parser = crate::commands::load::args::parse_spin)]
     pub spin: Duration,
     /// Open loop: at most this many due starts are made one after another after one wait
     /// (1..=4096; 1 = a wait before every start). Recorded (`load.start_batch`).
@@ -100,7 +100,7 @@ pub struct SetupArgs {
     /// (rtt/2 on each side, netem's 32-bit tick field).
     #[arg(long, value_parser = parse_rtt, requires = "netns")]
     pub rtt: Option<Duration>,
-    /// Per-attempt connect timeout.
+    /// Per-attempt connect timeout, at most 1h.
     #[arg(long, default_value = "3s", value_parser = units::parse_positive_duration)]
     pub connect_timeout: Duration,
     /// Label stored in the record and (its first 64 characters, made file-safe) its file name;
@@ -130,7 +130,7 @@ pub struct SetupArgs {
     /// The load's TLS client options, the same as `load`'s (`--tls-version`, `--sni`,
     /// `--alpn`, `--tls-resume`, `--tls-resume-share`, `--tls-ciphers`, `--tls-groups`,
     /// `--insecure`, `--ca`); with the own server the check trusts its certificate unless
-    /// --ca or --insecure is given.
+    /// --ca is given, and --insecure is refused (the certificate is known, so it is checked).
     #[command(flatten)]
     pub tls_client: crate::commands::tls::TlsClientArgs,
 }

@@ -182,26 +182,13 @@ mod tests {
 
     fn setup() -> Setup {
         Setup {
-            server_cpus: vec![0],
-            server_workers: 0,
             load_cpus: vec![1, 2],
-            engine: server::EngineChoice::Epoll,
             mode: server::Mode::Rst,
-            backlog: 4096,
-            close: loadgen::CloseMode::Fin,
-            target: None,
             netns: true,
             rtt: Some(Duration::from_millis(2)),
-            connect_timeout: Duration::from_secs(3),
-            expect_bytes: None,
-            whole_machine: false,
-            load_engine: loadgen::LoadEngine::Epoll,
-            accept_wait: true,
             load_workers: 8,
             port_slices: loadgen::PortSlices::Off,
-            pacing: loadgen::Pacing::default(),
-            tls: None,
-            http: false,
+            ..Setup::for_test(0, 1, server::EngineChoice::Epoll)
         }
     }
 

@@ -163,16 +163,17 @@ pub fn validate(args: &Args) -> anyhow::Result<()> {
 /// (a self-signed certificate for localhost, 127.0.0.1 and ::1 when neither is given), and
 /// the load's options built as `load` builds them
 /// ([`crate::commands::tls::TlsClientArgs::options`]). The server name defaults to
-/// `localhost` with the own server and to the target's host with `--target`; without
-/// `--ca`/`--insecure` the load trusts the own server's certificate (`--target`: the
-/// system's CA bundle, as `load`). With the own server the certificate is checked once
-/// here, so a name or chain the load would refuse on every connection is bad input now.
+/// `localhost` with the own server and to the target's host with `--target`; without `--ca`
+/// the load trusts the own server's certificate (`--target`: the system's CA bundle, as
+/// `load`). With the own server the certificate is checked once here, so a name or chain the
+/// load would refuse on every connection is bad input now, and so is `--insecure`: the
+/// certificate is known, so it is checked.
 /// `http`: the connections carry HTTP (ALPN `http/1.1` by default).
 ///
 /// # Errors
 /// Bad input (exit 2): an unusable certificate/key pair or half of one, what
-/// [`crate::commands::tls::TlsClientArgs::options`] refuses, a certificate the load's
-/// check refuses, a certificate the offered groups cannot use.
+/// [`crate::commands::tls::TlsClientArgs::options`] refuses, `--insecure` without `--target`,
+/// a certificate the load's check refuses, a certificate the offered groups cannot use.
 pub(crate) fn bench_tls(a: &SetupArgs, http: bool) -> anyhow::Result<BenchTls> {
     use crate::commands::tls::DefaultTrust;
     let c = &a.tls_client;
@@ -184,11 +185,18 @@ pub(crate) fn bench_tls(a: &SetupArgs, http: bool) -> anyhow::Result<BenchTls> {
     let s = server::tls::server_config(a.cert.as_deref(), a.key.as_deref(), true)
         .map_err(|e| crate::bad_input(e.to_string()))?;
     let load = c.options("localhost".into(), http, DefaultTrust::Pem(&s.cert_pem))?;
+    if c.insecure {
+        // Accepted, it checked nothing and marked the run TLS UNVERIFIED, though bench knows
+        // the certificate its own server presents and can always check it.
+        return Err(crate::bad_input(
+            "--insecure is for --target: bench checks its own server's certificate, which it knows; drop --insecure (with a --cert of another name, give --sni with a name of it or --ca with the CA that issued it)",
+        ));
+    }
     load.check_certificate(&s.cert_pem)
         .map_err(crate::bad_input)?;
     load.check_server_chain(&s.cert_pem).map_err(|e| {
         crate::bad_input(format!(
-            "the load's check refuses the server's certificate{}: {e}: give --sni with a name of the certificate, --ca with the CA that issued it, or --insecure",
+            "the load's check refuses the server's certificate{}: {e}: give --sni with a name of the certificate, or --ca with the CA that issued it",
             a.cert
                 .as_ref()
                 .map(|p| format!(" (--cert {})", p.display()))

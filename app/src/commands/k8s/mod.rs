@@ -116,6 +116,7 @@ pub fn run(cmd: Command) -> anyhow::Result<i32> {
 }
 
 fn render_cmd(a: &RenderArgs) -> anyhow::Result<i32> {
+    common::files::check_output_dir("--out", &a.out, "the manifests")?;
     let start_at = k8s::start_time(a.start_at.as_deref(), SystemTime::now())?;
     let options = k8s::Options {
         clients: a.clients,

@@ -82,7 +82,7 @@ pub struct Args {
     #[arg(long, value_delimiter = ',', value_parser = parse_source_item)]
     pub source: Vec<Sources>,
     /// How long one attempt may wait for its handshake (counted from socket()); past it the
-    /// attempt counts as ETIMEDOUT. Also bounds the drain at the end of the run.
+    /// attempt counts as ETIMEDOUT. Also bounds the drain at the end of the run. At most 1h.
     #[arg(long, default_value = "3s", value_parser = parse_positive_duration)]
     pub connect_timeout: Duration,
     /// After the handshake, read this many bytes (a greeting server) and report first-byte
@@ -109,7 +109,7 @@ pub struct Args {
     /// the start. At most 1ms. Costs the load CPU up to this per start (printed as load CPU per
     /// connection beside the generator lag): on a dedicated load CPU set it to about the CPU's
     /// wake-up latency (the lag p50 at `--spin 0s`). Recorded (`load.spin_ns`).
-    #[arg(long, default_value = "2us", value_parser = parse_duration)]
+    #[arg(long, default_value = "2us", value_parser = parse_spin)]
     pub spin: Duration,
     /// Open loop: at most this many due starts are made one after another after one wait
     /// (1..=4096; 1 = a wait before every start). Recorded (`load.start_batch`).
@@ -198,6 +198,23 @@ pub struct CpuList(pub Vec<usize>);
 pub struct Sources(pub Vec<IpAddr>);
 
 /// Parses `--segment i/N` (0-based).
+/// The `value_parser` of `--spin` (`load` and `bench`): a duration of at most
+/// [`loadgen::MAX_SPIN_NS`], refused as the user wrote it. The load config's own check said
+/// `--spin 1500000 ns`, and only once `bench` had started its server and written a record.
+///
+/// # Errors
+/// A bad duration ([`parse_duration`]), or one longer than 1 ms.
+pub fn parse_spin(s: &str) -> Result<Duration, String> {
+    let d = parse_duration(s)?;
+    if d.as_nanos() > u128::from(loadgen::MAX_SPIN_NS) {
+        return Err(format!(
+            "{:?} is longer than 1ms: a longer spin only burns the worker's CPU; give 0s to 1ms (default 2us)",
+            s.trim()
+        ));
+    }
+    Ok(d)
+}
+
 fn parse_segment(s: &str) -> Result<Segment, String> {
     s.parse()
         .map_err(|e: loadgen::segment::SegmentError| e.to_string())

@@ -51,6 +51,7 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
     let command_start = SystemTime::now();
     // Refused before anything is created when this process may not profile.
     let profile = args.profile.check()?;
+    crate::limits::check_connect_timeout(args.connect_timeout)?;
     let nofile = loadgen::rlimit::raise_nofile_limit().context("raising the open-file limit")?;
     let whole = config::config(&args, nofile)?;
     let fd_capped_in_flight = config::fd_capped_in_flight(&args, nofile);

@@ -138,7 +138,7 @@ pub struct Args {
     /// agree exactly with the kernel's.
     #[arg(long)]
     pub netns: bool,
-    /// Per-attempt connect timeout.
+    /// Per-attempt connect timeout, at most 1h.
     #[arg(long, default_value = "3s", value_parser = units::parse_positive_duration)]
     pub connect_timeout: Duration,
     /// Label stored in the record and its file name.

@@ -137,8 +137,10 @@ fn allowed(args: &Args, root: &Path) -> anyhow::Result<Vec<usize>> {
     Ok(cpus)
 }
 
-/// `--plot FILE`: a picture format the plot writer draws (`.svg` or `.png`).
+/// `--plot FILE`: a picture format the plot writer draws (`.svg` or `.png`), at a path it can
+/// write once every step has run ([`common::files::check_output_file`]).
 fn check_plot(p: &Path) -> anyhow::Result<()> {
+    common::files::check_output_file("--plot", p)?;
     let ext = p
         .extension()
         .and_then(|e| e.to_str())

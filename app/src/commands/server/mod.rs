@@ -65,6 +65,7 @@ fn tls_config(f: &Args) -> anyhow::Result<server::tls::TlsServer> {
             .into_iter()
             .filter_map(|(what, p)| Some((what, p.as_deref()?)))
             .collect();
+        common::files::check_output_file("--cert-out", path)?;
         common::files::refuse_overwriting_inputs("--cert-out", path, &inputs)?;
         write_cert_out(path, &t.cert_pem)?;
     }

@@ -167,10 +167,16 @@ fn enter_netns(netns: Option<&str>) -> anyhow::Result<()> {
 ///
 /// # Errors
 /// Bad input for a source that cannot be read, a namespace that cannot be entered, a plan
-/// that would be refused; a failed apply (after the snapshot restores what was written).
+/// that would be refused, a `--state-dir` where no snapshot can be written (with `--yes`,
+/// before anything is printed or changed); a failed apply (after the snapshot restores what
+/// was written).
 pub fn apply(a: &ApplyArgs) -> anyhow::Result<i32> {
     // Really change the host.
     let change = a.yes && !a.dry_run;
+    if change {
+        // Refused only once the plan was printed, exit 1, the OS error said three times.
+        common::files::check_output_dir("--state-dir", &a.state_dir, "snapshots")?;
+    }
     // Files are checked for syntax first (bad input before anything else), then read again
     // inside the namespace: globs expand over the keys that exist there (its interfaces).
     a.source.require(Path::new("/"))?;
@@ -206,7 +212,8 @@ pub fn apply(a: &ApplyArgs) -> anyhow::Result<i32> {
     )
     .map_err(|e| match e {
         plan::ApplyError::Blocked { .. } => bad_input(e.to_string()),
-        e => anyhow::Error::new(e).context("apply"),
+        // Its message holds its causes: as a chain they were printed again after it.
+        e => anyhow::anyhow!("apply: {e}"),
     })?;
     out(&render::applied(&report, netns))?;
     Ok(0)
@@ -287,10 +294,14 @@ pub fn export(a: &ExportArgs) -> anyhow::Result<i32> {
 /// `tune irq`: the plan, and with `--apply --yes` a snapshot and the affinity writes.
 ///
 /// # Errors
-/// Bad input for an unknown device or an impossible plan; a failed write.
+/// Bad input for an unknown device or an impossible plan, and (with `--apply --yes`) a
+/// `--state-dir` where no snapshot can be written; a failed write.
 pub fn irq(a: &IrqArgs) -> anyhow::Result<i32> {
     // Worker CPUs for the per-queue plan (none: the isolated CPUs of the NIC's node).
     let cpus = a.cpus.as_deref().unwrap_or_default();
+    if a.apply && a.yes {
+        common::files::check_output_dir("--state-dir", &a.state_dir, "snapshots")?;
+    }
     let nic = tuning::host::Nic::read(&a.root, &a.dev).map_err(|e| bad_input(e.to_string()))?;
     let topo = tuning::host::Topology::read(&a.root).context("read CPU topology")?;
     let (moves, warnings) = tuning::plan::plan_irqs(&a.root, &nic, &topo, a.plan, cpus)
@@ -313,8 +324,9 @@ pub fn irq(a: &IrqArgs) -> anyhow::Result<i32> {
         return Ok(0);
     }
     let reason = format!("irq {} {name}", a.dev);
+    // Its message holds its causes: as a chain they were printed again after it.
     let snap = tuning::plan::apply_irqs(&a.root, &moves, &a.state_dir, &reason)
-        .context("apply IRQ plan")?;
+        .map_err(|e| anyhow::anyhow!("apply IRQ plan: {e}"))?;
     out(&render::irq_applied(moves.len(), &snap))?;
     Ok(0)
 }
@@ -467,6 +479,7 @@ pub fn placement(a: &PlacementArgs) -> anyhow::Result<i32> {
 /// # Errors
 /// Bad input: an unreadable source topology, an `--out` in use or not writable.
 pub fn snapshot_topology(a: &SnapshotTopologyArgs) -> anyhow::Result<i32> {
+    common::files::check_output_dir("--out", &a.out, "the topology copy")?;
     let s =
         tuning::host::snapshot_topology(&a.root, &a.out).map_err(|e| bad_input(e.to_string()))?;
     out(&format!(
