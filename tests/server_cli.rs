@@ -1052,9 +1052,19 @@ fn the_server_prints_and_records_the_syn_cpu_share_with_steer_cpu() {
             None => assert!(w.get("syn_cpu").is_none(), "{report}"),
         }
     }
+    let dir = tempfile::tempdir().unwrap();
     let (child, addr, _stderr) = spawn_server(
         &[],
-        &["--cpus", &cpu, "--steer", "cpu", "--duration", "1500ms"],
+        &[
+            "--cpus",
+            &cpu,
+            "--steer",
+            "cpu",
+            "--duration",
+            "1500ms",
+            "--out",
+            dir.path().to_str().unwrap(),
+        ],
     );
     connect(addr, 3);
     let out = child.wait_with_output().unwrap();
@@ -1065,6 +1075,36 @@ fn the_server_prints_and_records_the_syn_cpu_share_with_steer_cpu() {
             && text.contains("sampled connections, 1 in 16)"),
         "{text}"
     );
+    // `connstorm report` of its record prints the same share, from the record's counts (issue
+    // 33: the report left it out).
+    let files: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    let rec = results::RunRecord::read(&files[0]).unwrap();
+    let share = rec.phases[0]
+        .server
+        .as_ref()
+        .and_then(|s| s.syn_cpu)
+        .expect("the record keeps the share");
+    // 3 accepts on one worker: its 1st is sampled.
+    assert_eq!(share.sampled + share.unread, 1, "{share:?}");
+    let rep = Command::new(BIN)
+        .args(["report", files[0].to_str().unwrap()])
+        .output()
+        .unwrap();
+    let rtext = String::from_utf8_lossy(&rep.stdout);
+    assert!(rep.status.success(), "{rtext}");
+    assert_eq!(
+        rtext.matches(&share.line()).count(),
+        1,
+        "{}\n{rtext}",
+        share.line()
+    );
+    assert!(text.contains(&share.line()), "{}\n{text}", share.line());
 }
 
 /// The share measures where packets were processed, not where the listener was pinned: on
