@@ -227,6 +227,13 @@ pub struct LoadWorkerReport {
     /// has IP_LOCAL_PORT_RANGE); `None` when it drew from the shared range.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub port_slice: Option<(u16, u16)>,
+    /// The CPU the worker thread was pinned to once its engine and core had made their
+    /// per-worker memory (slot tables, buffers, ring, histograms, stamp buffer:
+    /// [`common::numa::pinned_cpu`]); `None` when it was not pinned to one CPU then. Equal to
+    /// [`LoadWorkerReport::cpu`]: first touch put that memory on the CPU's NUMA node
+    /// (docs/engines.md, "Per-worker memory").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub alloc_cpu: Option<usize>,
 }
 
 /// The result of [`crate::run`]. Measured numbers exclude the warm-up; `total` includes it.
