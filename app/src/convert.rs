@@ -118,9 +118,13 @@ pub fn phase_record(
             .iter()
             .map(|w| rec::LoadWorker {
                 cpu: w.cpu,
-                attempts: w.attempts,
-                successes: w.successes,
+                // The measured part, as the phase's totals (issue 33: the whole run was kept
+                // here, so the rows did not add up to the totals).
+                attempts: w.measured_attempts,
+                successes: w.measured_successes,
                 cpu_run_ns: Some(w.cpu_run_ns),
+                run_attempts: Some(w.attempts),
+                run_successes: Some(w.successes),
             })
             .collect(),
         cpu,
@@ -194,6 +198,11 @@ pub fn count_never_accepted(p: &mut PhaseRecord, n: u64) {
     }
     let n = n.min(p.successes);
     p.successes -= n;
+    // One load worker: its row moves them too (with several, whose they were is unknown; the
+    // record's LoadWorker says so).
+    if let [w] = p.load_workers.as_mut_slice() {
+        w.successes -= n.min(w.successes);
+    }
     *p.failures
         .entry(results::record::NEVER_ACCEPTED.to_string())
         .or_insert(0) += n;

@@ -81,17 +81,23 @@ pub struct Stamps {
     /// Connections whose key could not be read (the socket had no address any more, or the
     /// read failed).
     pub no_key: u64,
+    /// Per buffer merged in ([`Stamps::append`], in order): the CPU the allocating thread was
+    /// pinned to when it allocated it ([`crate::numa::pinned_cpu`]; `None`: not pinned). Each
+    /// worker allocates its own on its pinned thread, so the pages are on its CPU's node.
+    pub alloc_cpus: Vec<Option<usize>>,
 }
 
 impl Stamps {
     /// A buffer of `capacity` stamps (reserved now; pages are committed as they are written)
-    /// keeping 1 key in `every` ([`keeps`]).
+    /// keeping 1 key in `every` ([`keeps`]). Call it on the worker thread that writes it, after
+    /// it pinned itself: the allocation's CPU is kept in [`Stamps::alloc_cpus`].
     pub fn with_capacity(capacity: usize, every: u32) -> Stamps {
         Stamps {
             stamps: Vec::with_capacity(capacity),
             every: every.max(1),
             full: 0,
             no_key: 0,
+            alloc_cpus: vec![crate::numa::pinned_cpu()],
         }
     }
 
@@ -154,6 +160,7 @@ impl Stamps {
         self.stamps.append(&mut other.stamps);
         self.full += other.full;
         self.no_key += other.no_key;
+        self.alloc_cpus.append(&mut other.alloc_cpus);
     }
 
     /// The stamps, taken out.

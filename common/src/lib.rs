@@ -20,6 +20,8 @@
 //! - [`rlimit`]: raising RLIMIT_NOFILE, for the binary to call once.
 //! - [`threadcpu`]: a thread's own CPU time (CLOCK_THREAD_CPUTIME_ID, RUSAGE_THREAD), which every
 //!   server and load worker publishes.
+//! - [`numa`]: the one CPU a thread is pinned to ([`numa::pinned_cpu`]), read where a worker
+//!   allocated its per-worker memory (first touch puts it on that CPU's NUMA node).
 //! - [`syncpu`]: with `--steer cpu`, the share of connections accepted on their packets' CPU.
 //! - [`addr`]: `--target` names resolved to every address, `--source` ranges, local addresses.
 //! - [`units`]: the command line's units (durations, connection rates, `HOST:PORT`, CPU lists),
@@ -55,6 +57,7 @@ pub mod errno;
 pub mod error;
 pub mod files;
 pub mod metrics;
+pub mod numa;
 pub mod numfmt;
 pub mod rlimit;
 pub mod syncpu;

@@ -665,6 +665,7 @@ mod tests {
                 ..LoadWorkerReport::default()
             }],
             workers_successes_never_accepted: 0,
+            workers_measured_successes_never_accepted: 0,
             interrupted: false,
             http: None,
             tls: None,

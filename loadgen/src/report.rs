@@ -204,6 +204,16 @@ pub struct LoadWorkerReport {
     pub successes: u64,
     /// Failed attempts (whole run).
     pub failures: u64,
+    /// Attempts started in the measured window (the part [`LoadReport::attempts`] counts: the
+    /// workers' rows add up to it).
+    pub measured_attempts: u64,
+    /// Successes in the measured window (the rows add up to [`LoadReport::successes`], less
+    /// [`LoadReport::workers_measured_successes_never_accepted`]).
+    pub measured_successes: u64,
+    /// Failed attempts in the measured window, all classes (the rows add up to the sum of
+    /// [`LoadReport::failures`], plus the handshakes the server never accepted with several
+    /// workers).
+    pub measured_failures: u64,
     /// User CPU time of the worker thread, ns (getrusage(2) RUSAGE_THREAD; on kernels with
     /// tick-based accounting the user/sys split is sampled at scheduler ticks).
     pub cpu_user_ns: u64,
@@ -217,6 +227,13 @@ pub struct LoadWorkerReport {
     /// has IP_LOCAL_PORT_RANGE); `None` when it drew from the shared range.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub port_slice: Option<(u16, u16)>,
+    /// The CPU the worker thread was pinned to once its engine and core had made their
+    /// per-worker memory (slot tables, buffers, ring, histograms, stamp buffer:
+    /// [`common::numa::pinned_cpu`]); `None` when it was not pinned to one CPU then. Equal to
+    /// [`LoadWorkerReport::cpu`]: first touch put that memory on the CPU's NUMA node
+    /// (docs/engines.md, "Per-worker memory").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub alloc_cpu: Option<usize>,
 }
 
 /// The result of [`crate::run`]. Measured numbers exclude the warm-up; `total` includes it.
@@ -289,6 +306,9 @@ pub struct LoadReport {
     /// with several workers the kernel's counters do not say whose they were, so the rows add up
     /// to the totals' successes plus this. With one worker its row moves them (0 here).
     pub workers_successes_never_accepted: u64,
+    /// The part of [`LoadReport::workers_successes_never_accepted`] in the measured window:
+    /// the rows' `measured_successes` add up to [`LoadReport::successes`] plus this.
+    pub workers_measured_successes_never_accepted: u64,
     /// True when the stop flag ended the run early.
     pub interrupted: bool,
     /// The HTTP side of the run (`--http` only).
@@ -358,6 +378,7 @@ impl LoadReport {
             &mut self.total.failures,
             never_accepted,
         );
+        let measured_before = self.successes;
         if measured_is_whole_run {
             shift(&mut self.successes, &mut self.failures, never_accepted);
             self.achieved_per_sec = if self.measured_secs > 0.0 {
@@ -370,20 +391,28 @@ impl LoadReport {
             shift(&mut t.successes, &mut t.failures, never_accepted);
         }
         let moved = never_accepted.min(before);
-        self.workers_never_accepted(moved);
+        let moved_measured = measured_before - self.successes;
+        self.workers_never_accepted(moved, moved_measured);
     }
 
-    /// `n` whole-run successes became failures (never accepted): one worker's row moves them;
-    /// with several, which rows hold them is unknown and [`LoadReport::workers_successes_never_accepted`]
+    /// `n` whole-run successes became failures (never accepted), `measured` of them in the
+    /// measured window: one worker's row moves them; with several, which rows hold them is
+    /// unknown and [`LoadReport::workers_successes_never_accepted`] (and its measured part)
     /// counts them (issue 35: `workers[]` counted them as successes where the totals did not).
-    fn workers_never_accepted(&mut self, n: u64) {
+    fn workers_never_accepted(&mut self, n: u64, measured: u64) {
         match self.workers.as_mut_slice() {
             [w] => {
                 let m = n.min(w.successes);
                 w.successes -= m;
                 w.failures += m;
+                let m = measured.min(w.measured_successes);
+                w.measured_successes -= m;
+                w.measured_failures += m;
             }
-            _ => self.workers_successes_never_accepted += n,
+            _ => {
+                self.workers_successes_never_accepted += n;
+                self.workers_measured_successes_never_accepted += measured;
+            }
         }
     }
 
@@ -419,7 +448,7 @@ impl LoadReport {
             t.successes -= m;
             *t.failures.entry(class()).or_insert(0) += m;
         }
-        self.workers_never_accepted(n);
+        self.workers_never_accepted(n, measured);
         n
     }
 
@@ -580,6 +609,7 @@ mod tests {
             timeline: vec![],
             workers: vec![],
             workers_successes_never_accepted: 0,
+            workers_measured_successes_never_accepted: 0,
             interrupted: false,
             http: None,
             tls: None,
@@ -638,6 +668,44 @@ mod tests {
         );
         let json = serde_json::to_value(&two).unwrap();
         assert_eq!(json["workers_successes_never_accepted"], 1152);
+    }
+
+    /// Issue 33: the rows' measured counts move with the totals' measured part, so the rows
+    /// still add up to the measured totals after a reclassification (one worker), or to them
+    /// plus the count the report names (several workers). With a warm-up only what left the
+    /// measured successes leaves the rows' measured part.
+    #[test]
+    fn worker_rows_measured_part_moves_with_the_measured_totals() {
+        let worker = |cpu, measured, warm| LoadWorkerReport {
+            cpu,
+            attempts: measured + warm,
+            successes: measured + warm,
+            measured_attempts: measured,
+            measured_successes: measured,
+            ..LoadWorkerReport::default()
+        };
+        let mut one = report(100, 50);
+        one.workers = vec![worker(1, 100, 50)];
+        one.reclassify_never_accepted(10, false);
+        assert_eq!(one.successes, 100, "warm-up: the measured part stays");
+        assert_eq!(one.workers[0].measured_successes, 100);
+        assert_eq!(one.reclassify_still_queued(30), 30);
+        let w = &one.workers[0];
+        assert_eq!(
+            (w.successes, w.measured_successes, w.measured_failures),
+            (110, 70, 30)
+        );
+        assert_eq!(w.measured_successes, one.successes);
+        assert_eq!(w.successes, one.total.successes);
+        let mut two = report(100, 50);
+        two.workers = vec![worker(1, 60, 30), worker(2, 40, 20)];
+        two.reclassify_still_queued(30);
+        let rows: u64 = two.workers.iter().map(|w| w.measured_successes).sum();
+        assert_eq!(two.workers_measured_successes_never_accepted, 30);
+        assert_eq!(
+            rows,
+            two.successes + two.workers_measured_successes_never_accepted
+        );
     }
 
     /// What is still queued at the end is the newest connections (the accept queue is FIFO):

@@ -328,6 +328,7 @@ fn assemble(
         timeline,
         workers,
         workers_successes_never_accepted: 0,
+        workers_measured_successes_never_accepted: 0,
         interrupted,
         http: cfg
             .http

@@ -77,6 +77,9 @@ pub(crate) struct Worker<'a, E: Engine> {
     engine: E,
     /// This thread's timer slack as read back after `set_timer_slack`, ns.
     timer_slack_ns: Option<u64>,
+    /// The CPU this thread was pinned to once its engine and core had made their per-worker
+    /// memory ([`common::numa::pinned_cpu`]; `None`: not pinned to one CPU then).
+    alloc_cpu: Option<usize>,
 }
 
 impl<'a, E: Engine> Worker<'a, E> {
@@ -85,10 +88,16 @@ impl<'a, E: Engine> Worker<'a, E> {
     /// # Errors
     /// [`LoadError::Config`] when the TLS client configuration cannot be made.
     fn new(cfg: &'a LoadConfig, index: usize, engine: E) -> Result<Worker<'a, E>, LoadError> {
+        // The engine (its ring or poll, slot tables, receive buffers, stamp buffer) was made on
+        // this thread after `crate::affinity::pin`, and so is the core (its slots, schedule,
+        // histograms): first touch puts them on this CPU's node (docs/engines.md, "Per-worker
+        // memory").
+        let core = Core::new(cfg, index)?;
         Ok(Worker {
-            core: Core::new(cfg, index)?,
+            core,
             engine,
             timer_slack_ns: set_timer_slack(),
+            alloc_cpu: common::numa::pinned_cpu(),
         })
     }
 
@@ -171,11 +180,15 @@ impl<'a, E: Engine> Worker<'a, E> {
                 attempts: total.attempts,
                 successes: total.successes,
                 failures: total.failures.total(),
+                measured_attempts: tally.measured.attempts,
+                measured_successes: tally.measured.successes,
+                measured_failures: tally.measured.failures_map().values().sum(),
                 cpu_user_ns: used.user_ns,
                 cpu_sys_ns: used.sys_ns,
                 cpu_run_ns: used.run_ns,
                 wall_ns: ended.saturating_sub(wall0),
                 port_slice: None,
+                alloc_cpu: self.alloc_cpu,
             },
             total: tally.total,
             measured: tally.measured,

@@ -346,6 +346,7 @@ mod tests {
                 tls_failed: 0,
                 tls_failures: Default::default(),
                 syn_cpu: None,
+                alloc_cpu: None,
                 errors: [("EMFILE".to_string(), 1_200)].into_iter().collect(),
                 emfile_backoffs: 7,
                 cpu_run_ns: 1_760_000_000,

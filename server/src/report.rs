@@ -146,6 +146,13 @@ pub struct WorkerReport {
     /// its CPU ([`common::syncpu::SynCpuShare`]); `None` without steering (nothing is read).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub syn_cpu: Option<common::syncpu::SynCpuShare>,
+    /// The CPU the worker thread was pinned to when its engine had made its per-worker memory
+    /// (ring, connection table, buffers: read once set-up ended, [`common::numa::pinned_cpu`]);
+    /// `None` when it was not pinned to one CPU then or never got that far. Equal to
+    /// [`WorkerReport::cpu`]: the memory was first touched on its CPU, so it is on that CPU's
+    /// NUMA node (docs/engines.md, "Per-worker memory").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alloc_cpu: Option<usize>,
 }
 
 /// The final report of a server run.

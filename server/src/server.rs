@@ -197,14 +197,14 @@ impl Server {
     /// Starts stamping accepts: every worker records, per connection it accepts, the client's
     /// address and port ([`common::acceptwait::conn_key`]) and when its engine saw the accept
     /// (CLOCK_MONOTONIC), keeping 1 key in `every` ([`common::acceptwait::keeps`]), into a
-    /// buffer of `capacity` stamps allocated here, once (a full buffer counts what it could not
-    /// keep). Replaces stamps not yet taken. Cost per connection: a clock read and a store;
+    /// buffer of `capacity` stamps each worker allocates once, on its own pinned thread before
+    /// it acknowledges (its node's memory; a full buffer counts what it could not keep). Replaces stamps not yet taken. Cost per connection: a clock read and a store;
     /// the io_uring engine also reads the peer through the ring (one getsockopt SQE and CQE).
     /// Waits up to `wait` for every worker to start (an idle worker looks once per 50 ms);
     /// true when all did.
     pub fn start_stamping(&self, capacity: usize, every: u32, wait: Duration) -> bool {
         request(&self.shared, wait, |m| {
-            m.arm = Some(Stamps::with_capacity(capacity, every));
+            m.arm = Some((capacity, every));
         })
     }
 

@@ -64,17 +64,27 @@ fn run(spec: WorkerSpec, shared: Arc<Shared>, ready: Sender<(usize, Ready)>) -> 
         tls,
         syn_cpu,
     } = spec;
-    let mut ctx = Ctx::new(cpu, index, listener, mode, shared);
-    ctx.tls = tls;
-    ctx.syn_cpu_sample = syn_cpu;
+    // Pinned first, then every per-worker allocation (the context here, the engine's ring,
+    // tables and buffers in its `run`, the stamp buffers in `Ctx::take_control`) happens on this
+    // thread on its CPU: first touch puts the pages on the CPU's NUMA node (docs/engines.md,
+    // "Per-worker memory").
     let mut set = CpuSet::new();
     let pinned = set
         .set(cpu)
         .and_then(|()| sched_setaffinity(Pid::from_raw(0), &set));
+    let mut ctx = Ctx::new(cpu, index, listener, mode, shared);
+    ctx.tls = tls;
+    ctx.syn_cpu_sample = syn_cpu;
+    // Where the context was made, and below where the engine's set-up ended: both on the pinned
+    // CPU, or `alloc_cpu` stays `None`.
+    let ctx_cpu = common::numa::pinned_cpu();
+    let alloc_cpu = std::cell::Cell::new(None);
     if let Err(errno) = pinned {
         let _ = ready.send((index, Err(ServerError::Pin { cpu, errno })));
     } else {
         let report_ready = |r: Ready| {
+            // The engine calls this once its set-up (and every allocation of it) is done.
+            alloc_cpu.set(common::numa::pinned_cpu().filter(|&c| Some(c) == ctx_cpu));
             let _ = ready.send((index, r));
         };
         match engine {
@@ -100,5 +110,6 @@ fn run(spec: WorkerSpec, shared: Arc<Shared>, ready: Sender<(usize, Ready)>) -> 
         tls_failed: ctx.counts.tls.failed_total(),
         tls_failures: ctx.counts.tls.failures(),
         syn_cpu: syn_cpu.then_some(ctx.counts.syn_cpu),
+        alloc_cpu: alloc_cpu.get(),
     }
 }

@@ -103,9 +103,10 @@ pub(crate) struct Control {
 /// A [`Control`]'s request and reply.
 #[derive(Debug, Default)]
 pub(crate) struct Mailbox {
-    /// Start stamping accepts into these (preallocated by the controller); what was being
-    /// stamped goes to `taken`.
-    pub(crate) arm: Option<Stamps>,
+    /// Start stamping accepts into a buffer of this many stamps keeping 1 key in this many
+    /// (`Stamps::with_capacity`), which the worker allocates on its own pinned thread (so on its
+    /// node) before it acknowledges; what was being stamped goes to `taken`.
+    pub(crate) arm: Option<(usize, u32)>,
     /// Stop stamping: what was stamped goes to `taken`.
     pub(crate) disarm: bool,
     /// The stamps the worker handed back.
@@ -135,7 +136,8 @@ pub(crate) struct Ctx {
     pub(crate) fd_table_len: usize,
     /// While the controller asks for it ([`Control`]): each accepted connection's key (its
     /// client's address and port) and when the engine saw it accepted (CLOCK_MONOTONIC), into a
-    /// buffer allocated by the controller (no allocation per connection; a full buffer counts).
+    /// buffer this worker allocated when asked, on its pinned thread (no allocation per
+    /// connection; a full buffer counts).
     pub(crate) stamps: Option<Stamps>,
     /// With steering: sample accepts' SO_INCOMING_CPU ([`Ctx::syn_cpu`]); false = the accept
     /// path pays nothing.
@@ -221,13 +223,14 @@ impl Ctx {
         }
     }
 
-    /// Acts on the mailbox as of `epoch`: hands back what was stamped, starts stamping into the
-    /// new buffer, acknowledges, then stalls when asked to.
+    /// Acts on the mailbox as of `epoch`: hands back what was stamped, starts stamping into a
+    /// new buffer it allocates here (on this pinned thread: its node's memory), acknowledges,
+    /// then stalls when asked to.
     #[cold]
     fn take_control(&mut self, epoch: u64) {
         let shared = Arc::clone(&self.shared);
         let c = &shared.control[self.index];
-        let stall = {
+        let (arm, stall) = {
             let mut m = c.mailbox.lock().unwrap_or_else(|p| p.into_inner());
             if m.disarm || m.arm.is_some() {
                 if let Some(done) = self.stamps.take() {
@@ -235,11 +238,11 @@ impl Ctx {
                 }
                 m.disarm = false;
             }
-            if let Some(fresh) = m.arm.take() {
-                self.stamps = Some(fresh);
-            }
-            m.stall.take()
+            (m.arm.take(), m.stall.take())
         };
+        if let Some((capacity, every)) = arm {
+            self.stamps = Some(Stamps::with_capacity(capacity, every));
+        }
         self.ctl_seen = epoch;
         c.ack.store(epoch, Ordering::Release);
         if let Some(d) = stall {

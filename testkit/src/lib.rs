@@ -9,6 +9,7 @@
 //! - [`stderr`] and [`json`]: a finished command's stderr as text and its stdout as the JSON
 //!   report it printed;
 //! - [`Piped`]: a child process whose stdout and stderr are read while it runs;
+//! - [`numa`]: the NUMA node of a page and of a CPU (where per-worker memory landed);
 //! - [`NetNs`]: run a closure on a thread that lives in a **fresh network namespace**
 //!   (`unshare(CLONE_NEWNET)`, see unshare(2) and network_namespaces(7)), with `lo` up.
 //!
@@ -23,6 +24,8 @@
 //!
 //! Namespaces are per thread, and `/proc/net` is a link to `/proc/self/net` (the *main* thread's
 //! namespace), so counters must be read through `/proc/thread-self/net/...`, as these helpers do.
+
+pub mod numa;
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;

@@ -2445,10 +2445,43 @@ fn bench_and_scale_take_load_workers_and_port_slices() {
     for p in &rec.phases {
         assert_eq!(p.load_workers.len(), 4, "{}: one row per worker", p.name);
         assert!(p.load_workers.iter().all(|w| w.cpu == 1), "{}", p.name);
-        let sum: u64 = p.load_workers.iter().map(|w| w.successes).sum();
-        // The workers count their whole run, warm-up included, as the cross-check does.
+        // Over the whole run, warm-up included, the workers' counts add up to the
+        // cross-check's (issue 33: the record's `successes` were these).
+        let sum: u64 = p
+            .load_workers
+            .iter()
+            .map(|w| w.run_successes.unwrap())
+            .sum();
         let whole = p.cross_check.as_ref().unwrap().load_successes;
         assert_eq!(sum, whole, "{}: per-worker sums are the total", p.name);
+        // The measured part (the phase's window, after its 1 s warm-up): the rows add up to
+        // the phase's own attempts and successes (one server: every handshake accepted).
+        let rows: u64 = p.load_workers.iter().map(|w| w.successes).sum();
+        let tries: u64 = p.load_workers.iter().map(|w| w.attempts).sum();
+        assert_eq!(
+            (rows, tries),
+            (p.successes, p.attempts),
+            "{}: per-worker measured sums are the phase's",
+            p.name
+        );
+        assert!(whole > p.successes, "{}: the warm-up ran", p.name);
+    }
+    // `connstorm report`'s per-worker rows: the `load N` connects add up to each phase's
+    // successes.
+    let o = Command::new(bin())
+        .args(["report", records(dir.path())[0].to_str().unwrap()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{text}");
+    let mut rows = text
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .filter(|w| w.len() >= 4 && w[0] == "load" && w[1].parse::<usize>().is_ok())
+        .map(|w| w[3].replace(',', "").parse::<u64>().unwrap());
+    for p in &rec.phases {
+        let printed: u64 = rows.by_ref().take(4).sum();
+        assert_eq!(printed, p.successes, "{}: report rows\n{text}", p.name);
     }
 }
 
@@ -2759,6 +2792,206 @@ fn bench_takes_server_workers_round_robin_on_the_server_cpus() {
         if let Some(passive) = cc.kernel_passive_opens {
             assert_eq!(passive, s.accepted() as i64, "{}: ΔPassiveOpens", p.name);
         }
+    }
+}
+
+/// Issue 33: `sweep --server-workers N` (as `bench`'s) and `scale --server-workers-per-core N`
+/// (N per server core of each step, so the steps stay comparable). Bad values exit 2 with one
+/// line before anything runs; `scale --dry-run` prints the count per core; a short sweep and a
+/// short scale record one server row per worker in every phase (sweep: 3 on one CPU; scale: 2
+/// per core), whose accepts add up to the server's.
+#[test]
+fn sweep_and_scale_take_the_server_worker_count() {
+    let _x = testkit::exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("runs");
+    let o = out_dir.to_str().unwrap();
+    let refused = |args: &[&str], want: &str| {
+        let out = run(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: want {want:?} in {err}");
+        let lines = err.lines().filter(|l| l.contains("error: ")).count();
+        assert_eq!(lines, 1, "{args:?}: one error line: {err}");
+        assert!(out.stdout.is_empty(), "{args:?}: nothing on stdout");
+    };
+    refused(
+        &["sweep", "--server-workers", "0", "--out", o],
+        "--server-workers",
+    );
+    refused(
+        &["sweep", "--server-workers", "4097", "--out", o],
+        "--server-workers",
+    );
+    refused(
+        &[
+            "sweep",
+            "--server-workers",
+            "2",
+            "--target",
+            "127.0.0.1:1",
+            "--out",
+            o,
+        ],
+        "--server-workers",
+    );
+    refused(
+        &[
+            "sweep",
+            "--server-cpus",
+            "0-1",
+            "--load-cpus",
+            "1",
+            "--server-workers",
+            "1",
+            "--out",
+            o,
+        ],
+        "--server-workers: 1 server workers on 2 server CPUs leaves CPUs without a worker",
+    );
+    refused(
+        &["scale", "--server-workers-per-core", "0", "--out", o],
+        "--server-workers-per-core",
+    );
+    refused(
+        &["scale", "--server-workers-per-core", "4097", "--out", o],
+        "--server-workers-per-core",
+    );
+    let cpus = testkit::allowed_cpus();
+    if cpus.len() >= 2 {
+        // Steps of 1 and 2 server cores: 2 × 4,096 workers in the largest.
+        refused(
+            &[
+                "scale",
+                "--shape",
+                "together",
+                "--pairs",
+                "shared",
+                "--server-workers-per-core",
+                "4096",
+                "--dry-run",
+                "--out",
+                o,
+            ],
+            "--server-workers-per-core 4096 × 2 server cores of the largest step = 8,192 server workers, above the most one server starts, 4,096: give --server-workers-per-core 2048 or less",
+        );
+        let out = run(&[
+            "scale",
+            "--shape",
+            "together",
+            "--pairs",
+            "shared",
+            "--server-workers-per-core",
+            "2",
+            "--dry-run",
+            "--out",
+            o,
+        ]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            text.contains(
+                "workers: 2 server worker(s) per server core (N × 2 in a step of N server cores)"
+            ),
+            "{text}"
+        );
+    } else {
+        eprintln!("scale's two-step checks skipped: this process may use {cpus:?}");
+    }
+    assert!(!out_dir.exists(), "nothing ran");
+    // A sweep: 3 server workers on one server CPU in every phase.
+    let out = run(&[
+        "sweep",
+        "--netns",
+        "--server-cpus",
+        &cpus[0].to_string(),
+        "--load-cpus",
+        &cpus.last().unwrap().to_string(),
+        "--server-workers",
+        "3",
+        "--steps",
+        "1",
+        "--from",
+        "5%",
+        "--to",
+        "10%",
+        "--step-duration",
+        "1s",
+        "--probe-duration",
+        "1s",
+        "--warmup",
+        "0s",
+        "--slo",
+        "p50<1s",
+        "--out",
+        o,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rec = RunRecord::read(&records(&out_dir)[0]).unwrap();
+    assert_eq!(rec.config["setup"]["server_workers"], 3, "{}", rec.config);
+    assert!(rec.phases.len() >= 2, "probe and step");
+    for p in &rec.phases {
+        let s = p.server.as_ref().expect("the sweep's own server");
+        assert_eq!(s.workers.len(), 3, "{}: one row per server worker", p.name);
+        assert!(s.workers.iter().all(|w| w.cpu == cpus[0]), "{}", p.name);
+        assert_eq!(
+            Some(s.accepted()),
+            p.cross_check.as_ref().unwrap().server_accepted,
+            "{}",
+            p.name
+        );
+    }
+    // Scale's steps (1 and 2 cores, shared pairs): 2 server workers per server core.
+    if cpus.len() < 2 {
+        eprintln!("scale run skipped: scale needs two CPUs, this process may use {cpus:?}");
+        return;
+    }
+    let sdir = dir.path().join("scale");
+    let list = format!("{},{}", cpus[0], cpus[1]);
+    let out = run(&[
+        "scale",
+        "--shape",
+        "together",
+        "--pairs",
+        "shared",
+        "--cpus",
+        &list,
+        "--netns",
+        "--server-workers-per-core",
+        "2",
+        "--step-duration",
+        "2s",
+        "--warmup",
+        "0s",
+        "--out",
+        sdir.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rec = RunRecord::read(&records(&sdir)[0]).unwrap();
+    assert_eq!(rec.config["setup"]["server_workers"], 2, "{}", rec.config);
+    let steps = &rec.scale.as_ref().unwrap().steps;
+    assert_eq!(steps.len(), rec.phases.len());
+    for (step, p) in steps.iter().zip(&rec.phases) {
+        let s = p.server.as_ref().expect("scale's own server");
+        assert_eq!(
+            s.workers.len(),
+            2 * step.server_cpus.len(),
+            "{}: 2 per server core",
+            p.name
+        );
+        assert!(s.accepted() > 0, "{}", p.name);
     }
 }
 

@@ -1699,6 +1699,110 @@ fn load_record_cpu_per_connection_divides_whole_run_cpu_by_whole_run_handshakes(
     assert_eq!(ticks.round() as u64, whole, "{cpu:?}");
 }
 
+/// The sum of the `connects` column of `connstorm report`'s `load N` rows (text), for a record.
+fn report_load_rows(file: &std::path::Path) -> Vec<u64> {
+    let o = Command::new(env!("CARGO_BIN_EXE_connstorm"))
+        .args(["report", file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(o.status.success(), "{text}{}", stderr(&o));
+    text.lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .filter(|w| w.len() >= 4 && w[0] == "load" && w[1].parse::<usize>().is_ok())
+        .map(|w| w[3].replace(',', "").parse::<u64>().unwrap())
+        .collect()
+}
+
+/// Issue 33: each load worker's counts are the measured part, the window of the totals (the
+/// record kept the whole run, warm-up included, so the rows did not add up to the phase): with
+/// a 1 s warm-up and three workers, the workers' measured attempts and successes add up to the
+/// totals in `--format json` and in the record, their whole-run counts to the whole run's, and
+/// the text report's `load N` rows to the phase's successes.
+#[test]
+fn per_worker_counts_are_the_measured_part_and_add_up_to_the_totals() {
+    let _x = testkit::exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().to_str().unwrap().to_string();
+    let o = testkit::NetNs::run(move |_| {
+        let sink = Sink::start(false);
+        connstorm(&[
+            "--target",
+            &sink.addr.to_string(),
+            "--cpus",
+            &cpu(),
+            "--load-workers",
+            "3",
+            "--rate",
+            "600/s",
+            "--duration",
+            "1s",
+            "--warmup",
+            "1s",
+            "--format",
+            "json",
+            "--out",
+            &out,
+        ])
+    });
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let j = json(&o);
+    let workers = j["workers"].as_array().unwrap();
+    assert_eq!(workers.len(), 3, "{j}");
+    let sum = |k: &str| -> u64 { workers.iter().map(|w| w[k].as_u64().unwrap()).sum() };
+    let n = |v: &serde_json::Value| v.as_u64().unwrap();
+    assert!(
+        n(&j["total"]["successes"]) > n(&j["successes"]) && n(&j["successes"]) > 0,
+        "the warm-up's handshakes are in the whole run only: {j}"
+    );
+    assert_eq!(sum("measured_attempts"), n(&j["attempts"]), "{j}");
+    assert_eq!(
+        sum("measured_successes"),
+        n(&j["successes"]) + n(&j["workers_measured_successes_never_accepted"]),
+        "{j}"
+    );
+    let failed: u64 = j["failures"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_u64().unwrap())
+        .sum();
+    assert_eq!(
+        sum("measured_failures"),
+        failed.saturating_sub(n(&j["workers_measured_successes_never_accepted"])),
+        "{j}"
+    );
+    assert_eq!(sum("attempts"), n(&j["total"]["attempts"]), "{j}");
+    assert_eq!(
+        sum("successes"),
+        n(&j["total"]["successes"]) + n(&j["workers_successes_never_accepted"]),
+        "{j}"
+    );
+    let files = records(dir.path());
+    let rec = results::RunRecord::read(&files[0]).unwrap();
+    let p = &rec.phases[0];
+    assert_eq!(p.load_workers.len(), 3);
+    let rows: u64 = p.load_workers.iter().map(|w| w.successes).sum();
+    let tries: u64 = p.load_workers.iter().map(|w| w.attempts).sum();
+    assert_eq!(
+        (rows, tries),
+        (p.successes, p.attempts),
+        "{:?}",
+        p.load_workers
+    );
+    let whole = p.cross_check.as_ref().unwrap().load_successes;
+    let run: u64 = p
+        .load_workers
+        .iter()
+        .map(|w| w.run_successes.unwrap())
+        .sum();
+    assert_eq!(run, whole, "{:?}", p.load_workers);
+    assert!(whole > p.successes, "warm-up: {whole} vs {}", p.successes);
+    let printed = report_load_rows(&files[0]);
+    assert_eq!(printed.len(), 3, "{printed:?}");
+    assert_eq!(printed.iter().sum::<u64>(), p.successes, "{printed:?}");
+}
+
 /// Nothing listening on the io_uring engine exits 3 with every attempt refused, and the JSON
 /// report names the engine that ran. (`--tls` on it, once refused, is tested in tls_cli.)
 #[test]

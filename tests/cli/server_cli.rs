@@ -1052,9 +1052,19 @@ fn the_server_prints_and_records_the_syn_cpu_share_with_steer_cpu() {
             None => assert!(w.get("syn_cpu").is_none(), "{report}"),
         }
     }
+    let dir = tempfile::tempdir().unwrap();
     let (child, addr, _stderr) = spawn_server(
         &[],
-        &["--cpus", &cpu, "--steer", "cpu", "--duration", "1500ms"],
+        &[
+            "--cpus",
+            &cpu,
+            "--steer",
+            "cpu",
+            "--duration",
+            "1500ms",
+            "--out",
+            dir.path().to_str().unwrap(),
+        ],
     );
     connect(addr, 3);
     let out = child.wait_with_output().unwrap();
@@ -1065,6 +1075,36 @@ fn the_server_prints_and_records_the_syn_cpu_share_with_steer_cpu() {
             && text.contains("sampled connections, 1 in 16)"),
         "{text}"
     );
+    // `connstorm report` of its record prints the same share, from the record's counts (issue
+    // 33: the report left it out).
+    let files: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    let rec = results::RunRecord::read(&files[0]).unwrap();
+    let share = rec.phases[0]
+        .server
+        .as_ref()
+        .and_then(|s| s.syn_cpu)
+        .expect("the record keeps the share");
+    // 3 accepts on one worker: its 1st is sampled.
+    assert_eq!(share.sampled + share.unread, 1, "{share:?}");
+    let rep = Command::new(BIN)
+        .args(["report", files[0].to_str().unwrap()])
+        .output()
+        .unwrap();
+    let rtext = String::from_utf8_lossy(&rep.stdout);
+    assert!(rep.status.success(), "{rtext}");
+    assert_eq!(
+        rtext.matches(&share.line()).count(),
+        1,
+        "{}\n{rtext}",
+        share.line()
+    );
+    assert!(text.contains(&share.line()), "{}\n{text}", share.line());
 }
 
 /// The share measures where packets were processed, not where the listener was pinned: on
@@ -1101,4 +1141,97 @@ fn the_syn_cpu_share_is_one_on_the_clients_cpu_and_zero_off_it() {
             s.line()
         );
     }
+}
+
+// Per-worker memory after pinning (issue 33 item 3): each worker allocates its rings, tables,
+// buffers, histograms and stamp buffers on its own thread once it is pinned, so first touch puts
+// them on its CPU's NUMA node (docs/engines.md, "Per-worker memory"; testkit's
+// `first_touch_on_a_pinned_thread_lands_on_its_cpus_node` checks that a pinned thread's pages
+// land on its CPU's node).
+
+/// Two server workers and two load workers per CPU of this process (round-robin), each engine
+/// on both sides, accept stamps armed on both sides (the load's on epoll, the only engine that
+/// stamps): every worker reports that it was pinned to its own CPU when it had made its
+/// per-worker memory (`alloc_cpu` = its CPU), and so does every stamp buffer, worker by worker
+/// (the server's were allocated by the controller thread, unpinned, before issue 33).
+fn memory_after_pinning_round(engine: server::EngineChoice, load_engine: loadgen::LoadEngine) {
+    let cpus = testkit::allowed_cpus();
+    let workers = 2 * cpus.len();
+    let what = format!("server {engine:?}, load {load_engine:?}");
+    let (report, stamps, load) = {
+        let cpus = cpus.clone();
+        testkit::NetNs::run(move |_| {
+            let mut cfg = server::ServerConfig::new("127.0.0.1:0".parse().unwrap(), cpus.clone());
+            cfg.engine = engine;
+            cfg.workers = workers;
+            let srv = server::Server::start(cfg).expect("server starts");
+            assert!(
+                srv.start_stamping(4096, 1, Duration::from_secs(2)),
+                "every worker armed its stamps"
+            );
+            let mut load_cfg = open_load(srv.local_addr(), 500.0, cpus.clone(), workers);
+            load_cfg.engine = load_engine;
+            if load_engine == loadgen::LoadEngine::Epoll {
+                load_cfg.accept_stamps = Some(loadgen::AcceptStamps {
+                    per_worker: 4096,
+                    every: 1,
+                });
+            }
+            let stop = std::sync::atomic::AtomicBool::new(false);
+            let load = loadgen::run(&load_cfg, &stop, &mut |_| {}).expect("load run");
+            let stamps = srv.take_stamps(Duration::from_secs(2));
+            (srv.stop(), stamps, load)
+        })
+    };
+    let order = server::config::worker_cpus(&cpus, workers);
+    let server_cpus: Vec<usize> = report.workers.iter().map(|w| w.cpu).collect();
+    assert_eq!(server_cpus, order, "{what}: round-robin");
+    for w in &report.workers {
+        assert_eq!(
+            w.alloc_cpu,
+            Some(w.cpu),
+            "{what}: server worker on CPU {}",
+            w.cpu
+        );
+    }
+    assert_eq!(stamps.workers_missing, 0, "{what}");
+    let want: Vec<Option<usize>> = order.iter().map(|&c| Some(c)).collect();
+    assert_eq!(
+        stamps.stamps.alloc_cpus, want,
+        "{what}: the server's stamp buffers"
+    );
+    assert!(load.total.successes > 0, "{what}: {:?}", load.total);
+    assert_eq!(load.workers.len(), workers, "{what}");
+    for w in &load.workers {
+        assert_eq!(
+            w.alloc_cpu,
+            Some(w.cpu),
+            "{what}: load worker on CPU {}",
+            w.cpu
+        );
+    }
+    if load_engine == loadgen::LoadEngine::Epoll {
+        let s = load.accept_stamps.as_ref().expect("the load's stamps");
+        let load_cpus: Vec<Option<usize>> = load.workers.iter().map(|w| Some(w.cpu)).collect();
+        assert_eq!(
+            s.stamps.alloc_cpus, load_cpus,
+            "{what}: the load's stamp buffers"
+        );
+    }
+}
+
+#[test]
+fn every_worker_makes_its_memory_on_its_pinned_cpu_epoll() {
+    let _x = testkit::exclusive();
+    memory_after_pinning_round(server::EngineChoice::Epoll, loadgen::LoadEngine::Epoll);
+}
+
+#[test]
+fn every_worker_makes_its_memory_on_its_pinned_cpu_uring() {
+    let _x = testkit::exclusive();
+    if let Err(why) = server::probe::io_uring() {
+        eprintln!("skipping: the io_uring server engine cannot run here: {why}");
+        return;
+    }
+    memory_after_pinning_round(server::EngineChoice::IoUring, loadgen::LoadEngine::IoUring);
 }

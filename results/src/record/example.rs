@@ -96,6 +96,7 @@ fn phase(
             attempts: successes + refused,
             successes,
             cpu_run_ns: None,
+            ..LoadWorker::default()
         }],
         cpu: CpuUsage {
             server: Some(SideCpu::new(

@@ -714,6 +714,12 @@ pub struct WorkerAccepts {
 }
 
 /// Work done by one load worker.
+///
+/// `attempts` and `successes` are the measured part, the window of the phase's own
+/// [`PhaseRecord::attempts`] and [`PhaseRecord::successes`]: the rows add up to them (with
+/// several workers, plus the handshakes the server never accepted that the phase moved to
+/// failures: whose they were is unknown). Records written before 2026-12-07's issue 33 fix kept
+/// the whole run there (warm-up included) and have no `run_attempts`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct LoadWorker {
     /// CPU the worker was pinned to.
@@ -726,6 +732,23 @@ pub struct LoadWorker {
     /// (CLOCK_THREAD_CPUTIME_ID); absent in older records.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_run_ns: Option<u64>,
+    /// Attempts it started over the whole run, warm-up included: the span of `cpu_run_ns`
+    /// (its CPU per attempt divides by this); absent in older records (whose `attempts` were
+    /// the whole run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_attempts: Option<u64>,
+    /// Handshakes it completed over the whole run, warm-up included (the rows add up to the
+    /// cross-check's load successes); absent in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_successes: Option<u64>,
+}
+
+impl LoadWorker {
+    /// The attempts over the span of [`LoadWorker::cpu_run_ns`] (the whole run): `run_attempts`,
+    /// or in older records `attempts` (which were the whole run then).
+    pub fn cpu_span_attempts(&self) -> u64 {
+        self.run_attempts.unwrap_or(self.attempts)
+    }
 }
 
 /// CPU time one side used over the phase (warm-up included: the CPU clocks are read around the

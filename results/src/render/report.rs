@@ -391,12 +391,14 @@ mod tests {
                 attempts: 4_000,
                 successes: 3_000,
                 cpu_run_ns: Some(20_000_000),
+                ..Default::default()
             },
             crate::record::LoadWorker {
                 cpu: 1,
                 attempts: 1_000,
                 successes: 1_000,
                 cpu_run_ns: None,
+                ..Default::default()
             },
         ];
         let r = build_report(&rec, "x.json", &DEFAULT_BUCKET_EDGES_NS).unwrap();
@@ -561,6 +563,50 @@ mod tests {
             "{}",
             text(&rec)
         );
+    }
+
+    /// Issue 33 item 4: with `--steer cpu` the record keeps the share of accepts on the CPU that
+    /// processed their packets; the text report prints it (as `connstorm server` does), in a
+    /// server record and in a load phase with a server side, with the record's counts; a record
+    /// without it (no steering) says nothing of it.
+    #[test]
+    fn the_text_report_prints_the_syn_cpu_share_when_the_record_has_it() {
+        let share = common::syncpu::SynCpuShare {
+            sampled: 37,
+            same_cpu: 29,
+            unread: 2,
+            sample_every: 16,
+        };
+        let text = |rec: &RunRecord| {
+            report(
+                &[build_report(rec, "s.json", &DEFAULT_BUCKET_EDGES_NS).unwrap()],
+                ReportFormat::Text,
+                Counters::Key,
+            )
+        };
+        let want = "accepted on the CPU that processed their packets (SO_INCOMING_CPU): 78.4% (29 of 37 sampled connections, 1 in 16, 2 unreadable)";
+        let mut phase = RunRecord::example();
+        assert!(
+            !text(&phase).contains("SO_INCOMING_CPU"),
+            "{}",
+            text(&phase)
+        );
+        phase.phases[0].server.as_mut().unwrap().syn_cpu = Some(share);
+        let t = text(&phase);
+        assert_eq!(t.matches(want).count(), 1, "{t}");
+        let mut srv = RunRecord::example();
+        srv.role = Role::Server;
+        srv.phases.truncate(1);
+        assert!(!text(&srv).contains("SO_INCOMING_CPU"), "{}", text(&srv));
+        srv.phases[0].server.as_mut().unwrap().syn_cpu = Some(share);
+        let t = text(&srv);
+        assert_eq!(t.matches(want).count(), 1, "{t}");
+        let md = report(
+            &[build_report(&srv, "s.json", &DEFAULT_BUCKET_EDGES_NS).unwrap()],
+            ReportFormat::Markdown,
+            Counters::Key,
+        );
+        assert!(md.contains(want), "{md}");
     }
 
     /// The generator's lag the record keeps is reported (as `bench` prints it; `report` left

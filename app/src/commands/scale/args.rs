@@ -93,6 +93,13 @@ pub struct Args {
     /// Default 1.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=4096))]
     pub load_workers_per_core: Option<u16>,
+    /// Server workers per server core of each step (a step of N server cores runs N × this
+    /// many, each with its own SO_REUSEPORT listener, spread round-robin over its CPUs, as
+    /// `connstorm server --server-workers`): more than one oversubscribes the cores; the same
+    /// share per core at every step keeps the steps comparable. 1 to 4,096, and at most 4,096
+    /// workers in the largest step. Default 1.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=4096))]
+    pub server_workers_per_core: Option<u16>,
     /// Whether each load worker connects from its own disjoint slice of the ephemeral port range
     /// (`on`: IP_LOCAL_PORT_RANGE, Linux 6.3; older kernels fall back to the shared range with a
     /// note) or all share the whole range (`off`).

@@ -228,7 +228,38 @@ fn check(args: &Args) -> anyhow::Result<(ScalePlan, tuning::host::Topology, u32)
             "",
         )?;
     }
+    if let Some(w) = args.server_workers_per_core.map(usize::from) {
+        let largest = plan.steps.iter().map(|s| s.server.len()).max().unwrap_or(1);
+        let n = w.saturating_mul(largest);
+        if n > server::config::MAX_WORKERS {
+            let count = |v: usize| common::numfmt::count(v as u64);
+            return Err(bad_input(format!(
+                "--server-workers-per-core {w} × {largest} server cores of the largest step = {} server workers, above the most one server starts, {}: give --server-workers-per-core {} or less",
+                count(n),
+                count(server::config::MAX_WORKERS),
+                server::config::MAX_WORKERS / largest.max(1)
+            )));
+        }
+    }
     Ok((plan, topo, per_core))
+}
+
+/// `--dry-run`: the workers each step runs per core, when an option set them (the plan itself
+/// lists cores and CPUs).
+fn workers_line(args: &Args) -> Option<String> {
+    let per = |w: Option<u16>, side: &str| {
+        w.map(|w| {
+            format!("{w} {side} worker(s) per {side} core (N × {w} in a step of N {side} cores)")
+        })
+    };
+    let parts: Vec<String> = [
+        per(args.server_workers_per_core, "server"),
+        per(args.load_workers_per_core, "load"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    (!parts.is_empty()).then(|| format!("workers: {}\n", parts.join("; ")))
 }
 
 /// The harness setup of one step.
@@ -245,7 +276,9 @@ fn setup_of(args: &Args, step: &tuning::advice::ScaleStep) -> anyhow::Result<Set
     };
     Ok(Setup {
         server_cpus: step.server.clone(),
-        server_workers: 0,
+        server_workers: args
+            .server_workers_per_core
+            .map_or(0, |w| usize::from(w) * step.server.len()),
         load_cpus: step.load.clone(),
         engine: args.engine,
         mode,
@@ -330,7 +363,11 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
         .map(|s| setup_of(&args, s))
         .collect::<anyhow::Result<_>>()?;
     if args.dry_run {
-        crate::output::out(&tuning::render::scale_plan(&topo, &plan));
+        let mut text = tuning::render::scale_plan(&topo, &plan);
+        if let Some(line) = workers_line(&args) {
+            text.push_str(&line);
+        }
+        crate::output::out(&text);
         return Ok(0);
     }
     let profile = args.profile.check()?;

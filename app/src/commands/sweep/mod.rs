@@ -142,9 +142,12 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
         .ok()
         .map(|o| placement::after_probe(&cpus, &o.record))
     {
-        // With --load-workers the worker count was fixed against these load CPUs: they stay.
+        // With --load-workers (--server-workers) the worker count was fixed against these load
+        // (server) CPUs: they stay.
         Some((Some(m), _))
-            if !crate::signals::stopped(&stop) && harness.setup().load_workers == 0 =>
+            if !crate::signals::stopped(&stop)
+                && harness.setup().load_workers == 0
+                && harness.setup().server_workers == 0 =>
         {
             super::bench::note(&format!("placement: {}", m.note));
             let mut moved = harness.setup().clone();

@@ -349,6 +349,7 @@ fn phase_blocks(p: &PhaseReport, counters: Counters, out: &mut Vec<Block>) {
     {
         out.push(Block::Line(crate::analysis::spread_line(&s)));
     }
+    syn_cpu_block(p.server.as_ref(), out);
     if let Some(line) = crate::analysis::softirq_line(&p.net_softirqs) {
         out.push(Block::Line(line));
     }
@@ -378,9 +379,19 @@ fn phase_blocks(p: &PhaseReport, counters: Counters, out: &mut Vec<Block>) {
     }
 }
 
-/// Per worker of both sides (server accepts, load handshakes completed), each one's share of its
-/// side, and its exact on-CPU time with the µs per connection it cost (server: per accept; load:
-/// per attempt, whole run); `n/a` where the record kept no per-worker CPU (bench phases' server
+/// `--steer cpu` (and the other steerings): the share of the sampled accepted connections that
+/// were accepted on the CPU that processed their packets, as `connstorm server` prints it
+/// ([`common::syncpu::SynCpuShare::line`]); nothing when the record has no share (no steering,
+/// older records).
+fn syn_cpu_block(s: Option<&crate::record::ServerSide>, out: &mut Vec<Block>) {
+    if let Some(share) = s.and_then(|s| s.syn_cpu.as_ref()) {
+        out.push(Block::Line(share.line()));
+    }
+}
+
+/// Per worker of both sides (server accepts, load handshakes completed in the measured part),
+/// each one's share of its side, and its exact on-CPU time with the µs per connection it cost
+/// (server: per accept; load: per attempt, whole run: [`crate::record::LoadWorker::cpu_span_attempts`]); `n/a` where the record kept no per-worker CPU (bench phases' server
 /// workers, older records). `None` without workers.
 fn worker_table(p: &PhaseReport) -> Option<Table> {
     let server = p.server.as_ref().map_or(&[][..], |s| &s.workers[..]);
@@ -420,7 +431,7 @@ fn worker_table(p: &PhaseReport) -> Option<Table> {
     }
     let total: u64 = p.load_workers.iter().map(|w| w.successes).sum();
     for (i, w) in p.load_workers.iter().enumerate() {
-        let (s, per) = cpu(w.cpu_run_ns, w.attempts);
+        let (s, per) = cpu(w.cpu_run_ns, w.cpu_span_attempts());
         t.row([
             format!("load {i}"),
             w.cpu.to_string(),
@@ -487,6 +498,7 @@ fn server_phase_blocks(
         ]);
     }
     out.push(Block::Table(t));
+    syn_cpu_block(Some(s), out);
     if let Some(tls) = s.tls_accepted {
         // `server --tls`: the record keeps the TLS accepts (a report said nothing of TLS).
         let resumed = s.tls_resumed.unwrap_or(0);
