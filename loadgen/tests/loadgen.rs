@@ -1112,7 +1112,8 @@ fn uring_tiny_port_range_with_fin_close_reports_port_exhaustion() {
 
 /// `--load-engine io-uring --tls` is valid (it was refused before the io_uring engine drove
 /// TLS); `auto` picks the engine this project measured cheaper per TLS handshake for `--tls`
-/// and per connection otherwise, and says which and why.
+/// and per HTTP response for `--http` (io_uring), per connection otherwise, and says which
+/// and why.
 #[test]
 fn auto_picks_the_engine_measured_for_tls_and_for_plain_tcp() {
     let mut cfg = open(closed_port(), 100.0, Duration::from_millis(100));
@@ -1152,6 +1153,18 @@ fn auto_picks_the_engine_measured_for_tls_and_for_plain_tcp() {
     let reason = e.reason.unwrap();
     assert!(reason.starts_with(&format!("auto: {want}")), "{reason}");
     assert!(reason.contains("per connection"), "{reason}");
+    // --http (no TLS): auto takes the engine measured per HTTP response
+    // (loadgen::engine::AUTO_PREFERS_HTTP: io_uring; like the plain case, this assumes the
+    // kernel runs it).
+    let mut http = open(closed_port(), 100.0, Duration::from_millis(100));
+    http.engine = loadgen::LoadEngine::Auto;
+    http.http = Some(loadgen::HttpRequest::default());
+    let e = NetNs::run(move |_| run(&http)).engine.unwrap();
+    let want = engine(loadgen::engine::AUTO_PREFERS_HTTP);
+    assert_eq!(e.engine, want, "{e:?}");
+    let reason = e.reason.unwrap();
+    assert!(reason.starts_with(&format!("auto: {want}")), "{reason}");
+    assert!(reason.contains("per HTTP response"), "{reason}");
 }
 
 /// Regression (issue 32, the read budget): a target that streams without end, faster than a

@@ -8,8 +8,8 @@ use serde::{Deserialize, Serialize};
 #[serde(rename_all = "kebab-case")]
 pub enum LoadEngine {
     /// The faster engine on this host ([`crate::engine::AUTO_PREFERS`]; with `--tls`
-    /// [`crate::engine::AUTO_PREFERS_TLS`]) when the kernel has it; otherwise epoll. The
-    /// report says which ran and why.
+    /// [`crate::engine::AUTO_PREFERS_TLS`], with `--http` [`crate::engine::AUTO_PREFERS_HTTP`])
+    /// when the kernel has it; otherwise epoll. The report says which ran and why.
     #[default]
     Auto,
     /// io_uring; refused (a config error) when the kernel lacks it.

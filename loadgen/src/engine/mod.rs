@@ -139,11 +139,26 @@ pub const AUTO_PREFERS: LoadEngine = LoadEngine::IoUring;
 /// at the peak and a loss in the open loop (docs/performance/2026-12-07-tls-uring.md).
 pub const AUTO_PREFERS_TLS: LoadEngine = LoadEngine::Epoll;
 
-/// The engine `auto` prefers for `cfg` ([`AUTO_PREFERS`], or [`AUTO_PREFERS_TLS`] with `--tls`)
-/// and what it used less of, for the report's reason.
+/// The engine `auto` picks for `--http` (without `--tls`) when both can run: io_uring, because
+/// it used less of the load's CPU per HTTP response on the wire HTTP clients use (`--close
+/// server`, the server closes after the response). Measured 2026-12-07 (this project's 2-vCPU
+/// VM, Linux 6.18, busy: other sessions' builds on both CPUs), `connstorm server --mode http
+/// --cpus 0` and `load --http --concurrency 64 --duration 3s --warmup 0s --cpus 1
+/// --load-engine epoll|io-uring` in a fresh network namespace per run, release, the load
+/// process's task-clock over its responses, five ABBA sets: io_uring / epoll median 0.90 (10
+/// pairs, 0.81–0.98). Per response io_uring makes 0.25 io_uring_enter(2) calls, 10 SQEs and 3
+/// CQEs (the CONNECT, the response's RECV, the FIN's RECV) where epoll makes 7.15 syscalls
+/// (docs/performance/2026-12-07-http-uring.md).
+pub const AUTO_PREFERS_HTTP: LoadEngine = LoadEngine::IoUring;
+
+/// The engine `auto` prefers for `cfg` ([`AUTO_PREFERS`]; [`AUTO_PREFERS_TLS`] with `--tls`,
+/// [`AUTO_PREFERS_HTTP`] with `--http` alone) and what it used less of, for the report's
+/// reason.
 fn auto_prefers(cfg: &LoadConfig) -> (LoadEngine, &'static str) {
     if cfg.tls.is_some() {
         (AUTO_PREFERS_TLS, "CPU per TLS handshake")
+    } else if cfg.http.is_some() {
+        (AUTO_PREFERS_HTTP, "CPU per HTTP response")
     } else {
         (AUTO_PREFERS, "CPU per connection")
     }

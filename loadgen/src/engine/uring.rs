@@ -1037,4 +1037,102 @@ mod tests {
                 .any(|c| c.kind == K_RECV && c.res == -libc::ECANCELED));
         });
     }
+
+    /// One `--http` exchange on the wire HTTP clients use (`--close server`) posts exactly
+    /// three CQEs on a ring with IOSQE_CQE_SKIP_SUCCESS: the CONNECT's (the handshake), the
+    /// response's RECV and the RECV that reads the server's FIN. The SOCKET, the SEND of the
+    /// request, the three LINK_TIMEOUTs and the CLOSE post none when they succeed: a chain
+    /// that posted more would cost a completion (and a pass of the worker) per response
+    /// (docs/performance/2026-12-07-http-uring.md counts the same in a whole run with perf).
+    #[test]
+    fn an_http_exchange_on_the_server_close_wire_posts_three_cqes() {
+        let Some(f) = uring() else { return };
+        if !f.skip_success {
+            eprintln!("no IORING_FEAT_CQE_SKIP here: every SQE posts, test not run");
+            return;
+        }
+        testkit::NetNs::run(move |_| {
+            let l = TcpListener::bind("127.0.0.1:0").unwrap();
+            let addr = l.local_addr().unwrap();
+            // The server: reads the request head, answers 204 and closes (as `server --mode
+            // http`), then waits for the client's FIN.
+            let server = std::thread::spawn(move || {
+                use std::io::Write;
+                let (mut c, _) = l.accept().unwrap();
+                c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+                let mut head = Vec::new();
+                let mut b = [0u8; 1024];
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                    let n = c.read(&mut b).unwrap();
+                    assert!(n > 0, "the request head came whole");
+                    head.extend_from_slice(&b[..n]);
+                }
+                c.write_all(b"HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n")
+                    .unwrap();
+                c.shutdown(std::net::Shutdown::Write).unwrap();
+                // The client's FIN after ours (it read our FIN first: no reset).
+                assert_eq!(c.read(&mut b).unwrap(), 0);
+            });
+            let mut http = cfg(addr);
+            http.close = CloseMode::Server;
+            http.http = Some(crate::config::HttpRequest::default());
+            let mut ring = Ring::new(&http, &f, 2, 0, 1_000_000_000, None).unwrap();
+            let mut got: Vec<Cqe> = Vec::new();
+            // Waits until the ring has `n` CQEs in all (for at most 2 s).
+            let reap_to = |ring: &mut Ring, got: &mut Vec<Cqe>, n: usize| {
+                let until = crate::clock::now_ns() + 2_000_000_000;
+                while got.len() < n && crate::clock::now_ns() < until {
+                    let now = crate::clock::now_ns();
+                    ring.wait(now + 10_000_000, now, 0, 1);
+                    let mut b = [Cqe::default(); 16];
+                    let k = ring.reap(&mut b);
+                    got.extend_from_slice(&b[..k]);
+                }
+            };
+            let plain = (!ring.direct())
+                .then(|| Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap());
+            let sock = match &plain {
+                None => {
+                    assert!(ring.push_socket_connect(0, 0, libc::AF_INET, 0, false));
+                    Sock::Fixed(0)
+                }
+                Some(s) => {
+                    assert!(ring.push_connect(0, 0, Sock::Fd(s.as_raw_fd()), 0));
+                    Sock::Fd(s.as_raw_fd())
+                }
+            };
+            reap_to(&mut ring, &mut got, 1);
+            assert!(ring.push_read(0, 0, sock, 1_000_000_000, Send::Linked(0)));
+            reap_to(&mut ring, &mut got, 2);
+            assert!(ring.push_read(0, 0, sock, 1_000_000_000, Send::None));
+            reap_to(&mut ring, &mut got, 3);
+            match plain {
+                None => assert!(ring.push_close_fixed(0, 0)),
+                Some(s) => ring.close_plain(0, 0, s),
+            }
+            ring.submit();
+            server
+                .join()
+                .expect("the server saw the request, and the client's FIN");
+            // Anything more (a SEND, LINK_TIMEOUT or CLOSE CQE) would be there by now.
+            let now = crate::clock::now_ns();
+            ring.wait(now + 50_000_000, now, 0, 1);
+            let mut b = [Cqe::default(); 16];
+            let k = ring.reap(&mut b);
+            got.extend_from_slice(&b[..k]);
+            let kinds: Vec<(u64, i32)> = got.iter().map(|c| (c.kind, c.res)).collect();
+            assert_eq!(got.len(), 3, "{kinds:?}");
+            assert_eq!((got[0].kind, got[0].res), (K_CONNECT, 0), "{kinds:?}");
+            assert_eq!(got[1].kind, K_RECV, "{kinds:?}");
+            assert!(got[1].res > 0, "the response: {kinds:?}");
+            let n = got[1].res as usize;
+            assert!(
+                ring.received(0, n).starts_with(b"HTTP/1.1 204"),
+                "{:?}",
+                String::from_utf8_lossy(ring.received(0, n))
+            );
+            assert_eq!((got[2].kind, got[2].res), (K_RECV, 0), "the FIN: {kinds:?}");
+            assert_eq!(ring.live, 0, "{kinds:?}");
+        });
+    }
 }
