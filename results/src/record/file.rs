@@ -610,4 +610,70 @@ mod tests {
             .iter()
             .all(|p| p.inconsistency().is_none()));
     }
+
+    /// Files people bring: a hand-edited record whose load-worker rows contradict themselves or
+    /// the phase (a row's successes above its attempts, whole-run counts below the measured
+    /// part, rows adding up to more than the phase) is refused naming the row and fields; a
+    /// record from before `run_attempts` (rows held the whole run) still reads.
+    #[test]
+    fn a_record_whose_load_worker_rows_contradict_is_refused_and_an_old_one_still_reads() {
+        let measured = |p: &mut PhaseRecord| {
+            let w = &mut p.load_workers[0];
+            w.run_attempts = Some(w.attempts + 10);
+            w.run_successes = Some(w.successes + 10);
+            w.cpu_run_ns = Some(50_000_000);
+        };
+        type Edit = fn(&mut PhaseRecord);
+        let edits: [(Edit, &str); 5] = [
+            (
+                |p| p.load_workers[0].successes = p.load_workers[0].attempts + 1,
+                "load_workers[0]: successes",
+            ),
+            (
+                |p| p.load_workers[0].run_attempts = Some(3),
+                "load_workers[0]: run_attempts 3 (the whole run) are fewer than attempts",
+            ),
+            (
+                |p| p.load_workers[0].run_successes = Some(0),
+                "load_workers[0]: run_successes 0 (the whole run) are fewer than successes",
+            ),
+            (
+                |p| p.load_workers[0].run_successes = Some(1_000_000_000),
+                "load_workers[0]: run_successes 1,000,000,000 exceed run_attempts",
+            ),
+            (
+                |p| {
+                    let mut w = p.load_workers[0];
+                    w.cpu = 2;
+                    p.load_workers.push(w);
+                },
+                "the load workers' attempts add up to",
+            ),
+        ];
+        for (edit, want) in edits {
+            let mut rec = RunRecord::example();
+            measured(&mut rec.phases[0]);
+            assert!(rec.phases[0].inconsistency().is_none());
+            edit(&mut rec.phases[0]);
+            let err = read_err(&rec.to_json());
+            let msg = err.to_string();
+            assert!(matches!(err, RecordError::Inconsistent { .. }), "{msg}");
+            assert!(msg.contains(want) && msg.contains("/runs/x.json"), "{msg}");
+        }
+        // An older record: no run_attempts, rows of the whole run (above the phase's measured
+        // attempts) read as they always did.
+        let mut rec = RunRecord::example();
+        let w = &mut rec.phases[0].load_workers[0];
+        w.attempts += 500;
+        w.successes += 500;
+        assert!(rec.phases[0].inconsistency().is_none());
+        let json = rec.to_json();
+        assert!(!json.contains("run_attempts"), "{json}");
+        let back = RunRecord::from_json(&json, Path::new("/runs/old.json")).unwrap();
+        assert_eq!(back.phases[0].load_workers[0].run_attempts, None);
+        assert_eq!(
+            back.phases[0].load_workers[0].cpu_span_attempts(),
+            back.phases[0].load_workers[0].attempts
+        );
+    }
 }

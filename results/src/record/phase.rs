@@ -1115,6 +1115,9 @@ impl PhaseRecord {
                 crate::numfmt::count(self.attempts)
             ));
         }
+        if let Some(what) = self.load_workers_contradiction() {
+            return Some(what);
+        }
         if self.successes > 0 && self.measured_secs <= 0.0 {
             return Some(format!(
                 "{} successes in a measured time of {} s",
@@ -1157,6 +1160,64 @@ impl PhaseRecord {
                 "cpm {} is not 60 × achieved_per_sec {}",
                 show(self.cpm),
                 show(self.achieved_per_sec)
+            ));
+        }
+        None
+    }
+
+    /// What in the load workers' rows contradicts itself or the phase, or `None`: a row's
+    /// successes above its attempts; its whole-run counts (`run_attempts`, `run_successes`)
+    /// below its measured part or successes above attempts; and, in records that keep the
+    /// whole-run counts (whose rows are the measured part), rows that add up to more attempts
+    /// than the phase's. Older records' rows held the whole run, so only the rows themselves
+    /// are checked there. A hand edit would otherwise print a worker's CPU per attempt and
+    /// share from counts that were never measured.
+    fn load_workers_contradiction(&self) -> Option<String> {
+        let count = crate::numfmt::count;
+        for (i, w) in self.load_workers.iter().enumerate() {
+            let row = format!("load_workers[{i}]");
+            if w.successes > w.attempts {
+                return Some(format!(
+                    "{row}: successes {} exceed attempts {}",
+                    count(w.successes),
+                    count(w.attempts)
+                ));
+            }
+            if let Some(run) = w.run_attempts.filter(|r| *r < w.attempts) {
+                return Some(format!(
+                    "{row}: run_attempts {} (the whole run) are fewer than attempts {} (its measured part)",
+                    count(run),
+                    count(w.attempts)
+                ));
+            }
+            if let Some(run) = w.run_successes.filter(|r| *r < w.successes) {
+                return Some(format!(
+                    "{row}: run_successes {} (the whole run) are fewer than successes {} (its measured part)",
+                    count(run),
+                    count(w.successes)
+                ));
+            }
+            if let (Some(s), Some(a)) = (w.run_successes, w.run_attempts) {
+                if s > a {
+                    return Some(format!(
+                        "{row}: run_successes {} exceed run_attempts {}",
+                        count(s),
+                        count(a)
+                    ));
+                }
+            }
+        }
+        let measured_rows = !self.load_workers.is_empty()
+            && self.load_workers.iter().all(|w| w.run_attempts.is_some());
+        let rows: u64 = self
+            .load_workers
+            .iter()
+            .fold(0u64, |n, w| n.saturating_add(w.attempts));
+        if measured_rows && rows > self.attempts {
+            return Some(format!(
+                "the load workers' attempts add up to {}, more than the phase's attempts {}",
+                count(rows),
+                count(self.attempts)
             ));
         }
         None
