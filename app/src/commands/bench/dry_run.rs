@@ -97,6 +97,28 @@ pub(super) fn plan_text(
         ),
         common::tls::unverified_marker(setup.tls.as_ref().is_none_or(|t| t.load.verified()))
     );
+    // What the client offers (versions, groups, suites, resumption and its share) and what
+    // the run measures beside the handshake: the run records both, and a resumed and a full
+    // handshake are different wires (seen: `--tls-resume-share 30%` and `--accept-wait off`
+    // left the plan unchanged).
+    if let Some(t) = &setup.tls {
+        let _ = writeln!(
+            out,
+            "  tls: {}",
+            crate::commands::tls::setup_of(&t.load).line()
+        );
+    }
+    let _ = writeln!(
+        out,
+        "  measured beside the handshake: accept-queue wait {}; open-loop pacing: spin {:?} before each start, batches of at most {} starts",
+        if setup.accept_wait {
+            "on (where the engine allows)"
+        } else {
+            "off (--accept-wait off)"
+        },
+        std::time::Duration::from_nanos(setup.pacing.spin_ns),
+        setup.pacing.start_batch
+    );
     let (peak, latency, warmup) = split_duration(plan.duration);
     let _ = writeln!(
         out,
@@ -237,6 +259,48 @@ mod tests {
             "time: about 7 s of phases",
             "host changes: two network namespaces joined by veth, created for the run and removed after it, netem adding 2ms of round-trip time",
             "record: would be written under runs",
+        ] {
+            assert!(text.contains(want), "{want:?} in:\n{text}");
+        }
+    }
+
+    /// Like for like: a dry run names what a TLS client offers (resumption and its share,
+    /// groups, suites, version) and whether the accept-queue wait is measured, as the record
+    /// will; without --tls it has no TLS line.
+    #[test]
+    fn dry_run_names_tls_resumption_groups_and_the_accept_wait_as_the_run_will() {
+        use loadgen::tls::{Resume, TlsOptions, TlsVersion, Verify};
+        let plain = plan_text(&setup(), &trial(), None);
+        assert!(!plain.contains("  tls:"), "{plain}");
+        assert!(
+            plain.contains("accept-queue wait on (where the engine allows); open-loop pacing: spin 2µs before each start, batches of at most 64 starts"),
+            "{plain}"
+        );
+        let s = Setup {
+            accept_wait: false,
+            pacing: loadgen::Pacing {
+                spin_ns: 500_000,
+                start_batch: 8,
+            },
+            tls: Some(crate::setup::BenchTls {
+                server: None,
+                load: TlsOptions {
+                    version: TlsVersion::V13,
+                    server_name: "localhost".into(),
+                    alpn: vec![],
+                    resume: Resume::Tickets,
+                    verify: Verify::Insecure,
+                    ciphers: vec!["TLS13_AES_256_GCM_SHA384".into()],
+                    groups: vec!["p384".into()],
+                    resume_share_pct: 30,
+                },
+            }),
+            ..setup()
+        };
+        let text = plan_text(&s, &trial(), None);
+        for want in [
+            "  tls: TLS offered: version 1.3, SNI localhost, ALPN none; groups secp384r1; ciphers TLS13_AES_256_GCM_SHA384; resumption tickets 30%",
+            "accept-queue wait off (--accept-wait off); open-loop pacing: spin 500µs before each start, batches of at most 8 starts",
         ] {
             assert!(text.contains(want), "{want:?} in:\n{text}");
         }
