@@ -2567,6 +2567,49 @@ fn bench_dry_run_prints_the_plan_and_opens_no_socket() {
     assert!(!out_dir.exists(), "a refused dry run writes nothing");
 }
 
+/// EDGES, conflicting options: `scale --like` with neper's `-l` (bench's test length) is refused
+/// in one line naming --step-duration, before any plan (scale dropped it unread: each step ran
+/// --step-duration whatever -l said); without -l the same --like plans.
+#[test]
+fn scale_like_with_a_test_length_is_refused_naming_step_duration() {
+    let base = [
+        "scale",
+        "--dry-run",
+        "--shape",
+        "together",
+        "--pairs",
+        "shared",
+        "--like",
+    ];
+    for like in [
+        "tcp_crr -T 1 -F 4 -l 3",
+        "tcp_crr -T 1 -F 4 -l3",
+        "tcp_crr -T 1 -F 4 --test-length=3",
+    ] {
+        let mut args = base.to_vec();
+        args.push(like);
+        let o = run(&args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{like}: {err}");
+        assert!(
+            err.contains("--like: neper -l 3 s is bench's test length")
+                && err.contains("give --step-duration 3s"),
+            "{like}: {err}"
+        );
+        assert_eq!(err.trim_end().lines().count(), 1, "{like}: one line: {err}");
+        assert!(o.stdout.is_empty(), "{like}: no plan");
+    }
+    let mut args = base.to_vec();
+    args.push("tcp_crr -T 1 -F 4");
+    let o = run(&args);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
 /// EDGES: `scale --dry-run` refuses what the run would refuse: a billion attempts in flight per
 /// load core is beyond the sockets the run can hold (it printed a plan and exited 0).
 #[test]

@@ -144,6 +144,19 @@ pub fn parse(like: &str) -> anyhow::Result<TcpCrr> {
     Ok(t)
 }
 
+/// Whether `like` (already accepted by [`parse`]) sets the test length (`-l SECS`, `-lSECS`,
+/// `--test-length SECS`, `--test-length=SECS`): `scale` runs each step for its own
+/// `--step-duration`, so there a length is refused rather than dropped unread.
+pub fn gives_length(like: &str) -> bool {
+    shlex::split(like).is_some_and(|words| {
+        words.iter().any(|w| {
+            w == "--test-length"
+                || w.starts_with("--test-length=")
+                || (w.starts_with("-l") && !w.starts_with("--"))
+        })
+    })
+}
+
 impl TcpCrr {
     /// `bench --duration` whose peak phase is the test length (40% of the duration).
     pub fn duration(&self) -> Duration {

@@ -200,6 +200,16 @@ fn check(args: &Args) -> anyhow::Result<(ScalePlan, tuning::host::Topology, u32)
     let per_core = match &args.like {
         Some(l) => {
             let t = super::bench::neper::parse(l)?;
+            // bench maps -l to its peak phase; scale's steps last --step-duration, and a -l
+            // given here was dropped unread (the steps ran 5 s each whatever -l said).
+            if super::bench::neper::gives_length(l) {
+                return Err(bad_input(format!(
+                    "--like: neper -l {} s is bench's test length; scale runs each step for --step-duration ({} now): drop -l and give --step-duration {}s",
+                    t.seconds,
+                    common::numfmt::exact(args.step_duration.as_secs_f64()),
+                    t.seconds
+                )));
+            }
             t.flows.div_ceil(t.threads)
         }
         None => args
