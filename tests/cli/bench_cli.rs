@@ -2567,6 +2567,44 @@ fn bench_dry_run_prints_the_plan_and_opens_no_socket() {
     assert!(!out_dir.exists(), "a refused dry run writes nothing");
 }
 
+/// EDGES, conflicting options: `bench --target … --accept-wait on|off` is refused before
+/// anything runs (exit 2, naming both): an external server's accepts cannot be stamped, so the
+/// option asked for what the run could never measure (it ran, and the dry run said "on").
+#[test]
+fn accept_wait_with_an_external_target_is_refused_before_anything_runs() {
+    for v in ["on", "off"] {
+        let o = run(&[
+            "bench",
+            "--dry-run",
+            "--target",
+            "127.0.0.1:9",
+            "--accept-wait",
+            v,
+        ]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{v}: {err}");
+        assert!(
+            err.contains("--accept-wait") && err.contains("--target"),
+            "{v}: {err}"
+        );
+        assert!(o.stdout.is_empty(), "{v}: no plan");
+    }
+    let o = run(&["bench", "--dry-run", "--target", "127.0.0.1:9"]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        text.contains(
+            "accept-queue wait not measured (an external --target's accepts cannot be stamped)"
+        ),
+        "{text}"
+    );
+}
+
 /// EDGES, conflicting options: `scale --like` with neper's `-l` (bench's test length) is refused
 /// in one line naming --step-duration, before any plan (scale dropped it unread: each step ran
 /// --step-duration whatever -l said); without -l the same --like plans.

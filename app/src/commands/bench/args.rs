@@ -49,7 +49,15 @@ pub struct SetupArgs {
     /// The accept-queue wait (the in-process server with the epoll load engine): `on` stamps
     /// each connection on both sides and samples the listeners' queue; `off` stamps nothing
     /// (to measure what stamping costs, or to spare it) and says once it was not measured.
-    #[arg(long, value_enum, value_name = "on|off", default_value = "on")]
+    /// Not with --target: an external server's accepts cannot be stamped, so the wait is never
+    /// measured there.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "on|off",
+        default_value = "on",
+        conflicts_with = "target"
+    )]
     pub accept_wait: crate::commands::server::args::OnOff,
     /// How many load workers, spread round-robin over the load CPUs (as `connstorm load
     /// --load-workers`): more workers than CPUs oversubscribes them (a correctness test at many

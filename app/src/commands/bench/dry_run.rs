@@ -111,10 +111,10 @@ pub(super) fn plan_text(
     let _ = writeln!(
         out,
         "  measured beside the handshake: accept-queue wait {}; open-loop pacing: spin {:?} before each start, batches of at most {} starts",
-        if setup.accept_wait {
-            "on (where the engine allows)"
-        } else {
-            "off (--accept-wait off)"
+        match (setup.target, setup.accept_wait) {
+            (Some(_), _) => "not measured (an external --target's accepts cannot be stamped)",
+            (None, true) => "on (bench's own server with the epoll load engine; otherwise the run says why not)",
+            (None, false) => "off (--accept-wait off)",
         },
         std::time::Duration::from_nanos(setup.pacing.spin_ns),
         setup.pacing.start_batch
@@ -273,8 +273,22 @@ mod tests {
         let plain = plan_text(&setup(), &trial(), None);
         assert!(!plain.contains("  tls:"), "{plain}");
         assert!(
-            plain.contains("accept-queue wait on (where the engine allows); open-loop pacing: spin 2µs before each start, batches of at most 64 starts"),
+            plain.contains("accept-queue wait on (bench's own server with the epoll load engine; otherwise the run says why not); open-loop pacing: spin 2µs before each start, batches of at most 64 starts"),
             "{plain}"
+        );
+        let external = plan_text(
+            &Setup {
+                target: Some("127.0.0.1:9".parse().unwrap()),
+                ..setup()
+            },
+            &trial(),
+            None,
+        );
+        assert!(
+            external.contains(
+                "accept-queue wait not measured (an external --target's accepts cannot be stamped)"
+            ),
+            "{external}"
         );
         let s = Setup {
             accept_wait: false,
