@@ -1390,6 +1390,47 @@ fn two_socket_192(root: &Path) {
     );
 }
 
+/// EDGES, CPU lists (offline CPUs, CPUs outside the allowed set): an isolated list naming only
+/// CPUs a worker cannot use (offline, or outside this process's cpuset) is nothing isolated, as
+/// the planner and `scale` count it: `tune placement` on such a 2-usable-CPU host plans with no
+/// housekeeping core (as with nothing isolated), where it refused (exit 2, without the
+/// --housekeeping-cores 0 fix).
+#[test]
+fn tune_placement_counts_only_usable_cpus_as_isolated() {
+    for (online, isolated, allowed) in [
+        ("0-1", "5\n", "0-1"),
+        ("0-3", "2-3\n", "0-1"),
+        ("0-1", "", "0-1"),
+    ] {
+        let d = tempfile::tempdir().unwrap();
+        let put = |rel: &str, text: String| {
+            let p = d.path().join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        };
+        for cpu in 0..4usize {
+            let base = format!("sys/devices/system/cpu/cpu{cpu}/topology");
+            put(&format!("{base}/core_id"), format!("{cpu}\n"));
+            put(&format!("{base}/physical_package_id"), "0\n".into());
+            put(&format!("{base}/thread_siblings_list"), format!("{cpu}\n"));
+        }
+        put("sys/devices/system/cpu/online", format!("{online}\n"));
+        put("sys/devices/system/cpu/isolated", isolated.into());
+        put("sys/devices/system/node/node0/cpulist", "0-3\n".into());
+        put(
+            "proc/self/status",
+            format!("Name:\tx\nCpus_allowed_list:\t{allowed}\n"),
+        );
+        let o = run(&["tune", "placement", "--root", d.path().to_str().unwrap()]);
+        let t = text(&o);
+        assert_eq!(o.status.code(), Some(0), "isolated {isolated:?}: {t}");
+        assert!(
+            t.contains("0 housekeeping core(s) set aside instead of 1"),
+            "isolated {isolated:?}: {t}"
+        );
+    }
+}
+
 /// `tune placement` on a fake 2×96-core layout, as a new user would try it: which CPUs serve,
 /// load and keep house, per node and SMT sibling set, and why; the JSON form has every CPU's
 /// role; `scale --dry-run` on the same tree prints each step's CPUs, node 0 first.

@@ -399,13 +399,20 @@ pub fn placement(a: &PlacementArgs) -> anyhow::Result<i32> {
         allowed: Some(placement_allowed(&a.root, &topo)),
     };
     let mut workers = worker_cpus(&topo, &req).len();
+    // Isolated CPUs count only where a worker could run on them (online, in the allowed set), as
+    // the planner counts them: an isolated list of offline CPUs, or of CPUs outside this
+    // process's cpuset, is nothing isolated (it refused a 2-CPU host that `scale` plans).
+    let isolated_usable = topo
+        .isolated
+        .iter()
+        .any(|c| topo.online.contains(c) && req.allowed.as_ref().is_none_or(|a| a.contains(c)));
     // The defaults fit every host: where the housekeeping core leaves fewer than one server and
     // one load CPU and nothing is isolated, no core is set aside (as `scale` plans it).
     let mut note = None;
     if a.server_workers.is_none()
         && a.load_workers.is_none()
         && workers < 2
-        && topo.isolated.is_empty()
+        && !isolated_usable
         && req.housekeeping_cores > 0
     {
         note = Some(format!(
@@ -457,7 +464,7 @@ pub fn placement(a: &PlacementArgs) -> anyhow::Result<i32> {
         if topo.smt_active() && !a.smt {
             fix.push("--smt".into());
         }
-        if topo.isolated.is_empty() && a.housekeeping_cores > 0 {
+        if !isolated_usable && a.housekeeping_cores > 0 {
             fix.push("--housekeeping-cores 0".into());
         }
         bad_input(format!("placement: {e}; give {}", fix.join(", or ")))
