@@ -144,10 +144,15 @@ pub struct ScalePlan {
 /// Why no plan fits. Each names what it had and what it wanted; the caller adds its options.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ScalePlanError {
-    /// One usable CPU: nothing to scale.
+    /// One usable CPU, or none (a snapshot whose allowed CPUs are all offline): nothing to
+    /// scale.
     #[error(
-        "one CPU ({}) is all this process may use: scaling needs at least two (1 core, then 2)",
-        list(.usable)
+        "{} all this process may use: scaling needs at least two (1 core, then 2)",
+        if .usable.is_empty() {
+            "no CPU (none of its allowed CPUs is online) is".to_string()
+        } else {
+            format!("one CPU ({}) is", list(.usable))
+        }
     )]
     OneCpu {
         /// The usable CPUs.
@@ -513,5 +518,23 @@ mod tests {
         assert_eq!(default_steps(8), [1, 2, 4, 8]);
         assert_eq!(default_steps(47), [1, 2, 4, 8, 16, 32, 47]);
         assert!(default_steps(0).is_empty());
+    }
+
+    /// CPU lists: no usable CPU is named as none (a snapshot whose allowed CPUs are offline),
+    /// not "one CPU (none)".
+    #[test]
+    fn no_usable_cpu_is_not_called_one_cpu() {
+        let none = ScalePlanError::OneCpu { usable: vec![] }.to_string();
+        assert!(
+            none.starts_with(
+                "no CPU (none of its allowed CPUs is online) is all this process may use"
+            ),
+            "{none}"
+        );
+        let one = ScalePlanError::OneCpu { usable: vec![3] }.to_string();
+        assert!(
+            one.starts_with("one CPU (3) is all this process may use"),
+            "{one}"
+        );
     }
 }
