@@ -56,8 +56,8 @@ pub fn check_hlogs(
     output: &Path,
 ) -> anyhow::Result<()> {
     let inputs: Vec<PathBuf> = records.iter().map(|(p, _)| p.clone()).collect();
-    let mut by: Vec<(&Path, PathBuf)> = Vec::new();
-    for (path, rec) in records {
+    let mut by: Vec<(usize, &Path, PathBuf)> = Vec::new();
+    for (i, (path, rec)) in records.iter().enumerate() {
         let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("run");
         for f in results::render::hlog_paths(rec, stem, dir) {
             refuse_input_as_output("--hlog", &f, &inputs)?;
@@ -68,19 +68,36 @@ pub fn check_hlogs(
                     f.display()
                 )));
             }
-            if let Some((other, _)) = by
+            if let Some((j, other, _)) = by
                 .iter()
-                .find(|(_, g)| common::files::same_destination(&f, g))
+                .find(|(_, _, g)| common::files::same_destination(&f, g))
             {
-                return Err(bad_input(format!(
-                    "--hlog {}: {} and {} would both write {} (the interval logs are named after the record file): copy one of them to another name first",
-                    dir.display(),
-                    other.display(),
-                    path.display(),
-                    f.display()
-                )));
+                // Files people bring: the advice differs by cause (seen: one hand-edited
+                // record with two phases named `peak` was told to copy "one of them").
+                let why = if *j == i {
+                    format!(
+                        "two phases of {} would both write {} (phases named alike: the record was edited): give each phase its own name in the file, or re-run the benchmark",
+                        path.display(),
+                        f.display()
+                    )
+                } else if common::files::same_destination(other, path) {
+                    format!(
+                        "{} is given twice (as {} and {}): drop one",
+                        path.display(),
+                        other.display(),
+                        path.display()
+                    )
+                } else {
+                    format!(
+                        "{} and {} would both write {} (the interval logs are named after the record file): copy one of them to another name first",
+                        other.display(),
+                        path.display(),
+                        f.display()
+                    )
+                };
+                return Err(bad_input(format!("--hlog {}: {why}", dir.display())));
             }
-            by.push((path, f));
+            by.push((i, path, f));
         }
     }
     Ok(())
@@ -125,5 +142,47 @@ pub fn write_output(output: &Path, text: &str) -> anyhow::Result<()> {
         // A regular file: so a failed write (ENOSPC) leaves no truncated file behind.
         common::files::write_atomic(output, text.as_bytes())
             .with_context(|| format!("cannot write {}", output.display()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Files people bring: `report --hlog` refuses two interval logs at one path with the fix
+    /// for their cause: a record with two phases named alike (a hand edit), the same record
+    /// given twice, or two records of the same file name; nothing is refused without a clash.
+    #[test]
+    fn hlog_clashes_are_refused_with_the_fix_for_their_cause() {
+        let d = tempfile::tempdir().unwrap();
+        let a = d.path().join("a.json");
+        let sub = d.path().join("sub");
+        std::fs::create_dir(&sub).unwrap();
+        let a2 = sub.join("a.json");
+        for p in [&a, &a2] {
+            std::fs::write(p, "{}").unwrap();
+        }
+        let logs = d.path().join("logs");
+        let out = Path::new("-");
+        let rec = RunRecord::example();
+        let mut dup = rec.clone();
+        let first = dup.phases[0].name.clone();
+        dup.phases[1].name = first;
+        let err = |records: &[(PathBuf, RunRecord)]| {
+            check_hlogs(&logs, records, out).unwrap_err().to_string()
+        };
+        let e = err(&[(a.clone(), dup)]);
+        assert!(
+            e.contains("two phases of") && e.contains("give each phase its own name"),
+            "{e}"
+        );
+        let e = err(&[(a.clone(), rec.clone()), (a.clone(), rec.clone())]);
+        assert!(
+            e.contains("is given twice") && e.contains("drop one"),
+            "{e}"
+        );
+        let e = err(&[(a.clone(), rec.clone()), (a2.clone(), rec.clone())]);
+        assert!(e.contains("copy one of them to another name first"), "{e}");
+        check_hlogs(&logs, &[(a, rec)], out).unwrap();
     }
 }
