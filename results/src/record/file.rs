@@ -611,9 +611,10 @@ mod tests {
             .all(|p| p.inconsistency().is_none()));
     }
 
-    /// Files people bring: a hand-edited record whose load-worker rows contradict themselves or
-    /// the phase (a row's successes above its attempts, whole-run counts below the measured
-    /// part, rows adding up to more than the phase) is refused naming the row and fields; a
+    /// Files people bring: a hand-edited record whose worker rows contradict themselves or the
+    /// phase (a load row's successes above its attempts, whole-run counts below the measured
+    /// part, rows adding up to more than the phase, a row on a CPU far longer than its side's
+    /// wall time) is refused naming the row and fields; a
     /// record from before `run_attempts` (rows held the whole run) still reads.
     #[test]
     fn a_record_whose_load_worker_rows_contradict_is_refused_and_an_old_one_still_reads() {
@@ -624,7 +625,7 @@ mod tests {
             w.cpu_run_ns = Some(50_000_000);
         };
         type Edit = fn(&mut PhaseRecord);
-        let edits: [(Edit, &str); 5] = [
+        let edits: [(Edit, &str); 7] = [
             (
                 |p| p.load_workers[0].successes = p.load_workers[0].attempts + 1,
                 "load_workers[0]: successes",
@@ -648,6 +649,14 @@ mod tests {
                     p.load_workers.push(w);
                 },
                 "the load workers' attempts add up to",
+            ),
+            (
+                |p| p.load_workers[0].cpu_run_ns = Some(u64::MAX),
+                "load_workers[0]: cpu_run_ns 18,446,744,073,709,551,615 is more on-CPU time than one thread has",
+            ),
+            (
+                |p| p.server.as_mut().unwrap().workers[0].cpu_run_ns = Some(u64::MAX),
+                "server.workers[0]: cpu_run_ns 18,446,744,073,709,551,615 is more on-CPU time",
             ),
         ];
         for (edit, want) in edits {

@@ -1170,8 +1170,9 @@ impl PhaseRecord {
     /// below its measured part or successes above attempts; and, in records that keep the
     /// whole-run counts (whose rows are the measured part), rows that add up to more attempts
     /// than the phase's. Older records' rows held the whole run, so only the rows themselves
-    /// are checked there. A hand edit would otherwise print a worker's CPU per attempt and
-    /// share from counts that were never measured.
+    /// are checked there. A worker's on-CPU time may not pass its side's wall time by far (one
+    /// thread). A hand edit would otherwise print a worker's CPU per attempt and share from
+    /// counts that were never measured.
     fn load_workers_contradiction(&self) -> Option<String> {
         let count = crate::numfmt::count;
         for (i, w) in self.load_workers.iter().enumerate() {
@@ -1205,6 +1206,33 @@ impl PhaseRecord {
                         count(a)
                     ));
                 }
+            }
+        }
+        // One thread is on a CPU at most the wall time it ran: a row's on-CPU time far above its
+        // side's wall time (2× and 1 s of slack for the thread's set-up outside the side's
+        // clocks) was edited (`cpu_run_ns` of 2^64-1 ns printed 18,446,744,073 s on CPU).
+        let too_long = |run: Option<u64>, side: Option<&SideCpu>| {
+            let (run, side) = (run?, side?);
+            (side.wall_ns > 0 && run > side.wall_ns.saturating_mul(2).saturating_add(1_000_000_000))
+                .then_some((run, side.wall_ns))
+        };
+        let server_rows = self.server.as_ref().map_or(&[][..], |s| &s.workers[..]);
+        for (i, w) in server_rows.iter().enumerate() {
+            if let Some((run, wall)) = too_long(w.cpu_run_ns, self.cpu.server.as_ref()) {
+                return Some(format!(
+                    "server.workers[{i}]: cpu_run_ns {} is more on-CPU time than one thread has in the server's wall time of {} ns",
+                    count(run),
+                    count(wall)
+                ));
+            }
+        }
+        for (i, w) in self.load_workers.iter().enumerate() {
+            if let Some((run, wall)) = too_long(w.cpu_run_ns, Some(&self.cpu.load)) {
+                return Some(format!(
+                    "load_workers[{i}]: cpu_run_ns {} is more on-CPU time than one thread has in the load's wall time of {} ns",
+                    count(run),
+                    count(wall)
+                ));
             }
         }
         let measured_rows = !self.load_workers.is_empty()
