@@ -2605,6 +2605,35 @@ fn accept_wait_with_an_external_target_is_refused_before_anything_runs() {
     );
 }
 
+/// EDGES, conflicting options: `bench --like 'tcp_crr -T 2 …' --load-workers 8` is refused up
+/// front (exit 2, naming both): -T is neper's threads, which --like maps to at most that many
+/// load workers, and --load-workers overrode it silently (8 workers, the -T not mentioned).
+#[test]
+fn bench_like_with_load_workers_is_refused_as_two_worker_counts() {
+    let o = run(&[
+        "bench",
+        "--dry-run",
+        "--like",
+        "tcp_crr -T 2 -F 8",
+        "--load-workers",
+        "8",
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--like") && err.contains("--load-workers"),
+        "{err}"
+    );
+    assert!(o.stdout.is_empty(), "no plan: {err}");
+    let o = run(&["bench", "--dry-run", "--like", "tcp_crr -T 2 -F 8"]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
 /// EDGES, conflicting options: `scale --like` with neper's `-l` (bench's test length) is refused
 /// in one line naming --step-duration, before any plan (scale dropped it unread: each step ran
 /// --step-duration whatever -l said); without -l the same --like plans.

@@ -241,8 +241,9 @@ pub struct Command {
     pub profile_overhead: Option<u64>,
     /// Reproduce a neper test: `tcp_crr -T THREADS -F FLOWS [-l SECS]` becomes --concurrency
     /// FLOWS, --close fin, --mode hold, at most THREADS load workers and a SECS-second peak
-    /// phase (docs/neper.md: the mapping and what differs).
-    #[arg(long, value_name = "NEPER", conflicts_with_all = ["concurrency", "close", "mode", "duration", "target"])]
+    /// phase (docs/neper.md: the mapping and what differs). Not with --load-workers: -T sets
+    /// them.
+    #[arg(long, value_name = "NEPER", conflicts_with_all = ["concurrency", "close", "mode", "duration", "target", "load_workers"])]
     pub like: Option<String>,
     /// Print the plan (server and load CPUs, workers, engines, phases with their durations,
     /// what would change on the host) after every check a run makes first, and exit 0 without
