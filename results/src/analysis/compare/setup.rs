@@ -85,7 +85,7 @@ fn protocol(r: &RunRecord) -> String {
 const NOT_RECORDED: &str = "not recorded";
 
 /// The facts compared, whether a difference refuses, and how each is read from a record.
-const FACTS: [Fact; 16] = [
+const FACTS: [Fact; 19] = [
     ("engine", true, |r| r.run.engine.clone()),
     // The load generator's connect engine: io_uring and epoll load the same server at
     // different rates (32,550 vs 21,160 conn/s here), a different experiment.
@@ -104,6 +104,32 @@ const FACTS: [Fact; 16] = [
     }),
     ("server CPUs", true, |r| cpus(&r.run.server_cpus)),
     ("load CPUs", true, |r| cpus(&r.run.load_cpus)),
+    // How many workers ran on those CPUs (`--server-workers`, `--load-workers`, scale's per-core
+    // counts): 32 server workers on one CPU and one are different experiments on the same CPU
+    // list (compare gave a verdict across them). Read from the rows every record keeps.
+    ("server workers", true, |r| {
+        r.phases
+            .iter()
+            .find_map(|p| p.server.as_ref().map(|s| s.workers.len()))
+            .filter(|n| *n > 0)
+            .map_or_else(|| NOT_RECORDED.into(), |n| n.to_string())
+    }),
+    ("load workers", true, |r| {
+        r.phases
+            .first()
+            .map(|p| p.load_workers.len())
+            .filter(|n| *n > 0)
+            .map_or_else(|| NOT_RECORDED.into(), |n| n.to_string())
+    }),
+    // Each load worker on its own slice of the ephemeral ports or all sharing the range
+    // (`--port-slices`): the connect() cost under port pressure differs (issue 33).
+    ("port slices", true, |r| {
+        r.config
+            .get("setup")
+            .and_then(|s| s.get("port_slices"))
+            .and_then(serde_json::Value::as_str)
+            .map_or_else(|| NOT_RECORDED.into(), str::to_string)
+    }),
     ("client close", true, |r| r.run.close_mode.clone()),
     ("server mode", true, |r| r.run.server_mode.clone()),
     ("netns", true, |r| r.run.netns.to_string()),
@@ -216,6 +242,52 @@ mod tests {
             kernel.describe()
         );
         assert!(setup_differences(&a, &a).is_empty());
+    }
+
+    /// Mixed setups compared: the same CPUs with another number of server or load workers, or
+    /// port slices on against off, are different experiments and refuse; a record without the
+    /// fact (no rows, no setup) differs from nothing.
+    #[test]
+    fn worker_counts_and_port_slices_differ_and_refuse() {
+        let a = RunRecord::example();
+        let mut b = a.clone();
+        for p in &mut b.phases {
+            let s = p.server.as_mut().unwrap();
+            let w = s.workers[0];
+            s.workers = vec![w; 32];
+            let l = p.load_workers[0];
+            p.load_workers = vec![l; 8];
+        }
+        let d = setup_differences(std::slice::from_ref(&a), std::slice::from_ref(&b));
+        for (what, want) in [
+            ("server workers", "server workers: A 1, B 32"),
+            ("load workers", "load workers: A 1, B 8"),
+        ] {
+            let e = d.iter().find(|d| d.what == what).expect(what);
+            assert!(e.refuses, "{what}");
+            assert_eq!(e.describe(), want);
+        }
+        let mut on = a.clone();
+        on.config["setup"] = serde_json::json!({"port_slices": "on"});
+        let mut off = a.clone();
+        off.config["setup"] = serde_json::json!({"port_slices": "off"});
+        let d = setup_differences(std::slice::from_ref(&on), std::slice::from_ref(&off));
+        let e = d
+            .iter()
+            .find(|d| d.what == "port slices")
+            .expect("port slices");
+        assert!(e.refuses);
+        assert_eq!(e.describe(), "port slices: A on, B off");
+        // An older record without the setup differs from neither.
+        assert!(setup_differences(std::slice::from_ref(&a), &[on]).is_empty());
+        let mut none = a.clone();
+        for p in &mut none.phases {
+            p.server = None;
+            p.load_workers.clear();
+        }
+        assert!(setup_differences(&[a], &[none])
+            .iter()
+            .all(|d| d.what != "server workers" && d.what != "load workers"));
     }
 
     /// io_uring and epoll load generators are different experiments (compare set 32,550
