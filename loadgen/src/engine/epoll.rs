@@ -235,7 +235,7 @@ impl Epoll {
             Phase::Reading => {
                 self.visit(i);
                 if core.has_tls() {
-                    self.tls_drive(core, i, t);
+                    self.tls_drive(core, i, t, true);
                 } else if core.has_http() {
                     if ev.is_writable() {
                         let step = self.http_send_or_answer(core, i, t);
@@ -266,7 +266,7 @@ impl Epoll {
         }
         self.visit(i);
         if core.has_tls() {
-            self.tls_drive(core, i, t);
+            self.tls_drive(core, i, t, true);
         } else if core.has_http() {
             let step = self.http_read(core, i, t, READ_BUDGET_BYTES);
             core.http_step(i, step, self);
@@ -414,13 +414,25 @@ impl Epoll {
     /// Drives slot `i`'s TLS client at `t` until it has nothing more to do now: what it queued
     /// is sent, what the socket has is fed to it (within the read budget), its events go to
     /// the core.
-    fn tls_drive(&mut self, core: &mut Core<'_>, i: usize, t: u64) {
+    ///
+    /// `readable`: the socket may hold bytes not read yet. False only when the TLS client
+    /// begins on a connect event that did not say readable: nothing has arrived, and what
+    /// arrives raises an edge, so no recv(2) follows the ClientHello only to say EAGAIN (1 of
+    /// the 1.83 EAGAIN receives per full handshake, measured:
+    /// `docs/performance/2026-12-07-tls-client-cpu.md`). The other idle-looking receive, right
+    /// after the client's Finished, stays: without it a server's second small write waited
+    /// under Nagle for the 40 ms delayed ACK
+    /// (`tls_cli::tls_resumption_with_many_in_flight_and_a_request_resumes_without_waiting_for_acks`).
+    fn tls_drive(&mut self, core: &mut Core<'_>, i: usize, t: u64, readable: bool) {
         let mut budget = READ_BUDGET_BYTES;
+        let mut may_read = readable;
         loop {
             let (Some(w), Some(sock)) = (core.tls(), self.socks[i].as_ref()) else {
                 return;
             };
-            let (ev, more) = tls_io(w.client(i), sock, &mut budget);
+            let (ev, more) = tls_io(w.client(i), sock, &mut budget, may_read);
+            // Anything later came with an event.
+            may_read = true;
             if more {
                 self.defer(i);
             }
@@ -435,7 +447,13 @@ impl Epoll {
 /// has processed everything (at most `budget` more bytes: past it the second value says the
 /// socket may hold more), until it has an event for the core. A send failure is the socket's
 /// errno; the alert of a rustls failure is sent (best effort) before the failure is reported.
-fn tls_io(c: &mut crate::tls::TlsClient, sock: &Socket, budget: &mut usize) -> (TlsEvent, bool) {
+/// Without `may_read` it returns [`TlsEvent::Wait`] where it would receive.
+fn tls_io(
+    c: &mut crate::tls::TlsClient,
+    sock: &Socket,
+    budget: &mut usize,
+    may_read: bool,
+) -> (TlsEvent, bool) {
     loop {
         if let Err(e) = send_pending(c, sock) {
             return (TlsEvent::Errno(e), false);
@@ -446,6 +464,9 @@ fn tls_io(c: &mut crate::tls::TlsClient, sock: &Socket, budget: &mut usize) -> (
                 // the next receive.
                 if let Err(e) = send_pending(c, sock) {
                     return (TlsEvent::Errno(e), false);
+                }
+                if !may_read {
+                    return (TlsEvent::Wait, false);
                 }
                 if *budget == 0 {
                     return (TlsEvent::Wait, true);
@@ -538,7 +559,7 @@ impl Io for Epoll {
     fn read_begin(&mut self, core: &mut Core<'_>, i: usize, t: u64, readable: bool) {
         if core.has_tls() {
             if core.tls_begin(i, t, self) {
-                self.tls_drive(core, i, t);
+                self.tls_drive(core, i, t, readable);
             }
             return;
         }

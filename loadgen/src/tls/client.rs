@@ -440,6 +440,69 @@ mod tests {
         }
     }
 
+    /// The key shares a ClientHello (the first record of `out`) carries: the groups of its
+    /// key_share extension (RFC 8446 4.2.8), in order, with each key's length.
+    fn key_shares(out: &[u8]) -> Vec<(u16, usize)> {
+        let u16_at = |b: &[u8], i: usize| u16::from_be_bytes([b[i], b[i + 1]]);
+        assert_eq!(out[0], 0x16, "a handshake record");
+        // Record header (5), handshake header (4), legacy_version (2), random (32).
+        let h = &out[5..5 + usize::from(u16_at(out, 3))];
+        assert_eq!(h[0], 1, "a ClientHello");
+        let mut i = 4 + 2 + 32;
+        i += 1 + usize::from(h[i]); // legacy_session_id
+        i += 2 + usize::from(u16_at(h, i)); // cipher_suites
+        i += 1 + usize::from(h[i]); // legacy_compression_methods
+        let end = i + 2 + usize::from(u16_at(h, i));
+        i += 2;
+        while i < end {
+            let (ty, len) = (u16_at(h, i), usize::from(u16_at(h, i + 2)));
+            let data = &h[i + 4..i + 4 + len];
+            if ty == 0x0033 {
+                let mut shares = Vec::new();
+                let mut j = 2;
+                while j < 2 + usize::from(u16_at(data, 0)) {
+                    let klen = usize::from(u16_at(data, j + 2));
+                    shares.push((u16_at(data, j), klen));
+                    j += 4 + klen;
+                }
+                return shares;
+            }
+            i += 4 + len;
+        }
+        Vec::new()
+    }
+
+    /// The ClientHello carries one key share, of the first group offered: by default X25519
+    /// alone (a 32-byte key), so a handshake generates one key pair, the one the crypto floor
+    /// counts ([`super::super::floor`]); `--tls-groups p256,x25519` sends a P-256 share alone
+    /// (65 bytes, uncompressed). What a server reads off the wire, parsed from the bytes.
+    #[test]
+    fn the_client_hello_carries_one_key_share_of_the_first_group() {
+        for (groups, want) in [
+            (vec![], vec![(0x001d, 32)]),
+            (
+                vec!["p256".to_string(), "x25519".into()],
+                vec![(0x0017, 65)],
+            ),
+            // The hybrid first, X25519 after it: rustls sends X25519's share beside the
+            // hybrid's (its X25519 half reused, no second key pair), so a server without
+            // the hybrid needs no HelloRetryRequest. 1,216 bytes: ML-KEM-768's encapsulation
+            // key (1,184) and X25519's (32).
+            (
+                vec!["X25519MLKEM768".to_string(), "x25519".into()],
+                vec![(0x11ec, 1216), (0x001d, 32)],
+            ),
+        ] {
+            let opts = insecure(crate::config::TlsVersion::Auto, vec![], groups.clone());
+            let mut c = TlsClient::default();
+            c.begin(
+                ClientConnection::new(opts.client_config().unwrap(), opts.name().unwrap()).unwrap(),
+                0,
+            );
+            assert_eq!(key_shares(c.pending_output()), want, "{groups:?}");
+        }
+    }
+
     /// A FIN before the handshake is done is [`TlsEvent::Eof`].
     #[test]
     fn a_fin_during_the_handshake_is_eof() {
