@@ -28,10 +28,11 @@ pub struct ProfileArgs {
     /// per side and the named contention points (ephemeral-port search, accept queue, spin-lock
     /// waits, …) in the record and print the top 10 per side. Needs
     /// kernel.perf_event_paranoid <= 0 or CAP_PERFMON (root has it); refused up front
-    /// otherwise. Cost at the default frequency: about 2% of the peak (docs/kernel-profile.md).
+    /// otherwise. Cost at the default frequency (499 Hz): within the pairs' noise, under 3% of
+    /// the peak (docs/kernel-profile.md).
     #[arg(long)]
     pub profile: bool,
-    /// With --profile: samples per second per profiled CPU, 1..=50000 (a prime, 997, keeps the
+    /// With --profile: samples per second per profiled CPU, 1..=50000 (a prime, 499, keeps the
     /// sampling out of step with the scheduler tick).
     #[arg(long, value_name = "HZ", default_value_t = tuning::profile::DEFAULT_FREQUENCY_HZ,
           value_parser = clap::value_parser!(u64).range(1..=tuning::profile::MAX_FREQUENCY_HZ),
@@ -157,9 +158,10 @@ pub fn overhead_summary(record: &results::RunRecord) -> String {
     match &record.profile_overhead {
         Some(o) => results::render::overhead_line(o),
         None => format!(
-            "profile overhead: not measured in this run; at {} Hz it cost -0.9% to -2.9% of \
-             conn/s (median -1.7%) and +0.8% to +3.0% CPU per connection on a 2-vCPU VM \
-             (docs/kernel-profile.md); measure it on this host with --profile-overhead 6",
+            "profile overhead: not measured in this run; at {} Hz it cost nothing above the \
+             noise of paired slices (+2.4%, +3.2% conn/s) on a quiet 2-vCPU VM, and 997 Hz \
+             cost -3.4% (docs/kernel-profile.md); measure it on this host with \
+             --profile-overhead 6",
             tuning::profile::DEFAULT_FREQUENCY_HZ
         ),
     }

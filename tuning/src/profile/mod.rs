@@ -59,18 +59,19 @@ pub use sampler::Profiler;
 
 /// Default sampling frequency per profiled CPU, in Hz (samples per second of CPU clock).
 ///
-/// Overhead at 997 Hz, measured 2026-12-07 on the 2-vCPU Linux 6.18 Firecracker VM with
-/// `chrt -f 10 target/release/examples/profile_overhead 12 2 0,249,997` and similar runs (a
-/// pinned blocking loopback connect + accept loop, SCHED_FIFO so other builds on the host do not
-/// take its CPU; interleaved off/on pairs of 2 s; medians of per-pair ratios, four runs of 6–12
-/// pairs): conn/s −2.9%, −2.3%, −0.9%, −1.1% (median −1.7%), loop CPU µs per connect +3.0%,
-/// +2.8%, +1.9%, +0.8%; within the 3% of the peak that issue 33 allows. The null pairing (off
-/// vs off) moved ±1%; 249 Hz cost 0–1.7%, 1999 Hz 5.9%, `perf record -g` at 997 Hz 1.3% (the
-/// cost is the kernel's sampling, a timer interrupt and a callchain walk: derived, 2–3% of a CPU
-/// at ~1000 samples/s ≈ 20–30 µs per sample in this VM; not the collector). At 997 Hz a 10 s phase gives ~10,000 samples per CPU: a
-/// 1% share is ±0.1 percentage point. 997, a prime, so the sampling timer never runs in
-/// lockstep with the scheduler tick (`CONFIG_HZ` 100/250/1000) and hides what the tick does.
-pub const DEFAULT_FREQUENCY_HZ: u64 = 997;
+/// 499 Hz, chosen from `connstorm bench --duration 3s --server-cpus 0 --load-cpus 1 --profile
+/// --profile-frequency F --profile-overhead 6` on the 2-vCPU Linux 6.18 VM with nothing else
+/// running (2026-12-07, docs/performance/2026-12-07-quiet.md): at 997 Hz, the earlier default,
+/// the paired cost to the peak was −5.8%, −3.4% and −2.9% in three runs (median −3.4%: over the
+/// 3% issue 33 allows), with both sides' CPUs sampled, user stacks included; at 499 Hz +2.4% and
+/// +3.2% (no cost above the pairs' noise). The first, narrower measurement (a pinned blocking
+/// connect + accept loop under `chrt -f 10`, `target/release/examples/profile_overhead`) gave
+/// 997 Hz −1.7% and 249 Hz 0–1.7%; the whole `bench` costs more per sample (two profiled CPUs,
+/// the kernel's timer interrupt and callchain walk at ~20–30 µs a sample in this VM). At 499 Hz
+/// a 10 s phase gives ~5,000 samples per CPU: a 1% share is ±0.14 percentage point. 499, a
+/// prime, so the sampling timer never runs in lockstep with the scheduler tick (`CONFIG_HZ`
+/// 100/250/1000) and hides what the tick does.
+pub const DEFAULT_FREQUENCY_HZ: u64 = 499;
 
 /// Highest accepted sampling frequency, in Hz: the kernel's cpu-clock event never fires more
 /// often than every 10 µs (`perf_swevent_set_period()`, kernel/events/core.c), and each sample
