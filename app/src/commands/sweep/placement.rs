@@ -195,9 +195,9 @@ pub fn after_probe(cpus: &Cpus, probe: &PhaseRecord) -> (Option<Move>, Option<St
 mod tests {
     use super::*;
 
-    /// On loopback the load side spent 17.0 µs per connection and the server 6.2 µs (README's
-    /// 2-vCPU run): the load needs 2.7× the server's CPUs, so of 8 CPUs 1 serves (7 load: 7/17
-    /// ≥ 1.25 × 1/6.2), of 16 CPUs 3, and 2 CPUs allow none.
+    /// On loopback the load side spent 17.0 µs per connection and the server 6.2 µs (the
+    /// README's sample of build 081e122, a 2-vCPU run): the load needs 2.7× the server's CPUs,
+    /// so of 8 CPUs 1 serves (7 load: 7/17 ≥ 1.25 × 1/6.2), of 16 CPUs 3, and 2 CPUs allow none.
     #[test]
     fn the_server_gets_the_cpus_the_load_leaves_it() {
         assert_eq!(server_share(8, 6.2, 17.0), Some(1));
