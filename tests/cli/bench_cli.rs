@@ -7,18 +7,15 @@
 //! runs on, and several bound times or compare rates, so they run one at a time; the bad-input
 //! tests run beside them.
 
+use crate::shared::exe;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use results::RunRecord;
 
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_connstorm")
-}
-
 fn run(args: &[&str]) -> Output {
-    Command::new(bin())
+    Command::new(exe())
         .args(args)
         .output()
         .expect("run connstorm")
@@ -401,7 +398,7 @@ fn record_round_trips_with_the_printed_numbers() {
 fn interrupted_run_still_writes_its_record() {
     let _x = testkit::exclusive();
     let dir = tempfile::tempdir().unwrap();
-    let child = Command::new(bin())
+    let child = Command::new(exe())
         .args([
             "bench",
             "--netns",
@@ -449,7 +446,7 @@ fn interrupted_run_still_writes_its_record() {
 fn two_quick_sigints_still_write_the_record_and_clean_up() {
     let _x = testkit::exclusive();
     let dir = tempfile::tempdir().unwrap();
-    let mut child = Command::new(bin())
+    let mut child = Command::new(exe())
         .args(["bench", "--netns", "--duration", "20s", "--out"])
         .arg(dir.path())
         .stdout(Stdio::piped())
@@ -715,7 +712,7 @@ fn ab_restores_toggles_after_success_and_failure() {
          echo ok-after=$(cat /proc/sys/net/ipv4/tcp_timestamps); \
          if {bin} ab --trials 2 --toggle sysctl:net.ipv4.tcp_timestamps=0,2 --b-setup false --duration 1s --out {out_dir}/fail >{out_dir}/fail.out 2>{out_dir}/fail.err; then echo fail-rc=0; else echo fail-rc=$?; fi; \
          echo fail-after=$(cat /proc/sys/net/ipv4/tcp_timestamps)",
-        bin = bin()
+        bin = exe()
     );
     testkit::require_tool("ip", "iproute2");
     let out = Command::new(testkit::require_tool("unshare", "util-linux"))
@@ -1037,7 +1034,7 @@ fn run_in_netns(
     testkit::NetNs::run(move |ns| {
         prepare(ns);
         let before = ns.counters();
-        let out = Command::new(bin())
+        let out = Command::new(exe())
             .args(&args)
             .output()
             .expect("run connstorm");
@@ -1254,7 +1251,7 @@ fn closed_terminal_never_panics_and_keeps_the_record() {
     use std::io::Read;
     let dir = tempfile::tempdir().unwrap();
     let (r, w) = nix::unistd::pipe().unwrap();
-    let mut child = Command::new(bin())
+    let mut child = Command::new(exe())
         .args([
             "bench",
             "--duration",
@@ -1288,7 +1285,7 @@ fn closed_terminal_never_panics_and_keeps_the_record() {
     let dir = tempfile::tempdir().unwrap();
     let (r, w) = nix::unistd::pipe().unwrap();
     drop(r);
-    let out = Command::new(bin())
+    let out = Command::new(exe())
         .args([
             "bench",
             "--duration",
@@ -1544,7 +1541,7 @@ fn conntrack_table_full_is_named_and_exits_3() {
             count >= max,
             "conntrack table not full before the run: {count}/{max}"
         );
-        let out = Command::new(bin())
+        let out = Command::new(exe())
             .args(["bench", "--duration", "3s", "--out", &out_dir])
             .output()
             .unwrap();
@@ -1791,7 +1788,7 @@ fn a_host_wide_toggle_from_a_child_namespace_is_refused_before_any_trial() {
         .to_string();
     let toggle = format!("sysctl:fs.file-max={cur},{cur}");
     let out = testkit::NetNs::run(move |_| {
-        Command::new(bin())
+        Command::new(exe())
             .args([
                 "ab",
                 "--trials",
@@ -1827,7 +1824,7 @@ fn a_toggle_value_the_key_does_not_take_is_refused_before_any_trial() {
     let (out, before, after) = testkit::NetNs::run(move |ns| {
         ns.set_sysctl("net.ipv4.tcp_timestamps", "1");
         let before = ns.sysctl("net.ipv4.tcp_timestamps");
-        let out = Command::new(bin())
+        let out = Command::new(exe())
             .args([
                 "ab",
                 "--trials",
@@ -2197,7 +2194,7 @@ fn an_auto_placement_that_does_not_fit_names_the_cpus_and_a_real_option() {
         .args([
             "-c",
             &cpu.to_string(),
-            bin(),
+            exe(),
             "bench",
             "--server-cpus",
             "auto",
@@ -2267,7 +2264,7 @@ fn a_profile_without_permission_is_refused_before_anything_runs() {
                 "--inh-caps=-all",
                 "--ambient-caps=-all",
                 "--bounding-set=-all",
-                bin(),
+                exe(),
             ])
             .args(&cmd)
             .arg("--profile")
@@ -2434,7 +2431,7 @@ fn bench_and_scale_take_load_workers_and_port_slices() {
         "--port-slices",
         "off",
     ]);
-    let out = Command::new(bin()).args(&v).output().unwrap();
+    let out = Command::new(exe()).args(&v).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     assert!(err.contains("connstorm: ports: "), "{err}");
@@ -2468,7 +2465,7 @@ fn bench_and_scale_take_load_workers_and_port_slices() {
     }
     // `connstorm report`'s per-worker rows: the `load N` connects add up to each phase's
     // successes.
-    let o = Command::new(bin())
+    let o = Command::new(exe())
         .args(["report", records(dir.path())[0].to_str().unwrap()])
         .output()
         .unwrap();
@@ -2534,7 +2531,7 @@ fn bench_dry_run_prints_the_plan_and_opens_no_socket() {
                 "trace=socket,io_uring_setup",
                 "-o",
                 trace.to_str().unwrap(),
-                bin(),
+                exe(),
             ];
             cmd.extend(&args);
             let o = Command::new("strace").args(&cmd).output().unwrap();

@@ -4,6 +4,7 @@
 //! Subcommands are discovered from `--help` (the "Commands:" list, at any depth), so a new
 //! subcommand without completions or a man page fails here without editing this file.
 
+use crate::shared::exe;
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -11,12 +12,8 @@ use std::process::{Command, Output};
 #[allow(dead_code)]
 mod build_script;
 
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_connstorm")
-}
-
 fn run(args: &[&str]) -> Output {
-    Command::new(bin())
+    Command::new(exe())
         .args(args)
         .output()
         .expect("run connstorm")
@@ -457,7 +454,7 @@ fn bench_record_carries_the_build_and_renders_as_one_html_page() {
 /// together: what a person at a terminal sees, escape codes included.
 fn run_on_a_terminal(args: &[&str]) -> (bool, String) {
     let script = testkit::require_tool("script", "util-linux");
-    let cmd = std::iter::once(bin().to_string())
+    let cmd = std::iter::once(exe().to_string())
         .chain(args.iter().map(|a| format!("'{a}'")))
         .collect::<Vec<_>>()
         .join(" ");

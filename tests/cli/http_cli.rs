@@ -3,44 +3,16 @@
 //! answers chunked, close-delimited, 4xx/5xx, truncated and malformed responses. Counts are
 //! checked exactly against each other and against the namespace's `Tcp.PassiveOpens`.
 
+use crate::shared::{command, cpus, u, wait_listening};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use testkit::{json, stderr};
 
 const PORT: u16 = 8080;
-
-fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_connstorm"));
-    c.stdin(Stdio::null());
-    c
-}
-
-fn cpus() -> (String, String) {
-    let c = testkit::allowed_cpus();
-    let server = c[0].to_string();
-    let load = c.get(1).unwrap_or(&c[0]).to_string();
-    (server, load)
-}
-
-/// Waits until something listens on 127.0.0.1:`port` in this namespace, from
-/// /proc/thread-self/net/tcp (state 0A = LISTEN), without connecting (a probe connection would
-/// add to the counts).
-fn wait_listening(port: u16) {
-    let want = format!(":{port:04X} 00000000:0000 0A");
-    let until = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < until {
-        let t = std::fs::read_to_string("/proc/thread-self/net/tcp").unwrap();
-        if t.contains(&want) {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    panic!("nothing listens on port {port} after 10 s");
-}
 
 fn load_http(extra: &[&str], cpu: &str) -> Output {
     let target = format!("127.0.0.1:{PORT}");
@@ -60,11 +32,7 @@ fn load_http(extra: &[&str], cpu: &str) -> Output {
         "json",
     ];
     args.extend_from_slice(extra);
-    bin().args(&args).output().expect("run connstorm load")
-}
-
-fn u(v: &serde_json::Value) -> u64 {
-    v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
+    command().args(&args).output().expect("run connstorm load")
 }
 
 /// The attempts of a report's `total` that failed in an HTTP class (`HTTP ...`).
@@ -94,7 +62,7 @@ fn own_server_load_round(engine: &str, load_engine: &'static str, body: u32) {
     let (scpu, lcpu) = cpus();
     let engine = engine.to_string();
     let (load, srv, passive) = testkit::NetNs::run(move |ns| {
-        let mut server = bin()
+        let mut server = command()
             .args([
                 "server",
                 "--listen",
@@ -361,7 +329,7 @@ fn the_host_header_is_the_target_as_given() {
                 if let Some(h) = extra {
                     args.extend(["--http-header", h]);
                 }
-                let load = bin().args(&args).output().expect("run connstorm load");
+                let load = command().args(&args).output().expect("run connstorm load");
                 (load, handle.join().unwrap())
             });
             assert_eq!(
@@ -520,7 +488,7 @@ fn unparseable_round(engine: &'static str) {
     // record was refused as damaged: "holds 26,412 samples but the phase has 13,206 successes").
     let files = testkit::record_files(dir.path());
     assert_eq!(files.len(), 1, "{files:?}");
-    let rep = bin().arg("report").arg(&files[0]).output().unwrap();
+    let rep = command().arg("report").arg(&files[0]).output().unwrap();
     assert_eq!(rep.status.code(), Some(0), "{engine}: {}", stderr(&rep));
     let text = String::from_utf8_lossy(&rep.stdout);
     assert!(
@@ -552,7 +520,7 @@ fn bad_http_options_exit_2_before_anything_runs() {
     ] {
         let mut all = vec!["load", "--target", "127.0.0.1:9", "--duration", "1s"];
         all.extend_from_slice(&args);
-        let o = bin().args(&all).output().unwrap();
+        let o = command().args(&all).output().unwrap();
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
         assert!(
             stderr(&o).contains(want),
@@ -560,7 +528,7 @@ fn bad_http_options_exit_2_before_anything_runs() {
             stderr(&o)
         );
     }
-    let o = bin()
+    let o = command()
         .args([
             "server",
             "--listen",
@@ -583,7 +551,7 @@ fn bad_heads_round(engine: &str) {
     let (scpu, _) = cpus();
     let engine = engine.to_string();
     let (replies, srv, passive) = testkit::NetNs::run(move |ns| {
-        let mut server = bin()
+        let mut server = command()
             .args([
                 "server",
                 "--listen",
@@ -684,7 +652,7 @@ fn http_load_record_keeps_http_counts_for_report_and_merge() {
     let out_dir = dir.path().join("runs");
     let od = out_dir.clone();
     let loads = testkit::NetNs::run(move |_| {
-        let mut server = bin()
+        let mut server = command()
             .args([
                 "server",
                 "--listen",
@@ -746,7 +714,7 @@ fn http_load_record_keeps_http_counts_for_report_and_merge() {
         assert_eq!(p["http"]["status_classes"], h["status_classes"], "{p}");
         assert!(p["histograms"]["http_response"].is_string(), "{p}");
         assert!(p["histograms"]["http_first_byte"].is_string(), "{p}");
-        let rep = bin().arg("report").arg(f).output().unwrap();
+        let rep = command().arg("report").arg(f).output().unwrap();
         assert_eq!(rep.status.code(), Some(0), "{}", stderr(&rep));
         let text = String::from_utf8_lossy(&rep.stdout);
         assert!(
@@ -758,7 +726,7 @@ fn http_load_record_keeps_http_counts_for_report_and_merge() {
         );
         assert!(text.contains("http_response"), "{text}");
     }
-    let rec = testkit::merge(bin(), &files, &dir.path().join("merged.json"));
+    let rec = testkit::merge(command(), &files, &dir.path().join("merged.json"));
     let p = &rec["phases"][0];
     assert_eq!(u(&p["http"]["requests"]), requests, "{}", p["http"]);
     assert!(p["histograms"]["http_response"].is_string(), "{p}");
@@ -785,7 +753,7 @@ fn balanced(t: &serde_json::Value) -> bool {
 /// `connstorm server --mode MODE` on 127.0.0.1:PORT and `cpu` in this namespace, listening when
 /// it returns; the caller kills it.
 fn spawn_server(cpu: &str, mode: &str) -> std::process::Child {
-    let server = bin()
+    let server = command()
         .args(["server", "--listen", &format!("127.0.0.1:{PORT}")])
         .args(["--cpus", cpu, "--mode", mode, "--duration", "30s"])
         .stdout(Stdio::null())
@@ -809,7 +777,7 @@ fn http_against_a_resetting_server_accounts_for_every_attempt_on_both_engines() 
         let load = testkit::NetNs::run(move |_| {
             let mut server = spawn_server(&scpu, "rst");
             let target = format!("127.0.0.1:{PORT}");
-            let load = bin()
+            let load = command()
                 .args(["load", "--target", &target, "--http", "--concurrency", "64"])
                 .args(["--duration", "1s", "--warmup", "0s", "--cpus", &lcpu])
                 .args(["--format", "json", "--load-engine", engine])
@@ -849,7 +817,7 @@ fn a_body_the_server_never_reads_times_out_on_both_engines() {
             // Accepts (the kernel does) and never reads.
             let _l = TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], PORT))).unwrap();
             let t0 = Instant::now();
-            let load = bin()
+            let load = command()
                 .args(["load", "--target", &format!("127.0.0.1:{PORT}")])
                 .args(["--http", "--http-method", "POST", "--http-body", &body])
                 .args(["--rate", "20/s", "--duration", "1s", "--warmup", "0s"])
@@ -903,7 +871,7 @@ fn post_round_at(
     extra: &[&str],
 ) -> (Output, Duration) {
     let t0 = Instant::now();
-    let load = bin()
+    let load = command()
         .args(["load", "--target", &format!("127.0.0.1:{PORT}")])
         .args(["--http", "--http-method", "POST", "--http-body", body])
         .args(["--rate", rate, "--duration", "1s", "--warmup", "0s"])
@@ -1129,7 +1097,7 @@ fn an_interrupt_while_responses_are_awaited_counts_the_requests_written() {
         let (scpu, lcpu) = (scpu.clone(), lcpu.clone());
         let load = testkit::NetNs::run(move |_| {
             let mut server = spawn_server(&scpu, "hold");
-            let load = bin()
+            let load = command()
                 .args(["load", "--target", &format!("127.0.0.1:{PORT}"), "--http"])
                 .args(["--rate", "200/s", "--duration", "5s", "--warmup", "0s"])
                 .args(["--connect-timeout", "4s", "--cpus", &lcpu])
@@ -1195,7 +1163,7 @@ fn http_against_a_listener_that_never_accepts_names_the_queue_as_this_runs() {
             l.listen(128).unwrap();
             let target = l.local_addr().unwrap().as_socket().unwrap().to_string();
             let run = |format: &str| {
-                bin()
+                command()
                     .args(["load", "--target", &target, "--http", "--rate", "60/s"])
                     .args(["--duration", "500ms", "--warmup", "0s", "--cpus", &lcpu])
                     .args(["--connect-timeout", "300ms", "--load-engine", engine])
@@ -1337,7 +1305,7 @@ fn http_load_closes_after_the_servers_fin_by_default_and_names_the_wire() {
             ("epoll", vec!["--format", "json", "--close", "rst"]),
         ] {
             let before = resets();
-            let load = bin()
+            let load = command()
                 .args([
                     "load",
                     "--target",
@@ -1422,7 +1390,7 @@ fn http_load_closes_after_the_servers_fin_by_default_and_names_the_wire() {
         .map(|e| e.unwrap().path())
         .find(|p| p.extension().is_some_and(|x| x == "json"))
         .expect("the record");
-    let rep = bin().args(["report"]).arg(&rec).output().unwrap();
+    let rep = command().args(["report"]).arg(&rec).output().unwrap();
     assert!(rep.status.success(), "{}", stderr(&rep));
     let text = String::from_utf8_lossy(&rep.stdout);
     let line = text

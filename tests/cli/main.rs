@@ -11,5 +11,6 @@ mod metrics_cli;
 mod multihost;
 mod results_cli;
 mod server_cli;
+mod shared;
 mod tls_cli;
 mod tune_cli;

@@ -7,6 +7,7 @@
 //! Needs root and iproute2 (as `.ci/run` provides). Namespaces and child processes are removed
 //! (children by PID) when the test ends, also on failure. Bounded: about 10 s.
 
+use crate::shared::exe;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -18,10 +19,6 @@ const N: usize = 4;
 const RATE: f64 = 2_000.0;
 const DURATION_S: u64 = 3;
 const PORT: u16 = 9000;
-
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_connstorm")
-}
 
 fn ip(args: &[&str]) {
     let out = Command::new(testkit::require_tool("ip", "iproute2"))
@@ -127,7 +124,7 @@ impl Fleet {
     fn spawn(&mut self, ns: &str, args: &[String]) -> usize {
         let child = testkit::Piped::spawn(
             Command::new("ip")
-                .args(["netns", "exec", ns, bin()])
+                .args(["netns", "exec", ns, exe()])
                 .args(args),
         );
         self.children.push(Some(child));
@@ -305,7 +302,7 @@ fn four_segments_in_four_namespaces_merge_to_the_servers_exact_count() {
     let server_records = records_in(&dir.path().join("server"));
     assert_eq!(server_records.len(), 1, "server record: {srv_err}");
     let merged_path = dir.path().join("merged.json");
-    let out = Command::new(bin())
+    let out = Command::new(exe())
         .arg("merge")
         .args(&files)
         .args(&server_records)
@@ -372,7 +369,7 @@ fn four_segments_in_four_namespaces_merge_to_the_servers_exact_count() {
 
     // `report` reads the generators', the server's and the merged records.
     for f in files.iter().chain(&server_records).chain([&merged_path]) {
-        let out = Command::new(bin()).arg("report").arg(f).output().unwrap();
+        let out = Command::new(exe()).arg("report").arg(f).output().unwrap();
         assert!(
             out.status.success(),
             "report {}: {}",
@@ -381,7 +378,7 @@ fn four_segments_in_four_namespaces_merge_to_the_servers_exact_count() {
         );
     }
     // The server's record reads as the accept server's report, with its exact accepts.
-    let out = Command::new(bin())
+    let out = Command::new(exe())
         .arg("report")
         .arg(&server_records[0])
         .output()
@@ -527,7 +524,7 @@ fn two_generators_in_one_namespace_count_its_counters_once() {
 
     let server_records = records_in(&dir.path().join("server"));
     let merged_path = dir.path().join("merged.json");
-    let out = Command::new(bin())
+    let out = Command::new(exe())
         .arg("merge")
         .args(&files)
         .args(&server_records)

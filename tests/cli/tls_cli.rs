@@ -4,45 +4,13 @@
 //! resume when one connection at a time is in flight); a wrong CA fails every handshake with a
 //! class naming the alert, on both sides; bad certificate/key files are refused up front.
 
+use crate::shared::{command, cpus, u, wait_listening};
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Child, Output, Stdio};
 use testkit::{json, stderr};
 
 const PORT: u16 = 8443;
-
-fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_connstorm"));
-    c.stdin(Stdio::null());
-    c
-}
-
-fn cpus() -> (String, String) {
-    let c = testkit::allowed_cpus();
-    let server = c[0].to_string();
-    let load = c.get(1).unwrap_or(&c[0]).to_string();
-    (server, load)
-}
-
-fn u(v: &serde_json::Value) -> u64 {
-    v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
-}
-
-/// Waits until something listens on `port` in this namespace (/proc/thread-self/net/tcp, state
-/// 0A), without connecting.
-fn wait_listening(port: u16) {
-    let want = format!(":{port:04X} 00000000:0000 0A");
-    let until = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < until {
-        let t = std::fs::read_to_string("/proc/thread-self/net/tcp").unwrap();
-        if t.contains(&want) {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    panic!("nothing listens on port {port} after 10 s");
-}
 
 /// A certificate for `localhost`/127.0.0.1 and its key, written as PEM files in `dir` under
 /// `name`.pem / `name`.key.
@@ -98,7 +66,7 @@ fn start_server(cpu: &str, engine: &str, extra: &[String]) -> Child {
     .map(|s| s.to_string())
     .collect();
     args.extend(extra.iter().cloned());
-    bin()
+    command()
         .args(&args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -148,7 +116,7 @@ fn round(
         let before = ns.counter("Tcp.PassiveOpens");
         let mut args = load_base(&lcpu, true);
         args.extend(load_args);
-        let load = bin().args(&args).output().expect("run connstorm load");
+        let load = command().args(&args).output().expect("run connstorm load");
         let passive = ns.counter("Tcp.PassiveOpens") - before;
         (load, stop_server(server), passive)
     })
@@ -351,7 +319,7 @@ fn server_without_resumption_gives_only_full_handshakes_to_clients_that_ask() {
         assert_eq!(passive as u64, hs, "{case}: {s}");
     }
     // The start line names it; without --tls the option is refused.
-    let mut srv = bin()
+    let mut srv = command()
         .args([
             "server",
             "--listen",
@@ -370,7 +338,7 @@ fn server_without_resumption_gives_only_full_handshakes_to_clients_that_ask() {
         "{}",
         stderr(&srv)
     );
-    srv = bin()
+    srv = command()
         .args([
             "server",
             "--listen",
@@ -476,7 +444,7 @@ fn a_ca_certificate_served_as_the_servers_own_is_explained() {
         wait_listening(PORT);
         let mut args = load_base(&lcpu, false);
         args.extend(strings(&["--ca", &ca, "--concurrency", "2"]));
-        let o = bin().args(&args).output().unwrap();
+        let o = command().args(&args).output().unwrap();
         stop_server(server);
         o
     });
@@ -525,7 +493,7 @@ fn a_record_of_failed_tls_handshakes_reads_back_and_names_the_alert() {
     assert_eq!(failed, attempts, "{side}");
     assert_eq!(side["tls_accepted"], 0, "{side}");
     assert_eq!(side["tls_resumption"], false, "{side}");
-    let srep = bin().arg("report").arg(&srv_files[0]).output().unwrap();
+    let srep = command().arg("report").arg(&srv_files[0]).output().unwrap();
     let stext = String::from_utf8_lossy(&srep.stdout);
     assert!(
         stext.contains(&format!("{} failed (", common::numfmt::count(attempts)))
@@ -534,7 +502,7 @@ fn a_record_of_failed_tls_handshakes_reads_back_and_names_the_alert() {
     );
     let files = testkit::record_files(&runs);
     assert_eq!(files.len(), 1, "{files:?}");
-    let rep = bin().arg("report").arg(&files[0]).output().unwrap();
+    let rep = command().arg("report").arg(&files[0]).output().unwrap();
     assert_eq!(rep.status.code(), Some(0), "{}", stderr(&rep));
     let text = String::from_utf8_lossy(&rep.stdout);
     // The class the load printed (the alert rustls sends for that certificate error), with
@@ -615,7 +583,7 @@ fn bad_tls_files_and_options_exit_2_with_one_line() {
                 "--tls",
             ];
             all.extend_from_slice(&args);
-            let o = bin().args(&all).output().unwrap();
+            let o = command().args(&all).output().unwrap();
             let e = stderr(&o);
             assert_eq!(o.status.code(), Some(2), "{engine} {args:?}: {e}");
             assert!(e.contains(want), "{engine} {args:?}: want {want:?} in {e}");
@@ -662,7 +630,7 @@ fn bad_tls_files_and_options_exit_2_with_one_line() {
     ] {
         let mut all = vec!["load", "--target", "127.0.0.1:9", "--duration", "1s"];
         all.extend_from_slice(&args);
-        let o = bin().args(&all).output().unwrap();
+        let o = command().args(&all).output().unwrap();
         let e = stderr(&o);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {e}");
         assert!(e.contains(want), "{args:?}: want {want:?} in {e}");
@@ -684,7 +652,7 @@ fn lost_data_cert_out_naming_the_key_or_cert_is_refused() {
         (p(&dotted), format!("--key file {}", p(&key))),
         (p(&cert), format!("--cert file {}", p(&cert))),
     ] {
-        let o = bin()
+        let o = command()
             .args([
                 "server",
                 "--listen",
@@ -730,7 +698,7 @@ fn tls_load_record_keeps_tls_counts_for_report_and_merge() {
         let server = start_server(&scpu, engine, &strings(&["--mode", "http"]));
         wait_listening(PORT);
         let loads = testkit::segments_at_one_instant(2, |seg, start_at| {
-            bin()
+            command()
                 .args([
                     "load",
                     "--target",
@@ -794,7 +762,7 @@ fn tls_load_record_keeps_tls_counts_for_report_and_merge() {
             results::record::decode_histogram(p["histograms"]["tls_handshake"].as_str().unwrap())
                 .unwrap();
         assert_eq!(hist.len(), u(&t["handshakes"]), "{p}");
-        let rep = bin().arg("report").arg(f).output().unwrap();
+        let rep = command().arg("report").arg(f).output().unwrap();
         assert_eq!(rep.status.code(), Some(0), "{}", stderr(&rep));
         let text = String::from_utf8_lossy(&rep.stdout);
         let want = format!(
@@ -809,7 +777,7 @@ fn tls_load_record_keeps_tls_counts_for_report_and_merge() {
         assert!(text.contains(&want), "{want}: {text}");
         assert!(text.contains("tls_handshake"), "{text}");
     }
-    let rec = testkit::merge(bin(), &files, &dir.path().join("merged.json"));
+    let rec = testkit::merge(command(), &files, &dir.path().join("merged.json"));
     let p = &rec["phases"][0];
     assert_eq!(u(&p["tls"]["handshakes"]), handshakes, "{}", p["tls"]);
     let hist =
@@ -1068,7 +1036,7 @@ fn tls_groups_ciphers_and_resume_share_are_what_ran_and_compare_as_setup() {
         assert_eq!(setup["verified"], false, "{setup}");
         assert_eq!(rec["phases"][0]["tls"]["groups"], t["groups"], "{rec}");
         // The text report names the group agreed, and its first line the unverified run.
-        let rep = bin().arg("report").arg(&files[0]).output().unwrap();
+        let rep = command().arg("report").arg(&files[0]).output().unwrap();
         let text = String::from_utf8_lossy(&rep.stdout);
         assert!(
             text.lines().next().unwrap().contains("TLS UNVERIFIED"),
@@ -1083,7 +1051,7 @@ fn tls_groups_ciphers_and_resume_share_are_what_ran_and_compare_as_setup() {
         testkit::record_files(&out_a)[0].clone(),
         testkit::record_files(&out_b)[0].clone(),
     );
-    let o = bin()
+    let o = command()
         .args(["compare"])
         .arg(&a)
         .arg("--")
@@ -1195,7 +1163,7 @@ fn bench_target_tls_verifies_as_load_does() {
                 &out,
             ]);
             a.extend(strings(&extra));
-            bin().args(&a).output().unwrap()
+            command().args(&a).output().unwrap()
         })
         .collect();
         stop_server(server);
@@ -1356,7 +1324,7 @@ fn bad_tls_groups_shares_and_trust_exit_2_with_one_line() {
             "--tls-groups: \"x448\" is not a key exchange group",
         ),
     ] {
-        let o = bin().args(&args).output().unwrap();
+        let o = command().args(&args).output().unwrap();
         let e = stderr(&o);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {e}");
         assert!(e.contains(want), "{args:?}: want {want:?} in {e}");
@@ -1473,7 +1441,7 @@ fn load_tls_measures_the_crypto_floor_of_its_full_handshakes() {
             wait_listening(PORT);
             let mut args = load_base(&lcpu2, false);
             args.extend(tl);
-            let out = bin().args(&args).output().expect("run connstorm load");
+            let out = command().args(&args).output().expect("run connstorm load");
             stop_server(server);
             out
         });
@@ -1506,7 +1474,7 @@ fn cert_out_to_a_fifo_without_a_reader_is_refused_not_waited_on() {
     let tmp = tempfile::tempdir().unwrap();
     let fifo = tmp.path().join("cert.pem");
     nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
-    let mut child = bin()
+    let mut child = command()
         .args([
             "server",
             "--listen",
@@ -1548,7 +1516,7 @@ fn cert_out_to_a_fifo_without_a_reader_is_refused_not_waited_on() {
     };
     let mut got = None;
     for _ in 0..100 {
-        let o = bin()
+        let o = command()
             .args([
                 "server",
                 "--listen",
