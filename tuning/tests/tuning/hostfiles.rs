@@ -877,7 +877,18 @@ fn sock_diag_agrees_with_proc_net_tcp() {
             let _ = s.read(&mut b);
         }
         use tuning::host::TcpState;
-        let diag = tuning::host::tcp_sockets(&[TcpState::TimeWait, TcpState::Listen]).unwrap();
+        // The last server close's FIN reaches its client through the loopback softirq, which
+        // may run after `drop` returns: wait (bounded) until all five clients are in
+        // TIME_WAIT, after which nothing in this namespace changes for 60 s.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        let diag = loop {
+            let d = tuning::host::tcp_sockets(&[TcpState::TimeWait, TcpState::Listen]).unwrap();
+            let tw = d.iter().filter(|s| s.state == TcpState::TimeWait).count();
+            if tw >= 5 || std::time::Instant::now() > deadline {
+                break d;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        };
         let text = std::fs::read_to_string("/proc/thread-self/net/tcp").unwrap();
         let proc_: Vec<_> = tuning::host::parse_proc_net_tcp(&text)
             .into_iter()
