@@ -296,8 +296,13 @@ impl Harness {
             }
             // The other two ways the generator cuts its lag, as they ran: a zero-timeout poll
             // when a start is due within this many ns, and the due starts made in one batch.
-            let spin = i64::try_from(l.pacing.spin_ns).unwrap_or(i64::MAX);
+            // The longest spin a worker ran with (`--spin auto` measures one per worker).
+            let ran = out.report.workers.iter().map(|w| w.spin_ns).max();
+            let spin = i64::try_from(ran.unwrap_or(l.pacing.spin_ns)).unwrap_or(i64::MAX);
             settings.insert("load.spin_ns".into(), spin);
+            if l.pacing.spin_auto {
+                settings.insert("load.spin_auto".into(), 1);
+            }
             let batch = i64::try_from(l.pacing.start_batch).unwrap_or(i64::MAX);
             settings.insert("load.start_batch".into(), batch);
         }

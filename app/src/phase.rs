@@ -136,7 +136,11 @@ pub fn outcome(m: Measured<'_>) -> PhaseOutcome {
             m.setup.load_cpus.len(),
             connections,
         )
-        .with_run_ns(load_cpu.run_ns, connections),
+        .with_run_ns(load_cpu.run_ns, connections)
+        .with_spin_ns(
+            m.report.workers.iter().map(|w| w.spun_ns).sum(),
+            connections,
+        ),
     };
     let cross_check = results::analysis::cross_check(&results::analysis::CrossCheckCounts {
         exact: m.exact,

@@ -98,8 +98,8 @@ pub use self::core::MAX_GENERATOR_LAG_NS;
 pub use affinity::TIMER_SLACK_NS;
 pub use config::{
     default_max_in_flight, AcceptStamps, Arrival, CloseMode, LoadConfig, Pacing, Pattern,
-    PortSlices, MAX_RATE_PER_SEC, MAX_SPIN_NS, MAX_START_BATCH, MAX_WORKERS, MIN_DURATION, SPIN_NS,
-    START_BUDGET,
+    PortSlices, AUTO_SPIN_MAX_NS, MAX_RATE_PER_SEC, MAX_SPIN_NS, MAX_START_BATCH, MAX_WORKERS,
+    MIN_DURATION, SPIN_NS, START_BUDGET,
 };
 pub use engine::{accept_stamps_unavailable, EngineRan, LoadEngine, UringFeatures};
 pub use error::LoadError;

@@ -307,22 +307,40 @@ impl fmt::Display for Summary<'_> {
                     crate::MAX_GENERATOR_LAG_NS / 1_000_000
                 )?;
             }
-            // What the spin costs shows in the workers' CPU per attempt (whole run, exact).
-            let (run_ns, attempts) = r.workers.iter().fold((0u64, 0u64), |(n, a), w| {
-                (n.saturating_add(w.cpu_run_ns), a.saturating_add(w.attempts))
-            });
+            // The workers' CPU per attempt (whole run, exact), the spin's idle passes apart.
+            let (run_ns, spun_ns, attempts) =
+                r.workers.iter().fold((0u64, 0u64, 0u64), |(n, sp, a), w| {
+                    (
+                        n.saturating_add(w.cpu_run_ns),
+                        sp.saturating_add(w.spun_ns),
+                        a.saturating_add(w.attempts),
+                    )
+                });
+            let spins = r.workers.iter().map(|w| w.spin_ns);
+            let (lo, hi) = (spins.clone().min().unwrap_or(0), spins.max().unwrap_or(0));
+            let spin = match (l.pacing.spin_auto, lo == hi) {
+                (true, true) => format!("{} (--spin auto, measured)", numfmt::ns(lo as f64)),
+                (true, false) => format!(
+                    "{} to {} (--spin auto, measured per worker)",
+                    numfmt::ns(lo as f64),
+                    numfmt::ns(hi as f64)
+                ),
+                (false, _) => numfmt::ns(l.pacing.spin_ns as f64),
+            };
+            let per = |ns: u64| {
+                ns.checked_div(attempts)
+                    .map_or_else(|| "-".into(), |v| numfmt::ns(v as f64))
+            };
             writeln!(
                 out,
-                "  timer slack: {} (load workers, PR_SET_TIMERSLACK); wakes {} ns before each due start and polls until it (spin); up to {} due starts per batch; load CPU {} per attempt",
+                "  timer slack: {} (load workers, PR_SET_TIMERSLACK); wakes {spin} before each due start and polls until it (spin); up to {} due starts per batch; load CPU {} per attempt of work, + {} spinning before due starts",
                 l.timer_slack_ns
                     .map_or("default (50 µs), could not be set".into(), |n| format!(
                         "{n} ns"
                     )),
-                numfmt::count(l.pacing.spin_ns),
                 l.pacing.start_batch,
-                run_ns
-                    .checked_div(attempts)
-                    .map_or_else(|| "-".into(), |v| numfmt::ns(v as f64))
+                per(run_ns.saturating_sub(spun_ns)),
+                per(spun_ns),
             )?;
         }
         if r.failures.is_empty() {

@@ -234,6 +234,12 @@ pub struct LoadWorkerReport {
     /// (docs/engines.md, "Per-worker memory").
     #[serde(skip_serializing_if = "Option::is_none")]
     pub alloc_cpu: Option<usize>,
+    /// The spin before each due start it ran with, ns: `--spin`, or what `--spin auto`
+    /// measured on its CPU at its start.
+    pub spin_ns: u64,
+    /// Wall time in spin passes that found nothing to do (no request to submit, no
+    /// completion), ns: part of `cpu_run_ns`, the generator waiting for its due starts.
+    pub spun_ns: u64,
 }
 
 /// The result of [`crate::run`]. Measured numbers exclude the warm-up; `total` includes it.

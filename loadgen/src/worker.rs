@@ -20,7 +20,7 @@ use common::threadcpu::ThreadCpu;
 
 use crate::affinity::set_timer_slack;
 use crate::clock::now_ns;
-use crate::config::LoadConfig;
+use crate::config::{LoadConfig, Pattern};
 use crate::core::{Core, Counters, Second, TargetCounters, Window};
 use crate::engine::{Engine, WithEngine};
 use crate::error::LoadError;
@@ -77,6 +77,8 @@ pub(crate) struct Worker<'a, E: Engine> {
     engine: E,
     /// This thread's timer slack as read back after `set_timer_slack`, ns.
     timer_slack_ns: Option<u64>,
+    /// The spin it runs with, ns (`--spin`, or what `--spin auto` measured).
+    spin_ns: u64,
     /// The CPU this thread was pinned to once its engine and core had made their per-worker
     /// memory ([`common::numa::pinned_cpu`]; `None`: not pinned to one CPU then).
     alloc_cpu: Option<usize>,
@@ -93,10 +95,22 @@ impl<'a, E: Engine> Worker<'a, E> {
         // histograms): first touch puts them on this CPU's node (docs/engines.md, "Per-worker
         // memory").
         let core = Core::new(cfg, index)?;
+        let timer_slack_ns = set_timer_slack();
+        let mut engine = engine;
+        // `--spin auto`: this CPU's wake-up latency, measured now (after the timer slack is
+        // set, before the common start). A closed loop starts without waiting: no spin.
+        let spin_ns = if cfg.pacing.spin_auto && matches!(cfg.pattern, Pattern::Open { .. }) {
+            let ns = crate::affinity::auto_spin();
+            engine.set_spin_ns(ns);
+            ns
+        } else {
+            cfg.pacing.spin_ns
+        };
         Ok(Worker {
             core,
             engine,
-            timer_slack_ns: set_timer_slack(),
+            timer_slack_ns,
+            spin_ns,
             alloc_cpu: common::numa::pinned_cpu(),
         })
     }
@@ -189,6 +203,8 @@ impl<'a, E: Engine> Worker<'a, E> {
                 wall_ns: ended.saturating_sub(wall0),
                 port_slice: None,
                 alloc_cpu: self.alloc_cpu,
+                spin_ns: self.spin_ns,
+                spun_ns: self.engine.spun_ns(),
             },
             total: tally.total,
             measured: tally.measured,

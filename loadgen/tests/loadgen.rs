@@ -717,6 +717,7 @@ fn pacing_switched_off_still_keeps_the_schedule_and_is_reported() {
             cfg.pacing = loadgen::Pacing {
                 spin_ns: 0,
                 start_batch: 1,
+                spin_auto: false,
             };
             run(&cfg)
         });
@@ -725,10 +726,15 @@ fn pacing_switched_off_still_keeps_the_schedule_and_is_reported() {
             lag.pacing,
             loadgen::Pacing {
                 spin_ns: 0,
-                start_batch: 1
+                start_batch: 1,
+                spin_auto: false,
             },
             "{engine:?}"
         );
+        // No spin: no pass is a spin pass.
+        for w in &r.workers {
+            assert_eq!((w.spin_ns, w.spun_ns), (0, 0), "{engine:?}");
+        }
         // 2,000/s for 0.5 s: 1,000 scheduled (±1 at the window's edges), every one made.
         assert!(r.offered.abs_diff(1000) <= 1, "{engine:?}: {}", r.offered);
         assert_eq!(r.attempts, r.offered, "{engine:?}");
@@ -748,6 +754,7 @@ fn a_long_spin_keeps_the_schedule_exact_on_both_engines() {
         let pacing = loadgen::Pacing {
             spin_ns: 200_000,
             start_batch: 64,
+            spin_auto: false,
         };
         let r = NetNs::run(move |_| {
             let server = TestServer::start(ServerMode::Close);
@@ -768,6 +775,60 @@ fn a_long_spin_keeps_the_schedule_exact_on_both_engines() {
         assert_eq!(r.successes, r.attempts, "{engine:?}");
         assert_eq!(r.dropped, 0, "{engine:?}");
         assert_eq!(lag.hist.len(), r.attempts, "{engine:?}");
+        // The spin is counted apart: each of ~1,000 starts 500 µs apart is preceded by up to
+        // 200 µs of passes with nothing to do (less the work that lands in them), and that
+        // time is part of the worker's wall time.
+        let spun: u64 = r.workers.iter().map(|w| w.spun_ns).sum();
+        let wall: u64 = r.workers.iter().map(|w| w.wall_ns).sum();
+        assert!(r.workers.iter().all(|w| w.spin_ns == 200_000), "{engine:?}");
+        assert!(
+            spun >= r.attempts * 50_000 && spun <= wall,
+            "{engine:?}: spun {spun} ns over {} starts, wall {wall} ns",
+            r.attempts
+        );
+    }
+}
+
+/// `--spin auto` on both engines: each open-loop worker measures its CPU's wake-up latency at
+/// its start and runs with a spin within the bounds, reported per worker with the time it
+/// spent spinning; the schedule is kept exactly. A closed loop measures nothing (no spin).
+#[test]
+fn an_auto_spin_is_measured_per_worker_and_reported() {
+    let _x = testkit::exclusive();
+    for engine in [loadgen::LoadEngine::Epoll, loadgen::LoadEngine::IoUring] {
+        let pacing = loadgen::Pacing {
+            spin_auto: true,
+            ..loadgen::Pacing::default()
+        };
+        let (open_r, closed_r) = NetNs::run(move |_| {
+            let server = TestServer::start(ServerMode::Close);
+            let mut cfg = open(server.addr, 2000.0, Duration::from_millis(500));
+            cfg.engine = engine;
+            cfg.pacing = pacing;
+            let o = run(&cfg);
+            cfg.pattern = loadgen::Pattern::Closed { concurrency: 2 };
+            (o, run(&cfg))
+        });
+        let lag = open_r.generator_lag.as_ref().expect("open loop");
+        assert_eq!(lag.pacing, pacing, "{engine:?}");
+        assert!(
+            open_r.offered.abs_diff(1000) <= 1,
+            "{engine:?}: {}",
+            open_r.offered
+        );
+        assert_eq!(open_r.successes, open_r.offered, "{engine:?}");
+        for w in &open_r.workers {
+            assert!(
+                (loadgen::SPIN_NS..=loadgen::AUTO_SPIN_MAX_NS).contains(&w.spin_ns),
+                "{engine:?}: {}",
+                w.spin_ns
+            );
+            assert!(w.spun_ns <= w.wall_ns, "{engine:?}");
+        }
+        for w in &closed_r.workers {
+            // The configured spin, untouched: a closed loop never measured one.
+            assert_eq!(w.spin_ns, loadgen::SPIN_NS, "{engine:?}");
+        }
     }
 }
 

@@ -116,12 +116,23 @@ fn bench_netns_exact_with(engine: &str, extra: &[&str]) -> RunRecord {
     assert!(rec.run.netns);
     assert!(!rec.run.interrupted);
     assert_eq!(rec.phases.len(), 2, "peak and latency phases");
-    // The open-loop phase records how the generator cut its own lag.
+    // The open-loop phase records how the generator cut its own lag: bench's default spin is
+    // `auto`, measured on the load CPU at the start and recorded as it ran.
     let latency = &rec.phases[1].settings;
-    assert_eq!(
-        latency.get("load.spin_ns"),
-        Some(&(loadgen::SPIN_NS as i64))
+    assert_eq!(latency.get("load.spin_auto"), Some(&1));
+    let spin = latency.get("load.spin_ns").copied().unwrap_or(-1);
+    assert!(
+        (loadgen::SPIN_NS as i64..=loadgen::AUTO_SPIN_MAX_NS as i64).contains(&spin),
+        "{spin}"
     );
+    // The spin's idle passes are part of the load side's CPU time, and apart from its work.
+    let load = &rec.phases[1].cpu.load;
+    if let (Some(spun), Some(run)) = (load.spin_ns, load.run_ns) {
+        assert!(spun <= run, "spun {spun} ns of {run} ns on CPU");
+        let all = load.us_per_conn_run.unwrap();
+        let work = load.us_per_conn().unwrap();
+        assert!((all - work - load.us_per_conn_spin.unwrap()).abs() < 1e-6);
+    }
     assert_eq!(
         latency.get("load.start_batch"),
         Some(&(loadgen::START_BUDGET as i64))

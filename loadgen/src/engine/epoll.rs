@@ -77,6 +77,8 @@ pub(crate) struct Epoll {
     /// The timerfd's armed expiry, CLOCK_MONOTONIC ns (0: none pending).
     armed_ns: u64,
     spin_ns: u64,
+    /// Time in spin passes that found nothing to do, ns ([`Engine::spun_ns`]).
+    spun_ns: u64,
     net: Net,
     /// Per slot: its socket while the attempt lives (dropping it closes the descriptor).
     socks: Vec<Option<Socket>>,
@@ -137,6 +139,7 @@ impl Epoll {
             timer,
             armed_ns: 0,
             spin_ns: cfg.pacing.spin_ns,
+            spun_ns: 0,
             net,
             socks: (0..slots).map(|_| None).collect(),
             backlog: Vec::with_capacity(slots),
@@ -597,6 +600,8 @@ impl Engine for Epoll {
         std::mem::swap(&mut self.backlog, &mut serving);
         // Wake `spin_ns` early; the last `spin_ns` before the deadline are polled.
         let wake = until.saturating_sub(self.spin_ns);
+        // A spin pass: nothing left from the last turn, within the spin before the deadline.
+        let spin_pass = serving.is_empty() && wake <= now && now < until;
         let timeout = if !serving.is_empty() || wake <= now {
             Some(std::time::Duration::ZERO)
         } else {
@@ -611,6 +616,10 @@ impl Engine for Epoll {
             Err(e) => panic!("epoll_wait failed: {e}"),
         }
         let t = now_ns();
+        if spin_pass && events.is_empty() {
+            // Found nothing to do: waiting for the due start.
+            self.spun_ns += t.saturating_sub(now);
+        }
         for ev in events.iter() {
             if ev.token() == TIMER {
                 self.armed_ns = 0;
@@ -679,6 +688,14 @@ impl Engine for Epoll {
 
     fn direct(&self) -> Option<bool> {
         None
+    }
+
+    fn set_spin_ns(&mut self, ns: u64) {
+        self.spin_ns = ns;
+    }
+
+    fn spun_ns(&self) -> u64 {
+        self.spun_ns
     }
 
     fn take_stamps(&mut self) -> Option<Stamps> {

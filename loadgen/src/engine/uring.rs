@@ -771,10 +771,13 @@ impl Ring {
     /// Submits what is queued and waits for a completion until `spin_ns` before `target`
     /// (CLOCK_MONOTONIC ns); no wait when that is not after `now`: a spin pass within `spin_ns`
     /// of `target`, else (behind) a poll asking for up to `in_flight` (module docs, "Waiting").
-    pub(crate) fn wait(&mut self, target: u64, now: u64, spin_ns: u64, in_flight: usize) {
+    /// True when this was a spin pass with nothing queued to submit.
+    pub(crate) fn wait(&mut self, target: u64, now: u64, spin_ns: u64, in_flight: usize) -> bool {
         let wake = target.saturating_sub(spin_ns);
+        let mut idle = false;
         let res = if wake <= now && now < target.saturating_add(spin_ns) {
             // Spinning to a start (or just reached it): never sleep.
+            idle = self.ring.submission().is_empty();
             self.spin()
         } else if wake <= now {
             self.poll(in_flight)
@@ -818,6 +821,7 @@ impl Ring {
             // io_uring_enter only fails otherwise for bugs (EBADF, EFAULT, EINVAL).
             Err(e) => panic!("io_uring_enter failed: {e}"),
         }
+        idle
     }
 
     /// One pass of the spin before a start: submits what is queued and runs what deferred task

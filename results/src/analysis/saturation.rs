@@ -68,13 +68,15 @@ pub(crate) fn saturation(
     }
 }
 
-/// A side's CPU use over a phase: its threads' on-CPU time over wall time × its CPUs, percent,
+/// A side's CPU use over a phase: its threads' on-CPU time, less the load workers' spin before
+/// due starts (waiting, not work: [`SideCpu::spin_ns`]), over wall time × its CPUs, percent,
 /// at most 100 (a thread's CPU time read a little after the window's end, or tick-sampled
 /// user/sys, can pass the wall time by a tick); 0 with no capacity.
 pub fn side_busy_pct(c: &SideCpu) -> f64 {
     let cap = c.wall_ns as f64 * c.cpus as f64;
     if cap > 0.0 {
-        (c.run_ns.unwrap_or(c.user_ns + c.sys_ns) as f64 / cap * 100.0).min(100.0)
+        let on_cpu = c.run_ns.unwrap_or(c.user_ns + c.sys_ns);
+        (on_cpu.saturating_sub(c.spin_ns.unwrap_or(0)) as f64 / cap * 100.0).min(100.0)
     } else {
         0.0
     }

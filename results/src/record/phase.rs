@@ -778,6 +778,14 @@ pub struct SideCpu {
     /// `run_ns` per connection, µs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub us_per_conn_run: Option<f64>,
+    /// Of the side's CPU time, the load workers' spin passes that found nothing to do (waiting
+    /// for a due start, `--spin`), ns: not work. Absent when there was none (closed loop,
+    /// `--spin 0s`) and in records from older builds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spin_ns: Option<u64>,
+    /// `spin_ns` per connection, µs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub us_per_conn_spin: Option<f64>,
 }
 
 impl SideCpu {
@@ -796,7 +804,20 @@ impl SideCpu {
             us_per_conn_sys: per(sys_ns),
             run_ns: None,
             us_per_conn_run: None,
+            spin_ns: None,
+            us_per_conn_spin: None,
         }
+    }
+
+    /// Adds the time spent spinning before due starts (see [`SideCpu::spin_ns`]); nothing
+    /// when it is 0.
+    pub fn with_spin_ns(mut self, spin_ns: u64, connections: u64) -> SideCpu {
+        if spin_ns > 0 {
+            self.spin_ns = Some(spin_ns);
+            self.us_per_conn_spin =
+                (connections > 0).then(|| spin_ns as f64 / 1e3 / connections as f64);
+        }
+        self
     }
 
     /// Adds the exact on-CPU time (see [`SideCpu::run_ns`]).
@@ -806,11 +827,14 @@ impl SideCpu {
         self
     }
 
-    /// CPU µs per connection: the exact on-CPU figure when the record has it
-    /// ([`SideCpu::us_per_conn_run`]), else user + system; `None` with no connection.
+    /// CPU µs of work per connection: the exact on-CPU figure when the record has it
+    /// ([`SideCpu::us_per_conn_run`]), else user + system, less the spin before due starts
+    /// ([`SideCpu::us_per_conn_spin`]); `None` with no connection.
     pub fn us_per_conn(&self) -> Option<f64> {
-        self.us_per_conn_run
-            .or_else(|| Some(self.us_per_conn_user? + self.us_per_conn_sys?))
+        let all = self
+            .us_per_conn_run
+            .or_else(|| Some(self.us_per_conn_user? + self.us_per_conn_sys?))?;
+        Some((all - self.us_per_conn_spin.unwrap_or(0.0)).max(0.0))
     }
 
     /// System time as a percentage of the side's CPU capacity (`sys_ns / (wall_ns × cpus)`),

@@ -257,6 +257,18 @@ pub(crate) fn phase(out: &mut String, p: &PhaseRecord, accounting: Option<&str>)
         if let Some(a) = artefact {
             let _ = writeln!(out, "             ({a})");
         }
+        if let Some(spin) = p.settings.get("load.spin_ns").filter(|&&v| v >= 0) {
+            let how = if p.settings.get("load.spin_auto") == Some(&1) {
+                "--spin auto: the load CPU's timer wake-up p99.9, measured at the start"
+            } else {
+                "--spin"
+            };
+            let _ = writeln!(
+                out,
+                "             (spin before each due start: {}, {how})",
+                crate::numfmt::ns(*spin as f64)
+            );
+        }
     }
     if let Some(q) = p.accept_queue.as_ref().filter(|q| q.not_measured.is_none()) {
         accept_queue(out, q, p.histograms.accept_queue_wait.as_deref());
@@ -298,18 +310,26 @@ pub(crate) fn phase(out: &mut String, p: &PhaseRecord, accounting: Option<&str>)
     }
     let us =
         |v: Option<f64>| v.map_or_else(|| crate::numfmt::NA.to_string(), |v| format!("{v:.1}"));
-    let side = |name: &str, c: &crate::record::SideCpu| match c.us_per_conn_run {
-        Some(run) => format!(
+    let side = |name: &str, c: &crate::record::SideCpu| {
+        match (c.us_per_conn_run, c.us_per_conn_spin) {
+        (Some(_), Some(spin)) => format!(
+            "{name} {} µs on CPU + {spin:.1} µs spinning before due starts (--spin; user {} + sys {} by tick samples, the spin included)",
+            us(c.us_per_conn()),
+            us(c.us_per_conn_user),
+            us(c.us_per_conn_sys)
+        ),
+        (Some(run), None) => format!(
             "{name} {run:.1} µs on CPU (user {} + sys {} by tick samples)",
             us(c.us_per_conn_user),
             us(c.us_per_conn_sys)
         ),
-        None => format!(
+        (None, _) => format!(
             "{name} {} µs (user {}, sys {})",
             us(c.us_per_conn()),
             us(c.us_per_conn_user),
             us(c.us_per_conn_sys)
         ),
+    }
     };
     if measured {
         let mut cpu = format!("  CPU per connection: {}", side("load", &p.cpu.load));

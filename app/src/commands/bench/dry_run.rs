@@ -110,13 +110,18 @@ pub(super) fn plan_text(
     }
     let _ = writeln!(
         out,
-        "  measured beside the handshake: accept-queue wait {}; open-loop pacing: spin {:?} before each start, batches of at most {} starts",
+        "  measured beside the handshake: accept-queue wait {}; open-loop pacing: spin {} before each start, batches of at most {} starts",
         match (setup.target, setup.accept_wait) {
             (Some(_), _) => "not measured (an external --target's accepts cannot be stamped)",
             (None, true) => "on (bench's own server with the epoll load engine; otherwise the run says why not)",
             (None, false) => "off (--accept-wait off)",
         },
-        std::time::Duration::from_nanos(setup.pacing.spin_ns),
+        if setup.pacing.spin_auto {
+            "auto (each load CPU's timer wake-up latency, measured at the start: 2µs to 100µs)"
+                .to_string()
+        } else {
+            format!("{:?}", std::time::Duration::from_nanos(setup.pacing.spin_ns))
+        },
         setup.pacing.start_batch
     );
     let (peak, latency, warmup) = split_duration(plan.duration);
@@ -295,6 +300,7 @@ mod tests {
             pacing: loadgen::Pacing {
                 spin_ns: 500_000,
                 start_batch: 8,
+                spin_auto: false,
             },
             tls: Some(crate::setup::BenchTls {
                 server: None,
@@ -318,5 +324,13 @@ mod tests {
         ] {
             assert!(text.contains(want), "{want:?} in:\n{text}");
         }
+        // `--spin auto` (bench's default) says what it will measure, not a number it has not.
+        let s = Setup {
+            pacing: crate::commands::load::pacing(crate::commands::load::args::Spin::Auto, 64),
+            ..setup()
+        };
+        let text = plan_text(&s, &trial(), None);
+        let want = "open-loop pacing: spin auto (each load CPU's timer wake-up latency, measured at the start: 2µs to 100µs) before each start, batches of at most 64 starts";
+        assert!(text.contains(want), "{want:?} in:\n{text}");
     }
 }

@@ -108,9 +108,12 @@ pub struct Args {
     /// so the timer's wake-up latency falls before the start instead of after it; 0s = wake at
     /// the start. At most 1ms. Costs the load CPU up to this per start (printed as load CPU per
     /// connection beside the generator lag): on a dedicated load CPU set it to about the CPU's
-    /// wake-up latency (the lag p50 at `--spin 0s`). Recorded (`load.spin_ns`).
+    /// wake-up latency, or give `auto`, which measures it on each load CPU at the start (the
+    /// 99.9th percentile of 1,000 timer wake-ups, within 2 µs to 100 µs; `bench`'s default,
+    /// whose load CPUs are its own). The time spent spinning is printed apart from the work.
+    /// Recorded (`load.spin_ns`, and `load.spin_auto` = 1 for `auto`).
     #[arg(long, default_value = "2us", value_parser = parse_spin)]
-    pub spin: Duration,
+    pub spin: Spin,
     /// Open loop: at most this many due starts are made one after another after one wait
     /// (1..=4096; 1 = a wait before every start). Recorded (`load.start_batch`).
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=4096))]
@@ -204,15 +207,28 @@ pub struct Sources(pub Vec<IpAddr>);
 ///
 /// # Errors
 /// A bad duration ([`parse_duration`]), or one longer than 1 ms.
-pub fn parse_spin(s: &str) -> Result<Duration, String> {
-    let d = parse_duration(s)?;
+pub fn parse_spin(s: &str) -> Result<Spin, String> {
+    if s.trim().eq_ignore_ascii_case("auto") {
+        return Ok(Spin::Auto);
+    }
+    let d = parse_duration(s).map_err(|e| format!("{e}; or `auto`"))?;
     if d.as_nanos() > u128::from(loadgen::MAX_SPIN_NS) {
         return Err(format!(
-            "{:?} is longer than 1ms: a longer spin only burns the worker's CPU; give 0s to 1ms (default 2us)",
+            "{:?} is longer than 1ms: a longer spin only burns the worker's CPU; give 0s to 1ms, or `auto`",
             s.trim()
         ));
     }
-    Ok(d)
+    Ok(Spin::Fixed(d))
+}
+
+/// `--spin`: a fixed spin before each due start, or `auto` (each load worker measures its
+/// CPU's timer wake-up latency at its start and spins that long: [`loadgen::Pacing::spin_auto`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Spin {
+    /// Measured per worker at its start, within 2 µs to 100 µs.
+    Auto,
+    /// This long (at most 1 ms).
+    Fixed(Duration),
 }
 
 fn parse_segment(s: &str) -> Result<Segment, String> {

@@ -170,10 +170,17 @@ fn config_inner(args: &Args, nofile: u64) -> anyhow::Result<LoadConfig> {
 }
 
 /// `--spin` and `--start-batch` as the generator's pacing (checked by `LoadConfig::validate`).
-pub fn pacing(spin: std::time::Duration, start_batch: u64) -> loadgen::Pacing {
+/// `auto` keeps the default spin as the value a closed loop (which measures nothing) reports.
+pub fn pacing(spin: super::args::Spin, start_batch: u64) -> loadgen::Pacing {
+    use super::args::Spin;
+    let (spin_ns, spin_auto) = match spin {
+        Spin::Auto => (loadgen::SPIN_NS, true),
+        Spin::Fixed(d) => (u64::try_from(d.as_nanos()).unwrap_or(u64::MAX), false),
+    };
     loadgen::Pacing {
-        spin_ns: u64::try_from(spin.as_nanos()).unwrap_or(u64::MAX),
+        spin_ns,
         start_batch: usize::try_from(start_batch).unwrap_or(usize::MAX),
+        spin_auto,
     }
 }
 

@@ -116,7 +116,8 @@ pub fn record(
         workers.len(),
         successes,
     )
-    .with_run_ns(workers.iter().map(|w| w.cpu_run_ns).sum(), successes);
+    .with_run_ns(workers.iter().map(|w| w.cpu_run_ns).sum(), successes)
+    .with_spin_ns(workers.iter().map(|w| w.spun_ns).sum(), successes);
     let active = counters.get(tuning::counters::ACTIVE_OPENS).copied();
     let total = &report.total;
     // Tcp.ActiveOpens counts every connect(2) that sent a SYN (tcp_v4_connect → TCP_MIB_ACTIVEOPENS

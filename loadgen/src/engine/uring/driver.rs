@@ -170,6 +170,8 @@ pub(crate) struct Uring {
     /// The stop has cancelled every request: an ECANCELED connect was cut by it.
     stopping: bool,
     spin_ns: u64,
+    /// Time in spin passes that found nothing to do, ns ([`Engine::spun_ns`]).
+    spun_ns: u64,
 }
 
 impl Uring {
@@ -211,6 +213,7 @@ impl Uring {
             rst,
             stopping: false,
             spin_ns: cfg.pacing.spin_ns,
+            spun_ns: 0,
         })
     }
 
@@ -223,18 +226,25 @@ impl Uring {
     }
 
     /// Handles the completions that are there, at most [`REAP_BATCHES`] batches.
-    fn reap(&mut self, core: &mut Core<'_>) {
+    /// Takes and handles what completed, at most [`REAP_BATCHES`] batches; how many.
+    fn reap(&mut self, core: &mut Core<'_>) -> usize {
         let mut batch = [Cqe::default(); REAP_BATCH];
+        let mut all = 0;
         for _ in 0..REAP_BATCHES {
             let n = self.ring.reap(&mut batch);
+            if n == 0 {
+                break;
+            }
+            all += n;
             let t = now_ns();
             for &c in &batch[..n] {
                 self.on_cqe(core, c, t);
             }
             if n < REAP_BATCH {
-                return;
+                break;
             }
         }
+        all
     }
 
     /// One completion, seen at `t`.
@@ -793,9 +803,13 @@ impl Engine for Uring {
     /// One wait of the loop: submits what is queued, waits for a completion until `until_ns`
     /// (no wait when it is within `cfg.pacing.spin_ns` of `now`), handles what completed.
     fn wait(&mut self, core: &mut Core<'_>, until_ns: u64, now: u64) {
-        self.ring
+        let idle = self
+            .ring
             .wait(until_ns, now, self.spin_ns, core.in_flight());
-        self.reap(core);
+        if self.reap(core) == 0 && idle {
+            // A spin pass that submitted and completed nothing: waiting for the due start.
+            self.spun_ns += now_ns().saturating_sub(now);
+        }
     }
 
     /// Nothing: the kernel's link timeouts end each connect and read (their `-ECANCELED`).
@@ -834,5 +848,13 @@ impl Engine for Uring {
 
     fn direct(&self) -> Option<bool> {
         Some(self.ring.direct())
+    }
+
+    fn set_spin_ns(&mut self, ns: u64) {
+        self.spin_ns = ns;
+    }
+
+    fn spun_ns(&self) -> u64 {
+        self.spun_ns
     }
 }
