@@ -311,25 +311,26 @@ pub(crate) fn phase(out: &mut String, p: &PhaseRecord, accounting: Option<&str>)
     let us =
         |v: Option<f64>| v.map_or_else(|| crate::numfmt::NA.to_string(), |v| format!("{v:.1}"));
     let side = |name: &str, c: &crate::record::SideCpu| {
-        match (c.us_per_conn_run, c.us_per_conn_spin) {
-        (Some(_), Some(spin)) => format!(
-            "{name} {} µs on CPU + {spin:.1} µs spinning before due starts (--spin; user {} + sys {} by tick samples, the spin included)",
-            us(c.us_per_conn()),
+        let split = format!(
+            "user {} + sys {} by tick samples",
             us(c.us_per_conn_user),
             us(c.us_per_conn_sys)
-        ),
-        (Some(run), None) => format!(
-            "{name} {run:.1} µs on CPU (user {} + sys {} by tick samples)",
-            us(c.us_per_conn_user),
-            us(c.us_per_conn_sys)
-        ),
-        (None, _) => format!(
-            "{name} {} µs (user {}, sys {})",
-            us(c.us_per_conn()),
-            us(c.us_per_conn_user),
-            us(c.us_per_conn_sys)
-        ),
-    }
+        );
+        // The spin is named when it shows at this precision (a few ns per connection would
+        // read "+ 0.0 µs"; they are in the total either way).
+        match (c.us_per_conn_run, c.us_per_conn_spin.filter(|&s| s >= 0.05)) {
+            (Some(_), Some(spin)) => format!(
+                "{name} {} µs on CPU + {spin:.1} µs spinning before due starts (--spin; {split}, the spin included)",
+                us(c.us_per_conn())
+            ),
+            (Some(run), None) => format!("{name} {run:.1} µs on CPU ({split})"),
+            (None, _) => format!(
+                "{name} {} µs (user {}, sys {})",
+                us(c.us_per_conn()),
+                us(c.us_per_conn_user),
+                us(c.us_per_conn_sys)
+            ),
+        }
     };
     if measured {
         let mut cpu = format!("  CPU per connection: {}", side("load", &p.cpu.load));
@@ -959,6 +960,48 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains("LATENCY"), "{text}");
+    }
+
+    /// The load side's spin before due starts is printed apart from its work, and the spin it
+    /// ran with under the lag line; a spin too small to show at 0.1 µs is not named.
+    #[test]
+    fn the_spin_is_printed_apart_from_the_work() {
+        let mut r = RunRecord::example();
+        let p = &mut r.phases[1];
+        // 1,000 connections, 60 ms on CPU of which 45 ms spinning: 15 µs of work + 45 µs.
+        p.cpu.load = crate::record::SideCpu::new(0, 60_000_000, 100_000_000, 1, 1_000)
+            .with_run_ns(60_000_000, 1_000)
+            .with_spin_ns(45_000_000, 1_000);
+        let mut lag = crate::record::new_latency_histogram();
+        lag.record(200).unwrap();
+        p.histograms.generator_lag = Some(crate::record::encode_histogram(&lag));
+        p.settings.insert("load.spin_ns".into(), 47_000);
+        p.settings.insert("load.spin_auto".into(), 1);
+        let text = bench_summary(&r, None, None);
+        assert!(
+            text.contains("  CPU per connection: load 15.0 µs on CPU + 45.0 µs spinning before due starts (--spin; user 0.0 + sys 60.0 by tick samples, the spin included)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("(spin before each due start: 47.0 µs, --spin auto: the load CPU's timer wake-up p99.9, measured at the start)"),
+            "{text}"
+        );
+        // Waiting is not load: 15% busy, not 60%.
+        assert!(
+            (crate::analysis::side_busy_pct(&r.phases[1].cpu.load) - 15.0).abs() < 1e-9,
+            "{}",
+            crate::analysis::side_busy_pct(&r.phases[1].cpu.load)
+        );
+        // 20 ns of spin per connection: the plain line, the total as it is.
+        r.phases[1].cpu.load = crate::record::SideCpu::new(0, 60_000_000, 100_000_000, 1, 1_000)
+            .with_run_ns(60_000_000, 1_000)
+            .with_spin_ns(20_000, 1_000);
+        let text = bench_summary(&r, None, None);
+        assert!(!text.contains("spinning"), "{text}");
+        assert!(
+            text.contains("  CPU per connection: load 60.0 µs on CPU ("),
+            "{text}"
+        );
     }
 
     #[test]
