@@ -267,7 +267,10 @@ pub struct Pacing {
     /// `--spin auto`: each open-loop worker measures its own CPU's timer wake-up latency at its
     /// start (1,000 absolute clock_nanosleep(2) wake-ups 20 µs ahead: the 99.9th percentile of
     /// how late they came, plus 1 µs) and spins that long before each due start (at least
-    /// [`SPIN_NS`], at most [`AUTO_SPIN_MAX_NS`]); `spin_ns` is then unused. For a load CPU
+    /// [`SPIN_NS`], at most [`AUTO_SPIN_MAX_NS`]); `spin_ns` is then unused. A worker whose CPU
+    /// holds other load workers ([`LoadConfig::workers_on_cpu_of`] > 1) measures nothing and
+    /// spins [`SPIN_NS`]: its spin would take the CPU from the others, and their wake-ups would
+    /// be what it measured. For a load CPU
     /// that does nothing else (`bench`'s default): a spin shorter than the wake-up latency
     /// leaves the rest of it as lag. Absent in reports from older builds (false).
     #[serde(default)]
@@ -490,6 +493,16 @@ impl LoadConfig {
         self.cpus[w % self.cpus.len()]
     }
 
+    /// How many workers share worker `w`'s CPU, itself included (round-robin: the first
+    /// `workers % cpus.len()` CPUs hold one more).
+    ///
+    /// # Panics
+    /// When `cpus` is empty ([`Self::validate`] refuses that).
+    pub fn workers_on_cpu_of(&self, w: usize) -> usize {
+        let (n, len) = (self.workers(), self.cpus.len());
+        n / len + usize::from(w % len < n % len)
+    }
+
     /// The CPU of every worker, in worker order (a CPU repeats when workers share it).
     pub fn worker_cpus(&self) -> Vec<usize> {
         (0..self.workers()).map(|w| self.worker_cpu(w)).collect()
@@ -615,6 +628,27 @@ mod tests {
             (0..3).map(|w| c.slots_for(w)).collect::<Vec<_>>(),
             [1, 1, 1]
         );
+    }
+
+    /// Round-robin: 5 workers on 2 CPUs put 3 on the first and 2 on the second; one worker
+    /// per CPU is alone.
+    #[test]
+    fn workers_on_a_cpu_count_round_robin() {
+        let c = LoadConfig {
+            cpus: vec![4, 7],
+            workers: 5,
+            ..cfg()
+        };
+        let on: Vec<_> = (0..5)
+            .map(|w| (c.worker_cpu(w), c.workers_on_cpu_of(w)))
+            .collect();
+        assert_eq!(on, [(4, 3), (7, 2), (4, 3), (7, 2), (4, 3)]);
+        let c = LoadConfig {
+            cpus: vec![0, 1, 2],
+            workers: 0,
+            ..cfg()
+        };
+        assert!((0..3).all(|w| c.workers_on_cpu_of(w) == 1));
     }
 
     /// A spin past 1 ms was named in ns (`--spin 1500000 ns`), not in the unit it was given in.

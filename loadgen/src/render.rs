@@ -316,16 +316,10 @@ impl fmt::Display for Summary<'_> {
                         a.saturating_add(w.attempts),
                     )
                 });
-            let spins = r.workers.iter().map(|w| w.spin_ns);
-            let (lo, hi) = (spins.clone().min().unwrap_or(0), spins.max().unwrap_or(0));
-            let spin = match (l.pacing.spin_auto, lo == hi) {
-                (true, true) => format!("{} (--spin auto, measured)", numfmt::ns(lo as f64)),
-                (true, false) => format!(
-                    "{} to {} (--spin auto, measured per worker)",
-                    numfmt::ns(lo as f64),
-                    numfmt::ns(hi as f64)
-                ),
-                (false, _) => numfmt::ns(l.pacing.spin_ns as f64),
+            let spin = if l.pacing.spin_auto {
+                auto_spin_text(&r.workers)
+            } else {
+                numfmt::ns(l.pacing.spin_ns as f64)
             };
             let per = |ns: u64| {
                 ns.checked_div(attempts)
@@ -494,6 +488,37 @@ fn targets(out: &mut fmt::Formatter<'_>, r: &LoadReport) -> fmt::Result {
         }
     }
     Ok(())
+}
+
+/// What `--spin auto` ran with: the spins measured by the workers alone on their CPU, and
+/// the default where load workers share one (they measure nothing: `Pacing::spin_auto`).
+fn auto_spin_text(workers: &[crate::report::LoadWorkerReport]) -> String {
+    let alone = |w: &crate::report::LoadWorkerReport| {
+        workers.iter().filter(|o| o.cpu == w.cpu).count() == 1
+    };
+    let measured: Vec<u64> = workers
+        .iter()
+        .filter(|w| alone(w))
+        .map(|w| w.spin_ns)
+        .collect();
+    let shared = workers.len() - measured.len();
+    let default = numfmt::ns(crate::SPIN_NS as f64);
+    let (Some(&lo), Some(&hi)) = (measured.iter().min(), measured.iter().max()) else {
+        return format!("{default} (--spin auto: every load CPU holds several workers, so none was measured; the default)");
+    };
+    let mut t = if lo == hi {
+        format!("{} (--spin auto, measured)", numfmt::ns(lo as f64))
+    } else {
+        format!(
+            "{} to {} (--spin auto, measured per worker)",
+            numfmt::ns(lo as f64),
+            numfmt::ns(hi as f64)
+        )
+    };
+    if shared > 0 {
+        t = format!("{t}, {default} on the {shared} workers that share a CPU");
+    }
+    t
 }
 
 #[cfg(test)]

@@ -98,8 +98,12 @@ impl<'a, E: Engine> Worker<'a, E> {
         let timer_slack_ns = set_timer_slack();
         let mut engine = engine;
         // `--spin auto`: this CPU's wake-up latency, measured now (after the timer slack is
-        // set, before the common start). A closed loop starts without waiting: no spin.
-        let spin_ns = if cfg.pacing.spin_auto && matches!(cfg.pattern, Pattern::Open { .. }) {
+        // set, before the common start). A closed loop starts without waiting: no spin. A CPU
+        // shared with other load workers keeps the default (`Pacing::spin_auto`).
+        let spin_ns = if cfg.pacing.spin_auto
+            && matches!(cfg.pattern, Pattern::Open { .. })
+            && cfg.workers_on_cpu_of(index) == 1
+        {
             let ns = crate::affinity::auto_spin();
             engine.set_spin_ns(ns);
             ns

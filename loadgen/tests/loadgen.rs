@@ -829,6 +829,30 @@ fn an_auto_spin_is_measured_per_worker_and_reported() {
             // The configured spin, untouched: a closed loop never measured one.
             assert_eq!(w.spin_ns, loadgen::SPIN_NS, "{engine:?}");
         }
+        // Two workers on one CPU: neither measures (each would spin on the other's CPU time
+        // and measure the other's wake-ups), both keep the default, and the report says so.
+        let shared = NetNs::run(move |_| {
+            let server = TestServer::start(ServerMode::Close);
+            let mut cfg = open(server.addr, 1000.0, Duration::from_millis(300));
+            cfg.engine = engine;
+            cfg.pacing = pacing;
+            cfg.workers = 2;
+            run(&cfg)
+        });
+        assert_eq!(shared.workers.len(), 2, "{engine:?}");
+        assert!(
+            shared.workers.iter().all(|w| w.spin_ns == loadgen::SPIN_NS),
+            "{engine:?}"
+        );
+        let text = loadgen::render::Summary {
+            report: &shared,
+            warnings: &[],
+        }
+        .to_string();
+        assert!(
+            text.contains("wakes 2.0 µs (--spin auto: every load CPU holds several workers, so none was measured; the default)"),
+            "{engine:?}: {text}"
+        );
     }
 }
 

@@ -258,10 +258,18 @@ pub(crate) fn phase(out: &mut String, p: &PhaseRecord, accounting: Option<&str>)
             let _ = writeln!(out, "             ({a})");
         }
         if let Some(spin) = p.settings.get("load.spin_ns").filter(|&&v| v >= 0) {
-            let how = if p.settings.get("load.spin_auto") == Some(&1) {
-                "--spin auto: the load CPU's timer wake-up p99.9, measured at the start"
-            } else {
-                "--spin"
+            let cpus: Vec<usize> = p.load_workers.iter().map(|w| w.cpu).collect();
+            let shared = cpus
+                .iter()
+                .any(|c| cpus.iter().filter(|o| *o == c).count() > 1);
+            let how = match (p.settings.get("load.spin_auto") == Some(&1), shared) {
+                (true, false) => {
+                    "--spin auto: the load CPU's timer wake-up p99.9, measured at the start"
+                }
+                (true, true) => {
+                    "--spin auto: measured only on load CPUs with one worker; where workers share a CPU, the default"
+                }
+                (false, _) => "--spin",
             };
             let _ = writeln!(
                 out,
@@ -985,6 +993,20 @@ mod tests {
         assert!(
             text.contains("(spin before each due start: 47.0 µs, --spin auto: the load CPU's timer wake-up p99.9, measured at the start)"),
             "{text}"
+        );
+        // Two load workers on one CPU: auto measured nothing there, and the line says so.
+        let mut two = r.clone();
+        two.phases[1].load_workers = vec![
+            crate::record::LoadWorker {
+                cpu: 1,
+                ..Default::default()
+            };
+            2
+        ];
+        let text2 = bench_summary(&two, None, None);
+        assert!(
+            text2.contains("--spin auto: measured only on load CPUs with one worker; where workers share a CPU, the default)"),
+            "{text2}"
         );
         // Waiting is not load: 15% busy, not 60%.
         assert!(
