@@ -1128,19 +1128,39 @@ fn nothing_to_measure_exits_3_without_a_verdict() {
 #[test]
 fn nothing_measured_a_window_without_a_success_has_no_rate_no_cpu_per_conn_and_no_agreement() {
     let _x = testkit::exclusive();
-    let dir = tempfile::tempdir().unwrap();
-    let (out, _) = run_in_netns(
-        |_| {},
-        args(&[
-            "bench",
-            "--backlog",
-            "1",
-            "--duration",
-            "2s",
-            "--out",
-            dir.path().to_str().unwrap(),
-        ]),
-    );
+    // The window is empty only when none of its SYNs' 1 s retransmits finds room in the queue
+    // before the phase's drain ends; on a busy host the server sometimes accepts a few of
+    // them (CI once saw 8 successes, handshake 1.014 s). Such a run did not set the stage: up
+    // to three runs make one whose window is empty, and that one is checked.
+    let mut tries = Vec::new();
+    let (dir, out) = loop {
+        let dir = tempfile::tempdir().unwrap();
+        let (out, _) = run_in_netns(
+            |_| {},
+            args(&[
+                "bench",
+                "--backlog",
+                "1",
+                "--duration",
+                "2s",
+                "--out",
+                dir.path().to_str().unwrap(),
+            ]),
+        );
+        let empty = records(dir.path())
+            .pop()
+            .and_then(|f| RunRecord::read(&f).ok())
+            .is_some_and(|r| r.phase("peak").is_some_and(|p| p.successes == 0));
+        if empty {
+            break (dir, out);
+        }
+        tries.push(String::from_utf8_lossy(&out.stdout).into_owned());
+        assert!(
+            tries.len() < 3,
+            "three runs, none with an empty peak window:\n{}",
+            tries.join("\n----\n")
+        );
+    };
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(
         out.status.code(),
