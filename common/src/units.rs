@@ -6,6 +6,11 @@
 
 use std::time::Duration;
 
+/// Longest spin `--spin auto` chooses, ns (100 µs; `loadgen::AUTO_SPIN_MAX_NS`): here so that
+/// the reports, which read records and not the generator, can tell a spin at the cap from one
+/// measured below it.
+pub const AUTO_SPIN_MAX_NS: u64 = 100_000;
+
 /// Longest duration any option accepts (30 days): keeps every deadline computation in range.
 pub const MAX_DURATION: Duration = Duration::from_secs(30 * 24 * 3600);
 

@@ -40,10 +40,13 @@ const AUTO_SPIN_SLEEP_NS: u64 = 20_000;
 /// times until an absolute CLOCK_MONOTONIC time [`AUTO_SPIN_SLEEP_NS`] ahead
 /// (clock_nanosleep(2) TIMER_ABSTIME: an hrtimer, as the engines' waits are) and returns the
 /// spin that covers its wake-up latency ([`spin_for_overshoots`]). About 35 ms per worker, before
-/// the common start.
-pub(crate) fn auto_spin() -> u64 {
+/// the common start; a stop (Ctrl-C) seen between two sleeps ends it at once with what it has.
+pub(crate) fn auto_spin(stop: &std::sync::atomic::AtomicBool) -> u64 {
     let mut late = Vec::with_capacity(AUTO_SPIN_SAMPLES);
     for _ in 0..AUTO_SPIN_SAMPLES {
+        if stop.load(std::sync::atomic::Ordering::Relaxed) {
+            break;
+        }
         let target = crate::clock::now_ns() + AUTO_SPIN_SLEEP_NS;
         let ts = nix::sys::time::TimeSpec::new(
             (target / 1_000_000_000) as libc::time_t,
@@ -108,7 +111,7 @@ mod tests {
     fn auto_spin_measures_real_wake_ups() {
         let _ = set_timer_slack();
         let t0 = crate::clock::now_ns();
-        let s = auto_spin();
+        let s = auto_spin(&std::sync::atomic::AtomicBool::new(false));
         let took = crate::clock::now_ns() - t0;
         assert!(
             (crate::SPIN_NS..=crate::AUTO_SPIN_MAX_NS).contains(&s),
@@ -119,5 +122,10 @@ mod tests {
             took >= AUTO_SPIN_SAMPLES as u64 * AUTO_SPIN_SLEEP_NS,
             "{took}"
         );
+        // A stop already seen: no sleep at all, and the floor.
+        let t0 = crate::clock::now_ns();
+        let s = auto_spin(&std::sync::atomic::AtomicBool::new(true));
+        assert_eq!(s, crate::SPIN_NS);
+        assert!(crate::clock::now_ns() - t0 < AUTO_SPIN_SLEEP_NS * 50);
     }
 }

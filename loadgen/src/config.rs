@@ -39,7 +39,7 @@ pub const SPIN_NS: u64 = 2_000;
 /// Longest spin `--spin auto` chooses, ns (100 µs): a wake-up slower than that is rare
 /// enough (a host's own interruptions) that spinning through it would cost more CPU than it
 /// saves lag.
-pub const AUTO_SPIN_MAX_NS: u64 = 100_000;
+pub const AUTO_SPIN_MAX_NS: u64 = common::units::AUTO_SPIN_MAX_NS;
 
 /// At most this many attempts start per loop turn: starts that are due together are made in one
 /// batch after one wait (no wait between them). An overloaded worker (more due starts than it

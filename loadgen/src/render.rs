@@ -515,6 +515,12 @@ fn auto_spin_text(workers: &[crate::report::LoadWorkerReport]) -> String {
             numfmt::ns(hi as f64)
         )
     };
+    if hi >= crate::AUTO_SPIN_MAX_NS {
+        t = format!(
+            "{t}; {} is the cap: the wake-up p99.9 measured was at or above it",
+            numfmt::ns(crate::AUTO_SPIN_MAX_NS as f64)
+        );
+    }
     if shared > 0 {
         t = format!("{t}, {default} on the {shared} workers that share a CPU");
     }

@@ -237,7 +237,7 @@ pub struct LoadWorkerReport {
     /// The spin before each due start it ran with, ns: `--spin`, or what `--spin auto`
     /// measured on its CPU at its start.
     pub spin_ns: u64,
-    /// Wall time in spin passes that found nothing to do (no request to submit, no
+    /// On-CPU time of the spin passes that found nothing to do (no request to submit, no
     /// completion), ns: part of `cpu_run_ns`, the generator waiting for its due starts.
     pub spun_ns: u64,
 }

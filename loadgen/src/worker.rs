@@ -89,7 +89,12 @@ impl<'a, E: Engine> Worker<'a, E> {
     ///
     /// # Errors
     /// [`LoadError::Config`] when the TLS client configuration cannot be made.
-    fn new(cfg: &'a LoadConfig, index: usize, engine: E) -> Result<Worker<'a, E>, LoadError> {
+    fn new(
+        cfg: &'a LoadConfig,
+        index: usize,
+        engine: E,
+        stop: &AtomicBool,
+    ) -> Result<Worker<'a, E>, LoadError> {
         // The engine (its ring or poll, slot tables, receive buffers, stamp buffer) was made on
         // this thread after `crate::affinity::pin`, and so is the core (its slots, schedule,
         // histograms): first touch puts them on this CPU's node (docs/engines.md, "Per-worker
@@ -104,7 +109,7 @@ impl<'a, E: Engine> Worker<'a, E> {
             && matches!(cfg.pattern, Pattern::Open { .. })
             && cfg.workers_on_cpu_of(index) == 1
         {
-            let ns = crate::affinity::auto_spin();
+            let ns = crate::affinity::auto_spin(stop);
             engine.set_spin_ns(ns);
             ns
         } else {
@@ -258,7 +263,7 @@ impl WithEngine for Launch<'_, '_> {
     type Out = Option<WorkerResult>;
 
     fn with<E: Engine>(self, engine: Result<E, LoadError>) -> Option<WorkerResult> {
-        let worker = engine.and_then(|e| Worker::new(self.cfg, self.index, e));
+        let worker = engine.and_then(|e| Worker::new(self.cfg, self.index, e, self.stop));
         let worker = match worker {
             Ok(w) => {
                 let _ = self.ready.send(Ok(()));

@@ -602,6 +602,12 @@ impl Engine for Epoll {
         let wake = until.saturating_sub(self.spin_ns);
         // A spin pass: nothing left from the last turn, within the spin before the deadline.
         let spin_pass = serving.is_empty() && wake <= now && now < until;
+        // Its CPU time, not its wall time (other work on the CPU may share the wall time).
+        let cpu0 = if spin_pass {
+            crate::clock::thread_cpu_ns()
+        } else {
+            0
+        };
         let timeout = if !serving.is_empty() || wake <= now {
             Some(std::time::Duration::ZERO)
         } else {
@@ -618,7 +624,7 @@ impl Engine for Epoll {
         let t = now_ns();
         if spin_pass && events.is_empty() {
             // Found nothing to do: waiting for the due start.
-            self.spun_ns += t.saturating_sub(now);
+            self.spun_ns += crate::clock::thread_cpu_ns().saturating_sub(cpu0);
         }
         for ev in events.iter() {
             if ev.token() == TIMER {

@@ -79,9 +79,9 @@ pub(crate) trait Engine: Io {
     /// Sets the spin before each due start, ns (`--spin auto`'s measured value, set once at the
     /// worker's start).
     fn set_spin_ns(&mut self, ns: u64);
-    /// Wall time spent in spin passes that found nothing to do (no request to submit, no event
-    /// or completion): the part of the worker's CPU that is waiting for a due start, not work,
-    /// ns.
+    /// On-CPU time (CLOCK_THREAD_CPUTIME_ID) of the spin passes that found nothing to do (no
+    /// request to submit, no event or completion): the part of the worker's CPU that is waiting
+    /// for a due start, not work, ns.
     fn spun_ns(&self) -> u64;
     /// The accept-queue wait's client stamps it recorded (`LoadConfig::accept_stamps`), taken
     /// out; `None` when it records none (not asked, or an engine that cannot).

@@ -746,10 +746,13 @@ fn merged_cpu(parts: &[(&Path, &PhaseRecord)], successes: u64) -> SideCpu {
         sides.iter().map(|s| s.cpus).sum(),
         successes,
     );
-    match sides.iter().map(|s| s.run_ns).sum::<Option<u64>>() {
+    let cpu = match sides.iter().map(|s| s.run_ns).sum::<Option<u64>>() {
         Some(run) => cpu.with_run_ns(run, successes),
         None => cpu,
-    }
+    };
+    // The spin before due starts is part of each side's CPU time: summed with it (segments
+    // without any keep none).
+    cpu.with_spin_ns(sides.iter().filter_map(|s| s.spin_ns).sum(), successes)
 }
 
 /// Per-second rows keyed by the wall-clock second each started in (`start_ms + (t − 1) s`,

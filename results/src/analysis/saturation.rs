@@ -82,6 +82,16 @@ pub fn side_busy_pct(c: &SideCpu) -> f64 {
     }
 }
 
+/// The load workers' spin before due starts ([`SideCpu::spin_ns`]) as a percentage of the
+/// side's CPU capacity (wall time × its CPUs); 0 without a spin or capacity.
+pub(crate) fn side_spin_pct(c: &SideCpu) -> f64 {
+    let cap = c.wall_ns as f64 * c.cpus as f64;
+    match c.spin_ns {
+        Some(spin) if cap > 0.0 => (spin as f64 / cap * 100.0).min(100.0),
+        _ => 0.0,
+    }
+}
+
 /// Share of an open-loop phase's intended starts made late (after the late threshold, 1 ms by
 /// default) above which the generator did not keep its schedule: 1% (the load generator's own
 /// warning threshold). Beyond it a p99 is the generator's lag as much as the server's latency.
@@ -115,7 +125,10 @@ pub fn client_limits(rec: &RunRecord, p: &PhaseRecord) -> Vec<String> {
             .filter_map(|c| p.cpu_busy_pct.get(c).copied())
             .collect();
         if !busy.is_empty() {
-            let mean = busy.iter().sum::<f64>() / busy.len() as f64;
+            // /proc/stat counts the load's spin before due starts as busy: it is the load's own
+            // waiting, not other work, and left out like its share of `own`.
+            let spin = side_spin_pct(&p.cpu.load);
+            let mean = (busy.iter().sum::<f64>() / busy.len() as f64 - spin).max(0.0);
             if mean >= SATURATED_PCT {
                 let shared = load_cpus.iter().any(|c| rec.run.server_cpus.contains(c));
                 why.push(format!(
@@ -253,5 +266,29 @@ mod client {
         // A closed loop is judged by `saturation`, not here.
         let (rec, _) = step(98, 0);
         assert!(client_limits(&rec, &rec.phases[0]).is_empty());
+    }
+
+    /// A sweep step at 66% on CPU, 39% of it the spin before due starts (`--spin auto`), on a
+    /// load CPU /proc/stat saw 95% busy: the spin is the load's own waiting, so 27% work and
+    /// 39% spin leave 29% of other work, not saturation; with 90% of other work it is.
+    #[test]
+    fn the_generators_own_spin_is_not_other_work() {
+        let (rec, mut p) = step(66, 0);
+        p.cpu.load = p.cpu.load.with_spin_ns(390_000_000, 10_000);
+        p.cpu_busy_pct.insert(1, 95.0);
+        assert_eq!(side_spin_pct(&p.cpu.load), 39.0);
+        assert!(
+            client_limits(&rec, &p).is_empty(),
+            "{:?}",
+            client_limits(&rec, &p)
+        );
+        p.cpu_busy_pct.insert(1, 100.0);
+        p.cpu.load = SideCpu::new(0, 0, 1_000_000_000, 1, 10_000)
+            .with_run_ns(100_000_000, 10_000)
+            .with_spin_ns(50_000_000, 10_000);
+        assert_eq!(
+            client_limits(&rec, &p),
+            ["load CPUs [1] 95% busy (the load's own share 5%: other work)"]
+        );
     }
 }

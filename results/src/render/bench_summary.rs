@@ -262,7 +262,11 @@ pub(crate) fn phase(out: &mut String, p: &PhaseRecord, accounting: Option<&str>)
             let shared = cpus
                 .iter()
                 .any(|c| cpus.iter().filter(|o| *o == c).count() > 1);
+            let capped = *spin >= common::units::AUTO_SPIN_MAX_NS as i64;
             let how = match (p.settings.get("load.spin_auto") == Some(&1), shared) {
+                (true, false) if capped => {
+                    "--spin auto: its cap; the load CPU's timer wake-up p99.9 measured at the start was at or above it"
+                }
                 (true, false) => {
                     "--spin auto: the load CPU's timer wake-up p99.9, measured at the start"
                 }
@@ -1007,6 +1011,16 @@ mod tests {
         assert!(
             text2.contains("--spin auto: measured only on load CPUs with one worker; where workers share a CPU, the default)"),
             "{text2}"
+        );
+        // At the cap, the line does not call it the measured p99.9.
+        let mut capped = r.clone();
+        capped.phases[1]
+            .settings
+            .insert("load.spin_ns".into(), 100_000);
+        let text3 = bench_summary(&capped, None, None);
+        assert!(
+            text3.contains("(spin before each due start: 100.0 µs, --spin auto: its cap; the load CPU's timer wake-up p99.9 measured at the start was at or above it)"),
+            "{text3}"
         );
         // Waiting is not load: 15% busy, not 60%.
         assert!(

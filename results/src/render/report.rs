@@ -638,6 +638,39 @@ mod tests {
         );
     }
 
+    /// With a spin before due starts, the lag's cost line and the CPU table take it apart
+    /// from the work, and the table's total is all of the side's CPU (user + sys).
+    #[test]
+    fn the_spin_before_due_starts_is_reported_apart_from_the_work() {
+        let mut rec = RunRecord::example();
+        let mut h = crate::record::new_latency_histogram();
+        h.record_n(5_000, 100).unwrap();
+        rec.phases[1].histograms.generator_lag = Some(crate::record::encode_histogram(&h));
+        // 1,000 connections: 60 ms on CPU (sys), 45 ms of it spinning.
+        rec.phases[1].cpu.load =
+            crate::record::SideCpu::new(0, 60_000_000, 1_000_000_000, 1, 1_000)
+                .with_run_ns(60_000_000, 1_000)
+                .with_spin_ns(45_000_000, 1_000);
+        let r = build_report(&rec, "x.json", &DEFAULT_BUCKET_EDGES_NS).unwrap();
+        let text = report(&[r], ReportFormat::Text, Counters::Key);
+        assert!(
+            text.contains("(100 starts); load CPU 15.0 µs per connection of work + 45.0 µs spinning before due starts"),
+            "{text}"
+        );
+        assert!(
+            text.contains("load: 45.00 µs per connection of that total was spin before due starts (`--spin`): waiting for the schedule, not work (15.00 µs)"),
+            "{text}"
+        );
+        let row = text
+            .lines()
+            .filter(|l| l.contains("load") && l.contains("60.00"))
+            .count();
+        assert!(
+            row >= 1,
+            "the load row's total is user + sys, 60.00: {text}"
+        );
+    }
+
     #[test]
     fn a_phase_without_a_success_prints_nothing_measured() {
         let mut rec = RunRecord::example();

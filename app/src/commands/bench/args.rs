@@ -75,8 +75,8 @@ pub struct SetupArgs {
     /// the start, at most 1ms. Default `auto`: each load worker measures its CPU's wake-up
     /// latency at its start (the 99.9th percentile of 1,000 timer wake-ups, within 2 µs to
     /// 100 µs) and spins that long, since bench's load CPUs do nothing else (a CPU that holds
-    /// several load workers keeps 2us); a spin shorter than the wake-up leaves the rest of it
-    /// as generator lag. The time spent spinning is printed
+    /// several load workers, or bench's own server too, keeps 2us); a spin shorter than the
+    /// wake-up leaves the rest of it as generator lag. The time spent spinning is printed
     /// apart from the load CPU's work per connection. Recorded (`load.spin_ns`, the longest
     /// spin a worker ran with, and `load.spin_auto` = 1 for `auto`).
     #[arg(long, default_value = "auto", value_parser = crate::commands::load::args::parse_spin)]

@@ -117,8 +117,16 @@ pub(super) fn plan_text(
             (None, false) => "off (--accept-wait off)",
         },
         if setup.pacing.spin_auto {
-            "auto (each load CPU's timer wake-up latency, measured at the start: 2µs to 100µs)"
+            "auto (each load CPU's timer wake-up latency, measured at the start: 2µs to 100µs; 2µs on a CPU that holds several load workers)"
                 .to_string()
+        } else if setup.pacing.spin_ns == loadgen::SPIN_NS
+            && super::resolve::spin_shares_the_server(
+                setup.target.is_some(),
+                &setup.server_cpus,
+                &setup.load_cpus,
+            )
+        {
+            "2µs (the load CPUs run the server too: `auto` measures nothing there)".to_string()
         } else {
             format!("{:?}", std::time::Duration::from_nanos(setup.pacing.spin_ns))
         },
@@ -330,7 +338,16 @@ mod tests {
             ..setup()
         };
         let text = plan_text(&s, &trial(), None);
-        let want = "open-loop pacing: spin auto (each load CPU's timer wake-up latency, measured at the start: 2µs to 100µs) before each start, batches of at most 64 starts";
+        let want = "open-loop pacing: spin auto (each load CPU's timer wake-up latency, measured at the start: 2µs to 100µs; 2µs on a CPU that holds several load workers) before each start, batches of at most 64 starts";
+        assert!(text.contains(want), "{want:?} in:\n{text}");
+        // Load CPUs that run the server too: auto stood down (resolve) and the plan says why.
+        let s = Setup {
+            server_cpus: vec![0, 1],
+            load_cpus: vec![0, 1],
+            ..setup()
+        };
+        let text = plan_text(&s, &trial(), None);
+        let want = "open-loop pacing: spin 2µs (the load CPUs run the server too: `auto` measures nothing there) before each start";
         assert!(text.contains(want), "{want:?} in:\n{text}");
     }
 }

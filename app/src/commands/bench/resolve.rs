@@ -87,6 +87,19 @@ impl SetupArgs {
                 server_cpus.len()
             )));
         }
+        // `--spin auto` measures a load CPU that does nothing else: where bench's own server
+        // runs on the load CPUs too (`--whole-machine`, overlapping lists), a spin would take
+        // the server's CPU and its wake-ups would be what it measured: the default there.
+        let spin = match self.spin {
+            crate::commands::load::args::Spin::Auto
+                if spin_shares_the_server(self.target.is_some(), &server_cpus, &load_cpus) =>
+            {
+                crate::commands::load::args::Spin::Fixed(std::time::Duration::from_nanos(
+                    loadgen::SPIN_NS,
+                ))
+            }
+            s => s,
+        };
         Ok(Setup {
             server_cpus,
             server_workers,
@@ -106,10 +119,20 @@ impl SetupArgs {
             accept_wait: self.accept_wait == crate::commands::server::args::OnOff::On,
             load_workers: self.load_workers.map_or(0, usize::from),
             port_slices: self.port_slices,
-            pacing: crate::commands::load::pacing(self.spin, self.start_batch),
+            pacing: crate::commands::load::pacing(spin, self.start_batch),
             whole_machine: self.whole_machine,
         })
     }
+}
+
+/// Whether the load CPUs also run bench's own server (none with an external `--target`): then
+/// `--spin auto` keeps the default spin.
+pub(crate) fn spin_shares_the_server(
+    external: bool,
+    server_cpus: &[usize],
+    load_cpus: &[usize],
+) -> bool {
+    !external && load_cpus.iter().any(|c| server_cpus.contains(c))
 }
 
 impl Args {

@@ -211,7 +211,13 @@ pub fn parse_spin(s: &str) -> Result<Spin, String> {
     if s.trim().eq_ignore_ascii_case("auto") {
         return Ok(Spin::Auto);
     }
-    let d = parse_duration(s).map_err(|e| format!("{e}; or `auto`"))?;
+    // parse_duration's examples (`30s`, `2m`) are all above a spin's 1 ms: give a spin's own.
+    let d = parse_duration(s).map_err(|_| {
+        format!(
+            "{:?} is not a spin: give a duration of at most 1ms with its unit, e.g. `2us`, `50us` or `1ms`, or `auto`",
+            s.trim()
+        )
+    })?;
     if d.as_nanos() > u128::from(loadgen::MAX_SPIN_NS) {
         return Err(format!(
             "{:?} is longer than 1ms: a longer spin only burns the worker's CPU; give 0s to 1ms, or `auto`",
@@ -245,4 +251,33 @@ fn parse_target_item(s: &str) -> Result<Targets, String> {
 /// ([`common::addr::parse_sources`]).
 fn parse_source_item(s: &str) -> Result<Sources, String> {
     common::addr::parse_sources(s).map(Sources)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `--spin`: `auto` in any case and spacing, a duration up to 1 ms; anything else is named
+    /// with a spin's own examples (none of which would be refused in turn).
+    #[test]
+    fn a_spin_is_auto_or_a_short_duration_and_a_bad_one_gets_a_spins_examples() {
+        for ok in ["auto", " AUTO ", "Auto"] {
+            assert_eq!(parse_spin(ok), Ok(Spin::Auto), "{ok:?}");
+        }
+        assert_eq!(parse_spin("1ms"), Ok(Spin::Fixed(Duration::from_millis(1))));
+        assert_eq!(parse_spin("0s"), Ok(Spin::Fixed(Duration::ZERO)));
+        for bad in ["", " ", "5", "autox", "inf", "-1us", "a u t o"] {
+            let e = parse_spin(bad).unwrap_err();
+            assert!(
+                e.ends_with("is not a spin: give a duration of at most 1ms with its unit, e.g. `2us`, `50us` or `1ms`, or `auto`"),
+                "{bad:?}: {e}"
+            );
+        }
+        for example in ["2us", "50us", "1ms"] {
+            assert!(parse_spin(example).is_ok(), "{example}");
+        }
+        assert!(parse_spin("1.0001ms")
+            .unwrap_err()
+            .contains("is longer than 1ms"));
+    }
 }

@@ -10,14 +10,15 @@ use crate::record::RunRecord;
 pub struct SetupDifference {
     /// What differs: `engine`, `load engine`, `protocol`, `target`, `server CPUs`, `load CPUs`, `client close`,
     /// `server mode`, `netns`, `added RTT`, `durations`, `TLS groups`, `TLS ciphers`,
-    /// `TLS resumption`, `kernel`, `connstorm version`.
+    /// `TLS resumption`, `spin before due starts`, `kernel`, `connstorm version`.
     pub what: String,
     /// Distinct values on side A, in order of appearance.
     pub a: Vec<String>,
     /// Distinct values on side B.
     pub b: Vec<String>,
-    /// A difference that makes the sides different experiments (everything but the kernel and
-    /// connstorm's version, which are what a kernel-patch A/B changes on purpose).
+    /// A difference that makes the sides different experiments (everything but the spin, the
+    /// kernel and connstorm's version: the last two are what a kernel-patch A/B changes on
+    /// purpose, the spin changes only the generator's own lag and is said).
     pub refuses: bool,
 }
 
@@ -85,7 +86,7 @@ fn protocol(r: &RunRecord) -> String {
 const NOT_RECORDED: &str = "not recorded";
 
 /// The facts compared, whether a difference refuses, and how each is read from a record.
-const FACTS: [Fact; 19] = [
+const FACTS: [Fact; 20] = [
     ("engine", true, |r| r.run.engine.clone()),
     // The load generator's connect engine: io_uring and epoll load the same server at
     // different rates (32,550 vs 21,160 conn/s here), a different experiment.
@@ -179,6 +180,9 @@ const FACTS: [Fact; 19] = [
             .as_ref()
             .map_or_else(|| NOT_RECORDED.into(), crate::record::TlsSetup::resumption)
     }),
+    // The spin before each open-loop start changes the generator's lag, and so the
+    // handshake's tail, and the load CPU: not a different experiment, but said.
+    ("spin before due starts", false, spin),
     ("kernel", false, |r| {
         r.host
             .kernel_release
@@ -189,6 +193,30 @@ const FACTS: [Fact; 19] = [
         format!("{} ({})", r.run.connstorm_version, r.run.git_commit)
     }),
 ];
+
+/// The open-loop phases' spin: `auto` (measured per load CPU, so its values differ from run to
+/// run by design) or the fixed spin; "none" for a run without an open-loop phase.
+fn spin(r: &RunRecord) -> String {
+    let mut v: Vec<String> = Vec::new();
+    for p in &r.phases {
+        let x = match (
+            p.settings.get("load.spin_auto"),
+            p.settings.get("load.spin_ns"),
+        ) {
+            (Some(1), _) => "auto".to_string(),
+            (_, Some(&ns)) => crate::numfmt::ns(ns as f64),
+            _ => continue,
+        };
+        if !v.contains(&x) {
+            v.push(x);
+        }
+    }
+    if v.is_empty() {
+        "none".into()
+    } else {
+        v.join(" / ")
+    }
+}
 
 fn distinct(recs: &[RunRecord], f: fn(&RunRecord) -> String) -> Vec<String> {
     let mut v: Vec<String> = Vec::new();
@@ -242,6 +270,29 @@ mod tests {
             kernel.describe()
         );
         assert!(setup_differences(&a, &a).is_empty());
+        // The spin: auto against a fixed one is said, and does not refuse.
+        let mut auto = a[0].clone();
+        let mut fixed = a[0].clone();
+        for (r, auto_on) in [(&mut auto, true), (&mut fixed, false)] {
+            let s = &mut r.phases[0].settings;
+            s.insert("load.spin_ns".into(), if auto_on { 47_000 } else { 2_000 });
+            if auto_on {
+                s.insert("load.spin_auto".into(), 1);
+            }
+        }
+        let d = setup_differences(std::slice::from_ref(&auto), std::slice::from_ref(&fixed));
+        let spin = d
+            .iter()
+            .find(|d| d.what == "spin before due starts")
+            .unwrap();
+        assert!(!spin.refuses);
+        assert_eq!(spin.describe(), "spin before due starts: A auto, B 2.0 µs");
+        // Two auto runs measured different spins: the same setup.
+        let mut auto2 = auto.clone();
+        auto2.phases[0]
+            .settings
+            .insert("load.spin_ns".into(), 65_000);
+        assert!(setup_differences(&[auto], &[auto2]).is_empty());
     }
 
     /// Mixed setups compared: the same CPUs with another number of server or load workers, or

@@ -890,3 +890,30 @@ fn every_histogram_kind_is_kept_and_summed_bucket_by_bucket() {
         86
     );
 }
+
+/// The load side's CPU is summed with its spin before due starts: the merged record keeps the
+/// spin (the segments' sum) apart from the work, as each segment did; segments without any
+/// keep none.
+#[test]
+fn the_spin_before_due_starts_is_summed_with_the_cpu() {
+    let mut inputs = four();
+    for (i, input) in inputs.iter_mut().enumerate() {
+        let p = &mut input.record.phases[0];
+        let n = p.cross_check.as_ref().unwrap().load_successes;
+        p.cpu.load = SideCpu::new(0, 10_000_000, 3_000_000_000, 1, n)
+            .with_run_ns(10_000_000, n)
+            .with_spin_ns(1_000_000 * (i as u64 + 1), n);
+    }
+    let m = merge(&inputs).unwrap();
+    let cpu = &m.record.phases[0].cpu.load;
+    assert_eq!(cpu.run_ns, Some(40_000_000));
+    assert_eq!(cpu.spin_ns, Some(10_000_000));
+    let n = m.record.phases[0]
+        .cross_check
+        .as_ref()
+        .unwrap()
+        .load_successes as f64;
+    assert!((cpu.us_per_conn().unwrap() - 30_000.0 / n).abs() < 1e-9);
+    let m = merge(&four()).unwrap();
+    assert_eq!(m.record.phases[0].cpu.load.spin_ns, None);
+}

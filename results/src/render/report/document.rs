@@ -158,10 +158,17 @@ fn latency_blocks(p: &PhaseReport, out: &mut Vec<Block>) {
     if let Some(g) = &p.generator_lag {
         // As `bench` prints it: the latencies above include this lag (they count from each
         // attempt's scheduled start).
-        // Beside it, what keeping it small costs: the load side's CPU per connection (any
-        // spin before the starts, `--spin`, is in it).
+        // Beside it, what keeping it small costs: the load side's CPU per connection, its work
+        // and the spin before the starts (`--spin`) apart.
         let cost = p.cpu.load.us_per_conn().map_or_else(String::new, |us| {
-            format!("; load CPU {} per connection", format_ns(us * 1e3))
+            match p.cpu.load.us_per_conn_spin.filter(|&s| s >= 0.005) {
+                Some(spin) => format!(
+                    "; load CPU {} per connection of work + {} spinning before due starts",
+                    format_ns(us * 1e3),
+                    format_ns(spin * 1e3)
+                ),
+                None => format!("; load CPU {} per connection", format_ns(us * 1e3)),
+            }
         });
         out.push(Block::Line(format!(
             "generator lag (actual − scheduled start, included in the latencies above): p50 {}, p90 {}, p99 {}, p99.9 {}, max {} ({} starts){cost}",
@@ -209,9 +216,24 @@ fn cpu_row(t: &mut Table, side: &str, c: &SideCpu) {
         side.to_string(),
         c.us_per_conn_user.map_or(NA.into(), |v| fixed(v, 2)),
         c.us_per_conn_sys.map_or(NA.into(), |v| fixed(v, 2)),
-        c.us_per_conn().map_or(NA.into(), |v| fixed(v, 2)),
+        // All of the side's CPU time, the load's spin before due starts included (as user and
+        // sys are): the line under the table takes the spin apart.
+        c.us_per_conn().map_or(NA.into(), |v| {
+            fixed(v + c.us_per_conn_spin.unwrap_or(0.0), 2)
+        }),
         c.sys_pct().map_or(NA.into(), |v| format!("{v:.1}%")),
     ]);
+}
+
+/// The load side's spin before due starts, apart from its work, when it shows at 0.01 µs per
+/// connection.
+fn spin_line(c: &SideCpu) -> Option<String> {
+    let spin = c.us_per_conn_spin.filter(|&s| s >= 0.005)?;
+    Some(format!(
+        "load: {} µs per connection of that total was spin before due starts (`--spin`): waiting for the schedule, not work ({} µs)",
+        fixed(spin, 2),
+        c.us_per_conn().map_or(NA.into(), |v| fixed(v, 2))
+    ))
 }
 
 fn phase_blocks(p: &PhaseReport, counters: Counters, out: &mut Vec<Block>) {
@@ -324,6 +346,9 @@ fn phase_blocks(p: &PhaseReport, counters: Counters, out: &mut Vec<Block>) {
         ]);
     }
     out.push(Block::Table(cpu));
+    if let Some(line) = spin_line(&p.cpu.load) {
+        out.push(Block::Line(line));
+    }
     out.push(Block::Line(
         "sys%: system CPU time as a share of CPU capacity (wall time × the CPUs the side ran on); \"both sides\" is what `compare` calls \"sys %\" (it reads the peak phase's)"
             .to_string(),
