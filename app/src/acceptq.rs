@@ -494,6 +494,28 @@ mod tests {
     /// at least 80% of its samples.
     #[test]
     fn a_steady_queue_agrees_with_littles_law() {
+        // The cross-check refuses to compare when the load worker saw too many handshakes
+        // late (its CPU busy: a contended test host, not the case under test); such a run is
+        // made again, up to three runs.
+        for attempt in 1..=3 {
+            let (turns, out) = steady_queue_phase();
+            let q = out.record.accept_queue.as_ref().unwrap();
+            if attempt < 3
+                && matches!(
+                    q.littles_law_check(),
+                    results::record::LittleCheck::NotCompared(_)
+                )
+                && q.accepted_first as f64 > results::record::LITTLE_LATE_CLIENT * q.joined as f64
+            {
+                eprintln!("run {attempt}: the load worker ran late ({q:?}); again");
+                continue;
+            }
+            return steady_queue_checks(turns, &out);
+        }
+    }
+
+    /// One phase of [`a_steady_queue_agrees_with_littles_law`]: the slowed turns and the phase.
+    fn steady_queue_phase() -> (u32, crate::phase::PhaseOutcome) {
         let cpus = common::cpulist::usable();
         let (srv, load) = (cpus[0], *cpus.get(1).unwrap_or(&cpus[0]));
         let setup = crate::setup::Setup::for_test(srv, load, server::EngineChoice::Epoll);
@@ -531,6 +553,10 @@ mod tests {
         slowing.store(false, Ordering::Relaxed);
         let turns = slower.join().unwrap();
         h.finish();
+        (turns, out)
+    }
+
+    fn steady_queue_checks(turns: u32, out: &crate::phase::PhaseOutcome) {
         let p = &out.record;
         let q = p.accept_queue.as_ref().unwrap();
         eprintln!("{turns} slowed turns; {q:?}; {} successes", p.successes);
