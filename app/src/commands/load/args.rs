@@ -214,7 +214,7 @@ pub fn parse_spin(s: &str) -> Result<Spin, String> {
     // parse_duration's examples (`30s`, `2m`) are all above a spin's 1 ms: give a spin's own.
     let d = parse_duration(s).map_err(|_| {
         format!(
-            "{:?} is not a spin: give a duration of at most 1ms with its unit, e.g. `2us`, `50us` or `1ms`, or `auto`",
+            "invalid duration {:?} for a spin: give at most 1ms with its unit, e.g. `2us`, `50us` or `1ms`, or `auto`",
             s.trim()
         )
     })?;
@@ -269,7 +269,8 @@ mod tests {
         for bad in ["", " ", "5", "autox", "inf", "-1us", "a u t o"] {
             let e = parse_spin(bad).unwrap_err();
             assert!(
-                e.ends_with("is not a spin: give a duration of at most 1ms with its unit, e.g. `2us`, `50us` or `1ms`, or `auto`"),
+                e.starts_with("invalid duration ")
+                    && e.ends_with(" for a spin: give at most 1ms with its unit, e.g. `2us`, `50us` or `1ms`, or `auto`"),
                 "{bad:?}: {e}"
             );
         }
