@@ -2196,6 +2196,15 @@ fn scale_bad_input_exits_2_with_one_line_before_anything_runs() {
         (vec!["--step-duration", "1s"], "--step-duration 1s"),
         (vec!["--efficiency", "1.5"], "--efficiency 1.5"),
         (vec!["--steps", "2,1"], "--steps like 1,2,4,8"),
+        // One piece of advice, naming the steps given in order and each once.
+        (
+            vec!["--steps", "1,2,2"],
+            "scale: steps 1,2,2: core counts go from 1 up, each larger than the one before; give --steps like 1,2,4,8 (yours in order, each once: --steps 1,2)",
+        ),
+        (
+            vec!["--steps", "0"],
+            "scale: steps 0: core counts go from 1 up, each larger than the one before; give --steps like 1,2,4,8\n",
+        ),
         (
             vec![
                 "--plot", "x.txt", "--pairs", "shared", "--shape", "together",
@@ -2708,6 +2717,22 @@ fn scale_like_with_a_test_length_is_refused_naming_step_duration() {
         Some(0),
         "{}",
         String::from_utf8_lossy(&o.stderr)
+    );
+    // The dry run says what --like sets, as the run does, and a rounding where -F does not
+    // divide by -T.
+    let plan = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        plan.contains("scale: --like tcp_crr -T 1 -F 4: 4 attempts in flight per load core, --close fin, --mode hold\n"),
+        "{plan}"
+    );
+    let mut args = base.to_vec();
+    args.push("tcp_crr -T 4 -F 1");
+    let o = run(&args);
+    let plan = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        plan.contains("scale: --like tcp_crr -T 4 -F 1: 1 attempts in flight per load core (neper's -F 1 flows over -T 4 threads is 0.25 per thread, rounded up to 1 per load core: a step of N cores keeps 1×N in flight where neper keeps 1), --close fin, --mode hold"),
+        "{plan}{}",
+        testkit::stderr(&o)
     );
 }
 

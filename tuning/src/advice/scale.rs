@@ -159,7 +159,7 @@ pub enum ScalePlanError {
         usable: Vec<usize>,
     },
     /// Steps not strictly ascending, or a step of 0 cores.
-    #[error("steps {}: give core counts from 1 up, each larger than the one before, e.g. 1,2,4,8", join(.steps))]
+    #[error("steps {}: core counts go from 1 up, each larger than the one before", join(.steps))]
     BadSteps {
         /// The steps given.
         steps: Vec<usize>,

@@ -57,6 +57,29 @@ fn request(args: &Args, allowed: Vec<usize>, nic_node: Option<usize>) -> ScaleRe
     }
 }
 
+/// What `--like` sets, said in the dry run and the run alike: neper's flows per thread as
+/// attempts in flight per load core, and when they do not divide, that they were rounded up
+/// (`-T 4 -F 1` runs 1 per core: 4 on four cores, where neper keeps 1).
+fn like_note(l: &str, per_core: u32) -> anyhow::Result<String> {
+    let t = super::bench::neper::parse(l)?;
+    let rounded = if t.flows % t.threads == 0 {
+        String::new()
+    } else {
+        format!(
+            " (neper's -F {} flows over -T {} threads is {} per thread, rounded up to {} per load core: a step of N cores keeps {}×N in flight where neper keeps {})",
+            t.flows,
+            t.threads,
+            common::numfmt::exact(f64::from(t.flows) / f64::from(t.threads)),
+            per_core,
+            per_core,
+            t.flows
+        )
+    };
+    Ok(format!(
+        "scale: --like {l}: {per_core} attempts in flight per load core{rounded}, --close fin, --mode hold"
+    ))
+}
+
 /// A plan error as bad input, with the options that would make a plan fit on this host
 /// (`smt`: the host has SMT siblings the plan left out).
 fn plan_error(e: ScalePlanError, args: &Args, smt: bool) -> anyhow::Error {
@@ -67,7 +90,23 @@ fn plan_error(e: ScalePlanError, args: &Args, smt: bool) -> anyhow::Error {
         ScalePlanError::OneCpu { .. } => {
             "run it where this process may use more CPUs (taskset -c, the cpuset)".to_string()
         }
-        ScalePlanError::BadSteps { .. } => "give --steps like 1,2,4,8".into(),
+        // One piece of advice: the steps given, in order and each once, where that leaves
+        // any (`1,2,2` and `2,1` both mean 1,2).
+        ScalePlanError::BadSteps { steps } => {
+            let mut fixed: Vec<usize> = steps.iter().copied().filter(|&n| n >= 1).collect();
+            fixed.sort_unstable();
+            fixed.dedup();
+            let ordered = fixed
+                .iter()
+                .map(usize::to_string)
+                .collect::<Vec<_>>()
+                .join(",");
+            if fixed.is_empty() {
+                "give --steps like 1,2,4,8".into()
+            } else {
+                format!("give --steps like 1,2,4,8 (yours in order, each once: --steps {ordered})")
+            }
+        }
         ScalePlanError::TooFew { housekeeping, .. } => {
             let mut v = vec!["fewer or smaller --steps".to_string()];
             if args.pairs == PairsArg::Split && args.shape != ShapeArg::FixedServer {
@@ -377,6 +416,10 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
         if let Some(line) = workers_line(&args) {
             text.push_str(&line);
         }
+        if let Some(l) = &args.like {
+            text.push_str(&like_note(l, per_core)?);
+            text.push('\n');
+        }
         crate::output::out(&text);
         return Ok(0);
     }
@@ -388,9 +431,7 @@ pub fn run(args: Args, build: (Build, BuildInfo)) -> anyhow::Result<i32> {
         note(&format!("scale: {n}"));
     }
     if let Some(l) = &args.like {
-        note(&format!(
-            "scale: --like {l}: {per_core} attempts in flight per load core, --close fin, --mode hold"
-        ));
+        note(&like_note(l, per_core)?);
     }
     let step_secs = (args.step_duration + args.warmup).mul_f64(plan.steps.len() as f64);
     let _progress = crate::progress::begin("scale", step_secs);
