@@ -99,7 +99,7 @@ impl DepthSampler {
                 // The next grid point after now (those passed while held off are skipped).
                 let now = now_ns();
                 next += every * ((now.saturating_sub(next)) / every + 1);
-                sleep_until(next);
+                common::threadcpu::sleep_until_ns(next);
             }
             Depths { samples, realtime }
         });
@@ -132,20 +132,6 @@ fn realtime() -> Result<(), i32> {
     } else {
         Err(rc)
     }
-}
-
-/// Sleeps until `t_ns` on CLOCK_MONOTONIC (absolute, so the grid does not drift).
-fn sleep_until(t_ns: u64) {
-    let ts = nix::sys::time::TimeSpec::new(
-        (t_ns / 1_000_000_000) as libc::time_t,
-        (t_ns % 1_000_000_000) as libc::c_long,
-    );
-    // EINTR (a signal) wakes it early: one sample off the grid, then back on it.
-    let _ = nix::time::clock_nanosleep(
-        nix::time::ClockId::CLOCK_MONOTONIC,
-        nix::time::ClockNanosleepFlags::TIMER_ABSTIME,
-        &ts,
-    );
 }
 
 /// Where a [`DepthSampler`] reads the listeners' accept-queue length.

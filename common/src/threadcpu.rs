@@ -1,5 +1,6 @@
 //! CPU time of the calling thread, read by the thread itself: the way each server and load
-//! worker publishes what it cost, without anyone matching thread names in `/proc`.
+//! worker publishes what it cost, without anyone matching thread names in `/proc`; and the
+//! absolute sleep ([`sleep_until_ns`]) the threads that measure timing sleep with.
 
 use nix::sys::resource::{getrusage, UsageWho};
 use nix::sys::time::TimeVal;
@@ -19,18 +20,39 @@ pub struct ThreadCpu {
     pub sys_ns: u64,
 }
 
+/// The calling thread's on-CPU time so far, ns ([`ThreadCpu::run_ns`] alone: one syscall,
+/// clock_gettime(2) CLOCK_THREAD_CPUTIME_ID, not served by the vDSO); 0 if the reading fails
+/// (it does not for the calling thread on Linux).
+pub fn run_ns_now() -> u64 {
+    clock_gettime(ClockId::CLOCK_THREAD_CPUTIME_ID)
+        .map(|ts| {
+            (ts.tv_sec() as u64)
+                .saturating_mul(1_000_000_000)
+                .saturating_add(ts.tv_nsec() as u64)
+        })
+        .unwrap_or(0)
+}
+
+/// Sleeps until `t_ns` on CLOCK_MONOTONIC (clock_nanosleep(2) TIMER_ABSTIME: an hrtimer, and an
+/// absolute time, so a grid of sleeps does not drift). A signal (EINTR) ends it early.
+pub fn sleep_until_ns(t_ns: u64) {
+    let ts = nix::sys::time::TimeSpec::new(
+        (t_ns / 1_000_000_000) as nix::libc::time_t,
+        (t_ns % 1_000_000_000) as nix::libc::c_long,
+    );
+    let _ = nix::time::clock_nanosleep(
+        ClockId::CLOCK_MONOTONIC,
+        nix::time::ClockNanosleepFlags::TIMER_ABSTIME,
+        &ts,
+    );
+}
+
 impl ThreadCpu {
     /// The calling thread's CPU time so far: two syscalls (~0.2–1 µs together), so read it every
     /// few milliseconds, not per connection. A reading that fails (neither call fails for the
     /// calling thread on Linux) is 0.
     pub fn now() -> ThreadCpu {
-        let run_ns = clock_gettime(ClockId::CLOCK_THREAD_CPUTIME_ID)
-            .map(|ts| {
-                (ts.tv_sec() as u64)
-                    .saturating_mul(1_000_000_000)
-                    .saturating_add(ts.tv_nsec() as u64)
-            })
-            .unwrap_or(0);
+        let run_ns = run_ns_now();
         let (user_ns, sys_ns) = match getrusage(UsageWho::RUSAGE_THREAD) {
             Ok(r) => (timeval_ns(r.user_time()), timeval_ns(r.system_time())),
             Err(_) => (0, 0),

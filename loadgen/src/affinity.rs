@@ -48,17 +48,9 @@ pub(crate) fn auto_spin(stop: &std::sync::atomic::AtomicBool) -> u64 {
             break;
         }
         let target = crate::clock::now_ns() + AUTO_SPIN_SLEEP_NS;
-        let ts = nix::sys::time::TimeSpec::new(
-            (target / 1_000_000_000) as libc::time_t,
-            (target % 1_000_000_000) as libc::c_long,
-        );
         // EINTR (a signal) ends a sleep early: that sample is then 0, which only lowers the
         // percentile by one sample in a thousand.
-        let _ = nix::time::clock_nanosleep(
-            nix::time::ClockId::CLOCK_MONOTONIC,
-            nix::time::ClockNanosleepFlags::TIMER_ABSTIME,
-            &ts,
-        );
+        common::threadcpu::sleep_until_ns(target);
         late.push(crate::clock::now_ns().saturating_sub(target));
     }
     spin_for_overshoots(&mut late)

@@ -14,13 +14,3 @@ pub(crate) fn now_ns() -> u64 {
     let ts = clock_gettime(ClockId::CLOCK_MONOTONIC).expect("clock_gettime(CLOCK_MONOTONIC)");
     ts.tv_sec() as u64 * 1_000_000_000 + ts.tv_nsec() as u64
 }
-
-/// This thread's on-CPU time, ns (CLOCK_THREAD_CPUTIME_ID: a system call, not the vDSO; read
-/// around the spin passes that may find nothing to do, so a pass preempted by other work on the
-/// CPU counts only the time the worker really spun).
-pub(crate) fn thread_cpu_ns() -> u64 {
-    // CLOCK_THREAD_CPUTIME_ID always exists on Linux; clock_gettime cannot fail for it.
-    let ts = clock_gettime(ClockId::CLOCK_THREAD_CPUTIME_ID)
-        .expect("clock_gettime(CLOCK_THREAD_CPUTIME_ID)");
-    ts.tv_sec() as u64 * 1_000_000_000 + ts.tv_nsec() as u64
-}

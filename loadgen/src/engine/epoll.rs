@@ -604,7 +604,7 @@ impl Engine for Epoll {
         let spin_pass = serving.is_empty() && wake <= now && now < until;
         // Its CPU time, not its wall time (other work on the CPU may share the wall time).
         let cpu0 = if spin_pass {
-            crate::clock::thread_cpu_ns()
+            common::threadcpu::run_ns_now()
         } else {
             0
         };
@@ -624,7 +624,7 @@ impl Engine for Epoll {
         let t = now_ns();
         if spin_pass && events.is_empty() {
             // Found nothing to do: waiting for the due start.
-            self.spun_ns += crate::clock::thread_cpu_ns().saturating_sub(cpu0);
+            self.spun_ns += common::threadcpu::run_ns_now().saturating_sub(cpu0);
         }
         for ev in events.iter() {
             if ev.token() == TIMER {

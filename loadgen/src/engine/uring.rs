@@ -771,13 +771,23 @@ impl Ring {
     /// Submits what is queued and waits for a completion until `spin_ns` before `target`
     /// (CLOCK_MONOTONIC ns); no wait when that is not after `now`: a spin pass within `spin_ns`
     /// of `target`, else (behind) a poll asking for up to `in_flight` (module docs, "Waiting").
-    /// True when this was a spin pass with nothing queued to submit.
-    pub(crate) fn wait(&mut self, target: u64, now: u64, spin_ns: u64, in_flight: usize) -> bool {
+    /// For a spin pass with nothing queued to submit (one that may find nothing to do), the
+    /// thread's on-CPU time when it began ([`common::threadcpu::run_ns_now`], read only then:
+    /// a pass that submits a CONNECT does not pay the system call).
+    pub(crate) fn wait(
+        &mut self,
+        target: u64,
+        now: u64,
+        spin_ns: u64,
+        in_flight: usize,
+    ) -> Option<u64> {
         let wake = target.saturating_sub(spin_ns);
-        let mut idle = false;
+        let mut idle = None;
         let res = if wake <= now && now < target.saturating_add(spin_ns) {
             // Spinning to a start (or just reached it): never sleep.
-            idle = self.ring.submission().is_empty();
+            if self.ring.submission().is_empty() {
+                idle = Some(common::threadcpu::run_ns_now());
+            }
             self.spin()
         } else if wake <= now {
             self.poll(in_flight)

@@ -803,19 +803,14 @@ impl Engine for Uring {
     /// One wait of the loop: submits what is queued, waits for a completion until `until_ns`
     /// (no wait when it is within `cfg.pacing.spin_ns` of `now`), handles what completed.
     fn wait(&mut self, core: &mut Core<'_>, until_ns: u64, now: u64) {
-        // A pass within the spin may find nothing to do: its CPU time (not its wall time, which
-        // other work on the CPU may share) is then the worker waiting for the due start.
-        let spin = until_ns.saturating_sub(self.spin_ns) <= now;
-        let cpu0 = if spin {
-            crate::clock::thread_cpu_ns()
-        } else {
-            0
-        };
-        let idle = self
+        // A spin pass with nothing to submit may find nothing to do: its CPU time (not its wall
+        // time, which other work on the CPU may share) is then the worker waiting for the due
+        // start.
+        let idle_since = self
             .ring
             .wait(until_ns, now, self.spin_ns, core.in_flight());
-        if self.reap(core) == 0 && idle {
-            self.spun_ns += crate::clock::thread_cpu_ns().saturating_sub(cpu0);
+        if let (0, Some(cpu0)) = (self.reap(core), idle_since) {
+            self.spun_ns += common::threadcpu::run_ns_now().saturating_sub(cpu0);
         }
     }
 

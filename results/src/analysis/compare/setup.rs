@@ -62,21 +62,32 @@ fn cpus(v: &[usize]) -> String {
 /// connection), `TLS`, `TLS + HTTP GET /`, from its phases' HTTP and TLS counts (a server
 /// record: its TLS accepts). Phases that differ are joined with ` / `.
 fn protocol(r: &RunRecord) -> String {
-    let mut v: Vec<String> = Vec::new();
-    for p in &r.phases {
+    per_phase(r, "TCP", |p| {
         let tls = p.tls.is_some() || p.server.as_ref().is_some_and(|s| s.tls_accepted.is_some());
-        let x = match (&p.http, tls) {
+        Some(match (&p.http, tls) {
             (Some(h), true) => format!("TLS + HTTP {}", h.request),
             (Some(h), false) => format!("HTTP {}", h.request),
             (None, true) => "TLS".to_string(),
             (None, false) => "TCP".to_string(),
-        };
+        })
+    })
+}
+
+/// A fact read per phase (`None`: the phase has none): its distinct values in phase order,
+/// joined with ` / `, or `none` when no phase has one.
+fn per_phase(
+    r: &RunRecord,
+    none: &str,
+    f: impl Fn(&crate::record::PhaseRecord) -> Option<String>,
+) -> String {
+    let mut v: Vec<String> = Vec::new();
+    for x in r.phases.iter().filter_map(f) {
         if !v.contains(&x) {
             v.push(x);
         }
     }
     if v.is_empty() {
-        "TCP".into()
+        none.into()
     } else {
         v.join(" / ")
     }
@@ -197,25 +208,16 @@ const FACTS: [Fact; 20] = [
 /// The open-loop phases' spin: `auto` (measured per load CPU, so its values differ from run to
 /// run by design) or the fixed spin; "none" for a run without an open-loop phase.
 fn spin(r: &RunRecord) -> String {
-    let mut v: Vec<String> = Vec::new();
-    for p in &r.phases {
-        let x = match (
+    per_phase(r, "none", |p| {
+        match (
             p.settings.get("load.spin_auto"),
             p.settings.get("load.spin_ns"),
         ) {
-            (Some(1), _) => "auto".to_string(),
-            (_, Some(&ns)) => crate::numfmt::ns(ns as f64),
-            _ => continue,
-        };
-        if !v.contains(&x) {
-            v.push(x);
+            (Some(1), _) => Some("auto".to_string()),
+            (_, Some(&ns)) => Some(crate::numfmt::ns(ns as f64)),
+            _ => None,
         }
-    }
-    if v.is_empty() {
-        "none".into()
-    } else {
-        v.join(" / ")
-    }
+    })
 }
 
 fn distinct(recs: &[RunRecord], f: fn(&RunRecord) -> String) -> Vec<String> {
