@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# README's test command: `sudo scripts/test.sh [CARGO TEST ARGS…]`.
+# README's test command: `scripts/test.sh [CARGO TEST ARGS…]` as root (`sudo scripts/test.sh` as
+# another user; a root shell on a fresh machine may have no sudo).
 #
 # 1. Installs, with apt-get, the Debian packages whose tools the tests run when a tool is missing
 #    (the table below is the whole list; testkit's `require_tool` calls must name a tool that is
